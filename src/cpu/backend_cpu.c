@@ -1,0 +1,64 @@
+/* The CPU backend: host memory and the reference implementations in src/cpu/. */
+#include <string.h>
+
+#include "cpu/cpu_ops.h"
+#include "util/error.h"
+
+static void *cpu_alloc(size_t bytes) { return rt_alloc_aligned(bytes); }
+static void cpu_release(void *p) { rt_free(p); }
+static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+
+static const Backend cpu_backend = {
+    .name = "cpu",
+    .act_size = sizeof(real),
+    .f32_size = sizeof(real),
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .zero = cpu_zero,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .matmul_fwd = cpu_matmul_fwd,
+    .matmul_bwd = cpu_matmul_bwd,
+    .add = cpu_add,
+    .embedding_fwd = cpu_embedding_fwd,
+    .embedding_bwd = cpu_embedding_bwd,
+    .rmsnorm_fwd = cpu_rmsnorm_fwd,
+    .rmsnorm_bwd = cpu_rmsnorm_bwd,
+    .l2norm_fwd = cpu_l2norm_fwd,
+    .l2norm_bwd = cpu_l2norm_bwd,
+    .gate_mul_fwd = cpu_gate_mul_fwd,
+    .gate_mul_bwd = cpu_gate_mul_bwd,
+    .silu_fwd = cpu_silu_fwd,
+    .silu_bwd = cpu_silu_bwd,
+    .conv_fwd = cpu_conv_fwd,
+    .conv_bwd = cpu_conv_bwd,
+    .shift_fwd = cpu_shift_fwd,
+    .shift_bwd = cpu_shift_bwd,
+    .revcumsum = cpu_revcumsum,
+    .rope_angles = cpu_rope_angles,
+    .rotate_fwd = cpu_rotate_fwd,
+    .rotate_bwd = cpu_rotate_bwd,
+    .selrope_angles_fwd = cpu_selrope_angles_fwd,
+    .selrope_angles_bwd = cpu_selrope_angles_bwd,
+    .weightnorm_fwd = cpu_weightnorm_fwd,
+    .weightnorm_bwd = cpu_weightnorm_bwd,
+    .head_matmul_fwd = cpu_head_matmul_fwd,
+    .head_matmul_bwd = cpu_head_matmul_bwd,
+    .logsigmoid_fwd = cpu_logsigmoid_fwd,
+    .logsigmoid_bwd = cpu_logsigmoid_bwd,
+    .gdn_gates_fwd = cpu_gdn_gates_fwd,
+    .gdn_gates_bwd = cpu_gdn_gates_bwd,
+    .gla_fwd = cpu_gla_fwd,
+    .gla_bwd = cpu_gla_bwd,
+    .gdn_fwd = cpu_gdn_fwd,
+    .gdn_bwd = cpu_gdn_bwd,
+    .fox_fwd = cpu_fox_fwd,
+    .fox_bwd = cpu_fox_bwd,
+    .cross_entropy = cpu_cross_entropy,
+    .sumsq = cpu_sumsq,
+    .scale = cpu_scale,
+    .adamw = cpu_adamw,
+};
+
+const Backend *backend_cpu(void) { return &cpu_backend; }

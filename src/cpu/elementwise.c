@@ -1,0 +1,108 @@
+/* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates,
+ * Gated DeltaNet's beta and decay (SPEC §3). */
+#include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
+#include "util/error.h"
+
+static inline real act_value(real g, Activation act) {
+    return act == ACT_SILU ? g * sigmoidr(g) : sigmoidr(g);
+}
+
+static inline real act_deriv(real g, Activation act) {
+    real s = sigmoidr(g);
+    return act == ACT_SILU ? s * ((real)1 + g * ((real)1 - s)) : s * ((real)1 - s);
+}
+
+void cpu_gate_mul_fwd(void *out_, const void *x_, const void *g_, int64_t n, Activation act) {
+    real *out = out_;
+    const real *x = x_, *g = g_;
+    RT_ASSERT(act == ACT_SILU || act == ACT_SIGMOID);
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * act_value(g[i], act);
+}
+
+void cpu_gate_mul_bwd(void *dx_, void *dg_, const void *dout_, const void *x_, const void *g_,
+                      int64_t n, Activation act) {
+    real *dx = dx_, *dg = dg_;
+    const real *dout = dout_, *x = x_, *g = g_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        real d = dout[i];
+        dx[i] = d * act_value(g[i], act);
+        dg[i] = d * x[i] * act_deriv(g[i], act);
+    }
+}
+
+void cpu_silu_fwd(void *y_, const void *x_, int64_t n) {
+    real *y = y_;
+    const real *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * sigmoidr(x[i]);
+}
+
+void cpu_silu_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
+    real *dx = dx_;
+    const real *dy = dy_, *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * act_deriv(x[i], ACT_SILU);
+}
+
+void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, float normalizer) {
+    real *y = y_;
+    const real *x = x_;
+    real inv = (real)1 / (real)normalizer;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = logsigmoidr(x[i]) * inv;
+}
+
+/* d/dx logsigmoid(x) = sigmoid(-x) */
+void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n,
+                        float normalizer) {
+    real *dx = dx_;
+    const real *dy = dy_, *x = x_;
+    real inv = (real)1 / (real)normalizer;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * sigmoidr(-x[i]) * inv;
+}
+
+void cpu_gdn_gates_fwd(void *beta_, void *g_, const void *b_raw_, const void *a_raw_,
+                       const void *A_log_, const void *dt_bias_, int64_t N, int H) {
+    real *beta = beta_, *g = g_;
+    const real *b_raw = b_raw_, *a_raw = a_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int h = 0; h < H; h++) {
+            int64_t i = n * H + h;
+            beta[i] = sigmoidr(b_raw[i]);
+            g[i] = -exp(A_log[h]) * softplusr(a_raw[i] + dt_bias[h]);
+        }
+}
+
+void cpu_gdn_gates_bwd(void *db_raw_, void *da_raw_, void *dA_log_, void *ddt_bias_,
+                       const void *dbeta_, const void *dg_, const void *b_raw_,
+                       const void *a_raw_, const void *A_log_, const void *dt_bias_, int64_t N,
+                       int H) {
+    real *db_raw = db_raw_, *da_raw = da_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
+    const real *dbeta = dbeta_, *dg = dg_, *b_raw = b_raw_, *a_raw = a_raw_, *A_log = A_log_,
+               *dt_bias = dt_bias_;
+    /* H is small: reduce the per-head sums in double on one pass per head. */
+    for (int h = 0; h < H; h++) {
+        real A = exp(A_log[h]);
+        double sA = 0, sdt = 0;
+#pragma omp parallel for reduction(+ : sA, sdt) schedule(static)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t i = n * H + h;
+            real bs = sigmoidr(b_raw[i]);
+            db_raw[i] = dbeta[i] * bs * ((real)1 - bs);
+            real z = a_raw[i] + dt_bias[h];
+            real sp = softplusr(z);
+            /* g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z) */
+            sA += (double)(dg[i] * -A * sp);
+            real dz = dg[i] * -A * sigmoidr(z);
+            da_raw[i] = dz;
+            sdt += (double)dz;
+        }
+        dA_log[h] += (real)sA;
+        ddt_bias[h] += (real)sdt;
+    }
+}

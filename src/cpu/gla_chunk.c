@@ -1,0 +1,283 @@
+/* Chunked gated linear attention (SPEC §2), forward and backward.
+ *
+ * Per segment and head, with B_t = sum_{u<=t} log alpha_u (per key channel, accumulated
+ * from the chunk start), the output is
+ *     o_t = (q_t e^{B_t}) S_0 + sum_{s<=t in chunk} A_ts v_s,
+ *     A_ts = sum_i q_t[i] k_s[i] e^{B_t[i] - B_s[i]},
+ * and the state S_0 advances by S <- e^{B_last} S + sum_s (k_s e^{B_last - B_s})^T v_s.
+ * Every exponent is kept <= 0: the intra-chunk scores are computed per 16-row sub-chunk I
+ * against a reference row r_I (its first row): A[I, s<r_I] = (q e^{B_t - B_r}) (k e^{B_r - B_s})^T,
+ * and the 16x16 diagonal blocks element by element (fla's secondary chunking).
+ *
+ * Backward: dq, dk, dv from the same pieces; the gate gradient uses the identity
+ * d B_t[i] = q_t[i] dq_t[i] - k_t[i] dk_t[i] (every term depends on B only through
+ * e^{B_t - B_s} times q_t k_s), so d log alpha = reverse cumsum over the segment.
+ */
+#include <string.h>
+
+#include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
+#include "util/error.h"
+
+#define SUB 16
+
+int64_t chunk_base(const Seqs *s, int seg) {
+    int64_t base = 0;
+    for (int i = 0; i < seg; i++) base += (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
+    return base;
+}
+
+int64_t chunk_states_size(const Seqs *s, int H, int K, int V) {
+    return chunk_base(s, s->nseg) * H * (int64_t)K * V;
+}
+
+static int64_t *chunk_bases(const Seqs *s) {
+    int64_t *b = rt_malloc(sizeof(int64_t) * (size_t)(s->nseg + 1));
+    b[0] = 0;
+    for (int i = 0; i < s->nseg; i++)
+        b[i + 1] = b[i] + (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
+    return b;
+}
+
+typedef struct {
+    real *Q, *K, *V, *B;    /* chunk rows: scaled q, k, v, cumulative log gates */
+    real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
+    real *Qs, *E, *Kf;      /* sub-chunk pieces */
+    real *T1, *T2;          /* scratch [C, max(K,V)] */
+    real *S;                /* [K, V] running state */
+    real *dO, *D, *dQ, *dK, *dV, *dS, *G;
+} Work;
+
+static Work work_alloc(int K, int V) {
+    Work w;
+    int C = CHUNK_SIZE, M = K > V ? K : V;
+    w.Q = rt_alloc_aligned(sizeof(real) * C * K);
+    w.K = rt_alloc_aligned(sizeof(real) * C * K);
+    w.V = rt_alloc_aligned(sizeof(real) * C * V);
+    w.B = rt_alloc_aligned(sizeof(real) * C * K);
+    w.A = rt_alloc_aligned(sizeof(real) * C * C);
+    w.Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
+    w.E = rt_alloc_aligned(sizeof(real) * C * K);
+    w.Kf = rt_alloc_aligned(sizeof(real) * C * K);
+    w.T1 = rt_alloc_aligned(sizeof(real) * C * M);
+    w.T2 = rt_alloc_aligned(sizeof(real) * C * M);
+    w.S = rt_alloc_aligned(sizeof(real) * K * V);
+    w.dO = rt_alloc_aligned(sizeof(real) * C * V);
+    w.D = rt_alloc_aligned(sizeof(real) * C * C);
+    w.dQ = rt_alloc_aligned(sizeof(real) * C * K);
+    w.dK = rt_alloc_aligned(sizeof(real) * C * K);
+    w.dV = rt_alloc_aligned(sizeof(real) * C * V);
+    w.dS = rt_alloc_aligned(sizeof(real) * K * V);
+    w.G = rt_alloc_aligned(sizeof(real) * C * K);
+    return w;
+}
+
+static void work_free(Work *w) {
+    real *p[] = {w->Q, w->K, w->V, w->B, w->A, w->Qs, w->E, w->Kf, w->T1,
+                 w->T2, w->S, w->dO, w->D, w->dQ, w->dK, w->dV, w->dS, w->G};
+    for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
+}
+
+/* Gathers rows n0..n0+L-1 of head h into the chunk buffers; B = in-chunk cumsum of g. */
+static void load_chunk(Work *w, const real *q, const real *k, const real *v, const real *g,
+                       int64_t n0, int L, int h, int H, int K, int V, real scale) {
+    for (int t = 0; t < L; t++) {
+        int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
+        for (int i = 0; i < K; i++) {
+            w->Q[t * K + i] = q[rk + i] * scale;
+            w->K[t * K + i] = k[rk + i];
+            w->B[t * K + i] = g[rk + i] + (t ? w->B[(t - 1) * K + i] : 0);
+        }
+        memcpy(w->V + t * V, v + rv, sizeof(real) * V);
+    }
+}
+
+/* Sub-chunk I (rows r..r+n-1): Qs = Q e^{B_t - B_r} and, for the r earlier rows,
+ * E = e^{B_r - B_s}, Kf = K E. */
+static void subchunk_factors(Work *w, int r, int n, int K) {
+    const real *Br = w->B + r * K;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < K; i++)
+            w->Qs[t * K + i] = w->Q[(r + t) * K + i] * exp(w->B[(r + t) * K + i] - Br[i]);
+    for (int s = 0; s < r; s++)
+        for (int i = 0; i < K; i++) {
+            real e = exp(Br[i] - w->B[s * K + i]);
+            w->E[s * K + i] = e;
+            w->Kf[s * K + i] = w->K[s * K + i] * e;
+        }
+}
+
+/* A[t][s] for s <= t < L (zeros above the diagonal). */
+static void intra_scores(Work *w, int L, int K) {
+    memset(w->A, 0, sizeof(real) * CHUNK_SIZE * CHUNK_SIZE);
+    for (int r = 0; r < L; r += SUB) {
+        int n = L - r < SUB ? L - r : SUB;
+        subchunk_factors(w, r, n, K);
+        if (r) gemm(0, 1, n, r, K, 1, w->Qs, K, w->Kf, K, 0, w->A + r * CHUNK_SIZE, CHUNK_SIZE);
+        for (int t = r; t < r + n; t++)
+            for (int s = r; s <= t; s++) {
+                real acc = 0;
+                for (int i = 0; i < K; i++)
+                    acc += w->Q[t * K + i] * w->K[s * K + i] *
+                           exp(w->B[t * K + i] - w->B[s * K + i]);
+                w->A[t * CHUNK_SIZE + s] = acc;
+            }
+    }
+}
+
+void cpu_gla_fwd(void *o_, void *states_, const void *q_, const void *k_, const void *v_,
+                 const void *g_, const Seqs *s, int H, int K, int V, float scale) {
+    real *o = o_, *states = states_;
+    const real *q = q_, *k = k_, *v = v_, *g = g_;
+    int64_t *bases = chunk_bases(s);
+#pragma omp parallel
+    {
+        Work w = work_alloc(K, V);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int seg = 0; seg < s->nseg; seg++)
+            for (int h = 0; h < H; h++) {
+                memset(w.S, 0, sizeof(real) * K * V);
+                int64_t c = bases[seg];
+                for (int64_t n0 = s->cu[seg]; n0 < s->cu[seg + 1]; n0 += CHUNK_SIZE, c++) {
+                    int L = (int)(s->cu[seg + 1] - n0 < CHUNK_SIZE ? s->cu[seg + 1] - n0
+                                                                   : CHUNK_SIZE);
+                    load_chunk(&w, q, k, v, g, n0, L, h, H, K, V, (real)scale);
+                    memcpy(states + (c * H + h) * (int64_t)K * V, w.S, sizeof(real) * K * V);
+                    /* inter-chunk: (Q e^B) S */
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++)
+                            w.T1[t * K + i] = w.Q[t * K + i] * exp(w.B[t * K + i]);
+                    gemm(0, 0, L, V, K, 1, w.T1, K, w.S, V, 0, w.T2, V);
+                    /* intra-chunk: A V */
+                    intra_scores(&w, L, K);
+                    gemm(0, 0, L, V, L, 1, w.A, CHUNK_SIZE, w.V, V, 1, w.T2, V);
+                    for (int t = 0; t < L; t++)
+                        memcpy(o + ((n0 + t) * H + h) * (int64_t)V, w.T2 + t * V,
+                               sizeof(real) * V);
+                    /* state: S = e^{B_last} S + (K e^{B_last - B})^T V */
+                    const real *Bl = w.B + (L - 1) * K;
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++)
+                            w.T1[t * K + i] = w.K[t * K + i] * exp(Bl[i] - w.B[t * K + i]);
+                    for (int i = 0; i < K; i++) {
+                        real d = exp(Bl[i]);
+                        for (int j = 0; j < V; j++) w.S[i * V + j] *= d;
+                    }
+                    gemm(1, 0, K, V, L, 1, w.T1, K, w.V, V, 1, w.S, V);
+                }
+            }
+        work_free(&w);
+    }
+    rt_free(bases);
+}
+
+void cpu_gla_bwd(void *dq_, void *dk_, void *dv_, void *dg_, const void *dout_, const void *q_,
+                 const void *k_, const void *v_, const void *g_, const void *states_,
+                 const Seqs *s, int H, int K, int V, float scale) {
+    real *dq = dq_, *dk = dk_, *dv = dv_, *dg = dg_;
+    const real *dout = dout_, *q = q_, *k = k_, *v = v_, *g = g_, *states = states_;
+    int64_t *bases = chunk_bases(s);
+    int64_t nchunks = bases[s->nseg];
+#pragma omp parallel
+    {
+        Work w = work_alloc(K, V);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int seg = 0; seg < s->nseg; seg++)
+            for (int h = 0; h < H; h++) {
+                memset(w.dS, 0, sizeof(real) * K * V);
+                int64_t first = s->cu[seg], end = s->cu[seg + 1];
+                int64_t nch = (end - first + CHUNK_SIZE - 1) / CHUNK_SIZE;
+                for (int64_t ci = nch - 1; ci >= 0; ci--) {
+                    int64_t n0 = first + ci * CHUNK_SIZE;
+                    int L = (int)(end - n0 < CHUNK_SIZE ? end - n0 : CHUNK_SIZE);
+                    int64_t c = bases[seg] + ci;
+                    RT_ASSERT(c < nchunks);
+                    load_chunk(&w, q, k, v, g, n0, L, h, H, K, V, (real)scale);
+                    const real *S0 = states + (c * H + h) * (int64_t)K * V;
+                    for (int t = 0; t < L; t++)
+                        memcpy(w.dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V,
+                               sizeof(real) * V);
+                    intra_scores(&w, L, K);
+                    /* D = dO V^T (lower triangle incl. diagonal); dV = A^T dO */
+                    gemm(0, 1, L, L, V, 1, w.dO, V, w.V, V, 0, w.D, CHUNK_SIZE);
+                    for (int t = 0; t < L; t++)
+                        for (int s2 = t + 1; s2 < L; s2++) w.D[t * CHUNK_SIZE + s2] = 0;
+                    gemm(1, 0, L, V, L, 1, w.A, CHUNK_SIZE, w.dO, V, 0, w.dV, V);
+                    /* inter-chunk terms */
+                    const real *Bl = w.B + (L - 1) * K;
+                    gemm(0, 1, L, K, V, 1, w.dO, V, S0, V, 0, w.dQ, K);
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++) w.dQ[t * K + i] *= exp(w.B[t * K + i]);
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++) {
+                            real e = exp(Bl[i] - w.B[t * K + i]);
+                            w.E[t * K + i] = e;
+                            w.T1[t * K + i] = w.K[t * K + i] * e;
+                        }
+                    gemm(0, 0, L, V, K, 1, w.T1, K, w.dS, V, 1, w.dV, V);
+                    gemm(0, 1, L, K, V, 1, w.V, V, w.dS, V, 0, w.dK, K);
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++) w.dK[t * K + i] *= w.E[t * K + i];
+                    /* dS <- e^{B_last} dS + (Q e^B)^T dO  (gradient w.r.t. this chunk's S_0) */
+                    for (int i = 0; i < K; i++) {
+                        real d = exp(Bl[i]);
+                        for (int j = 0; j < V; j++) w.dS[i * V + j] *= d;
+                    }
+                    for (int t = 0; t < L; t++)
+                        for (int i = 0; i < K; i++)
+                            w.T1[t * K + i] = w.Q[t * K + i] * exp(w.B[t * K + i]);
+                    gemm(1, 0, K, V, L, 1, w.T1, K, w.dO, V, 1, w.dS, V);
+                    /* intra-chunk terms through A, sub-chunk by sub-chunk */
+                    for (int r = 0; r < L; r += SUB) {
+                        int n = L - r < SUB ? L - r : SUB;
+                        subchunk_factors(&w, r, n, K);
+                        if (r) {
+                            /* dQ[I] += e^{B_t - B_r} (D[I,<r] Kf) */
+                            gemm(0, 0, n, K, r, 1, w.D + r * CHUNK_SIZE, CHUNK_SIZE, w.Kf, K, 0,
+                                 w.T1, K);
+                            for (int t = 0; t < n; t++)
+                                for (int i = 0; i < K; i++) {
+                                    real e = exp(w.B[(r + t) * K + i] - w.B[r * K + i]);
+                                    w.dQ[(r + t) * K + i] += w.T1[t * K + i] * e;
+                                }
+                            /* dK[<r] += (D[I,<r]^T Qs) E */
+                            gemm(1, 0, r, K, n, 1, w.D + r * CHUNK_SIZE, CHUNK_SIZE, w.Qs, K, 0,
+                                 w.G, K);
+                            for (int s2 = 0; s2 < r; s2++)
+                                for (int i = 0; i < K; i++)
+                                    w.dK[s2 * K + i] += w.G[s2 * K + i] * w.E[s2 * K + i];
+                        }
+                        for (int t = r; t < r + n; t++)
+                            for (int s2 = r; s2 <= t; s2++) {
+                                real d = w.D[t * CHUNK_SIZE + s2];
+                                for (int i = 0; i < K; i++) {
+                                    real e = exp(w.B[t * K + i] - w.B[s2 * K + i]);
+                                    w.dQ[t * K + i] += d * w.K[s2 * K + i] * e;
+                                    w.dK[s2 * K + i] += d * w.Q[t * K + i] * e;
+                                }
+                            }
+                    }
+                    for (int t = 0; t < L; t++) {
+                        int64_t rk = ((n0 + t) * H + h) * (int64_t)K;
+                        for (int i = 0; i < K; i++) {
+                            dq[rk + i] = w.dQ[t * K + i] * (real)scale;
+                            dk[rk + i] = w.dK[t * K + i];
+                        }
+                        memcpy(dv + ((n0 + t) * H + h) * (int64_t)V, w.dV + t * V,
+                               sizeof(real) * V);
+                    }
+                }
+                /* d log alpha = reverse cumsum over the segment of q dq - k dk */
+                for (int i = 0; i < K; i++) {
+                    real acc = 0;
+                    for (int64_t n = end - 1; n >= first; n--) {
+                        int64_t idx = (n * H + h) * (int64_t)K + i;
+                        acc += q[idx] * dq[idx] - k[idx] * dk[idx];
+                        dg[idx] = acc;
+                    }
+                }
+            }
+        work_free(&w);
+    }
+    rt_free(bases);
+}

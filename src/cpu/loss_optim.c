@@ -1,0 +1,59 @@
+/* Cross-entropy with its fused gradient, and the optimizer primitives (SPEC §7). */
+#include "cpu/cpu_ops.h"
+#include "util/error.h"
+
+double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
+                         float grad_scale) {
+    real *logits = logits_;
+    double total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (int64_t n = 0; n < N; n++) {
+        real *x = logits + n * V;
+        int32_t y = labels[n];
+        if (y == -100) {
+            for (int j = 0; j < V; j++) x[j] = 0;
+            continue;
+        }
+        RT_ASSERT(y >= 0 && y < V);
+        real mx = x[0];
+        for (int j = 1; j < V; j++) mx = fmax(mx, x[j]);
+        double sum = 0;
+        for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
+        double lse = (double)mx + log(sum);
+        total += lse - (double)x[y];
+        for (int j = 0; j < V; j++) x[j] = (real)(exp((double)x[j] - lse) * grad_scale);
+        x[y] -= (real)grad_scale;
+    }
+    return total;
+}
+
+double cpu_sumsq(const void *x_, int64_t n) {
+    const real *x = x_;
+    double acc = 0;
+#pragma omp parallel for reduction(+ : acc) schedule(static)
+    for (int64_t i = 0; i < n; i++) acc += (double)x[i] * (double)x[i];
+    return acc;
+}
+
+void cpu_scale(void *x_, int64_t n, float s) {
+    real *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) x[i] *= (real)s;
+}
+
+/* Decoupled weight decay as torch.optim.AdamW: w <- w - lr (wd w + m^/(sqrt(v^) + eps)). */
+void cpu_adamw(void *w_, void *m_, void *v_, const void *g_, int64_t n, float lr, float beta1,
+               float beta2, float eps, float weight_decay, int64_t t) {
+    real *w = w_, *m = m_, *v = v_;
+    const real *g = g_;
+    double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
+    real step = (real)(lr / bc1), rbc2 = (real)(1.0 / sqrt(bc2));
+    real b1 = beta1, b2 = beta2, decay = (real)lr * (real)weight_decay;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        real gi = g[i];
+        m[i] = b1 * m[i] + ((real)1 - b1) * gi;
+        v[i] = b2 * v[i] + ((real)1 - b2) * gi * gi;
+        w[i] -= decay * w[i] + step * m[i] / (sqrt(v[i]) * rbc2 + (real)eps);
+    }
+}

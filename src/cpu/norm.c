@@ -1,0 +1,103 @@
+/* RMSNorm over groups of channels (SPEC §1; also the per-head readout and QK norms) and
+ * L2 normalisation (GDN q/k, Selective RoPE input slices). */
+#include <string.h>
+
+#include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
+#include "util/error.h"
+
+void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int64_t N, int G,
+                     int C, int w_per_group, float eps) {
+    real *y = y_, *rstd = rstd_;
+    const real *x = x_, *w = w_;
+    int64_t rows = N * G;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const real *xr = x + r * C;
+        real *yr = y + r * C;
+        const real *wr = w + (w_per_group ? (r % G) * C : 0);
+        real ss = 0;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < C; c++) ss += xr[c] * xr[c];
+        real rs = (real)1 / sqrt(ss / (real)C + (real)eps);
+        rstd[r] = rs;
+#pragma omp simd
+        for (int c = 0; c < C; c++) yr[c] = xr[c] * rs * wr[c];
+    }
+}
+
+void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const void *w_,
+                     const void *rstd_, int64_t N, int G, int C, int w_per_group,
+                     int accumulate) {
+    real *dx = dx_, *dw = dw_;
+    const real *dy = dy_, *x = x_, *w = w_, *rstd = rstd_;
+    int64_t rows = N * G;
+    int wn = w_per_group ? G * C : C;
+    int nthr = par_max_threads();
+    real *partial = rt_calloc((size_t)nthr * (size_t)wn, sizeof(real));
+#pragma omp parallel
+    {
+        real *acc = partial + (size_t)par_thread() * (size_t)wn;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const real *xr = x + r * C, *dyr = dy + r * C;
+            int woff = w_per_group ? (int)(r % G) * C : 0;
+            const real *wr = w + woff;
+            real *accr = acc + woff;
+            real rs = rstd[r], dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int c = 0; c < C; c++) dot += dyr[c] * wr[c] * xr[c];
+            real k = dot * rs * rs / (real)C;
+            real *dxr = dx + r * C;
+            if (accumulate) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) dxr[c] += rs * (dyr[c] * wr[c] - xr[c] * k);
+            } else {
+#pragma omp simd
+                for (int c = 0; c < C; c++) dxr[c] = rs * (dyr[c] * wr[c] - xr[c] * k);
+            }
+#pragma omp simd
+            for (int c = 0; c < C; c++) accr[c] += dyr[c] * xr[c] * rs;
+        }
+    }
+    for (int t = 0; t < nthr; t++)
+        for (int c = 0; c < wn; c++) dw[c] += partial[(size_t)t * (size_t)wn + (size_t)c];
+    rt_free(partial);
+}
+
+void cpu_l2norm_fwd(void *y_, void *rnorm_, const void *x_, int64_t N, int G, int D, float eps) {
+    real *y = y_, *rnorm = rnorm_;
+    const real *x = x_;
+    int64_t rows = N * G;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const real *xr = x + r * D;
+        real ss = 0;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < D; c++) ss += xr[c] * xr[c];
+        real rn = (real)1 / sqrt(ss + (real)eps);
+        rnorm[r] = rn;
+        for (int c = 0; c < D; c++) y[r * D + c] = xr[c] * rn;
+    }
+}
+
+/* y = x * rn  =>  dx = rn * (dy - y (y . dy)) */
+void cpu_l2norm_bwd(void *dx_, const void *dy_, const void *y_, const void *rnorm_, int64_t N,
+                    int G, int D, int accumulate) {
+    real *dx = dx_;
+    const real *dy = dy_, *y = y_, *rnorm = rnorm_;
+    int64_t rows = N * G;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const real *yr = y + r * D, *dyr = dy + r * D;
+        real dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int c = 0; c < D; c++) dot += yr[c] * dyr[c];
+        real rn = rnorm[r];
+        real *dxr = dx + r * D;
+        if (accumulate)
+            for (int c = 0; c < D; c++) dxr[c] += rn * (dyr[c] - yr[c] * dot);
+        else
+            for (int c = 0; c < D; c++) dxr[c] = rn * (dyr[c] - yr[c] * dot);
+    }
+}

@@ -1,0 +1,75 @@
+#include "util/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rt_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fprintf(stderr, "rotor: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+void rt_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fprintf(stderr, "rotor: warning: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+void *rt_malloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) rt_die("out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+void *rt_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) rt_die("out of memory allocating %zu x %zu bytes", n, size);
+    return p;
+}
+
+void *rt_realloc(void *p, size_t bytes) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q) rt_die("out of memory reallocating %zu bytes", bytes);
+    return q;
+}
+
+void *rt_alloc_aligned(size_t bytes) {
+    void *p = NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0)
+        rt_die("out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+void rt_free(void *p) { free(p); }
+
+char *rt_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = rt_malloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+char *rt_sprintf(const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) rt_die("formatting failed");
+    char *s = rt_malloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return s;
+}

@@ -1,0 +1,28 @@
+#include "harness.h"
+
+#include <time.h>
+
+int th_failures;
+
+int th_run(const TestCase *tests, int n, int argc, char **argv) {
+    int passed = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        if (argc > 1 && !strstr(tests[i].name, argv[1])) continue;
+        th_failures = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (th_failures) {
+            failed++;
+            printf("FAIL %s (%d checks failed, %.2fs)\n", tests[i].name, th_failures, dt);
+        } else {
+            passed++;
+            printf("ok   %s (%.2fs)\n", tests[i].name, dt);
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

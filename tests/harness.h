@@ -1,0 +1,50 @@
+/* Minimal test harness: TEST(name) functions registered in a table, CHECK macros that
+ * record failures, and a summary line "N passed, N failed". */
+#ifndef ROTOR_TEST_HARNESS_H
+#define ROTOR_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int th_failures; /* failures in the current test */
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            th_failures++;                                                            \
+            fprintf(stderr, "    CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                  \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            th_failures++;                                                    \
+            fprintf(stderr, "    CHECK failed at %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
+    } while (0)
+
+/* |a - b| <= tol * max(1, |b|) */
+#define CHECK_CLOSE(a, b, tol)                                                              \
+    do {                                                                                    \
+        double _a = (double)(a), _b = (double)(b);                                          \
+        if (!(fabs(_a - _b) <= (tol) * fmax(1.0, fabs(_b)))) {                              \
+            th_failures++;                                                                  \
+            fprintf(stderr, "    CHECK_CLOSE failed at %s:%d: %s = %.10g vs %s = %.10g\n", \
+                    __FILE__, __LINE__, #a, _a, #b, _b);                                    \
+        }                                                                                   \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} TestCase;
+
+/* Runs the tests whose name contains the filter argv[1] (all if absent). */
+int th_run(const TestCase *tests, int n, int argc, char **argv);
+
+#endif

@@ -1,0 +1,26 @@
+/* Naive recurrent references of the three mixers (fla's naive_recurrent_* style): token
+ * by token over the explicit state, forward and backpropagation through time, computed in
+ * double whatever `real` is. Layouts as in src/backend.h. */
+#ifndef ROTOR_NAIVE_H
+#define ROTOR_NAIVE_H
+
+#include "backend.h"
+#include "cpu/real.h"
+
+void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const real *g,
+                   const Seqs *s, int H, int K, int V, double scale);
+void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, const real *q,
+                   const real *k, const real *v, const real *g, const Seqs *s, int H, int K,
+                   int V, double scale);
+void naive_gdn_fwd(real *o, const real *q, const real *k, const real *v, const real *beta,
+                   const real *g, const Seqs *s, int H, int K, int V, double scale);
+void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const real *dout,
+                   const real *q, const real *k, const real *v, const real *beta, const real *g,
+                   const Seqs *s, int H, int K, int V, double scale);
+void naive_fox_fwd(real *o, const real *q, const real *k, const real *v, const real *logf,
+                   const Seqs *s, int H, int D, double scale);
+void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, const real *q,
+                   const real *k, const real *v, const real *logf, const Seqs *s, int H, int D,
+                   double scale);
+
+#endif

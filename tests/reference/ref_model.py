@@ -1,0 +1,575 @@
+"""Independent PyTorch reference of the rotor model family (SPEC.md §1-5).
+
+The model is built from a Hugging-Face-style config dict and uses fla's tensor names
+(FORMATS.md), so `model.state_dict()` keys are exactly the checkpoint names.
+
+`forward(input_ids, naive=True)` computes every mixer in its naive form (token-by-token recurrences
+for GLA and Gated DeltaNet, an explicit T x T masked softmax for FoX, a token loop for the Selective
+RoPE cumulative sum); `naive=False` uses the chunked cores of ref_fast.py.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import ref_fast
+
+L2_EPS = 1e-6  # x / sqrt(sum x^2 + 1e-6): GDN q/k norm and the Selective RoPE input norm
+QK_NORM_EPS = 1e-5  # FoX QK-norm (SPEC §1, §4)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def rms_norm(x, weight, eps):
+    """SPEC §1: y = x * rsqrt(mean(x^2) + eps) * w over the last dim."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def l2_norm(x):
+    return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + L2_EPS)
+
+
+def swish(x):
+    return x * torch.sigmoid(x)
+
+
+def rotate_half_split(x, angle):
+    """SPEC §5: pairs (j, j+P): (x_j cos a - x_{j+P} sin a, x_j sin a + x_{j+P} cos a)."""
+    P = x.shape[-1] // 2
+    x1, x2 = x[..., :P], x[..., P:]
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+class Docs:
+    """Document structure of a batch (SPEC §1 document masking).
+
+    With doc_mask, a position starts a document when its input token is bos_token_id, and position 0
+    always does. Without doc_mask the whole row is one document (`start` is None).
+    """
+
+    def __init__(self, input_ids, cfg):
+        B, T = input_ids.shape
+        idx = torch.arange(T, device=input_ids.device).expand(B, T)
+        if cfg["doc_mask"]:
+            start = input_ids == cfg["bos_token_id"]
+            start[:, 0] = True
+            self.start = start
+            self.start_idx = torch.where(start, idx, torch.zeros_like(idx)).cummax(1).values
+            self.pos = idx - self.start_idx
+        else:
+            self.start = None
+            self.start_idx = None
+            self.pos = idx
+
+    def prev_mask(self, s, like):
+        """[B, T, 1] mask (dtype of `like`): position t-s exists and lies in t's document."""
+        T = like.shape[1]
+        t = torch.arange(T, device=like.device)
+        ok = (t >= s).expand(like.shape[0], T)
+        if self.start is not None:
+            ok = ok & (self.start_idx <= t - s)
+        return ok[..., None].to(like.dtype)
+
+
+def shift_time(x, s):
+    """x_{t-s} along dim 1 ([B, T, C]), zeros before the start."""
+    if s == 0:
+        return x
+    return F.pad(x, (0, 0, s, 0))[:, :x.shape[1]]
+
+
+def short_conv(x, weight, docs, act):
+    """Depthwise causal conv (SPEC §2, §3, §5): weight [C, 1, K], tap K-1 multiplies the current token,
+    tap 0 the token K-1 steps back; history before the document start is zero."""
+    K = weight.shape[-1]
+    if docs.start is None:
+        y = F.conv1d(x.transpose(1, 2), weight, padding=K - 1, groups=x.shape[-1])[..., :x.shape[1]]
+        y = y.transpose(1, 2)
+    else:
+        y = sum(weight[:, 0, K - 1 - s] * shift_time(x, s) * docs.prev_mask(s, x) for s in range(K))
+    if act == "silu":
+        y = F.silu(y)
+    elif act is not None:
+        raise ValueError(f"unsupported conv activation {act!r}")
+    return y
+
+
+# ----------------------------------------------------------------------------- naive mixer cores
+
+def gla_naive(q, k, v, log_a, start):
+    """SPEC §2 recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
+    (q pre-scaled). The state is zeroed at document starts."""
+    B, T, H, K = q.shape
+    state = q.new_zeros(B, H, K, v.shape[-1])
+    out = []
+    for t in range(T):
+        a = torch.exp(log_a[:, t])
+        if start is not None:
+            a = a * (~start[:, t]).to(a.dtype)[:, None, None]
+        state = a[..., None] * state + k[:, t, :, :, None] * v[:, t, :, None, :]
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
+    return torch.stack(out, 1)
+
+
+def gdn_naive(q, k, v, g, beta, start):
+    """SPEC §3 recurrence, one token at a time:
+    S_t = e^{g_t} (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, o_t = S_t^T q_t (q pre-scaled)."""
+    B, T, H, K = q.shape
+    state = q.new_zeros(B, H, K, v.shape[-1])
+    out = []
+    for t in range(T):
+        a = torch.exp(g[:, t])
+        if start is not None:
+            a = a * (~start[:, t]).to(a.dtype)[:, None]
+        s = a[..., None, None] * state
+        kt, bt = k[:, t], beta[:, t][..., None, None]
+        s = s - bt * kt[..., :, None] * torch.einsum("bhk,bhkv->bhv", kt, s)[..., None, :]
+        state = s + bt * kt[..., :, None] * v[:, t, :, None, :]
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
+    return torch.stack(out, 1)
+
+
+def fox_naive(q, k, v, log_f, start):
+    """SPEC §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
+    an explicit T x T masked softmax; keys of other documents are masked."""
+    B, T, H, D = q.shape
+    c = torch.cumsum(log_f, 1)  # [B,T,H]
+    logits = torch.einsum("bihd,bjhd->bhij", q, k) + (c.transpose(1, 2)[..., :, None] - c.transpose(1, 2)[..., None, :])
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    allowed = (j <= i).expand(B, 1, T, T)
+    if start is not None:
+        doc = start.long().cumsum(1)
+        allowed = allowed & (doc[:, None, :, None] == doc[:, None, None, :])
+    logits = logits.masked_fill(~allowed, float("-inf"))
+    w = torch.exp(logits - logits.max(-1, keepdim=True).values)
+    w = w / w.sum(-1, keepdim=True)
+    return torch.einsum("bhij,bjhd->bihd", w, v)
+
+
+# ----------------------------------------------------------------------------- modules
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return rms_norm(x, self.weight, self.eps)
+
+
+class ShortConv(nn.Module):
+    """Holds a depthwise conv weight [C, 1, K] (fla's ShortConvolution name: `<name>.weight`)."""
+
+    def __init__(self, channels, kernel):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+
+
+class MLP(nn.Module):
+    """SPEC §1 SwiGLU: down(swish(x Wg) * (x Wu))."""
+
+    def __init__(self, d, inter):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, inter, bias=False)
+        self.up_proj = nn.Linear(d, inter, bias=False)
+        self.down_proj = nn.Linear(inter, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(swish(self.gate_proj(x)) * self.up_proj(x))
+
+
+class WeightNormProj(nn.Module):
+    """Full-rank per-head phi projection (SPEC §5 step 2 'weight_norm'):
+    phi_h = xhat_h . (s_h * W_h / ||W_h||_col), W [H, d/H, P], columns normalised over d/H."""
+
+    def __init__(self, heads, d_in, P):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(heads, d_in, P))
+        self.scalar = nn.Parameter(torch.ones(heads))
+
+    def forward(self, xhat):  # [B,T,H,d/H] -> [B,T,H,P]
+        w = self.weight / self.weight.norm(dim=-2, keepdim=True).clamp_min(1e-12)
+        return torch.einsum("bthi,hij->bthj", xhat, self.scalar[:, None, None] * w)
+
+
+def rotary_temperature(pe, dk):
+    """SPEC §5 step 7. rope: tau_j = temp_max * theta^(-2j/dk); rfa: theta_j = linspace(0, theta*pi, P),
+    tau = tan(theta_j / 2) rescaled so that max tau = temp_max."""
+    P = dk // 2
+    theta, tmax = float(pe["temp_theta"]), float(pe["temp_max"])
+    if pe["temp_type"] == "rope":
+        tau = tmax / theta ** (torch.arange(0, dk, 2, dtype=torch.float64) / dk)
+    elif pe["temp_type"] == "rfa":
+        if not 0.0 < theta < 1.0:
+            raise ValueError(f"rfa temperature needs 0 < temp_theta < 1, got {theta}")
+        tan = torch.tan(torch.linspace(0.0, theta * math.pi, P, dtype=torch.float64) / 2)
+        tau = tmax * tan / tan.max()
+    else:
+        raise ValueError(f"unknown temp_type {pe['temp_type']!r}")
+    return tau.reshape(1, 1, 1, P)
+
+
+class SelectiveRoPE(nn.Module):
+    """SPEC §5 Selective RoPE, named as the selective-rope repo (`attn.rotary.*`)."""
+
+    def __init__(self, pe, d, heads, dk):
+        super().__init__()
+        if pe.get("gate_parametrization", "standard") != "standard":
+            raise ValueError("only gate_parametrization 'standard' is supported")
+        if pe.get("d_conv", 4) != 4:
+            raise ValueError("only d_conv 4 is supported")
+        self.H, self.P, self.d = heads, dk // 2, d
+        self.low_rank = pe["phi_parametrization"] == "low-rank"
+        if self.low_rank:
+            r = int(pe["phi_proj_rank"])
+            self.phi_proj = nn.Sequential(nn.Linear(d, r, bias=False), nn.Linear(r, heads * self.P, bias=False))
+        elif pe["phi_parametrization"] == "full-rank":
+            self.phi_proj = WeightNormProj(heads, d // heads, self.P)
+        else:
+            raise ValueError(f"unknown phi_parametrization {pe['phi_parametrization']!r}")
+        self.skip_conv = bool(pe["skip_conv"])
+        self.conv_act = pe["conv_act"]
+        if not self.skip_conv:
+            self.phi_conv1d = ShortConv(heads * self.P, 4)
+        self.use_bias = bool(pe["use_bias"])
+        if self.use_bias:
+            self.phi_bias = nn.Parameter(torch.zeros(1, 1, heads, self.P))
+        self.use_gate = bool(pe["use_gate"])
+        if self.use_gate:
+            self.phase_gate_proj = nn.Linear(d, heads, bias=True)
+        self.temperature = nn.Parameter(rotary_temperature(pe, dk).float(), requires_grad=bool(pe["temp_grad"]))
+
+    def angles(self, x, docs, naive):
+        """Rotation angles tau_j * Phi_{t,h,j}, [B,T,H,P]."""
+        B, T, _ = x.shape
+        xhat = l2_norm(x.reshape(B, T, self.H, self.d // self.H))  # step 1
+        if self.low_rank:  # step 2
+            phi = self.phi_proj(xhat.reshape(B, T, self.d))
+        else:
+            phi = self.phi_proj(xhat).reshape(B, T, self.H * self.P)
+        if self.skip_conv:  # step 3: first difference, no activation (as the selective-rope repo)
+            phi = phi - shift_time(phi, 1) * docs.prev_mask(1, phi)
+        else:
+            phi = short_conv(phi, self.phi_conv1d.weight, docs, self.conv_act)
+        phi = phi.reshape(B, T, self.H, self.P)
+        if self.use_bias:  # step 4
+            phi = phi + torch.exp(self.phi_bias)
+        if self.use_gate:  # step 5
+            phi = phi * torch.sigmoid(self.phase_gate_proj(xhat.reshape(B, T, self.d)))[..., None]
+        if naive:  # step 6, restarted at document starts
+            acc, cum = phi.new_zeros(B, self.H, self.P), []
+            for t in range(T):
+                if docs.start is not None:
+                    acc = acc * (~docs.start[:, t]).to(acc.dtype)[:, None, None]
+                acc = acc + phi[:, t]
+                cum.append(acc)
+            Phi = torch.stack(cum, 1)
+        else:
+            Phi = phi.cumsum(1)
+            if docs.start is not None:
+                before = Phi - phi  # exclusive prefix sum, subtracted at each document start
+                idx = docs.start_idx[:, :, None, None].expand_as(Phi)
+                Phi = Phi - before.gather(1, idx)
+        return self.temperature * Phi  # step 7-8
+
+    def forward(self, q, k, x, docs, naive):
+        a = self.angles(x, docs, naive)
+        return rotate_half_split(q, a), rotate_half_split(k, a)
+
+
+def make_pe(cfg, heads, dk):
+    """Returns ('nope'|'rope'|'selective', SelectiveRoPE module or None)."""
+    pe = cfg["position_embedding"]
+    kind = pe["type"]
+    if kind == "selective_rope":
+        return "selective", SelectiveRoPE(pe, cfg["hidden_size"], heads, dk)
+    if kind in ("nope", "rope"):
+        return kind, None
+    raise ValueError(f"unknown position_embedding type {kind!r}")
+
+
+def apply_rope(q, k, docs, theta):
+    """SPEC §5 RoPE: a_j(t) = t * theta^(-2j/dk), t counted from the document start."""
+    dk = q.shape[-1]
+    inv = theta ** (-torch.arange(0, dk, 2, dtype=q.dtype, device=q.device) / dk)
+    a = docs.pos.to(q.dtype)[:, :, None, None] * inv  # [B,T,1,P]
+    return rotate_half_split(q, a), rotate_half_split(k, a)
+
+
+class PositionMixin(nn.Module):
+    """Shared position-embedding plumbing: applies NoPE / RoPE / Selective RoPE to q, k [B,T,H,dk]."""
+
+    def setup_pe(self, cfg, heads, dk):
+        self.pe_kind, rotary = make_pe(cfg, heads, dk)
+        if rotary is not None:
+            self.rotary = rotary
+        self.rope_theta = float(cfg["position_embedding"].get("theta", 500000.0))
+
+    def apply_pe(self, q, k, x, docs, naive):
+        if self.pe_kind == "rope":
+            return apply_rope(q, k, docs, self.rope_theta)
+        if self.pe_kind == "selective":
+            return self.rotary(q, k, x, docs, naive)
+        return q, k
+
+
+class GLAMixer(PositionMixin):
+    """SPEC §2, fla GatedLinearAttention names."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        for key, want in (("feature_map", None), ("clamp_min", None), ("use_output_gate", True),
+                          ("gate_low_rank_dim", 16), ("conv_size", 4)):
+            if cfg.get(key, want) != want:
+                raise ValueError(f"gla: {key}={cfg[key]!r} is not supported (expected {want!r})")
+        d, H = cfg["hidden_size"], cfg["num_heads"]
+        kd, vd = int(d * cfg["expand_k"]), int(d * cfg["expand_v"])
+        self.H, self.dk, self.dv = H, kd // H, vd // H
+        self.normalizer = float(cfg["gate_logit_normalizer"])
+        self.eps = cfg["norm_eps"]
+        self.q_proj = nn.Linear(d, kd, bias=False)
+        self.k_proj = nn.Linear(d, kd, bias=False)
+        self.v_proj = nn.Linear(d, vd, bias=False)
+        self.g_proj = nn.Linear(d, vd, bias=False)
+        self.gk_proj = nn.Sequential(nn.Linear(d, 16, bias=False), nn.Linear(16, kd, bias=True))
+        self.o_proj = nn.Linear(vd, d, bias=False)
+        self.g_norm_swish_gate = RMSNorm(self.dv, self.eps)
+        self.use_short_conv = bool(cfg["use_short_conv"])
+        if self.use_short_conv:
+            self.q_conv1d = ShortConv(kd, 4)
+            self.k_conv1d = ShortConv(kd, 4)
+            self.v_conv1d = ShortConv(vd, 4)
+        self.setup_pe(cfg, H, self.dk)
+
+    def forward(self, x, docs, naive):
+        B, T, _ = x.shape
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if self.use_short_conv:  # conv + SiLU; no activation otherwise
+            q = short_conv(q, self.q_conv1d.weight, docs, "silu")
+            k = short_conv(k, self.k_conv1d.weight, docs, "silu")
+            v = short_conv(v, self.v_conv1d.weight, docs, "silu")
+        q, k = q.view(B, T, self.H, self.dk), k.view(B, T, self.H, self.dk)
+        v = v.view(B, T, self.H, self.dv)
+        q, k = self.apply_pe(q, k, x, docs, naive)
+        log_a = (F.logsigmoid(self.gk_proj(x)) / self.normalizer).view(B, T, self.H, self.dk)
+        q = q * self.dk ** -0.5
+        core = gla_naive if naive else ref_fast.gla_chunk
+        o = core(q, k, v, log_a, docs.start)
+        g = self.g_proj(x).view(B, T, self.H, self.dv)
+        o = self.g_norm_swish_gate(o) * swish(g)
+        return self.o_proj(o.reshape(B, T, self.H * self.dv))
+
+
+class GDNMixer(PositionMixin):
+    """SPEC §3, fla GatedDeltaNet names."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        for key, want in (("allow_neg_eigval", False), ("use_gate", True), ("conv_size", 4)):
+            if cfg.get(key, want) != want:
+                raise ValueError(f"gated_deltanet: {key}={cfg[key]!r} is not supported (expected {want!r})")
+        d, H = cfg["hidden_size"], cfg["num_heads"]
+        if cfg.get("num_v_heads") not in (None, H):
+            raise ValueError("gated_deltanet: num_v_heads different from num_heads is not supported")
+        self.H, self.dk = H, int(cfg["head_dim"])
+        self.dv = int(self.dk * cfg["expand_v"])
+        self.eps = cfg["norm_eps"]
+        self.q_proj = nn.Linear(d, H * self.dk, bias=False)
+        self.k_proj = nn.Linear(d, H * self.dk, bias=False)
+        self.v_proj = nn.Linear(d, H * self.dv, bias=False)
+        self.a_proj = nn.Linear(d, H, bias=False)
+        self.b_proj = nn.Linear(d, H, bias=False)
+        self.A_log = nn.Parameter(torch.zeros(H))
+        self.dt_bias = nn.Parameter(torch.zeros(H))
+        self.g_proj = nn.Linear(d, H * self.dv, bias=False)
+        self.o_norm = RMSNorm(self.dv, self.eps)
+        self.o_proj = nn.Linear(H * self.dv, d, bias=False)
+        self.use_short_conv = bool(cfg["use_short_conv"])
+        if self.use_short_conv:
+            self.q_conv1d = ShortConv(H * self.dk, 4)
+            self.k_conv1d = ShortConv(H * self.dk, 4)
+            self.v_conv1d = ShortConv(H * self.dv, 4)
+        self.setup_pe(cfg, H, self.dk)
+
+    def forward(self, x, docs, naive):
+        B, T, _ = x.shape
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if self.use_short_conv:
+            q = short_conv(q, self.q_conv1d.weight, docs, "silu")
+            k = short_conv(k, self.k_conv1d.weight, docs, "silu")
+            v = short_conv(v, self.v_conv1d.weight, docs, "silu")
+        else:
+            q, k, v = F.silu(q), F.silu(k), F.silu(v)
+        q, k = q.view(B, T, self.H, self.dk), k.view(B, T, self.H, self.dk)
+        v = v.view(B, T, self.H, self.dv)
+        q, k = self.apply_pe(q, k, x, docs, naive)  # after conv + SiLU, before the L2 norm
+        q, k = l2_norm(q) * self.dk ** -0.5, l2_norm(k)
+        beta = torch.sigmoid(self.b_proj(x))
+        g = -torch.exp(self.A_log) * F.softplus(self.a_proj(x) + self.dt_bias)
+        o = gdn_naive(q, k, v, g, beta, docs.start) if naive else ref_fast.gdn_chunk(q, k, v, g, beta, docs.start)
+        o = self.o_norm(o) * swish(self.g_proj(x).view(B, T, self.H, self.dv))
+        return self.o_proj(o.reshape(B, T, self.H * self.dv))
+
+
+class FoXMixer(PositionMixin):
+    """SPEC §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        if cfg.get("qkv_bias", False) or cfg.get("window_size") is not None:
+            raise ValueError("forgetting_transformer: qkv_bias and window_size are not supported")
+        d, H = cfg["hidden_size"], cfg["num_heads"]
+        self.H, self.dh, self.eps = H, d // H, cfg["norm_eps"]
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, d, bias=False)
+        self.v_proj = nn.Linear(d, d, bias=False)
+        self.f_proj = nn.Linear(d, H, bias=True)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.use_output_gate = bool(cfg["use_output_gate"])
+        if self.use_output_gate:
+            self.g_proj = nn.Linear(d, d, bias=False)
+        self.use_output_norm = bool(cfg["use_output_norm"])
+        if self.use_output_norm:
+            self.o_norm = RMSNorm(d, self.eps)
+        self.qk_norm = bool(cfg["qk_norm"])
+        if self.qk_norm:
+            self.q_norm = RMSNorm(d, QK_NORM_EPS)
+            self.k_norm = RMSNorm(d, QK_NORM_EPS)
+        self.use_k_shift = bool(cfg["use_k_shift"])
+        if self.use_k_shift:
+            self.k_shift_proj = nn.Linear(d, H, bias=False)
+        self.use_v_shift = bool(cfg["use_v_shift"])
+        if self.use_v_shift:
+            self.v_shift_proj = nn.Linear(d, H, bias=False)
+        self.setup_pe(cfg, H, self.dh)
+
+    def head_norm(self, x, norm):
+        """Per-head RMSNorm over dh with a per-channel weight of size d."""
+        return rms_norm(x, norm.weight.view(self.H, self.dh), norm.eps)
+
+    def shift(self, y, x, proj, docs):
+        """k_t = a_t y_{t-1} + (1 - a_t) y_t, a_t = sigmoid(x_t W) per head; y_{-1} = 0 at doc starts."""
+        a = torch.sigmoid(proj(x))[..., None]  # [B,T,H,1]
+        prev = (shift_time(y.flatten(2), 1) * docs.prev_mask(1, y)).view_as(y)
+        return a * prev + (1 - a) * y
+
+    def forward(self, x, docs, naive):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.H, self.dh)
+        k = self.k_proj(x).view(B, T, self.H, self.dh)
+        v = self.v_proj(x).view(B, T, self.H, self.dh)
+        if self.use_k_shift:
+            k = self.shift(k, x, self.k_shift_proj, docs)
+        if self.use_v_shift:
+            v = self.shift(v, x, self.v_shift_proj, docs)
+        if self.qk_norm and self.pe_kind != "selective":  # QK-norm before RoPE (or alone for NoPE)
+            q, k = self.head_norm(q, self.q_norm), self.head_norm(k, self.k_norm)
+        q, k = self.apply_pe(q, k, x, docs, naive)
+        if self.qk_norm and self.pe_kind == "selective":  # after Selective RoPE
+            q, k = self.head_norm(q, self.q_norm), self.head_norm(k, self.k_norm)
+        log_f = F.logsigmoid(self.f_proj(x))  # [B,T,H]
+        q = q * self.dh ** -0.5
+        core = fox_naive if naive else ref_fast.fox_parallel
+        o = core(q, k, v, log_f, docs.start)
+        if self.use_output_norm:
+            o = self.head_norm(o, self.o_norm)
+        o = o.reshape(B, T, self.H * self.dh)
+        if self.use_output_gate:
+            o = o * torch.sigmoid(self.g_proj(x))
+        return self.o_proj(o)
+
+
+MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer}
+
+
+class Block(nn.Module):
+    """SPEC §1 pre-norm block."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d, eps = cfg["hidden_size"], cfg["norm_eps"]
+        self.attn_norm = RMSNorm(d, eps)
+        self.attn = MIXERS[cfg["model_type"]](cfg)
+        self.mlp_norm = RMSNorm(d, eps)
+        self.mlp = MLP(d, int(cfg["intermediate_size"]))
+
+    def forward(self, h, docs, naive):
+        h = h + self.attn(self.attn_norm(h), docs, naive)
+        return h + self.mlp(self.mlp_norm(h))
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg["num_hidden_layers"]))
+        self.norm = RMSNorm(cfg["hidden_size"], cfg["norm_eps"])
+
+
+class RotorLM(nn.Module):
+    """Embedding -> L blocks -> final RMSNorm -> untied LM head (SPEC §1)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        if cfg["model_type"] not in MIXERS:
+            raise ValueError(f"unknown model_type {cfg['model_type']!r}")
+        if cfg.get("tie_word_embeddings", False):
+            raise ValueError("tie_word_embeddings must be false (SPEC §1: untied LM head)")
+        if cfg.get("hidden_act", "swish") not in ("swish", "silu"):
+            raise ValueError(f"hidden_act {cfg['hidden_act']!r} is not supported")
+        self.cfg = cfg
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+
+    def forward(self, input_ids, naive=False):
+        docs = Docs(input_ids, self.cfg)
+        h = self.model.embeddings(input_ids)
+        for layer in self.model.layers:
+            h = layer(h, docs, naive)
+        return self.lm_head(self.model.norm(h))
+
+
+def lm_loss(logits, labels):
+    """Mean cross-entropy over positions whose label is not -100 (labels already shifted).
+    A batch with no counted position has loss 0."""
+    valid = labels != -100
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.clamp_min(0).reshape(-1),
+                          reduction="none")
+    return (nll * valid.reshape(-1).to(nll.dtype)).sum() / valid.sum().clamp_min(1)
+
+
+def init_weights(model, gen, std=None):
+    """SPEC §1 init: linear/embedding/conv weights ~ N(0, std) (initializer_range, 0.02), biases 0,
+    norm weights 1; GDN A_log / dt_bias per SPEC §3; weight-norm phi_proj uniform with scalar 1;
+    Selective RoPE bias 0 and temperatures per SPEC §5."""
+    std = model.cfg.get("initializer_range", 0.02) if std is None else std
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding, ShortConv)):
+                m.weight.normal_(0.0, std, generator=gen)
+                if getattr(m, "bias", None) is not None:
+                    m.bias.zero_()
+            elif isinstance(m, RMSNorm):
+                m.weight.fill_(1.0)
+            elif isinstance(m, WeightNormProj):
+                m.weight.uniform_(-1.0, 1.0, generator=gen)
+                m.scalar.fill_(1.0)
+            elif isinstance(m, GDNMixer):
+                H = m.A_log.numel()
+                m.A_log.copy_(torch.log(torch.rand(H, generator=gen) * 16))
+                dt = torch.exp(torch.rand(H, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                dt = dt.clamp_min(1e-4)
+                m.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+            if isinstance(m, SelectiveRoPE):
+                if m.use_bias:
+                    m.phi_bias.zero_()
+                m.temperature.copy_(rotary_temperature(model.cfg["position_embedding"], 2 * m.P))
+
+
+def no_weight_decay(name, param):
+    """SPEC §7: no decay on norm weights, biases, A_log, dt_bias, weight-norm scalars, temperatures."""
+    return param.dim() < 2 or name.endswith(("temperature", "phi_bias"))

@@ -1,0 +1,140 @@
+/* Chunked/blockwise mixers equal their naive recurrent references, forward and backward,
+ * on segments whose lengths are not multiples of the chunk size (SPEC §2-4). Built twice:
+ * fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
+#include "cpu/cpu_ops.h"
+#include "harness.h"
+#include "naive.h"
+#include "testutil.h"
+#include "util/error.h"
+
+#ifdef ROTOR_REAL_DOUBLE
+#define TOL 1e-9
+#else
+#define TOL 2e-4
+#endif
+
+static const int LENS[] = {150, 37, 1, 64, 65, 129};
+#define NSEG 6
+
+static void check_all(const char *what, const real *a, const real *b, int64_t n) {
+    double e = tu_rel_err(a, b, n, 1e-3);
+    CHECK_MSG(e <= TOL, "%s: relative error %.3g > %.1g", what, e, TOL);
+}
+
+static void gla_case(double glo, double ghi, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, K = 16, V = 12;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V;
+    real *q = tu_randn(&r, nk, 1), *k = tu_randn(&r, nk, 1), *v = tu_randn(&r, nv, 1);
+    real *g = tu_rand(&r, nk, glo, ghi), *dout = tu_randn(&r, nv, 1);
+    real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
+    real *states = tu_zeros(chunk_states_size(s, H, K, V));
+    double scale = 1.0 / sqrt((double)K);
+    cpu_gla_fwd(o, states, q, k, v, g, s, H, K, V, (float)scale);
+    naive_gla_fwd(o_ref, q, k, v, g, s, H, K, V, scale);
+    check_all("gla o", o, o_ref, nv);
+    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *dg = tu_zeros(nk);
+    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *dg2 = tu_zeros(nk);
+    cpu_gla_bwd(dq, dk, dv, dg, dout, q, k, v, g, states, s, H, K, V, (float)scale);
+    naive_gla_bwd(dq2, dk2, dv2, dg2, dout, q, k, v, g, s, H, K, V, scale);
+    check_all("gla dq", dq, dq2, nk);
+    check_all("gla dk", dk, dk2, nk);
+    check_all("gla dv", dv, dv2, nv);
+    check_all("gla dg", dg, dg2, nk);
+    real *bufs[] = {q, k, v, g, dout, o, o_ref, states, dq, dk, dv, dg, dq2, dk2, dv2, dg2};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
+    tu_seqs_free(&ts);
+}
+
+static void test_gla_chunked_equals_recurrent(void) { gla_case(-1.0, -0.001, 1); }
+
+/* Gates down to e^-30 per token: the chunked form must stay finite and exact. */
+static void test_gla_chunked_strong_decay(void) { gla_case(-30.0, 0.0, 2); }
+
+static void l2normalise(real *x, int64_t rows, int D) {
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int d = 0; d < D; d++) ss += (double)x[r * D + d] * (double)x[r * D + d];
+        for (int d = 0; d < D; d++) x[r * D + d] = (real)((double)x[r * D + d] / sqrt(ss + 1e-6));
+    }
+}
+
+static void gdn_case(double glo, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, K = 16, V = 12;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, nh = N * H;
+    real *q = tu_randn(&r, nk, 1), *k = tu_randn(&r, nk, 1), *v = tu_randn(&r, nv, 1);
+    l2normalise(q, N * H, K);
+    l2normalise(k, N * H, K);
+    real *beta = tu_rand(&r, nh, 0.05, 0.95), *g = tu_rand(&r, nh, glo, 0.0);
+    real *dout = tu_randn(&r, nv, 1);
+    real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
+    real *states = tu_zeros(chunk_states_size(s, H, K, V));
+    double scale = 1.0 / sqrt((double)K);
+    cpu_gdn_fwd(o, states, q, k, v, beta, g, s, H, K, V, (float)scale);
+    naive_gdn_fwd(o_ref, q, k, v, beta, g, s, H, K, V, scale);
+    check_all("gdn o", o, o_ref, nv);
+    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *db = tu_zeros(nh), *dg = tu_zeros(nh);
+    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *db2 = tu_zeros(nh), *dg2 = tu_zeros(nh);
+    cpu_gdn_bwd(dq, dk, dv, db, dg, dout, q, k, v, beta, g, states, s, H, K, V, (float)scale);
+    naive_gdn_bwd(dq2, dk2, dv2, db2, dg2, dout, q, k, v, beta, g, s, H, K, V, scale);
+    check_all("gdn dq", dq, dq2, nk);
+    check_all("gdn dk", dk, dk2, nk);
+    check_all("gdn dv", dv, dv2, nv);
+    check_all("gdn dbeta", db, db2, nh);
+    check_all("gdn dg", dg, dg2, nh);
+    real *bufs[] = {q, k, v, beta, g, dout, o, o_ref, states, dq, dk, dv, db, dg, dq2, dk2, dv2, db2, dg2};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
+    tu_seqs_free(&ts);
+}
+
+static void test_gdn_chunked_equals_recurrent(void) { gdn_case(-1.0, 3); }
+static void test_gdn_chunked_strong_decay(void) { gdn_case(-20.0, 4); }
+
+static void fox_case(double flo, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, D = 16;
+    int64_t N = s->ntok, n = N * H * D, nh = N * H;
+    real *q = tu_randn(&r, n, 1), *k = tu_randn(&r, n, 1), *v = tu_randn(&r, n, 1);
+    real *logf = tu_rand(&r, nh, flo, 0.0), *dout = tu_randn(&r, n, 1);
+    real *o = tu_zeros(n), *o_ref = tu_zeros(n), *lse = tu_zeros(nh);
+    double scale = 1.0 / sqrt((double)D);
+    cpu_fox_fwd(o, lse, q, k, v, logf, s, H, D, (float)scale);
+    naive_fox_fwd(o_ref, q, k, v, logf, s, H, D, scale);
+    check_all("fox o", o, o_ref, n);
+    real *dq = tu_zeros(n), *dk = tu_zeros(n), *dv = tu_zeros(n), *df = tu_zeros(nh);
+    real *dq2 = tu_zeros(n), *dk2 = tu_zeros(n), *dv2 = tu_zeros(n), *df2 = tu_zeros(nh);
+    cpu_fox_bwd(dq, dk, dv, df, dout, q, k, v, logf, o, lse, s, H, D, (float)scale);
+    naive_fox_bwd(dq2, dk2, dv2, df2, dout, q, k, v, logf, s, H, D, scale);
+    check_all("fox dq", dq, dq2, n);
+    check_all("fox dk", dk, dk2, n);
+    check_all("fox dv", dv, dv2, n);
+    check_all("fox dlogf", df, df2, nh);
+    real *bufs[] = {q, k, v, logf, dout, o, o_ref, lse, dq, dk, dv, df, dq2, dk2, dv2, df2};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
+    tu_seqs_free(&ts);
+}
+
+static void test_fox_blockwise_equals_naive(void) { fox_case(-1.0, 5); }
+static void test_fox_blockwise_strong_forgetting(void) { fox_case(-10.0, 6); }
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"gla_chunked_equals_recurrent", test_gla_chunked_equals_recurrent},
+        {"gla_chunked_strong_decay", test_gla_chunked_strong_decay},
+        {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
+        {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
+        {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
+        {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
+    };
+    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}

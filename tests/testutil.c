@@ -1,0 +1,87 @@
+#include "testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util/error.h"
+
+real *tu_rand(Rng *r, int64_t n, double lo, double hi) {
+    real *x = rt_alloc_aligned(sizeof(real) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = (real)(lo + (hi - lo) * rng_uniform(r));
+    return x;
+}
+
+real *tu_randn(Rng *r, int64_t n, double std) {
+    real *x = rt_alloc_aligned(sizeof(real) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = (real)(std * rng_normal(r));
+    return x;
+}
+
+real *tu_zeros(int64_t n) {
+    real *x = rt_alloc_aligned(sizeof(real) * (size_t)(n ? n : 1));
+    memset(x, 0, sizeof(real) * (size_t)n);
+    return x;
+}
+
+real *tu_copy(const real *x, int64_t n) {
+    real *y = rt_alloc_aligned(sizeof(real) * (size_t)(n ? n : 1));
+    memcpy(y, x, sizeof(real) * (size_t)n);
+    return y;
+}
+
+double tu_rel_err(const real *a, const real *b, int64_t n, double floor) {
+    double mx = floor, err = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs((double)b[i]));
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= err)) err = d; /* propagates NaN */
+    }
+    return err / mx;
+}
+
+TestSeqs tu_seqs(const int *lens, int nseg) {
+    TestSeqs t;
+    t.cu = rt_malloc(sizeof(int64_t) * (size_t)(nseg + 1));
+    t.cu[0] = 0;
+    for (int i = 0; i < nseg; i++) t.cu[i + 1] = t.cu[i] + lens[i];
+    t.pos = rt_malloc(sizeof(int32_t) * (size_t)t.cu[nseg]);
+    for (int i = 0; i < nseg; i++)
+        for (int64_t n = t.cu[i]; n < t.cu[i + 1]; n++) t.pos[n] = (int32_t)(n - t.cu[i]);
+    t.s.ntok = t.cu[nseg];
+    t.s.nseg = nseg;
+    t.s.cu = t.cu;
+    t.s.pos = t.pos;
+    return t;
+}
+
+void tu_seqs_free(TestSeqs *t) {
+    rt_free(t->cu);
+    rt_free(t->pos);
+}
+
+double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t n, int samples,
+                    double h, Rng *r) {
+    double gscale = 0;
+    for (int64_t i = 0; i < n; i++) gscale = fmax(gscale, fabs((double)grad[i]));
+    double worst = 0;
+    int m = n < samples ? (int)n : samples;
+    for (int s = 0; s < m; s++) {
+        int64_t i = n <= samples ? s : (s == 0 ? 0 : s == 1 ? n - 1 : (int64_t)rng_below(r, (uint64_t)n));
+        real keep = x[i];
+        x[i] = (real)((double)keep + h);
+        double fp = f(ctx);
+        x[i] = (real)((double)keep - h);
+        double fm = f(ctx);
+        x[i] = keep;
+        double fd = (fp - fm) / (2 * h);
+        double e = fabs(fd - (double)grad[i]) / fmax(gscale, 1e-6);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
+double tu_dot(const real *w, const real *y, int64_t n) {
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++) acc += (double)w[i] * (double)y[i];
+    return acc;
+}

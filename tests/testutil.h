@@ -1,0 +1,38 @@
+/* Shared helpers for the C tests: random buffers, segment layouts, gradient checks,
+ * error norms. Works for the fp32 and the fp64 build (`real`). */
+#ifndef ROTOR_TESTUTIL_H
+#define ROTOR_TESTUTIL_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "cpu/real.h"
+#include "util/rng.h"
+
+real *tu_rand(Rng *r, int64_t n, double lo, double hi);
+real *tu_randn(Rng *r, int64_t n, double std);
+real *tu_zeros(int64_t n);
+real *tu_copy(const real *x, int64_t n);
+/* max |a-b| / max(max|b|, floor) */
+double tu_rel_err(const real *a, const real *b, int64_t n, double floor);
+
+/* Segments from a list of lengths (sum = ntok); owns its arrays. */
+typedef struct {
+    Seqs s;
+    int64_t *cu;
+    int32_t *pos;
+} TestSeqs;
+TestSeqs tu_seqs(const int *lens, int nseg);
+void tu_seqs_free(TestSeqs *t);
+
+/* Finite-difference check: for up to `samples` random entries of x (always including the
+ * first and last), compares (f(x+h) - f(x-h)) / 2h with grad. Returns the max relative
+ * error max|fd - g| / max(|g| scale, 1e-6) where scale = max |grad|. */
+typedef double (*tu_loss_fn)(void *ctx);
+double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t n, int samples,
+                    double h, Rng *r);
+
+/* sum_i w[i] * y[i] in double (the probe loss of op-level gradient checks). */
+double tu_dot(const real *w, const real *y, int64_t n);
+
+#endif
