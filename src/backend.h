@@ -169,8 +169,9 @@ struct Backend {
                     const void *lse, const Seqs *s, int H, int D, float scale);
 
     /* ---- loss ---- */
-    /* Softmax cross-entropy over logits [N,V] with labels [i32] (-100 ignored); replaces
-     * logits by grad_scale * dloss/dlogits and returns the summed loss in fp64 on the host. */
+    /* Softmax cross-entropy over logits [N,V] with labels [i32] (-100 ignored): returns the
+     * summed loss in fp64 on the host and, if grad_scale != 0, replaces the logits by
+     * grad_scale * dloss/dlogits (rows with ignored labels become 0). */
     double (*cross_entropy)(void *logits, const int32_t *labels, int64_t N, int V,
                             float grad_scale);
 

@@ -26,7 +26,7 @@ TestSeqs tu_seqs(const int *lens, int nseg);
 void tu_seqs_free(TestSeqs *t);
 
 /* Finite-difference check: for up to `samples` random entries of x (always including the
- * first and last), compares (f(x+h) - f(x-h)) / 2h with grad. Returns the max relative
+ * first and last), compares the fourth-order central difference of f with grad. Returns the max relative
  * error max|fd - g| / max(|g| scale, 1e-6) where scale = max |grad|. */
 typedef double (*tu_loss_fn)(void *ctx);
 double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t n, int samples,

@@ -11,7 +11,8 @@ double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
         real *x = logits + n * V;
         int32_t y = labels[n];
         if (y == -100) {
-            for (int j = 0; j < V; j++) x[j] = 0;
+            if (grad_scale != 0)
+                for (int j = 0; j < V; j++) x[j] = 0;
             continue;
         }
         RT_ASSERT(y >= 0 && y < V);
@@ -21,6 +22,7 @@ double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
         for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
         double lse = (double)mx + log(sum);
         total += lse - (double)x[y];
+        if (grad_scale == 0) continue;
         for (int j = 0; j < V; j++) x[j] = (real)(exp((double)x[j] - lse) * grad_scale);
         x[y] -= (real)grad_scale;
     }

@@ -1,0 +1,772 @@
+/* Run config: one schema table (KEYS) drives defaults-in-help, parsing, range checks,
+ * INI output and the help text. INI syntax is libinih's; this file only maps its
+ * (section, key, value) callbacks onto RunConfig fields. */
+#include "config/run_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Schema                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+typedef enum {
+    T_INT,      /* int */
+    T_I64,      /* int64_t */
+    T_U64,      /* uint64_t */
+    T_FLOAT,    /* double */
+    T_BOOL,     /* int holding 0 or 1 */
+    T_ENUM,     /* a C enum (int-sized) holding one Choice's value */
+    T_ENUM_STR, /* a char array holding one Choice's name (run.device) */
+    T_STR,      /* a char array */
+} KeyType;
+
+/* Allowed values of a float key. */
+typedef enum { R_ANY, R_POS, R_NONNEG, R_UNIT /* [0, 1) */ } FloatRange;
+
+typedef struct {
+    const char *name;
+    int value;
+} Choice;
+
+typedef struct {
+    const char *section, *key;
+    KeyType type;
+    size_t offset, size;   /* the field inside RunConfig */
+    int64_t min;           /* integer keys: smallest allowed value */
+    FloatRange range;      /* float keys */
+    const Choice *choices; /* enum keys: allowed values, {NULL} terminated */
+    const char *help;
+} KeySpec;
+
+static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run"};
+#define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
+
+static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX}, {NULL, 0}};
+static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
+static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
+static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
+static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
+static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {NULL, 0}};
+
+#define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
+#define K_INT(s, k, f, min, h) {s, k, T_INT, FIELD(f), min, R_ANY, NULL, h}
+#define K_I64(s, k, f, min, h) {s, k, T_I64, FIELD(f), min, R_ANY, NULL, h}
+#define K_U64(s, k, f, h) {s, k, T_U64, FIELD(f), 0, R_ANY, NULL, h}
+#define K_FLT(s, k, f, r, h) {s, k, T_FLOAT, FIELD(f), 0, r, NULL, h}
+#define K_BOOL(s, k, f, h) {s, k, T_BOOL, FIELD(f), 0, R_ANY, NULL, h}
+#define K_ENUM(s, k, f, ch, h) {s, k, T_ENUM, FIELD(f), 0, R_ANY, ch, h}
+#define K_ENUM_STR(s, k, f, ch, h) {s, k, T_ENUM_STR, FIELD(f), 0, R_ANY, ch, h}
+#define K_STR(s, k, f, h) {s, k, T_STR, FIELD(f), 0, R_ANY, NULL, h}
+
+/* Every key, grouped by section in SECTIONS order (the order of the INI output and help). */
+static const KeySpec KEYS[] = {
+    K_ENUM("model", "type", model.mixer, MIXERS, "token mixer"),
+    K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
+    K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
+    K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),
+    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H"),
+    K_FLT("model", "hidden_ratio", model.hidden_ratio, R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
+    K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
+    K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
+    K_FLT("model", "init_std", model.init_std, R_POS, "std of the normal init of weights"),
+    K_FLT("model", "expand_k", model.expand_k, R_POS, "GLA: key width = d * expand_k"),
+    K_FLT("model", "expand_v", model.expand_v, R_POS, "GLA/GDN: value width factor"),
+    K_BOOL("model", "short_conv", model.short_conv, "GLA/GDN: short conv on q, k, v"),
+    K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "GLA: rank of the gate projection"),
+    K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "GLA: gate logits divided by this"),
+    K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width"),
+    K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
+    K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
+    K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro: QK norm"),
+    K_BOOL("model", "k_shift", model.k_shift, "FoX-Pro: key shift"),
+    K_BOOL("model", "v_shift", model.v_shift, "FoX-Pro: value shift"),
+    K_BOOL("model", "doc_mask", model.doc_mask, "restart every mixer at document starts (BOS)"),
+    K_INT("model", "bos_id", model.bos_id, 0, "beginning-of-document token id"),
+    K_INT("model", "eos_id", model.eos_id, 0, "end-of-document token id"),
+
+    K_ENUM("pe", "type", model.pe.kind, PES, "position embedding"),
+    K_FLT("pe", "rope_theta", model.pe.rope_theta, R_POS, "RoPE base"),
+    K_ENUM("pe", "phi_proj", model.pe.phi_proj, PHI_PROJS, "Selective RoPE angle projection"),
+    K_INT("pe", "phi_rank", model.pe.phi_rank, 1, "rank of the low_rank projection"),
+    K_ENUM("pe", "conv_act", model.pe.conv_act, CONV_ACTS, "activation of the angle short conv"),
+    K_BOOL("pe", "skip_conv", model.pe.skip_conv, "first difference instead of the angle conv"),
+    K_BOOL("pe", "bias", model.pe.bias, "add exp(b) to the angles"),
+    K_BOOL("pe", "phase_gate", model.pe.phase_gate, "per-head sigmoid gate on the angles"),
+    K_ENUM("pe", "temp_type", model.pe.temp_type, TEMP_TYPES, "temperature schedule"),
+    K_FLT("pe", "temp_theta", model.pe.temp_theta, R_POS,
+          "temperature base: >= 1 for rope; in (0,1) for tan, where the default is 0.995"),
+    K_FLT("pe", "temp_max", model.pe.temp_max, R_POS, "largest temperature"),
+    K_BOOL("pe", "temp_grad", model.pe.temp_grad, "train the temperatures"),
+
+    K_INT("train", "seq_len", train.seq_len, 1, "context length T (also the model's max_seq_len)"),
+    K_INT("train", "micro_batch", train.micro_batch, 1, "rows per forward/backward"),
+    K_INT("train", "grad_accum", train.grad_accum, 1, "micro-batches per optimizer step"),
+    K_I64("train", "steps", train.steps, 1, "optimizer steps"),
+    K_FLT("train", "lr", train.lr, R_POS, "peak learning rate"),
+    K_FLT("train", "lr_start", train.lr_start, R_NONNEG, "learning rate at the start of warmup"),
+    K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the end of the cosine decay"),
+    K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
+    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "AdamW weight decay"),
+    K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
+    K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
+    K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),
+    K_FLT("train", "grad_clip", train.grad_clip, R_NONNEG, "global gradient-norm clip, 0 = off"),
+    K_U64("train", "seed", train.seed, "seed of initialisation and data order"),
+    K_I64("train", "val_every", train.val_every, 0, "steps between validations, 0 = never"),
+    K_INT("train", "val_batches", train.val_batches, 0, "micro-batches in the validation set"),
+    K_I64("train", "log_every", train.log_every, 1, "steps between metric lines"),
+    K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
+    K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
+    K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
+
+    K_STR("data", "train", data.train, "training tokens: a token file or synthetic:<task> (required)"),
+    K_STR("data", "val", data.val, "validation tokens, empty = held out from train"),
+    K_INT("data", "token_bytes", data.token_bytes, 2, "bytes per token in token files: 2 or 4"),
+
+    K_STR("run", "dir", run.dir, "run directory (metrics, checkpoints, plots)"),
+    K_ENUM_STR("run", "device", run.device, DEVICES, "compute device"),
+    K_INT("run", "threads", run.threads, 0, "CPU threads, 0 = all cores"),
+};
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+static void *field(RunConfig *c, const KeySpec *k) { return (char *)c + k->offset; }
+static const void *cfield(const RunConfig *c, const KeySpec *k) { return (const char *)c + k->offset; }
+
+/* Integer-valued fields are read and written as int; the size check catches a table entry
+ * whose type does not match its field. */
+static int get_int(const RunConfig *c, const KeySpec *k) {
+    RT_ASSERT(k->size == sizeof(int));
+    return *(const int *)cfield(c, k);
+}
+
+static void set_int(RunConfig *c, const KeySpec *k, int v) {
+    RT_ASSERT(k->size == sizeof(int));
+    *(int *)field(c, k) = v;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Defaults                                                                             */
+/* ------------------------------------------------------------------------------------ */
+
+void run_config_defaults(RunConfig *c) {
+    memset(c, 0, sizeof(*c));
+    model_config_defaults(&c->model);
+    TrainConfig *t = &c->train;
+    t->seq_len = 2048;
+    t->micro_batch = 8;
+    t->grad_accum = 1;
+    t->steps = 1000;
+    t->lr = 1e-3;
+    t->lr_start = 1e-5;
+    t->lr_min = 1e-4;
+    t->warmup_frac = 0.1;
+    t->weight_decay = 0.1;
+    t->beta1 = 0.9;
+    t->beta2 = 0.95;
+    t->adam_eps = 1e-8;
+    t->grad_clip = 1.0;
+    t->seed = 1234;
+    t->val_every = 100;
+    t->val_batches = 8;
+    t->log_every = 10;
+    t->checkpoint_every = 0;
+    t->keep_checkpoints = 3;
+    t->max_bad_steps = 5;
+    c->data.token_bytes = 2;
+    strcpy(c->run.dir, "runs/default");
+    strcpy(c->run.device, "cpu");
+    c->run.threads = 0;
+    c->model.max_seq_len = t->seq_len;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Values: formatting, parsing, range checks                                            */
+/* ------------------------------------------------------------------------------------ */
+
+/* Shortest "%.Ng" that reads back as exactly x (0.1 -> "0.1", not 0.10000000000000001). */
+static void format_double(double x, char *buf, size_t n) {
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+static const char *choice_name(const Choice *ch, int value) {
+    for (; ch->name; ch++)
+        if (ch->value == value) return ch->name;
+    return "?";
+}
+
+/* The canonical text of k's value in c: buf, or the string field itself. */
+static const char *format_value(const KeySpec *k, const RunConfig *c, char *buf, size_t n) {
+    switch (k->type) {
+    case T_INT: snprintf(buf, n, "%d", get_int(c, k)); return buf;
+    case T_I64: snprintf(buf, n, "%" PRId64, *(const int64_t *)cfield(c, k)); return buf;
+    case T_U64: snprintf(buf, n, "%" PRIu64, *(const uint64_t *)cfield(c, k)); return buf;
+    case T_FLOAT: format_double(*(const double *)cfield(c, k), buf, n); return buf;
+    case T_BOOL: return get_int(c, k) ? "true" : "false";
+    case T_ENUM: return choice_name(k->choices, get_int(c, k));
+    case T_ENUM_STR:
+    case T_STR: return (const char *)cfield(c, k);
+    }
+    return "?";
+}
+
+/* What a value of k must look like, for messages ("an integer from 1 to 2147483647"). */
+static void describe(const KeySpec *k, char *buf, size_t n) {
+    switch (k->type) {
+    case T_INT: snprintf(buf, n, "an integer from %" PRId64 " to %d", k->min, INT_MAX); return;
+    case T_I64: snprintf(buf, n, "an integer >= %" PRId64, k->min); return;
+    case T_U64: snprintf(buf, n, "an integer from 0 to %" PRIu64, UINT64_MAX); return;
+    case T_FLOAT: {
+        static const char *const what[] = {
+            [R_ANY] = "a number", [R_POS] = "a number > 0",
+            [R_NONNEG] = "a number >= 0", [R_UNIT] = "a number in [0, 1)"};
+        snprintf(buf, n, "%s", what[k->range]);
+        return;
+    }
+    case T_BOOL: snprintf(buf, n, "a boolean (true/false, yes/no, on/off, 1/0)"); return;
+    case T_ENUM:
+    case T_ENUM_STR: {
+        size_t used = (size_t)snprintf(buf, n, "one of ");
+        for (const Choice *ch = k->choices; ch->name && used < n; ch++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", ch == k->choices ? "" : ", ", ch->name);
+        return;
+    }
+    case T_STR:
+        snprintf(buf, n, "a string of at most %zu characters, without control characters "
+                 "or ' ;' / ' #' (read as comments)", k->size - 1);
+        return;
+    }
+}
+
+/* A string that an INI line gives back unchanged: no control characters, no inline
+ * comment start, no surrounding blanks (inih strips those). */
+static bool ini_safe_string(const char *s) {
+    size_t n = strlen(s);
+    if (n && (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]))) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (iscntrl((unsigned char)s[i])) return false;
+        if ((s[i] == ';' || s[i] == '#') && i > 0 && isspace((unsigned char)s[i - 1])) return false;
+    }
+    return true;
+}
+
+/* Whether k's current value in c is allowed by the schema. */
+static bool value_ok(const KeySpec *k, const RunConfig *c) {
+    switch (k->type) {
+    case T_INT: return get_int(c, k) >= k->min;
+    case T_I64: return *(const int64_t *)cfield(c, k) >= k->min;
+    case T_U64: return true;
+    case T_FLOAT: {
+        double x = *(const double *)cfield(c, k);
+        switch (k->range) {
+        case R_ANY: return isfinite(x);
+        case R_POS: return isfinite(x) && x > 0;
+        case R_NONNEG: return isfinite(x) && x >= 0;
+        case R_UNIT: return x >= 0 && x < 1;
+        }
+        return false;
+    }
+    case T_BOOL: return get_int(c, k) == 0 || get_int(c, k) == 1;
+    case T_ENUM:
+        for (const Choice *ch = k->choices; ch->name; ch++)
+            if (ch->value == get_int(c, k)) return true;
+        return false;
+    case T_ENUM_STR: {
+        const char *s = cfield(c, k);
+        if (!memchr(s, '\0', k->size)) return false;
+        for (const Choice *ch = k->choices; ch->name; ch++)
+            if (!strcmp(ch->name, s)) return true;
+        return false;
+    }
+    case T_STR: {
+        const char *s = cfield(c, k);
+        return memchr(s, '\0', k->size) && ini_safe_string(s);
+    }
+    }
+    return false;
+}
+
+/* Reads text v into k's field of c; false when v is not of the key's type or does not
+ * fit the field (ranges are value_ok's business). */
+static bool parse_value(const KeySpec *k, RunConfig *c, const char *v) {
+    char *end;
+    errno = 0;
+    switch (k->type) {
+    case T_INT:
+    case T_I64: {
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || errno == ERANGE) return false;
+        if (k->type == T_I64) {
+            *(int64_t *)field(c, k) = x;
+        } else {
+            if (x < INT_MIN || x > INT_MAX) return false;
+            set_int(c, k, (int)x);
+        }
+        return true;
+    }
+    case T_U64: {
+        if (v[0] == '-') return false; /* strtoull would wrap it around */
+        unsigned long long x = strtoull(v, &end, 10);
+        if (end == v || *end || errno == ERANGE) return false;
+        *(uint64_t *)field(c, k) = x;
+        return true;
+    }
+    case T_FLOAT: {
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x)) return false;
+        *(double *)field(c, k) = x;
+        return true;
+    }
+    case T_BOOL: {
+        static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+        for (int i = 0; i < 4; i++) {
+            if (!strcasecmp(v, yes[i])) { set_int(c, k, 1); return true; }
+            if (!strcasecmp(v, no[i])) { set_int(c, k, 0); return true; }
+        }
+        return false;
+    }
+    case T_ENUM:
+    case T_ENUM_STR:
+        for (const Choice *ch = k->choices; ch->name; ch++) {
+            if (strcasecmp(v, ch->name)) continue;
+            if (k->type == T_ENUM) {
+                set_int(c, k, ch->value);
+            } else {
+                memset(field(c, k), 0, k->size); /* no stale bytes: loads compare with memcmp */
+                memcpy(field(c, k), ch->name, strlen(ch->name));
+            }
+            return true;
+        }
+        return false;
+    case T_STR:
+        if (strlen(v) >= k->size) return false;
+        memset(field(c, k), 0, k->size); /* no stale bytes: loads compare with memcmp */
+        memcpy(field(c, k), v, strlen(v));
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Name lookup and "did you mean" suggestions                                           */
+/* ------------------------------------------------------------------------------------ */
+
+static int find_key(const char *section, const char *key) {
+    for (size_t i = 0; i < NKEYS; i++)
+        if (!strcmp(KEYS[i].section, section) && !strcmp(KEYS[i].key, key)) return (int)i;
+    return -1;
+}
+
+static bool known_section(const char *section) {
+    for (size_t i = 0; i < NSECTIONS; i++)
+        if (!strcmp(SECTIONS[i], section)) return true;
+    return false;
+}
+
+#define NAME_MAX_LEN 63 /* longer names are never similar to a schema name */
+
+/* Levenshtein distance of two strings of at most NAME_MAX_LEN characters. */
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    int prev[NAME_MAX_LEN + 1], cur[NAME_MAX_LEN + 1];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+/* How far typed is from the (lower-case) schema name known, or -1 when not similar:
+ * similar means an edit distance <= 3 (and below the typed length), or a shared prefix of
+ * 4+ characters, or one name containing the other (max_seq_len ~ seq_len). Case-blind. */
+static int name_distance(const char *typed, const char *known) {
+    char t[NAME_MAX_LEN + 1];
+    size_t n = strlen(typed);
+    if (n > NAME_MAX_LEN) return -1;
+    for (size_t i = 0; i <= n; i++) t[i] = (char)tolower((unsigned char)typed[i]);
+    int d = edit_distance(t, known);
+    if (d <= 3 && d < (int)n) return d;
+    size_t p = 0;
+    while (t[p] && t[p] == known[p]) p++;
+    if (p >= 4) return d;
+    if ((n >= 4 && strstr(known, t)) || (strlen(known) >= 4 && strstr(t, known))) return d;
+    return -1;
+}
+
+/* The schema key closest to section.key (a key of the same name in another section is
+ * closest), or -1. */
+static int suggest_key(const char *section, const char *key) {
+    int best = -1, best_cost = INT_MAX;
+    for (size_t i = 0; i < NKEYS; i++) {
+        int d = name_distance(key, KEYS[i].key);
+        if (d < 0) continue;
+        int cost = 2 * d + (strcmp(section, KEYS[i].section) != 0);
+        if (cost < best_cost) best = (int)i, best_cost = cost;
+    }
+    return best;
+}
+
+static const char *suggest_section(const char *section) {
+    const char *best = NULL;
+    int best_d = INT_MAX;
+    for (size_t i = 0; i < NSECTIONS; i++) {
+        int d = name_distance(section, SECTIONS[i]);
+        if (d >= 0 && d < best_d) best = SECTIONS[i], best_d = d;
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Loading                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    RunConfig cfg;          /* being filled; copied out only on success */
+    const char *origin;     /* INI file name used in messages */
+    const char *cursor;     /* next unread character of the INI text */
+    int line;               /* line of the INI text that inih is processing */
+    bool at_line_start;     /* the next read starts a new line */
+    const char *set_arg;    /* the --set being applied, NULL while reading the INI text */
+    int file_line[NKEYS];   /* line where the INI text set each key, 0 = not set */
+    bool temp_theta_given;  /* pe.temp_theta was set explicitly */
+    char *err;
+    size_t errlen;
+    bool failed;
+} Loader;
+
+/* Records the first error, prefixed with where it happened; returns false. */
+static bool fail(Loader *L, const char *fmt, ...) RT_PRINTF(2, 3);
+static bool fail(Loader *L, const char *fmt, ...) {
+    if (L->failed) return false;
+    L->failed = true;
+    int n = L->set_arg ? snprintf(L->err, L->errlen, "--set '%s': ", L->set_arg)
+                       : snprintf(L->err, L->errlen, "%s:%d: ", L->origin, L->line);
+    if (n >= 0 && (size_t)n < L->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(L->err + n, L->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* The schema entry for section.key, or NULL after reporting the unknown name with the
+ * closest known one. */
+static const KeySpec *resolve(Loader *L, const char *section, const char *key) {
+    int i = find_key(section, key);
+    if (i >= 0) return &KEYS[i];
+    int s = suggest_key(section, key);
+    char hint[128] = "";
+    if (s >= 0) snprintf(hint, sizeof hint, "; did you mean '%s.%s'?", KEYS[s].section, KEYS[s].key);
+    if (!*section) {
+        if (L->set_arg) fail(L, "'%s' names no section (expected section.key=value)%s", key, hint);
+        else fail(L, "key '%s' comes before any [section]%s", key, hint);
+    } else if (!known_section(section)) {
+        const char *t = suggest_section(section);
+        if (t) fail(L, "unknown section [%s]; did you mean [%s]?", section, t);
+        else fail(L, "unknown section [%s]; the sections are [model] [pe] [train] [data] [run]", section);
+    } else if (s >= 0) {
+        fail(L, "unknown key '%s.%s'%s", section, key, hint);
+    } else {
+        fail(L, "unknown key '%s.%s' (`rotor train --help` lists the keys)", section, key);
+    }
+    return NULL;
+}
+
+static bool set_value(Loader *L, const KeySpec *k, const char *v) {
+    if (!parse_value(k, &L->cfg, v) || !value_ok(k, &L->cfg)) {
+        char want[256];
+        describe(k, want, sizeof want);
+        return fail(L, "%s.%s = '%s': expected %s", k->section, k->key, v, want);
+    }
+    if (k->offset == offsetof(RunConfig, model.pe.temp_theta)) L->temp_theta_given = true;
+    return true;
+}
+
+/* inih handler: one key = value line of the INI text. */
+static int on_ini_key(void *user, const char *section, const char *key, const char *value) {
+    Loader *L = user;
+    const KeySpec *k = resolve(L, section, key);
+    if (!k) return 0;
+    int *first = &L->file_line[k - KEYS];
+    if (*first)
+        return fail(L, "%s.%s is set twice: at line %d and again here at line %d", k->section, k->key,
+                    *first, L->line);
+    *first = L->line;
+    return set_value(L, k, value);
+}
+
+/* inih reader (fgets-like) over the INI text that also counts lines, since Debian's
+ * libinih is built without line numbers in handler calls. */
+static char *read_ini_line(char *buf, int size, void *stream) {
+    Loader *L = stream;
+    if (!*L->cursor) return NULL;
+    if (L->at_line_start) L->line++;
+    int n = 0;
+    while (n < size - 1 && L->cursor[n]) {
+        buf[n] = L->cursor[n];
+        if (buf[n++] == '\n') break;
+    }
+    buf[n] = '\0';
+    L->cursor += n;
+    L->at_line_start = n > 0 && buf[n - 1] == '\n';
+    return buf;
+}
+
+/* Debian's libinih exposes its build options as globals. A config is parsed with a growing
+ * heap line buffer (long paths), no multi-line values (an indented line is a key of its
+ * own, not a continuation of the previous value), ';' and '#' comments also after a value,
+ * and a stop at the first error; the previous settings are restored afterwards. */
+typedef struct {
+    bool use_stack, allow_realloc, multiline, stop_on_first_error;
+    int max_line;
+    char *start_comments, *inline_comments;
+} IniSettings;
+
+static IniSettings ini_settings_swap(IniSettings s) {
+    IniSettings old = {ini_use_stack, ini_allow_realloc, ini_allow_multiline, ini_stop_on_first_error,
+                       ini_max_line, ini_start_comment_prefixes, ini_inline_comment_prefixes};
+    ini_use_stack = s.use_stack;
+    ini_allow_realloc = s.allow_realloc;
+    ini_allow_multiline = s.multiline;
+    ini_stop_on_first_error = s.stop_on_first_error;
+    ini_max_line = s.max_line;
+    ini_start_comment_prefixes = s.start_comments;
+    ini_inline_comment_prefixes = s.inline_comments;
+    return old;
+}
+
+static void parse_ini_text(Loader *L, const char *text) {
+    static char comment_chars[] = ";#";
+    IniSettings ours = {false, true, false, true, 1 << 16, comment_chars, comment_chars};
+    L->cursor = text;
+    L->line = 0;
+    L->at_line_start = true;
+    IniSettings saved = ini_settings_swap(ours);
+    int r = ini_parse_stream(read_ini_line, L, on_ini_key, L);
+    ini_settings_swap(saved);
+    if (r == 0 || L->failed) return;
+    if (r < 0) {
+        fail(L, "out of memory while parsing");
+    } else {
+        L->line = r;
+        fail(L, "cannot parse this line: expected '[section]' or 'key = value'");
+    }
+}
+
+/* Copies s[0, n) without surrounding blanks into buf; false when it does not fit. */
+static bool copy_trimmed(char *buf, size_t size, const char *s, size_t n) {
+    while (n && isspace((unsigned char)*s)) s++, n--;
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    if (n >= size) return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return true;
+}
+
+/* One override "section.key=value". */
+static void apply_set(Loader *L, const char *arg) {
+    L->set_arg = arg;
+    char name[2 * NAME_MAX_LEN + 2], value[4096];
+    const char *eq = strchr(arg, '=');
+    if (!eq || !copy_trimmed(name, sizeof name, arg, (size_t)(eq - arg)) || !*name) {
+        fail(L, "expected section.key=value");
+        return;
+    }
+    if (!copy_trimmed(value, sizeof value, eq + 1, strlen(eq + 1))) {
+        fail(L, "the value is longer than %zu characters", sizeof value - 1);
+        return;
+    }
+    char *dot = strchr(name, '.');
+    const char *section = "", *key = name;
+    if (dot) {
+        *dot = '\0';
+        section = name;
+        key = dot + 1;
+    }
+    const KeySpec *k = resolve(L, section, key);
+    if (k) set_value(L, k, value);
+}
+
+int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
+                           const char *const *sets, int nsets, char *err, size_t errlen) {
+    Loader *L = rt_calloc(1, sizeof(*L));
+    run_config_defaults(&L->cfg);
+    L->origin = origin_name ? origin_name : "<config>";
+    L->err = err;
+    L->errlen = err ? errlen : 0;
+    if (ini_text) parse_ini_text(L, ini_text);
+    for (int i = 0; i < nsets && !L->failed; i++) apply_set(L, sets[i]);
+    int rc = -1;
+    if (!L->failed) {
+        /* Defaults that follow other keys. */
+        PEConfig *pe = &L->cfg.model.pe;
+        if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
+        L->cfg.model.max_seq_len = L->cfg.train.seq_len;
+
+        char origin[1200];
+        if (ini_text) snprintf(origin, sizeof origin, "%s%s", L->origin, nsets ? " with --set overrides" : "");
+        else snprintf(origin, sizeof origin, "%s", nsets ? "defaults with --set overrides" : "defaults");
+        rc = run_config_validate(&L->cfg, origin, err, L->errlen);
+        if (rc == 0) memcpy(out, &L->cfg, sizeof(*out));
+    }
+    rt_free(L);
+    return rc;
+}
+
+/* Reads a whole file into a NUL-terminated heap string, or NULL (errno set). */
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t len = 0, cap = 4096;
+    char *text = rt_malloc(cap);
+    size_t got;
+    while ((got = fread(text + len, 1, cap - 1 - len, f)) > 0) {
+        len += got;
+        if (cap - 1 - len == 0) text = rt_realloc(text, cap *= 2);
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        rt_free(text);
+        errno = EIO;
+        return NULL;
+    }
+    text[len] = '\0';
+    return text;
+}
+
+int run_config_load(RunConfig *out, const char *ini_path, const char *const *sets, int nsets,
+                    char *err, size_t errlen) {
+    if (!ini_path) return run_config_load_string(out, NULL, NULL, sets, nsets, err, errlen);
+    char *text = read_file(ini_path);
+    if (!text) {
+        if (err && errlen) snprintf(err, errlen, "cannot read config file '%s': %s", ini_path, strerror(errno));
+        return -1;
+    }
+    int rc = run_config_load_string(out, text, ini_path, sets, nsets, err, errlen);
+    rt_free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Validation                                                                           */
+/* ------------------------------------------------------------------------------------ */
+
+static int invalid(char *err, size_t errlen, const char *origin, const char *fmt, ...) RT_PRINTF(4, 5);
+static int invalid(char *err, size_t errlen, const char *origin, const char *fmt, ...) {
+    if (!err || !errlen) return -1;
+    int n = snprintf(err, errlen, "%s: ", origin);
+    if (n >= 0 && (size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen) {
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        if (value_ok(k, c)) continue;
+        char want[256], buf[64];
+        describe(k, want, sizeof want);
+        const char *v = format_value(k, c, buf, sizeof buf);
+        if ((k->type == T_STR || k->type == T_ENUM_STR) && !memchr(v, '\0', k->size)) v = "(unterminated)";
+        return invalid(err, errlen, origin, "%s.%s = %s: expected %s", k->section, k->key, v, want);
+    }
+    const ModelConfig *m = &c->model;
+    const TrainConfig *t = &c->train;
+    ModelDims dims;
+    const char *why = model_dims(m, &dims);
+    if (why) return invalid(err, errlen, origin, "%s", why);
+    if (m->pe.temp_type == TEMP_TAN && !(m->pe.temp_theta < 1))
+        return invalid(err, errlen, origin, "pe.temp_theta = %g must be in (0, 1) when pe.temp_type = tan",
+                       m->pe.temp_theta);
+    if (m->pe.temp_type == TEMP_ROPE && m->pe.temp_theta < 1)
+        return invalid(err, errlen, origin, "pe.temp_theta = %g must be >= 1 when pe.temp_type = rope",
+                       m->pe.temp_theta);
+    if (m->bos_id >= m->vocab_size)
+        return invalid(err, errlen, origin, "model.bos_id = %d must be below model.vocab_size = %d", m->bos_id,
+                       m->vocab_size);
+    if (m->eos_id >= m->vocab_size)
+        return invalid(err, errlen, origin, "model.eos_id = %d must be below model.vocab_size = %d", m->eos_id,
+                       m->vocab_size);
+    if (t->val_every > 0 && t->val_batches < 1)
+        return invalid(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
+                       t->val_batches, t->val_every);
+    if (c->data.token_bytes != 2 && c->data.token_bytes != 4)
+        return invalid(err, errlen, origin, "data.token_bytes = %d: expected 2 or 4", c->data.token_bytes);
+    if (!c->data.train[0])
+        return invalid(err, errlen, origin, "data.train is required: a token file or synthetic:<task>");
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Output                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+void run_config_write_ini(const RunConfig *c, FILE *f) {
+    fprintf(f, "; rotor run config: every key, effective values\n");
+    const char *section = NULL;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        if (!section || strcmp(section, k->section)) {
+            fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+            section = k->section;
+        }
+        char buf[64];
+        const char *v = format_value(k, c, buf, sizeof buf);
+        fprintf(f, "%s =%s%s\n", k->key, *v ? " " : "", v);
+    }
+}
+
+void run_config_print_help(FILE *f) {
+    static const char *const type_names[] = {
+        [T_INT] = "int", [T_I64] = "int", [T_U64] = "int", [T_FLOAT] = "float",
+        [T_BOOL] = "bool", [T_ENUM] = "enum", [T_ENUM_STR] = "enum", [T_STR] = "string"};
+    RunConfig d;
+    run_config_defaults(&d);
+    fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run]; "
+               "override any key with --set section.key=value.\n");
+    const char *section = NULL;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        if (!section || strcmp(section, k->section)) {
+            fprintf(f, "\n[%s]\n", k->section);
+            section = k->section;
+        }
+        char name[2 * NAME_MAX_LEN + 2], buf[64];
+        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+        const char *v = format_value(k, &d, buf, sizeof buf);
+        fprintf(f, "  %-28s %-6s %-13s %s", name, type_names[k->type], *v ? v : "\"\"", k->help);
+        if (k->choices) {
+            for (const Choice *ch = k->choices; ch->name; ch++)
+                fprintf(f, "%s%s", ch == k->choices ? " (" : "|", ch->name);
+            fputc(')', f);
+        }
+        fputc('\n', f);
+    }
+}

@@ -1,0 +1,44 @@
+/* The run configuration: the [model] [pe] [train] [data] [run] sections of an INI file
+ * (FORMATS.md "Configs") plus `--set section.key=value` overrides, parsed against one
+ * schema table into a validated RunConfig (train/train_config.h). Every error message names
+ * where it came from (file:line or --set), the key, the bad value and what is expected. */
+#ifndef ROTOR_RUN_CONFIG_H
+#define ROTOR_RUN_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "train/train_config.h"
+
+/* SPEC §6-7 defaults for every key (data.train is left empty, which validation rejects);
+ * the struct is zeroed first, so padding compares equal under memcmp. */
+void run_config_defaults(RunConfig *c);
+
+/* Loads defaults, then the INI file (path may be NULL: defaults only), then each override
+ * "section.key=value" in order, then validates. On error returns -1 and writes into err a
+ * message naming the file and line (or "--set"), the key, the bad value, and what is
+ * expected; for an unknown key or section also the closest known name. Returns 0 on
+ * success. *out is only written on success. */
+int run_config_load(RunConfig *out, const char *ini_path, const char *const *sets, int nsets,
+                    char *err, size_t errlen);
+
+/* Same from an in-memory INI string (a checkpoint's rotor.ini); ini_text may be NULL
+ * (defaults only), origin_name is the name used in messages. */
+int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
+                           const char *const *sets, int nsets, char *err, size_t errlen);
+
+/* Checks the ranges of every key and the cross-key constraints (shapes via model_dims(),
+ * pe.temp_theta against pe.temp_type, ids below the vocabulary, ...). Returns 0, or -1 with
+ * a message "<origin>: <problem naming the key(s)>" in err. run_config_load* call it. */
+int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen);
+
+/* Writes the complete effective config as INI (every key of every section, canonical
+ * spelling, floats in shortest round-trip form): run_config_load_string of that text gives
+ * back a memcmp-identical RunConfig. */
+void run_config_write_ini(const RunConfig *c, FILE *f);
+
+/* Help text listing every section.key with its type, default and a one-line description
+ * (for `rotor train --help`). */
+void run_config_print_help(FILE *f);
+
+#endif

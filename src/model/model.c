@@ -1,0 +1,371 @@
+/* The backbone (SPEC §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
+ * -> RMSNorm -> LM head, with an explicit backward. Activations needed by the backward are
+ * kept per layer; activation gradients use one scratch region shared by all layers. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+typedef struct {
+    int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids */
+    void *mixer;
+    /* saved: h is the block input; xa, xm the normalised inputs of mixer and MLP */
+    void *xa, *rsa, *ya, *hm, *xm, *rsm, *gate, *up, *act;
+} Block;
+
+struct Model {
+    ModelConfig cfg;
+    ModelDims dims;
+    const Backend *be;
+    ParamTable params;
+    const MixerImpl *mix;
+    Block *blocks;
+    int emb, final_norm, lm_head;
+    void *master, *grads;
+
+    /* activations, sized for cap_N tokens */
+    int64_t cap_N;
+    void *saved_mem, *scratch_mem;
+    void **h;            /* [L+1] residual stream: h[l] enters block l */
+    void *xf, *rsf, *logits, *rope_angle;
+    void *dh, *dx, *dgate, *dup, *dact, *dmlp_in;
+    int32_t *tok_dev, *lab_dev;
+
+    /* the current batch */
+    int64_t N;
+    int64_t *cu;
+    int32_t *pos;
+    Seqs seqs;
+    int have_grad_logits;
+};
+
+const ModelConfig *model_config(const Model *m) { return &m->cfg; }
+const ModelDims *model_dims_of(const Model *m) { return &m->dims; }
+const ParamTable *model_params(const Model *m) { return &m->params; }
+const Backend *model_backend(const Model *m) { return m->be; }
+void *model_weights(Model *m) { return m->master; }
+void *model_grads(Model *m) { return m->grads; }
+
+Model *model_create(const ModelConfig *cfg, const Backend *be) {
+    Model *m = rt_calloc(1, sizeof(Model));
+    m->cfg = *cfg;
+    m->be = be;
+    const char *err = model_dims(cfg, &m->dims);
+    if (err) rt_die("%s", err);
+    m->mix = cfg->mixer == MIXER_GLA ? &mixer_gla : cfg->mixer == MIXER_GDN ? &mixer_gdn : &mixer_fox;
+    ParamTable *t = &m->params;
+    int d = cfg->hidden_size, I = m->dims.mlp_width;
+    double std = cfg->init_std;
+    int64_t esh[2] = {cfg->vocab_size, d};
+    m->emb = params_add(t, "model.embeddings.weight", 2, esh, INIT_NORMAL, std, 1, 1);
+    m->blocks = rt_calloc((size_t)cfg->num_layers, sizeof(Block));
+    char name[PARAM_NAME_MAX];
+    for (int l = 0; l < cfg->num_layers; l++) {
+        Block *b = &m->blocks[l];
+        snprintf(name, sizeof name, "model.layers.%d.attn_norm.weight", l);
+        b->attn_norm = declare_vector(t, name, d, 1);
+        b->mixer = m->mix->create(t, cfg, &m->dims, l);
+        snprintf(name, sizeof name, "model.layers.%d.mlp_norm.weight", l);
+        b->mlp_norm = declare_vector(t, name, d, 1);
+        snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
+        b->w_gate = declare_linear(t, name, I, d, std);
+        snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
+        b->w_up = declare_linear(t, name, I, d, std);
+        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
+        b->w_down = declare_linear(t, name, d, I, std);
+    }
+    m->final_norm = declare_vector(t, "model.norm.weight", d, 1);
+    m->lm_head = declare_linear(t, "lm_head.weight", cfg->vocab_size, d, std);
+    m->master = be->alloc(t->total * be->f32_size);
+    m->grads = be->alloc(t->total * be->f32_size);
+    be->zero(m->master, t->total * be->f32_size);
+    be->zero(m->grads, t->total * be->f32_size);
+    RT_ASSERT(be->act_size == be->f32_size); /* compute copy = master until mixed precision */
+    return m;
+}
+
+static void release_activations(Model *m) {
+    const Backend *be = m->be;
+    if (m->saved_mem) be->release(m->saved_mem);
+    if (m->scratch_mem) be->release(m->scratch_mem);
+    if (m->tok_dev) be->release(m->tok_dev);
+    if (m->lab_dev) be->release(m->lab_dev);
+    rt_free(m->h);
+    m->saved_mem = m->scratch_mem = NULL;
+    m->tok_dev = m->lab_dev = NULL;
+    m->h = NULL;
+    m->cap_N = 0;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    release_activations(m);
+    for (int l = 0; l < m->cfg.num_layers; l++) m->mix->destroy(m->blocks[l].mixer, m->be);
+    rt_free(m->blocks);
+    m->be->release(m->master);
+    m->be->release(m->grads);
+    params_free(&m->params);
+    rt_free(m->cu);
+    rt_free(m->pos);
+    rt_free(m);
+}
+
+/* Lays out (or, with NULL bases, measures) every activation buffer for N tokens. */
+static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
+    const Backend *be = m->be;
+    size_t A = be->act_size, F = be->f32_size;
+    int64_t d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
+    int L = m->cfg.num_layers;
+    for (int l = 0; l <= L; l++) m->h[l] = carve(sv, A * N * d);
+    for (int l = 0; l < L; l++) {
+        Block *b = &m->blocks[l];
+        b->xa = carve(sv, A * N * d);
+        b->rsa = carve(sv, F * N);
+        b->ya = carve(sv, A * N * d);
+        b->hm = carve(sv, A * N * d);
+        b->xm = carve(sv, A * N * d);
+        b->rsm = carve(sv, F * N);
+        b->gate = carve(sv, A * N * I);
+        b->up = carve(sv, A * N * I);
+        b->act = carve(sv, A * N * I);
+        Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
+        m->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
+        if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
+    }
+    m->xf = carve(sv, A * N * d);
+    m->rsf = carve(sv, F * N);
+    m->logits = carve(sv, A * N * V);
+    m->rope_angle = m->cfg.pe.kind == PE_ROPE ? carve(sv, F * N * (m->dims.dk / 2)) : NULL;
+    /* backbone scratch lives after the largest mixer scratch */
+    Carve bb = {sc->base, sc->used};
+    m->dh = carve(&bb, A * N * d);
+    m->dx = carve(&bb, A * N * d);
+    m->dmlp_in = carve(&bb, A * N * d);
+    m->dgate = carve(&bb, A * N * I);
+    m->dup = carve(&bb, A * N * I);
+    m->dact = carve(&bb, A * N * I);
+    sc->used = bb.used;
+}
+
+static void ensure_capacity(Model *m, int64_t N) {
+    if (N <= m->cap_N) return;
+    release_activations(m);
+    m->h = rt_calloc((size_t)m->cfg.num_layers + 1, sizeof(void *));
+    Carve sv = {NULL, 0}, sc = {NULL, 0};
+    bind_activations(m, &sv, &sc, N);
+    m->saved_mem = m->be->alloc(sv.used);
+    m->scratch_mem = m->be->alloc(sc.used);
+    Carve sv2 = {m->saved_mem, 0}, sc2 = {m->scratch_mem, 0};
+    bind_activations(m, &sv2, &sc2, N);
+    m->tok_dev = m->be->alloc(sizeof(int32_t) * (size_t)N);
+    m->lab_dev = m->be->alloc(sizeof(int32_t) * (size_t)N);
+    m->cap_N = N;
+}
+
+/* Segments of the batch: one per row, split at BOS tokens when doc_mask is on (SPEC §1). */
+static void build_segments(Model *m, const Batch *b) {
+    int64_t N = (int64_t)b->B * b->T;
+    m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));
+    m->pos = rt_realloc(m->pos, sizeof(int32_t) * (size_t)N);
+    int nseg = 0;
+    for (int64_t n = 0; n < N; n++) {
+        int starts = n % b->T == 0 || (m->cfg.doc_mask && b->tokens[n] == m->cfg.bos_id);
+        if (starts) m->cu[nseg++] = n;
+        m->pos[n] = starts ? 0 : m->pos[n - 1] + 1;
+    }
+    m->cu[nseg] = N;
+    m->seqs.ntok = N;
+    m->seqs.nseg = nseg;
+    m->seqs.cu = m->cu;
+    m->seqs.pos = m->pos;
+}
+
+static Ctx make_ctx(Model *m) {
+    Ctx c;
+    c.be = m->be;
+    c.cfg = &m->cfg;
+    c.dims = &m->dims;
+    c.seqs = &m->seqs;
+    c.N = m->N;
+    c.weights = m->master;
+    c.master = m->master;
+    c.grads = m->grads;
+    c.params = &m->params;
+    c.rope_angle = m->rope_angle;
+    return c;
+}
+
+double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_valid) {
+    const Backend *be = m->be;
+    int64_t N = (int64_t)b->B * b->T;
+    for (int64_t n = 0; n < N; n++) {
+        if (b->tokens[n] < 0 || b->tokens[n] >= m->cfg.vocab_size)
+            rt_die("token id %d at batch position %lld is outside the vocabulary [0, %d)",
+                   b->tokens[n], (long long)n, m->cfg.vocab_size);
+        if (b->labels[n] != -100 && (b->labels[n] < 0 || b->labels[n] >= m->cfg.vocab_size))
+            rt_die("label %d at batch position %lld is outside the vocabulary [0, %d)",
+                   b->labels[n], (long long)n, m->cfg.vocab_size);
+    }
+    ensure_capacity(m, N);
+    m->N = N;
+    build_segments(m, b);
+    be->upload(m->tok_dev, b->tokens, sizeof(int32_t) * (size_t)N);
+    be->upload(m->lab_dev, b->labels, sizeof(int32_t) * (size_t)N);
+    if (m->rope_angle) be->rope_angles(m->rope_angle, &m->seqs, m->dims.dk, m->cfg.pe.rope_theta);
+    Ctx c = make_ctx(m);
+    int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
+    float eps = (float)m->cfg.norm_eps;
+    be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        Block *bl = &m->blocks[l];
+        be->rmsnorm_fwd(bl->xa, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps);
+        m->mix->forward(bl->mixer, &c, bl->xa, bl->ya);
+        be->add(bl->hm, m->h[l], bl->ya, N * d);
+        be->rmsnorm_fwd(bl->xm, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps);
+        be->matmul_fwd(bl->gate, bl->xm, W(&c, bl->w_gate), NULL, (int)N, I, d);
+        be->matmul_fwd(bl->up, bl->xm, W(&c, bl->w_up), NULL, (int)N, I, d);
+        be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
+        /* the MLP output goes to the scratch dx, then into the residual stream */
+        be->matmul_fwd(m->dx, bl->act, W(&c, bl->w_down), NULL, (int)N, d, I);
+        be->add(m->h[l + 1], bl->hm, m->dx, N * d);
+    }
+    be->rmsnorm_fwd(m->xf, m->rsf, m->h[m->cfg.num_layers], W(&c, m->final_norm), N, 1, d, 0, eps);
+    be->matmul_fwd(m->logits, m->xf, W(&c, m->lm_head), NULL, (int)N, V, d);
+    int64_t valid = 0;
+    for (int64_t n = 0; n < N; n++) valid += b->labels[n] != -100;
+    if (n_valid) *n_valid = valid;
+    m->have_grad_logits = grad_scale > 0;
+    return be->cross_entropy(m->logits, m->lab_dev, N, V, m->have_grad_logits ? grad_scale : 0.0f);
+}
+
+void model_backward(Model *m) {
+    RT_ASSERT(m->have_grad_logits);
+    const Backend *be = m->be;
+    Ctx c = make_ctx(m);
+    int64_t N = m->N;
+    int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size, L = m->cfg.num_layers;
+    /* LM head and final norm: dh = d loss / d h[L] */
+    be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
+    be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
+    for (int l = L - 1; l >= 0; l--) {
+        Block *bl = &m->blocks[l];
+        /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
+        be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, bl->act, W(&c, bl->w_down), (int)N, d, I, 0);
+        be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
+        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, bl->xm, W(&c, bl->w_gate), (int)N, I, d, 0);
+        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, bl->xm, W(&c, bl->w_up), (int)N, I, d, 1);
+        be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
+        /* mixer: hm = h[l] + Mixer(xa); dh becomes d/dh[l] */
+        m->mix->backward(bl->mixer, &c, bl->xa, m->dh, m->dx);
+        be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
+    }
+    be->embedding_bwd(G(&c, m->emb), m->tok_dev, m->dh, N, d);
+    m->have_grad_logits = 0;
+}
+
+void model_get_logits(Model *m, void *host) {
+    RT_ASSERT(!m->have_grad_logits);
+    m->be->download(host, m->logits, (size_t)m->N * m->cfg.vocab_size * m->be->act_size);
+}
+
+/* ---- parameters ---- */
+
+static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int idx, double *out) {
+    Rng r;
+    rng_init(&r, seed, (uint64_t)idx);
+    const PEConfig *pc = &m->cfg.pe;
+    for (int64_t i = 0; i < p->numel; i++) {
+        switch (p->init) {
+        case INIT_NORMAL: out[i] = p->init_arg * rng_normal(&r); break;
+        case INIT_ZEROS: out[i] = 0; break;
+        case INIT_ONES: out[i] = 1; break;
+        case INIT_UNIFORM: out[i] = p->init_arg * (2 * rng_uniform(&r) - 1); break;
+        case INIT_GDN_A_LOG: out[i] = log(fmax(16 * rng_uniform(&r), 1e-30)); break;
+        case INIT_GDN_DT_BIAS: {
+            double dt = exp(rng_uniform(&r) * (log(0.1) - log(0.001)) + log(0.001));
+            dt = fmax(dt, 1e-4);
+            out[i] = dt + log(-expm1(-dt));
+            break;
+        }
+        case INIT_TEMPERATURE: {
+            int D = (int)p->init_arg, P = D / 2;
+            if (pc->temp_type == TEMP_ROPE) {
+                out[i] = pc->temp_max * pow(pc->temp_theta, -2.0 * (double)i / D);
+            } else {
+                /* theta_j = linspace(0, theta pi, P), tau = tan(theta_j / 2) scaled to temp_max */
+                double top = tan(pc->temp_theta * M_PI / 2);
+                double th = P > 1 ? (double)i * pc->temp_theta * M_PI / (P - 1) : 0;
+                out[i] = P > 1 ? pc->temp_max * tan(th / 2) / top : 0;
+            }
+            break;
+        }
+        }
+    }
+}
+
+static void to_backend_type(const Backend *be, const double *src, void *dst, int64_t n) {
+    if (be->f32_size == sizeof(double)) {
+        memcpy(dst, src, sizeof(double) * (size_t)n);
+    } else {
+        float *f = dst;
+        for (int64_t i = 0; i < n; i++) f[i] = (float)src[i];
+    }
+}
+
+void model_init_weights(Model *m, uint64_t seed) {
+    const Backend *be = m->be;
+    for (int i = 0; i < m->params.n; i++) {
+        const ParamInfo *p = &m->params.p[i];
+        double *vals = rt_malloc(sizeof(double) * (size_t)p->numel);
+        void *host = rt_malloc(be->f32_size * (size_t)p->numel);
+        param_values(m, p, seed, i, vals);
+        to_backend_type(be, vals, host, p->numel);
+        be->upload((char *)m->master + (size_t)p->offset * be->f32_size, host, be->f32_size * (size_t)p->numel);
+        rt_free(vals);
+        rt_free(host);
+    }
+}
+
+void model_get_param(Model *m, int idx, void *host) {
+    const ParamInfo *p = &m->params.p[idx];
+    m->be->download(host, (char *)m->master + (size_t)p->offset * m->be->f32_size, m->be->f32_size * (size_t)p->numel);
+}
+
+void model_set_param(Model *m, int idx, const void *host) {
+    const ParamInfo *p = &m->params.p[idx];
+    m->be->upload((char *)m->master + (size_t)p->offset * m->be->f32_size, host, m->be->f32_size * (size_t)p->numel);
+}
+
+void model_get_grad(Model *m, int idx, void *host) {
+    const ParamInfo *p = &m->params.p[idx];
+    m->be->download(host, (char *)m->grads + (size_t)p->offset * m->be->f32_size, m->be->f32_size * (size_t)p->numel);
+}
+
+void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }
+
+int64_t model_num_params(const Model *m) { return m->params.total; }
+
+int64_t model_num_params_non_embedding(const Model *m) {
+    return m->params.total - m->params.p[m->emb].numel - m->params.p[m->lm_head].numel;
+}
+
+double model_flops_per_token(const Model *m, int T) {
+    const ModelConfig *c = &m->cfg;
+    const ModelDims *dm = &m->dims;
+    /* 6 flops per weight used in a matmul (forward 2, backward 4): everything but the
+     * embedding table and the norm/bias vectors */
+    double matmul_params = (double)(m->params.total - m->params.p[m->emb].numel);
+    double per_layer;
+    if (c->mixer == MIXER_FOX) {
+        per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */
+    } else {
+        double C = CHUNK_SIZE;
+        per_layer = 2.0 * dm->H * (C * dm->dk + C * dm->dv + 2.0 * dm->dk * dm->dv);
+    }
+    return 6.0 * matmul_params + 3.0 * per_layer * c->num_layers;
+}

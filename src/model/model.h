@@ -1,0 +1,59 @@
+/* The language model: embedding, L pre-norm blocks (mixer + SwiGLU MLP), final norm and
+ * untied LM head (SPEC §1), with an explicit forward and backward on any backend. */
+#ifndef ROTOR_MODEL_H
+#define ROTOR_MODEL_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "model/model_config.h"
+#include "model/params.h"
+
+/* A batch of B rows of T input tokens with their labels (next tokens, -100 ignored), on
+ * the host. */
+typedef struct {
+    int B, T;
+    const int32_t *tokens; /* [B*T] */
+    const int32_t *labels; /* [B*T] */
+} Batch;
+
+typedef struct Model Model;
+
+Model *model_create(const ModelConfig *cfg, const Backend *be);
+void model_free(Model *m);
+
+const ModelConfig *model_config(const Model *m);
+const ModelDims *model_dims_of(const Model *m);
+const ParamTable *model_params(const Model *m);
+const Backend *model_backend(const Model *m);
+/* Flat [f32] buffers on the backend: master weights and accumulated gradients. */
+void *model_weights(Model *m);
+void *model_grads(Model *m);
+
+/* Initialises every parameter per SPEC §1-5 from `seed` (deterministic per parameter). */
+void model_init_weights(Model *m, uint64_t seed);
+/* Host copies of a parameter's weights / gradient: numel elements of the backend's [f32]
+ * type (be->f32_size bytes each: float, or double in the fp64 test build). */
+void model_get_param(Model *m, int idx, void *host);
+void model_set_param(Model *m, int idx, const void *host);
+void model_get_grad(Model *m, int idx, void *host);
+void model_zero_grads(Model *m);
+
+/* Forward pass; keeps the activations needed by model_backward. Returns the summed
+ * cross-entropy over the non-ignored labels (fp64) and, if n_valid is not NULL, their
+ * count. With grad_scale > 0 the logits are replaced by grad_scale * dloss/dlogits and a
+ * model_backward call may follow; with grad_scale == 0 only the loss is computed. */
+double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_valid);
+/* Backward pass of the last forward: accumulates (+=) into the gradient buffer. */
+void model_backward(Model *m);
+/* Logits of the last forward: host copy [B*T, V] of [act] elements. Only valid after
+ * model_forward with grad_scale == 0 (otherwise they were replaced by their gradient). */
+void model_get_logits(Model *m, void *host);
+
+/* Parameter counts: all, and without the embedding and LM head. */
+int64_t model_num_params(const Model *m);
+int64_t model_num_params_non_embedding(const Model *m);
+/* Training FLOPs per token (forward + backward) for context length T, for MFU. */
+double model_flops_per_token(const Model *m, int T);
+
+#endif

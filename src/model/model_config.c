@@ -1,0 +1,130 @@
+#include "model/model_config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *mixer_name(MixerKind k) {
+    switch (k) {
+    case MIXER_GLA: return "gla";
+    case MIXER_GDN: return "gated_deltanet";
+    case MIXER_FOX: return "fox";
+    }
+    return "?";
+}
+
+const char *pe_name(PEKind k) {
+    switch (k) {
+    case PE_NOPE: return "nope";
+    case PE_ROPE: return "rope";
+    case PE_SELECTIVE: return "selective";
+    }
+    return "?";
+}
+
+void model_config_defaults(ModelConfig *c) {
+    memset(c, 0, sizeof(*c));
+    c->mixer = MIXER_GLA;
+    c->vocab_size = 32000;
+    c->hidden_size = 1024;
+    c->num_layers = 24;
+    c->num_heads = 4;
+    c->hidden_ratio = 4;
+    c->intermediate_size = 0;
+    c->norm_eps = 1e-6;
+    c->init_std = 0.02;
+    c->expand_k = 0.5;
+    c->expand_v = 1.0;
+    c->short_conv = 1;
+    c->gate_low_rank_dim = 16;
+    c->gate_logit_normalizer = 16;
+    c->head_dim = 128;
+    c->doc_mask = 0;
+    c->bos_id = 1;
+    c->eos_id = 2;
+    c->max_seq_len = 4096;
+    c->pe.kind = PE_NOPE;
+    c->pe.rope_theta = 500000;
+    c->pe.phi_proj = PHI_WEIGHT_NORM;
+    c->pe.phi_rank = 32;
+    c->pe.conv_act = ACT_SILU;
+    c->pe.temp_type = TEMP_ROPE;
+    c->pe.temp_theta = 500000;
+    c->pe.temp_max = 1.0;
+}
+
+static int is_integer(double x) { return fabs(x - round(x)) < 1e-9; }
+
+const char *model_dims(const ModelConfig *c, ModelDims *o) {
+    static char msg[256];
+    memset(o, 0, sizeof(*o));
+    int d = c->hidden_size, H = c->num_heads;
+    if (d <= 0) return "model.hidden_size must be positive";
+    if (H <= 0) return "model.num_heads must be positive";
+    if (c->num_layers <= 0) return "model.num_layers must be positive";
+    if (c->vocab_size <= 1) return "model.vocab_size must be at least 2";
+    o->H = H;
+    switch (c->mixer) {
+    case MIXER_GLA: {
+        double kd = d * c->expand_k, vd = d * c->expand_v;
+        if (!is_integer(kd) || kd <= 0) {
+            snprintf(msg, sizeof msg, "model.expand_k = %g gives a non-integer key width %g", c->expand_k, kd);
+            return msg;
+        }
+        if (!is_integer(vd) || vd <= 0) {
+            snprintf(msg, sizeof msg, "model.expand_v = %g gives a non-integer value width %g", c->expand_v, vd);
+            return msg;
+        }
+        o->key_dim = (int)round(kd);
+        o->value_dim = (int)round(vd);
+        if (o->key_dim % H || o->value_dim % H) {
+            snprintf(msg, sizeof msg,
+                     "model.num_heads = %d does not divide the key width %d and value width %d",
+                     H, o->key_dim, o->value_dim);
+            return msg;
+        }
+        o->dk = o->key_dim / H;
+        o->dv = o->value_dim / H;
+        break;
+    }
+    case MIXER_GDN: {
+        if (c->head_dim <= 0) return "model.head_dim must be positive";
+        double dv = c->head_dim * c->expand_v;
+        if (!is_integer(dv) || dv <= 0) {
+            snprintf(msg, sizeof msg, "model.expand_v = %g times head_dim %d is not an integer", c->expand_v, c->head_dim);
+            return msg;
+        }
+        o->dk = c->head_dim;
+        o->dv = (int)round(dv);
+        o->key_dim = H * o->dk;
+        o->value_dim = H * o->dv;
+        break;
+    }
+    case MIXER_FOX:
+        if (d % H) {
+            snprintf(msg, sizeof msg, "model.num_heads = %d does not divide model.hidden_size = %d", H, d);
+            return msg;
+        }
+        o->dk = o->dv = d / H;
+        o->key_dim = o->value_dim = d;
+        break;
+    }
+    if (c->pe.kind != PE_NOPE && o->dk % 2) {
+        snprintf(msg, sizeof msg, "pe.type = %s needs an even per-head key width, got %d", pe_name(c->pe.kind), o->dk);
+        return msg;
+    }
+    if (c->pe.kind == PE_SELECTIVE && d % H) {
+        snprintf(msg, sizeof msg,
+                 "pe.type = selective splits the hidden size into num_heads slices: %d heads do not divide %d",
+                 H, d);
+        return msg;
+    }
+    if (c->intermediate_size > 0) {
+        o->mlp_width = c->intermediate_size;
+    } else {
+        if (c->hidden_ratio <= 0) return "model.hidden_ratio must be positive";
+        int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* SPEC §1, evaluated left to right as fla */
+        o->mlp_width = 256 * ((w + 255) / 256);
+    }
+    return NULL;
+}

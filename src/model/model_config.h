@@ -1,0 +1,68 @@
+/* Model hyper-parameters (SPEC §1-6). Filled from the [model] and [pe] sections of a run
+ * config (src/config/run_config.c) or from a checkpoint's config.json (hf_config.c). */
+#ifndef ROTOR_MODEL_CONFIG_H
+#define ROTOR_MODEL_CONFIG_H
+
+#include "backend.h"
+
+typedef enum { MIXER_GLA = 0, MIXER_GDN = 1, MIXER_FOX = 2 } MixerKind;
+typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
+typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
+typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
+
+/* Position embedding (SPEC §5). */
+typedef struct {
+    PEKind kind;
+    double rope_theta;    /* RoPE base, 500000 */
+    PhiProj phi_proj;     /* Selective RoPE angle projection */
+    int phi_rank;         /* low_rank rank r (default 32) */
+    Activation conv_act;  /* ACT_NONE or ACT_SILU on the angle short conv */
+    int skip_conv;        /* first difference instead of the conv */
+    int bias;             /* phi += exp(b) */
+    int phase_gate;       /* phi *= sigmoid(x W + b), one gate per head */
+    TempKind temp_type;   /* rope: temp_max theta^(-2j/dk); tan: tan(theta_j/2) rescaled */
+    double temp_theta;    /* 5e5 for rope, in (0,1) for tan (default 0.995) */
+    double temp_max;      /* largest temperature */
+    int temp_grad;        /* temperatures are trained */
+} PEConfig;
+
+typedef struct {
+    MixerKind mixer;
+    int vocab_size;
+    int hidden_size;       /* d */
+    int num_layers;        /* L */
+    int num_heads;         /* H */
+    double hidden_ratio;   /* MLP ratio; intermediate = 256 ceil(int(d ratio 2/3) / 256) */
+    int intermediate_size; /* explicit MLP width, 0 = from hidden_ratio */
+    double norm_eps;       /* every RMSNorm but FoX QK-norm (1e-5) */
+    double init_std;       /* N(0, init_std) init of linears, embeddings, convs */
+    /* GLA */
+    double expand_k, expand_v; /* expand_v is shared with GDN */
+    int short_conv;            /* GLA and GDN: short conv on q, k, v */
+    int gate_low_rank_dim;     /* 16 */
+    double gate_logit_normalizer; /* 16 */
+    /* GDN */
+    int head_dim;
+    /* FoX "Pro" flags */
+    int output_gate, output_norm, qk_norm, k_shift, v_shift;
+    /* data conventions */
+    int doc_mask; /* restart every mixer at document starts (BOS tokens) */
+    int bos_id, eos_id;
+    int max_seq_len; /* context length the model is trained at (config.json only) */
+    PEConfig pe;
+} ModelConfig;
+
+/* Per-head dimensions of the mixer's q/k (key) and v (value). */
+typedef struct {
+    int H, dk, dv, key_dim, value_dim, mlp_width;
+} ModelDims;
+
+/* Derives dimensions; returns NULL or a message (static storage) naming the problem. */
+const char *model_dims(const ModelConfig *c, ModelDims *out);
+/* Canonical names: "gla", "gated_deltanet", "fox"; "nope", "rope", "selective". */
+const char *mixer_name(MixerKind k);
+const char *pe_name(PEKind k);
+/* SPEC defaults (GLA, NoPE, d=1024 ...); every field set. */
+void model_config_defaults(ModelConfig *c);
+
+#endif

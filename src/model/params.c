@@ -1,0 +1,51 @@
+#include "model/params.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/error.h"
+
+int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+               double init_arg, int decay, int trainable) {
+    RT_ASSERT(ndim >= 1 && ndim <= PARAM_MAX_DIMS);
+    RT_ASSERT(strlen(name) < PARAM_NAME_MAX);
+    RT_ASSERT(params_find(t, name) < 0);
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->p = rt_realloc(t->p, sizeof(ParamInfo) * (size_t)t->cap);
+    }
+    ParamInfo *p = &t->p[t->n];
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= shape[i];
+    }
+    p->offset = t->total;
+    p->init = init;
+    p->init_arg = init_arg;
+    p->decay = decay;
+    p->trainable = trainable;
+    t->total += p->numel;
+    return t->n++;
+}
+
+int params_find(const ParamTable *t, const char *name) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->p[i].name, name)) return i;
+    return -1;
+}
+
+int64_t params_count_trainable(const ParamTable *t) {
+    int64_t n = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->p[i].trainable) n += t->p[i].numel;
+    return n;
+}
+
+void params_free(ParamTable *t) {
+    rt_free(t->p);
+    memset(t, 0, sizeof(*t));
+}

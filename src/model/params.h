@@ -1,0 +1,48 @@
+/* The parameter table: every parameter of the model in one flat fp32 buffer, with the
+ * fla/Hugging Face name and shape used in checkpoints (FORMATS.md), its initialiser and
+ * its optimizer group. Layers refer to their parameters by index. */
+#ifndef ROTOR_PARAMS_H
+#define ROTOR_PARAMS_H
+
+#include <stdint.h>
+
+typedef enum {
+    INIT_NORMAL,      /* N(0, arg) */
+    INIT_ZEROS,
+    INIT_ONES,
+    INIT_UNIFORM,     /* U(-arg, arg) */
+    INIT_GDN_A_LOG,   /* log U(0, 16) (SPEC §3) */
+    INIT_GDN_DT_BIAS, /* inverse softplus of a log-uniform dt in [1e-3, 1e-1] (SPEC §3) */
+    INIT_TEMPERATURE  /* computed from the PE config (SPEC §5 step 7) */
+} InitKind;
+
+#define PARAM_NAME_MAX 128
+#define PARAM_MAX_DIMS 4
+
+typedef struct {
+    char name[PARAM_NAME_MAX];
+    int ndim;
+    int64_t shape[PARAM_MAX_DIMS];
+    int64_t numel;
+    int64_t offset;  /* element offset in the flat buffers */
+    InitKind init;
+    double init_arg;
+    int decay;       /* AdamW weight decay applies (SPEC §7 groups) */
+    int trainable;   /* has a gradient and is updated (frozen temperatures are not) */
+} ParamInfo;
+
+typedef struct {
+    ParamInfo *p;
+    int n, cap;
+    int64_t total;   /* elements over all parameters */
+} ParamTable;
+
+/* Appends a parameter; returns its index. Offsets are assigned in order. */
+int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+               double init_arg, int decay, int trainable);
+/* Index of a parameter by name, -1 if absent. */
+int params_find(const ParamTable *t, const char *name);
+int64_t params_count_trainable(const ParamTable *t);
+void params_free(ParamTable *t);
+
+#endif

@@ -1,0 +1,153 @@
+/* Position embeddings applied to a mixer's q and k (SPEC §5): RoPE from the shared angle
+ * table, or Selective RoPE with its input-dependent angles. NoPE never reaches here. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "util/error.h"
+
+void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig *cfg, int H,
+                int D) {
+    memset(pe, 0, sizeof(*pe));
+    pe->cfg = cfg->pe;
+    pe->H = H;
+    pe->D = D;
+    pe->P = D / 2;
+    pe->d_model = cfg->hidden_size;
+    pe->phi_w = pe->phi_scale = pe->phi_w1 = pe->phi_w2 = pe->conv_w = pe->bias = pe->gate_w =
+        pe->gate_b = pe->temp = -1;
+    if (cfg->pe.kind != PE_SELECTIVE) return;
+    const PEConfig *pc = &cfg->pe;
+    int d = cfg->hidden_size, Din = d / H, P = pe->P;
+    double std = cfg->init_std;
+    char name[PARAM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "%srotary.%s", prefix, suffix), name)
+    if (pc->phi_proj == PHI_WEIGHT_NORM) {
+        /* W_h [d/H, P], columns normalised: its scale is irrelevant, uniform init. */
+        int64_t shape[3] = {H, Din, P};
+        pe->phi_w = params_add(t, NAME("phi_proj.weight"), 3, shape, INIT_UNIFORM,
+                               sqrt(6.0 / P), 1, 1);
+        int64_t sh[1] = {H};
+        pe->phi_scale = params_add(t, NAME("phi_proj.scalar"), 1, sh, INIT_ONES, 0, 0, 1);
+    } else {
+        pe->phi_w1 = declare_linear(t, NAME("phi_proj.0.weight"), pc->phi_rank, d, std);
+        pe->phi_w2 = declare_linear(t, NAME("phi_proj.1.weight"), (int64_t)H * P, pc->phi_rank, std);
+    }
+    if (!pc->skip_conv) pe->conv_w = declare_conv(t, NAME("phi_conv1d.weight"), (int64_t)H * P, std);
+    if (pc->bias) {
+        int64_t shape[4] = {1, 1, H, P};
+        pe->bias = params_add(t, NAME("phi_bias"), 4, shape, INIT_ZEROS, 0, 0, 1);
+    }
+    if (pc->phase_gate) {
+        pe->gate_w = declare_linear(t, NAME("phase_gate_proj.weight"), H, d, std);
+        pe->gate_b = declare_vector(t, NAME("phase_gate_proj.bias"), H, 0);
+    }
+    int64_t tshape[4] = {1, 1, 1, P};
+    pe->temp = params_add(t, NAME("temperature"), 4, tshape, INIT_TEMPERATURE, D, 0, pc->temp_grad);
+#undef NAME
+}
+
+void pe_bind(PosEmb *pe, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
+    if (pe->cfg.kind != PE_SELECTIVE) return;
+    size_t A = be->act_size, F = be->f32_size;
+    int H = pe->H, P = pe->P, d = pe->d_model, r = pe->cfg.phi_rank;
+    int low_rank = pe->cfg.phi_proj == PHI_LOW_RANK;
+    pe->xh = carve(saved, A * N * d);
+    pe->xh_rnorm = carve(saved, F * N * H);
+    pe->phi_lr = low_rank ? carve(saved, A * N * r) : NULL;
+    pe->phi_raw = carve(saved, A * N * H * P);
+    pe->phi_conv = carve(saved, A * N * H * P);
+    pe->gate_logit = pe->cfg.phase_gate ? carve(saved, A * N * H) : NULL;
+    pe->Phi = carve(saved, F * N * H * P);
+    pe->angle = carve(saved, F * N * H * P);
+    pe->wn = low_rank ? NULL : carve(scratch, A * (size_t)d * P);
+    pe->dwn = low_rank ? NULL : carve(scratch, F * (size_t)d * P);
+    pe->dangle = carve(scratch, F * N * H * P);
+    pe->dphi_conv = carve(scratch, A * N * H * P);
+    pe->dphi_raw = carve(scratch, A * N * H * P);
+    pe->dgate = pe->cfg.phase_gate ? carve(scratch, A * N * H) : NULL;
+    pe->dxh = carve(scratch, A * N * d);
+    pe->dphi_lr = low_rank ? carve(scratch, A * N * r) : NULL;
+}
+
+static const void *opt_w(const Ctx *c, int idx) { return idx >= 0 ? W(c, idx) : NULL; }
+static void *opt_g(const Ctx *c, int idx) {
+    return idx >= 0 && c->params->p[idx].trainable ? G(c, idx) : NULL;
+}
+
+void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k, void *qo,
+                void *ko) {
+    const Backend *be = c->be;
+    int64_t N = c->N;
+    int H = pe->H, D = pe->D, P = pe->P, d = pe->d_model;
+    if (pe->cfg.kind == PE_ROPE) {
+        be->rotate_fwd(qo, q, c->rope_angle, N, H, D, 0);
+        be->rotate_fwd(ko, k, c->rope_angle, N, H, D, 0);
+        return;
+    }
+    RT_ASSERT(pe->cfg.kind == PE_SELECTIVE);
+    /* 1. x^ = per-head L2-normalised slices of the mixer input */
+    be->l2norm_fwd(pe->xh, pe->xh_rnorm, x, N, H, d / H, 1e-6f);
+    /* 2. angle increments phi */
+    if (pe->cfg.phi_proj == PHI_WEIGHT_NORM) {
+        be->weightnorm_fwd(pe->wn, W(c, pe->phi_w), W(c, pe->phi_scale), H, d / H, P);
+        be->head_matmul_fwd(pe->phi_raw, pe->xh, pe->wn, N, H, d / H, P);
+    } else {
+        be->matmul_fwd(pe->phi_lr, pe->xh, W(c, pe->phi_w1), NULL, (int)N, pe->cfg.phi_rank, d);
+        be->matmul_fwd(pe->phi_raw, pe->phi_lr, W(c, pe->phi_w2), NULL, (int)N, H * P,
+                       pe->cfg.phi_rank);
+    }
+    /* 3. short conv (or first difference with skip_conv) */
+    be->conv_fwd(pe->phi_conv, pe->phi_raw, opt_w(c, pe->conv_w), c->seqs, H * P,
+                 pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act);
+    /* 5. phase gate logits (4, 6, 7 happen in the angle scan) */
+    if (pe->cfg.phase_gate)
+        be->matmul_fwd(pe->gate_logit, pe->xh, W(c, pe->gate_w), W(c, pe->gate_b), (int)N, H, d);
+    be->selrope_angles_fwd(pe->angle, pe->Phi, pe->phi_conv, opt_w(c, pe->bias), pe->gate_logit,
+                           WM(c, pe->temp), c->seqs, H, P);
+    /* 8. rotate */
+    be->rotate_fwd(qo, q, pe->angle, N, H, D, 1);
+    be->rotate_fwd(ko, k, pe->angle, N, H, D, 1);
+}
+
+void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
+                 const void *dqo, const void *dko, void *dq, void *dk, void *dx) {
+    const Backend *be = c->be;
+    int64_t N = c->N;
+    int H = pe->H, D = pe->D, P = pe->P, d = pe->d_model;
+    if (pe->cfg.kind == PE_ROPE) {
+        be->rotate_bwd(dq, NULL, dqo, q, c->rope_angle, N, H, D, 0);
+        be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
+        return;
+    }
+    be->zero(pe->dangle, (size_t)N * H * P * be->f32_size);
+    be->rotate_bwd(dq, pe->dangle, dqo, q, pe->angle, N, H, D, 1);
+    be->rotate_bwd(dk, pe->dangle, dko, k, pe->angle, N, H, D, 1);
+    be->selrope_angles_bwd(pe->dphi_conv, opt_g(c, pe->bias), pe->dgate, opt_g(c, pe->temp),
+                           pe->dangle, pe->phi_conv, opt_w(c, pe->bias), pe->gate_logit,
+                           WM(c, pe->temp), pe->Phi, c->seqs, H, P);
+    int have_dxh = 0;
+    if (pe->cfg.phase_gate) {
+        be->matmul_bwd(pe->dxh, G(c, pe->gate_w), G(c, pe->gate_b), pe->dgate, pe->xh,
+                       W(c, pe->gate_w), (int)N, H, d, 0);
+        have_dxh = 1;
+    }
+    be->conv_bwd(pe->dphi_raw, opt_g(c, pe->conv_w), pe->dphi_conv, pe->phi_raw,
+                 opt_w(c, pe->conv_w), c->seqs, H * P, pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act);
+    if (pe->cfg.phi_proj == PHI_WEIGHT_NORM) {
+        be->weightnorm_fwd(pe->wn, W(c, pe->phi_w), W(c, pe->phi_scale), H, d / H, P);
+        be->zero(pe->dwn, (size_t)d * P * be->f32_size);
+        be->head_matmul_bwd(pe->dxh, pe->dwn, pe->dphi_raw, pe->xh, pe->wn, N, H, d / H, P,
+                            have_dxh);
+        be->weightnorm_bwd(G(c, pe->phi_w), G(c, pe->phi_scale), pe->dwn, W(c, pe->phi_w),
+                           W(c, pe->phi_scale), H, d / H, P);
+    } else {
+        int r = pe->cfg.phi_rank;
+        be->matmul_bwd(pe->dphi_lr, G(c, pe->phi_w2), NULL, pe->dphi_raw, pe->phi_lr,
+                       W(c, pe->phi_w2), (int)N, H * P, r, 0);
+        be->matmul_bwd(pe->dxh, G(c, pe->phi_w1), NULL, pe->dphi_lr, pe->xh, W(c, pe->phi_w1),
+                       (int)N, r, d, have_dxh);
+    }
+    be->l2norm_bwd(dx, pe->dxh, pe->xh, pe->xh_rnorm, N, H, d / H, 1);
+}

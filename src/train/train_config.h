@@ -1,0 +1,50 @@
+/* Everything a run is configured with: the [model] [pe] [train] [data] [run] sections of
+ * the INI config (FORMATS.md), parsed and validated by src/config/run_config.c. */
+#ifndef ROTOR_TRAIN_CONFIG_H
+#define ROTOR_TRAIN_CONFIG_H
+
+#include <stdint.h>
+
+#include "model/model_config.h"
+
+typedef struct {
+    int seq_len;          /* T: inputs per row; a window holds T+1 tokens */
+    int micro_batch;      /* rows per forward/backward */
+    int grad_accum;       /* micro-batches per optimizer step */
+    int64_t steps;        /* optimizer steps */
+    double lr;            /* peak learning rate */
+    double lr_start;      /* warmup starts here (SPEC §7: 1e-5) */
+    double lr_min;        /* cosine decays to this (SPEC §7: 1e-4) */
+    double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
+    double weight_decay;  /* 0.1 */
+    double beta1, beta2, adam_eps;
+    double grad_clip;     /* global norm, 1.0; 0 disables */
+    uint64_t seed;        /* initialisation and data order */
+    int64_t val_every;    /* steps between validations, 0 = never */
+    int val_batches;      /* micro-batches in the fixed validation set */
+    int64_t log_every;    /* steps between metric lines */
+    int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
+    int keep_checkpoints; /* newest checkpoints kept, 0 = all */
+    int max_bad_steps;    /* consecutive non-finite steps before aborting */
+} TrainConfig;
+
+typedef struct {
+    char train[1024];     /* token file, or synthetic:<task> */
+    char val[1024];       /* token file, synthetic:<task>, or empty: held out from train */
+    int token_bytes;      /* 2 or 4 (little-endian unsigned) for token files */
+} DataConfig;
+
+typedef struct {
+    char dir[1024];       /* run directory: metrics.jsonl, checkpoints/, plots */
+    char device[16];      /* "cpu" (cuda arrives with the CUDA backend) */
+    int threads;          /* OpenMP threads, 0 = all cores */
+} RunSection;
+
+typedef struct {
+    ModelConfig model;
+    TrainConfig train;
+    DataConfig data;
+    RunSection run;
+} RunConfig;
+
+#endif
