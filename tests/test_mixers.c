@@ -51,6 +51,9 @@ static void gla_case(double glo, double ghi, uint64_t seed) {
 
 static void test_gla_chunked_equals_recurrent(void) { gla_case(-1.0, -0.001, 1); }
 
+/* Weak decay (about e^-1.7 per chunk): the state carried across chunks dominates. */
+static void test_gla_chunked_weak_decay(void) { gla_case(-0.05, -0.002, 7); }
+
 /* Gates down to e^-30 per token: the chunked form must stay finite and exact. */
 static void test_gla_chunked_strong_decay(void) { gla_case(-30.0, 0.0, 2); }
 
@@ -96,6 +99,7 @@ static void gdn_case(double glo, uint64_t seed) {
 
 static void test_gdn_chunked_equals_recurrent(void) { gdn_case(-1.0, 3); }
 static void test_gdn_chunked_strong_decay(void) { gdn_case(-20.0, 4); }
+static void test_gdn_chunked_weak_decay(void) { gdn_case(-0.05, 8); }
 
 static void fox_case(double flo, uint64_t seed) {
     Rng r;
@@ -126,15 +130,19 @@ static void fox_case(double flo, uint64_t seed) {
 
 static void test_fox_blockwise_equals_naive(void) { fox_case(-1.0, 5); }
 static void test_fox_blockwise_strong_forgetting(void) { fox_case(-10.0, 6); }
+static void test_fox_blockwise_weak_forgetting(void) { fox_case(-0.05, 9); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"gla_chunked_equals_recurrent", test_gla_chunked_equals_recurrent},
         {"gla_chunked_strong_decay", test_gla_chunked_strong_decay},
+        {"gla_chunked_weak_decay", test_gla_chunked_weak_decay},
         {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
         {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
+        {"gdn_chunked_weak_decay", test_gdn_chunked_weak_decay},
         {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
         {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
+        {"fox_blockwise_weak_forgetting", test_fox_blockwise_weak_forgetting},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -1,0 +1,1169 @@
+/* Finite-difference gradient checks of every CPU op that has a backward (src/backend.h,
+ * src/cpu/cpu_ops.h), in double precision (built with ROTOR_REAL_DOUBLE only).
+ *
+ * Each op is probed with L = sum(w . out) for random w (ops with several outputs: one random
+ * w per output), so the backward is called with dout = w. Every differentiable input and
+ * every parameter-gradient output is checked against central differences (h = 1e-6,
+ * tolerance 1e-6 relative to max |grad|), together with the output conventions of the
+ * contract: activation gradients overwrite (the buffers are pre-filled with garbage) unless
+ * `accumulate` is set, parameter gradients accumulate (pre-filled with random values that are
+ * subtracted before the check). Time-dependent ops run on several segments whose lengths are
+ * not multiples of the chunk size, one of them longer than two chunks. Ops without a
+ * backward (add, revcumsum, rope_angles, cross-entropy's loss, adamw, sumsq, scale) are
+ * checked against direct computations. */
+#include "cpu/cpu_ops.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util/error.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef ROTOR_REAL_DOUBLE
+#error "test_ops_grad needs the double-precision core (rotor_test(... f64))"
+#endif
+
+#define FD_H 1e-6
+#define FD_TOL 1e-6
+#define EXACT_TOL 1e-12
+#define MIXER_SAMPLES 60
+
+/* Several segments, none a multiple of 64; the last one spans three chunks (64+64+2). */
+static const int LENS[] = {70, 1, 33, 130};
+#define NSEG 4
+
+/* ---------------------------------------------------------------- helpers ---- */
+
+/* n values with |x| in [lo, hi] and a random sign: never zero. */
+static real *rand_nz(Rng *r, int64_t n, double lo, double hi) {
+    real *x = tu_rand(r, n, lo, hi);
+    for (int64_t i = 0; i < n; i++)
+        if (rng_uniform(r) < 0.5) x[i] = -x[i];
+    return x;
+}
+
+/* Garbage for buffers that an op must overwrite. */
+static real *garbage(Rng *r, int64_t n) { return tu_rand(r, n, 50.0, 100.0); }
+
+/* a - b into a new buffer (the part a `+=` output added to its prior contents b). */
+static real *diff(const real *a, const real *b, int64_t n) {
+    real *d = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) d[i] = a[i] - b[i];
+    return d;
+}
+
+static double maxabs(const real *x, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+/* The finite differences evaluate the forward thousands of times on small inputs: run them
+ * on one thread (the forward values do not depend on the thread count), which keeps the test
+ * fast on a loaded machine where tiny OpenMP regions are slow. The analytic backward calls
+ * keep the default thread count, so their per-thread partial sums are exercised. */
+static int fd_serial_begin(void) {
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    return nt;
+#else
+    return 1;
+#endif
+}
+
+static void fd_serial_end(int nt) {
+#ifdef _OPENMP
+    omp_set_num_threads(nt);
+#else
+    (void)nt;
+#endif
+}
+
+/* Finite-difference check of grad against x over `samples` entries (all when n <= samples). */
+static void fd_check(const char *what, tu_loss_fn f, void *ctx, real *x, const real *grad,
+                     int64_t n, int samples, Rng *r) {
+    int nt = fd_serial_begin();
+    double e = tu_gradcheck(f, ctx, x, grad, n, samples, FD_H, r);
+    fd_serial_end(nt);
+    printf("    %-40s fd err %.2e (max|g| %.2g)\n", what, e, maxabs(grad, n));
+    CHECK_MSG(e <= FD_TOL, "%s: finite-difference relative error %.3g > %.1g", what, e, FD_TOL);
+}
+
+/* Like fd_check, over the first and last element of each listed row (rows of `rowlen`
+ * elements): entries at segment starts/ends and chunk boundaries that random sampling may
+ * miss. Same normalisation as tu_gradcheck. */
+static void fd_check_rows(const char *what, tu_loss_fn f, void *ctx, real *x, const real *grad,
+                          int64_t n, int64_t rowlen, const int64_t *rows, int nrows) {
+    double gscale = fmax(maxabs(grad, n), 1e-6), worst = 0;
+    int nt = fd_serial_begin();
+    for (int r = 0; r < nrows; r++)
+        for (int side = 0; side < 2; side++) {
+            int64_t i = rows[r] * rowlen + (side ? rowlen - 1 : 0);
+            RT_ASSERT(i >= 0 && i < n);
+            real keep = x[i];
+            x[i] = keep + (real)FD_H;
+            double fp = f(ctx);
+            x[i] = keep - (real)FD_H;
+            double fm = f(ctx);
+            x[i] = keep;
+            double e = fabs((fp - fm) / (2 * FD_H) - (double)grad[i]) / gscale;
+            if (!(e <= worst)) worst = e;
+        }
+    fd_serial_end(nt);
+    printf("    %-40s fd err %.2e (boundary rows)\n", what, worst);
+    CHECK_MSG(worst <= FD_TOL, "%s (boundary rows): finite-difference relative error %.3g > %.1g",
+              what, worst, FD_TOL);
+}
+
+/* Exact agreement (up to rounding) of a with the reference b. */
+static void check_equal(const char *what, const real *a, const real *b, int64_t n) {
+    double e = tu_rel_err(a, b, n, 1e-3);
+    printf("    %-40s rel err %.2e\n", what, e);
+    CHECK_MSG(e <= EXACT_TOL, "%s: relative error %.3g > %.1g", what, e, EXACT_TOL);
+}
+
+static void free_all(real **bufs, int n) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i]) rt_free(bufs[i]);
+}
+#define FREE_ALL(...)                                                    \
+    do {                                                                 \
+        real *_b[] = {__VA_ARGS__};                                      \
+        free_all(_b, (int)(sizeof(_b) / sizeof(_b[0])));                 \
+    } while (0)
+
+/* ---------------------------------------------------------------- dense ---- */
+
+typedef struct {
+    real *out, *x, *w, *bias, *wo;
+    int M, N, K;
+} MatmulCtx;
+
+static double matmul_loss(void *p) {
+    MatmulCtx *c = p;
+    cpu_matmul_fwd(c->out, c->x, c->w, c->bias, c->M, c->N, c->K);
+    return tu_dot(c->wo, c->out, (int64_t)c->M * c->N);
+}
+
+static void matmul_case(int with_bias, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int M = 37, N = 23, K = 19;
+    int64_t nx = (int64_t)M * K, nw = (int64_t)N * K, no = (int64_t)M * N;
+    real *x = rand_nz(&r, nx, 0.05, 1.0), *w = rand_nz(&r, nw, 0.05, 1.0);
+    real *bias = with_bias ? rand_nz(&r, N, 0.05, 1.0) : NULL;
+    real *wo = rand_nz(&r, no, 0.05, 1.0), *out = tu_zeros(no);
+    MatmulCtx c = {out, x, w, bias, wo, M, N, K};
+
+    /* forward value against a direct loop */
+    real *ref = tu_zeros(no);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = bias ? (double)bias[j] : 0.0;
+            for (int kk = 0; kk < K; kk++) acc += (double)x[i * K + kk] * (double)w[j * K + kk];
+            ref[i * N + j] = (real)acc;
+        }
+    cpu_matmul_fwd(out, x, w, bias, M, N, K);
+    check_equal(with_bias ? "matmul_fwd value (bias)" : "matmul_fwd value", out, ref, no);
+
+    /* accumulate = 0: dx overwrites garbage; dw, dbias accumulate onto random contents */
+    real *dx = garbage(&r, nx), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
+    real *pb = rand_nz(&r, N, 0.1, 1.0), *db = tu_copy(pb, N);
+    cpu_matmul_bwd(dx, dw, bias ? db : NULL, wo, x, w, M, N, K, 0);
+    real *gw = diff(dw, pw, nw), *gb = diff(db, pb, N);
+    fd_check("matmul dx (accumulate=0)", matmul_loss, &c, x, dx, nx, 1000, &r);
+    fd_check("matmul dw (+=)", matmul_loss, &c, w, gw, nw, 1000, &r);
+    if (bias) fd_check("matmul dbias (+=)", matmul_loss, &c, bias, gb, N, 1000, &r);
+    else check_equal("matmul dbias NULL untouched", db, pb, N);
+
+    /* accumulate = 1: dx adds to its contents */
+    real *px = rand_nz(&r, nx, 0.1, 1.0), *dx2 = tu_copy(px, nx), *dw2 = tu_zeros(nw);
+    real *db2 = tu_zeros(N);
+    cpu_matmul_bwd(dx2, dw2, bias ? db2 : NULL, wo, x, w, M, N, K, 1);
+    real *gx2 = diff(dx2, px, nx);
+    check_equal("matmul dx (accumulate=1) adds", gx2, dx, nx);
+    check_equal("matmul dw from zero", dw2, gw, nw);
+    if (bias) check_equal("matmul dbias from zero", db2, gb, N);
+
+    /* dx = NULL and dbias = NULL are allowed */
+    real *dw3 = tu_zeros(nw);
+    cpu_matmul_bwd(NULL, dw3, NULL, wo, x, w, M, N, K, 0);
+    check_equal("matmul dw with dx=dbias=NULL", dw3, gw, nw);
+    FREE_ALL(x, w, bias, wo, out, ref, dx, pw, dw, pb, db, gw, gb, px, dx2, dw2, db2, gx2, dw3);
+}
+
+static void test_matmul_bias(void) { matmul_case(1, 101); }
+static void test_matmul_nobias(void) { matmul_case(0, 102); }
+
+static void test_add(void) {
+    Rng r;
+    rng_init(&r, 103, 0);
+    int64_t n = 301;
+    real *a = rand_nz(&r, n, 0.05, 1.0), *b = rand_nz(&r, n, 0.05, 1.0), *out = garbage(&r, n);
+    real *ref = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) ref[i] = a[i] + b[i];
+    cpu_add(out, a, b, n);
+    check_equal("add value", out, ref, n);
+    cpu_add(a, a, b, n); /* in place */
+    check_equal("add in place", a, ref, n);
+    FREE_ALL(a, b, out, ref);
+}
+
+typedef struct {
+    real *out, *E, *wo;
+    const int32_t *tok;
+    int64_t n;
+    int C;
+} EmbCtx;
+
+static double emb_loss(void *p) {
+    EmbCtx *c = p;
+    cpu_embedding_fwd(c->out, c->tok, c->E, c->n, c->C);
+    return tu_dot(c->wo, c->out, c->n * c->C);
+}
+
+static void test_embedding(void) {
+    Rng r;
+    rng_init(&r, 104, 0);
+    int Vocab = 11, C = 9;
+    int64_t n = 41;
+    int32_t tok[41];
+    /* ids 0..6 only, so they repeat and ids 7..10 get no gradient; force a run of repeats */
+    for (int64_t i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&r, 7);
+    tok[5] = tok[6] = tok[7] = 3;
+    int64_t nE = (int64_t)Vocab * C;
+    real *E = rand_nz(&r, nE, 0.05, 1.0), *wo = rand_nz(&r, n * C, 0.05, 1.0);
+    real *out = tu_zeros(n * C);
+    EmbCtx c = {out, E, wo, tok, n, C};
+    cpu_embedding_fwd(out, tok, E, n, C);
+    real *ref = tu_zeros(n * C);
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < C; j++) ref[i * C + j] = E[tok[i] * C + j];
+    check_equal("embedding_fwd value", out, ref, n * C);
+    real *pE = rand_nz(&r, nE, 0.1, 1.0), *dE = tu_copy(pE, nE);
+    cpu_embedding_bwd(dE, tok, wo, n, C);
+    real *g = diff(dE, pE, nE);
+    fd_check("embedding dE (+=, repeated ids)", emb_loss, &c, E, g, nE, 1000, &r);
+    FREE_ALL(E, wo, out, ref, pE, dE, g);
+}
+
+/* ---------------------------------------------------------- normalisation ---- */
+
+typedef struct {
+    real *y, *rstd, *x, *w, *wo;
+    int64_t N;
+    int G, C, per_group;
+} RmsCtx;
+
+#define RMS_EPS 1e-6f
+
+static double rms_loss(void *p) {
+    RmsCtx *c = p;
+    cpu_rmsnorm_fwd(c->y, c->rstd, c->x, c->w, c->N, c->G, c->C, c->per_group, RMS_EPS);
+    return tu_dot(c->wo, c->y, c->N * c->G * c->C);
+}
+
+static void rmsnorm_case(int G, int per_group, const char *tag, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t N = 13;
+    int C = 10;
+    int64_t n = N * G * C, nw = per_group ? (int64_t)G * C : C;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *w = rand_nz(&r, nw, 0.3, 1.5);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n), *rstd = tu_zeros(N * G);
+    /* the finite differences run the forward on their own scratch, so that the saved rstd
+     * stays that of the unperturbed input */
+    real *ys = tu_zeros(n), *rstds = tu_zeros(N * G);
+    RmsCtx c = {ys, rstds, x, w, wo, N, G, C, per_group};
+    cpu_rmsnorm_fwd(y, rstd, x, w, N, G, C, per_group, RMS_EPS);
+    /* forward value */
+    real *ref = tu_zeros(n);
+    for (int64_t row = 0; row < N * G; row++) {
+        double ss = 0;
+        for (int j = 0; j < C; j++) ss += (double)x[row * C + j] * (double)x[row * C + j];
+        double rs = 1.0 / sqrt(ss / C + (double)RMS_EPS);
+        const real *wr = w + (per_group ? (row % G) * C : 0);
+        for (int j = 0; j < C; j++) ref[row * C + j] = (real)((double)x[row * C + j] * rs * (double)wr[j]);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "rmsnorm %s value", tag);
+    check_equal(name, y, ref, n);
+
+    real *dx = garbage(&r, n), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
+    cpu_rmsnorm_bwd(dx, dw, wo, x, w, rstd, N, G, C, per_group, 0);
+    real *gw = diff(dw, pw, nw);
+    snprintf(name, sizeof name, "rmsnorm %s dx (accumulate=0)", tag);
+    fd_check(name, rms_loss, &c, x, dx, n, 1000, &r);
+    snprintf(name, sizeof name, "rmsnorm %s dw (+=)", tag);
+    fd_check(name, rms_loss, &c, w, gw, nw, 1000, &r);
+
+    real *px = rand_nz(&r, n, 0.1, 1.0), *dx2 = tu_copy(px, n), *dw2 = tu_zeros(nw);
+    cpu_rmsnorm_bwd(dx2, dw2, wo, x, w, rstd, N, G, C, per_group, 1);
+    real *gx2 = diff(dx2, px, n);
+    snprintf(name, sizeof name, "rmsnorm %s dx (accumulate=1) adds", tag);
+    check_equal(name, gx2, dx, n);
+    FREE_ALL(x, w, wo, y, rstd, ys, rstds, ref, dx, pw, dw, gw, px, dx2, dw2, gx2);
+}
+
+static void test_rmsnorm_g1(void) { rmsnorm_case(1, 0, "G=1", 201); }
+static void test_rmsnorm_shared(void) { rmsnorm_case(3, 0, "G=3 shared w", 202); }
+static void test_rmsnorm_per_group(void) { rmsnorm_case(3, 1, "G=3 per-group w", 203); }
+
+typedef struct {
+    real *y, *rn, *x, *wo;
+    int64_t N;
+    int G, D;
+} L2Ctx;
+
+#define L2_EPS 1e-6f
+
+static double l2_loss(void *p) {
+    L2Ctx *c = p;
+    cpu_l2norm_fwd(c->y, c->rn, c->x, c->N, c->G, c->D, L2_EPS);
+    return tu_dot(c->wo, c->y, c->N * c->G * c->D);
+}
+
+static void test_l2norm(void) {
+    Rng r;
+    rng_init(&r, 204, 0);
+    int64_t N = 13;
+    int G = 3, D = 8;
+    int64_t n = N * G * D;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *wo = rand_nz(&r, n, 0.05, 1.0);
+    real *y = tu_zeros(n), *rn = tu_zeros(N * G);
+    real *ys = tu_zeros(n), *rns = tu_zeros(N * G); /* FD scratch: y, rn stay saved */
+    L2Ctx c = {ys, rns, x, wo, N, G, D};
+    cpu_l2norm_fwd(y, rn, x, N, G, D, L2_EPS);
+    real *ref = tu_zeros(n);
+    for (int64_t row = 0; row < N * G; row++) {
+        double ss = 0;
+        for (int j = 0; j < D; j++) ss += (double)x[row * D + j] * (double)x[row * D + j];
+        for (int j = 0; j < D; j++) ref[row * D + j] = (real)((double)x[row * D + j] / sqrt(ss + (double)L2_EPS));
+    }
+    check_equal("l2norm value", y, ref, n);
+    real *dx = garbage(&r, n);
+    cpu_l2norm_bwd(dx, wo, y, rn, N, G, D, 0);
+    fd_check("l2norm dx (accumulate=0)", l2_loss, &c, x, dx, n, 1000, &r);
+    real *px = rand_nz(&r, n, 0.1, 1.0), *dx2 = tu_copy(px, n);
+    cpu_l2norm_bwd(dx2, wo, y, rn, N, G, D, 1);
+    real *gx2 = diff(dx2, px, n);
+    check_equal("l2norm dx (accumulate=1) adds", gx2, dx, n);
+    FREE_ALL(x, wo, y, rn, ys, rns, ref, dx, px, dx2, gx2);
+}
+
+/* ---------------------------------------------------------- elementwise ---- */
+
+typedef struct {
+    real *out, *x, *g, *wo;
+    int64_t n;
+    Activation act;
+    float norm;
+} EwCtx;
+
+static double gate_mul_loss(void *p) {
+    EwCtx *c = p;
+    cpu_gate_mul_fwd(c->out, c->x, c->g, c->n, c->act);
+    return tu_dot(c->wo, c->out, c->n);
+}
+
+static void gate_mul_case(Activation act, const char *tag, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t n = 157;
+    real *x = rand_nz(&r, n, 0.05, 2.0), *g = rand_nz(&r, n, 0.05, 5.0);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
+    EwCtx c = {out, x, g, wo, n, act, 1};
+    cpu_gate_mul_fwd(out, x, g, n, act);
+    real *ref = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) {
+        double s = 1.0 / (1.0 + exp(-(double)g[i]));
+        ref[i] = (real)((double)x[i] * (act == ACT_SILU ? (double)g[i] * s : s));
+    }
+    char name[96];
+    snprintf(name, sizeof name, "gate_mul %s value", tag);
+    check_equal(name, out, ref, n);
+    real *dx = garbage(&r, n), *dg = garbage(&r, n);
+    cpu_gate_mul_bwd(dx, dg, wo, x, g, n, act);
+    snprintf(name, sizeof name, "gate_mul %s dx", tag);
+    fd_check(name, gate_mul_loss, &c, x, dx, n, 1000, &r);
+    snprintf(name, sizeof name, "gate_mul %s dg", tag);
+    fd_check(name, gate_mul_loss, &c, g, dg, n, 1000, &r);
+    FREE_ALL(x, g, wo, out, ref, dx, dg);
+}
+
+static void test_gate_mul_silu(void) { gate_mul_case(ACT_SILU, "SILU", 301); }
+static void test_gate_mul_sigmoid(void) { gate_mul_case(ACT_SIGMOID, "SIGMOID", 302); }
+
+static double silu_loss(void *p) {
+    EwCtx *c = p;
+    cpu_silu_fwd(c->out, c->x, c->n);
+    return tu_dot(c->wo, c->out, c->n);
+}
+
+static void test_silu(void) {
+    Rng r;
+    rng_init(&r, 303, 0);
+    int64_t n = 157;
+    real *x = rand_nz(&r, n, 0.05, 6.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
+    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
+    real *dx = garbage(&r, n);
+    cpu_silu_bwd(dx, wo, x, n);
+    fd_check("silu dx", silu_loss, &c, x, dx, n, 1000, &r);
+    FREE_ALL(x, wo, out, dx);
+}
+
+static double logsig_loss(void *p) {
+    EwCtx *c = p;
+    cpu_logsigmoid_fwd(c->out, c->x, c->n, c->norm);
+    return tu_dot(c->wo, c->out, c->n);
+}
+
+static void logsigmoid_case(float normalizer, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t n = 157;
+    real *x = rand_nz(&r, n, 0.05, 8.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
+    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, normalizer};
+    cpu_logsigmoid_fwd(out, x, n, normalizer);
+    real *ref = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++)
+        ref[i] = (real)(-log1p(exp(-(double)x[i])) / (double)normalizer);
+    char name[96];
+    snprintf(name, sizeof name, "logsigmoid /%g value", (double)normalizer);
+    check_equal(name, out, ref, n);
+    real *dx = garbage(&r, n);
+    cpu_logsigmoid_bwd(dx, wo, x, n, normalizer);
+    snprintf(name, sizeof name, "logsigmoid /%g dx", (double)normalizer);
+    fd_check(name, logsig_loss, &c, x, dx, n, 1000, &r);
+    FREE_ALL(x, wo, out, ref, dx);
+}
+
+static void test_logsigmoid_16(void) { logsigmoid_case(16.0f, 304); }
+static void test_logsigmoid_1(void) { logsigmoid_case(1.0f, 305); }
+
+typedef struct {
+    real *beta, *g, *b_raw, *a_raw, *A_log, *dt_bias, *wb, *wg;
+    int64_t N;
+    int H;
+} GatesCtx;
+
+static double gates_loss(void *p) {
+    GatesCtx *c = p;
+    cpu_gdn_gates_fwd(c->beta, c->g, c->b_raw, c->a_raw, c->A_log, c->dt_bias, c->N, c->H);
+    return tu_dot(c->wb, c->beta, c->N * c->H) + tu_dot(c->wg, c->g, c->N * c->H);
+}
+
+static void test_gdn_gates(void) {
+    Rng r;
+    rng_init(&r, 306, 0);
+    int64_t N = 41;
+    int H = 3;
+    int64_t n = N * H;
+    real *b_raw = rand_nz(&r, n, 0.05, 4.0), *a_raw = rand_nz(&r, n, 0.05, 4.0);
+    real *A_log = rand_nz(&r, H, 0.1, 2.0), *dt_bias = rand_nz(&r, H, 0.1, 3.0);
+    real *wb = rand_nz(&r, n, 0.05, 1.0), *wg = rand_nz(&r, n, 0.05, 1.0);
+    real *beta = tu_zeros(n), *g = tu_zeros(n);
+    GatesCtx c = {beta, g, b_raw, a_raw, A_log, dt_bias, wb, wg, N, H};
+    cpu_gdn_gates_fwd(beta, g, b_raw, a_raw, A_log, dt_bias, N, H);
+    real *rb = tu_zeros(n), *rg = tu_zeros(n);
+    for (int64_t t = 0; t < N; t++)
+        for (int h = 0; h < H; h++) {
+            int64_t i = t * H + h;
+            double z = (double)a_raw[i] + (double)dt_bias[h];
+            rb[i] = (real)(1.0 / (1.0 + exp(-(double)b_raw[i])));
+            rg[i] = (real)(-exp((double)A_log[h]) * log1p(exp(z)));
+        }
+    check_equal("gdn_gates beta value", beta, rb, n);
+    check_equal("gdn_gates g value", g, rg, n);
+    real *db = garbage(&r, n), *da = garbage(&r, n);
+    real *pA = rand_nz(&r, H, 0.1, 1.0), *pdt = rand_nz(&r, H, 0.1, 1.0);
+    real *dA = tu_copy(pA, H), *ddt = tu_copy(pdt, H);
+    cpu_gdn_gates_bwd(db, da, dA, ddt, wb, wg, b_raw, a_raw, A_log, dt_bias, N, H);
+    real *gA = diff(dA, pA, H), *gdt = diff(ddt, pdt, H);
+    fd_check("gdn_gates db_raw", gates_loss, &c, b_raw, db, n, 1000, &r);
+    fd_check("gdn_gates da_raw", gates_loss, &c, a_raw, da, n, 1000, &r);
+    fd_check("gdn_gates dA_log (+=)", gates_loss, &c, A_log, gA, H, 1000, &r);
+    fd_check("gdn_gates ddt_bias (+=)", gates_loss, &c, dt_bias, gdt, H, 1000, &r);
+    FREE_ALL(b_raw, a_raw, A_log, dt_bias, wb, wg, beta, g, rb, rg, db, da, pA, pdt, dA, ddt, gA,
+             gdt);
+}
+
+/* ---------------------------------------------------------- time mixing ---- */
+
+typedef struct {
+    real *y, *x, *w, *wo;
+    const Seqs *s;
+    int C;
+    Activation act;
+} ConvCtx;
+
+static double conv_loss(void *p) {
+    ConvCtx *c = p;
+    cpu_conv_fwd(c->y, c->x, c->w, c->s, c->C, c->act);
+    return tu_dot(c->wo, c->y, c->s->ntok * c->C);
+}
+
+static void conv_case(int with_w, Activation act, const char *tag, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int C = 5;
+    int64_t n = s->ntok * C, nw = (int64_t)C * 4;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *w = with_w ? rand_nz(&r, nw, 0.1, 1.0) : NULL;
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
+    ConvCtx c = {y, x, w, wo, s, C, act};
+    /* forward value: causal, per segment, tap 3 = current token */
+    cpu_conv_fwd(y, x, w, s, C, act);
+    real *ref = tu_zeros(n);
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
+            for (int ch = 0; ch < C; ch++) {
+                double p = 0;
+                for (int back = 0; back < 4; back++) {
+                    if (t - back < s->cu[seg]) break;
+                    double tap = w ? (double)w[ch * 4 + 3 - back] : (back == 0 ? 1 : back == 1 ? -1 : 0);
+                    p += tap * (double)x[(t - back) * C + ch];
+                }
+                ref[t * C + ch] = (real)(act == ACT_SILU ? p / (1 + exp(-p)) : p);
+            }
+    char name[96];
+    snprintf(name, sizeof name, "conv %s value", tag);
+    check_equal(name, y, ref, n);
+    real *dx = garbage(&r, n), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
+    cpu_conv_bwd(dx, with_w ? dw : NULL, wo, x, w, s, C, act);
+    snprintf(name, sizeof name, "conv %s dx", tag);
+    fd_check(name, conv_loss, &c, x, dx, n, 100000, &r);
+    if (with_w) {
+        real *gw = diff(dw, pw, nw);
+        snprintf(name, sizeof name, "conv %s dw (+=)", tag);
+        fd_check(name, conv_loss, &c, w, gw, nw, 1000, &r);
+        rt_free(gw);
+    }
+    FREE_ALL(x, w, wo, y, ref, dx, pw, dw);
+    tu_seqs_free(&ts);
+}
+
+static void test_conv_w_none(void) { conv_case(1, ACT_NONE, "w, NONE", 401); }
+static void test_conv_w_silu(void) { conv_case(1, ACT_SILU, "w, SILU", 402); }
+static void test_conv_diff_none(void) { conv_case(0, ACT_NONE, "NULL w (diff), NONE", 403); }
+static void test_conv_diff_silu(void) { conv_case(0, ACT_SILU, "NULL w (diff), SILU", 404); }
+
+typedef struct {
+    real *y, *x, *al, *wo;
+    const Seqs *s;
+    int H, D;
+} ShiftCtx;
+
+static double shift_loss(void *p) {
+    ShiftCtx *c = p;
+    cpu_shift_fwd(c->y, c->x, c->al, c->s, c->H, c->D);
+    return tu_dot(c->wo, c->y, c->s->ntok * c->H * c->D);
+}
+
+static void test_shift(void) {
+    Rng r;
+    rng_init(&r, 405, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, D = 3;
+    int64_t n = s->ntok * H * D, nh = s->ntok * H;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *al = rand_nz(&r, nh, 0.05, 3.0);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
+    ShiftCtx c = {y, x, al, wo, s, H, D};
+    cpu_shift_fwd(y, x, al, s, H, D);
+    real *ref = tu_zeros(n);
+    for (int64_t t = 0; t < s->ntok; t++)
+        for (int h = 0; h < H; h++) {
+            double a = 1.0 / (1.0 + exp(-(double)al[t * H + h]));
+            for (int d = 0; d < D; d++) {
+                int64_t i = (t * H + h) * D + d;
+                double prev = s->pos[t] >= 1 ? (double)x[i - H * D] : 0.0;
+                ref[i] = (real)(a * prev + (1 - a) * (double)x[i]);
+            }
+        }
+    check_equal("shift value", y, ref, n);
+    real *dx = garbage(&r, n), *da = garbage(&r, nh);
+    cpu_shift_bwd(dx, da, wo, x, al, s, H, D);
+    fd_check("shift dx", shift_loss, &c, x, dx, n, 100000, &r);
+    fd_check("shift da_logit", shift_loss, &c, al, da, nh, 100000, &r);
+    FREE_ALL(x, al, wo, y, ref, dx, da);
+    tu_seqs_free(&ts);
+}
+
+static void test_revcumsum(void) {
+    Rng r;
+    rng_init(&r, 406, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int C = 7;
+    int64_t n = s->ntok * C;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *y = garbage(&r, n), *ref = tu_zeros(n);
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int ch = 0; ch < C; ch++)
+            for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
+                double acc = 0;
+                for (int64_t u = t; u < s->cu[seg + 1]; u++) acc += (double)x[u * C + ch];
+                ref[t * C + ch] = (real)acc;
+            }
+    cpu_revcumsum(y, x, s, C);
+    check_equal("revcumsum value", y, ref, n);
+    /* linear: it is the adjoint of the per-segment cumsum, <w, revcumsum x> = <cumsum w, x> */
+    real *w = rand_nz(&r, n, 0.05, 1.0), *cw = tu_zeros(n);
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int ch = 0; ch < C; ch++) {
+            double acc = 0;
+            for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
+                acc += (double)w[t * C + ch];
+                cw[t * C + ch] = (real)acc;
+            }
+        }
+    double lhs = tu_dot(w, y, n), rhs = tu_dot(cw, x, n);
+    printf("    %-40s %.3e vs %.3e\n", "revcumsum adjoint of cumsum", lhs, rhs);
+    CHECK_CLOSE(lhs, rhs, EXACT_TOL);
+    cpu_revcumsum(x, x, s, C); /* in place */
+    check_equal("revcumsum in place", x, ref, n);
+    FREE_ALL(x, y, ref, w, cw);
+    tu_seqs_free(&ts);
+}
+
+/* ---------------------------------------------------------- positions ---- */
+
+static void test_rope_angles(void) {
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int D = 16, P = D / 2;
+    double theta = 500000.0;
+    int64_t n = s->ntok * P;
+    real *a = tu_zeros(n), *ref = tu_zeros(n);
+    for (int64_t t = 0; t < s->ntok; t++)
+        for (int j = 0; j < P; j++) ref[t * P + j] = (real)((double)s->pos[t] * pow(theta, -2.0 * j / D));
+    cpu_rope_angles(a, s, D, theta);
+    check_equal("rope_angles value", a, ref, n);
+    FREE_ALL(a, ref);
+    tu_seqs_free(&ts);
+}
+
+typedef struct {
+    real *y, *x, *ang, *wo;
+    int64_t N;
+    int H, D, per_head;
+} RotCtx;
+
+static double rot_loss(void *p) {
+    RotCtx *c = p;
+    cpu_rotate_fwd(c->y, c->x, c->ang, c->N, c->H, c->D, c->per_head);
+    return tu_dot(c->wo, c->y, c->N * c->H * c->D);
+}
+
+static void rotate_case(int per_head, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t N = 21;
+    int H = 3, D = 8, P = D / 2;
+    int64_t n = N * H * D, na = per_head ? N * H * P : N * P;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *ang = rand_nz(&r, na, 0.05, 3.0);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
+    RotCtx c = {y, x, ang, wo, N, H, D, per_head};
+    cpu_rotate_fwd(y, x, ang, N, H, D, per_head);
+    real *ref = tu_zeros(n);
+    for (int64_t t = 0; t < N; t++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < P; j++) {
+                double a = (double)ang[per_head ? (t * H + h) * P + j : t * P + j];
+                int64_t b = (t * H + h) * D;
+                double x0 = (double)x[b + j], x1 = (double)x[b + j + P];
+                ref[b + j] = (real)(x0 * cos(a) - x1 * sin(a));
+                ref[b + j + P] = (real)(x0 * sin(a) + x1 * cos(a));
+            }
+    const char *tag = per_head ? "per-head" : "shared";
+    char name[96];
+    snprintf(name, sizeof name, "rotate %s value", tag);
+    check_equal(name, y, ref, n);
+    real *dx = garbage(&r, n);
+    if (per_head) {
+        real *pa = rand_nz(&r, na, 0.1, 1.0), *da = tu_copy(pa, na);
+        cpu_rotate_bwd(dx, da, wo, x, ang, N, H, D, per_head);
+        real *ga = diff(da, pa, na);
+        snprintf(name, sizeof name, "rotate %s dangle (+=)", tag);
+        fd_check(name, rot_loss, &c, ang, ga, na, 1000, &r);
+        FREE_ALL(pa, da, ga);
+    } else {
+        /* the contract gives dangle only in the per-head layout */
+        cpu_rotate_bwd(dx, NULL, wo, x, ang, N, H, D, per_head);
+    }
+    snprintf(name, sizeof name, "rotate %s dx", tag);
+    fd_check(name, rot_loss, &c, x, dx, n, 1000, &r);
+    FREE_ALL(x, ang, wo, y, ref, dx);
+}
+
+static void test_rotate_shared(void) { rotate_case(0, 501); }
+static void test_rotate_per_head(void) { rotate_case(1, 502); }
+
+typedef struct {
+    real *angle, *Phi, *phi, *bias, *gl, *temp, *wo;
+    const Seqs *s;
+    int H, P;
+} SelCtx;
+
+static double sel_loss(void *p) {
+    SelCtx *c = p;
+    cpu_selrope_angles_fwd(c->angle, c->Phi, c->phi, c->bias, c->gl, c->temp, c->s, c->H, c->P);
+    return tu_dot(c->wo, c->angle, c->s->ntok * c->H * c->P);
+}
+
+static void selrope_case(int with_bias, int with_gate, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, P = 3, HP = H * P;
+    int64_t N = s->ntok, n = N * HP, nh = N * H;
+    real *phi = rand_nz(&r, n, 0.05, 1.0);
+    real *bias = with_bias ? rand_nz(&r, HP, 0.05, 1.0) : NULL;
+    real *gl = with_gate ? rand_nz(&r, nh, 0.05, 3.0) : NULL;
+    real *temp = tu_rand(&r, P, 0.05, 1.0);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *angle = tu_zeros(n), *Phi = tu_zeros(n);
+    SelCtx c = {angle, Phi, phi, bias, gl, temp, wo, s, H, P};
+    char tag[64], name[128];
+    snprintf(tag, sizeof tag, "bias %s, gate %s", with_bias ? "on" : "off", with_gate ? "on" : "off");
+
+    cpu_selrope_angles_fwd(angle, Phi, phi, bias, gl, temp, s, H, P);
+    real *rPhi = tu_zeros(n), *rang = tu_zeros(n);
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < P; j++) {
+                double acc = 0;
+                for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
+                    int64_t i = t * HP + h * P + j;
+                    double inc = (double)phi[i] + (bias ? exp((double)bias[h * P + j]) : 0.0);
+                    if (gl) inc *= 1.0 / (1.0 + exp(-(double)gl[t * H + h]));
+                    acc += inc;
+                    rPhi[i] = (real)acc;
+                    rang[i] = (real)((double)temp[j] * acc);
+                }
+            }
+    snprintf(name, sizeof name, "selrope (%s) Phi value", tag);
+    check_equal(name, Phi, rPhi, n);
+    snprintf(name, sizeof name, "selrope (%s) angle value", tag);
+    check_equal(name, angle, rang, n);
+
+    real *dangle = tu_copy(wo, n); /* consumed as scratch */
+    real *dphi = garbage(&r, n), *dgl = with_gate ? garbage(&r, nh) : NULL;
+    real *pb = rand_nz(&r, HP, 0.1, 1.0), *db = tu_copy(pb, HP);
+    real *pt = rand_nz(&r, P, 0.1, 1.0), *dt = tu_copy(pt, P);
+    cpu_selrope_angles_bwd(dphi, with_bias ? db : NULL, dgl, dt, dangle, phi, bias, gl, temp, Phi,
+                           s, H, P);
+    snprintf(name, sizeof name, "selrope (%s) dphi", tag);
+    fd_check(name, sel_loss, &c, phi, dphi, n, 100000, &r);
+    if (with_bias) {
+        real *gb = diff(db, pb, HP);
+        snprintf(name, sizeof name, "selrope (%s) dbias (+=)", tag);
+        fd_check(name, sel_loss, &c, bias, gb, HP, 1000, &r);
+        rt_free(gb);
+    }
+    if (with_gate) {
+        snprintf(name, sizeof name, "selrope (%s) dgate_logit", tag);
+        fd_check(name, sel_loss, &c, gl, dgl, nh, 100000, &r);
+    }
+    real *gt = diff(dt, pt, P);
+    snprintf(name, sizeof name, "selrope (%s) dtemp (+=)", tag);
+    fd_check(name, sel_loss, &c, temp, gt, P, 1000, &r);
+    FREE_ALL(phi, bias, gl, temp, wo, angle, Phi, rPhi, rang, dangle, dphi, dgl, pb, db, pt, dt, gt);
+    tu_seqs_free(&ts);
+}
+
+static void test_selrope_plain(void) { selrope_case(0, 0, 503); }
+static void test_selrope_bias(void) { selrope_case(1, 0, 504); }
+static void test_selrope_gate(void) { selrope_case(0, 1, 505); }
+static void test_selrope_bias_gate(void) { selrope_case(1, 1, 506); }
+
+typedef struct {
+    real *wn, *w, *sc, *wo;
+    int H, Din, P;
+} WnCtx;
+
+static double wn_loss(void *p) {
+    WnCtx *c = p;
+    cpu_weightnorm_fwd(c->wn, c->w, c->sc, c->H, c->Din, c->P);
+    return tu_dot(c->wo, c->wn, (int64_t)c->H * c->Din * c->P);
+}
+
+static void test_weightnorm(void) {
+    Rng r;
+    rng_init(&r, 507, 0);
+    int H = 2, Din = 7, P = 3;
+    int64_t n = (int64_t)H * Din * P;
+    real *w = rand_nz(&r, n, 0.05, 1.0), *sc = rand_nz(&r, H, 0.3, 2.0);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *wn = tu_zeros(n);
+    WnCtx c = {wn, w, sc, wo, H, Din, P};
+    cpu_weightnorm_fwd(wn, w, sc, H, Din, P);
+    real *ref = tu_zeros(n);
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < P; j++) {
+            double ss = 0;
+            for (int i = 0; i < Din; i++) ss += pow((double)w[(h * Din + i) * P + j], 2);
+            for (int i = 0; i < Din; i++)
+                ref[(h * Din + i) * P + j] = (real)((double)sc[h] * (double)w[(h * Din + i) * P + j] / sqrt(ss));
+        }
+    check_equal("weightnorm value", wn, ref, n);
+    real *pw = rand_nz(&r, n, 0.1, 1.0), *dw = tu_copy(pw, n);
+    real *ps = rand_nz(&r, H, 0.1, 1.0), *ds = tu_copy(ps, H);
+    cpu_weightnorm_bwd(dw, ds, wo, w, sc, H, Din, P);
+    real *gw = diff(dw, pw, n), *gs = diff(ds, ps, H);
+    fd_check("weightnorm dw (+=)", wn_loss, &c, w, gw, n, 1000, &r);
+    fd_check("weightnorm dscale (+=)", wn_loss, &c, sc, gs, H, 1000, &r);
+    FREE_ALL(w, sc, wo, wn, ref, pw, dw, ps, ds, gw, gs);
+}
+
+typedef struct {
+    real *out, *x, *w, *wo;
+    int64_t N;
+    int H, Din, P;
+} HmCtx;
+
+static double hm_loss(void *p) {
+    HmCtx *c = p;
+    cpu_head_matmul_fwd(c->out, c->x, c->w, c->N, c->H, c->Din, c->P);
+    return tu_dot(c->wo, c->out, c->N * c->H * c->P);
+}
+
+static void test_head_matmul(void) {
+    Rng r;
+    rng_init(&r, 508, 0);
+    int64_t N = 17;
+    int H = 3, Din = 7, P = 4;
+    int64_t nx = N * H * Din, nw = (int64_t)H * Din * P, no = N * H * P;
+    real *x = rand_nz(&r, nx, 0.05, 1.0), *w = rand_nz(&r, nw, 0.05, 1.0);
+    real *wo = rand_nz(&r, no, 0.05, 1.0), *out = tu_zeros(no);
+    HmCtx c = {out, x, w, wo, N, H, Din, P};
+    cpu_head_matmul_fwd(out, x, w, N, H, Din, P);
+    real *ref = tu_zeros(no);
+    for (int64_t t = 0; t < N; t++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < P; j++) {
+                double acc = 0;
+                for (int i = 0; i < Din; i++)
+                    acc += (double)x[(t * H + h) * Din + i] * (double)w[((int64_t)h * Din + i) * P + j];
+                ref[(t * H + h) * P + j] = (real)acc;
+            }
+    check_equal("head_matmul value", out, ref, no);
+    real *dx = garbage(&r, nx), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
+    cpu_head_matmul_bwd(dx, dw, wo, x, w, N, H, Din, P, 0);
+    real *gw = diff(dw, pw, nw);
+    fd_check("head_matmul dx (accumulate=0)", hm_loss, &c, x, dx, nx, 1000, &r);
+    fd_check("head_matmul dw (+=)", hm_loss, &c, w, gw, nw, 1000, &r);
+    real *px = rand_nz(&r, nx, 0.1, 1.0), *dx2 = tu_copy(px, nx), *dw2 = tu_zeros(nw);
+    cpu_head_matmul_bwd(dx2, dw2, wo, x, w, N, H, Din, P, 1);
+    real *gx2 = diff(dx2, px, nx);
+    check_equal("head_matmul dx (accumulate=1) adds", gx2, dx, nx);
+    check_equal("head_matmul dw from zero", dw2, gw, nw);
+    FREE_ALL(x, w, wo, out, ref, dx, pw, dw, gw, px, dx2, dw2, gx2);
+}
+
+/* ---------------------------------------------------------- mixers ---- */
+
+/* Gates of the mixer checks are weak (log decay in [-0.05, -0.002] per token, e^-1.7 over a
+ * chunk on average) so that states and earlier tiles carried across chunk boundaries matter:
+ * with log decays ~U(-1, 0) a chunk decays by ~e^-32 and the inter-chunk terms would be
+ * invisible to the check.
+ * Tokens at segment starts/ends and chunk boundaries of LENS (cu = 0, 70, 71, 104, 234). */
+static const int64_t EDGE_TOKENS[] = {0, 1, 63, 64, 69, 70, 71, 103, 104, 167, 168, 231, 232, 233};
+#define NEDGE ((int)(sizeof(EDGE_TOKENS) / sizeof(EDGE_TOKENS[0])))
+
+static void mixer_check(const char *what, tu_loss_fn f, void *ctx, real *x, const real *grad,
+                        int64_t n, int64_t rowlen, Rng *r) {
+    fd_check(what, f, ctx, x, grad, n, MIXER_SAMPLES, r);
+    fd_check_rows(what, f, ctx, x, grad, n, rowlen, EDGE_TOKENS, NEDGE);
+}
+
+typedef struct {
+    real *o, *states, *q, *k, *v, *g, *beta, *wo;
+    const Seqs *s;
+    int H, K, V;
+    float scale;
+} MixCtx;
+
+static double gla_loss(void *p) {
+    MixCtx *c = p;
+    cpu_gla_fwd(c->o, c->states, c->q, c->k, c->v, c->g, c->s, c->H, c->K, c->V, c->scale);
+    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->V);
+}
+
+static void test_gla(void) {
+    Rng r;
+    rng_init(&r, 601, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, K = 8, V = 6;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V;
+    real *q = rand_nz(&r, nk, 0.05, 1.5), *k = rand_nz(&r, nk, 0.05, 1.5);
+    real *v = rand_nz(&r, nv, 0.05, 1.5), *g = tu_rand(&r, nk, -0.05, -0.002);
+    real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
+    real *states = tu_zeros(chunk_states_size(s, H, K, V));
+    float scale = (float)(1.0 / sqrt((double)K));
+    MixCtx c = {o, states, q, k, v, g, NULL, wo, s, H, K, V, scale};
+    cpu_gla_fwd(o, states, q, k, v, g, s, H, K, V, scale);
+    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, nk);
+    cpu_gla_bwd(dq, dk, dv, dg, wo, q, k, v, g, states, s, H, K, V, scale);
+    mixer_check("gla dq", gla_loss, &c, q, dq, nk, (int64_t)H * K, &r);
+    mixer_check("gla dk", gla_loss, &c, k, dk, nk, (int64_t)H * K, &r);
+    mixer_check("gla dv", gla_loss, &c, v, dv, nv, (int64_t)H * V, &r);
+    mixer_check("gla dg", gla_loss, &c, g, dg, nk, (int64_t)H * K, &r);
+    FREE_ALL(q, k, v, g, wo, o, states, dq, dk, dv, dg);
+    tu_seqs_free(&ts);
+}
+
+static void l2normalise_rows(real *x, int64_t rows, int D) {
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int d = 0; d < D; d++) ss += (double)x[r * D + d] * (double)x[r * D + d];
+        for (int d = 0; d < D; d++) x[r * D + d] = (real)((double)x[r * D + d] / sqrt(ss + 1e-6));
+    }
+}
+
+static double gdn_loss(void *p) {
+    MixCtx *c = p;
+    cpu_gdn_fwd(c->o, c->states, c->q, c->k, c->v, c->beta, c->g, c->s, c->H, c->K, c->V, c->scale);
+    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->V);
+}
+
+static void test_gdn(void) {
+    Rng r;
+    rng_init(&r, 602, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, K = 8, V = 6;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, nh = N * H;
+    real *q = rand_nz(&r, nk, 0.05, 1.5), *k = rand_nz(&r, nk, 0.05, 1.5);
+    l2normalise_rows(q, nh, K);
+    l2normalise_rows(k, nh, K);
+    real *v = rand_nz(&r, nv, 0.05, 1.5), *beta = tu_rand(&r, nh, 0.05, 0.95);
+    real *g = tu_rand(&r, nh, -0.05, -0.002);
+    real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
+    real *states = tu_zeros(chunk_states_size(s, H, K, V));
+    float scale = (float)(1.0 / sqrt((double)K));
+    MixCtx c = {o, states, q, k, v, g, beta, wo, s, H, K, V, scale};
+    cpu_gdn_fwd(o, states, q, k, v, beta, g, s, H, K, V, scale);
+    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv);
+    real *db = garbage(&r, nh), *dg = garbage(&r, nh);
+    cpu_gdn_bwd(dq, dk, dv, db, dg, wo, q, k, v, beta, g, states, s, H, K, V, scale);
+    mixer_check("gdn dq", gdn_loss, &c, q, dq, nk, (int64_t)H * K, &r);
+    mixer_check("gdn dk", gdn_loss, &c, k, dk, nk, (int64_t)H * K, &r);
+    mixer_check("gdn dv", gdn_loss, &c, v, dv, nv, (int64_t)H * V, &r);
+    mixer_check("gdn dbeta", gdn_loss, &c, beta, db, nh, H, &r);
+    mixer_check("gdn dg", gdn_loss, &c, g, dg, nh, H, &r);
+    FREE_ALL(q, k, v, beta, g, wo, o, states, dq, dk, dv, db, dg);
+    tu_seqs_free(&ts);
+}
+
+static double fox_loss(void *p) {
+    MixCtx *c = p;
+    /* states holds lse here */
+    cpu_fox_fwd(c->o, c->states, c->q, c->k, c->v, c->g, c->s, c->H, c->K, c->scale);
+    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->K);
+}
+
+static void test_fox(void) {
+    Rng r;
+    rng_init(&r, 603, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, D = 8;
+    int64_t N = s->ntok, n = N * H * D, nh = N * H;
+    real *q = rand_nz(&r, n, 0.05, 1.5), *k = rand_nz(&r, n, 0.05, 1.5);
+    real *v = rand_nz(&r, n, 0.05, 1.5), *logf = tu_rand(&r, nh, -0.05, -0.002);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *o = tu_zeros(n), *lse = tu_zeros(nh);
+    float scale = (float)(1.0 / sqrt((double)D));
+    MixCtx c = {o, lse, q, k, v, logf, NULL, wo, s, H, D, D, scale};
+    cpu_fox_fwd(o, lse, q, k, v, logf, s, H, D, scale);
+    real *o_saved = tu_copy(o, n), *lse_saved = tu_copy(lse, nh);
+    real *dq = garbage(&r, n), *dk = garbage(&r, n), *dv = garbage(&r, n), *df = garbage(&r, nh);
+    cpu_fox_bwd(dq, dk, dv, df, wo, q, k, v, logf, o_saved, lse_saved, s, H, D, scale);
+    mixer_check("fox dq", fox_loss, &c, q, dq, n, (int64_t)H * D, &r);
+    mixer_check("fox dk", fox_loss, &c, k, dk, n, (int64_t)H * D, &r);
+    mixer_check("fox dv", fox_loss, &c, v, dv, n, (int64_t)H * D, &r);
+    mixer_check("fox dlogf", fox_loss, &c, logf, df, nh, H, &r);
+    FREE_ALL(q, k, v, logf, wo, o, lse, o_saved, lse_saved, dq, dk, dv, df);
+    tu_seqs_free(&ts);
+}
+
+/* ---------------------------------------------------------- loss ---- */
+
+typedef struct {
+    real *logits, *work;
+    const int32_t *labels;
+    int64_t N;
+    int V;
+} CeCtx;
+
+static double ce_loss(void *p) {
+    CeCtx *c = p;
+    memcpy(c->work, c->logits, sizeof(real) * (size_t)(c->N * c->V));
+    return cpu_cross_entropy(c->work, c->labels, c->N, c->V, 0.0f);
+}
+
+static void test_cross_entropy(void) {
+    Rng r;
+    rng_init(&r, 701, 0);
+    int64_t N = 11;
+    int V = 13;
+    int64_t n = N * V;
+    int32_t labels[11];
+    for (int64_t i = 0; i < N; i++) labels[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    labels[2] = labels[7] = -100;
+    labels[10] = V - 1;
+    real *logits = rand_nz(&r, n, 0.05, 4.0), *work = tu_zeros(n);
+    CeCtx c = {logits, work, labels, N, V};
+    /* loss value against a direct log-softmax */
+    double ref = 0;
+    for (int64_t i = 0; i < N; i++) {
+        if (labels[i] == -100) continue;
+        double se = 0;
+        for (int j = 0; j < V; j++) se += exp((double)logits[i * V + j]);
+        ref -= (double)logits[i * V + labels[i]] - log(se);
+    }
+    double l0 = ce_loss(&c);
+    printf("    %-40s %.12g vs %.12g\n", "cross_entropy loss (grad_scale 0)", l0, ref);
+    CHECK_CLOSE(l0, ref, EXACT_TOL);
+    check_equal("cross_entropy grad_scale 0 keeps logits", work, logits, n);
+    float gs = 0.37f;
+    real *grad = tu_copy(logits, n);
+    double l1 = cpu_cross_entropy(grad, labels, N, V, gs);
+    printf("    %-40s %.12g vs %.12g\n", "cross_entropy loss (grad_scale 0.37)", l1, ref);
+    CHECK_CLOSE(l1, ref, EXACT_TOL);
+    int ignored_zero = 1;
+    for (int j = 0; j < V; j++) ignored_zero &= grad[2 * V + j] == 0 && grad[7 * V + j] == 0;
+    CHECK_MSG(ignored_zero, "cross_entropy: rows with label -100 must have zero gradient");
+    for (int64_t i = 0; i < n; i++) grad[i] /= (real)gs;
+    fd_check("cross_entropy dlogits / grad_scale", ce_loss, &c, logits, grad, n, 1000, &r);
+    FREE_ALL(logits, work, grad);
+}
+
+/* ---------------------------------------------------------- optimizer ---- */
+
+/* One torch.optim.AdamW step in double: p *= 1 - lr wd; m, v EMAs; bias-corrected update. */
+static void adamw_ref(double *w, double *m, double *v, const real *g, int64_t n, double lr,
+                      double b1, double b2, double eps, double wd, int64_t t) {
+    double bc1 = 1 - pow(b1, (double)t), bc2 = 1 - pow(b2, (double)t);
+    for (int64_t i = 0; i < n; i++) {
+        double gi = (double)g[i];
+        w[i] *= 1 - lr * wd;
+        m[i] = b1 * m[i] + (1 - b1) * gi;
+        v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+        double denom = sqrt(v[i]) / sqrt(bc2) + eps;
+        w[i] -= lr / bc1 * m[i] / denom;
+    }
+}
+
+static void adamw_compare(const char *what, const real *w, const real *m, const real *v,
+                          const double *rw, const double *rm, const double *rv, int64_t n) {
+    real *a = tu_zeros(n), *b = tu_zeros(n), *cc = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) a[i] = (real)rw[i], b[i] = (real)rm[i], cc[i] = (real)rv[i];
+    char name[96];
+    snprintf(name, sizeof name, "%s w", what);
+    check_equal(name, w, a, n);
+    snprintf(name, sizeof name, "%s m", what);
+    check_equal(name, m, b, n);
+    snprintf(name, sizeof name, "%s v", what);
+    check_equal(name, v, cc, n);
+    FREE_ALL(a, b, cc);
+}
+
+static void test_adamw(void) {
+    Rng r;
+    rng_init(&r, 801, 0);
+    int64_t n = 53;
+    /* a large lr and weight decay so that every term of the update is visible */
+    float lr = 0.01f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+    real *w = rand_nz(&r, n, 0.1, 2.0), *m = tu_zeros(n), *v = tu_zeros(n);
+    double *rw = rt_malloc(sizeof(double) * (size_t)n), *rm = rt_malloc(sizeof(double) * (size_t)n),
+           *rv = rt_malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i], rm[i] = 0, rv[i] = 0;
+    /* steps 1..5 from zero moments, checking t = 1 and t = 5 (and the ones between) */
+    for (int64_t t = 1; t <= 5; t++) {
+        real *g = rand_nz(&r, n, 0.001, 1.0);
+        cpu_adamw(w, m, v, g, n, lr, b1, b2, eps, wd, t);
+        adamw_ref(rw, rm, rv, g, n, lr, b1, b2, eps, wd, t);
+        char what[64];
+        snprintf(what, sizeof what, "adamw step t=%d:", (int)t);
+        adamw_compare(what, w, m, v, rw, rm, rv, n);
+        rt_free(g);
+    }
+    /* a single t = 5 step from arbitrary moments */
+    real *m5 = rand_nz(&r, n, 0.01, 0.5), *v5 = tu_rand(&r, n, 0.01, 0.5), *g = rand_nz(&r, n, 0.001, 1.0);
+    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i], rm[i] = (double)m5[i], rv[i] = (double)v5[i];
+    cpu_adamw(w, m5, v5, g, n, lr, b1, b2, eps, wd, 5);
+    adamw_ref(rw, rm, rv, g, n, lr, b1, b2, eps, wd, 5);
+    adamw_compare("adamw t=5 from given moments:", w, m5, v5, rw, rm, rv, n);
+    /* weight decay alone: zero gradient, zero moments -> w *= 1 - lr wd exactly */
+    real *z = tu_zeros(n), *mz = tu_zeros(n), *vz = tu_zeros(n), *wz = tu_copy(w, n);
+    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i] * (1 - (double)lr * (double)wd), rm[i] = 0, rv[i] = 0;
+    cpu_adamw(wz, mz, vz, z, n, lr, b1, b2, eps, wd, 1);
+    adamw_compare("adamw zero grad (decay only):", wz, mz, vz, rw, rm, rv, n);
+    FREE_ALL(w, m, v, m5, v5, g, z, mz, vz, wz);
+    rt_free(rw);
+    rt_free(rm);
+    rt_free(rv);
+}
+
+static void test_sumsq_scale(void) {
+    Rng r;
+    rng_init(&r, 802, 0);
+    int64_t n = 1001;
+    real *x = rand_nz(&r, n, 0.05, 3.0);
+    double ref = 0;
+    for (int64_t i = 0; i < n; i++) ref += (double)x[i] * (double)x[i];
+    double got = cpu_sumsq(x, n);
+    printf("    %-40s %.12g vs %.12g\n", "sumsq value", got, ref);
+    CHECK_CLOSE(got, ref, EXACT_TOL);
+    real *y = tu_copy(x, n), *yr = tu_zeros(n);
+    float sc = 0.3f;
+    for (int64_t i = 0; i < n; i++) yr[i] = x[i] * (real)sc;
+    cpu_scale(y, n, sc);
+    check_equal("scale value", y, yr, n);
+    FREE_ALL(x, y, yr);
+}
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"matmul_bias", test_matmul_bias},
+        {"matmul_nobias", test_matmul_nobias},
+        {"add", test_add},
+        {"embedding", test_embedding},
+        {"rmsnorm_g1", test_rmsnorm_g1},
+        {"rmsnorm_shared", test_rmsnorm_shared},
+        {"rmsnorm_per_group", test_rmsnorm_per_group},
+        {"l2norm", test_l2norm},
+        {"gate_mul_silu", test_gate_mul_silu},
+        {"gate_mul_sigmoid", test_gate_mul_sigmoid},
+        {"silu", test_silu},
+        {"logsigmoid_16", test_logsigmoid_16},
+        {"logsigmoid_1", test_logsigmoid_1},
+        {"gdn_gates", test_gdn_gates},
+        {"conv_w_none", test_conv_w_none},
+        {"conv_w_silu", test_conv_w_silu},
+        {"conv_diff_none", test_conv_diff_none},
+        {"conv_diff_silu", test_conv_diff_silu},
+        {"shift", test_shift},
+        {"revcumsum", test_revcumsum},
+        {"rope_angles", test_rope_angles},
+        {"rotate_shared", test_rotate_shared},
+        {"rotate_per_head", test_rotate_per_head},
+        {"selrope_plain", test_selrope_plain},
+        {"selrope_bias", test_selrope_bias},
+        {"selrope_gate", test_selrope_gate},
+        {"selrope_bias_gate", test_selrope_bias_gate},
+        {"weightnorm", test_weightnorm},
+        {"head_matmul", test_head_matmul},
+        {"gla", test_gla},
+        {"gdn", test_gdn},
+        {"fox", test_fox},
+        {"cross_entropy", test_cross_entropy},
+        {"adamw", test_adamw},
+        {"sumsq_scale", test_sumsq_scale},
+    };
+    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
