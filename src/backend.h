@@ -37,6 +37,7 @@ struct Backend {
     const char *name;
     size_t act_size; /* bytes per [act] element */
     size_t f32_size; /* bytes per [f32] element */
+    double peak_flops; /* dense peak of the device in FLOP/s for MFU, 0 if unknown */
 
     /* ---- memory ---- */
     void *(*alloc)(size_t bytes);

@@ -1,2 +1,156 @@
+/* rotor: the single entry point, with subcommands (FORMATS.md "Commands"). */
 #include <stdio.h>
-int main(void) { puts("rotor"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/run_config.h"
+#include "model/model.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "rotor %s: language-model pretraining with GLA, Gated DeltaNet and FoX mixers\n"
+            "          and NoPE / RoPE / Selective RoPE position embeddings.\n\n"
+            "usage: rotor <command> [options]\n\n"
+            "commands:\n"
+            "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
+            "        train a model; metrics, plots and checkpoints go to run.dir\n"
+            "  info CONFIG.ini [--set section.key=value]...\n"
+            "        print the model's dimensions and parameter counts\n"
+            "  version\n"
+            "        print the version\n\n"
+            "`rotor <command> --help` describes a command and its options.\n",
+            ROTOR_VERSION);
+}
+
+static void train_usage(FILE *f) {
+    fprintf(f,
+            "usage: rotor train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n\n"
+            "  --set section.key=value  override one config key (repeatable, applied in order)\n"
+            "  --resume auto            continue from the newest complete checkpoint in run.dir\n"
+            "                           (start fresh if there is none)\n"
+            "  --resume DIR             continue from the checkpoint directory DIR\n\n"
+            "Config keys (INI sections [model] [pe] [train] [data] [run]):\n");
+    run_config_print_help(f);
+}
+
+static void info_usage(FILE *f) {
+    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]...\n\n"
+               "Prints the model summary and parameter counts without allocating the model.\n");
+}
+
+/* Edit distance for "did you mean" hints. */
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b), prev[64], cur[64];
+    if (la > 62 || lb > 62) return 99;
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+static void die_unknown(const char *what, const char *got, const char *const *known) {
+    const char *best = NULL;
+    int bd = 3;
+    for (int i = 0; known[i]; i++) {
+        int d = edit_distance(got, known[i]);
+        if (d < bd) bd = d, best = known[i];
+    }
+    if (best) rt_die("unknown %s '%s'; did you mean '%s'? (see rotor --help)", what, got, best);
+    rt_die("unknown %s '%s' (see rotor --help)", what, got);
+}
+
+typedef struct {
+    const char *config;
+    const char *sets[256];
+    int nsets;
+    const char *resume;
+} Args;
+
+/* Parses CONFIG [--set k=v]... [--resume X] (resume only when allowed). */
+static void parse_args(int argc, char **argv, Args *a, int allow_resume, void (*help)(FILE *)) {
+    memset(a, 0, sizeof(*a));
+    static const char *const opts_train[] = {"--set", "--resume", "--help", NULL};
+    static const char *const opts_info[] = {"--set", "--help", NULL};
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            help(stdout);
+            exit(0);
+        } else if (!strcmp(s, "--set") || !strncmp(s, "--set=", 6)) {
+            const char *v = s[5] == '=' ? s + 6 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) rt_die("--set needs section.key=value");
+            if (a->nsets == 256) rt_die("too many --set options (at most 256)");
+            a->sets[a->nsets++] = v;
+        } else if (allow_resume && (!strcmp(s, "--resume") || !strncmp(s, "--resume=", 9))) {
+            const char *v = s[8] == '=' ? s + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) rt_die("--resume needs 'auto' or a checkpoint directory");
+            a->resume = v;
+        } else if (s[0] == '-') {
+            die_unknown("option", s, allow_resume ? opts_train : opts_info);
+        } else if (!a->config) {
+            a->config = s;
+        } else {
+            rt_die("unexpected argument '%s': give one CONFIG.ini (overrides go through --set)", s);
+        }
+    }
+    if (!a->config) {
+        help(stderr);
+        rt_die("missing CONFIG.ini");
+    }
+}
+
+static void load_config(const Args *a, RunConfig *rc) {
+    char err[2048];
+    if (run_config_load(rc, a->config, a->sets, a->nsets, err, sizeof err)) rt_die("%s", err);
+}
+
+static int cmd_train(int argc, char **argv) {
+    Args a;
+    parse_args(argc, argv, &a, 1, train_usage);
+    RunConfig rc;
+    load_config(&a, &rc);
+    return train_run(&rc, a.resume);
+}
+
+static int cmd_info(int argc, char **argv) {
+    Args a;
+    parse_args(argc, argv, &a, 0, info_usage);
+    RunConfig rc;
+    load_config(&a, &rc);
+    ModelDims dm;
+    const char *err = model_dims(&rc.model, &dm);
+    if (err) rt_die("%s", err);
+    int64_t total, non_embedding;
+    model_count_params(&rc.model, &total, &non_embedding);
+    print_model_summary(&rc.model, &dm, total, non_embedding);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("rotor %s\n", ROTOR_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    static const char *const commands[] = {"train", "info", "version", NULL};
+    die_unknown("command", cmd, commands);
+}

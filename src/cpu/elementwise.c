@@ -85,24 +85,29 @@ void cpu_gdn_gates_bwd(void *db_raw_, void *da_raw_, void *dA_log_, void *ddt_bi
     real *db_raw = db_raw_, *da_raw = da_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
     const real *dbeta = dbeta_, *dg = dg_, *b_raw = b_raw_, *a_raw = a_raw_, *A_log = A_log_,
                *dt_bias = dt_bias_;
-    /* H is small: reduce the per-head sums in double on one pass per head. */
+    /* H is small: one pass per head, the per-head sums reduced deterministically */
     for (int h = 0; h < H; h++) {
         real A = exp(A_log[h]);
-        double sA = 0, sdt = 0;
-#pragma omp parallel for reduction(+ : sA, sdt) schedule(static)
-        for (int64_t n = 0; n < N; n++) {
-            int64_t i = n * H + h;
-            real bs = sigmoidr(b_raw[i]);
-            db_raw[i] = dbeta[i] * bs * ((real)1 - bs);
-            real z = a_raw[i] + dt_bias[h];
-            real sp = softplusr(z);
-            /* g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z) */
-            sA += (double)(dg[i] * -A * sp);
-            real dz = dg[i] * -A * sigmoidr(z);
-            da_raw[i] = dz;
-            sdt += (double)dz;
+        double *pA = par_partials(), *pdt = par_partials();
+#pragma omp parallel
+        {
+            double sA = 0, sdt = 0;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t i = n * H + h;
+                real bs = sigmoidr(b_raw[i]);
+                db_raw[i] = dbeta[i] * bs * ((real)1 - bs);
+                real z = a_raw[i] + dt_bias[h];
+                /* g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z) */
+                sA += (double)(dg[i] * -A * softplusr(z));
+                real dz = dg[i] * -A * sigmoidr(z);
+                da_raw[i] = dz;
+                sdt += (double)dz;
+            }
+            pA[par_thread()] = sA;
+            pdt[par_thread()] = sdt;
         }
-        dA_log[h] += (real)sA;
-        ddt_bias[h] += (real)sdt;
+        dA_log[h] += (real)par_sum(pA);
+        ddt_bias[h] += (real)par_sum(pdt);
     }
 }

@@ -1,12 +1,16 @@
 /* Cross-entropy with its fused gradient, and the optimizer primitives (SPEC §7). */
 #include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
 #include "util/error.h"
 
 double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
                          float grad_scale) {
     real *logits = logits_;
-    double total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
+    double *part = par_partials();
+#pragma omp parallel
+    {
+    double *total = part + par_thread();
+#pragma omp for schedule(static)
     for (int64_t n = 0; n < N; n++) {
         real *x = logits + n * V;
         int32_t y = labels[n];
@@ -21,20 +25,26 @@ double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
         double sum = 0;
         for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
         double lse = (double)mx + log(sum);
-        total += lse - (double)x[y];
+        *total += lse - (double)x[y];
         if (grad_scale == 0) continue;
         for (int j = 0; j < V; j++) x[j] = (real)(exp((double)x[j] - lse) * grad_scale);
         x[y] -= (real)grad_scale;
     }
-    return total;
+    }
+    return par_sum(part);
 }
 
 double cpu_sumsq(const void *x_, int64_t n) {
     const real *x = x_;
-    double acc = 0;
-#pragma omp parallel for reduction(+ : acc) schedule(static)
-    for (int64_t i = 0; i < n; i++) acc += (double)x[i] * (double)x[i];
-    return acc;
+    double *part = par_partials();
+#pragma omp parallel
+    {
+        double acc = 0;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i++) acc += (double)x[i] * (double)x[i];
+        part[par_thread()] = acc;
+    }
+    return par_sum(part);
 }
 
 void cpu_scale(void *x_, int64_t n, float s) {

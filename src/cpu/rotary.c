@@ -101,7 +101,7 @@ void cpu_selrope_angles_bwd(void *dphi_, void *dbias_, void *dgate_logit_, void 
 #pragma omp parallel
     {
         real *pb = partial + (size_t)par_thread() * (size_t)(C + P), *pt = pb + C;
-#pragma omp for collapse(2) schedule(dynamic)
+#pragma omp for collapse(2) schedule(static) /* static: the partials must be reproducible */
         for (int seg = 0; seg < s->nseg; seg++)
             for (int h = 0; h < H; h++) {
                 real acc[P];

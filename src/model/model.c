@@ -51,10 +51,10 @@ const Backend *model_backend(const Model *m) { return m->be; }
 void *model_weights(Model *m) { return m->master; }
 void *model_grads(Model *m) { return m->grads; }
 
-Model *model_create(const ModelConfig *cfg, const Backend *be) {
+/* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
+static Model *model_declare(const ModelConfig *cfg) {
     Model *m = rt_calloc(1, sizeof(Model));
     m->cfg = *cfg;
-    m->be = be;
     const char *err = model_dims(cfg, &m->dims);
     if (err) rt_die("%s", err);
     m->mix = cfg->mixer == MIXER_GLA ? &mixer_gla : cfg->mixer == MIXER_GDN ? &mixer_gdn : &mixer_fox;
@@ -81,12 +81,29 @@ Model *model_create(const ModelConfig *cfg, const Backend *be) {
     }
     m->final_norm = declare_vector(t, "model.norm.weight", d, 1);
     m->lm_head = declare_linear(t, "lm_head.weight", cfg->vocab_size, d, std);
-    m->master = be->alloc(t->total * be->f32_size);
-    m->grads = be->alloc(t->total * be->f32_size);
-    be->zero(m->master, t->total * be->f32_size);
-    be->zero(m->grads, t->total * be->f32_size);
+    return m;
+}
+
+Model *model_create(const ModelConfig *cfg, const Backend *be) {
+    Model *m = model_declare(cfg);
+    m->be = be;
+    size_t bytes = (size_t)m->params.total * be->f32_size;
+    m->master = be->alloc(bytes);
+    m->grads = be->alloc(bytes);
+    be->zero(m->master, bytes);
+    be->zero(m->grads, bytes);
     RT_ASSERT(be->act_size == be->f32_size); /* compute copy = master until mixed precision */
     return m;
+}
+
+void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding) {
+    Model *m = model_declare(cfg);
+    *total = model_num_params(m);
+    *non_embedding = model_num_params_non_embedding(m);
+    for (int l = 0; l < cfg->num_layers; l++) m->mix->destroy(m->blocks[l].mixer, NULL);
+    rt_free(m->blocks);
+    params_free(&m->params);
+    rt_free(m);
 }
 
 static void release_activations(Model *m) {

@@ -50,6 +50,8 @@ void model_backward(Model *m);
  * model_forward with grad_scale == 0 (otherwise they were replaced by their gradient). */
 void model_get_logits(Model *m, void *host);
 
+/* Parameter counts of a config without building the model (nothing is allocated). */
+void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);
 /* Parameter counts: all, and without the embedding and LM head. */
 int64_t model_num_params(const Model *m);
 int64_t model_num_params_non_embedding(const Model *m);

@@ -150,15 +150,27 @@ def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
     return o.reshape(B, H, N * chunk, Vd)[:, :, :T].transpose(1, 2)
 
 
-def fox_parallel(q, k, v, log_f, start=None):
-    """FoX (SPEC §4) as one masked T x T softmax per head with the forget-gate bias c_i - c_j."""
-    T = q.shape[1]
-    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # [B,H,T,D]
+def fox_parallel(q, k, v, log_f, start=None, block=256):
+    """FoX (SPEC §4): causal softmax attention with the forget-gate bias c_i - c_j, c = cumsum(log f).
+
+    Query blocks of `block` rows attend to keys [0, block end) only (the causal lower half). The bias
+    rides in the score matmul as one extra channel: q' = [q, 1], k'_j = [k_j, c_r - c_j] with r the
+    block's first query, which differs from c_i - c_j by a per-row constant that softmax ignores.
+    """
+    B, T, H, D = q.shape
+    q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # [B,H,T,D]
     c = log_f.transpose(1, 2).cumsum(-1)  # [B,H,T]
-    scores = q @ k.transpose(-1, -2) + (c[..., :, None] - c[..., None, :])
-    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-    if start is not None:
-        seg = start.long().cumsum(-1)
-        mask = mask & (seg[:, None, :, None] == seg[:, None, None, :])
-    p = torch.softmax(scores.masked_fill(~mask, NEG_INF), -1)
-    return (p @ v).transpose(1, 2)
+    seg = start.long().cumsum(-1)[:, None] if start is not None else None  # [B,1,T]
+    ones = q.new_ones(B, H, T, 1)
+    outs = []
+    for r in range(0, T, block):
+        e = min(r + block, T)
+        qa = torch.cat([q[:, :, r:e], ones[:, :, r:e]], -1)
+        ka = torch.cat([k[:, :, :e], (c[:, :, r:r + 1] - c[:, :, :e])[..., None]], -1)
+        scores = qa @ ka.transpose(-1, -2)  # [B,H,e-r,e]
+        allowed = torch.arange(e, device=q.device)[None, :] <= torch.arange(r, e, device=q.device)[:, None]
+        if seg is not None:
+            allowed = allowed & (seg[..., r:e, None] == seg[..., None, :e])
+        p = torch.softmax(scores.masked_fill(~allowed, NEG_INF), -1)
+        outs.append(p @ v[:, :, :e])
+    return torch.cat(outs, 2).transpose(1, 2)

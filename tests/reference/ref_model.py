@@ -63,32 +63,22 @@ class Docs:
             self.start_idx = None
             self.pos = idx
 
-    def prev_mask(self, s, like):
-        """[B, T, 1] mask (dtype of `like`): position t-s exists and lies in t's document."""
-        T = like.shape[1]
-        t = torch.arange(T, device=like.device)
-        ok = (t >= s).expand(like.shape[0], T)
+    def prev(self, x, s):
+        """x_{t-s} along dim 1 of x [B, T, C]; zero where t-s precedes the sequence or t's document."""
+        y = F.pad(x, (0, 0, s, 0))[:, :x.shape[1]]
         if self.start is not None:
-            ok = ok & (self.start_idx <= t - s)
-        return ok[..., None].to(like.dtype)
-
-
-def shift_time(x, s):
-    """x_{t-s} along dim 1 ([B, T, C]), zeros before the start."""
-    if s == 0:
-        return x
-    return F.pad(x, (0, 0, s, 0))[:, :x.shape[1]]
+            t = torch.arange(x.shape[1], device=x.device)
+            y = y * (self.start_idx <= t - s)[..., None].to(x.dtype)
+        return y
 
 
 def short_conv(x, weight, docs, act):
     """Depthwise causal conv (SPEC §2, §3, §5): weight [C, 1, K], tap K-1 multiplies the current token,
     tap 0 the token K-1 steps back; history before the document start is zero."""
     K = weight.shape[-1]
-    if docs.start is None:
-        y = F.conv1d(x.transpose(1, 2), weight, padding=K - 1, groups=x.shape[-1])[..., :x.shape[1]]
-        y = y.transpose(1, 2)
-    else:
-        y = sum(weight[:, 0, K - 1 - s] * shift_time(x, s) * docs.prev_mask(s, x) for s in range(K))
+    y = weight[:, 0, K - 1] * x
+    for s in range(1, K):
+        y = y + weight[:, 0, K - 1 - s] * docs.prev(x, s)
     if act == "silu":
         y = F.silu(y)
     elif act is not None:
@@ -135,8 +125,8 @@ def fox_naive(q, k, v, log_f, start):
     """SPEC §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
     an explicit T x T masked softmax; keys of other documents are masked."""
     B, T, H, D = q.shape
-    c = torch.cumsum(log_f, 1)  # [B,T,H]
-    logits = torch.einsum("bihd,bjhd->bhij", q, k) + (c.transpose(1, 2)[..., :, None] - c.transpose(1, 2)[..., None, :])
+    c = torch.cumsum(log_f, 1).transpose(1, 2)  # [B,H,T]
+    logits = torch.einsum("bihd,bjhd->bhij", q, k) + (c[..., :, None] - c[..., None, :])
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     allowed = (j <= i).expand(B, 1, T, T)
@@ -252,7 +242,7 @@ class SelectiveRoPE(nn.Module):
         else:
             phi = self.phi_proj(xhat).reshape(B, T, self.H * self.P)
         if self.skip_conv:  # step 3: first difference, no activation (as the selective-rope repo)
-            phi = phi - shift_time(phi, 1) * docs.prev_mask(1, phi)
+            phi = phi - docs.prev(phi, 1)
         else:
             phi = short_conv(phi, self.phi_conv1d.weight, docs, self.conv_act)
         phi = phi.reshape(B, T, self.H, self.P)
@@ -323,7 +313,7 @@ class GLAMixer(PositionMixin):
     def __init__(self, cfg):
         super().__init__()
         for key, want in (("feature_map", None), ("clamp_min", None), ("use_output_gate", True),
-                          ("gate_low_rank_dim", 16), ("conv_size", 4)):
+                          ("conv_size", 4)):
             if cfg.get(key, want) != want:
                 raise ValueError(f"gla: {key}={cfg[key]!r} is not supported (expected {want!r})")
         d, H = cfg["hidden_size"], cfg["num_heads"]
@@ -335,7 +325,8 @@ class GLAMixer(PositionMixin):
         self.k_proj = nn.Linear(d, kd, bias=False)
         self.v_proj = nn.Linear(d, vd, bias=False)
         self.g_proj = nn.Linear(d, vd, bias=False)
-        self.gk_proj = nn.Sequential(nn.Linear(d, 16, bias=False), nn.Linear(16, kd, bias=True))
+        rank = cfg.get("gate_low_rank_dim", 16)  # fla's forget-gate rank, 16 in SPEC §2
+        self.gk_proj = nn.Sequential(nn.Linear(d, rank, bias=False), nn.Linear(rank, kd, bias=True))
         self.o_proj = nn.Linear(vd, d, bias=False)
         self.g_norm_swish_gate = RMSNorm(self.dv, self.eps)
         self.use_short_conv = bool(cfg["use_short_conv"])
@@ -454,7 +445,7 @@ class FoXMixer(PositionMixin):
     def shift(self, y, x, proj, docs):
         """k_t = a_t y_{t-1} + (1 - a_t) y_t, a_t = sigmoid(x_t W) per head; y_{-1} = 0 at doc starts."""
         a = torch.sigmoid(proj(x))[..., None]  # [B,T,H,1]
-        prev = (shift_time(y.flatten(2), 1) * docs.prev_mask(1, y)).view_as(y)
+        prev = docs.prev(y.flatten(2), 1).view_as(y)
         return a * prev + (1 - a) * y
 
     def forward(self, x, docs, naive):

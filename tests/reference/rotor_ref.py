@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """rotor PyTorch reference: verify the C implementation, give a training-speed baseline, self-test.
 
-  rotor_ref.py check DIR [DIR...] [--rtol 1e-4]
+  rotor_ref.py check DIR [DIR...] [--rtol 1e-4] [--threads 1]
       Each DIR holds config.json, model.safetensors, batch.safetensors (input_ids, labels) and the C
       code's expected.safetensors (logits, loss, grad.<param>). The reference recomputes them in float64
       with naive mixers (token recurrences for GLA/GDN, explicit T x T softmax for FoX) and autograd.
@@ -10,12 +10,11 @@
       AdamW training steps in float32 with the chunked mixers; prints one JSON line.
   rotor_ref.py make-case --config config.json --out DIR [--batch B] [--seq T] [--seed S] [--std S]
       Writes a check case whose expected.safetensors comes from this reference (for testing tools).
-  rotor_ref.py selftest
+  rotor_ref.py selftest [--threads 1]
       Fast-vs-naive agreement in float64, rotation properties, document masking, check round trip.
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import sys
@@ -113,6 +112,7 @@ def check_case(case_dir, rtol):
 
 
 def cmd_check(args):
+    torch.set_num_threads(args.threads)
     all_ok = True
     for case in args.dirs:
         try:
@@ -164,6 +164,7 @@ def cmd_make_case(args):
 
 def cmd_bench(args):
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # decayed gates / softmax tails underflow; denormals stall the CPU
     torch.manual_seed(args.seed)
     with open(args.config) as f:
         cfg = json.load(f)
@@ -421,6 +422,7 @@ def main(argv=None):
     c = sub.add_parser("check", help="compare C outputs with the float64 naive reference")
     c.add_argument("dirs", nargs="+")
     c.add_argument("--rtol", type=float, default=1e-4)
+    c.add_argument("--threads", type=int, default=1, help="small tensors: one thread is fastest")
     b = sub.add_parser("bench", help="float32 AdamW training speed with the chunked mixers")
     b.add_argument("--config", required=True)
     b.add_argument("--batch", type=int, required=True)
@@ -437,9 +439,10 @@ def main(argv=None):
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--std", type=float, default=None, help="init std of weights (default initializer_range)")
     s = sub.add_parser("selftest", help="fast-vs-naive agreement and properties (< 60 s)")
-    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--threads", type=int, default=1, help="small tensors: one thread is fastest")
     args = p.parse_args(argv)
-    return {"check": cmd_check, "bench": cmd_bench, "make-case": cmd_make_case, "selftest": cmd_selftest}[args.cmd](args)
+    commands = {"check": cmd_check, "bench": cmd_bench, "make-case": cmd_make_case, "selftest": cmd_selftest}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":

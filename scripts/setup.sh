@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rotor needs (only those missing) and builds it into build/.
+# Idempotent: a second run only rebuilds what changed.
+#   scripts/setup.sh            # dependencies + Release build
+#   scripts/setup.sh --deps     # dependencies only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config       # toolchain
+  libopenblas-openmp-dev                 # BLAS (OpenMP build: no oversubscription in our parallel loops)
+  libinih-dev                            # INI config parsing
+  libjansson-dev                         # JSON: metrics, checkpoints, config.json
+  python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ "${1:-}" = "--deps" ] && exit 0
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+echo "setup: built build/rotor"

@@ -1,0 +1,371 @@
+#include "model/hf_config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/error.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Schema                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+typedef enum { F_INT, F_REAL, F_BOOL } FieldType;
+typedef enum { R_ANY, R_POS, R_NONNEG } Range;
+
+/* A config.json key stored in a ModelConfig field (int for F_INT/F_BOOL, double for F_REAL). */
+typedef struct {
+    const char *key;
+    FieldType type;
+    Range range;
+    int required;
+    size_t offset;
+} Field;
+
+#define F(k, t, r, req, f) {k, t, r, req, offsetof(ModelConfig, f)}
+
+static const Field COMMON[] = {
+    F("vocab_size", F_INT, R_POS, 1, vocab_size),
+    F("hidden_size", F_INT, R_POS, 1, hidden_size),
+    F("num_hidden_layers", F_INT, R_POS, 1, num_layers),
+    F("num_heads", F_INT, R_POS, 1, num_heads),
+    F("hidden_ratio", F_REAL, R_POS, 0, hidden_ratio),
+    F("norm_eps", F_REAL, R_POS, 1, norm_eps),
+    F("initializer_range", F_REAL, R_POS, 0, init_std),
+    F("bos_token_id", F_INT, R_NONNEG, 0, bos_id),
+    F("eos_token_id", F_INT, R_NONNEG, 0, eos_id),
+    F("max_position_embeddings", F_INT, R_POS, 0, max_seq_len),
+    F("doc_mask", F_BOOL, R_ANY, 0, doc_mask),
+};
+static const Field GLA[] = {
+    F("expand_k", F_REAL, R_POS, 1, expand_k),
+    F("expand_v", F_REAL, R_POS, 1, expand_v),
+    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
+    F("gate_logit_normalizer", F_REAL, R_POS, 0, gate_logit_normalizer),
+    F("gate_low_rank_dim", F_INT, R_POS, 0, gate_low_rank_dim),
+};
+static const Field GDN[] = {
+    F("head_dim", F_INT, R_POS, 1, head_dim),
+    F("expand_v", F_REAL, R_POS, 1, expand_v),
+    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
+};
+static const Field FOX[] = {
+    F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
+    F("use_output_gate", F_BOOL, R_ANY, 1, output_gate),
+    F("use_output_norm", F_BOOL, R_ANY, 0, output_norm),
+    F("use_k_shift", F_BOOL, R_ANY, 0, k_shift),
+    F("use_v_shift", F_BOOL, R_ANY, 0, v_shift),
+};
+static const Field ROPE[] = {
+    F("theta", F_REAL, R_POS, 0, pe.rope_theta),
+};
+static const Field SELECTIVE[] = {
+    F("phi_proj_rank", F_INT, R_POS, 1, pe.phi_rank),
+    F("skip_conv", F_BOOL, R_ANY, 1, pe.skip_conv),
+    F("use_bias", F_BOOL, R_ANY, 1, pe.bias),
+    F("use_gate", F_BOOL, R_ANY, 1, pe.phase_gate),
+    F("temp_theta", F_REAL, R_POS, 1, pe.temp_theta),
+    F("temp_max", F_REAL, R_POS, 1, pe.temp_max),
+    F("temp_grad", F_BOOL, R_ANY, 1, pe.temp_grad),
+};
+#undef F
+
+/* Keys with the one value rotor implements (JSON text). Written as is; when `checked`, a
+ * file that sets them to anything else is rejected (unchecked ones are fla runtime options
+ * that do not change what the model computes). */
+typedef struct {
+    const char *key;
+    const char *json;
+    int checked;
+} Fixed;
+
+static const Fixed COMMON_FIXED[] = {
+    {"tie_word_embeddings", "false", 1}, {"fuse_norm", "false", 0}, {"fuse_swiglu", "false", 0},
+    {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
+};
+static const Fixed GLA_FIXED[] = {
+    {"conv_size", "4", 1},     {"use_output_gate", "true", 1}, {"clamp_min", "null", 1},
+    {"feature_map", "null", 1}, {"attn_mode", "\"chunk\"", 0}, {"num_kv_heads", "null", 1},
+};
+static const Fixed GDN_FIXED[] = {
+    {"use_gate", "true", 1},     {"conv_size", "4", 1},          {"allow_neg_eigval", "false", 1},
+    {"num_v_heads", "null", 1}, {"attn_mode", "\"chunk\"", 0},
+};
+static const Fixed FOX_FIXED[] = {
+    {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
+};
+static const Fixed SELECTIVE_FIXED[] = {
+    {"gate_parametrization", "\"standard\"", 1}, {"d_conv", "4", 1},
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Per mixer: names and its keys. */
+typedef struct {
+    const char *model_type, *architecture;
+    const Field *fields;
+    size_t nfields;
+    const Fixed *fixed;
+    size_t nfixed;
+} MixerSchema;
+
+static const MixerSchema MIXER_SCHEMA[] = {
+    [MIXER_GLA] = {"gla", "GLAForCausalLM", GLA, N_OF(GLA), GLA_FIXED, N_OF(GLA_FIXED)},
+    [MIXER_GDN] = {"gated_deltanet", "GatedDeltaNetForCausalLM", GDN, N_OF(GDN), GDN_FIXED, N_OF(GDN_FIXED)},
+    [MIXER_FOX] = {"forgetting_transformer", "ForgettingTransformerForCausalLM", FOX, N_OF(FOX), FOX_FIXED,
+                   N_OF(FOX_FIXED)},
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Writing                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+static void put_fields(json_t *o, const ModelConfig *c, const Field *f, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const void *p = (const char *)c + f[i].offset;
+        json_t *v = f[i].type == F_REAL  ? json_real(*(const double *)p)
+                    : f[i].type == F_INT ? json_integer(*(const int *)p)
+                                         : json_boolean(*(const int *)p);
+        json_object_set_new(o, f[i].key, v);
+    }
+}
+
+static void put_fixed(json_t *o, const Fixed *f, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_loads(f[i].json, JSON_DECODE_ANY, NULL);
+        RT_ASSERT(v);
+        json_object_set_new(o, f[i].key, v);
+    }
+}
+
+static json_t *pe_to_json(const ModelConfig *c) {
+    const PEConfig *pe = &c->pe;
+    json_t *o = json_object();
+    switch (pe->kind) {
+    case PE_NOPE:
+        json_object_set_new(o, "type", json_string("nope"));
+        break;
+    case PE_ROPE:
+        json_object_set_new(o, "type", json_string("rope"));
+        put_fields(o, c, ROPE, N_OF(ROPE));
+        break;
+    case PE_SELECTIVE:
+        RT_ASSERT(pe->conv_act == ACT_NONE || pe->conv_act == ACT_SILU);
+        json_object_set_new(o, "type", json_string("selective_rope"));
+        json_object_set_new(o, "phi_parametrization",
+                            json_string(pe->phi_proj == PHI_LOW_RANK ? "low-rank" : "full-rank"));
+        put_fields(o, c, SELECTIVE, N_OF(SELECTIVE));
+        json_object_set_new(o, "conv_act", pe->conv_act == ACT_SILU ? json_string("silu") : json_null());
+        json_object_set_new(o, "temp_type", json_string(pe->temp_type == TEMP_TAN ? "rfa" : "rope"));
+        put_fixed(o, SELECTIVE_FIXED, N_OF(SELECTIVE_FIXED));
+        break;
+    }
+    return o;
+}
+
+json_t *hf_config_to_json(const ModelConfig *c) {
+    ModelDims dims;
+    RT_ASSERT(model_dims(c, &dims) == NULL);
+    RT_ASSERT(c->mixer >= MIXER_GLA && c->mixer <= MIXER_FOX);
+    const MixerSchema *ms = &MIXER_SCHEMA[c->mixer];
+    json_t *o = json_object();
+    json_object_set_new(o, "model_type", json_string(ms->model_type));
+    json_object_set_new(o, "architectures", json_pack("[s]", ms->architecture));
+    put_fields(o, c, COMMON, N_OF(COMMON));
+    json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
+    json_object_set_new(o, "hidden_act", json_string("swish"));
+    put_fixed(o, COMMON_FIXED, N_OF(COMMON_FIXED));
+    put_fields(o, c, ms->fields, ms->nfields);
+    put_fixed(o, ms->fixed, ms->nfixed);
+    json_object_set_new(o, "position_embedding", pe_to_json(c));
+    return o;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Reading                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    char *err;
+    size_t errlen;
+} Errs;
+
+static int fail(Errs *e, const char *fmt, ...) RT_PRINTF(2, 3);
+static int fail(Errs *e, const char *fmt, ...) {
+    if (e->err && e->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->err, e->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static const char *type_desc(const json_t *v) {
+    if (!v) return "nothing";
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a float";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* A JSON value as compact text (for messages); static storage. */
+static const char *json_text(const json_t *v) {
+    static char buf[96];
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(buf, sizeof buf, "%s", s ? s : "?");
+    free(s);
+    return buf;
+}
+
+static int read_fields(const json_t *o, const char *prefix, const Field *f, size_t n, ModelConfig *out, Errs *e) {
+    static const char *const range_words[] = {[R_ANY] = "", [R_POS] = "positive ", [R_NONNEG] = "non-negative "};
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(o, f[i].key);
+        if (!v || (json_is_null(v) && !f[i].required)) {
+            if (f[i].required) return fail(e, "config key '%s%s' is missing", prefix, f[i].key);
+            continue;
+        }
+        void *p = (char *)out + f[i].offset;
+        const char *rw = range_words[f[i].range];
+        switch (f[i].type) {
+        case F_BOOL:
+            if (!json_is_boolean(v))
+                return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key, type_desc(v));
+            *(int *)p = json_is_true(v);
+            break;
+        case F_INT: {
+            json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+            if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == R_POS && x <= 0) ||
+                (f[i].range == R_NONNEG && x < 0))
+                return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key, rw,
+                            json_is_integer(v) ? json_text(v) : type_desc(v));
+            *(int *)p = (int)x;
+            break;
+        }
+        case F_REAL: {
+            double x = json_is_number(v) ? json_number_value(v) : 0;
+            if (!json_is_number(v) || (f[i].range == R_POS && !(x > 0)) || (f[i].range == R_NONNEG && !(x >= 0)))
+                return fail(e, "config key '%s%s' must be a %snumber, got %s", prefix, f[i].key, rw,
+                            json_is_number(v) ? json_text(v) : type_desc(v));
+            *(double *)p = x;
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+static int check_fixed(const json_t *o, const char *prefix, const Fixed *f, size_t n, Errs *e) {
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(o, f[i].key);
+        if (!f[i].checked || !v) continue;
+        json_t *want = json_loads(f[i].json, JSON_DECODE_ANY, NULL);
+        RT_ASSERT(want);
+        int same = json_equal(v, want);
+        json_decref(want);
+        if (!same)
+            return fail(e, "config key '%s%s' = %s is not supported (rotor implements %s)", prefix, f[i].key,
+                        json_text(v), f[i].json);
+    }
+    return 0;
+}
+
+/* A string-valued key that must be one of names[] (a NULL entry stands for JSON null);
+ * stores the index. */
+static int read_choice(const json_t *o, const char *prefix, const char *key, const char *const *names, int n,
+                       int *idx, Errs *e) {
+    const json_t *v = json_object_get(o, key);
+    if (!v) return fail(e, "config key '%s%s' is missing", prefix, key);
+    for (int i = 0; i < n; i++) {
+        if (names[i] ? json_is_string(v) && !strcmp(json_string_value(v), names[i]) : json_is_null(v)) {
+            *idx = i;
+            return 0;
+        }
+    }
+    char want[160] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s%s%s", i ? (i == n - 1 ? " or " : ", ") : "",
+                 names[i] ? "\"" : "", names[i] ? names[i] : "null", names[i] ? "\"" : "");
+    return fail(e, "config key '%s%s' = %s is not supported (expected %s)", prefix, key, json_text(v), want);
+}
+
+static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
+    const json_t *pe = json_object_get(j, "position_embedding");
+    if (!pe || json_is_null(pe)) return 0; /* fla's own configs: no position embedding */
+    if (!json_is_object(pe))
+        return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
+    static const char *const P = "position_embedding.";
+    static const char *const types[] = {"nope", "rope", "selective_rope"};
+    int kind;
+    if (read_choice(pe, P, "type", types, 3, &kind, e)) return -1;
+    out->pe.kind = (PEKind)kind;
+    if (kind == PE_ROPE) return read_fields(pe, P, ROPE, N_OF(ROPE), out, e);
+    if (kind != PE_SELECTIVE) return 0;
+    static const char *const projs[] = {"full-rank", "low-rank"}; /* PhiProj order */
+    static const char *const acts[] = {NULL, "silu"};              /* ACT_NONE, ACT_SILU */
+    static const char *const temps[] = {"rope", "rfa"};            /* TempKind order */
+    int proj, act, temp;
+    if (read_choice(pe, P, "phi_parametrization", projs, 2, &proj, e) ||
+        read_choice(pe, P, "conv_act", acts, 2, &act, e) || read_choice(pe, P, "temp_type", temps, 2, &temp, e) ||
+        read_fields(pe, P, SELECTIVE, N_OF(SELECTIVE), out, e) ||
+        check_fixed(pe, P, SELECTIVE_FIXED, N_OF(SELECTIVE_FIXED), e))
+        return -1;
+    out->pe.phi_proj = (PhiProj)proj;
+    out->pe.conv_act = act ? ACT_SILU : ACT_NONE;
+    out->pe.temp_type = (TempKind)temp;
+    if (out->pe.temp_type == TEMP_TAN && !(out->pe.temp_theta < 1))
+        return fail(e, "config key 'position_embedding.temp_theta' = %.17g must be below 1 when temp_type is \"rfa\"",
+                    out->pe.temp_theta);
+    return 0;
+}
+
+int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t errlen) {
+    Errs e = {err, errlen};
+    model_config_defaults(out);
+    if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
+    static const char *const types[] = {[MIXER_GLA] = "gla", [MIXER_GDN] = "gated_deltanet",
+                                        [MIXER_FOX] = "forgetting_transformer"};
+    int mixer;
+    if (read_choice(j, "", "model_type", types, 3, &mixer, &e)) return -1;
+    out->mixer = (MixerKind)mixer;
+    const MixerSchema *ms = &MIXER_SCHEMA[mixer];
+    if (read_fields(j, "", COMMON, N_OF(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, N_OF(COMMON_FIXED), &e) ||
+        read_fields(j, "", ms->fields, ms->nfields, out, &e) || check_fixed(j, "", ms->fixed, ms->nfixed, &e) ||
+        read_pe(j, out, &e))
+        return -1;
+    const json_t *act = json_object_get(j, "hidden_act");
+    if (act && !(json_is_string(act) && (!strcmp(json_string_value(act), "swish") ||
+                                         !strcmp(json_string_value(act), "silu"))))
+        return fail(&e, "config key 'hidden_act' = %s is not supported (expected \"swish\" or \"silu\")",
+                    json_text(act));
+
+    /* The MLP width: explicit, or from hidden_ratio; stored as 0 when the ratio gives it. */
+    const json_t *inter = json_object_get(j, "intermediate_size");
+    const json_t *ratio = json_object_get(j, "hidden_ratio");
+    int explicit_width = 0;
+    if (inter && !json_is_null(inter)) {
+        if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
+            return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
+                        json_is_integer(inter) ? json_text(inter) : type_desc(inter));
+        explicit_width = (int)json_integer_value(inter);
+    } else if (!ratio || json_is_null(ratio)) {
+        return fail(&e, "config keys 'intermediate_size' and 'hidden_ratio' are both missing: one gives the MLP width");
+    }
+    ModelDims dims;
+    const char *why = model_dims(out, &dims);
+    if (why) return fail(&e, "inconsistent config: %s", why);
+    if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
+    if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)
+        return fail(&e, "config keys 'bos_token_id' = %d and 'eos_token_id' = %d must be below 'vocab_size' = %d",
+                    out->bos_id, out->eos_id, out->vocab_size);
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* Training checkpoints (FORMATS.md "Checkpoints"):
+ *
+ *   RUN_DIR/checkpoints/step_NNNNNNNN/   (step zero-padded to 8 digits, more when larger)
+ *     model.safetensors      every parameter (trainable or not) as F32 under its fla name
+ *                            and shape; metadata {"format": "pt"}
+ *     config.json            the Hugging Face config (model/hf_config.h)
+ *     rotor.ini              the effective run config (run_config_write_ini)
+ *     optimizer.safetensors  "exp_avg.<name>", "exp_avg_sq.<name>" (F32) of every trainable
+ *                            parameter; metadata {"step": "<AdamW t>"}
+ *     trainer_state.json     {"format": "rotor-trainer-state", "format_version": 1, "step",
+ *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
+ *                            integers), "world_size", "optimizer_step", "code_version",
+ *                            "data": loader cursor or null}
+ *   RUN_DIR/checkpoints/latest           one line naming the newest directory, "step_00000100\n"
+ *
+ * Files always hold fp32, whatever the backend's [f32] type. A checkpoint is written into
+ * RUN_DIR/checkpoints/.tmp-step_NNNNNNNN, every file fsynced, then renamed into place, so a
+ * step_* directory is either complete or absent; `latest` is replaced atomically after it. */
+#ifndef ROTOR_CHECKPOINT_H
+#define ROTOR_CHECKPOINT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "train/optimizer.h"
+#include "train/train_config.h"
+
+typedef struct {
+    int64_t step;      /* optimizer steps done */
+    int64_t tokens;    /* training tokens seen */
+    uint64_t seed;     /* data order / permutation seed */
+    int world_size;    /* ranks that wrote it */
+    json_t *data_state; /* data-loader cursor (any JSON), may be NULL: borrowed by
+                           checkpoint_save, a new reference (or NULL) from checkpoint_load */
+} TrainerState;
+
+/* Saves weights, AdamW state (opt is required), configs and trainer state as the checkpoint
+ * of step st->step (see above). An existing checkpoint of the same step is replaced. Then
+ * deletes all but the newest `keep` complete checkpoints (keep <= 0: keeps all; the one just
+ * written is always kept) and leftover .tmp-* directories of interrupted saves. Returns 0, or
+ * -1 with a message naming the file and the problem. */
+int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
+                    const RunConfig *rc, int keep, char *err, size_t errlen);
+
+/* Path of the newest complete checkpoint (all five files present): the directory `latest`
+ * names if it is complete, else the complete step_* directory of the highest step (.tmp-*
+ * directories are ignored), else NULL. malloc'd (free with rt_free). */
+char *checkpoint_find_latest(const char *run_dir);
+
+/* Loads the weights into m (the file must hold exactly the model's parameters, names and
+ * shapes); if opt != NULL the AdamW moments (parameters without a gradient get zero moments)
+ * and step; if st != NULL the trainer state. Everything is read and checked before anything
+ * is changed: on error m, opt and st are untouched. Errors name the file and the first
+ * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
+int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st, char *err,
+                    size_t errlen);
+
+/* The run config saved in the checkpoint (its rotor.ini), parsed and validated. */
+int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_t errlen);
+
+#endif

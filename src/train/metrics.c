@@ -1,0 +1,174 @@
+#include "train/metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "util/fsutil.h"
+
+void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto) {
+    memset(m, 0, sizeof(*m));
+    snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", run_dir);
+    m->tty = isatty(STDOUT_FILENO);
+    FILE *old = fopen(m->path, "r");
+    if (old) {
+        /* keep only the entries of steps the resumed run will not redo */
+        char *kept = NULL;
+        size_t kept_len = 0;
+        FILE *mem = open_memstream(&kept, &kept_len);
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, old) > 0) {
+            json_t *j = json_loads(line, 0, NULL);
+            json_t *st = j ? json_object_get(j, "step") : NULL;
+            if (st && json_is_integer(st) && json_integer_value(st) <= keep_upto) fputs(line, mem);
+            json_decref(j);
+        }
+        free(line);
+        fclose(old);
+        fclose(mem);
+        fs_write_atomic(m->path, kept, kept_len);
+        free(kept);
+    }
+    m->f = fopen(m->path, "a");
+    if (!m->f) rt_die("cannot open %s for writing: %s", m->path, strerror(errno));
+}
+
+void metrics_log(Metrics *m, json_t *obj) {
+    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    fprintf(m->f, "%s\n", s);
+    fflush(m->f);
+    free(s);
+    json_decref(obj);
+}
+
+void metrics_close(Metrics *m) {
+    if (m->f) fclose(m->f);
+    if (m->line_open) fputc('\n', stdout);
+    m->f = NULL;
+}
+
+void progress_print(Metrics *m, const char *line) {
+    if (m->tty) {
+        printf("\r\033[K%s", line);
+        m->line_open = 1;
+    } else {
+        printf("%s\n", line);
+    }
+    fflush(stdout);
+}
+
+void progress_message(Metrics *m, const char *fmt, ...) {
+    if (m->line_open) {
+        fputc('\n', stdout);
+        m->line_open = 0;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* ---- plots ---- */
+
+typedef struct {
+    double *x, *y;
+    int n, cap;
+} Series;
+
+static void series_add(Series *s, double x, double y) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->x = rt_realloc(s->x, sizeof(double) * (size_t)s->cap);
+        s->y = rt_realloc(s->y, sizeof(double) * (size_t)s->cap);
+    }
+    s->x[s->n] = x;
+    s->y[s->n++] = y;
+}
+
+/* A line chart: one or two series on shared axes, axis labels and a legend. */
+static void svg_chart(const char *path, const char *title, const char *ylabel, Series *a,
+                      const char *a_name, Series *b, const char *b_name) {
+    if (!a->n && !(b && b->n)) return;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    Series *all[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; all[k] && i < all[k]->n; i++) {
+            if (!isfinite(all[k]->y[i])) continue;
+            x0 = fmin(x0, all[k]->x[i]), x1 = fmax(x1, all[k]->x[i]);
+            y0 = fmin(y0, all[k]->y[i]), y1 = fmax(y1, all[k]->y[i]);
+        }
+    if (!isfinite(x0)) return;
+    if (x1 <= x0) x1 = x0 + 1;
+    if (y1 <= y0) y1 = y0 + 1e-9 + fabs(y0) * 0.01;
+    const double W = 720, Hh = 420, L = 70, R = 20, T = 40, B = 50;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n", W, Hh);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%g\" y=\"24\" font-size=\"15\">%s</text>\n", L, title);
+    fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#444\"/>\n", L, T, W - L - R, Hh - T - B);
+    for (int i = 0; i <= 4; i++) {
+        double fy = T + (Hh - T - B) * i / 4.0, vy = y1 - (y1 - y0) * i / 4.0;
+        double fx = L + (W - L - R) * i / 4.0, vx = x0 + (x1 - x0) * i / 4.0;
+        fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", L, fy, W - R, fy);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.4g</text>\n", L - 6, fy + 4, vy);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.6g</text>\n", fx, Hh - B + 18, vx);
+    }
+    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n", (L + W - R) / 2, Hh - 10);
+    fprintf(f, "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">%s</text>\n", (T + Hh - B) / 2, (T + Hh - B) / 2, ylabel);
+    const char *colors[2] = {"#1f77b4", "#d62728"}, *names[2] = {a_name, b_name};
+    for (int k = 0; k < 2; k++) {
+        if (!all[k] || !all[k]->n) continue;
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colors[k]);
+        for (int i = 0; i < all[k]->n; i++) {
+            if (!isfinite(all[k]->y[i])) continue;
+            double px = L + (W - L - R) * (all[k]->x[i] - x0) / (x1 - x0);
+            double py = T + (Hh - T - B) * (y1 - all[k]->y[i]) / (y1 - y0);
+            fprintf(f, "%.1f,%.1f ", px, py);
+        }
+        fprintf(f, "\"/>\n");
+        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 150, T + 18 + 16.0 * k, colors[k], names[k]);
+    }
+    fprintf(f, "</svg>\n");
+    fclose(f);
+    fs_write_atomic(path, buf, len);
+    free(buf);
+}
+
+void plots_write(const char *run_dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    Series loss = {0}, val = {0}, lr = {0};
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *j = json_loads(line, 0, NULL);
+        if (!j) continue;
+        json_t *st = json_object_get(j, "step"), *v;
+        double x = json_number_value(st);
+        if ((v = json_object_get(j, "loss")) && json_is_number(v)) series_add(&loss, x, json_number_value(v));
+        if ((v = json_object_get(j, "val_loss")) && json_is_number(v)) series_add(&val, x, json_number_value(v));
+        if ((v = json_object_get(j, "lr")) && json_is_number(v)) series_add(&lr, x, json_number_value(v));
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/loss.svg", run_dir);
+    svg_chart(path, "Loss", "cross-entropy (nats/token)", &loss, "train", &val, "validation");
+    snprintf(path, sizeof path, "%s/lr.svg", run_dir);
+    svg_chart(path, "Learning rate", "lr", &lr, "lr", NULL, NULL);
+    Series *all[3] = {&loss, &val, &lr};
+    for (int k = 0; k < 3; k++) {
+        rt_free(all[k]->x);
+        rt_free(all[k]->y);
+    }
+}

@@ -1,0 +1,32 @@
+/* The run's outputs besides checkpoints: RUN_DIR/metrics.jsonl (one JSON object per logged
+ * step, FORMATS.md), the live progress line, and SVG plots of loss and learning rate. */
+#ifndef ROTOR_METRICS_H
+#define ROTOR_METRICS_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    char path[1100];
+    FILE *f;
+    int tty;          /* stdout is a terminal: progress rewrites one line */
+    int line_open;    /* a progress line is on screen without newline */
+} Metrics;
+
+/* Opens RUN_DIR/metrics.jsonl for appending; entries with step > keep_upto are dropped
+ * first (a resumed run redoes those steps). Dies with a message on I/O errors. */
+void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto);
+/* Appends one object (stolen reference) and flushes. */
+void metrics_log(Metrics *m, json_t *obj);
+void metrics_close(Metrics *m);
+
+/* One-line progress: on a terminal rewritten in place, otherwise printed as a line. */
+void progress_print(Metrics *m, const char *line);
+/* Prints a line of text, ending a pending progress line first. */
+void progress_message(Metrics *m, const char *fmt, ...);
+
+/* RUN_DIR/loss.svg (train and validation loss) and RUN_DIR/lr.svg from metrics.jsonl. */
+void plots_write(const char *run_dir);
+
+#endif

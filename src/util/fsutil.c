@@ -1,0 +1,54 @@
+#include "util/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/error.h"
+
+void fs_mkdirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) rt_die("cannot create directory %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST) rt_die("cannot create directory %s: %s", buf, strerror(errno));
+}
+
+void fs_write_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) rt_die("cannot write %s: %s", tmp, strerror(errno));
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            rt_die("cannot write %s: %s", tmp, strerror(errno));
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (fsync(fd) || close(fd)) rt_die("cannot write %s: %s", tmp, strerror(errno));
+    if (rename(tmp, path)) rt_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+int fs_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}

@@ -1,0 +1,930 @@
+/* Checkpoints (src/train/checkpoint.c), the safetensors format (src/io/safetensors.c) and the
+ * Hugging Face config.json (src/model/hf_config.c): bit-identical save/load round trips of
+ * GLA, Gated DeltaNet and FoX-Pro models, `latest` handling and fallbacks, pruning, rejection
+ * of corrupted files with messages naming the file and tensor, config.json round trips of
+ * every mixer x position embedding, and safetensors round trips and validation. */
+#include "config/run_config.h"
+#include "cpu/real.h"
+#include "harness.h"
+#include "io/safetensors.h"
+#include "model/hf_config.h"
+#include "model/model.h"
+#include "testutil.h"
+#include "train/checkpoint.h"
+#include "util/error.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char err[1024];
+
+/* ------------------------------------------------------------------------------------ */
+/* Helpers                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+static char *make_tmpdir(void) {
+    char tmpl[] = "/tmp/rotor_test_ckpt_XXXXXX";
+    char *d = mkdtemp(tmpl);
+    RT_ASSERT(d);
+    return rt_strdup(d);
+}
+
+static void rm_rf(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb)) return;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char *child = rt_sprintf("%s/%s", path, e->d_name);
+            rm_rf(child);
+            rt_free(child);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    RT_ASSERT(f);
+    RT_ASSERT(fwrite(data, 1, n, f) == n);
+    fclose(f);
+}
+
+static char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    RT_ASSERT(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = rt_malloc(*n + 1);
+    RT_ASSERT(fread(b, 1, *n, f) == *n);
+    b[*n] = '\0';
+    fclose(f);
+    return b;
+}
+
+/* Host copy of n [f32] backend elements (raw bytes, compared with memcmp). */
+static char *download(const Backend *be, const void *src, int64_t n) {
+    char *h = rt_malloc(be->f32_size * (size_t)n);
+    be->download(h, src, be->f32_size * (size_t)n);
+    return h;
+}
+
+/* The tiny model recipe of test_model_grad.c. */
+static ModelConfig tiny(MixerKind mixer) {
+    ModelConfig c;
+    model_config_defaults(&c);
+    c.mixer = mixer;
+    c.vocab_size = 13;
+    c.hidden_size = 16;
+    c.num_layers = 2;
+    c.num_heads = 2;
+    c.intermediate_size = 24;
+    c.head_dim = 8;
+    c.gate_low_rank_dim = 4;
+    c.pe.phi_rank = 3;
+    return c;
+}
+
+static ModelConfig tiny_gla(void) {
+    ModelConfig c = tiny(MIXER_GLA);
+    c.pe.kind = PE_ROPE;
+    return c;
+}
+
+/* GDN with trainable temperatures (full-rank Selective RoPE). */
+static ModelConfig tiny_gdn(void) {
+    ModelConfig c = tiny(MIXER_GDN);
+    c.pe.kind = PE_SELECTIVE;
+    c.pe.temp_grad = 1;
+    return c;
+}
+
+/* FoX-Pro, low-rank Selective RoPE with bias and phase gate, frozen temperatures. */
+static ModelConfig tiny_fox_pro(void) {
+    ModelConfig c = tiny(MIXER_FOX);
+    c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
+    c.pe.kind = PE_SELECTIVE;
+    c.pe.phi_proj = PHI_LOW_RANK;
+    c.pe.bias = c.pe.phase_gate = 1;
+    return c;
+}
+
+static RunConfig run_config_for(const ModelConfig *mc, const char *dir) {
+    RunConfig rc;
+    run_config_defaults(&rc);
+    rc.model = *mc;
+    rc.model.max_seq_len = rc.train.seq_len;
+    snprintf(rc.data.train, sizeof rc.data.train, "synthetic:copy");
+    snprintf(rc.run.dir, sizeof rc.run.dir, "%s", dir);
+    RT_ASSERT(run_config_validate(&rc, "test", err, sizeof err) == 0);
+    return rc;
+}
+
+/* A model with weights from `seed` and an optimizer with random moments at step t. */
+typedef struct {
+    Model *m;
+    AdamW *opt;
+} Trainee;
+
+static Trainee trainee(const ModelConfig *c, uint64_t seed, int64_t t) {
+    const Backend *be = backend_cpu();
+    Trainee x = {model_create(c, be), NULL};
+    model_init_weights(x.m, seed);
+    int64_t n = model_params(x.m)->total;
+    x.opt = adamw_create(be, n);
+    Rng r;
+    rng_init(&r, seed, 1);
+    real *mm = tu_randn(&r, n, 1e-3), *vv = tu_rand(&r, n, 0, 1e-6);
+    be->upload(x.opt->m, mm, sizeof(real) * (size_t)n);
+    be->upload(x.opt->v, vv, sizeof(real) * (size_t)n);
+    x.opt->t = t;
+    rt_free(mm);
+    rt_free(vv);
+    return x;
+}
+
+static void trainee_free(Trainee *x) {
+    adamw_free(x->opt);
+    model_free(x->m);
+}
+
+/* Saves a checkpoint of step `step` (tokens and seed derived from it). */
+static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t step, int keep) {
+    TrainerState st = {step, step * 1000, 77, 1, NULL};
+    return checkpoint_save(dir, &st, x->m, x->opt, rc, keep, err, sizeof err);
+}
+
+#define CHECK_ERR(sub) CHECK_MSG(strstr(err, sub) != NULL, "error '%s' lacks '%s'", err, sub)
+
+/* Field-by-field comparison of two model configs; names the first difference. */
+static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *label) {
+#define EQ(f)                                                                        \
+    if (a->f != b->f) {                                                              \
+        fprintf(stderr, "    %s: field %s differs: %.17g vs %.17g\n", label, #f, (double)a->f, \
+                (double)b->f);                                                       \
+        return 0;                                                                    \
+    }
+    EQ(mixer) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
+    EQ(intermediate_size) EQ(norm_eps) EQ(init_std) EQ(expand_k) EQ(expand_v) EQ(short_conv)
+    EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(output_gate) EQ(output_norm)
+    EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
+    EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
+    EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
+#undef EQ
+    /* Both start from model_config_defaults (zeroed padding): a field the list above misses
+     * still shows up here. */
+    return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static char *ini_text(const RunConfig *rc) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    run_config_write_ini(rc, f);
+    fclose(f);
+    return text;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Save / load round trips                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+static void roundtrip(const ModelConfig *cfg, const char *label) {
+    char *dir = make_tmpdir();
+    RunConfig rc = run_config_for(cfg, dir);
+    Trainee a = trainee(cfg, 7, 42);
+    json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
+                             2, "frac", 0.1, "file", "shard_003.h5");
+    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data};
+    CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
+
+    char *path = checkpoint_find_latest(dir);
+    char *want = rt_sprintf("%s/checkpoints/step_00001234", dir);
+    CHECK_MSG(path && !strcmp(path, want), "%s: latest %s", label, path ? path : "(null)");
+
+    Trainee b = trainee(cfg, 99, 0);
+    TrainerState got = {0};
+    CHECK_MSG(path && checkpoint_load(path, b.m, b.opt, &got, err, sizeof err) == 0, "%s: %s", label, err);
+
+    const ParamTable *t = model_params(a.m);
+    const Backend *be = backend_cpu();
+    size_t F = be->f32_size;
+    char *wa = download(be, model_weights(a.m), t->total), *wb = download(be, model_weights(b.m), t->total);
+    CHECK_MSG(!memcmp(wa, wb, F * (size_t)t->total), "%s: weights differ after load", label);
+    char *ma = download(be, a.opt->m, t->total), *mb = download(be, b.opt->m, t->total);
+    char *va = download(be, a.opt->v, t->total), *vb = download(be, b.opt->v, t->total);
+    int frozen = 0;
+    for (int i = 0; i < t->n; i++) {
+        const ParamInfo *p = &t->p[i];
+        size_t off = F * (size_t)p->offset, nb = F * (size_t)p->numel;
+        if (p->trainable) {
+            CHECK_MSG(!memcmp(ma + off, mb + off, nb) && !memcmp(va + off, vb + off, nb), "%s: moments of %s differ",
+                      label, p->name);
+        } else {
+            frozen++;
+            int zero = 1;
+            for (size_t k = 0; k < nb; k++) zero &= mb[off + k] == 0 && vb[off + k] == 0;
+            CHECK_MSG(zero, "%s: frozen %s has non-zero moments", label, p->name);
+        }
+    }
+    CHECK(b.opt->t == 42);
+    CHECK(got.step == st.step && got.tokens == st.tokens && got.seed == st.seed && got.world_size == 2);
+    CHECK(got.data_state && json_equal(got.data_state, data));
+    json_decref(got.data_state);
+
+    /* The file contents: names, trainable-only moments, metadata. */
+    char *mpath = rt_sprintf("%s/model.safetensors", path), *opath = rt_sprintf("%s/optimizer.safetensors", path);
+    StFile *mf = st_open(mpath, err, sizeof err), *of = st_open(opath, err, sizeof err);
+    CHECK(mf && of);
+    if (mf && of) {
+        CHECK(st_count(mf) == t->n);
+        CHECK(st_meta(mf, "format") && !strcmp(st_meta(mf, "format"), "pt"));
+        CHECK(st_meta(of, "step") && !strcmp(st_meta(of, "step"), "42"));
+        for (int i = 0; i < t->n; i++) {
+            char name[ST_NAME_MAX];
+            snprintf(name, sizeof name, "exp_avg_sq.%s", t->p[i].name);
+            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s: %s in the optimizer file: %d", label, name,
+                      !!st_find(of, name));
+            const StTensor *x = st_find(mf, t->p[i].name);
+            CHECK_MSG(x && !strcmp(x->dtype, "F32") && x->ndim == t->p[i].ndim, "%s: %s", label, t->p[i].name);
+        }
+        CHECK(st_count(of) == 2 * (t->n - frozen));
+    }
+    st_close(mf);
+    st_close(of);
+    if (cfg->pe.kind == PE_SELECTIVE)
+        CHECK_MSG(frozen == (cfg->pe.temp_grad ? 0 : cfg->num_layers), "%s: %d frozen", label, frozen);
+
+    /* The run config and config.json. */
+    RunConfig rc2;
+    CHECK_MSG(checkpoint_read_config(path, &rc2, err, sizeof err) == 0, "%s: %s", label, err);
+    char *ia = ini_text(&rc), *ib = ini_text(&rc2);
+    CHECK_MSG(!strcmp(ia, ib), "%s: rotor.ini does not round trip", label);
+    char *cpath = rt_sprintf("%s/config.json", path);
+    json_t *cj = json_load_file(cpath, 0, NULL);
+    ModelConfig mc;
+    CHECK_MSG(cj && hf_config_from_json(cj, &mc, err, sizeof err) == 0, "%s: %s", label, err);
+    /* config.json describes the same model: it writes back identically, and a model built
+     * from it has the same parameters. */
+    json_t *again = hf_config_to_json(&mc);
+    CHECK_MSG(json_equal(cj, again), "%s: config.json does not round trip", label);
+    json_decref(again);
+    json_decref(cj);
+    Model *mm = model_create(&mc, be);
+    const ParamTable *t2 = model_params(mm);
+    int same = t2->n == t->n;
+    for (int i = 0; same && i < t->n; i++)
+        same = !strcmp(t2->p[i].name, t->p[i].name) && t2->p[i].ndim == t->p[i].ndim &&
+               !memcmp(t2->p[i].shape, t->p[i].shape, sizeof(int64_t) * (size_t)t->p[i].ndim) &&
+               t2->p[i].trainable == t->p[i].trainable;
+    CHECK_MSG(same, "%s: the model of config.json has other parameters", label);
+    model_free(mm);
+    char *spath = rt_sprintf("%s/trainer_state.json", path);
+    json_t *sj = json_load_file(spath, 0, NULL);
+    CHECK(sj && !strcmp(json_string_value(json_object_get(sj, "code_version")), ROTOR_VERSION));
+    CHECK(sj && !strcmp(json_string_value(json_object_get(sj, "seed")), "18446744073709551601"));
+    json_decref(sj);
+
+    free(ia);
+    free(ib);
+    rt_free(cpath);
+    rt_free(spath);
+    rt_free(mpath);
+    rt_free(opath);
+    rt_free(wa);
+    rt_free(wb);
+    rt_free(ma);
+    rt_free(mb);
+    rt_free(va);
+    rt_free(vb);
+    rt_free(want);
+    rt_free(path);
+    json_decref(data);
+    trainee_free(&a);
+    trainee_free(&b);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+static void test_roundtrip_gla(void) {
+    ModelConfig c = tiny_gla();
+    roundtrip(&c, "gla rope");
+}
+
+static void test_roundtrip_gdn(void) {
+    ModelConfig c = tiny_gdn();
+    roundtrip(&c, "gdn selective temp_grad");
+}
+
+static void test_roundtrip_fox_pro(void) {
+    ModelConfig c = tiny_fox_pro();
+    roundtrip(&c, "fox-pro selective low_rank");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* latest, fallbacks, replacement, pruning                                              */
+/* ------------------------------------------------------------------------------------ */
+
+static void set_latest(const char *dir, const char *text) {
+    char *p = rt_sprintf("%s/checkpoints/latest", dir);
+    write_file(p, text, strlen(text));
+    rt_free(p);
+}
+
+/* checkpoint_find_latest is dir/checkpoints/<name> (NULL: no checkpoint). */
+static void check_latest(const char *dir, const char *name) {
+    char *got = checkpoint_find_latest(dir);
+    char *want = name ? rt_sprintf("%s/checkpoints/%s", dir, name) : NULL;
+    CHECK_MSG(got == want || (got && want && !strcmp(got, want)), "latest is %s, expected %s", got ? got : "(null)",
+              want ? want : "(null)");
+    rt_free(got);
+    rt_free(want);
+}
+
+static void test_latest(void) {
+    char *dir = make_tmpdir();
+    ModelConfig c = tiny_gla();
+    RunConfig rc = run_config_for(&c, dir);
+    Trainee a = trainee(&c, 1, 3);
+    check_latest(dir, NULL);
+    for (int s = 10; s <= 30; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 0) == 0, "%s", err);
+    check_latest(dir, "step_00000030");
+
+    /* A stale temporary directory (an interrupted save) is ignored, even when complete. */
+    char *stale = rt_sprintf("%s/checkpoints/.tmp-step_00000040", dir);
+    mkdir(stale, 0755);
+    static const char *const files[] = {"model.safetensors", "config.json", "rotor.ini", "optimizer.safetensors",
+                                        "trainer_state.json"};
+    for (int i = 0; i < 5; i++) {
+        char *p = rt_sprintf("%s/%s", stale, files[i]);
+        write_file(p, "x", 1);
+        rt_free(p);
+    }
+    check_latest(dir, "step_00000030");
+
+    set_latest(dir, "step_00000020\n"); /* `latest` wins over the highest step */
+    check_latest(dir, "step_00000020");
+    set_latest(dir, "step_00000099\n"); /* names a deleted directory: highest complete */
+    check_latest(dir, "step_00000030");
+    set_latest(dir, "../../etc\n");     /* not a checkpoint name */
+    check_latest(dir, "step_00000030");
+
+    /* An incomplete checkpoint is skipped, whether `latest` names it or not. */
+    set_latest(dir, "step_00000030\n");
+    char *p = rt_sprintf("%s/checkpoints/step_00000030/optimizer.safetensors", dir);
+    unlink(p);
+    rt_free(p);
+    check_latest(dir, "step_00000020");
+    p = rt_sprintf("%s/checkpoints/step_00000020", dir);
+    rm_rf(p);
+    rt_free(p);
+    check_latest(dir, "step_00000010");
+
+    /* Saving the same step again replaces it; the save removes the stale .tmp-* directory. */
+    Trainee b = trainee(&c, 2, 5);
+    CHECK_MSG(save_step(dir, &b, &rc, 10, 0) == 0, "%s", err);
+    check_latest(dir, "step_00000010");
+    CHECK(!exists(stale));
+    p = rt_sprintf("%s/checkpoints/.tmp-old-step_00000010", dir);
+    CHECK(!exists(p));
+    rt_free(p);
+    Trainee x = trainee(&c, 3, 0);
+    p = rt_sprintf("%s/checkpoints/step_00000010", dir);
+    CHECK_MSG(checkpoint_load(p, x.m, x.opt, NULL, err, sizeof err) == 0, "%s", err);
+    rt_free(p);
+    const Backend *be = backend_cpu();
+    int64_t n = model_params(x.m)->total;
+    char *wb = download(be, model_weights(b.m), n), *wx = download(be, model_weights(x.m), n);
+    CHECK(!memcmp(wb, wx, be->f32_size * (size_t)n) && x.opt->t == 5);
+    rt_free(wb);
+    rt_free(wx);
+
+    rt_free(stale);
+    trainee_free(&a);
+    trainee_free(&b);
+    trainee_free(&x);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* Names in dir/checkpoints, sorted and joined by spaces. */
+static void list_checkpoints(const char *dir, char *out, size_t n) {
+    char *ck = rt_sprintf("%s/checkpoints", dir);
+    struct dirent **names;
+    int k = scandir(ck, &names, NULL, alphasort);
+    out[0] = '\0';
+    for (int i = 0; i < k; i++) {
+        if (names[i]->d_name[0] != '.' || names[i]->d_name[1] == 't')
+            snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+    rt_free(ck);
+}
+
+static void test_keep(void) {
+    char *dir = make_tmpdir();
+    ModelConfig c = tiny_gla();
+    RunConfig rc = run_config_for(&c, dir);
+    Trainee a = trainee(&c, 1, 3);
+    for (int s = 10; s <= 40; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 2) == 0, "%s", err);
+    char names[512];
+    list_checkpoints(dir, names, sizeof names);
+    CHECK_MSG(!strcmp(names, "latest step_00000030 step_00000040"), "after keep=2: %s", names);
+    /* The checkpoint just written is kept even when it is not among the newest steps. */
+    CHECK_MSG(save_step(dir, &a, &rc, 5, 2) == 0, "%s", err);
+    list_checkpoints(dir, names, sizeof names);
+    CHECK_MSG(!strcmp(names, "latest step_00000005 step_00000030 step_00000040"), "after step 5: %s", names);
+    check_latest(dir, "step_00000005");
+    trainee_free(&a);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Corrupted checkpoints                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+/* Rewrites `path` with metadata `meta` and the tensors of `src`, with one tensor changed or
+ * dropped (`drop`), or an extra one appended (`extra`). */
+static void rewrite(const char *path, const StFile *src, const char *const *meta, const char *target,
+                    const int64_t *shape, int ndim, const char *dtype, int drop, const StTensor *extra) {
+    int n = st_count(src);
+    StTensor *ts = rt_calloc((size_t)n + 1, sizeof(StTensor));
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const StTensor *x = st_at(src, i);
+        if (target && !strcmp(x->name, target)) {
+            if (drop) continue;
+            ts[k] = *x;
+            if (shape) {
+                ts[k].ndim = ndim;
+                memcpy(ts[k].shape, shape, sizeof(int64_t) * (size_t)ndim);
+            }
+            if (dtype) snprintf(ts[k].dtype, sizeof ts[k].dtype, "%s", dtype);
+            k++;
+        } else {
+            ts[k++] = *x;
+        }
+    }
+    if (extra) ts[k++] = *extra;
+    RT_ASSERT(st_write(path, ts, k, meta, err, sizeof err) == 0);
+    rt_free(ts);
+}
+
+/* Expects checkpoint_load of ckpt into x to fail with both substrings in the message. */
+static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const char *s1, const char *s2) {
+    TrainerState st = {0};
+    err[0] = '\0';
+    int r = checkpoint_load(ckpt, x->m, with_opt ? x->opt : NULL, with_opt ? &st : NULL, err, sizeof err);
+    CHECK_MSG(r == -1, "load succeeded, expected an error with '%s'", s1);
+    CHECK_ERR(s1);
+    CHECK_ERR(s2);
+}
+
+static void test_corrupt(void) {
+    char *dir = make_tmpdir();
+    ModelConfig c = tiny_gla(); /* q_proj [8, 16]: key_dim = 16 * 0.5 */
+    RunConfig rc = run_config_for(&c, dir);
+    Trainee a = trainee(&c, 1, 3), x = trainee(&c, 2, 9);
+    CHECK_MSG(save_step(dir, &a, &rc, 1, 0) == 0, "%s", err);
+    char *ck = rt_sprintf("%s/checkpoints/step_00000001", dir);
+    char *mpath = rt_sprintf("%s/model.safetensors", ck), *opath = rt_sprintf("%s/optimizer.safetensors", ck);
+    char *spath = rt_sprintf("%s/trainer_state.json", ck);
+    const Backend *be = backend_cpu();
+    int64_t n = model_params(x.m)->total;
+    char *before = download(be, model_weights(x.m), n);
+    size_t len;
+    char *orig = read_file(mpath, &len);
+
+    /* Raw damage. */
+    write_file(mpath, orig, len - 10);
+    expect_load_error(ck, &x, 0, "model.safetensors", "truncated");
+    char *bad = rt_malloc(len);
+    memcpy(bad, orig, len);
+    uint64_t huge = (uint64_t)len;
+    for (int i = 0; i < 8; i++) bad[i] = (char)(huge >> (8 * i));
+    write_file(mpath, bad, len);
+    expect_load_error(ck, &x, 0, "model.safetensors", "header size");
+    memcpy(bad, orig, len);
+    bad[9] = '#'; /* the first name's opening quote */
+    write_file(mpath, bad, len);
+    expect_load_error(ck, &x, 0, "model.safetensors", "invalid JSON header");
+    write_file(mpath, orig, len);
+
+    /* Well-formed files that do not match the model. */
+    char *copy = rt_sprintf("%s/orig.safetensors", dir);
+    write_file(copy, orig, len);
+    StFile *src = st_open(copy, err, sizeof err);
+    RT_ASSERT(src);
+    static const char *const mmeta[] = {"format", "pt", NULL}, *const ometa[] = {"step", "3", NULL};
+    const char *q = "model.layers.0.attn.q_proj.weight";
+    int64_t swapped[2] = {16, 8};
+    rewrite(mpath, src, mmeta, q, swapped, 2, NULL, 0, NULL);
+    expect_load_error(ck, &x, 0, "model.safetensors: tensor model.layers.0.attn.q_proj.weight has shape [16, 8]",
+                      "the model expects [8, 16]");
+    rewrite(mpath, src, mmeta, q, NULL, 0, "I32", 0, NULL);
+    expect_load_error(ck, &x, 0, q, "dtype I32");
+    rewrite(mpath, src, mmeta, "model.norm.weight", NULL, 0, NULL, 1, NULL);
+    expect_load_error(ck, &x, 0, "model.safetensors: tensor model.norm.weight is missing", "1 of the");
+    float junk[2] = {1, 2};
+    StTensor extra = {"model.layers.0.attn.bogus.weight", "F32", 1, {2}, junk, sizeof junk};
+    rewrite(mpath, src, mmeta, NULL, NULL, 0, NULL, 0, &extra);
+    expect_load_error(ck, &x, 0, "unexpected tensor model.layers.0.attn.bogus.weight", "model.safetensors");
+    st_close(src);
+    write_file(mpath, orig, len);
+
+    /* Optimizer and trainer state. */
+    rt_free(orig);
+    orig = read_file(opath, &len);
+    write_file(copy, orig, len);
+    src = st_open(copy, err, sizeof err);
+    RT_ASSERT(src);
+    rewrite(opath, src, ometa, "exp_avg_sq.model.norm.weight", NULL, 0, NULL, 1, NULL);
+    expect_load_error(ck, &x, 1, "optimizer.safetensors", "exp_avg_sq.model.norm.weight is missing");
+    st_close(src);
+    write_file(opath, orig, len);
+    rt_free(orig);
+    orig = read_file(spath, &len);
+    json_t *sj = json_loads(orig, 0, NULL);
+    json_object_set_new(sj, "optimizer_step", json_integer(4));
+    RT_ASSERT(json_dump_file(sj, spath, 0) == 0);
+    json_decref(sj);
+    expect_load_error(ck, &x, 1, "trainer_state.json", "optimizer_step 4");
+    write_file(spath, orig, len);
+
+    /* Failed loads left the model untouched; the repaired checkpoint loads. */
+    char *after = download(be, model_weights(x.m), n);
+    CHECK(!memcmp(before, after, be->f32_size * (size_t)n));
+    CHECK(x.opt->t == 9);
+    TrainerState st = {0};
+    CHECK_MSG(checkpoint_load(ck, x.m, x.opt, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st.step == 1 && x.opt->t == 3 && st.data_state == NULL);
+
+    rt_free(after);
+    rt_free(before);
+    rt_free(bad);
+    rt_free(orig);
+    rt_free(copy);
+    rt_free(ck);
+    rt_free(mpath);
+    rt_free(opath);
+    rt_free(spath);
+    trainee_free(&a);
+    trainee_free(&x);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* config.json                                                                          */
+/* ------------------------------------------------------------------------------------ */
+
+/* A config with non-default values in every field config.json carries for `mixer`. */
+static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
+    ModelConfig c;
+    model_config_defaults(&c);
+    c.mixer = mixer;
+    c.vocab_size = 100;
+    c.hidden_size = 64;
+    c.num_layers = 3;
+    c.num_heads = 4;
+    c.hidden_ratio = 3.5;
+    c.intermediate_size = pe_variant == 1 ? 96 : 0; /* explicit once, derived otherwise */
+    c.norm_eps = 1e-5;
+    c.init_std = 0.01;
+    c.bos_id = 5;
+    c.eos_id = 6;
+    c.max_seq_len = 512;
+    c.doc_mask = 1;
+    switch (mixer) {
+    case MIXER_GLA:
+        c.expand_k = 0.25;
+        c.expand_v = 0.5;
+        c.short_conv = 0;
+        c.gate_low_rank_dim = 8;
+        c.gate_logit_normalizer = 8;
+        break;
+    case MIXER_GDN:
+        c.head_dim = 16;
+        c.expand_v = 2;
+        c.short_conv = 0;
+        break;
+    case MIXER_FOX:
+        c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
+        break;
+    }
+    PEConfig *pe = &c.pe;
+    switch (pe_variant) {
+    case 0: pe->kind = PE_NOPE; break;
+    case 1:
+        pe->kind = PE_ROPE;
+        pe->rope_theta = 10000;
+        break;
+    case 2: /* low rank with every flag flipped */
+        pe->kind = PE_SELECTIVE;
+        pe->phi_proj = PHI_LOW_RANK;
+        pe->phi_rank = 5;
+        pe->conv_act = ACT_NONE;
+        pe->skip_conv = pe->bias = pe->phase_gate = pe->temp_grad = 1;
+        pe->temp_type = TEMP_TAN;
+        pe->temp_theta = 0.9;
+        pe->temp_max = 2.5;
+        break;
+    case 3: /* the paper's setting: full rank, silu, rope temperatures */
+        pe->kind = PE_SELECTIVE;
+        pe->phase_gate = 1;
+        pe->temp_max = 1.0 / 3.0;
+        break;
+    }
+    return c;
+}
+
+static void test_hf_roundtrip(void) {
+    static const char *const pes[] = {"nope", "rope", "selective low-rank all flags", "selective full-rank"};
+    static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer"};
+    static const char *const archs[] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
+                                        "ForgettingTransformerForCausalLM"};
+    static const char *const pe_types[] = {"nope", "rope", "selective_rope", "selective_rope"};
+    for (int mx = 0; mx < 3; mx++) {
+        for (int v = 0; v < 4; v++) {
+            char label[96];
+            snprintf(label, sizeof label, "%s %s", types[mx], pes[v]);
+            ModelConfig c = hf_case((MixerKind)mx, v), back;
+            ModelDims dims;
+            RT_ASSERT(model_dims(&c, &dims) == NULL);
+            json_t *j = hf_config_to_json(&c);
+            char *text = json_dumps(j, HF_CONFIG_JSON_FLAGS);
+            json_decref(j);
+            json_t *parsed = json_loads(text, 0, NULL);
+            CHECK_MSG(hf_config_from_json(parsed, &back, err, sizeof err) == 0, "%s: %s", label, err);
+            CHECK_MSG(config_equal(&c, &back, label), "%s: round trip differs", label);
+            /* What the PyTorch reference reads. */
+            CHECK(!strcmp(json_string_value(json_object_get(parsed, "model_type")), types[mx]));
+            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(parsed, "architectures"), 0)), archs[mx]));
+            CHECK(json_integer_value(json_object_get(parsed, "intermediate_size")) == dims.mlp_width);
+            CHECK(json_is_false(json_object_get(parsed, "tie_word_embeddings")));
+            CHECK(json_is_true(json_object_get(parsed, "doc_mask")));
+            const json_t *pe = json_object_get(parsed, "position_embedding");
+            CHECK(!strcmp(json_string_value(json_object_get(pe, "type")), pe_types[v]));
+            if (v == 2) {
+                CHECK(!strcmp(json_string_value(json_object_get(pe, "phi_parametrization")), "low-rank"));
+                CHECK(!strcmp(json_string_value(json_object_get(pe, "temp_type")), "rfa"));
+                CHECK(json_is_null(json_object_get(pe, "conv_act")));
+                CHECK(json_integer_value(json_object_get(pe, "phi_proj_rank")) == 5);
+            }
+            if (v == 3) CHECK(!strcmp(json_string_value(json_object_get(pe, "conv_act")), "silu"));
+            json_decref(parsed);
+            free(text);
+        }
+    }
+}
+
+/* Parses `text`, applies hf_config_from_json; returns its result. */
+static int from_text(const char *text, ModelConfig *c) {
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    RT_ASSERT(j);
+    err[0] = '\0';
+    int r = hf_config_from_json(j, c, err, sizeof err);
+    json_decref(j);
+    return r;
+}
+
+static void test_hf_errors(void) {
+    ModelConfig c = hf_case(MIXER_GLA, 2);
+    json_t *good = hf_config_to_json(&c);
+    ModelConfig out;
+    struct {
+        const char *key;      /* top-level key, or "pe.<key>" */
+        const char *value;    /* JSON text, NULL: delete */
+        const char *expect;   /* in the message */
+    } cases[] = {
+        {"model_type", "\"mamba\"", "'model_type' = \"mamba\" is not supported"},
+        {"hidden_size", NULL, "'hidden_size' is missing"},
+        {"num_heads", "\"4\"", "'num_heads' must be a positive integer, got a string"},
+        {"num_heads", "0", "'num_heads' must be a positive integer, got 0"},
+        {"num_hidden_layers", "2.0", "'num_hidden_layers' must be a positive integer, got a float"},
+        {"use_short_conv", "1", "'use_short_conv' must be true or false"},
+        {"expand_k", NULL, "'expand_k' is missing"},
+        {"conv_size", "3", "'conv_size' = 3 is not supported"},
+        {"hidden_act", "\"gelu\"", "'hidden_act'"},
+        {"expand_k", "0.3", "inconsistent config"},
+        {"position_embedding", "[]", "'position_embedding' must be an object"},
+        {"pe.temp_max", "\"big\"", "'position_embedding.temp_max' must be a positive number, got a string"},
+        {"pe.type", "\"alibi\"", "'position_embedding.type' = \"alibi\" is not supported"},
+        {"pe.conv_act", "\"relu\"", "'position_embedding.conv_act'"},
+        {"pe.temp_grad", NULL, "'position_embedding.temp_grad' is missing"},
+        {"pe.temp_theta", "1.5", "'position_embedding.temp_theta'"},
+        {"pe.d_conv", "3", "'position_embedding.d_conv' = 3 is not supported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *j = json_deep_copy(good);
+        json_t *obj = j;
+        const char *key = cases[i].key;
+        if (!strncmp(key, "pe.", 3)) {
+            obj = json_object_get(j, "position_embedding");
+            key += 3;
+        }
+        if (cases[i].value) json_object_set_new(obj, key, json_loads(cases[i].value, JSON_DECODE_ANY, NULL));
+        else json_object_del(obj, key);
+        err[0] = '\0';
+        CHECK_MSG(hf_config_from_json(j, &out, err, sizeof err) == -1, "%s accepted", cases[i].key);
+        CHECK_ERR(cases[i].expect);
+        json_decref(j);
+    }
+    json_decref(good);
+
+    /* An fla-style config: ints for floats, null intermediate_size, no rotor keys. */
+    CHECK_MSG(from_text("{\"model_type\": \"gated_deltanet\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                        " \"num_hidden_layers\": 24, \"num_heads\": 8, \"hidden_ratio\": 4, \"intermediate_size\": null,"
+                        " \"norm_eps\": 1e-06, \"head_dim\": 128, \"expand_v\": 1, \"use_short_conv\": true,"
+                        " \"use_gate\": true, \"conv_size\": 4, \"fuse_norm\": true, \"transformers_version\": \"4.4\"}",
+                        &out) == 0,
+              "%s", err);
+    ModelConfig want;
+    model_config_defaults(&want);
+    want.mixer = MIXER_GDN;
+    want.num_heads = 8;
+    CHECK(config_equal(&out, &want, "fla-style gdn"));
+    /* An explicit width equal to the derived one is stored as derived (0). */
+    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 3.5, \"intermediate_size\": 2560,"
+                    " \"norm_eps\": 1e-06, \"qk_norm\": false, \"use_output_gate\": false}",
+                    &out) == 0 &&
+          out.intermediate_size == 0 && out.hidden_ratio == 3.5);
+    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"norm_eps\": 1e-06, \"qk_norm\": false,"
+                    " \"use_output_gate\": false}",
+                    &out) == -1);
+    CHECK_ERR("'intermediate_size' and 'hidden_ratio'");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* safetensors                                                                          */
+/* ------------------------------------------------------------------------------------ */
+
+static void test_st_roundtrip(void) {
+    char *dir = make_tmpdir();
+    char *path = rt_sprintf("%s/t.safetensors", dir);
+    float f32[6] = {1.5f, -2, 3.25f, 0, -0.0f, 1e-30f};
+    double f64[4] = {1e300, -1.0 / 3.0, 0, 2};
+    int32_t i32[4] = {-1, 0, 1, INT32_MAX};
+    int64_t i64[3] = {INT64_MIN, 0, INT64_MAX};
+    uint8_t u8[5] = {0, 1, 127, 128, 255};
+    uint16_t bf16[3] = {0x3f80, 0xbf80, 0x7f80};
+    float scalar = 42;
+    StTensor ts[] = {
+        {"f32", "F32", 2, {2, 3}, f32, sizeof f32},       {"f64", "F64", 1, {4}, f64, sizeof f64},
+        {"u8 odd size", "U8", 1, {5}, u8, sizeof u8},      {"i32", "I32", 2, {2, 2}, i32, sizeof i32},
+        {"i64", "I64", 1, {3}, i64, sizeof i64},           {"bf16", "BF16", 3, {1, 3, 1}, bf16, sizeof bf16},
+        {"scalar", "F32", 0, {0}, &scalar, sizeof scalar}, {"empty", "F32", 2, {0, 4}, NULL, 0},
+    };
+    int n = (int)(sizeof ts / sizeof ts[0]);
+    static const char *const meta[] = {"format", "pt", "note", "a \"quoted\" value", NULL};
+    CHECK_MSG(st_write(path, ts, n, meta, err, sizeof err) == 0, "%s", err);
+    char *tmp = rt_sprintf("%s.tmp", path);
+    CHECK(!exists(tmp));
+    rt_free(tmp);
+
+    size_t len;
+    char *raw = read_file(path, &len);
+    uint64_t hsize = 0;
+    for (int i = 0; i < 8; i++) hsize |= (uint64_t)(unsigned char)raw[i] << (8 * i);
+    size_t data = 0;
+    for (int i = 0; i < n; i++) data += ts[i].nbytes;
+    CHECK(hsize % 8 == 0 && len == 8 + hsize + data);
+    rt_free(raw);
+
+    StFile *f = st_open(path, err, sizeof err);
+    CHECK_MSG(f, "%s", err);
+    if (f) {
+        CHECK(st_count(f) == n);
+        for (int i = 0; i < n && i < st_count(f); i++) {
+            const StTensor *x = st_at(f, i);
+            int same = !strcmp(x->name, ts[i].name) && !strcmp(x->dtype, ts[i].dtype) && x->ndim == ts[i].ndim &&
+                       x->nbytes == ts[i].nbytes && (!x->nbytes || !memcmp(x->data, ts[i].data, x->nbytes));
+            for (int d = 0; d < x->ndim; d++) same &= x->shape[d] == ts[i].shape[d];
+            CHECK_MSG(same, "tensor %d (%s) differs", i, ts[i].name);
+        }
+        CHECK(st_find(f, "i64") == st_at(f, 4) && st_find(f, "nope") == NULL);
+        CHECK(!strcmp(st_meta(f, "note"), "a \"quoted\" value") && st_meta(f, "missing") == NULL);
+        st_close(f);
+    }
+
+    /* Writer checks. */
+    StTensor bad = {"x", "F32", 1, {3}, f32, 8};
+    CHECK(st_write(path, &bad, 1, NULL, err, sizeof err) == -1);
+    CHECK_ERR("nbytes does not match");
+    StTensor dup[2] = {{"x", "F32", 1, {1}, f32, 4}, {"x", "F32", 1, {1}, f32, 4}};
+    CHECK(st_write(path, dup, 2, NULL, err, sizeof err) == -1);
+    CHECK_ERR("name used twice");
+    StTensor unk = {"x", "F12", 1, {1}, f32, 4};
+    CHECK(st_write(path, &unk, 1, NULL, err, sizeof err) == -1);
+    CHECK_ERR("unknown dtype");
+
+    rt_free(path);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* Writes u64 size | header | `data` zero bytes and opens it; returns st_open's result. */
+static StFile *open_raw(const char *path, const char *header, size_t data) {
+    size_t h = strlen(header), len = 8 + h + data;
+    char *b = rt_calloc(len, 1);
+    for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)h >> (8 * i));
+    memcpy(b + 8, header, h);
+    write_file(path, b, len);
+    rt_free(b);
+    err[0] = '\0';
+    return st_open(path, err, sizeof err);
+}
+
+static void test_st_invalid(void) {
+    char *dir = make_tmpdir();
+    char *path = rt_sprintf("%s/bad.safetensors", dir);
+    struct {
+        const char *header;
+        size_t data;
+        const char *expect;
+    } cases[] = {
+        {"{\"a\":{\"dtype\":\"F17\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype 'F17'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "need 2 x 4"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, "truncated"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "overlaps"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, "4 unused bytes before tensor 'b'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, "the data section holds 8 bytes"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+         "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "duplicate"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "non-negative"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", 4, "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4, "unknown header field 'x'"},
+        {"{\"__metadata__\":{\"k\":1}}", 0, "metadata 'k' is not a string"},
+        {"[]", 0, "not an object"},
+        {"{\"a\":", 0, "invalid JSON header"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        StFile *f = open_raw(path, cases[i].header, cases[i].data);
+        CHECK_MSG(!f, "case %zu accepted", i);
+        st_close(f);
+        CHECK_ERR(cases[i].expect);
+        CHECK_ERR("bad.safetensors");
+    }
+    write_file(path, "abc", 3);
+    CHECK(!st_open(path, err, sizeof err));
+    CHECK_ERR("too short");
+    unsigned char big[16] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '{', '}'};
+    write_file(path, big, sizeof big);
+    CHECK(!st_open(path, err, sizeof err));
+    CHECK_ERR("header size 4294967295 exceeds");
+    CHECK(!st_open("/nonexistent/x.safetensors", err, sizeof err));
+    CHECK_ERR("/nonexistent/x.safetensors: cannot open");
+
+    /* Valid: header order differs from data order (as writers that sort names produce),
+     * zero padding spaces, metadata, an empty tensor. */
+    StFile *f = open_raw(path,
+                         "{\"__metadata__\":{\"step\":\"3\"},\"z\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+                         "\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]},"
+                         "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[11,11]}}    ",
+                         11);
+    CHECK_MSG(f, "%s", err);
+    if (f) {
+        CHECK(st_count(f) == 3 && !strcmp(st_at(f, 0)->name, "z") && !strcmp(st_at(f, 1)->name, "a"));
+        CHECK(!strcmp(st_meta(f, "step"), "3"));
+        st_close(f);
+    }
+    rt_free(path);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"checkpoint_roundtrip_gla", test_roundtrip_gla},
+        {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
+        {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
+        {"checkpoint_latest", test_latest},
+        {"checkpoint_keep", test_keep},
+        {"checkpoint_corrupt", test_corrupt},
+        {"hf_config_roundtrip", test_hf_roundtrip},
+        {"hf_config_errors", test_hf_errors},
+        {"safetensors_roundtrip", test_st_roundtrip},
+        {"safetensors_invalid", test_st_invalid},
+    };
+    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
