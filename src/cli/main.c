@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "config/run_config.h"
+#include "cpu/blas_setup.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -36,8 +38,9 @@ static void train_usage(FILE *f) {
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]...\n\n"
-               "Prints the model summary and parameter counts without allocating the model.\n");
+    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH]\n\n"
+               "Prints the model summary and parameter counts without allocating the model.\n"
+               "  --config-json PATH  also write the model's Hugging Face config.json to PATH\n");
 }
 
 /* Edit distance for "did you mean" hints. */
@@ -72,30 +75,38 @@ typedef struct {
     const char *config;
     const char *sets[256];
     int nsets;
-    const char *resume;
+    const char *resume;      /* train */
+    const char *config_json; /* info */
 } Args;
 
-/* Parses CONFIG [--set k=v]... [--resume X] (resume only when allowed). */
-static void parse_args(int argc, char **argv, Args *a, int allow_resume, void (*help)(FILE *)) {
+/* Value of "--name value" or "--name=value" at argv[*i], or NULL if argv[*i] is not --name. */
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) || (argv[*i][n] && argv[*i][n] != '=')) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (*i + 1 >= argc) rt_die("%s needs a value (see --help)", name);
+    return argv[++*i];
+}
+
+/* Parses CONFIG [--set k=v]... plus --resume X (train) or --config-json PATH (info). */
+static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help)(FILE *)) {
     memset(a, 0, sizeof(*a));
     static const char *const opts_train[] = {"--set", "--resume", "--help", NULL};
-    static const char *const opts_info[] = {"--set", "--help", NULL};
+    static const char *const opts_info[] = {"--set", "--config-json", "--help", NULL};
     for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
+        const char *s = argv[i], *v;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             help(stdout);
             exit(0);
-        } else if (!strcmp(s, "--set") || !strncmp(s, "--set=", 6)) {
-            const char *v = s[5] == '=' ? s + 6 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v) rt_die("--set needs section.key=value");
+        } else if ((v = option_value(argc, argv, &i, "--set"))) {
             if (a->nsets == 256) rt_die("too many --set options (at most 256)");
             a->sets[a->nsets++] = v;
-        } else if (allow_resume && (!strcmp(s, "--resume") || !strncmp(s, "--resume=", 9))) {
-            const char *v = s[8] == '=' ? s + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v) rt_die("--resume needs 'auto' or a checkpoint directory");
+        } else if (is_train && (v = option_value(argc, argv, &i, "--resume"))) {
             a->resume = v;
+        } else if (!is_train && (v = option_value(argc, argv, &i, "--config-json"))) {
+            a->config_json = v;
         } else if (s[0] == '-') {
-            die_unknown("option", s, allow_resume ? opts_train : opts_info);
+            die_unknown("option", s, is_train ? opts_train : opts_info);
         } else if (!a->config) {
             a->config = s;
         } else {
@@ -132,10 +143,17 @@ static int cmd_info(int argc, char **argv) {
     int64_t total, non_embedding;
     model_count_params(&rc.model, &total, &non_embedding);
     print_model_summary(&rc.model, &dm, total, non_embedding);
+    if (a.config_json) {
+        json_t *j = hf_config_to_json(&rc.model);
+        if (json_dump_file(j, a.config_json, HF_CONFIG_JSON_FLAGS))
+            rt_die("cannot write %s", a.config_json);
+        json_decref(j);
+    }
     return 0;
 }
 
 int main(int argc, char **argv) {
+    blas_select_kernels(argv);
     if (argc < 2) {
         usage(stderr);
         return 1;

@@ -8,64 +8,87 @@
 
 #define KW 4 /* kernel width of every short conv */
 
-static inline real conv_pre(const real *x, const real *w, const int32_t *pos, int64_t n, int c,
-                            int C) {
-    if (!w) return x[n * C + c] - (pos[n] >= 1 ? x[(n - 1) * C + c] : 0);
-    real acc = 0;
+/* The taps transposed to [KW][C] so the inner loops run over contiguous channels; a NULL
+ * weight gives the first difference (taps 0, 0, -1, 1). */
+static real *taps_by_offset(const real *w, int C) {
+    real *wt = rt_alloc_aligned(sizeof(real) * (size_t)(KW * C));
+    for (int c = 0; c < C; c++)
+        for (int t = 0; t < KW; t++)
+            wt[t * C + c] = w ? w[c * KW + t] : (t == KW - 1 ? 1 : t == KW - 2 ? -1 : 0);
+    return wt;
+}
+
+/* pre[c] = sum over the taps that stay inside the segment of w[c, t] x[n - (KW-1-t), c] */
+static void conv_row(real *pre, const real *x, const real *wt, const int32_t *pos, int64_t n,
+                     int C) {
+    memset(pre, 0, sizeof(real) * (size_t)C);
     for (int t = 0; t < KW; t++) {
         int back = KW - 1 - t;
-        if (pos[n] >= back) acc += w[c * KW + t] * x[(n - back) * C + c];
+        if (pos[n] < back) continue;
+        const real *xr = x + (n - back) * C, *wr = wt + t * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) pre[c] += wr[c] * xr[c];
     }
-    return acc;
 }
 
 void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const Seqs *s, int C,
                   Activation act) {
     real *y = y_;
-    const real *x = x_, *w = w_;
+    const real *x = x_;
     RT_ASSERT(act == ACT_NONE || act == ACT_SILU);
+    real *wt = taps_by_offset(w_, C);
 #pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < s->ntok; n++)
-        for (int c = 0; c < C; c++) {
-            real p = conv_pre(x, w, s->pos, n, c, C);
-            y[n * C + c] = act == ACT_SILU ? p * sigmoidr(p) : p;
+    for (int64_t n = 0; n < s->ntok; n++) {
+        real *yr = y + n * C;
+        conv_row(yr, x, wt, s->pos, n, C);
+        if (act == ACT_SILU) {
+#pragma omp simd
+            for (int c = 0; c < C; c++) yr[c] *= sigmoidr(yr[c]);
         }
+    }
+    rt_free(wt);
 }
 
 void cpu_conv_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const void *w_,
                   const Seqs *s, int C, Activation act) {
     real *dx = dx_, *dw = dw_;
-    const real *dy = dy_, *x = x_, *w = w_;
+    const real *dy = dy_, *x = x_;
     const int32_t *pos = s->pos;
     int64_t N = s->ntok;
+    real *wt = taps_by_offset(w_, C);
+    /* d pre-activation */
     real *dpre = rt_alloc_aligned(sizeof(real) * (size_t)(N * C));
 #pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) {
-            real d = dy[n * C + c];
-            if (act == ACT_SILU) {
-                real p = conv_pre(x, w, pos, n, c, C), sg = sigmoidr(p);
-                d *= sg * ((real)1 + p * ((real)1 - sg));
+    for (int64_t n = 0; n < N; n++) {
+        real *dr = dpre + n * C;
+        const real *dyr = dy + n * C;
+        if (act == ACT_SILU) {
+            conv_row(dr, x, wt, pos, n, C);
+#pragma omp simd
+            for (int c = 0; c < C; c++) {
+                real p = dr[c], sg = sigmoidr(p);
+                dr[c] = dyr[c] * sg * ((real)1 + p * ((real)1 - sg));
             }
-            dpre[n * C + c] = d;
+        } else {
+            memcpy(dr, dyr, sizeof(real) * (size_t)C);
         }
+    }
+    /* dx[m] = sum_t w[:, t] dpre[m + back] where token m + back is in m's segment */
 #pragma omp parallel for schedule(static)
-    for (int64_t m = 0; m < N; m++)
-        for (int c = 0; c < C; c++) {
-            real acc = 0;
-            if (!w) {
-                acc = dpre[m * C + c];
-                if (m + 1 < N && pos[m + 1] >= 1) acc -= dpre[(m + 1) * C + c];
-            } else {
-                for (int t = 0; t < KW; t++) {
-                    int back = KW - 1 - t;
-                    int64_t n = m + back;
-                    if (n < N && pos[n] >= back) acc += w[c * KW + t] * dpre[n * C + c];
-                }
-            }
-            dx[m * C + c] = acc;
+    for (int64_t m = 0; m < N; m++) {
+        real *dxr = dx + m * C;
+        memset(dxr, 0, sizeof(real) * (size_t)C);
+        for (int t = 0; t < KW; t++) {
+            int back = KW - 1 - t;
+            int64_t n = m + back;
+            if (n >= N || pos[n] < back) continue;
+            const real *dr = dpre + n * C, *wr = wt + t * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) dxr[c] += wr[c] * dr[c];
         }
-    if (w && dw) {
+    }
+    if (w_ && dw) {
+        /* dw[c, t] = sum_n dpre[n, c] x[n - back, c], per-thread partials added in order */
         int nthr = par_max_threads();
         real *partial = rt_calloc((size_t)nthr * (size_t)(C * KW), sizeof(real));
 #pragma omp parallel
@@ -77,14 +100,19 @@ void cpu_conv_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const v
                     int back = KW - 1 - t;
                     if (pos[n] < back) continue;
                     const real *xr = x + (n - back) * C, *dr = dpre + n * C;
-                    for (int c = 0; c < C; c++) acc[c * KW + t] += dr[c] * xr[c];
+                    real *ar = acc + t * C;
+#pragma omp simd
+                    for (int c = 0; c < C; c++) ar[c] += dr[c] * xr[c];
                 }
         }
         for (int t = 0; t < nthr; t++)
-            for (int i = 0; i < C * KW; i++) dw[i] += partial[(size_t)t * (size_t)(C * KW) + i];
+            for (int k = 0; k < KW; k++)
+                for (int c = 0; c < C; c++)
+                    dw[c * KW + k] += partial[(size_t)t * (size_t)(C * KW) + (size_t)(k * C + c)];
         rt_free(partial);
     }
     rt_free(dpre);
+    rt_free(wt);
 }
 
 void cpu_shift_fwd(void *y_, const void *x_, const void *a_logit_, const Seqs *s, int H, int D) {

@@ -65,7 +65,7 @@ void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const voi
                         tile_scores(S, Qp, Kp, c, i0, bq, j0, bk, D, ld, (real)scale);
                         for (int t = 0; t < bq; t++) {
                             real mx = m[t];
-                            for (int u = 0; u < bk; u++) mx = fmax(mx, S[t * TILE + u]);
+                            for (int u = 0; u < bk; u++) mx = maxr(mx, S[t * TILE + u]);
                             real corr = exp(m[t] - mx), sum = 0;
                             for (int u = 0; u < bk; u++) {
                                 real p = exp(S[t * TILE + u] - mx);

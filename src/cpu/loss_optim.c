@@ -3,33 +3,44 @@
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
-                         float grad_scale) {
+double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V, float grad_scale) {
     real *logits = logits_;
     double *part = par_partials();
 #pragma omp parallel
     {
-    double *total = part + par_thread();
+        double *total = part + par_thread();
 #pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; n++) {
-        real *x = logits + n * V;
-        int32_t y = labels[n];
-        if (y == -100) {
-            if (grad_scale != 0)
-                for (int j = 0; j < V; j++) x[j] = 0;
-            continue;
+        for (int64_t n = 0; n < N; n++) {
+            real *x = logits + n * V;
+            int32_t y = labels[n];
+            if (y == -100) {
+                if (grad_scale != 0)
+                    for (int j = 0; j < V; j++) x[j] = 0;
+                continue;
+            }
+            RT_ASSERT(y >= 0 && y < V);
+            real mx = x[0];
+            for (int j = 1; j < V; j++) mx = maxr(mx, x[j]);
+            real xy = x[y];
+            if (grad_scale == 0) {
+                double sum = 0;
+                for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
+                *total += (double)mx + log(sum) - (double)xy;
+                continue;
+            }
+            /* one exp per logit: x <- exp(x - max), then scale by 1/sum */
+            double sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < V; j++) {
+                x[j] = exp(x[j] - mx);
+                sum += (double)x[j];
+            }
+            *total += (double)mx + log(sum) - (double)xy;
+            real k = (real)((double)grad_scale / sum);
+#pragma omp simd
+            for (int j = 0; j < V; j++) x[j] *= k;
+            x[y] -= (real)grad_scale;
         }
-        RT_ASSERT(y >= 0 && y < V);
-        real mx = x[0];
-        for (int j = 1; j < V; j++) mx = fmax(mx, x[j]);
-        double sum = 0;
-        for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
-        double lse = (double)mx + log(sum);
-        *total += lse - (double)x[y];
-        if (grad_scale == 0) continue;
-        for (int j = 0; j < V; j++) x[j] = (real)(exp((double)x[j] - lse) * grad_scale);
-        x[y] -= (real)grad_scale;
-    }
     }
     return par_sum(part);
 }

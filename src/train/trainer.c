@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config/run_config.h"
+#include "cpu/blas_setup.h"
 #include "cpu/parallel.h"
 #include "data/datasource.h"
 #include "train/checkpoint.h"
@@ -133,7 +134,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     tr.model = model_create(&rc->model, be);
     print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model),
                         model_num_params_non_embedding(tr.model));
-    printf("backend: %s, %d threads\n", be->name, par_max_threads());
+    printf("backend: %s, %d threads, BLAS kernels %s\n", be->name, par_max_threads(), blas_kernel_name());
     tr.opt = adamw_create(be, model_num_params(tr.model));
     open_data(&tr);
     fs_mkdirs(rc->run.dir);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Bad input stops rotor with status 1 and a message that names the file, key or value at
+# fault (and the intended name when a close one exists); nothing is written.
+set -uo pipefail
+rotor=$1
+configs=$(cd "$(dirname "$0")/../configs" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fails=0
+expect_error() { # expect_error "pattern" rotor-args...
+  local pattern=$1; shift
+  local msg status
+  msg=$("$rotor" "$@" 2>&1 >/dev/null); status=$?
+  if [ $status -ne 1 ] || ! grep -qE -- "$pattern" <<<"$msg"; then
+    echo "FAIL: rotor $* -> status $status, message: $msg (wanted /$pattern/)"; fails=$((fails + 1))
+  else
+    echo "ok: $pattern"
+  fi
+}
+cfg=$configs/tiny/gla-selective.ini
+printf '[model]\nhiden_size = 64\n' >"$out/typo.ini"
+expect_error "typo.ini:2: unknown key 'model.hiden_size'; did you mean 'model.hidden_size'" train "$out/typo.ini"
+printf '[model]\nnum_heads = three\n' >"$out/type.ini"
+expect_error "type.ini:2: .*num_heads.*three" train "$out/type.ini"
+expect_error "num_heads = 3 does not divide" train "$cfg" --set model.type=fox --set model.num_heads=3
+expect_error "expand_k = 0.3.*non-integer" train "$cfg" --set model.expand_k=0.3
+expect_error "unknown key 'train.lrr'; did you mean 'train.lr'" train "$cfg" --set train.lrr=1
+expect_error "pe.type.*expected one of nope, rope, selective" train "$cfg" --set pe.type=alibi
+expect_error "cannot read config file .$out/nope.ini.: No such file" train "$out/nope.ini"
+expect_error "unknown command 'trian'; did you mean 'train'" trian "$cfg"
+expect_error "unknown option '--resum'; did you mean '--resume'" train "$cfg" --resum auto
+expect_error "cannot open token file $out/missing.u16" train "$cfg" --set data.train="$out/missing.u16" --set run.dir="$out/run"
+printf '\x01\x00\xff\x00' >"$out/big.u16"
+expect_error "big.u16: token 1 has id 255, not below model.vocab_size = 64" train "$cfg" --set data.train="$out/big.u16" --set run.dir="$out/run"
+expect_error "unknown synthetic task 'markvo'" train "$cfg" --set data.train=synthetic:markvo --set run.dir="$out/run"
+expect_error "no CUDA backend" train "$cfg" --set run.device=cuda --set run.dir="$out/run"
+[ ! -e "$out/run/checkpoints" ] || { echo "FAIL: a failed run wrote checkpoints"; fails=$((fails + 1)); }
+exit $((fails != 0))
