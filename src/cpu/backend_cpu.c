@@ -2,7 +2,13 @@
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
 #include "util/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <pmmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 static void *cpu_alloc(size_t bytes) { return rt_alloc_aligned(bytes); }
 static void cpu_release(void *p) { rt_free(p); }
@@ -61,4 +67,25 @@ static const Backend cpu_backend = {
     .adamw = cpu_adamw,
 };
 
-const Backend *backend_cpu(void) { return &cpu_backend; }
+/* Decayed gates and softmax tails produce subnormal floats, on which x86 arithmetic (exp,
+ * GEMM) runs tens of times slower; their contribution is below fp32 resolution anyway.
+ * Flush-to-zero and denormals-are-zero are per-thread control bits: set them on every
+ * OpenMP thread (BLAS runs on the same threads). */
+static void flush_denormals(void) {
+#if defined(__x86_64__) || defined(__i386__)
+#pragma omp parallel
+    {
+        _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
+        _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
+    }
+#endif
+}
+
+const Backend *backend_cpu(void) {
+    static int ready;
+    if (!ready) {
+        flush_denormals();
+        ready = 1;
+    }
+    return &cpu_backend;
+}

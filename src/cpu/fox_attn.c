@@ -1,10 +1,11 @@
-/* Forgetting attention (SPEC §4), blockwise (FlashAttention style) on the CPU.
+/* Forgetting attention (SPEC §4), blockwise on the CPU.
  *
  * o_i = sum_{j<=i} softmax_j(s_ij) v_j with s_ij = scale q_i.k_j + c_i - c_j, c the
- * cumulative log forget gate of the segment. Tiles of 64 queries x 64 keys, online
- * softmax; the forward saves lse_i = log sum_j exp(s_ij). The backward recomputes
- * P = exp(s - lse), uses dS = P o (dP - rowsum(dO o O)), and d log f is the reverse
- * cumulative sum of dc, where dc_i = sum_j dS_ij - sum_j dS_ji.
+ * cumulative log forget gate of the segment. Blocks of 64 queries against all the keys
+ * they see (one score block of 64 x i per block: on a CPU the whole row fits in cache and
+ * the matrix products stay large); the forward saves lse_i = log sum_j exp(s_ij). The
+ * backward recomputes P = exp(s - lse), uses dS = P o (dP - rowsum(dO o O)), and d log f is
+ * the reverse cumulative sum of dc, where dc_i = sum_j dS_ij - sum_j dS_ji.
  */
 #include <math.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-#define TILE 64
+#define QB 64 /* query rows per block */
 
 static int64_t max_segment(const Seqs *s) {
     int64_t m = 0;
@@ -22,32 +23,31 @@ static int64_t max_segment(const Seqs *s) {
     return m;
 }
 
-/* S = scale Q_i K_j^T + c_i - c_j over a bq x bk tile (rows i0.., cols j0.., relative to
- * the segment), -INFINITY where j > i. ld is the row stride of q/k (H*D). */
-static void tile_scores(real *S, const real *Qp, const real *Kp, const real *c, int64_t i0,
-                        int bq, int64_t j0, int bk, int D, int ld, real scale) {
-    gemm(0, 1, bq, bk, D, scale, Qp + i0 * ld, ld, Kp + j0 * ld, ld, 0, S, TILE);
-    for (int t = 0; t < bq; t++)
-        for (int u = 0; u < bk; u++) {
-            if (j0 + u > i0 + t)
-                S[t * TILE + u] = -INFINITY;
-            else
-                S[t * TILE + u] += c[i0 + t] - c[j0 + u];
-        }
+/* S[t][u] = scale q_(i0+t).k_u + c_(i0+t) - c_u for the bq query rows of the block and the
+ * nk = i0 + bq keys they see, -INFINITY above the causal diagonal. Rows/cols are relative
+ * to the segment; ld is the row stride of q/k (H*D) and of S (lds). */
+static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, const real *c,
+                         int64_t i0, int bq, int D, int ld, real scale) {
+    int64_t nk = i0 + bq;
+    gemm(0, 1, bq, (int)nk, D, scale, Qp + i0 * ld, ld, Kp, ld, 0, S, (int)lds);
+    for (int t = 0; t < bq; t++) {
+        real ci = c[i0 + t], *row = S + t * lds;
+#pragma omp simd
+        for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
+        for (int64_t u = i0 + t + 1; u < nk; u++) row[u] = -INFINITY;
+    }
 }
 
 void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const void *v_,
                  const void *logf_, const Seqs *s, int H, int D, float scale) {
     real *o = o_, *lse = lse_;
     const real *q = q_, *k = k_, *v = v_, *lf = logf_;
-    int64_t maxlen = max_segment(s);
+    int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;
     int ld = H * D;
 #pragma omp parallel
     {
-        real *S = rt_alloc_aligned(sizeof(real) * TILE * TILE);
-        real *acc = rt_alloc_aligned(sizeof(real) * TILE * D);
-        real m[TILE], l[TILE];
-        real *c = rt_alloc_aligned(sizeof(real) * (size_t)(maxlen ? maxlen : 1));
+        real *S = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
+        real *c = rt_alloc_aligned(sizeof(real) * (size_t)lds);
 #pragma omp for collapse(2) schedule(dynamic)
         for (int seg = 0; seg < s->nseg; seg++)
             for (int h = 0; h < H; h++) {
@@ -56,37 +56,27 @@ void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const voi
                            *Vp = v + first * ld + h * D;
                 real run = 0;
                 for (int64_t t = 0; t < len; t++) c[t] = run += lf[(first + t) * H + h];
-                for (int64_t i0 = 0; i0 < len; i0 += TILE) {
-                    int bq = (int)(len - i0 < TILE ? len - i0 : TILE);
-                    for (int t = 0; t < bq; t++) m[t] = -INFINITY, l[t] = 0;
-                    memset(acc, 0, sizeof(real) * TILE * D);
-                    for (int64_t j0 = 0; j0 < i0 + bq; j0 += TILE) {
-                        int bk = (int)(len - j0 < TILE ? len - j0 : TILE);
-                        tile_scores(S, Qp, Kp, c, i0, bq, j0, bk, D, ld, (real)scale);
-                        for (int t = 0; t < bq; t++) {
-                            real mx = m[t];
-                            for (int u = 0; u < bk; u++) mx = maxr(mx, S[t * TILE + u]);
-                            real corr = exp(m[t] - mx), sum = 0;
-                            for (int u = 0; u < bk; u++) {
-                                real p = exp(S[t * TILE + u] - mx);
-                                S[t * TILE + u] = p;
-                                sum += p;
-                            }
-                            l[t] = l[t] * corr + sum;
-                            m[t] = mx;
-                            for (int d = 0; d < D; d++) acc[t * D + d] *= corr;
-                        }
-                        gemm(0, 0, bq, D, bk, 1, S, TILE, Vp + j0 * ld, ld, 1, acc, D);
-                    }
+                for (int64_t i0 = 0; i0 < len; i0 += QB) {
+                    int bq = (int)(len - i0 < QB ? len - i0 : QB);
+                    int64_t nk = i0 + bq;
+                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
                     for (int t = 0; t < bq; t++) {
-                        real *orow = o + (first + i0 + t) * ld + h * D;
-                        for (int d = 0; d < D; d++) orow[d] = acc[t * D + d] / l[t];
-                        lse[(first + i0 + t) * H + h] = m[t] + log(l[t]);
+                        real *row = S + t * lds, mx = row[0];
+                        for (int64_t u = 1; u < nk; u++) mx = maxr(mx, row[u]);
+                        real sum = 0;
+#pragma omp simd reduction(+ : sum)
+                        for (int64_t u = 0; u < nk; u++) {
+                            row[u] = exp(row[u] - mx);
+                            sum += row[u];
+                        }
+                        real inv = (real)1 / sum;
+                        for (int64_t u = 0; u < nk; u++) row[u] *= inv;
+                        lse[(first + i0 + t) * H + h] = mx + log(sum);
                     }
+                    gemm(0, 0, bq, D, (int)nk, 1, S, (int)lds, Vp, ld, 0, o + (first + i0) * ld + h * D, ld);
                 }
             }
         rt_free(S);
-        rt_free(acc);
         rt_free(c);
     }
 }
@@ -96,16 +86,15 @@ void cpu_fox_bwd(void *dq_, void *dk_, void *dv_, void *dlogf_, const void *dout
                  const void *o_, const void *lse_, const Seqs *s, int H, int D, float scale) {
     real *dq = dq_, *dk = dk_, *dv = dv_, *dlogf = dlogf_;
     const real *dout = dout_, *q = q_, *k = k_, *v = v_, *lf = logf_, *o = o_, *lse = lse_;
-    int64_t maxlen = max_segment(s);
+    int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;
     int ld = H * D;
 #pragma omp parallel
     {
-        real *S = rt_alloc_aligned(sizeof(real) * TILE * TILE);
-        real *dP = rt_alloc_aligned(sizeof(real) * TILE * TILE);
-        size_t ml = (size_t)(maxlen ? maxlen : 1);
-        real *c = rt_alloc_aligned(sizeof(real) * ml);
-        real *dc = rt_alloc_aligned(sizeof(real) * ml);
-        real *Dt = rt_alloc_aligned(sizeof(real) * ml);
+        real *S = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
+        real *dP = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
+        real *c = rt_alloc_aligned(sizeof(real) * (size_t)lds);
+        real *dc = rt_alloc_aligned(sizeof(real) * (size_t)lds);
+        real *Dt = rt_alloc_aligned(sizeof(real) * (size_t)lds);
 #pragma omp for collapse(2) schedule(dynamic)
         for (int seg = 0; seg < s->nseg; seg++)
             for (int h = 0; h < H; h++) {
@@ -120,32 +109,37 @@ void cpu_fox_bwd(void *dq_, void *dk_, void *dv_, void *dlogf_, const void *dout
                     real dot = 0;
                     for (int d = 0; d < D; d++) dot += dOp[t * ld + d] * o[off + t * ld + d];
                     Dt[t] = dot;
-                    memset(dQp + t * ld, 0, sizeof(real) * D);
                     memset(dKp + t * ld, 0, sizeof(real) * D);
                     memset(dVp + t * ld, 0, sizeof(real) * D);
                 }
-                for (int64_t i0 = 0; i0 < len; i0 += TILE) {
-                    int bq = (int)(len - i0 < TILE ? len - i0 : TILE);
-                    for (int64_t j0 = 0; j0 < i0 + bq; j0 += TILE) {
-                        int bk = (int)(len - j0 < TILE ? len - j0 : TILE);
-                        tile_scores(S, Qp, Kp, c, i0, bq, j0, bk, D, ld, (real)scale);
-                        for (int t = 0; t < bq; t++) {
-                            real l = lse[(first + i0 + t) * H + h];
-                            for (int u = 0; u < bk; u++) S[t * TILE + u] = exp(S[t * TILE + u] - l);
-                        }
-                        /* dV_j += P^T dO_i ; dP = dO_i V_j^T */
-                        gemm(1, 0, bk, D, bq, 1, S, TILE, dOp + i0 * ld, ld, 1, dVp + j0 * ld, ld);
-                        gemm(0, 1, bq, bk, D, 1, dOp + i0 * ld, ld, Vp + j0 * ld, ld, 0, dP, TILE);
-                        for (int t = 0; t < bq; t++)
-                            for (int u = 0; u < bk; u++) {
-                                real ds = S[t * TILE + u] * (dP[t * TILE + u] - Dt[i0 + t]);
-                                dP[t * TILE + u] = ds;
-                                dc[i0 + t] += ds;
-                                dc[j0 + u] -= ds;
-                            }
-                        gemm(0, 0, bq, D, bk, (real)scale, dP, TILE, Kp + j0 * ld, ld, 1, dQp + i0 * ld, ld);
-                        gemm(1, 0, bk, D, bq, (real)scale, dP, TILE, Qp + i0 * ld, ld, 1, dKp + j0 * ld, ld);
+                for (int64_t i0 = 0; i0 < len; i0 += QB) {
+                    int bq = (int)(len - i0 < QB ? len - i0 : QB);
+                    int64_t nk = i0 + bq;
+                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
+                    for (int t = 0; t < bq; t++) {
+                        real l = lse[(first + i0 + t) * H + h], *row = S + t * lds;
+#pragma omp simd
+                        for (int64_t u = 0; u < nk; u++) row[u] = exp(row[u] - l);
                     }
+                    /* dV += P^T dO_i ; dP = dO_i V^T */
+                    gemm(1, 0, (int)nk, D, bq, 1, S, (int)lds, dOp + i0 * ld, ld, 1, dVp, ld);
+                    gemm(0, 1, bq, (int)nk, D, 1, dOp + i0 * ld, ld, Vp, ld, 0, dP, (int)lds);
+                    for (int t = 0; t < bq; t++) {
+                        real *pr = S + t * lds, *dr = dP + t * lds, d0 = Dt[i0 + t], rs = 0;
+#pragma omp simd reduction(+ : rs)
+                        for (int64_t u = 0; u < nk; u++) {
+                            real ds = pr[u] * (dr[u] - d0);
+                            dr[u] = ds;
+                            rs += ds;
+                        }
+                        dc[i0 + t] += rs;
+                    }
+                    for (int t = 0; t < bq; t++) {
+                        const real *dr = dP + t * lds;
+                        for (int64_t u = 0; u < nk; u++) dc[u] -= dr[u];
+                    }
+                    gemm(0, 0, bq, D, (int)nk, (real)scale, dP, (int)lds, Kp, ld, 0, dQp + i0 * ld, ld);
+                    gemm(1, 0, (int)nk, D, bq, (real)scale, dP, (int)lds, Qp + i0 * ld, ld, 1, dKp, ld);
                 }
                 real acc = 0;
                 for (int64_t t = len - 1; t >= 0; t--) {
