@@ -18,8 +18,8 @@ static void usage(FILE *f) {
             "commands:\n"
             "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
             "        train a model; metrics, plots and checkpoints go to run.dir\n"
-            "  info CONFIG.ini [--set section.key=value]...\n"
-            "        print the model's dimensions and parameter counts\n"
+            "  info CONFIG.ini [--set section.key=value]... [--config-json PATH]\n"
+            "        print the model's dimensions and parameter counts (and its config.json)\n"
             "  version\n"
             "        print the version\n\n"
             "`rotor <command> --help` describes a command and its options.\n",
@@ -32,8 +32,7 @@ static void train_usage(FILE *f) {
             "  --set section.key=value  override one config key (repeatable, applied in order)\n"
             "  --resume auto            continue from the newest complete checkpoint in run.dir\n"
             "                           (start fresh if there is none)\n"
-            "  --resume DIR             continue from the checkpoint directory DIR\n\n"
-            "Config keys (INI sections [model] [pe] [train] [data] [run]):\n");
+            "  --resume DIR             continue from the checkpoint directory DIR\n\n");
     run_config_print_help(f);
 }
 
