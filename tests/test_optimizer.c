@@ -1,0 +1,165 @@
+/* The training recipe pieces of SPEC §7: warmup + cosine schedule, AdamW parameter groups,
+ * global-norm clipping, and gradient accumulation over micro-batches equal to one batch. */
+#include <string.h>
+
+#include "harness.h"
+#include "model/model.h"
+#include "testutil.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+
+static TrainConfig recipe(void) {
+    TrainConfig tc;
+    memset(&tc, 0, sizeof tc);
+    tc.steps = 1000;
+    tc.lr = 2e-3;
+    tc.lr_start = 1e-5;
+    tc.lr_min = 1e-4;
+    tc.warmup_frac = 0.1;
+    tc.weight_decay = 0.1;
+    tc.beta1 = 0.9;
+    tc.beta2 = 0.95;
+    tc.adam_eps = 1e-8;
+    return tc;
+}
+
+static void test_schedule(void) {
+    TrainConfig tc = recipe();
+    CHECK_CLOSE(lr_at(&tc, 0), 1e-5, 1e-12);                        /* warmup starts at lr_start */
+    CHECK_CLOSE(lr_at(&tc, 50), 1e-5 + (2e-3 - 1e-5) * 0.5, 1e-12); /* linear */
+    CHECK_CLOSE(lr_at(&tc, 100), 2e-3, 1e-12);                      /* peak after 10% of steps */
+    double mid = 100 + (999 - 100) / 2.0;                            /* half-way through cosine */
+    CHECK_CLOSE(lr_at(&tc, (int64_t)mid), 1e-4 + 0.5 * (2e-3 - 1e-4) * (1 + cos(M_PI * ((int64_t)mid - 100) / 899.0)), 1e-12);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-12); /* lr_min at the last step */
+    for (int64_t s = 101; s < 1000; s++) CHECK(lr_at(&tc, s) <= lr_at(&tc, s - 1));
+}
+
+static ModelConfig tiny(MixerKind mixer, PEKind pe) {
+    ModelConfig c;
+    model_config_defaults(&c);
+    c.mixer = mixer;
+    c.vocab_size = 19;
+    c.hidden_size = 16;
+    c.num_layers = 1;
+    c.num_heads = 2;
+    c.head_dim = 8;
+    c.intermediate_size = 32;
+    c.pe.kind = pe;
+    c.pe.bias = c.pe.phase_gate = 1;
+    c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
+    return c;
+}
+
+/* SPEC §7: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
+ * temperatures; decay on every matrix (linears, embeddings, convs, phi projections). */
+static void test_decay_groups(void) {
+    for (int mixer = 0; mixer < 3; mixer++) {
+        ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);
+        Model *m = model_create(&c, backend_cpu());
+        const ParamTable *t = model_params(m);
+        for (int i = 0; i < t->n; i++) {
+            const char *n = t->p[i].name;
+            int no_decay = strstr(n, "norm") || strstr(n, "bias") || strstr(n, "A_log") ||
+                           strstr(n, "scalar") || strstr(n, "temperature");
+            CHECK_MSG(t->p[i].decay == !no_decay, "%s: decay flag %d", n, t->p[i].decay);
+            CHECK_MSG(t->p[i].trainable == !strstr(n, "temperature"), "%s: trainable %d", n, t->p[i].trainable);
+        }
+        model_free(m);
+    }
+}
+
+/* One AdamW step: decayed parameters shrink by lr*wd*w on top of the Adam step, the others
+ * move by the Adam step alone; frozen parameters do not move. */
+static void test_adamw_step_groups(void) {
+    ModelConfig c = tiny(MIXER_GLA, PE_SELECTIVE);
+    Model *m = model_create(&c, backend_cpu());
+    model_init_weights(m, 3);
+    const ParamTable *t = model_params(m);
+    real *w = model_weights(m), *g = model_grads(m);
+    real *w0 = tu_copy(w, t->total);
+    for (int64_t i = 0; i < t->total; i++) g[i] = (real)(i % 7 - 3) * 0.01f;
+    TrainConfig tc = recipe();
+    AdamW *opt = adamw_create(backend_cpu(), t->total);
+    adamw_step(opt, m, &tc, 1e-2);
+    for (int i = 0; i < t->n; i++) {
+        const ParamInfo *p = &t->p[i];
+        for (int64_t j = 0; j < p->numel; j++) {
+            int64_t k = p->offset + j;
+            double gk = g[k], expect = w0[k];
+            if (p->trainable) {
+                /* first step: m^ = g, v^ = g^2, so the Adam step is g / (|g| + eps) */
+                expect -= 1e-2 * (p->decay ? 0.1 * w0[k] : 0) + 1e-2 * gk / (fabs(gk) + 1e-8);
+            }
+            CHECK_MSG(fabs(w[k] - expect) < 1e-6, "%s[%lld]: %g vs %g", p->name, (long long)j, (double)w[k], expect);
+        }
+    }
+    adamw_free(opt);
+    rt_free(w0);
+    model_free(m);
+}
+
+static void test_clipping(void) {
+    ModelConfig c = tiny(MIXER_FOX, PE_ROPE);
+    Model *m = model_create(&c, backend_cpu());
+    real *g = model_grads(m);
+    const ParamTable *t = model_params(m);
+    double ss = 0;
+    for (int64_t i = 0; i < t->total; i++) {
+        g[i] = (real)((i % 5) - 2);
+        ss += (double)g[i] * g[i];
+    }
+    CHECK_CLOSE(grad_global_norm(m), sqrt(ss), 1e-6);
+    grads_scale(m, 1.0 / sqrt(ss));
+    CHECK_CLOSE(grad_global_norm(m), 1.0, 1e-6);
+    model_free(m);
+}
+
+/* Two micro-batches of 2 rows with the loss averaged over all their labels give the
+ * gradients of one batch of 4 rows (the trainer's accumulation, SPEC §7). */
+static void test_accumulation_equals_full_batch(void) {
+    for (int mixer = 0; mixer < 3; mixer++) {
+        ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);
+        c.doc_mask = 1;
+        Model *m = model_create(&c, backend_cpu());
+        model_init_weights(m, 5);
+        int B = 4, T = 37;
+        Rng r;
+        rng_init(&r, 8, 0);
+        int32_t tok[4 * 37], lab[4 * 37];
+        for (int i = 0; i < B * T; i++) {
+            tok[i] = (int32_t)rng_below(&r, 19);
+            lab[i] = i % 11 == 0 ? -100 : (int32_t)rng_below(&r, 19);
+        }
+        const ParamTable *t = model_params(m);
+        int64_t valid = 0;
+        for (int i = 0; i < B * T; i++) valid += lab[i] != -100;
+        Batch full = {B, T, tok, lab};
+        model_zero_grads(m);
+        double loss_full = model_forward(m, &full, (float)(1.0 / valid), NULL) / valid;
+        model_backward(m);
+        real *g_full = tu_copy(model_grads(m), t->total);
+        model_zero_grads(m);
+        double loss_acc = 0;
+        for (int half = 0; half < 2; half++) {
+            Batch b = {2, T, tok + half * 2 * T, lab + half * 2 * T};
+            loss_acc += model_forward(m, &b, (float)(1.0 / valid), NULL) / valid;
+            model_backward(m);
+        }
+        CHECK_CLOSE(loss_acc, loss_full, 1e-5);
+        double e = tu_rel_err(model_grads(m), g_full, t->total, 1e-6);
+        CHECK_MSG(e < 1e-4, "%s: accumulated gradients differ from the full batch by %.3g", mixer_name(c.mixer), e);
+        rt_free(g_full);
+        model_free(m);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"schedule", test_schedule},
+        {"decay_groups", test_decay_groups},
+        {"adamw_step_groups", test_adamw_step_groups},
+        {"clipping", test_clipping},
+        {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
+    };
+    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
