@@ -64,12 +64,12 @@ struct Backend {
     /* x [N, G, C] -> y = x * rstd * w, rstd [f32][N*G]; w has G*C entries if w_per_group
      * else C (shared by all groups). SPEC §1 RMSNorm. */
     void (*rmsnorm_fwd)(void *y, void *rstd, const void *x, const void *w, int64_t N, int G,
-                        int C, int w_per_group, float eps);
+                        int C, int w_per_group, double eps);
     void (*rmsnorm_bwd)(void *dx, void *dw, const void *dy, const void *x, const void *w,
                         const void *rstd, int64_t N, int G, int C, int w_per_group,
                         int accumulate);
     /* y = x / sqrt(sum x^2 + eps) per group of D; rnorm [f32][N*G] = 1/sqrt(...). */
-    void (*l2norm_fwd)(void *y, void *rnorm, const void *x, int64_t N, int G, int D, float eps);
+    void (*l2norm_fwd)(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps);
     void (*l2norm_bwd)(void *dx, const void *dy, const void *y, const void *rnorm, int64_t N,
                        int G, int D, int accumulate);
 
@@ -133,8 +133,8 @@ struct Backend {
 
     /* ---- gates ---- */
     /* y = logsigmoid(x) / normalizer [f32]. */
-    void (*logsigmoid_fwd)(void *y, const void *x, int64_t n, float normalizer);
-    void (*logsigmoid_bwd)(void *dx, const void *dy, const void *x, int64_t n, float normalizer);
+    void (*logsigmoid_fwd)(void *y, const void *x, int64_t n, double normalizer);
+    void (*logsigmoid_bwd)(void *dx, const void *dy, const void *x, int64_t n, double normalizer);
     /* Gated DeltaNet (SPEC §3): beta = sigmoid(b_raw); g = -exp(A_log) softplus(a_raw + dt_bias)
      * [f32]; b_raw, a_raw, beta, g [N,H]. */
     void (*gdn_gates_fwd)(void *beta, void *g, const void *b_raw, const void *a_raw,
@@ -148,42 +148,42 @@ struct Backend {
     /* GLA (SPEC §2), chunked: q,k [N,H,K], v,o [N,H,V], g = log alpha [f32][N,H,K];
      * states [f32] holds the state at the start of every chunk (see gla_states_size). */
     void (*gla_fwd)(void *o, void *states, const void *q, const void *k, const void *v,
-                    const void *g, const Seqs *s, int H, int K, int V, float scale);
+                    const void *g, const Seqs *s, int H, int K, int V, double scale);
     void (*gla_bwd)(void *dq, void *dk, void *dv, void *dg, const void *dout, const void *q,
                     const void *k, const void *v, const void *g, const void *states,
-                    const Seqs *s, int H, int K, int V, float scale);
+                    const Seqs *s, int H, int K, int V, double scale);
     /* Gated DeltaNet (SPEC §3), chunked WY/UT form: q,k [N,H,K] (L2-normalised), v,o [N,H,V],
      * beta, g [f32][N,H]. */
     void (*gdn_fwd)(void *o, void *states, const void *q, const void *k, const void *v,
                     const void *beta, const void *g, const Seqs *s, int H, int K, int V,
-                    float scale);
+                    double scale);
     void (*gdn_bwd)(void *dq, void *dk, void *dv, void *dbeta, void *dg, const void *dout,
                     const void *q, const void *k, const void *v, const void *beta,
                     const void *g, const void *states, const Seqs *s, int H, int K, int V,
-                    float scale);
+                    double scale);
     /* FoX attention (SPEC §4), blockwise with online softmax: q,k,v,o [N,H,D],
      * logf [f32][N,H], lse [f32][N,H] saved for the backward. */
     void (*fox_fwd)(void *o, void *lse, const void *q, const void *k, const void *v,
-                    const void *logf, const Seqs *s, int H, int D, float scale);
+                    const void *logf, const Seqs *s, int H, int D, double scale);
     void (*fox_bwd)(void *dq, void *dk, void *dv, void *dlogf, const void *dout, const void *q,
                     const void *k, const void *v, const void *logf, const void *o,
-                    const void *lse, const Seqs *s, int H, int D, float scale);
+                    const void *lse, const Seqs *s, int H, int D, double scale);
 
     /* ---- loss ---- */
     /* Softmax cross-entropy over logits [N,V] with labels [i32] (-100 ignored): returns the
      * summed loss in fp64 on the host and, if grad_scale != 0, replaces the logits by
      * grad_scale * dloss/dlogits (rows with ignored labels become 0). */
     double (*cross_entropy)(void *logits, const int32_t *labels, int64_t N, int V,
-                            float grad_scale);
+                            double grad_scale);
 
     /* ---- optimizer ---- */
     /* Sum of squares of n [f32] values, in fp64 on the host. */
     double (*sumsq)(const void *x, int64_t n);
     /* x *= s over n [f32] values. */
-    void (*scale)(void *x, int64_t n, float s);
+    void (*scale)(void *x, int64_t n, double s);
     /* AdamW on [f32] master weights w with moments m, v, gradient g (SPEC §7), step t >= 1. */
-    void (*adamw)(void *w, void *m, void *v, const void *g, int64_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int64_t t);
+    void (*adamw)(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, int64_t t);
 };
 
 /* Number of [f32] elements gla_fwd/gdn_fwd store in `states` for a batch: one K x V state

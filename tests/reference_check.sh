@@ -2,10 +2,12 @@
 # The C model against the independent PyTorch reference: logits, loss and every parameter
 # gradient of each mixer x option x position embedding (tests/reference_cases.c writes the
 # cases, tests/reference/rotor_ref.py check recomputes them in float64 with naive mixers).
+# Usage: reference_check.sh CASES_BINARY RTOL
 set -euo pipefail
 cases_bin=$1
+rtol=$2
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$cases_bin" "$out" >/dev/null
-/usr/bin/python3 "$here/reference/rotor_ref.py" check "$out"/*
+/usr/bin/python3 "$here/reference/rotor_ref.py" check --rtol "$rtol" "$out"/*

@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "testutil.h"
 #include "util/error.h"
+#include "variants.h"
 
 typedef struct {
     Model *m;
@@ -56,7 +57,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     model_forward(m, &p.b, 1.0f, &valid);
     p.inv_valid = 1.0 / (double)valid;
     model_zero_grads(m);
-    model_forward(m, &p.b, (float)p.inv_valid, NULL);
+    model_forward(m, &p.b, p.inv_valid, NULL);
     model_backward(m);
     const ParamTable *t = model_params(m);
     real *w = model_weights(m), *g = model_grads(m);
@@ -74,47 +75,15 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     return worst;
 }
 
-static void run_pe_variants(MixerKind mixer, int flags_variant) {
-    ModelConfig c = tiny(mixer);
-    if (mixer == MIXER_FOX && flags_variant) {
-        c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
-    }
-    if (mixer != MIXER_FOX) c.short_conv = flags_variant;
-    static const char *variants[] = {
-        "nope", "rope", "selective weight_norm silu", "selective low_rank none +bias +gate",
-        "selective skip_conv tan temp_grad", "selective +bias +gate doc_mask",
-    };
-    for (int k = 0; k < 6; k++) {
-        ModelConfig x = c;
-        switch (k) {
-        case 0: x.pe.kind = PE_NOPE; break;
-        case 1: x.pe.kind = PE_ROPE; x.pe.rope_theta = 100; break;
-        case 2: x.pe.kind = PE_SELECTIVE; break;
-        case 3:
-            x.pe.kind = PE_SELECTIVE;
-            x.pe.phi_proj = PHI_LOW_RANK;
-            x.pe.conv_act = ACT_NONE;
-            x.pe.bias = x.pe.phase_gate = 1;
-            break;
-        case 4:
-            x.pe.kind = PE_SELECTIVE;
-            x.pe.skip_conv = 1;
-            x.pe.temp_type = TEMP_TAN;
-            x.pe.temp_theta = 0.9;
-            x.pe.temp_grad = 1;
-            break;
-        case 5:
-            x.pe.kind = PE_SELECTIVE;
-            x.pe.bias = x.pe.phase_gate = 1;
-            x.pe.temp_max = 3;
-            x.doc_mask = 1;
-            break;
-        }
+static void run_pe_variants(MixerKind mixer, int option) {
+    for (int k = 0; k < N_PE_VARIANTS; k++) {
+        ModelConfig x = tiny(mixer);
+        apply_mixer_option(&x, option);
+        apply_pe_variant(&x, k);
         char label[160];
-        snprintf(label, sizeof label, "%s %s %s", mixer_name(mixer),
-                 flags_variant ? (mixer == MIXER_FOX ? "pro" : "conv") : "plain", variants[k]);
+        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), PE_VARIANT_NAMES[k]);
         double e = check_model(&x, label);
-        printf("    %-50s worst %.2e\n", label, e);
+        printf("    %-45s worst %.2e\n", label, e);
     }
 }
 

@@ -903,7 +903,7 @@ static void test_gla(void) {
     real *v = rand_nz(&r, nv, 0.05, 1.5), *g = tu_rand(&r, nk, -0.05, -0.002);
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    float scale = (float)(1.0 / sqrt((double)K));
+    double scale = 1.0 / sqrt((double)K);
     MixCtx c = {o, states, q, k, v, g, NULL, wo, s, H, K, V, scale};
     cpu_gla_fwd(o, states, q, k, v, g, s, H, K, V, scale);
     real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, nk);
@@ -944,7 +944,7 @@ static void test_gdn(void) {
     real *g = tu_rand(&r, nh, -0.05, -0.002);
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    float scale = (float)(1.0 / sqrt((double)K));
+    double scale = 1.0 / sqrt((double)K);
     MixCtx c = {o, states, q, k, v, g, beta, wo, s, H, K, V, scale};
     cpu_gdn_fwd(o, states, q, k, v, beta, g, s, H, K, V, scale);
     real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv);
@@ -976,7 +976,7 @@ static void test_fox(void) {
     real *q = rand_nz(&r, n, 0.05, 1.5), *k = rand_nz(&r, n, 0.05, 1.5);
     real *v = rand_nz(&r, n, 0.05, 1.5), *logf = tu_rand(&r, nh, -0.05, -0.002);
     real *wo = rand_nz(&r, n, 0.05, 1.0), *o = tu_zeros(n), *lse = tu_zeros(nh);
-    float scale = (float)(1.0 / sqrt((double)D));
+    double scale = 1.0 / sqrt((double)D);
     MixCtx c = {o, lse, q, k, v, logf, NULL, wo, s, H, D, D, scale};
     cpu_fox_fwd(o, lse, q, k, v, logf, s, H, D, scale);
     real *o_saved = tu_copy(o, n), *lse_saved = tu_copy(lse, nh);

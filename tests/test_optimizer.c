@@ -135,7 +135,7 @@ static void test_accumulation_equals_full_batch(void) {
         for (int i = 0; i < B * T; i++) valid += lab[i] != -100;
         Batch full = {B, T, tok, lab};
         model_zero_grads(m);
-        double loss_full = model_forward(m, &full, (float)(1.0 / valid), NULL) / valid;
+        double loss_full = model_forward(m, &full, 1.0 / valid, NULL) / valid;
         model_backward(m);
         real *g_full = tu_copy(model_grads(m), t->total);
         model_zero_grads(m);

@@ -233,8 +233,8 @@ static double complex_case(int tied) {
     cpu_rotate_fwd(qr, q, angle, N, H, K, 1);
     cpu_rotate_fwd(kr, k, angle, N, H, K, 1);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    double scale = (float)(1 / sqrt((double)K)); /* the op takes the scale as a float */
-    cpu_gla_fwd(o, states, qr, kr, v, g, s, H, K, V, (float)scale);
+    double scale = 1 / sqrt((double)K);
+    cpu_gla_fwd(o, states, qr, kr, v, g, s, H, K, V, scale);
     double *oc = rt_malloc(sizeof(double) * (size_t)nv);
     complex_gla(oc, q, k, v, g, inc, s, H, K, V, scale);
     double err = 0, mx = 0;

@@ -42,28 +42,11 @@ static void info_usage(FILE *f) {
                "  --config-json PATH  also write the model's Hugging Face config.json to PATH\n");
 }
 
-/* Edit distance for "did you mean" hints. */
-static int edit_distance(const char *a, const char *b) {
-    int la = (int)strlen(a), lb = (int)strlen(b), prev[64], cur[64];
-    if (la > 62 || lb > 62) return 99;
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
-
 static void die_unknown(const char *what, const char *got, const char *const *known) {
     const char *best = NULL;
     int bd = 3;
     for (int i = 0; known[i]; i++) {
-        int d = edit_distance(got, known[i]);
+        int d = rt_edit_distance(got, known[i]);
         if (d < bd) bd = d, best = known[i];
     }
     if (best) rt_die("unknown %s '%s'; did you mean '%s'? (see rotor --help)", what, got, best);

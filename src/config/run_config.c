@@ -380,23 +380,6 @@ static bool known_section(const char *section) {
 
 #define NAME_MAX_LEN 63 /* longer names are never similar to a schema name */
 
-/* Levenshtein distance of two strings of at most NAME_MAX_LEN characters. */
-static int edit_distance(const char *a, const char *b) {
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    int prev[NAME_MAX_LEN + 1], cur[NAME_MAX_LEN + 1];
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
-
 /* How far typed is from the (lower-case) schema name known, or -1 when not similar:
  * similar means an edit distance <= 3 (and below the typed length), or a shared prefix of
  * 4+ characters, or one name containing the other (max_seq_len ~ seq_len). Case-blind. */
@@ -405,7 +388,7 @@ static int name_distance(const char *typed, const char *known) {
     size_t n = strlen(typed);
     if (n > NAME_MAX_LEN) return -1;
     for (size_t i = 0; i <= n; i++) t[i] = (char)tolower((unsigned char)typed[i]);
-    int d = edit_distance(t, known);
+    int d = rt_edit_distance(t, known);
     if (d <= 3 && d < (int)n) return d;
     size_t p = 0;
     while (t[p] && t[p] == known[p]) p++;
@@ -674,19 +657,6 @@ int run_config_load(RunConfig *out, const char *ini_path, const char *const *set
 /* Validation                                                                           */
 /* ------------------------------------------------------------------------------------ */
 
-static int invalid(char *err, size_t errlen, const char *origin, const char *fmt, ...) RT_PRINTF(4, 5);
-static int invalid(char *err, size_t errlen, const char *origin, const char *fmt, ...) {
-    if (!err || !errlen) return -1;
-    int n = snprintf(err, errlen, "%s: ", origin);
-    if (n >= 0 && (size_t)n < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen) {
     for (size_t i = 0; i < NKEYS; i++) {
         const KeySpec *k = &KEYS[i];
@@ -695,32 +665,32 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         describe(k, want, sizeof want);
         const char *v = format_value(k, c, buf, sizeof buf);
         if ((k->type == T_STR || k->type == T_ENUM_STR) && !memchr(v, '\0', k->size)) v = "(unterminated)";
-        return invalid(err, errlen, origin, "%s.%s = %s: expected %s", k->section, k->key, v, want);
+        return rt_error(err, errlen, origin, "%s.%s = %s: expected %s", k->section, k->key, v, want);
     }
     const ModelConfig *m = &c->model;
     const TrainConfig *t = &c->train;
     ModelDims dims;
     const char *why = model_dims(m, &dims);
-    if (why) return invalid(err, errlen, origin, "%s", why);
+    if (why) return rt_error(err, errlen, origin, "%s", why);
     if (m->pe.temp_type == TEMP_TAN && !(m->pe.temp_theta < 1))
-        return invalid(err, errlen, origin, "pe.temp_theta = %g must be in (0, 1) when pe.temp_type = tan",
+        return rt_error(err, errlen, origin, "pe.temp_theta = %g must be in (0, 1) when pe.temp_type = tan",
                        m->pe.temp_theta);
     if (m->pe.temp_type == TEMP_ROPE && m->pe.temp_theta < 1)
-        return invalid(err, errlen, origin, "pe.temp_theta = %g must be >= 1 when pe.temp_type = rope",
+        return rt_error(err, errlen, origin, "pe.temp_theta = %g must be >= 1 when pe.temp_type = rope",
                        m->pe.temp_theta);
     if (m->bos_id >= m->vocab_size)
-        return invalid(err, errlen, origin, "model.bos_id = %d must be below model.vocab_size = %d", m->bos_id,
+        return rt_error(err, errlen, origin, "model.bos_id = %d must be below model.vocab_size = %d", m->bos_id,
                        m->vocab_size);
     if (m->eos_id >= m->vocab_size)
-        return invalid(err, errlen, origin, "model.eos_id = %d must be below model.vocab_size = %d", m->eos_id,
+        return rt_error(err, errlen, origin, "model.eos_id = %d must be below model.vocab_size = %d", m->eos_id,
                        m->vocab_size);
     if (t->val_every > 0 && t->val_batches < 1)
-        return invalid(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
+        return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
     if (c->data.token_bytes != 2 && c->data.token_bytes != 4)
-        return invalid(err, errlen, origin, "data.token_bytes = %d: expected 2 or 4", c->data.token_bytes);
+        return rt_error(err, errlen, origin, "data.token_bytes = %d: expected 2 or 4", c->data.token_bytes);
     if (!c->data.train[0])
-        return invalid(err, errlen, origin, "data.train is required: a token file or synthetic:<task>");
+        return rt_error(err, errlen, origin, "data.train is required: a token file or synthetic:<task>");
     return 0;
 }
 

@@ -15,10 +15,10 @@ void cpu_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, 
 void cpu_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t n, int C);
 
 void cpu_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
-                     int w_per_group, float eps);
+                     int w_per_group, double eps);
 void cpu_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
                      const void *rstd, int64_t N, int G, int C, int w_per_group, int accumulate);
-void cpu_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, float eps);
+void cpu_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps);
 void cpu_l2norm_bwd(void *dx, const void *dy, const void *y, const void *rnorm, int64_t N, int G,
                     int D, int accumulate);
 
@@ -27,8 +27,8 @@ void cpu_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, const
                       int64_t n, Activation act);
 void cpu_silu_fwd(void *y, const void *x, int64_t n);
 void cpu_silu_bwd(void *dx, const void *dy, const void *x, int64_t n);
-void cpu_logsigmoid_fwd(void *y, const void *x, int64_t n, float normalizer);
-void cpu_logsigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n, float normalizer);
+void cpu_logsigmoid_fwd(void *y, const void *x, int64_t n, double normalizer);
+void cpu_logsigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n, double normalizer);
 void cpu_gdn_gates_fwd(void *beta, void *g, const void *b_raw, const void *a_raw,
                        const void *A_log, const void *dt_bias, int64_t N, int H);
 void cpu_gdn_gates_bwd(void *db_raw, void *da_raw, void *dA_log, void *ddt_bias,
@@ -64,32 +64,33 @@ void cpu_head_matmul_bwd(void *dx, void *dw, const void *dout, const void *x, co
                          int64_t N, int H, int Din, int P, int accumulate);
 
 void cpu_gla_fwd(void *o, void *states, const void *q, const void *k, const void *v,
-                 const void *g, const Seqs *s, int H, int K, int V, float scale);
+                 const void *g, const Seqs *s, int H, int K, int V, double scale);
 void cpu_gla_bwd(void *dq, void *dk, void *dv, void *dg, const void *dout, const void *q,
                  const void *k, const void *v, const void *g, const void *states, const Seqs *s,
-                 int H, int K, int V, float scale);
+                 int H, int K, int V, double scale);
 void cpu_gdn_fwd(void *o, void *states, const void *q, const void *k, const void *v,
                  const void *beta, const void *g, const Seqs *s, int H, int K, int V,
-                 float scale);
+                 double scale);
 void cpu_gdn_bwd(void *dq, void *dk, void *dv, void *dbeta, void *dg, const void *dout,
                  const void *q, const void *k, const void *v, const void *beta, const void *g,
-                 const void *states, const Seqs *s, int H, int K, int V, float scale);
+                 const void *states, const Seqs *s, int H, int K, int V, double scale);
 void cpu_fox_fwd(void *o, void *lse, const void *q, const void *k, const void *v,
-                 const void *logf, const Seqs *s, int H, int D, float scale);
+                 const void *logf, const Seqs *s, int H, int D, double scale);
 void cpu_fox_bwd(void *dq, void *dk, void *dv, void *dlogf, const void *dout, const void *q,
                  const void *k, const void *v, const void *logf, const void *o, const void *lse,
-                 const Seqs *s, int H, int D, float scale);
+                 const Seqs *s, int H, int D, double scale);
 
 double cpu_cross_entropy(void *logits, const int32_t *labels, int64_t N, int V,
-                         float grad_scale);
+                         double grad_scale);
 double cpu_sumsq(const void *x, int64_t n);
-void cpu_scale(void *x, int64_t n, float s);
-void cpu_adamw(void *w, void *m, void *v, const void *g, int64_t n, float lr, float beta1,
-               float beta2, float eps, float weight_decay, int64_t t);
+void cpu_scale(void *x, int64_t n, double s);
+void cpu_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
+               double beta2, double eps, double weight_decay, int64_t t);
 
-/* Index of the chunk-state block of (segment, head) inside `states`: chunks of all segments
- * are numbered in order; block (seg, chunk c, head h) starts at
- * ((chunk_base[seg] + c) * H + h) * K * V. */
-int64_t chunk_base(const Seqs *s, int seg);
+/* Chunk numbering of the linear-attention kernels: chunks of all segments are numbered in
+ * order, and the state block of (segment seg, its chunk c, head h) starts at
+ * ((bases[seg] + c) * H + h) * K * V in `states`. Returns bases[0..nseg] (bases[nseg] =
+ * total chunks), malloc'd. */
+int64_t *chunk_bases(const Seqs *s);
 
 #endif

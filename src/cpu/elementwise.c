@@ -47,7 +47,7 @@ void cpu_silu_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * act_deriv(x[i], ACT_SILU);
 }
 
-void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, float normalizer) {
+void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, double normalizer) {
     real *y = y_;
     const real *x = x_;
     real inv = (real)1 / (real)normalizer;
@@ -57,7 +57,7 @@ void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, float normalizer) {
 
 /* d/dx logsigmoid(x) = sigmoid(-x) */
 void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n,
-                        float normalizer) {
+                        double normalizer) {
     real *dx = dx_;
     const real *dy = dy_, *x = x_;
     real inv = (real)1 / (real)normalizer;

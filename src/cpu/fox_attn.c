@@ -39,7 +39,7 @@ static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, c
 }
 
 void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const void *v_,
-                 const void *logf_, const Seqs *s, int H, int D, float scale) {
+                 const void *logf_, const Seqs *s, int H, int D, double scale) {
     real *o = o_, *lse = lse_;
     const real *q = q_, *k = k_, *v = v_, *lf = logf_;
     int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;
@@ -83,7 +83,7 @@ void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const voi
 
 void cpu_fox_bwd(void *dq_, void *dk_, void *dv_, void *dlogf_, const void *dout_,
                  const void *q_, const void *k_, const void *v_, const void *logf_,
-                 const void *o_, const void *lse_, const Seqs *s, int H, int D, float scale) {
+                 const void *o_, const void *lse_, const Seqs *s, int H, int D, double scale) {
     real *dq = dq_, *dk = dk_, *dv = dv_, *dlogf = dlogf_;
     const real *dout = dout_, *q = q_, *k = k_, *v = v_, *lf = logf_, *o = o_, *lse = lse_;
     int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;

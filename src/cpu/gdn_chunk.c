@@ -106,16 +106,9 @@ static void chunk_forward(Work *w, const real *q, const real *k, const real *v,
         for (int s = 0; s < C_; s++) w->P[t * C_ + s] = s <= t ? w->P[t * C_ + s] * w->Gam[t * C_ + s] : 0;
 }
 
-static int64_t *chunk_bases(const Seqs *s) {
-    int64_t *b = rt_malloc(sizeof(int64_t) * (size_t)(s->nseg + 1));
-    b[0] = 0;
-    for (int i = 0; i < s->nseg; i++) b[i + 1] = b[i] + (s->cu[i + 1] - s->cu[i] + C_ - 1) / C_;
-    return b;
-}
-
 void cpu_gdn_fwd(void *o_, void *states_, const void *q_, const void *k_, const void *v_,
                  const void *beta_, const void *g_, const Seqs *s, int H, int K, int V,
-                 float scale) {
+                 double scale) {
     real *o = o_, *states = states_;
     const real *q = q_, *k = k_, *v = v_, *beta = beta_, *g = g_;
     int64_t *bases = chunk_bases(s);
@@ -160,7 +153,7 @@ static void gam_pair_grad(real *dgam, const real *D, const real *M, int L) {
 void cpu_gdn_bwd(void *dq_, void *dk_, void *dv_, void *dbeta_, void *dg_, const void *dout_,
                  const void *q_, const void *k_, const void *v_, const void *beta_,
                  const void *g_, const void *states_, const Seqs *s, int H, int K, int V,
-                 float scale) {
+                 double scale) {
     real *dq = dq_, *dk = dk_, *dv = dv_, *dbeta = dbeta_, *dg = dg_;
     const real *dout = dout_, *q = q_, *k = k_, *v = v_, *beta = beta_, *g = g_,
                *states = states_;

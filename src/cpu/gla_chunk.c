@@ -21,24 +21,6 @@
 
 #define SUB 16
 
-int64_t chunk_base(const Seqs *s, int seg) {
-    int64_t base = 0;
-    for (int i = 0; i < seg; i++) base += (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
-    return base;
-}
-
-int64_t chunk_states_size(const Seqs *s, int H, int K, int V) {
-    return chunk_base(s, s->nseg) * H * (int64_t)K * V;
-}
-
-static int64_t *chunk_bases(const Seqs *s) {
-    int64_t *b = rt_malloc(sizeof(int64_t) * (size_t)(s->nseg + 1));
-    b[0] = 0;
-    for (int i = 0; i < s->nseg; i++)
-        b[i + 1] = b[i] + (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
-    return b;
-}
-
 typedef struct {
     real *Q, *K, *V, *B;    /* chunk rows: scaled q, k, v, cumulative log gates */
     real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
@@ -126,7 +108,7 @@ static void intra_scores(Work *w, int L, int K) {
 }
 
 void cpu_gla_fwd(void *o_, void *states_, const void *q_, const void *k_, const void *v_,
-                 const void *g_, const Seqs *s, int H, int K, int V, float scale) {
+                 const void *g_, const Seqs *s, int H, int K, int V, double scale) {
     real *o = o_, *states = states_;
     const real *q = q_, *k = k_, *v = v_, *g = g_;
     int64_t *bases = chunk_bases(s);
@@ -173,7 +155,7 @@ void cpu_gla_fwd(void *o_, void *states_, const void *q_, const void *k_, const 
 
 void cpu_gla_bwd(void *dq_, void *dk_, void *dv_, void *dg_, const void *dout_, const void *q_,
                  const void *k_, const void *v_, const void *g_, const void *states_,
-                 const Seqs *s, int H, int K, int V, float scale) {
+                 const Seqs *s, int H, int K, int V, double scale) {
     real *dq = dq_, *dk = dk_, *dv = dv_, *dg = dg_;
     const real *dout = dout_, *q = q_, *k = k_, *v = v_, *g = g_, *states = states_;
     int64_t *bases = chunk_bases(s);

@@ -3,7 +3,7 @@
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V, float grad_scale) {
+double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V, double grad_scale) {
     real *logits = logits_;
     double *part = par_partials();
 #pragma omp parallel
@@ -58,15 +58,15 @@ double cpu_sumsq(const void *x_, int64_t n) {
     return par_sum(part);
 }
 
-void cpu_scale(void *x_, int64_t n, float s) {
+void cpu_scale(void *x_, int64_t n, double s) {
     real *x = x_;
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; i++) x[i] *= (real)s;
 }
 
 /* Decoupled weight decay as torch.optim.AdamW: w <- w - lr (wd w + m^/(sqrt(v^) + eps)). */
-void cpu_adamw(void *w_, void *m_, void *v_, const void *g_, int64_t n, float lr, float beta1,
-               float beta2, float eps, float weight_decay, int64_t t) {
+void cpu_adamw(void *w_, void *m_, void *v_, const void *g_, int64_t n, double lr, double beta1,
+               double beta2, double eps, double weight_decay, int64_t t) {
     real *w = w_, *m = m_, *v = v_;
     const real *g = g_;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);

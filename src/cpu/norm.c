@@ -7,7 +7,7 @@
 #include "util/error.h"
 
 void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int64_t N, int G,
-                     int C, int w_per_group, float eps) {
+                     int C, int w_per_group, double eps) {
     real *y = y_, *rstd = rstd_;
     const real *x = x_, *w = w_;
     int64_t rows = N * G;
@@ -65,7 +65,7 @@ void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, cons
     rt_free(partial);
 }
 
-void cpu_l2norm_fwd(void *y_, void *rnorm_, const void *x_, int64_t N, int G, int D, float eps) {
+void cpu_l2norm_fwd(void *y_, void *rnorm_, const void *x_, int64_t N, int G, int D, double eps) {
     real *y = y_, *rnorm = rnorm_;
     const real *x = x_;
     int64_t rows = N * G;

@@ -45,20 +45,6 @@ size_t st_dtype_size(const char *dtype) {
     return 0;
 }
 
-/* "<path>: <message>" into err; returns -1. */
-static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...) RT_PRINTF(4, 5);
-static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...) {
-    if (!err || !errlen) return -1;
-    int n = snprintf(err, errlen, "%s: ", path);
-    if (n >= 0 && (size_t)n < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Elements of a shape; -1 on overflow past 2^63. */
 static int64_t shape_numel(const int64_t *shape, int ndim) {
     int64_t n = 1;
@@ -116,7 +102,7 @@ static json_t *build_header(const char *path, const StTensor *t, int n, const ch
             if (!v || json_object_set_new(meta, kv[0], v)) {
                 json_decref(meta);
                 json_decref(hdr);
-                fail(err, errlen, path, "metadata '%s' is not valid UTF-8", kv[0]);
+                rt_error(err, errlen, path, "metadata '%s' is not valid UTF-8", kv[0]);
                 return NULL;
             }
         }
@@ -135,7 +121,7 @@ static json_t *build_header(const char *path, const StTensor *t, int n, const ch
         else if ((uint64_t)numel > SIZE_MAX / es || (size_t)numel * es != x->nbytes) why = "nbytes does not match the shape";
         if (why) {
             json_decref(hdr);
-            fail(err, errlen, path, "cannot write tensor '%s' (dtype %s): %s", x->name, x->dtype, why);
+            rt_error(err, errlen, path, "cannot write tensor '%s' (dtype %s): %s", x->name, x->dtype, why);
             return NULL;
         }
         json_t *shape = json_array();
@@ -144,7 +130,7 @@ static json_t *build_header(const char *path, const StTensor *t, int n, const ch
                                   "data_offsets", (json_int_t)off, (json_int_t)(off + x->nbytes));
         if (!entry || json_object_set_new(hdr, x->name, entry)) {
             json_decref(hdr);
-            fail(err, errlen, path, "cannot write tensor '%s': name is not valid UTF-8", x->name);
+            rt_error(err, errlen, path, "cannot write tensor '%s': name is not valid UTF-8", x->name);
             return NULL;
         }
         off += x->nbytes;
@@ -170,29 +156,29 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
     int rc = -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        fail(err, errlen, tmp, "cannot create: %s", strerror(errno));
+        rt_error(err, errlen, tmp, "cannot create: %s", strerror(errno));
         goto done;
     }
     int ok = write_all(fd, head, 8 + padded) == 0;
     for (int i = 0; i < n && ok; i++) ok = write_all(fd, t[i].data, t[i].nbytes) == 0;
     if (!ok || fsync(fd)) {
-        fail(err, errlen, tmp, "write failed: %s", strerror(errno));
+        rt_error(err, errlen, tmp, "write failed: %s", strerror(errno));
         close(fd);
         unlink(tmp);
         goto done;
     }
     if (close(fd)) {
-        fail(err, errlen, tmp, "write failed: %s", strerror(errno));
+        rt_error(err, errlen, tmp, "write failed: %s", strerror(errno));
         unlink(tmp);
         goto done;
     }
     if (rename(tmp, path)) {
-        fail(err, errlen, path, "cannot rename %s into place: %s", tmp, strerror(errno));
+        rt_error(err, errlen, path, "cannot rename %s into place: %s", tmp, strerror(errno));
         unlink(tmp);
         goto done;
     }
     if (fsync_parent(path)) {
-        fail(err, errlen, path, "cannot sync its directory: %s", strerror(errno));
+        rt_error(err, errlen, path, "cannot sync its directory: %s", strerror(errno));
         goto done;
     }
     rc = 0;
@@ -226,44 +212,44 @@ static int parse_tensor(StFile *f, const char *name, json_t *v, const char *data
     const char *p = f->path;
     memset(x, 0, sizeof(*x));
     if (strlen(name) >= ST_NAME_MAX)
-        return fail(err, errlen, p, "tensor name '%.60s...' is longer than %d bytes", name, ST_NAME_MAX - 1);
+        return rt_error(err, errlen, p, "tensor name '%.60s...' is longer than %d bytes", name, ST_NAME_MAX - 1);
     strcpy(x->name, name);
-    if (!json_is_object(v)) return fail(err, errlen, p, "tensor '%s': header entry is not an object", name);
+    if (!json_is_object(v)) return rt_error(err, errlen, p, "tensor '%s': header entry is not an object", name);
     const char *key;
     json_t *field;
     json_object_foreach(v, key, field) {
         if (strcmp(key, "dtype") && strcmp(key, "shape") && strcmp(key, "data_offsets"))
-            return fail(err, errlen, p, "tensor '%s': unknown header field '%s'", name, key);
+            return rt_error(err, errlen, p, "tensor '%s': unknown header field '%s'", name, key);
     }
     json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
            *off = json_object_get(v, "data_offsets");
-    if (!json_is_string(dt)) return fail(err, errlen, p, "tensor '%s': 'dtype' is missing or not a string", name);
+    if (!json_is_string(dt)) return rt_error(err, errlen, p, "tensor '%s': 'dtype' is missing or not a string", name);
     size_t es = st_dtype_size(json_string_value(dt));
-    if (!es) return fail(err, errlen, p, "tensor '%s': unknown dtype '%s'", name, json_string_value(dt));
+    if (!es) return rt_error(err, errlen, p, "tensor '%s': unknown dtype '%s'", name, json_string_value(dt));
     strcpy(x->dtype, json_string_value(dt));
-    if (!json_is_array(sh)) return fail(err, errlen, p, "tensor '%s': 'shape' is missing or not an array", name);
+    if (!json_is_array(sh)) return rt_error(err, errlen, p, "tensor '%s': 'shape' is missing or not an array", name);
     if (json_array_size(sh) > ST_MAX_DIMS)
-        return fail(err, errlen, p, "tensor '%s' has %zu dimensions, at most %d are supported", name,
+        return rt_error(err, errlen, p, "tensor '%s' has %zu dimensions, at most %d are supported", name,
                     json_array_size(sh), ST_MAX_DIMS);
     x->ndim = (int)json_array_size(sh);
     for (int d = 0; d < x->ndim; d++) {
         uint64_t s;
         if (get_u64(json_array_get(sh, (size_t)d), &s))
-            return fail(err, errlen, p, "tensor '%s': shape entries must be non-negative integers", name);
+            return rt_error(err, errlen, p, "tensor '%s': shape entries must be non-negative integers", name);
         x->shape[d] = (int64_t)s;
     }
     uint64_t b, e;
     if (!json_is_array(off) || json_array_size(off) != 2 || get_u64(json_array_get(off, 0), &b) ||
         get_u64(json_array_get(off, 1), &e) || b > e)
-        return fail(err, errlen, p, "tensor '%s': 'data_offsets' must be [begin, end] with 0 <= begin <= end", name);
+        return rt_error(err, errlen, p, "tensor '%s': 'data_offsets' must be [begin, end] with 0 <= begin <= end", name);
     int64_t numel = shape_numel(x->shape, x->ndim);
     if (numel < 0 || (uint64_t)numel > UINT64_MAX / es || (uint64_t)numel * es != e - b)
-        return fail(err, errlen, p,
+        return rt_error(err, errlen, p,
                     "tensor '%s': offsets [%llu, %llu] hold %llu bytes, but its shape and dtype %s need %lld x %zu",
                     name, (unsigned long long)b, (unsigned long long)e, (unsigned long long)(e - b), x->dtype,
                     (long long)numel, es);
     if (e > dsize)
-        return fail(err, errlen, p,
+        return rt_error(err, errlen, p,
                     "tensor '%s' ends at byte %llu of the data, which holds only %llu bytes (truncated file?)",
                     name, (unsigned long long)e, (unsigned long long)dsize);
     x->data = data + b;
@@ -277,11 +263,11 @@ static int parse_header(StFile *f, const char *text, uint64_t hsize, const char 
     json_error_t jerr;
     json_t *root = json_loadb(text, (size_t)hsize, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return fail(err, errlen, f->path, "invalid JSON header: %s (line %d, column %d)", jerr.text, jerr.line,
+        return rt_error(err, errlen, f->path, "invalid JSON header: %s (line %d, column %d)", jerr.text, jerr.line,
                     jerr.column);
     int rc = -1;
     if (!json_is_object(root)) {
-        fail(err, errlen, f->path, "the JSON header is not an object");
+        rt_error(err, errlen, f->path, "the JSON header is not an object");
         goto done;
     }
     f->t = rt_calloc(json_object_size(root), sizeof(StTensor));
@@ -292,12 +278,12 @@ static int parse_header(StFile *f, const char *text, uint64_t hsize, const char 
             const char *k;
             json_t *s;
             if (!json_is_object(v)) {
-                fail(err, errlen, f->path, "'__metadata__' is not an object");
+                rt_error(err, errlen, f->path, "'__metadata__' is not an object");
                 goto done;
             }
             json_object_foreach(v, k, s) {
                 if (!json_is_string(s)) {
-                    fail(err, errlen, f->path, "metadata '%s' is not a string", k);
+                    rt_error(err, errlen, f->path, "metadata '%s' is not a string", k);
                     goto done;
                 }
             }
@@ -313,18 +299,18 @@ static int parse_header(StFile *f, const char *text, uint64_t hsize, const char 
     for (int i = 0; i < f->n; i++) {
         uint64_t b = (uint64_t)((const char *)f->t[i].data - data);
         if (b < pos) {
-            fail(err, errlen, f->path, "tensor '%s' overlaps tensor '%s'", f->t[i].name, f->t[i - 1].name);
+            rt_error(err, errlen, f->path, "tensor '%s' overlaps tensor '%s'", f->t[i].name, f->t[i - 1].name);
             goto done;
         }
         if (b > pos) {
-            fail(err, errlen, f->path, "%llu unused bytes before tensor '%s'", (unsigned long long)(b - pos),
+            rt_error(err, errlen, f->path, "%llu unused bytes before tensor '%s'", (unsigned long long)(b - pos),
                  f->t[i].name);
             goto done;
         }
         pos = b + f->t[i].nbytes;
     }
     if (pos != dsize) {
-        fail(err, errlen, f->path, "the data section holds %llu bytes, but the tensors cover %llu",
+        rt_error(err, errlen, f->path, "the data section holds %llu bytes, but the tensors cover %llu",
              (unsigned long long)dsize, (unsigned long long)pos);
         goto done;
     }
@@ -340,13 +326,13 @@ StFile *st_open(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb)) {
-        fail(err, errlen, path, "cannot open: %s", strerror(errno));
+        rt_error(err, errlen, path, "cannot open: %s", strerror(errno));
         if (fd >= 0) close(fd);
         goto bad;
     }
     if (!S_ISREG(sb.st_mode) || sb.st_size < 8) {
         close(fd);
-        fail(err, errlen, path, S_ISREG(sb.st_mode) ? "only %lld bytes, too short for a safetensors file"
+        rt_error(err, errlen, path, S_ISREG(sb.st_mode) ? "only %lld bytes, too short for a safetensors file"
                                                     : "not a regular file (%lld bytes)",
              (long long)sb.st_size);
         goto bad;
@@ -356,19 +342,19 @@ StFile *st_open(const char *path, char *err, size_t errlen) {
     close(fd);
     if (f->map == MAP_FAILED) {
         f->map = NULL;
-        fail(err, errlen, path, "cannot map: %s", strerror(errno));
+        rt_error(err, errlen, path, "cannot map: %s", strerror(errno));
         goto bad;
     }
     const unsigned char *bytes = f->map;
     uint64_t hsize = 0;
     for (int i = 0; i < 8; i++) hsize |= (uint64_t)bytes[i] << (8 * i);
     if (hsize > f->size - 8) {
-        fail(err, errlen, path, "header size %llu exceeds the %llu bytes that follow it (truncated or not a safetensors file)",
+        rt_error(err, errlen, path, "header size %llu exceeds the %llu bytes that follow it (truncated or not a safetensors file)",
              (unsigned long long)hsize, (unsigned long long)(f->size - 8));
         goto bad;
     }
     if (hsize > ST_HEADER_MAX) {
-        fail(err, errlen, path, "header size %llu exceeds the 100 MB limit", (unsigned long long)hsize);
+        rt_error(err, errlen, path, "header size %llu exceeds the 100 MB limit", (unsigned long long)hsize);
         goto bad;
     }
     const char *data = (const char *)bytes + 8 + hsize;

@@ -7,7 +7,7 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-#define QK_NORM_EPS 1e-5f /* SPEC §1: only the FoX QK-norm uses 1e-5 */
+#define QK_NORM_EPS 1e-5 /* SPEC §1: only the FoX QK-norm uses 1e-5 */
 
 typedef struct {
     int q, k, v, f, fb, g, o, onorm, qnorm, knorm, kshift, vshift; /* parameter ids */
@@ -155,14 +155,14 @@ static void fox_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->shift_fwd(l->v1, l->v0, l->va, c->seqs, H, dm->dv);
     }
     be->matmul_fwd(l->fr, x, W(c, l->f), W(c, l->fb), N, H, d);
-    be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0f);
+    be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0);
     if (pk == PE_SELECTIVE) pe_forward(&l->pe, c, x, l->pe_qin, l->pe_kin, l->pe_qout, l->pe_kout);
     if (l->qnorm >= 0) qk_norm_fwd(l, c);
     if (pk == PE_ROPE) pe_forward(&l->pe, c, x, l->pe_qin, l->pe_kin, l->pe_qout, l->pe_kout);
     be->fox_fwd(l->o_, l->lse, l->qf, l->kf, l->v1, l->lf, c->seqs, H, dm->dk,
-                (float)(1.0 / sqrt((double)dm->dk)));
+                1.0 / sqrt((double)dm->dk));
     if (l->onorm >= 0)
-        be->rmsnorm_fwd(l->on, l->orstd, l->o_, W(c, l->onorm), N, H, dm->dv, 1, (float)c->cfg->norm_eps);
+        be->rmsnorm_fwd(l->on, l->orstd, l->o_, W(c, l->onorm), N, H, dm->dv, 1, c->cfg->norm_eps);
     if (l->g >= 0) {
         be->matmul_fwd(l->gp, x, W(c, l->g), NULL, N, d, d);
         be->gate_mul_fwd(l->r, l->on, l->gp, (int64_t)N * d, ACT_SIGMOID);
@@ -186,8 +186,8 @@ static void fox_backward(void *layer, const Ctx *c, const void *x, const void *d
     if (l->onorm >= 0)
         be->rmsnorm_bwd(l->do_, G(c, l->onorm), l->don, l->o_, W(c, l->onorm), l->orstd, N, H, dm->dv, 1, 0);
     be->fox_bwd(l->dqf, l->dkf, l->dv1, l->dlf, l->do_, l->qf, l->kf, l->v1, l->lf, l->o_, l->lse,
-                c->seqs, H, dm->dk, (float)(1.0 / sqrt((double)dm->dk)));
-    be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0f);
+                c->seqs, H, dm->dk, 1.0 / sqrt((double)dm->dk));
+    be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
     be->matmul_bwd(dx, G(c, l->f), G(c, l->fb), l->dfr, x, W(c, l->f), N, H, d, have_dx);
     if (pk == PE_ROPE)
         pe_backward(&l->pe, c, x, l->pe_qin, l->pe_kin, l->pe_dqout, l->pe_dkout, l->pe_dqin, l->pe_dkin, dx);

@@ -120,16 +120,16 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->silu_fwd(l->v1, l->v0, (int64_t)N * Vd);
     }
     if (l->pe.cfg.kind != PE_NOPE) pe_forward(&l->pe, c, x, l->q1, l->k1, l->qr, l->kr);
-    be->l2norm_fwd(l->qn, l->qrn, l->qr, N, H, dm->dk, 1e-6f);
-    be->l2norm_fwd(l->kn, l->krn, l->kr, N, H, dm->dk, 1e-6f);
+    be->l2norm_fwd(l->qn, l->qrn, l->qr, N, H, dm->dk, 1e-6);
+    be->l2norm_fwd(l->kn, l->krn, l->kr, N, H, dm->dk, 1e-6);
     be->matmul_fwd(l->braw, x, W(c, l->b), NULL, N, H, d);
     be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
     be->gdn_gates_fwd(l->beta, l->gd, l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     void *states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, dm->dk, dm->dv)));
     be->gdn_fwd(l->o_, states, l->qn, l->kn, l->v1, l->beta, l->gd, c->seqs, H, dm->dk, dm->dv,
-                (float)(1.0 / sqrt((double)dm->dk)));
+                1.0 / sqrt((double)dm->dk));
     be->matmul_fwd(l->gp, x, W(c, l->g), NULL, N, Vd, d);
-    be->rmsnorm_fwd(l->on, l->rstd, l->o_, W(c, l->onorm), N, H, dm->dv, 0, (float)c->cfg->norm_eps);
+    be->rmsnorm_fwd(l->on, l->rstd, l->o_, W(c, l->onorm), N, H, dm->dv, 0, c->cfg->norm_eps);
     be->gate_mul_fwd(l->r, l->on, l->gp, (int64_t)N * Vd, ACT_SILU);
     be->matmul_fwd(y, l->r, W(c, l->o), NULL, N, d, Vd);
 }
@@ -144,7 +144,7 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->rmsnorm_bwd(l->do_, G(c, l->onorm), l->don, l->o_, W(c, l->onorm), l->rstd, N, H, dm->dv, 0, 0);
     be->matmul_bwd(dx, G(c, l->g), NULL, l->dgp, x, W(c, l->g), N, Vd, d, 0);
     be->gdn_bwd(l->dqn, l->dkn, l->dv1, l->dbeta, l->dgd, l->do_, l->qn, l->kn, l->v1, l->beta,
-                l->gd, l->states.p, c->seqs, H, dm->dk, dm->dv, (float)(1.0 / sqrt((double)dm->dk)));
+                l->gd, l->states.p, c->seqs, H, dm->dk, dm->dv, 1.0 / sqrt((double)dm->dk));
     be->gdn_gates_bwd(l->dbraw, l->daraw, G(c, l->A_log), G(c, l->dt_bias), l->dbeta, l->dgd,
                       l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, 1);

@@ -107,14 +107,14 @@ static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
     /* forget gate: log alpha = logsigmoid((x A) B + b) / 16 */
     be->matmul_fwd(l->z1, x, W(c, l->gk0), NULL, N, l->R, d);
     be->matmul_fwd(l->z, l->z1, W(c, l->gk1), W(c, l->gk1b), N, Kd, l->R);
-    be->logsigmoid_fwd(l->lg, l->z, (int64_t)N * Kd, (float)c->cfg->gate_logit_normalizer);
+    be->logsigmoid_fwd(l->lg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     if (l->pe.cfg.kind != PE_NOPE) pe_forward(&l->pe, c, x, l->q1, l->k1, l->qr, l->kr);
     void *states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, dm->dk, dm->dv)));
     be->gla_fwd(l->o_, states, l->qr, l->kr, l->v1, l->lg, c->seqs, H, dm->dk, dm->dv,
-                (float)(1.0 / sqrt((double)dm->dk)));
+                1.0 / sqrt((double)dm->dk));
     /* readout: RMSNorm per head (shared weight) * swish(x W_g), then o_proj */
     be->matmul_fwd(l->gp, x, W(c, l->g), NULL, N, Vd, d);
-    be->rmsnorm_fwd(l->on, l->rstd, l->o_, W(c, l->gnorm), N, H, dm->dv, 0, (float)c->cfg->norm_eps);
+    be->rmsnorm_fwd(l->on, l->rstd, l->o_, W(c, l->gnorm), N, H, dm->dv, 0, c->cfg->norm_eps);
     be->gate_mul_fwd(l->r, l->on, l->gp, (int64_t)N * Vd, ACT_SILU);
     be->matmul_fwd(y, l->r, W(c, l->o), NULL, N, d, Vd);
 }
@@ -129,8 +129,8 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->rmsnorm_bwd(l->do_, G(c, l->gnorm), l->don, l->o_, W(c, l->gnorm), l->rstd, N, H, dm->dv, 0, 0);
     be->matmul_bwd(dx, G(c, l->g), NULL, l->dgp, x, W(c, l->g), N, Vd, d, 0);
     be->gla_bwd(l->dqr, l->dkr, l->dv1, l->dlg, l->do_, l->qr, l->kr, l->v1, l->lg, l->states.p,
-                c->seqs, H, dm->dk, dm->dv, (float)(1.0 / sqrt((double)dm->dk)));
-    be->logsigmoid_bwd(l->dz, l->dlg, l->z, (int64_t)N * Kd, (float)c->cfg->gate_logit_normalizer);
+                c->seqs, H, dm->dk, dm->dv, 1.0 / sqrt((double)dm->dk));
+    be->logsigmoid_bwd(l->dz, l->dlg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     be->matmul_bwd(l->dz1, G(c, l->gk1), G(c, l->gk1b), l->dz, l->z1, W(c, l->gk1), N, Kd, l->R, 0);
     be->matmul_bwd(dx, G(c, l->gk0), NULL, l->dz1, x, W(c, l->gk0), N, l->R, d, 1);
     if (l->pe.cfg.kind != PE_NOPE)

@@ -217,7 +217,7 @@ static Ctx make_ctx(Model *m) {
     return c;
 }
 
-double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_valid) {
+double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid) {
     const Backend *be = m->be;
     int64_t N = (int64_t)b->B * b->T;
     for (int64_t n = 0; n < N; n++) {
@@ -236,7 +236,7 @@ double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_vali
     if (m->rope_angle) be->rope_angles(m->rope_angle, &m->seqs, m->dims.dk, m->cfg.pe.rope_theta);
     Ctx c = make_ctx(m);
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
-    float eps = (float)m->cfg.norm_eps;
+    double eps = m->cfg.norm_eps;
     be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
     for (int l = 0; l < m->cfg.num_layers; l++) {
         Block *bl = &m->blocks[l];
@@ -257,7 +257,7 @@ double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_vali
     for (int64_t n = 0; n < N; n++) valid += b->labels[n] != -100;
     if (n_valid) *n_valid = valid;
     m->have_grad_logits = grad_scale > 0;
-    return be->cross_entropy(m->logits, m->lab_dev, N, V, m->have_grad_logits ? grad_scale : 0.0f);
+    return be->cross_entropy(m->logits, m->lab_dev, N, V, m->have_grad_logits ? grad_scale : 0.0);
 }
 
 void model_backward(Model *m) {

@@ -43,7 +43,7 @@ void model_zero_grads(Model *m);
  * cross-entropy over the non-ignored labels (fp64) and, if n_valid is not NULL, their
  * count. With grad_scale > 0 the logits are replaced by grad_scale * dloss/dlogits and a
  * model_backward call may follow; with grad_scale == 0 only the loss is computed. */
-double model_forward(Model *m, const Batch *b, float grad_scale, int64_t *n_valid);
+double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid);
 /* Backward pass of the last forward: accumulates (+=) into the gradient buffer. */
 void model_backward(Model *m);
 /* Logits of the last forward: host copy [B*T, V] of [act] elements. Only valid after

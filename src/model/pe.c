@@ -88,7 +88,7 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
     }
     RT_ASSERT(pe->cfg.kind == PE_SELECTIVE);
     /* 1. x^ = per-head L2-normalised slices of the mixer input */
-    be->l2norm_fwd(pe->xh, pe->xh_rnorm, x, N, H, d / H, 1e-6f);
+    be->l2norm_fwd(pe->xh, pe->xh_rnorm, x, N, H, d / H, 1e-6);
     /* 2. angle increments phi */
     if (pe->cfg.phi_proj == PHI_WEIGHT_NORM) {
         be->weightnorm_fwd(pe->wn, W(c, pe->phi_w), W(c, pe->phi_scale), H, d / H, P);

@@ -23,16 +23,6 @@ static const char *const CKPT_FILES[] = {"model.safetensors", "config.json", "ro
                                          "optimizer.safetensors", "trainer_state.json"};
 #define N_CKPT_FILES (sizeof CKPT_FILES / sizeof CKPT_FILES[0])
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) RT_PRINTF(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ------------------------------------------------------------------------------------ */
 /* File system helpers                                                                  */
@@ -91,7 +81,7 @@ static int fsync_dir(const char *path) {
 /* Creates `path` holding `text`, fsynced. */
 static int write_text(const char *path, const char *text, char *err, size_t errlen) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (fd < 0) return rt_error(err, errlen, NULL, "%s: cannot create: %s", path, strerror(errno));
     size_t n = strlen(text);
     const char *p = text;
     while (n) {
@@ -104,9 +94,9 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
     if (n || fsync(fd)) {
         int e = errno;
         close(fd);
-        return fail(err, errlen, "%s: write failed: %s", path, strerror(e));
+        return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(e));
     }
-    if (close(fd)) return fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    if (close(fd)) return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(errno));
     return 0;
 }
 
@@ -354,11 +344,11 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     struct stat sb;
 
     if (mkdir_p(ckdir)) {
-        fail(err, errlen, "%s: cannot create the directory: %s", ckdir, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
         goto out;
     }
     if (remove_tree(tmp) || mkdir(tmp, 0755)) {
-        fail(err, errlen, "%s: cannot create the directory: %s", tmp, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
         goto out;
     }
     if (save_model(tmp, m, err, errlen) ||
@@ -368,28 +358,28 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
                   JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen))
         goto out_rm;
     if (fsync_dir(tmp)) {
-        fail(err, errlen, "%s: cannot sync the directory: %s", tmp, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
         goto out_rm;
     }
     /* A checkpoint of the same step is moved aside to a .tmp-* name (ignored by readers,
      * removed by prune below) so that the new one can take its name. */
     int replacing = lstat(final, &sb) == 0;
     if (replacing && (remove_tree(old) || rename(final, old))) {
-        fail(err, errlen, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
         goto out_rm;
     }
     if (rename(tmp, final)) {
-        fail(err, errlen, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
         if (replacing) rename(old, final); /* best effort: put the previous one back */
         goto out_rm;
     }
     if (fsync_dir(ckdir)) {
-        fail(err, errlen, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
         goto out;
     }
     if (write_text(latest_tmp, line, err, errlen)) goto out;
     if (rename(latest_tmp, latest) || fsync_dir(ckdir)) {
-        fail(err, errlen, "%s: cannot update: %s", latest, strerror(errno));
+        rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
         goto out;
     }
     prune(ckdir, name, keep);
@@ -470,20 +460,20 @@ static int gather(const StFile *f, const char *path, const ParamTable *t, const 
                 continue;
             }
             if (strcmp(x->dtype, "F32"))
-                return fail(err, errlen, "%s: tensor %s has dtype %s, expected F32", path, name, x->dtype);
+                return rt_error(err, errlen, NULL, "%s: tensor %s has dtype %s, expected F32", path, name, x->dtype);
             int same = x->ndim == p->ndim;
             for (int d = 0; same && d < p->ndim; d++) same = x->shape[d] == p->shape[d];
             if (!same) {
                 char got[128], want[128];
                 format_shape(got, sizeof got, x->shape, x->ndim);
                 format_shape(want, sizeof want, p->shape, p->ndim);
-                return fail(err, errlen, "%s: tensor %s has shape %s, the model expects %s", path, name, got, want);
+                return rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s", path, name, got, want);
             }
             memcpy(dst[k] + p->offset, x->data, x->nbytes);
         }
     }
     if (missing)
-        return fail(err, errlen, "%s: tensor %s%s is missing (%d of the %d tensors the model expects are absent)",
+        return rt_error(err, errlen, NULL, "%s: tensor %s%s is missing (%d of the %d tensors the model expects are absent)",
                     path, first_prefix, first_missing, missing, expected);
     if (st_count(f) != expected) {
         /* Every expected name was found, so any other tensor is unexpected. */
@@ -496,7 +486,7 @@ static int gather(const StFile *f, const char *path, const ParamTable *t, const 
                 known = idx >= 0 && (!trainable_only || t->p[idx].trainable);
             }
             if (!known)
-                return fail(err, errlen, "%s: unexpected tensor %s, which the model does not have (%d unexpected)",
+                return rt_error(err, errlen, NULL, "%s: unexpected tensor %s, which the model does not have (%d unexpected)",
                             path, name, st_count(f) - expected);
         }
     }
@@ -515,7 +505,7 @@ static int get_count(const json_t *j, const char *key, int64_t *out) {
 static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_step, char *err, size_t errlen) {
     json_error_t jerr;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!j) return fail(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
+    if (!j) return rt_error(err, errlen, NULL, "%s: %s (line %d)", path, jerr.text, jerr.line);
     int r = -1;
     const json_t *fmt = json_object_get(j, "format"), *seed = json_object_get(j, "seed");
     int64_t version, world;
@@ -537,13 +527,13 @@ static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_s
     else if (!json_object_get(j, "data"))
         bad = "\"data\" is missing";
     if (bad) {
-        fail(err, errlen, "%s: %s", path, bad);
+        rt_error(err, errlen, NULL, "%s: %s", path, bad);
         goto out;
     }
     errno = 0;
     st->seed = strtoull(json_string_value(seed), NULL, 10);
     if (errno) {
-        fail(err, errlen, "%s: \"seed\" does not fit 64 bits", path);
+        rt_error(err, errlen, NULL, "%s: \"seed\" does not fit 64 bits", path);
         goto out;
     }
     st->world_size = (int)world;
@@ -576,7 +566,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
         if (!(of = st_open(opath, err, errlen))) goto out;
         const char *step = st_meta(of, "step");
         if (!step || !*step || strspn(step, "0123456789") != strlen(step) || strlen(step) > 18) {
-            fail(err, errlen, "%s: metadata \"step\" is missing or not a step count", opath);
+            rt_error(err, errlen, NULL, "%s: metadata \"step\" is missing or not a step count", opath);
             goto out;
         }
         opt_step = strtoll(step, NULL, 10);
@@ -590,7 +580,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     if (st) {
         if (read_trainer_state(spath, &ts, &state_opt_step, err, errlen)) goto out;
         if (opt && state_opt_step != opt_step) {
-            fail(err, errlen, "%s: optimizer_step %lld does not match the step %lld of %s (files from different saves?)",
+            rt_error(err, errlen, NULL, "%s: optimizer_step %lld does not match the step %lld of %s (files from different saves?)",
                  spath, (long long)state_opt_step, (long long)opt_step, opath);
             json_decref(ts.data_state);
             goto out;
@@ -621,7 +611,7 @@ int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_
     char *path = rt_sprintf("%s/rotor.ini", ckpt_dir);
     char *text = read_text(path);
     int r;
-    if (!text) r = fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    if (!text) r = rt_error(err, errlen, NULL, "%s: cannot read: %s", path, strerror(errno));
     else r = run_config_load_string(rc, text, path, NULL, 0, err, errlen);
     rt_free(text);
     rt_free(path);

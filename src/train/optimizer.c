@@ -32,8 +32,8 @@ void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr) {
         const ParamInfo *p = &t->p[i];
         if (!p->trainable) continue;
         size_t off = (size_t)p->offset * F;
-        be->adamw(w + off, mm + off, vv + off, g + off, p->numel, (float)lr, (float)tc->beta1,
-                  (float)tc->beta2, (float)tc->adam_eps, p->decay ? (float)tc->weight_decay : 0.0f,
+        be->adamw(w + off, mm + off, vv + off, g + off, p->numel, lr, tc->beta1,
+                  tc->beta2, tc->adam_eps, p->decay ? tc->weight_decay : 0.0,
                   o->t);
     }
 }
@@ -50,7 +50,7 @@ double grad_global_norm(Model *m) {
 
 void grads_scale(Model *m, double s) {
     const Backend *be = model_backend(m);
-    be->scale(model_grads(m), model_params(m)->total, (float)s);
+    be->scale(model_grads(m), model_params(m)->total, s);
 }
 
 double lr_at(const TrainConfig *tc, int64_t step) {

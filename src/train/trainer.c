@@ -75,7 +75,7 @@ static double validate(Trainer *tr) {
     for (int i = 0; i < tr->rc->train.val_batches; i++) {
         Batch b;
         count += next_batch(tr, tr->val, 0, &b);
-        sum += model_forward(tr->model, &b, 0.0f, NULL);
+        sum += model_forward(tr->model, &b, 0.0, NULL);
     }
     return sum / (double)(count ? count : 1);
 }
@@ -182,7 +182,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         model_zero_grads(tr.model);
         double loss_sum = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
-            loss_sum += model_forward(tr.model, &batches[a], (float)(1.0 / (double)(valid ? valid : 1)), NULL);
+            loss_sum += model_forward(tr.model, &batches[a], 1.0 / (double)(valid ? valid : 1), NULL);
             model_backward(tr.model);
         }
         double loss = loss_sum / (double)(valid ? valid : 1);

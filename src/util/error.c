@@ -73,3 +73,33 @@ char *rt_sprintf(const char *fmt, ...) {
     va_end(ap2);
     return s;
 }
+
+int rt_error(char *err, size_t errlen, const char *prefix, const char *fmt, ...) {
+    if (!err || !errlen) return -1;
+    int n = prefix ? snprintf(err, errlen, "%s: ", prefix) : 0;
+    if (n >= 0 && (size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int rt_edit_distance(const char *a, const char *b) {
+    enum { MAXLEN = 63 };
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > MAXLEN || lb > MAXLEN) return 1 << 20;
+    int prev[MAXLEN + 1], cur[MAXLEN + 1];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}

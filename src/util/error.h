@@ -31,6 +31,11 @@ void *rt_realloc(void *p, size_t bytes);
 void *rt_alloc_aligned(size_t bytes);
 void rt_free(void *p);
 char *rt_strdup(const char *s);
+/* Writes "<prefix>: <message>" (just the message when prefix is NULL) into err[errlen] and
+ * returns -1, for functions that report failures to their caller: return rt_error(...). */
+int rt_error(char *err, size_t errlen, const char *prefix, const char *fmt, ...) RT_PRINTF(4, 5);
+/* Levenshtein distance for "did you mean" hints; strings over 63 bytes count as far apart. */
+int rt_edit_distance(const char *a, const char *b);
 /* printf into a freshly allocated string. */
 char *rt_sprintf(const char *fmt, ...) RT_PRINTF(1, 2);
 

@@ -1,0 +1,46 @@
+#include "variants.h"
+
+const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
+    "nope", "rope", "sel-wn-silu", "sel-lowrank-none-bias-gate", "sel-skip-tan-tempgrad",
+    "sel-bias-gate-docmask",
+};
+
+void apply_pe_variant(ModelConfig *c, int k) {
+    c->pe.kind = k == 0 ? PE_NOPE : k == 1 ? PE_ROPE : PE_SELECTIVE;
+    switch (k) {
+    case 1: c->pe.rope_theta = 100; break; /* a small base: large angles within 70 tokens */
+    case 3:
+        c->pe.phi_proj = PHI_LOW_RANK;
+        c->pe.conv_act = ACT_NONE;
+        c->pe.bias = c->pe.phase_gate = 1;
+        break;
+    case 4:
+        c->pe.skip_conv = 1;
+        c->pe.temp_type = TEMP_TAN;
+        c->pe.temp_theta = 0.9;
+        c->pe.temp_max = 2;
+        c->pe.temp_grad = 1;
+        break;
+    case 5:
+        c->pe.bias = c->pe.phase_gate = 1;
+        c->pe.temp_max = 3;
+        c->doc_mask = 1;
+        break;
+    }
+}
+
+void apply_mixer_option(ModelConfig *c, int on) {
+    if (c->mixer == MIXER_FOX)
+        c->output_gate = c->output_norm = c->qk_norm = c->k_shift = c->v_shift = on;
+    else
+        c->short_conv = on;
+}
+
+const char *mixer_option_name(const ModelConfig *c, int on) {
+    switch (c->mixer) {
+    case MIXER_GLA: return on ? "gla-conv" : "gla-noconv";
+    case MIXER_GDN: return on ? "gdn-conv" : "gdn-noconv";
+    case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
+    }
+    return "?";
+}
