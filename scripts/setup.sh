@@ -11,6 +11,11 @@ packages=(
   libopenblas-openmp-dev                 # BLAS (OpenMP build: no oversubscription in our parallel loops)
   libinih-dev                            # INI config parsing
   libjansson-dev                         # JSON: metrics, checkpoints, config.json
+  libhdf5-dev                            # token shards
+  libsentencepiece-dev sentencepiece     # tokenizer (and spm_encode for the benchmark)
+  zlib1g-dev libzstd-dev zstd            # compressed JSONL inputs (zstd: for the tests)
+  libssl-dev                             # sha256 of tokenizer files
+  libxxhash-dev                          # deterministic train/validation split
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
 )
 

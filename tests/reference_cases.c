@@ -46,7 +46,7 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
     }
     tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
     for (int i = 0; i < B * T; i++) ids64[i] = tok[i], lab64[i] = lab[i];
-    Batch b = {B, T, tok, lab};
+    Batch b = {B, T, tok, lab, NULL};
 
     real *logits = rt_malloc(sizeof(real) * (size_t)(B * T * V));
     int64_t valid;

@@ -60,7 +60,7 @@ static void test_defaults(void) {
     CHECK(d.train.lr_start == 1e-5 && d.train.lr_min == 1e-4 && d.train.warmup_frac == 0.1);
     CHECK(d.train.beta2 == 0.95 && d.train.adam_eps == 1e-8 && d.train.seed == 1234);
     CHECK(d.train.keep_checkpoints == 3 && d.train.max_bad_steps == 5);
-    CHECK(d.data.token_bytes == 2 && !strcmp(d.run.dir, "runs/default") && !strcmp(d.run.device, "cpu"));
+    CHECK(d.data.prefetch == 4 && !strcmp(d.run.dir, "runs/default") && !strcmp(d.run.device, "cpu"));
     CHECK(d.model.max_seq_len == d.train.seq_len);
 
     /* Defaults only: data.train is required. */
@@ -111,7 +111,7 @@ static const char FULL_INI[] =
     "[data]\n"
     "train = data/train.bin\n"
     "val = synthetic:copy\n"
-    "token_bytes = 4\n"
+    "prefetch = 2\n"
     "[run]\n"
     "dir = runs/fox pro\n"
     "device = cuda\n"
@@ -134,7 +134,7 @@ static void test_full_file(void) {
     CHECK(c.train.steps == 5000000000LL && c.train.lr == 2e-3 && c.train.warmup_frac == 0);
     CHECK(c.train.seed == UINT64_MAX && c.train.val_every == 0 && c.train.val_batches == 0);
     CHECK(!strcmp(c.data.train, "data/train.bin") && !strcmp(c.data.val, "synthetic:copy"));
-    CHECK(c.data.token_bytes == 4 && !strcmp(c.run.dir, "runs/fox pro") && !strcmp(c.run.device, "cuda"));
+    CHECK(c.data.prefetch == 2 && !strcmp(c.run.dir, "runs/fox pro") && !strcmp(c.run.device, "cuda"));
     CHECK(c.run.threads == 4);
     /* Untouched keys keep their defaults. */
     CHECK(c.train.beta1 == 0.9 && c.train.grad_clip == 1.0 && m->head_dim == 128);
@@ -228,7 +228,7 @@ static void test_wrong_types(void) {
 static void test_cross_key_validation(void) {
     expect_error("[train]\nval_every = 10\nval_batches = 0\n", "data.train=x", "train.val_batches",
                  "train.val_every", NULL);
-    expect_error("[data]\ntoken_bytes = 3\n", "data.train=x", "data.token_bytes = 3", "2 or 4", NULL);
+    expect_error("[data]\nprefetch = 0\n", "data.train=x", "data.prefetch", "0", NULL);
     expect_error("[model]\nvocab_size = 100\nbos_id = 100\n", "data.train=x", "model.bos_id", "model.vocab_size",
                  NULL);
     expect_error("[model]\nvocab_size = 100\neos_id = 200\n", "data.train=x", "model.eos_id", NULL);
@@ -315,7 +315,7 @@ static void test_round_trip(void) {
     /* Every key of every section, canonical spelling. */
     char *text = ini_text(&c);
     const char *expect[] = {"[model]\ntype = gla\n", "[pe]\ntype = nope\n", "[train]\nseq_len = 2048\n",
-                            "[data]\ntrain = t.bin\nval =\ntoken_bytes = 2\n", "[run]\ndir = runs/default\n",
+                            "[data]\ntrain = t.bin\nval =\ntokenizer =\nprefetch = 4\n", "[run]\ndir = runs/default\n",
                             "\nlr = 0.001\n", "\ntemp_theta = 500000\n", "\nshort_conv = true\n",
                             "\nconv_act = silu\n", "\nadam_eps = 1e-08\n", "\nthreads = 0\n"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)

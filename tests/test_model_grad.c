@@ -51,7 +51,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
         lab[i] = rng_uniform(&r) < 0.1 ? -100 : (int32_t)rng_below(&r, (uint64_t)cfg->vocab_size);
     }
     tok[5] = tok[40] = tok[T + 3] = cfg->bos_id; /* document starts inside the rows */
-    Probe p = {m, {B, T, tok, lab}, 0};
+    Probe p = {m, {B, T, tok, lab, NULL}, 0};
     int64_t valid;
     model_zero_grads(m);
     model_forward(m, &p.b, 1.0f, &valid);

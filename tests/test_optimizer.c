@@ -133,7 +133,7 @@ static void test_accumulation_equals_full_batch(void) {
         const ParamTable *t = model_params(m);
         int64_t valid = 0;
         for (int i = 0; i < B * T; i++) valid += lab[i] != -100;
-        Batch full = {B, T, tok, lab};
+        Batch full = {B, T, tok, lab, NULL};
         model_zero_grads(m);
         double loss_full = model_forward(m, &full, 1.0 / valid, NULL) / valid;
         model_backward(m);
@@ -141,7 +141,7 @@ static void test_accumulation_equals_full_batch(void) {
         model_zero_grads(m);
         double loss_acc = 0;
         for (int half = 0; half < 2; half++) {
-            Batch b = {2, T, tok + half * 2 * T, lab + half * 2 * T};
+            Batch b = {2, T, tok + half * 2 * T, lab + half * 2 * T, NULL};
             loss_acc += model_forward(m, &b, (float)(1.0 / valid), NULL) / valid;
             model_backward(m);
         }

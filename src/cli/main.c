@@ -5,6 +5,7 @@
 
 #include "config/run_config.h"
 #include "cpu/blas_setup.h"
+#include "data_tools.h"
 #include "model/hf_config.h"
 #include "model/model.h"
 #include "train/trainer.h"
@@ -20,6 +21,12 @@ static void usage(FILE *f) {
             "        train a model; metrics, plots and checkpoints go to run.dir\n"
             "  info CONFIG.ini [--set section.key=value]... [--config-json PATH]\n"
             "        print the model's dimensions and parameter counts (and its config.json)\n"
+            "  data tokenize --tokenizer MODEL --out DIR INPUT...\n"
+            "        tokenise JSONL (.gz, .zst) or text files into HDF5 token shards\n"
+            "  data inspect PATH... [--tokenizer MODEL]\n"
+            "        validate token shards and summarise them\n"
+            "  data train-tokenizer --out PREFIX --vocab-size N INPUT...\n"
+            "        train a SentencePiece tokenizer for a corpus that has none\n"
             "  version\n"
             "        print the version\n\n"
             "`rotor <command> --help` describes a command and its options.\n",
@@ -151,6 +158,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
-    static const char *const commands[] = {"train", "info", "version", NULL};
+    if (!strcmp(cmd, "data")) return data_main(argc - 2, argv + 2);
+    static const char *const commands[] = {"train", "info", "data", "version", NULL};
     die_unknown("command", cmd, commands);
 }

@@ -132,9 +132,10 @@ static const KeySpec KEYS[] = {
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
 
-    K_STR("data", "train", data.train, "training tokens: a token file or synthetic:<task> (required)"),
-    K_STR("data", "val", data.val, "validation tokens, empty = held out from train"),
-    K_INT("data", "token_bytes", data.token_bytes, 2, "bytes per token in token files: 2 or 4"),
+    K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, or synthetic:<task> (required)"),
+    K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
+    K_STR("data", "tokenizer", data.tokenizer, "tokenizer model whose sha256 the shards must carry (optional)"),
+    K_INT("data", "prefetch", data.prefetch, 1, "micro-batches read ahead by the loader thread"),
 
     K_STR("run", "dir", run.dir, "run directory (metrics, checkpoints, plots)"),
     K_ENUM_STR("run", "device", run.device, DEVICES, "compute device"),
@@ -185,7 +186,7 @@ void run_config_defaults(RunConfig *c) {
     t->checkpoint_every = 0;
     t->keep_checkpoints = 3;
     t->max_bad_steps = 5;
-    c->data.token_bytes = 2;
+    c->data.prefetch = 4;
     strcpy(c->run.dir, "runs/default");
     strcpy(c->run.device, "cpu");
     c->run.threads = 0;
@@ -687,10 +688,8 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->val_every > 0 && t->val_batches < 1)
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
-    if (c->data.token_bytes != 2 && c->data.token_bytes != 4)
-        return rt_error(err, errlen, origin, "data.token_bytes = %d: expected 2 or 4", c->data.token_bytes);
     if (!c->data.train[0])
-        return rt_error(err, errlen, origin, "data.train is required: a token file or synthetic:<task>");
+        return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, or synthetic:<task>");
     return 0;
 }
 

@@ -4,28 +4,29 @@
 
 #include "util/error.h"
 
-DataSource *token_file_open(const char *path, const DataConfig *dc, const ModelConfig *mc, int T,
-                            uint64_t seed, DataSplit split, int64_t holdout, char *err,
-                            size_t errlen);
-DataSource *synthetic_open(const char *task, const ModelConfig *mc, int T, uint64_t seed,
-                           DataSplit split, char *err, size_t errlen);
+DataSource *shard_source_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                              const DataOptions *opt, char *err, size_t errlen);
+DataSource *synthetic_open(const char *task, const ModelConfig *mc, const DataOptions *opt,
+                           char *err, size_t errlen);
 
-DataSource *datasource_open(const char *spec, const DataConfig *dc, const ModelConfig *mc, int T,
-                            uint64_t seed, DataSplit split, int64_t holdout_windows, char *err,
-                            size_t errlen) {
+DataSource *datasource_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                            const DataOptions *opt, char *err, size_t errlen) {
     static const char prefix[] = "synthetic:";
     if (!strncmp(spec, prefix, sizeof prefix - 1))
-        return synthetic_open(spec + sizeof prefix - 1, mc, T, seed, split, err, errlen);
-    return token_file_open(spec, dc, mc, T, seed, split, holdout_windows, err, errlen);
+        return synthetic_open(spec + sizeof prefix - 1, mc, opt, err, errlen);
+    return shard_source_open(spec, dc, mc, opt, err, errlen);
 }
 
 void datasource_free(DataSource *ds) {
     if (ds) ds->destroy(ds);
 }
 
-void windows_to_batch(const int32_t *win, int B, int T, int32_t *tokens, int32_t *labels) {
+void windows_to_batch(const int32_t *win, const uint8_t *win_doc, int B, int T, int32_t *tokens,
+                      int32_t *labels, uint8_t *doc_start) {
     for (int b = 0; b < B; b++) {
-        memcpy(tokens + (size_t)b * T, win + (size_t)b * (T + 1), sizeof(int32_t) * (size_t)T);
-        memcpy(labels + (size_t)b * T, win + (size_t)b * (T + 1) + 1, sizeof(int32_t) * (size_t)T);
+        size_t w = (size_t)b * (T + 1), o = (size_t)b * T;
+        memcpy(tokens + o, win + w, sizeof(int32_t) * (size_t)T);
+        memcpy(labels + o, win + w + 1, sizeof(int32_t) * (size_t)T);
+        if (win_doc && doc_start) memcpy(doc_start + o, win_doc + w, (size_t)T);
     }
 }

@@ -1,6 +1,10 @@
 /* Where training windows come from. A window is T+1 consecutive tokens: the model reads
  * tokens 0..T-1 and predicts 1..T (SPEC §1). A source is deterministic given its seed and
- * its state, and its state (the exact position) is saved in checkpoints. */
+ * its state, and its state (the exact position) is saved in checkpoints.
+ *
+ * Data parallelism: a source opened as rank r of N serves, of every global micro-batch of
+ * N*B windows, the B windows r*B .. r*B+B-1, so the ranks read disjoint windows and the
+ * global order does not depend on N. The position is global (the same on every rank). */
 #ifndef ROTOR_DATASOURCE_H
 #define ROTOR_DATASOURCE_H
 
@@ -11,10 +15,12 @@
 
 typedef struct DataSource DataSource;
 struct DataSource {
-    char desc[256];   /* for messages: the file or task */
-    int vocab_size;   /* every token is < vocab_size */
-    /* Fills out[B*(T+1)] with the next B windows. */
-    void (*next)(DataSource *ds, int32_t *out, int B);
+    char desc[1100];  /* for messages: the shard set or task */
+    /* Fills tokens[B*(T+1)] with this rank's next B windows and, if doc_start is not NULL,
+     * doc_start[B*(T+1)] with 1 where a document starts. Returns 0, or -1 with a message
+     * naming the file and position of bad data. */
+    int (*next)(DataSource *ds, int32_t *tokens, uint8_t *doc_start, int B, char *err,
+                size_t errlen);
     /* Position as JSON (new reference) and its restoration; set_state returns -1 with a
      * message if the state does not belong to this source. */
     json_t *(*get_state)(const DataSource *ds);
@@ -24,17 +30,27 @@ struct DataSource {
 
 typedef enum { SPLIT_TRAIN, SPLIT_VAL } DataSplit;
 
-/* Opens `spec`: a token file (little-endian unsigned, dc->token_bytes each) or
- * "synthetic:<task>". For token files without a separate validation file, the last
- * `holdout_windows` windows of the train file are the validation split and are never
- * trained on. Returns NULL with a message naming the file or task on error. */
-DataSource *datasource_open(const char *spec, const DataConfig *dc, const ModelConfig *mc, int T,
-                            uint64_t seed, DataSplit split, int64_t holdout_windows, char *err,
-                            size_t errlen);
+typedef struct {
+    int seq_len;             /* T: windows hold T+1 tokens */
+    uint64_t seed;           /* window order (train) */
+    DataSplit split;
+    int rank, world;         /* data-parallel position */
+    int64_t holdout_windows; /* shards without a separate validation set: the last
+                                windows of the train stream form the validation split */
+    int prefetch;            /* micro-batches read ahead by a background thread */
+} DataOptions;
+
+/* Opens `spec`: a directory or glob of shards (*.h5), or "synthetic:<task>". Shards must
+ * carry ids below model.vocab_size, one tokenizer, and dc->tokenizer's sha256 when given.
+ * Returns NULL with a message naming the file or task on error. */
+DataSource *datasource_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                            const DataOptions *opt, char *err, size_t errlen);
 void datasource_free(DataSource *ds);
 
-/* Splits B windows of T+1 tokens into inputs and labels [B*T]. */
-void windows_to_batch(const int32_t *win, int B, int T, int32_t *tokens, int32_t *labels);
+/* Splits B windows of T+1 tokens into inputs and labels [B*T] (and the inputs' document
+ * starts when both pointers are given). */
+void windows_to_batch(const int32_t *win, const uint8_t *win_doc, int B, int T, int32_t *tokens,
+                      int32_t *labels, uint8_t *doc_start);
 
 /* Synthetic tasks, listed for --help and errors. */
 extern const char *const SYNTHETIC_TASKS;

@@ -20,10 +20,11 @@ typedef enum { TASK_MARKOV, TASK_COPY } Task;
 typedef struct {
     DataSource base;
     Task task;
-    int T, bos;
+    int T, bos, vocab;
     uint64_t seed;
     DataSplit split;
-    int64_t index;
+    int rank, world;
+    int64_t index; /* global position: windows consumed by all ranks */
 } Synthetic;
 
 #define COPY_SEP 3
@@ -45,7 +46,7 @@ static int32_t markov_step(int V, int32_t a, Rng *r) {
 static void fill_window(const Synthetic *s, int64_t index, int32_t *w) {
     Rng r;
     rng_init(&r, s->seed, ((uint64_t)s->split << 56) ^ (uint64_t)index);
-    int V = s->base.vocab_size, n = s->T + 1;
+    int V = s->vocab, n = s->T + 1;
     if (s->task == TASK_MARKOV) {
         w[0] = (int32_t)rng_below(&r, (uint64_t)V);
         for (int t = 1; t < n; t++) w[t] = markov_step(V, w[t - 1], &r);
@@ -64,9 +65,19 @@ static void fill_window(const Synthetic *s, int64_t index, int32_t *w) {
     }
 }
 
-static void syn_next(DataSource *ds, int32_t *out, int B) {
+static int syn_next(DataSource *ds, int32_t *out, uint8_t *doc_start, int B, char *err,
+                    size_t errlen) {
+    (void)err, (void)errlen;
     Synthetic *s = (Synthetic *)ds;
-    for (int b = 0; b < B; b++) fill_window(s, s->index++, out + (size_t)b * (s->T + 1));
+    size_t n = (size_t)(s->T + 1);
+    for (int b = 0; b < B; b++) {
+        int32_t *w = out + (size_t)b * n;
+        fill_window(s, s->index + (int64_t)s->rank * B + b, w);
+        if (doc_start)
+            for (size_t t = 0; t < n; t++) doc_start[(size_t)b * n + t] = s->task == TASK_COPY && w[t] == s->bos;
+    }
+    s->index += (int64_t)s->world * B;
+    return 0;
 }
 
 static json_t *syn_get_state(const DataSource *ds) {
@@ -81,8 +92,7 @@ static int syn_set_state(DataSource *ds, const json_t *st, char *err, size_t err
     json_int_t index;
     if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index", &index) ||
         strcmp(kind, "synthetic") || strcmp(task, ds->desc) || index < 0) {
-        snprintf(err, errlen, "%s: the saved data position belongs to another data source", ds->desc);
-        return -1;
+        return rt_error(err, errlen, ds->desc, "the saved data position belongs to another data source");
     }
     s->index = index;
     return 0;
@@ -90,30 +100,32 @@ static int syn_set_state(DataSource *ds, const json_t *st, char *err, size_t err
 
 static void syn_destroy(DataSource *ds) { rt_free(ds); }
 
-DataSource *synthetic_open(const char *task, const ModelConfig *mc, int T, uint64_t seed,
-                           DataSplit split, char *err, size_t errlen) {
+DataSource *synthetic_open(const char *task, const ModelConfig *mc, const DataOptions *opt,
+                           char *err, size_t errlen) {
     Task k;
     if (!strcmp(task, "markov")) {
         k = TASK_MARKOV;
     } else if (!strcmp(task, "copy")) {
         k = TASK_COPY;
         if (mc->vocab_size < COPY_FIRST_LETTER + 2) {
-            snprintf(err, errlen, "synthetic:copy needs model.vocab_size >= %d, got %d",
+            rt_error(err, errlen, NULL, "synthetic:copy needs model.vocab_size >= %d, got %d",
                      COPY_FIRST_LETTER + 2, mc->vocab_size);
             return NULL;
         }
     } else {
-        snprintf(err, errlen, "unknown synthetic task '%s' (available: %s)", task, SYNTHETIC_TASKS);
+        rt_error(err, errlen, NULL, "unknown synthetic task '%s' (available: %s)", task, SYNTHETIC_TASKS);
         return NULL;
     }
     Synthetic *s = rt_calloc(1, sizeof(Synthetic));
     snprintf(s->base.desc, sizeof s->base.desc, "%s", task);
     s->task = k;
-    s->T = T;
+    s->T = opt->seq_len;
     s->bos = mc->bos_id;
-    s->seed = seed;
-    s->split = split;
-    s->base.vocab_size = mc->vocab_size;
+    s->vocab = mc->vocab_size;
+    s->seed = opt->seed;
+    s->split = opt->split;
+    s->rank = opt->rank;
+    s->world = opt->world;
     s->base.next = syn_next;
     s->base.get_state = syn_get_state;
     s->base.set_state = syn_set_state;

@@ -73,7 +73,8 @@ static const Field SELECTIVE[] = {
 
 /* Keys with the one value rotor implements (JSON text). Written as is; when `checked`, a
  * file that sets them to anything else is rejected (unchecked ones are fla runtime options
- * that do not change what the model computes). */
+ * that do not change what the model computes). fuse_norm must be true for fla's GLA to
+ * name its readout norm g_norm_swish_gate, as rotor does. */
 typedef struct {
     const char *key;
     const char *json;
@@ -81,7 +82,7 @@ typedef struct {
 } Fixed;
 
 static const Fixed COMMON_FIXED[] = {
-    {"tie_word_embeddings", "false", 1}, {"fuse_norm", "false", 0}, {"fuse_swiglu", "false", 0},
+    {"tie_word_embeddings", "false", 1}, {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
     {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
 };
 static const Fixed GLA_FIXED[] = {

@@ -184,14 +184,16 @@ static void ensure_capacity(Model *m, int64_t N) {
     m->cap_N = N;
 }
 
-/* Segments of the batch: one per row, split at BOS tokens when doc_mask is on (SPEC §1). */
+/* Segments of the batch: one per row, split at document starts when doc_mask is on
+ * (SPEC §1). */
 static void build_segments(Model *m, const Batch *b) {
     int64_t N = (int64_t)b->B * b->T;
     m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));
     m->pos = rt_realloc(m->pos, sizeof(int32_t) * (size_t)N);
     int nseg = 0;
     for (int64_t n = 0; n < N; n++) {
-        int starts = n % b->T == 0 || (m->cfg.doc_mask && b->tokens[n] == m->cfg.bos_id);
+        int doc = b->doc_start ? b->doc_start[n] : b->tokens[n] == m->cfg.bos_id;
+        int starts = n % b->T == 0 || (m->cfg.doc_mask && doc);
         if (starts) m->cu[nseg++] = n;
         m->pos[n] = starts ? 0 : m->pos[n - 1] + 1;
     }

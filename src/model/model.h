@@ -10,11 +10,13 @@
 #include "model/params.h"
 
 /* A batch of B rows of T input tokens with their labels (next tokens, -100 ignored), on
- * the host. */
+ * the host. With model.doc_mask, documents start at every row start and where doc_start is
+ * 1 (or, when doc_start is NULL, at every BOS token). */
 typedef struct {
     int B, T;
-    const int32_t *tokens; /* [B*T] */
-    const int32_t *labels; /* [B*T] */
+    const int32_t *tokens;    /* [B*T] */
+    const int32_t *labels;    /* [B*T] */
+    const uint8_t *doc_start; /* [B*T] or NULL */
 } Batch;
 
 typedef struct Model Model;

@@ -29,9 +29,10 @@ typedef struct {
 } TrainConfig;
 
 typedef struct {
-    char train[1024];     /* token file, or synthetic:<task> */
-    char val[1024];       /* token file, synthetic:<task>, or empty: held out from train */
-    int token_bytes;      /* 2 or 4 (little-endian unsigned) for token files */
+    char train[1024];     /* shard directory or glob (*.h5), or synthetic:<task> */
+    char val[1024];       /* the same, or empty: windows held out from train */
+    char tokenizer[1024]; /* optional: the shards must carry this model's sha256 */
+    int prefetch;         /* micro-batches the loader thread reads ahead */
 } DataConfig;
 
 typedef struct {

@@ -25,7 +25,9 @@ typedef struct {
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
     int32_t *win;
+    uint8_t *win_doc;
     int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
+    uint8_t **doc;
     Metrics metrics;
 } Trainer;
 
@@ -55,12 +57,14 @@ void print_model_summary(const ModelConfig *mc, const ModelDims *dm, int64_t par
 /* Reads B windows into micro-batch slot `a`; returns the number of non-ignored labels. */
 static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     int B = tr->rc->train.micro_batch, T = tr->rc->train.seq_len;
-    ds->next(ds, tr->win, B);
-    windows_to_batch(tr->win, B, T, tr->tok[a], tr->lab[a]);
+    char err[1024];
+    if (ds->next(ds, tr->win, tr->win_doc, B, err, sizeof err)) rt_die("%s", err);
+    windows_to_batch(tr->win, tr->win_doc, B, T, tr->tok[a], tr->lab[a], tr->doc[a]);
     b->B = B;
     b->T = T;
     b->tokens = tr->tok[a];
     b->labels = tr->lab[a];
+    b->doc_start = tr->doc[a];
     int64_t valid = 0;
     for (int64_t i = 0; i < (int64_t)B * T; i++) valid += tr->lab[a][i] != -100;
     return valid;
@@ -94,28 +98,31 @@ static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
 
 static void open_data(Trainer *tr) {
     const RunConfig *rc = tr->rc;
-    char err[1024];
+    char err[2048];
     int T = rc->train.seq_len;
     int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch;
     int synthetic = !strncmp(rc->data.train, "synthetic:", 10);
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
-    tr->train = datasource_open(rc->data.train, &rc->data, &rc->model, T, rc->train.seed,
-                                SPLIT_TRAIN, holdout ? val_windows : 0, err, sizeof err);
+    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, 0, 1, holdout ? val_windows : 0, rc->data.prefetch};
+    tr->train = datasource_open(rc->data.train, &rc->data, &rc->model, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
     if (rc->train.val_every > 0) {
         const char *spec = rc->data.val[0] ? rc->data.val : rc->data.train;
-        tr->val = datasource_open(spec, &rc->data, &rc->model, T, rc->train.seed, SPLIT_VAL,
-                                  holdout ? val_windows : 0, err, sizeof err);
+        opt.split = SPLIT_VAL;
+        tr->val = datasource_open(spec, &rc->data, &rc->model, &opt, err, sizeof err);
         if (!tr->val) rt_die("%s: %s", rc->data.val[0] ? "data.val" : "data.train", err);
         tr->val_start = tr->val->get_state(tr->val);
     }
     size_t B = (size_t)rc->train.micro_batch, A = (size_t)rc->train.grad_accum;
     tr->win = rt_malloc(sizeof(int32_t) * B * (size_t)(T + 1));
+    tr->win_doc = rt_malloc(B * (size_t)(T + 1));
     tr->tok = rt_calloc(A, sizeof(int32_t *));
     tr->lab = rt_calloc(A, sizeof(int32_t *));
+    tr->doc = rt_calloc(A, sizeof(uint8_t *));
     for (size_t a = 0; a < A; a++) {
         tr->tok[a] = rt_malloc(sizeof(int32_t) * B * (size_t)T);
         tr->lab[a] = rt_malloc(sizeof(int32_t) * B * (size_t)T);
+        tr->doc[a] = rt_malloc(B * (size_t)T);
     }
 }
 
@@ -241,10 +248,13 @@ int train_run(const RunConfig *rc, const char *resume) {
     for (int a = 0; a < tc->grad_accum; a++) {
         rt_free(tr.tok[a]);
         rt_free(tr.lab[a]);
+        rt_free(tr.doc[a]);
     }
     rt_free(tr.win);
+    rt_free(tr.win_doc);
     rt_free(tr.tok);
     rt_free(tr.lab);
+    rt_free(tr.doc);
     adamw_free(tr.opt);
     model_free(tr.model);
     return 0;
