@@ -144,7 +144,7 @@ static Trainee trainee(const ModelConfig *c, uint64_t seed, int64_t t) {
     Trainee x = {model_create(c, be), NULL};
     model_init_weights(x.m, seed);
     int64_t n = model_params(x.m)->total;
-    x.opt = adamw_create(be, n);
+    x.opt = adamw_create(be, 0, n);
     Rng r;
     rng_init(&r, seed, 1);
     real *mm = tu_randn(&r, n, 1e-3), *vv = tu_rand(&r, n, 0, 1e-6);
@@ -416,6 +416,100 @@ static void test_latest(void) {
     trainee_free(&a);
     trainee_free(&b);
     trainee_free(&x);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* A checkpoint whose file changed after it was written (bit rot, a copy cut short) fails its
+ * checksum: the newest intact one is used instead. */
+static void test_checksum_fallback(void) {
+    char *dir = make_tmpdir();
+    ModelConfig c = tiny_gla();
+    RunConfig rc = run_config_for(&c, dir);
+    Trainee a = trainee(&c, 1, 3);
+    for (int s = 10; s <= 30; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 0) == 0, "%s", err);
+    char *ck30 = rt_sprintf("%s/checkpoints/step_00000030", dir);
+    CHECK_MSG(checkpoint_verify(ck30, err, sizeof err) == 0, "%s", err);
+    /* flip one byte of the weights: same size, every file present */
+    char *p = rt_sprintf("%s/model.safetensors", ck30);
+    size_t n;
+    char *data = read_file(p, &n);
+    data[n - 3] ^= 0x40;
+    write_file(p, data, n);
+    CHECK(checkpoint_verify(ck30, err, sizeof err) != 0 && strstr(err, "model.safetensors") && strstr(err, "sha256"));
+    check_latest(dir, "step_00000020");
+    rt_free(data);
+    rt_free(p);
+    rt_free(ck30);
+    trainee_free(&a);
+    rm_rf(dir);
+    rt_free(dir);
+}
+
+/* ZeRO-1 checkpoints: every "rank" writes its slice of the moments; loading cuts any other
+ * slicing out of them (and the unsharded layout out of a sharded one, and back). The ranks
+ * are simulated by saving one slice per call into the same temporary directory. */
+static void test_sharded_moments(void) {
+    char *dir = make_tmpdir();
+    ModelConfig c = tiny_fox_pro();
+    Trainee a = trainee(&c, 4, 7); /* full moments, random */
+    const Backend *be = backend_cpu();
+    int64_t P = model_params(a.m)->total;
+    real *m_full = (real *)download(be, a.opt->m, P), *v_full = (real *)download(be, a.opt->v, P);
+    /* write a two-slice sharded checkpoint by hand: slices of an unsharded save renamed */
+    RunConfig rc = run_config_for(&c, dir);
+    CHECK_MSG(save_step(dir, &a, &rc, 5, 0) == 0, "%s", err);
+    char *ck = rt_sprintf("%s/checkpoints/step_00000005", dir);
+    int64_t cut = P / 3;
+    for (int r = 0; r < 2; r++) {
+        int64_t lo = r ? cut : 0, hi = r ? P : cut;
+        float *mm = rt_malloc(sizeof(float) * (size_t)(hi - lo)), *vv = rt_malloc(sizeof(float) * (size_t)(hi - lo));
+        for (int64_t i = lo; i < hi; i++) mm[i - lo] = (float)m_full[i], vv[i - lo] = (float)v_full[i];
+        StTensor t2[2] = {{"exp_avg", "F32", 1, {hi - lo}, mm, sizeof(float) * (size_t)(hi - lo)},
+                          {"exp_avg_sq", "F32", 1, {hi - lo}, vv, sizeof(float) * (size_t)(hi - lo)}};
+        char a0[32], a1[32], a2[32];
+        snprintf(a0, sizeof a0, "%lld", (long long)lo);
+        snprintf(a1, sizeof a1, "%lld", (long long)hi);
+        snprintf(a2, sizeof a2, "%lld", (long long)P);
+        const char *const meta[] = {"step", "7", "start", a0, "end", a1, "total", a2, NULL};
+        char *path = rt_sprintf("%s/optimizer.rank%05d-of-00002.safetensors", ck, r);
+        CHECK_MSG(st_write(path, t2, 2, meta, err, sizeof err) == 0, "%s", err);
+        rt_free(path);
+        rt_free(mm);
+        rt_free(vv);
+    }
+    char *full = rt_sprintf("%s/optimizer.safetensors", ck);
+    unlink(full);
+    /* load into three other slicings and into the whole range */
+    int64_t cuts[][2] = {{0, P}, {0, P / 2}, {P / 2, P}, {5, 17}, {cut - 3, cut + 3}};
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+        Trainee x = trainee(&c, 9, 0);
+        adamw_free(x.opt);
+        x.opt = adamw_create(be, cuts[k][0], cuts[k][1]);
+        CHECK_MSG(checkpoint_load(ck, x.m, x.opt, NULL, err, sizeof err) == 0, "%s", err);
+        int64_t len = cuts[k][1] - cuts[k][0];
+        real *mx = (real *)download(be, x.opt->m, len), *vx = (real *)download(be, x.opt->v, len);
+        int bad = 0;
+        for (int64_t i = 0; i < len; i++)
+            bad += (float)mx[i] != (float)m_full[cuts[k][0] + i] || (float)vx[i] != (float)v_full[cuts[k][0] + i];
+        CHECK_MSG(!bad && x.opt->t == 7, "slice [%lld, %lld): %d moments differ", (long long)cuts[k][0],
+                  (long long)cuts[k][1], bad);
+        rt_free(mx);
+        rt_free(vx);
+        trainee_free(&x);
+    }
+    /* a missing slice is reported */
+    char *r1 = rt_sprintf("%s/optimizer.rank00001-of-00002.safetensors", ck);
+    unlink(r1);
+    Trainee y = trainee(&c, 9, 0);
+    CHECK(checkpoint_load(ck, y.m, y.opt, NULL, err, sizeof err) != 0 && strstr(err, "incomplete"));
+    trainee_free(&y);
+    rt_free(r1);
+    rt_free(full);
+    rt_free(ck);
+    rt_free(m_full);
+    rt_free(v_full);
+    trainee_free(&a);
     rm_rf(dir);
     rt_free(dir);
 }
@@ -921,6 +1015,8 @@ int main(int argc, char **argv) {
         {"checkpoint_latest", test_latest},
         {"checkpoint_keep", test_keep},
         {"checkpoint_corrupt", test_corrupt},
+        {"checkpoint_checksum_fallback", test_checksum_fallback},
+        {"checkpoint_sharded_moments", test_sharded_moments},
         {"hf_config_roundtrip", test_hf_roundtrip},
         {"hf_config_errors", test_hf_errors},
         {"safetensors_roundtrip", test_st_roundtrip},

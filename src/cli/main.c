@@ -6,6 +6,7 @@
 #include "config/run_config.h"
 #include "cpu/blas_setup.h"
 #include "data_tools.h"
+#include "dist/dist.h"
 #include "model/hf_config.h"
 #include "model/model.h"
 #include "train/trainer.h"
@@ -118,7 +119,9 @@ static int cmd_train(int argc, char **argv) {
     parse_args(argc, argv, &a, 1, train_usage);
     RunConfig rc;
     load_config(&a, &rc);
-    return train_run(&rc, a.resume);
+    int rc_exit = train_run(&rc, a.resume);
+    dist_finalize();
+    return rc_exit;
 }
 
 static int cmd_info(int argc, char **argv) {
@@ -156,7 +159,10 @@ int main(int argc, char **argv) {
         printf("rotor %s\n", ROTOR_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "train")) {
+        dist_init(&argc, &argv); /* rank and world from mpirun; rank 0 of 1 without it */
+        return cmd_train(argc - 2, argv + 2);
+    }
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "data")) return data_main(argc - 2, argv + 2);
     static const char *const commands[] = {"train", "info", "data", "version", NULL};

@@ -131,6 +131,7 @@ static const KeySpec KEYS[] = {
     K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
+    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
 
     K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, or synthetic:<task> (required)"),
     K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
@@ -139,7 +140,8 @@ static const KeySpec KEYS[] = {
 
     K_STR("run", "dir", run.dir, "run directory (metrics, checkpoints, plots)"),
     K_ENUM_STR("run", "device", run.device, DEVICES, "compute device"),
-    K_INT("run", "threads", run.threads, 0, "CPU threads, 0 = all cores"),
+    K_INT("run", "threads", run.threads, 0, "CPU threads per rank, 0 = all cores"),
+    K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -190,6 +192,7 @@ void run_config_defaults(RunConfig *c) {
     strcpy(c->run.dir, "runs/default");
     strcpy(c->run.device, "cpu");
     c->run.threads = 0;
+    c->run.collective_timeout = 600;
     c->model.max_seq_len = t->seq_len;
 }
 

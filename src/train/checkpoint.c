@@ -11,17 +11,17 @@
 #include <unistd.h>
 
 #include "config/run_config.h"
+#include "dist/dist.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 #define TRAINER_STATE_FORMAT "rotor-trainer-state"
 #define TRAINER_STATE_VERSION 1
 
-/* The five files of a complete checkpoint. */
-static const char *const CKPT_FILES[] = {"model.safetensors", "config.json", "rotor.ini",
-                                         "optimizer.safetensors", "trainer_state.json"};
-#define N_CKPT_FILES (sizeof CKPT_FILES / sizeof CKPT_FILES[0])
+/* Optimizer shards of a ZeRO-1 run: one file per rank. */
+#define OPT_SHARD_FORMAT "optimizer.rank%05d-of-%05d.safetensors"
 
 
 /* ------------------------------------------------------------------------------------ */
@@ -129,16 +129,30 @@ static int64_t parse_step_name(const char *name) {
     return strtoll(d, NULL, 10);
 }
 
-/* All five files present as regular files. */
+/* trainer_state.json of a checkpoint directory, or NULL. */
+static json_t *load_state(const char *dir) {
+    char *p = rt_sprintf("%s/trainer_state.json", dir);
+    json_t *j = json_load_file(p, JSON_REJECT_DUPLICATES, NULL);
+    rt_free(p);
+    return j;
+}
+
+/* A checkpoint is complete when its trainer state parses and every file it lists exists
+ * (the state is written last, after every other file). */
 static int is_complete(const char *dir) {
-    for (size_t i = 0; i < N_CKPT_FILES; i++) {
-        char *p = rt_sprintf("%s/%s", dir, CKPT_FILES[i]);
+    json_t *j = load_state(dir);
+    const json_t *files = j ? json_object_get(j, "files") : NULL;
+    int ok = json_is_object(files) && json_object_size(files) > 0;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)files, name, v) {
+        char *p = rt_sprintf("%s/%s", dir, name);
         struct stat sb;
-        int ok = stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+        ok = ok && json_is_string(v) && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
         rt_free(p);
-        if (!ok) return 0;
     }
-    return 1;
+    json_decref(j);
+    return ok;
 }
 
 typedef struct {
@@ -239,8 +253,10 @@ static int save_model(const char *dir, Model *m, char *err, size_t errlen) {
     return rc;
 }
 
+/* optimizer.safetensors: the moments of every trainable parameter under its name (the
+ * optimizer owns every element). */
 static int save_optimizer(const char *dir, const ParamTable *t, const AdamW *opt, char *err, size_t errlen) {
-    float *mm = download_f32(opt->be, opt->m, opt->n), *vv = download_f32(opt->be, opt->v, opt->n);
+    float *mm = download_f32(opt->be, opt->m, t->total), *vv = download_f32(opt->be, opt->v, t->total);
     StTensor *list = rt_calloc(2 * (size_t)t->n, sizeof(StTensor));
     int n = 0;
     for (int i = 0; i < t->n; i++)
@@ -257,6 +273,54 @@ static int save_optimizer(const char *dir, const ParamTable *t, const AdamW *opt
     rt_free(mm);
     rt_free(vv);
     return rc;
+}
+
+/* optimizer.rankR-of-N.safetensors: this rank's slice [lo, hi) of the flat moments, as
+ * "exp_avg" and "exp_avg_sq" with metadata step, start, end and total (the flat size), so
+ * that a run with another number of ranks can cut its own slices from the set. */
+static int save_optimizer_shard(const char *dir, const AdamW *opt, int64_t total, char *err, size_t errlen) {
+    int64_t n = opt->hi - opt->lo;
+    float *mm = download_f32(opt->be, opt->m, n), *vv = download_f32(opt->be, opt->v, n);
+    StTensor list[2] = {{"exp_avg", "F32", 1, {n}, mm, sizeof(float) * (size_t)n},
+                        {"exp_avg_sq", "F32", 1, {n}, vv, sizeof(float) * (size_t)n}};
+    char step[32], start[32], end[32], all[32];
+    snprintf(step, sizeof step, "%lld", (long long)opt->t);
+    snprintf(start, sizeof start, "%lld", (long long)opt->lo);
+    snprintf(end, sizeof end, "%lld", (long long)opt->hi);
+    snprintf(all, sizeof all, "%lld", (long long)total);
+    const char *const meta[] = {"step", step, "start", start, "end", end, "total", all, NULL};
+    char *path = rt_sprintf("%s/" OPT_SHARD_FORMAT, dir, dist_rank(), dist_world());
+    int rc = st_write(path, list, 2, meta, err, errlen);
+    rt_free(path);
+    rt_free(mm);
+    rt_free(vv);
+    return rc;
+}
+
+/* sha256 of every file of the directory (but the trainer state), as {name: hex}. */
+static json_t *file_checksums(const char *dir, char *err, size_t errlen) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        rt_error(err, errlen, dir, "cannot list: %s", strerror(errno));
+        return NULL;
+    }
+    json_t *files = json_object();
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "trainer_state.json")) continue;
+        char *p = rt_sprintf("%s/%s", dir, e->d_name);
+        char hex[65];
+        int bad = sha256_file(p, hex, err, errlen);
+        rt_free(p);
+        if (bad) {
+            json_decref(files);
+            files = NULL;
+            break;
+        }
+        json_object_set_new(files, e->d_name, json_string(hex));
+    }
+    closedir(d);
+    return files;
 }
 
 /* Writes dir/name from the JSON value (dumped with `flags`). Steals the reference. */
@@ -285,7 +349,7 @@ static int save_ini(const char *dir, const RunConfig *rc, char *err, size_t errl
     return r;
 }
 
-static json_t *trainer_state_json(const TrainerState *st, const AdamW *opt) {
+static json_t *trainer_state_json(const TrainerState *st, const AdamW *opt, json_t *files, int sharded) {
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)st->seed);
     json_t *j = json_object();
@@ -298,6 +362,8 @@ static json_t *trainer_state_json(const TrainerState *st, const AdamW *opt) {
     json_object_set_new(j, "optimizer_step", json_integer(opt->t));
     json_object_set_new(j, "code_version", json_string(ROTOR_VERSION));
     json_object_set(j, "data", st->data_state ? st->data_state : json_null());
+    json_object_set_new(j, "optimizer_sharded", json_boolean(sharded));
+    json_object_set_new(j, "files", files);
     return j;
 }
 
@@ -327,10 +393,14 @@ static void prune(const char *ckdir, const char *current, int keep) {
     rt_free(list);
 }
 
+/* Agreement of all ranks: 1 if every rank passes ok. */
+static int all_ok(int ok) { return !dist_any(!ok); }
+
 int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
                     const RunConfig *rc, int keep, char *err, size_t errlen) {
     const ParamTable *t = model_params(m);
-    RT_ASSERT(opt && opt->n == t->total && st->step >= 0);
+    RT_ASSERT(opt && st->step >= 0);
+    int rank = dist_rank(), sharded = opt->lo != 0 || opt->hi != t->total;
     char name[32];
     snprintf(name, sizeof name, "step_%08lld", (long long)st->step);
     char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
@@ -340,53 +410,55 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     char *latest_tmp = rt_sprintf("%s/latest.tmp", ckdir), *latest = rt_sprintf("%s/latest", ckdir);
     char line[40];
     snprintf(line, sizeof line, "%s\n", name);
-    int r = -1;
+    int ok = 1, r = -1;
     struct stat sb;
 
-    if (mkdir_p(ckdir)) {
-        rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
-        goto out;
+    /* 1. rank 0 makes the temporary directory */
+    if (rank == 0 && mkdir_p(ckdir))
+        ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
+    else if (rank == 0 && (remove_tree(tmp) || mkdir(tmp, 0755)))
+        ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
+    if (!all_ok(ok)) goto failed;
+    /* 2. rank 0 writes the model, configs and (unsharded) optimizer; with ZeRO-1 every rank
+     * writes its optimizer slice */
+    if (rank == 0)
+        ok = !save_model(tmp, m, err, errlen) &&
+             !save_json(tmp, "config.json", hf_config_to_json(model_config(m)), HF_CONFIG_JSON_FLAGS, err, errlen) &&
+             !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen));
+    if (ok && sharded) ok = !save_optimizer_shard(tmp, opt, t->total, err, errlen);
+    if (!all_ok(ok)) goto failed_rm;
+    /* 3. rank 0 records the checksums, renames the directory into place, updates latest */
+    if (rank == 0) {
+        json_t *files = file_checksums(tmp, err, errlen);
+        ok = files && !save_json(tmp, "trainer_state.json", trainer_state_json(st, opt, files, sharded),
+                                 JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
+        if (ok && fsync_dir(tmp))
+            ok = !rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
+        /* A checkpoint of the same step is moved aside to a .tmp-* name (ignored by readers,
+         * removed by prune below) so that the new one can take its name. */
+        int replacing = ok && lstat(final, &sb) == 0;
+        if (replacing && (remove_tree(old) || rename(final, old)))
+            ok = !rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
+        if (ok && rename(tmp, final)) {
+            ok = !rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
+            if (replacing) rename(old, final); /* best effort: put the previous one back */
+        }
+        if (ok && fsync_dir(ckdir))
+            ok = !rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+        if (ok) ok = !write_text(latest_tmp, line, err, errlen);
+        if (ok && (rename(latest_tmp, latest) || fsync_dir(ckdir)))
+            ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
+        if (ok) prune(ckdir, name, keep);
+        else remove_tree(tmp);
     }
-    if (remove_tree(tmp) || mkdir(tmp, 0755)) {
-        rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
-        goto out;
-    }
-    if (save_model(tmp, m, err, errlen) ||
-        save_json(tmp, "config.json", hf_config_to_json(model_config(m)), HF_CONFIG_JSON_FLAGS, err, errlen) ||
-        save_ini(tmp, rc, err, errlen) || save_optimizer(tmp, t, opt, err, errlen) ||
-        save_json(tmp, "trainer_state.json", trainer_state_json(st, opt),
-                  JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen))
-        goto out_rm;
-    if (fsync_dir(tmp)) {
-        rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
-        goto out_rm;
-    }
-    /* A checkpoint of the same step is moved aside to a .tmp-* name (ignored by readers,
-     * removed by prune below) so that the new one can take its name. */
-    int replacing = lstat(final, &sb) == 0;
-    if (replacing && (remove_tree(old) || rename(final, old))) {
-        rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
-        goto out_rm;
-    }
-    if (rename(tmp, final)) {
-        rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
-        if (replacing) rename(old, final); /* best effort: put the previous one back */
-        goto out_rm;
-    }
-    if (fsync_dir(ckdir)) {
-        rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
-        goto out;
-    }
-    if (write_text(latest_tmp, line, err, errlen)) goto out;
-    if (rename(latest_tmp, latest) || fsync_dir(ckdir)) {
-        rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
-        goto out;
-    }
-    prune(ckdir, name, keep);
-    r = 0;
+    dist_broadcast(&ok, sizeof ok);
+    if (ok) r = 0;
+    else if (rank != 0) rt_error(err, errlen, NULL, "checkpoint %s was not written: rank 0 failed (its message says why)", final);
     goto out;
-out_rm:
-    remove_tree(tmp);
+failed_rm:
+    if (rank == 0) remove_tree(tmp);
+failed:
+    if (ok) rt_error(err, errlen, NULL, "checkpoint %s was not written: another rank failed (its message says why)", final);
 out:
     rt_free(ckdir);
     rt_free(tmp);
@@ -401,27 +473,62 @@ out:
 /* Finding                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
+int checkpoint_verify(const char *dir, char *err, size_t errlen) {
+    json_t *j = load_state(dir);
+    const json_t *files = j ? json_object_get(j, "files") : NULL;
+    if (!json_is_object(files)) {
+        json_decref(j);
+        return rt_error(err, errlen, dir, "trainer_state.json is missing, unreadable or lists no files");
+    }
+    int r = 0;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)files, name, v) {
+        char *p = rt_sprintf("%s/%s", dir, name), hex[65];
+        if (!json_is_string(v)) r = rt_error(err, errlen, dir, "trainer_state.json: the checksum of %s is not a string", name);
+        else if (sha256_file(p, hex, err, errlen)) r = -1;
+        else if (strcmp(hex, json_string_value(v)))
+            r = rt_error(err, errlen, p, "sha256 %s differs from %s recorded when it was written (corrupt file)", hex,
+                         json_string_value(v));
+        rt_free(p);
+        if (r) break;
+    }
+    json_decref(j);
+    return r;
+}
+
 char *checkpoint_find_latest(const char *run_dir) {
     char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
     char *path = rt_sprintf("%s/latest", ckdir);
     char *named = read_text(path);
     rt_free(path);
-    char *found = NULL;
+    /* candidates: the one `latest` names, then every complete one, newest first */
+    int n;
+    CkptEntry *list = list_complete(ckdir, &n);
+    char **cand = rt_calloc((size_t)n + 1, sizeof(char *));
+    int nc = 0;
     if (named) {
         named[strcspn(named, "\r\n")] = '\0';
-        if (parse_step_name(named) >= 0) {
-            char *dir = rt_sprintf("%s/%s", ckdir, named);
-            if (is_complete(dir)) found = dir;
-            else rt_free(dir);
-        }
+        if (parse_step_name(named) >= 0) cand[nc++] = rt_sprintf("%s/%s", ckdir, named);
         rt_free(named);
     }
-    if (!found) {
-        int n;
-        CkptEntry *list = list_complete(ckdir, &n);
-        if (n > 0) found = rt_sprintf("%s/%s", ckdir, list[0].name);
-        rt_free(list);
+    for (int i = 0; i < n; i++) {
+        char *p = rt_sprintf("%s/%s", ckdir, list[i].name);
+        if (nc && !strcmp(p, cand[0])) rt_free(p);
+        else cand[nc++] = p;
     }
+    rt_free(list);
+    char *found = NULL;
+    for (int i = 0; i < nc; i++) {
+        char err[1024];
+        if (!found && is_complete(cand[i]) && !checkpoint_verify(cand[i], err, sizeof err)) {
+            found = cand[i];
+            continue;
+        }
+        if (!found && is_complete(cand[i])) rt_warn("%s; falling back to an older checkpoint", err);
+        rt_free(cand[i]);
+    }
+    rt_free(cand);
     rt_free(ckdir);
     return found;
 }
@@ -437,11 +544,10 @@ static void format_shape(char *buf, size_t n, const int64_t *shape, int ndim) {
     if (len < n) snprintf(buf + len, n - len, "]");
 }
 
-/* Copies the tensors "<prefixes[k]><name>" of the file into dst[k] + offset, for every
- * parameter (trainable ones only if `trainable_only`), checking that the file holds exactly
- * these tensors as F32 of the parameter's shape. */
-static int gather(const StFile *f, const char *path, const ParamTable *t, const char *const *prefixes,
-                  float *const *dst, int nprefix, int trainable_only, char *err, size_t errlen) {
+/* Checks that the file holds exactly the tensors "<prefixes[k]><name>" of every parameter
+ * (trainable ones only if `trainable_only`), as F32 of the parameter's shape. */
+static int check_tensors(const StFile *f, const char *path, const ParamTable *t, const char *const *prefixes,
+                         int nprefix, int trainable_only, char *err, size_t errlen) {
     int missing = 0, expected = 0;
     const char *first_missing = NULL, *first_prefix = "";
     for (int k = 0; k < nprefix; k++) {
@@ -469,7 +575,6 @@ static int gather(const StFile *f, const char *path, const ParamTable *t, const 
                 format_shape(want, sizeof want, p->shape, p->ndim);
                 return rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s", path, name, got, want);
             }
-            memcpy(dst[k] + p->offset, x->data, x->nbytes);
         }
     }
     if (missing)
@@ -491,6 +596,97 @@ static int gather(const StFile *f, const char *path, const ParamTable *t, const 
         }
     }
     return 0;
+}
+
+/* Copies the part inside the flat range [lo, hi) of every tensor "<prefix><name>" (checked
+ * by check_tensors) into dst, which holds elements lo..hi-1. */
+static void copy_range(const StFile *f, const ParamTable *t, const char *prefix, int trainable_only, int64_t lo,
+                       int64_t hi, float *dst) {
+    for (int i = 0; i < t->n; i++) {
+        const ParamInfo *p = &t->p[i];
+        int64_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        if ((trainable_only && !p->trainable) || a >= b) continue;
+        char name[ST_NAME_MAX];
+        snprintf(name, sizeof name, "%s%s", prefix, p->name);
+        const StTensor *x = st_find(f, name);
+        memcpy(dst + (a - lo), (const float *)x->data + (a - p->offset), sizeof(float) * (size_t)(b - a));
+    }
+}
+
+/* Unsigned integer metadata value of a safetensors file, or -1. */
+static int64_t meta_count(const StFile *f, const char *key) {
+    const char *v = st_meta(f, key);
+    if (!v || !*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 18) return -1;
+    return strtoll(v, NULL, 10);
+}
+
+/* The AdamW moments of the flat range [lo, hi) and the AdamW step, from the optimizer file
+ * of an unsharded checkpoint or from the per-rank slices of a ZeRO-1 one (any number of
+ * ranks: the slices of the files that overlap [lo, hi) are cut out). */
+static int load_moments(const char *dir, const ParamTable *t, int64_t lo, int64_t hi, float *mm, float *vv,
+                        int64_t *step, char *err, size_t errlen) {
+    char *full = rt_sprintf("%s/optimizer.safetensors", dir);
+    struct stat sb;
+    int r = -1;
+    if (stat(full, &sb) == 0) {
+        StFile *f = st_open(full, err, errlen);
+        const char *const prefixes[] = {"exp_avg.", "exp_avg_sq."};
+        if (f && (*step = meta_count(f, "step")) < 0)
+            rt_error(err, errlen, full, "metadata \"step\" is missing or not a step count");
+        else if (f && !check_tensors(f, full, t, prefixes, 2, 1, err, errlen)) {
+            copy_range(f, t, prefixes[0], 1, lo, hi, mm);
+            copy_range(f, t, prefixes[1], 1, lo, hi, vv);
+            r = 0;
+        }
+        st_close(f);
+        rt_free(full);
+        return r;
+    }
+    rt_free(full);
+    /* ZeRO-1 slices: together they must tile [0, total) */
+    DIR *d = opendir(dir);
+    if (!d) return rt_error(err, errlen, dir, "cannot list: %s", strerror(errno));
+    int64_t covered = 0, nfiles = 0;
+    *step = -1;
+    struct dirent *e;
+    r = 0;
+    while (!r && (e = readdir(d))) {
+        int fr, fw;
+        char tail;
+        if (sscanf(e->d_name, "optimizer.rank%d-of-%d.safetenso%c", &fr, &fw, &tail) != 3) continue;
+        char *path = rt_sprintf("%s/%s", dir, e->d_name);
+        StFile *f = st_open(path, err, errlen);
+        if (!f) r = -1;
+        int64_t a = f ? meta_count(f, "start") : -1, b = f ? meta_count(f, "end") : -1;
+        int64_t all = f ? meta_count(f, "total") : -1, s = f ? meta_count(f, "step") : -1;
+        const StTensor *m = f ? st_find(f, "exp_avg") : NULL, *v = f ? st_find(f, "exp_avg_sq") : NULL;
+        if (!r && (a < 0 || b < a || all != t->total || s < 0))
+            r = rt_error(err, errlen, path, "metadata start/end/total/step missing or not for this model (%lld parameters)",
+                         (long long)t->total);
+        else if (!r && (!m || !v || strcmp(m->dtype, "F32") || strcmp(v->dtype, "F32") ||
+                        m->nbytes != sizeof(float) * (size_t)(b - a) || v->nbytes != m->nbytes))
+            r = rt_error(err, errlen, path, "exp_avg / exp_avg_sq missing or not F32 of %lld elements", (long long)(b - a));
+        else if (!r && *step >= 0 && s != *step)
+            r = rt_error(err, errlen, path, "AdamW step %lld differs from the other slices' %lld", (long long)s,
+                         (long long)*step);
+        if (!r) {
+            *step = s;
+            covered += b - a;
+            nfiles++;
+            int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+            if (x < y) {
+                memcpy(mm + (x - lo), (const float *)m->data + (x - a), sizeof(float) * (size_t)(y - x));
+                memcpy(vv + (x - lo), (const float *)v->data + (x - a), sizeof(float) * (size_t)(y - x));
+            }
+        }
+        st_close(f);
+        rt_free(path);
+    }
+    closedir(d);
+    if (!r && (nfiles == 0 || covered != t->total))
+        r = rt_error(err, errlen, dir, "the optimizer state is incomplete: %lld optimizer files cover %lld of %lld elements",
+                     (long long)nfiles, (long long)covered, (long long)t->total);
+    return r;
 }
 
 /* Non-negative integer member of a JSON object. */
@@ -550,38 +746,28 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     const ParamTable *t = model_params(m);
     const Backend *be = model_backend(m);
     char *wpath = rt_sprintf("%s/model.safetensors", ckpt_dir);
-    char *opath = rt_sprintf("%s/optimizer.safetensors", ckpt_dir);
     char *spath = rt_sprintf("%s/trainer_state.json", ckpt_dir);
     float *w = rt_malloc(sizeof(float) * (size_t)t->total), *mm = NULL, *vv = NULL;
-    StFile *wf = NULL, *of = NULL;
+    StFile *wf = NULL;
     TrainerState ts = {0};
     int64_t opt_step = 0, state_opt_step = 0;
     int r = -1;
 
     if (!(wf = st_open(wpath, err, errlen))) goto out;
     const char *const none[] = {""};
-    if (gather(wf, wpath, t, none, &w, 1, 0, err, errlen)) goto out;
+    if (check_tensors(wf, wpath, t, none, 1, 0, err, errlen)) goto out;
+    copy_range(wf, t, "", 0, 0, t->total, w);
     if (opt) {
-        RT_ASSERT(opt->n == t->total);
-        if (!(of = st_open(opath, err, errlen))) goto out;
-        const char *step = st_meta(of, "step");
-        if (!step || !*step || strspn(step, "0123456789") != strlen(step) || strlen(step) > 18) {
-            rt_error(err, errlen, NULL, "%s: metadata \"step\" is missing or not a step count", opath);
-            goto out;
-        }
-        opt_step = strtoll(step, NULL, 10);
-        /* Frozen parameters have no moments in the file: theirs stay zero. */
-        mm = rt_calloc((size_t)t->total, sizeof(float));
-        vv = rt_calloc((size_t)t->total, sizeof(float));
-        const char *const prefixes[] = {"exp_avg.", "exp_avg_sq."};
-        float *const dst[] = {mm, vv};
-        if (gather(of, opath, t, prefixes, dst, 2, 1, err, errlen)) goto out;
+        /* frozen parameters have no moments in the files: theirs stay zero */
+        mm = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
+        vv = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
+        if (load_moments(ckpt_dir, t, opt->lo, opt->hi, mm, vv, &opt_step, err, errlen)) goto out;
     }
     if (st) {
         if (read_trainer_state(spath, &ts, &state_opt_step, err, errlen)) goto out;
         if (opt && state_opt_step != opt_step) {
-            rt_error(err, errlen, NULL, "%s: optimizer_step %lld does not match the step %lld of %s (files from different saves?)",
-                 spath, (long long)state_opt_step, (long long)opt_step, opath);
+            rt_error(err, errlen, NULL, "%s: optimizer_step %lld does not match the optimizer files' step %lld (files from different saves?)",
+                 spath, (long long)state_opt_step, (long long)opt_step);
             json_decref(ts.data_state);
             goto out;
         }
@@ -589,20 +775,18 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     /* Everything checked: commit. */
     upload_f32(be, model_weights(m), w, t->total);
     if (opt) {
-        upload_f32(opt->be, opt->m, mm, t->total);
-        upload_f32(opt->be, opt->v, vv, t->total);
+        upload_f32(opt->be, opt->m, mm, opt->hi - opt->lo);
+        upload_f32(opt->be, opt->v, vv, opt->hi - opt->lo);
         opt->t = opt_step;
     }
     if (st) *st = ts;
     r = 0;
 out:
     st_close(wf);
-    st_close(of);
     rt_free(w);
     rt_free(mm);
     rt_free(vv);
     rt_free(wpath);
-    rt_free(opath);
     rt_free(spath);
     return r;
 }

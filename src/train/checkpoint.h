@@ -6,16 +6,24 @@
  *     config.json            the Hugging Face config (model/hf_config.h)
  *     rotor.ini              the effective run config (run_config_write_ini)
  *     optimizer.safetensors  "exp_avg.<name>", "exp_avg_sq.<name>" (F32) of every trainable
- *                            parameter; metadata {"step": "<AdamW t>"}
+ *                            parameter; metadata {"step": "<AdamW t>"} -- or, when the
+ *                            optimizer state is sharded (ZeRO-1), one file per rank:
+ *     optimizer.rankRRRRR-of-NNNNN.safetensors  "exp_avg", "exp_avg_sq": the rank's slice
+ *                            of the flat moments; metadata step, start, end, total
  *     trainer_state.json     {"format": "rotor-trainer-state", "format_version": 1, "step",
  *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
  *                            integers), "world_size", "optimizer_step", "code_version",
- *                            "data": loader cursor or null}
+ *                            "data": loader cursor or null, "optimizer_sharded",
+ *                            "files": {name: sha256} of every other file}
  *   RUN_DIR/checkpoints/latest           one line naming the newest directory, "step_00000100\n"
  *
  * Files always hold fp32, whatever the backend's [f32] type. A checkpoint is written into
  * RUN_DIR/checkpoints/.tmp-step_NNNNNNNN, every file fsynced, then renamed into place, so a
- * step_* directory is either complete or absent; `latest` is replaced atomically after it. */
+ * step_* directory is either complete or absent; `latest` is replaced atomically after it.
+ * The checksums in trainer_state.json detect files damaged afterwards.
+ *
+ * Under data parallelism every rank calls these functions: rank 0 writes the shared files,
+ * every rank its optimizer slice when sharded, and they agree on success. */
 #ifndef ROTOR_CHECKPOINT_H
 #define ROTOR_CHECKPOINT_H
 
@@ -44,14 +52,19 @@ typedef struct {
 int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
                     const RunConfig *rc, int keep, char *err, size_t errlen);
 
-/* Path of the newest complete checkpoint (all five files present): the directory `latest`
- * names if it is complete, else the complete step_* directory of the highest step (.tmp-*
- * directories are ignored), else NULL. malloc'd (free with rt_free). */
+/* Path of the newest intact checkpoint: the directory `latest` names, else the step_*
+ * directories from the highest step down (.tmp-* directories are ignored), taking the first
+ * whose files are all present with the checksums recorded in its trainer state (a damaged
+ * one is reported with a warning and skipped); NULL when there is none. malloc'd. */
 char *checkpoint_find_latest(const char *run_dir);
 
+/* Checks every file of a checkpoint against the sha256 recorded in its trainer state. */
+int checkpoint_verify(const char *dir, char *err, size_t errlen);
+
 /* Loads the weights into m (the file must hold exactly the model's parameters, names and
- * shapes); if opt != NULL the AdamW moments (parameters without a gradient get zero moments)
- * and step; if st != NULL the trainer state. Everything is read and checked before anything
+ * shapes); if opt != NULL the AdamW moments of its range [lo, hi), from an unsharded or a
+ * sharded checkpoint of any number of ranks (parameters without a gradient get zero
+ * moments), and step; if st != NULL the trainer state. Everything is read and checked before anything
  * is changed: on error m, opt and st are untouched. Errors name the file and the first
  * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
 int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st, char *err,

@@ -1,17 +1,21 @@
 #include "train/optimizer.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "util/error.h"
 
-AdamW *adamw_create(const Backend *be, int64_t n) {
+AdamW *adamw_create(const Backend *be, int64_t lo, int64_t hi) {
+    RT_ASSERT(0 <= lo && lo <= hi);
     AdamW *o = rt_calloc(1, sizeof(AdamW));
     o->be = be;
-    o->n = n;
-    o->m = be->alloc((size_t)n * be->f32_size);
-    o->v = be->alloc((size_t)n * be->f32_size);
-    be->zero(o->m, (size_t)n * be->f32_size);
-    be->zero(o->v, (size_t)n * be->f32_size);
+    o->lo = lo;
+    o->hi = hi;
+    size_t bytes = (size_t)(hi - lo) * be->f32_size;
+    o->m = be->alloc(bytes);
+    o->v = be->alloc(bytes);
+    be->zero(o->m, bytes);
+    be->zero(o->v, bytes);
     return o;
 }
 
@@ -30,27 +34,23 @@ void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr) {
     o->t++;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
-        if (!p->trainable) continue;
-        size_t off = (size_t)p->offset * F;
-        be->adamw(w + off, mm + off, vv + off, g + off, p->numel, lr, tc->beta1,
-                  tc->beta2, tc->adam_eps, p->decay ? tc->weight_decay : 0.0,
-                  o->t);
+        int64_t a = p->offset > o->lo ? p->offset : o->lo;
+        int64_t b = p->offset + p->numel < o->hi ? p->offset + p->numel : o->hi;
+        if (!p->trainable || a >= b) continue;
+        size_t off = (size_t)a * F, moff = (size_t)(a - o->lo) * F;
+        be->adamw(w + off, mm + moff, vv + moff, g + off, b - a, lr, tc->beta1, tc->beta2,
+                  tc->adam_eps, p->decay ? tc->weight_decay : 0.0, o->t);
     }
 }
 
-double grad_global_norm(Model *m) {
-    const ParamTable *t = model_params(m);
+double grad_sumsq(Model *m, int64_t lo, int64_t hi) {
     const Backend *be = model_backend(m);
-    char *g = model_grads(m);
-    double ss = 0;
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].trainable) ss += be->sumsq(g + (size_t)t->p[i].offset * be->f32_size, t->p[i].numel);
-    return sqrt(ss);
+    return be->sumsq((char *)model_grads(m) + (size_t)lo * be->f32_size, hi - lo);
 }
 
-void grads_scale(Model *m, double s) {
+void grads_scale(Model *m, int64_t lo, int64_t hi, double s) {
     const Backend *be = model_backend(m);
-    be->scale(model_grads(m), model_params(m)->total, s);
+    be->scale((char *)model_grads(m) + (size_t)lo * be->f32_size, hi - lo, s);
 }
 
 double lr_at(const TrainConfig *tc, int64_t step) {

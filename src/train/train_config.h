@@ -26,6 +26,7 @@ typedef struct {
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
+    int zero;             /* ZeRO-1: AdamW state sharded across data-parallel ranks */
 } TrainConfig;
 
 typedef struct {
@@ -38,7 +39,8 @@ typedef struct {
 typedef struct {
     char dir[1024];       /* run directory: metrics.jsonl, checkpoints/, plots */
     char device[16];      /* "cpu" (cuda arrives with the CUDA backend) */
-    int threads;          /* OpenMP threads, 0 = all cores */
+    int threads;          /* OpenMP threads per rank, 0 = all cores */
+    double collective_timeout; /* seconds in one collective before the job is ended */
 } RunSection;
 
 typedef struct {

@@ -1,9 +1,21 @@
 /* The training loop (SPEC §7): gradient accumulation over micro-batches, loss averaged
  * over every label of the optimizer step, global-norm clipping, AdamW with warmup +
- * cosine, periodic validation, metrics, progress, atomic checkpoints and resumption. */
+ * cosine, periodic validation, metrics, progress, atomic checkpoints and resumption.
+ *
+ * Data parallel under mpirun: every rank reads its own windows of each global micro-batch
+ * (global batch = ranks x micro_batch x grad_accum rows); the gradients, computed with the
+ * loss scaled by 1 / (labels of the whole global step), are summed over the ranks, so every
+ * rank applies the same update as one process with ranks x grad_accum micro-batches. With
+ * train.zero (ZeRO-1) the sum is reduce-scattered: each rank updates its slice of the
+ * parameters with its slice of the AdamW state, and the slices are all-gathered. Only rank
+ * 0 prints, logs and writes the shared checkpoint files.
+ *
+ * SIGTERM, SIGINT and SIGUSR1 (SLURM pre-emption) finish the current step on every rank,
+ * write a checkpoint and exit 0. */
 #include "train/trainer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +23,7 @@
 #include "cpu/blas_setup.h"
 #include "cpu/parallel.h"
 #include "data/datasource.h"
+#include "dist/dist.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
@@ -20,8 +33,10 @@
 
 typedef struct {
     const RunConfig *rc;
+    int rank, world;
     Model *model;
     AdamW *opt;
+    int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
     int32_t *win;
@@ -30,6 +45,10 @@ typedef struct {
     uint8_t **doc;
     Metrics metrics;
 } Trainer;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
 
 static void format_count(char *buf, size_t n, double x) {
     if (x >= 1e9)
@@ -54,7 +73,7 @@ void print_model_summary(const ModelConfig *mc, const ModelDims *dm, int64_t par
            mc->doc_mask ? " doc_mask" : "");
 }
 
-/* Reads B windows into micro-batch slot `a`; returns the number of non-ignored labels. */
+/* Reads this rank's B windows into micro-batch slot `a`; returns its non-ignored labels. */
 static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     int B = tr->rc->train.micro_batch, T = tr->rc->train.seq_len;
     char err[1024];
@@ -70,40 +89,44 @@ static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     return valid;
 }
 
-/* Mean loss over the fixed validation windows. */
+/* Mean loss over the fixed validation windows of all ranks. */
 static double validate(Trainer *tr) {
     char err[512];
     if (tr->val->set_state(tr->val, tr->val_start, err, sizeof err)) rt_die("%s", err);
-    double sum = 0;
-    int64_t count = 0;
+    double sums[2] = {0, 0}; /* loss, labels */
     for (int i = 0; i < tr->rc->train.val_batches; i++) {
         Batch b;
-        count += next_batch(tr, tr->val, 0, &b);
-        sum += model_forward(tr->model, &b, 0.0, NULL);
+        sums[1] += (double)next_batch(tr, tr->val, 0, &b);
+        sums[0] += model_forward(tr->model, &b, 0.0, NULL);
     }
-    return sum / (double)(count ? count : 1);
+    dist_allreduce_sum_f64(sums, 2);
+    return sums[0] / (sums[1] > 0 ? sums[1] : 1);
 }
 
 static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
-    TrainerState st = {step, tokens, tr->rc->train.seed, 1, tr->train->get_state(tr->train)};
+    TrainerState st = {step, tokens, tr->rc->train.seed, tr->world, tr->train->get_state(tr->train)};
     char err[1024];
     if (checkpoint_save(tr->rc->run.dir, &st, tr->model, tr->opt, tr->rc,
                         tr->rc->train.keep_checkpoints, err, sizeof err))
         rt_die("%s", err);
     json_decref(st.data_state);
-    progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld", tr->rc->run.dir,
-                     (long long)step);
-    plots_write(tr->rc->run.dir);
+    if (tr->rank == 0) {
+        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld", tr->rc->run.dir,
+                         (long long)step);
+        plots_write(tr->rc->run.dir);
+    }
 }
 
 static void open_data(Trainer *tr) {
     const RunConfig *rc = tr->rc;
     char err[2048];
     int T = rc->train.seq_len;
-    int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch;
+    /* without a validation set, every rank's validation windows are held out of train */
+    int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch * tr->world;
     int synthetic = !strncmp(rc->data.train, "synthetic:", 10);
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
-    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, 0, 1, holdout ? val_windows : 0, rc->data.prefetch};
+    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? val_windows : 0,
+                       rc->data.prefetch};
     tr->train = datasource_open(rc->data.train, &rc->data, &rc->model, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
     if (rc->train.val_every > 0) {
@@ -126,6 +149,51 @@ static void open_data(Trainer *tr) {
     }
 }
 
+static void close_data(Trainer *tr) {
+    for (int a = 0; a < tr->rc->train.grad_accum; a++) {
+        rt_free(tr->tok[a]);
+        rt_free(tr->lab[a]);
+        rt_free(tr->doc[a]);
+    }
+    rt_free(tr->win);
+    rt_free(tr->win_doc);
+    rt_free(tr->tok);
+    rt_free(tr->lab);
+    rt_free(tr->doc);
+    json_decref(tr->val_start);
+    datasource_free(tr->train);
+    datasource_free(tr->val);
+}
+
+/* The checkpoint to resume from, chosen (and checksum-verified) by rank 0: NULL for a
+ * fresh start. */
+static char *resume_path(const Trainer *tr, const char *resume) {
+    char path[4096] = "";
+    if (tr->rank == 0 && resume) {
+        char *p = !strcmp(resume, "auto") ? checkpoint_find_latest(tr->rc->run.dir) : rt_strdup(resume);
+        if (p && strlen(p) >= sizeof path) rt_die("checkpoint path too long: %s", p);
+        if (p) snprintf(path, sizeof path, "%s", p);
+        rt_free(p);
+    }
+    dist_broadcast(path, sizeof path);
+    return path[0] ? rt_strdup(path) : NULL;
+}
+
+/* Sums the gradients over the ranks (each rank's slice only, with ZeRO-1) and returns the
+ * global gradient norm. */
+static double reduce_gradients(Trainer *tr) {
+    Model *m = tr->model;
+    size_t es = model_backend(m)->f32_size;
+    if (tr->ranges) {
+        dist_reduce_scatter_sum(model_grads(m), tr->ranges, es);
+        double ss = grad_sumsq(m, tr->opt->lo, tr->opt->hi);
+        dist_allreduce_sum_f64(&ss, 1);
+        return sqrt(ss);
+    }
+    dist_allreduce_sum(model_grads(m), model_params(m)->total, es);
+    return sqrt(grad_sumsq(m, 0, model_params(m)->total));
+}
+
 int train_run(const RunConfig *rc, const char *resume) {
     if (strcmp(rc->run.device, "cpu"))
         rt_die("run.device = %s: this build has no CUDA backend yet; use run.device = cpu",
@@ -136,23 +204,34 @@ int train_run(const RunConfig *rc, const char *resume) {
     Trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.rc = rc;
+    tr.rank = dist_rank();
+    tr.world = dist_world();
+    int lead = tr.rank == 0;
+    dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_cpu();
     tr.model = model_create(&rc->model, be);
-    print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model),
-                        model_num_params_non_embedding(tr.model));
-    printf("backend: %s, %d threads, BLAS kernels %s\n", be->name, par_max_threads(), blas_kernel_name());
-    tr.opt = adamw_create(be, model_num_params(tr.model));
+    int64_t P = model_num_params(tr.model);
+    if (tc->zero && tr.world > 1) {
+        tr.ranges = rt_malloc(sizeof(int64_t) * (size_t)(tr.world + 1));
+        dist_partition(P, tr.world, 64, tr.ranges);
+        tr.opt = adamw_create(be, tr.ranges[tr.rank], tr.ranges[tr.rank + 1]);
+    } else {
+        tr.opt = adamw_create(be, 0, P);
+    }
+    if (lead) {
+        print_model_summary(&rc->model, model_dims_of(tr.model), P, model_num_params_non_embedding(tr.model));
+        printf("backend: %s, %d threads per rank, BLAS kernels %s\n", be->name, par_max_threads(), blas_kernel_name());
+        printf("data parallel: %d rank%s, global batch %d rows of %d tokens%s\n", tr.world, tr.world > 1 ? "s" : "",
+               tr.world * tc->micro_batch * tc->grad_accum, tc->seq_len,
+               tr.ranges ? ", AdamW state sharded (ZeRO-1)" : "");
+    }
     open_data(&tr);
-    fs_mkdirs(rc->run.dir);
+    if (lead) fs_mkdirs(rc->run.dir);
+    dist_barrier();
 
     int64_t start = 0, tokens = 0;
-    char *ckpt = NULL;
-    if (resume && !strcmp(resume, "auto")) {
-        ckpt = checkpoint_find_latest(rc->run.dir);
-    } else if (resume) {
-        ckpt = rt_strdup(resume);
-    }
+    char *ckpt = resume_path(&tr, resume);
     if (ckpt) {
         TrainerState st;
         char err[1024];
@@ -162,20 +241,29 @@ int train_run(const RunConfig *rc, const char *resume) {
         json_decref(st.data_state);
         start = st.step;
         tokens = st.tokens;
-        printf("resumed from %s at step %lld (%lld tokens)\n", ckpt, (long long)start,
-               (long long)tokens);
+        if (lead)
+            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)start,
+                   (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
         rt_free(ckpt);
     } else {
         model_init_weights(tr.model, tc->seed);
-        printf("initialised from seed %llu\n", (unsigned long long)tc->seed);
+        if (lead) printf("initialised from seed %llu\n", (unsigned long long)tc->seed);
     }
-    printf("---- effective config ----\n");
-    run_config_write_ini(rc, stdout);
-    printf("--------------------------\n");
-    fflush(stdout);
-    metrics_open(&tr.metrics, rc->run.dir, start);
+    if (lead) {
+        printf("---- effective config ----\n");
+        run_config_write_ini(rc, stdout);
+        printf("--------------------------\n");
+        fflush(stdout);
+        metrics_open(&tr.metrics, rc->run.dir, start);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 
-    int64_t tokens_per_step = (int64_t)tc->micro_batch * tc->seq_len * tc->grad_accum;
+    int64_t tokens_per_step = (int64_t)tr.world * tc->micro_batch * tc->seq_len * tc->grad_accum;
     double flops_per_token = model_flops_per_token(tr.model, tc->seq_len);
     double t_begin = rt_now(), t_last = t_begin;
     int64_t tokens_last = tokens;
@@ -183,78 +271,79 @@ int train_run(const RunConfig *rc, const char *resume) {
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
     for (int64_t step = start; step < tc->steps; step++) {
         double lr = lr_at(tc, step);
-        /* read the whole step first: the loss is averaged over all its labels */
+        /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) valid += next_batch(&tr, tr.train, a, &batches[a]);
+        dist_allreduce_sum_i64(&valid, 1);
+        double inv = 1.0 / (double)(valid ? valid : 1), loss = 0;
         model_zero_grads(tr.model);
-        double loss_sum = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
-            loss_sum += model_forward(tr.model, &batches[a], 1.0 / (double)(valid ? valid : 1), NULL);
+            loss += model_forward(tr.model, &batches[a], inv, NULL) * inv;
             model_backward(tr.model);
         }
-        double loss = loss_sum / (double)(valid ? valid : 1);
-        double gnorm = grad_global_norm(tr.model);
-        if (!isfinite(loss) || !isfinite(gnorm)) {
+        dist_allreduce_sum_f64(&loss, 1);
+        double gnorm = reduce_gradients(&tr);
+        int64_t done = step + 1;
+        tokens += tokens_per_step;
+        int skipped = !isfinite(loss) || !isfinite(gnorm);
+        if (skipped) {
             bad_steps++;
-            progress_message(&tr.metrics, "step %lld: non-finite loss %g or gradient norm %g; update skipped (%d in a row)",
-                             (long long)step + 1, loss, gnorm, bad_steps);
+            if (lead)
+                progress_message(&tr.metrics, "step %lld: non-finite loss %g or gradient norm %g; update skipped (%d in a row)",
+                                 (long long)done, loss, gnorm, bad_steps);
             if (bad_steps >= tc->max_bad_steps)
                 rt_die("%d consecutive steps with non-finite loss or gradients (train.max_bad_steps); "
                        "the last complete checkpoint in %s/checkpoints is intact", bad_steps, rc->run.dir);
-            tokens += tokens_per_step;
-            continue;
+        } else {
+            bad_steps = 0;
+            if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
+                grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
+            adamw_step(tr.opt, tr.model, tc, lr);
+            if (tr.ranges) dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
         }
-        bad_steps = 0;
-        if (tc->grad_clip > 0 && gnorm > tc->grad_clip) grads_scale(tr.model, tc->grad_clip / (gnorm + 1e-6));
-        adamw_step(tr.opt, tr.model, tc, lr);
-        tokens += tokens_per_step;
-        int64_t done = step + 1;
         int last = done == tc->steps;
-
         double now = rt_now();
         double tps = (double)(tokens - tokens_last) / fmax(now - t_last, 1e-9);
-        if (done % tc->log_every == 0 || last || (tc->val_every && done % tc->val_every == 0)) {
+        int validating = tc->val_every && (done % tc->val_every == 0 || last);
+        double vl = validating ? validate(&tr) : 0;
+        if (lead && !skipped && (done % tc->log_every == 0 || last || validating)) {
             json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)done,
                                   "tokens", (json_int_t)tokens, "loss", loss, "lr", lr, "grad_norm",
                                   gnorm, "tokens_per_s", tps);
             /* MFU needs the device's peak; unknown for the CPU backend */
-            json_object_set_new(j, "mfu", be->peak_flops > 0 ? json_real(flops_per_token * tps / be->peak_flops) : json_null());
-            if (tc->val_every && (done % tc->val_every == 0 || last)) {
-                double vl = validate(&tr);
+            json_object_set_new(j, "mfu", be->peak_flops > 0 ? json_real(flops_per_token * tps / (be->peak_flops * tr.world)) : json_null());
+            if (validating) {
                 json_object_set_new(j, "val_loss", json_real(vl));
                 json_object_set_new(j, "val_ppl", json_real(exp(vl)));
-                progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)",
-                                 (long long)done, vl, exp(vl));
+                progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)", (long long)done, vl, exp(vl));
             }
             metrics_log(&tr.metrics, j);
             t_last = now;
             tokens_last = tokens;
         }
-        double elapsed = now - t_begin, eta = elapsed / (double)(done - start) * (double)(tc->steps - done);
-        char line[256];
-        snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
-                 (long long)done, (long long)tc->steps, loss, lr, gnorm, tps, eta);
-        if (tr.metrics.tty || done % tc->log_every == 0 || last) progress_print(&tr.metrics, line);
-        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last)
+        if (lead && !skipped) {
+            double elapsed = now - t_begin, eta = elapsed / (double)(done - start) * (double)(tc->steps - done);
+            char line[256];
+            snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
+                     (long long)done, (long long)tc->steps, loss, lr, gnorm, tps, eta);
+            if (tr.metrics.tty || done % tc->log_every == 0 || last) progress_print(&tr.metrics, line);
+        }
+        int stopping = dist_any(stop_signal != 0);
+        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping)
             save_checkpoint(&tr, done, tokens);
+        if (stopping) {
+            if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
+            break;
+        }
     }
     rt_free(batches);
-    metrics_close(&tr.metrics);
-    plots_write(rc->run.dir);
-    printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
-    json_decref(tr.val_start);
-    datasource_free(tr.train);
-    datasource_free(tr.val);
-    for (int a = 0; a < tc->grad_accum; a++) {
-        rt_free(tr.tok[a]);
-        rt_free(tr.lab[a]);
-        rt_free(tr.doc[a]);
+    if (lead) {
+        metrics_close(&tr.metrics);
+        plots_write(rc->run.dir);
+        printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
     }
-    rt_free(tr.win);
-    rt_free(tr.win_doc);
-    rt_free(tr.tok);
-    rt_free(tr.lab);
-    rt_free(tr.doc);
+    close_data(&tr);
+    rt_free(tr.ranges);
     adamw_free(tr.opt);
     model_free(tr.model);
     return 0;

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Data parallelism under mpirun on the CPU (MPI all-reduce), ZeRO-1, resumption across world
+# sizes, and fault tolerance:
+#  - 2 ranks give the losses (to 1e-6 relative) and weights (1e-5) of 1 rank with twice the
+#    accumulation steps, with and without ZeRO-1;
+#  - a ZeRO-1 checkpoint written by 2 ranks resumes at 1 and at 3 ranks (the same global
+#    batch) and continues the uninterrupted losses;
+#  - SIGTERM (1 process) and SIGUSR1 through mpirun (2 ranks) finish the step, checkpoint and
+#    exit 0, and resuming reproduces the uninterrupted losses;
+#  - SIGKILL of one rank ends the job with a non-zero status; a stopped (hanging) rank makes
+#    the others exit with an error after run.collective_timeout.
+set -uo pipefail
+rotor=$1
+here=$(cd "$(dirname "$0")" && pwd)
+cfg=$here/../configs/tiny/gla-selective.ini
+out=$(mktemp -d)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
+mpi=(mpirun --oversubscribe --bind-to none)
+trap 'rm -rf "$out"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+common=(--set train.steps=20 --set train.log_every=1 --set train.val_every=10 --set train.checkpoint_every=10
+        --set train.keep_checkpoints=0 --set train.seq_len=64 --set run.threads=1)
+compare() { # compare A B FROM_STEP RTOL: losses of steps >= FROM_STEP
+  /usr/bin/python3 - "$1/metrics.jsonl" "$2/metrics.jsonl" "$3" "$4" <<'PY'
+import json, sys
+a = {j["step"]: j for j in map(json.loads, open(sys.argv[1]))}
+b = {j["step"]: j for j in map(json.loads, open(sys.argv[2]))}
+first, rtol = int(sys.argv[3]), float(sys.argv[4])
+steps = [s for s in sorted(a) if s >= first]
+assert steps and all(s in b for s in steps), f"steps {steps} missing in {sorted(b)}"
+worst = max(abs(a[s]["loss"] - b[s]["loss"]) / abs(a[s]["loss"]) for s in steps)
+assert worst <= rtol, f"losses differ by {worst:.3g} (> {rtol})"
+print(f"    steps {steps[0]}-{steps[-1]}: losses agree to {worst:.2g}")
+PY
+}
+run() { # run NAME NP ARGS...: rotor train with NP ranks (0 = no mpirun)
+  local name=$1 np=$2; shift 2
+  if [ "$np" = 0 ]; then "$rotor" train "$cfg" "${common[@]}" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1
+  else "${mpi[@]}" -np "$np" "$rotor" train "$cfg" "${common[@]}" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1; fi
+}
+
+echo "data parallel equivalence (global batch 12 rows)"
+run one 0 --set train.micro_batch=6 --set train.grad_accum=2 || fail "1 rank run"
+run two 2 --set train.micro_batch=6 --set train.grad_accum=1 || fail "2 rank run"
+compare "$out/one" "$out/two" 1 1e-6 || fail "2 ranks vs 1 rank x 2 accumulation"
+/usr/bin/python3 "$here/compare_checkpoints.py" "$out/one/checkpoints/step_00000020" "$out/two/checkpoints/step_00000020" --rtol 1e-5 || fail "2-rank weights"
+run zero 2 --set train.micro_batch=6 --set train.grad_accum=1 --set train.zero=true || fail "ZeRO-1 run"
+compare "$out/one" "$out/zero" 1 1e-6 || fail "ZeRO-1 2 ranks vs 1 rank"
+/usr/bin/python3 "$here/compare_checkpoints.py" "$out/one/checkpoints/step_00000020" "$out/zero/checkpoints/step_00000020" --rtol 1e-5 || fail "ZeRO-1 weights"
+ls "$out/zero/checkpoints/step_00000010" | grep -q "optimizer.rank00001-of-00002" || fail "ZeRO-1 checkpoint has no per-rank optimizer files"
+
+echo "ZeRO-1 checkpoint of 2 ranks resumed at 1 and 3 ranks"
+for np in 1 3; do
+  mkdir -p "$out/re$np/checkpoints"
+  cp -r "$out/zero/checkpoints/step_00000010" "$out/re$np/checkpoints/"
+  if [ $np = 1 ]; then run re1 0 --set train.micro_batch=6 --set train.grad_accum=2 --set train.zero=true --resume auto
+  else run re3 3 --set train.micro_batch=4 --set train.grad_accum=1 --set train.zero=true --resume auto; fi || fail "resume at $np"
+  grep -q "resumed from .*step_00000010 at step 10 (.*written by 2 ranks)" "$out/re$np.log" || fail "re$np did not resume"
+  compare "$out/one" "$out/re$np" 11 1e-5 || fail "resume at $np ranks"
+done
+
+wait_for_step() { # wait_for_step DIR N: until metrics.jsonl has N lines (max 60 s)
+  for _ in $(seq 600); do
+    [ -f "$1/metrics.jsonl" ] && [ "$(wc -l <"$1/metrics.jsonl")" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+long=(--set train.steps=400 --set train.checkpoint_every=0 --set train.val_every=0 --set train.seq_len=128)
+
+echo "SIGTERM: checkpoint, exit 0, resume = uninterrupted"
+run straight 0 "${long[@]}" || fail "uninterrupted run"
+"$rotor" train "$cfg" "${common[@]}" "${long[@]}" --set run.dir="$out/term" >"$out/term.log" 2>&1 &
+pid=$!
+wait_for_step "$out/term" 20 || fail "run did not start"
+kill -TERM $pid
+wait $pid; status=$?
+[ $status = 0 ] || fail "SIGTERM: exit status $status"
+grep -q "stopped by a signal after step" "$out/term.log" || fail "SIGTERM: no stop message"
+stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$out/term.log")
+[ -n "$stopped" ] && [ "$stopped" -lt 400 ] || fail "SIGTERM did not stop early (step $stopped)"
+run term 0 "${long[@]}" --resume auto || fail "resume after SIGTERM"
+compare "$out/straight" "$out/term" 1 0 || fail "SIGTERM resume differs"
+
+echo "SIGUSR1 through mpirun (2 ranks)"
+run straight2 2 "${long[@]}" --set train.micro_batch=4 || fail "uninterrupted 2-rank run"
+"${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" "${long[@]}" --set train.micro_batch=4 --set run.dir="$out/usr1" >"$out/usr1.log" 2>&1 &
+pid=$!
+wait_for_step "$out/usr1" 20 || fail "2-rank run did not start"
+kill -USR1 $pid
+wait $pid; status=$?
+[ $status = 0 ] || fail "SIGUSR1: mpirun exit status $status"
+grep -q "stopped by a signal" "$out/usr1.log" || fail "SIGUSR1: no stop message"
+run usr1 2 "${long[@]}" --set train.micro_batch=4 --resume auto || fail "resume after SIGUSR1"
+compare "$out/straight2" "$out/usr1" 1 1e-6 || fail "SIGUSR1 resume differs"
+
+echo "SIGKILL of one rank ends the job"
+"${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" --set train.steps=100000 --set run.dir="$out/kill" >"$out/kill.log" 2>&1 &
+pid=$!
+wait_for_step "$out/kill" 5 || fail "run did not start"
+kill -KILL "$(pgrep -P $pid | tail -1)"
+start=$(date +%s)
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then fail "job still running 60 s after SIGKILL"; kill -KILL $pid; fi
+wait $pid; status=$?
+[ $status != 0 ] || fail "SIGKILL: exit status 0"
+echo "    ended with status $status after $(( $(date +%s) - start )) s"
+
+echo "a hanging rank: the others exit after run.collective_timeout"
+"${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" --set train.steps=100000 --set run.collective_timeout=5 \
+  --set run.dir="$out/hang" >"$out/hang.log" 2>&1 &
+pid=$!
+wait_for_step "$out/hang" 5 || fail "run did not start"
+victim=$(pgrep -P $pid | tail -1)
+kill -STOP "$victim"
+start=$(date +%s)
+for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then fail "job still running 60 s after a rank stopped"; kill -KILL $pid "$victim"; fi
+wait $pid; status=$?
+[ $status != 0 ] || fail "hang: exit status 0"
+grep -q "another rank has died or hangs" "$out/hang.log" || fail "hang: no watchdog message"
+echo "    ended with status $status after $(( $(date +%s) - start )) s"
+kill -KILL "$victim" 2>/dev/null
+
+[ $fails = 0 ] && echo "all distributed checks passed"
+exit $((fails != 0))
