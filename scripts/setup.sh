@@ -18,6 +18,7 @@ packages=(
   libxxhash-dev                          # deterministic train/validation split
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
+  libicu-dev                             # eval: Python str.capitalize (full Unicode case mapping)
 )
 
 missing=()

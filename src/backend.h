@@ -176,6 +176,12 @@ struct Backend {
     double (*cross_entropy)(void *logits, const int32_t *labels, int64_t N, int V,
                             double grad_scale);
 
+    /* Per-row log-probability of the label and whether the label is the first argmax
+     * (evaluation): logp [f32][N], is_argmax [N] host bytes; rows with label -100 give 0
+     * and 1. */
+    void (*token_logprobs)(const void *logits, const int32_t *labels, int64_t N, int V,
+                           void *logp, uint8_t *is_argmax);
+
     /* ---- optimizer ---- */
     /* Sum of squares of n [f32] values, in fp64 on the host. */
     double (*sumsq)(const void *x, int64_t n);

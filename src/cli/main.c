@@ -7,6 +7,7 @@
 #include "cpu/blas_setup.h"
 #include "data_tools.h"
 #include "dist/dist.h"
+#include "eval_run.h"
 #include "model/hf_config.h"
 #include "model/model.h"
 #include "train/trainer.h"
@@ -28,6 +29,9 @@ static void usage(FILE *f) {
             "        validate token shards and summarise them\n"
             "  data train-tokenizer --out PREFIX --vocab-size N INPUT...\n"
             "        train a SentencePiece tokenizer for a corpus that has none\n"
+            "  eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n"
+            "        zero-shot evaluation (LAMBADA, PIQA, HellaSwag, WinoGrande, ARC) as\n"
+            "        lm-evaluation-harness scores it\n"
             "  version\n"
             "        print the version\n\n"
             "`rotor <command> --help` describes a command and its options.\n",
@@ -165,6 +169,12 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "data")) return data_main(argc - 2, argv + 2);
-    static const char *const commands[] = {"train", "info", "data", "version", NULL};
+    if (!strcmp(cmd, "eval")) {
+        dist_init(&argc, &argv); /* documents split across the ranks under mpirun */
+        int status = eval_main(argc - 2, argv + 2);
+        dist_finalize();
+        return status;
+    }
+    static const char *const commands[] = {"train", "info", "data", "eval", "version", NULL};
     die_unknown("command", cmd, commands);
 }

@@ -62,6 +62,7 @@ static const Backend cpu_backend = {
     .fox_fwd = cpu_fox_fwd,
     .fox_bwd = cpu_fox_bwd,
     .cross_entropy = cpu_cross_entropy,
+    .token_logprobs = cpu_token_logprobs,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,
     .adamw = cpu_adamw,

@@ -82,6 +82,8 @@ void cpu_fox_bwd(void *dq, void *dk, void *dv, void *dlogf, const void *dout, co
 
 double cpu_cross_entropy(void *logits, const int32_t *labels, int64_t N, int V,
                          double grad_scale);
+void cpu_token_logprobs(const void *logits, const int32_t *labels, int64_t N, int V, void *logp,
+                        uint8_t *is_argmax);
 double cpu_sumsq(const void *x, int64_t n);
 void cpu_scale(void *x, int64_t n, double s);
 void cpu_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,

@@ -45,6 +45,30 @@ double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
     return par_sum(part);
 }
 
+void cpu_token_logprobs(const void *logits_, const int32_t *labels, int64_t N, int V, void *logp_,
+                        uint8_t *is_argmax) {
+    const real *logits = logits_;
+    real *logp = logp_;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++) {
+        const real *x = logits + n * V;
+        int32_t y = labels[n];
+        if (y == -100) {
+            logp[n] = 0;
+            is_argmax[n] = 1;
+            continue;
+        }
+        RT_ASSERT(y >= 0 && y < V);
+        int arg = 0; /* the first maximum, as torch.argmax */
+        for (int j = 1; j < V; j++)
+            if (x[j] > x[arg]) arg = j;
+        double sum = 0;
+        for (int j = 0; j < V; j++) sum += (double)exp(x[j] - x[arg]);
+        logp[n] = (real)((double)x[y] - (double)x[arg] - log(sum));
+        is_argmax[n] = arg == y;
+    }
+}
+
 double cpu_sumsq(const void *x_, int64_t n) {
     const real *x = x_;
     double *part = par_partials();

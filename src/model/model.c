@@ -32,12 +32,13 @@ struct Model {
     int64_t cap_N;
     void *saved_mem, *scratch_mem;
     void **h;            /* [L+1] residual stream: h[l] enters block l */
-    void *xf, *rsf, *logits, *rope_angle;
+    void *xf, *rsf, *xsel, *logits, *rope_angle;
     void *dh, *dx, *dgate, *dup, *dact, *dmlp_in;
-    int32_t *tok_dev, *lab_dev;
+    int32_t *tok_dev, *lab_dev, *rows_dev;
+    int32_t *rows, *lab_sel;  /* host: the labeled positions and their labels */
 
     /* the current batch */
-    int64_t N;
+    int64_t N, M;             /* tokens, and labeled positions (rows of the LM head) */
     int64_t *cu;
     int32_t *pos;
     Seqs seqs;
@@ -69,7 +70,7 @@ static Model *model_declare(const ModelConfig *cfg) {
         Block *b = &m->blocks[l];
         snprintf(name, sizeof name, "model.layers.%d.attn_norm.weight", l);
         b->attn_norm = declare_vector(t, name, d, 1);
-        b->mixer = m->mix->create(t, cfg, &m->dims, l);
+        b->mixer = m->mix->create(t, &m->cfg, &m->dims, l); /* the model's own copy: layers keep it */
         snprintf(name, sizeof name, "model.layers.%d.mlp_norm.weight", l);
         b->mlp_norm = declare_vector(t, name, d, 1);
         snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
@@ -112,9 +113,10 @@ static void release_activations(Model *m) {
     if (m->scratch_mem) be->release(m->scratch_mem);
     if (m->tok_dev) be->release(m->tok_dev);
     if (m->lab_dev) be->release(m->lab_dev);
+    if (m->rows_dev) be->release(m->rows_dev);
     rt_free(m->h);
     m->saved_mem = m->scratch_mem = NULL;
-    m->tok_dev = m->lab_dev = NULL;
+    m->tok_dev = m->lab_dev = m->rows_dev = NULL;
     m->h = NULL;
     m->cap_N = 0;
 }
@@ -129,6 +131,8 @@ void model_free(Model *m) {
     params_free(&m->params);
     rt_free(m->cu);
     rt_free(m->pos);
+    rt_free(m->rows);
+    rt_free(m->lab_sel);
     rt_free(m);
 }
 
@@ -156,6 +160,7 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     }
     m->xf = carve(sv, A * N * d);
     m->rsf = carve(sv, F * N);
+    m->xsel = carve(sv, A * N * d);
     m->logits = carve(sv, A * N * V);
     m->rope_angle = m->cfg.pe.kind == PE_ROPE ? carve(sv, F * N * (m->dims.dk / 2)) : NULL;
     /* backbone scratch lives after the largest mixer scratch */
@@ -181,6 +186,9 @@ static void ensure_capacity(Model *m, int64_t N) {
     bind_activations(m, &sv2, &sc2, N);
     m->tok_dev = m->be->alloc(sizeof(int32_t) * (size_t)N);
     m->lab_dev = m->be->alloc(sizeof(int32_t) * (size_t)N);
+    m->rows_dev = m->be->alloc(sizeof(int32_t) * (size_t)N);
+    m->rows = rt_realloc(m->rows, sizeof(int32_t) * (size_t)N);
+    m->lab_sel = rt_realloc(m->lab_sel, sizeof(int32_t) * (size_t)N);
     m->cap_N = N;
 }
 
@@ -234,7 +242,13 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     m->N = N;
     build_segments(m, b);
     be->upload(m->tok_dev, b->tokens, sizeof(int32_t) * (size_t)N);
-    be->upload(m->lab_dev, b->labels, sizeof(int32_t) * (size_t)N);
+    /* the LM head runs only on the positions that have a label */
+    int64_t M = 0;
+    for (int64_t n = 0; n < N; n++)
+        if (b->labels[n] != -100) m->rows[M] = (int32_t)n, m->lab_sel[M++] = b->labels[n];
+    m->M = M;
+    be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)M);
+    be->upload(m->lab_dev, m->lab_sel, sizeof(int32_t) * (size_t)M);
     if (m->rope_angle) be->rope_angles(m->rope_angle, &m->seqs, m->dims.dk, m->cfg.pe.rope_theta);
     Ctx c = make_ctx(m);
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
@@ -254,12 +268,15 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
         be->add(m->h[l + 1], bl->hm, m->dx, N * d);
     }
     be->rmsnorm_fwd(m->xf, m->rsf, m->h[m->cfg.num_layers], W(&c, m->final_norm), N, 1, d, 0, eps);
-    be->matmul_fwd(m->logits, m->xf, W(&c, m->lm_head), NULL, (int)N, V, d);
-    int64_t valid = 0;
-    for (int64_t n = 0; n < N; n++) valid += b->labels[n] != -100;
-    if (n_valid) *n_valid = valid;
+    const void *x_head = m->xf;
+    if (M < N) { /* gather the labeled rows (an embedding lookup into xf) */
+        be->embedding_fwd(m->xsel, m->rows_dev, m->xf, M, d);
+        x_head = m->xsel;
+    }
+    be->matmul_fwd(m->logits, x_head, W(&c, m->lm_head), NULL, (int)M, V, d);
+    if (n_valid) *n_valid = M;
     m->have_grad_logits = grad_scale > 0;
-    return be->cross_entropy(m->logits, m->lab_dev, N, V, m->have_grad_logits ? grad_scale : 0.0);
+    return be->cross_entropy(m->logits, m->lab_dev, M, V, m->have_grad_logits ? grad_scale : 0.0);
 }
 
 void model_backward(Model *m) {
@@ -268,8 +285,15 @@ void model_backward(Model *m) {
     Ctx c = make_ctx(m);
     int64_t N = m->N;
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size, L = m->cfg.num_layers;
-    /* LM head and final norm: dh = d loss / d h[L] */
-    be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
+    /* LM head (on the M labeled rows) and final norm: dh = d loss / d h[L] */
+    int64_t M = m->M;
+    if (M < N) { /* scatter the rows' gradient back (rows without a label get zero) */
+        be->matmul_bwd(m->dmlp_in, G(&c, m->lm_head), NULL, m->logits, m->xsel, W(&c, m->lm_head), (int)M, V, d, 0);
+        be->zero(m->dx, (size_t)N * d * be->act_size);
+        be->embedding_bwd(m->dx, m->rows_dev, m->dmlp_in, M, d);
+    } else {
+        be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
+    }
     be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
@@ -289,7 +313,25 @@ void model_backward(Model *m) {
 
 void model_get_logits(Model *m, void *host) {
     RT_ASSERT(!m->have_grad_logits);
-    m->be->download(host, m->logits, (size_t)m->N * m->cfg.vocab_size * m->be->act_size);
+    m->be->download(host, m->logits, (size_t)m->M * m->cfg.vocab_size * m->be->act_size);
+}
+
+int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy) {
+    const Backend *be = m->be;
+    model_forward(m, b, 0.0, NULL);
+    int64_t N = m->M;
+    void *dev = be->alloc((size_t)(N ? N : 1) * be->f32_size);
+    be->token_logprobs(m->logits, m->lab_dev, N, m->cfg.vocab_size, dev, greedy);
+    if (be->f32_size == sizeof(double)) {
+        be->download(logp, dev, sizeof(double) * (size_t)N);
+    } else {
+        float *h = rt_malloc(sizeof(float) * (size_t)N);
+        be->download(h, dev, sizeof(float) * (size_t)N);
+        for (int64_t i = 0; i < N; i++) logp[i] = h[i];
+        rt_free(h);
+    }
+    be->release(dev);
+    return N;
 }
 
 /* ---- parameters ---- */

@@ -43,14 +43,20 @@ void model_zero_grads(Model *m);
 
 /* Forward pass; keeps the activations needed by model_backward. Returns the summed
  * cross-entropy over the non-ignored labels (fp64) and, if n_valid is not NULL, their
- * count. With grad_scale > 0 the logits are replaced by grad_scale * dloss/dlogits and a
- * model_backward call may follow; with grad_scale == 0 only the loss is computed. */
+ * count. The LM head runs only on the positions with a label. With grad_scale > 0 the
+ * logits are replaced by grad_scale * dloss/dlogits and a model_backward call may follow;
+ * with grad_scale == 0 only the loss is computed. */
 double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid);
 /* Backward pass of the last forward: accumulates (+=) into the gradient buffer. */
 void model_backward(Model *m);
-/* Logits of the last forward: host copy [B*T, V] of [act] elements. Only valid after
- * model_forward with grad_scale == 0 (otherwise they were replaced by their gradient). */
+/* Logits of the last forward at the positions with a label, in order: host copy [M, V] of
+ * [act] elements. Only valid after model_forward with grad_scale == 0 (otherwise they were
+ * replaced by their gradient). */
 void model_get_logits(Model *m, void *host);
+/* Forward pass for scoring: for each position with a label, in order, logp = log
+ * p(label | the tokens up to it) and greedy = the label is the first argmax. Returns the
+ * number of such positions. */
+int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy);
 
 /* Parameter counts of a config without building the model (nothing is allocated). */
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);

@@ -791,6 +791,29 @@ out:
     return r;
 }
 
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err, size_t errlen) {
+    char *path = rt_sprintf("%s/config.json", ckpt_dir);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    ModelConfig mc;
+    Model *m = NULL;
+    char msg[1024];
+    if (!j) {
+        rt_error(err, errlen, path, "%s (line %d)", jerr.text, jerr.line);
+    } else if (hf_config_from_json(j, &mc, msg, sizeof msg)) {
+        rt_error(err, errlen, path, "%s", msg);
+    } else {
+        m = model_create(&mc, be);
+        if (checkpoint_load(ckpt_dir, m, NULL, NULL, err, errlen)) {
+            model_free(m);
+            m = NULL;
+        }
+    }
+    json_decref(j);
+    rt_free(path);
+    return m;
+}
+
 int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_t errlen) {
     char *path = rt_sprintf("%s/rotor.ini", ckpt_dir);
     char *text = read_text(path);

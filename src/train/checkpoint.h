@@ -73,4 +73,8 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
 /* The run config saved in the checkpoint (its rotor.ini), parsed and validated. */
 int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_t errlen);
 
+/* A model built from the checkpoint's config.json with its weights (for evaluation).
+ * NULL with a message naming the file on error. */
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err, size_t errlen);
+
 #endif

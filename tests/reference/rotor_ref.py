@@ -10,6 +10,8 @@
       AdamW training steps in float32 with the chunked mixers; prints one JSON line.
   rotor_ref.py make-case --config config.json --out DIR [--batch B] [--seq T] [--seed S] [--std S]
       Writes a check case whose expected.safetensors comes from this reference (for testing tools).
+  rotor_ref.py loglik --ckpt DIR --samples FILE [--atol 1e-4]
+      Recomputes the per-request log-likelihoods of a `rotor eval --log-samples` file.
   rotor_ref.py selftest [--threads 1]
       Fast-vs-naive agreement in float64, rotation properties, document masking, check round trip.
 """
@@ -414,6 +416,47 @@ def cmd_selftest(args):
     return 1 if t.failed else 0
 
 
+# ----------------------------------------------------------------------------- loglik
+
+def cmd_loglik(args):
+    """Recomputes every request of a `rotor eval --log-samples` file with the float64 naive
+    model of a checkpoint: the continuation log-likelihood of the request's tokens (left-
+    truncated to the model's context as the harness does) and whether every continuation
+    token is the argmax. Exit 0 when every |ll difference| <= --atol and is_greedy agrees
+    wherever the top-2 logit gap is not a near tie."""
+    torch.set_num_threads(args.threads)
+    with open(os.path.join(args.ckpt, "config.json")) as f:
+        cfg = json.load(f)
+    weights, _ = st.load(os.path.join(args.ckpt, "model.safetensors"))
+    model = rm.RotorLM(cfg).double()
+    model.load_state_dict({n: torch.from_numpy(w).double() for n, w in weights.items()}, strict=True)
+    max_len = cfg["max_position_embeddings"]
+    worst, n, bad = 0.0, 0, 0
+    with torch.no_grad(), open(args.samples) as f:
+        for line in f:
+            r = json.loads(line)
+            seq = r["tokens"][-(max_len + 1):]
+            n_cont = min(r["n_continuation"], len(seq) - 1)
+            logits = model(torch.tensor([seq[:-1]]), naive=True)[0]
+            logp = torch.log_softmax(logits, dim=-1)
+            targets = torch.tensor(seq[1:])
+            pos = torch.arange(len(seq) - 1 - n_cont, len(seq) - 1)
+            ll = float(logp[pos, targets[pos]].sum())
+            top2 = logits[pos].topk(2, dim=-1).values
+            clear = bool(((top2[:, 0] - top2[:, 1]) > 1e-6).all())
+            greedy = bool((logits[pos].argmax(dim=-1) == targets[pos]).all())
+            d = abs(ll - r["ll"])
+            worst = max(worst, d)
+            if d > args.atol or (clear and greedy != r["is_greedy"]):
+                bad += 1
+                if bad <= 5:
+                    print(f"FAIL {r['task']} doc {r['doc']} choice {r['choice']}: ll {r['ll']:.8f} vs reference "
+                          f"{ll:.8f}, is_greedy {r['is_greedy']} vs {greedy}")
+            n += 1
+    print(f"loglik: {n} requests, max |ll difference| {worst:.3g}, {bad} mismatch(es)")
+    return 1 if bad or n == 0 else 0
+
+
 # ----------------------------------------------------------------------------- CLI
 
 def main(argv=None):
@@ -438,10 +481,16 @@ def main(argv=None):
     m.add_argument("--seq", type=int, default=32)
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--std", type=float, default=None, help="init std of weights (default initializer_range)")
+    g = sub.add_parser("loglik", help="recompute the requests of a rotor eval --log-samples file")
+    g.add_argument("--ckpt", required=True)
+    g.add_argument("--samples", required=True)
+    g.add_argument("--atol", type=float, default=1e-4)
+    g.add_argument("--threads", type=int, default=1)
     s = sub.add_parser("selftest", help="fast-vs-naive agreement and properties (< 60 s)")
     s.add_argument("--threads", type=int, default=1, help="small tensors: one thread is fastest")
     args = p.parse_args(argv)
-    commands = {"check": cmd_check, "bench": cmd_bench, "make-case": cmd_make_case, "selftest": cmd_selftest}
+    commands = {"check": cmd_check, "bench": cmd_bench, "make-case": cmd_make_case, "loglik": cmd_loglik,
+                "selftest": cmd_selftest}
     return commands[args.cmd](args)
 
 

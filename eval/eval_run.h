@@ -1,0 +1,21 @@
+/* Running the zero-shot evaluation with a model (eval/run.c) and the `rotor eval` command
+ * (eval/eval_cmd.c). */
+#ifndef ROTOR_EVAL_RUN_H
+#define ROTOR_EVAL_RUN_H
+
+#include "eval.h"
+#include "model/model.h"
+
+/* Fills ll and is_greedy of every request of the tasks (documents split across the ranks
+ * under mpirun; every rank ends with all results). batch: rows per forward pass; max_len:
+ * the model's context (inputs are left-truncated to it). */
+void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int max_len);
+
+/* One JSON line per request: task, doc, choice, context, continuation, tokens,
+ * n_continuation, ll, is_greedy. */
+int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err, size_t errlen);
+
+/* `rotor eval ...`; argv[0] is the first option. Returns the exit status. */
+int eval_main(int argc, char **argv);
+
+#endif
