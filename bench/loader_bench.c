@@ -44,16 +44,15 @@ int main(int argc, char **argv) {
     }
     printf("wrote %lld tokens in %.1fs\n", (long long)written, rt_now() - t0);
 
-    ModelConfig mc;
-    model_config_defaults(&mc);
-    DataConfig dc;
-    memset(&dc, 0, sizeof dc);
+    RunConfig rc;
+    memset(&rc, 0, sizeof rc);
+    model_config_defaults(&rc.model);
     int T = 4096, B = 4;
     int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)B * (T + 1));
     uint8_t *ds_doc = rt_malloc((size_t)B * (T + 1));
     for (int prefetch = 0; prefetch <= 4; prefetch += 4) {
         DataOptions opt = {T, 7, SPLIT_TRAIN, 0, 1, 0, prefetch};
-        DataSource *src = datasource_open(dir, &dc, &mc, &opt, err, sizeof err);
+        DataSource *src = datasource_open(dir, &rc, &opt, err, sizeof err);
         if (!src) rt_die("%s", err);
         int64_t windows = 0;
         double start = rt_now();

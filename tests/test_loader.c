@@ -57,11 +57,11 @@ static ModelConfig model_cfg(void) {
 
 static DataSource *open_source(const char *spec, int rank, int world, DataSplit split, int64_t holdout,
                                int prefetch, char *err, size_t errlen) {
-    DataConfig dc;
-    memset(&dc, 0, sizeof dc);
-    ModelConfig mc = model_cfg();
+    RunConfig rc;
+    memset(&rc, 0, sizeof rc);
+    rc.model = model_cfg();
     DataOptions opt = {T, 42, split, rank, world, holdout, prefetch};
-    return datasource_open(spec, &dc, &mc, &opt, err, errlen);
+    return datasource_open(spec, &rc, &opt, err, errlen);
 }
 
 /* Window index of the B windows just read, from their first tokens. */
@@ -223,7 +223,11 @@ static void test_holdout(void) {
 static void expect_open_error(const char *spec, const DataConfig *dc, const ModelConfig *mc, const char *needle) {
     char err[1024] = "";
     DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0};
-    DataSource *s = datasource_open(spec, dc, mc, &opt, err, sizeof err);
+    RunConfig rc;
+    memset(&rc, 0, sizeof rc);
+    rc.model = *mc;
+    rc.data = *dc;
+    DataSource *s = datasource_open(spec, &rc, &opt, err, sizeof err);
     CHECK_MSG(!s && strstr(err, needle), "expected an error containing '%s', got '%s'", needle, s ? "(opened)" : err);
     datasource_free(s);
 }
@@ -256,10 +260,13 @@ static void test_bad_shard_sets(void) {
     expect_open_error(dir, &dc, &mc, "data.tokenizer");
     memset(&dc, 0, sizeof dc);
     /* too few windows */
-    ModelConfig m2 = mc;
+    RunConfig rc;
+    memset(&rc, 0, sizeof rc);
+    rc.model = mc;
+    rc.data = dc;
     DataOptions opt = {4000, 1, SPLIT_TRAIN, 0, 1, 0, 0};
     char err[1024];
-    DataSource *s = datasource_open(dir, &dc, &m2, &opt, err, sizeof err);
+    DataSource *s = datasource_open(dir, &rc, &opt, err, sizeof err);
     CHECK(!s && strstr(err, "windows of 4001 tokens"));
 }
 

@@ -51,7 +51,7 @@ typedef struct {
     const char *help;
 } KeySpec;
 
-static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run"};
+static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "task"};
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 
 static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX}, {NULL, 0}};
@@ -60,6 +60,9 @@ static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank"
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {NULL, 0}};
+/* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
+static const Choice TASKS[] = {{"none", 0}, {"mqar", 1}, {"state", 2}, {"copy", 3}, {"parity", 4},
+                               {"a3", 5},   {"s3", 6},   {"a5", 7},    {"s5", 8},   {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
 #define K_INT(s, k, f, min, h) {s, k, T_INT, FIELD(f), min, R_ANY, NULL, h}
@@ -94,8 +97,8 @@ static const KeySpec KEYS[] = {
     K_BOOL("model", "k_shift", model.k_shift, "FoX-Pro: key shift"),
     K_BOOL("model", "v_shift", model.v_shift, "FoX-Pro: value shift"),
     K_BOOL("model", "doc_mask", model.doc_mask, "restart every mixer at document starts (BOS)"),
-    K_INT("model", "bos_id", model.bos_id, 0, "beginning-of-document token id"),
-    K_INT("model", "eos_id", model.eos_id, 0, "end-of-document token id"),
+    K_INT("model", "bos_id", model.bos_id, -1, "beginning-of-document token id (-1: none; data.train = task sets -1)"),
+    K_INT("model", "eos_id", model.eos_id, -1, "end-of-document token id (-1: none; data.train = task sets -1)"),
 
     K_ENUM("pe", "type", model.pe.kind, PES, "position embedding"),
     K_FLT("pe", "rope_theta", model.pe.rope_theta, R_POS, "RoPE base"),
@@ -133,7 +136,7 @@ static const KeySpec KEYS[] = {
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
 
-    K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, or synthetic:<task> (required)"),
+    K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
     K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
     K_STR("data", "tokenizer", data.tokenizer, "tokenizer model whose sha256 the shards must carry (optional)"),
     K_INT("data", "prefetch", data.prefetch, 1, "micro-batches read ahead by the loader thread"),
@@ -142,6 +145,19 @@ static const KeySpec KEYS[] = {
     K_ENUM_STR("run", "device", run.device, DEVICES, "compute device"),
     K_INT("run", "threads", run.threads, 0, "CPU threads per rank, 0 = all cores"),
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
+
+    K_ENUM_STR("task", "type", task.type, TASKS, "synthetic task of `rotor synth` (data.train = task); parity, a3, s3, a5, s5 = state with that group"),
+    K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V))"),
+    K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
+    K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
+    K_BOOL("task", "random_non_queries", task.random_non_queries, "mqar: random tokens between the queries instead of 0"),
+    K_STR("task", "group", task.group, "state: group of the word problems (S2, A3, S3, A5, S5)"),
+    K_INT("task", "test_len", task.test_len, 2, "state: test sequence length in tokens, BOS + test_len - 1 elements (train: train.seq_len)"),
+    K_INT("task", "min_len", task.min_len, 1, "copy: shortest training string"),
+    K_INT("task", "max_len", task.max_len, 1, "copy: longest training string"),
+    K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
+    K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
+    K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -193,6 +209,18 @@ void run_config_defaults(RunConfig *c) {
     strcpy(c->run.device, "cpu");
     c->run.threads = 0;
     c->run.collective_timeout = 600;
+    strcpy(c->task.type, "none");
+    c->task.vocab = 8192;
+    c->task.num_kv_pairs = 8;
+    c->task.power_a = 0.01;
+    c->task.random_non_queries = 0;
+    strcpy(c->task.group, "S2");
+    c->task.test_len = 513;
+    c->task.min_len = 2;
+    c->task.max_len = 64;
+    strcpy(c->task.eval_lengths, "2,4,8,16,32,64,128,256,512");
+    c->task.train_examples = 0;
+    c->task.test_examples = 1000;
     c->model.max_seq_len = t->seq_len;
 }
 
@@ -611,6 +639,14 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         PEConfig *pe = &L->cfg.model.pe;
         if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
+        if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
+        TaskConfig *task = &L->cfg.task;
+        static const char *const shorthand[][2] = {{"parity", "S2"}, {"a3", "A3"}, {"s3", "S3"}, {"a5", "A5"}, {"s5", "S5"}};
+        for (size_t i = 0; i < sizeof shorthand / sizeof shorthand[0]; i++)
+            if (!strcmp(task->type, shorthand[i][0])) {
+                strcpy(task->type, "state");
+                strcpy(task->group, shorthand[i][1]);
+            }
 
         char origin[1200];
         if (ini_text) snprintf(origin, sizeof origin, "%s%s", L->origin, nsets ? " with --set overrides" : "");
@@ -692,7 +728,9 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
     if (!c->data.train[0])
-        return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, or synthetic:<task>");
+        return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
+    if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state or copy");
     return 0;
 }
 

@@ -21,6 +21,10 @@ struct DataSource {
      * naming the file and position of bad data. */
     int (*next)(DataSource *ds, int32_t *tokens, uint8_t *doc_start, int B, char *err,
                 size_t errlen);
+    /* Sources whose labels are not the next tokens (the synthetic tasks of data.train =
+     * task) have this instead: B rows of T tokens and their labels (-100 where unscored). */
+    int (*next_labeled)(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err,
+                        size_t errlen);
     /* Position as JSON (new reference) and its restoration; set_state returns -1 with a
      * message if the state does not belong to this source. */
     json_t *(*get_state)(const DataSource *ds);
@@ -40,11 +44,12 @@ typedef struct {
     int prefetch;            /* micro-batches read ahead by a background thread */
 } DataOptions;
 
-/* Opens `spec`: a directory or glob of shards (*.h5), or "synthetic:<task>". Shards must
- * carry ids below model.vocab_size, one tokenizer, and dc->tokenizer's sha256 when given.
+/* Opens `spec`: a directory or glob of shards (*.h5), "synthetic:<task>", or "task" (the
+ * task of rc->task, split TRAIN its training stream and VAL its test stream). Shards must
+ * carry ids below model.vocab_size, one tokenizer, and data.tokenizer's sha256 when given.
  * Returns NULL with a message naming the file or task on error. */
-DataSource *datasource_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
-                            const DataOptions *opt, char *err, size_t errlen);
+DataSource *datasource_open(const char *spec, const RunConfig *rc, const DataOptions *opt,
+                            char *err, size_t errlen);
 void datasource_free(DataSource *ds);
 
 /* Splits B windows of T+1 tokens into inputs and labels [B*T] (and the inputs' document

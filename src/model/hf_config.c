@@ -12,7 +12,7 @@
 /* ------------------------------------------------------------------------------------ */
 
 typedef enum { F_INT, F_REAL, F_BOOL } FieldType;
-typedef enum { R_ANY, R_POS, R_NONNEG } Range;
+typedef enum { R_ANY, R_POS, R_NONNEG, R_TOKEN } Range; /* R_TOKEN: a token id, or null for none (-1) */
 
 /* A config.json key stored in a ModelConfig field (int for F_INT/F_BOOL, double for F_REAL). */
 typedef struct {
@@ -33,8 +33,8 @@ static const Field COMMON[] = {
     F("hidden_ratio", F_REAL, R_POS, 0, hidden_ratio),
     F("norm_eps", F_REAL, R_POS, 1, norm_eps),
     F("initializer_range", F_REAL, R_POS, 0, init_std),
-    F("bos_token_id", F_INT, R_NONNEG, 0, bos_id),
-    F("eos_token_id", F_INT, R_NONNEG, 0, eos_id),
+    F("bos_token_id", F_INT, R_TOKEN, 0, bos_id),
+    F("eos_token_id", F_INT, R_TOKEN, 0, eos_id),
     F("max_position_embeddings", F_INT, R_POS, 0, max_seq_len),
     F("doc_mask", F_BOOL, R_ANY, 0, doc_mask),
 };
@@ -125,8 +125,9 @@ static const MixerSchema MIXER_SCHEMA[] = {
 static void put_fields(json_t *o, const ModelConfig *c, const Field *f, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const void *p = (const char *)c + f[i].offset;
-        json_t *v = f[i].type == F_REAL  ? json_real(*(const double *)p)
-                    : f[i].type == F_INT ? json_integer(*(const int *)p)
+        json_t *v = f[i].type == F_REAL                                ? json_real(*(const double *)p)
+                    : f[i].range == R_TOKEN && *(const int *)p < 0 ? json_null()
+                    : f[i].type == F_INT                           ? json_integer(*(const int *)p)
                                          : json_boolean(*(const int *)p);
         json_object_set_new(o, f[i].key, v);
     }
@@ -228,9 +229,14 @@ static const char *json_text(const json_t *v) {
 }
 
 static int read_fields(const json_t *o, const char *prefix, const Field *f, size_t n, ModelConfig *out, Errs *e) {
-    static const char *const range_words[] = {[R_ANY] = "", [R_POS] = "positive ", [R_NONNEG] = "non-negative "};
+    static const char *const range_words[] = {[R_ANY] = "", [R_POS] = "positive ", [R_NONNEG] = "non-negative ",
+                                              [R_TOKEN] = "non-negative "};
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(o, f[i].key);
+        if (v && json_is_null(v) && f[i].range == R_TOKEN) {
+            *(int *)((char *)out + f[i].offset) = -1;
+            continue;
+        }
         if (!v || (json_is_null(v) && !f[i].required)) {
             if (f[i].required) return fail(e, "config key '%s%s' is missing", prefix, f[i].key);
             continue;
@@ -246,7 +252,7 @@ static int read_fields(const json_t *o, const char *prefix, const Field *f, size
         case F_INT: {
             json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
             if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == R_POS && x <= 0) ||
-                (f[i].range == R_NONNEG && x < 0))
+                ((f[i].range == R_NONNEG || f[i].range == R_TOKEN) && x < 0))
                 return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key, rw,
                             json_is_integer(v) ? json_text(v) : type_desc(v));
             *(int *)p = (int)x;

@@ -43,11 +43,27 @@ typedef struct {
     double collective_timeout; /* seconds in one collective before the job is ended */
 } RunSection;
 
+/* A synthetic task (`rotor synth`, EVAL.md part B): data.train = task trains on it. */
+typedef struct {
+    char type[16];          /* "none", "mqar", "state", "copy" (the shorthands parity, a3, ... become state) */
+    int vocab;              /* mqar: vocabulary V (keys [1, V/2), values [V/2, V)) */
+    int num_kv_pairs;       /* mqar: D */
+    double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
+    int random_non_queries; /* mqar: random tokens instead of 0 between the queries */
+    char group[8];          /* state: S2, A3, S3, A5, S5 */
+    int test_len;           /* state: test sequence length (the train length is train.seq_len) */
+    int min_len, max_len;   /* copy: string lengths of the training examples */
+    char eval_lengths[256]; /* copy: comma-separated string lengths evaluated */
+    int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
+    int test_examples;      /* test examples (per length for copy) */
+} TaskConfig;
+
 typedef struct {
     ModelConfig model;
     TrainConfig train;
     DataConfig data;
     RunSection run;
+    TaskConfig task;
 } RunConfig;
 
 #endif

@@ -77,13 +77,18 @@ void print_model_summary(const ModelConfig *mc, const ModelDims *dm, int64_t par
 static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     int B = tr->rc->train.micro_batch, T = tr->rc->train.seq_len;
     char err[1024];
-    if (ds->next(ds, tr->win, tr->win_doc, B, err, sizeof err)) rt_die("%s", err);
-    windows_to_batch(tr->win, tr->win_doc, B, T, tr->tok[a], tr->lab[a], tr->doc[a]);
+    if (ds->next_labeled) {
+        if (ds->next_labeled(ds, tr->tok[a], tr->lab[a], B, err, sizeof err)) rt_die("%s", err);
+        b->doc_start = NULL;
+    } else {
+        if (ds->next(ds, tr->win, tr->win_doc, B, err, sizeof err)) rt_die("%s", err);
+        windows_to_batch(tr->win, tr->win_doc, B, T, tr->tok[a], tr->lab[a], tr->doc[a]);
+        b->doc_start = tr->doc[a];
+    }
     b->B = B;
     b->T = T;
     b->tokens = tr->tok[a];
     b->labels = tr->lab[a];
-    b->doc_start = tr->doc[a];
     int64_t valid = 0;
     for (int64_t i = 0; i < (int64_t)B * T; i++) valid += tr->lab[a][i] != -100;
     return valid;
@@ -123,16 +128,16 @@ static void open_data(Trainer *tr) {
     int T = rc->train.seq_len;
     /* without a validation set, every rank's validation windows are held out of train */
     int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch * tr->world;
-    int synthetic = !strncmp(rc->data.train, "synthetic:", 10);
+    int synthetic = !strncmp(rc->data.train, "synthetic:", 10) || !strcmp(rc->data.train, "task");
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
     DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? val_windows : 0,
                        rc->data.prefetch};
-    tr->train = datasource_open(rc->data.train, &rc->data, &rc->model, &opt, err, sizeof err);
+    tr->train = datasource_open(rc->data.train, rc, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
     if (rc->train.val_every > 0) {
         const char *spec = rc->data.val[0] ? rc->data.val : rc->data.train;
         opt.split = SPLIT_VAL;
-        tr->val = datasource_open(spec, &rc->data, &rc->model, &opt, err, sizeof err);
+        tr->val = datasource_open(spec, rc, &opt, err, sizeof err);
         if (!tr->val) rt_die("%s: %s", rc->data.val[0] ? "data.val" : "data.train", err);
         tr->val_start = tr->val->get_state(tr->val);
     }

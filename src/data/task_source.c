@@ -1,0 +1,114 @@
+/* Training and test batches of a synthetic task (data.train = task; EVAL.md part B). Example
+ * i of a split is generated from its own random stream, a function of (seed, split, i):
+ * the train split cycles through task.train_examples examples (or never repeats when it is
+ * 0), the validation split reads the test stream from its start. The position is the next
+ * global example index; rank r of N takes examples r B .. r B + B - 1 of each N B. */
+#include <stdio.h>
+#include <string.h>
+
+#include "data/datasource.h"
+#include "data/synth_tasks.h"
+#include "util/error.h"
+
+typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY } Kind;
+
+typedef struct {
+    DataSource base;
+    Kind kind;
+    MqarSpec mqar;
+    Group group;
+    int min_len, max_len;
+    int T, rank, world;
+    uint64_t seed;
+    DataSplit split;
+    int64_t cycle; /* train: distinct examples (0 = unlimited) */
+    int64_t index; /* global position */
+} TaskSource;
+
+static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    TaskSource *s = (TaskSource *)ds;
+    for (int b = 0; b < B; b++) {
+        int64_t i = s->index + (int64_t)s->rank * B + b;
+        if (s->cycle > 0) i %= s->cycle;
+        Rng r;
+        task_example_rng(&r, s->seed, s->split == SPLIT_VAL, i);
+        int32_t *tk = tokens + (size_t)b * s->T, *lb = labels + (size_t)b * s->T;
+        switch (s->kind) {
+        case KIND_MQAR: mqar_example(&s->mqar, &r, tk, lb); break;
+        case KIND_STATE: state_example(&s->group, &r, s->T, tk, lb); break;
+        case KIND_COPY: copy_train_sequence(&r, s->min_len, s->max_len, s->T, tk, lb); break;
+        }
+    }
+    s->index += (int64_t)s->world * B;
+    return 0;
+}
+
+static json_t *ts_get_state(const DataSource *ds) {
+    const TaskSource *s = (const TaskSource *)ds;
+    return json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index", (json_int_t)s->index);
+}
+
+static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errlen) {
+    TaskSource *s = (TaskSource *)ds;
+    const char *kind, *task;
+    json_int_t index;
+    if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index", &index) ||
+        strcmp(kind, "task") || strcmp(task, ds->desc) || index < 0)
+        return rt_error(err, errlen, ds->desc, "the saved data position belongs to another data source");
+    s->index = index;
+    return 0;
+}
+
+static void ts_destroy(DataSource *ds) {
+    TaskSource *s = (TaskSource *)ds;
+    group_free(&s->group);
+    rt_free(s);
+}
+
+DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, const DataOptions *opt,
+                             char *err, size_t errlen) {
+    TaskSource *s = rt_calloc(1, sizeof(TaskSource));
+    s->T = opt->seq_len;
+    s->rank = opt->rank;
+    s->world = opt->world;
+    s->seed = opt->seed;
+    s->split = opt->split;
+    s->cycle = opt->split == SPLIT_TRAIN ? task->train_examples : 0;
+    const char *bad = NULL;
+    int vocab = 0;
+    if (!strcmp(task->type, "mqar")) {
+        s->kind = KIND_MQAR;
+        s->mqar = (MqarSpec){task->vocab, s->T, task->num_kv_pairs, task->power_a, task->random_non_queries};
+        bad = mqar_check(&s->mqar);
+        vocab = task->vocab;
+    } else if (!strcmp(task->type, "state")) {
+        s->kind = KIND_STATE;
+        bad = group_make(&s->group, task->group);
+        vocab = s->group.order + 1; /* elements and BOS */
+    } else if (!strcmp(task->type, "copy")) {
+        s->kind = KIND_COPY;
+        s->min_len = task->min_len;
+        s->max_len = task->max_len;
+        if (task->min_len > task->max_len) bad = "task.min_len is larger than task.max_len";
+        vocab = COPY_VOCAB;
+    } else {
+        bad = "task.type must be mqar, state or copy";
+    }
+    if (!bad && mc->vocab_size < vocab) {
+        rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, vocab, mc->vocab_size);
+        ts_destroy(&s->base);
+        return NULL;
+    }
+    if (bad) {
+        rt_error(err, errlen, NULL, "[task] %s: %s", task->type, bad);
+        ts_destroy(&s->base);
+        return NULL;
+    }
+    snprintf(s->base.desc, sizeof s->base.desc, "task %s", task->type);
+    s->base.next_labeled = ts_next_labeled;
+    s->base.get_state = ts_get_state;
+    s->base.set_state = ts_set_state;
+    s->base.destroy = ts_destroy;
+    return &s->base;
+}
