@@ -17,5 +17,7 @@ int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char
 
 /* `rotor eval ...`; argv[0] is the first option. Returns the exit status. */
 int eval_main(int argc, char **argv);
+/* `rotor synth CONFIG.ini [--set ...]` (eval/synth_cmd.c). */
+int synth_main(int argc, char **argv);
 
 #endif

@@ -91,19 +91,21 @@ static void series_add(Series *s, double x, double y) {
     s->y[s->n++] = y;
 }
 
-/* A line chart: one or two series on shared axes, axis labels and a legend. */
-static void svg_chart(const char *path, const char *title, const char *ylabel, Series *a,
-                      const char *a_name, Series *b, const char *b_name) {
-    if (!a->n && !(b && b->n)) return;
+static double plot_x(double x, int log_x) { return log_x ? log2(x) : x; }
+
+void plot_svg(const char *path, const char *title, const char *xlabel, const char *ylabel,
+              const PlotSeries *series, int nseries, PlotAxes axes) {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    Series *all[2] = {a, b};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; all[k] && i < all[k]->n; i++) {
-            if (!isfinite(all[k]->y[i])) continue;
-            x0 = fmin(x0, all[k]->x[i]), x1 = fmax(x1, all[k]->x[i]);
-            y0 = fmin(y0, all[k]->y[i]), y1 = fmax(y1, all[k]->y[i]);
+    for (int k = 0; k < nseries; k++)
+        for (int i = 0; i < series[k].n; i++) {
+            if (!isfinite(series[k].y[i])) continue;
+            double x = plot_x(series[k].x[i], axes.log_x);
+            x0 = fmin(x0, x), x1 = fmax(x1, x);
+            y0 = fmin(y0, series[k].y[i]), y1 = fmax(y1, series[k].y[i]);
         }
     if (!isfinite(x0)) return;
+    if (!isnan(axes.y_lo)) y0 = axes.y_lo;
+    if (!isnan(axes.y_hi)) y1 = axes.y_hi;
     if (x1 <= x0) x1 = x0 + 1;
     if (y1 <= y0) y1 = y0 + 1e-9 + fabs(y0) * 0.01;
     const double W = 720, Hh = 420, L = 70, R = 20, T = 40, B = 50;
@@ -119,22 +121,23 @@ static void svg_chart(const char *path, const char *title, const char *ylabel, S
         double fx = L + (W - L - R) * i / 4.0, vx = x0 + (x1 - x0) * i / 4.0;
         fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", L, fy, W - R, fy);
         fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.4g</text>\n", L - 6, fy + 4, vy);
-        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.6g</text>\n", fx, Hh - B + 18, vx);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.*g</text>\n", fx, Hh - B + 18,
+                axes.log_x ? 3 : 6, axes.log_x ? exp2(vx) : vx);
     }
-    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n", (L + W - R) / 2, Hh - 10);
+    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>\n", (L + W - R) / 2, Hh - 10, xlabel);
     fprintf(f, "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">%s</text>\n", (T + Hh - B) / 2, (T + Hh - B) / 2, ylabel);
-    const char *colors[2] = {"#1f77b4", "#d62728"}, *names[2] = {a_name, b_name};
-    for (int k = 0; k < 2; k++) {
-        if (!all[k] || !all[k]->n) continue;
+    static const char *const colors[8] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    for (int k = 0; k < nseries && k < 8; k++) {
+        if (!series[k].n) continue;
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colors[k]);
-        for (int i = 0; i < all[k]->n; i++) {
-            if (!isfinite(all[k]->y[i])) continue;
-            double px = L + (W - L - R) * (all[k]->x[i] - x0) / (x1 - x0);
-            double py = T + (Hh - T - B) * (y1 - all[k]->y[i]) / (y1 - y0);
+        for (int i = 0; i < series[k].n; i++) {
+            if (!isfinite(series[k].y[i])) continue;
+            double px = L + (W - L - R) * (plot_x(series[k].x[i], axes.log_x) - x0) / (x1 - x0);
+            double py = T + (Hh - T - B) * (y1 - series[k].y[i]) / (y1 - y0);
             fprintf(f, "%.1f,%.1f ", px, py);
         }
         fprintf(f, "\"/>\n");
-        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 150, T + 18 + 16.0 * k, colors[k], names[k]);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 170, T + 18 + 16.0 * k, colors[k], series[k].name);
     }
     fprintf(f, "</svg>\n");
     fclose(f);
@@ -163,9 +166,11 @@ void plots_write(const char *run_dir) {
     free(line);
     fclose(f);
     snprintf(path, sizeof path, "%s/loss.svg", run_dir);
-    svg_chart(path, "Loss", "cross-entropy (nats/token)", &loss, "train", &val, "validation");
+    PlotSeries losses[2] = {{"train", loss.x, loss.y, loss.n}, {"validation", val.x, val.y, val.n}};
+    plot_svg(path, "Loss", "step", "cross-entropy (nats/token)", losses, 2, PLOT_AUTO);
     snprintf(path, sizeof path, "%s/lr.svg", run_dir);
-    svg_chart(path, "Learning rate", "lr", &lr, "lr", NULL, NULL);
+    PlotSeries lrs[1] = {{"lr", lr.x, lr.y, lr.n}};
+    plot_svg(path, "Learning rate", "step", "lr", lrs, 1, PLOT_AUTO);
     Series *all[3] = {&loss, &val, &lr};
     for (int k = 0; k < 3; k++) {
         rt_free(all[k]->x);
