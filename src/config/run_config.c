@@ -414,18 +414,19 @@ static bool known_section(const char *section) {
 
 /* How far typed is from the (lower-case) schema name known, or -1 when not similar:
  * similar means an edit distance <= 3 (and below the typed length), or a shared prefix of
- * 4+ characters, or one name containing the other (max_seq_len ~ seq_len). Case-blind. */
+ * 4+ characters, or one name containing the other (max_seq_len ~ seq_len), which counts as
+ * distance 1 (warmup ~ warmup_frac before group). Case-blind. */
 static int name_distance(const char *typed, const char *known) {
     char t[NAME_MAX_LEN + 1];
     size_t n = strlen(typed);
     if (n > NAME_MAX_LEN) return -1;
     for (size_t i = 0; i <= n; i++) t[i] = (char)tolower((unsigned char)typed[i]);
     int d = rt_edit_distance(t, known);
+    if (d > 1 && ((n >= 4 && strstr(known, t)) || (strlen(known) >= 4 && strstr(t, known)))) return 1;
     if (d <= 3 && d < (int)n) return d;
     size_t p = 0;
     while (t[p] && t[p] == known[p]) p++;
     if (p >= 4) return d;
-    if ((n >= 4 && strstr(known, t)) || (strlen(known) >= 4 && strstr(t, known))) return d;
     return -1;
 }
 
@@ -500,7 +501,7 @@ static const KeySpec *resolve(Loader *L, const char *section, const char *key) {
     } else if (!known_section(section)) {
         const char *t = suggest_section(section);
         if (t) fail(L, "unknown section [%s]; did you mean [%s]?", section, t);
-        else fail(L, "unknown section [%s]; the sections are [model] [pe] [train] [data] [run]", section);
+        else fail(L, "unknown section [%s]; the sections are [model] [pe] [train] [data] [run] [task]", section);
     } else if (s >= 0) {
         fail(L, "unknown key '%s.%s'%s", section, key, hint);
     } else {
