@@ -12,6 +12,7 @@
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -29,30 +30,6 @@ static char *make_tmpdir(void) {
     char *d = mkdtemp(tmpl);
     RT_ASSERT(d);
     return rt_strdup(d);
-}
-
-static void rm_rf(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb)) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char *child = rt_sprintf("%s/%s", path, e->d_name);
-            rm_rf(child);
-            rt_free(child);
-        }
-        if (d) closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
-static int exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
 }
 
 static void write_file(const char *path, const void *data, size_t n) {
@@ -315,7 +292,7 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     json_decref(data);
     trainee_free(&a);
     trainee_free(&b);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -389,7 +366,7 @@ static void test_latest(void) {
     rt_free(p);
     check_latest(dir, "step_00000020");
     p = rt_sprintf("%s/checkpoints/step_00000020", dir);
-    rm_rf(p);
+    fs_remove_tree(p);
     rt_free(p);
     check_latest(dir, "step_00000010");
 
@@ -397,9 +374,9 @@ static void test_latest(void) {
     Trainee b = trainee(&c, 2, 5);
     CHECK_MSG(save_step(dir, &b, &rc, 10, 0) == 0, "%s", err);
     check_latest(dir, "step_00000010");
-    CHECK(!exists(stale));
+    CHECK(!fs_exists(stale));
     p = rt_sprintf("%s/checkpoints/.tmp-old-step_00000010", dir);
-    CHECK(!exists(p));
+    CHECK(!fs_exists(p));
     rt_free(p);
     Trainee x = trainee(&c, 3, 0);
     p = rt_sprintf("%s/checkpoints/step_00000010", dir);
@@ -416,7 +393,7 @@ static void test_latest(void) {
     trainee_free(&a);
     trainee_free(&b);
     trainee_free(&x);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -442,7 +419,7 @@ static void test_checksum_fallback(void) {
     rt_free(p);
     rt_free(ck30);
     trainee_free(&a);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -510,7 +487,7 @@ static void test_sharded_moments(void) {
     rt_free(m_full);
     rt_free(v_full);
     trainee_free(&a);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -544,7 +521,7 @@ static void test_keep(void) {
     CHECK_MSG(!strcmp(names, "latest step_00000005 step_00000030 step_00000040"), "after step 5: %s", names);
     check_latest(dir, "step_00000005");
     trainee_free(&a);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -679,7 +656,7 @@ static void test_corrupt(void) {
     rt_free(spath);
     trainee_free(&a);
     trainee_free(&x);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -891,7 +868,7 @@ static void test_st_roundtrip(void) {
     static const char *const meta[] = {"format", "pt", "note", "a \"quoted\" value", NULL};
     CHECK_MSG(st_write(path, ts, n, meta, err, sizeof err) == 0, "%s", err);
     char *tmp = rt_sprintf("%s.tmp", path);
-    CHECK(!exists(tmp));
+    CHECK(!fs_exists(tmp));
     rt_free(tmp);
 
     size_t len;
@@ -931,7 +908,7 @@ static void test_st_roundtrip(void) {
     CHECK_ERR("unknown dtype");
 
     rt_free(path);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 
@@ -1003,7 +980,7 @@ static void test_st_invalid(void) {
         st_close(f);
     }
     rt_free(path);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(dir);
 }
 

@@ -7,6 +7,7 @@
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
+#include "util/fsutil.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,30 +32,6 @@ static char *make_tmpdir(void) {
     char *d = mkdtemp(tmpl);
     RT_ASSERT(d);
     return rt_strdup(d);
-}
-
-static void rm_rf(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb)) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char *child = rt_sprintf("%s/%s", path, e->d_name);
-            rm_rf(child);
-            rt_free(child);
-        }
-        if (d) closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
-static int exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
 }
 
 static ShardInfo make_info(int64_t vocab) {
@@ -233,7 +210,7 @@ static void build_shard(const char *path, const Spec *sp) {
 static void roundtrip(int64_t vocab, hid_t expect_type) {
     char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard_000.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
     Corpus c = write_random(path, vocab, 300, 400, (uint64_t)vocab);
-    CHECK(exists(path) && !exists(tmp));
+    CHECK(fs_exists(path) && !fs_exists(tmp));
 
     /* The stored type, checked independently of the reader. */
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "tokens", H5P_DEFAULT);
@@ -280,7 +257,7 @@ static void roundtrip(int64_t vocab, hid_t expect_type) {
         shard_close(s);
     }
     corpus_free(&c);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(tmp);
     rt_free(path);
     rt_free(dir);
@@ -310,7 +287,7 @@ static void test_empty(void) {
         CHECK(shard_scan(s, counts, err, sizeof err) == 0 && counts[0] == 0);
         shard_close(s);
     }
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }
@@ -324,7 +301,7 @@ static void test_atomic(void) {
     ShardWriter *w = shard_writer_open(path, &info, err, sizeof err);
     RT_ASSERT(w);
     CHECK(shard_writer_add(w, doc, 4, err, sizeof err) == 0);
-    CHECK(!exists(path) && exists(tmp));
+    CHECK(!fs_exists(path) && fs_exists(tmp));
     /* Out-of-range ids name the file and the document. */
     const int32_t too_big[] = {1, 1000}, negative[] = {1, 3, -4};
     CHECK(shard_writer_add(w, too_big, 2, err, sizeof err) == -1 && strstr(err, path) &&
@@ -332,7 +309,7 @@ static void test_atomic(void) {
     CHECK(shard_writer_add(w, negative, 3, err, sizeof err) == -1 && strstr(err, "document 1: token 2 is -4"));
     CHECK(shard_writer_tokens(w) == 4);
     shard_writer_abort(w);
-    CHECK(!exists(path) && !exists(tmp));
+    CHECK(!fs_exists(path) && !fs_exists(tmp));
 
     /* A writer killed before close (a child process that exits without closing). */
     fflush(NULL);
@@ -345,7 +322,7 @@ static void test_atomic(void) {
     int status = -1;
     RT_ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK(!exists(path) && exists(tmp));
+    CHECK(!fs_exists(path) && fs_exists(tmp));
     expect_reject(path, "No such file");
     CHECK(!shard_open(tmp, err, sizeof err) && strstr(err, tmp));
 
@@ -354,7 +331,7 @@ static void test_atomic(void) {
     RT_ASSERT(w);
     CHECK(shard_writer_add(w, doc, 4, err, sizeof err) == 0);
     CHECK_MSG(shard_writer_close(w, err, sizeof err) == 0, "%s", err);
-    CHECK(exists(path) && !exists(tmp));
+    CHECK(fs_exists(path) && !fs_exists(tmp));
     Shard *s = shard_open(path, err, sizeof err);
     CHECK_MSG(s && shard_info(s)->n_tokens == 4, "%s", err);
     shard_close(s);
@@ -362,7 +339,7 @@ static void test_atomic(void) {
     /* An invalid ShardInfo is refused before anything is created. */
     info.bos_id = 1000;
     CHECK(!shard_writer_open(path, &info, err, sizeof err) && strstr(err, "bos_id = 1000"));
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(tmp);
     rt_free(path);
     rt_free(dir);
@@ -503,7 +480,7 @@ static void test_rejections(void) {
               strstr(err, "token 57 is 5000, not below vocab_size 1000"));
         shard_close(s);
     }
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }
@@ -560,7 +537,7 @@ static void test_locking(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     rt_free(saved_env);
     corpus_free(&c);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }
@@ -645,7 +622,7 @@ static void test_offsets_beyond_4g(void) {
         CHECK(shard_read(s, (int64_t)n - 1, 2, buf, err, sizeof err) == -1 && strstr(err, "from position 4294968295"));
         shard_close(s);
     }
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }
@@ -677,7 +654,7 @@ static void test_threads(void) {
         shard_close(s);
     }
     corpus_free(&c);
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }
@@ -710,7 +687,7 @@ static void test_read_speed(void) {
         }
         corpus_free(&c);
     }
-    rm_rf(dir);
+    fs_remove_tree(dir);
     rt_free(path);
     rt_free(dir);
 }

@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "model/hf_config.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "util/sha256.h"
 
 #define TRAINER_STATE_FORMAT "rotor-trainer-state"
@@ -47,25 +48,6 @@ static int mkdir_p(const char *path) {
         rc = -1;
     }
     return rc;
-}
-
-/* rm -rf; a missing path is not an error. */
-static int remove_tree(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb)) return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(sb.st_mode)) return unlink(path);
-    DIR *d = opendir(path);
-    if (!d) return -1;
-    int rc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *child = rt_sprintf("%s/%s", path, e->d_name);
-        if (remove_tree(child)) rc = -1;
-        rt_free(child);
-    }
-    closedir(d);
-    return rc ? rc : rmdir(path);
 }
 
 /* fsync of a directory, so that the entries created or renamed in it are durable.
@@ -376,7 +358,7 @@ static void prune(const char *ckdir, const char *current, int keep) {
         while ((e = readdir(d))) {
             if (strncmp(e->d_name, ".tmp-", 5)) continue;
             char *p = rt_sprintf("%s/%s", ckdir, e->d_name);
-            if (remove_tree(p)) rt_warn("cannot remove the leftover %s: %s", p, strerror(errno));
+            if (fs_remove_tree(p)) rt_warn("cannot remove the leftover %s: %s", p, strerror(errno));
             rt_free(p);
         }
         closedir(d);
@@ -387,7 +369,7 @@ static void prune(const char *ckdir, const char *current, int keep) {
     for (int i = keep; i < n; i++) {
         if (!strcmp(list[i].name, current)) continue;
         char *p = rt_sprintf("%s/%s", ckdir, list[i].name);
-        if (remove_tree(p)) rt_warn("cannot delete the old checkpoint %s: %s", p, strerror(errno));
+        if (fs_remove_tree(p)) rt_warn("cannot delete the old checkpoint %s: %s", p, strerror(errno));
         rt_free(p);
     }
     rt_free(list);
@@ -416,7 +398,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     /* 1. rank 0 makes the temporary directory */
     if (rank == 0 && mkdir_p(ckdir))
         ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
-    else if (rank == 0 && (remove_tree(tmp) || mkdir(tmp, 0755)))
+    else if (rank == 0 && (fs_remove_tree(tmp) || mkdir(tmp, 0755)))
         ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
     if (!all_ok(ok)) goto failed;
     /* 2. rank 0 writes the model, configs and (unsharded) optimizer; with ZeRO-1 every rank
@@ -437,7 +419,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
         /* A checkpoint of the same step is moved aside to a .tmp-* name (ignored by readers,
          * removed by prune below) so that the new one can take its name. */
         int replacing = ok && lstat(final, &sb) == 0;
-        if (replacing && (remove_tree(old) || rename(final, old)))
+        if (replacing && (fs_remove_tree(old) || rename(final, old)))
             ok = !rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
         if (ok && rename(tmp, final)) {
             ok = !rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
@@ -449,14 +431,14 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
         if (ok && (rename(latest_tmp, latest) || fsync_dir(ckdir)))
             ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
         if (ok) prune(ckdir, name, keep);
-        else remove_tree(tmp);
+        else fs_remove_tree(tmp);
     }
     dist_broadcast(&ok, sizeof ok);
     if (ok) r = 0;
     else if (rank != 0) rt_error(err, errlen, NULL, "checkpoint %s was not written: rank 0 failed (its message says why)", final);
     goto out;
 failed_rm:
-    if (rank == 0) remove_tree(tmp);
+    if (rank == 0) fs_remove_tree(tmp);
 failed:
     if (ok) rt_error(err, errlen, NULL, "checkpoint %s was not written: another rank failed (its message says why)", final);
 out:

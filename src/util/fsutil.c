@@ -1,6 +1,7 @@
 #include "util/fsutil.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -51,4 +52,22 @@ void fs_write_atomic(const char *path, const void *data, size_t len) {
 int fs_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+int fs_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb)) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode)) return unlink(path);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *child = rt_sprintf("%s/%s", path, e->d_name);
+        if (fs_remove_tree(child)) rc = -1;
+        rt_free(child);
+    }
+    closedir(d);
+    return rc ? rc : rmdir(path);
 }

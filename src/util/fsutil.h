@@ -11,5 +11,7 @@ void fs_mkdirs(const char *path);
 void fs_write_atomic(const char *path, const void *data, size_t len);
 /* 1 if the path exists. */
 int fs_exists(const char *path);
+/* rm -rf; a missing path is not an error. Returns 0, or -1 with errno set. */
+int fs_remove_tree(const char *path);
 
 #endif
