@@ -25,6 +25,7 @@
  *    [▁ ▁end] = 28705 948.
  * Tests that need ../shared/data pass with a "skipped" line when it is absent. */
 #include "harness.h"
+#include "shared_data.h"
 #include "eval.h"
 #include "tokenizer.h"
 
@@ -37,24 +38,6 @@ static char err[2048];
 /* ------------------------------------------------------------------------------------ */
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
-
-/* ROTOR_SHARED_DATA/rel in buf, or NULL (after a "skipped" line) when it is absent. */
-static const char *shared_file(const char *rel, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s", ROTOR_SHARED_DATA, rel);
-    struct stat sb;
-    if (stat(buf, &sb) == 0) return buf;
-    printf("    skipped: ../shared/data not found (%s)\n", buf);
-    return NULL;
-}
-
-/* The Mistral model, or NULL when ../shared/data is absent. */
-static Tokenizer *load_mistral(void) {
-    char path[1024];
-    if (!shared_file("tokenizer/mistral-7b-v0.1.model", path, sizeof path)) return NULL;
-    Tokenizer *t = tok_load(path, err, sizeof err);
-    CHECK_MSG(t, "tok_load: %s", err);
-    return t;
-}
 
 /* Document `index` (0-based, blank lines skipped) of ../shared/data/eval/<task>.jsonl. */
 static char *read_doc_line(const char *task, int64_t index) {

@@ -17,6 +17,7 @@
  *  - Decoding control ids: <s> and </s> give nothing, <unk> gives " ⁇ ".
  * Tests that need ../shared/data pass with a "skipped" line when it is absent. */
 #include "harness.h"
+#include "shared_data.h"
 #include "tokenizer.h"
 #include "util/rng.h"
 
@@ -32,24 +33,6 @@ static char err[1024];
 /* ------------------------------------------------------------------------------------ */
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
-
-/* ROTOR_SHARED_DATA/rel in buf, or NULL (after a "skipped" line) when the file is absent. */
-static const char *shared_file(const char *rel, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s", ROTOR_SHARED_DATA, rel);
-    struct stat sb;
-    if (stat(buf, &sb) == 0) return buf;
-    printf("    skipped: ../shared/data not found (%s)\n", buf);
-    return NULL;
-}
-
-/* The Mistral model, or NULL when ../shared/data is absent. */
-static Tokenizer *load_mistral(void) {
-    char path[1024];
-    if (!shared_file("tokenizer/mistral-7b-v0.1.model", path, sizeof path)) return NULL;
-    Tokenizer *t = tok_load(path, err, sizeof err);
-    CHECK_MSG(t, "tok_load: %s", err);
-    return t;
-}
 
 /* Encodes text (len bytes) without BOS/EOS, failing the test on error. */
 static int32_t *encode(const Tokenizer *t, const char *text, size_t len, size_t *n) {
