@@ -5,6 +5,7 @@
 
 #include "config/run_config.h"
 #include "cpu/parallel.h"
+#include "device/device.h"
 #include "dist/dist.h"
 #include "eval_run.h"
 #include "train/checkpoint.h"
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
             "  --out FILE          results JSON, shaped like lm-evaluation-harness's (default results.json)\n"
             "  --log-samples FILE  one JSON line per request: task, doc, choice, context, continuation,\n"
             "                      tokens, ll, is_greedy\n"
+            "  --device D          cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
             "  --threads N         CPU threads per rank (default: all cores)\n",
             EVAL_TASK_NAMES);
 }
@@ -49,11 +51,11 @@ static int64_t parse_count(const char *opt, const char *v) {
 
 int eval_main(int argc, char **argv) {
     const char *ckpt = NULL, *tasks_arg = NULL, *data_dir = NULL, *tok_path = NULL, *out = "results.json",
-               *samples = NULL, *v;
+               *samples = NULL, *device = "auto", *v;
     int64_t limit = 0, batch = 8, threads = 0;
     int add_bos = 1;
     static const char *const opts[] = {"--ckpt", "--tasks", "--data-dir", "--tokenizer", "--limit", "--batch",
-                                       "--no-bos", "--out", "--log-samples", "--threads", "--help", NULL};
+                                       "--no-bos", "--out", "--log-samples", "--device", "--threads", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -66,6 +68,7 @@ int eval_main(int argc, char **argv) {
         else if ((v = opt_value(argc, argv, &i, "--batch"))) batch = parse_count("--batch", v);
         else if ((v = opt_value(argc, argv, &i, "--out"))) out = v;
         else if ((v = opt_value(argc, argv, &i, "--log-samples"))) samples = v;
+        else if ((v = opt_value(argc, argv, &i, "--device"))) device = v;
         else if ((v = opt_value(argc, argv, &i, "--threads"))) threads = parse_count("--threads", v);
         else if (!strcmp(argv[i], "--no-bos")) add_bos = 0;
         else {
@@ -98,7 +101,7 @@ int eval_main(int argc, char **argv) {
         rt_die("%s names no tokenizer (its rotor.ini has no data.tokenizer): give --tokenizer MODEL", ckpt);
     Tokenizer *tok = tok_load(tok_path, err, sizeof err);
     if (!tok) rt_die("%s", err);
-    const Backend *be = backend_cpu();
+    const Backend *be = backend_select(device, "--device");
     Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
     if (!m) rt_die("%s", err);
     const ModelConfig *mc = model_config(m);

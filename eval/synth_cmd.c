@@ -12,6 +12,7 @@
 
 #include "config/run_config.h"
 #include "data/synth_tasks.h"
+#include "device/device.h"
 #include "dist/dist.h"
 #include "eval_run.h"
 #include "train/checkpoint.h"
@@ -254,7 +255,7 @@ int synth_main(int argc, char **argv) {
     if (dist_rank() != 0) return 0;
     char *ckpt = checkpoint_find_latest(rc.run.dir);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
-    Model *m = checkpoint_load_model(ckpt, backend_cpu(), err, sizeof err);
+    Model *m = checkpoint_load_model(ckpt, backend_select(rc.run.device, "run.device"), err, sizeof err);
     if (!m) rt_die("%s", err);
     TaskCtx c;
     memset(&c, 0, sizeof c);

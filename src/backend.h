@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Document segments of a batch (fla's cu_seqlens): every op with a notion of time
  * (convs, shifts, scans, positions, mixers) treats each segment as its own sequence. */
 typedef struct {
@@ -28,6 +32,13 @@ typedef struct {
     int nseg;             /* number of segments */
     const int64_t *cu;    /* [nseg+1] segment start offsets into the N tokens, cu[nseg] = N */
     const int32_t *pos;   /* [N] position of each token within its segment */
+    /* The same segments in the backend's memory, for device kernels (seqs_mirror() fills
+     * them; the CPU backend reads only the host arrays above). Chunks are the CHUNK_SIZE
+     * pieces of every segment in order, the order of the chunk states. */
+    int64_t nchunk;
+    const int32_t *dev_cu;    /* [nseg+1] */
+    const int32_t *dev_pos;   /* [N] */
+    const int32_t *dev_chunk; /* [nchunk][3]: first token, length, segment */
 } Seqs;
 
 typedef enum { ACT_NONE = 0, ACT_SILU = 1, ACT_SIGMOID = 2 } Activation;
@@ -35,6 +46,7 @@ typedef enum { ACT_NONE = 0, ACT_SILU = 1, ACT_SIGMOID = 2 } Activation;
 typedef struct Backend Backend;
 struct Backend {
     const char *name;
+    const char *device; /* what it runs on, for logs ("NVIDIA H100 80GB HBM3") */
     size_t act_size; /* bytes per [act] element */
     size_t f32_size; /* bytes per [f32] element */
     double peak_flops; /* dense peak of the device in FLOP/s for MFU, 0 if unknown */
@@ -45,6 +57,12 @@ struct Backend {
     void (*zero)(void *p, size_t bytes);
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
+    /* Waits until every queued operation has finished (timers). */
+    void (*synchronize)(void);
+    /* Peak bytes of backend memory allocated so far (0 where not tracked). */
+    size_t (*peak_memory)(void);
+    /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */
+    void (*to_act)(void *dst, const void *src, int64_t n);
 
     /* ---- dense ---- */
     /* out[M,N] = x[M,K] w[N,K]^T (+ bias[N] if bias). */
@@ -59,6 +77,8 @@ struct Backend {
     /* out[n,:] = E[tok[n],:]; tokens [i32] */
     void (*embedding_fwd)(void *out, const int32_t *tok, const void *E, int64_t n, int C);
     void (*embedding_bwd)(void *dE, const int32_t *tok, const void *dout, int64_t n, int C);
+    /* out[rows[i],:] = src[i,:] [act] for n distinct rows [i32]; other rows untouched. */
+    void (*scatter_rows)(void *out, const int32_t *rows, const void *src, int64_t n, int C);
 
     /* ---- normalisation ---- */
     /* x [N, G, C] -> y = x * rstd * w, rstd [f32][N*G]; w has G*C entries if w_per_group
@@ -199,5 +219,14 @@ int64_t chunk_states_size(const Seqs *s, int H, int K, int V);
 #define CHUNK_SIZE 64
 
 const Backend *backend_cpu(void);
+
+/* The CUDA backend on GPU number local_rank % (visible GPUs) — one rank per GPU under
+ * mpirun — or NULL with a reason in why (no CUDA in this build, no GPU visible, a GPU older
+ * than compute capability 8.0). The first call picks the GPU; later calls return it. */
+const Backend *backend_cuda(int local_rank, char *why, size_t why_size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -31,6 +31,8 @@ expect_error "unknown command 'trian'; did you mean 'train'" trian "$cfg"
 expect_error "unknown option '--resum'; did you mean '--resume'" train "$cfg" --resum auto
 expect_error "$out/missing: no token shards \(\*.h5\) found" train "$cfg" --set data.train="$out/missing" --set run.dir="$out/run"
 expect_error "unknown synthetic task 'markvo'" train "$cfg" --set data.train=synthetic:markvo --set run.dir="$out/run"
-expect_error "no CUDA backend" train "$cfg" --set run.device=cuda --set run.dir="$out/run"
+# without a usable GPU (CI), asking for cuda is a clear error naming the key and the reason
+expect_error "run.device = cuda: the CUDA backend cannot be used" train "$cfg" --set run.device=cuda --set run.dir="$out/run"
+expect_error "run.device.*expected one of cpu, cuda, auto" train "$cfg" --set run.device=tpu --set run.dir="$out/run"
 [ ! -e "$out/run/checkpoints" ] || { echo "FAIL: a failed run wrote checkpoints"; fails=$((fails + 1)); }
 exit $((fails != 0))

@@ -59,7 +59,7 @@ static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective",
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
-static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {NULL, 0}};
+static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
 static const Choice TASKS[] = {{"none", 0}, {"mqar", 1}, {"state", 2}, {"copy", 3}, {"parity", 4},
                                {"a3", 5},   {"s3", 6},   {"a5", 7},    {"s5", 8},   {NULL, 0}};
@@ -142,7 +142,7 @@ static const KeySpec KEYS[] = {
     K_INT("data", "prefetch", data.prefetch, 1, "micro-batches read ahead by the loader thread"),
 
     K_STR("run", "dir", run.dir, "run directory (metrics, checkpoints, plots)"),
-    K_ENUM_STR("run", "device", run.device, DEVICES, "compute device"),
+    K_ENUM_STR("run", "device", run.device, DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
     K_INT("run", "threads", run.threads, 0, "CPU threads per rank, 0 = all cores"),
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
 
@@ -206,7 +206,7 @@ void run_config_defaults(RunConfig *c) {
     t->max_bad_steps = 5;
     c->data.prefetch = 4;
     strcpy(c->run.dir, "runs/default");
-    strcpy(c->run.device, "cpu");
+    strcpy(c->run.device, "auto");
     c->run.threads = 0;
     c->run.collective_timeout = 600;
     strcpy(c->task.type, "none");

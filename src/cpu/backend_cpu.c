@@ -14,9 +14,15 @@ static void *cpu_alloc(size_t bytes) { return rt_alloc_aligned(bytes); }
 static void cpu_release(void *p) { rt_free(p); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_synchronize(void) {}
+static size_t cpu_peak_memory(void) { return 0; }
+static void cpu_to_act(void *dst, const void *src, int64_t n) {
+    if (dst != src) memcpy(dst, src, sizeof(real) * (size_t)n);
+}
 
 static const Backend cpu_backend = {
     .name = "cpu",
+    .device = "host CPU",
     .act_size = sizeof(real),
     .f32_size = sizeof(real),
     .alloc = cpu_alloc,
@@ -24,11 +30,15 @@ static const Backend cpu_backend = {
     .zero = cpu_zero,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .peak_memory = cpu_peak_memory,
+    .to_act = cpu_to_act,
     .matmul_fwd = cpu_matmul_fwd,
     .matmul_bwd = cpu_matmul_bwd,
     .add = cpu_add,
     .embedding_fwd = cpu_embedding_fwd,
     .embedding_bwd = cpu_embedding_bwd,
+    .scatter_rows = cpu_scatter_rows,
     .rmsnorm_fwd = cpu_rmsnorm_fwd,
     .rmsnorm_bwd = cpu_rmsnorm_bwd,
     .l2norm_fwd = cpu_l2norm_fwd,

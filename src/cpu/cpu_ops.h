@@ -13,6 +13,7 @@ void cpu_matmul_bwd(void *dx, void *dw, void *dbias, const void *dout, const voi
 void cpu_add(void *out, const void *a, const void *b, int64_t n);
 void cpu_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, int C);
 void cpu_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t n, int C);
+void cpu_scatter_rows(void *out, const int32_t *rows, const void *src, int64_t n, int C);
 
 void cpu_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
                      int w_per_group, double eps);

@@ -47,6 +47,14 @@ void cpu_embedding_fwd(void *out_, const int32_t *tok, const void *E_, int64_t n
         memcpy(out + i * C, E + (int64_t)tok[i] * C, sizeof(real) * (size_t)C);
 }
 
+void cpu_scatter_rows(void *out_, const int32_t *rows, const void *src_, int64_t n, int C) {
+    real *out = out_;
+    const real *src = src_;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(out + (int64_t)rows[i] * C, src + i * C, sizeof(real) * (size_t)C);
+}
+
 void cpu_embedding_bwd(void *dE_, const int32_t *tok, const void *dout_, int64_t n, int C) {
     real *dE = dE_;
     const real *dout = dout_;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/model_internal.h"
+#include "model/seqs.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -27,6 +28,10 @@ struct Model {
     Block *blocks;
     int emb, final_norm, lm_head;
     void *master, *grads;
+    /* the compute copy [act] of the master weights (= master when the types agree), and
+     * whether the master changed since it was made */
+    void *weights;
+    int weights_stale;
 
     /* activations, sized for cap_N tokens */
     int64_t cap_N;
@@ -42,6 +47,7 @@ struct Model {
     int64_t *cu;
     int32_t *pos;
     Seqs seqs;
+    SeqsMirror seqs_dev;
     int have_grad_logits;
 };
 
@@ -49,7 +55,12 @@ const ModelConfig *model_config(const Model *m) { return &m->cfg; }
 const ModelDims *model_dims_of(const Model *m) { return &m->dims; }
 const ParamTable *model_params(const Model *m) { return &m->params; }
 const Backend *model_backend(const Model *m) { return m->be; }
-void *model_weights(Model *m) { return m->master; }
+/* Callers may write the master weights through this pointer: the compute copy is
+ * refreshed before the next forward pass. */
+void *model_weights(Model *m) {
+    m->weights_stale = 1;
+    return m->master;
+}
 void *model_grads(Model *m) { return m->grads; }
 
 /* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
@@ -93,7 +104,12 @@ Model *model_create(const ModelConfig *cfg, const Backend *be) {
     m->grads = be->alloc(bytes);
     be->zero(m->master, bytes);
     be->zero(m->grads, bytes);
-    RT_ASSERT(be->act_size == be->f32_size); /* compute copy = master until mixed precision */
+    if (be->act_size == be->f32_size) {
+        m->weights = m->master;
+    } else {
+        m->weights = be->alloc((size_t)m->params.total * be->act_size);
+        m->weights_stale = 1;
+    }
     return m;
 }
 
@@ -126,8 +142,10 @@ void model_free(Model *m) {
     release_activations(m);
     for (int l = 0; l < m->cfg.num_layers; l++) m->mix->destroy(m->blocks[l].mixer, m->be);
     rt_free(m->blocks);
+    if (m->weights != m->master) m->be->release(m->weights);
     m->be->release(m->master);
     m->be->release(m->grads);
+    seqs_mirror_free(&m->seqs_dev, m->be);
     params_free(&m->params);
     rt_free(m->cu);
     rt_free(m->pos);
@@ -210,6 +228,7 @@ static void build_segments(Model *m, const Batch *b) {
     m->seqs.nseg = nseg;
     m->seqs.cu = m->cu;
     m->seqs.pos = m->pos;
+    seqs_mirror(&m->seqs_dev, m->be, &m->seqs);
 }
 
 static Ctx make_ctx(Model *m) {
@@ -219,7 +238,7 @@ static Ctx make_ctx(Model *m) {
     c.dims = &m->dims;
     c.seqs = &m->seqs;
     c.N = m->N;
-    c.weights = m->master;
+    c.weights = m->weights;
     c.master = m->master;
     c.grads = m->grads;
     c.params = &m->params;
@@ -239,6 +258,9 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
                    b->labels[n], (long long)n, m->cfg.vocab_size);
     }
     ensure_capacity(m, N);
+    if (m->weights_stale && m->weights != m->master)
+        be->to_act(m->weights, m->master, m->params.total);
+    m->weights_stale = 0;
     m->N = N;
     build_segments(m, b);
     be->upload(m->tok_dev, b->tokens, sizeof(int32_t) * (size_t)N);
@@ -290,7 +312,7 @@ void model_backward(Model *m) {
     if (M < N) { /* scatter the rows' gradient back (rows without a label get zero) */
         be->matmul_bwd(m->dmlp_in, G(&c, m->lm_head), NULL, m->logits, m->xsel, W(&c, m->lm_head), (int)M, V, d, 0);
         be->zero(m->dx, (size_t)N * d * be->act_size);
-        be->embedding_bwd(m->dx, m->rows_dev, m->dmlp_in, M, d);
+        be->scatter_rows(m->dx, m->rows_dev, m->dmlp_in, M, d);
     } else {
         be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
     }
@@ -387,6 +409,7 @@ void model_init_weights(Model *m, uint64_t seed) {
         param_values(m, p, seed, i, vals);
         to_backend_type(be, vals, host, p->numel);
         be->upload((char *)m->master + (size_t)p->offset * be->f32_size, host, be->f32_size * (size_t)p->numel);
+        m->weights_stale = 1;
         rt_free(vals);
         rt_free(host);
     }
@@ -400,6 +423,7 @@ void model_get_param(Model *m, int idx, void *host) {
 void model_set_param(Model *m, int idx, const void *host) {
     const ParamInfo *p = &m->params.p[idx];
     m->be->upload((char *)m->master + (size_t)p->offset * m->be->f32_size, host, m->be->f32_size * (size_t)p->numel);
+    m->weights_stale = 1;
 }
 
 void model_get_grad(Model *m, int idx, void *host) {
@@ -409,10 +433,10 @@ void model_get_grad(Model *m, int idx, void *host) {
 
 void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }
 
-int64_t model_num_params(const Model *m) { return m->params.total; }
+int64_t model_num_params(const Model *m) { return params_count(&m->params); }
 
 int64_t model_num_params_non_embedding(const Model *m) {
-    return m->params.total - m->params.p[m->emb].numel - m->params.p[m->lm_head].numel;
+    return model_num_params(m) - m->params.p[m->emb].numel - m->params.p[m->lm_head].numel;
 }
 
 double model_flops_per_token(const Model *m, int T) {
@@ -420,7 +444,7 @@ double model_flops_per_token(const Model *m, int T) {
     const ModelDims *dm = &m->dims;
     /* 6 flops per weight used in a matmul (forward 2, backward 4): everything but the
      * embedding table and the norm/bias vectors */
-    double matmul_params = (double)(m->params.total - m->params.p[m->emb].numel);
+    double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
     double per_layer;
     if (c->mixer == MIXER_FOX) {
         per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */

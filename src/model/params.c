@@ -23,12 +23,12 @@ int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, 
         p->shape[i] = shape[i];
         p->numel *= shape[i];
     }
-    p->offset = t->total;
+    p->offset = (t->total + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
     p->init = init;
     p->init_arg = init_arg;
     p->decay = decay;
     p->trainable = trainable;
-    t->total += p->numel;
+    t->total = p->offset + p->numel;
     return t->n++;
 }
 
@@ -36,6 +36,12 @@ int params_find(const ParamTable *t, const char *name) {
     for (int i = 0; i < t->n; i++)
         if (!strcmp(t->p[i].name, name)) return i;
     return -1;
+}
+
+int64_t params_count(const ParamTable *t) {
+    int64_t n = 0;
+    for (int i = 0; i < t->n; i++) n += t->p[i].numel;
+    return n;
 }
 
 int64_t params_count_trainable(const ParamTable *t) {

@@ -24,7 +24,7 @@ typedef struct {
     int ndim;
     int64_t shape[PARAM_MAX_DIMS];
     int64_t numel;
-    int64_t offset;  /* element offset in the flat buffers */
+    int64_t offset;  /* element offset in the flat buffers, a multiple of PARAM_ALIGN */
     InitKind init;
     double init_arg;
     int decay;       /* AdamW weight decay applies (SPEC §7 groups) */
@@ -34,8 +34,12 @@ typedef struct {
 typedef struct {
     ParamInfo *p;
     int n, cap;
-    int64_t total;   /* elements over all parameters */
+    int64_t total;   /* size of the flat buffers: all parameters and their alignment padding */
 } ParamTable;
+
+/* Every parameter starts on a 64-element boundary (128 bytes in bf16) so that device
+ * kernels and cuBLASLt get aligned pointers. Padding elements stay zero. */
+#define PARAM_ALIGN 64
 
 /* Appends a parameter; returns its index. Offsets are assigned in order. */
 int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
@@ -43,6 +47,8 @@ int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, 
 /* Index of a parameter by name, -1 if absent. */
 int params_find(const ParamTable *t, const char *name);
 int64_t params_count_trainable(const ParamTable *t);
+/* Number of parameter elements (without padding). */
+int64_t params_count(const ParamTable *t);
 void params_free(ParamTable *t);
 
 #endif

@@ -729,7 +729,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     const Backend *be = model_backend(m);
     char *wpath = rt_sprintf("%s/model.safetensors", ckpt_dir);
     char *spath = rt_sprintf("%s/trainer_state.json", ckpt_dir);
-    float *w = rt_malloc(sizeof(float) * (size_t)t->total), *mm = NULL, *vv = NULL;
+    float *w = rt_calloc((size_t)t->total, sizeof(float)), *mm = NULL, *vv = NULL; /* padding stays 0 */
     StFile *wf = NULL;
     TrainerState ts = {0};
     int64_t opt_step = 0, state_opt_step = 0;

@@ -38,7 +38,7 @@ typedef struct {
 
 typedef struct {
     char dir[1024];       /* run directory: metrics.jsonl, checkpoints/, plots */
-    char device[16];      /* "cpu" (cuda arrives with the CUDA backend) */
+    char device[16];      /* "cpu", "cuda" or "auto" (device/device.h) */
     int threads;          /* OpenMP threads per rank, 0 = all cores */
     double collective_timeout; /* seconds in one collective before the job is ended */
 } RunSection;

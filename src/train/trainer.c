@@ -23,6 +23,7 @@
 #include "cpu/blas_setup.h"
 #include "cpu/parallel.h"
 #include "data/datasource.h"
+#include "device/device.h"
 #include "dist/dist.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
@@ -200,9 +201,6 @@ static double reduce_gradients(Trainer *tr) {
 }
 
 int train_run(const RunConfig *rc, const char *resume) {
-    if (strcmp(rc->run.device, "cpu"))
-        rt_die("run.device = %s: this build has no CUDA backend yet; use run.device = cpu",
-               rc->run.device);
 #ifdef _OPENMP
     if (rc->run.threads > 0) omp_set_num_threads(rc->run.threads);
 #endif
@@ -214,9 +212,12 @@ int train_run(const RunConfig *rc, const char *resume) {
     int lead = tr.rank == 0;
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
-    const Backend *be = backend_cpu();
+    const Backend *be = backend_select(rc->run.device, "run.device");
+    if (tr.world > 1 && strcmp(be->name, "cpu"))
+        rt_die("run.device = %s with %d ranks: data parallelism across GPUs needs the NCCL path, "
+               "which is not built yet; run one rank per job for now", be->name, tr.world);
     tr.model = model_create(&rc->model, be);
-    int64_t P = model_num_params(tr.model);
+    int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
     if (tc->zero && tr.world > 1) {
         tr.ranges = rt_malloc(sizeof(int64_t) * (size_t)(tr.world + 1));
         dist_partition(P, tr.world, 64, tr.ranges);
@@ -225,8 +226,11 @@ int train_run(const RunConfig *rc, const char *resume) {
         tr.opt = adamw_create(be, 0, P);
     }
     if (lead) {
-        print_model_summary(&rc->model, model_dims_of(tr.model), P, model_num_params_non_embedding(tr.model));
-        printf("backend: %s, %d threads per rank, BLAS kernels %s\n", be->name, par_max_threads(), blas_kernel_name());
+        print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
+        if (!strcmp(be->name, "cpu"))
+            printf("backend: cpu, %d threads per rank, BLAS kernels %s\n", par_max_threads(), blas_kernel_name());
+        else
+            printf("backend: %s on %s\n", be->name, be->device);
         printf("data parallel: %d rank%s, global batch %d rows of %d tokens%s\n", tr.world, tr.world > 1 ? "s" : "",
                tr.world * tc->micro_batch * tc->grad_accum, tc->seq_len,
                tr.ranges ? ", AdamW state sharded (ZeRO-1)" : "");
@@ -317,6 +321,8 @@ int train_run(const RunConfig *rc, const char *resume) {
                                   gnorm, "tokens_per_s", tps);
             /* MFU needs the device's peak; unknown for the CPU backend */
             json_object_set_new(j, "mfu", be->peak_flops > 0 ? json_real(flops_per_token * tps / (be->peak_flops * tr.world)) : json_null());
+            if (be->peak_memory() > 0) /* device backends: the high-water mark of their memory */
+                json_object_set_new(j, "peak_memory_gib", json_real((double)be->peak_memory() / (1 << 30)));
             if (validating) {
                 json_object_set_new(j, "val_loss", json_real(vl));
                 json_object_set_new(j, "val_ppl", json_real(exp(vl)));

@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__GNUC__)
 #define RT_NORETURN __attribute__((noreturn))
 #define RT_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -38,5 +42,9 @@ int rt_error(char *err, size_t errlen, const char *prefix, const char *fmt, ...)
 int rt_edit_distance(const char *a, const char *b);
 /* printf into a freshly allocated string. */
 char *rt_sprintf(const char *fmt, ...) RT_PRINTF(1, 2);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,223 @@
+// The CUDA backend: device memory from a stream-ordered pool, one stream, the table of
+// kernels. bf16 [act], fp32 [f32] (src/backend.h).
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "gemm.h"
+#include "util/error.h"
+
+static cudaStream_t stream;
+static cudaMemPool_t pool;
+static void *scratch[SCRATCH_SLOTS];
+static size_t scratch_bytes[SCRATCH_SLOTS];
+
+cudaStream_t cuda_stream() { return stream; }
+
+static int device_attribute(cudaDeviceAttr a) {
+    int dev = 0, v = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, a, dev));
+    return v;
+}
+
+void cuda_check_aligned(const void *p, size_t bytes, const char *op) {
+    if ((uintptr_t)p % bytes) rt_die("%s: buffer %p is not %zu-byte aligned", op, p, bytes);
+}
+
+// Block (32, 16): 32 columns, 16 row groups summed in shared memory.
+__global__ void __launch_bounds__(512) colsum_add_kernel(float *__restrict__ out,
+                                                         const float *__restrict__ part, int rows,
+                                                         int cols) {
+    __shared__ float red[16][33];
+    int e = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.f;
+    if (e < cols) {
+#pragma unroll 8
+        for (int r = threadIdx.y; r < rows; r += 16) s += part[(int64_t)r * cols + e];
+    }
+    red[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && e < cols) {
+        float t = 0.f;
+        for (int g = 0; g < 16; g++) t += red[g][threadIdx.x];
+        out[e] += t;
+    }
+}
+
+void cuda_colsum_add(float *out, const float *part, int rows, int cols) {
+    colsum_add_kernel<<<(unsigned)cdiv(cols, 32), dim3(32, 16), 0, cuda_stream()>>>(out, part, rows, cols);
+    CUDA_LAUNCHED();
+}
+
+int cuda_sm_count() {
+    static int n;
+    if (!n) n = device_attribute(cudaDevAttrMultiProcessorCount);
+    return n;
+}
+
+int cuda_max_smem_optin() {
+    static int n;
+    if (!n) n = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+    return n;
+}
+
+void cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
+    rt_die("CUDA error %s (%s) in %s at %s:%d", cudaGetErrorName(e), cudaGetErrorString(e), what,
+           file, line);
+}
+
+static size_t used_high() {
+    uint64_t v = 0;
+    CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v));
+    return (size_t)v;
+}
+
+static void *cu_alloc(size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, stream);
+    if (e == cudaErrorMemoryAllocation) {
+        size_t free_b = 0, total = 0;
+        cudaMemGetInfo(&free_b, &total);
+        rt_die("GPU out of memory allocating %.1f MiB (peak so far %.1f MiB, device %.1f MiB "
+               "free of %.1f MiB); lower train.micro_batch or the context length",
+               bytes / 1048576.0, used_high() / 1048576.0, free_b / 1048576.0,
+               total / 1048576.0);
+    }
+    CUDA_CHECK(e);
+    return p;
+}
+
+static void cu_release(void *p) { CUDA_CHECK(cudaFreeAsync(p, stream)); }
+static void cu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream)); }
+
+// From pageable host memory the copy has read the source when it returns.
+static void cu_upload(void *dst, const void *src, size_t bytes) {
+    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+}
+
+static void cu_download(void *dst, const void *src, size_t bytes) {
+    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+static void cu_synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream)); }
+static size_t cu_peak_memory() { return used_high(); }
+
+void *cuda_scratch(int slot, size_t bytes) {
+    if (bytes > scratch_bytes[slot]) {
+        if (scratch[slot]) cu_release(scratch[slot]);
+        scratch[slot] = cu_alloc(bytes);
+        scratch_bytes[slot] = bytes;
+    }
+    return scratch[slot];
+}
+
+// Dense bf16 tensor-core peak (FLOP/s) for MFU; 0 where the device is not known.
+static double peak_flops(const cudaDeviceProp *p) {
+    if (p->major == 9 && p->minor == 0) {
+        if (strstr(p->name, "PCIe")) return 756e12;
+        return 989.4e12; // H100 SXM, H200, GH200
+    }
+    if (p->major == 8 && p->minor == 0) return 312e12; // A100
+    return 0;
+}
+
+static Backend cuda_backend = {
+    .name = "cuda",
+    .device = "",
+    .act_size = 2,
+    .f32_size = 4,
+    .peak_flops = 0,
+    .alloc = cu_alloc,
+    .release = cu_release,
+    .zero = cu_zero,
+    .upload = cu_upload,
+    .download = cu_download,
+    .synchronize = cu_synchronize,
+    .peak_memory = cu_peak_memory,
+    .to_act = cuda_to_act,
+    .matmul_fwd = cuda_matmul_fwd,
+    .matmul_bwd = cuda_matmul_bwd,
+    .add = cuda_add,
+    .embedding_fwd = cuda_embedding_fwd,
+    .embedding_bwd = cuda_embedding_bwd,
+    .scatter_rows = cuda_scatter_rows,
+    .rmsnorm_fwd = cuda_rmsnorm_fwd,
+    .rmsnorm_bwd = cuda_rmsnorm_bwd,
+    .l2norm_fwd = cuda_l2norm_fwd,
+    .l2norm_bwd = cuda_l2norm_bwd,
+    .gate_mul_fwd = cuda_gate_mul_fwd,
+    .gate_mul_bwd = cuda_gate_mul_bwd,
+    .silu_fwd = cuda_silu_fwd,
+    .silu_bwd = cuda_silu_bwd,
+    .conv_fwd = cuda_conv_fwd,
+    .conv_bwd = cuda_conv_bwd,
+    .shift_fwd = cuda_shift_fwd,
+    .shift_bwd = cuda_shift_bwd,
+    .revcumsum = cuda_revcumsum,
+    .rope_angles = cuda_rope_angles,
+    .rotate_fwd = cuda_rotate_fwd,
+    .rotate_bwd = cuda_rotate_bwd,
+    .selrope_angles_fwd = cuda_selrope_angles_fwd,
+    .selrope_angles_bwd = cuda_selrope_angles_bwd,
+    .weightnorm_fwd = cuda_weightnorm_fwd,
+    .weightnorm_bwd = cuda_weightnorm_bwd,
+    .head_matmul_fwd = cuda_head_matmul_fwd,
+    .head_matmul_bwd = cuda_head_matmul_bwd,
+    .logsigmoid_fwd = cuda_logsigmoid_fwd,
+    .logsigmoid_bwd = cuda_logsigmoid_bwd,
+    .gdn_gates_fwd = cuda_gdn_gates_fwd,
+    .gdn_gates_bwd = cuda_gdn_gates_bwd,
+    .gla_fwd = cuda_gla_fwd,
+    .gla_bwd = cuda_gla_bwd,
+    .gdn_fwd = cuda_gdn_fwd,
+    .gdn_bwd = cuda_gdn_bwd,
+    .fox_fwd = cuda_fox_fwd,
+    .fox_bwd = cuda_fox_bwd,
+    .cross_entropy = cuda_cross_entropy,
+    .token_logprobs = cuda_token_logprobs,
+    .sumsq = cuda_sumsq,
+    .scale = cuda_scale,
+    .adamw = cuda_adamw,
+};
+
+extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_size) {
+    static int state; // 0 untried, 1 ready, -1 failed
+    static char reason[512];
+    if (state == 0) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n == 0) {
+            snprintf(reason, sizeof reason, "%s",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device visible");
+            state = -1;
+        } else {
+            int dev = local_rank % n;
+            cudaDeviceProp prop;
+            CUDA_CHECK(cudaSetDevice(dev));
+            CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+            if (prop.major < 8) {
+                snprintf(reason, sizeof reason,
+                         "%.200s has compute capability %d.%d; bf16 kernels need 8.0 or newer",
+                         prop.name, prop.major, prop.minor);
+                state = -1;
+            } else {
+                CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+                CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+                uint64_t keep = UINT64_MAX; // keep freed blocks for reuse
+                CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+                gemm_init();
+                cuda_backend.peak_flops = peak_flops(&prop);
+                static char device_name[sizeof prop.name];
+                snprintf(device_name, sizeof device_name, "%s", prop.name);
+                cuda_backend.device = device_name;
+                snprintf(reason, sizeof reason, "%s", prop.name);
+                state = 1;
+            }
+        }
+    }
+    if (why) snprintf(why, why_size, "%s", reason);
+    return state == 1 ? &cuda_backend : NULL;
+}

@@ -1,0 +1,90 @@
+// Shared by every CUDA kernel file: element types, the stream, error checks, small device
+// helpers. [act] buffers are bf16, [f32] buffers are float (see src/backend.h).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef __nv_bfloat16 bf16;
+
+// The one stream every kernel, cuBLASLt call and copy of the backend runs on.
+cudaStream_t cuda_stream();
+
+// Dies with the CUDA error string, the failing expression and its place.
+void cuda_fail(cudaError_t e, const char *what, const char *file, int line);
+#define CUDA_CHECK(x)                                                  \
+    do {                                                               \
+        cudaError_t _e = (x);                                          \
+        if (_e != cudaSuccess) cuda_fail(_e, #x, __FILE__, __LINE__);  \
+    } while (0)
+// After every kernel launch: catches bad launch configurations at once.
+#define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
+
+// Scratch device memory owned by the backend (grown on demand, never shrunk); valid until
+// the next call with the same slot. Slots let one op hold several scratch buffers.
+enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_SLOTS };
+void *cuda_scratch(int slot, size_t bytes);
+
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// V consecutive elements moved with one load/store (V * sizeof(T) bytes, aligned to that).
+template <class T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+template <int V, class T> __device__ __forceinline__ Pack<T, V> ld_vec(const T *p) {
+    return *reinterpret_cast<const Pack<T, V> *>(p);
+}
+template <int V, class T> __device__ __forceinline__ void st_vec(T *p, const Pack<T, V> &x) {
+    *reinterpret_cast<Pack<T, V> *>(p) = x;
+}
+
+// Dies naming the op when p is not aligned to `bytes` (vectorised kernels need it).
+void cuda_check_aligned(const void *p, size_t bytes, const char *op);
+
+// out[e] += sum over rows of part[r * cols + e], in a fixed order (deterministic parameter
+// gradients from per-block partial sums); out and part [f32].
+void cuda_colsum_add(float *out, const float *part, int rows, int cols);
+
+__device__ __forceinline__ float2 f2(float a, float b) { return make_float2(a, b); }
+__device__ __forceinline__ float2 operator+(float2 a, float2 b) { return f2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 operator-(float2 a, float2 b) { return f2(a.x - b.x, a.y - b.y); }
+__device__ __forceinline__ float2 operator*(float2 a, float2 b) { return f2(a.x * b.x, a.y * b.y); }
+__device__ __forceinline__ float2 operator*(float s, float2 a) { return f2(s * a.x, s * a.y); }
+
+// Properties of the backend's device, read once.
+int cuda_sm_count();
+int cuda_max_smem_optin(); // shared memory a block may opt in to (bytes)
+
+__device__ __forceinline__ float bf2f(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bf16 f2bf(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + __expf(-x)); }
+// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))
+__device__ __forceinline__ float logsigmoidf_(float x) {
+    return fminf(x, 0.f) - log1pf(__expf(-fabsf(x)));
+}
+__device__ __forceinline__ float softplusf_(float x) {
+    return x > 20.f ? x : log1pf(__expf(x));
+}
+
+// Sum over a warp (all 32 lanes active).
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+// `shared` needs 32 floats; the call synchronises the block.
+__device__ __forceinline__ float block_sum(float v, float *shared) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < nw ? shared[lane] : 0.f;
+    return warp_sum(v);
+}

@@ -1,0 +1,401 @@
+// Elementwise ops: the bf16 compute copy of the weights, residual add, token embedding,
+// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (SPEC §1-3).
+// Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
+#include <initializer_list>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+namespace {
+
+
+constexpr int THREADS = 256;
+
+// Blocks for a grid-stride loop over `work` items: at most one full-occupancy wave.
+unsigned grid_for(int64_t work) {
+    int64_t b = cdiv(work, THREADS), cap = (int64_t)cuda_sm_count() * (2048 / THREADS);
+    return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
+}
+
+struct Ptr {
+    const void *p;
+    int size; // bytes per element
+};
+
+// First element index from which every pointer is aligned to vec elements, or -1 when the
+// pointers disagree (then the op runs scalar).
+int64_t aligned_head(int vec, std::initializer_list<Ptr> ptrs) {
+    int64_t head = -1;
+    for (const Ptr &q : ptrs) {
+        uintptr_t a = (uintptr_t)q.p, vb = (uintptr_t)vec * (uintptr_t)q.size;
+        if (a % (uintptr_t)q.size) return -1;
+        int64_t h = (int64_t)(((vb - a % vb) % vb) / (uintptr_t)q.size);
+        if (head >= 0 && h != head) return -1;
+        head = h;
+    }
+    return head;
+}
+
+// Elements [head, head + nvec*VEC) as vectors, the others one at a time.
+template <class Op>
+__global__ void __launch_bounds__(THREADS)
+    map_kernel(Op op, int64_t n, int64_t head, int64_t nvec) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t v = t; v < nvec; v += stride) op.template run<Op::VEC>(head + v * Op::VEC);
+    int64_t tail = head + nvec * Op::VEC, nscalar = head + (n - tail);
+    for (int64_t k = t; k < nscalar; k += stride)
+        op.template run<1>(k < head ? k : tail + (k - head));
+}
+
+template <class Op> void map(const Op &op, int64_t n, std::initializer_list<Ptr> ptrs) {
+    if (n <= 0) return;
+    int64_t head = aligned_head(Op::VEC, ptrs), nvec = 0;
+    if (head < 0 || head > n)
+        head = n;
+    else
+        nvec = (n - head) / Op::VEC;
+    int64_t nscalar = n - nvec * Op::VEC;
+    map_kernel<<<grid_for(nvec > nscalar ? nvec : nscalar), THREADS, 0, cuda_stream()>>>(
+        op, n, head, nvec);
+    CUDA_LAUNCHED();
+}
+
+struct ToAct {
+    static constexpr int VEC = 4;
+    bf16 *dst;
+    const float *src;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> a = ld_vec<V>(src + i);
+        Pack<bf16, V> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(a.v[k]);
+        st_vec<V>(dst + i, o);
+    }
+};
+
+struct Add {
+    static constexpr int VEC = 8;
+    bf16 *out;
+    const bf16 *a, *b;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> x = ld_vec<V>(a + i), y = ld_vec<V>(b + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(x.v[k]) + bf2f(y.v[k]));
+        st_vec<V>(out + i, o);
+    }
+};
+
+// act(g) and act'(g) for the output gates (SILU: swish, SIGMOID), as src/cpu/elementwise.c.
+__device__ __forceinline__ float act_value(float g, bool silu) {
+    float s = sigmoidf_(g);
+    return silu ? g * s : s;
+}
+__device__ __forceinline__ float act_deriv(float g, bool silu) {
+    float s = sigmoidf_(g);
+    return silu ? s * (1.f + g * (1.f - s)) : s * (1.f - s);
+}
+
+struct GateMulFwd {
+    static constexpr int VEC = 8;
+    bf16 *out;
+    const bf16 *x, *g;
+    bool silu;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(xv.v[k]) * act_value(bf2f(gv.v[k]), silu));
+        st_vec<V>(out + i, o);
+    }
+};
+
+struct GateMulBwd {
+    static constexpr int VEC = 8;
+    bf16 *dx, *dg;
+    const bf16 *dout, *x, *g;
+    bool silu;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> dv = ld_vec<V>(dout + i), xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), ox, og;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float d = bf2f(dv.v[k]), gk = bf2f(gv.v[k]);
+            ox.v[k] = f2bf(d * act_value(gk, silu));
+            og.v[k] = f2bf(d * bf2f(xv.v[k]) * act_deriv(gk, silu));
+        }
+        st_vec<V>(dx + i, ox);
+        st_vec<V>(dg + i, og);
+    }
+};
+
+struct SiluFwd {
+    static constexpr int VEC = 8;
+    bf16 *y;
+    const bf16 *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float a = bf2f(xv.v[k]);
+            o.v[k] = f2bf(a * sigmoidf_(a));
+        }
+        st_vec<V>(y + i, o);
+    }
+};
+
+struct SiluBwd {
+    static constexpr int VEC = 8;
+    bf16 *dx;
+    const bf16 *dy, *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(dv.v[k]) * act_deriv(bf2f(xv.v[k]), true));
+        st_vec<V>(dx + i, o);
+    }
+};
+
+// y [f32] = logsigmoid(x) * inv
+struct LogsigFwd {
+    static constexpr int VEC = 4;
+    float *y;
+    const bf16 *x;
+    float inv;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i);
+        Pack<float, V> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = logsigmoidf_(bf2f(xv.v[k])) * inv;
+        st_vec<V>(y + i, o);
+    }
+};
+
+// d/dx logsigmoid(x) = sigmoid(-x); dy [f32]
+struct LogsigBwd {
+    static constexpr int VEC = 4;
+    bf16 *dx;
+    const float *dy;
+    const bf16 *x;
+    float inv;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> dv = ld_vec<V>(dy + i);
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(dv.v[k] * sigmoidf_(-bf2f(xv.v[k])) * inv);
+        st_vec<V>(dx + i, o);
+    }
+};
+
+// One block per token row; V-wide copies of the row of E.
+template <int V>
+__global__ void __launch_bounds__(THREADS)
+    embedding_fwd_kernel(bf16 *out, const int32_t *tok, const bf16 *E, int C) {
+    int64_t i = blockIdx.x;
+    const bf16 *src = E + (int64_t)tok[i] * C;
+    bf16 *dst = out + i * C;
+    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(src + c));
+}
+
+// One block per source row: out[rows[i]] = src[i] (the rows are distinct).
+template <int V>
+__global__ void __launch_bounds__(THREADS)
+    scatter_rows_kernel(bf16 *out, const int32_t *rows, const bf16 *src, int C) {
+    int64_t i = blockIdx.x;
+    bf16 *dst = out + (int64_t)rows[i] * C;
+    const bf16 *from = src + i * C;
+    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(from + c));
+}
+
+// dE [f32] rows += dout rows; token ids repeat, so the adds are atomic.
+template <int V>
+__global__ void __launch_bounds__(THREADS)
+    embedding_bwd_kernel(float *dE, const int32_t *tok, const bf16 *dout, int C) {
+    int64_t i = blockIdx.x;
+    float *dst = dE + (int64_t)tok[i] * C;
+    const bf16 *src = dout + i * C;
+    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) {
+        Pack<bf16, V> d = ld_vec<V>(src + c);
+#pragma unroll
+        for (int k = 0; k < V; k++) atomicAdd(dst + c + k, bf2f(d.v[k]));
+    }
+}
+
+// The gates feed fp32 recurrences: accurate expf / log1pf, the CPU's softplus branches.
+__device__ __forceinline__ float sigmoid_acc(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float softplus_acc(float x) {
+    return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+// SPEC §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
+__global__ void __launch_bounds__(THREADS)
+    gdn_gates_fwd_kernel(float *beta, float *g, const bf16 *b_raw, const bf16 *a_raw,
+                         const float *A_log, const float *dt_bias, int64_t n, int H) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int h = (int)(i % H);
+        beta[i] = sigmoid_acc(bf2f(b_raw[i]));
+        g[i] = -expf(A_log[h]) * softplus_acc(bf2f(a_raw[i]) + dt_bias[h]);
+    }
+}
+
+// Block (b, h) handles rows b, b + nb, ... of head h (strided by the block size) and writes
+// its sums for dA_log and ddt_bias into part[(h * nb + b) * 2 + {0, 1}].
+__global__ void __launch_bounds__(THREADS)
+    gdn_gates_bwd_kernel(bf16 *db_raw, bf16 *da_raw, float *part, const float *dbeta,
+                         const float *dg, const bf16 *b_raw, const bf16 *a_raw, const float *A_log,
+                         const float *dt_bias, int64_t N, int H) {
+    __shared__ float red[32];
+    int h = blockIdx.y, nb = gridDim.x;
+    float A = expf(A_log[h]), bias = dt_bias[h], sA = 0.f, sdt = 0.f;
+    for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < N;
+         n += (int64_t)nb * blockDim.x) {
+        int64_t i = n * H + h;
+        float bs = sigmoid_acc(bf2f(b_raw[i]));
+        db_raw[i] = f2bf(dbeta[i] * bs * (1.f - bs));
+        float z = bf2f(a_raw[i]) + bias;
+        // g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z)
+        sA += dg[i] * -A * softplus_acc(z);
+        float dz = dg[i] * -A * sigmoid_acc(z);
+        da_raw[i] = f2bf(dz);
+        sdt += dz;
+    }
+    sA = block_sum(sA, red);
+    sdt = block_sum(sdt, red);
+    if (threadIdx.x == 0) {
+        part[((int64_t)h * nb + blockIdx.x) * 2] = sA;
+        part[((int64_t)h * nb + blockIdx.x) * 2 + 1] = sdt;
+    }
+}
+
+// dA_log[h], ddt_bias[h] += the nb block sums of head h, in block order.
+__global__ void gdn_gates_reduce_kernel(float *dA_log, float *ddt_bias, const float *part, int nb,
+                                        int H) {
+    int h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h >= H) return;
+    float sA = 0.f, sdt = 0.f;
+    for (int b = 0; b < nb; b++) {
+        sA += part[((int64_t)h * nb + b) * 2];
+        sdt += part[((int64_t)h * nb + b) * 2 + 1];
+    }
+    dA_log[h] += sA;
+    ddt_bias[h] += sdt;
+}
+
+bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
+
+void check_act(Activation act, const char *op) {
+    if (act != ACT_SILU && act != ACT_SIGMOID)
+        rt_die("%s: activation %d unsupported (SILU or SIGMOID)", op, (int)act);
+}
+
+} // namespace
+
+void cuda_to_act(void *dst, const void *src, int64_t n) {
+    map(ToAct{(bf16 *)dst, (const float *)src}, n, {{dst, 2}, {src, 4}});
+}
+
+void cuda_add(void *out, const void *a, const void *b, int64_t n) {
+    map(Add{(bf16 *)out, (const bf16 *)a, (const bf16 *)b}, n, {{out, 2}, {a, 2}, {b, 2}});
+}
+
+void cuda_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, int C) {
+    if (n <= 0 || C <= 0) return;
+    if (n > INT32_MAX) rt_die("embedding_fwd: n=%lld rows unsupported", (long long)n);
+    bool vec = C % 8 == 0 && aligned16(out) && aligned16(E);
+    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
+    if (vec)
+        embedding_fwd_kernel<8>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, tok, (const bf16 *)E, C);
+    else
+        embedding_fwd_kernel<1>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, tok, (const bf16 *)E, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_scatter_rows(void *out, const int32_t *rows, const void *src, int64_t n, int C) {
+    if (n <= 0 || C <= 0) return;
+    if (n > INT32_MAX) rt_die("scatter_rows: n=%lld rows unsupported", (long long)n);
+    bool vec = C % 8 == 0 && aligned16(out) && aligned16(src);
+    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
+    if (vec)
+        scatter_rows_kernel<8>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, rows, (const bf16 *)src, C);
+    else
+        scatter_rows_kernel<1>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, rows, (const bf16 *)src, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t n, int C) {
+    if (n <= 0 || C <= 0) return;
+    if (n > INT32_MAX) rt_die("embedding_bwd: n=%lld rows unsupported", (long long)n);
+    bool vec = C % 8 == 0 && aligned16(dout);
+    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
+    if (vec)
+        embedding_bwd_kernel<8>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((float *)dE, tok, (const bf16 *)dout, C);
+    else
+        embedding_bwd_kernel<1>
+            <<<(unsigned)n, threads, 0, cuda_stream()>>>((float *)dE, tok, (const bf16 *)dout, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_gate_mul_fwd(void *out, const void *x, const void *g, int64_t n, Activation act) {
+    check_act(act, "gate_mul_fwd");
+    map(GateMulFwd{(bf16 *)out, (const bf16 *)x, (const bf16 *)g, act == ACT_SILU}, n,
+        {{out, 2}, {x, 2}, {g, 2}});
+}
+
+void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, const void *g,
+                       int64_t n, Activation act) {
+    check_act(act, "gate_mul_bwd");
+    map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g,
+                   act == ACT_SILU},
+        n, {{dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
+}
+
+void cuda_silu_fwd(void *y, const void *x, int64_t n) {
+    map(SiluFwd{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
+}
+
+void cuda_silu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
+    map(SiluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+}
+
+void cuda_logsigmoid_fwd(void *y, const void *x, int64_t n, double normalizer) {
+    float inv = 1.f / (float)normalizer;
+    map(LogsigFwd{(float *)y, (const bf16 *)x, inv}, n, {{y, 4}, {x, 2}});
+}
+
+void cuda_logsigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n, double normalizer) {
+    float inv = 1.f / (float)normalizer;
+    map(LogsigBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x, inv}, n,
+        {{dx, 2}, {dy, 4}, {x, 2}});
+}
+
+void cuda_gdn_gates_fwd(void *beta, void *g, const void *b_raw, const void *a_raw,
+                        const void *A_log, const void *dt_bias, int64_t N, int H) {
+    int64_t n = N * H;
+    if (n <= 0) return;
+    gdn_gates_fwd_kernel<<<grid_for(n), THREADS, 0, cuda_stream()>>>(
+        (float *)beta, (float *)g, (const bf16 *)b_raw, (const bf16 *)a_raw, (const float *)A_log,
+        (const float *)dt_bias, n, H);
+    CUDA_LAUNCHED();
+}
+
+void cuda_gdn_gates_bwd(void *db_raw, void *da_raw, void *dA_log, void *ddt_bias, const void *dbeta,
+                        const void *dg, const void *b_raw, const void *a_raw, const void *A_log,
+                        const void *dt_bias, int64_t N, int H) {
+    if (N <= 0 || H <= 0) return;
+    if (H > 65535) rt_die("gdn_gates_bwd: H=%d unsupported (at most 65535)", H);
+    int nb = (int)(cdiv(N, 4 * THREADS) < 64 ? cdiv(N, 4 * THREADS) : 64);
+    float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)nb * (size_t)H);
+    gdn_gates_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)db_raw, (bf16 *)da_raw, part, (const float *)dbeta, (const float *)dg,
+        (const bf16 *)b_raw, (const bf16 *)a_raw, (const float *)A_log, (const float *)dt_bias, N,
+        H);
+    CUDA_LAUNCHED();
+    gdn_gates_reduce_kernel<<<(unsigned)cdiv(H, 32), 32, 0, cuda_stream()>>>(
+        (float *)dA_log, (float *)ddt_bias, part, nb, H);
+    CUDA_LAUNCHED();
+}

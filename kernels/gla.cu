@@ -1,0 +1,820 @@
+// Chunked gated linear attention (SPEC §2) on the GPU, forward and backward: the algorithm
+// of src/cpu/gla_chunk.c, split into kernels over the 64-token chunks of every segment.
+//
+// Per chunk and head, B_t = sum_{u<=t in chunk} log alpha_u (fp32, per key channel). Forward:
+//   1. state_inc: (K e^{B_last - B})^T V for every chunk but a segment's last, into the
+//      state slot of the next chunk, and B_last;
+//   2. scan: S_{c+1} = e^{B_last,c} S_c + increment_c over each segment's chunks, in place, so
+//      `states` holds the fp32 state at the start of every chunk (0 at a segment start);
+//   3. scores: the intra-chunk scores A_ts = scale sum_i q_t k_s e^{B_t - B_s} (s <= t), with
+//      fla's secondary chunking: 16-row sub-chunks I against a reference row r_I so that no
+//      exponent is ever positive, the off-diagonal 16x16 blocks on tensor cores and the
+//      diagonal blocks element by element in fp32;
+//   4. output: o = (scale Q e^B) S_start + A V.
+// Backward, the mirror image: the state gradient G_c (gradient at the end of chunk c) by the
+// same increment kernel and a reverse scan, A again, dv = A^T dO + (K e^{B_last - B}) G, dq
+// and dk (inter-chunk through S_start and G, intra-chunk through D = dO V^T with the same
+// sub-chunking), and d log alpha = reverse cumsum over the segment of q dq - k dk (every term
+// depends on B only through e^{B_t - B_s} q_t k_s).
+//
+// K and V are processed in tiles of 64 channels (zero-padded; K, V multiples of 16), so
+// shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
+// fp32 accumulation); states, gradients of states and gate sums stay fp32.
+#include <mma.h>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+using namespace nvcuda;
+
+namespace {
+
+constexpr int CH = CHUNK_SIZE;  // tokens per chunk
+constexpr int TILE = 64;        // channels per K or V tile
+constexpr int LDH = TILE + 8;   // row stride of bf16 tiles in shared memory (elements)
+constexpr int LDF = TILE + 4;   // row stride of fp32 tiles in shared memory (elements)
+constexpr int HTILE = CH * LDH; // elements of a 64-row bf16 tile
+constexpr int FTILE = CH * LDF; // elements of a 64-row fp32 tile
+static_assert(CH == 64 && TILE == 64, "the tile loops assume 64-token chunks and 64-channel tiles");
+
+using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
+using FragAT = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::col_major>;
+using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
+using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
+using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+struct Chunk {
+    int first, len, seg;
+    bool seg_first, seg_last; // first / last chunk of its segment
+};
+
+__device__ Chunk chunk_at(const int *chunks, const int *cu, int64_t c) {
+    Chunk ch;
+    ch.first = chunks[3 * c];
+    ch.len = chunks[3 * c + 1];
+    ch.seg = chunks[3 * c + 2];
+    ch.seg_first = ch.first == cu[ch.seg];
+    ch.seg_last = ch.first + ch.len == cu[ch.seg + 1];
+    return ch;
+}
+
+// Index of the first chunk of segment seg (chunks are ordered by segment).
+__device__ int64_t first_chunk(const int *chunks, int64_t nchunk, int seg) {
+    int64_t lo = 0, hi = nchunk;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (chunks[3 * mid + 2] < seg)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// The tile loaders fill all 64 x 64 entries of a shared-memory tile from rows of a global
+// matrix (row r at src + r * stride): entries at rows >= nrows or columns >= ncols are zero.
+// ncols is a multiple of 16, src 16-byte aligned.
+template <int NT>
+__device__ void load_bf16_tile(bf16 *dst, const bf16 *src, int64_t stride, int nrows, int ncols) {
+    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += NT) {
+        int r = idx >> 3, c = (idx & 7) * 8;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (r < nrows && c < ncols) x = *reinterpret_cast<const uint4 *>(src + r * stride + c);
+        *reinterpret_cast<uint4 *>(dst + r * LDH + c) = x;
+    }
+}
+
+template <int NT>
+__device__ void load_f32_tile(float *dst, const float *src, int64_t stride, int nrows, int ncols) {
+    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
+        int r = idx >> 4, c = (idx & 15) * 4;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (r < nrows && c < ncols) x = *reinterpret_cast<const float4 *>(src + r * stride + c);
+        *reinterpret_cast<float4 *>(dst + r * LDF + c) = x;
+    }
+}
+
+// fp32 global -> bf16 shared (states and their gradients as tensor-core operands).
+template <int NT>
+__device__ void load_f32_tile_bf16(bf16 *dst, const float *src, int64_t stride, int nrows,
+                                   int ncols) {
+    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
+        int r = idx >> 4, c = (idx & 15) * 4;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (r < nrows && c < ncols) x = *reinterpret_cast<const float4 *>(src + r * stride + c);
+        __nv_bfloat162 *d = reinterpret_cast<__nv_bfloat162 *>(dst + r * LDH + c);
+        d[0] = __floats2bfloat162_rn(x.x, x.y);
+        d[1] = __floats2bfloat162_rn(x.z, x.w);
+    }
+}
+
+// Writes rows < nrows, columns < ncols of a 64 x 64 fp32 shared tile to a global matrix.
+template <int NT>
+__device__ void store_f32_tile(float *dst, int64_t stride, const float *src, int nrows, int ncols) {
+    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
+        int r = idx >> 4, c = (idx & 15) * 4;
+        if (r < nrows && c < ncols)
+            *reinterpret_cast<float4 *>(dst + r * stride + c) =
+                *reinterpret_cast<const float4 *>(src + r * LDF + c);
+    }
+}
+
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&x);
+}
+
+template <int NT>
+__device__ void store_bf16_tile(bf16 *dst, int64_t stride, const float *src, int nrows, int ncols) {
+    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += NT) {
+        int r = idx >> 3, c = (idx & 7) * 8;
+        if (r < nrows && c < ncols) {
+            const float *s = src + r * LDF + c;
+            *reinterpret_cast<uint4 *>(dst + r * stride + c) =
+                make_uint4(pack_bf16x2(s[0], s[1]), pack_bf16x2(s[2], s[3]),
+                           pack_bf16x2(s[4], s[5]), pack_bf16x2(s[6], s[7]));
+        }
+    }
+}
+
+// In-chunk cumulative sum down the rows of a 64 x 64 fp32 tile of log gates (one thread per
+// channel). Padded rows hold g = 0, so they repeat B of the last real row: B[63] = B_last.
+__device__ void cumsum_rows(float *B) {
+    if (threadIdx.x < TILE) {
+        float acc = 0.f;
+        for (int t = 0; t < CH; t++) {
+            acc += B[t * LDF + threadIdx.x];
+            B[t * LDF + threadIdx.x] = acc;
+        }
+    }
+}
+
+// Row offsets of the per-sub-chunk factor tables (secondary chunking, 16-row sub-chunks):
+// Kf of sub-chunk I = 1..3 holds the rows s < 16 I at rows kf_row(I) + s (96 rows);
+// Qr of sub-chunk J = 0..2 holds the rows t >= 16 (J + 1) at rows qr_row(J) + t - 16 (J + 1).
+__device__ __forceinline__ int kf_row(int I) { return 8 * I * (I - 1); }
+__device__ __forceinline__ int qr_row(int J) { return J == 0 ? 0 : J == 1 ? 48 : 80; }
+
+// ---- intra-chunk scores ----
+
+constexpr int SCORES_THREADS = 128;
+constexpr size_t SCORES_SMEM =
+    sizeof(float) * FTILE + sizeof(bf16) * (2 * HTILE + 48 * LDH + 96 * LDH);
+
+// A[c][h] (64 x 64, fp32, zero above the diagonal) = scale sum_i q_t k_s e^{B_t - B_s}.
+// Off-diagonal block (I, J), J < I, with r = 16 I:  (q e^{B_t - B_r}) (k e^{B_r - B_s})^T.
+__global__ void __launch_bounds__(SCORES_THREADS)
+    gla_scores_kernel(float *A, const bf16 *q, const bf16 *k, const float *g, const int *chunks,
+                      const int *cu, int H, int K, float scale) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of A
+    bf16 *Qh = reinterpret_cast<bf16 *>(Bf + FTILE);
+    bf16 *Kh = Qh + HTILE;
+    bf16 *Qs = Kh + HTILE; // rows t = 16..63: q_t e^{B_t - B_{r(t)}}
+    bf16 *Kf = Qs + 48 * LDH;
+    const int64_t c = blockIdx.x;
+    const int h = blockIdx.y, warp = threadIdx.x >> 5;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int64_t stride = (int64_t)H * K, row0 = ((int64_t)ch.first * H + h) * K;
+
+    // Off-diagonal blocks p = 0..5: (I, J) = (1,0) (2,0) (2,1) (3,0) (3,1) (3,2); warp w
+    // owns p = w and p = w + 4.
+    FragC off[2];
+    for (int f = 0; f < 2; f++) wmma::fill_fragment(off[f], 0.f);
+    // Diagonal-block entries of this thread: e = tid + 128 m -> block e>>8, row, column.
+    float diag[8];
+    for (int m = 0; m < 8; m++) diag[m] = 0.f;
+
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int nk = min(TILE, K - k0);
+        __syncthreads();
+        load_f32_tile<SCORES_THREADS>(Bf, g + row0 + k0, stride, ch.len, nk);
+        load_bf16_tile<SCORES_THREADS>(Qh, q + row0 + k0, stride, ch.len, nk);
+        load_bf16_tile<SCORES_THREADS>(Kh, k + row0 + k0, stride, ch.len, nk);
+        __syncthreads();
+        cumsum_rows(Bf);
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < 48 * TILE; idx += SCORES_THREADS) {
+            int t = 16 + idx / TILE, i = idx % TILE, r = t & ~15;
+            Qs[(t - 16) * LDH + i] =
+                f2bf(bf2f(Qh[t * LDH + i]) * __expf(Bf[t * LDF + i] - Bf[r * LDF + i]));
+        }
+        for (int idx = threadIdx.x; idx < 96 * TILE; idx += SCORES_THREADS) {
+            int row = idx / TILE, i = idx % TILE;
+            int I = row < 16 ? 1 : row < 48 ? 2 : 3, s = row - kf_row(I);
+            Kf[row * LDH + i] =
+                f2bf(bf2f(Kh[s * LDH + i]) * __expf(Bf[16 * I * LDF + i] - Bf[s * LDF + i]));
+        }
+        for (int m = 0; m < 8; m++) {
+            int e = threadIdx.x + SCORES_THREADS * m;
+            int b = e >> 8, tt = (e >> 4) & 15, ss = e & 15;
+            if (ss > tt) continue;
+            int t = 16 * b + tt, s = 16 * b + ss;
+            float acc = 0.f;
+            for (int i = 0; i < TILE; i++)
+                acc += bf2f(Qh[t * LDH + i]) * bf2f(Kh[s * LDH + i]) *
+                       __expf(Bf[t * LDF + i] - Bf[s * LDF + i]);
+            diag[m] += acc;
+        }
+        __syncthreads();
+        for (int f = 0; f < 2; f++) {
+            int p = warp + 4 * f;
+            if (p >= 6) break;
+            int I = p < 1 ? 1 : p < 3 ? 2 : 3, J = p - kf_row(I) / 16;
+            for (int kk = 0; kk < TILE / 16; kk++) {
+                FragA a;
+                FragBT b;
+                wmma::load_matrix_sync(a, Qs + 16 * (I - 1) * LDH + 16 * kk, LDH);
+                wmma::load_matrix_sync(b, Kf + (kf_row(I) + 16 * J) * LDH + 16 * kk, LDH);
+                wmma::mma_sync(off[f], a, b, off[f]);
+            }
+        }
+    }
+    __syncthreads();
+    float *St = Bf;
+    for (int f = 0; f < 2; f++) {
+        int p = warp + 4 * f;
+        if (p >= 6) break;
+        int I = p < 1 ? 1 : p < 3 ? 2 : 3, J = p - kf_row(I) / 16;
+        wmma::store_matrix_sync(St + 16 * I * LDF + 16 * J, off[f], LDF, wmma::mem_row_major);
+    }
+    for (int m = 0; m < 8; m++) {
+        int e = threadIdx.x + SCORES_THREADS * m;
+        int b = e >> 8, tt = (e >> 4) & 15, ss = e & 15;
+        St[(16 * b + tt) * LDF + 16 * b + ss] = ss <= tt ? diag[m] : 0.f;
+    }
+    __syncthreads();
+    float *Ac = A + (c * H + h) * (CH * CH);
+    for (int idx = threadIdx.x; idx < CH * CH; idx += SCORES_THREADS) {
+        int t = idx >> 6, s = idx & 63;
+        Ac[idx] = (s >> 4) > (t >> 4) ? 0.f : scale * St[t * LDF + s];
+    }
+}
+
+// ---- state increments and scans ----
+
+constexpr int TILE_THREADS = 128; // 4 warps, each owns one 16-column strip of a 64 x 64 output
+constexpr size_t TILE_SMEM = sizeof(float) * FTILE + sizeof(bf16) * 2 * HTILE;
+
+// Forward (x = k, y = v): chunk c's state increment (K e^{B_last - B})^T V into slot c + 1,
+// for every chunk but a segment's last. Backward (x = q, y = dout): the increment of the
+// state gradient (scale Q e^B)^T dO into slot c - 1, for every chunk but a segment's first.
+// Both write B_last [f32][nchunk, H, K] for the scan.
+template <bool BWD>
+__global__ void __launch_bounds__(TILE_THREADS)
+    gla_state_inc_kernel(float *hs, float *blast, const bf16 *x, const bf16 *y, const float *g,
+                         const int *chunks, const int *cu, int H, int K, int V, float scale) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of the output
+    bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
+    bf16 *Yh = Xh + HTILE;
+    const int64_t c = blockIdx.x;
+    const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    if (BWD ? ch.seg_first : ch.seg_last) return;
+    const int64_t dst = BWD ? c - 1 : c + 1;
+    const int nv = min(TILE, V - v0);
+    const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
+    load_bf16_tile<TILE_THREADS>(Yh, y + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                                 ch.len, nv);
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int nk = min(TILE, K - k0);
+        __syncthreads();
+        load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
+        load_bf16_tile<TILE_THREADS>(Xh, x + krow0 + k0, (int64_t)H * K, ch.len, nk);
+        __syncthreads();
+        cumsum_rows(Bf);
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+            int t = idx >> 6, i = idx & 63;
+            float b = Bf[t * LDF + i];
+            float f = BWD ? scale * __expf(b) : __expf(Bf[(CH - 1) * LDF + i] - b);
+            Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * f);
+        }
+        if (blockIdx.z == 0 && (int)threadIdx.x < nk)
+            blast[(c * H + h) * K + k0 + threadIdx.x] = Bf[(CH - 1) * LDF + threadIdx.x];
+        __syncthreads();
+        // out[i][j] = sum_t X[t][i] Y[t][j]: X^T is X read column-major.
+        FragC acc[4];
+        for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
+        for (int kk = 0; kk < CH / 16; kk++) {
+            FragB b;
+            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+            for (int m = 0; m < 4; m++) {
+                FragAT a;
+                wmma::load_matrix_sync(a, Xh + 16 * kk * LDH + 16 * m, LDH);
+                wmma::mma_sync(acc[m], a, b, acc[m]);
+            }
+        }
+        // Bf was last read before the previous barrier: reuse it as the staging tile.
+        for (int m = 0; m < 4; m++)
+            wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF,
+                                    wmma::mem_row_major);
+        __syncthreads();
+        store_f32_tile<TILE_THREADS>(hs + ((dst * H + h) * K + k0) * V + v0, V, Bf, nk, nv);
+    }
+}
+
+constexpr int SCAN_THREADS = 256;
+
+// One thread per state element (head blockIdx.z, element e of the K x V state) and segment
+// blockIdx.x, sequential over the segment's chunks. Forward: slot c holds chunk c-1's
+// increment and becomes S_c = e^{B_last,c-1} S_{c-1} + increment (S = 0 in the first slot).
+// Backward (REV): slot c holds chunk c+1's increment and becomes
+// G_c = e^{B_last,c+1} G_{c+1} + increment, from G = 0 after the last chunk (whose slot is
+// neither read nor written).
+template <bool REV>
+__global__ void __launch_bounds__(SCAN_THREADS)
+    gla_scan_kernel(float *hs, const float *blast, const int *chunks, const int *cu, int64_t nchunk,
+                    int H, int K, int V) {
+    const int seg = blockIdx.x, h = blockIdx.z;
+    const int64_t e = (int64_t)blockIdx.y * SCAN_THREADS + threadIdx.x;
+    if (e >= (int64_t)K * V) return;
+    const int i = (int)(e / V);
+    const int64_t c0 = first_chunk(chunks, nchunk, seg);
+    const int n = (cu[seg + 1] - cu[seg] + CH - 1) / CH;
+    const int64_t step = (int64_t)H * K * V, dstep = (int64_t)H * K;
+    float *p = hs + (c0 * H + h) * K * V + e;
+    const float *d = blast + (c0 * H + h) * K + i;
+    float S = 0.f;
+    if (!REV) {
+        p[0] = 0.f;
+        if (n < 2) return;
+        float x = p[step], a = d[0];
+        for (int j = 1; j < n; j++) {
+            float xn = 0.f, an = 0.f;
+            if (j + 1 < n) { // prefetch the next chunk's increment and decay
+                xn = p[(j + 1) * step];
+                an = d[j * dstep];
+            }
+            S = __expf(a) * S + x;
+            p[j * step] = S;
+            x = xn;
+            a = an;
+        }
+    } else {
+        if (n < 2) return;
+        float x = p[(n - 2) * step], a = d[(n - 1) * dstep];
+        for (int j = n - 2; j >= 0; j--) {
+            float xn = 0.f, an = 0.f;
+            if (j > 0) {
+                xn = p[(j - 1) * step];
+                an = d[j * dstep];
+            }
+            S = __expf(a) * S + x;
+            p[j * step] = S;
+            x = xn;
+            a = an;
+        }
+    }
+}
+
+// ---- forward output ----
+
+// o[:, v-tile] = (scale Q e^B) S_start + A V for chunk blockIdx.x, head blockIdx.y.
+__global__ void __launch_bounds__(TILE_THREADS)
+    gla_fwd_o_kernel(bf16 *o, const bf16 *q, const bf16 *v, const float *g, const float *states,
+                     const float *A, const int *chunks, const int *cu, int H, int K, int V,
+                     float scale) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of o
+    bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
+    bf16 *Yh = Xh + HTILE;
+    const int64_t c = blockIdx.x;
+    const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int nv = min(TILE, V - v0);
+    const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
+    FragC acc[4]; // rows 16 m, columns 16 warp
+    for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
+    if (!ch.seg_first) // S_start = 0 at a segment start
+        for (int k0 = 0; k0 < K; k0 += TILE) {
+            const int nk = min(TILE, K - k0);
+            __syncthreads();
+            load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
+            load_bf16_tile<TILE_THREADS>(Xh, q + krow0 + k0, (int64_t)H * K, ch.len, nk);
+            load_f32_tile_bf16<TILE_THREADS>(Yh, states + ((c * H + h) * K + k0) * V + v0, V, nk,
+                                             nv);
+            __syncthreads();
+            cumsum_rows(Bf);
+            __syncthreads();
+            for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+                int t = idx >> 6, i = idx & 63;
+                Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * scale * __expf(Bf[t * LDF + i]));
+            }
+            __syncthreads();
+            for (int kk = 0; kk < TILE / 16; kk++) {
+                FragB b;
+                wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+                for (int m = 0; m < 4; m++) {
+                    FragA a;
+                    wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
+                    wmma::mma_sync(acc[m], a, b, acc[m]);
+                }
+            }
+        }
+    __syncthreads();
+    load_f32_tile_bf16<TILE_THREADS>(Xh, A + (c * H + h) * (CH * CH), CH, CH, CH);
+    load_bf16_tile<TILE_THREADS>(Yh, v + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                                 ch.len, nv);
+    __syncthreads();
+    for (int m = 0; m < 4; m++)
+        for (int kk = 0; kk <= m; kk++) { // A is zero above the diagonal blocks
+            FragA a;
+            FragB b;
+            wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
+            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+            wmma::mma_sync(acc[m], a, b, acc[m]);
+        }
+    for (int m = 0; m < 4; m++)
+        wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
+    __syncthreads();
+    store_bf16_tile<TILE_THREADS>(o + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf,
+                                  ch.len, nv);
+}
+
+// ---- backward ----
+
+// dv[:, v-tile] = A^T dO + (K e^{B_last - B}) G_c (G = 0 after a segment's last chunk).
+__global__ void __launch_bounds__(TILE_THREADS)
+    gla_bwd_dv_kernel(bf16 *dv, const bf16 *k, const bf16 *dout, const float *g, const float *G,
+                      const float *A, const int *chunks, const int *cu, int H, int K, int V) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of dv
+    bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
+    bf16 *Yh = Xh + HTILE;
+    const int64_t c = blockIdx.x;
+    const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int nv = min(TILE, V - v0);
+    const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
+    FragC acc[4]; // rows 16 m, columns 16 warp
+    for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
+    load_f32_tile_bf16<TILE_THREADS>(Xh, A + (c * H + h) * (CH * CH), CH, CH, CH);
+    load_bf16_tile<TILE_THREADS>(Yh, dout + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                                 ch.len, nv);
+    __syncthreads();
+    // A^T is A read column-major; block (m, kk) of A^T is zero for kk < m.
+    for (int m = 0; m < 4; m++)
+        for (int kk = m; kk < 4; kk++) {
+            FragAT a;
+            FragB b;
+            wmma::load_matrix_sync(a, Xh + 16 * kk * LDH + 16 * m, LDH);
+            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+            wmma::mma_sync(acc[m], a, b, acc[m]);
+        }
+    if (!ch.seg_last)
+        for (int k0 = 0; k0 < K; k0 += TILE) {
+            const int nk = min(TILE, K - k0);
+            __syncthreads();
+            load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
+            load_bf16_tile<TILE_THREADS>(Xh, k + krow0 + k0, (int64_t)H * K, ch.len, nk);
+            load_f32_tile_bf16<TILE_THREADS>(Yh, G + ((c * H + h) * K + k0) * V + v0, V, nk, nv);
+            __syncthreads();
+            cumsum_rows(Bf);
+            __syncthreads();
+            for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+                int t = idx >> 6, i = idx & 63;
+                Xh[t * LDH + i] =
+                    f2bf(bf2f(Xh[t * LDH + i]) * __expf(Bf[(CH - 1) * LDF + i] - Bf[t * LDF + i]));
+            }
+            __syncthreads();
+            for (int kk = 0; kk < TILE / 16; kk++) {
+                FragB b;
+                wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+                for (int m = 0; m < 4; m++) {
+                    FragA a;
+                    wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
+                    wmma::mma_sync(acc[m], a, b, acc[m]);
+                }
+            }
+        }
+    // Bf is not read after the last barrier: reuse it as the staging tile.
+    for (int m = 0; m < 4; m++)
+        wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
+    __syncthreads();
+    store_bf16_tile<TILE_THREADS>(dv + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf,
+                                  ch.len, nv);
+}
+
+constexpr int DQK_THREADS = 256; // 8 warps
+constexpr size_t DQK_SMEM = sizeof(float) * 4 * FTILE + sizeof(bf16) * 6 * HTILE;
+
+// dq, dk for chunk blockIdx.x, head blockIdx.y, key channels k-tile blockIdx.z:
+//   dQ = (dO S_start^T) e^B + intra,  dK = (V G^T) e^{B_last - B} + intra,
+//   intra through D = dO V^T (s <= t): dQ_t += sum_s D_ts k_s e^{B_t - B_s},
+//   dK_s += sum_t D_ts Q_t e^{B_t - B_s} (Q = scale q), dq = scale dQ.
+// Off-diagonal sub-chunk blocks on tensor cores: for dQ of sub-chunk I against the reference
+// row 16 I (the forward's Kf); for dK of sub-chunk J against its last row 16 J + 15, so that
+// every later row t contributes through one product (Q_t e^{B_t - B_ref}), all exponents <= 0.
+// Also writes d log alpha's in-chunk reverse cumsum of q dq - k dk to dg and the chunk total
+// to tot [nchunk, H, K]; the carry from later chunks is added by gla_dg_*_kernel.
+__global__ void __launch_bounds__(DQK_THREADS, 1)
+    gla_bwd_dqdk_kernel(bf16 *dq, bf16 *dk, float *dg, float *tot, const bf16 *q, const bf16 *k,
+                        const bf16 *v, const bf16 *dout, const float *g, const float *states,
+                        const float *G, const int *chunks, const int *cu, int H, int K, int V,
+                        float scale) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *Bf = reinterpret_cast<float *>(smem);
+    float *dQ = Bf + FTILE;
+    float *dK = dQ + FTILE;
+    float *T = dK + FTILE; // D in fp32, then staging of the intra products, then q dq - k dk
+    bf16 *Qh = reinterpret_cast<bf16 *>(T + FTILE); // raw q, k of the k-tile
+    bf16 *Kh = Qh + HTILE;
+    bf16 *R = Kh + HTILE; // 256 rows: dO, V, S_start, G tiles; then Dh, Kf, Qr
+    const int64_t c = blockIdx.x;
+    const int h = blockIdx.y, k0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int nk = min(TILE, K - k0);
+    const bool has_prev = !ch.seg_first, has_next = !ch.seg_last;
+    const int64_t krow0 = ((int64_t)ch.first * H + h) * K + k0;
+    const int64_t vrow0 = ((int64_t)ch.first * H + h) * V;
+    load_f32_tile<DQK_THREADS>(Bf, g + krow0, (int64_t)H * K, ch.len, nk);
+    load_bf16_tile<DQK_THREADS>(Qh, q + krow0, (int64_t)H * K, ch.len, nk);
+    load_bf16_tile<DQK_THREADS>(Kh, k + krow0, (int64_t)H * K, ch.len, nk);
+    __syncthreads();
+    cumsum_rows(Bf);
+
+    // Warp w owns output tiles p = w and w + 8 of each 64 x 64 product: rows 16 (p / 4),
+    // columns 16 (p % 4). D needs only the tiles on and below the diagonal.
+    FragC aQ[2], aK[2], aD[2];
+    for (int f = 0; f < 2; f++) {
+        wmma::fill_fragment(aQ[f], 0.f);
+        wmma::fill_fragment(aK[f], 0.f);
+        wmma::fill_fragment(aD[f], 0.f);
+    }
+    bf16 *dOh = R, *Vh = R + HTILE, *Sh = R + 2 * HTILE, *Gh = R + 3 * HTILE;
+    for (int v0 = 0; v0 < V; v0 += TILE) {
+        const int nv = min(TILE, V - v0);
+        __syncthreads();
+        load_bf16_tile<DQK_THREADS>(dOh, dout + vrow0 + v0, (int64_t)H * V, ch.len, nv);
+        load_bf16_tile<DQK_THREADS>(Vh, v + vrow0 + v0, (int64_t)H * V, ch.len, nv);
+        if (has_prev)
+            load_f32_tile_bf16<DQK_THREADS>(Sh, states + ((c * H + h) * K + k0) * V + v0, V, nk,
+                                            nv);
+        if (has_next)
+            load_f32_tile_bf16<DQK_THREADS>(Gh, G + ((c * H + h) * K + k0) * V + v0, V, nk, nv);
+        __syncthreads();
+        for (int f = 0; f < 2; f++) {
+            const int p = warp + 8 * f, m = p >> 2, n = p & 3;
+            for (int kk = 0; kk < TILE / 16; kk++) {
+                FragA a;
+                FragBT b;
+                wmma::load_matrix_sync(a, dOh + 16 * m * LDH + 16 * kk, LDH);
+                if (has_prev) { // dO S^T: S^T is S read column-major
+                    wmma::load_matrix_sync(b, Sh + 16 * n * LDH + 16 * kk, LDH);
+                    wmma::mma_sync(aQ[f], a, b, aQ[f]);
+                }
+                if (m >= n) { // dO V^T
+                    wmma::load_matrix_sync(b, Vh + 16 * n * LDH + 16 * kk, LDH);
+                    wmma::mma_sync(aD[f], a, b, aD[f]);
+                }
+                if (has_next) { // V G^T
+                    wmma::load_matrix_sync(a, Vh + 16 * m * LDH + 16 * kk, LDH);
+                    wmma::load_matrix_sync(b, Gh + 16 * n * LDH + 16 * kk, LDH);
+                    wmma::mma_sync(aK[f], a, b, aK[f]);
+                }
+            }
+        }
+    }
+    for (int f = 0; f < 2; f++) {
+        const int p = warp + 8 * f, m = p >> 2, n = p & 3;
+        wmma::store_matrix_sync(dQ + 16 * m * LDF + 16 * n, aQ[f], LDF, wmma::mem_row_major);
+        wmma::store_matrix_sync(dK + 16 * m * LDF + 16 * n, aK[f], LDF, wmma::mem_row_major);
+        if (m >= n)
+            wmma::store_matrix_sync(T + 16 * m * LDF + 16 * n, aD[f], LDF, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    // Inter-chunk decay factors and the diagonal sub-chunk blocks in fp32; the factor tables
+    // of the off-diagonal blocks (R is free now).
+    bf16 *Dh = R, *Kf = R + CH * LDH, *Qr = R + (CH + 96) * LDH;
+    for (int idx = threadIdx.x; idx < CH * TILE; idx += DQK_THREADS) {
+        const int t = idx >> 6, i = idx & 63, r = t & ~15;
+        const float bt = Bf[t * LDF + i];
+        float vq = dQ[t * LDF + i] * __expf(bt);
+        for (int s = r; s <= t; s++)
+            vq += T[t * LDF + s] * bf2f(Kh[s * LDH + i]) * __expf(bt - Bf[s * LDF + i]);
+        float vk = dK[t * LDF + i] * __expf(Bf[(CH - 1) * LDF + i] - bt), sk = 0.f;
+        for (int u = t; u < r + 16; u++)
+            sk += T[u * LDF + t] * bf2f(Qh[u * LDH + i]) * __expf(Bf[u * LDF + i] - bt);
+        dQ[t * LDF + i] = vq;
+        dK[t * LDF + i] = vk + scale * sk;
+        Dh[t * LDH + i] = f2bf(i <= t ? T[t * LDF + i] : 0.f); // here i indexes the column s
+    }
+    for (int idx = threadIdx.x; idx < 96 * TILE; idx += DQK_THREADS) {
+        const int row = idx / TILE, i = idx % TILE;
+        const int I = row < 16 ? 1 : row < 48 ? 2 : 3, s = row - kf_row(I);
+        Kf[row * LDH + i] =
+            f2bf(bf2f(Kh[s * LDH + i]) * __expf(Bf[16 * I * LDF + i] - Bf[s * LDF + i]));
+        const int J = row < 48 ? 0 : row < 80 ? 1 : 2, t = row - qr_row(J) + 16 * (J + 1);
+        Qr[row * LDH + i] = f2bf(scale * bf2f(Qh[t * LDH + i]) *
+                                 __expf(Bf[t * LDF + i] - Bf[(16 * J + 15) * LDF + i]));
+    }
+    __syncthreads();
+
+    // dQ[I] += e^{B_t - B_{16I}} (D[I, <16I] Kf_I), I = 1..3: tiles p = (I - 1) * 4 + n.
+    for (int f = 0; f < 2; f++) {
+        const int p = warp + 8 * f;
+        if (p >= 12) break;
+        const int I = 1 + p / 4, n = p % 4;
+        FragC acc;
+        wmma::fill_fragment(acc, 0.f);
+        for (int J = 0; J < I; J++) {
+            FragA a;
+            FragB b;
+            wmma::load_matrix_sync(a, Dh + 16 * I * LDH + 16 * J, LDH);
+            wmma::load_matrix_sync(b, Kf + (kf_row(I) + 16 * J) * LDH + 16 * n, LDH);
+            wmma::mma_sync(acc, a, b, acc);
+        }
+        wmma::store_matrix_sync(T + 16 * I * LDF + 16 * n, acc, LDF, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < 48 * TILE; idx += DQK_THREADS) {
+        const int t = 16 + (idx >> 6), i = idx & 63;
+        dQ[t * LDF + i] += T[t * LDF + i] * __expf(Bf[t * LDF + i] - Bf[(t & ~15) * LDF + i]);
+    }
+    __syncthreads();
+
+    // dK[J] += e^{B_{16J+15} - B_s} (D[>J, J]^T Qr_J), J = 0..2: tiles p = J * 4 + n.
+    for (int f = 0; f < 2; f++) {
+        const int p = warp + 8 * f;
+        if (p >= 12) break;
+        const int J = p / 4, n = p % 4;
+        FragC acc;
+        wmma::fill_fragment(acc, 0.f);
+        for (int I = J + 1; I < 4; I++) {
+            FragAT a; // block (I, J) of D read column-major = its transpose
+            FragB b;
+            wmma::load_matrix_sync(a, Dh + 16 * I * LDH + 16 * J, LDH);
+            wmma::load_matrix_sync(b, Qr + (qr_row(J) + 16 * (I - J - 1)) * LDH + 16 * n, LDH);
+            wmma::mma_sync(acc, a, b, acc);
+        }
+        wmma::store_matrix_sync(T + 16 * J * LDF + 16 * n, acc, LDF, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < 48 * TILE; idx += DQK_THREADS) {
+        const int s = idx >> 6, i = idx & 63;
+        dK[s * LDF + i] += T[s * LDF + i] * __expf(Bf[(s | 15) * LDF + i] - Bf[s * LDF + i]);
+    }
+    __syncthreads();
+
+    // Outputs; T = q dq - k dk (fp32 dq, dk), then its reverse cumsum down the chunk.
+    bf16 *dqo = dq + krow0, *dko = dk + krow0;
+    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += DQK_THREADS) {
+        const int t = idx >> 3, i0 = (idx & 7) * 8;
+        unsigned xq[4], xk[4];
+        for (int u = 0; u < 8; u += 2) {
+            const int i = i0 + u;
+            const float q0 = dQ[t * LDF + i] * scale, q1 = dQ[t * LDF + i + 1] * scale;
+            const float k0v = dK[t * LDF + i], k1v = dK[t * LDF + i + 1];
+            T[t * LDF + i] = bf2f(Qh[t * LDH + i]) * q0 - bf2f(Kh[t * LDH + i]) * k0v;
+            T[t * LDF + i + 1] = bf2f(Qh[t * LDH + i + 1]) * q1 - bf2f(Kh[t * LDH + i + 1]) * k1v;
+            xq[u / 2] = pack_bf16x2(q0, q1);
+            xk[u / 2] = pack_bf16x2(k0v, k1v);
+        }
+        if (t < ch.len && i0 < nk) {
+            *reinterpret_cast<uint4 *>(dqo + t * (int64_t)H * K + i0) =
+                make_uint4(xq[0], xq[1], xq[2], xq[3]);
+            *reinterpret_cast<uint4 *>(dko + t * (int64_t)H * K + i0) =
+                make_uint4(xk[0], xk[1], xk[2], xk[3]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < TILE) {
+        float acc = 0.f;
+        for (int t = CH - 1; t >= 0; t--) {
+            acc += T[t * LDF + threadIdx.x];
+            T[t * LDF + threadIdx.x] = acc;
+        }
+        if ((int)threadIdx.x < nk) tot[(c * H + h) * K + k0 + threadIdx.x] = acc;
+    }
+    __syncthreads();
+    store_f32_tile<DQK_THREADS>(dg + krow0, (int64_t)H * K, T, ch.len, nk);
+}
+
+// tot[c] (per head and channel) <- sum of tot over the chunks after c in its segment.
+__global__ void __launch_bounds__(SCAN_THREADS)
+    gla_dg_scan_kernel(float *tot, const int *chunks, const int *cu, int64_t nchunk, int HK) {
+    const int seg = blockIdx.x;
+    const int e = blockIdx.y * SCAN_THREADS + threadIdx.x;
+    if (e >= HK) return;
+    const int64_t c0 = first_chunk(chunks, nchunk, seg);
+    const int n = (cu[seg + 1] - cu[seg] + CH - 1) / CH;
+    float *p = tot + c0 * HK + e;
+    float carry = 0.f, x = p[(int64_t)(n - 1) * HK];
+    for (int j = n - 1; j >= 0; j--) {
+        const float xn = j > 0 ? p[(int64_t)(j - 1) * HK] : 0.f;
+        p[(int64_t)j * HK] = carry;
+        carry += x;
+        x = xn;
+    }
+}
+
+// dg of row blockIdx.y of chunk blockIdx.x += the carry of the later chunks of its segment.
+__global__ void __launch_bounds__(SCAN_THREADS)
+    gla_dg_add_kernel(float *dg, const float *tot, const int *chunks, const int *cu, int HK) {
+    const int64_t c = blockIdx.x;
+    const int t = blockIdx.y;
+    const Chunk ch = chunk_at(chunks, cu, c);
+    if (ch.seg_last || t >= ch.len) return;
+    float *row = dg + ((int64_t)ch.first + t) * HK;
+    const float *carry = tot + c * HK;
+    for (int e = threadIdx.x; e < HK; e += SCAN_THREADS) row[e] += carry[e];
+}
+
+void check_sizes(const char *op, const Seqs *s, int H, int K, int V) {
+    if (H < 1 || K < 16 || K > 256 || K % 16 || V < 16 || V > 512 || V % 16)
+        rt_die("%s: unsupported head size H=%d K=%d V=%d (the CUDA kernels take H >= 1, K a "
+               "multiple of 16 up to 256, V a multiple of 16 up to 512)",
+               op, H, K, V);
+    if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the grid", op, (long long)s->nchunk);
+}
+
+// Kernels above 48 KB of dynamic shared memory must opt in, once per process.
+void allow_smem() {
+    static bool done;
+    if (done) return;
+    CUDA_CHECK(cudaFuncSetAttribute(gla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)SCORES_SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(gla_bwd_dqdk_kernel,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DQK_SMEM));
+    done = true;
+}
+
+void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const Seqs *s, int H,
+                   int K, float scale) {
+    gla_scores_kernel<<<dim3((unsigned)s->nchunk, H), SCORES_THREADS, SCORES_SMEM, cuda_stream()>>>(
+        A, q, k, g, (const int *)s->dev_chunk, (const int *)s->dev_cu, H, K, scale);
+    CUDA_LAUNCHED();
+}
+
+} // namespace
+
+void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const void *v, const void *g,
+                  const Seqs *s, int H, int K, int V, double scale) {
+    check_sizes("gla_fwd", s, H, K, V);
+    if (s->nchunk == 0) return;
+    allow_smem();
+    cudaStream_t st = cuda_stream();
+    const int64_t nch = s->nchunk;
+    const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
+    const float sc = (float)scale;
+    float *blast = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K);
+    float *A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CH * CH);
+    const unsigned nvt = (unsigned)cdiv(V, TILE);
+    gla_state_inc_kernel<false><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        (float *)states, blast, (const bf16 *)k, (const bf16 *)v, (const float *)g, chunks, cu, H,
+        K, V, sc);
+    CUDA_LAUNCHED();
+    gla_scan_kernel<false>
+        <<<dim3(s->nseg, (unsigned)cdiv((int64_t)K * V, SCAN_THREADS), H), SCAN_THREADS, 0, st>>>(
+            (float *)states, blast, chunks, cu, nch, H, K, V);
+    CUDA_LAUNCHED();
+    launch_scores(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
+    gla_fwd_o_kernel<<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        (bf16 *)o, (const bf16 *)q, (const bf16 *)v, (const float *)g, (const float *)states, A,
+        chunks, cu, H, K, V, sc);
+    CUDA_LAUNCHED();
+}
+
+void cuda_gla_bwd(void *dq, void *dk, void *dv, void *dg, const void *dout, const void *q,
+                  const void *k, const void *v, const void *g, const void *states, const Seqs *s,
+                  int H, int K, int V, double scale) {
+    check_sizes("gla_bwd", s, H, K, V);
+    if (s->nchunk == 0) return;
+    allow_smem();
+    cudaStream_t st = cuda_stream();
+    const int64_t nch = s->nchunk;
+    const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
+    const float sc = (float)scale;
+    float *G = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K * V);
+    float *blast = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * K);
+    float *A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CH * CH);
+    float *tot = (float *)cuda_scratch(SCRATCH_D, sizeof(float) * nch * H * K);
+    const unsigned nvt = (unsigned)cdiv(V, TILE), nkt = (unsigned)cdiv(K, TILE);
+    gla_state_inc_kernel<true><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        G, blast, (const bf16 *)q, (const bf16 *)dout, (const float *)g, chunks, cu, H, K, V, sc);
+    CUDA_LAUNCHED();
+    gla_scan_kernel<true>
+        <<<dim3(s->nseg, (unsigned)cdiv((int64_t)K * V, SCAN_THREADS), H), SCAN_THREADS, 0, st>>>(
+            G, blast, chunks, cu, nch, H, K, V);
+    CUDA_LAUNCHED();
+    launch_scores(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
+    gla_bwd_dv_kernel<<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        (bf16 *)dv, (const bf16 *)k, (const bf16 *)dout, (const float *)g, G, A, chunks, cu, H, K,
+        V);
+    CUDA_LAUNCHED();
+    gla_bwd_dqdk_kernel<<<dim3((unsigned)nch, H, nkt), DQK_THREADS, DQK_SMEM, st>>>(
+        (bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
+        (const bf16 *)dout, (const float *)g, (const float *)states, G, chunks, cu, H, K, V, sc);
+    CUDA_LAUNCHED();
+    const int HK = H * K;
+    gla_dg_scan_kernel<<<dim3(s->nseg, (unsigned)cdiv(HK, SCAN_THREADS)), SCAN_THREADS, 0, st>>>(
+        tot, chunks, cu, nch, HK);
+    CUDA_LAUNCHED();
+    gla_dg_add_kernel<<<dim3((unsigned)nch, CH), SCAN_THREADS, 0, st>>>((float *)dg, tot, chunks,
+                                                                        cu, HK);
+    CUDA_LAUNCHED();
+}

@@ -1,0 +1,348 @@
+// Cross-entropy with its fused gradient (SPEC §1 loss), per-token log-probabilities for
+// evaluation, and the optimizer primitives (SPEC §7): sum of squares, scaling, AdamW.
+// Softmax rows: one block per row, one pass keeping an online (max, sum of exp) pair per
+// thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops over
+// 16-byte vectors with a scalar head and tail.
+#include <climits>
+#include <cmath>
+#include <initializer_list>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+namespace {
+
+
+constexpr int THREADS = 256;
+constexpr int ROW_THREADS = 512; // most threads of a softmax row block
+constexpr int SUM_THREADS = 1024;
+
+// Blocks for a grid-stride loop over `work` items: at most one full-occupancy wave.
+unsigned grid_for(int64_t work) {
+    int64_t b = cdiv(work, THREADS), cap = (int64_t)cuda_sm_count() * (2048 / THREADS);
+    return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
+}
+
+// First element from which every float pointer is 16-byte aligned, or -1 if they disagree.
+int64_t aligned_head(std::initializer_list<const void *> ptrs) {
+    int64_t head = -1;
+    for (const void *p : ptrs) {
+        uintptr_t a = (uintptr_t)p;
+        if (a % 4) return -1;
+        int64_t h = (int64_t)((16 - a % 16) % 16 / 4);
+        if (head >= 0 && h != head) return -1;
+        head = h;
+    }
+    return head;
+}
+
+// How n elements split: [0, head) and [head + 4 nvec, n) scalar, the rest float4 vectors.
+struct Split {
+    int64_t head, nvec, nscalar;
+};
+Split split(int64_t n, std::initializer_list<const void *> ptrs) {
+    int64_t head = aligned_head(ptrs), nvec = 0;
+    if (head < 0 || head > n)
+        head = n;
+    else
+        nvec = (n - head) / 4;
+    return {head, nvec, n - 4 * nvec};
+}
+
+__device__ __forceinline__ int64_t scalar_index(const Split &s, int64_t k) {
+    return k < s.head ? k : s.head + 4 * s.nvec + (k - s.head);
+}
+
+template <class Op> __global__ void __launch_bounds__(THREADS) map_kernel(Op op, Split s) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t v = t; v < s.nvec; v += stride) op.template run<4>(s.head + 4 * v);
+    for (int64_t k = t; k < s.nscalar; k += stride) op.template run<1>(scalar_index(s, k));
+}
+
+template <class Op> void map(const Op &op, int64_t n, std::initializer_list<const void *> ptrs) {
+    if (n <= 0) return;
+    Split s = split(n, ptrs);
+    map_kernel<<<grid_for(s.nvec > s.nscalar ? s.nvec : s.nscalar), THREADS, 0, cuda_stream()>>>(op,
+                                                                                                 s);
+    CUDA_LAUNCHED();
+}
+
+__device__ __forceinline__ double warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+// Sum over the block in fp64 (blockDim.x a multiple of 32); `sh` needs 32 doubles.
+__device__ __forceinline__ double block_sum_d(double v, double *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    return warp_sum_d(lane < nw ? sh[lane] : 0.0);
+}
+
+// *out = sum of x[0..n) in fp64, one block, in a fixed order.
+template <class T>
+__global__ void __launch_bounds__(SUM_THREADS) sum_kernel(double *out, const T *x, int64_t n) {
+    __shared__ double sh[32];
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)x[i];
+    s = block_sum_d(s, sh);
+    if (threadIdx.x == 0) *out = s;
+}
+
+double download_double(const double *dev) {
+    double h = 0.0;
+    CUDA_CHECK(cudaMemcpyAsync(&h, dev, sizeof h, cudaMemcpyDeviceToHost, cuda_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
+    return h;
+}
+
+// Online softmax over a set of logits: max m, s = sum exp(x - m), i = first index of the max.
+struct Soft {
+    float m, s;
+    int i;
+};
+__device__ __forceinline__ Soft soft_empty() { return {-INFINITY, 0.f, INT_MAX}; }
+
+// x at index j, pushed in increasing j: a tie keeps the earlier index.
+__device__ __forceinline__ Soft soft_push(Soft a, float x, int j) {
+    if (x > a.m) {
+        a.s = a.s * __expf(a.m - x) + 1.f;
+        a.m = x;
+        a.i = j;
+    } else {
+        a.s += __expf(x - a.m);
+    }
+    return a;
+}
+// Symmetric in a and b, so every lane of an xor tree ends with the same value.
+__device__ __forceinline__ Soft soft_merge(Soft a, Soft b) {
+    Soft r;
+    r.m = fmaxf(a.m, b.m);
+    r.s =
+        (a.m == r.m ? a.s : a.s * __expf(a.m - r.m)) + (b.m == r.m ? b.s : b.s * __expf(b.m - r.m));
+    r.i = a.m > b.m ? a.i : b.m > a.m ? b.i : min(a.i, b.i);
+    return r;
+}
+__device__ __forceinline__ Soft warp_soft(Soft a) {
+    for (int o = 16; o > 0; o >>= 1) {
+        Soft b = {__shfl_xor_sync(0xffffffffu, a.m, o), __shfl_xor_sync(0xffffffffu, a.s, o),
+                  __shfl_xor_sync(0xffffffffu, a.i, o)};
+        a = soft_merge(a, b);
+    }
+    return a;
+}
+// Merged over the block (blockDim.x a multiple of 32); every thread gets the same result.
+__device__ __forceinline__ Soft block_soft(Soft a, Soft *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    a = warp_soft(a);
+    if (lane == 0) sh[warp] = a;
+    __syncthreads();
+    return warp_soft(lane < nw ? sh[lane] : soft_empty());
+}
+
+template <int VEC> __device__ __forceinline__ Soft row_soft(const bf16 *x, int units) {
+    Soft a = soft_empty();
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        Pack<bf16, VEC> p = ld_vec<VEC>(x + (int64_t)u * VEC);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) a = soft_push(a, bf2f(p.v[k]), u * VEC + k);
+    }
+    return a;
+}
+
+// Row n: loss[n] = logsumexp(x) - x[y]; if gs != 0 the row becomes gs (softmax(x) - onehot(y)),
+// or 0 when y = -100. A label outside [0, V) gives a NaN loss.
+template <int VEC>
+__global__ void __launch_bounds__(ROW_THREADS)
+    cross_entropy_kernel(bf16 *logits, float *loss, const int32_t *labels, int V, float gs) {
+    __shared__ Soft sh[32];
+    int64_t n = blockIdx.x;
+    bf16 *x = logits + n * V;
+    int y = labels[n], units = V / VEC;
+    if (y == -100) {
+        if (gs != 0.f) {
+            Pack<bf16, VEC> z;
+#pragma unroll
+            for (int k = 0; k < VEC; k++) z.v[k] = f2bf(0.f);
+            for (int u = threadIdx.x; u < units; u += blockDim.x) st_vec<VEC>(x + (int64_t)u * VEC, z);
+        }
+        if (threadIdx.x == 0) loss[n] = 0.f;
+        return;
+    }
+    if (y < 0 || y >= V) {
+        if (threadIdx.x == 0) loss[n] = NAN;
+        return;
+    }
+    float xy = bf2f(x[y]); // read before block_soft's barrier, after which the row is overwritten
+    Soft a = block_soft(row_soft<VEC>(x, units), sh);
+    if (threadIdx.x == 0) loss[n] = a.m + logf(a.s) - xy;
+    if (gs == 0.f) return;
+    float k1 = gs / a.s;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        Pack<bf16, VEC> p = ld_vec<VEC>(x + (int64_t)u * VEC), o;
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+            float gk = __expf(bf2f(p.v[k]) - a.m) * k1;
+            if (u * VEC + k == y) gk -= gs;
+            o.v[k] = f2bf(gk);
+        }
+        st_vec<VEC>(x + (int64_t)u * VEC, o);
+    }
+}
+
+// logp[n] = x[y] - logsumexp(x); amax[n] = y is the first argmax. y = -100: 0 and 1.
+template <int VEC>
+__global__ void __launch_bounds__(ROW_THREADS)
+    token_logprobs_kernel(const bf16 *logits, const int32_t *labels, int V, float *logp,
+                          uint8_t *amax) {
+    __shared__ Soft sh[32];
+    int64_t n = blockIdx.x;
+    const bf16 *x = logits + n * V;
+    int y = labels[n];
+    if (y == -100 || y < 0 || y >= V) {
+        if (threadIdx.x == 0) {
+            logp[n] = y == -100 ? 0.f : NAN;
+            amax[n] = y == -100;
+        }
+        return;
+    }
+    Soft a = block_soft(row_soft<VEC>(x, V / VEC), sh);
+    if (threadIdx.x == 0) {
+        logp[n] = bf2f(x[y]) - a.m - logf(a.s);
+        amax[n] = a.i == y;
+    }
+}
+
+// Threads for one softmax row of `units` vectors.
+int row_threads(int units) {
+    int t = (int)cdiv(units, 32) * 32;
+    return t < ROW_THREADS ? t : ROW_THREADS;
+}
+
+bool row_vec(const void *logits, int V) { return V % 8 == 0 && (uintptr_t)logits % 16 == 0; }
+
+void check_rows(const char *op, int64_t N, int V) {
+    if (N > INT32_MAX || V < 1) rt_die("%s: N=%lld V=%d unsupported", op, (long long)N, V);
+}
+
+// Per-block sums of squares in fp64 into part[blockIdx.x].
+__global__ void __launch_bounds__(THREADS) sumsq_kernel(double *part, const float *x, Split s) {
+    __shared__ double sh[32];
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    double acc = 0.0;
+    for (int64_t v = t; v < s.nvec; v += stride) {
+        Pack<float, 4> p = ld_vec<4>(x + s.head + 4 * v);
+#pragma unroll
+        for (int k = 0; k < 4; k++) acc += (double)p.v[k] * (double)p.v[k];
+    }
+    for (int64_t k = t; k < s.nscalar; k += stride) {
+        double a = x[scalar_index(s, k)];
+        acc += a * a;
+    }
+    acc = block_sum_d(acc, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+
+struct Scale {
+    float *x;
+    float s;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> p = ld_vec<V>(x + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) p.v[k] *= s;
+        st_vec<V>(x + i, p);
+    }
+};
+
+// SPEC §7, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+// w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
+struct AdamW {
+    float *w, *m, *v;
+    const float *g;
+    float b1, b2, step, rbc2, eps, decay;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i), gv = ld_vec<V>(g + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float gi = gv.v[k];
+            mv.v[k] = b1 * mv.v[k] + (1.f - b1) * gi;
+            vv.v[k] = b2 * vv.v[k] + (1.f - b2) * gi * gi;
+            wv.v[k] -= decay * wv.v[k] + step * mv.v[k] / (sqrtf(vv.v[k]) * rbc2 + eps);
+        }
+        st_vec<V>(w + i, wv);
+        st_vec<V>(m + i, mv);
+        st_vec<V>(v + i, vv);
+    }
+};
+
+} // namespace
+
+double cuda_cross_entropy(void *logits, const int32_t *labels, int64_t N, int V,
+                          double grad_scale) {
+    if (N <= 0) return 0.0;
+    check_rows("cross_entropy", N, V);
+    float *loss = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)N);
+    double *total = (double *)cuda_scratch(SCRATCH_B, sizeof(double));
+    bool vec = row_vec(logits, V);
+    int threads = row_threads(vec ? V / 8 : V);
+    if (vec)
+        cross_entropy_kernel<8><<<(unsigned)N, threads, 0, cuda_stream()>>>(
+            (bf16 *)logits, loss, labels, V, (float)grad_scale);
+    else
+        cross_entropy_kernel<1><<<(unsigned)N, threads, 0, cuda_stream()>>>(
+            (bf16 *)logits, loss, labels, V, (float)grad_scale);
+    CUDA_LAUNCHED();
+    sum_kernel<float><<<1, SUM_THREADS, 0, cuda_stream()>>>(total, loss, N);
+    CUDA_LAUNCHED();
+    return download_double(total);
+}
+
+void cuda_token_logprobs(const void *logits, const int32_t *labels, int64_t N, int V, void *logp,
+                         uint8_t *is_argmax) {
+    if (N <= 0) return;
+    check_rows("token_logprobs", N, V);
+    uint8_t *amax = (uint8_t *)cuda_scratch(SCRATCH_A, (size_t)N);
+    bool vec = row_vec(logits, V);
+    int threads = row_threads(vec ? V / 8 : V);
+    if (vec)
+        token_logprobs_kernel<8><<<(unsigned)N, threads, 0, cuda_stream()>>>(
+            (const bf16 *)logits, labels, V, (float *)logp, amax);
+    else
+        token_logprobs_kernel<1><<<(unsigned)N, threads, 0, cuda_stream()>>>(
+            (const bf16 *)logits, labels, V, (float *)logp, amax);
+    CUDA_LAUNCHED();
+    CUDA_CHECK(cudaMemcpyAsync(is_argmax, amax, (size_t)N, cudaMemcpyDeviceToHost, cuda_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(cuda_stream()));
+}
+
+double cuda_sumsq(const void *x, int64_t n) {
+    if (n <= 0) return 0.0;
+    Split s = split(n, {x});
+    unsigned nb = grid_for(s.nvec > s.nscalar ? s.nvec : s.nscalar);
+    double *part = (double *)cuda_scratch(SCRATCH_A, sizeof(double) * nb);
+    double *total = (double *)cuda_scratch(SCRATCH_B, sizeof(double));
+    sumsq_kernel<<<nb, THREADS, 0, cuda_stream()>>>(part, (const float *)x, s);
+    CUDA_LAUNCHED();
+    sum_kernel<double><<<1, SUM_THREADS, 0, cuda_stream()>>>(total, part, nb);
+    CUDA_LAUNCHED();
+    return download_double(total);
+}
+
+void cuda_scale(void *x, int64_t n, double s) { map(Scale{(float *)x, (float)s}, n, {x}); }
+
+void cuda_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
+                double beta2, double eps, double weight_decay, int64_t t) {
+    // the scalars exactly as the CPU backend rounds them
+    double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
+    AdamW op{(float *)w,        (float *)m,
+             (float *)v,        (const float *)g,
+             (float)beta1,      (float)beta2,
+             (float)(lr / bc1), (float)(1.0 / sqrt(bc2)),
+             (float)eps,        (float)lr * (float)weight_decay};
+    map(op, n, {w, m, v, g});
+}

@@ -1,0 +1,337 @@
+// RMSNorm over groups of channels (SPEC §1; also the per-head readout and FoX QK norms) and
+// L2 normalisation (GDN q/k, SPEC §3; Selective RoPE inputs, SPEC §5).
+//
+// A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
+// lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
+// registers, and the row's sums are xor-shuffles inside the group. VEC = 8 (16-byte loads)
+// when C % 8 == 0 and the rows are 16-byte aligned, else 1 (then C <= 1024).
+#include <initializer_list>
+#include <type_traits>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+namespace {
+
+constexpr int THREADS = 256;
+constexpr int MAX_C = 2048;
+
+// Sum over the W lanes of a lane group; all 32 lanes of the warp call it.
+__device__ __forceinline__ float group_sum(float v, int W) {
+    for (int o = W >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// y = x * rs (* w), rs = 1/sqrt(sum x^2 / C + eps) for RMSNorm (SPEC §1),
+// 1/sqrt(sum x^2 + eps) for the L2 norm; one row per lane group.
+template <int VEC, int NV, bool RMS>
+__global__ void __launch_bounds__(THREADS)
+    norm_fwd_kernel(bf16 *y, float *rstd, const bf16 *x, const bf16 *w, int64_t rows, int G, int C,
+                    int W, int w_per_group, float eps) {
+    int li = threadIdx.x & (W - 1), units = C / VEC;
+    int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    bool active = r < rows;
+    const bf16 *xr = x + r * C;
+    Pack<bf16, VEC> xv[NV];
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (active && u < units) {
+            xv[j] = ld_vec<VEC>(xr + u * VEC);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                float a = bf2f(xv[j].v[k]);
+                ss += a * a;
+            }
+        }
+    }
+    ss = group_sum(ss, W);
+    if (!active) return;
+    float rs = 1.f / sqrtf((RMS ? ss / (float)C : ss) + eps);
+    if (li == 0) rstd[r] = rs;
+    const bf16 *wr = RMS ? w + (w_per_group ? (r % G) * C : 0) : nullptr;
+    bf16 *yr = y + r * C;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (u < units) {
+            Pack<bf16, VEC> o;
+            if constexpr (RMS) {
+                Pack<bf16, VEC> wv = ld_vec<VEC>(wr + u * VEC);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) o.v[k] = f2bf(bf2f(xv[j].v[k]) * rs * bf2f(wv.v[k]));
+            } else {
+#pragma unroll
+                for (int k = 0; k < VEC; k++) o.v[k] = f2bf(bf2f(xv[j].v[k]) * rs);
+            }
+            st_vec<VEC>(yr + u * VEC, o);
+        }
+    }
+}
+
+// RMSNorm backward. Rows r = t * Gw + g with Gw = G for per-group weights (else Gw = 1, g = 0,
+// t over all N*G rows): block b serves group g = b % Gw only, so every lane keeps its dw
+// columns in registers over the rows it visits. At the end the lane groups of a warp, then
+// the warps of the block (through shared memory, [warps][C]) are summed in a fixed order into
+// part[b][C]; dw_reduce_kernel adds the blocks of each g. With dot = sum_c dy w x:
+// dx = rs (dy w - x dot rs^2 / C), dw += dy x rs. The second pass over a row reloads it
+// (an L1 hit) rather than holding it: half the registers, twice the resident blocks.
+template <int VEC, int NV>
+__global__ void __launch_bounds__(THREADS)
+    rmsnorm_bwd_kernel(bf16 *dx, float *part, const bf16 *dy, const bf16 *x, const bf16 *w,
+                       const float *rstd, int64_t T, int Gw, int C, int W, int accumulate) {
+    extern __shared__ float red[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    int li = lane & (W - 1), sub = lane / W, groups = 32 / W, units = C / VEC;
+    int g = (int)(blockIdx.x % Gw);
+    int64_t nbg = gridDim.x / Gw, bi = blockIdx.x / Gw, stride = nbg * nwarps * groups;
+    const bf16 *wg = w + (int64_t)g * C;
+    float acc[NV][VEC];
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int k = 0; k < VEC; k++) acc[j][k] = 0.f;
+    // t0 is uniform over the warp, so every lane takes part in each group_sum
+    for (int64_t t0 = (bi * nwarps + warp) * groups; t0 < T; t0 += stride) {
+        int64_t t = t0 + sub, r = t * Gw + g;
+        bool active = t < T;
+        float rs = active ? rstd[r] : 0.f, dot = 0.f;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            int u = li + j * W;
+            if (active && u < units) {
+                Pack<bf16, VEC> xv = ld_vec<VEC>(x + r * C + u * VEC);
+                Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC);
+                Pack<bf16, VEC> wv = ld_vec<VEC>(wg + u * VEC);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) dot += bf2f(dv.v[k]) * bf2f(wv.v[k]) * bf2f(xv.v[k]);
+            }
+        }
+        dot = group_sum(dot, W);
+        float kk = dot * rs * rs / (float)C;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            int u = li + j * W;
+            if (active && u < units) {
+                bf16 *dxp = dx + r * C + u * VEC;
+                Pack<bf16, VEC> xv = ld_vec<VEC>(x + r * C + u * VEC);
+                Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC);
+                Pack<bf16, VEC> wv = ld_vec<VEC>(wg + u * VEC), o, old;
+                if (accumulate) old = ld_vec<VEC>(dxp);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) {
+                    float d = bf2f(dv.v[k]), xx = bf2f(xv.v[k]);
+                    float v = rs * (d * bf2f(wv.v[k]) - xx * kk);
+                    o.v[k] = f2bf(accumulate ? bf2f(old.v[k]) + v : v);
+                    acc[j][k] += d * xx * rs;
+                }
+                st_vec<VEC>(dxp, o);
+            }
+        }
+    }
+    // lanes with the same li in the warp's lane groups hold the same columns
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+            for (int o = W; o < 32; o <<= 1)
+                acc[j][k] += __shfl_xor_sync(0xffffffffu, acc[j][k], o);
+    if (sub == 0) {
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            int u = li + j * W;
+            if (u < units)
+#pragma unroll
+                for (int k = 0; k < VEC; k++) red[warp * C + u * VEC + k] = acc[j][k];
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float s = 0.f;
+        for (int i = 0; i < nwarps; i++) s += red[i * C + c];
+        part[(int64_t)blockIdx.x * C + c] = s;
+    }
+}
+
+// dw[g*C + c] += sum over the nbg blocks of group g (block bi * Gw + g) of part, in order.
+__global__ void dw_reduce_kernel(float *dw, const float *part, int nbg, int Gw, int C) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= Gw * C) return;
+    int g = idx / C, c = idx - g * C;
+    float s = 0.f;
+    for (int b = 0; b < nbg; b++) s += part[((int64_t)b * Gw + g) * C + c];
+    dw[idx] += s;
+}
+
+// y = x * rn  =>  dx = rn (dy - y (y . dy)); one row per lane group.
+template <int VEC, int NV>
+__global__ void __launch_bounds__(THREADS)
+    l2norm_bwd_kernel(bf16 *dx, const bf16 *dy, const bf16 *y, const float *rnorm, int64_t rows,
+                      int D, int W, int accumulate) {
+    int li = threadIdx.x & (W - 1), units = D / VEC;
+    int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    bool active = r < rows;
+    Pack<bf16, VEC> yv[NV], dv[NV];
+    float dot = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (active && u < units) {
+            yv[j] = ld_vec<VEC>(y + r * D + u * VEC);
+            dv[j] = ld_vec<VEC>(dy + r * D + u * VEC);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) dot += bf2f(yv[j].v[k]) * bf2f(dv[j].v[k]);
+        }
+    }
+    dot = group_sum(dot, W);
+    if (!active) return;
+    float rn = rnorm[r];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (u < units) {
+            bf16 *dxp = dx + r * D + u * VEC;
+            Pack<bf16, VEC> o, old;
+            if (accumulate) old = ld_vec<VEC>(dxp);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                float v = rn * (bf2f(dv[j].v[k]) - bf2f(yv[j].v[k]) * dot);
+                o.v[k] = f2bf(accumulate ? bf2f(old.v[k]) + v : v);
+            }
+            st_vec<VEC>(dxp, o);
+        }
+    }
+}
+
+// Lanes per row W, vector width and vectors per lane NV (powers of two) for rows of C.
+struct Shape {
+    int vec, units, W, nv;
+};
+
+Shape row_shape(const char *op, int C, std::initializer_list<const void *> ptrs) {
+    if (C < 1 || C > MAX_C) rt_die("%s: rows of %d channels unsupported (1..%d)", op, C, MAX_C);
+    bool vec = C % 8 == 0;
+    for (const void *p : ptrs) vec = vec && (uintptr_t)p % 16 == 0;
+    if (!vec && C > MAX_C / 2)
+        rt_die("%s: rows of %d channels need C %% 8 == 0 and 16-byte aligned rows", op, C);
+    Shape s;
+    s.vec = vec ? 8 : 1;
+    s.units = C / s.vec;
+    s.W = 1;
+    while (s.W < 32 && 2 * s.W <= s.units) s.W *= 2;
+    int steps = (s.units + s.W - 1) / s.W;
+    s.nv = 1;
+    while (s.nv < steps) s.nv *= 2;
+    return s;
+}
+
+template <int X> using IC = std::integral_constant<int, X>;
+
+// Calls f(IC<VEC>, IC<NV>) for the shape (VEC 8: NV <= 8 covers MAX_C; VEC 1: NV <= 32).
+template <class F> void dispatch(const Shape &s, F &&f) {
+    if (s.vec == 8) {
+        switch (s.nv) {
+        case 1: return f(IC<8>(), IC<1>());
+        case 2: return f(IC<8>(), IC<2>());
+        case 4: return f(IC<8>(), IC<4>());
+        case 8: return f(IC<8>(), IC<8>());
+        }
+    } else {
+        switch (s.nv) {
+        case 1: return f(IC<1>(), IC<1>());
+        case 2: return f(IC<1>(), IC<2>());
+        case 4: return f(IC<1>(), IC<4>());
+        case 8: return f(IC<1>(), IC<8>());
+        case 16: return f(IC<1>(), IC<16>());
+        case 32: return f(IC<1>(), IC<32>());
+        }
+    }
+    rt_die("norm: no kernel for %d vectors of %d per lane", s.nv, s.vec);
+}
+
+unsigned row_blocks(int64_t rows, int W) { return (unsigned)cdiv(rows * W, THREADS); }
+
+void check_rows(const char *op, int64_t rows) {
+    if (rows * 32 / THREADS >= INT32_MAX) rt_die("%s: %lld rows unsupported", op, (long long)rows);
+}
+
+} // namespace
+
+void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
+                      int w_per_group, double eps) {
+    int64_t rows = N * G;
+    if (rows <= 0) return;
+    check_rows("rmsnorm_fwd", rows);
+    Shape s = row_shape("rmsnorm_fwd", C, {y, x, w});
+    dispatch(s, [&](auto V, auto NV) {
+        norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, true>
+            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>(
+                (bf16 *)y, (float *)rstd, (const bf16 *)x, (const bf16 *)w, rows, G, C, s.W,
+                w_per_group, (float)eps);
+    });
+    CUDA_LAUNCHED();
+}
+
+void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
+                      const void *rstd, int64_t N, int G, int C, int w_per_group, int accumulate) {
+    int64_t rows = N * G;
+    if (rows <= 0) return;
+    Shape s = row_shape("rmsnorm_bwd", C, {dx, dy, x, w});
+    int Gw = w_per_group ? G : 1;
+    int64_t T = rows / Gw;
+    int nwarps = C > 1024 ? 4 : 8, threads = 32 * nwarps; // shared [warps][C] <= 32 KB
+    size_t smem = sizeof(float) * (size_t)nwarps * (size_t)C;
+    int nbg = 0;
+    float *part = nullptr;
+    dispatch(s, [&](auto V, auto NV) {
+        auto kernel = rmsnorm_bwd_kernel<decltype(V)::value, decltype(NV)::value>;
+        int per_sm = 0, dev = 0, sms = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        // one wave of blocks, split evenly over the weight groups, no more than the rows need
+        int64_t want = cdiv((int64_t)sms * (per_sm > 0 ? per_sm : 1), Gw);
+        int64_t need = cdiv(T, (int64_t)nwarps * (32 / s.W));
+        nbg = (int)(want < need ? want : need);
+        part =
+            (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)nbg * (size_t)Gw * (size_t)C);
+        kernel<<<(unsigned)(nbg * Gw), threads, smem, cuda_stream()>>>(
+            (bf16 *)dx, part, (const bf16 *)dy, (const bf16 *)x, (const bf16 *)w,
+            (const float *)rstd, T, Gw, C, s.W, accumulate);
+    });
+    CUDA_LAUNCHED();
+    dw_reduce_kernel<<<(unsigned)cdiv((int64_t)Gw * C, THREADS), THREADS, 0, cuda_stream()>>>(
+        (float *)dw, part, nbg, Gw, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps) {
+    int64_t rows = N * G;
+    if (rows <= 0) return;
+    check_rows("l2norm_fwd", rows);
+    Shape s = row_shape("l2norm_fwd", D, {y, x});
+    dispatch(s, [&](auto V, auto NV) {
+        norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, false>
+            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rnorm,
+                                                                   (const bf16 *)x, nullptr, rows,
+                                                                   G, D, s.W, 0, (float)eps);
+    });
+    CUDA_LAUNCHED();
+}
+
+void cuda_l2norm_bwd(void *dx, const void *dy, const void *y, const void *rnorm, int64_t N, int G,
+                     int D, int accumulate) {
+    int64_t rows = N * G;
+    if (rows <= 0) return;
+    check_rows("l2norm_bwd", rows);
+    Shape s = row_shape("l2norm_bwd", D, {dx, dy, y});
+    dispatch(s, [&](auto V, auto NV) {
+        l2norm_bwd_kernel<decltype(V)::value, decltype(NV)::value>
+            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>(
+                (bf16 *)dx, (const bf16 *)dy, (const bf16 *)y, (const float *)rnorm, rows, D, s.W,
+                accumulate);
+    });
+    CUDA_LAUNCHED();
+}

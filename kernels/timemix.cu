@@ -1,0 +1,403 @@
+// Token mixing along time inside each segment: the depthwise short convolution (SPEC §2, §3,
+// §5 step 3), FoX's data-dependent shift (SPEC §4) and the reverse cumulative sum. A token at
+// position p of its segment (Seqs dev_pos) sees only the p tokens before it.
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+namespace {
+
+constexpr unsigned FULL = 0xffffffffu;
+
+__device__ __forceinline__ float2 ld2(const bf16 *p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
+}
+__device__ __forceinline__ void st2(bf16 *p, float2 v) {
+    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
+}
+// ---- short conv, kernel 4 ----
+// Tap t multiplies the token 3 - t back; a NULL weight gives the first difference (taps 0, 0,
+// -1, 1). A block covers 64 channels (a lane holds 2) and CONV_WARPS runs of CONV_RUN tokens,
+// one run per warp; a thread slides along its run keeping the last inputs in registers.
+constexpr int KW = 4;
+constexpr int CONV_RUN = 32;
+constexpr int CONV_WARPS = 8;
+constexpr int CONV_TILE = CONV_RUN * CONV_WARPS;
+
+struct Taps {
+    float2 t[KW];
+};
+
+__device__ __forceinline__ Taps load_taps(const bf16 *w, int c) {
+    Taps k;
+#pragma unroll
+    for (int t = 0; t < KW; t++)
+        k.t[t] = w ? f2(bf2f(w[c * KW + t]), bf2f(w[(c + 1) * KW + t]))
+                   : f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
+                        t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f);
+    return k;
+}
+
+// Pre-activation at a token of position p from x at offsets 0 (xc), 1, 2, 3 back.
+__device__ __forceinline__ float2 conv_pre(const Taps &k, int p, float2 xc, float2 xm1, float2 xm2,
+                                           float2 xm3) {
+    float2 pre = f2(0.f, 0.f);
+    if (p >= 3) pre = pre + k.t[0] * xm3;
+    if (p >= 2) pre = pre + k.t[1] * xm2;
+    if (p >= 1) pre = pre + k.t[2] * xm1;
+    return pre + k.t[3] * xc;
+}
+
+__device__ __forceinline__ float silu1(float p) { return p * sigmoidf_(p); }
+// d silu(p) / dp = s (1 + p (1 - s)), s = sigmoid(p)
+__device__ __forceinline__ float dsilu1(float p) {
+    float s = sigmoidf_(p);
+    return s * (1.f + p * (1.f - s));
+}
+
+template <bool SILU>
+__global__ void __launch_bounds__(32 * CONV_WARPS)
+    conv_fwd_kernel(bf16 *__restrict__ y, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
+                    const int32_t *__restrict__ pos, int N, int C) {
+    int c = 2 * (blockIdx.y * 32 + threadIdx.x);
+    int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
+    if (c >= C || n0 >= N) return;
+    Taps k = load_taps(w, c);
+    float2 z = f2(0.f, 0.f);
+    float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
+    float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
+    float2 xm1 = n0 >= 1 ? ld2(x + (int64_t)(n0 - 1) * C + c) : z;
+    int end = min(N, n0 + CONV_RUN);
+#pragma unroll 4
+    for (int n = n0; n < end; n++) {
+        float2 xc = ld2(x + (int64_t)n * C + c);
+        float2 pre = conv_pre(k, pos[n], xc, xm1, xm2, xm3);
+        if (SILU) pre = f2(silu1(pre.x), silu1(pre.y));
+        st2(y + (int64_t)n * C + c, pre);
+        xm3 = xm2;
+        xm2 = xm1;
+        xm1 = xc;
+    }
+}
+
+// dpre = dy * act'(pre) at every token of the run and the 3 after it (recomputing pre), then
+//   dx[m] = sum_t w_t dpre[m + 3 - t] over the taps whose token m + 3 - t is in m's segment,
+//   dw[c, t] = sum_n dpre[n] x[n - (3 - t)] over the taps inside n's segment,
+// the dw sums reduced over the block into dw_part[tile][C][4].
+template <bool SILU, bool DW>
+__global__ void __launch_bounds__(32 * CONV_WARPS)
+    conv_bwd_kernel(bf16 *__restrict__ dx, float *__restrict__ dw_part, const bf16 *__restrict__ dy,
+                    const bf16 *__restrict__ x, const bf16 *__restrict__ w,
+                    const int32_t *__restrict__ pos, int N, int C) {
+    int c = 2 * (blockIdx.y * 32 + threadIdx.x);
+    int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
+    float2 z = f2(0.f, 0.f);
+    float2 g[KW] = {z, z, z, z}; // dw sums by tap
+    if (c < C && n0 < N) {
+        Taps k = load_taps(w, c);
+        float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
+        float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
+        float2 xm1 = n0 >= 1 ? ld2(x + (int64_t)(n0 - 1) * C + c) : z;
+        float2 d1 = z, d2 = z, d3 = z; // dpre at n-1, n-2, n-3
+        int p1 = 0, p2 = 0;            // positions of n-1, n-2
+        for (int n = n0; n < n0 + CONV_RUN + KW - 1; n++) {
+            bool in = n < N;
+            float2 xc = in ? ld2(x + (int64_t)n * C + c) : z;
+            int p = in ? pos[n] : 0;
+            float2 dp = in ? ld2(dy + (int64_t)n * C + c) : z;
+            if (SILU && in) {
+                float2 pre = conv_pre(k, p, xc, xm1, xm2, xm3);
+                dp = dp * f2(dsilu1(pre.x), dsilu1(pre.y));
+            }
+            if (DW && in && n < n0 + CONV_RUN) {
+                if (p >= 3) g[0] = g[0] + dp * xm3;
+                if (p >= 2) g[1] = g[1] + dp * xm2;
+                if (p >= 1) g[2] = g[2] + dp * xm1;
+                g[3] = g[3] + dp * xc;
+            }
+            int m = n - (KW - 1); // dpre of m .. m+3 = d3, d2, d1, dp is complete
+            if (m >= n0 && m < N) {
+                float2 s = k.t[3] * d3;
+                if (p2 >= 1) s = s + k.t[2] * d2;
+                if (p1 >= 2) s = s + k.t[1] * d1;
+                if (p >= 3) s = s + k.t[0] * dp;
+                st2(dx + (int64_t)m * C + c, s);
+            }
+            xm3 = xm2;
+            xm2 = xm1;
+            xm1 = xc;
+            d3 = d2;
+            d2 = d1;
+            d1 = dp;
+            p2 = p1;
+            p1 = p;
+        }
+    }
+    if constexpr (DW) {
+        __shared__ float red[CONV_WARPS][32][2 * KW]; // [run][lane][channel of lane * 4 + tap]
+#pragma unroll
+        for (int t = 0; t < KW; t++) {
+            red[threadIdx.y][threadIdx.x][t] = g[t].x;
+            red[threadIdx.y][threadIdx.x][KW + t] = g[t].y;
+        }
+        __syncthreads();
+        // thread k sums entry k of the block's 64 channels x 4 taps over the runs
+        int kk = threadIdx.y * 32 + threadIdx.x, lc = kk / KW, tap = kk % KW;
+        float s = 0.f;
+        for (int r = 0; r < CONV_WARPS; r++) s += red[r][lc / 2][(lc % 2) * KW + tap];
+        int cg = blockIdx.y * 64 + lc;
+        if (cg < C) dw_part[((int64_t)blockIdx.x * C + cg) * KW + tap] = s;
+    }
+}
+
+template <bool SILU>
+void conv_bwd_launch(bf16 *dx, float *dw, const bf16 *dy, const bf16 *x, const bf16 *w,
+                     const Seqs *s, int C, dim3 grid, dim3 block) {
+    int N = (int)s->ntok;
+    if (dw) {
+        float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * grid.x * (size_t)C * KW);
+        conv_bwd_kernel<SILU, true>
+            <<<grid, block, 0, cuda_stream()>>>(dx, part, dy, x, w, s->dev_pos, N, C);
+        CUDA_LAUNCHED();
+        cuda_colsum_add(dw, part, (int)grid.x, C * KW);
+    } else {
+        conv_bwd_kernel<SILU, false>
+            <<<grid, block, 0, cuda_stream()>>>(dx, nullptr, dy, x, w, s->dev_pos, N, C);
+        CUDA_LAUNCHED();
+    }
+}
+
+void conv_check(const char *op, const void *a, const void *b, const void *c, int C,
+                Activation act) {
+    if (C % 2) rt_die("%s: C=%d channels must be even", op, C);
+    if (act != ACT_NONE && act != ACT_SILU) rt_die("%s: activation %d unsupported", op, (int)act);
+    cuda_check_aligned(a, 4, op);
+    cuda_check_aligned(b, 4, op);
+    cuda_check_aligned(c, 4, op);
+}
+
+// ---- FoX shift ----
+// y_t = a_t x_{t-1} + (1 - a_t) x_t, a = sigmoid(a_logit) per head; one thread per 2 channels.
+__global__ void shift_fwd_kernel(bf16 *__restrict__ y, const bf16 *__restrict__ x,
+                                 const bf16 *__restrict__ al, const int32_t *__restrict__ pos,
+                                 int64_t npairs, int H, int D) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= npairs) return;
+    int C = H * D, C2 = C / 2;
+    int64_t n = i / C2;
+    int c = 2 * (int)(i % C2);
+    float a = sigmoidf_(bf2f(al[n * H + c / D]));
+    float2 xc = ld2(x + 2 * i);
+    float2 xp = pos[n] >= 1 ? ld2(x + 2 * i - C) : f2(0.f, 0.f);
+    st2(y + 2 * i, a * xp + (1.f - a) * xc);
+}
+
+// One warp per (token n, head h):
+//   dx_n = (1 - a_n) dy_n + a_{n+1} dy_{n+1} (when n+1 is in n's segment),
+//   da_logit = a (1 - a) sum_d dy_n (x_{n-1} - x_n).
+__global__ void shift_bwd_kernel(bf16 *__restrict__ dx, bf16 *__restrict__ dal,
+                                 const bf16 *__restrict__ dy, const bf16 *__restrict__ x,
+                                 const bf16 *__restrict__ al, const int32_t *__restrict__ pos,
+                                 int N, int H, int D) {
+    int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; // n * H + h
+    if (row >= (int64_t)N * H) return;
+    int lane = threadIdx.x % 32, C = H * D;
+    int64_t n = row / H;
+    float a = sigmoidf_(bf2f(al[row]));
+    bool prev = pos[n] >= 1, next = n + 1 < N && pos[n + 1] >= 1;
+    float an = next ? sigmoidf_(bf2f(al[row + H])) : 0.f;
+    float2 z = f2(0.f, 0.f);
+    float da = 0.f;
+    for (int d = 2 * lane; d < D; d += 64) {
+        int64_t i = row * D + d;
+        float2 g = ld2(dy + i), xc = ld2(x + i);
+        float2 xp = prev ? ld2(x + i - C) : z;
+        float2 gn = next ? ld2(dy + i + C) : z;
+        st2(dx + i, (1.f - a) * g + an * gn);
+        da += g.x * (xp.x - xc.x) + g.y * (xp.y - xc.y);
+    }
+    da = warp_sum(da);
+    if (lane == 0) dal[row] = f2bf(da * a * (1.f - a));
+}
+
+void shift_check(const char *op, const void *a, const void *b, int D) {
+    if (D % 2) rt_die("%s: head size D=%d must be even", op, D);
+    cuda_check_aligned(a, 4, op);
+    cuda_check_aligned(b, 4, op);
+}
+
+// ---- reverse cumulative sum ----
+// A segmented scan in three passes over tiles of SCAN_TILE tokens (tiles may straddle
+// segments). A tile is SCAN_WARPS runs of SCAN_RUN tokens, one run per warp, one channel per
+// lane, the run's values in registers. Scanning from the right, a token that ends its
+// segment starts the sum afresh; the state after a stretch of tokens is (restarted?, sum),
+// combined as (f1, v1) then (f2, v2) -> (f1 | f2, f2 ? v2 : v1 + v2).
+//   1. every tile's state from zero (revcumsum_tile_kernel<false>);
+//   2. per channel, the state entering each tile from the right (revcumsum_carry_kernel);
+//   3. every tile again from its carry, writing y (revcumsum_tile_kernel<true>).
+constexpr int SCAN_RUN = 32;
+constexpr int SCAN_WARPS = 8;
+constexpr int SCAN_TILE = SCAN_RUN * SCAN_WARPS;
+
+template <bool FINAL>
+__global__ void __launch_bounds__(32 * SCAN_WARPS)
+    revcumsum_tile_kernel(float *y, float *__restrict__ tile_val, int *__restrict__ tile_flag,
+                          const float *__restrict__ tile_carry, const float *x,
+                          const int32_t *__restrict__ pos, int N, int C) {
+    __shared__ float sval[SCAN_WARPS][32];
+    __shared__ int sflag[SCAN_WARPS];
+    int lane = threadIdx.x, wp = threadIdx.y;
+    int c = blockIdx.y * 32 + lane;
+    bool ch = c < C;
+    int n0 = blockIdx.x * SCAN_TILE + wp * SCAN_RUN;
+    float v[SCAN_RUN];
+    unsigned ends = 0; // bit i: token n0 + i ends its segment
+#pragma unroll
+    for (int i = 0; i < SCAN_RUN; i++) {
+        int n = n0 + i;
+        v[i] = n < N && ch ? x[(int64_t)n * C + c] : 0.f;
+        if (n < N && (n == N - 1 || pos[n + 1] == 0)) ends |= 1u << i;
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int i = SCAN_RUN - 1; i >= 0; i--) {
+        if (ends >> i & 1) acc = 0.f;
+        acc += v[i];
+    }
+    sval[wp][lane] = acc;
+    if (lane == 0) sflag[wp] = ends != 0;
+    __syncthreads();
+    if constexpr (!FINAL) {
+        if (wp == 0) { // the tile's state: the runs combined from the right
+            float a = 0.f;
+            int f = 0;
+            for (int r = SCAN_WARPS - 1; r >= 0; r--) {
+                a = sflag[r] ? sval[r][lane] : a + sval[r][lane];
+                f |= sflag[r];
+            }
+            if (ch) tile_val[(int64_t)blockIdx.x * C + c] = a;
+            if (lane == 0 && blockIdx.y == 0) tile_flag[blockIdx.x] = f;
+        }
+    } else {
+        if (wp == 0) { // the state entering each run, in place of the run's own state
+            float a = ch ? tile_carry[(int64_t)blockIdx.x * C + c] : 0.f;
+            for (int r = SCAN_WARPS - 1; r >= 0; r--) {
+                float t = sval[r][lane];
+                sval[r][lane] = a;
+                a = sflag[r] ? t : a + t;
+            }
+        }
+        __syncthreads();
+        acc = sval[wp][lane];
+#pragma unroll
+        for (int i = SCAN_RUN - 1; i >= 0; i--) {
+            int n = n0 + i;
+            if (ends >> i & 1) acc = 0.f;
+            acc += v[i];
+            if (n < N && ch) y[(int64_t)n * C + c] = acc;
+        }
+    }
+}
+
+// One warp per channel walks the tiles from the right in batches of 32 (a lane per tile):
+// a segmented inclusive scan across the lanes with the batch's incoming state, shifted by
+// one lane to give each tile the state entering it.
+__global__ void revcumsum_carry_kernel(float *__restrict__ carry, const float *__restrict__ tile_val,
+                                       const int *__restrict__ tile_flag, int ntile, int C) {
+    int lane = threadIdx.x % 32;
+    int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (c >= C) return;
+    float run = 0.f;
+    for (int b = 0; b < ntile; b += 32) {
+        int t = ntile - 1 - b - lane;
+        bool ok = t >= 0;
+        int f = ok ? tile_flag[t] : 0;
+        float v = ok ? tile_val[(int64_t)t * C + c] : 0.f;
+        for (int o = 1; o < 32; o <<= 1) {
+            float vo = __shfl_up_sync(FULL, v, o);
+            int fo = __shfl_up_sync(FULL, f, o);
+            if (lane >= o) {
+                if (!f) v += vo;
+                f |= fo;
+            }
+        }
+        float incl = f ? v : run + v;
+        float excl = __shfl_up_sync(FULL, incl, 1);
+        if (lane == 0) excl = run;
+        if (ok) carry[(int64_t)t * C + c] = excl;
+        run = __shfl_sync(FULL, incl, 31);
+    }
+}
+
+} // namespace
+
+void cuda_conv_fwd(void *y, const void *x, const void *w, const Seqs *s, int C, Activation act) {
+    conv_check("conv_fwd", y, x, w, C, act);
+    int N = (int)s->ntok;
+    if (N == 0) return;
+    dim3 grid((unsigned)cdiv(N, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
+    if (act == ACT_SILU)
+        conv_fwd_kernel<true><<<grid, block, 0, cuda_stream()>>>(
+            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, s->dev_pos, N, C);
+    else
+        conv_fwd_kernel<false><<<grid, block, 0, cuda_stream()>>>(
+            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, s->dev_pos, N, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_conv_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
+                   const Seqs *s, int C, Activation act) {
+    conv_check("conv_bwd", dx, dy, x, C, act);
+    if (s->ntok == 0) return;
+    dim3 grid((unsigned)cdiv(s->ntok, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
+    float *dwf = w ? (float *)dw : nullptr; // the fixed first difference has no weight
+    if (act == ACT_SILU)
+        conv_bwd_launch<true>((bf16 *)dx, dwf, (const bf16 *)dy, (const bf16 *)x,
+                              (const bf16 *)w, s, C, grid, block);
+    else
+        conv_bwd_launch<false>((bf16 *)dx, dwf, (const bf16 *)dy, (const bf16 *)x,
+                               (const bf16 *)w, s, C, grid, block);
+}
+
+void cuda_shift_fwd(void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D) {
+    shift_check("shift_fwd", y, x, D);
+    int64_t npairs = s->ntok * H * D / 2;
+    if (npairs == 0) return;
+    shift_fwd_kernel<<<(unsigned)cdiv(npairs, 256), 256, 0, cuda_stream()>>>(
+        (bf16 *)y, (const bf16 *)x, (const bf16 *)a_logit, s->dev_pos, npairs, H, D);
+    CUDA_LAUNCHED();
+}
+
+void cuda_shift_bwd(void *dx, void *da_logit, const void *dy, const void *x, const void *a_logit,
+                    const Seqs *s, int H, int D) {
+    shift_check("shift_bwd", dx, dy, D);
+    cuda_check_aligned(x, 4, "shift_bwd");
+    int64_t rows = s->ntok * H;
+    if (rows == 0) return;
+    shift_bwd_kernel<<<(unsigned)cdiv(rows, 8), 256, 0, cuda_stream()>>>(
+        (bf16 *)dx, (bf16 *)da_logit, (const bf16 *)dy, (const bf16 *)x, (const bf16 *)a_logit,
+        s->dev_pos, (int)s->ntok, H, D);
+    CUDA_LAUNCHED();
+}
+
+void cuda_revcumsum(void *y, const void *x, const Seqs *s, int C) {
+    int N = (int)s->ntok;
+    if (N == 0 || C == 0) return;
+    int ntile = (int)cdiv(N, SCAN_TILE);
+    size_t nval = (size_t)ntile * C;
+    float *val = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * nval + sizeof(int) * ntile);
+    float *carry = val + nval;
+    int *flag = (int *)(carry + nval);
+    dim3 grid((unsigned)ntile, (unsigned)cdiv(C, 32)), block(32, SCAN_WARPS);
+    revcumsum_tile_kernel<false><<<grid, block, 0, cuda_stream()>>>(
+        nullptr, val, flag, nullptr, (const float *)x, s->dev_pos, N, C);
+    CUDA_LAUNCHED();
+    revcumsum_carry_kernel<<<(unsigned)cdiv(C, 8), 256, 0, cuda_stream()>>>(carry, val, flag,
+                                                                           ntile, C);
+    CUDA_LAUNCHED();
+    revcumsum_tile_kernel<true><<<grid, block, 0, cuda_stream()>>>(
+        (float *)y, nullptr, nullptr, carry, (const float *)x, s->dev_pos, N, C);
+    CUDA_LAUNCHED();
+}

@@ -1,0 +1,60 @@
+/* GPU kernel tests: every case runs one Backend op on the CPU backend (fp32, the
+ * reference) and on the CUDA backend with the same inputs, and compares the outputs.
+ *
+ * Inputs are drawn in fp32 and rounded to bf16 first, so both backends see exactly the
+ * same numbers; the CPU then computes in fp32 and the GPU in its mixed precision. Errors
+ * are relative to the largest reference value: max|gpu - cpu| / max(max|cpu|, 1e-6).
+ * Tolerances are stated per case: bf16 outputs carry 2^-9 relative rounding, longer
+ * chains of bf16 products more. Without a GPU the program prints "skipped: no GPU" and
+ * exits 77 (ctest's skip code). */
+#ifndef ROTOR_GPU_TEST_H
+#define ROTOR_GPU_TEST_H
+
+#include <stdint.h>
+
+#include "../harness.h"
+#include "backend.h"
+#include "model/seqs.h"
+
+extern const Backend *gt_cpu, *gt_gpu;
+
+/* Host fp32 arrays whose values are exactly representable in bf16. Freed by gt_reset. */
+float *gt_rand(int64_t n, double lo, double hi);
+float *gt_randn(int64_t n, double std);
+float *gt_copy(const float *x, int64_t n);
+float *gt_zeros(int64_t n);
+/* Start values of a += output, uniform in +-2^k with 2^k >= max|grad| (the CPU increment
+ * from zero), so that an op that overwrites instead of adding fails the comparison. */
+float *gt_prefill(const float *grad, int64_t n);
+/* Expected += result: a + b elementwise. */
+float *gt_plus(const float *a, const float *b, int64_t n);
+/* Device copies: [act] (bf16) and [f32]; int32 indices. Freed by gt_reset. */
+void *gt_act(const float *host, int64_t n);
+void *gt_f32(const float *host, int64_t n);
+int32_t *gt_i32(const int32_t *host, int64_t n);
+/* Device outputs that the op must overwrite: values in +-1000. */
+void *gt_garbage_act(int64_t n);
+void *gt_garbage_f32(int64_t n);
+/* Host fp32 copies of device buffers. Freed by gt_reset. */
+float *gt_get_act(const void *dev, int64_t n);
+float *gt_get_f32(const void *dev, int64_t n);
+/* CPU-backend buffers are plain host arrays: gt_cpu ops take the float* directly. */
+
+/* Segments from lengths, with host arrays (for the CPU op) and device mirrors (for the
+ * GPU op) in the same Seqs. Freed by gt_reset. */
+Seqs *gt_seqs(const int *lens, int nseg);
+
+/* Records a failure (CHECK semantics) when the relative error exceeds tol, and prints
+ * one line "  what: err=... tol=... ok|FAIL" either way (scripts/gpu_check.sh collects
+ * them into its table). Returns the error. */
+double gt_compare(const char *what, const float *gpu, const float *cpu, int64_t n, double tol);
+/* Same for a host double (losses, norms): |gpu - cpu| / max(|cpu|, 1e-6). */
+double gt_compare_scalar(const char *what, double gpu, double cpu, double tol);
+
+/* Frees everything the gt_* functions allocated; every test calls it at the end. */
+void gt_reset(void);
+
+/* main() of a GPU test program: picks the CUDA backend (or exits 77), runs the tests. */
+int gt_main(const TestCase *tests, int n, int argc, char **argv);
+
+#endif

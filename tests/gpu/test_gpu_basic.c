@@ -1,0 +1,605 @@
+/* GPU tests of the basic ops (kernels/elementwise.cu, kernels/norm.cu, kernels/loss_optim.cu)
+ * against the CPU backend: the bf16 weight copy, add, embedding, output gates, SiLU,
+ * log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
+ * log-probabilities, sum of squares, scale and AdamW, forward and backward.
+ *
+ * Sizes run from tiny test configs to the 370M model's (hidden 1024, MLP 2816, per-head
+ * 64..256, V = 32000), plus odd sizes and pointers offset by one element, which take the
+ * scalar head/tail and the non-vectorised kernels. Activation outputs start as garbage on
+ * the GPU (the op must overwrite them); parameter gradients start on both sides from random
+ * values at the scale of the gradient itself (the op must add to them). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_test.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+/* Tolerances, relative to the largest reference value (gpu_test.h):
+ * TOL_BF16: one bf16 rounding of an fp32 result (2^-9 of the value) with margin 2. */
+#define TOL_BF16 4e-3
+/* TOL_F32: fp32 elementwise results from the same inputs (a few ulp: other exp/log1p, fma). */
+#define TOL_F32 1e-5
+/* TOL_SUM: fp32 sums over up to 20000 rows in another order than the CPU's (parameter
+ * gradients, embedding rows); a missing or doubled row is far above it. */
+#define TOL_SUM 1e-4
+/* TOL_LOSS: summed cross-entropy, per-row fp32 log-sum-exp (fast exp) vs the CPU's fp64 sum. */
+#define TOL_LOSS 1e-5
+/* TOL_F64: fp64 sums of squares of fp32 values in another order. */
+#define TOL_F64 1e-12
+/* TOL_ADAM_W, TOL_ADAM_MV: ten AdamW steps in fp32, the CPU and GPU contracting different
+ * multiply-adds (up to 1 ulp per step, adding up over the steps: <= 10 ulp = 1.2e-6 of the
+ * largest weight); an update is ~2e-3 of the largest weight, so a wrong step fails. */
+#define TOL_ADAM_W 2e-6
+#define TOL_ADAM_MV 1e-5
+
+static char name_buf[200];
+#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
+
+static Rng irng; /* integers: tokens, labels */
+static int irng_ready;
+static int32_t rand_int(int32_t n) {
+    if (!irng_ready) rng_init(&irng, 20261122, 99), irng_ready = 1;
+    return (int32_t)rng_below(&irng, (uint64_t)n);
+}
+
+/* Host round to nearest even bf16, as bits and as a float. */
+static uint16_t bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static float bf16_round(float f) {
+    uint32_t u = (uint32_t)bf16_bits(f) << 16;
+    float r;
+    memcpy(&r, &u, 4);
+    return r;
+}
+static float *round_all(const float *x, int64_t n) {
+    float *y = gt_copy(x, n);
+    for (int64_t i = 0; i < n; i++) y[i] = bf16_round(y[i]);
+    return y;
+}
+
+
+/* Device buffer of n + off elements holding host[0..n) from element off on: the op gets
+ * the returned pointer, misaligned for the vector paths when off is odd. */
+static void *act_at(const float *host, int64_t n, int off) {
+    float *h = gt_zeros(n + off);
+    memcpy(h + off, host, sizeof(float) * (size_t)n);
+    return (char *)gt_act(h, n + off) + 2 * off;
+}
+static void *f32_at(const float *host, int64_t n, int off) {
+    float *h = gt_zeros(n + off);
+    memcpy(h + off, host, sizeof(float) * (size_t)n);
+    return (char *)gt_f32(h, n + off) + 4 * off;
+}
+
+/* ---- to_act: exact round to nearest even ---- */
+
+/* fp32 values with full mantissas over many binades, and the special cases: ties to even
+ * (low half exactly 0x8000 over an even and an odd bf16), signed zeros, infinities,
+ * subnormals, the largest finite floats (which round to infinity) and bf16 max. */
+static float *to_act_inputs(int64_t n) {
+    float *x = gt_zeros(n);
+    static const uint32_t special[] = {
+        0x3f808000u, 0x3f818000u, 0xbf808000u, 0xbf818000u, 0x00000000u, 0x80000000u, 0x7f800000u,
+        0xff800000u, 0x00000001u, 0x00008000u, 0x00018000u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu,
+        0x7f7f0000u, 0x7f7f7fffu, 0x3f807fffu, 0x3f80ffffu, 0x0080ffffu, 0x42f6e979u};
+    int ns = (int)(sizeof special / sizeof special[0]);
+    for (int64_t i = 0; i < n; i++) {
+        if (i % 97 < ns) {
+            memcpy(&x[i], &special[i % 97], 4);
+        } else {
+            uint32_t u = (uint32_t)rand_int(1 << 30) * 4u + (uint32_t)rand_int(4);
+            u = (u & 0x807fffffu) | ((uint32_t)(100 + rand_int(56)) << 23); /* |x| in 2^-27..2^28 */
+            memcpy(&x[i], &u, 4);
+        }
+    }
+    return x;
+}
+
+static void to_act_case(int64_t n, int off_dst, int off_src) {
+    float *x = to_act_inputs(n);
+    void *src = f32_at(x, n, off_src);
+    char *dst = (char *)gt_garbage_act(n + off_dst) + 2 * off_dst;
+    gt_gpu->to_act(dst, src, n);
+    uint16_t *got = rt_malloc(2 * (size_t)(n ? n : 1));
+    gt_gpu->download(got, dst, 2 * (size_t)n);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != bf16_bits(x[i]) && bad++ == 0) first = i;
+    printf("  %-28s mismatches=%lld %s\n",
+           NAME("to_act n=%lld off=%d,%d", (long long)n, off_dst, off_src), (long long)bad,
+           bad ? "FAIL" : "ok");
+    if (bad) {
+        uint32_t u;
+        memcpy(&u, &x[first], 4);
+        CHECK_MSG(0, "to_act: %lld of %lld differ, first at %lld: %08x -> %04x, expected %04x",
+                  (long long)bad, (long long)n, (long long)first, u, got[first],
+                  bf16_bits(x[first]));
+    }
+    rt_free(got);
+}
+
+static void test_to_act(void) {
+    to_act_case(1000003, 0, 0); /* vectors + tail */
+    to_act_case(1000003, 1, 1); /* same misalignment: scalar head, vectors, tail */
+    to_act_case(100001, 1, 0);  /* different misalignment: all scalar */
+    to_act_case(3, 0, 0);
+    to_act_case(0, 0, 0);
+    gt_reset();
+}
+
+/* ---- add ---- */
+
+static void add_case(int64_t n, int off_a, int off_b) {
+    float *a = gt_randn(n, 1), *b = gt_randn(n, 1), *ref = gt_zeros(n);
+    gt_cpu->add(ref, a, b, n);
+    void *out = gt_garbage_act(n);
+    gt_gpu->add(out, act_at(a, n, off_a), act_at(b, n, off_b), n);
+    gt_compare(NAME("add n=%lld off=%d,%d", (long long)n, off_a, off_b), gt_get_act(out, n), ref, n,
+               TOL_BF16);
+}
+
+static void test_add(void) {
+    add_case(300 * 1024 + 5, 0, 0);
+    add_case(300 * 1024 + 5, 0, 1);
+    add_case(7, 0, 0);
+    gt_reset();
+}
+
+/* ---- embedding ---- */
+
+/* n tokens over V rows, most of them from a few ids so that rows repeat many times. */
+static void embedding_case(int V, int C, int64_t n, int off) {
+    int32_t *tok = (int32_t *)gt_rand(n, 0, 1);
+    for (int64_t i = 0; i < n; i++) tok[i] = i % 3 == 0 ? rand_int(V) : rand_int(V < 20 ? V : 20);
+    tok[0] = V - 1;
+    int32_t *dtok = gt_i32(tok, n);
+    float *E = gt_randn((int64_t)V * C, 1), *ref = gt_zeros(n * C);
+    gt_cpu->embedding_fwd(ref, tok, E, n, C);
+    void *out = gt_garbage_act(n * C);
+    gt_gpu->embedding_fwd(out, dtok, act_at(E, (int64_t)V * C, off), n, C);
+    gt_compare(NAME("embedding_fwd V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
+               gt_get_act(out, n * C), ref, n * C, 0);
+
+    float *dout = gt_randn(n * C, 1), *inc = gt_zeros((int64_t)V * C);
+    gt_cpu->embedding_bwd(inc, tok, dout, n, C);
+    float *dE0 = gt_prefill(inc, (int64_t)V * C);
+    void *dE = gt_f32(dE0, (int64_t)V * C);
+    gt_gpu->embedding_bwd(dE, dtok, act_at(dout, n * C, off), n, C);
+    gt_compare(NAME("embedding_bwd dE V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
+               gt_get_f32(dE, (int64_t)V * C), gt_plus(dE0, inc, (int64_t)V * C), (int64_t)V * C,
+               TOL_SUM);
+}
+
+static void test_embedding(void) {
+    embedding_case(1000, 64, 5000, 0);
+    embedding_case(32000, 1024, 2048, 0);
+    embedding_case(100, 20, 300, 0); /* C % 8 != 0: scalar */
+    embedding_case(50, 64, 300, 1);  /* misaligned rows: scalar */
+    embedding_case(19, 16, 1, 0);
+    gt_reset();
+}
+
+/* ---- scatter_rows (the LM head's labeled rows back into all rows) ---- */
+
+/* Every third of n rows (distinct) receives a source row; the rest keep their contents. */
+static void scatter_case(int64_t n, int C) {
+    int64_t m = (n + 2) / 3;
+    int32_t *rows = (int32_t *)gt_rand(m, 0, 1);
+    for (int64_t i = 0; i < m; i++) rows[i] = (int32_t)(3 * i);
+    float *src = gt_randn(m * C, 1), *base = gt_randn(n * C, 1), *ref = gt_copy(base, n * C);
+    gt_cpu->scatter_rows(ref, rows, src, m, C);
+    void *out = gt_act(base, n * C);
+    gt_gpu->scatter_rows(out, gt_i32(rows, m), gt_act(src, m * C), m, C);
+    gt_compare(NAME("scatter_rows n=%lld C=%d", (long long)n, C), gt_get_act(out, n * C), ref, n * C, 0);
+}
+
+static void test_scatter_rows(void) {
+    scatter_case(1000, 1024);
+    scatter_case(31, 20); /* C % 8 != 0: scalar */
+    gt_reset();
+}
+
+/* ---- gate_mul, silu ---- */
+
+static const char *act_name(Activation a) { return a == ACT_SILU ? "silu" : "sigmoid"; }
+
+static void gate_mul_case(int64_t n, Activation act, int off) {
+    float *x = gt_randn(n, 1), *g = gt_randn(n, 3), *ref = gt_zeros(n);
+    gt_cpu->gate_mul_fwd(ref, x, g, n, act);
+    void *gx = act_at(x, n, off), *gg = act_at(g, n, 0);
+    void *out = gt_garbage_act(n);
+    gt_gpu->gate_mul_fwd(out, gx, gg, n, act);
+    gt_compare(NAME("gate_mul_fwd %s n=%lld off=%d", act_name(act), (long long)n, off),
+               gt_get_act(out, n), ref, n, TOL_BF16);
+
+    float *dout = gt_randn(n, 1), *rdx = gt_zeros(n), *rdg = gt_zeros(n);
+    gt_cpu->gate_mul_bwd(rdx, rdg, dout, x, g, n, act);
+    void *gdx = gt_garbage_act(n), *gdg = gt_garbage_act(n);
+    gt_gpu->gate_mul_bwd(gdx, gdg, gt_act(dout, n), gx, gg, n, act);
+    gt_compare(NAME("gate_mul_bwd dx %s n=%lld off=%d", act_name(act), (long long)n, off),
+               gt_get_act(gdx, n), rdx, n, TOL_BF16);
+    gt_compare(NAME("gate_mul_bwd dg %s n=%lld off=%d", act_name(act), (long long)n, off),
+               gt_get_act(gdg, n), rdg, n, TOL_BF16);
+}
+
+static void test_gate_mul(void) {
+    for (int a = 0; a < 2; a++) {
+        Activation act = a ? ACT_SIGMOID : ACT_SILU;
+        gate_mul_case(300 * 2816 + 3, act, 0);
+        gate_mul_case(300 * 2816 + 3, act, 1);
+        gate_mul_case(5, act, 0);
+    }
+    gt_reset();
+}
+
+static void silu_case(int64_t n, int off) {
+    float *x = gt_randn(n, 3), *ref = gt_zeros(n);
+    gt_cpu->silu_fwd(ref, x, n);
+    void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
+    gt_gpu->silu_fwd(y, gx, n);
+    gt_compare(NAME("silu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n,
+               TOL_BF16);
+    float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
+    gt_cpu->silu_bwd(rdx, dy, x, n);
+    void *gdx = gt_garbage_act(n);
+    gt_gpu->silu_bwd(gdx, gt_act(dy, n), gx, n);
+    gt_compare(NAME("silu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n,
+               TOL_BF16);
+}
+
+static void test_silu(void) {
+    silu_case(300 * 1024 + 1, 0);
+    silu_case(300 * 1024 + 1, 1);
+    silu_case(3, 0);
+    gt_reset();
+}
+
+/* ---- log-sigmoid gates (y, dy [f32]) ---- */
+
+static void logsigmoid_case(int64_t n, double normalizer, int off) {
+    float *x = gt_randn(n, 4), *ref = gt_zeros(n);
+    gt_cpu->logsigmoid_fwd(ref, x, n, normalizer);
+    void *gx = act_at(x, n, off), *y = gt_garbage_f32(n);
+    gt_gpu->logsigmoid_fwd(y, gx, n, normalizer);
+    gt_compare(NAME("logsigmoid_fwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
+               gt_get_f32(y, n), ref, n, TOL_F32);
+    float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
+    gt_cpu->logsigmoid_bwd(rdx, dy, x, n, normalizer);
+    void *gdx = gt_garbage_act(n);
+    gt_gpu->logsigmoid_bwd(gdx, gt_f32(dy, n), gx, n, normalizer);
+    gt_compare(NAME("logsigmoid_bwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
+               gt_get_act(gdx, n), rdx, n, TOL_BF16);
+}
+
+static void test_logsigmoid(void) {
+    logsigmoid_case(300 * 1024 + 3, 16, 0); /* GLA gates */
+    logsigmoid_case(300 * 16, 1, 0);        /* FoX forget gates */
+    logsigmoid_case(300 * 16 + 1, 16, 1);
+    logsigmoid_case(2, 1, 0);
+    gt_reset();
+}
+
+/* ---- Gated DeltaNet gates ---- */
+
+static void gdn_gates_case(int64_t N, int H) {
+    int64_t n = N * H;
+    float *b_raw = gt_randn(n, 2), *a_raw = gt_randn(n, 2);
+    float *A_log = gt_rand(H, 0, 2.77), *dt_bias = gt_rand(H, -7, 0.5); /* A in 1..16 */
+    float *rbeta = gt_zeros(n), *rg = gt_zeros(n);
+    gt_cpu->gdn_gates_fwd(rbeta, rg, b_raw, a_raw, A_log, dt_bias, N, H);
+    void *gb = gt_act(b_raw, n), *ga = gt_act(a_raw, n), *gA = gt_f32(A_log, H),
+         *gdt = gt_f32(dt_bias, H);
+    void *beta = gt_garbage_f32(n), *g = gt_garbage_f32(n);
+    gt_gpu->gdn_gates_fwd(beta, g, gb, ga, gA, gdt, N, H);
+    gt_compare(NAME("gdn_gates_fwd beta N=%lld H=%d", (long long)N, H), gt_get_f32(beta, n), rbeta,
+               n, TOL_F32);
+    gt_compare(NAME("gdn_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, n), rg, n,
+               TOL_F32);
+
+    float *dbeta = gt_randn(n, 1), *dg = gt_randn(n, 1);
+    float *rdb = gt_zeros(n), *rda = gt_zeros(n), *incA = gt_zeros(H), *incdt = gt_zeros(H);
+    gt_cpu->gdn_gates_bwd(rdb, rda, incA, incdt, dbeta, dg, b_raw, a_raw, A_log, dt_bias, N, H);
+    float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
+    void *gdb = gt_garbage_act(n), *gda = gt_garbage_act(n), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
+    gt_gpu->gdn_gates_bwd(gdb, gda, gdA, gddt, gt_f32(dbeta, n), gt_f32(dg, n), gb, ga, gA, gdt, N,
+                          H);
+    gt_compare(NAME("gdn_gates_bwd db_raw N=%lld H=%d", (long long)N, H), gt_get_act(gdb, n), rdb,
+               n, TOL_BF16);
+    gt_compare(NAME("gdn_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
+               n, TOL_BF16);
+    gt_compare(NAME("gdn_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+               gt_plus(A0, incA, H), H, TOL_SUM);
+    gt_compare(NAME("gdn_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+               gt_plus(dt0, incdt, H), H, TOL_SUM);
+}
+
+static void test_gdn_gates(void) {
+    gdn_gates_case(1000, 8);
+    gdn_gates_case(20000, 3); /* 20 row blocks per head */
+    gdn_gates_case(300, 2);
+    gdn_gates_case(1, 2);
+    gt_reset();
+}
+
+/* ---- RMSNorm ---- */
+
+typedef struct {
+    int64_t N;
+    int G, C, per_group, w_off;
+} NormCase;
+
+static void rmsnorm_case(NormCase k) {
+    int64_t rows = k.N * k.G, n = rows * k.C;
+    int wn = k.per_group ? k.G * k.C : k.C;
+    double eps = 1e-6;
+    const char *wk = k.per_group ? "grp" : "shared";
+    float *x = gt_randn(n, 1.5), *w = gt_rand(wn, 0.5, 1.5);
+    float *ry = gt_zeros(n), *rrs = gt_zeros(rows);
+    gt_cpu->rmsnorm_fwd(ry, rrs, x, w, k.N, k.G, k.C, k.per_group, eps);
+    void *gx = gt_act(x, n), *gw = act_at(w, wn, k.w_off);
+    void *y = gt_garbage_act(n), *rs = gt_garbage_f32(rows);
+    gt_gpu->rmsnorm_fwd(y, rs, gx, gw, k.N, k.G, k.C, k.per_group, eps);
+    gt_compare(
+        NAME("rmsnorm_fwd y N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
+        gt_get_act(y, n), ry, n, TOL_BF16);
+    gt_compare(
+        NAME("rmsnorm_fwd rstd N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
+        gt_get_f32(rs, rows), rrs, rows, TOL_F32);
+
+    float *dy = gt_randn(n, 1);
+    void *gdy = gt_act(dy, n), *grs = gt_f32(rrs, rows);
+    for (int acc = 0; acc < 2; acc++) {
+        float *dx0 = acc ? gt_randn(n, 1) : gt_zeros(n), *rdx = gt_copy(dx0, n), *inc = gt_zeros(wn);
+        gt_cpu->rmsnorm_bwd(rdx, inc, dy, x, w, rrs, k.N, k.G, k.C, k.per_group, acc);
+        float *dw0 = gt_prefill(inc, wn);
+        void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, wn);
+        gt_gpu->rmsnorm_bwd(gdx, gdw, gdy, gx, gw, grs, k.N, k.G, k.C, k.per_group, acc);
+        gt_compare(NAME("rmsnorm_bwd dx N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
+                        k.C, wk, k.w_off, acc),
+                   gt_get_act(gdx, n), rdx, n, TOL_BF16);
+        gt_compare(NAME("rmsnorm_bwd dw N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
+                        k.C, wk, k.w_off, acc),
+                   gt_get_f32(gdw, wn), gt_plus(dw0, inc, wn), wn, TOL_SUM);
+    }
+}
+
+static void test_rmsnorm(void) {
+    static const NormCase cases[] = {
+        {300, 1, 1024, 0, 0},                      /* block norms, hidden 1024 */
+        {4096, 1, 1024, 0, 0},                     /* several rows per warp in the backward */
+        {300, 4, 256, 0, 0},                       /* GLA readout: per head dv 256, shared weight */
+        {300, 4, 256, 1, 0},                       /* per-group weight */
+        {300, 8, 128, 0, 0},                       /* GDN readout */
+        {257, 16, 64, 1, 0},                       /* FoX QK norm, per head */
+        {100, 1, 2048, 0, 0},                      /* largest C */
+        {65, 2, 32, 0, 0},                         /* tiny configs */
+        {65, 2, 16, 1, 0},     {37, 3, 100, 0, 0}, /* C % 8 != 0: scalar */
+        {40, 1, 1000, 0, 0},                       /* scalar, 32 values per lane */
+        {50, 2, 256, 1, 1},                        /* misaligned weight: scalar */
+        {1, 1, 8, 0, 0},       {3, 5, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rmsnorm_case(cases[i]);
+    gt_reset();
+}
+
+/* ---- L2 norm ---- */
+
+static void l2norm_case(int64_t N, int G, int D) {
+    int64_t rows = N * G, n = rows * D;
+    float *x = gt_randn(n, 1), *ry = gt_zeros(n), *rrn = gt_zeros(rows);
+    gt_cpu->l2norm_fwd(ry, rrn, x, N, G, D, 1e-6);
+    void *y = gt_garbage_act(n), *rn = gt_garbage_f32(rows);
+    gt_gpu->l2norm_fwd(y, rn, gt_act(x, n), N, G, D, 1e-6);
+    gt_compare(NAME("l2norm_fwd y N=%lld G=%d D=%d", (long long)N, G, D), gt_get_act(y, n), ry, n,
+               TOL_BF16);
+    gt_compare(NAME("l2norm_fwd rnorm N=%lld G=%d D=%d", (long long)N, G, D), gt_get_f32(rn, rows),
+               rrn, rows, TOL_F32);
+
+    float *yb = round_all(ry, n), *dy = gt_randn(n, 1); /* y as the model stores it: bf16 */
+    void *gy = gt_act(yb, n), *gdy = gt_act(dy, n), *grn = gt_f32(rrn, rows);
+    for (int acc = 0; acc < 2; acc++) {
+        float *dx0 = acc ? gt_randn(n, 0.3) : gt_zeros(n), *rdx = gt_copy(dx0, n);
+        gt_cpu->l2norm_bwd(rdx, dy, yb, rrn, N, G, D, acc);
+        void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n);
+        gt_gpu->l2norm_bwd(gdx, gdy, gy, grn, N, G, D, acc);
+        gt_compare(NAME("l2norm_bwd dx N=%lld G=%d D=%d acc=%d", (long long)N, G, D, acc),
+                   gt_get_act(gdx, n), rdx, n, TOL_BF16);
+    }
+}
+
+static void test_l2norm(void) {
+    l2norm_case(300, 8, 128); /* GDN q, k */
+    l2norm_case(300, 4, 16);  /* tiny GDN */
+    l2norm_case(257, 16, 64); /* Selective RoPE slices d/H */
+    l2norm_case(100, 2, 100); /* scalar */
+    l2norm_case(1, 1, 8);
+    gt_reset();
+}
+
+/* ---- cross-entropy ---- */
+
+/* Logits ~ N(0, 2) with a spike of +8 at the label on every third row; every seventh label
+ * is ignored (-100). Returns the labels; *n_valid counts the others. */
+static int32_t *ce_inputs(int64_t N, int V, float **logits, int64_t *n_valid) {
+    float *x = gt_randn(N * V, 2);
+    int32_t *lab = (int32_t *)gt_rand(N, 0, 1);
+    *n_valid = 0;
+    for (int64_t i = 0; i < N; i++) {
+        lab[i] = i % 7 == 3 ? -100 : rand_int(V);
+        if (i == 1) lab[i] = V - 1;
+        if (lab[i] >= 0) {
+            ++*n_valid;
+            if (i % 3 == 0) x[i * V + lab[i]] = bf16_round(x[i * V + lab[i]] + 8);
+        }
+    }
+    *logits = x;
+    return lab;
+}
+
+static void cross_entropy_case(int64_t N, int V) {
+    float *x;
+    int64_t nv;
+    int32_t *lab = ce_inputs(N, V, &x, &nv);
+    int32_t *glab = gt_i32(lab, N);
+    double gs = 1.0 / (double)nv;
+
+    /* loss only: the logits stay untouched */
+    float *rx = gt_copy(x, N * V);
+    double rloss = gt_cpu->cross_entropy(rx, lab, N, V, 0.0);
+    void *gx = gt_act(x, N * V);
+    double loss = gt_gpu->cross_entropy(gx, glab, N, V, 0.0);
+    gt_compare_scalar(NAME("cross_entropy loss N=%lld V=%d gs=0", (long long)N, V), loss, rloss,
+                      TOL_LOSS);
+    gt_compare(NAME("cross_entropy logits kept N=%lld V=%d", (long long)N, V),
+               gt_get_act(gx, N * V), x, N * V, 0);
+
+    /* loss and gradient in place */
+    rx = gt_copy(x, N * V);
+    rloss = gt_cpu->cross_entropy(rx, lab, N, V, gs);
+    gx = gt_act(x, N * V);
+    loss = gt_gpu->cross_entropy(gx, glab, N, V, gs);
+    gt_compare_scalar(NAME("cross_entropy loss N=%lld V=%d", (long long)N, V), loss, rloss,
+                      TOL_LOSS);
+    gt_compare(NAME("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V), rx,
+               N * V, TOL_BF16);
+}
+
+static void test_cross_entropy(void) {
+    cross_entropy_case(257, 32000);
+    cross_entropy_case(300, 64);
+    cross_entropy_case(50, 1001); /* V % 8 != 0: scalar */
+    cross_entropy_case(1, 5);
+    gt_reset();
+}
+
+/* ---- token log-probabilities ---- */
+
+static void token_logprobs_case(int64_t N, int V) {
+    float *x;
+    int64_t nv;
+    int32_t *lab = ce_inputs(N, V, &x, &nv);
+    /* planted ties at the maximum (20 is above every random logit) */
+    lab[0] = 9, x[0 * V + 5] = 20, x[0 * V + 9] = 20; /* an earlier index ties: not argmax */
+    lab[2] = 3, x[2 * V + 3] = 20, x[2 * V + 4] = 20; /* the label is the first maximum */
+    lab[4] = V - 1, x[4 * V + 0] = 20, x[4 * V + V / 2] = 20, x[4 * V + V - 1] = 20;
+    lab[5] = V - 1, x[5 * V + V - 1] = 20; /* the last logit is the maximum */
+    lab[6] = 0, x[6 * V + 0] = 20, x[6 * V + V - 1] = 20;
+    float *rlogp = gt_zeros(N);
+    uint8_t *ramax = (uint8_t *)gt_rand(N, 0, 1), *gamax = (uint8_t *)gt_rand(N, 0, 1);
+    gt_cpu->token_logprobs(x, lab, N, V, rlogp, ramax);
+    void *glogp = gt_garbage_f32(N);
+    memset(gamax, 7, (size_t)N);
+    gt_gpu->token_logprobs(gt_act(x, N * V), gt_i32(lab, N), N, V, glogp, gamax);
+    gt_compare(NAME("token_logprobs logp N=%lld V=%d", (long long)N, V), gt_get_f32(glogp, N),
+               rlogp, N, TOL_F32);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < N; i++) bad += gamax[i] != ramax[i];
+    printf("  %-28s mismatches=%lld %s\n",
+           NAME("token_logprobs argmax N=%lld V=%d", (long long)N, V), (long long)bad,
+           bad ? "FAIL" : "ok");
+    CHECK_MSG(bad == 0, "token_logprobs: is_argmax differs on %lld rows", (long long)bad);
+    CHECK(ramax[0] == 0 && ramax[2] == 1 && ramax[3] == 1 && ramax[4] == 0 && ramax[5] == 1 &&
+          ramax[6] == 1); /* the planted rows test what they should (row 3 is ignored) */
+}
+
+static void test_token_logprobs(void) {
+    token_logprobs_case(257, 32000);
+    token_logprobs_case(64, 64);
+    token_logprobs_case(20, 1001); /* scalar */
+    gt_reset();
+}
+
+/* ---- optimizer: sumsq, scale, adamw ---- */
+
+static void sumsq_case(int64_t n, int off) {
+    float *x = gt_randn(n, 1);
+    double ref = gt_cpu->sumsq(x, n);
+    double got = gt_gpu->sumsq(f32_at(x, n, off), n);
+    gt_compare_scalar(NAME("sumsq n=%lld off=%d", (long long)n, off), got, ref, TOL_F64);
+}
+
+static void test_sumsq(void) {
+    sumsq_case(1 << 22, 0);
+    sumsq_case((1 << 20) + 3, 1);
+    sumsq_case(5, 0);
+    sumsq_case(0, 0);
+    gt_reset();
+}
+
+static void scale_case(int64_t n, int off, double s) {
+    float *x = gt_randn(n, 1), *ref = gt_copy(x, n);
+    gt_cpu->scale(ref, n, s);
+    void *gx = f32_at(x, n, off);
+    gt_gpu->scale(gx, n, s);
+    /* one fp32 multiplication by (float)s on both sides: exact */
+    gt_compare(NAME("scale n=%lld off=%d", (long long)n, off), gt_get_f32(gx, n), ref, n, 0);
+}
+
+static void test_scale(void) {
+    scale_case((1 << 20) + 3, 0, 0.37);
+    scale_case((1 << 20) + 3, 3, 0.37);
+    scale_case(2, 0, 1e-3);
+    gt_reset();
+}
+
+/* Steps t = 1..10 with a fresh gradient each, compared after steps 1, 2 and 10. off_w
+ * offsets w and g, off_m the moments: equal offsets keep the vector path, unequal ones
+ * force the scalar one. */
+static void adamw_case(int64_t n, int off_w, int off_m, double wd) {
+    double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+    float *w = gt_randn(n, 1), *m = gt_zeros(n), *v = gt_zeros(n);
+    void *gw = f32_at(w, n, off_w), *gm = f32_at(m, n, off_m), *gv = f32_at(v, n, off_m);
+    for (int t = 1; t <= 10; t++) {
+        float *g = gt_randn(n, t == 3 ? 100 : 1);
+        gt_cpu->adamw(w, m, v, g, n, lr, b1, b2, eps, wd, t);
+        gt_gpu->adamw(gw, gm, gv, f32_at(g, n, off_w), n, lr, b1, b2, eps, wd, t);
+        if (t == 1 || t == 2 || t == 10) {
+            gt_compare(
+                NAME("adamw w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_get_f32(gw, n), w, n, TOL_ADAM_W);
+            gt_compare(
+                NAME("adamw m t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_get_f32(gm, n), m, n, TOL_ADAM_MV);
+            gt_compare(
+                NAME("adamw v t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_get_f32(gv, n), v, n, TOL_ADAM_MV);
+        }
+    }
+}
+
+static void test_adamw(void) {
+    adamw_case(100003, 0, 0, 0.1);
+    adamw_case(100003, 0, 0, 0.0);
+    adamw_case(100003, 1, 1, 0.1); /* scalar head, vectors */
+    adamw_case(100003, 1, 2, 0.1); /* scalar */
+    adamw_case(3, 0, 0, 0.1);
+    gt_reset();
+}
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"to_act", test_to_act},
+        {"add", test_add},
+        {"embedding", test_embedding},
+        {"scatter_rows", test_scatter_rows},
+        {"gate_mul", test_gate_mul},
+        {"silu", test_silu},
+        {"logsigmoid", test_logsigmoid},
+        {"gdn_gates", test_gdn_gates},
+        {"rmsnorm", test_rmsnorm},
+        {"l2norm", test_l2norm},
+        {"cross_entropy", test_cross_entropy},
+        {"token_logprobs", test_token_logprobs},
+        {"sumsq", test_sumsq},
+        {"scale", test_scale},
+        {"adamw", test_adamw},
+    };
+    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}

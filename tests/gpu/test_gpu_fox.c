@@ -1,0 +1,121 @@
+/* FoX forgetting attention on the GPU (kernels/fox.cu) against the CPU backend, forward
+ * (o, lse) and backward (dq, dk, dv, dlogf), SPEC §4.
+ *
+ * Shapes (H, D) = (2, 32) (tiny config), (16, 64) (370M config), (1, 128); segment layouts
+ * with ragged ends, length-1 segments and segments starting off the 64-token grid; forget
+ * gates log f = logsigmoid(z) mild (z ~ N(2, 2): attention reaches far back) and strong
+ * (z ~ N(-2, 1): about e^-2 per token, only the last few keys count). Every GPU output is
+ * pre-filled with garbage (all of them overwrite). The backward gets the CPU forward's o
+ * (rounded to bf16, so both sides see the same o) and lse. The backward's scratch (dQ
+ * accumulator) is reused dirty from one case to the next, so its zeroing is exercised. */
+#include <math.h>
+#include <stdio.h>
+
+#include "gpu_test.h"
+
+typedef struct {
+    const int *lens;
+    int nseg;
+    const char *name;
+} Layout;
+
+static const int L_ONE[] = {64}, L_MIX[] = {1, 63, 64, 65, 130}, L_TWO[] = {300, 5},
+                 L_LONG[] = {1000}, L_4K[] = {4096};
+static const Layout LAYOUTS[] = {
+    {L_ONE, 1, "[64]"},
+    {L_MIX, 5, "[1,63,64,65,130]"},
+    {L_TWO, 2, "[300,5]"},
+    {L_LONG, 1, "[1000]"},
+};
+
+typedef struct {
+    double mean, std;
+    const char *name;
+} Gates;
+
+static const Gates MILD = {2.0, 2.0, "mild"}, STRONG = {-2.0, 1.0, "strong"};
+
+static double logsigmoid(double x) { return fmin(x, 0.0) - log1p(exp(-fabs(x))); }
+
+static void fox_case(int H, int D, const Layout *L, const Gates *G) {
+    Seqs *s = gt_seqs(L->lens, L->nseg);
+    int64_t N = s->ntok, nx = N * H * D, nh = N * H;
+    double scale = 1.0 / sqrt((double)D);
+    char tag[96], what[160];
+    snprintf(tag, sizeof tag, "H=%d D=%d %s %s", H, D, L->name, G->name);
+
+    float *q = gt_randn(nx, 1.0), *k = gt_randn(nx, 1.0), *v = gt_randn(nx, 1.0);
+    float *lf = gt_randn(nh, G->std);
+    for (int64_t i = 0; i < nh; i++) lf[i] = (float)logsigmoid(G->mean + lf[i]);
+    void *q_d = gt_act(q, nx), *k_d = gt_act(k, nx), *v_d = gt_act(v, nx), *lf_d = gt_f32(lf, nh);
+
+    /* ---- forward ---- */
+    float *o = gt_rand(nx, -1, 1), *lse = gt_rand(nh, -1, 1);
+    gt_cpu->fox_fwd(o, lse, q, k, v, lf, s, H, D, scale);
+    void *o_d = gt_act(gt_rand(nx, -100, 100), nx), *lse_d = gt_f32(gt_rand(nh, -100, 100), nh);
+    gt_gpu->fox_fwd(o_d, lse_d, q_d, k_d, v_d, lf_d, s, H, D, scale);
+    /* o: bf16 output (2^-9 rounding) of P V with P rounded to bf16 before the tensor-core
+     * product, fp32 accumulation: ~4e-3 of max|o| at worst, tolerance 2e-2. */
+    snprintf(what, sizeof what, "fox_fwd o %s", tag);
+    gt_compare(what, gt_get_act(o_d, nx), o, nx, 2e-2);
+    /* lse: fp32 throughout (exact bf16 products, fp32 sums, fp32 row sums of the unrounded
+     * P); only summation order and exp2 differ: 1e-3 of max|lse|. */
+    snprintf(what, sizeof what, "fox_fwd lse %s", tag);
+    gt_compare(what, gt_get_f32(lse_d, nh), lse, nh, 1e-3);
+
+    /* ---- backward ---- */
+    void *o_bf = gt_act(o, nx);
+    float *o_r = gt_get_act(o_bf, nx); /* o rounded to bf16: the same on both sides */
+    float *dout = gt_randn(nx, 1.0);
+    void *dout_d = gt_act(dout, nx), *lse_in = gt_f32(lse, nh);
+    float *dq = gt_rand(nx, -1, 1), *dk = gt_rand(nx, -1, 1);
+    float *dv = gt_rand(nx, -1, 1), *dlogf = gt_rand(nh, -1, 1);
+    gt_cpu->fox_bwd(dq, dk, dv, dlogf, dout, q, k, v, lf, o_r, lse, s, H, D, scale);
+    void *dq_d = gt_act(gt_rand(nx, -100, 100), nx), *dk_d = gt_act(gt_rand(nx, -100, 100), nx);
+    void *dv_d = gt_act(gt_rand(nx, -100, 100), nx), *dlogf_d = gt_f32(gt_rand(nh, -100, 100), nh);
+    gt_gpu->fox_bwd(dq_d, dk_d, dv_d, dlogf_d, dout_d, q_d, k_d, v_d, lf_d, o_bf, lse_in, s, H, D,
+                    scale);
+    /* dq, dk, dv: products of bf16-rounded P and dS (2^-9 each) summed over up to 1000
+     * keys/queries in fp32, then rounded to bf16: tolerance 3e-2 of the max. */
+    snprintf(what, sizeof what, "fox_bwd dq %s", tag);
+    gt_compare(what, gt_get_act(dq_d, nx), dq, nx, 3e-2);
+    snprintf(what, sizeof what, "fox_bwd dk %s", tag);
+    gt_compare(what, gt_get_act(dk_d, nx), dk, nx, 3e-2);
+    snprintf(what, sizeof what, "fox_bwd dv %s", tag);
+    gt_compare(what, gt_get_act(dv_d, nx), dv, nx, 3e-2);
+    /* dlogf: fp32 sums of fp32 dS (P and dP unrounded), then a reverse cumulative sum that
+     * cancels to 0 at each segment start: 3e-2 of the max covers the order of summation
+     * (expected ~1e-4; a larger error points at a dropped or doubled row/column sum). */
+    snprintf(what, sizeof what, "fox_bwd dlogf %s", tag);
+    gt_compare(what, gt_get_f32(dlogf_d, nh), dlogf, nh, 3e-2);
+    gt_reset();
+}
+
+static void shape_cases(int H, int D) {
+    for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++) {
+        fox_case(H, D, &LAYOUTS[i], &MILD);
+        fox_case(H, D, &LAYOUTS[i], &STRONG);
+    }
+}
+
+static void test_fox_h2_d32(void) { shape_cases(2, 32); }
+static void test_fox_h16_d64(void) { shape_cases(16, 64); }
+static void test_fox_h1_d128(void) { shape_cases(1, 128); }
+
+/* The 370M configuration at its context length: one 4096-token segment (64 key blocks
+ * per query block, dQ summed from up to 64 CTAs). */
+static void test_fox_long(void) {
+    const Layout L = {L_4K, 1, "[4096]"};
+    fox_case(16, 64, &L, &MILD);
+}
+
+static const TestCase tests[] = {
+    {"fox_h2_d32", test_fox_h2_d32},
+    {"fox_h16_d64", test_fox_h16_d64},
+    {"fox_h1_d128", test_fox_h1_d128},
+    {"fox_long", test_fox_long},
+};
+
+int main(int argc, char **argv) {
+    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}

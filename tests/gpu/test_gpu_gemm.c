@@ -1,0 +1,90 @@
+/* cuBLASLt products against the CPU: matmul_fwd (with and without the bias epilogue),
+ * matmul_bwd (dx overwrite and accumulate, dw += in fp32, dbias +=), and the per-head
+ * head_matmul_fwd/bwd, at tiny and model-like shapes.
+ *
+ * Tolerances (relative to the largest reference value): bf16 outputs 1e-2 (one bf16
+ * rounding of an fp32-accumulated sum, 2^-9, with margin for the accumulation order); fp32
+ * outputs (dw, dbias) 1e-4: the inputs are bf16-exact on both sides and only the order of
+ * the fp32 sums differs. */
+#include "gpu_test.h"
+
+static void check_matmul(int M, int N, int K, int bias) {
+    char what[96];
+    float *x = gt_randn((int64_t)M * K, 1.0), *w = gt_randn((int64_t)N * K, 0.05);
+    float *b = bias ? gt_randn(N, 0.5) : NULL;
+    float *out_c = gt_randn((int64_t)M * N, 1.0);
+    gt_cpu->matmul_fwd(out_c, x, w, b, M, N, K);
+    void *out_g = gt_act(gt_randn((int64_t)M * N, 1000.0), (int64_t)M * N); /* garbage */
+    gt_gpu->matmul_fwd(out_g, gt_act(x, (int64_t)M * K), gt_act(w, (int64_t)N * K),
+                       bias ? gt_act(b, N) : NULL, M, N, K);
+    snprintf(what, sizeof what, "matmul_fwd %dx%dx%d%s", M, N, K, bias ? " +bias" : "");
+    gt_compare(what, gt_get_act(out_g, (int64_t)M * N), out_c, (int64_t)M * N, 1e-2);
+
+    float *dout = gt_randn((int64_t)M * N, 1.0);
+    for (int accumulate = 0; accumulate <= 1; accumulate++) {
+        float *dx0 = gt_randn((int64_t)M * K, 1.0), *dw0 = gt_randn((int64_t)N * K, 1.0);
+        float *db0 = gt_randn(N, 1.0);
+        float *dx_c = gt_copy(dx0, (int64_t)M * K), *dw_c = gt_copy(dw0, (int64_t)N * K), *db_c = gt_copy(db0, N);
+        gt_cpu->matmul_bwd(dx_c, dw_c, bias ? db_c : NULL, dout, x, w, M, N, K, accumulate);
+        void *dx_g = gt_act(dx0, (int64_t)M * K), *dw_g = gt_f32(dw0, (int64_t)N * K), *db_g = gt_f32(db0, N);
+        gt_gpu->matmul_bwd(dx_g, dw_g, bias ? db_g : NULL, gt_act(dout, (int64_t)M * N),
+                           gt_act(x, (int64_t)M * K), gt_act(w, (int64_t)N * K), M, N, K, accumulate);
+        snprintf(what, sizeof what, "matmul_bwd dx %dx%dx%d acc=%d", M, N, K, accumulate);
+        gt_compare(what, gt_get_act(dx_g, (int64_t)M * K), dx_c, (int64_t)M * K, 1e-2);
+        snprintf(what, sizeof what, "matmul_bwd dw %dx%dx%d", M, N, K);
+        gt_compare(what, gt_get_f32(dw_g, (int64_t)N * K), dw_c, (int64_t)N * K, 1e-4);
+        if (bias) {
+            snprintf(what, sizeof what, "matmul_bwd dbias %dx%d", M, N);
+            gt_compare(what, gt_get_f32(db_g, N), db_c, N, 1e-4);
+        }
+    }
+    gt_reset();
+}
+
+static void test_matmul(void) {
+    check_matmul(1, 1, 1, 1);
+    check_matmul(37, 24, 16, 0);
+    check_matmul(300, 64, 64, 1);
+    check_matmul(513, 1024, 1024, 0);
+    check_matmul(2048, 32000, 1024, 0); /* the LM head */
+    check_matmul(1000, 16, 1024, 1);    /* the GLA gate's low-rank factor with bias */
+}
+
+static void check_head_matmul(int64_t N, int H, int Din, int P) {
+    char what[96];
+    int64_t nx = N * H * Din, nw = (int64_t)H * Din * P, no = N * H * P;
+    float *x = gt_randn(nx, 1.0), *w = gt_randn(nw, 0.1), *out_c = gt_randn(no, 1.0);
+    gt_cpu->head_matmul_fwd(out_c, x, w, N, H, Din, P);
+    void *out_g = gt_act(gt_randn(no, 1000.0), no);
+    gt_gpu->head_matmul_fwd(out_g, gt_act(x, nx), gt_act(w, nw), N, H, Din, P);
+    snprintf(what, sizeof what, "head_matmul_fwd N=%lld H=%d %dx%d", (long long)N, H, Din, P);
+    gt_compare(what, gt_get_act(out_g, no), out_c, no, 1e-2);
+    float *dout = gt_randn(no, 1.0);
+    for (int accumulate = 0; accumulate <= 1; accumulate++) {
+        float *dx0 = gt_randn(nx, 1.0), *dw0 = gt_randn(nw, 1.0);
+        float *dx_c = gt_copy(dx0, nx), *dw_c = gt_copy(dw0, nw);
+        gt_cpu->head_matmul_bwd(dx_c, dw_c, dout, x, w, N, H, Din, P, accumulate);
+        void *dx_g = gt_act(dx0, nx), *dw_g = gt_f32(dw0, nw);
+        gt_gpu->head_matmul_bwd(dx_g, dw_g, gt_act(dout, no), gt_act(x, nx), gt_act(w, nw), N, H, Din, P,
+                                accumulate);
+        snprintf(what, sizeof what, "head_matmul_bwd dx H=%d acc=%d", H, accumulate);
+        gt_compare(what, gt_get_act(dx_g, nx), dx_c, nx, 1e-2);
+        snprintf(what, sizeof what, "head_matmul_bwd dw H=%d %dx%d", H, Din, P);
+        gt_compare(what, gt_get_f32(dw_g, nw), dw_c, nw, 1e-4);
+    }
+    gt_reset();
+}
+
+static void test_head_matmul(void) {
+    check_head_matmul(5, 2, 32, 8);
+    check_head_matmul(300, 4, 256, 64);  /* GLA 370M: d/H = 256, P = dk/2 = 64 */
+    check_head_matmul(1000, 16, 64, 32); /* FoX 370M */
+}
+
+int main(int argc, char **argv) {
+    static const TestCase tests[] = {
+        {"matmul", test_matmul},
+        {"head_matmul", test_head_matmul},
+    };
+    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
+}

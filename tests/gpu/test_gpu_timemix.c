@@ -1,0 +1,317 @@
+/* GPU tests of the time-mixing and rotary ops (kernels/timemix.cu, kernels/rotary.cu)
+ * against the CPU backend: short conv, FoX shift, reverse cumsum, RoPE angles, rotation,
+ * the Selective RoPE angle scan and the weight norm, forward and backward, on several
+ * segment layouts (a single token, short segments around the chunk size, segments aligned
+ * with the 256-token scan tiles, one segment of 5000 tokens spanning many tiles).
+ *
+ * Activation outputs start as garbage on the GPU (the op must overwrite them). Parameter
+ * gradients start on the GPU from random values at the scale of the gradient itself and are
+ * expected to end at start + the CPU's gradient from zero (the op must add to them). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_test.h"
+
+/* Tolerances, relative to the largest reference value (gpu_test.h):
+ * TOL_BF16: one bf16 rounding of an fp32 result (2^-9 of the value) with margin 2. */
+#define TOL_BF16 4e-3
+/* TOL_F32: fp32 elementwise results and short fp32 sums (a few ulp, other order or fma). */
+#define TOL_F32 1e-5
+/* TOL_SCAN: fp32 cumulative sums over up to 5000 tokens, summed in another order than the
+ * CPU's serial loop (~1e-6 seen in estimates); one token too many or too few is >= 2e-4. */
+#define TOL_SCAN 5e-5
+/* TOL_SUM: fp32 parameter gradients summed over every token (and head), partials in another
+ * order than the CPU's per-thread partials. */
+#define TOL_SUM 1e-4
+/* RoPE angles: pos * theta^(-2j/D) in fp64 rounded to fp32 on both sides. */
+#define TOL_ROPE 1e-6
+
+typedef struct {
+    const char *name;
+    int nseg;
+    int lens[8];
+} Layout;
+
+static const Layout layouts[] = {
+    {"segs{1}", 1, {1}},
+    {"segs{1,3,63,64,65,200}", 6, {1, 3, 63, 64, 65, 200}},
+    {"segs{256,256,1,511,32,33}", 6, {256, 256, 1, 511, 32, 33}},
+    {"segs{5000}", 1, {5000}},
+};
+#define NLAYOUT ((int)(sizeof layouts / sizeof layouts[0]))
+
+static char name_buf[200];
+#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
+
+static Seqs *layout_seqs(int l) { return gt_seqs(layouts[l].lens, layouts[l].nseg); }
+
+
+/* ---- short conv ---- */
+
+static void conv_case(int l, int C, int with_w, Activation act, int with_dw) {
+    Seqs *s = layout_seqs(l);
+    int64_t N = s->ntok, n = N * C;
+    const char *an = act == ACT_SILU ? "silu" : "none", *wn = with_w ? "w" : "diff";
+    const char *lay = layouts[l].name;
+    float *x = gt_rand(n, -1, 1), *dy = gt_rand(n, -1, 1);
+    float *w = with_w ? gt_rand(4 * C, -0.5, 0.5) : NULL;
+    void *gx = gt_act(x, n), *gdy = gt_act(dy, n), *gw = w ? gt_act(w, 4 * C) : NULL;
+
+    float *cy = gt_zeros(n);
+    gt_cpu->conv_fwd(cy, x, w, s, C, act);
+    void *gy = gt_garbage_act(n);
+    gt_gpu->conv_fwd(gy, gx, gw, s, C, act);
+    gt_compare(NAME("conv_fwd y C=%d %s %s %s", C, wn, an, lay), gt_get_act(gy, n), cy, n,
+               TOL_BF16);
+
+    float *cdx = gt_zeros(n), *cdw = gt_zeros(4 * C);
+    gt_cpu->conv_bwd(cdx, with_dw ? cdw : NULL, dy, x, w, s, C, act);
+    float *dw0 = gt_prefill(cdw, 4 * C);
+    void *gdx = gt_garbage_act(n), *gdw = gt_f32(dw0, 4 * C);
+    gt_gpu->conv_bwd(gdx, with_dw ? gdw : NULL, gdy, gx, gw, s, C, act);
+    gt_compare(NAME("conv_bwd dx C=%d %s %s %s", C, wn, an, lay), gt_get_act(gdx, n), cdx, n,
+               TOL_BF16);
+    if (with_w && with_dw)
+        gt_compare(NAME("conv_bwd dw+= C=%d %s %s", C, an, lay), gt_get_f32(gdw, 4 * C),
+                   gt_plus(dw0, cdw, 4 * C), 4 * C, TOL_SUM);
+    else /* no weight (first difference) or no dw wanted: the buffer stays as it was */
+        gt_compare(NAME("conv_bwd dw untouched C=%d %s %s %s%s", C, wn, an, lay,
+                        with_dw ? "" : " dw=NULL"),
+                   gt_get_f32(gdw, 4 * C), dw0, 4 * C, 0);
+    gt_reset();
+}
+
+static void test_conv(void) {
+    static const int Cs[] = {16, 96, 1024};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int with_w = 0; with_w <= 1; with_w++)
+                for (int a = 0; a <= 1; a++) {
+                    Activation act = a ? ACT_SILU : ACT_NONE;
+                    /* C=96 without activation: dw = NULL */
+                    conv_case(l, Cs[ci], with_w, act, !(Cs[ci] == 96 && !a));
+                }
+}
+
+/* ---- FoX shift ---- */
+
+static void shift_case(int l, int H, int D) {
+    Seqs *s = layout_seqs(l);
+    int64_t N = s->ntok, n = N * H * D;
+    const char *lay = layouts[l].name;
+    float *x = gt_rand(n, -1, 1), *al = gt_rand(N * H, -3, 3), *dy = gt_rand(n, -1, 1);
+    void *gx = gt_act(x, n), *gal = gt_act(al, N * H), *gdy = gt_act(dy, n);
+
+    float *cy = gt_zeros(n);
+    gt_cpu->shift_fwd(cy, x, al, s, H, D);
+    void *gy = gt_garbage_act(n);
+    gt_gpu->shift_fwd(gy, gx, gal, s, H, D);
+    gt_compare(NAME("shift_fwd y H=%d D=%d %s", H, D, lay), gt_get_act(gy, n), cy, n, TOL_BF16);
+
+    float *cdx = gt_zeros(n), *cda = gt_zeros(N * H);
+    gt_cpu->shift_bwd(cdx, cda, dy, x, al, s, H, D);
+    void *gdx = gt_garbage_act(n), *gda = gt_garbage_act(N * H);
+    gt_gpu->shift_bwd(gdx, gda, gdy, gx, gal, s, H, D);
+    gt_compare(NAME("shift_bwd dx H=%d D=%d %s", H, D, lay), gt_get_act(gdx, n), cdx, n,
+               TOL_BF16);
+    /* a sum over D of products, then one bf16 rounding */
+    gt_compare(NAME("shift_bwd da_logit H=%d D=%d %s", H, D, lay), gt_get_act(gda, N * H), cda,
+               N * H, TOL_BF16);
+    gt_reset();
+}
+
+static void test_shift(void) {
+    static const int HD[][2] = {{4, 64}, {2, 32}, {3, 100}};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int k = 0; k < 3; k++) shift_case(l, HD[k][0], HD[k][1]);
+}
+
+/* ---- reverse cumulative sum ---- */
+
+static void revcumsum_case(int l, int C) {
+    Seqs *s = layout_seqs(l);
+    int64_t n = s->ntok * C;
+    const char *lay = layouts[l].name;
+    float *x = gt_rand(n, -1, 2); /* positive mean: long sums grow, a lost token shows */
+    float *cy = gt_zeros(n);
+    gt_cpu->revcumsum(cy, x, s, C);
+    void *gx = gt_f32(x, n), *gy = gt_garbage_f32(n);
+    gt_gpu->revcumsum(gy, gx, s, C);
+    gt_compare(NAME("revcumsum y C=%d %s", C, lay), gt_get_f32(gy, n), cy, n, TOL_SCAN);
+    gt_gpu->revcumsum(gx, gx, s, C);
+    gt_compare(NAME("revcumsum in place C=%d %s", C, lay), gt_get_f32(gx, n), cy, n, TOL_SCAN);
+    gt_reset();
+}
+
+static void test_revcumsum(void) {
+    static const int Cs[] = {1, 16, 40};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int k = 0; k < 3; k++) revcumsum_case(l, Cs[k]);
+}
+
+/* ---- RoPE ---- */
+
+static void test_rope_angles(void) {
+    static const int Ds[] = {16, 64, 128};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int k = 0; k < 3; k++)
+            for (int t = 0; t < 2; t++) {
+                double theta = t ? 10000.0 : 500000.0;
+                int D = Ds[k];
+                Seqs *s = layout_seqs(l);
+                int64_t n = s->ntok * (D / 2);
+                float *ca = gt_zeros(n);
+                gt_cpu->rope_angles(ca, s, D, theta);
+                void *ga = gt_garbage_f32(n);
+                gt_gpu->rope_angles(ga, s, D, theta);
+                gt_compare(NAME("rope_angles D=%d theta=%g %s", D, theta, layouts[l].name),
+                           gt_get_f32(ga, n), ca, n, TOL_ROPE);
+                gt_reset();
+            }
+}
+
+static void rotate_case(int64_t N, int H, int D, int per_head, int with_dangle) {
+    int64_t n = N * H * D, na = N * (per_head ? H : 1) * (D / 2);
+    const char *mode = per_head ? "per_head" : "shared";
+    float *x = gt_rand(n, -1, 1), *dy = gt_rand(n, -1, 1), *angle = gt_rand(na, -100, 100);
+    void *gx = gt_act(x, n), *gdy = gt_act(dy, n), *gangle = gt_f32(angle, na);
+
+    float *cy = gt_zeros(n);
+    gt_cpu->rotate_fwd(cy, x, angle, N, H, D, per_head);
+    void *gy = gt_garbage_act(n);
+    gt_gpu->rotate_fwd(gy, gx, gangle, N, H, D, per_head);
+    gt_compare(NAME("rotate_fwd y N=%lld H=%d D=%d %s", (long long)N, H, D, mode),
+               gt_get_act(gy, n), cy, n, TOL_BF16);
+
+    float *cdx = gt_zeros(n), *cdangle = gt_zeros(na);
+    gt_cpu->rotate_bwd(cdx, with_dangle ? cdangle : NULL, dy, x, angle, N, H, D, per_head);
+    float *dangle0 = gt_prefill(cdangle, na);
+    void *gdx = gt_garbage_act(n), *gdangle = gt_f32(dangle0, na);
+    gt_gpu->rotate_bwd(gdx, with_dangle ? gdangle : NULL, gdy, gx, gangle, N, H, D, per_head);
+    gt_compare(NAME("rotate_bwd dx N=%lld H=%d D=%d %s%s", (long long)N, H, D, mode,
+                    with_dangle ? "" : " dangle=NULL"),
+               gt_get_act(gdx, n), cdx, n, TOL_BF16);
+    if (with_dangle) /* fp32 products of bf16 inputs and fp32 sin/cos */
+        gt_compare(NAME("rotate_bwd dangle+= N=%lld H=%d D=%d", (long long)N, H, D),
+                   gt_get_f32(gdangle, na), gt_plus(dangle0, cdangle, na), na, TOL_F32);
+    gt_reset();
+}
+
+static void test_rotate(void) {
+    static const int HD[][2] = {{2, 16}, {4, 128}, {16, 64}, {3, 4}};
+    static const int64_t Ns[] = {1, 396, 5000};
+    for (int k = 0; k < 3; k++)
+        for (int q = 0; q < 4; q++)
+            for (int per_head = 0; per_head <= 1; per_head++)
+                for (int with_dangle = 0; with_dangle <= per_head; with_dangle++)
+                    rotate_case(Ns[k], HD[q][0], HD[q][1], per_head, with_dangle);
+}
+
+/* ---- Selective RoPE angle scan ---- */
+
+static void selrope_case(int l, int H, int P, int with_bias, int with_gate, int with_dtemp) {
+    Seqs *s = layout_seqs(l);
+    int64_t N = s->ntok, C = (int64_t)H * P, n = N * C;
+    char cfg[120];
+    snprintf(cfg, sizeof cfg, "H=%d P=%d%s%s%s %s", H, P, with_bias ? " bias" : "",
+             with_gate ? " gate" : "", with_dtemp ? " dtemp" : "", layouts[l].name);
+    float *phi = gt_rand(n, -1, 1), *temp = gt_rand(P, 0.01, 1);
+    float *bias = with_bias ? gt_rand(C, -1, 1) : NULL;
+    float *gl = with_gate ? gt_rand(N * H, -3, 3) : NULL;
+    void *gphi = gt_act(phi, n), *gtemp = gt_f32(temp, P);
+    void *gbias = bias ? gt_act(bias, C) : NULL, *ggl = gl ? gt_act(gl, N * H) : NULL;
+
+    float *cangle = gt_zeros(n), *cPhi = gt_zeros(n);
+    gt_cpu->selrope_angles_fwd(cangle, cPhi, phi, bias, gl, temp, s, H, P);
+    void *gangle = gt_garbage_f32(n), *gPhi = gt_garbage_f32(n);
+    gt_gpu->selrope_angles_fwd(gangle, gPhi, gphi, gbias, ggl, gtemp, s, H, P);
+    gt_compare(NAME("selrope_fwd Phi %s", cfg), gt_get_f32(gPhi, n), cPhi, n, TOL_SCAN);
+    gt_compare(NAME("selrope_fwd angle %s", cfg), gt_get_f32(gangle, n), cangle, n, TOL_SCAN);
+
+    /* backward from the CPU's Phi (an input of the dtemp sum) */
+    float *dangle = gt_randn(n, 1.0);
+    float *cdphi = gt_zeros(n), *cdbias = gt_zeros(C), *cdgl = gt_zeros(N * H), *cdtemp = gt_zeros(P);
+    gt_cpu->selrope_angles_bwd(cdphi, bias ? cdbias : NULL, gl ? cdgl : NULL,
+                               with_dtemp ? cdtemp : NULL, gt_copy(dangle, n), phi, bias, gl,
+                               temp, cPhi, s, H, P);
+    float *dbias0 = gt_prefill(cdbias, C), *dtemp0 = gt_prefill(cdtemp, P);
+    void *gdphi = gt_garbage_act(n), *gdgl = gt_garbage_act(N * H);
+    void *gdbias = gt_f32(dbias0, C), *gdtemp = gt_f32(dtemp0, P);
+    void *gdangle = gt_f32(dangle, n), *gPhi_in = gt_f32(cPhi, n);
+    gt_gpu->selrope_angles_bwd(gdphi, bias ? gdbias : NULL, gl ? gdgl : NULL,
+                               with_dtemp ? gdtemp : NULL, gdangle, gphi, gbias, ggl, gtemp,
+                               gPhi_in, s, H, P);
+    /* dphi = (reverse fp32 cumsum) * gate, one bf16 rounding */
+    gt_compare(NAME("selrope_bwd dphi %s", cfg), gt_get_act(gdphi, n), cdphi, n, TOL_BF16);
+    if (gl) /* sum over the P channels of a head, one bf16 rounding */
+        gt_compare(NAME("selrope_bwd dgate_logit %s", cfg), gt_get_act(gdgl, N * H), cdgl, N * H,
+                   TOL_BF16);
+    if (bias)
+        gt_compare(NAME("selrope_bwd dbias+= %s", cfg), gt_get_f32(gdbias, C),
+                   gt_plus(dbias0, cdbias, C), C, TOL_SUM);
+    if (with_dtemp)
+        gt_compare(NAME("selrope_bwd dtemp+= %s", cfg), gt_get_f32(gdtemp, P),
+                   gt_plus(dtemp0, cdtemp, P), P, TOL_SUM);
+    else
+        gt_compare(NAME("selrope_bwd dtemp untouched %s", cfg), gt_get_f32(gdtemp, P), dtemp0, P,
+                   0);
+    gt_reset();
+}
+
+static void test_selrope(void) {
+    /* every option combination at the tiny and the GLA 370M head shapes */
+    static const int small[][2] = {{2, 8}, {4, 64}};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int k = 0; k < 2; k++)
+            for (int opt = 0; opt < 8; opt++)
+                selrope_case(l, small[k][0], small[k][1], opt & 1, opt >> 1 & 1, opt >> 2 & 1);
+    /* FoX and GDN 370M shapes, a 2-channel-per-head shape (lane groups of 2), all options */
+    static const int big[][2] = {{16, 32}, {8, 64}, {3, 4}};
+    for (int l = 0; l < NLAYOUT; l++)
+        for (int k = 0; k < 3; k++) selrope_case(l, big[k][0], big[k][1], 1, 1, 1);
+}
+
+/* ---- weight norm ---- */
+
+static void weightnorm_case(int H, int Din, int P) {
+    int64_t n = (int64_t)H * Din * P;
+    float *w = gt_rand(n, -1, 1), *scale = gt_rand(H, 0.5, 2), *dwn = gt_randn(n, 1.0);
+    void *gw = gt_act(w, n), *gscale = gt_act(scale, H), *gdwn = gt_f32(dwn, n);
+
+    float *cwn = gt_zeros(n);
+    gt_cpu->weightnorm_fwd(cwn, w, scale, H, Din, P);
+    void *gwn = gt_garbage_act(n);
+    gt_gpu->weightnorm_fwd(gwn, gw, gscale, H, Din, P);
+    gt_compare(NAME("weightnorm_fwd wn H=%d Din=%d P=%d", H, Din, P), gt_get_act(gwn, n), cwn, n,
+               TOL_BF16);
+
+    float *cdw = gt_zeros(n), *cdscale = gt_zeros(H);
+    gt_cpu->weightnorm_bwd(cdw, cdscale, dwn, w, scale, H, Din, P);
+    float *dw0 = gt_prefill(cdw, n), *dscale0 = gt_prefill(cdscale, H);
+    void *gdw = gt_f32(dw0, n), *gdscale = gt_f32(dscale0, H);
+    gt_gpu->weightnorm_bwd(gdw, gdscale, gdwn, gw, gscale, H, Din, P);
+    /* fp32 sums over Din (and P for dscale) of bf16 x fp32 products */
+    gt_compare(NAME("weightnorm_bwd dw+= H=%d Din=%d P=%d", H, Din, P), gt_get_f32(gdw, n),
+               gt_plus(dw0, cdw, n), n, TOL_F32);
+    gt_compare(NAME("weightnorm_bwd dscale+= H=%d Din=%d P=%d", H, Din, P),
+               gt_get_f32(gdscale, H), gt_plus(dscale0, cdscale, H), H, TOL_F32);
+    gt_reset();
+}
+
+static void test_weightnorm(void) {
+    static const int shapes[][3] = {{2, 16, 8}, {16, 64, 32}, {4, 256, 64}, {8, 128, 64}, {3, 20, 6}};
+    for (int k = 0; k < 5; k++) weightnorm_case(shapes[k][0], shapes[k][1], shapes[k][2]);
+}
+
+static const TestCase tests[] = {
+    {"conv", test_conv},
+    {"shift", test_shift},
+    {"revcumsum", test_revcumsum},
+    {"rope_angles", test_rope_angles},
+    {"rotate", test_rotate},
+    {"selrope_angles", test_selrope},
+    {"weightnorm", test_weightnorm},
+};
+
+int main(int argc, char **argv) { return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv); }
