@@ -3,6 +3,7 @@
 // cuBLASLt as their column-major transposes, so out[M,N] = x[M,K] w[N,K]^T is computed as
 // out^T (N x M) = op_T(w^T) (N x K) * x^T (K x M).
 #include <cublasLt.h>
+#include <initializer_list>
 #include <string.h>
 
 #include "cuda_common.cuh"
@@ -86,6 +87,14 @@ static const GemmPlan *plan_for(const GemmKey *key) {
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                   &workspace_bytes, sizeof workspace_bytes));
+    // The plan is reused for any pointers: ask only for 16-byte alignment (the heuristic
+    // otherwise assumes 256), which parameters, activations and per-head slices all have.
+    const uint32_t align = 16;
+    const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (cublasLtMatmulPreferenceAttributes_t a : aligns)
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, a, &align, sizeof align));
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found));
@@ -100,6 +109,8 @@ static const GemmPlan *plan_for(const GemmKey *key) {
 
 static void gemm(const GemmKey *key, const void *A, const void *B, void *C, const void *bias) {
     if (key->m == 0 || key->n == 0) return;
+    for (const void *p : {A, B, (const void *)C, bias})
+        if (p) cuda_check_aligned(p, 16, "matmul (cuBLASLt)");
     const GemmPlan *p = plan_for(key);
     if (bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
