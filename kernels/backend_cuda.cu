@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm_nccl.h"
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
 #include "gemm.h"
@@ -179,6 +180,12 @@ static Backend cuda_backend = {
     .cross_entropy = cuda_cross_entropy,
     .token_logprobs = cuda_token_logprobs,
     .sumsq = cuda_sumsq,
+    .comm_id_size = 0, // set at initialisation (comm_nccl.cu)
+    .comm_create_id = cuda_comm_create_id,
+    .comm_init = cuda_comm_init,
+    .allreduce_sum = cuda_allreduce_sum,
+    .reduce_scatter_sum = cuda_reduce_scatter_sum,
+    .allgather = cuda_allgather,
     .scale = cuda_scale,
     .adamw = cuda_adamw,
 };
@@ -210,6 +217,7 @@ extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_siz
                 CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
                 gemm_init();
                 cuda_backend.peak_flops = peak_flops(&prop);
+                cuda_backend.comm_id_size = cuda_comm_id_size;
                 static char device_name[sizeof prop.name];
                 snprintf(device_name, sizeof device_name, "%s", prop.name);
                 cuda_backend.device = device_name;

@@ -8,7 +8,7 @@
 #   scripts/gpu_check.sh bundle   build here and pack the programs, the shared libraries
 #                                 they need beyond the CUDA toolkit's, and the configs into
 #                                 .gpu_bundle/rotor-gpu.tar.gz (for a GPU machine without
-#                                 Debian's packages; about 15 MB)
+#                                 Debian's packages; about 25 MB)
 #   scripts/gpu_check.sh run [DIR]  unpack and run a bundle (default .gpu_bundle) there
 #
 # Exit status 0 only if every test passed. With $OUT set, the full log is copied there.
@@ -33,9 +33,10 @@ bundle() {
     cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$dir/bin/"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
     cp "${configs_370m[@]/#/$root/}" "$dir/configs/"
-    # shared libraries beyond glibc and CUDA's (the GPU machine has the toolkit and driver)
+    # shared libraries beyond glibc, CUDA's and NCCL (the GPU machine has the toolkit, the
+    # driver and NCCL; these are hundreds of MB)
     for b in "$dir"/bin/*; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
-        grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*)\.so' |
+        grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libnccl)\.so' |
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
     strip "$dir"/bin/* "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
@@ -47,7 +48,10 @@ bundle() {
 run_bundle() {
     local dir="$1" log
     log="$(mktemp)"
-    export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # NCCL: the toolkit's, else the one of the Python wheels (nvidia-nccl)
+    local nccl
+    nccl="$(dirname "$( (find /usr/local/cuda*/lib64 /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null || true) | head -1)")"
+    export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:$nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export ROTOR_SOURCE_DIR="$dir"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$log" || true
     local failed=0

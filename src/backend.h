@@ -205,6 +205,18 @@ struct Backend {
     /* ---- optimizer ---- */
     /* Sum of squares of n [f32] values, in fp64 on the host. */
     double (*sumsq)(const void *x, int64_t n);
+    /* ---- collectives over the data-parallel ranks on [f32] buffers in backend memory ----
+     * NULL where the buffers are host memory (the CPU): dist/ then works on them directly.
+     * comm_create_id (rank 0) fills comm_id_size bytes that every rank passes to comm_init
+     * after dist_broadcast; the others mirror dist_allreduce_sum, dist_reduce_scatter_sum
+     * and dist_allgather (src/dist/dist.h). */
+    size_t comm_id_size;
+    void (*comm_create_id)(void *id);
+    void (*comm_init)(const void *id, int rank, int world);
+    void (*allreduce_sum)(void *buf, int64_t n);
+    void (*reduce_scatter_sum)(void *buf, const int64_t *ranges);
+    void (*allgather)(void *buf, const int64_t *ranges);
+
     /* x *= s over n [f32] values. */
     void (*scale)(void *x, int64_t n, double s);
     /* AdamW on [f32] master weights w with moments m, v, gradient g (SPEC §7), step t >= 1. */

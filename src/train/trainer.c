@@ -189,14 +189,21 @@ static char *resume_path(const Trainer *tr, const char *resume) {
  * global gradient norm. */
 static double reduce_gradients(Trainer *tr) {
     Model *m = tr->model;
-    size_t es = model_backend(m)->f32_size;
+    const Backend *be = model_backend(m);
+    size_t es = be->f32_size;
     if (tr->ranges) {
-        dist_reduce_scatter_sum(model_grads(m), tr->ranges, es);
+        if (be->reduce_scatter_sum && tr->world > 1)
+            be->reduce_scatter_sum(model_grads(m), tr->ranges);
+        else
+            dist_reduce_scatter_sum(model_grads(m), tr->ranges, es);
         double ss = grad_sumsq(m, tr->opt->lo, tr->opt->hi);
         dist_allreduce_sum_f64(&ss, 1);
         return sqrt(ss);
     }
-    dist_allreduce_sum(model_grads(m), model_params(m)->total, es);
+    if (be->allreduce_sum && tr->world > 1)
+        be->allreduce_sum(model_grads(m), model_params(m)->total);
+    else
+        dist_allreduce_sum(model_grads(m), model_params(m)->total, es);
     return sqrt(grad_sumsq(m, 0, model_params(m)->total));
 }
 
@@ -213,9 +220,13 @@ int train_run(const RunConfig *rc, const char *resume) {
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
-    if (tr.world > 1 && strcmp(be->name, "cpu"))
-        rt_die("run.device = %s with %d ranks: data parallelism across GPUs needs the NCCL path, "
-               "which is not built yet; run one rank per job for now", be->name, tr.world);
+    if (tr.world > 1 && be->comm_init) { /* device collectives (NCCL): rank 0's id to all */
+        char *id = rt_calloc(1, be->comm_id_size);
+        if (tr.rank == 0) be->comm_create_id(id);
+        dist_broadcast(id, be->comm_id_size);
+        be->comm_init(id, tr.rank, tr.world);
+        rt_free(id);
+    }
     tr.model = model_create(&rc->model, be);
     int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
     if (tc->zero && tr.world > 1) {
@@ -308,7 +319,10 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             adamw_step(tr.opt, tr.model, tc, lr);
-            if (tr.ranges) dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
+            if (tr.ranges && be->allgather)
+                be->allgather(model_weights(tr.model), tr.ranges);
+            else if (tr.ranges)
+                dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
         }
         int last = done == tc->steps;
         double now = rt_now();

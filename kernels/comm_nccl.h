@@ -1,0 +1,12 @@
+// NCCL collectives of the CUDA backend (signatures of the Backend table's comm_* fields).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern const size_t cuda_comm_id_size;
+void cuda_comm_create_id(void *id);
+void cuda_comm_init(const void *id, int rank, int world);
+void cuda_allreduce_sum(void *buf, int64_t n);
+void cuda_reduce_scatter_sum(void *buf, const int64_t *ranges);
+void cuda_allgather(void *buf, const int64_t *ranges);
