@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -94,6 +95,9 @@ int dist_rank(void) { return g_rank; }
 int dist_world(void) { return g_world; }
 int dist_local_rank(void) { return g_local_rank; }
 int dist_local_world(void) { return g_local_world; }
+int dist_launched(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
 
 /* ---- collectives ---- */
 

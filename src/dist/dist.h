@@ -24,6 +24,8 @@ int dist_world(void);
 /* Rank among the processes of this node, and their number (for device selection). */
 int dist_local_rank(void);
 int dist_local_world(void);
+/* 1 when the process was started by an MPI launcher (mpirun, srun), even as a single rank. */
+int dist_launched(void);
 
 /* In-place sums over all ranks; elem_size 4 (float) or 8 (double) for the real-typed
  * buffers of the backend. */

@@ -38,6 +38,7 @@ typedef struct {
     Model *model;
     AdamW *opt;
     int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
+    int device_comm;        /* gradients are reduced by the backend's collectives (NCCL) */
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
     int32_t *win;
@@ -192,7 +193,7 @@ static double reduce_gradients(Trainer *tr) {
     const Backend *be = model_backend(m);
     size_t es = be->f32_size;
     if (tr->ranges) {
-        if (be->reduce_scatter_sum && tr->world > 1)
+        if (tr->device_comm)
             be->reduce_scatter_sum(model_grads(m), tr->ranges);
         else
             dist_reduce_scatter_sum(model_grads(m), tr->ranges, es);
@@ -200,7 +201,7 @@ static double reduce_gradients(Trainer *tr) {
         dist_allreduce_sum_f64(&ss, 1);
         return sqrt(ss);
     }
-    if (be->allreduce_sum && tr->world > 1)
+    if (tr->device_comm)
         be->allreduce_sum(model_grads(m), model_params(m)->total);
     else
         dist_allreduce_sum(model_grads(m), model_params(m)->total, es);
@@ -220,12 +221,15 @@ int train_run(const RunConfig *rc, const char *resume) {
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
-    if (tr.world > 1 && be->comm_init) { /* device collectives (NCCL): rank 0's id to all */
+    /* device collectives (NCCL) for every job started by an MPI launcher, mpirun -np 1
+     * included: rank 0's id to all */
+    if (be->comm_init && (tr.world > 1 || dist_launched())) {
         char *id = rt_calloc(1, be->comm_id_size);
         if (tr.rank == 0) be->comm_create_id(id);
         dist_broadcast(id, be->comm_id_size);
         be->comm_init(id, tr.rank, tr.world);
         rt_free(id);
+        tr.device_comm = 1;
     }
     tr.model = model_create(&rc->model, be);
     int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
@@ -319,7 +323,7 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             adamw_step(tr.opt, tr.model, tc, lr);
-            if (tr.ranges && be->allgather)
+            if (tr.ranges && tr.device_comm)
                 be->allgather(model_weights(tr.model), tr.ranges);
             else if (tr.ranges)
                 dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
