@@ -68,8 +68,8 @@ __device__ __forceinline__ float softplusf_(float x) {
     return x > 20.f ? x : log1pf(__expf(x));
 }
 
-// Sum over a warp (all 32 lanes active).
-__device__ __forceinline__ float warp_sum(float v) {
+// Sum over a warp (all 32 lanes active), in float or double.
+template <class T> __device__ __forceinline__ T warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -78,13 +78,13 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-// `shared` needs 32 floats; the call synchronises the block.
-__device__ __forceinline__ float block_sum(float v, float *shared) {
+// `shared` needs 32 elements; the call synchronises the block.
+template <class T> __device__ __forceinline__ T block_sum(T v, T *shared) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     v = warp_sum(v);
     __syncthreads();
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    v = lane < nw ? shared[lane] : 0.f;
+    v = lane < nw ? shared[lane] : T(0);
     return warp_sum(v);
 }

@@ -69,27 +69,13 @@ template <class Op> void map(const Op &op, int64_t n, std::initializer_list<cons
     CUDA_LAUNCHED();
 }
 
-__device__ __forceinline__ double warp_sum_d(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-// Sum over the block in fp64 (blockDim.x a multiple of 32); `sh` needs 32 doubles.
-__device__ __forceinline__ double block_sum_d(double v, double *sh) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum_d(v);
-    __syncthreads();
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    return warp_sum_d(lane < nw ? sh[lane] : 0.0);
-}
-
 // *out = sum of x[0..n) in fp64, one block, in a fixed order.
 template <class T>
 __global__ void __launch_bounds__(SUM_THREADS) sum_kernel(double *out, const T *x, int64_t n) {
     __shared__ double sh[32];
     double s = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)x[i];
-    s = block_sum_d(s, sh);
+    s = block_sum(s, sh);
     if (threadIdx.x == 0) *out = s;
 }
 
@@ -244,7 +230,7 @@ __global__ void __launch_bounds__(THREADS) sumsq_kernel(double *part, const floa
         double a = x[scalar_index(s, k)];
         acc += a * a;
     }
-    acc = block_sum_d(acc, sh);
+    acc = block_sum(acc, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = acc;
 }
 
