@@ -88,5 +88,5 @@ void cuda_token_logprobs(const void *logits, const int32_t *labels, int64_t N, i
                          uint8_t *is_argmax);
 double cuda_sumsq(const void *x, int64_t n);
 void cuda_scale(void *x, int64_t n, double s);
-void cuda_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
-                double beta2, double eps, double weight_decay, int64_t t);
+void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
+                double beta1, double beta2, double eps, double weight_decay, int64_t t);

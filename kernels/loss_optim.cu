@@ -61,12 +61,15 @@ template <class Op> __global__ void __launch_bounds__(THREADS) map_kernel(Op op,
     for (int64_t k = t; k < s.nscalar; k += stride) op.template run<1>(scalar_index(s, k));
 }
 
-template <class Op> void map(const Op &op, int64_t n, std::initializer_list<const void *> ptrs) {
-    if (n <= 0) return;
-    Split s = split(n, ptrs);
+template <class Op> void map_split(const Op &op, Split s) {
     map_kernel<<<grid_for(s.nvec > s.nscalar ? s.nvec : s.nscalar), THREADS, 0, cuda_stream()>>>(op,
                                                                                                  s);
     CUDA_LAUNCHED();
+}
+
+template <class Op> void map(const Op &op, int64_t n, std::initializer_list<const void *> ptrs) {
+    if (n <= 0) return;
+    map_split(op, split(n, ptrs));
 }
 
 // *out = sum of x[0..n) in fp64, one block, in a fixed order.
@@ -249,6 +252,7 @@ struct Scale {
 // w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
 struct AdamW {
     float *w, *m, *v;
+    bf16 *w_act; // the compute copy, or null
     const float *g;
     float b1, b2, step, rbc2, eps, decay;
     template <int V> __device__ void run(int64_t i) const {
@@ -261,6 +265,12 @@ struct AdamW {
             wv.v[k] -= decay * wv.v[k] + step * mv.v[k] / (sqrtf(vv.v[k]) * rbc2 + eps);
         }
         st_vec<V>(w + i, wv);
+        if (w_act) {
+            Pack<bf16, V> a;
+#pragma unroll
+            for (int k = 0; k < V; k++) a.v[k] = f2bf(wv.v[k]);
+            st_vec<V>(w_act + i, a);
+        }
         st_vec<V>(m + i, mv);
         st_vec<V>(v + i, vv);
     }
@@ -321,14 +331,18 @@ double cuda_sumsq(const void *x, int64_t n) {
 
 void cuda_scale(void *x, int64_t n, double s) { map(Scale{(float *)x, (float)s}, n, {x}); }
 
-void cuda_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
-                double beta2, double eps, double weight_decay, int64_t t) {
+void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
+                double beta1, double beta2, double eps, double weight_decay, int64_t t) {
+    if (n <= 0) return;
+    cuda_check_aligned(w_act, 2, "adamw");
     // the scalars exactly as the CPU backend rounds them
     double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
-    AdamW op{(float *)w,        (float *)m,
-             (float *)v,        (const float *)g,
-             (float)beta1,      (float)beta2,
-             (float)(lr / bc1), (float)(1.0 / sqrt(bc2)),
-             (float)eps,        (float)lr * (float)weight_decay};
-    map(op, n, {w, m, v, g});
+    AdamW op{(float *)w,         (float *)m,   (float *)v,
+             (bf16 *)w_act,      (const float *)g,
+             (float)beta1,       (float)beta2, (float)(lr / bc1),
+             (float)(1.0 / sqrt(bc2)), (float)eps, (float)lr * (float)weight_decay};
+    Split s = split(n, {w, m, v, g});
+    // the bf16 copy's vectors are 8-byte stores: else every element goes alone
+    if (w_act && s.nvec && (uintptr_t)((bf16 *)w_act + s.head) % 8) s = {n, 0, n};
+    map_split(op, s);
 }

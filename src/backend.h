@@ -219,9 +219,10 @@ struct Backend {
 
     /* x *= s over n [f32] values. */
     void (*scale)(void *x, int64_t n, double s);
-    /* AdamW on [f32] master weights w with moments m, v, gradient g (SPEC §7), step t >= 1. */
-    void (*adamw)(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
-                  double beta2, double eps, double weight_decay, int64_t t);
+    /* AdamW on [f32] master weights w with moments m, v, gradient g (SPEC §7), step t >= 1;
+     * w_act, when not NULL, receives the updated weights as [act] in the same pass. */
+    void (*adamw)(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
+                  double beta1, double beta2, double eps, double weight_decay, int64_t t);
 };
 
 /* Number of [f32] elements gla_fwd/gdn_fwd store in `states` for a batch: one K x V state

@@ -1085,23 +1085,25 @@ static void test_adamw(void) {
     /* steps 1..5 from zero moments, checking t = 1 and t = 5 (and the ones between) */
     for (int64_t t = 1; t <= 5; t++) {
         real *g = rand_nz(&r, n, 0.001, 1.0);
-        cpu_adamw(w, m, v, g, n, lr, b1, b2, eps, wd, t);
+        real *copy = tu_rand(&r, n, -1.0, 1.0); /* garbage, overwritten */
+        cpu_adamw(w, copy, m, v, g, n, lr, b1, b2, eps, wd, t);
         adamw_ref(rw, rm, rv, g, n, lr, b1, b2, eps, wd, t);
         char what[64];
         snprintf(what, sizeof what, "adamw step t=%d:", (int)t);
         adamw_compare(what, w, m, v, rw, rm, rv, n);
-        rt_free(g);
+        for (int64_t i = 0; i < n; i++) CHECK_MSG(copy[i] == w[i], "adamw copy [%lld]", (long long)i);
+        FREE_ALL(g, copy);
     }
     /* a single t = 5 step from arbitrary moments */
     real *m5 = rand_nz(&r, n, 0.01, 0.5), *v5 = tu_rand(&r, n, 0.01, 0.5), *g = rand_nz(&r, n, 0.001, 1.0);
     for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i], rm[i] = (double)m5[i], rv[i] = (double)v5[i];
-    cpu_adamw(w, m5, v5, g, n, lr, b1, b2, eps, wd, 5);
+    cpu_adamw(w, NULL, m5, v5, g, n, lr, b1, b2, eps, wd, 5);
     adamw_ref(rw, rm, rv, g, n, lr, b1, b2, eps, wd, 5);
     adamw_compare("adamw t=5 from given moments:", w, m5, v5, rw, rm, rv, n);
     /* weight decay alone: zero gradient, zero moments -> w *= 1 - lr wd exactly */
     real *z = tu_zeros(n), *mz = tu_zeros(n), *vz = tu_zeros(n), *wz = tu_copy(w, n);
     for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i] * (1 - (double)lr * (double)wd), rm[i] = 0, rv[i] = 0;
-    cpu_adamw(wz, mz, vz, z, n, lr, b1, b2, eps, wd, 1);
+    cpu_adamw(wz, NULL, mz, vz, z, n, lr, b1, b2, eps, wd, 1);
     adamw_compare("adamw zero grad (decay only):", wz, mz, vz, rw, rm, rv, n);
     FREE_ALL(w, m, v, m5, v5, g, z, mz, vz, wz);
     rt_free(rw);

@@ -87,8 +87,8 @@ void cpu_token_logprobs(const void *logits, const int32_t *labels, int64_t N, in
                         uint8_t *is_argmax);
 double cpu_sumsq(const void *x, int64_t n);
 void cpu_scale(void *x, int64_t n, double s);
-void cpu_adamw(void *w, void *m, void *v, const void *g, int64_t n, double lr, double beta1,
-               double beta2, double eps, double weight_decay, int64_t t);
+void cpu_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
+               double beta1, double beta2, double eps, double weight_decay, int64_t t);
 
 /* Chunk numbering of the linear-attention kernels: chunks of all segments are numbered in
  * order, and the state block of (segment seg, its chunk c, head h) starts at

@@ -89,9 +89,9 @@ void cpu_scale(void *x_, int64_t n, double s) {
 }
 
 /* Decoupled weight decay as torch.optim.AdamW: w <- w - lr (wd w + m^/(sqrt(v^) + eps)). */
-void cpu_adamw(void *w_, void *m_, void *v_, const void *g_, int64_t n, double lr, double beta1,
-               double beta2, double eps, double weight_decay, int64_t t) {
-    real *w = w_, *m = m_, *v = v_;
+void cpu_adamw(void *w_, void *w_act_, void *m_, void *v_, const void *g_, int64_t n, double lr,
+               double beta1, double beta2, double eps, double weight_decay, int64_t t) {
+    real *w = w_, *w_act = w_act_, *m = m_, *v = v_;
     const real *g = g_;
     double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
     real step = (real)(lr / bc1), rbc2 = (real)(1.0 / sqrt(bc2));
@@ -102,5 +102,6 @@ void cpu_adamw(void *w_, void *m_, void *v_, const void *g_, int64_t n, double l
         m[i] = b1 * m[i] + ((real)1 - b1) * gi;
         v[i] = b2 * v[i] + ((real)1 - b2) * gi * gi;
         w[i] -= decay * w[i] + step * m[i] / (sqrt(v[i]) * rbc2 + (real)eps);
+        if (w_act) w_act[i] = w[i];
     }
 }

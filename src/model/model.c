@@ -62,6 +62,10 @@ void *model_weights(Model *m) {
     return m->master;
 }
 void *model_grads(Model *m) { return m->grads; }
+void *model_weights_and_copy(Model *m, void **copy) {
+    *copy = m->weights_stale || m->weights == m->master ? NULL : m->weights;
+    return m->master;
+}
 
 /* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
 static Model *model_declare(const ModelConfig *cfg) {

@@ -28,9 +28,14 @@ const ModelConfig *model_config(const Model *m);
 const ModelDims *model_dims_of(const Model *m);
 const ParamTable *model_params(const Model *m);
 const Backend *model_backend(const Model *m);
-/* Flat [f32] buffers on the backend: master weights and accumulated gradients. */
+/* Flat [f32] buffers on the backend: master weights and accumulated gradients. Writes
+ * through model_weights() make the compute copy stale (refreshed by the next forward). */
 void *model_weights(Model *m);
 void *model_grads(Model *m);
+/* For a writer that updates master elements and, in the same pass, the same elements of
+ * the [act] compute copy (AdamW): the master, and in *copy the compute copy, or NULL when
+ * there is none to keep (it is the master itself, or already stale: then it is rebuilt). */
+void *model_weights_and_copy(Model *m, void **copy);
 
 /* Initialises every parameter per SPEC §1-5 from `seed` (deterministic per parameter). */
 void model_init_weights(Model *m, uint64_t seed);

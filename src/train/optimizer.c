@@ -30,7 +30,9 @@ void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr) {
     const ParamTable *t = model_params(m);
     const Backend *be = o->be;
     size_t F = be->f32_size;
-    char *w = model_weights(m), *g = model_grads(m), *mm = o->m, *vv = o->v;
+    void *act;
+    char *w = model_weights_and_copy(m, &act), *g = model_grads(m), *mm = o->m, *vv = o->v;
+    size_t A = be->act_size;
     o->t++;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
@@ -38,8 +40,9 @@ void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr) {
         int64_t b = p->offset + p->numel < o->hi ? p->offset + p->numel : o->hi;
         if (!p->trainable || a >= b) continue;
         size_t off = (size_t)a * F, moff = (size_t)(a - o->lo) * F;
-        be->adamw(w + off, mm + moff, vv + moff, g + off, b - a, lr, tc->beta1, tc->beta2,
-                  tc->adam_eps, p->decay ? tc->weight_decay : 0.0, o->t);
+        be->adamw(w + off, act ? (char *)act + (size_t)a * A : NULL, mm + moff, vv + moff,
+                  g + off, b - a, lr, tc->beta1, tc->beta2, tc->adam_eps,
+                  p->decay ? tc->weight_decay : 0.0, o->t);
     }
 }
 

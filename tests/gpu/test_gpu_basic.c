@@ -551,15 +551,21 @@ static void test_scale(void) {
 
 /* Steps t = 1..10 with a fresh gradient each, compared after steps 1, 2 and 10. off_w
  * offsets w and g, off_m the moments: equal offsets keep the vector path, unequal ones
- * force the scalar one. */
-static void adamw_case(int64_t n, int off_w, int off_m, double wd) {
+ * force the scalar one. off_a offsets the bf16 copy (pre-filled with garbage; -1: none),
+ * which must equal the GPU's own fp32 weights rounded to bf16, exactly. */
+static void adamw_case(int64_t n, int off_w, int off_m, int off_a, double wd) {
     double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8;
     float *w = gt_randn(n, 1), *m = gt_zeros(n), *v = gt_zeros(n);
     void *gw = f32_at(w, n, off_w), *gm = f32_at(m, n, off_m), *gv = f32_at(v, n, off_m);
+    void *ga = off_a < 0 ? NULL : (char *)gt_garbage_act(n + off_a) + 2 * off_a;
     for (int t = 1; t <= 10; t++) {
         float *g = gt_randn(n, t == 3 ? 100 : 1);
-        gt_cpu->adamw(w, m, v, g, n, lr, b1, b2, eps, wd, t);
-        gt_gpu->adamw(gw, gm, gv, f32_at(g, n, off_w), n, lr, b1, b2, eps, wd, t);
+        gt_cpu->adamw(w, NULL, m, v, g, n, lr, b1, b2, eps, wd, t);
+        gt_gpu->adamw(gw, ga, gm, gv, f32_at(g, n, off_w), n, lr, b1, b2, eps, wd, t);
+        if (ga)
+            gt_compare(NAME("adamw bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w,
+                            off_m, off_a),
+                       gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
         if (t == 1 || t == 2 || t == 10) {
             gt_compare(
                 NAME("adamw w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
@@ -575,11 +581,12 @@ static void adamw_case(int64_t n, int off_w, int off_m, double wd) {
 }
 
 static void test_adamw(void) {
-    adamw_case(100003, 0, 0, 0.1);
-    adamw_case(100003, 0, 0, 0.0);
-    adamw_case(100003, 1, 1, 0.1); /* scalar head, vectors */
-    adamw_case(100003, 1, 2, 0.1); /* scalar */
-    adamw_case(3, 0, 0, 0.1);
+    adamw_case(100003, 0, 0, 0, 0.1);
+    adamw_case(100003, 0, 0, -1, 0.0);
+    adamw_case(100003, 1, 1, 1, 0.1); /* scalar head, vectors */
+    adamw_case(100003, 0, 0, 1, 0.1); /* the copy misaligned for 8-byte stores: scalar */
+    adamw_case(100003, 1, 2, 0, 0.1); /* scalar */
+    adamw_case(3, 0, 0, 0, 0.1);
     gt_reset();
 }
 
