@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # GPU verification: every CUDA kernel against its CPU reference (tests/gpu/test_gpu_*), a
-# tiny model trained on both backends, and the training-step benchmark of the 370M configs
-# (tokens/s, MFU, peak memory); ends with a short table. docs/gpu.md records the results.
+# tiny model trained on both backends, the training-step benchmark of the 370M configs
+# (tokens/s, MFU, peak memory), and `rotor` end to end (scripts/gpu_e2e.sh: training under
+# mpirun with NCCL, resume, zero-shot eval on GPU against CPU); ends with a short table.
+# docs/gpu.md records the results.
 #
 #   scripts/gpu_check.sh          build for sm_90a and run, on a machine with a GPU and
 #                                 the build dependencies (scripts/setup.sh)
 #   scripts/gpu_check.sh bundle   build here and pack the programs, the shared libraries
-#                                 they need beyond the CUDA toolkit's, and the configs into
-#                                 .gpu_bundle/rotor-gpu.tar.gz (for a GPU machine without
-#                                 Debian's packages; about 25 MB)
+#                                 they need beyond the CUDA toolkit's, Open MPI's runtime
+#                                 (mpirun), the configs and ../shared/data's tokenizer, eval
+#                                 tasks and text into .gpu_bundle/rotor-gpu.tar.xz (for a
+#                                 GPU machine without Debian's packages; about 32 MB)
 #   scripts/gpu_check.sh run [DIR]  unpack and run a bundle (default .gpu_bundle) there
 #
 # Exit status 0 only if every test passed. With $OUT set, the full log is copied there.
+# GPU_CHECK_PARTS (default "tests step e2e") runs only some parts: the kernel tests, the
+# 370M step benchmark, the end-to-end checks.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
@@ -21,28 +26,47 @@ configs_370m=(configs/gla-370m-selective-pg.ini configs/gdn-370m-selective-pg.in
 build_gpu() {
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DROTOR_CUDA=ON \
           -DROTOR_CUDA_ARCHS=90a-real -DROTOR_NATIVE=OFF >/dev/null
-    cmake --build "$build" -j"$(nproc)" --target gpu_step \
+    cmake --build "$build" -j"$(nproc)" --target rotor gpu_step \
           $(cd "$root/tests/gpu" && ls test_gpu_*.c | sed 's/\.c$//')
+}
+
+# Open MPI's runtime (Debian's layout under the prefix $1/ompi, found there through
+# OPAL_PREFIX and PMIx's component path, see run_bundle), so that `mpirun` runs on a
+# machine without it.
+bundle_openmpi() {
+    local ompi="$1/ompi" libdir
+    libdir="$(dirname "$(readlink -f "$(command -v orted)")")/../lib/$(gcc -print-multiarch)"
+    mkdir -p "$ompi/bin" "$ompi/lib/$(gcc -print-multiarch)" "$ompi/share"
+    cp "$(readlink -f "$(command -v orterun)")" "$ompi/bin/mpirun"
+    cp "$(readlink -f "$(command -v orted)")" "$ompi/bin/orted"
+    cp -a "$libdir/openmpi" "$libdir/pmix2" "$ompi/lib/$(gcc -print-multiarch)/"
+    cp -a /usr/share/openmpi "$ompi/share/"
+    rm -rf "$ompi"/lib/*/*/include "$ompi"/lib/*/*/lib/*.a "$ompi"/lib/*/openmpi/lib/*java*
 }
 
 bundle() {
     build_gpu
-    local dir
+    local dir shared="$root/../shared/data"
     dir="$(mktemp -d)"
-    mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny"
-    cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$dir/bin/"
+    mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny" "$dir/data/text"
+    cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
     cp "${configs_370m[@]/#/$root/}" "$dir/configs/"
+    cp -r "$shared/tokenizer" "$shared/eval" "$dir/data/"
+    cp "$shared/text/tinyshakespeare.txt" "$dir/data/text/"
+    bundle_openmpi "$dir"
     # shared libraries beyond glibc, CUDA's and NCCL (the GPU machine has the toolkit, the
     # driver and NCCL; these are hundreds of MB)
-    for b in "$dir"/bin/*; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+    find "$dir/bin" "$dir/ompi" -type f \( -perm -u+x -o -name '*.so*' \) -exec ldd {} \; 2>/dev/null |
+        awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | grep -Ev '/(openmpi|pmix2)/' |
         grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libnccl)\.so' |
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
-    strip "$dir"/bin/* "$dir"/lib/*
+    cp "$root/scripts/gpu_e2e.sh" "$dir/bin/"
+    strip "$dir"/bin/test_gpu_* "$dir"/bin/gpu_step "$dir"/bin/rotor "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
-    tar -C "$dir" -czf "$root/.gpu_bundle/rotor-gpu.tar.gz" .
+    XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
     rm -rf "$dir"
-    du -h "$root/.gpu_bundle/rotor-gpu.tar.gz"
+    du -h "$root/.gpu_bundle/rotor-gpu.tar.xz"
 }
 
 run_bundle() {
@@ -53,14 +77,28 @@ run_bundle() {
     nccl="$(dirname "$( (find /usr/local/cuda*/lib64 /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null || true) | head -1)")"
     export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:$nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export ROTOR_SOURCE_DIR="$dir"
+    if [ -d "$dir/ompi" ]; then
+        export OPAL_PREFIX="$dir/ompi" PATH="$dir/ompi/bin:$PATH"
+        PMIX_MCA_mca_base_component_path=$(echo "$dir"/ompi/lib/*/pmix2/lib/pmix)
+        export PMIX_MCA_mca_base_component_path
+    fi
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$log" || true
-    local failed=0
-    for t in "$dir"/bin/test_gpu_*; do
-        echo "== $(basename "$t")" | tee -a "$log"
-        "$t" 2>&1 | tee -a "$log" || failed=1
-    done
-    echo "== gpu_step" | tee -a "$log"
-    (cd "$dir" && bin/gpu_step --steps 3 "${configs_370m[@]}") 2>&1 | tee -a "$log" || failed=1
+    local failed=0 parts=" ${GPU_CHECK_PARTS:-tests step e2e} "
+    if [[ $parts == *" tests "* ]]; then
+        for t in "$dir"/bin/test_gpu_*; do
+            echo "== $(basename "$t")" | tee -a "$log"
+            "$t" 2>&1 | tee -a "$log" || failed=1
+        done
+    fi
+    if [[ $parts == *" step "* ]]; then
+        echo "== gpu_step" | tee -a "$log"
+        (cd "$dir" && bin/gpu_step --steps 3 "${configs_370m[@]}") 2>&1 | tee -a "$log" || failed=1
+    fi
+    if [[ $parts == *" e2e "* ]]; then
+        echo "== gpu_e2e" | tee -a "$log"
+        "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data" 2>&1 | tee -a "$log" ||
+            failed=1
+    fi
     echo
     echo "---- summary ----"
     awk '/^== /{prog=$2} /^(ok|FAIL) /{n[prog]++; if ($1=="FAIL") f[prog]++}
@@ -77,14 +115,18 @@ case "${1:-all}" in
     bundle) bundle ;;
     run)
         dir="$(mktemp -d)"
-        tar -C "$dir" -xzf "${2:-$root/.gpu_bundle}/rotor-gpu.tar.gz"
+        # Python's tarfile: the GPU machine may lack the xz program
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
+            "${2:-$root/.gpu_bundle}/rotor-gpu.tar.xz" "$dir"
         run_bundle "$dir"
         ;;
     all)
         build_gpu
         dir="$(mktemp -d)"
-        mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$dir/bin/"
+        mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
+        cp "$root/scripts/gpu_e2e.sh" "$dir/bin/"
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "$dir/configs/"
+        ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
         run_bundle "$dir"
         ;;
     *) echo "usage: scripts/gpu_check.sh [bundle | run [DIR]]" >&2; exit 2 ;;

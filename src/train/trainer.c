@@ -246,8 +246,9 @@ int train_run(const RunConfig *rc, const char *resume) {
             printf("backend: cpu, %d threads per rank, BLAS kernels %s\n", par_max_threads(), blas_kernel_name());
         else
             printf("backend: %s on %s\n", be->name, be->device);
-        printf("data parallel: %d rank%s, global batch %d rows of %d tokens%s\n", tr.world, tr.world > 1 ? "s" : "",
-               tr.world * tc->micro_batch * tc->grad_accum, tc->seq_len,
+        printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
+               tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
+               tc->seq_len, tr.device_comm ? "NCCL" : "MPI",
                tr.ranges ? ", AdamW state sharded (ZeRO-1)" : "");
     }
     open_data(&tr);
