@@ -65,9 +65,12 @@ static void bench_config(const Backend *be, const char *path, int steps, double 
     be->synchronize();
     double dt = (rt_now() - t0) / steps, tps = (double)N / dt;
     double flops = model_flops_per_token(m, T) * tps;
-    printf("%-40s %6d x %-5d %8.1f ms %10.0f tok/s  MFU %5.1f%%  %5.1f%% of GEMM  peak %6.2f GiB  loss %.3f\n",
+    ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size);
+    double counted = (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch);
+    printf("%-40s %6d x %-5d %8.1f ms %10.0f tok/s  MFU %5.1f%%  %5.1f%% of GEMM  peak %6.2f GiB "
+           "(model's buffers %.2f)  loss %.3f\n",
            path, Bm, T, 1e3 * dt, tps, be->peak_flops > 0 ? 100 * flops / be->peak_flops : 0.0,
-           100 * flops / gemm, (double)be->peak_memory() / (1 << 30), loss);
+           100 * flops / gemm, (double)be->peak_memory() / (1 << 30), counted / (1 << 30), loss);
     fflush(stdout);
     adamw_free(opt);
     model_free(m);

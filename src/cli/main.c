@@ -141,6 +141,17 @@ static int cmd_info(int argc, char **argv) {
     int64_t total, non_embedding;
     model_count_params(&rc.model, &total, &non_embedding);
     print_model_summary(&rc.model, &dm, total, non_embedding);
+    /* the CUDA backend's element sizes: bf16 activations, fp32 master weights */
+    const TrainConfig *tc = &rc.train;
+    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, 2, 4);
+    const double GiB = 1024.0 * 1024.0 * 1024.0;
+    printf("GPU memory per rank at micro_batch %d x seq_len %d: %.2f GiB = weights, gradients "
+           "and bf16 copy %.2f + AdamW %.2f (/ ranks with ZeRO-1) + activations %.2f saved "
+           "+ %.2f scratch\n",
+           tc->micro_batch, tc->seq_len,
+           (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch) / GiB,
+           (double)mm.weights / GiB, (double)mm.optimizer / GiB, (double)mm.saved / GiB,
+           (double)mm.scratch / GiB);
     if (a.config_json) {
         json_t *j = hf_config_to_json(&rc.model);
         if (json_dump_file(j, a.config_json, HF_CONFIG_JSON_FLAGS))

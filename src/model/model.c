@@ -117,14 +117,19 @@ Model *model_create(const ModelConfig *cfg, const Backend *be) {
     return m;
 }
 
+/* Frees a model that model_declare made and nothing allocated buffers for. */
+static void model_undeclare(Model *m) {
+    for (int l = 0; l < m->cfg.num_layers; l++) m->mix->destroy(m->blocks[l].mixer, NULL);
+    rt_free(m->blocks);
+    params_free(&m->params);
+    rt_free(m);
+}
+
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding) {
     Model *m = model_declare(cfg);
     *total = model_num_params(m);
     *non_embedding = model_num_params_non_embedding(m);
-    for (int l = 0; l < cfg->num_layers; l++) m->mix->destroy(m->blocks[l].mixer, NULL);
-    rt_free(m->blocks);
-    params_free(&m->params);
-    rt_free(m);
+    model_undeclare(m);
 }
 
 static void release_activations(Model *m) {
@@ -212,6 +217,25 @@ static void ensure_capacity(Model *m, int64_t N) {
     m->rows = rt_realloc(m->rows, sizeof(int32_t) * (size_t)N);
     m->lab_sel = rt_realloc(m->lab_sel, sizeof(int32_t) * (size_t)N);
     m->cap_N = N;
+}
+
+ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size) {
+    Model *m = model_declare(cfg);
+    Backend sizes = {.act_size = act_size, .f32_size = f32_size}; /* all that binding reads */
+    m->be = &sizes;
+    m->h = rt_calloc((size_t)cfg->num_layers + 1, sizeof(void *));
+    Carve sv = {NULL, 0}, sc = {NULL, 0};
+    bind_activations(m, &sv, &sc, N);
+    size_t P = (size_t)m->params.total;
+    ModelMemory mm = {
+        .weights = P * (2 * f32_size + (act_size == f32_size ? 0 : act_size)),
+        .optimizer = P * 2 * f32_size,
+        .saved = sv.used,
+        .scratch = sc.used,
+    };
+    rt_free(m->h);
+    model_undeclare(m);
+    return mm;
 }
 
 /* Segments of the batch: one per row, split at document starts when doc_mask is on
