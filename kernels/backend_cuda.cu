@@ -1,5 +1,5 @@
-// The CUDA backend: device memory from a stream-ordered pool, one stream, the table of
-// kernels. bf16 [act], fp32 [f32] (src/backend.h).
+// The CUDA backend: device memory from a stream-ordered pool, one compute stream (the NCCL
+// collectives have their own, comm_nccl.cu), the table of kernels. bf16 [act], fp32 [f32] (src/backend.h).
 #include <stdio.h>
 #include <string.h>
 
@@ -183,9 +183,9 @@ static Backend cuda_backend = {
     .comm_id_size = 0, // set at initialisation (comm_nccl.cu)
     .comm_create_id = cuda_comm_create_id,
     .comm_init = cuda_comm_init,
-    .allreduce_sum = cuda_allreduce_sum,
-    .reduce_scatter_sum = cuda_reduce_scatter_sum,
-    .allgather = cuda_allgather,
+    .reduce_start = cuda_reduce_start,
+    .allgather_start = cuda_allgather_start,
+    .comm_wait = cuda_comm_wait,
     .scale = cuda_scale,
     .adamw = cuda_adamw,
 };

@@ -10,7 +10,8 @@
 
 typedef __nv_bfloat16 bf16;
 
-// The one stream every kernel, cuBLASLt call and copy of the backend runs on.
+// The one stream every kernel, cuBLASLt call and copy of the backend runs on (the NCCL
+// collectives run on a stream of their own ordered by events, comm_nccl.cu).
 cudaStream_t cuda_stream();
 
 // Dies with the CUDA error string, the failing expression and its place.

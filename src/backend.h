@@ -208,14 +208,20 @@ struct Backend {
     /* ---- collectives over the data-parallel ranks on [f32] buffers in backend memory ----
      * NULL where the buffers are host memory (the CPU): dist/ then works on them directly.
      * comm_create_id (rank 0) fills comm_id_size bytes that every rank passes to comm_init
-     * after dist_broadcast; the others mirror dist_allreduce_sum, dist_reduce_scatter_sum
-     * and dist_allgather (src/dist/dist.h). */
+     * after dist_broadcast. The collectives run on a communication stream of their own:
+     * each starts after everything queued so far (the gradients it reads) and overlaps
+     * whatever is queued after it, so its buffer range must stay untouched until comm_wait.
+     * reduce_start sums buf[lo, hi) over the ranks; with ranges (ZeRO-1 slices) only rank
+     * r gets the sum of [lo, hi) within its slice, as dist_reduce_start. allgather_start
+     * gives every rank each rank's slice, as dist_allgather. comm_wait queues every later
+     * operation after the started collectives and returns once they have finished: the
+     * caller puts it under the watchdog (dist_watch_begin), since a dead peer hangs it. */
     size_t comm_id_size;
     void (*comm_create_id)(void *id);
     void (*comm_init)(const void *id, int rank, int world);
-    void (*allreduce_sum)(void *buf, int64_t n);
-    void (*reduce_scatter_sum)(void *buf, const int64_t *ranges);
-    void (*allgather)(void *buf, const int64_t *ranges);
+    void (*reduce_start)(void *buf, int64_t lo, int64_t hi, const int64_t *ranges);
+    void (*allgather_start)(void *buf, const int64_t *ranges);
+    void (*comm_wait)(void);
 
     /* x *= s over n [f32] values. */
     void (*scale)(void *x, int64_t n, double s);

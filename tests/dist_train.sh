@@ -2,7 +2,9 @@
 # Data parallelism under mpirun on the CPU (MPI all-reduce), ZeRO-1, resumption across world
 # sizes, and fault tolerance:
 #  - 2 ranks give the losses (to 1e-6 relative) and weights (1e-5) of 1 rank with twice the
-#    accumulation steps, with and without ZeRO-1;
+#    accumulation steps, with and without ZeRO-1, with the gradients summed in one bucket
+#    (the default run.bucket_mb for this model) and in one bucket per block (bucket_mb 0.01;
+#    also with 2 accumulation steps per rank, whose first backward must not communicate);
 #  - a ZeRO-1 checkpoint written by 2 ranks resumes at 1 and at 3 ranks (the same global
 #    batch) and continues the uninterrupted losses;
 #  - SIGTERM (1 process) and SIGUSR1 through mpirun (2 ranks) finish the step, checkpoint and
@@ -49,6 +51,20 @@ run zero 2 --set train.micro_batch=6 --set train.grad_accum=1 --set train.zero=t
 compare "$out/one" "$out/zero" 1 1e-6 || fail "ZeRO-1 2 ranks vs 1 rank"
 /usr/bin/python3 "$here/compare_checkpoints.py" "$out/one/checkpoints/step_00000020" "$out/zero/checkpoints/step_00000020" --rtol 1e-5 || fail "ZeRO-1 weights"
 ls "$out/zero/checkpoints/step_00000010" | grep -q "optimizer.rank00001-of-00002" || fail "ZeRO-1 checkpoint has no per-rank optimizer files"
+grep -q "gradient sums: 1 bucket per step" "$out/two.log" || fail "the default run.bucket_mb is not one bucket"
+
+echo "bucketed gradient sums (run.bucket_mb = 0.01: one bucket per block, overlapped with the backward)"
+buckets() { # buckets NAME: the number of buckets per step the run reported
+  sed -n 's/.*gradient sums: \([0-9]*\) buckets per step.*/\1/p' "$out/$1.log"
+}
+for v in "bucket 6 1" "bucket_zero 6 1 --set train.zero=true" "bucket_accum 3 2"; do
+  set -- $v
+  name=$1 mb=$2 accum=$3; shift 3
+  run "$name" 2 --set train.micro_batch="$mb" --set train.grad_accum="$accum" --set run.bucket_mb=0.01 "$@" || fail "$name run"
+  [ "$(buckets "$name")" = 4 ] || fail "$name: $(buckets "$name") buckets per step, expected 4 (head, 2 blocks, embedding)"
+  compare "$out/one" "$out/$name" 1 1e-6 || fail "$name: 2 ranks vs 1 rank"
+  /usr/bin/python3 "$here/compare_checkpoints.py" "$out/one/checkpoints/step_00000020" "$out/$name/checkpoints/step_00000020" --rtol 1e-5 || fail "$name weights"
+done
 
 echo "ZeRO-1 checkpoint of 2 ranks resumed at 1 and 3 ranks"
 for np in 1 3; do

@@ -61,6 +61,7 @@ static void test_defaults(void) {
     CHECK(d.train.beta2 == 0.95 && d.train.adam_eps == 1e-8 && d.train.seed == 1234);
     CHECK(d.train.keep_checkpoints == 3 && d.train.max_bad_steps == 5);
     CHECK(d.data.prefetch == 4 && !strcmp(d.run.dir, "runs/default") && !strcmp(d.run.device, "auto"));
+    CHECK(d.run.collective_timeout == 600 && d.run.bucket_mb == 25);
     CHECK(d.model.max_seq_len == d.train.seq_len);
 
     /* Defaults only: data.train is required. */
@@ -205,6 +206,7 @@ static void test_wrong_types(void) {
     expect_error("[model]\nhidden_size = 99999999999\n", NULL, "model.hidden_size", "2147483647", NULL);
     expect_error("[train]\nseed = -1\n", NULL, "train.seed = '-1'", NULL);
     expect_error("[run]\nthreads = -1\n", NULL, "run.threads = '-1'", "from 0", NULL);
+    expect_error("[run]\nbucket_mb = 0\n", NULL, "run.bucket_mb = '0'", "> 0", NULL);
     expect_error("[train]\nlr = 1e999\n", NULL, "train.lr = '1e999'", NULL);
     expect_error("[train]\nlr = nan\n", NULL, "train.lr = 'nan'", NULL);
     expect_error("[train]\nlr = 0\n", NULL, "train.lr = '0'", "> 0", NULL);

@@ -145,6 +145,7 @@ static const KeySpec KEYS[] = {
     K_ENUM_STR("run", "device", run.device, DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
     K_INT("run", "threads", run.threads, 0, "CPU threads per rank, 0 = all cores"),
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
+    K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
     K_ENUM_STR("task", "type", task.type, TASKS, "synthetic task of `rotor synth` (data.train = task); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V))"),
@@ -209,6 +210,7 @@ void run_config_defaults(RunConfig *c) {
     strcpy(c->run.device, "auto");
     c->run.threads = 0;
     c->run.collective_timeout = 600;
+    c->run.bucket_mb = 25;
     strcpy(c->task.type, "none");
     c->task.vocab = 8192;
     c->task.num_kv_pairs = 8;

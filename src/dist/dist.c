@@ -11,6 +11,9 @@
 #include "util/timer.h"
 
 static int g_rank, g_world = 1, g_local_rank, g_local_world = 1, g_inited;
+/* the non-blocking gradient sums started since the last dist_reduce_wait */
+static MPI_Request *g_req;
+static int g_nreq, g_req_cap;
 
 /* ---- watchdog ---- */
 
@@ -41,7 +44,7 @@ static void *watchdog_main(void *arg) {
     return NULL;
 }
 
-static void enter(const char *what) {
+void dist_watch_begin(const char *what) {
     if (!wd_running) return;
     pthread_mutex_lock(&wd_mu);
     wd_since = rt_now();
@@ -49,7 +52,7 @@ static void enter(const char *what) {
     pthread_mutex_unlock(&wd_mu);
 }
 
-static void leave(void) {
+void dist_watch_end(void) {
     if (!wd_running) return;
     pthread_mutex_lock(&wd_mu);
     wd_since = 0;
@@ -87,6 +90,9 @@ void dist_set_timeout(double timeout_s) {
 
 void dist_finalize(void) {
     if (!g_inited) return;
+    rt_free(g_req);
+    g_req = NULL;
+    g_req_cap = 0;
     MPI_Finalize();
     g_inited = 0;
 }
@@ -109,82 +115,105 @@ static MPI_Datatype real_type(size_t elem_size) {
 /* MPI counts are int: large buffers go in pieces of at most 2^30 elements. */
 #define PIECE ((int64_t)1 << 30)
 
-void dist_allreduce_sum(void *buf, int64_t n, size_t elem_size) {
-    if (g_world == 1) return;
-    enter("a gradient all-reduce");
-    char *p = buf;
-    for (int64_t off = 0; off < n; off += PIECE) {
-        int cnt = (int)(n - off < PIECE ? n - off : PIECE);
-        MPI_Allreduce(MPI_IN_PLACE, p + off * (int64_t)elem_size, cnt, real_type(elem_size), MPI_SUM, MPI_COMM_WORLD);
-    }
-    leave();
-}
-
 void dist_allreduce_sum_f64(double *buf, int n) {
     if (g_world == 1) return;
-    enter("an all-reduce of metrics");
+    dist_watch_begin("an all-reduce of metrics");
     MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    leave();
+    dist_watch_end();
 }
 
 void dist_allreduce_sum_i64(int64_t *buf, int n) {
     if (g_world == 1) return;
-    enter("an all-reduce of counts");
+    dist_watch_begin("an all-reduce of counts");
     MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    leave();
+    dist_watch_end();
 }
 
 int dist_any(int flag) {
     if (g_world == 1) return flag != 0;
     int v = flag != 0;
-    enter("an agreement on stopping");
+    dist_watch_begin("an agreement on stopping");
     MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    leave();
+    dist_watch_end();
     return v;
 }
 
-void dist_reduce_scatter_sum(void *buf, const int64_t *ranges, size_t elem_size) {
+/* ---- gradient buckets: non-blocking sums ---- */
+
+static MPI_Request *new_request(void) {
+    if (g_nreq == g_req_cap) {
+        g_req_cap = g_req_cap ? 2 * g_req_cap : 64;
+        g_req = rt_realloc(g_req, sizeof(MPI_Request) * (size_t)g_req_cap);
+    }
+    return &g_req[g_nreq++];
+}
+
+/* Starts the sum of buf[lo, hi) into every rank (root < 0) or into rank root only. */
+static void start_sum(char *buf, int64_t lo, int64_t hi, int root, size_t elem_size) {
+    for (int64_t off = lo; off < hi; off += PIECE) {
+        int cnt = (int)(hi - off < PIECE ? hi - off : PIECE);
+        void *at = buf + off * (int64_t)elem_size;
+        if (root < 0)
+            MPI_Iallreduce(MPI_IN_PLACE, at, cnt, real_type(elem_size), MPI_SUM, MPI_COMM_WORLD,
+                           new_request());
+        else
+            MPI_Ireduce(root == g_rank ? MPI_IN_PLACE : at, root == g_rank ? at : NULL, cnt,
+                        real_type(elem_size), MPI_SUM, root, MPI_COMM_WORLD, new_request());
+    }
+}
+
+void dist_reduce_start(void *buf, int64_t lo, int64_t hi, const int64_t *ranges, size_t elem_size) {
     if (g_world == 1) return;
-    enter("a gradient reduce-scatter");
-    /* one reduce per rank's slice, rooted at that rank: exact sums, any slice size */
-    char *p = buf;
-    for (int r = 0; r < g_world; r++)
-        for (int64_t off = ranges[r]; off < ranges[r + 1]; off += PIECE) {
-            int cnt = (int)(ranges[r + 1] - off < PIECE ? ranges[r + 1] - off : PIECE);
-            void *at = p + off * (int64_t)elem_size;
-            MPI_Reduce(r == g_rank ? MPI_IN_PLACE : at, r == g_rank ? at : NULL, cnt, real_type(elem_size), MPI_SUM, r,
-                       MPI_COMM_WORLD);
+    if (!ranges) {
+        start_sum(buf, lo, hi, -1, elem_size);
+    } else {
+        for (int r = 0; r < g_world; r++) {
+            int64_t a = lo > ranges[r] ? lo : ranges[r];
+            int64_t b = hi < ranges[r + 1] ? hi : ranges[r + 1];
+            if (a < b) start_sum(buf, a, b, r, elem_size);
         }
-    leave();
+    }
+    /* Open MPI moves non-blocking collectives on only inside MPI calls: testing them here
+     * lets the earlier buckets progress while the backward goes on */
+    int done;
+    MPI_Testall(g_nreq, g_req, &done, MPI_STATUSES_IGNORE);
+}
+
+void dist_reduce_wait(void) {
+    if (!g_nreq) return;
+    dist_watch_begin("the gradient sums of the buckets");
+    MPI_Waitall(g_nreq, g_req, MPI_STATUSES_IGNORE);
+    dist_watch_end();
+    g_nreq = 0;
 }
 
 void dist_allgather(void *buf, const int64_t *ranges, size_t elem_size) {
     if (g_world == 1) return;
-    enter("a parameter all-gather");
+    dist_watch_begin("a parameter all-gather");
     char *p = buf;
     for (int r = 0; r < g_world; r++)
         for (int64_t off = ranges[r]; off < ranges[r + 1]; off += PIECE) {
             int cnt = (int)(ranges[r + 1] - off < PIECE ? ranges[r + 1] - off : PIECE);
             MPI_Bcast(p + off * (int64_t)elem_size, cnt, real_type(elem_size), r, MPI_COMM_WORLD);
         }
-    leave();
+    dist_watch_end();
 }
 
 void dist_broadcast(void *buf, size_t bytes) {
     if (g_world == 1) return;
-    enter("a broadcast");
+    dist_watch_begin("a broadcast");
     for (size_t off = 0; off < bytes; off += (size_t)PIECE) {
         size_t cnt = bytes - off < (size_t)PIECE ? bytes - off : (size_t)PIECE;
         MPI_Bcast((char *)buf + off, (int)cnt, MPI_BYTE, 0, MPI_COMM_WORLD);
     }
-    leave();
+    dist_watch_end();
 }
 
 void dist_barrier(void) {
     if (g_world == 1) return;
-    enter("a barrier");
+    dist_watch_begin("a barrier");
     MPI_Barrier(MPI_COMM_WORLD);
-    leave();
+    dist_watch_end();
 }
 
 void dist_partition(int64_t n, int world, int64_t align, int64_t *ranges) {

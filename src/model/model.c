@@ -49,6 +49,9 @@ struct Model {
     Seqs seqs;
     SeqsMirror seqs_dev;
     int have_grad_logits;
+
+    GradReadyFn grad_ready;   /* model_set_grad_ready */
+    void *grad_ready_ctx;
 };
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }
@@ -65,6 +68,11 @@ void *model_grads(Model *m) { return m->grads; }
 void *model_weights_and_copy(Model *m, void **copy) {
     *copy = m->weights_stale || m->weights == m->master ? NULL : m->weights;
     return m->master;
+}
+
+void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx) {
+    m->grad_ready = fn;
+    m->grad_ready_ctx = ctx;
 }
 
 /* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
@@ -329,6 +337,17 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     return be->cross_entropy(m->logits, m->lab_dev, M, V, m->have_grad_logits ? grad_scale : 0.0);
 }
 
+/* First element of block l's parameters (its attention norm, declared first); for l = L,
+ * of the final norm, which the LM head follows. Every block owns [start(l), start(l+1)). */
+static int64_t block_start(const Model *m, int l) {
+    int idx = l < m->cfg.num_layers ? m->blocks[l].attn_norm : m->final_norm;
+    return m->params.p[idx].offset;
+}
+
+static void grads_ready(Model *m, int64_t lo, int64_t hi) {
+    if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, lo, hi);
+}
+
 void model_backward(Model *m) {
     RT_ASSERT(m->have_grad_logits);
     const Backend *be = m->be;
@@ -345,6 +364,7 @@ void model_backward(Model *m) {
         be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
     }
     be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
+    grads_ready(m, block_start(m, L), m->params.total);
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
         /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
@@ -356,8 +376,10 @@ void model_backward(Model *m) {
         /* mixer: hm = h[l] + Mixer(xa); dh becomes d/dh[l] */
         m->mix->backward(bl->mixer, &c, bl->xa, m->dh, m->dx);
         be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
+        grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
     be->embedding_bwd(G(&c, m->emb), m->tok_dev, m->dh, N, d);
+    grads_ready(m, 0, block_start(m, 0));
     m->have_grad_logits = 0;
 }
 

@@ -54,6 +54,15 @@ void model_zero_grads(Model *m);
 double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid);
 /* Backward pass of the last forward: accumulates (+=) into the gradient buffer. */
 void model_backward(Model *m);
+/* Announces, during model_backward, that elements [lo, hi) of the flat gradient buffer are
+ * final for this backward: nothing later in the pass writes them (on a device backend, the
+ * work that writes them has been queued on its stream). The ranges come in backward order
+ * — LM head and final norm, blocks L-1 .. 0, embedding — each ending where the previous one
+ * began, and tile [0, params total) exactly once per backward (alignment padding
+ * included). The trainer starts the gradient all-reduce of each bucket from it. NULL (the
+ * default) turns the announcements off. */
+typedef void (*GradReadyFn)(void *ctx, int64_t lo, int64_t hi);
+void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx);
 /* Logits of the last forward at the positions with a label, in order: host copy [M, V] of
  * [act] elements. Only valid after model_forward with grad_scale == 0 (otherwise they were
  * replaced by their gradient). */

@@ -41,6 +41,7 @@ typedef struct {
     char device[16];      /* "cpu", "cuda" or "auto" (device/device.h) */
     int threads;          /* OpenMP threads per rank, 0 = all cores */
     double collective_timeout; /* seconds in one collective before the job is ended */
+    double bucket_mb;     /* MiB of gradients per all-reduce started during the backward */
 } RunSection;
 
 /* A synthetic task (`rotor synth`, EVAL.md part B): data.train = task trains on it. */

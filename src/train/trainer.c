@@ -5,10 +5,11 @@
  * Data parallel under mpirun: every rank reads its own windows of each global micro-batch
  * (global batch = ranks x micro_batch x grad_accum rows); the gradients, computed with the
  * loss scaled by 1 / (labels of the whole global step), are summed over the ranks, so every
- * rank applies the same update as one process with ranks x grad_accum micro-batches. With
- * train.zero (ZeRO-1) the sum is reduce-scattered: each rank updates its slice of the
- * parameters with its slice of the AdamW state, and the slices are all-gathered. Only rank
- * 0 prints, logs and writes the shared checkpoint files.
+ * rank applies the same update as one process with ranks x grad_accum micro-batches. The
+ * sums run in buckets started during the last backward of the step (train/grad_buckets.h).
+ * With train.zero (ZeRO-1) each rank receives only the sums of its slice of the
+ * parameters, updates that slice with its slice of the AdamW state, and the slices are
+ * all-gathered. Only rank 0 prints, logs and writes the shared checkpoint files.
  *
  * SIGTERM, SIGINT and SIGUSR1 (SLURM pre-emption) finish the current step on every rank,
  * write a checkpoint and exit 0. */
@@ -26,6 +27,7 @@
 #include "device/device.h"
 #include "dist/dist.h"
 #include "train/checkpoint.h"
+#include "train/grad_buckets.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -39,6 +41,8 @@ typedef struct {
     AdamW *opt;
     int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
     int device_comm;        /* gradients are reduced by the backend's collectives (NCCL) */
+    int summing;            /* the gradients are summed over ranks (or through NCCL) */
+    GradBuckets buckets;
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
     int32_t *win;
@@ -186,25 +190,32 @@ static char *resume_path(const Trainer *tr, const char *resume) {
     return path[0] ? rt_strdup(path) : NULL;
 }
 
-/* Sums the gradients over the ranks (each rank's slice only, with ZeRO-1) and returns the
- * global gradient norm. */
-static double reduce_gradients(Trainer *tr) {
+/* Forward and backward of every micro-batch of a step, the gradients accumulating; the
+ * last backward also starts the sums over the ranks, bucket by bucket (the earlier ones
+ * do not communicate: their gradients are not final). Returns this rank's loss. */
+static double forward_backward(Trainer *tr, Batch *batches, double inv) {
+    int A = tr->rc->train.grad_accum;
+    double loss = 0;
+    model_zero_grads(tr->model);
+    for (int a = 0; a < A; a++) {
+        if (a == A - 1 && tr->summing) model_set_grad_ready(tr->model, grad_buckets_ready, &tr->buckets);
+        loss += model_forward(tr->model, &batches[a], inv, NULL) * inv;
+        model_backward(tr->model);
+    }
+    model_set_grad_ready(tr->model, NULL, NULL);
+    return loss;
+}
+
+/* Waits for the sums of the gradients over the ranks (each rank's slice only, with ZeRO-1)
+ * and returns the global gradient norm and the number of buckets. */
+static double reduce_gradients(Trainer *tr, int *buckets) {
     Model *m = tr->model;
-    const Backend *be = model_backend(m);
-    size_t es = be->f32_size;
+    *buckets = tr->summing ? grad_buckets_finish(&tr->buckets) : 0;
     if (tr->ranges) {
-        if (tr->device_comm)
-            be->reduce_scatter_sum(model_grads(m), tr->ranges);
-        else
-            dist_reduce_scatter_sum(model_grads(m), tr->ranges, es);
         double ss = grad_sumsq(m, tr->opt->lo, tr->opt->hi);
         dist_allreduce_sum_f64(&ss, 1);
         return sqrt(ss);
     }
-    if (tr->device_comm)
-        be->allreduce_sum(model_grads(m), model_params(m)->total);
-    else
-        dist_allreduce_sum(model_grads(m), model_params(m)->total, es);
     return sqrt(grad_sumsq(m, 0, model_params(m)->total));
 }
 
@@ -227,7 +238,9 @@ int train_run(const RunConfig *rc, const char *resume) {
         char *id = rt_calloc(1, be->comm_id_size);
         if (tr.rank == 0) be->comm_create_id(id);
         dist_broadcast(id, be->comm_id_size);
+        dist_watch_begin("the NCCL initialisation");
         be->comm_init(id, tr.rank, tr.world);
+        dist_watch_end();
         rt_free(id);
         tr.device_comm = 1;
     }
@@ -240,6 +253,8 @@ int train_run(const RunConfig *rc, const char *resume) {
     } else {
         tr.opt = adamw_create(be, 0, P);
     }
+    tr.summing = tr.world > 1 || tr.device_comm;
+    grad_buckets_init(&tr.buckets, tr.model, tr.ranges, tr.device_comm, rc->run.bucket_mb);
     if (lead) {
         print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
         if (!strcmp(be->name, "cpu"))
@@ -300,14 +315,13 @@ int train_run(const RunConfig *rc, const char *resume) {
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) valid += next_batch(&tr, tr.train, a, &batches[a]);
         dist_allreduce_sum_i64(&valid, 1);
-        double inv = 1.0 / (double)(valid ? valid : 1), loss = 0;
-        model_zero_grads(tr.model);
-        for (int a = 0; a < tc->grad_accum; a++) {
-            loss += model_forward(tr.model, &batches[a], inv, NULL) * inv;
-            model_backward(tr.model);
-        }
+        double loss = forward_backward(&tr, batches, 1.0 / (double)(valid ? valid : 1));
+        int buckets;
+        double gnorm = reduce_gradients(&tr, &buckets);
         dist_allreduce_sum_f64(&loss, 1);
-        double gnorm = reduce_gradients(&tr);
+        if (lead && step == start && buckets)
+            progress_message(&tr.metrics, "gradient sums: %d bucket%s per step (run.bucket_mb = %g)", buckets,
+                             buckets > 1 ? "s" : "", rc->run.bucket_mb);
         int64_t done = step + 1;
         tokens += tokens_per_step;
         int skipped = !isfinite(loss) || !isfinite(gnorm);
@@ -324,9 +338,12 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             adamw_step(tr.opt, tr.model, tc, lr);
-            if (tr.ranges && tr.device_comm)
-                be->allgather(model_weights(tr.model), tr.ranges);
-            else if (tr.ranges)
+            if (tr.ranges && tr.device_comm) {
+                be->allgather_start(model_weights(tr.model), tr.ranges);
+                dist_watch_begin("a parameter all-gather (NCCL)");
+                be->comm_wait();
+                dist_watch_end();
+            } else if (tr.ranges)
                 dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
         }
         int last = done == tc->steps;
