@@ -14,7 +14,8 @@
 #                                 GPU machine without Debian's packages; about 32 MB)
 #   scripts/gpu_check.sh run [DIR]  unpack and run a bundle (default .gpu_bundle) there
 #
-# Exit status 0 only if every test passed. With $OUT set, the full log is copied there.
+# Exit status 0 only if every test passed. With $OUT set, the full log is written there
+# (gpu_check.log) as the checks run.
 # GPU_CHECK_PARTS (default "tests step e2e") runs only some parts: the kernel tests, the
 # 370M step benchmark, the end-to-end checks.
 set -euo pipefail
@@ -71,7 +72,9 @@ bundle() {
 
 run_bundle() {
     local dir="$1" log
-    log="$(mktemp)"
+    # the log grows in $OUT as the checks run: a run cut short still leaves what it did
+    log="${OUT:-$(mktemp -d)}/gpu_check.log"
+    : >"$log"
     # NCCL: the toolkit's, else the one of the Python wheels (nvidia-nccl)
     local nccl
     nccl="$(dirname "$( (find /usr/local/cuda*/lib64 /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null || true) | head -1)")"
@@ -83,21 +86,28 @@ run_bundle() {
         export PMIX_MCA_mca_base_component_path
     fi
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$log" || true
-    local failed=0 parts=" ${GPU_CHECK_PARTS:-tests step e2e} "
+    local failed=0 parts=" ${GPU_CHECK_PARTS:-tests step e2e} " rcfile
+    rcfile="$(mktemp)"
+    # a hang (a kernel that never ends) costs one program, not the rest: a time limit each
+    limited() { # SECONDS NAME COMMAND...
+        local secs=$1 name=$2 rc
+        shift 2
+        echo "== $name" | tee -a "$log"
+        { rc=0; timeout -k 10 "$secs" "$@" 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } | tee -a "$log"
+        rc=$(cat "$rcfile")
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "FAIL $name: timed out after $secs s" | tee -a "$log"; fi
+        [ "$rc" = 0 ] || failed=1
+    }
     if [[ $parts == *" tests "* ]]; then
-        for t in "$dir"/bin/test_gpu_*; do
-            echo "== $(basename "$t")" | tee -a "$log"
-            "$t" 2>&1 | tee -a "$log" || failed=1
-        done
+        for t in "$dir"/bin/test_gpu_*; do limited 150 "$(basename "$t")" "$t"; done
     fi
     if [[ $parts == *" step "* ]]; then
-        echo "== gpu_step" | tee -a "$log"
-        (cd "$dir" && bin/gpu_step --steps 3 "${configs_370m[@]}") 2>&1 | tee -a "$log" || failed=1
+        cd "$dir" # the configs by their short names in the table
+        limited 300 gpu_step bin/gpu_step --steps 3 "${configs_370m[@]}"
+        cd - >/dev/null
     fi
     if [[ $parts == *" e2e "* ]]; then
-        echo "== gpu_e2e" | tee -a "$log"
-        "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data" 2>&1 | tee -a "$log" ||
-            failed=1
+        limited 400 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
     fi
     echo
     echo "---- summary ----"
@@ -106,8 +116,6 @@ run_bundle() {
          END {for (p in n) printf "%-24s %3d tests  %3d failed\n", p, n[p], f[p]; for (p in s) printf "%-24s skipped\n", p}' "$log" | sort
     grep -E ' FAIL$' "$log" | sed 's/^/failed compare: /' || true
     grep -E 'tok/s' "$log" || true
-    if [ -n "${OUT:-}" ]; then cp "$log" "$OUT/gpu_check.log"; fi
-    rm -f "$log"
     return $failed
 }
 
