@@ -17,7 +17,8 @@
 # Exit status 0 only if every test passed. With $OUT set, the full log is written there
 # (gpu_check.log) as the checks run.
 # GPU_CHECK_PARTS (default "tests step e2e") runs only some parts: the kernel tests, the
-# 370M step benchmark, the end-to-end checks.
+# 370M step benchmark, the end-to-end checks. GPU_CHECK_SANITIZER=memcheck (or racecheck,
+# synccheck, initcheck) runs the kernel tests under compute-sanitizer with that tool.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
@@ -79,7 +80,7 @@ run_bundle() {
     local nccl
     nccl="$(dirname "$( (find /usr/local/cuda*/lib64 /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null || true) | head -1)")"
     export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:$nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    export ROTOR_SOURCE_DIR="$dir"
+    export ROTOR_SOURCE_DIR="$dir" PATH="$PATH:/usr/local/cuda/bin"
     if [ -d "$dir/ompi" ]; then
         export OPAL_PREFIX="$dir/ompi" PATH="$dir/ompi/bin:$PATH"
         PMIX_MCA_mca_base_component_path=$(echo "$dir"/ompi/lib/*/pmix2/lib/pmix)
@@ -99,7 +100,11 @@ run_bundle() {
         [ "$rc" = 0 ] || failed=1
     }
     if [[ $parts == *" tests "* ]]; then
-        for t in "$dir"/bin/test_gpu_*; do limited 150 "$(basename "$t")" "$t"; done
+        local san=()
+        if [ -n "${GPU_CHECK_SANITIZER:-}" ]; then
+            san=(compute-sanitizer --tool "$GPU_CHECK_SANITIZER" --error-exitcode 3)
+        fi
+        for t in "$dir"/bin/test_gpu_*; do limited 150 "$(basename "$t")" "${san[@]}" "$t"; done
     fi
     if [[ $parts == *" step "* ]]; then
         cd "$dir" # the configs by their short names in the table
