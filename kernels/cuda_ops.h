@@ -49,20 +49,26 @@ void cuda_shift_bwd(void *dx, void *da_logit, const void *dy, const void *x, con
                     const Seqs *s, int H, int D);
 void cuda_revcumsum(void *y, const void *x, const Seqs *s, int C);
 
-// rotary.cu: RoPE and Selective RoPE
+// rotary.cu: RoPE, the rotation, the Selective RoPE weight norm
 void cuda_rope_angles(void *angle, const Seqs *s, int D, double theta);
 void cuda_rotate_fwd(void *y, const void *x, const void *angle, int64_t N, int H, int D,
                      int per_head);
 void cuda_rotate_bwd(void *dx, void *dangle, const void *dy, const void *x, const void *angle,
                      int64_t N, int H, int D, int per_head);
-void cuda_selrope_angles_fwd(void *angle, void *Phi, const void *phi, const void *bias,
-                             const void *gate_logit, const void *temp, const Seqs *s, int H, int P);
-void cuda_selrope_angles_bwd(void *dphi, void *dbias, void *dgate_logit, void *dtemp, void *dangle,
-                             const void *phi, const void *bias, const void *gate_logit,
-                             const void *temp, const void *Phi, const Seqs *s, int H, int P);
 void cuda_weightnorm_fwd(void *wn, const void *w, const void *scale, int H, int Din, int P);
 void cuda_weightnorm_bwd(void *dw, void *dscale, const void *dwn, const void *w,
                          const void *scale, int H, int Din, int P);
+
+// selrope.cu: Selective RoPE steps 3-8 fused
+void cuda_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *k,
+                      const void *phi_raw, const void *conv_w, Activation conv_act,
+                      const void *bias, const void *gate_logit, const void *temp, const Seqs *s,
+                      int H, int P);
+void cuda_selrope_bwd(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *dbias,
+                      void *dgate_logit, void *dtemp, const void *dqo, const void *dko,
+                      const void *q, const void *k, const void *phi_raw, const void *conv_w,
+                      Activation conv_act, const void *bias, const void *gate_logit,
+                      const void *temp, const void *Phi, const Seqs *s, int H, int P);
 
 // gla.cu, gdn.cu, fox.cu: the mixers
 void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const void *v,

@@ -5,6 +5,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "short_conv.cuh"
 #include "util/error.h"
 
 namespace {
@@ -17,45 +18,13 @@ __device__ __forceinline__ float2 ld2(const bf16 *p) {
 __device__ __forceinline__ void st2(bf16 *p, float2 v) {
     *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
 }
-// ---- short conv, kernel 4 ----
-// Tap t multiplies the token 3 - t back; a NULL weight gives the first difference (taps 0, 0,
-// -1, 1). A block covers 64 channels (a lane holds 2) and CONV_WARPS runs of CONV_RUN tokens,
-// one run per warp; a thread slides along its run keeping the last inputs in registers.
-constexpr int KW = 4;
+// ---- short conv, kernel 4 (short_conv.cuh) ----
+// A block covers 64 channels (a lane holds 2) and CONV_WARPS runs of CONV_RUN tokens, one run
+// per warp; a thread slides along its run keeping the last inputs in registers.
 constexpr int CONV_RUN = 32;
 constexpr int CONV_WARPS = 8;
 constexpr int CONV_TILE = CONV_RUN * CONV_WARPS;
-
-struct Taps {
-    float2 t[KW];
-};
-
-__device__ __forceinline__ Taps load_taps(const bf16 *w, int c) {
-    Taps k;
-#pragma unroll
-    for (int t = 0; t < KW; t++)
-        k.t[t] = w ? f2(bf2f(w[c * KW + t]), bf2f(w[(c + 1) * KW + t]))
-                   : f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
-                        t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f);
-    return k;
-}
-
-// Pre-activation at a token of position p from x at offsets 0 (xc), 1, 2, 3 back.
-__device__ __forceinline__ float2 conv_pre(const Taps &k, int p, float2 xc, float2 xm1, float2 xm2,
-                                           float2 xm3) {
-    float2 pre = f2(0.f, 0.f);
-    if (p >= 3) pre = pre + k.t[0] * xm3;
-    if (p >= 2) pre = pre + k.t[1] * xm2;
-    if (p >= 1) pre = pre + k.t[2] * xm1;
-    return pre + k.t[3] * xc;
-}
-
-__device__ __forceinline__ float silu1(float p) { return p * sigmoidf_(p); }
-// d silu(p) / dp = s (1 + p (1 - s)), s = sigmoid(p)
-__device__ __forceinline__ float dsilu1(float p) {
-    float s = sigmoidf_(p);
-    return s * (1.f + p * (1.f - s));
-}
+static_assert(CONV_WARPS == 8, "store_taps_partial reduces blocks of 8 warps");
 
 template <bool SILU>
 __global__ void __launch_bounds__(32 * CONV_WARPS)
@@ -135,21 +104,7 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
             p1 = p;
         }
     }
-    if constexpr (DW) {
-        __shared__ float red[CONV_WARPS][32][2 * KW]; // [run][lane][channel of lane * 4 + tap]
-#pragma unroll
-        for (int t = 0; t < KW; t++) {
-            red[threadIdx.y][threadIdx.x][t] = g[t].x;
-            red[threadIdx.y][threadIdx.x][KW + t] = g[t].y;
-        }
-        __syncthreads();
-        // thread k sums entry k of the block's 64 channels x 4 taps over the runs
-        int kk = threadIdx.y * 32 + threadIdx.x, lc = kk / KW, tap = kk % KW;
-        float s = 0.f;
-        for (int r = 0; r < CONV_WARPS; r++) s += red[r][lc / 2][(lc % 2) * KW + tap];
-        int cg = blockIdx.y * 64 + lc;
-        if (cg < C) dw_part[((int64_t)blockIdx.x * C + cg) * KW + tap] = s;
-    }
+    if constexpr (DW) store_taps_partial(dw_part, g, C);
 }
 
 template <bool SILU>

@@ -128,18 +128,27 @@ struct Backend {
     /* dx = rotate(dy, -angle); dangle [f32] += d/dangle if not NULL (per_head layout). */
     void (*rotate_bwd)(void *dx, void *dangle, const void *dy, const void *x, const void *angle,
                        int64_t N, int H, int D, int per_head);
-    /* Selective RoPE angles from the (convolved) increments phi [N, H, P]:
-     * phi' = (phi + exp(bias)) * sigmoid(gate_logit)  (bias [H*P] or NULL, gate [N,H] or NULL),
-     * Phi = cumsum over each segment [f32], angle = temp[j] * Phi [f32]. */
-    void (*selrope_angles_fwd)(void *angle, void *Phi, const void *phi, const void *bias,
-                               const void *gate_logit, const void *temp, const Seqs *s, int H,
-                               int P);
-    /* From dangle [f32] (consumed as scratch): dphi (overwrite), dbias (+=), dgate_logit
-     * (overwrite), dtemp (+=) — each may be NULL when the option is off. */
-    void (*selrope_angles_bwd)(void *dphi, void *dbias, void *dgate_logit, void *dtemp,
-                               void *dangle, const void *phi, const void *bias,
-                               const void *gate_logit, const void *temp, const void *Phi,
-                               const Seqs *s, int H, int P);
+    /* Selective RoPE steps 3-8 (SPEC §5) in one op, from the raw angle increments
+     * phi_raw [N, H, P] (P = D/2 pairs, D = 2P):
+     *   phi = conv_act(conv(phi_raw, conv_w))  (conv_fwd: conv_w [H*P, 4], NULL for the
+     *         first difference; conv_act NONE or SILU),
+     *   phi' = (phi + exp(bias)) * sigmoid(gate_logit)  (bias [H*P] or NULL, gate [N,H] or NULL),
+     *   Phi [f32] = cumsum of phi' over each segment (saved for the backward),
+     *   qo, ko = rotate(q, k, angle) per head with angle = temp[j] * Phi (temp [f32][P]);
+     * q, k, qo, ko [N, H, D]. */
+    void (*selrope_fwd)(void *qo, void *ko, void *Phi, const void *q, const void *k,
+                        const void *phi_raw, const void *conv_w, Activation conv_act,
+                        const void *bias, const void *gate_logit, const void *temp,
+                        const Seqs *s, int H, int P);
+    /* Its backward from dqo, dko and the saved Phi: dq, dk, dphi_raw (overwrite),
+     * dconv_w (+=), dbias (+=), dgate_logit (overwrite), dtemp (+=). dconv_w, dbias and
+     * dgate_logit may be NULL and are ignored when conv_w, bias or gate_logit is NULL;
+     * dtemp may be NULL (frozen temperatures). */
+    void (*selrope_bwd)(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *dbias,
+                        void *dgate_logit, void *dtemp, const void *dqo, const void *dko,
+                        const void *q, const void *k, const void *phi_raw, const void *conv_w,
+                        Activation conv_act, const void *bias, const void *gate_logit,
+                        const void *temp, const void *Phi, const Seqs *s, int H, int P);
     /* Weight-normalised per-head projection weight (SPEC §5 weight_norm):
      * wn[h,:,j] = s[h] * w[h,:,j] / ||w[h,:,j]||, w [H, Din, P]. */
     void (*weightnorm_fwd)(void *wn, const void *w, const void *scale, int H, int Din, int P);

@@ -780,6 +780,120 @@ static void test_selrope_bias(void) { selrope_case(1, 0, 504); }
 static void test_selrope_gate(void) { selrope_case(0, 1, 505); }
 static void test_selrope_bias_gate(void) { selrope_case(1, 1, 506); }
 
+/* The fused op (SPEC §5 steps 3-8), L = wq . qo + wk . ko. */
+typedef struct {
+    real *qo, *ko, *Phi, *q, *k, *phi_raw, *w, *bias, *gl, *temp, *wq, *wk;
+    Activation act;
+    const Seqs *s;
+    int H, P;
+} SelFusedCtx;
+
+static double sel_fused_loss(void *p) {
+    SelFusedCtx *c = p;
+    cpu_selrope_fwd(c->qo, c->ko, c->Phi, c->q, c->k, c->phi_raw, c->w, c->act, c->bias, c->gl,
+                    c->temp, c->s, c->H, c->P);
+    int64_t n = c->s->ntok * c->H * 2 * c->P;
+    return tu_dot(c->wq, c->qo, n) + tu_dot(c->wk, c->ko, n);
+}
+
+/* qo from the definition in double: conv + act (or first difference), bias, gate, cumsum per
+ * segment, rotation of the pairs (j, j+P) by temp_j Phi. */
+static void sel_fused_reference(real *qo, const SelFusedCtx *c) {
+    const Seqs *s = c->s;
+    int H = c->H, P = c->P, C = H * P;
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int ch = 0; ch < C; ch++) {
+            int h = ch / P, j = ch % P;
+            double Phi = 0;
+            for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
+                double pre = 0;
+                for (int back = 0; back < 4 && t - back >= s->cu[seg]; back++) {
+                    double tap = c->w ? (double)c->w[ch * 4 + 3 - back]
+                                      : (back == 0 ? 1 : back == 1 ? -1 : 0);
+                    pre += tap * (double)c->phi_raw[(t - back) * C + ch];
+                }
+                double inc = c->act == ACT_SILU ? pre / (1 + exp(-pre)) : pre;
+                if (c->bias) inc += exp((double)c->bias[ch]);
+                if (c->gl) inc /= 1 + exp(-(double)c->gl[t * H + h]);
+                Phi += inc;
+                double a = (double)c->temp[j] * Phi;
+                int64_t b = (t * H + h) * 2 * P;
+                double x0 = (double)c->q[b + j], x1 = (double)c->q[b + j + P];
+                qo[b + j] = (real)(x0 * cos(a) - x1 * sin(a));
+                qo[b + j + P] = (real)(x0 * sin(a) + x1 * cos(a));
+            }
+        }
+}
+
+static void selrope_fused_case(int with_w, Activation act, int with_bias, int with_gate,
+                               uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int H = 2, P = 3, C = H * P;
+    int64_t N = s->ntok, n = N * C, nq = 2 * n, nh = N * H;
+    real *q = rand_nz(&r, nq, 0.05, 1.0), *k = rand_nz(&r, nq, 0.05, 1.0);
+    real *phi_raw = rand_nz(&r, n, 0.05, 1.0), *temp = tu_rand(&r, P, 0.05, 1.0);
+    real *w = with_w ? rand_nz(&r, 4 * C, 0.1, 1.0) : NULL;
+    real *bias = with_bias ? rand_nz(&r, C, 0.05, 1.0) : NULL;
+    real *gl = with_gate ? rand_nz(&r, nh, 0.05, 3.0) : NULL;
+    real *wq = rand_nz(&r, nq, 0.05, 1.0), *wk = rand_nz(&r, nq, 0.05, 1.0);
+    real *qo = tu_zeros(nq), *ko = tu_zeros(nq), *Phi = tu_zeros(n), *ref = tu_zeros(nq);
+    SelFusedCtx c = {qo, ko, Phi, q, k, phi_raw, w, bias, gl, temp, wq, wk, act, s, H, P};
+    char tag[96], name[160];
+    snprintf(tag, sizeof tag, "%s %s%s%s", with_w ? "conv" : "diff",
+             act == ACT_SILU ? "silu" : "none", with_bias ? " bias" : "", with_gate ? " gate" : "");
+
+    sel_fused_loss(&c);
+    sel_fused_reference(ref, &c);
+    snprintf(name, sizeof name, "selrope fused (%s) qo value", tag);
+    check_equal(name, qo, ref, nq);
+
+    real *dq = garbage(&r, nq), *dk = garbage(&r, nq), *dphi = garbage(&r, n);
+    real *dgl = with_gate ? garbage(&r, nh) : NULL;
+    real *pw = rand_nz(&r, 4 * C, 0.1, 1.0), *dw = tu_copy(pw, 4 * C);
+    real *pb = rand_nz(&r, C, 0.1, 1.0), *db = tu_copy(pb, C);
+    real *pt = rand_nz(&r, P, 0.1, 1.0), *dt = tu_copy(pt, P);
+    cpu_selrope_bwd(dq, dk, dphi, dw, db, dgl, dt, wq, wk, q, k, phi_raw, w, act, bias, gl, temp,
+                    Phi, s, H, P);
+    snprintf(name, sizeof name, "selrope fused (%s) dq", tag);
+    fd_check(name, sel_fused_loss, &c, q, dq, nq, 300, &r);
+    snprintf(name, sizeof name, "selrope fused (%s) dk", tag);
+    fd_check(name, sel_fused_loss, &c, k, dk, nq, 300, &r);
+    snprintf(name, sizeof name, "selrope fused (%s) dphi_raw", tag);
+    fd_check(name, sel_fused_loss, &c, phi_raw, dphi, n, 300, &r);
+    real *gw = diff(dw, pw, 4 * C), *gb = diff(db, pb, C), *gt = diff(dt, pt, P);
+    if (with_w) {
+        snprintf(name, sizeof name, "selrope fused (%s) dconv_w (+=)", tag);
+        fd_check(name, sel_fused_loss, &c, w, gw, 4 * C, 1000, &r);
+    } else {
+        snprintf(name, sizeof name, "selrope fused (%s) dconv_w untouched", tag);
+        CHECK_MSG(maxabs(gw, 4 * C) == 0, "%s", name);
+    }
+    if (with_bias) {
+        snprintf(name, sizeof name, "selrope fused (%s) dbias (+=)", tag);
+        fd_check(name, sel_fused_loss, &c, bias, gb, C, 1000, &r);
+    } else {
+        snprintf(name, sizeof name, "selrope fused (%s) dbias untouched", tag);
+        CHECK_MSG(maxabs(gb, C) == 0, "%s", name);
+    }
+    if (with_gate) {
+        snprintf(name, sizeof name, "selrope fused (%s) dgate_logit", tag);
+        fd_check(name, sel_fused_loss, &c, gl, dgl, nh, 300, &r);
+    }
+    snprintf(name, sizeof name, "selrope fused (%s) dtemp (+=)", tag);
+    fd_check(name, sel_fused_loss, &c, temp, gt, P, 1000, &r);
+    FREE_ALL(q, k, phi_raw, temp, w, bias, gl, wq, wk, qo, ko, Phi, ref, dq, dk, dphi, dgl, pw, dw,
+             pb, db, pt, dt, gw, gb, gt);
+    tu_seqs_free(&ts);
+}
+
+static void test_selrope_fused_conv_silu(void) { selrope_fused_case(1, ACT_SILU, 1, 1, 511); }
+static void test_selrope_fused_conv_none(void) { selrope_fused_case(1, ACT_NONE, 0, 1, 512); }
+static void test_selrope_fused_diff(void) { selrope_fused_case(0, ACT_NONE, 1, 0, 513); }
+static void test_selrope_fused_diff_plain(void) { selrope_fused_case(0, ACT_NONE, 0, 0, 514); }
+
 typedef struct {
     real *wn, *w, *sc, *wo;
     int H, Din, P;
@@ -1158,6 +1272,10 @@ int main(int argc, char **argv) {
         {"selrope_bias", test_selrope_bias},
         {"selrope_gate", test_selrope_gate},
         {"selrope_bias_gate", test_selrope_bias_gate},
+        {"selrope_fused_conv_silu", test_selrope_fused_conv_silu},
+        {"selrope_fused_conv_none", test_selrope_fused_conv_none},
+        {"selrope_fused_diff", test_selrope_fused_diff},
+        {"selrope_fused_diff_plain", test_selrope_fused_diff_plain},
         {"weightnorm", test_weightnorm},
         {"head_matmul", test_head_matmul},
         {"gla", test_gla},

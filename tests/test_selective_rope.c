@@ -122,7 +122,11 @@ static void test_rotation_preserves_norms(void) {
         }
         worst = fmax(worst, fmax(fabs(sqrt(a) - sqrt(b)) / sqrt(a), fabs(sqrt(a2) - sqrt(b2)) / sqrt(a2)));
     }
-    for (int64_t i = 0; i < N * p.dims.H * (p.dims.dk / 2); i++) max_angle = fmax(max_angle, fabs((double)((real *)p.pe.angle)[i]));
+    /* the angles temp_j * Phi (the saved Phi; the angles themselves are not kept) */
+    const real *temp = p.w + p.t.p[params_find(&p.t, "pe.rotary.temperature")].offset;
+    int P = p.dims.dk / 2;
+    for (int64_t i = 0; i < N * p.dims.H * P; i++)
+        max_angle = fmax(max_angle, fabs((double)temp[i % P] * ((real *)p.pe.Phi)[i]));
     CHECK_MSG(worst < TOL, "norm changed by %.3g (relative)", worst);
     CHECK_MSG(max_angle > 1.0, "angles too small (%.3g) for the test to mean anything", max_angle);
     CHECK(tu_rel_err(qo, q, n, 1e-3) > 1e-2); /* it did rotate */

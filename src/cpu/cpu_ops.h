@@ -49,6 +49,10 @@ void cpu_rotate_fwd(void *y, const void *x, const void *angle, int64_t N, int H,
                     int per_head);
 void cpu_rotate_bwd(void *dx, void *dangle, const void *dy, const void *x, const void *angle,
                     int64_t N, int H, int D, int per_head);
+/* The Selective RoPE angle scan (SPEC §5 steps 4-7), a piece of cpu_selrope_fwd/bwd:
+ * phi' = (phi + exp(bias)) * sigmoid(gate_logit), Phi [f32] = its cumsum over each segment,
+ * angle = temp[j] * Phi. The backward consumes dangle [f32] as scratch and gives dphi
+ * (overwrite), dbias (+=), dgate_logit (overwrite), dtemp (+=), each skipped when NULL. */
 void cpu_selrope_angles_fwd(void *angle, void *Phi, const void *phi, const void *bias,
                             const void *gate_logit, const void *temp, const Seqs *s, int H,
                             int P);
@@ -56,6 +60,15 @@ void cpu_selrope_angles_bwd(void *dphi, void *dbias, void *dgate_logit, void *dt
                             void *dangle, const void *phi, const void *bias,
                             const void *gate_logit, const void *temp, const void *Phi,
                             const Seqs *s, int H, int P);
+void cpu_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *k,
+                     const void *phi_raw, const void *conv_w, Activation conv_act,
+                     const void *bias, const void *gate_logit, const void *temp, const Seqs *s,
+                     int H, int P);
+void cpu_selrope_bwd(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *dbias,
+                     void *dgate_logit, void *dtemp, const void *dqo, const void *dko,
+                     const void *q, const void *k, const void *phi_raw, const void *conv_w,
+                     Activation conv_act, const void *bias, const void *gate_logit,
+                     const void *temp, const void *Phi, const Seqs *s, int H, int P);
 void cpu_weightnorm_fwd(void *wn, const void *w, const void *scale, int H, int Din, int P);
 void cpu_weightnorm_bwd(void *dw, void *dscale, const void *dwn, const void *w,
                         const void *scale, int H, int Din, int P);

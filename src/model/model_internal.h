@@ -63,9 +63,9 @@ typedef struct {
     int H, D, P, d_model;   /* heads, per-head q/k width, pairs, mixer input width */
     int phi_w, phi_scale, phi_w1, phi_w2, conv_w, bias, gate_w, gate_b, temp; /* param ids */
     /* saved (selective) */
-    void *xh, *xh_rnorm, *phi_lr, *phi_raw, *phi_conv, *gate_logit, *Phi, *angle;
+    void *xh, *xh_rnorm, *phi_lr, *phi_raw, *gate_logit, *Phi;
     /* scratch (selective) */
-    void *wn, *dwn, *dangle, *dphi_conv, *dphi_raw, *dgate, *dxh, *dphi_lr;
+    void *wn, *dwn, *dphi_raw, *dgate, *dxh, *dphi_lr;
 } PosEmb;
 
 void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig *cfg, int H,

@@ -57,14 +57,10 @@ void pe_bind(PosEmb *pe, const Backend *be, Carve *saved, Carve *scratch, int64_
     pe->xh_rnorm = carve(saved, F * N * H);
     pe->phi_lr = low_rank ? carve(saved, A * N * r) : NULL;
     pe->phi_raw = carve(saved, A * N * H * P);
-    pe->phi_conv = carve(saved, A * N * H * P);
     pe->gate_logit = pe->cfg.phase_gate ? carve(saved, A * N * H) : NULL;
     pe->Phi = carve(saved, F * N * H * P);
-    pe->angle = carve(saved, F * N * H * P);
     pe->wn = low_rank ? NULL : carve(scratch, A * (size_t)d * P);
     pe->dwn = low_rank ? NULL : carve(scratch, F * (size_t)d * P);
-    pe->dangle = carve(scratch, F * N * H * P);
-    pe->dphi_conv = carve(scratch, A * N * H * P);
     pe->dphi_raw = carve(scratch, A * N * H * P);
     pe->dgate = pe->cfg.phase_gate ? carve(scratch, A * N * H) : NULL;
     pe->dxh = carve(scratch, A * N * d);
@@ -74,6 +70,10 @@ void pe_bind(PosEmb *pe, const Backend *be, Carve *saved, Carve *scratch, int64_
 static const void *opt_w(const Ctx *c, int idx) { return idx >= 0 ? W(c, idx) : NULL; }
 static void *opt_g(const Ctx *c, int idx) {
     return idx >= 0 && c->params->p[idx].trainable ? G(c, idx) : NULL;
+}
+/* skip_conv's first difference has no activation */
+static Activation conv_act(const PosEmb *pe) {
+    return pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act;
 }
 
 void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k, void *qo,
@@ -98,17 +98,12 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
         be->matmul_fwd(pe->phi_raw, pe->phi_lr, W(c, pe->phi_w2), NULL, (int)N, H * P,
                        pe->cfg.phi_rank);
     }
-    /* 3. short conv (or first difference with skip_conv) */
-    be->conv_fwd(pe->phi_conv, pe->phi_raw, opt_w(c, pe->conv_w), c->seqs, H * P,
-                 pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act);
-    /* 5. phase gate logits (4, 6, 7 happen in the angle scan) */
+    /* 5. phase gate logits */
     if (pe->cfg.phase_gate)
         be->matmul_fwd(pe->gate_logit, pe->xh, W(c, pe->gate_w), W(c, pe->gate_b), (int)N, H, d);
-    be->selrope_angles_fwd(pe->angle, pe->Phi, pe->phi_conv, opt_w(c, pe->bias), pe->gate_logit,
-                           WM(c, pe->temp), c->seqs, H, P);
-    /* 8. rotate */
-    be->rotate_fwd(qo, q, pe->angle, N, H, D, 1);
-    be->rotate_fwd(ko, k, pe->angle, N, H, D, 1);
+    /* 3-8. short conv (or first difference with skip_conv), bias, gate, cumsum, rotation */
+    be->selrope_fwd(qo, ko, pe->Phi, q, k, pe->phi_raw, opt_w(c, pe->conv_w), conv_act(pe),
+                    opt_w(c, pe->bias), pe->gate_logit, WM(c, pe->temp), c->seqs, H, P);
 }
 
 void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
@@ -121,20 +116,16 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
         be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
         return;
     }
-    be->zero(pe->dangle, (size_t)N * H * P * be->f32_size);
-    be->rotate_bwd(dq, pe->dangle, dqo, q, pe->angle, N, H, D, 1);
-    be->rotate_bwd(dk, pe->dangle, dko, k, pe->angle, N, H, D, 1);
-    be->selrope_angles_bwd(pe->dphi_conv, opt_g(c, pe->bias), pe->dgate, opt_g(c, pe->temp),
-                           pe->dangle, pe->phi_conv, opt_w(c, pe->bias), pe->gate_logit,
-                           WM(c, pe->temp), pe->Phi, c->seqs, H, P);
+    be->selrope_bwd(dq, dk, pe->dphi_raw, opt_g(c, pe->conv_w), opt_g(c, pe->bias), pe->dgate,
+                    opt_g(c, pe->temp), dqo, dko, q, k, pe->phi_raw, opt_w(c, pe->conv_w),
+                    conv_act(pe), opt_w(c, pe->bias), pe->gate_logit, WM(c, pe->temp), pe->Phi,
+                    c->seqs, H, P);
     int have_dxh = 0;
     if (pe->cfg.phase_gate) {
         be->matmul_bwd(pe->dxh, G(c, pe->gate_w), G(c, pe->gate_b), pe->dgate, pe->xh,
                        W(c, pe->gate_w), (int)N, H, d, 0);
         have_dxh = 1;
     }
-    be->conv_bwd(pe->dphi_raw, opt_g(c, pe->conv_w), pe->dphi_conv, pe->phi_raw,
-                 opt_w(c, pe->conv_w), c->seqs, H * P, pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act);
     if (pe->cfg.phi_proj == PHI_WEIGHT_NORM) {
         be->weightnorm_fwd(pe->wn, W(c, pe->phi_w), W(c, pe->phi_scale), H, d / H, P);
         be->zero(pe->dwn, (size_t)d * P * be->f32_size);

@@ -1,8 +1,9 @@
 /* GPU tests of the time-mixing and rotary ops (kernels/timemix.cu, kernels/rotary.cu)
- * against the CPU backend: short conv, FoX shift, reverse cumsum, RoPE angles, rotation,
- * the Selective RoPE angle scan and the weight norm, forward and backward, on several
- * segment layouts (a single token, short segments around the chunk size, segments aligned
- * with the 256-token scan tiles, one segment of 5000 tokens spanning many tiles).
+ * against the CPU backend: short conv, FoX shift, reverse cumsum, RoPE angles, rotation and
+ * the weight norm, forward and backward, on several segment layouts (a single token, short
+ * segments around the chunk size, segments aligned with the 256-token scan tiles, one
+ * segment of 5000 tokens spanning many tiles). The fused Selective RoPE op has its own
+ * program (test_gpu_selrope.c).
  *
  * Activation outputs start as garbage on the GPU (the op must overwrite them). Parameter
  * gradients start on the GPU from random values at the scale of the gradient itself and are
@@ -208,70 +209,6 @@ static void test_rotate(void) {
                     rotate_case(Ns[k], HD[q][0], HD[q][1], per_head, with_dangle);
 }
 
-/* ---- Selective RoPE angle scan ---- */
-
-static void selrope_case(int l, int H, int P, int with_bias, int with_gate, int with_dtemp) {
-    Seqs *s = layout_seqs(l);
-    int64_t N = s->ntok, C = (int64_t)H * P, n = N * C;
-    char cfg[120];
-    snprintf(cfg, sizeof cfg, "H=%d P=%d%s%s%s %s", H, P, with_bias ? " bias" : "",
-             with_gate ? " gate" : "", with_dtemp ? " dtemp" : "", layouts[l].name);
-    float *phi = gt_rand(n, -1, 1), *temp = gt_rand(P, 0.01, 1);
-    float *bias = with_bias ? gt_rand(C, -1, 1) : NULL;
-    float *gl = with_gate ? gt_rand(N * H, -3, 3) : NULL;
-    void *gphi = gt_act(phi, n), *gtemp = gt_f32(temp, P);
-    void *gbias = bias ? gt_act(bias, C) : NULL, *ggl = gl ? gt_act(gl, N * H) : NULL;
-
-    float *cangle = gt_zeros(n), *cPhi = gt_zeros(n);
-    gt_cpu->selrope_angles_fwd(cangle, cPhi, phi, bias, gl, temp, s, H, P);
-    void *gangle = gt_garbage_f32(n), *gPhi = gt_garbage_f32(n);
-    gt_gpu->selrope_angles_fwd(gangle, gPhi, gphi, gbias, ggl, gtemp, s, H, P);
-    gt_compare(NAME("selrope_fwd Phi %s", cfg), gt_get_f32(gPhi, n), cPhi, n, TOL_SCAN);
-    gt_compare(NAME("selrope_fwd angle %s", cfg), gt_get_f32(gangle, n), cangle, n, TOL_SCAN);
-
-    /* backward from the CPU's Phi (an input of the dtemp sum) */
-    float *dangle = gt_randn(n, 1.0);
-    float *cdphi = gt_zeros(n), *cdbias = gt_zeros(C), *cdgl = gt_zeros(N * H), *cdtemp = gt_zeros(P);
-    gt_cpu->selrope_angles_bwd(cdphi, bias ? cdbias : NULL, gl ? cdgl : NULL,
-                               with_dtemp ? cdtemp : NULL, gt_copy(dangle, n), phi, bias, gl,
-                               temp, cPhi, s, H, P);
-    float *dbias0 = gt_prefill(cdbias, C), *dtemp0 = gt_prefill(cdtemp, P);
-    void *gdphi = gt_garbage_act(n), *gdgl = gt_garbage_act(N * H);
-    void *gdbias = gt_f32(dbias0, C), *gdtemp = gt_f32(dtemp0, P);
-    void *gdangle = gt_f32(dangle, n), *gPhi_in = gt_f32(cPhi, n);
-    gt_gpu->selrope_angles_bwd(gdphi, bias ? gdbias : NULL, gl ? gdgl : NULL,
-                               with_dtemp ? gdtemp : NULL, gdangle, gphi, gbias, ggl, gtemp,
-                               gPhi_in, s, H, P);
-    /* dphi = (reverse fp32 cumsum) * gate, one bf16 rounding */
-    gt_compare(NAME("selrope_bwd dphi %s", cfg), gt_get_act(gdphi, n), cdphi, n, TOL_BF16);
-    if (gl) /* sum over the P channels of a head, one bf16 rounding */
-        gt_compare(NAME("selrope_bwd dgate_logit %s", cfg), gt_get_act(gdgl, N * H), cdgl, N * H,
-                   TOL_BF16);
-    if (bias)
-        gt_compare(NAME("selrope_bwd dbias+= %s", cfg), gt_get_f32(gdbias, C),
-                   gt_plus(dbias0, cdbias, C), C, TOL_SUM);
-    if (with_dtemp)
-        gt_compare(NAME("selrope_bwd dtemp+= %s", cfg), gt_get_f32(gdtemp, P),
-                   gt_plus(dtemp0, cdtemp, P), P, TOL_SUM);
-    else
-        gt_compare(NAME("selrope_bwd dtemp untouched %s", cfg), gt_get_f32(gdtemp, P), dtemp0, P,
-                   0);
-    gt_reset();
-}
-
-static void test_selrope(void) {
-    /* every option combination at the tiny and the GLA 370M head shapes */
-    static const int small[][2] = {{2, 8}, {4, 64}};
-    for (int l = 0; l < NLAYOUT; l++)
-        for (int k = 0; k < 2; k++)
-            for (int opt = 0; opt < 8; opt++)
-                selrope_case(l, small[k][0], small[k][1], opt & 1, opt >> 1 & 1, opt >> 2 & 1);
-    /* FoX and GDN 370M shapes, a 2-channel-per-head shape (lane groups of 2), all options */
-    static const int big[][2] = {{16, 32}, {8, 64}, {3, 4}};
-    for (int l = 0; l < NLAYOUT; l++)
-        for (int k = 0; k < 3; k++) selrope_case(l, big[k][0], big[k][1], 1, 1, 1);
-}
-
 /* ---- weight norm ---- */
 
 static void weightnorm_case(int H, int Din, int P) {
@@ -310,7 +247,6 @@ static const TestCase tests[] = {
     {"revcumsum", test_revcumsum},
     {"rope_angles", test_rope_angles},
     {"rotate", test_rotate},
-    {"selrope_angles", test_selrope},
     {"weightnorm", test_weightnorm},
 };
 

@@ -1,0 +1,61 @@
+// The depthwise causal short conv of kernel 4 (SPEC §2, §3, §5 step 3) as device pieces, shared
+// by the conv kernels (timemix.cu) and the fused Selective RoPE kernels (selrope.cu): a thread
+// holds 2 adjacent channels c, c+1 (a float2) and slides along the tokens.
+#pragma once
+
+#include "cuda_common.cuh"
+
+// Tap t multiplies the token 3 - t back; a NULL weight gives the first difference (taps 0, 0,
+// -1, 1).
+constexpr int KW = 4;
+
+struct Taps {
+    float2 t[KW];
+};
+
+__device__ __forceinline__ Taps load_taps(const bf16 *w, int c) {
+    Taps k;
+#pragma unroll
+    for (int t = 0; t < KW; t++)
+        k.t[t] = w ? f2(bf2f(w[c * KW + t]), bf2f(w[(c + 1) * KW + t]))
+                   : f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
+                        t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f);
+    return k;
+}
+
+// Pre-activation at a token of position p from x at offsets 0 (xc), 1, 2, 3 back.
+__device__ __forceinline__ float2 conv_pre(const Taps &k, int p, float2 xc, float2 xm1, float2 xm2,
+                                           float2 xm3) {
+    float2 pre = f2(0.f, 0.f);
+    if (p >= 3) pre = pre + k.t[0] * xm3;
+    if (p >= 2) pre = pre + k.t[1] * xm2;
+    if (p >= 1) pre = pre + k.t[2] * xm1;
+    return pre + k.t[3] * xc;
+}
+
+__device__ __forceinline__ float silu1(float p) { return p * sigmoidf_(p); }
+// d silu(p) / dp = s (1 + p (1 - s)), s = sigmoid(p)
+__device__ __forceinline__ float dsilu1(float p) {
+    float s = sigmoidf_(p);
+    return s * (1.f + p * (1.f - s));
+}
+
+// The weight gradient of a block (32, 8) covering 64 channels: g[t] holds the thread's sums for
+// its channels c, c+1 and tap t; the sums over the 8 warps go to part[blockIdx.x][C][KW]
+// (one of the block's 64 x 4 entries per thread). Every thread of the block must call it.
+__device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g)[KW], int C) {
+    constexpr int WARPS = 8;
+    static_assert(WARPS * 32 == 64 * KW, "one entry per thread");
+    __shared__ float red[WARPS][32][2 * KW]; // [warp][lane][channel of lane * KW + tap]
+#pragma unroll
+    for (int t = 0; t < KW; t++) {
+        red[threadIdx.y][threadIdx.x][t] = g[t].x;
+        red[threadIdx.y][threadIdx.x][KW + t] = g[t].y;
+    }
+    __syncthreads();
+    int kk = threadIdx.y * 32 + threadIdx.x, lc = kk / KW, tap = kk % KW;
+    float s = 0.f;
+    for (int r = 0; r < WARPS; r++) s += red[r][lc / 2][(lc % 2) * KW + tap];
+    int cg = blockIdx.y * 64 + lc;
+    if (cg < C) part[((int64_t)blockIdx.x * C + cg) * KW + tap] = s;
+}
