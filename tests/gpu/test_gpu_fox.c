@@ -54,7 +54,7 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
     gt_cpu->fox_fwd(o, lse, q, k, v, lf, s, H, D, scale);
     void *o_d = gt_act(gt_rand(nx, -100, 100), nx), *lse_d = gt_f32(gt_rand(nh, -100, 100), nh);
     gt_gpu->fox_fwd(o_d, lse_d, q_d, k_d, v_d, lf_d, s, H, D, scale);
-    /* o: bf16 output (2^-9 rounding) of P V with P rounded to bf16 before the tensor-core
+    /* o: bf16 output (2^-8 rounding) of P V with P rounded to bf16 before the tensor-core
      * product, fp32 accumulation: ~4e-3 of max|o| at worst, tolerance 2e-2. */
     snprintf(what, sizeof what, "fox_fwd o %s", tag);
     gt_compare(what, gt_get_act(o_d, nx), o, nx, 2e-2);
@@ -75,7 +75,7 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
     void *dv_d = gt_act(gt_rand(nx, -100, 100), nx), *dlogf_d = gt_f32(gt_rand(nh, -100, 100), nh);
     gt_gpu->fox_bwd(dq_d, dk_d, dv_d, dlogf_d, dout_d, q_d, k_d, v_d, lf_d, o_bf, lse_in, s, H, D,
                     scale);
-    /* dq, dk, dv: products of bf16-rounded P and dS (2^-9 each) summed over up to 1000
+    /* dq, dk, dv: products of bf16-rounded P and dS (2^-8 each) summed over up to 1000
      * keys/queries in fp32, then rounded to bf16: tolerance 3e-2 of the max. */
     snprintf(what, sizeof what, "fox_bwd dq %s", tag);
     gt_compare(what, gt_get_act(dq_d, nx), dq, nx, 3e-2);

@@ -8,7 +8,7 @@
  *
  * Tolerances, relative to the largest reference value:
  *   o, states 2e-2: tensor-core products of bf16-rounded operands (q e^B, k e^{B_last-B},
- *     the states themselves and A are rounded to bf16, 2^-9 each) summed over 64..256 terms;
+ *     the states themselves and A are rounded to bf16, up to 2^-8 each) summed over 64..256 terms;
  *   dq, dk, dv 3e-2: one more level of bf16 operands (D = dO V^T, the state gradient G);
  *   dg 3e-2: fp32 sums of q dq - k dk over the segment, from dq and dk as above. */
 #include <math.h>
