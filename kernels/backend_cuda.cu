@@ -1,6 +1,9 @@
 // The CUDA backend: device memory from a stream-ordered pool, one compute stream (the NCCL
 // collectives have their own, comm_nccl.cu), the table of kernels. bf16 [act], fp32 [f32] (src/backend.h).
+// Where the device has no memory pools (or ROTOR_CUDA_ALLOC=plain), cudaMalloc / cudaFree
+// instead, the peak read from the device's free memory.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm_nccl.h"
@@ -11,6 +14,8 @@
 
 static cudaStream_t stream;
 static cudaMemPool_t pool;
+static bool plain_alloc;          // cudaMalloc / cudaFree instead of the pool
+static size_t plain_base, plain_peak; // device memory in use at start, and the peak since
 static void *scratch[SCRATCH_SLOTS];
 static size_t scratch_bytes[SCRATCH_SLOTS];
 
@@ -69,7 +74,14 @@ void cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
            file, line);
 }
 
+static size_t device_used() {
+    size_t free_b = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+    return total - free_b;
+}
+
 static size_t used_high() {
+    if (plain_alloc) return plain_peak;
     uint64_t v = 0;
     CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v));
     return (size_t)v;
@@ -77,7 +89,12 @@ static size_t used_high() {
 
 static void *cu_alloc(size_t bytes) {
     void *p = NULL;
-    cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 1, stream);
+    cudaError_t e = plain_alloc ? cudaMalloc(&p, bytes ? bytes : 1)
+                                : cudaMallocAsync(&p, bytes ? bytes : 1, stream);
+    if (plain_alloc && e == cudaSuccess) {
+        size_t used = device_used() - plain_base;
+        if (used > plain_peak) plain_peak = used;
+    }
     if (e == cudaErrorMemoryAllocation) {
         size_t free_b = 0, total = 0;
         cudaMemGetInfo(&free_b, &total);
@@ -90,7 +107,8 @@ static void *cu_alloc(size_t bytes) {
     return p;
 }
 
-static void cu_release(void *p) { CUDA_CHECK(cudaFreeAsync(p, stream)); }
+// cudaFree waits for the device: nothing queued still reads the buffer.
+static void cu_release(void *p) { CUDA_CHECK(plain_alloc ? cudaFree(p) : cudaFreeAsync(p, stream)); }
 static void cu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream)); }
 
 // From pageable host memory the copy has read the source when it returns.
@@ -212,9 +230,16 @@ extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_siz
                 state = -1;
             } else {
                 CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-                CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-                uint64_t keep = UINT64_MAX; // keep freed blocks for reuse
-                CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+                const char *alloc = getenv("ROTOR_CUDA_ALLOC");
+                plain_alloc = (alloc && !strcmp(alloc, "plain")) ||
+                              !device_attribute(cudaDevAttrMemoryPoolsSupported);
+                if (plain_alloc) {
+                    plain_base = device_used();
+                } else {
+                    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+                    uint64_t keep = UINT64_MAX; // keep freed blocks for reuse
+                    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+                }
                 gemm_init();
                 cuda_backend.peak_flops = peak_flops(&prop);
                 cuda_backend.comm_id_size = cuda_comm_id_size;
