@@ -9,14 +9,6 @@
 
 namespace {
 
-__device__ __forceinline__ float2 ld2(const bf16 *p) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
-}
-__device__ __forceinline__ void st2(bf16 *p, float2 v) {
-    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
-}
-__device__ __forceinline__ float2 ldf2(const float *p) { return *reinterpret_cast<const float2 *>(p); }
-__device__ __forceinline__ void stf2(float *p, float2 v) { *reinterpret_cast<float2 *>(p) = v; }
 // ---- RoPE ----
 // angle[n, j] = pos_n theta^(-2j/D), in fp64 like the CPU reference, rounded once.
 __global__ void rope_angles_kernel(float *__restrict__ angle, const int32_t *__restrict__ pos,

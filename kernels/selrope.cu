@@ -20,6 +20,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "segmented_scan.cuh"
 #include "short_conv.cuh"
 #include "util/error.h"
 
@@ -30,14 +31,6 @@ constexpr int RUN = 32;
 constexpr int WARPS = 8; // store_taps_partial reduces blocks of 8 warps
 constexpr int TILE = RUN * WARPS;
 
-__device__ __forceinline__ float2 ld2(const bf16 *p) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
-}
-__device__ __forceinline__ void st2(bf16 *p, float2 v) {
-    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
-}
-__device__ __forceinline__ float2 ldf2(const float *p) { return *reinterpret_cast<const float2 *>(p); }
-__device__ __forceinline__ void stf2(float *p, float2 v) { *reinterpret_cast<float2 *>(p) = v; }
 
 // Channels c, c+1 of token n of an [N, C] tensor; zero outside the tokens.
 __device__ __forceinline__ float2 ld_tok(const bf16 *x, int n, int N, int C, int c) {
@@ -389,43 +382,6 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     }
 }
 
-// Per float column c, the state entering every tile (step 2 above): a warp per column walks
-// the tiles in scan order in batches of 32 (a lane per tile), a segmented inclusive scan
-// across the lanes plus the batch's incoming state, shifted one lane.
-template <bool REV>
-__global__ void scan_carry_kernel(float *__restrict__ carry, const float *__restrict__ tile_val,
-                                  const int *__restrict__ tile_flag, int ntile, int C) {
-    int lane = threadIdx.x % 32;
-    int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (c >= C) return;
-    float run = 0.f;
-    for (int b = 0; b < ntile; b += 32) {
-        int t = REV ? ntile - 1 - b - lane : b + lane;
-        bool ok = t >= 0 && t < ntile;
-        int f = ok ? tile_flag[t] : 0;
-        float v = ok ? tile_val[(int64_t)t * C + c] : 0.f;
-        for (int o = 1; o < 32; o <<= 1) {
-            float vo = __shfl_up_sync(FULL, v, o);
-            int fo = __shfl_up_sync(FULL, f, o);
-            if (lane >= o) {
-                if (!f) v += vo;
-                f |= fo;
-            }
-        }
-        float incl = f ? v : run + v;
-        float excl = __shfl_up_sync(FULL, incl, 1);
-        if (lane == 0) excl = run;
-        if (ok) carry[(int64_t)t * C + c] = excl;
-        run = __shfl_sync(FULL, incl, 31);
-    }
-}
-
-template <bool REV> void launch_carry(float *carry, const float *val, const int *flag, int ntile, int C) {
-    scan_carry_kernel<REV><<<(unsigned)cdiv(C, 8), 256, 0, cuda_stream()>>>(carry, val, flag,
-                                                                          ntile, C);
-    CUDA_LAUNCHED();
-}
-
 void selrope_check(const char *op, int P, Activation act, const void *temp, const void *Phi,
                    const void *q, const void *k, const void *phi_raw) {
     if (P < 2 || P % 2 || 64 % P)
@@ -443,7 +399,7 @@ template <bool SILU> void selrope_fwd_launch(FwdArgs a, float *carry, dim3 grid)
     dim3 block(32, WARPS);
     selrope_fwd_kernel<SILU, false><<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();
-    launch_carry<false>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
+    launch_scan_carry<false>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
     a.tile_carry = carry;
     selrope_fwd_kernel<SILU, true><<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();
@@ -453,7 +409,7 @@ template <bool SILU> void selrope_bwd_launch(BwdArgs a, float *carry, dim3 grid)
     dim3 block(32, WARPS);
     selrope_bwd_kernel<false, false><<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();
-    launch_carry<true>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
+    launch_scan_carry<true>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
     a.tile_carry = carry;
     selrope_bwd_kernel<SILU, true><<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();

@@ -5,19 +5,12 @@
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "segmented_scan.cuh"
 #include "short_conv.cuh"
 #include "util/error.h"
 
 namespace {
 
-constexpr unsigned FULL = 0xffffffffu;
-
-__device__ __forceinline__ float2 ld2(const bf16 *p) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
-}
-__device__ __forceinline__ void st2(bf16 *p, float2 v) {
-    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
-}
 // ---- short conv, kernel 4 (short_conv.cuh) ----
 // A block covers 64 channels (a lane holds 2) and CONV_WARPS runs of CONV_RUN tokens, one run
 // per warp; a thread slides along its run keeping the last inputs in registers.
@@ -190,7 +183,7 @@ void shift_check(const char *op, const void *a, const void *b, int D) {
 // segment starts the sum afresh; the state after a stretch of tokens is (restarted?, sum),
 // combined as (f1, v1) then (f2, v2) -> (f1 | f2, f2 ? v2 : v1 + v2).
 //   1. every tile's state from zero (revcumsum_tile_kernel<false>);
-//   2. per channel, the state entering each tile from the right (revcumsum_carry_kernel);
+//   2. per channel, the state entering each tile from the right (scan_carry_kernel, segmented_scan.cuh);
 //   3. every tile again from its carry, writing y (revcumsum_tile_kernel<true>).
 constexpr int SCAN_RUN = 32;
 constexpr int SCAN_WARPS = 8;
@@ -253,36 +246,6 @@ __global__ void __launch_bounds__(32 * SCAN_WARPS)
             acc += v[i];
             if (n < N && ch) y[(int64_t)n * C + c] = acc;
         }
-    }
-}
-
-// One warp per channel walks the tiles from the right in batches of 32 (a lane per tile):
-// a segmented inclusive scan across the lanes with the batch's incoming state, shifted by
-// one lane to give each tile the state entering it.
-__global__ void revcumsum_carry_kernel(float *__restrict__ carry, const float *__restrict__ tile_val,
-                                       const int *__restrict__ tile_flag, int ntile, int C) {
-    int lane = threadIdx.x % 32;
-    int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (c >= C) return;
-    float run = 0.f;
-    for (int b = 0; b < ntile; b += 32) {
-        int t = ntile - 1 - b - lane;
-        bool ok = t >= 0;
-        int f = ok ? tile_flag[t] : 0;
-        float v = ok ? tile_val[(int64_t)t * C + c] : 0.f;
-        for (int o = 1; o < 32; o <<= 1) {
-            float vo = __shfl_up_sync(FULL, v, o);
-            int fo = __shfl_up_sync(FULL, f, o);
-            if (lane >= o) {
-                if (!f) v += vo;
-                f |= fo;
-            }
-        }
-        float incl = f ? v : run + v;
-        float excl = __shfl_up_sync(FULL, incl, 1);
-        if (lane == 0) excl = run;
-        if (ok) carry[(int64_t)t * C + c] = excl;
-        run = __shfl_sync(FULL, incl, 31);
     }
 }
 
@@ -349,9 +312,7 @@ void cuda_revcumsum(void *y, const void *x, const Seqs *s, int C) {
     revcumsum_tile_kernel<false><<<grid, block, 0, cuda_stream()>>>(
         nullptr, val, flag, nullptr, (const float *)x, s->dev_pos, N, C);
     CUDA_LAUNCHED();
-    revcumsum_carry_kernel<<<(unsigned)cdiv(C, 8), 256, 0, cuda_stream()>>>(carry, val, flag,
-                                                                           ntile, C);
-    CUDA_LAUNCHED();
+    launch_scan_carry<true>(carry, val, flag, ntile, C);
     revcumsum_tile_kernel<true><<<grid, block, 0, cuda_stream()>>>(
         (float *)y, nullptr, nullptr, carry, (const float *)x, s->dev_pos, N, C);
     CUDA_LAUNCHED();
