@@ -14,7 +14,6 @@ void cuda_head_matmul_bwd(void *dx, void *dw, const void *dout, const void *x, c
 
 // elementwise.cu
 void cuda_to_act(void *dst, const void *src, int64_t n);
-void cuda_add(void *out, const void *a, const void *b, int64_t n);
 void cuda_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, int C);
 void cuda_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t n, int C);
 void cuda_scatter_rows(void *out, const int32_t *rows, const void *src, int64_t n, int C);
@@ -34,6 +33,8 @@ void cuda_gdn_gates_bwd(void *db_raw, void *da_raw, void *dA_log, void *ddt_bias
 // norm.cu
 void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
                       int w_per_group, double eps);
+void cuda_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
+                          const void *w, int64_t N, int C, double eps);
 void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
                       const void *rstd, int64_t N, int G, int C, int w_per_group, int accumulate);
 void cuda_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps);

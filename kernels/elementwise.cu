@@ -1,4 +1,4 @@
-// Elementwise ops: the bf16 compute copy of the weights, residual add, token embedding,
+// Elementwise ops: the bf16 compute copy of the weights, token embedding,
 // gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (SPEC §1-3).
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
@@ -72,18 +72,6 @@ struct ToAct {
 #pragma unroll
         for (int k = 0; k < V; k++) o.v[k] = f2bf(a.v[k]);
         st_vec<V>(dst + i, o);
-    }
-};
-
-struct Add {
-    static constexpr int VEC = 8;
-    bf16 *out;
-    const bf16 *a, *b;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> x = ld_vec<V>(a + i), y = ld_vec<V>(b + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(x.v[k]) + bf2f(y.v[k]));
-        st_vec<V>(out + i, o);
     }
 };
 
@@ -292,10 +280,6 @@ void check_act(Activation act, const char *op) {
 
 void cuda_to_act(void *dst, const void *src, int64_t n) {
     map(ToAct{(bf16 *)dst, (const float *)src}, n, {{dst, 2}, {src, 4}});
-}
-
-void cuda_add(void *out, const void *a, const void *b, int64_t n) {
-    map(Add{(bf16 *)out, (const bf16 *)a, (const bf16 *)b}, n, {{out, 2}, {a, 2}, {b, 2}});
 }
 
 void cuda_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, int C) {

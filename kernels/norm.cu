@@ -1,5 +1,6 @@
-// RMSNorm over groups of channels (SPEC §1; also the per-head readout and FoX QK norms) and
-// L2 normalisation (GDN q/k, SPEC §3; Selective RoPE inputs, SPEC §5).
+// RMSNorm over groups of channels (SPEC §1; also the per-head readout and FoX QK norms), the
+// block norms fused with the residual add before them, and L2 normalisation (GDN q/k,
+// SPEC §3; Selective RoPE inputs, SPEC §5).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -24,11 +25,13 @@ __device__ __forceinline__ float group_sum(float v, int W) {
 }
 
 // y = x * rs (* w), rs = 1/sqrt(sum x^2 / C + eps) for RMSNorm (SPEC §1),
-// 1/sqrt(sum x^2 + eps) for the L2 norm; one row per lane group.
-template <int VEC, int NV, bool RMS>
+// 1/sqrt(sum x^2 + eps) for the L2 norm; one row per lane group. With ADD, x = a + b rounded
+// to bf16 is the residual stream: written to h, and normalised as read back.
+template <int VEC, int NV, bool RMS, bool ADD = false>
 __global__ void __launch_bounds__(THREADS)
     norm_fwd_kernel(bf16 *y, float *rstd, const bf16 *x, const bf16 *w, int64_t rows, int G, int C,
-                    int W, int w_per_group, float eps) {
+                    int W, int w_per_group, float eps, bf16 *h = nullptr,
+                    const bf16 *b = nullptr) {
     int li = threadIdx.x & (W - 1), units = C / VEC;
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
     bool active = r < rows;
@@ -40,6 +43,12 @@ __global__ void __launch_bounds__(THREADS)
         int u = li + j * W;
         if (active && u < units) {
             xv[j] = ld_vec<VEC>(xr + u * VEC);
+            if constexpr (ADD) {
+                Pack<bf16, VEC> bv = ld_vec<VEC>(b + r * C + u * VEC);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) xv[j].v[k] = f2bf(bf2f(xv[j].v[k]) + bf2f(bv.v[k]));
+                st_vec<VEC>(h + r * C + u * VEC, xv[j]);
+            }
 #pragma unroll
             for (int k = 0; k < VEC; k++) {
                 float a = bf2f(xv[j].v[k]);
@@ -270,6 +279,20 @@ void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t
             <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>(
                 (bf16 *)y, (float *)rstd, (const bf16 *)x, (const bf16 *)w, rows, G, C, s.W,
                 w_per_group, (float)eps);
+    });
+    CUDA_LAUNCHED();
+}
+
+void cuda_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
+                          const void *w, int64_t N, int C, double eps) {
+    if (N <= 0) return;
+    check_rows("add_rmsnorm_fwd", N);
+    Shape s = row_shape("add_rmsnorm_fwd", C, {h, y, a, b, w});
+    dispatch(s, [&](auto V, auto NV) {
+        norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, true, true>
+            <<<row_blocks(N, s.W), THREADS, 0, cuda_stream()>>>(
+                (bf16 *)y, (float *)rstd, (const bf16 *)a, (const bf16 *)w, N, 1, C, s.W, 0,
+                (float)eps, (bf16 *)h, (const bf16 *)b);
     });
     CUDA_LAUNCHED();
 }

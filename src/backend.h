@@ -72,8 +72,6 @@ struct Backend {
      * dx or dbias may be NULL. */
     void (*matmul_bwd)(void *dx, void *dw, void *dbias, const void *dout, const void *x,
                        const void *w, int M, int N, int K, int accumulate);
-    /* out = a + b over n elements [act]. */
-    void (*add)(void *out, const void *a, const void *b, int64_t n);
     /* out[n,:] = E[tok[n],:]; tokens [i32] */
     void (*embedding_fwd)(void *out, const int32_t *tok, const void *E, int64_t n, int C);
     void (*embedding_bwd)(void *dE, const int32_t *tok, const void *dout, int64_t n, int C);
@@ -85,6 +83,10 @@ struct Backend {
      * else C (shared by all groups). SPEC §1 RMSNorm. */
     void (*rmsnorm_fwd)(void *y, void *rstd, const void *x, const void *w, int64_t N, int G,
                         int C, int w_per_group, double eps);
+    /* The residual add fused with the norm that reads its result: h = a + b [N, C] (the
+     * residual stream, rounded to [act]), then y, rstd = rmsnorm_fwd of h with G = 1. */
+    void (*add_rmsnorm_fwd)(void *h, void *y, void *rstd, const void *a, const void *b,
+                            const void *w, int64_t N, int C, double eps);
     void (*rmsnorm_bwd)(void *dx, void *dw, const void *dy, const void *x, const void *w,
                         const void *rstd, int64_t N, int G, int C, int w_per_group,
                         int accumulate);

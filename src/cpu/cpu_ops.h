@@ -17,6 +17,8 @@ void cpu_scatter_rows(void *out, const int32_t *rows, const void *src, int64_t n
 
 void cpu_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
                      int w_per_group, double eps);
+void cpu_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
+                         const void *w, int64_t N, int C, double eps);
 void cpu_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
                      const void *rstd, int64_t N, int G, int C, int w_per_group, int accumulate);
 void cpu_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps);

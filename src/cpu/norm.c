@@ -26,6 +26,12 @@ void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int6
     }
 }
 
+void cpu_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
+                         const void *w, int64_t N, int C, double eps) {
+    cpu_add(h, a, b, N * C);
+    cpu_rmsnorm_fwd(y, rstd, h, w, N, 1, C, 0, eps);
+}
+
 void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const void *w_,
                      const void *rstd_, int64_t N, int G, int C, int w_per_group,
                      int accumulate) {

@@ -267,6 +267,21 @@ static void build_segments(Model *m, const Batch *b) {
     seqs_mirror(&m->seqs_dev, m->be, &m->seqs);
 }
 
+/* The norm that reads the residual stream h[l]: block l's attention norm, or after the last
+ * block the final norm (its output, rstd and weight index). */
+typedef struct {
+    void *y, *rstd;
+    int w;
+} NormOut;
+
+static NormOut norm_reading(Model *m, int l) {
+    if (l < m->cfg.num_layers) {
+        Block *b = &m->blocks[l];
+        return (NormOut){b->xa, b->rsa, b->attn_norm};
+    }
+    return (NormOut){m->xf, m->rsf, m->final_norm};
+}
+
 static Ctx make_ctx(Model *m) {
     Ctx c;
     c.be = m->be;
@@ -311,21 +326,22 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     Ctx c = make_ctx(m);
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
     double eps = m->cfg.norm_eps;
+    int L = m->cfg.num_layers;
     be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
-    for (int l = 0; l < m->cfg.num_layers; l++) {
+    NormOut first = norm_reading(m, 0);
+    be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
+    for (int l = 0; l < L; l++) {
         Block *bl = &m->blocks[l];
-        be->rmsnorm_fwd(bl->xa, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps);
         m->mix->forward(bl->mixer, &c, bl->xa, bl->ya);
-        be->add(bl->hm, m->h[l], bl->ya, N * d);
-        be->rmsnorm_fwd(bl->xm, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps);
+        be->add_rmsnorm_fwd(bl->hm, bl->xm, bl->rsm, m->h[l], bl->ya, W(&c, bl->mlp_norm), N, d, eps);
         be->matmul_fwd(bl->gate, bl->xm, W(&c, bl->w_gate), NULL, (int)N, I, d);
         be->matmul_fwd(bl->up, bl->xm, W(&c, bl->w_up), NULL, (int)N, I, d);
         be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
         /* the MLP output goes to the scratch dx, then into the residual stream */
         be->matmul_fwd(m->dx, bl->act, W(&c, bl->w_down), NULL, (int)N, d, I);
-        be->add(m->h[l + 1], bl->hm, m->dx, N * d);
+        NormOut next = norm_reading(m, l + 1);
+        be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
     }
-    be->rmsnorm_fwd(m->xf, m->rsf, m->h[m->cfg.num_layers], W(&c, m->final_norm), N, 1, d, 0, eps);
     const void *x_head = m->xf;
     if (M < N) { /* gather the labeled rows (an embedding lookup into xf) */
         be->embedding_fwd(m->xsel, m->rows_dev, m->xf, M, d);

@@ -135,24 +135,6 @@ static void test_to_act(void) {
     gt_reset();
 }
 
-/* ---- add ---- */
-
-static void add_case(int64_t n, int off_a, int off_b) {
-    float *a = gt_randn(n, 1), *b = gt_randn(n, 1), *ref = gt_zeros(n);
-    gt_cpu->add(ref, a, b, n);
-    void *out = gt_garbage_act(n);
-    gt_gpu->add(out, act_at(a, n, off_a), act_at(b, n, off_b), n);
-    gt_compare(NAME("add n=%lld off=%d,%d", (long long)n, off_a, off_b), gt_get_act(out, n), ref, n,
-               TOL_BF16);
-}
-
-static void test_add(void) {
-    add_case(300 * 1024 + 5, 0, 0);
-    add_case(300 * 1024 + 5, 0, 1);
-    add_case(7, 0, 0);
-    gt_reset();
-}
-
 /* ---- embedding ---- */
 
 /* n tokens over V rows, most of them from a few ids so that rows repeat many times. */
@@ -369,6 +351,36 @@ static void rmsnorm_case(NormCase k) {
                         k.C, wk, k.w_off, acc),
                    gt_get_f32(gdw, wn), gt_plus(dw0, inc, wn), wn, TOL_SUM);
     }
+}
+
+/* The residual add fused with RMSNorm: h must be the bf16 rounding of the fp32 sum exactly
+ * (the same two roundings on both sides); y and rstd are the norm of that rounded h, so they
+ * are compared with the CPU's norm of the GPU's h. off misaligns a (the scalar path). */
+static void add_rmsnorm_case(int64_t N, int C, int off) {
+    int64_t n = N * C;
+    double eps = 1e-6;
+    float *a = gt_randn(n, 1.5), *b = gt_randn(n, 1.5), *w = gt_rand(C, 0.5, 1.5);
+    float *rh = gt_zeros(n), *ry = gt_zeros(n), *rrs = gt_zeros(N);
+    gt_cpu->add_rmsnorm_fwd(rh, ry, rrs, a, b, w, N, C, eps);
+    void *h = gt_garbage_act(n), *y = gt_garbage_act(n), *rs = gt_garbage_f32(N);
+    gt_gpu->add_rmsnorm_fwd(h, y, rs, act_at(a, n, off), gt_act(b, n), gt_act(w, C), N, C, eps);
+    float *gh = gt_get_act(h, n);
+    gt_compare(NAME("add_rmsnorm_fwd h N=%lld C=%d off=%d", (long long)N, C, off), gh,
+               round_all(rh, n), n, 0);
+    gt_cpu->rmsnorm_fwd(ry, rrs, gh, w, N, 1, C, 0, eps);
+    gt_compare(NAME("add_rmsnorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off),
+               gt_get_act(y, n), ry, n, TOL_BF16);
+    gt_compare(NAME("add_rmsnorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off),
+               gt_get_f32(rs, N), rrs, N, TOL_F32);
+}
+
+static void test_add_rmsnorm(void) {
+    add_rmsnorm_case(300, 1024, 0); /* hidden 1024, vectors */
+    add_rmsnorm_case(300, 1024, 1); /* misaligned: scalar, 32 per lane */
+    add_rmsnorm_case(257, 64, 0);   /* tiny configs */
+    add_rmsnorm_case(50, 2048, 0);  /* largest C */
+    add_rmsnorm_case(1, 8, 0);
+    gt_reset();
 }
 
 static void test_rmsnorm(void) {
@@ -594,13 +606,13 @@ static void test_adamw(void) {
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"to_act", test_to_act},
-        {"add", test_add},
         {"embedding", test_embedding},
         {"scatter_rows", test_scatter_rows},
         {"gate_mul", test_gate_mul},
         {"silu", test_silu},
         {"logsigmoid", test_logsigmoid},
         {"gdn_gates", test_gdn_gates},
+        {"add_rmsnorm", test_add_rmsnorm},
         {"rmsnorm", test_rmsnorm},
         {"l2norm", test_l2norm},
         {"cross_entropy", test_cross_entropy},
