@@ -27,7 +27,7 @@ configs_370m=(configs/gla-370m-selective-pg.ini configs/gdn-370m-selective-pg.in
 
 build_gpu() {
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DROTOR_CUDA=ON \
-          -DROTOR_CUDA_ARCHS=90a-real -DROTOR_NATIVE=OFF >/dev/null
+          -DROTOR_CUDA_ARCHS=90a-real -DROTOR_NATIVE=OFF -DROTOR_SHARED_CORE=ON >/dev/null
     cmake --build "$build" -j"$(nproc)" --target rotor gpu_step \
           $(cd "$root/tests/gpu" && ls test_gpu_*.c | sed 's/\.c$//')
 }
