@@ -15,8 +15,9 @@
 typedef struct {
     int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids */
     void *mixer;
-    /* saved: h is the block input; xa, xm the normalised inputs of mixer and MLP */
-    void *xa, *rsa, *ya, *hm, *xm, *rsm, *gate, *up, *act;
+    /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
+     * the MLP's gate and up projections; the block input is h[l] */
+    void *rsa, *hm, *rsm, *gate, *up;
 } Block;
 
 struct Model {
@@ -39,6 +40,9 @@ struct Model {
     void **h;            /* [L+1] residual stream: h[l] enters block l */
     void *xf, *rsf, *xsel, *logits, *rope_angle;
     void *dh, *dx, *dgate, *dup, *dact, *dmlp_in;
+    /* recomputed in the backward rather than saved (cheap elementwise passes): a block's
+     * normalised input of the mixer or the MLP, and swish(gate) * up; the mixer output */
+    void *xn, *act, *ya;
     int32_t *tok_dev, *lab_dev, *rows_dev;
     int32_t *rows, *lab_sel;  /* host: the labeled positions and their labels */
 
@@ -180,15 +184,11 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     for (int l = 0; l <= L; l++) m->h[l] = carve(sv, A * N * d);
     for (int l = 0; l < L; l++) {
         Block *b = &m->blocks[l];
-        b->xa = carve(sv, A * N * d);
         b->rsa = carve(sv, F * N);
-        b->ya = carve(sv, A * N * d);
         b->hm = carve(sv, A * N * d);
-        b->xm = carve(sv, A * N * d);
         b->rsm = carve(sv, F * N);
         b->gate = carve(sv, A * N * I);
         b->up = carve(sv, A * N * I);
-        b->act = carve(sv, A * N * I);
         Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
         m->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
@@ -206,6 +206,9 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     m->dgate = carve(&bb, A * N * I);
     m->dup = carve(&bb, A * N * I);
     m->dact = carve(&bb, A * N * I);
+    m->xn = carve(&bb, A * N * d);
+    m->act = carve(&bb, A * N * I);
+    m->ya = carve(&bb, A * N * d);
     sc->used = bb.used;
 }
 
@@ -277,7 +280,7 @@ typedef struct {
 static NormOut norm_reading(Model *m, int l) {
     if (l < m->cfg.num_layers) {
         Block *b = &m->blocks[l];
-        return (NormOut){b->xa, b->rsa, b->attn_norm};
+        return (NormOut){m->xn, b->rsa, b->attn_norm};
     }
     return (NormOut){m->xf, m->rsf, m->final_norm};
 }
@@ -332,13 +335,13 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
     for (int l = 0; l < L; l++) {
         Block *bl = &m->blocks[l];
-        m->mix->forward(bl->mixer, &c, bl->xa, bl->ya);
-        be->add_rmsnorm_fwd(bl->hm, bl->xm, bl->rsm, m->h[l], bl->ya, W(&c, bl->mlp_norm), N, d, eps);
-        be->matmul_fwd(bl->gate, bl->xm, W(&c, bl->w_gate), NULL, (int)N, I, d);
-        be->matmul_fwd(bl->up, bl->xm, W(&c, bl->w_up), NULL, (int)N, I, d);
-        be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
+        m->mix->forward(bl->mixer, &c, m->xn, m->ya);
+        be->add_rmsnorm_fwd(bl->hm, m->xn, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
+        be->matmul_fwd(bl->gate, m->xn, W(&c, bl->w_gate), NULL, (int)N, I, d);
+        be->matmul_fwd(bl->up, m->xn, W(&c, bl->w_up), NULL, (int)N, I, d);
+        be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU);
         /* the MLP output goes to the scratch dx, then into the residual stream */
-        be->matmul_fwd(m->dx, bl->act, W(&c, bl->w_down), NULL, (int)N, d, I);
+        be->matmul_fwd(m->dx, m->act, W(&c, bl->w_down), NULL, (int)N, d, I);
         NormOut next = norm_reading(m, l + 1);
         be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
     }
@@ -370,6 +373,7 @@ void model_backward(Model *m) {
     Ctx c = make_ctx(m);
     int64_t N = m->N;
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size, L = m->cfg.num_layers;
+    double eps = m->cfg.norm_eps;
     /* LM head (on the M labeled rows) and final norm: dh = d loss / d h[L] */
     int64_t M = m->M;
     if (M < N) { /* scatter the rows' gradient back (rows without a label get zero) */
@@ -384,13 +388,16 @@ void model_backward(Model *m) {
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
         /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
-        be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, bl->act, W(&c, bl->w_down), (int)N, d, I, 0);
+        be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
+        be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
         be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
-        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, bl->xm, W(&c, bl->w_gate), (int)N, I, d, 0);
-        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, bl->xm, W(&c, bl->w_up), (int)N, I, d, 1);
+        be->rmsnorm_fwd(m->xn, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps); /* recomputed */
+        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
+        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
         be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
         /* mixer: hm = h[l] + Mixer(xa); dh becomes d/dh[l] */
-        m->mix->backward(bl->mixer, &c, bl->xa, m->dh, m->dx);
+        be->rmsnorm_fwd(m->xn, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps); /* recomputed */
+        m->mix->backward(bl->mixer, &c, m->xn, m->dh, m->dx);
         be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
