@@ -1095,7 +1095,8 @@ void cuda_gdn_bwd(void *dq, void *dk, void *dv, void *dbeta, void *dg, const voi
     check_args("gdn_bwd", H, K, V, ptrs, 8);
     const int64_t N = s->ntok, nchunk = s->nchunk;
     if (N == 0 || nchunk == 0) return;
-    const int BK = K < CT ? K : CT, nkt = K / BK;
+    // K tiles of the dq/dk kernel: the widest of 64, 48, 32, 16 that divides K
+    const int BK = K % 64 == 0 ? 64 : K % 48 == 0 ? 48 : K % 32 == 0 ? 32 : 16, nkt = K / BK;
     const size_t nk = (size_t)N * H * K, nv = (size_t)N * H * V, ns = (size_t)nchunk * H * K * V;
     // A: W, then dW; B: U; C: P and the d gam partials; D: dU, dS, dKp
     bf16 *W = (bf16 *)cuda_scratch(SCRATCH_A, sizeof(bf16) * nk);

@@ -165,6 +165,8 @@ static void test_gdn_h1_k64_v32_strong(void) { run_layouts(1, 64, 32, STRONG); }
 static void test_gdn_h1_k64_v32_weak(void) { run_layouts(1, 64, 32, WEAK); }
 /* V = 48: a partial 64-column tile and 16-column scan blocks with K = 32 */
 static void test_gdn_h3_k32_v48_normal(void) { run_layouts(3, 32, 48, NORMAL); }
+/* K = 96, not a multiple of 64: two K tiles of 48 in the backward */
+static void test_gdn_h2_k96_v32_normal(void) { run_layouts(2, 96, 32, NORMAL); }
 /* the largest sizes: four K tiles, the biggest shared-memory layouts (single-buffered scans) */
 static void test_gdn_h2_k256_v256_normal(void) { run_layouts(2, 256, 256, NORMAL); }
 
@@ -179,6 +181,7 @@ static const TestCase tests[] = {
     {"gdn_h1_k64_v32_strong", test_gdn_h1_k64_v32_strong},
     {"gdn_h1_k64_v32_weak", test_gdn_h1_k64_v32_weak},
     {"gdn_h3_k32_v48_normal", test_gdn_h3_k32_v48_normal},
+    {"gdn_h2_k96_v32_normal", test_gdn_h2_k96_v32_normal},
     {"gdn_h2_k256_v256_normal", test_gdn_h2_k256_v256_normal},
 };
 
