@@ -18,6 +18,8 @@ device=${ROTOR_E2E_DEVICE:-cuda}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# sandboxed machines may forbid cross-process memory access (CMA): plain shared memory
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 tok=$data/tokenizer/mistral-7b-v0.1.model
 fails=0
 check() { # NAME CONDITION-STATUS
@@ -27,6 +29,12 @@ check() { # NAME CONDITION-STATUS
 "$rotor" data tokenize --tokenizer "$tok" --out "$work/shards" --text-docs paragraph \
     --val-fraction 0.02 "$data/text/tinyshakespeare.txt" >"$work/tokenize.log" 2>&1
 check "tokenize tinyshakespeare" $?
+
+# the launcher alone first: if it cannot start a process, its own words say why
+mpirun -np 1 --bind-to none true >"$work/mpirun.log" 2>&1
+rc=$?
+[ $rc = 0 ] || { mpirun --version; cat "$work/mpirun.log"; } 2>&1 | head -40
+check "mpirun -np 1 starts a process" $rc
 
 train_args=(--set model.vocab_size=32000 --set model.doc_mask=true --set run.device="$device"
             --set data.train="$work/shards/train" --set data.val="$work/shards/val"
