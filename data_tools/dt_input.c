@@ -116,7 +116,7 @@ static void add_directory(DtInputs *in, const char *dir) {
         names[n++] = rt_strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof(char *), compare_names);
+    if (n) qsort(names, (size_t)n, sizeof(char *), compare_names);
     for (int k = 0; k < n; k++) {
         char *path = rt_sprintf("%s/%s", dir, names[k]);
         struct stat sb;

@@ -144,7 +144,7 @@ static int expand_path(const char *spec, Names *out, Names *unfinished) {
             globfree(&g);
         }
     }
-    qsort(out->v + before, (size_t)(out->n - before), sizeof(char *), compare_names);
+    if (out->n > before) qsort(out->v + before, (size_t)(out->n - before), sizeof(char *), compare_names);
     return out->n - before;
 }
 

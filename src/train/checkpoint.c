@@ -168,7 +168,7 @@ static CkptEntry *list_complete(const char *ckdir, int *count) {
         n++;
     }
     closedir(d);
-    qsort(list, (size_t)n, sizeof(CkptEntry), cmp_step_desc);
+    if (n) qsort(list, (size_t)n, sizeof(CkptEntry), cmp_step_desc);
     *count = n;
     return list;
 }
