@@ -171,6 +171,11 @@ static void test_set_overrides(void) {
     expect_error(NULL, "train.lr=fast", "--set", "train.lr = 'fast'", "expected a number > 0", NULL);
     /* A string the written INI could not give back (an inline comment). */
     expect_error(NULL, "data.train=a ;b", "data.train = 'a ;b'", NULL);
+    /* ... or one that starts a comment where "key = " is written before it (found by fuzzing;
+     * inih reads "dir =;x" as ";x" but "dir = ;x" as empty). */
+    expect_error(NULL, "run.dir=;x", "run.dir = ';x'", NULL);
+    expect_error("[run]\ndir =#x\n", NULL, "run.dir = '#x'", NULL);
+    CHECK(load_file(&c, "[run]\ndir = a;b#c\n", TRAIN_SET, 1, NULL) == 0 && !strcmp(c.run.dir, "a;b#c"));
 }
 
 static void test_unknown_key(void) {
@@ -250,6 +255,11 @@ static void test_impossible_shapes(void) {
     expect_error("[model]\ntype = gla\nhidden_size = 64\nnum_heads = 3\n", set, "model.num_heads", NULL);
     expect_error("[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\n[pe]\ntype = rope\n", set, "pe.type", "even",
                  NULL);
+    /* Widths that would overflow an int (found by fuzzing: a huge hidden_ratio). */
+    expect_error("[model]\nhidden_ratio = 1e40\n", set, "model.hidden_ratio", "2^24", NULL);
+    expect_error("[model]\ntype = gla\nexpand_k = 1e30\n", set, "model.expand_k", "2^24", NULL);
+    expect_error("[model]\ntype = gated_deltanet\nhead_dim = 2000000000\n", set, "model.num_heads", "2^24", NULL);
+    expect_error("[model]\nintermediate_size = 2000000000\n", set, "model.intermediate_size", NULL);
     /* The same shapes are fine without a rotary embedding, and FoX ignores GLA/GDN keys. */
     RunConfig c;
     const char *ok = "[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\nexpand_k = 0.01\nhead_dim = 7\n"

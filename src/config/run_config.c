@@ -282,19 +282,20 @@ static void describe(const KeySpec *k, char *buf, size_t n) {
     }
     case T_STR:
         snprintf(buf, n, "a string of at most %zu characters, without control characters "
-                 "or ' ;' / ' #' (read as comments)", k->size - 1);
+                 "or ';' / '#' first or after a blank (read as comments)", k->size - 1);
         return;
     }
 }
 
 /* A string that an INI line gives back unchanged: no control characters, no inline
- * comment start, no surrounding blanks (inih strips those). */
+ * comment start (';' or '#' after a blank, or first: written as "key = ;..."), no
+ * surrounding blanks (inih strips those). */
 static bool ini_safe_string(const char *s) {
     size_t n = strlen(s);
     if (n && (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]))) return false;
     for (size_t i = 0; i < n; i++) {
         if (iscntrl((unsigned char)s[i])) return false;
-        if ((s[i] == ';' || s[i] == '#') && i > 0 && isspace((unsigned char)s[i - 1])) return false;
+        if ((s[i] == ';' || s[i] == '#') && (i == 0 || isspace((unsigned char)s[i - 1]))) return false;
     }
     return true;
 }

@@ -55,18 +55,28 @@ void model_config_defaults(ModelConfig *c) {
 
 static int is_integer(double x) { return fabs(x - round(x)) < 1e-9; }
 
+/* Widths far beyond any model (2^24) are refused before they overflow an int. */
+#define MAX_WIDTH 16777216.0
+
 const char *model_dims(const ModelConfig *c, ModelDims *o) {
     static char msg[256];
     memset(o, 0, sizeof(*o));
     int d = c->hidden_size, H = c->num_heads;
     if (d <= 0) return "model.hidden_size must be positive";
+    if (d > MAX_WIDTH) return "model.hidden_size must be at most 2^24";
     if (H <= 0) return "model.num_heads must be positive";
     if (c->num_layers <= 0) return "model.num_layers must be positive";
     if (c->vocab_size <= 1) return "model.vocab_size must be at least 2";
+    if (c->vocab_size > MAX_WIDTH) return "model.vocab_size must be at most 2^24";
     o->H = H;
     switch (c->mixer) {
     case MIXER_GLA: {
         double kd = d * c->expand_k, vd = d * c->expand_v;
+        if (kd > MAX_WIDTH || vd > MAX_WIDTH) {
+            snprintf(msg, sizeof msg, "model.expand_k = %g / expand_v = %g give a width beyond 2^24",
+                     c->expand_k, c->expand_v);
+            return msg;
+        }
         if (!is_integer(kd) || kd <= 0) {
             snprintf(msg, sizeof msg, "model.expand_k = %g gives a non-integer key width %g", c->expand_k, kd);
             return msg;
@@ -90,6 +100,11 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     case MIXER_GDN: {
         if (c->head_dim <= 0) return "model.head_dim must be positive";
         double dv = c->head_dim * c->expand_v;
+        if ((double)H * c->head_dim > MAX_WIDTH || (double)H * dv > MAX_WIDTH) {
+            snprintf(msg, sizeof msg, "model.num_heads = %d x head_dim = %d (x expand_v = %g) is beyond 2^24",
+                     H, c->head_dim, c->expand_v);
+            return msg;
+        }
         if (!is_integer(dv) || dv <= 0) {
             snprintf(msg, sizeof msg, "model.expand_v = %g times head_dim %d is not an integer", c->expand_v, c->head_dim);
             return msg;
@@ -119,10 +134,12 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
                  H, d);
         return msg;
     }
+    if (c->intermediate_size > MAX_WIDTH) return "model.intermediate_size must be at most 2^24";
     if (c->intermediate_size > 0) {
         o->mlp_width = c->intermediate_size;
     } else {
         if (c->hidden_ratio <= 0) return "model.hidden_ratio must be positive";
+        if (d * c->hidden_ratio * 2.0 / 3.0 > MAX_WIDTH) return "model.hidden_ratio gives an MLP width beyond 2^24";
         int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* SPEC §1, evaluated left to right as fla */
         o->mlp_width = 256 * ((w + 255) / 256);
     }
