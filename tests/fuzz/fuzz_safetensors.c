@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     StFile *f = st_open(path, err, sizeof err);
     if (!f) {
         FUZZ_CHECK(strstr(err, path) != NULL, "error does not name the file: %s", err);
+        unlink(path);
         return 0;
     }
     int n = st_count(f);
@@ -57,8 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        "tensor %s differs in the copy", t[i].name);
         }
         st_close(g);
+        unlink(copy);
     }
     rt_free(t);
     st_close(f);
+    unlink(path);
     return 0;
 }
