@@ -59,31 +59,15 @@ static char *download(const Backend *be, const void *src, int64_t n) {
     return h;
 }
 
-/* The tiny model recipe of test_model_grad.c. */
-static ModelConfig tiny(MixerKind mixer) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 13;
-    c.hidden_size = 16;
-    c.num_layers = 2;
-    c.num_heads = 2;
-    c.intermediate_size = 24;
-    c.head_dim = 8;
-    c.gate_low_rank_dim = 4;
-    c.pe.phi_rank = 3;
-    return c;
-}
-
 static ModelConfig tiny_gla(void) {
-    ModelConfig c = tiny(MIXER_GLA);
+    ModelConfig c = tu_tiny_model(MIXER_GLA, 2);
     c.pe.kind = PE_ROPE;
     return c;
 }
 
 /* GDN with trainable temperatures (full-rank Selective RoPE). */
 static ModelConfig tiny_gdn(void) {
-    ModelConfig c = tiny(MIXER_GDN);
+    ModelConfig c = tu_tiny_model(MIXER_GDN, 2);
     c.pe.kind = PE_SELECTIVE;
     c.pe.temp_grad = 1;
     return c;
@@ -91,7 +75,7 @@ static ModelConfig tiny_gdn(void) {
 
 /* FoX-Pro, low-rank Selective RoPE with bias and phase gate, frozen temperatures. */
 static ModelConfig tiny_fox_pro(void) {
-    ModelConfig c = tiny(MIXER_FOX);
+    ModelConfig c = tu_tiny_model(MIXER_FOX, 2);
     c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
     c.pe.kind = PE_SELECTIVE;
     c.pe.phi_proj = PHI_LOW_RANK;

@@ -35,25 +35,6 @@ static void record(void *ctx, int64_t lo, int64_t hi) {
     r->n++;
 }
 
-static ModelConfig tiny(MixerKind mixer) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 13;
-    c.hidden_size = 16;
-    c.num_layers = LAYERS;
-    c.num_heads = 2;
-    c.intermediate_size = 24;
-    c.expand_k = 0.5;
-    c.expand_v = 1.0;
-    c.head_dim = 8;
-    c.gate_low_rank_dim = 4;
-    c.init_std = 0.3;
-    c.pe.phi_rank = 3;
-    c.bos_id = 1;
-    return c;
-}
-
 typedef struct {
     Model *m;
     Batch b;
@@ -151,7 +132,7 @@ static void check_ranges(const ModelConfig *cfg, const char *label) {
 static void run_variants(MixerKind mixer) {
     for (int option = 0; option <= 1; option++)
         for (int k = 0; k < N_PE_VARIANTS; k++) {
-            ModelConfig c = tiny(mixer);
+            ModelConfig c = tu_tiny_model(mixer, LAYERS);
             apply_mixer_option(&c, option);
             apply_pe_variant(&c, k);
             char label[160];
@@ -188,7 +169,7 @@ static int expected_buckets(const Record *rec, int64_t elems) {
 }
 
 static void test_buckets(void) {
-    ModelConfig c = tiny(MIXER_GLA);
+    ModelConfig c = tu_tiny_model(MIXER_GLA, LAYERS);
     Setup s = setup(&c);
     Record rec = {.grads = model_grads(s.m)};
     model_set_grad_ready(s.m, record, &rec);

@@ -19,25 +19,6 @@ static double probe_loss(void *ctx) {
     return model_forward(p->m, &p->b, 0.0f, NULL) * p->inv_valid;
 }
 
-static ModelConfig tiny(MixerKind mixer) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 13;
-    c.hidden_size = 16;
-    c.num_layers = 2;
-    c.num_heads = 2;
-    c.intermediate_size = 24;
-    c.expand_k = 0.5;
-    c.expand_v = 1.0;
-    c.head_dim = 8;
-    c.gate_low_rank_dim = 4;
-    c.init_std = 0.3; /* larger than 0.02 so that every path carries signal */
-    c.pe.phi_rank = 3;
-    c.bos_id = 1;
-    return c;
-}
-
 /* Checks every trainable parameter on `samples` entries; returns the worst error. */
 static double check_model(const ModelConfig *cfg, const char *label) {
     Model *m = model_create(cfg, backend_cpu());
@@ -77,7 +58,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
 
 static void run_pe_variants(MixerKind mixer, int option) {
     for (int k = 0; k < N_PE_VARIANTS; k++) {
-        ModelConfig x = tiny(mixer);
+        ModelConfig x = tu_tiny_model(mixer, 2);
         apply_mixer_option(&x, option);
         apply_pe_variant(&x, k);
         char label[160];

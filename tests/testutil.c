@@ -87,3 +87,22 @@ double tu_dot(const real *w, const real *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) acc += (double)w[i] * (double)y[i];
     return acc;
 }
+
+ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
+    ModelConfig c;
+    model_config_defaults(&c);
+    c.mixer = mixer;
+    c.vocab_size = 13;
+    c.hidden_size = 16;
+    c.num_layers = num_layers;
+    c.num_heads = 2;
+    c.intermediate_size = 24;
+    c.expand_k = 0.5;
+    c.expand_v = 1.0;
+    c.head_dim = 8;
+    c.gate_low_rank_dim = 4;
+    c.init_std = 0.3;
+    c.pe.phi_rank = 3;
+    c.bos_id = 1;
+    return c;
+}

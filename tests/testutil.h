@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cpu/real.h"
+#include "model/model_config.h"
 #include "util/rng.h"
 
 real *tu_rand(Rng *r, int64_t n, double lo, double hi);
@@ -31,6 +32,10 @@ void tu_seqs_free(TestSeqs *t);
 typedef double (*tu_loss_fn)(void *ctx);
 double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t n, int samples,
                     double h, Rng *r);
+
+/* The tests' tiny model of `mixer`: vocabulary 13, hidden 16, 2 heads, MLP 24, GDN head 8,
+ * gate rank 4, phi rank 3, init_std 0.3 (larger than 0.02 so that every path carries signal). */
+ModelConfig tu_tiny_model(MixerKind mixer, int num_layers);
 
 /* sum_i w[i] * y[i] in double (the probe loss of op-level gradient checks). */
 double tu_dot(const real *w, const real *y, int64_t n);
