@@ -1,9 +1,16 @@
 /* Training-step benchmark on the GPU: for each config, the time of full optimizer steps
- * (forward, backward, AdamW) at its seq_len x micro_batch, as tokens/s, MFU, and peak
- * memory; the baseline measured in the same run is a large bf16 GEMM through the same
- * backend, so "of GEMM" says what fraction of the achievable matmul rate a step reaches.
- *   gpu_step [--steps N] CONFIG.ini...
+ * (forward, backward, global-norm clipping, AdamW, as the trainer runs them) at its
+ * seq_len x micro_batch, as tokens/s, MFU, and peak memory; the baseline measured in the same
+ * run is a large bf16 GEMM through the same backend, so "of GEMM" says what fraction of the
+ * achievable matmul rate a step reaches.
+ *   gpu_step [--steps N] [--shape TxB] [--profile] [--json FILE] CONFIG.ini...
+ * --shape runs every config at seq_len T x micro_batch B instead of its own.
+ * --profile then times one more step op by op (Backend.profile: each op between CUDA events)
+ * and prints per op and shape its calls, device ms, share of the step, and achieved
+ * TFLOP/s and GB/s against the device's peaks, largest first, with the time between ops
+ * (launch gaps, host work) as its own line. --json writes every number to FILE.
  * Prints "skipped: no GPU" and exits 77 without one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +21,12 @@
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
+
+typedef struct {
+    int steps, profile, T, B; /* T, B: 0 keeps the config's */
+    FILE *json;
+    double gemm; /* FLOP/s of the GEMM baseline */
+} Options;
 
 /* FLOP/s of an 8192^3 bf16 GEMM (out = x w^T) on the backend. */
 static double gemm_rate(const Backend *be) {
@@ -35,10 +48,76 @@ static double gemm_rate(const Backend *be) {
     return 2.0 * n * (double)n * n * reps / dt;
 }
 
-static void bench_config(const Backend *be, const char *path, int steps, double gemm) {
+/* One optimizer step as the trainer takes it; returns the mean loss per token. */
+static double train_step(Model *m, AdamW *opt, const TrainConfig *tc, const Batch *b) {
+    double N = (double)b->B * b->T;
+    model_zero_grads(m);
+    double loss = model_forward(m, b, 1.0 / N, NULL) / N;
+    model_backward(m);
+    double gnorm = sqrt(grad_sumsq(m, 0, model_params(m)->total));
+    if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
+        grads_scale(m, 0, model_params(m)->total, tc->grad_clip / (gnorm + 1e-6));
+    adamw_step(opt, m, tc, tc->lr);
+    return loss;
+}
+
+static int by_ms(const void *a, const void *b) {
+    double x = ((const OpTime *)a)->ms, y = ((const OpTime *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+/* Times one step op by op and prints the table (and its JSON rows). */
+static void profile_step(const Backend *be, Model *m, AdamW *opt, const TrainConfig *tc,
+                         const Batch *b, double plain_ms, FILE *json) {
+    enum { MAX_ROWS = 1024 };
+    static OpTime rows[MAX_ROWS];
+    be->synchronize();
+    be->profile(1);
+    double t0 = rt_now();
+    train_step(m, opt, tc, b);
+    be->synchronize();
+    double step_ms = 1e3 * (rt_now() - t0);
+    be->profile(0);
+    int n = be->profile_read(rows, MAX_ROWS);
+    if (n > MAX_ROWS) n = MAX_ROWS;
+    qsort(rows, (size_t)n, sizeof rows[0], by_ms);
+    double ops_ms = 0;
+    int64_t calls = 0;
+    for (int i = 0; i < n; i++) ops_ms += rows[i].ms, calls += rows[i].calls;
+    printf("  profile: %lld op calls, step %.1f ms with events (%.1f ms without), ops %.1f ms, "
+           "between ops %.1f ms\n",
+           (long long)calls, step_ms, plain_ms, ops_ms, step_ms - ops_ms);
+    printf("  %-16s %-18s %6s %9s %6s %8s %8s %6s\n", "op", "shape", "calls", "ms", "share",
+           "TFLOP/s", "GB/s", "%peak");
+    if (json) fprintf(json, ",\n   \"profile_step_ms\": %.4f, \"profile\": [", step_ms);
+    for (int i = 0; i < n; i++) {
+        const OpTime *r = &rows[i];
+        double s = r->ms * 1e-3;
+        double tf = s > 0 ? r->flops / s : 0, bw = s > 0 ? r->bytes / s : 0;
+        double peak = 0;
+        if (be->peak_flops > 0 && tf / be->peak_flops > peak) peak = tf / be->peak_flops;
+        if (be->peak_bandwidth > 0 && bw / be->peak_bandwidth > peak) peak = bw / be->peak_bandwidth;
+        char tfs[16] = "-", bws[16] = "-", pks[16] = "-";
+        if (r->flops > 0) snprintf(tfs, sizeof tfs, "%.1f", tf / 1e12);
+        if (r->bytes > 0) snprintf(bws, sizeof bws, "%.0f", bw / 1e9);
+        if (r->flops > 0 || r->bytes > 0) snprintf(pks, sizeof pks, "%.0f%%", 100 * peak);
+        printf("  %-16s %-18s %6lld %9.3f %5.1f%% %8s %8s %6s\n", r->op, r->shape[0] ? r->shape : "-",
+               (long long)r->calls, r->ms, 100 * r->ms / step_ms, tfs, bws, pks);
+        if (json)
+            fprintf(json, "%s\n    {\"op\": \"%s\", \"shape\": \"%s\", \"calls\": %lld, \"ms\": %.5f, "
+                          "\"flops\": %.6g, \"bytes\": %.6g}",
+                    i ? "," : "", r->op, r->shape, (long long)r->calls, r->ms, r->flops, r->bytes);
+    }
+    printf("  %-16s %-18s %6s %9.3f %5.1f%%\n", "(between ops)", "-", "-", step_ms - ops_ms,
+           100 * (step_ms - ops_ms) / step_ms);
+    if (json) fprintf(json, "]");
+}
+
+static void bench_config(const Backend *be, const char *path, const Options *o, int first) {
     RunConfig rc;
     char err[2048];
     if (run_config_load(&rc, path, NULL, 0, err, sizeof err)) rt_die("%s", err);
+    if (o->T) rc.train.seq_len = o->T, rc.train.micro_batch = o->B;
     const TrainConfig *tc = &rc.train;
     int Bm = tc->micro_batch, T = tc->seq_len, V = rc.model.vocab_size;
     Model *m = model_create(&rc.model, be);
@@ -52,48 +131,87 @@ static void bench_config(const Backend *be, const char *path, int steps, double 
     for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&r, (uint64_t)V), lab[i] = (int32_t)rng_below(&r, (uint64_t)V);
     Batch b = {.B = Bm, .T = T, .tokens = tok, .labels = lab, .doc_start = NULL};
     double t0 = 0, loss = 0;
-    for (int s = -1; s < steps; s++) { /* step -1 warms up (plans, allocations) */
+    for (int s = -1; s < o->steps; s++) { /* step -1 warms up (plans, allocations) */
         if (s == 0) {
             be->synchronize();
             t0 = rt_now();
         }
-        model_zero_grads(m);
-        loss = model_forward(m, &b, 1.0 / (double)N, NULL) / (double)N;
-        model_backward(m);
-        adamw_step(opt, m, tc, tc->lr);
+        loss = train_step(m, opt, tc, &b);
     }
     be->synchronize();
-    double dt = (rt_now() - t0) / steps, tps = (double)N / dt;
+    double dt = (rt_now() - t0) / o->steps, tps = (double)N / dt;
     double flops = model_flops_per_token(m, T) * tps;
+    double mfu = be->peak_flops > 0 ? flops / be->peak_flops : 0.0;
     ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size);
     double counted = (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch);
+    double peak_gib = (double)be->peak_memory() / (1 << 30);
     printf("%-40s %6d x %-5d %8.1f ms %10.0f tok/s  MFU %5.1f%%  %5.1f%% of GEMM  peak %6.2f GiB "
            "(model's buffers %.2f)  loss %.3f\n",
-           path, Bm, T, 1e3 * dt, tps, be->peak_flops > 0 ? 100 * flops / be->peak_flops : 0.0,
-           100 * flops / gemm, (double)be->peak_memory() / (1 << 30), counted / (1 << 30), loss);
+           path, Bm, T, 1e3 * dt, tps, 100 * mfu, 100 * flops / o->gemm, peak_gib,
+           counted / (1 << 30), loss);
     fflush(stdout);
+    if (o->json)
+        fprintf(o->json, "%s\n  {\"config\": \"%s\", \"micro_batch\": %d, \"seq_len\": %d, "
+                         "\"step_ms\": %.4f, \"tokens_per_s\": %.1f, \"mfu\": %.5f, "
+                         "\"peak_gib\": %.4f, \"model_buffers_gib\": %.4f, \"loss\": %.5f",
+                first ? "" : ",", path, Bm, T, 1e3 * dt, tps, mfu, peak_gib,
+                counted / (1 << 30), loss);
+    if (o->profile) {
+        if (!be->profile) rt_die("gpu_step --profile: the %s backend offers no op profile", be->name);
+        profile_step(be, m, opt, tc, &b, 1e3 * dt, o->json);
+        fflush(stdout);
+    }
+    if (o->json) fprintf(o->json, "}");
     adamw_free(opt);
     model_free(m);
     rt_free(tok);
     rt_free(lab);
 }
 
+static void usage(void) {
+    fprintf(stderr, "usage: gpu_step [--steps N] [--shape TxB] [--profile] [--json FILE] CONFIG.ini...\n");
+    exit(2);
+}
+
 int main(int argc, char **argv) {
-    int steps = 3, first = 1;
-    if (argc > 2 && !strcmp(argv[1], "--steps")) steps = atoi(argv[2]), first = 3;
-    if (first >= argc || steps < 1) {
-        fprintf(stderr, "usage: gpu_step [--steps N] CONFIG.ini...\n");
-        return 2;
+    Options o = {.steps = 3};
+    const char *json_path = NULL;
+    int i = 1;
+    for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+        if (!strcmp(argv[i], "--profile")) {
+            o.profile = 1;
+        } else if (i + 1 < argc && !strcmp(argv[i], "--steps")) {
+            o.steps = atoi(argv[++i]);
+        } else if (i + 1 < argc && !strcmp(argv[i], "--shape")) {
+            if (sscanf(argv[++i], "%dx%d", &o.T, &o.B) != 2 || o.T < 1 || o.B < 1) {
+                fprintf(stderr, "gpu_step: --shape takes SEQ_LENxMICRO_BATCH (16384x1), not '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (i + 1 < argc && !strcmp(argv[i], "--json")) {
+            json_path = argv[++i];
+        } else {
+            usage();
+        }
     }
+    if (i >= argc || o.steps < 1) usage();
     char why[512];
     const Backend *be = backend_cuda(0, why, sizeof why);
     if (!be) {
         printf("skipped: no GPU (%s)\n", why);
         return 77;
     }
-    double gemm = gemm_rate(be);
-    printf("device %s: bf16 GEMM 8192^3 %.1f TFLOP/s (dense peak %.1f)\n", be->device, gemm / 1e12,
-           be->peak_flops / 1e12);
-    for (int i = first; i < argc; i++) bench_config(be, argv[i], steps, gemm);
+    if (json_path && !(o.json = fopen(json_path, "w"))) rt_die("gpu_step: cannot write %s", json_path);
+    o.gemm = gemm_rate(be);
+    printf("device %s: bf16 GEMM 8192^3 %.1f TFLOP/s (dense peak %.1f, memory %.2f TB/s)\n",
+           be->device, o.gemm / 1e12, be->peak_flops / 1e12, be->peak_bandwidth / 1e12);
+    if (o.json)
+        fprintf(o.json, "{\"device\": \"%s\", \"gemm_tflops\": %.2f, \"peak_tflops\": %.2f, "
+                        "\"peak_tb_per_s\": %.3f, \"steps\": %d, \"configs\": [",
+                be->device, o.gemm / 1e12, be->peak_flops / 1e12, be->peak_bandwidth / 1e12, o.steps);
+    for (int k = i; k < argc; k++) bench_config(be, argv[k], &o, k == i);
+    if (o.json) {
+        fprintf(o.json, "\n]}\n");
+        fclose(o.json);
+    }
     return 0;
 }

@@ -10,6 +10,8 @@
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
 #include "gemm.h"
+#include "op_costs.cuh"
+#include "profile.cuh"
 #include "util/error.h"
 
 static cudaStream_t stream;
@@ -111,13 +113,34 @@ static void *cu_alloc(size_t bytes) {
 static void cu_release(void *p) { CUDA_CHECK(plain_alloc ? cudaFree(p) : cudaFreeAsync(p, stream)); }
 static void cu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream)); }
 
+static const char *memory_kind(const void *p) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return "unknown";
+    }
+    return a.type == cudaMemoryTypeDevice ? "device" : a.type == cudaMemoryTypeHost ? "pinned host"
+           : a.type == cudaMemoryTypeManaged ? "managed" : "pageable host";
+}
+
+// A copy between host and device memory; a failure names both pointers, their kinds and
+// the size.
+static void copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *op) {
+    if (!bytes) return;
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+    if (e != cudaSuccess)
+        rt_die("CUDA error %s (%s) in %s of %zu bytes from %p (%s memory) to %p (%s memory)",
+               cudaGetErrorName(e), cudaGetErrorString(e), op, bytes, src, memory_kind(src), dst,
+               memory_kind(dst));
+}
+
 // From pageable host memory the copy has read the source when it returns.
 static void cu_upload(void *dst, const void *src, size_t bytes) {
-    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    copy(dst, src, bytes, cudaMemcpyHostToDevice, "upload");
 }
 
 static void cu_download(void *dst, const void *src, size_t bytes) {
-    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+    copy(dst, src, bytes, cudaMemcpyDeviceToHost, "download");
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -133,6 +156,8 @@ void *cuda_scratch(int slot, size_t bytes) {
     return scratch[slot];
 }
 
+static void cu_profile(int on);
+
 // Dense bf16 tensor-core peak (FLOP/s) for MFU; 0 where the device is not known.
 static double peak_flops(const cudaDeviceProp *p) {
     if (p->major == 9 && p->minor == 0) {
@@ -143,70 +168,56 @@ static double peak_flops(const cudaDeviceProp *p) {
     return 0;
 }
 
-static Backend cuda_backend = {
-    .name = "cuda",
-    .device = "",
-    .act_size = 2,
-    .f32_size = 4,
-    .peak_flops = 0,
-    .alloc = cu_alloc,
-    .release = cu_release,
-    .zero = cu_zero,
-    .upload = cu_upload,
-    .download = cu_download,
-    .synchronize = cu_synchronize,
-    .peak_memory = cu_peak_memory,
-    .to_act = cuda_to_act,
-    .matmul_fwd = cuda_matmul_fwd,
-    .matmul_bwd = cuda_matmul_bwd,
-    .embedding_fwd = cuda_embedding_fwd,
-    .embedding_bwd = cuda_embedding_bwd,
-    .scatter_rows = cuda_scatter_rows,
-    .rmsnorm_fwd = cuda_rmsnorm_fwd,
-    .add_rmsnorm_fwd = cuda_add_rmsnorm_fwd,
-    .rmsnorm_bwd = cuda_rmsnorm_bwd,
-    .l2norm_fwd = cuda_l2norm_fwd,
-    .l2norm_bwd = cuda_l2norm_bwd,
-    .gate_mul_fwd = cuda_gate_mul_fwd,
-    .gate_mul_bwd = cuda_gate_mul_bwd,
-    .silu_fwd = cuda_silu_fwd,
-    .silu_bwd = cuda_silu_bwd,
-    .conv_fwd = cuda_conv_fwd,
-    .conv_bwd = cuda_conv_bwd,
-    .shift_fwd = cuda_shift_fwd,
-    .shift_bwd = cuda_shift_bwd,
-    .revcumsum = cuda_revcumsum,
-    .rope_angles = cuda_rope_angles,
-    .rotate_fwd = cuda_rotate_fwd,
-    .rotate_bwd = cuda_rotate_bwd,
-    .selrope_fwd = cuda_selrope_fwd,
-    .selrope_bwd = cuda_selrope_bwd,
-    .weightnorm_fwd = cuda_weightnorm_fwd,
-    .weightnorm_bwd = cuda_weightnorm_bwd,
-    .head_matmul_fwd = cuda_head_matmul_fwd,
-    .head_matmul_bwd = cuda_head_matmul_bwd,
-    .logsigmoid_fwd = cuda_logsigmoid_fwd,
-    .logsigmoid_bwd = cuda_logsigmoid_bwd,
-    .gdn_gates_fwd = cuda_gdn_gates_fwd,
-    .gdn_gates_bwd = cuda_gdn_gates_bwd,
-    .gla_fwd = cuda_gla_fwd,
-    .gla_bwd = cuda_gla_bwd,
-    .gdn_fwd = cuda_gdn_fwd,
-    .gdn_bwd = cuda_gdn_bwd,
-    .fox_fwd = cuda_fox_fwd,
-    .fox_bwd = cuda_fox_bwd,
-    .cross_entropy = cuda_cross_entropy,
-    .token_logprobs = cuda_token_logprobs,
-    .sumsq = cuda_sumsq,
-    .comm_id_size = 0, // set at initialisation (comm_nccl.cu)
-    .comm_create_id = cuda_comm_create_id,
-    .comm_init = cuda_comm_init,
-    .reduce_start = cuda_reduce_start,
-    .allgather_start = cuda_allgather_start,
-    .comm_wait = cuda_comm_wait,
-    .scale = cuda_scale,
-    .adamw = cuda_adamw,
+// Memory bandwidth of the datasheet (bytes/s) for the profile's GB/s; 0 where not known.
+static double peak_bandwidth(const cudaDeviceProp *p) {
+    double gib = (double)p->totalGlobalMem / (1 << 30);
+    if (p->major == 9 && p->minor == 0) {
+        if (strstr(p->name, "PCIe")) return 2.0e12;
+        return gib > 100 ? 4.8e12 : 3.35e12; // H200 : H100 SXM
+    }
+    if (p->major == 8 && p->minor == 0) return gib > 60 ? 2.039e12 : 1.555e12; // A100 80 / 40 GB
+    return 0;
+}
+
+static Backend cuda_backend; // filled by backend_cuda() on the first call
+
+template <> struct Cost<cu_zero> {
+    static OpCost of(void *, size_t bytes) { return costs::make(0, (double)bytes); }
 };
+template <> struct Cost<cu_upload> {
+    static OpCost of(void *, const void *, size_t bytes) { return costs::make(0, (double)bytes); }
+};
+
+// The fixed fields of the table (the device's own are set by backend_cuda()).
+static void fill_table(Backend *b) {
+    b->name = "cuda";
+    b->act_size = 2;
+    b->f32_size = 4;
+    b->alloc = cu_alloc;
+    b->release = cu_release;
+    b->zero = cu_zero;
+    b->upload = cu_upload;
+    b->download = cu_download;
+    b->synchronize = cu_synchronize;
+    b->peak_memory = cu_peak_memory;
+    b->comm_create_id = cuda_comm_create_id;
+    b->comm_init = cuda_comm_init;
+    b->reduce_start = cuda_reduce_start;
+    b->allgather_start = cuda_allgather_start;
+    b->comm_wait = cuda_comm_wait;
+    b->profile = cu_profile;
+    b->profile_read = cuda_profile_read;
+}
+
+// The ops of the table, plain or timed by the profiler (profile.cuh); the memset of the
+// gradients and the uploads of a step are timed too.
+static void cu_profile(int on) {
+#define ROTOR_SET_OP(op) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
+    CUDA_BACKEND_OPS(ROTOR_SET_OP)
+#undef ROTOR_SET_OP
+    cuda_backend.zero = on ? timed<cu_zero>("zero") : cu_zero;
+    cuda_backend.upload = on ? timed<cu_upload>("upload") : cu_upload;
+}
 
 extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_size) {
     static int state; // 0 untried, 1 ready, -1 failed
@@ -241,7 +252,10 @@ extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_siz
                     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
                 }
                 gemm_init();
+                fill_table(&cuda_backend);
                 cuda_backend.peak_flops = peak_flops(&prop);
+                cuda_backend.peak_bandwidth = peak_bandwidth(&prop);
+                cu_profile(0);
                 cuda_backend.comm_id_size = cuda_comm_id_size;
                 static char device_name[sizeof prop.name];
                 snprintf(device_name, sizeof device_name, "%s", prop.name);

@@ -4,6 +4,18 @@
 
 #include "backend.h"
 
+// The compute ops of the Backend table, each implemented by cuda_<op> below (the memory,
+// collective and profiling fields are the backend's own, backend_cuda.cu).
+#define CUDA_BACKEND_OPS(X)                                                                 \
+    X(to_act) X(matmul_fwd) X(matmul_bwd) X(embedding_fwd) X(embedding_bwd) X(scatter_rows) \
+    X(rmsnorm_fwd) X(add_rmsnorm_fwd) X(rmsnorm_bwd) X(l2norm_fwd) X(l2norm_bwd)            \
+    X(gate_mul_fwd) X(gate_mul_bwd) X(silu_fwd) X(silu_bwd) X(conv_fwd) X(conv_bwd)         \
+    X(shift_fwd) X(shift_bwd) X(revcumsum) X(rope_angles) X(rotate_fwd) X(rotate_bwd)       \
+    X(selrope_fwd) X(selrope_bwd) X(weightnorm_fwd) X(weightnorm_bwd) X(head_matmul_fwd)    \
+    X(head_matmul_bwd) X(logsigmoid_fwd) X(logsigmoid_bwd) X(gdn_gates_fwd)                 \
+    X(gdn_gates_bwd) X(gla_fwd) X(gla_bwd) X(gdn_fwd) X(gdn_bwd) X(fox_fwd) X(fox_bwd)      \
+    X(cross_entropy) X(token_logprobs) X(sumsq) X(scale) X(adamw)
+
 // gemm.cu: cuBLASLt, bf16 in, fp32 accumulate
 void cuda_matmul_fwd(void *out, const void *x, const void *w, const void *bias, int M, int N, int K);
 void cuda_matmul_bwd(void *dx, void *dw, void *dbias, const void *dout, const void *x,

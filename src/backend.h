@@ -43,6 +43,16 @@ typedef struct {
 
 typedef enum { ACT_NONE = 0, ACT_SILU = 1, ACT_SIGMOID = 2 } Activation;
 
+/* One row of an op profile (Backend.profile_read): the calls of one op at one shape. */
+typedef struct {
+    char op[24];
+    char shape[40];  /* "" where the op's calls are not told apart by shape */
+    int64_t calls;
+    double ms;       /* device time summed over the calls */
+    double flops;    /* floating-point operations of those calls, 0 if not counted */
+    double bytes;    /* the fewest bytes they must read and write, 0 if not counted */
+} OpTime;
+
 typedef struct Backend Backend;
 struct Backend {
     const char *name;
@@ -50,6 +60,7 @@ struct Backend {
     size_t act_size; /* bytes per [act] element */
     size_t f32_size; /* bytes per [f32] element */
     double peak_flops; /* dense peak of the device in FLOP/s for MFU, 0 if unknown */
+    double peak_bandwidth; /* memory bandwidth of the device in bytes/s, 0 if unknown */
 
     /* ---- memory ---- */
     void *(*alloc)(size_t bytes);
@@ -240,6 +251,13 @@ struct Backend {
      * w_act, when not NULL, receives the updated weights as [act] in the same pass. */
     void (*adamw)(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
                   double beta1, double beta2, double eps, double weight_decay, int64_t t);
+
+    /* ---- profiling (NULL where the backend offers none) ----
+     * profile(1) times every later op of this table on the device, profile(0) stops;
+     * profile_read waits for the device, fills up to max rows, one per op and shape in the
+     * order first called, returns how many there are, and clears the counts. */
+    void (*profile)(int on);
+    int (*profile_read)(OpTime *rows, int max);
 };
 
 /* Number of [f32] elements gla_fwd/gdn_fwd store in `states` for a batch: one K x V state

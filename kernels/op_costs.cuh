@@ -1,0 +1,298 @@
+// What each op of the CUDA backend must do per call, for the profiler (profile.cuh): FLOPs
+// of its products and the fewest bytes it must move (bf16 [act] = 2 bytes, [f32] = 4; each
+// input read once, each output written once, a += output read and written). Mixer FLOPs
+// count the dense chunk products as the kernels compute them (per token and head, C = 64):
+//   GLA forward 2C(K+V) + 4KV, backward twice that;
+//   GDN forward 6CK + 4CV + 6KV (WY/UT form: A, W, U, the state pass, the output), backward
+//   twice that;
+//   FoX forward 4D per causal (query, key) pair, backward 2.5 times that (five products).
+#pragma once
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cuda_ops.h"
+#include "profile.cuh"
+
+namespace costs {
+
+constexpr double A = 2, F = 4; // bytes of an [act] and an [f32] element
+
+inline OpCost make(double flops, double bytes) {
+    OpCost c;
+    c.flops = flops;
+    c.bytes = bytes;
+    return c;
+}
+
+__attribute__((format(printf, 2, 3))) inline OpCost shaped(OpCost c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c.shape, sizeof c.shape, fmt, ap);
+    va_end(ap);
+    return c;
+}
+
+// Causal (query, key) pairs over the segments of a batch.
+inline double causal_pairs(const Seqs *s) {
+    double p = 0;
+    for (int i = 0; i < s->nseg; i++) {
+        double L = (double)(s->cu[i + 1] - s->cu[i]);
+        p += L * (L + 1) / 2;
+    }
+    return p;
+}
+
+} // namespace costs
+
+#define ROTOR_COST(fn, ...) template <> struct Cost<fn> { static OpCost of(__VA_ARGS__)
+#define ROTOR_COST_END };
+
+ROTOR_COST(cuda_matmul_fwd, void *, const void *, const void *, const void *bias, int M, int N,
+           int K) {
+    double m = M, n = N, k = K;
+    return costs::shaped(costs::make(2 * m * n * k, costs::A * (m * k + n * k + m * n)),
+                         "%dx%dx%d", M, N, K);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_matmul_bwd, void *dx, void *, void *dbias, const void *, const void *,
+           const void *, int M, int N, int K, int accumulate) {
+    double m = M, n = N, k = K;
+    double flops = 2 * m * n * k * (dx ? 2 : 1);
+    double bytes = costs::A * (m * n + m * k) + 2 * costs::F * n * k;
+    if (dx) bytes += costs::A * (n * k + m * k * (accumulate ? 2 : 1));
+    return costs::shaped(costs::make(flops, bytes), "%dx%dx%d", M, N, K);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_matmul_fwd, void *, const void *, const void *, int64_t N, int H, int Din,
+           int P) {
+    double n = (double)N;
+    return costs::make(2 * n * H * Din * P, costs::A * (n * H * (Din + P) + (double)H * Din * P));
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_matmul_bwd, void *, void *, const void *, const void *, const void *,
+           int64_t N, int H, int Din, int P, int accumulate) {
+    double n = (double)N;
+    return costs::make(4 * n * H * Din * P,
+                       costs::A * n * H * (2 * Din + P) + 2 * costs::F * H * Din * P);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_to_act, void *, const void *, int64_t n) {
+    return costs::make(0, (costs::A + costs::F) * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_embedding_fwd, void *, const int32_t *, const void *, int64_t n, int C) {
+    return costs::make(0, 2 * costs::A * (double)n * C + 4.0 * n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_embedding_bwd, void *, const int32_t *, const void *, int64_t n, int C) {
+    return costs::make(0, (costs::A + 2 * costs::F) * (double)n * C + 4.0 * n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_rmsnorm_fwd, void *, void *, const void *, const void *, int64_t N, int G, int C,
+           int, double) {
+    return costs::make(0, 2 * costs::A * (double)N * G * C + costs::F * (double)N * G);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_add_rmsnorm_fwd, void *, void *, void *, const void *, const void *,
+           const void *, int64_t N, int C, double) {
+    return costs::make(0, 4 * costs::A * (double)N * C + costs::F * (double)N);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_rmsnorm_bwd, void *, void *, const void *, const void *, const void *,
+           const void *, int64_t N, int G, int C, int, int accumulate) {
+    return costs::make(0, (3 + (accumulate ? 1 : 0)) * costs::A * (double)N * G * C +
+                              costs::F * (double)N * G);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_l2norm_fwd, void *, void *, const void *, int64_t N, int G, int D, double) {
+    return costs::make(0, 2 * costs::A * (double)N * G * D + costs::F * (double)N * G);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_l2norm_bwd, void *, const void *, const void *, const void *, int64_t N, int G,
+           int D, int accumulate) {
+    return costs::make(0, (3 + (accumulate ? 1 : 0)) * costs::A * (double)N * G * D +
+                              costs::F * (double)N * G);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gate_mul_fwd, void *, const void *, const void *, int64_t n, Activation) {
+    return costs::make(0, 3 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gate_mul_bwd, void *, void *, const void *, const void *, const void *, int64_t n,
+           Activation) {
+    return costs::make(0, 5 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_silu_fwd, void *, const void *, int64_t n) {
+    return costs::make(0, 2 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_silu_bwd, void *, const void *, const void *, int64_t n) {
+    return costs::make(0, 3 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_logsigmoid_fwd, void *, const void *, int64_t n, double) {
+    return costs::make(0, (costs::A + costs::F) * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_logsigmoid_bwd, void *, const void *, const void *, int64_t n, double) {
+    return costs::make(0, (2 * costs::A + costs::F) * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_conv_fwd, void *, const void *, const void *, const Seqs *s, int C, Activation) {
+    return costs::make(0, 2 * costs::A * (double)s->ntok * C);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_conv_bwd, void *, void *, const void *, const void *, const void *,
+           const Seqs *s, int C, Activation) {
+    return costs::make(0, 3 * costs::A * (double)s->ntok * C);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_shift_fwd, void *, const void *, const void *, const Seqs *s, int H, int D) {
+    return costs::make(0, 2 * costs::A * (double)s->ntok * H * D + costs::A * (double)s->ntok * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_shift_bwd, void *, void *, const void *, const void *, const void *,
+           const Seqs *s, int H, int D) {
+    return costs::make(0, 3 * costs::A * (double)s->ntok * H * D + 2 * costs::A * (double)s->ntok * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_rotate_fwd, void *, const void *, const void *, int64_t N, int H, int D,
+           int per_head) {
+    double n = (double)N;
+    return costs::make(0, 2 * costs::A * n * H * D + costs::F * n * (per_head ? H : 1) * D / 2);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_rotate_bwd, void *, void *dangle, const void *, const void *, const void *,
+           int64_t N, int H, int D, int per_head) {
+    double n = (double)N, angle = costs::F * n * (per_head ? H : 1) * D / 2;
+    return costs::make(0, (dangle ? 3 : 2) * costs::A * n * H * D + angle * (dangle ? 3 : 1));
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_selrope_fwd, void *, void *, void *, const void *, const void *, const void *,
+           const void *, Activation, const void *, const void *, const void *, const Seqs *s,
+           int H, int P) {
+    double nh = (double)s->ntok * H;
+    return costs::shaped(costs::make(0, 4 * costs::A * nh * 2 * P + (costs::A + costs::F) * nh * P),
+                         "H%d P%d", H, P);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_selrope_bwd, void *, void *, void *, void *, void *, void *, void *,
+           const void *, const void *, const void *, const void *, const void *, const void *,
+           Activation, const void *, const void *, const void *, const void *, const Seqs *s,
+           int H, int P) {
+    double nh = (double)s->ntok * H;
+    return costs::shaped(
+        costs::make(0, 6 * costs::A * nh * 2 * P + (2 * costs::A + costs::F) * nh * P),
+        "H%d P%d", H, P);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gla_fwd, void *, void *, const void *, const void *, const void *, const void *,
+           const Seqs *s, int H, int K, int V, double) {
+    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+    double bytes = costs::A * nh * (2 * K + 2 * V) + costs::F * nh * K +
+                   costs::F * (double)chunk_states_size(s, H, K, V);
+    return costs::shaped(costs::make(nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
+                         "H%d K%d V%d", H, K, V);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gla_bwd, void *, void *, void *, void *, const void *, const void *,
+           const void *, const void *, const void *, const void *, const Seqs *s, int H, int K,
+           int V, double) {
+    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+    double bytes = costs::A * nh * (4 * K + 3 * V) + 2 * costs::F * nh * K +
+                   costs::F * (double)chunk_states_size(s, H, K, V);
+    return costs::shaped(costs::make(2 * nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
+                         "H%d K%d V%d", H, K, V);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gdn_fwd, void *, void *, const void *, const void *, const void *, const void *,
+           const void *, const Seqs *s, int H, int K, int V, double) {
+    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+    double bytes = costs::A * nh * (2 * K + 2 * V) + 2 * costs::F * nh +
+                   costs::F * (double)chunk_states_size(s, H, K, V);
+    return costs::shaped(costs::make(nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
+                         "H%d K%d V%d", H, K, V);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_gdn_bwd, void *, void *, void *, void *, void *, const void *, const void *,
+           const void *, const void *, const void *, const void *, const void *, const Seqs *s,
+           int H, int K, int V, double) {
+    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+    double bytes = costs::A * nh * (4 * K + 3 * V) + 4 * costs::F * nh +
+                   costs::F * (double)chunk_states_size(s, H, K, V);
+    return costs::shaped(costs::make(2 * nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
+                         "H%d K%d V%d", H, K, V);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_fox_fwd, void *, void *, const void *, const void *, const void *, const void *,
+           const Seqs *s, int H, int D, double) {
+    double nh = (double)s->ntok * H;
+    return costs::shaped(costs::make(4.0 * D * H * costs::causal_pairs(s),
+                                     4 * costs::A * nh * D + 2 * costs::F * nh),
+                         "H%d D%d", H, D);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_fox_bwd, void *, void *, void *, void *, const void *, const void *,
+           const void *, const void *, const void *, const void *, const void *, const Seqs *s,
+           int H, int D, double) {
+    double nh = (double)s->ntok * H;
+    return costs::shaped(costs::make(10.0 * D * H * costs::causal_pairs(s),
+                                     8 * costs::A * nh * D + 3 * costs::F * nh),
+                         "H%d D%d", H, D);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_cross_entropy, void *, const int32_t *, int64_t N, int V, double grad_scale) {
+    return costs::make(0, (grad_scale != 0 ? 2 : 1) * costs::A * (double)N * V + 4.0 * N);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_sumsq, const void *, int64_t n) { return costs::make(0, costs::F * (double)n); }
+ROTOR_COST_END
+
+ROTOR_COST(cuda_scale, void *, int64_t n, double) {
+    return costs::make(0, 2 * costs::F * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_adamw, void *, void *w_act, void *, void *, const void *, int64_t n, double,
+           double, double, double, double, int64_t) {
+    return costs::make(0, (7 * costs::F + (w_act ? costs::A : 0)) * (double)n);
+}
+ROTOR_COST_END
+
+#undef ROTOR_COST
+#undef ROTOR_COST_END
