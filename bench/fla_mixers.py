@@ -22,30 +22,15 @@ Needs torch, triton and fla-core 0.6.0 (pure Python: `pip download fla-core==0.6
 writes a non-finite value.
 """
 import argparse
-import os
 import statistics
 import sys
 
-FLA_VERSION = "0.6.0"
-ROWS, SEQ_LEN = 4, 4096  # as bench/gpu_mixers.c
+from fla_common import FLA_VERSION, ROWS, SEQ_LEN, require_torch_gpu, skip  # noqa: E402
+
 WARMUP, CALLS = 3, 5
+torch = require_torch_gpu()
+import torch.nn.functional as F  # noqa: E402
 
-# fla's Triton kernels, not the optional TileLang / FlashQLA backends it may dispatch to
-os.environ["FLA_DISABLE_BACKEND_DISPATCH"] = "1"
-
-
-def skip(why):
-    print(f"skipped: {why}")
-    sys.exit(77)
-
-
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:
-    skip(f"no torch ({e})")
-if not torch.cuda.is_available():
-    skip("no GPU (torch.cuda.is_available() is False)")
 try:
     import triton
     import fla

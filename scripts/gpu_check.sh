@@ -4,22 +4,31 @@
 # (tokens/s, MFU, peak memory), the mixer kernels against flash-linear-attention's
 # (bench/gpu_mixers, bench/fla_mixers.py), and `rotor` end to end (scripts/gpu_e2e.sh:
 # training under mpirun with NCCL, resume, zero-shot eval on GPU against CPU); ends with a
-# short table. docs/gpu.md records the results.
+# short table. On request (part flastep) also fla's own 370M models' training step
+# (bench/fla_step.py) against gpu_step's. docs/gpu.md records the results.
 #
 #   scripts/gpu_check.sh          build for sm_90a and run, on a machine with a GPU and
 #                                 the build dependencies (scripts/setup.sh)
 #   scripts/gpu_check.sh bundle   build here and pack the programs, the shared libraries
 #                                 they need beyond the CUDA toolkit's, Open MPI's runtime
 #                                 (mpirun), the configs and ../shared/data's tokenizer, eval
-#                                 tasks and text, and the fla-core wheel for the mixer
-#                                 baseline into .gpu_bundle/rotor-gpu.tar.xz (for a GPU
-#                                 machine without Debian's packages or network; about 34 MB)
+#                                 tasks and text, and the fla-core and flash-linear-attention
+#                                 wheels for the fla baselines into
+#                                 .gpu_bundle/rotor-gpu.tar.xz (for a GPU machine without
+#                                 Debian's packages or network; about 34 MB)
 #   scripts/gpu_check.sh run [DIR]  unpack and run a bundle (default .gpu_bundle) there
 #
 # Exit status 0 only if every test passed. With $OUT set, the full log is written there
 # (gpu_check.log) as the checks run.
 # GPU_CHECK_PARTS (default "tests step bench e2e") runs only some parts: the kernel tests,
-# the 370M step benchmark, the mixer benchmark against fla, the end-to-end checks.
+# the 370M step benchmark (Selective RoPE configs with their op profile, JSON in $OUT, the
+# GLA and GDN ones also at 16384 x 1, and the NoPE configs), the mixer benchmark against
+# fla, the end-to-end checks; and "flastep", in no default: the step of fla's GLA, GDN and
+# FoX models at the same shapes, compared with gpu_step's when "step" runs with it
+# (GPU_CHECK_PARTS="step flastep"). Triton compiles and autotunes fla's kernels for minutes
+# (more than 5 for GLA alone on an H100): GPU_CHECK_FLA_MODELS (default gla,gdn,fox) and
+# GPU_CHECK_FLA_LIMIT (seconds, default 540) fit it into a time limit.
+# GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
 set -euo pipefail
@@ -27,9 +36,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
 configs_370m=(configs/gla-370m-selective-pg.ini configs/gdn-370m-selective-pg.ini
               configs/fox-370m-selective-pg.ini)
-# the baseline of bench/fla_mixers.py: fla's kernels alone, pure Python (torch and triton
-# come with the GPU machine)
-fla_wheel=fla-core==0.6.0
+# the same models without a position embedding, as fla's models are
+configs_nope=(configs/gla-370m-nope.ini configs/gdn-370m-nope.ini configs/fox-370m-nope.ini)
+# the fla baselines, pure Python wheels installed with --no-deps (the GPU machine has torch,
+# triton, transformers and einops): fla-core (fla's ops and modules) for bench/fla_mixers.py,
+# and flash-linear-attention (fla/layers, fla/models; requires fla-core of its own version
+# and transformers >= 5.6.2, < 6) for bench/fla_step.py
+fla_version=0.6.0
+fla_wheels=("fla-core==$fla_version" "flash-linear-attention==$fla_version")
 
 build_gpu() {
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DROTOR_CUDA=ON \
@@ -52,12 +66,24 @@ bundle_openmpi() {
     rm -rf "$ompi"/lib/*/*/include "$ompi"/lib/*/*/lib/*.a "$ompi"/lib/*/openmpi/lib/*java*
 }
 
-# Downloads the fla-core wheel into $1 (wheels/ of a bundle); a failure only warns: the
-# mixer benchmark then runs rotor's side alone.
+# Downloads the fla wheels into $1 (wheels/ of a bundle); a failure only warns: the mixer
+# benchmark then runs rotor's side alone, and fla_step skips.
 fla_download() {
     mkdir -p "$1"
-    python3 -m pip download -q --no-deps --timeout 30 --retries 1 -d "$1" "$fla_wheel" ||
-        echo "warning: could not download $fla_wheel; the bench part will skip fla" >&2
+    python3 -m pip download -q --no-deps --timeout 30 --retries 1 -d "$1" "${fla_wheels[@]}" ||
+        echo "warning: could not download ${fla_wheels[*]}; the bench and flastep parts will skip fla" >&2
+}
+
+# Unzips the fla wheels of $1/wheels onto $1/pylib (both hold parts of the package fla/;
+# Python's zipfile: the GPU machine may lack unzip); fails without the fla-core wheel.
+fla_pylib() {
+    local w wheels=()
+    for w in "$1"/wheels/fla_core-*.whl "$1"/wheels/flash_linear_attention-*.whl; do
+        if [ -f "$w" ]; then wheels+=("$w"); fi
+    done
+    [[ ${wheels[*]:-} == *fla_core-* ]] || return 1
+    python3 -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' \
+        "$1/pylib" "${wheels[@]}"
 }
 
 bundle() {
@@ -66,10 +92,10 @@ bundle() {
     dir="$(mktemp -d)"
     mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny" "$dir/data/text"
     cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/bench/gpu_mixers" \
-       "$build/rotor" "$root/bench/fla_mixers.py" "$dir/bin/"
+       "$build/rotor" "$root"/bench/fla_{mixers,step,common}.py "$dir/bin/"
     fla_download "$dir/wheels"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
-    cp "${configs_370m[@]/#/$root/}" "$dir/configs/"
+    cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
     cp -r "$shared/tokenizer" "$shared/eval" "$dir/data/"
     cp "$shared/text/tinyshakespeare.txt" "$dir/data/text/"
     bundle_openmpi "$dir"
@@ -126,6 +152,68 @@ mixer_table() {
         }' "$1"
 }
 
+# The flastep part's table from a log: per stack (gla, gdn, fox), the step ms and tokens/s of
+# rotor (gpu_step's line for configs/<stack>-370m-*.ini, after "== gpu_step"; fox-pro is no
+# fla model) and of fla's own model (bench/fla_step.py's "fla_step model=<stack> ..." lines),
+# and fla ms / rotor ms (> 1: rotor faster); "-" where rotor's side did not run, fla's FAIL
+# or note (note=hopper-guard-bypassed: fla's GDN backward timed past its refusal, wrong
+# gradients) in the last column. Nothing unless fla_step ran (its "== fla_step" header is in
+# the log) and printed a model's line or FAIL.
+step_table() {
+    awk '
+        function show(x) { return x == "" ? "-" : x }
+        /^== / { prog = $2; if (prog == "fla_step") ran = 1 }
+        # configs/gla-370m-selective-pg.ini   4 x 4096   152.1 ms   107709 tok/s  MFU ...
+        prog == "gpu_step" && $3 == "x" && $6 == "ms" && $8 == "tok/s" {
+            name = $1
+            sub(/.*\//, "", name)
+            if (name ~ /^(gla|gdn|fox)-[0-9]/) {
+                s = substr(name, 1, 3); rshape[s] = $2 "x" $4; rms[s] = $5; rtok[s] = $7
+            }
+        }
+        prog == "gpu_step_nope" && $3 == "x" && $6 == "ms" && $8 == "tok/s" {
+            name = $1
+            sub(/.*\//, "", name)
+            if (name ~ /^(gla|gdn|fox)-[0-9]/) { s = substr(name, 1, 3); nms[s] = $5; ntok[s] = $7 }
+        }
+        /^fla_step / {
+            delete kv
+            for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+            s = kv["model"]; fshape[s] = kv["shape"]; fms[s] = kv["ms"]; ftok[s] = kv["tok_s"]
+            fnote[s] = kv["note"]
+        }
+        prog == "fla_step" && /^FAIL (gla|gdn|fox):/ { s = substr($2, 1, 3); fnote[s] = "FAIL" }
+        END {
+            if (!ran) exit
+            split("gla gdn fox", stacks, " ")
+            rows = ""
+            for (i = 1; i <= 3; i++) {
+                s = stacks[i]
+                if (!(s in fms) && !(s in fnote)) continue
+                shape = (s in rshape) ? rshape[s] : fshape[s]
+                r = "-"
+                if ((s in rms) && rms[s] + 0 > 0 && fms[s] != "") {
+                    if (fshape[s] == rshape[s]) r = sprintf("%.2fx", fms[s] / rms[s])
+                    else rows = rows "note: fla ran " s " at " fshape[s] ", not " rshape[s] ": no ratio\n"
+                }
+                rn = "-"
+                if ((s in nms) && nms[s] + 0 > 0 && fms[s] != "" && fshape[s] == rshape[s])
+                    rn = sprintf("%.2fx", fms[s] / nms[s])
+                rows = rows sprintf("%-6s %-8s %9s %11s %9s %11s %9s %11s %7s %7s  %s\n", s,
+                                    show(shape), show(rms[s]), show(rtok[s]), show(nms[s]),
+                                    show(ntok[s]), show(fms[s]), show(ftok[s]), r, rn, fnote[s])
+            }
+            if (rows == "") exit
+            # (tok_s, not tok/s: the summary greps tok/s for the gpu_step lines)
+            printf "%-6s %-8s %9s %11s %9s %11s %9s %11s %7s %7s  %s\n", "step", "BxT",
+                   "sel ms", "sel tok_s", "nope ms", "nope tok_s", "fla ms", "fla tok_s",
+                   "f/sel", "f/nope", "fla note"
+            printf "%s", rows
+            print "rotor with Selective RoPE + phase gate (sel) and without position embedding (nope, as the fla models);"
+            print "f/sel, f/nope: fla ms / rotor ms (> 1: rotor faster)"
+        }' "$1"
+}
+
 run_bundle() {
     local dir="$1" log
     # the log grows in $OUT as the checks run: a run cut short still leaves what it did
@@ -159,27 +247,50 @@ run_bundle() {
         if [ -n "${GPU_CHECK_SANITIZER:-}" ]; then
             san=(compute-sanitizer --tool "$GPU_CHECK_SANITIZER" --error-exitcode 3)
         fi
-        for t in "$dir"/bin/test_gpu_*; do limited 150 "$(basename "$t")" "${san[@]}" "$t"; done
+        for t in "$dir"/bin/${GPU_CHECK_TESTS:-test_gpu_*}; do
+            limited 150 "$(basename "$t")" "${san[@]}" "$t"
+        done
     fi
     if [[ $parts == *" step "* ]]; then
         cd "$dir" # the configs by their short names in the table
-        limited 300 gpu_step bin/gpu_step --steps 3 "${configs_370m[@]}"
+        limited 300 gpu_step bin/gpu_step --steps 3 --profile --json "${OUT:-/tmp}/gpu_step.json" \
+            "${configs_370m[@]}"
+        # GDN and GLA on one long sequence: a linear-time mixer should keep its tokens/s
+        limited 200 gpu_step_long bin/gpu_step --steps 2 --shape 16384x1 --profile \
+            --json "${OUT:-/tmp}/gpu_step_16k.json" "${configs_370m[@]:0:2}"
+        # the same models without a position embedding, as fla's models are (the step table)
+        limited 200 gpu_step_nope bin/gpu_step --steps 3 --json "${OUT:-/tmp}/gpu_step_nope.json" \
+            "${configs_nope[@]}"
         cd - >/dev/null
     fi
     if [[ $parts == *" bench "* ]]; then
         limited 120 gpu_mixers "$dir/bin/gpu_mixers"
-        # fla from its wheel, unzipped (pure Python); a skip (77: no torch, no fla) is no failure
-        local wheel table
-        wheel="$( (ls "$dir"/wheels/fla_core-*.whl 2>/dev/null || true) | head -1)"
-        if [ -n "$wheel" ]; then
-            python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-                "$wheel" "$dir/pylib"
+        # fla from its wheels, unzipped (pure Python); a skip (77: no torch, no fla) is no failure
+        local table
+        if fla_pylib "$dir"; then
             limited 420 fla_mixers env PYTHONPATH="$dir/pylib${PYTHONPATH:+:$PYTHONPATH}" bash -c \
                 'python3 "$1"; rc=$?; [ "$rc" = 77 ] && rc=0; exit "$rc"' - "$dir/bin/fla_mixers.py"
         else
             printf '== fla_mixers\nskipped: no fla-core wheel in %s\n' "$dir/wheels" | tee -a "$log"
         fi
         table="$(mixer_table "$log")"
+        if [ -n "$table" ]; then printf '%s\n' "$table" | tee -a "$log"; fi
+    fi
+    if [[ $parts == *" flastep "* ]]; then
+        # fla's GLA, GDN and FoX models at gpu_step's shapes, from the same unzipped wheels as
+        # fla_mixers. --bypass-hopper-guard: fla 0.6.0 refuses GDN's backward on Hopper with
+        # this machine's Triton 3.6 (fla #640: wrong gradients, fixed in Triton 3.7.1, too large
+        # a wheel to carry); the step is timed anyway, and its line says so. Triton compiles
+        # and autotunes every kernel in each model's first step: minutes, hence the limit.
+        local table
+        if fla_pylib "$dir"; then
+            limited "${GPU_CHECK_FLA_LIMIT:-540}" fla_step env PYTHONPATH="$dir/pylib${PYTHONPATH:+:$PYTHONPATH}" \
+                bash -c 'python3 "$1" --bypass-hopper-guard --models "$2"; rc=$?; [ "$rc" = 77 ] && rc=0; exit "$rc"' \
+                - "$dir/bin/fla_step.py" "${GPU_CHECK_FLA_MODELS:-gla,gdn,fox}"
+        else
+            printf '== fla_step\nskipped: no fla-core wheel in %s\n' "$dir/wheels" | tee -a "$log"
+        fi
+        table="$(step_table "$log")"
         if [ -n "$table" ]; then printf '%s\n' "$table" | tee -a "$log"; fi
     fi
     if [[ $parts == *" e2e "* ]]; then
@@ -193,6 +304,7 @@ run_bundle() {
     grep -E ' FAIL$' "$log" | sed 's/^/failed compare: /' || true
     grep -E 'tok/s' "$log" || true
     mixer_table "$log"
+    step_table "$log"
     return $failed
 }
 
@@ -209,10 +321,10 @@ case "${1:-all}" in
         build_gpu
         dir="$(mktemp -d)"
         mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
-        cp "$build/bench/gpu_mixers" "$root/bench/fla_mixers.py" "$dir/bin/"
-        if [[ " ${GPU_CHECK_PARTS:-bench} " == *" bench "* ]]; then fla_download "$dir/wheels"; fi
+        cp "$build/bench/gpu_mixers" "$root"/bench/fla_{mixers,step,common}.py "$dir/bin/"
+        case " ${GPU_CHECK_PARTS:-bench} " in *" bench "* | *" flastep "*) fla_download "$dir/wheels" ;; esac
         cp "$root/scripts/gpu_e2e.sh" "$dir/bin/"
-        cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "$dir/configs/"
+        cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
         run_bundle "$dir"
         ;;
