@@ -26,7 +26,7 @@ namespace {
 constexpr int C = CHUNK_SIZE; // rows of a chunk
 constexpr int LDM = C + 8;    // leading dimension of 64-column tiles in shared memory
 constexpr int NT = 256;       // threads of the per-chunk kernels (8 warps)
-constexpr int NT_SCAN = 128;  // threads of the sequential scans (4 warps)
+constexpr int NT_SCAN = 256;  // threads of the sequential scans (8 warps)
 constexpr int CT = 64;        // columns per V (or K) tile in the per-chunk kernels
 constexpr unsigned FULL = 0xffffffffu;
 static_assert(C == 64, "the GDN kernels assume chunks of 64 tokens");
@@ -1020,11 +1020,17 @@ template <class Kernel> void allow_smem(Kernel kernel, size_t bytes, const char 
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-// Columns per scan block and pipeline depth: the widest tile and double buffering that fit.
+// Columns per scan block and pipeline depth: the widest tile and double buffering that fit,
+// unless the (segment, head, 32-column) blocks would not fill the GPU once (few, long
+// segments: the scan is sequential over a segment's chunks, its parallelism is the blocks):
+// then 16 columns first, for twice the blocks.
 template <class Layout>
-void pick_scan(int K, int V, const char *op, int *bv, int *stages, size_t *bytes) {
-    const int opts[4][2] = {{32, 2}, {32, 1}, {16, 2}, {16, 1}};
-    for (const auto &o : opts) {
+void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *stages,
+               size_t *bytes) {
+    const int wide[4][2] = {{32, 2}, {32, 1}, {16, 2}, {16, 1}};
+    const int narrow[4][2] = {{16, 2}, {16, 1}, {32, 2}, {32, 1}};
+    const bool few = seg_heads * (V / 32) < cuda_sm_count();
+    for (const auto &o : few ? narrow : wide) {
         if (V % o[0]) continue;
         size_t b = Layout(K, o[0], o[1]).total;
         if (b <= (size_t)cuda_max_smem_optin()) {
@@ -1073,7 +1079,7 @@ void cuda_gdn_fwd(void *o, void *states, const void *q, const void *k, const voi
 
     int bv, stages;
     size_t bytes;
-    pick_scan<FwdScanLayout>(K, V, "gdn_fwd", &bv, &stages, &bytes);
+    pick_scan<FwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_fwd", &bv, &stages, &bytes);
     allow_smem(gdn_fwd_scan, bytes, "gdn_fwd", K, V);
     gdn_fwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         (float *)states, U, W, (const bf16 *)k, (const float *)beta, (const float *)g, s->dev_cu,
@@ -1116,7 +1122,7 @@ void cuda_gdn_bwd(void *dq, void *dk, void *dv, void *dbeta, void *dg, const voi
 
     int bv, stages;
     size_t bytes;
-    pick_scan<BwdScanLayout>(K, V, "gdn_bwd", &bv, &stages, &bytes);
+    pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
     allow_smem(gdn_bwd_scan, bytes, "gdn_bwd", K, V);
     gdn_bwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout, (const float *)beta,

@@ -64,8 +64,10 @@ __global__ void rotate_bwd_kernel(bf16 *__restrict__ dx, float *__restrict__ dan
 
 // ---- weight norm ----
 // One block per head h, WN_THREADS / P * P threads: thread k takes column j = k % P and rows
-// k / P, k / P + WN_THREADS / P, ...; column sums over the row groups in shared memory.
-constexpr int WN_THREADS = 256;
+// k / P, k / P + WN_THREADS / P, ...; column sums over the row groups in shared memory. The
+// weights are small (H blocks): the widest block keeps each thread's chain of dependent
+// loads short, which is what bounds the time.
+constexpr int WN_THREADS = 1024;
 
 __global__ void __launch_bounds__(WN_THREADS)
     weightnorm_fwd_kernel(bf16 *__restrict__ wn, const bf16 *__restrict__ w,
@@ -74,6 +76,7 @@ __global__ void __launch_bounds__(WN_THREADS)
     int k = threadIdx.x, j = k % P, r0 = k / P, nr = blockDim.x / P;
     int64_t base = (int64_t)blockIdx.x * Din * P;
     float ss = 0.f;
+#pragma unroll 4
     for (int i = r0; i < Din; i += nr) {
         float v = bf2f(w[base + (int64_t)i * P + j]);
         ss += v * v;
@@ -87,6 +90,7 @@ __global__ void __launch_bounds__(WN_THREADS)
     }
     __syncthreads();
     float s = bf2f(scale[blockIdx.x]);
+#pragma unroll 4
     for (int i = r0; i < Din; i += nr) {
         int64_t idx = base + (int64_t)i * P + j;
         wn[idx] = f2bf(s * bf2f(w[idx]) / nrm[j]);
@@ -102,6 +106,7 @@ __global__ void __launch_bounds__(WN_THREADS)
     int k = threadIdx.x, j = k % P, r0 = k / P, nr = blockDim.x / P;
     int64_t base = (int64_t)blockIdx.x * Din * P;
     float ss = 0.f, dot = 0.f;
+#pragma unroll 4
     for (int i = r0; i < Din; i += nr) {
         int64_t idx = base + (int64_t)i * P + j;
         float v = bf2f(w[idx]);
@@ -127,6 +132,7 @@ __global__ void __launch_bounds__(WN_THREADS)
         dscale[blockIdx.x] += t;
     }
     float s = bf2f(scale[blockIdx.x]);
+#pragma unroll 4
     for (int i = r0; i < Din; i += nr) {
         int64_t idx = base + (int64_t)i * P + j;
         dw[idx] += s * (dwn[idx] - bf2f(w[idx]) / nrm[j] * udot[j]) / nrm[j];

@@ -26,24 +26,40 @@ void adamw_free(AdamW *o) {
     rt_free(o);
 }
 
+/* One backend call over elements [a, b) of the optimizer's range, clamped to it. */
+static void update_run(AdamW *o, const TrainConfig *tc, double lr, char *w, void *act, char *g,
+                       int64_t a, int64_t b, int decay) {
+    const Backend *be = o->be;
+    if (a < o->lo) a = o->lo;
+    if (b > o->hi) b = o->hi;
+    if (a >= b) return;
+    size_t F = be->f32_size, off = (size_t)a * F, moff = (size_t)(a - o->lo) * F;
+    be->adamw(w + off, act ? (char *)act + (size_t)a * be->act_size : NULL, (char *)o->m + moff,
+              (char *)o->v + moff, g + off, b - a, lr, tc->beta1, tc->beta2, tc->adam_eps,
+              decay ? tc->weight_decay : 0.0, o->t);
+}
+
+/* Neighbouring trainable parameters of the same decay group are updated by one call, the
+ * alignment padding between them included: padding has zero weights, gradients and moments,
+ * so its update is zero. A frozen parameter or a change of group ends a run. */
 void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr) {
     const ParamTable *t = model_params(m);
-    const Backend *be = o->be;
-    size_t F = be->f32_size;
     void *act;
-    char *w = model_weights_and_copy(m, &act), *g = model_grads(m), *mm = o->m, *vv = o->v;
-    size_t A = be->act_size;
+    char *w = model_weights_and_copy(m, &act), *g = model_grads(m);
     o->t++;
+    int64_t run_lo = 0, run_hi = 0;
+    int run_decay = 0;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
-        int64_t a = p->offset > o->lo ? p->offset : o->lo;
-        int64_t b = p->offset + p->numel < o->hi ? p->offset + p->numel : o->hi;
-        if (!p->trainable || a >= b) continue;
-        size_t off = (size_t)a * F, moff = (size_t)(a - o->lo) * F;
-        be->adamw(w + off, act ? (char *)act + (size_t)a * A : NULL, mm + moff, vv + moff,
-                  g + off, b - a, lr, tc->beta1, tc->beta2, tc->adam_eps,
-                  p->decay ? tc->weight_decay : 0.0, o->t);
+        if (p->trainable && run_hi > run_lo && p->decay == run_decay) {
+            run_hi = p->offset + p->numel;
+            continue;
+        }
+        update_run(o, tc, lr, w, act, g, run_lo, run_hi, run_decay);
+        run_lo = run_hi = p->offset;
+        if (p->trainable) run_hi = p->offset + p->numel, run_decay = p->decay;
     }
+    update_run(o, tc, lr, w, act, g, run_lo, run_hi, run_decay);
 }
 
 double grad_sumsq(Model *m, int64_t lo, int64_t hi) {
