@@ -9,6 +9,17 @@
 #include <string.h>
 
 extern int th_failures; /* failures in the current test */
+extern int th_skips;    /* tests that could not run what they check (missing data) */
+
+/* Marks the current test as skipped: the program then exits with ctest's skip code 77
+ * unless a test failed. */
+#define TH_SKIP(...)                   \
+    do {                               \
+        th_skips++;                    \
+        printf("    skipped: ");       \
+        printf(__VA_ARGS__);           \
+        printf("\n");                  \
+    } while (0)
 
 #define CHECK(cond)                                                                   \
     do {                                                                              \
@@ -44,7 +55,8 @@ typedef struct {
     void (*fn)(void);
 } TestCase;
 
-/* Runs the tests whose name contains the filter argv[1] (all if absent). */
+/* Runs the tests whose name contains the filter argv[1] (all if absent); returns 1 if a
+ * test failed, else 77 if one was skipped, else 0. */
 int th_run(const TestCase *tests, int n, int argc, char **argv);
 
 #endif

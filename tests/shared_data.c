@@ -9,7 +9,7 @@ const char *shared_file(const char *rel, char *buf, size_t len) {
     snprintf(buf, len, "%s/%s", ROTOR_SHARED_DATA, rel);
     struct stat sb;
     if (stat(buf, &sb) == 0) return buf;
-    printf("    skipped: ../shared/data not found (%s)\n", buf);
+    TH_SKIP("../shared/data not found (%s)", buf);
     return NULL;
 }
 

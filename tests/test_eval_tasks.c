@@ -23,7 +23,8 @@
  *    "It was the " and its trailing space moves: context "It was the" = [▁It ▁was ▁the]
  *    (661 403 272), whole "It was the  end" = [▁It ▁was ▁the ▁ ▁end], continuation
  *    [▁ ▁end] = 28705 948.
- * Tests that need ../shared/data pass with a "skipped" line when it is absent. */
+ * Tests that need ../shared/data print a "skipped" line when it is absent, and the program
+ * then exits with ctest's skip code. */
 #include "harness.h"
 #include "shared_data.h"
 #include "eval.h"

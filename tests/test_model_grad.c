@@ -41,7 +41,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     model_forward(m, &p.b, p.inv_valid, NULL);
     model_backward(m);
     const ParamTable *t = model_params(m);
-    real *w = model_weights(m), *g = model_grads(m);
+    real *w = model_weights_to_write(m), *g = model_grads(m);
     double worst = 0;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *pi = &t->p[i];

@@ -75,7 +75,8 @@ static void test_adamw_step_groups(void) {
     Model *m = model_create(&c, backend_cpu());
     model_init_weights(m, 3);
     const ParamTable *t = model_params(m);
-    real *w = model_weights(m), *g = model_grads(m);
+    const real *w = model_weights(m);
+    real *g = model_grads(m);
     real *w0 = tu_copy(w, t->total);
     for (int64_t i = 0; i < t->total; i++) g[i] = (real)(i % 7 - 3) * 0.01f;
     TrainConfig tc = recipe();

@@ -15,7 +15,8 @@
  *  - A NUL byte encodes to <0x00>; tok_decode returns a NUL-terminated string, so text after
  *    a NUL is not visible to the caller.
  *  - Decoding control ids: <s> and </s> give nothing, <unk> gives " ⁇ ".
- * Tests that need ../shared/data pass with a "skipped" line when it is absent. */
+ * Tests that need ../shared/data print a "skipped" line when it is absent, and the program
+ * then exits with ctest's skip code. */
 #include "harness.h"
 #include "shared_data.h"
 #include "tokenizer.h"

@@ -7,7 +7,7 @@ rotor=$1
 here=$(cd "$(dirname "$0")" && pwd)
 shared=$here/../../shared/data
 if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then
-  echo "skipped: ../shared/data not found"; exit 0
+  echo "skipped: ../shared/data not found"; exit 77
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

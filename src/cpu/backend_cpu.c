@@ -1,6 +1,8 @@
 /* The CPU backend: host memory and the reference implementations in src/cpu/. */
+#include <stdio.h>
 #include <string.h>
 
+#include "cpu/blas_setup.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"
@@ -20,7 +22,7 @@ static void cpu_to_act(void *dst, const void *src, int64_t n) {
     if (dst != src) memcpy(dst, src, sizeof(real) * (size_t)n);
 }
 
-static const Backend cpu_backend = {
+static Backend cpu_backend = {
     .name = "cpu",
     .device = "host CPU",
     .act_size = sizeof(real),
@@ -92,11 +94,17 @@ static void flush_denormals(void) {
 #endif
 }
 
+/* The device line names the threads of this process as they are now (a trainer sets them
+ * from run.threads before it selects the backend) and the BLAS kernels. */
 const Backend *backend_cpu(void) {
     static int ready;
+    static char device[160];
     if (!ready) {
         flush_denormals();
         ready = 1;
     }
+    snprintf(device, sizeof device, "host CPU, %d threads per rank, BLAS kernels %s",
+             par_max_threads(), blas_kernel_name());
+    cpu_backend.device = device;
     return &cpu_backend;
 }

@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/timer.h"
 
-static int g_rank, g_world = 1, g_local_rank, g_local_world = 1, g_inited;
+static int g_rank, g_world = 1, g_local_rank, g_inited;
 /* the non-blocking gradient sums started since the last dist_reduce_wait */
 static MPI_Request *g_req;
 static int g_nreq, g_req_cap;
@@ -63,6 +63,9 @@ void dist_watch_end(void) {
 
 void dist_init(int *argc, char ***argv) {
     RT_ASSERT(!g_inited);
+    /* without a launcher this is rank 0 of 1 and MPI stays untouched: its singleton start
+     * needs a daemon that not every machine can run */
+    if (!dist_launched()) return;
     int provided;
     /* only the main thread calls MPI; the watchdog never does */
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
@@ -72,7 +75,6 @@ void dist_init(int *argc, char ***argv) {
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &g_local_rank);
-    MPI_Comm_size(node, &g_local_world);
     MPI_Comm_free(&node);
     g_inited = 1;
 }
@@ -100,9 +102,14 @@ void dist_finalize(void) {
 int dist_rank(void) { return g_rank; }
 int dist_world(void) { return g_world; }
 int dist_local_rank(void) { return g_local_rank; }
-int dist_local_world(void) { return g_local_world; }
+/* What the launchers put in every process's environment: Open MPI's mpirun, PMI-1/2 and
+ * PMIx (MPICH's hydra, srun --mpi=pmi2/pmix, PRRTE), and srun itself. */
 int dist_launched(void) {
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK",
+                                       "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
 }
 
 /* ---- collectives ---- */

@@ -13,18 +13,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Initialises MPI (safe to call once, before any other dist_ call); timeout_s <= 0 disables
- * the watchdog. */
+/* Initialises MPI when a launcher started the process (dist_launched), else makes it rank 0
+ * of 1 without MPI; call once, before any other dist_ call. timeout_s <= 0 disables the
+ * watchdog. */
 void dist_init(int *argc, char ***argv);
 void dist_set_timeout(double timeout_s);
 void dist_finalize(void);
 
 int dist_rank(void);
 int dist_world(void);
-/* Rank among the processes of this node, and their number (for device selection). */
+/* Rank among the processes of this node (for device selection). */
 int dist_local_rank(void);
-int dist_local_world(void);
-/* 1 when the process was started by an MPI launcher (mpirun, srun), even as a single rank. */
+/* 1 when the process was started by a launcher (mpirun, mpiexec, srun), even as a single
+ * rank. */
 int dist_launched(void);
 
 /* In-place sums over all ranks. */

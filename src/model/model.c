@@ -64,7 +64,8 @@ const ParamTable *model_params(const Model *m) { return &m->params; }
 const Backend *model_backend(const Model *m) { return m->be; }
 /* Callers may write the master weights through this pointer: the compute copy is
  * refreshed before the next forward pass. */
-void *model_weights(Model *m) {
+const void *model_weights(const Model *m) { return m->master; }
+void *model_weights_to_write(Model *m) {
     m->weights_stale = 1;
     return m->master;
 }
@@ -486,22 +487,6 @@ void model_init_weights(Model *m, uint64_t seed) {
         rt_free(vals);
         rt_free(host);
     }
-}
-
-void model_get_param(Model *m, int idx, void *host) {
-    const ParamInfo *p = &m->params.p[idx];
-    m->be->download(host, (char *)m->master + (size_t)p->offset * m->be->f32_size, m->be->f32_size * (size_t)p->numel);
-}
-
-void model_set_param(Model *m, int idx, const void *host) {
-    const ParamInfo *p = &m->params.p[idx];
-    m->be->upload((char *)m->master + (size_t)p->offset * m->be->f32_size, host, m->be->f32_size * (size_t)p->numel);
-    m->weights_stale = 1;
-}
-
-void model_get_grad(Model *m, int idx, void *host) {
-    const ParamInfo *p = &m->params.p[idx];
-    m->be->download(host, (char *)m->grads + (size_t)p->offset * m->be->f32_size, m->be->f32_size * (size_t)p->numel);
 }
 
 void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }

@@ -28,9 +28,11 @@ const ModelConfig *model_config(const Model *m);
 const ModelDims *model_dims_of(const Model *m);
 const ParamTable *model_params(const Model *m);
 const Backend *model_backend(const Model *m);
-/* Flat [f32] buffers on the backend: master weights and accumulated gradients. Writes
- * through model_weights() make the compute copy stale (refreshed by the next forward). */
-void *model_weights(Model *m);
+/* Flat [f32] buffers on the backend: the master weights, to read (a checkpoint's save) or
+ * to write (a load, an all-gather: the [act] compute copy is then refreshed by the next
+ * forward), and the accumulated gradients. */
+const void *model_weights(const Model *m);
+void *model_weights_to_write(Model *m);
 void *model_grads(Model *m);
 /* For a writer that updates master elements and, in the same pass, the same elements of
  * the [act] compute copy (AdamW): the master, and in *copy the compute copy, or NULL when
@@ -39,11 +41,6 @@ void *model_weights_and_copy(Model *m, void **copy);
 
 /* Initialises every parameter per SPEC §1-5 from `seed` (deterministic per parameter). */
 void model_init_weights(Model *m, uint64_t seed);
-/* Host copies of a parameter's weights / gradient: numel elements of the backend's [f32]
- * type (be->f32_size bytes each: float, or double in the fp64 test build). */
-void model_get_param(Model *m, int idx, void *host);
-void model_set_param(Model *m, int idx, const void *host);
-void model_get_grad(Model *m, int idx, void *host);
 void model_zero_grads(Model *m);
 
 /* Forward pass; keeps the activations needed by model_backward. Returns the summed

@@ -44,13 +44,6 @@ int64_t params_count(const ParamTable *t) {
     return n;
 }
 
-int64_t params_count_trainable(const ParamTable *t) {
-    int64_t n = 0;
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].trainable) n += t->p[i].numel;
-    return n;
-}
-
 void params_free(ParamTable *t) {
     rt_free(t->p);
     memset(t, 0, sizeof(*t));

@@ -46,7 +46,6 @@ int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, 
                double init_arg, int decay, int trainable);
 /* Index of a parameter by name, -1 if absent. */
 int params_find(const ParamTable *t, const char *name);
-int64_t params_count_trainable(const ParamTable *t);
 /* Number of parameter elements (without padding). */
 int64_t params_count(const ParamTable *t);
 void params_free(ParamTable *t);

@@ -755,7 +755,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
         }
     }
     /* Everything checked: commit. */
-    upload_f32(be, model_weights(m), w, t->total);
+    upload_f32(be, model_weights_to_write(m), w, t->total);
     if (opt) {
         upload_f32(opt->be, opt->m, mm, opt->hi - opt->lo);
         upload_f32(opt->be, opt->v, vv, opt->hi - opt->lo);

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "config/run_config.h"
-#include "cpu/blas_setup.h"
 #include "cpu/parallel.h"
 #include "data/datasource.h"
 #include "device/device.h"
@@ -257,10 +256,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     grad_buckets_init(&tr.buckets, tr.model, tr.ranges, tr.device_comm, rc->run.bucket_mb);
     if (lead) {
         print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
-        if (!strcmp(be->name, "cpu"))
-            printf("backend: cpu, %d threads per rank, BLAS kernels %s\n", par_max_threads(), blas_kernel_name());
-        else
-            printf("backend: %s on %s\n", be->name, be->device);
+        printf("backend: %s on %s\n", be->name, be->device);
         printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
                tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
                tc->seq_len, tr.device_comm ? "NCCL" : "MPI",
@@ -339,12 +335,12 @@ int train_run(const RunConfig *rc, const char *resume) {
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             adamw_step(tr.opt, tr.model, tc, lr);
             if (tr.ranges && tr.device_comm) {
-                be->allgather_start(model_weights(tr.model), tr.ranges);
+                be->allgather_start(model_weights_to_write(tr.model), tr.ranges);
                 dist_watch_begin("a parameter all-gather (NCCL)");
                 be->comm_wait();
                 dist_watch_end();
             } else if (tr.ranges)
-                dist_allgather(model_weights(tr.model), tr.ranges, be->f32_size);
+                dist_allgather(model_weights_to_write(tr.model), tr.ranges, be->f32_size);
         }
         int last = done == tc->steps;
         double now = rt_now();
@@ -378,7 +374,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         int stopping = dist_any(stop_signal != 0);
         if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping)
             save_checkpoint(&tr, done, tokens);
-        if (stopping) {
+        if (stopping && !last) {
             if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
             break;
         }
