@@ -54,6 +54,7 @@ import gc
 import importlib
 import statistics
 import sys
+import time
 
 from fla_common import FLA_VERSION, ROWS, SEQ_LEN, require_torch_gpu, skip  # noqa: E402
 
@@ -188,9 +189,11 @@ def bench(name, steps, warmup, guard):
         opt.step()
         return loss
 
-    for _ in range(warmup):
+    for i in range(warmup):  # progress: Triton's compiling and autotuning take minutes
+        t0 = time.perf_counter()
         step()
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        print(f"  {name}: warm-up step {i + 1} of {warmup} took {time.perf_counter() - t0:.1f} s")
     # the peak of the steady steps, not of Triton's autotuning in the first one
     torch.cuda.reset_peak_memory_stats()
     times = []
