@@ -188,15 +188,14 @@ template <> struct Cost<cu_upload> {
     static OpCost of(void *, const void *, size_t bytes) { return costs::make(0, (double)bytes); }
 };
 
-// The fixed fields of the table (the device's own are set by backend_cuda()).
+// The fixed fields of the table: the device's own are set by backend_cuda(), the ops (with
+// zero and upload) by cu_profile.
 static void fill_table(Backend *b) {
     b->name = "cuda";
     b->act_size = 2;
     b->f32_size = 4;
     b->alloc = cu_alloc;
     b->release = cu_release;
-    b->zero = cu_zero;
-    b->upload = cu_upload;
     b->download = cu_download;
     b->synchronize = cu_synchronize;
     b->peak_memory = cu_peak_memory;

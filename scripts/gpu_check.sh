@@ -153,9 +153,10 @@ mixer_table() {
 }
 
 # The flastep part's table from a log: per stack (gla, gdn, fox), the step ms and tokens/s of
-# rotor (gpu_step's line for configs/<stack>-370m-*.ini, after "== gpu_step"; fox-pro is no
-# fla model) and of fla's own model (bench/fla_step.py's "fla_step model=<stack> ..." lines),
-# and fla ms / rotor ms (> 1: rotor faster); "-" where rotor's side did not run, fla's FAIL
+# rotor with Selective RoPE (gpu_step's line for configs/<stack>-370m-*.ini, after
+# "== gpu_step"; fox-pro is no fla model) and without a position embedding (after
+# "== gpu_step_nope"), of fla's own model (bench/fla_step.py's "fla_step model=<stack> ..."
+# lines), and fla ms / rotor ms for both (> 1: rotor faster); "-" where rotor's side did not run, fla's FAIL
 # or note (note=hopper-guard-bypassed: fla's GDN backward timed past its refusal, wrong
 # gradients) in the last column. Nothing unless fla_step ran (its "== fla_step" header is in
 # the log) and printed a model's line or FAIL.

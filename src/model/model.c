@@ -62,9 +62,9 @@ const ModelConfig *model_config(const Model *m) { return &m->cfg; }
 const ModelDims *model_dims_of(const Model *m) { return &m->dims; }
 const ParamTable *model_params(const Model *m) { return &m->params; }
 const Backend *model_backend(const Model *m) { return m->be; }
-/* Callers may write the master weights through this pointer: the compute copy is
- * refreshed before the next forward pass. */
 const void *model_weights(const Model *m) { return m->master; }
+/* A writer of the master weights makes the compute copy stale: it is refreshed before the
+ * next forward pass. */
 void *model_weights_to_write(Model *m) {
     m->weights_stale = 1;
     return m->master;
