@@ -4,9 +4,9 @@ stacked bar per run (e.g. before and after a change), the step's device time spl
 GEMMs, mixer kernels, Selective RoPE, optimizer, the other ops (norms, convs, gates, loss)
 and the time between ops, so that a change's effect can be seen at a glance.
 
-    python3 bench/plot_profile.py OUT.png LABEL=RUN.json [LABEL=RUN.json ...]
+    /usr/bin/python3 bench/plot_profile.py OUT.png LABEL=RUN.json [LABEL=RUN.json ...]
 
-Needs matplotlib.
+Needs matplotlib (Debian's python3-matplotlib, installed by scripts/setup.sh).
 """
 import json
 import sys

@@ -19,6 +19,7 @@ packages=(
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
   libicu-dev                             # eval: Python str.capitalize (full Unicode case mapping)
+  python3-matplotlib                     # bench/plot_profile.py (GPU op profiles as a plot)
 )
 
 missing=()
