@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "model/seqs.h"
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
@@ -146,11 +145,15 @@ static void report(const char *name, const Op *op, double fwd, double bwd) {
 /* ---- GLA (SPEC §2): log-space gates per key channel ---- */
 
 static void gla_f(const Op *p) {
-    be->gla_fwd(p->o, p->states, p->q, p->k, p->v, p->g, &seqs, p->H, p->K, p->V, p->scale);
+    be->gla_fwd(&(LinAttnArgs){.s = &seqs, .H = p->H, .K = p->K, .V = p->V, .scale = p->scale,
+                               .q = p->q, .k = p->k, .v = p->v, .g = p->g, .o = p->o,
+                               .states = p->states});
 }
 static void gla_b(const Op *p) {
-    be->gla_bwd(p->dq, p->dk, p->dv, p->dg, p->dout, p->q, p->k, p->v, p->g, p->states, &seqs,
-                p->H, p->K, p->V, p->scale);
+    be->gla_bwd(&(LinAttnGrads){
+        .a = {.s = &seqs, .H = p->H, .K = p->K, .V = p->V, .scale = p->scale, .q = p->q,
+              .k = p->k, .v = p->v, .g = p->g, .states = p->states},
+        .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dg = p->dg});
 }
 
 static void bench_gla(int H, int K, int V) {
@@ -172,12 +175,15 @@ static void bench_gla(int H, int K, int V) {
  * gdn_fwd), beta in (0, 1) and a log decay g < 0 per head ---- */
 
 static void gdn_f(const Op *p) {
-    be->gdn_fwd(p->o, p->states, p->q, p->k, p->v, p->beta, p->g, &seqs, p->H, p->K, p->V,
-                p->scale);
+    be->gdn_fwd(&(LinAttnArgs){.s = &seqs, .H = p->H, .K = p->K, .V = p->V, .scale = p->scale,
+                               .q = p->q, .k = p->k, .v = p->v, .g = p->g, .beta = p->beta,
+                               .o = p->o, .states = p->states});
 }
 static void gdn_b(const Op *p) {
-    be->gdn_bwd(p->dq, p->dk, p->dv, p->dbeta, p->dg, p->dout, p->q, p->k, p->v, p->beta, p->g,
-                p->states, &seqs, p->H, p->K, p->V, p->scale);
+    be->gdn_bwd(&(LinAttnGrads){
+        .a = {.s = &seqs, .H = p->H, .K = p->K, .V = p->V, .scale = p->scale, .q = p->q,
+              .k = p->k, .v = p->v, .g = p->g, .beta = p->beta, .states = p->states},
+        .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dg = p->dg, .dbeta = p->dbeta});
 }
 
 static void bench_gdn(int H, int K, int V) {
@@ -203,11 +209,14 @@ static void bench_gdn(int H, int K, int V) {
 /* ---- FoX (SPEC §4): log forget gates per head, near 0 ---- */
 
 static void fox_f(const Op *p) {
-    be->fox_fwd(p->o, p->lse, p->q, p->k, p->v, p->g, &seqs, p->H, p->K, p->scale);
+    be->fox_fwd(&(AttnArgs){.s = &seqs, .H = p->H, .D = p->K, .scale = p->scale, .q = p->q,
+                            .k = p->k, .v = p->v, .logf = p->g, .o = p->o, .lse = p->lse});
 }
 static void fox_b(const Op *p) {
-    be->fox_bwd(p->dq, p->dk, p->dv, p->dg, p->dout, p->q, p->k, p->v, p->g, p->o, p->lse, &seqs,
-                p->H, p->K, p->scale);
+    be->fox_bwd(&(AttnGrads){
+        .a = {.s = &seqs, .H = p->H, .D = p->K, .scale = p->scale, .q = p->q, .k = p->k,
+              .v = p->v, .logf = p->g, .o = p->o, .lse = p->lse},
+        .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dlogf = p->dg});
 }
 
 static void bench_fox(int H, int D) {
@@ -229,13 +238,18 @@ static void bench_fox(int H, int D) {
  * weight and SiLU, no bias, phase gate, frozen RoPE-type temperatures (no dtemp) ---- */
 
 static void selrope_f(const Op *p) {
-    be->selrope_fwd(p->qo, p->ko, p->Phi, p->q, p->k, p->phi_raw, p->conv_w, ACT_SILU, NULL,
-                    p->gate, p->temp, &seqs, p->H, p->P);
+    be->selrope_fwd(&(SelRopeArgs){.s = &seqs, .H = p->H, .P = p->P, .q = p->q, .k = p->k,
+                                   .phi_raw = p->phi_raw, .conv_w = p->conv_w,
+                                   .conv_act = ACT_SILU, .gate_logit = p->gate, .temp = p->temp,
+                                   .qo = p->qo, .ko = p->ko, .Phi = p->Phi});
 }
 static void selrope_b(const Op *p) {
-    be->selrope_bwd(p->dq, p->dk, p->dphi, p->dconv_w, NULL, p->dgate, NULL, p->dqo, p->dko,
-                    p->q, p->k, p->phi_raw, p->conv_w, ACT_SILU, NULL, p->gate, p->temp, p->Phi,
-                    &seqs, p->H, p->P);
+    be->selrope_bwd(&(SelRopeGrads){
+        .a = {.s = &seqs, .H = p->H, .P = p->P, .q = p->q, .k = p->k, .phi_raw = p->phi_raw,
+              .conv_w = p->conv_w, .conv_act = ACT_SILU, .gate_logit = p->gate, .temp = p->temp,
+              .Phi = p->Phi},
+        .dqo = p->dqo, .dko = p->dko, .dq = p->dq, .dk = p->dk, .dphi_raw = p->dphi,
+        .dconv_w = p->dconv_w, .dgate_logit = p->dgate});
 }
 
 static void bench_selrope(const char *name, int H, int P) {
@@ -281,8 +295,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r <= ROWS; r++) cu[r] = (int64_t)r * SEQ_LEN;
     for (int64_t t = 0; t < ROWS * SEQ_LEN; t++) pos[t] = (int32_t)(t % SEQ_LEN);
     seqs = (Seqs){.ntok = ROWS * SEQ_LEN, .nseg = ROWS, .cu = cu, .pos = pos};
-    SeqsMirror mirror = {0};
-    seqs_mirror(&mirror, be, &seqs);
+    void *mirror = NULL;
+    be->seqs_prepare(&seqs, &mirror);
     printf("device %s: rotor mixer ops, %d rows x %d tokens, median of %d\n", be->device, ROWS,
            SEQ_LEN, reps);
     /* head shapes of configs/{gla,gdn,fox}-370m-selective-pg.ini (d = 1024) */
@@ -292,7 +306,7 @@ int main(int argc, char **argv) {
     bench_selrope("selrope_gla", 4, 64);
     bench_selrope("selrope_gdn", 8, 64);
     bench_selrope("selrope_fox", 16, 32);
-    seqs_mirror_free(&mirror, be);
+    be->seqs_release(mirror);
     rt_free(pos);
     return 0;
 }

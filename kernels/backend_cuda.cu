@@ -89,7 +89,7 @@ static size_t used_high() {
     return (size_t)v;
 }
 
-static void *cu_alloc(size_t bytes) {
+void *cuda_alloc(size_t bytes) {
     void *p = NULL;
     cudaError_t e = plain_alloc ? cudaMalloc(&p, bytes ? bytes : 1)
                                 : cudaMallocAsync(&p, bytes ? bytes : 1, stream);
@@ -110,7 +110,7 @@ static void *cu_alloc(size_t bytes) {
 }
 
 // cudaFree waits for the device: nothing queued still reads the buffer.
-static void cu_release(void *p) { CUDA_CHECK(plain_alloc ? cudaFree(p) : cudaFreeAsync(p, stream)); }
+void cuda_release(void *p) { CUDA_CHECK(plain_alloc ? cudaFree(p) : cudaFreeAsync(p, stream)); }
 static void cu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream)); }
 
 static const char *memory_kind(const void *p) {
@@ -135,7 +135,7 @@ static void copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, 
 }
 
 // From pageable host memory the copy has read the source when it returns.
-static void cu_upload(void *dst, const void *src, size_t bytes) {
+void cuda_upload(void *dst, const void *src, size_t bytes) {
     copy(dst, src, bytes, cudaMemcpyHostToDevice, "upload");
 }
 
@@ -149,8 +149,8 @@ static size_t cu_peak_memory() { return used_high(); }
 
 void *cuda_scratch(int slot, size_t bytes) {
     if (bytes > scratch_bytes[slot]) {
-        if (scratch[slot]) cu_release(scratch[slot]);
-        scratch[slot] = cu_alloc(bytes);
+        if (scratch[slot]) cuda_release(scratch[slot]);
+        scratch[slot] = cuda_alloc(bytes);
         scratch_bytes[slot] = bytes;
     }
     return scratch[slot];
@@ -184,7 +184,7 @@ static Backend cuda_backend; // filled by backend_cuda() on the first call
 template <> struct Cost<cu_zero> {
     static OpCost of(void *, size_t bytes) { return costs::make(0, (double)bytes); }
 };
-template <> struct Cost<cu_upload> {
+template <> struct Cost<cuda_upload> {
     static OpCost of(void *, const void *, size_t bytes) { return costs::make(0, (double)bytes); }
 };
 
@@ -194,11 +194,14 @@ static void fill_table(Backend *b) {
     b->name = "cuda";
     b->act_size = 2;
     b->f32_size = 4;
-    b->alloc = cu_alloc;
-    b->release = cu_release;
+    b->alloc = cuda_alloc;
+    b->release = cuda_release;
     b->download = cu_download;
     b->synchronize = cu_synchronize;
     b->peak_memory = cu_peak_memory;
+    b->supports = cuda_supports;
+    b->seqs_prepare = cuda_seqs_prepare;
+    b->seqs_release = cuda_seqs_release;
     b->comm_create_id = cuda_comm_create_id;
     b->comm_init = cuda_comm_init;
     b->reduce_start = cuda_reduce_start;
@@ -211,11 +214,11 @@ static void fill_table(Backend *b) {
 // The ops of the table, plain or timed by the profiler (profile.cuh); the memset of the
 // gradients and the uploads of a step are timed too.
 static void cu_profile(int on) {
-#define ROTOR_SET_OP(op) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
-    CUDA_BACKEND_OPS(ROTOR_SET_OP)
+#define ROTOR_SET_OP(ret, op, params) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
+    BACKEND_OPS(ROTOR_SET_OP)
 #undef ROTOR_SET_OP
     cuda_backend.zero = on ? timed<cu_zero>("zero") : cu_zero;
-    cuda_backend.upload = on ? timed<cu_upload>("upload") : cu_upload;
+    cuda_backend.upload = on ? timed<cuda_upload>("upload") : cuda_upload;
 }
 
 extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_size) {

@@ -24,6 +24,12 @@ void cuda_fail(cudaError_t e, const char *what, const char *file, int line);
 // After every kernel launch: catches bad launch configurations at once.
 #define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
 
+// Device memory from the backend's pool (Backend.alloc, release) and a copy from host memory
+// (Backend.upload), on the stream.
+void *cuda_alloc(size_t bytes);
+void cuda_release(void *p);
+void cuda_upload(void *dst, const void *src, size_t bytes);
+
 // Scratch device memory owned by the backend (grown on demand, never shrunk); valid until
 // the next call with the same slot. Slots let one op hold several scratch buffers.
 enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_SLOTS };

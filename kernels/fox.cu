@@ -22,6 +22,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "revcumsum.h"
 #include "util/error.h"
 
 namespace {
@@ -671,8 +672,12 @@ void launch_bwd(void *dk, void *dv, float *dqacc, void *dc, const void *q, const
 
 } // namespace
 
-void cuda_fox_fwd(void *o, void *lse, const void *q, const void *k, const void *v, const void *logf,
-                  const Seqs *s, int H, int D, double scale) {
+void cuda_fox_fwd(const AttnArgs *a) {
+    void *o = a->o, *lse = a->lse;
+    const void *q = a->q, *k = a->k, *v = a->v, *logf = a->logf;
+    const Seqs *s = a->s;
+    const int H = a->H, D = a->D;
+    const double scale = a->scale;
     const void *ptrs[] = {o, q, k, v};
     check_args("fox_fwd", s, H, D, ptrs, 4);
     if (s->ntok == 0) return;
@@ -684,9 +689,14 @@ void cuda_fox_fwd(void *o, void *lse, const void *q, const void *k, const void *
     }
 }
 
-void cuda_fox_bwd(void *dq, void *dk, void *dv, void *dlogf, const void *dout, const void *q,
-                  const void *k, const void *v, const void *logf, const void *o, const void *lse,
-                  const Seqs *s, int H, int D, double scale) {
+void cuda_fox_bwd(const AttnGrads *gr) {
+    const AttnArgs *a = &gr->a;
+    void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dlogf = gr->dlogf;
+    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *logf = a->logf, *o = a->o,
+               *lse = a->lse;
+    const Seqs *s = a->s;
+    const int H = a->H, D = a->D;
+    const double scale = a->scale;
     const void *ptrs[] = {dq, dk, dv, dout, q, k, v, o};
     check_args("fox_bwd", s, H, D, ptrs, 8);
     if (s->ntok == 0) return;

@@ -1065,9 +1065,12 @@ void launch_prep(bf16 *W, bf16 *U, bf16 *P, const void *q, const void *k, const 
 
 } // namespace
 
-void cuda_gdn_fwd(void *o, void *states, const void *q, const void *k, const void *v,
-                  const void *beta, const void *g, const Seqs *s, int H, int K, int V,
-                  double scale) {
+void cuda_gdn_fwd(const LinAttnArgs *a) {
+    void *o = a->o, *states = a->states;
+    const void *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g;
+    const Seqs *s = a->s;
+    const int H = a->H, K = a->K, V = a->V;
+    const double scale = a->scale;
     const void *ptrs[] = {o, states, q, k, v};
     check_args("gdn_fwd", H, K, V, ptrs, 5);
     const int64_t N = s->ntok, nchunk = s->nchunk;
@@ -1094,9 +1097,14 @@ void cuda_gdn_fwd(void *o, void *states, const void *q, const void *k, const voi
     CUDA_LAUNCHED();
 }
 
-void cuda_gdn_bwd(void *dq, void *dk, void *dv, void *dbeta, void *dg, const void *dout,
-                  const void *q, const void *k, const void *v, const void *beta, const void *g,
-                  const void *states, const Seqs *s, int H, int K, int V, double scale) {
+void cuda_gdn_bwd(const LinAttnGrads *gr) {
+    const LinAttnArgs *a = &gr->a;
+    void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dbeta = gr->dbeta, *dg = gr->dg;
+    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g,
+               *states = a->states;
+    const Seqs *s = a->s;
+    const int H = a->H, K = a->K, V = a->V;
+    const double scale = a->scale;
     const void *ptrs[] = {dq, dk, dv, dout, q, k, v, states};
     check_args("gdn_bwd", H, K, V, ptrs, 8);
     const int64_t N = s->ntok, nchunk = s->nchunk;

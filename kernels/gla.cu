@@ -752,8 +752,12 @@ void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const
 
 } // namespace
 
-void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const void *v, const void *g,
-                  const Seqs *s, int H, int K, int V, double scale) {
+void cuda_gla_fwd(const LinAttnArgs *a) {
+    void *o = a->o, *states = a->states;
+    const void *q = a->q, *k = a->k, *v = a->v, *g = a->g;
+    const Seqs *s = a->s;
+    const int H = a->H, K = a->K, V = a->V;
+    const double scale = a->scale;
     check_sizes("gla_fwd", s, H, K, V);
     if (s->nchunk == 0) return;
     allow_smem();
@@ -779,9 +783,13 @@ void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const voi
     CUDA_LAUNCHED();
 }
 
-void cuda_gla_bwd(void *dq, void *dk, void *dv, void *dg, const void *dout, const void *q,
-                  const void *k, const void *v, const void *g, const void *states, const Seqs *s,
-                  int H, int K, int V, double scale) {
+void cuda_gla_bwd(const LinAttnGrads *gr) {
+    const LinAttnArgs *a = &gr->a;
+    void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dg = gr->dg;
+    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = a->g, *states = a->states;
+    const Seqs *s = a->s;
+    const int H = a->H, K = a->K, V = a->V;
+    const double scale = a->scale;
     check_sizes("gla_bwd", s, H, K, V);
     if (s->nchunk == 0) return;
     allow_smem();

@@ -194,82 +194,76 @@ ROTOR_COST(cuda_rotate_bwd, void *, void *dangle, const void *, const void *, co
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_selrope_fwd, void *, void *, void *, const void *, const void *, const void *,
-           const void *, Activation, const void *, const void *, const void *, const Seqs *s,
-           int H, int P) {
-    double nh = (double)s->ntok * H;
+ROTOR_COST(cuda_selrope_fwd, const SelRopeArgs *a) {
+    double nh = (double)a->s->ntok * a->H;
+    int P = a->P;
     return costs::shaped(costs::make(0, 4 * costs::A * nh * 2 * P + (costs::A + costs::F) * nh * P),
-                         "H%d P%d", H, P);
+                         "H%d P%d", a->H, P);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_selrope_bwd, void *, void *, void *, void *, void *, void *, void *,
-           const void *, const void *, const void *, const void *, const void *, const void *,
-           Activation, const void *, const void *, const void *, const void *, const Seqs *s,
-           int H, int P) {
-    double nh = (double)s->ntok * H;
+ROTOR_COST(cuda_selrope_bwd, const SelRopeGrads *g) {
+    double nh = (double)g->a.s->ntok * g->a.H;
+    int P = g->a.P;
     return costs::shaped(
         costs::make(0, 6 * costs::A * nh * 2 * P + (2 * costs::A + costs::F) * nh * P),
-        "H%d P%d", H, P);
+        "H%d P%d", g->a.H, P);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_gla_fwd, void *, void *, const void *, const void *, const void *, const void *,
-           const Seqs *s, int H, int K, int V, double) {
-    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+ROTOR_COST(cuda_gla_fwd, const LinAttnArgs *a) {
+    int H = a->H, K = a->K, V = a->V;
+    double nh = (double)a->s->ntok * H, C = CHUNK_SIZE;
     double bytes = costs::A * nh * (2 * K + 2 * V) + costs::F * nh * K +
-                   costs::F * (double)chunk_states_size(s, H, K, V);
+                   costs::F * (double)chunk_states_size(a->s, H, K, V);
     return costs::shaped(costs::make(nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_gla_bwd, void *, void *, void *, void *, const void *, const void *,
-           const void *, const void *, const void *, const void *, const Seqs *s, int H, int K,
-           int V, double) {
-    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+ROTOR_COST(cuda_gla_bwd, const LinAttnGrads *g) {
+    int H = g->a.H, K = g->a.K, V = g->a.V;
+    double nh = (double)g->a.s->ntok * H, C = CHUNK_SIZE;
     double bytes = costs::A * nh * (4 * K + 3 * V) + 2 * costs::F * nh * K +
-                   costs::F * (double)chunk_states_size(s, H, K, V);
+                   costs::F * (double)chunk_states_size(g->a.s, H, K, V);
     return costs::shaped(costs::make(2 * nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_gdn_fwd, void *, void *, const void *, const void *, const void *, const void *,
-           const void *, const Seqs *s, int H, int K, int V, double) {
-    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+ROTOR_COST(cuda_gdn_fwd, const LinAttnArgs *a) {
+    int H = a->H, K = a->K, V = a->V;
+    double nh = (double)a->s->ntok * H, C = CHUNK_SIZE;
     double bytes = costs::A * nh * (2 * K + 2 * V) + 2 * costs::F * nh +
-                   costs::F * (double)chunk_states_size(s, H, K, V);
+                   costs::F * (double)chunk_states_size(a->s, H, K, V);
     return costs::shaped(costs::make(nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_gdn_bwd, void *, void *, void *, void *, void *, const void *, const void *,
-           const void *, const void *, const void *, const void *, const void *, const Seqs *s,
-           int H, int K, int V, double) {
-    double nh = (double)s->ntok * H, C = CHUNK_SIZE;
+ROTOR_COST(cuda_gdn_bwd, const LinAttnGrads *g) {
+    int H = g->a.H, K = g->a.K, V = g->a.V;
+    double nh = (double)g->a.s->ntok * H, C = CHUNK_SIZE;
     double bytes = costs::A * nh * (4 * K + 3 * V) + 4 * costs::F * nh +
-                   costs::F * (double)chunk_states_size(s, H, K, V);
+                   costs::F * (double)chunk_states_size(g->a.s, H, K, V);
     return costs::shaped(costs::make(2 * nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_fox_fwd, void *, void *, const void *, const void *, const void *, const void *,
-           const Seqs *s, int H, int D, double) {
-    double nh = (double)s->ntok * H;
-    return costs::shaped(costs::make(4.0 * D * H * costs::causal_pairs(s),
+ROTOR_COST(cuda_fox_fwd, const AttnArgs *a) {
+    int H = a->H, D = a->D;
+    double nh = (double)a->s->ntok * H;
+    return costs::shaped(costs::make(4.0 * D * H * costs::causal_pairs(a->s),
                                      4 * costs::A * nh * D + 2 * costs::F * nh),
                          "H%d D%d", H, D);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_fox_bwd, void *, void *, void *, void *, const void *, const void *,
-           const void *, const void *, const void *, const void *, const void *, const Seqs *s,
-           int H, int D, double) {
-    double nh = (double)s->ntok * H;
-    return costs::shaped(costs::make(10.0 * D * H * costs::causal_pairs(s),
+ROTOR_COST(cuda_fox_bwd, const AttnGrads *g) {
+    int H = g->a.H, D = g->a.D;
+    double nh = (double)g->a.s->ntok * H;
+    return costs::shaped(costs::make(10.0 * D * H * costs::causal_pairs(g->a.s),
                                      8 * costs::A * nh * D + 3 * costs::F * nh),
                          "H%d D%d", H, D);
 }

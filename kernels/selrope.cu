@@ -417,10 +417,13 @@ template <bool SILU> void selrope_bwd_launch(BwdArgs a, float *carry, dim3 grid)
 
 } // namespace
 
-void cuda_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *k,
-                      const void *phi_raw, const void *conv_w, Activation conv_act,
-                      const void *bias, const void *gate_logit, const void *temp, const Seqs *s,
-                      int H, int P) {
+void cuda_selrope_fwd(const SelRopeArgs *args) {
+    void *qo = args->qo, *ko = args->ko, *Phi = args->Phi;
+    const void *q = args->q, *k = args->k, *phi_raw = args->phi_raw, *conv_w = args->conv_w,
+               *bias = args->bias, *gate_logit = args->gate_logit, *temp = args->temp;
+    const Activation conv_act = args->conv_act;
+    const Seqs *s = args->s;
+    const int H = args->H, P = args->P;
     selrope_check("selrope_fwd", P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(qo, 4, "selrope_fwd");
     cuda_check_aligned(ko, 4, "selrope_fwd");
@@ -453,11 +456,16 @@ void cuda_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *
         selrope_fwd_launch<false>(a, scratch + nval, grid);
 }
 
-void cuda_selrope_bwd(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *dbias,
-                      void *dgate_logit, void *dtemp, const void *dqo, const void *dko,
-                      const void *q, const void *k, const void *phi_raw, const void *conv_w,
-                      Activation conv_act, const void *bias, const void *gate_logit,
-                      const void *temp, const void *Phi, const Seqs *s, int H, int P) {
+void cuda_selrope_bwd(const SelRopeGrads *g) {
+    const SelRopeArgs *args = &g->a;
+    void *dq = g->dq, *dk = g->dk, *dphi_raw = g->dphi_raw, *dconv_w = g->dconv_w,
+         *dbias = g->dbias, *dgate_logit = g->dgate_logit, *dtemp = g->dtemp;
+    const void *dqo = g->dqo, *dko = g->dko, *q = args->q, *k = args->k,
+               *phi_raw = args->phi_raw, *conv_w = args->conv_w, *bias = args->bias,
+               *gate_logit = args->gate_logit, *temp = args->temp, *Phi = args->Phi;
+    const Activation conv_act = args->conv_act;
+    const Seqs *s = args->s;
+    const int H = args->H, P = args->P;
     const char *op = "selrope_bwd";
     selrope_check(op, P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(dq, 4, op);

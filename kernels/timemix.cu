@@ -5,6 +5,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "revcumsum.h"
 #include "segmented_scan.cuh"
 #include "short_conv.cuh"
 #include "util/error.h"

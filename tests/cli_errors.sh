@@ -33,6 +33,14 @@ expect_error "$out/missing: no token shards \(\*.h5\) found" train "$cfg" --set 
 expect_error "unknown synthetic task 'markvo'" train "$cfg" --set data.train=synthetic:markvo --set run.dir="$out/run"
 # without a usable GPU (CI), asking for cuda is a clear error naming the key and the reason
 expect_error "run.device = cuda: the CUDA backend cannot be used" train "$cfg" --set run.device=cuda --set run.dir="$out/run"
+# with a usable GPU: a head size the CUDA kernels lack is refused at start-up, naming the keys
+msg=$("$rotor" train "$cfg" --set run.device=cuda --set model.expand_k=0.25 --set run.dir="$out/run" 2>&1 >/dev/null)
+if grep -q "the CUDA backend cannot be used" <<<"$msg"; then
+  echo "skipped (no usable GPU): a head size the CUDA kernels lack"
+else
+  expect_error "model.expand_k = 0.25 \(gla heads of key size 8, value size 32\): the cuda backend cannot run it: .*K=8" \
+    train "$cfg" --set run.device=cuda --set model.expand_k=0.25 --set run.dir="$out/run"
+fi
 expect_error "run.device.*expected one of cpu, cuda, auto" train "$cfg" --set run.device=tpu --set run.dir="$out/run"
 [ ! -e "$out/run/checkpoints" ] || { echo "FAIL: a failed run wrote checkpoints"; fails=$((fails + 1)); }
 exit $((fails != 0))

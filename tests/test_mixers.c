@@ -33,12 +33,14 @@ static void gla_case(double glo, double ghi, uint64_t seed) {
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
-    cpu_gla_fwd(o, states, q, k, v, g, s, H, K, V, scale);
+    LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
+                     .g = g, .o = o, .states = states};
+    cpu_gla_fwd(&a);
     naive_gla_fwd(o_ref, q, k, v, g, s, H, K, V, scale);
     check_all("gla o", o, o_ref, nv);
     real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *dg = tu_zeros(nk);
     real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *dg2 = tu_zeros(nk);
-    cpu_gla_bwd(dq, dk, dv, dg, dout, q, k, v, g, states, s, H, K, V, scale);
+    cpu_gla_bwd(&(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg});
     naive_gla_bwd(dq2, dk2, dv2, dg2, dout, q, k, v, g, s, H, K, V, scale);
     check_all("gla dq", dq, dq2, nk);
     check_all("gla dk", dk, dk2, nk);
@@ -80,12 +82,15 @@ static void gdn_case(double glo, uint64_t seed) {
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
-    cpu_gdn_fwd(o, states, q, k, v, beta, g, s, H, K, V, scale);
+    LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
+                     .g = g, .beta = beta, .o = o, .states = states};
+    cpu_gdn_fwd(&a);
     naive_gdn_fwd(o_ref, q, k, v, beta, g, s, H, K, V, scale);
     check_all("gdn o", o, o_ref, nv);
     real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *db = tu_zeros(nh), *dg = tu_zeros(nh);
     real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *db2 = tu_zeros(nh), *dg2 = tu_zeros(nh);
-    cpu_gdn_bwd(dq, dk, dv, db, dg, dout, q, k, v, beta, g, states, s, H, K, V, scale);
+    cpu_gdn_bwd(&(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
+                                .dbeta = db});
     naive_gdn_bwd(dq2, dk2, dv2, db2, dg2, dout, q, k, v, beta, g, s, H, K, V, scale);
     check_all("gdn dq", dq, dq2, nk);
     check_all("gdn dk", dk, dk2, nk);
@@ -112,12 +117,14 @@ static void fox_case(double flo, uint64_t seed) {
     real *logf = tu_rand(&r, nh, flo, 0.0), *dout = tu_randn(&r, n, 1);
     real *o = tu_zeros(n), *o_ref = tu_zeros(n), *lse = tu_zeros(nh);
     double scale = 1.0 / sqrt((double)D);
-    cpu_fox_fwd(o, lse, q, k, v, logf, s, H, D, scale);
+    AttnArgs a = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v, .logf = logf,
+                  .o = o, .lse = lse};
+    cpu_fox_fwd(&a);
     naive_fox_fwd(o_ref, q, k, v, logf, s, H, D, scale);
     check_all("fox o", o, o_ref, n);
     real *dq = tu_zeros(n), *dk = tu_zeros(n), *dv = tu_zeros(n), *df = tu_zeros(nh);
     real *dq2 = tu_zeros(n), *dk2 = tu_zeros(n), *dv2 = tu_zeros(n), *df2 = tu_zeros(nh);
-    cpu_fox_bwd(dq, dk, dv, df, dout, q, k, v, logf, o, lse, s, H, D, scale);
+    cpu_fox_bwd(&(AttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dlogf = df});
     naive_fox_bwd(dq2, dk2, dv2, df2, dout, q, k, v, logf, s, H, D, scale);
     check_all("fox dq", dq, dq2, n);
     check_all("fox dk", dk, dk2, n);

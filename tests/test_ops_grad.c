@@ -790,8 +790,10 @@ typedef struct {
 
 static double sel_fused_loss(void *p) {
     SelFusedCtx *c = p;
-    cpu_selrope_fwd(c->qo, c->ko, c->Phi, c->q, c->k, c->phi_raw, c->w, c->act, c->bias, c->gl,
-                    c->temp, c->s, c->H, c->P);
+    cpu_selrope_fwd(&(SelRopeArgs){.s = c->s, .H = c->H, .P = c->P, .q = c->q, .k = c->k,
+                                    .phi_raw = c->phi_raw, .conv_w = c->w, .conv_act = c->act,
+                                    .bias = c->bias, .gate_logit = c->gl, .temp = c->temp,
+                                    .qo = c->qo, .ko = c->ko, .Phi = c->Phi});
     int64_t n = c->s->ntok * c->H * 2 * c->P;
     return tu_dot(c->wq, c->qo, n) + tu_dot(c->wk, c->ko, n);
 }
@@ -855,8 +857,11 @@ static void selrope_fused_case(int with_w, Activation act, int with_bias, int wi
     real *pw = rand_nz(&r, 4 * C, 0.1, 1.0), *dw = tu_copy(pw, 4 * C);
     real *pb = rand_nz(&r, C, 0.1, 1.0), *db = tu_copy(pb, C);
     real *pt = rand_nz(&r, P, 0.1, 1.0), *dt = tu_copy(pt, P);
-    cpu_selrope_bwd(dq, dk, dphi, dw, db, dgl, dt, wq, wk, q, k, phi_raw, w, act, bias, gl, temp,
-                    Phi, s, H, P);
+    cpu_selrope_bwd(&(SelRopeGrads){
+        .a = {.s = s, .H = H, .P = P, .q = q, .k = k, .phi_raw = phi_raw, .conv_w = w,
+              .conv_act = act, .bias = bias, .gate_logit = gl, .temp = temp, .Phi = Phi},
+        .dqo = wq, .dko = wk, .dq = dq, .dk = dk, .dphi_raw = dphi, .dconv_w = dw, .dbias = db,
+        .dgate_logit = dgl, .dtemp = dt});
     snprintf(name, sizeof name, "selrope fused (%s) dq", tag);
     fd_check(name, sel_fused_loss, &c, q, dq, nq, 300, &r);
     snprintf(name, sizeof name, "selrope fused (%s) dk", tag);
@@ -993,17 +998,18 @@ static void mixer_check(const char *what, tu_loss_fn f, void *ctx, real *x, cons
     fd_check_rows(what, f, ctx, x, grad, n, rowlen, EDGE_TOKENS, NEDGE);
 }
 
+/* L = wo . o of a linear-attention op (lin) or softmax attention (attn) whose inputs the
+ * finite differences perturb in place. */
 typedef struct {
-    real *o, *states, *q, *k, *v, *g, *beta, *wo;
-    const Seqs *s;
-    int H, K, V;
-    float scale;
+    LinAttnArgs lin;
+    AttnArgs attn;
+    real *wo;
 } MixCtx;
 
 static double gla_loss(void *p) {
     MixCtx *c = p;
-    cpu_gla_fwd(c->o, c->states, c->q, c->k, c->v, c->g, c->s, c->H, c->K, c->V, c->scale);
-    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->V);
+    cpu_gla_fwd(&c->lin);
+    return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
 }
 
 static void test_gla(void) {
@@ -1018,10 +1024,12 @@ static void test_gla(void) {
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
-    MixCtx c = {o, states, q, k, v, g, NULL, wo, s, H, K, V, scale};
-    cpu_gla_fwd(o, states, q, k, v, g, s, H, K, V, scale);
+    MixCtx c = {.lin = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
+                        .g = g, .o = o, .states = states},
+                .wo = wo};
+    cpu_gla_fwd(&c.lin);
     real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, nk);
-    cpu_gla_bwd(dq, dk, dv, dg, wo, q, k, v, g, states, s, H, K, V, scale);
+    cpu_gla_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg});
     mixer_check("gla dq", gla_loss, &c, q, dq, nk, (int64_t)H * K, &r);
     mixer_check("gla dk", gla_loss, &c, k, dk, nk, (int64_t)H * K, &r);
     mixer_check("gla dv", gla_loss, &c, v, dv, nv, (int64_t)H * V, &r);
@@ -1040,8 +1048,8 @@ static void l2normalise_rows(real *x, int64_t rows, int D) {
 
 static double gdn_loss(void *p) {
     MixCtx *c = p;
-    cpu_gdn_fwd(c->o, c->states, c->q, c->k, c->v, c->beta, c->g, c->s, c->H, c->K, c->V, c->scale);
-    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->V);
+    cpu_gdn_fwd(&c->lin);
+    return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
 }
 
 static void test_gdn(void) {
@@ -1059,11 +1067,14 @@ static void test_gdn(void) {
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
-    MixCtx c = {o, states, q, k, v, g, beta, wo, s, H, K, V, scale};
-    cpu_gdn_fwd(o, states, q, k, v, beta, g, s, H, K, V, scale);
+    MixCtx c = {.lin = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
+                        .g = g, .beta = beta, .o = o, .states = states},
+                .wo = wo};
+    cpu_gdn_fwd(&c.lin);
     real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv);
     real *db = garbage(&r, nh), *dg = garbage(&r, nh);
-    cpu_gdn_bwd(dq, dk, dv, db, dg, wo, q, k, v, beta, g, states, s, H, K, V, scale);
+    cpu_gdn_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
+                                .dbeta = db});
     mixer_check("gdn dq", gdn_loss, &c, q, dq, nk, (int64_t)H * K, &r);
     mixer_check("gdn dk", gdn_loss, &c, k, dk, nk, (int64_t)H * K, &r);
     mixer_check("gdn dv", gdn_loss, &c, v, dv, nv, (int64_t)H * V, &r);
@@ -1075,9 +1086,8 @@ static void test_gdn(void) {
 
 static double fox_loss(void *p) {
     MixCtx *c = p;
-    /* states holds lse here */
-    cpu_fox_fwd(c->o, c->states, c->q, c->k, c->v, c->g, c->s, c->H, c->K, c->scale);
-    return tu_dot(c->wo, c->o, c->s->ntok * c->H * c->K);
+    cpu_fox_fwd(&c->attn);
+    return tu_dot(c->wo, c->attn.o, c->attn.s->ntok * c->attn.H * c->attn.D);
 }
 
 static void test_fox(void) {
@@ -1091,11 +1101,15 @@ static void test_fox(void) {
     real *v = rand_nz(&r, n, 0.05, 1.5), *logf = tu_rand(&r, nh, -0.05, -0.002);
     real *wo = rand_nz(&r, n, 0.05, 1.0), *o = tu_zeros(n), *lse = tu_zeros(nh);
     double scale = 1.0 / sqrt((double)D);
-    MixCtx c = {o, lse, q, k, v, logf, NULL, wo, s, H, D, D, scale};
-    cpu_fox_fwd(o, lse, q, k, v, logf, s, H, D, scale);
+    MixCtx c = {.attn = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v,
+                         .logf = logf, .o = o, .lse = lse},
+                .wo = wo};
+    cpu_fox_fwd(&c.attn);
     real *o_saved = tu_copy(o, n), *lse_saved = tu_copy(lse, nh);
     real *dq = garbage(&r, n), *dk = garbage(&r, n), *dv = garbage(&r, n), *df = garbage(&r, nh);
-    cpu_fox_bwd(dq, dk, dv, df, wo, q, k, v, logf, o_saved, lse_saved, s, H, D, scale);
+    AttnArgs saved = c.attn;
+    saved.o = o_saved, saved.lse = lse_saved;
+    cpu_fox_bwd(&(AttnGrads){.a = saved, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dlogf = df});
     mixer_check("fox dq", fox_loss, &c, q, dq, n, (int64_t)H * D, &r);
     mixer_check("fox dk", fox_loss, &c, k, dk, n, (int64_t)H * D, &r);
     mixer_check("fox dv", fox_loss, &c, v, dv, n, (int64_t)H * D, &r);

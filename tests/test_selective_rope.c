@@ -238,7 +238,8 @@ static double complex_case(int tied) {
     cpu_rotate_fwd(kr, k, angle, N, H, K, 1);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1 / sqrt((double)K);
-    cpu_gla_fwd(o, states, qr, kr, v, g, s, H, K, V, scale);
+    cpu_gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = qr, .k = kr,
+                                .v = v, .g = g, .o = o, .states = states});
     double *oc = rt_malloc(sizeof(double) * (size_t)nv);
     complex_gla(oc, q, k, v, g, inc, s, H, K, V, scale);
     double err = 0, mx = 0;

@@ -38,10 +38,12 @@ static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, c
     }
 }
 
-void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const void *v_,
-                 const void *logf_, const Seqs *s, int H, int D, double scale) {
-    real *o = o_, *lse = lse_;
-    const real *q = q_, *k = k_, *v = v_, *lf = logf_;
+void cpu_fox_fwd(const AttnArgs *a) {
+    const Seqs *s = a->s;
+    int H = a->H, D = a->D;
+    double scale = a->scale;
+    real *o = a->o, *lse = a->lse;
+    const real *q = a->q, *k = a->k, *v = a->v, *lf = a->logf;
     int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;
     int ld = H * D;
 #pragma omp parallel
@@ -81,11 +83,14 @@ void cpu_fox_fwd(void *o_, void *lse_, const void *q_, const void *k_, const voi
     }
 }
 
-void cpu_fox_bwd(void *dq_, void *dk_, void *dv_, void *dlogf_, const void *dout_,
-                 const void *q_, const void *k_, const void *v_, const void *logf_,
-                 const void *o_, const void *lse_, const Seqs *s, int H, int D, double scale) {
-    real *dq = dq_, *dk = dk_, *dv = dv_, *dlogf = dlogf_;
-    const real *dout = dout_, *q = q_, *k = k_, *v = v_, *lf = logf_, *o = o_, *lse = lse_;
+void cpu_fox_bwd(const AttnGrads *gr) {
+    const AttnArgs *a = &gr->a;
+    const Seqs *s = a->s;
+    int H = a->H, D = a->D;
+    double scale = a->scale;
+    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dlogf = gr->dlogf;
+    const real *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *lf = a->logf, *o = a->o,
+               *lse = a->lse;
     int64_t maxlen = max_segment(s), lds = maxlen ? maxlen : 1;
     int ld = H * D;
 #pragma omp parallel

@@ -106,11 +106,12 @@ static void chunk_forward(Work *w, const real *q, const real *k, const real *v,
         for (int s = 0; s < C_; s++) w->P[t * C_ + s] = s <= t ? w->P[t * C_ + s] * w->Gam[t * C_ + s] : 0;
 }
 
-void cpu_gdn_fwd(void *o_, void *states_, const void *q_, const void *k_, const void *v_,
-                 const void *beta_, const void *g_, const Seqs *s, int H, int K, int V,
-                 double scale) {
-    real *o = o_, *states = states_;
-    const real *q = q_, *k = k_, *v = v_, *beta = beta_, *g = g_;
+void cpu_gdn_fwd(const LinAttnArgs *a) {
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    double scale = a->scale;
+    real *o = a->o, *states = a->states;
+    const real *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g;
     int64_t *bases = chunk_bases(s);
 #pragma omp parallel
     {
@@ -150,13 +151,14 @@ static void gam_pair_grad(real *dgam, const real *D, const real *M, int L) {
         }
 }
 
-void cpu_gdn_bwd(void *dq_, void *dk_, void *dv_, void *dbeta_, void *dg_, const void *dout_,
-                 const void *q_, const void *k_, const void *v_, const void *beta_,
-                 const void *g_, const void *states_, const Seqs *s, int H, int K, int V,
-                 double scale) {
-    real *dq = dq_, *dk = dk_, *dv = dv_, *dbeta = dbeta_, *dg = dg_;
-    const real *dout = dout_, *q = q_, *k = k_, *v = v_, *beta = beta_, *g = g_,
-               *states = states_;
+void cpu_gdn_bwd(const LinAttnGrads *gr) {
+    const LinAttnArgs *a = &gr->a;
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    double scale = a->scale;
+    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dbeta = gr->dbeta, *dg = gr->dg;
+    const real *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g,
+               *states = a->states;
     int64_t *bases = chunk_bases(s);
 #pragma omp parallel
     {

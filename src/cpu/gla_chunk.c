@@ -107,10 +107,12 @@ static void intra_scores(Work *w, int L, int K) {
     }
 }
 
-void cpu_gla_fwd(void *o_, void *states_, const void *q_, const void *k_, const void *v_,
-                 const void *g_, const Seqs *s, int H, int K, int V, double scale) {
-    real *o = o_, *states = states_;
-    const real *q = q_, *k = k_, *v = v_, *g = g_;
+void cpu_gla_fwd(const LinAttnArgs *a) {
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    double scale = a->scale;
+    real *o = a->o, *states = a->states;
+    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
     int64_t *bases = chunk_bases(s);
 #pragma omp parallel
     {
@@ -153,11 +155,13 @@ void cpu_gla_fwd(void *o_, void *states_, const void *q_, const void *k_, const 
     rt_free(bases);
 }
 
-void cpu_gla_bwd(void *dq_, void *dk_, void *dv_, void *dg_, const void *dout_, const void *q_,
-                 const void *k_, const void *v_, const void *g_, const void *states_,
-                 const Seqs *s, int H, int K, int V, double scale) {
-    real *dq = dq_, *dk = dk_, *dv = dv_, *dg = dg_;
-    const real *dout = dout_, *q = q_, *k = k_, *v = v_, *g = g_, *states = states_;
+void cpu_gla_bwd(const LinAttnGrads *gr) {
+    const LinAttnArgs *a = &gr->a;
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    double scale = a->scale;
+    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dg = gr->dg;
+    const real *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = a->g, *states = a->states;
     int64_t *bases = chunk_bases(s);
     int64_t nchunks = bases[s->nseg];
 #pragma omp parallel

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "model/model_internal.h"
-#include "model/seqs.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -51,7 +50,7 @@ struct Model {
     int64_t *cu;
     int32_t *pos;
     Seqs seqs;
-    SeqsMirror seqs_dev;
+    void *seqs_dev;           /* the backend's copy of the segments (Backend.seqs_prepare) */
     int have_grad_logits;
 
     GradReadyFn grad_ready;   /* model_set_grad_ready */
@@ -113,8 +112,25 @@ static Model *model_declare(const ModelConfig *cfg) {
     return m;
 }
 
+/* Refuses a model whose mixer ops the backend's kernels cannot run, naming the config keys
+ * that set their shapes, before anything is allocated. */
+static void check_supported(const Model *m, const Backend *be) {
+    if (!be->supports) return;
+    const ModelDims *dm = &m->dims;
+    OpShape shapes[2] = {{m->mix->op, dm->H, dm->dk, dm->dv}};
+    int n = 1;
+    if (m->cfg.pe.kind == PE_SELECTIVE) shapes[n++] = (OpShape){"selrope", dm->H, dm->dk / 2, dm->dk / 2};
+    char why[256];
+    for (int i = 0; i < n; i++)
+        if (!be->supports(&shapes[i], why, sizeof why))
+            rt_die("%s (%s heads of key size %d, value size %d): the %s backend cannot run it: %s",
+                   model_head_keys(&m->cfg), mixer_name(m->cfg.mixer), dm->dk, dm->dv, be->name,
+                   why);
+}
+
 Model *model_create(const ModelConfig *cfg, const Backend *be) {
     Model *m = model_declare(cfg);
+    check_supported(m, be);
     m->be = be;
     size_t bytes = (size_t)m->params.total * be->f32_size;
     m->master = be->alloc(bytes);
@@ -167,7 +183,7 @@ void model_free(Model *m) {
     if (m->weights != m->master) m->be->release(m->weights);
     m->be->release(m->master);
     m->be->release(m->grads);
-    seqs_mirror_free(&m->seqs_dev, m->be);
+    if (m->be->seqs_release) m->be->seqs_release(m->seqs_dev);
     params_free(&m->params);
     rt_free(m->cu);
     rt_free(m->pos);
@@ -268,7 +284,7 @@ static void build_segments(Model *m, const Batch *b) {
     m->seqs.nseg = nseg;
     m->seqs.cu = m->cu;
     m->seqs.pos = m->pos;
-    seqs_mirror(&m->seqs_dev, m->be, &m->seqs);
+    if (m->be->seqs_prepare) m->be->seqs_prepare(&m->seqs, &m->seqs_dev);
 }
 
 /* The norm that reads the residual stream h[l]: block l's attention norm, or after the last

@@ -13,6 +13,21 @@ const char *mixer_name(MixerKind k) {
     return "?";
 }
 
+const char *model_head_keys(const ModelConfig *c) {
+    static char s[200];
+    if (c->mixer == MIXER_GDN)
+        snprintf(s, sizeof s, "model.num_heads = %d, model.head_dim = %d, model.expand_v = %g",
+                 c->num_heads, c->head_dim, c->expand_v);
+    else if (c->mixer == MIXER_GLA)
+        snprintf(s, sizeof s,
+                 "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
+                 c->hidden_size, c->num_heads, c->expand_k, c->expand_v);
+    else
+        snprintf(s, sizeof s, "model.hidden_size = %d, model.num_heads = %d", c->hidden_size,
+                 c->num_heads);
+    return s;
+}
+
 const char *pe_name(PEKind k) {
     switch (k) {
     case PE_NOPE: return "nope";

@@ -59,6 +59,9 @@ typedef struct {
 
 /* Derives dimensions; returns NULL or a message (static storage) naming the problem. */
 const char *model_dims(const ModelConfig *c, ModelDims *out);
+/* The config keys that set the mixer's head sizes, with their values ("model.hidden_size =
+ * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
+const char *model_head_keys(const ModelConfig *c);
 /* Canonical names: "gla", "gated_deltanet", "fox"; "nope", "rope", "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);

@@ -6,22 +6,9 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "model/acts.h"
 #include "model/model_config.h"
 #include "model/params.h"
-
-/* Buffer carving: layers describe the buffers they need by calling carve() once with a
- * NULL base (planning: only the size is counted) and once with the real allocation. */
-typedef struct {
-    char *base;
-    size_t used;
-} Carve;
-
-static inline void *carve(Carve *c, size_t bytes) {
-    size_t b = (bytes + 63) & ~(size_t)63;
-    void *r = c->base ? c->base + c->used : NULL;
-    c->used += b;
-    return r;
-}
 
 /* What a layer sees during a forward or backward pass. */
 typedef struct {
@@ -78,8 +65,63 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
 void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
                  const void *dqo, const void *dko, void *dq, void *dk, void *dx);
 
+/* ---- pieces shared by mixers ---- */
+
+/* Projections q, k, v of the mixer input, then per channel a short causal conv with an
+ * activation, or the activation alone, or nothing (GLA docs/models.md §2, Gated DeltaNet
+ * §3). q1, k1, v1 are the results (the projections themselves when nothing follows). */
+typedef struct {
+    int q, k, v, qconv, kconv, vconv; /* parameter ids */
+    int conv;                         /* short conv */
+    Activation conv_act, plain_act;   /* after the conv; alone without it (NONE or SILU) */
+    int64_t widths[2];                /* key_dim, value_dim */
+    void *q0, *k0, *v0, *q1, *k1, *v1;   /* saved */
+    void *dq0, *dk0, *dv0;               /* scratch */
+} QKVPrologue;
+
+/* Declares q_proj, k_proj, v_proj [width, d] under prefix. */
+void qkv_declare_proj(QKVPrologue *p, ParamTable *t, const char *prefix, int d, int64_t Kd,
+                      int64_t Vd, double std);
+/* Declares the q/k/v_conv1d weights when conv. */
+void qkv_declare_conv(QKVPrologue *p, ParamTable *t, const char *prefix, int conv,
+                      Activation conv_act, Activation plain_act, double std);
+void qkv_bind(QKVPrologue *p, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
+void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x);
+/* From the gradients at q1, k1, v1 (consumed as scratch), dx += the projections' share. */
+void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1,
+                  void *dv1, void *dx);
+
+/* The readout of a mixer's heads o [N, H, dv]: optional RMSNorm per head (weight shared by
+ * the heads or one per head), optional output gate act(x W_g), then o_proj (GLA, GDN: norm
+ * shared + swish gate; FoX: its optional output norm and sigmoid gate). */
+typedef enum { READOUT_NO_NORM, READOUT_NORM_SHARED, READOUT_NORM_PER_HEAD } ReadoutNorm;
+typedef struct {
+    int g, norm, o;       /* parameter ids, -1 where absent */
+    ReadoutNorm norm_kind;
+    Activation gate;      /* ACT_NONE: no gate */
+    int H, dv, d;
+    int64_t widths[3];    /* H * dv, H, 0 */
+    /* saved: the heads' output (written by the mixer), the norm's rstd and result, the
+     * gate projection, the gated result */
+    void *o_, *rstd, *on, *gp, *r;
+    /* scratch: gradients at r, on, gp and o_ */
+    void *dr, *don, *dgp, *do_;
+} Readout;
+
+void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate,
+                          int d, int H, int dv, double std);
+void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind);
+void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std);
+void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
+/* y = o_proj(gate(norm(o_))). */
+void readout_forward(Readout *r, const Ctx *c, const void *x, void *y);
+/* do_ from dy; the gate's share of dx overwrites dx. Returns whether it wrote dx (there is
+ * a gate). */
+int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx);
+
 /* ---- mixers (mixer_gla.c, mixer_gdn.c, mixer_fox.c) ---- */
 typedef struct {
+    const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox") */
     /* Declares the layer's parameters under "model.layers.<layer>.attn." */
     void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims, int layer);
     void (*destroy)(void *layer, const Backend *be);

@@ -48,23 +48,31 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
 #undef NAME
 }
 
+enum { PE_LOW_RANK = 1, PE_WEIGHT_NORM = 2, PE_GATE = 4 }; /* features */
+enum { W_D, W_H, W_RANK, W_HP, W_DP };                       /* widths */
+
+static const BufDecl selective_bufs[] = {
+    BUF(PosEmb, xh, BUF_SAVED, BUF_ACT, W_D),
+    BUF(PosEmb, xh_rnorm, BUF_SAVED, BUF_F32, W_H),
+    BUF_OPT(PosEmb, phi_lr, BUF_SAVED, BUF_ACT, W_RANK, PE_LOW_RANK),
+    BUF(PosEmb, phi_raw, BUF_SAVED, BUF_ACT, W_HP),
+    BUF_OPT(PosEmb, gate_logit, BUF_SAVED, BUF_ACT, W_H, PE_GATE),
+    BUF(PosEmb, Phi, BUF_SAVED, BUF_F32, W_HP),
+    BUF_FIXED(PosEmb, wn, BUF_SCRATCH, BUF_ACT, W_DP, PE_WEIGHT_NORM),
+    BUF_FIXED(PosEmb, dwn, BUF_SCRATCH, BUF_F32, W_DP, PE_WEIGHT_NORM),
+    BUF(PosEmb, dphi_raw, BUF_SCRATCH, BUF_ACT, W_HP),
+    BUF_OPT(PosEmb, dgate, BUF_SCRATCH, BUF_ACT, W_H, PE_GATE),
+    BUF(PosEmb, dxh, BUF_SCRATCH, BUF_ACT, W_D),
+    BUF_OPT(PosEmb, dphi_lr, BUF_SCRATCH, BUF_ACT, W_RANK, PE_LOW_RANK),
+};
+
 void pe_bind(PosEmb *pe, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
     if (pe->cfg.kind != PE_SELECTIVE) return;
-    size_t A = be->act_size, F = be->f32_size;
-    int H = pe->H, P = pe->P, d = pe->d_model, r = pe->cfg.phi_rank;
     int low_rank = pe->cfg.phi_proj == PHI_LOW_RANK;
-    pe->xh = carve(saved, A * N * d);
-    pe->xh_rnorm = carve(saved, F * N * H);
-    pe->phi_lr = low_rank ? carve(saved, A * N * r) : NULL;
-    pe->phi_raw = carve(saved, A * N * H * P);
-    pe->gate_logit = pe->cfg.phase_gate ? carve(saved, A * N * H) : NULL;
-    pe->Phi = carve(saved, F * N * H * P);
-    pe->wn = low_rank ? NULL : carve(scratch, A * (size_t)d * P);
-    pe->dwn = low_rank ? NULL : carve(scratch, F * (size_t)d * P);
-    pe->dphi_raw = carve(scratch, A * N * H * P);
-    pe->dgate = pe->cfg.phase_gate ? carve(scratch, A * N * H) : NULL;
-    pe->dxh = carve(scratch, A * N * d);
-    pe->dphi_lr = low_rank ? carve(scratch, A * N * r) : NULL;
+    int64_t widths[] = {[W_D] = pe->d_model, [W_H] = pe->H, [W_RANK] = pe->cfg.phi_rank,
+                        [W_HP] = (int64_t)pe->H * pe->P, [W_DP] = (int64_t)pe->d_model * pe->P};
+    unsigned f = (low_rank ? PE_LOW_RANK : PE_WEIGHT_NORM) | (pe->cfg.phase_gate ? PE_GATE : 0);
+    acts_bind(pe, selective_bufs, BUF_COUNT(selective_bufs), widths, f, be, saved, scratch, N);
 }
 
 static const void *opt_w(const Ctx *c, int idx) { return idx >= 0 ? W(c, idx) : NULL; }
@@ -102,8 +110,11 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
     if (pe->cfg.phase_gate)
         be->matmul_fwd(pe->gate_logit, pe->xh, W(c, pe->gate_w), W(c, pe->gate_b), (int)N, H, d);
     /* 3-8. short conv (or first difference with skip_conv), bias, gate, cumsum, rotation */
-    be->selrope_fwd(qo, ko, pe->Phi, q, k, pe->phi_raw, opt_w(c, pe->conv_w), conv_act(pe),
-                    opt_w(c, pe->bias), pe->gate_logit, WM(c, pe->temp), c->seqs, H, P);
+    be->selrope_fwd(&(SelRopeArgs){.s = c->seqs, .H = H, .P = P, .q = q, .k = k,
+                                   .phi_raw = pe->phi_raw, .conv_w = opt_w(c, pe->conv_w),
+                                   .conv_act = conv_act(pe), .bias = opt_w(c, pe->bias),
+                                   .gate_logit = pe->gate_logit, .temp = WM(c, pe->temp),
+                                   .qo = qo, .ko = ko, .Phi = pe->Phi});
 }
 
 void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
@@ -116,10 +127,14 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
         be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
         return;
     }
-    be->selrope_bwd(dq, dk, pe->dphi_raw, opt_g(c, pe->conv_w), opt_g(c, pe->bias), pe->dgate,
-                    opt_g(c, pe->temp), dqo, dko, q, k, pe->phi_raw, opt_w(c, pe->conv_w),
-                    conv_act(pe), opt_w(c, pe->bias), pe->gate_logit, WM(c, pe->temp), pe->Phi,
-                    c->seqs, H, P);
+    be->selrope_bwd(&(SelRopeGrads){
+        .a = {.s = c->seqs, .H = H, .P = P, .q = q, .k = k, .phi_raw = pe->phi_raw,
+              .conv_w = opt_w(c, pe->conv_w), .conv_act = conv_act(pe),
+              .bias = opt_w(c, pe->bias), .gate_logit = pe->gate_logit, .temp = WM(c, pe->temp),
+              .Phi = pe->Phi},
+        .dqo = dqo, .dko = dko, .dq = dq, .dk = dk, .dphi_raw = pe->dphi_raw,
+        .dconv_w = opt_g(c, pe->conv_w), .dbias = opt_g(c, pe->bias), .dgate_logit = pe->dgate,
+        .dtemp = opt_g(c, pe->temp)});
     int have_dxh = 0;
     if (pe->cfg.phase_gate) {
         be->matmul_bwd(pe->dxh, G(c, pe->gate_w), G(c, pe->gate_b), pe->dgate, pe->xh,

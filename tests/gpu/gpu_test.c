@@ -18,7 +18,7 @@ typedef struct {
 } Owned;
 static Owned *owned;
 static int n_owned, cap_owned;
-static SeqsMirror *mirrors[64];
+static void *mirrors[64];
 static int n_mirrors;
 
 static void *own(void *p, int device) {
@@ -137,8 +137,8 @@ Seqs *gt_seqs(const int *lens, int nseg) {
         for (int64_t t = cu[i]; t < cu[i + 1]; t++) pos[t] = (int32_t)(t - cu[i]);
     Seqs *s = host_alloc(sizeof(Seqs));
     *s = (Seqs){.ntok = cu[nseg], .nseg = nseg, .cu = cu, .pos = pos};
-    SeqsMirror *m = rt_calloc(1, sizeof(SeqsMirror));
-    seqs_mirror(m, gt_gpu, s);
+    void *m = NULL;
+    gt_gpu->seqs_prepare(s, &m);
     mirrors[n_mirrors++] = m;
     return s;
 }
@@ -174,10 +174,7 @@ void gt_reset(void) {
             rt_free(owned[i].p);
     }
     n_owned = 0;
-    for (int i = 0; i < n_mirrors; i++) {
-        seqs_mirror_free(mirrors[i], gt_gpu);
-        rt_free(mirrors[i]);
-    }
+    for (int i = 0; i < n_mirrors; i++) gt_gpu->seqs_release(mirrors[i]);
     n_mirrors = 0;
 }
 

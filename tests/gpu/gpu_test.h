@@ -14,7 +14,6 @@
 
 #include "../harness.h"
 #include "backend.h"
-#include "model/seqs.h"
 
 extern const Backend *gt_cpu, *gt_gpu;
 

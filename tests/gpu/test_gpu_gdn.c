@@ -96,10 +96,14 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
 
     /* reference */
     float *o = filled(nv, 0), *st = filled(ns, 0);
-    gt_cpu->gdn_fwd(o, st, q, k, v, beta, g, s, H, K, V, scale);
+    gt_cpu->gdn_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q,
+                                   .k = k, .v = v, .g = g, .beta = beta, .o = o, .states = st});
     float *dq = filled(nk, 0), *dk = filled(nk, 0), *dv = filled(nv, 0), *db = filled(nh, 0),
           *dg = filled(nh, 0);
-    gt_cpu->gdn_bwd(dq, dk, dv, db, dg, dout, q, k, v, beta, g, st, s, H, K, V, scale);
+    gt_cpu->gdn_bwd(&(LinAttnGrads){
+        .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v, .g = g,
+              .beta = beta, .states = st},
+        .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = db});
 
     void *q_ = gt_act(q, nk), *k_ = gt_act(k, nk), *v_ = gt_act(v, nv), *dout_ = gt_act(dout, nv);
     void *beta_ = gt_f32(beta, nh), *g_ = gt_f32(g, nh);
@@ -108,7 +112,9 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
     float *go[2], *gst[2];
     for (int run = 0; run < 2; run++) {
         void *o_ = gt_act(filled(nv, nanv), nv), *st_ = gt_f32(filled(ns, nanv), ns);
-        gt_gpu->gdn_fwd(o_, st_, q_, k_, v_, beta_, g_, s, H, K, V, scale);
+        gt_gpu->gdn_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_,
+                                       .k = k_, .v = v_, .g = g_, .beta = beta_, .o = o_,
+                                       .states = st_});
         go[run] = gt_get_act(o_, nv);
         gst[run] = gt_get_f32(st_, ns);
     }
@@ -126,8 +132,10 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
         void *dv_ = gt_act(filled(nv, nanv), nv);
         void *db_ = gt_f32(filled(nh, nanv), nh), *dg_ = gt_f32(filled(nh, nanv), nh);
         void *st_ = gt_f32(run < 2 ? st : gst[0], ns);
-        gt_gpu->gdn_bwd(dq_, dk_, dv_, db_, dg_, dout_, q_, k_, v_, beta_, g_, st_, s, H, K, V,
-                        scale);
+        gt_gpu->gdn_bwd(&(LinAttnGrads){
+            .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_, .k = k_, .v = v_,
+                  .g = g_, .beta = beta_, .states = st_},
+            .dout = dout_, .dq = dq_, .dk = dk_, .dv = dv_, .dg = dg_, .dbeta = db_});
         out[run][0] = gt_get_act(dq_, nk);
         out[run][1] = gt_get_act(dk_, nk);
         out[run][2] = gt_get_act(dv_, nv);

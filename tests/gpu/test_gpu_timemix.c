@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu/cpu_ops.h"
 #include "gpu_test.h"
+#include "revcumsum.h"
 
 /* Tolerances, relative to the largest reference value (gpu_test.h):
  * TOL_BF16: one bf16 rounding of an fp32 result (up to 2^-8 of the value: half an ulp of 8
@@ -137,11 +139,11 @@ static void revcumsum_case(int l, int C) {
     const char *lay = layouts[l].name;
     float *x = gt_rand(n, -1, 2); /* positive mean: long sums grow, a lost token shows */
     float *cy = gt_zeros(n);
-    gt_cpu->revcumsum(cy, x, s, C);
+    cpu_revcumsum(cy, x, s, C);
     void *gx = gt_f32(x, n), *gy = gt_garbage_f32(n);
-    gt_gpu->revcumsum(gy, gx, s, C);
+    cuda_revcumsum(gy, gx, s, C);
     gt_compare(NAME("revcumsum y C=%d %s", C, lay), gt_get_f32(gy, n), cy, n, TOL_SCAN);
-    gt_gpu->revcumsum(gx, gx, s, C);
+    cuda_revcumsum(gx, gx, s, C);
     gt_compare(NAME("revcumsum in place C=%d %s", C, lay), gt_get_f32(gx, n), cy, n, TOL_SCAN);
     gt_reset();
 }

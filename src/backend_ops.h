@@ -1,0 +1,225 @@
+/* Every compute op of the Backend table, written once. BACKEND_OPS(X) expands
+ * X(return type, name, (parameters)) for each op: src/backend.h makes the table's fields of
+ * it, src/cpu/cpu_ops.h the prototypes of cpu_<name>, kernels/cuda_ops.h those of
+ * cuda_<name>, and each backend its table. Conventions (element types in brackets, layout,
+ * accumulation) are stated at the top of src/backend.h; the math of each op in
+ * docs/models.md. Included by backend.h only. */
+#ifndef ROTOR_BACKEND_OPS_H
+#define ROTOR_BACKEND_OPS_H
+
+/* ---- argument structs of the mixer and Selective RoPE ops ---- */
+
+/* A chunked linear-attention mixer: GLA (docs/models.md §2) or Gated DeltaNet (§3). */
+typedef struct {
+    const Seqs *s;
+    int H, K, V;       /* heads, key and value head sizes */
+    double scale;      /* applied to q */
+    const void *q, *k; /* [N,H,K]; GDN: L2-normalised */
+    const void *v;     /* [N,H,V] */
+    const void *g;     /* [f32] log decay: GLA per channel [N,H,K], GDN per head [N,H] */
+    const void *beta;  /* [f32][N,H] delta-rule write strength (GDN); NULL for GLA */
+    void *o;           /* [N,H,V] */
+    void *states;      /* [f32] the state at the start of every chunk (chunk_states_size) */
+} LinAttnArgs;
+
+/* Its backward: a.states as the forward left them (a.o unused); gradients overwrite. */
+typedef struct {
+    LinAttnArgs a;
+    const void *dout;   /* [N,H,V] */
+    void *dq, *dk, *dv; /* like q, k, v */
+    void *dg;           /* [f32] like g */
+    void *dbeta;        /* [f32] like beta; NULL for GLA */
+} LinAttnGrads;
+
+/* Causal softmax attention with a forget gate (FoX, docs/models.md §4), blockwise with an
+ * online softmax. */
+typedef struct {
+    const Seqs *s;
+    int H, D;          /* heads, head size */
+    double scale;
+    const void *q, *k, *v; /* [N,H,D] */
+    const void *logf;  /* [f32][N,H] log forget gate */
+    void *o;           /* [N,H,D] */
+    void *lse;         /* [f32][N,H] log-sum-exp of each row, saved for the backward */
+} AttnArgs;
+
+/* Its backward from a.o and a.lse as the forward left them; gradients overwrite. */
+typedef struct {
+    AttnArgs a;
+    const void *dout;      /* [N,H,D] */
+    void *dq, *dk, *dv;
+    void *dlogf;           /* [f32][N,H] */
+} AttnGrads;
+
+/* Selective RoPE steps 3-8 (docs/models.md §5) in one op, from the raw angle increments
+ * phi_raw [N, H, P] (P = D/2 pairs, D = 2P):
+ *   phi = conv_act(conv(phi_raw, conv_w))  (conv_fwd: conv_w [H*P, 4], NULL for the
+ *         first difference; conv_act NONE or SILU),
+ *   phi' = (phi + exp(bias)) * sigmoid(gate_logit)  (bias [H*P] or NULL, gate [N,H] or NULL),
+ *   Phi [f32] = cumsum of phi' over each segment (saved for the backward),
+ *   qo, ko = rotate(q, k, angle) per head with angle = temp[j] * Phi (temp [f32][P]). */
+typedef struct {
+    const Seqs *s;
+    int H, P;
+    const void *q, *k;       /* [N,H,2P] */
+    const void *phi_raw;     /* [N,H,P] */
+    const void *conv_w;      /* [H*P, 4] or NULL */
+    Activation conv_act;
+    const void *bias;        /* [H*P] or NULL */
+    const void *gate_logit;  /* [N,H] or NULL */
+    const void *temp;        /* [f32][P] */
+    void *qo, *ko;           /* [N,H,2P] */
+    void *Phi;               /* [f32][N,H,P] */
+} SelRopeArgs;
+
+/* Its backward from a.Phi: dq, dk, dphi_raw, dgate_logit overwrite; dconv_w, dbias, dtemp
+ * accumulate. dconv_w, dbias and dgate_logit may be NULL and are ignored when conv_w, bias
+ * or gate_logit is NULL; dtemp may be NULL (frozen temperatures). */
+typedef struct {
+    SelRopeArgs a;
+    const void *dqo, *dko;
+    void *dq, *dk, *dphi_raw, *dconv_w, *dbias, *dgate_logit, *dtemp;
+} SelRopeGrads;
+
+/* ---- the ops ---- */
+#define BACKEND_OPS(X)                                                                        \
+    /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */     \
+    X(void, to_act, (void *dst, const void *src, int64_t n))                                  \
+                                                                                              \
+    /* ---- dense ---- */                                                                     \
+    /* out[M,N] = x[M,K] w[N,K]^T (+ bias[N] if bias). */                                     \
+    X(void, matmul_fwd,                                                                       \
+      (void *out, const void *x, const void *w, const void *bias, int M, int N, int K))       \
+    /* dx[M,K] (=, or += if accumulate) dout w; dw[N,K] += dout^T x; dbias[N] += sum_rows     \
+     * dout. dx or dbias may be NULL. */                                                      \
+    X(void, matmul_bwd,                                                                       \
+      (void *dx, void *dw, void *dbias, const void *dout, const void *x, const void *w, int M, \
+       int N, int K, int accumulate))                                                         \
+    /* out[n,:] = E[tok[n],:]; tokens [i32] */                                                \
+    X(void, embedding_fwd, (void *out, const int32_t *tok, const void *E, int64_t n, int C))  \
+    X(void, embedding_bwd, (void *dE, const int32_t *tok, const void *dout, int64_t n, int C)) \
+    /* out[rows[i],:] = src[i,:] [act] for n distinct rows [i32]; other rows untouched. */    \
+    X(void, scatter_rows, (void *out, const int32_t *rows, const void *src, int64_t n, int C)) \
+                                                                                              \
+    /* ---- normalisation ---- */                                                             \
+    /* x [N, G, C] -> y = x * rstd * w, rstd [f32][N*G]; w has G*C entries if w_per_group     \
+     * else C (shared by all groups). docs/models.md §1 RMSNorm. */                           \
+    X(void, rmsnorm_fwd,                                                                      \
+      (void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,            \
+       int w_per_group, double eps))                                                          \
+    /* The residual add fused with the norm that reads its result: h = a + b [N, C] (the      \
+     * residual stream, rounded to [act]), then y, rstd = rmsnorm_fwd of h with G = 1. */     \
+    X(void, add_rmsnorm_fwd,                                                                  \
+      (void *h, void *y, void *rstd, const void *a, const void *b, const void *w, int64_t N,  \
+       int C, double eps))                                                                    \
+    X(void, rmsnorm_bwd,                                                                      \
+      (void *dx, void *dw, const void *dy, const void *x, const void *w, const void *rstd,    \
+       int64_t N, int G, int C, int w_per_group, int accumulate))                             \
+    /* y = x / sqrt(sum x^2 + eps) per group of D; rnorm [f32][N*G] = 1/sqrt(...). */         \
+    X(void, l2norm_fwd, (void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps)) \
+    X(void, l2norm_bwd,                                                                       \
+      (void *dx, const void *dy, const void *y, const void *rnorm, int64_t N, int G, int D,   \
+       int accumulate))                                                                       \
+                                                                                              \
+    /* ---- elementwise ---- */                                                               \
+    /* out = x * act(g) (act = SILU: swish, SIGMOID); dx, dg overwrite. SwiGLU is             \
+     * gate_mul(up, gate, SILU). */                                                           \
+    X(void, gate_mul_fwd, (void *out, const void *x, const void *g, int64_t n, Activation act)) \
+    X(void, gate_mul_bwd,                                                                     \
+      (void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,         \
+       Activation act))                                                                       \
+    X(void, silu_fwd, (void *y, const void *x, int64_t n))                                    \
+    X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
+                                                                                              \
+    /* ---- time mixing helpers (all respect segments) ---- */                                \
+    /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), then act        \
+     * (NONE or SILU). A NULL weight means the fixed first difference x_t - x_{t-1}           \
+     * (Selective RoPE skip_conv). x, y [N, C]. */                                            \
+    X(void, conv_fwd,                                                                         \
+      (void *y, const void *x, const void *w, const Seqs *s, int C, Activation act))          \
+    X(void, conv_bwd,                                                                         \
+      (void *dx, void *dw, const void *dy, const void *x, const void *w, const Seqs *s,       \
+       int C, Activation act))                                                                \
+    /* FoX data-dependent shift (docs/models.md §4): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
+     * a = sigmoid(a_logit) [N,H] per head, x [N,H,D], x_{-1} = 0 at a segment start. */      \
+    X(void, shift_fwd,                                                                        \
+      (void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D))             \
+    X(void, shift_bwd,                                                                        \
+      (void *dx, void *da_logit, const void *dy, const void *x, const void *a_logit,          \
+       const Seqs *s, int H, int D))                                                          \
+                                                                                              \
+    /* ---- position embeddings (docs/models.md §5), half-split pairs (j, j+D/2) ---- */       \
+    /* angle [f32][N, D/2] = pos * theta^(-2j/D). */                                          \
+    X(void, rope_angles, (void *angle, const Seqs *s, int D, double theta))                   \
+    /* y = rotate(x, angle): x [N,H,D]; angle [f32] is [N, H, D/2] if per_head else           \
+     * [N, D/2] shared by the heads. */                                                       \
+    X(void, rotate_fwd,                                                                       \
+      (void *y, const void *x, const void *angle, int64_t N, int H, int D, int per_head))     \
+    /* dx = rotate(dy, -angle); dangle [f32] += d/dangle if not NULL (per_head layout). */    \
+    X(void, rotate_bwd,                                                                       \
+      (void *dx, void *dangle, const void *dy, const void *x, const void *angle, int64_t N,   \
+       int H, int D, int per_head))                                                           \
+    X(void, selrope_fwd, (const SelRopeArgs *a))                                              \
+    X(void, selrope_bwd, (const SelRopeGrads *g))                                             \
+    /* Weight-normalised per-head projection weight (docs/models.md §5 weight_norm):          \
+     * wn[h,:,j] = s[h] * w[h,:,j] / ||w[h,:,j]||, w [H, Din, P]. */                          \
+    X(void, weightnorm_fwd, (void *wn, const void *w, const void *scale, int H, int Din, int P)) \
+    X(void, weightnorm_bwd,                                                                   \
+      (void *dw, void *dscale, const void *dwn, const void *w, const void *scale, int H,      \
+       int Din, int P))                                                                       \
+    /* Per-head projection: out[n,h,:] = x[n,h,:] (Din) . w[h] (Din x P); x [N,H,Din],        \
+     * out [N,H,P]. */                                                                        \
+    X(void, head_matmul_fwd,                                                                  \
+      (void *out, const void *x, const void *w, int64_t N, int H, int Din, int P))            \
+    X(void, head_matmul_bwd,                                                                  \
+      (void *dx, void *dw, const void *dout, const void *x, const void *w, int64_t N, int H,  \
+       int Din, int P, int accumulate))                                                       \
+                                                                                              \
+    /* ---- gates ---- */                                                                     \
+    /* y = logsigmoid(x) / normalizer [f32]. */                                               \
+    X(void, logsigmoid_fwd, (void *y, const void *x, int64_t n, double normalizer))           \
+    X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer)) \
+    /* Gated DeltaNet (docs/models.md §3): beta = sigmoid(b_raw); g = -exp(A_log)             \
+     * softplus(a_raw + dt_bias) [f32]; b_raw, a_raw, beta, g [N,H]. */                       \
+    X(void, gdn_gates_fwd,                                                                    \
+      (void *beta, void *g, const void *b_raw, const void *a_raw, const void *A_log,          \
+       const void *dt_bias, int64_t N, int H))                                                \
+    X(void, gdn_gates_bwd,                                                                    \
+      (void *db_raw, void *da_raw, void *dA_log, void *ddt_bias, const void *dbeta,           \
+       const void *dg, const void *b_raw, const void *a_raw, const void *A_log,               \
+       const void *dt_bias, int64_t N, int H))                                                \
+                                                                                              \
+    /* ---- mixers ---- */                                                                    \
+    X(void, gla_fwd, (const LinAttnArgs *a))                                                  \
+    X(void, gla_bwd, (const LinAttnGrads *g))                                                 \
+    X(void, gdn_fwd, (const LinAttnArgs *a))                                                  \
+    X(void, gdn_bwd, (const LinAttnGrads *g))                                                 \
+    X(void, fox_fwd, (const AttnArgs *a))                                                     \
+    X(void, fox_bwd, (const AttnGrads *g))                                                    \
+                                                                                              \
+    /* ---- loss ---- */                                                                      \
+    /* Softmax cross-entropy over logits [N,V] with labels [i32] (-100 ignored): returns the  \
+     * summed loss in fp64 on the host and, if grad_scale != 0, replaces the logits by        \
+     * grad_scale * dloss/dlogits (rows with ignored labels become 0). */                     \
+    X(double, cross_entropy,                                                                  \
+      (void *logits, const int32_t *labels, int64_t N, int V, double grad_scale))             \
+    /* Per-row log-probability of the label and whether the label is the first argmax        \
+     * (evaluation): logp [f32][N], is_argmax [N] host bytes; rows with label -100 give 0     \
+     * and 1. */                                                                              \
+    X(void, token_logprobs,                                                                   \
+      (const void *logits, const int32_t *labels, int64_t N, int V, void *logp,               \
+       uint8_t *is_argmax))                                                                   \
+                                                                                              \
+    /* ---- optimizer ---- */                                                                 \
+    /* Sum of squares of n [f32] values, in fp64 on the host. */                              \
+    X(double, sumsq, (const void *x, int64_t n))                                              \
+    /* x *= s over n [f32] values. */                                                         \
+    X(void, scale, (void *x, int64_t n, double s))                                            \
+    /* AdamW on [f32] master weights w with moments m, v, gradient g (docs/models.md §7),     \
+     * step t >= 1; w_act, when not NULL, receives the updated weights as [act] in the same   \
+     * pass. */                                                                               \
+    X(void, adamw,                                                                            \
+      (void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,           \
+       double beta1, double beta2, double eps, double weight_decay, int64_t t))
+
+#endif

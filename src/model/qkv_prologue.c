@@ -1,0 +1,104 @@
+/* The q/k/v prologue shared by the linear-attention mixers (model_internal.h QKVPrologue):
+ * projections, then a short conv with its activation, the activation alone, or nothing. */
+#include <stdio.h>
+
+#include "model/model_internal.h"
+#include "util/error.h"
+
+enum { P_TRANSFORM = 1 };             /* feature: a conv or an activation follows */
+enum { W_K, W_V };                    /* widths */
+
+static const BufDecl qkv_bufs[] = {
+    BUF(QKVPrologue, q0, BUF_SAVED, BUF_ACT, W_K),
+    BUF(QKVPrologue, k0, BUF_SAVED, BUF_ACT, W_K),
+    BUF(QKVPrologue, v0, BUF_SAVED, BUF_ACT, W_V),
+    BUF_IF(QKVPrologue, q1, BUF_SAVED, BUF_ACT, W_K, P_TRANSFORM, q0),
+    BUF_IF(QKVPrologue, k1, BUF_SAVED, BUF_ACT, W_K, P_TRANSFORM, k0),
+    BUF_IF(QKVPrologue, v1, BUF_SAVED, BUF_ACT, W_V, P_TRANSFORM, v0),
+    BUF_OPT(QKVPrologue, dq0, BUF_SCRATCH, BUF_ACT, W_K, P_TRANSFORM),
+    BUF_OPT(QKVPrologue, dk0, BUF_SCRATCH, BUF_ACT, W_K, P_TRANSFORM),
+    BUF_OPT(QKVPrologue, dv0, BUF_SCRATCH, BUF_ACT, W_V, P_TRANSFORM),
+};
+
+void qkv_declare_proj(QKVPrologue *p, ParamTable *t, const char *prefix, int d, int64_t Kd,
+                      int64_t Vd, double std) {
+    char name[PARAM_NAME_MAX];
+    p->widths[W_K] = Kd;
+    p->widths[W_V] = Vd;
+    snprintf(name, sizeof name, "%sq_proj.weight", prefix);
+    p->q = declare_linear(t, name, Kd, d, std);
+    snprintf(name, sizeof name, "%sk_proj.weight", prefix);
+    p->k = declare_linear(t, name, Kd, d, std);
+    snprintf(name, sizeof name, "%sv_proj.weight", prefix);
+    p->v = declare_linear(t, name, Vd, d, std);
+}
+
+void qkv_declare_conv(QKVPrologue *p, ParamTable *t, const char *prefix, int conv,
+                      Activation conv_act, Activation plain_act, double std) {
+    char name[PARAM_NAME_MAX];
+    RT_ASSERT(plain_act == ACT_NONE || plain_act == ACT_SILU);
+    p->conv = conv;
+    p->conv_act = conv_act;
+    p->plain_act = plain_act;
+    p->qconv = p->kconv = p->vconv = -1;
+    if (!conv) return;
+    snprintf(name, sizeof name, "%sq_conv1d.weight", prefix);
+    p->qconv = declare_conv(t, name, p->widths[W_K], std);
+    snprintf(name, sizeof name, "%sk_conv1d.weight", prefix);
+    p->kconv = declare_conv(t, name, p->widths[W_K], std);
+    snprintf(name, sizeof name, "%sv_conv1d.weight", prefix);
+    p->vconv = declare_conv(t, name, p->widths[W_V], std);
+}
+
+static unsigned features(const QKVPrologue *p) {
+    return p->conv || p->plain_act != ACT_NONE ? P_TRANSFORM : 0;
+}
+
+void qkv_bind(QKVPrologue *p, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
+    acts_bind(p, qkv_bufs, BUF_COUNT(qkv_bufs), p->widths, features(p), be, saved, scratch, N);
+}
+
+/* One of q, k, v: y = conv_act(conv(x)), or silu(x). */
+static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const void *x, int conv_w,
+                          int64_t C) {
+    if (p->conv)
+        c->be->conv_fwd(y, x, W(c, conv_w), c->seqs, (int)C, p->conv_act);
+    else
+        c->be->silu_fwd(y, x, c->N * C);
+}
+
+static void transform_bwd(const QKVPrologue *p, const Ctx *c, void *dx, const void *dy,
+                          const void *x, int conv_w, int64_t C) {
+    if (p->conv)
+        c->be->conv_bwd(dx, G(c, conv_w), dy, x, W(c, conv_w), c->seqs, (int)C, p->conv_act);
+    else
+        c->be->silu_bwd(dx, dy, x, c->N * C);
+}
+
+void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x) {
+    const Backend *be = c->be;
+    int N = (int)c->N, d = c->cfg->hidden_size, Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
+    be->matmul_fwd(p->q0, x, W(c, p->q), NULL, N, Kd, d);
+    be->matmul_fwd(p->k0, x, W(c, p->k), NULL, N, Kd, d);
+    be->matmul_fwd(p->v0, x, W(c, p->v), NULL, N, Vd, d);
+    if (!(features(p) & P_TRANSFORM)) return;
+    transform_fwd(p, c, p->q1, p->q0, p->qconv, Kd);
+    transform_fwd(p, c, p->k1, p->k0, p->kconv, Kd);
+    transform_fwd(p, c, p->v1, p->v0, p->vconv, Vd);
+}
+
+void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1,
+                  void *dv1, void *dx) {
+    const Backend *be = c->be;
+    int N = (int)c->N, d = c->cfg->hidden_size, Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
+    void *dq = dq1, *dk = dk1, *dv = dv1;
+    if (features(p) & P_TRANSFORM) {
+        transform_bwd(p, c, p->dq0, dq1, p->q0, p->qconv, Kd);
+        transform_bwd(p, c, p->dk0, dk1, p->k0, p->kconv, Kd);
+        transform_bwd(p, c, p->dv0, dv1, p->v0, p->vconv, Vd);
+        dq = p->dq0, dk = p->dk0, dv = p->dv0;
+    }
+    be->matmul_bwd(dx, G(c, p->q), NULL, dq, x, W(c, p->q), N, Kd, d, 1);
+    be->matmul_bwd(dx, G(c, p->k), NULL, dk, x, W(c, p->k), N, Kd, d, 1);
+    be->matmul_bwd(dx, G(c, p->v), NULL, dv, x, W(c, p->v), N, Vd, d, 1);
+}

@@ -1,0 +1,77 @@
+/* The readout shared by the mixers (model_internal.h Readout): norm per head, output gate,
+ * o_proj, forward and backward. */
+#include <stdio.h>
+
+#include "model/model_internal.h"
+
+enum { R_NORM = 1, R_GATE = 2 };    /* features */
+enum { W_HV, W_H };                 /* widths */
+
+static const BufDecl readout_bufs[] = {
+    BUF(Readout, o_, BUF_SAVED, BUF_ACT, W_HV),
+    BUF_OPT(Readout, rstd, BUF_SAVED, BUF_F32, W_H, R_NORM),
+    BUF_IF(Readout, on, BUF_SAVED, BUF_ACT, W_HV, R_NORM, o_),
+    BUF_OPT(Readout, gp, BUF_SAVED, BUF_ACT, W_HV, R_GATE),
+    BUF_IF(Readout, r, BUF_SAVED, BUF_ACT, W_HV, R_GATE, on),
+    BUF(Readout, dr, BUF_SCRATCH, BUF_ACT, W_HV),
+    BUF_IF(Readout, don, BUF_SCRATCH, BUF_ACT, W_HV, R_GATE, dr),
+    BUF_OPT(Readout, dgp, BUF_SCRATCH, BUF_ACT, W_HV, R_GATE),
+    BUF_IF(Readout, do_, BUF_SCRATCH, BUF_ACT, W_HV, R_NORM, don),
+};
+
+void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate,
+                          int d, int H, int dv, double std) {
+    char name[PARAM_NAME_MAX];
+    r->g = r->norm = r->o = -1;
+    r->norm_kind = READOUT_NO_NORM;
+    r->gate = gate;
+    r->H = H, r->dv = dv, r->d = d;
+    r->widths[W_HV] = (int64_t)H * dv;
+    r->widths[W_H] = H;
+    snprintf(name, sizeof name, "%sg_proj.weight", prefix);
+    if (gate != ACT_NONE) r->g = declare_linear(t, name, (int64_t)H * dv, d, std);
+}
+
+void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind) {
+    r->norm_kind = kind;
+    if (kind != READOUT_NO_NORM)
+        r->norm = declare_vector(t, name, kind == READOUT_NORM_PER_HEAD ? (int64_t)r->H * r->dv : r->dv, 1);
+}
+
+void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std) {
+    char name[PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%so_proj.weight", prefix);
+    r->o = declare_linear(t, name, r->d, (int64_t)r->H * r->dv, std);
+}
+
+void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
+    unsigned f = (r->norm >= 0 ? R_NORM : 0) | (r->g >= 0 ? R_GATE : 0);
+    acts_bind(r, readout_bufs, BUF_COUNT(readout_bufs), r->widths, f, be, saved, scratch, N);
+}
+
+void readout_forward(Readout *r, const Ctx *c, const void *x, void *y) {
+    const Backend *be = c->be;
+    int N = (int)c->N, HV = r->H * r->dv;
+    if (r->norm >= 0)
+        be->rmsnorm_fwd(r->on, r->rstd, r->o_, W(c, r->norm), N, r->H, r->dv,
+                        r->norm_kind == READOUT_NORM_PER_HEAD, c->cfg->norm_eps);
+    if (r->g >= 0) {
+        be->matmul_fwd(r->gp, x, W(c, r->g), NULL, N, HV, r->d);
+        be->gate_mul_fwd(r->r, r->on, r->gp, (int64_t)N * HV, r->gate);
+    }
+    be->matmul_fwd(y, r->r, W(c, r->o), NULL, N, r->d, HV);
+}
+
+int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx) {
+    const Backend *be = c->be;
+    int N = (int)c->N, HV = r->H * r->dv;
+    be->matmul_bwd(r->dr, G(c, r->o), NULL, dy, r->r, W(c, r->o), N, r->d, HV, 0);
+    if (r->g >= 0) {
+        be->gate_mul_bwd(r->don, r->dgp, r->dr, r->on, r->gp, (int64_t)N * HV, r->gate);
+        be->matmul_bwd(dx, G(c, r->g), NULL, r->dgp, x, W(c, r->g), N, HV, r->d, 0);
+    }
+    if (r->norm >= 0)
+        be->rmsnorm_bwd(r->do_, G(c, r->norm), r->don, r->o_, W(c, r->norm), r->rstd, N, r->H,
+                        r->dv, r->norm_kind == READOUT_NORM_PER_HEAD, 0);
+    return r->g >= 0;
+}
