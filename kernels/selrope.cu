@@ -26,7 +26,6 @@
 
 namespace {
 
-constexpr unsigned FULL = 0xffffffffu;
 constexpr int RUN = 32;
 constexpr int WARPS = 8; // store_taps_partial reduces blocks of 8 warps
 constexpr int TILE = RUN * WARPS;
@@ -341,7 +340,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
             }
             if (i < RUN && in) { // uniform over the warp: the lanes share the token
                 if (a.dgl) { // the P/2 lanes of a head are aligned: 64 % P == 0
-                    for (int o = P / 4; o > 0; o >>= 1) sj += __shfl_xor_sync(FULL, sj, o);
+                    for (int o = P / 4; o > 0; o >>= 1) sj += __shfl_xor_sync(FULL_MASK, sj, o);
                     if (ch && j == 0) a.dgl[(int64_t)n * H + h] = f2bf(sj * g * (1.f - g));
                 }
                 if (ch) {
