@@ -73,6 +73,8 @@ void cuda_weightnorm_bwd(void *dw, void *dscale, const void *dwn, const void *w,
                          const void *scale, int H, int Din, int P);
 
 // selrope.cu: Selective RoPE steps 3-8 fused
+// Shape limits of the kernels: 1 if the shape is supported, else 0 with the reason in why.
+int cuda_selrope_supports(int H, int P, char *why, size_t why_size);
 void cuda_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *k,
                       const void *phi_raw, const void *conv_w, Activation conv_act,
                       const void *bias, const void *gate_logit, const void *temp, const Seqs *s,
@@ -84,6 +86,10 @@ void cuda_selrope_bwd(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *d
                       const void *temp, const void *Phi, const Seqs *s, int H, int P);
 
 // gla.cu, gdn.cu, fox.cu: the mixers
+// Shape limits of the kernels: 1 if the shape is supported, else 0 with the reason in why.
+int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size);
+int cuda_gdn_supports(int H, int K, int V, char *why, size_t why_size);
+int cuda_fox_supports(int H, int D, char *why, size_t why_size);
 void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const void *v,
                   const void *g, const Seqs *s, int H, int K, int V, double scale);
 void cuda_gla_bwd(void *dq, void *dk, void *dv, void *dg, const void *dout, const void *q,
