@@ -381,10 +381,10 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     }
 }
 
-void selrope_check(const char *op, int P, Activation act, const void *temp, const void *Phi,
+void selrope_check(const char *op, int H, int P, Activation act, const void *temp, const void *Phi,
                    const void *q, const void *k, const void *phi_raw) {
-    if (P < 2 || P % 2 || 64 % P)
-        rt_die("%s: P=%d angle channels per head unsupported (an even divisor of 64)", op, P);
+    char why[160];
+    if (!cuda_selrope_supports(H, P, why, sizeof why)) rt_die("%s: %s", op, why);
     if (act != ACT_NONE && act != ACT_SILU)
         rt_die("%s: conv activation %d unsupported (NONE or SILU)", op, (int)act);
     cuda_check_aligned(temp, 8, op);
@@ -416,11 +416,23 @@ template <bool SILU> void selrope_bwd_launch(BwdArgs a, float *carry, dim3 grid)
 
 } // namespace
 
+int cuda_selrope_supports(int H, int P, char *why, size_t why_size) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size,
+                                "the Selective RoPE kernels take H >= 1 heads, got H=%d", H);
+    if (P < 2 || P % 2 || 64 % P)
+        return cuda_unsupported(why, why_size,
+                                "the Selective RoPE kernels take P (angle channels per head) an "
+                                "even divisor of 64, got P=%d",
+                                P);
+    return 1;
+}
+
 void cuda_selrope_fwd(void *qo, void *ko, void *Phi, const void *q, const void *k,
                       const void *phi_raw, const void *conv_w, Activation conv_act,
                       const void *bias, const void *gate_logit, const void *temp, const Seqs *s,
                       int H, int P) {
-    selrope_check("selrope_fwd", P, conv_act, temp, Phi, q, k, phi_raw);
+    selrope_check("selrope_fwd", H, P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(qo, 4, "selrope_fwd");
     cuda_check_aligned(ko, 4, "selrope_fwd");
     int N = (int)s->ntok, C = H * P;
@@ -458,7 +470,7 @@ void cuda_selrope_bwd(void *dq, void *dk, void *dphi_raw, void *dconv_w, void *d
                       Activation conv_act, const void *bias, const void *gate_logit,
                       const void *temp, const void *Phi, const Seqs *s, int H, int P) {
     const char *op = "selrope_bwd";
-    selrope_check(op, P, conv_act, temp, Phi, q, k, phi_raw);
+    selrope_check(op, H, P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(dq, 4, op);
     cuda_check_aligned(dk, 4, op);
     cuda_check_aligned(dqo, 4, op);
