@@ -617,7 +617,7 @@ void check_args(const char *op, const Seqs *s, int H, int K, int V, const void *
 }
 
 // Kernels above 48 KB of dynamic shared memory must opt in, once per process.
-void allow_smem(const char *op) {
+void opt_in_smem_once(const char *op) {
     static bool done;
     if (done) return;
     cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
@@ -655,7 +655,7 @@ void cuda_gla_fwd(void *o, void *states, const void *q, const void *k, const voi
     const void *ptrs[] = {o, states, q, k, v, g};
     check_args("gla_fwd", s, H, K, V, ptrs, 6);
     if (s->nchunk == 0) return;
-    allow_smem("gla_fwd");
+    opt_in_smem_once("gla_fwd");
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
@@ -684,7 +684,7 @@ void cuda_gla_bwd(void *dq, void *dk, void *dv, void *dg, const void *dout, cons
     const void *ptrs[] = {dq, dk, dv, dg, dout, q, k, v, g, states};
     check_args("gla_bwd", s, H, K, V, ptrs, 10);
     if (s->nchunk == 0) return;
-    allow_smem("gla_bwd");
+    opt_in_smem_once("gla_bwd");
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
