@@ -2,6 +2,7 @@
 // collectives have their own, comm_nccl.cu), the table of kernels. bf16 [act], fp32 [f32] (src/backend.h).
 // Where the device has no memory pools (or ROTOR_CUDA_ALLOC=plain), cudaMalloc / cudaFree
 // instead, the peak read from the device's free memory.
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,23 @@ static int device_attribute(cudaDeviceAttr a) {
 
 void cuda_check_aligned(const void *p, size_t bytes, const char *op) {
     if ((uintptr_t)p % bytes) rt_die("%s: buffer %p is not %zu-byte aligned", op, p, bytes);
+}
+
+int cuda_unsupported(char *why, size_t why_size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (why_size) vsnprintf(why, why_size, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+void cuda_allow_smem_at(const void *kernel, size_t bytes, const char *op) {
+    if (bytes > (size_t)cuda_max_smem_optin())
+        rt_die("%s: needs %zu bytes of shared memory per block, the GPU allows %d", op, bytes,
+               cuda_max_smem_optin());
+    if (bytes > 48 * 1024)
+        CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 // Block (32, 16): 32 columns, 16 row groups summed in shared memory.

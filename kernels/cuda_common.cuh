@@ -49,6 +49,17 @@ template <int V, class T> __device__ __forceinline__ void st_vec(T *p, const Pac
 // Dies naming the op when p is not aligned to `bytes` (vectorised kernels need it).
 void cuda_check_aligned(const void *p, size_t bytes, const char *op);
 
+// For the shape queries of cuda_ops.h: writes the reason (printf format) to why and returns 0.
+int cuda_unsupported(char *why, size_t why_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// Lets a kernel launch with `bytes` of dynamic shared memory (an opt-in above 48 KB); dies
+// naming the op and both sizes when the device allows less.
+void cuda_allow_smem_at(const void *kernel, size_t bytes, const char *op);
+template <class Kernel> void cuda_allow_smem(Kernel *kernel, size_t bytes, const char *op) {
+    cuda_allow_smem_at((const void *)kernel, bytes, op);
+}
+
 // out[e] += sum over rows of part[r * cols + e], in a fixed order (deterministic parameter
 // gradients from per-block partial sums); out and part [f32].
 void cuda_colsum_add(float *out, const float *part, int rows, int cols);
@@ -84,14 +95,34 @@ __device__ __forceinline__ float softplusf_(float x) {
     return x > 20.f ? x : log1pf(__expf(x));
 }
 
+constexpr unsigned FULL_MASK = 0xffffffffu; // all 32 lanes of a warp
+
 // Sum over a warp (all 32 lanes active), in float or double.
 template <class T> __device__ __forceinline__ T warp_sum(T v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
     return v;
 }
 __device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
     return v;
+}
+// Sum over the 4 lanes 4g..4g+3 of a quad (all 32 lanes active).
+__device__ __forceinline__ float quad_sum(float v) {
+    v += __shfl_xor_sync(FULL_MASK, v, 1);
+    return v + __shfl_xor_sync(FULL_MASK, v, 2);
+}
+// Inclusive prefix sum of x over the lanes of a warp (all 32 active); *excl gets the exclusive
+// one (0 on lane 0).
+__device__ __forceinline__ float warp_scan(float x, float *excl) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const float y = __shfl_up_sync(FULL_MASK, x, o);
+        if (lane >= o) x += y;
+    }
+    *excl = __shfl_up_sync(FULL_MASK, x, 1);
+    if (lane == 0) *excl = 0.f;
+    return x;
 }
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 // `shared` needs 32 elements; the call synchronises the block.

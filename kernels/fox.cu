@@ -15,147 +15,35 @@
 // dS) minus dc_j (columns) is summed into dlogf, whose segment-wise reverse cumulative sum
 // (cuda_revcumsum, in place) is d log f.
 //
-// Warp fragments follow the PTX ISA layout of mma.m16n8k16: lane = 4 g + t holds C
-// elements (g, 2t..2t+1) and (g+8, 2t..2t+1) of each 16x8 tile; ldmatrix.x4 loads four
-// 8x8 bf16 matrices, lane i giving the address of row i%8 of matrix i/8.
-#include <string.h>
-
+// Warp fragments follow the PTX ISA layout of mma.m16n8k16 (mma.cuh): lane = 4 g + t holds C
+// elements (g, 2t..2t+1) and (g+8, 2t..2t+1) of each 16x8 tile.
+#include "chunks.cuh"
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "mma.cuh"
 #include "revcumsum.h"
 #include "util/error.h"
 
 namespace {
 
-constexpr unsigned FULL = 0xffffffffu;
 constexpr float L2E = 1.4426950408889634f; // log2(e)
 constexpr float LN2 = 0.6931471805599453f;
-constexpr int BLK = 64;      // queries per forward CTA, keys per backward CTA: one chunk
 constexpr int THREADS = 128; // four warps of 16 rows each
-static_assert(CHUNK_SIZE == BLK, "fox blocks are the chunks of Seqs");
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes global -> shared, zero-filled when !valid (src is then not read).
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldsm(uint32_t (&r)[4], const bf16 *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_t(uint32_t (&r)[4], const bf16 *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-
-// c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate.
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    uint32_t r;
-    memcpy(&r, &v, 4);
-    return r;
-}
-
-// The A operand (16 x 16 at row m0, column k0) of a row-major [m][k] tile with row stride
-// ld, as 4 registers; the matrices are (rows 0-7 | 8-15) x (cols 0-7 | 8-15), rows first.
-__device__ __forceinline__ void load_a(uint32_t (&r)[4], const bf16 *s, int ld, int m0, int k0) {
-    const int l = threadIdx.x & 31;
-    ldsm(r, s + (m0 + (l & 7) + ((l >> 3) & 1) * 8) * ld + k0 + (l >> 4) * 8);
-}
-// The A operand from a [k][m] tile (A^T stored row-major).
-__device__ __forceinline__ void load_a_t(uint32_t (&r)[4], const bf16 *s, int ld, int k0, int m0) {
-    const int l = threadIdx.x & 31;
-    ldsm_t(r, s + (k0 + (l & 7) + (l >> 4) * 8) * ld + m0 + ((l >> 3) & 1) * 8);
-}
-// B operands of two 16 x 8 tiles (columns n0..n0+7 in r[0..1], n0+8.. in r[2..3]) from an
-// [n][k] tile (B^T row-major: keys for Q K^T).
-__device__ __forceinline__ void load_b(uint32_t (&r)[4], const bf16 *s, int ld, int n0, int k0) {
-    const int l = threadIdx.x & 31;
-    ldsm(r, s + (n0 + (l & 7) + (l >> 4) * 8) * ld + k0 + ((l >> 3) & 1) * 8);
-}
-// The same from a [k][n] tile (B row-major: values for P V).
-__device__ __forceinline__ void load_b_t(uint32_t (&r)[4], const bf16 *s, int ld, int k0, int n0) {
-    const int l = threadIdx.x & 31;
-    ldsm_t(r, s + (k0 + (l & 7) + ((l >> 3) & 1) * 8) * ld + n0 + (l >> 4) * 8);
-}
-
-// Accumulator tiles 2kk, 2kk+1 (16 x 16 of C) as the A operand of the next product.
-__device__ __forceinline__ void acc_to_a(uint32_t (&a)[4], const float (&c0)[4],
-                                         const float (&c1)[4]) {
-    a[0] = pack_bf16(c0[0], c0[1]);
-    a[1] = pack_bf16(c0[2], c0[3]);
-    a[2] = pack_bf16(c1[0], c1[1]);
-    a[3] = pack_bf16(c1[2], c1[3]);
-}
-
-// Copies rows [0, nvalid) of a ROWS x D tile (row 0 at src, row stride `stride` elements)
-// into shared memory with row stride D + 8 (conflict-free ldmatrix); rows past nvalid are
-// zero. Asynchronous: cp_async_commit/wait and __syncthreads before use.
-template <int ROWS, int D>
-__device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, int64_t stride, int nvalid) {
-    constexpr int CPR = D / 8, LD = D + 8;
-    for (int i = threadIdx.x; i < ROWS * CPR; i += THREADS) {
-        const int r = i / CPR, c = (i % CPR) * 8;
-        const bool ok = r < nvalid;
-        cp_async16(dst + r * LD + c, ok ? src + r * stride + c : src, ok);
-    }
-}
-
-// Writes rows [0, nvalid) of a shared ROWS x D tile (stride D + 8) to global memory.
-template <int ROWS, int D>
-__device__ __forceinline__ void store_tile(bf16 *dst, const bf16 *src, int64_t stride, int nvalid) {
-    constexpr int CPR = D / 8, LD = D + 8;
-    for (int i = threadIdx.x; i < ROWS * CPR; i += THREADS) {
-        const int r = i / CPR, c = (i % CPR) * 8;
-        if (r < nvalid)
-            *reinterpret_cast<uint4 *>(dst + r * stride + c) =
-                *reinterpret_cast<const uint4 *>(src + r * LD + c);
-    }
-}
 
 // Inclusive prefix sums over a warp's 32 E values, E consecutive ones per lane (element
 // E * lane + e in x[e]); returns the total on every lane.
 template <int E> __device__ __forceinline__ float warp_prefix(float (&x)[E]) {
-    const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int e = 1; e < E; e++) x[e] += x[e - 1];
-    float incl = x[E - 1];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const float y = __shfl_up_sync(FULL, incl, o);
-        if (lane >= o) incl += y;
-    }
-    float excl = __shfl_up_sync(FULL, incl, 1);
-    if (lane == 0) excl = 0.f;
+    float excl;
+    const float incl = warp_scan(x[E - 1], &excl);
 #pragma unroll
     for (int e = 0; e < E; e++) x[e] += excl;
-    return __shfl_sync(FULL, incl, 31);
+    return __shfl_sync(FULL_MASK, incl, 31);
 }
 
 template <int D> constexpr size_t fwd_smem() {
-    return (size_t)5 * BLK * (D + 8) * sizeof(bf16) + 2 * BLK * sizeof(float);
+    return (size_t)5 * CHUNK * (D + 8) * sizeof(bf16) + 2 * CHUNK * sizeof(float);
 }
 
 // Grid: nchunk * H CTAs, the last chunks (the longest rows) first. Shared: Q, two K and two
@@ -170,20 +58,21 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
     constexpr int LD = D + 8, KT = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *sQ = reinterpret_cast<bf16 *>(smem);
-    bf16 *sK = sQ + BLK * LD;
-    bf16 *sV = sK + 2 * BLK * LD;
-    float *sQc = reinterpret_cast<float *>(sV + 2 * BLK * LD);
-    float *sKc = sQc + BLK;
+    bf16 *sK = sQ + CHUNK * LD;
+    bf16 *sV = sK + 2 * CHUNK * LD;
+    float *sQc = reinterpret_cast<float *>(sV + 2 * CHUNK * LD);
+    float *sKc = sQc + CHUNK;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int h = blockIdx.x % H, c = nchunk - 1 - blockIdx.x / H;
-    const int q0 = chunks[3 * c], qlen = chunks[3 * c + 1], seg = chunks[3 * c + 2];
-    const int nkb = (q0 - cu[seg]) / BLK + 1; // key blocks from the segment start to q0
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int q0 = ch.first, qlen = ch.len;
+    const int nkb = (q0 - cu[ch.seg]) / CHUNK + 1; // key blocks from the segment start to q0
     const int64_t stride = (int64_t)H * D, head = (int64_t)h * D;
 
-    load_tile<BLK, D>(sQ, q + q0 * stride + head, stride, qlen);
-    load_tile<BLK, D>(sK, k + q0 * stride + head, stride, qlen);
-    load_tile<BLK, D>(sV, v + q0 * stride + head, stride, qlen);
+    cp_async_tile<CHUNK>(sQ, LD, q + q0 * stride + head, stride, qlen, D, THREADS);
+    cp_async_tile<CHUNK>(sK, LD, k + q0 * stride + head, stride, qlen, D, THREADS);
+    cp_async_tile<CHUNK>(sV, LD, v + q0 * stride + head, stride, qlen, D, THREADS);
     cp_async_commit();
 
     // c relative to c_(q0-1): prefix sums inside the diagonal block; warp 0 keeps in `run`
@@ -210,16 +99,18 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
 
     for (int it = 0; it < nkb; it++) {
         const int buf = it & 1;
-        const bf16 *cK = sK + buf * BLK * LD, *cV = sV + buf * BLK * LD;
+        const bf16 *cK = sK + buf * CHUNK * LD, *cV = sV + buf * CHUNK * LD;
         if (it + 1 < nkb) { // the block below: entirely inside the segment
-            const int64_t kn = q0 - (it + 1) * BLK;
-            load_tile<BLK, D>(sK + (buf ^ 1) * BLK * LD, k + kn * stride + head, stride, BLK);
-            load_tile<BLK, D>(sV + (buf ^ 1) * BLK * LD, v + kn * stride + head, stride, BLK);
+            const int64_t kn = q0 - (it + 1) * CHUNK;
+            cp_async_tile<CHUNK>(sK + (buf ^ 1) * CHUNK * LD, LD, k + kn * stride + head, stride,
+                                 CHUNK, D, THREADS);
+            cp_async_tile<CHUNK>(sV + (buf ^ 1) * CHUNK * LD, LD, v + kn * stride + head, stride,
+                                 CHUNK, D, THREADS);
         }
         cp_async_commit();
         if (it > 0 && warp == 0) {
             // keys j < q0: c_j - c_(q0-1) = -(sum of log f over j+1 .. q0-1)
-            const int k0 = q0 - it * BLK;
+            const int k0 = q0 - it * CHUNK;
             float x[2];
 #pragma unroll
             for (int e = 0; e < 2; e++) x[e] = lf[(int64_t)(k0 + 2 * lane + e) * H + h];
@@ -269,10 +160,10 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
                 mx1 = fmaxf(mx1, s1);
             }
         }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(FULL_MASK, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(FULL_MASK, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(FULL_MASK, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(FULL_MASK, mx1, 2));
         // Finite: the diagonal block comes first and key 0 of it is visible to every row.
         const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
         const float al0 = exp2f(m0 - mn0), al1 = exp2f(m1 - mn1);
@@ -315,10 +206,8 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
         __syncthreads();
     }
 
-    l0 += __shfl_xor_sync(FULL, l0, 1);
-    l0 += __shfl_xor_sync(FULL, l0, 2);
-    l1 += __shfl_xor_sync(FULL, l1, 1);
-    l1 += __shfl_xor_sync(FULL, l1, 2);
+    l0 = quad_sum(l0);
+    l1 = quad_sum(l1);
     const float inv0 = 1.f / l0, inv1 = 1.f / l1;
     if (t == 0) {
         if (r0 < qlen) lse[(int64_t)(q0 + r0) * H + h] = (m0 + log2f(l0)) * LN2;
@@ -334,7 +223,7 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
             __floats2bfloat162_rn(acc[i][2] * inv1, acc[i][3] * inv1);
     }
     __syncthreads();
-    store_tile<BLK, D>(o + q0 * stride + head, sQ, stride, qlen);
+    store_tile<CHUNK, D>(o + q0 * stride + head, stride, sQ, LD, qlen, D, THREADS);
 }
 
 // delta_i = dO_i . o_i for every (token, head) row, one warp each; also zeroes the dQ
@@ -373,8 +262,8 @@ __global__ void fox_dq_out(bf16 *__restrict__ dq, const float *__restrict__ acc,
 }
 
 template <int D, int QT> constexpr size_t bwd_smem() {
-    return (size_t)(2 * BLK + 4 * QT) * (D + 8) * sizeof(bf16) +
-           (size_t)BLK * (QT + 8) * sizeof(bf16) + (size_t)(BLK + 6 * QT) * sizeof(float);
+    return (size_t)(2 * CHUNK + 4 * QT) * (D + 8) * sizeof(bf16) +
+           (size_t)CHUNK * (QT + 8) * sizeof(bf16) + (size_t)(CHUNK + 6 * QT) * sizeof(float);
 }
 
 // Grid: nchunk * H CTAs, each a block of 64 keys (the first chunks, with the most queries,
@@ -396,26 +285,26 @@ __global__ void __launch_bounds__(THREADS)
     static_assert((QT == 16 || QT % 32 == 0) && 4 % RG == 0 && DW % 16 == 0, "fox_bwd tile shape");
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *sK = reinterpret_cast<bf16 *>(smem);
-    bf16 *sV = sK + BLK * LD;
-    bf16 *sQ = sV + BLK * LD; // [2][QT][LD]
+    bf16 *sV = sK + CHUNK * LD;
+    bf16 *sQ = sV + CHUNK * LD; // [2][QT][LD]
     bf16 *sdO = sQ + 2 * QT * LD;
-    bf16 *sdS = sdO + 2 * QT * LD; // [BLK][LDS]: dS^T, keys x queries
-    float *sKc = reinterpret_cast<float *>(sdS + BLK * LDS);
-    float *sQa = sKc + BLK;
+    bf16 *sdS = sdO + 2 * QT * LD; // [CHUNK][LDS]: dS^T, keys x queries
+    float *sKc = reinterpret_cast<float *>(sdS + CHUNK * LDS);
+    float *sQa = sKc + CHUNK;
     float *sDel = sQa + QT;
     float *sDc = sDel + QT; // [4][QT]
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int h = blockIdx.x % H, c = blockIdx.x / H;
-    const int k0 = chunks[3 * c], klen = chunks[3 * c + 1], seg = chunks[3 * c + 2];
-    const int send = cu[seg + 1];
+    const Chunk ch = chunk_at(chunks, cu, c);
+    const int k0 = ch.first, klen = ch.len, send = cu[ch.seg + 1];
     const int nqt = (send - k0 + QT - 1) / QT;
     const int64_t stride = (int64_t)H * D, head = (int64_t)h * D;
 
-    load_tile<BLK, D>(sK, k + k0 * stride + head, stride, klen);
-    load_tile<BLK, D>(sV, v + k0 * stride + head, stride, klen);
-    load_tile<QT, D>(sQ, q + k0 * stride + head, stride, min(QT, send - k0));
-    load_tile<QT, D>(sdO, dout + k0 * stride + head, stride, min(QT, send - k0));
+    cp_async_tile<CHUNK>(sK, LD, k + k0 * stride + head, stride, klen, D, THREADS);
+    cp_async_tile<CHUNK>(sV, LD, v + k0 * stride + head, stride, klen, D, THREADS);
+    cp_async_tile<QT>(sQ, LD, q + k0 * stride + head, stride, min(QT, send - k0), D, THREADS);
+    cp_async_tile<QT>(sdO, LD, dout + k0 * stride + head, stride, min(QT, send - k0), D, THREADS);
     cp_async_commit();
 
     // c relative to c_(k0-1); warp 0 keeps in `run` the sum of log f from k0 to the tile.
@@ -446,8 +335,10 @@ __global__ void __launch_bounds__(THREADS)
         const bf16 *cQ = sQ + buf * QT * LD, *cdO = sdO + buf * QT * LD;
         if (it + 1 < nqt) {
             const int qn = qs + QT, nv = min(QT, send - qn);
-            load_tile<QT, D>(sQ + (buf ^ 1) * QT * LD, q + qn * stride + head, stride, nv);
-            load_tile<QT, D>(sdO + (buf ^ 1) * QT * LD, dout + qn * stride + head, stride, nv);
+            cp_async_tile<QT>(sQ + (buf ^ 1) * QT * LD, LD, q + qn * stride + head, stride, nv, D,
+                              THREADS);
+            cp_async_tile<QT>(sdO + (buf ^ 1) * QT * LD, LD, dout + qn * stride + head, stride, nv,
+                              D, THREADS);
         }
         cp_async_commit();
         if (warp == 0) {
@@ -549,9 +440,9 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 float cs = dp[nt][e] + dp[nt][2 + e];
-                cs += __shfl_xor_sync(FULL, cs, 4);
-                cs += __shfl_xor_sync(FULL, cs, 8);
-                cs += __shfl_xor_sync(FULL, cs, 16);
+                cs += __shfl_xor_sync(FULL_MASK, cs, 4);
+                cs += __shfl_xor_sync(FULL_MASK, cs, 8);
+                cs += __shfl_xor_sync(FULL_MASK, cs, 16);
                 if (g == 0) sDc[warp * QT + col + e] = cs;
             }
         }
@@ -564,7 +455,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int i = 0; i < DW / 8; i++) dqa[i][0] = dqa[i][1] = dqa[i][2] = dqa[i][3] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < BLK / 16; kk++) {
+            for (int kk = 0; kk < CHUNK / 16; kk++) {
                 uint32_t a[4];
                 load_a_t(a, sdS, LDS, kk * 16, qr);
 #pragma unroll
@@ -599,10 +490,8 @@ __global__ void __launch_bounds__(THREADS)
     }
 
     // dc_j -= sum over queries of dS_ij
-    dcs0 += __shfl_xor_sync(FULL, dcs0, 1);
-    dcs0 += __shfl_xor_sync(FULL, dcs0, 2);
-    dcs1 += __shfl_xor_sync(FULL, dcs1, 1);
-    dcs1 += __shfl_xor_sync(FULL, dcs1, 2);
+    dcs0 = quad_sum(dcs0);
+    dcs1 = quad_sum(dcs1);
     if (t == 0) {
         if (kr0 < klen) atomicAdd(dc + (int64_t)kt0 * H + h, -dcs0);
         if (kr1 < klen) atomicAdd(dc + (int64_t)kt1 * H + h, -dcs1);
@@ -620,34 +509,26 @@ __global__ void __launch_bounds__(THREADS)
         *reinterpret_cast<uint32_t *>(oV + kr1 * LD + col) = pack_bf16(dva[i][2], dva[i][3]);
     }
     __syncthreads();
-    store_tile<BLK, D>(dk + k0 * stride + head, oK, stride, klen);
-    store_tile<BLK, D>(dv + k0 * stride + head, oV, stride, klen);
-}
-
-// Sets the dynamic shared memory limit of a kernel once (first launch).
-template <typename Kernel> bool allow_smem(Kernel kernel, size_t bytes) {
-    if (bytes > 48 * 1024)
-        CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    return true;
+    store_tile<CHUNK, D>(dk + k0 * stride + head, stride, oK, LD, klen, D, THREADS);
+    store_tile<CHUNK, D>(dv + k0 * stride + head, stride, oV, LD, klen, D, THREADS);
 }
 
 void check_args(const char *op, const Seqs *s, int H, int D, const void *const *ptrs, int nptr) {
-    if (D != 32 && D != 64 && D != 128)
-        rt_die("%s: head dim D=%d unsupported (32, 64 or 128)", op, D);
-    if (H < 1 || (int64_t)H * s->nchunk > INT32_MAX)
+    char why[160];
+    if (!cuda_fox_supports(H, D, why, sizeof why)) rt_die("%s: %s", op, why);
+    if ((int64_t)H * s->nchunk > INT32_MAX)
         rt_die("%s: H=%d heads with %lld chunks unsupported", op, H, (long long)s->nchunk);
     if (s->ntok > 0 && (!s->dev_cu || !s->dev_chunk))
-        rt_die("%s: segments have no device mirror (seqs_mirror)", op);
-    for (int i = 0; i < nptr; i++)
-        if ((uintptr_t)ptrs[i] % 16) rt_die("%s: tensor argument %d not 16-byte aligned", op, i);
+        rt_die("%s: segments have no device copy (Backend.seqs_prepare)", op);
+    for (int i = 0; i < nptr; i++) cuda_check_aligned(ptrs[i], 16, op);
 }
 
 template <int D>
 void launch_fwd(void *o, void *lse, const void *q, const void *k, const void *v, const void *lf,
                 const Seqs *s, int H, float sl2) {
     constexpr size_t smem = fwd_smem<D>();
-    static const bool ready = allow_smem(fox_fwd_kernel<D>, smem);
+    // the shared-memory opt-in, at the first launch
+    static const bool ready = (cuda_allow_smem(fox_fwd_kernel<D>, smem, "fox_fwd"), true);
     (void)ready;
     const int nchunk = (int)s->nchunk;
     fox_fwd_kernel<D><<<nchunk * H, THREADS, smem, cuda_stream()>>>(
@@ -661,7 +542,8 @@ void launch_bwd(void *dk, void *dv, float *dqacc, void *dc, const void *q, const
                 const void *v, const void *dout, const void *lf, const void *lse,
                 const float *delta, const Seqs *s, int H, float sl2, float scale) {
     constexpr size_t smem = bwd_smem<D, QT>();
-    static const bool ready = allow_smem(fox_bwd_kernel<D, QT>, smem);
+    // the shared-memory opt-in, at the first launch
+    static const bool ready = (cuda_allow_smem(fox_bwd_kernel<D, QT>, smem, "fox_bwd"), true);
     (void)ready;
     fox_bwd_kernel<D, QT><<<(int)s->nchunk * H, THREADS, smem, cuda_stream()>>>(
         (bf16 *)dk, (bf16 *)dv, dqacc, (float *)dc, (const bf16 *)q, (const bf16 *)k,
@@ -671,6 +553,15 @@ void launch_bwd(void *dk, void *dv, float *dqacc, void *dc, const void *q, const
 }
 
 } // namespace
+
+int cuda_fox_supports(int H, int D, char *why, size_t why_size) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size, "the FoX kernels take H >= 1 heads, got H=%d", H);
+    if (D != 32 && D != 64 && D != 128)
+        return cuda_unsupported(why, why_size,
+                                "the FoX kernels take D (head size) 32, 64 or 128, got D=%d", D);
+    return 1;
+}
 
 void cuda_fox_fwd(const AttnArgs *a) {
     void *o = a->o, *lse = a->lse;

@@ -11,27 +11,18 @@
 // dv, dbeta, dA, the dk terms of Kg and A, dg = in-chunk reverse cumsum of d gam).
 // Matrix products run on tensor cores (wmma bf16 16x16x16, fp32 accumulate); gates, states,
 // the triangular inverse and its gradient stay in fp32.
-#include <mma.h>
-
-#include <type_traits>
-
+#include "chunks.cuh"
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "mma.cuh"
 #include "util/error.h"
-
-using namespace nvcuda;
 
 namespace {
 
-constexpr int C = CHUNK_SIZE; // rows of a chunk
-constexpr int LDM = C + 8;    // leading dimension of 64-column tiles in shared memory
-constexpr int NT = 256;       // threads of the per-chunk kernels (8 warps)
-constexpr int NT_SCAN = 256;  // threads of the sequential scans (8 warps)
-constexpr int CT = 64;        // columns per V (or K) tile in the per-chunk kernels
-constexpr unsigned FULL = 0xffffffffu;
-static_assert(C == 64, "the GDN kernels assume chunks of 64 tokens");
-
-using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+constexpr int LDM = CHUNK + 8; // leading dimension of 64-column tiles in shared memory
+constexpr int NT = 256;        // threads of the per-chunk kernels (8 warps)
+constexpr int NT_SCAN = 256;   // threads of the sequential scans (8 warps)
+constexpr int CT = 64;         // columns per V (or K) tile in the per-chunk kernels
 
 // ---- shared-memory layouts: byte offsets, computed identically on host and device ----
 
@@ -49,22 +40,23 @@ __host__ __device__ constexpr size_t f_tile(int rows, int ld) { return (size_t)r
 // Per-chunk gates: gam = in-chunk inclusive cumsum of g, eg = e^gam, ed = e^{gam_{L-1} - gam};
 // eg, ed and beta are 0 on rows >= L.
 struct Gates {
-    float gam[C], eg[C], ed[C], beta[C];
+    float gam[CHUNK], eg[CHUNK], ed[CHUNK], beta[CHUNK];
 };
 
 struct PrepLayout {
     size_t qs, ks, kk, qk, vt, sb, li, tb, stg, gates, total;
     __host__ __device__ PrepLayout(int K, bool with_states) {
         Carve cv;
-        qs = cv.take(bf_tile(C, K + 8));
-        ks = cv.take(bf_tile(C, K + 8));
+        qs = cv.take(bf_tile(CHUNK, K + 8));
+        ks = cv.take(bf_tile(CHUNK, K + 8));
         // K K^T and Q K^T until T is known, then the V and state tiles
-        size_t a = 2 * f_tile(C, LDM), b = bf_tile(C, LDM) + (with_states ? bf_tile(K, LDM) : 0);
+        size_t a = 2 * f_tile(CHUNK, LDM),
+               b = bf_tile(CHUNK, LDM) + (with_states ? bf_tile(K, LDM) : 0);
         kk = vt = cv.take(a > b ? a : b);
-        qk = kk + f_tile(C, LDM);
-        sb = vt + bf_tile(C, LDM);
-        li = cv.take(f_tile(C, LDM));
-        tb = cv.take(bf_tile(C, LDM));
+        qk = kk + f_tile(CHUNK, LDM);
+        sb = vt + bf_tile(CHUNK, LDM);
+        li = cv.take(f_tile(CHUNK, LDM));
+        tb = cv.take(bf_tile(CHUNK, LDM));
         stg = cv.take(f_tile(NT / 32, 256));
         gates = cv.take(sizeof(Gates));
         total = cv.n;
@@ -76,17 +68,17 @@ struct FwdScanLayout {
     size_t stage, stride, w, k, u, gates, sf, sb, xf, ud, total;
     __host__ __device__ FwdScanLayout(int K, int BV, int stages) {
         Carve in;
-        w = in.take(bf_tile(C, K + 8));
-        k = in.take(bf_tile(C, K + 8));
-        u = in.take(bf_tile(C, BV + 8));
+        w = in.take(bf_tile(CHUNK, K + 8));
+        k = in.take(bf_tile(CHUNK, K + 8));
+        u = in.take(bf_tile(CHUNK, BV + 8));
         gates = in.take(sizeof(Gates));
         Carve cv;
         stride = stages == 2 ? in.n : 0;
         stage = cv.take(stages * in.n);
         sf = cv.take(f_tile(K, BV + 4));
         sb = cv.take(bf_tile(K, BV + 8));
-        xf = cv.take(f_tile(C, BV + 4));
-        ud = cv.take(bf_tile(C, BV + 8));
+        xf = cv.take(f_tile(CHUNK, BV + 4));
+        ud = cv.take(bf_tile(CHUNK, BV + 8));
         total = cv.n;
     }
 };
@@ -95,10 +87,10 @@ struct OutLayout {
     size_t qs, pb, sb, ut, stg, gates, total;
     __host__ __device__ OutLayout(int K) {
         Carve cv;
-        qs = cv.take(bf_tile(C, K + 8));
-        pb = cv.take(bf_tile(C, LDM));
+        qs = cv.take(bf_tile(CHUNK, K + 8));
+        pb = cv.take(bf_tile(CHUNK, LDM));
         sb = cv.take(bf_tile(K, LDM));
-        ut = cv.take(bf_tile(C, LDM));
+        ut = cv.take(bf_tile(CHUNK, LDM));
         stg = cv.take(f_tile(NT / 32, 256));
         gates = cv.take(sizeof(Gates));
         total = cv.n;
@@ -109,20 +101,20 @@ struct BwdScanLayout {
     size_t stage, stride, q, k, w, p, d, gates, sf, sb, x1, x2, dun, total;
     __host__ __device__ BwdScanLayout(int K, int BV, int stages) {
         Carve in;
-        q = in.take(bf_tile(C, K + 8));
-        k = in.take(bf_tile(C, K + 8));
-        w = in.take(bf_tile(C, K + 8));
-        p = in.take(bf_tile(C, LDM));
-        d = in.take(bf_tile(C, BV + 8));
+        q = in.take(bf_tile(CHUNK, K + 8));
+        k = in.take(bf_tile(CHUNK, K + 8));
+        w = in.take(bf_tile(CHUNK, K + 8));
+        p = in.take(bf_tile(CHUNK, LDM));
+        d = in.take(bf_tile(CHUNK, BV + 8));
         gates = in.take(sizeof(Gates));
         Carve cv;
         stride = stages == 2 ? in.n : 0;
         stage = cv.take(stages * in.n);
         sf = cv.take(f_tile(K, BV + 4));
         sb = cv.take(bf_tile(K, BV + 8));
-        x1 = cv.take(f_tile(C, BV + 4));
-        x2 = cv.take(f_tile(C, BV + 4));
-        dun = cv.take(bf_tile(C, BV + 8));
+        x1 = cv.take(f_tile(CHUNK, BV + 4));
+        x2 = cv.take(f_tile(CHUNK, BV + 4));
+        dun = cv.take(bf_tile(CHUNK, BV + 8));
         total = cv.n;
     }
 };
@@ -131,23 +123,23 @@ struct DqkLayout {
     size_t qt, kt, pb, tp, tps, dp, dot, ut, dut, s0t, dst, xq, xk, xw, gates, rows, red, total;
     __host__ __device__ DqkLayout(int BK) {
         Carve cv;
-        qt = cv.take(bf_tile(C, BK + 8));
-        kt = cv.take(bf_tile(C, BK + 8));
-        pb = cv.take(bf_tile(C, LDM));
-        tp = cv.take(bf_tile(C, LDM));
-        tps = cv.take(bf_tile(C, LDM));
-        dp = cv.take(f_tile(C, LDM));
+        qt = cv.take(bf_tile(CHUNK, BK + 8));
+        kt = cv.take(bf_tile(CHUNK, BK + 8));
+        pb = cv.take(bf_tile(CHUNK, LDM));
+        tp = cv.take(bf_tile(CHUNK, LDM));
+        tps = cv.take(bf_tile(CHUNK, LDM));
+        dp = cv.take(f_tile(CHUNK, LDM));
         // the V-loop tiles, then the three 64 x BK accumulators staged in fp32
-        size_t a = 5 * bf_tile(C, LDM), b = 3 * f_tile(C, BK + 4);
+        size_t a = 5 * bf_tile(CHUNK, LDM), b = 3 * f_tile(CHUNK, BK + 4);
         dot = xq = cv.take(a > b ? a : b);
-        ut = dot + bf_tile(C, LDM);
-        dut = ut + bf_tile(C, LDM);
-        s0t = dut + bf_tile(C, LDM);
-        dst = s0t + bf_tile(C, LDM);
-        xk = xq + f_tile(C, BK + 4);
-        xw = xk + f_tile(C, BK + 4);
+        ut = dot + bf_tile(CHUNK, LDM);
+        dut = ut + bf_tile(CHUNK, LDM);
+        s0t = dut + bf_tile(CHUNK, LDM);
+        dst = s0t + bf_tile(CHUNK, LDM);
+        xk = xq + f_tile(CHUNK, BK + 4);
+        xw = xk + f_tile(CHUNK, BK + 4);
         gates = cv.take(sizeof(Gates));
-        rows = cv.take(2 * C * sizeof(float));
+        rows = cv.take(2 * CHUNK * sizeof(float));
         red = cv.take(32 * sizeof(float));
         total = cv.n;
     }
@@ -157,18 +149,18 @@ struct WyLayout {
     size_t ks, am, li, dt, xf, tb, ta, t1, t2, stg, gates, vec, total;
     __host__ __device__ WyLayout(int K) {
         Carve cv;
-        ks = cv.take(bf_tile(C, K + 8));
-        am = cv.take(f_tile(C, LDM));
-        li = cv.take(f_tile(C, LDM));
-        dt = cv.take(f_tile(C, LDM));
-        xf = cv.take(f_tile(C, LDM));
-        tb = cv.take(bf_tile(C, LDM));
-        ta = cv.take(bf_tile(C, LDM));
-        t1 = cv.take(bf_tile(C, LDM));
-        t2 = cv.take(bf_tile(C, LDM));
+        ks = cv.take(bf_tile(CHUNK, K + 8));
+        am = cv.take(f_tile(CHUNK, LDM));
+        li = cv.take(f_tile(CHUNK, LDM));
+        dt = cv.take(f_tile(CHUNK, LDM));
+        xf = cv.take(f_tile(CHUNK, LDM));
+        tb = cv.take(bf_tile(CHUNK, LDM));
+        ta = cv.take(bf_tile(CHUNK, LDM));
+        t1 = cv.take(bf_tile(CHUNK, LDM));
+        t2 = cv.take(bf_tile(CHUNK, LDM));
         stg = cv.take(f_tile(NT / 32, 256));
         gates = cv.take(sizeof(Gates));
-        vec = cv.take(3 * C * sizeof(float));
+        vec = cv.take(3 * CHUNK * sizeof(float));
         total = cv.n;
     }
 };
@@ -177,72 +169,6 @@ struct WyLayout {
 
 template <class T> __device__ __forceinline__ T *at(unsigned char *base, size_t off) {
     return reinterpret_cast<T *>(base + off);
-}
-
-// acc += op(A)[r0:r0+16, 0:n] op(B)[0:n, c0:c0+16] for row-major bf16 matrices A, B in shared
-// memory with leading dimensions lda, ldb; op(X) = X^T where the flag is set; n % 16 == 0.
-template <bool TA, bool TB>
-__device__ __forceinline__ void mma_acc(FragC &acc, const bf16 *A, int lda, int r0, const bf16 *B,
-                                        int ldb, int c0, int n) {
-    using LA = std::conditional_t<TA, wmma::col_major, wmma::row_major>;
-    using LB = std::conditional_t<TB, wmma::col_major, wmma::row_major>;
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, LA> fa;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, LB> fb;
-    for (int kk = 0; kk < n; kk += 16) {
-        wmma::load_matrix_sync(fa, TA ? A + kk * lda + r0 : A + r0 * lda + kk, lda);
-        wmma::load_matrix_sync(fb, TB ? B + c0 * ldb + kk : B + kk * ldb + c0, ldb);
-        wmma::mma_sync(acc, fa, fb, acc);
-    }
-}
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
-// Starts copying rows 0..63 (row stride `stride` elements) and columns 0..w-1 (w % 8 == 0) of
-// a bf16 matrix into shared memory (leading dimension ld); rows >= valid become zero and are
-// not read. The caller commits and waits.
-__device__ __forceinline__ void load_tile(bf16 *dst, int ld, const bf16 *src, int64_t stride,
-                                          int valid, int w) {
-    int per = w >> 3;
-    for (int i = threadIdx.x; i < C * per; i += blockDim.x) {
-        int t = i / per, j = (i - t * per) << 3;
-        bool ok = t < valid;
-        cp_async16(dst + t * ld + j, ok ? src + t * stride + j : src, ok);
-    }
-}
-
-__device__ __forceinline__ void store4(bf16 *dst, float4 x) {
-    reinterpret_cast<__nv_bfloat162 *>(dst)[0] = __floats2bfloat162_rn(x.x, x.y);
-    reinterpret_cast<__nv_bfloat162 *>(dst)[1] = __floats2bfloat162_rn(x.z, x.w);
-}
-
-__device__ __forceinline__ void store8(bf16 *dst, const float *x) {
-    uint4 u;
-    __nv_bfloat162 *p = reinterpret_cast<__nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; i++) p[i] = __floats2bfloat162_rn(x[2 * i], x[2 * i + 1]);
-    *reinterpret_cast<uint4 *>(dst) = u;
-}
-
-// dst (bf16, leading dimension ld) = rows 0..rows-1, columns 0..w-1 (w % 4 == 0) of an fp32
-// matrix with row stride `stride`.
-__device__ __forceinline__ void load_f32_bf16(bf16 *dst, int ld, const float *src, int64_t stride,
-                                              int rows, int w) {
-    int per = w >> 2;
-    for (int e = threadIdx.x; e < rows * per; e += blockDim.x) {
-        int i = e / per, j = (e - i * per) << 2;
-        store4(dst + i * ld + j, *reinterpret_cast<const float4 *>(src + i * stride + j));
-    }
 }
 
 // Stores a 16 x 16 accumulator tile into the warp's staging buffer (256 floats) and hands
@@ -261,15 +187,10 @@ __device__ void chunk_gates(Gates *G, const float *g, const float *beta, int64_t
     int lane = threadIdx.x & 31, t0 = 2 * lane, t1 = t0 + 1;
     float a = t0 < L ? g[(n0 + t0) * H + h] : 0.f;
     float b = t1 < L ? g[(n0 + t1) * H + h] : 0.f;
-    float x = a + b;
-    for (int o = 1; o < 32; o <<= 1) {
-        float y = __shfl_up_sync(FULL, x, o);
-        if (lane >= o) x += y;
-    }
-    float excl = __shfl_up_sync(FULL, x, 1);
-    if (lane == 0) excl = 0.f;
+    float excl;
+    warp_scan(a + b, &excl);
     float g0 = excl + a, g1 = g0 + b;
-    float gl = __shfl_sync(FULL, ((L - 1) & 1) ? g1 : g0, (L - 1) >> 1);
+    float gl = __shfl_sync(FULL_MASK, ((L - 1) & 1) ? g1 : g0, (L - 1) >> 1);
     G->gam[t0] = g0;
     G->gam[t1] = g1;
     G->eg[t0] = t0 < L ? expf(g0) : 0.f;
@@ -278,19 +199,6 @@ __device__ void chunk_gates(Gates *G, const float *g, const float *beta, int64_t
     G->ed[t1] = t1 < L ? expf(gl - g1) : 0.f;
     G->beta[t0] = t0 < L ? beta[(n0 + t0) * H + h] : 0.f;
     G->beta[t1] = t1 < L ? beta[(n0 + t1) * H + h] : 0.f;
-}
-
-// Index of the chunk that starts at token `first` (the chunk table is in token order).
-__device__ int chunk_index(const int32_t *chunks, int nchunk, int first) {
-    int lo = 0, hi = nchunk - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (chunks[3 * mid] <= first)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
 }
 
 // Li = (I + A)^{-1} for A = diag(rs) Am with Am strictly lower triangular (fp32, 64 x 64,
@@ -315,7 +223,7 @@ template <bool TA, bool TB>
 __device__ void mm64(float *Cm, const float *A, const float *B, float alpha) {
     int ty = threadIdx.x >> 4, tx = threadIdx.x & 15;
     float acc[4][4] = {};
-    for (int k = 0; k < C; k++) {
+    for (int k = 0; k < CHUNK; k++) {
         float a[4], b[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -337,6 +245,36 @@ __device__ void mm64(float *Cm, const float *A, const float *B, float alpha) {
 __device__ __forceinline__ void lower_tile(int idx, int &i, int &j) {
     i = (idx >= 1) + (idx >= 3) + (idx >= 6);
     j = idx - i * (i + 1) / 2;
+}
+
+// ---- the scans ----
+
+// The chunk loop of the scans over n chunks: issue(it, b) starts loading the inputs of step
+// it into stage buffer b, step(it, b) uses them and ends with a barrier. With stages == 2 the
+// next step's inputs load while this one computes.
+template <class Issue, class Step>
+__device__ __forceinline__ void scan_pipeline(int n, int stages, Issue &issue, Step &&step) {
+    issue(0, 0);
+    for (int it = 0; it < n; it++) {
+        const int b = stages == 2 ? it & 1 : 0;
+        cp_async_wait();
+        __syncthreads();
+        if (stages == 2 && it + 1 < n) issue(it + 1, b ^ 1);
+        step(it, b);
+        if (stages == 1 && it + 1 < n) issue(it + 1, 0);
+    }
+}
+
+// The carried state Sf (fp32, K x BV, leading dimension ldf) to dst (row stride V) and, as
+// this chunk's tensor-core operand, to Sb (bf16, leading dimension ldv).
+__device__ __forceinline__ void save_state(float *dst, int V, bf16 *Sb, int ldv, const float *Sf,
+                                           int ldf, int K, int BV) {
+    for (int e = threadIdx.x; e < K * (BV / 4); e += NT_SCAN) {
+        int i = e / (BV / 4), j = (e - i * (BV / 4)) * 4;
+        float4 x = *reinterpret_cast<const float4 *>(Sf + i * ldf + j);
+        *reinterpret_cast<float4 *>(dst + (int64_t)i * V + j) = x;
+        store4(Sb + i * ldv + j, x);
+    }
 }
 
 // ---- forward ----
@@ -363,8 +301,8 @@ __global__ void __launch_bounds__(NT)
     const int64_t rk = (n0 * H + h) * K, rv = (n0 * H + h) * V, sk = (int64_t)H * K,
                   sv = (int64_t)H * V;
 
-    load_tile(Qs, ldk, q + rk, sk, L, K);
-    load_tile(Ks, ldk, k + rk, sk, L, K);
+    cp_async_tile<CHUNK>(Qs, ldk, q + rk, sk, L, K, blockDim.x);
+    cp_async_tile<CHUNK>(Ks, ldk, k + rk, sk, L, K, blockDim.x);
     cp_async_commit();
     if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
     cp_async_wait();
@@ -381,8 +319,8 @@ __global__ void __launch_bounds__(NT)
     }
     __syncthreads();
 
-    bf16 *Pc = P + ((int64_t)c * H + h) * C * C;
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    bf16 *Pc = P + ((int64_t)c * H + h) * CHUNK * CHUNK;
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         float gm = s <= t && t < L ? expf(G->gam[t] - G->gam[s]) : 0.f;
         float a = s < t ? KK[t * LDM + s] * gm : 0.f;
@@ -391,14 +329,14 @@ __global__ void __launch_bounds__(NT)
         Pc[e] = f2bf(p);
         Li[t * LDM + s] = t == s ? 1.f : 0.f;
     }
-    for (int e = threadIdx.x; e < C * K; e += NT) { // Ks becomes Kg = e^gam o K
+    for (int e = threadIdx.x; e < CHUNK * K; e += NT) { // Ks becomes Kg = e^gam o K
         int t = e / K, i = e - t * K;
         Ks[t * ldk + i] = f2bf(G->eg[t] * bf2f(Ks[t * ldk + i]));
     }
     __syncthreads();
     invert_unit_lower(Li, KK, G->beta, L);
     __syncthreads();
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
     }
@@ -409,7 +347,7 @@ __global__ void __launch_bounds__(NT)
         int i = x & 3, j = x >> 2;
         FragC acc;
         wmma::fill_fragment(acc, 0.f);
-        mma_acc<false, false>(acc, Tb, LDM, 16 * i, Ks, ldk, 16 * j, C);
+        mma_acc<false, false>(acc, Tb, LDM, 16 * i, Ks, ldk, 16 * j, CHUNK);
         tile_out(acc, stg, [&](int r, int cc, const float *x8) {
             int t = 16 * i + r, col = 16 * j + cc;
             if (t < L) store8(W + rk + t * sk + col, x8);
@@ -420,16 +358,18 @@ __global__ void __launch_bounds__(NT)
 
     for (int v0 = 0; v0 < V; v0 += CT) {
         int bw = min(CT, V - v0);
-        load_tile(Vt, LDM, v + rv + v0, sv, L, bw);
+        cp_async_tile<CHUNK>(Vt, LDM, v + rv + v0, sv, L, bw, blockDim.x);
         cp_async_commit();
-        if (states) load_f32_bf16(Sb, LDM, states + ((int64_t)c * H + h) * K * V + v0, V, K, bw);
+        if (states)
+            load_tile_bf16(Sb, LDM, states + ((int64_t)c * H + h) * K * V + v0, V, K, bw, K, bw,
+                           blockDim.x);
         cp_async_wait();
         __syncthreads();
         for (int x = warp; x < 4 * (bw / 16); x += NT / 32) {
             int i = x & 3, j = x >> 2;
             FragC acc;
             wmma::fill_fragment(acc, 0.f);
-            mma_acc<false, false>(acc, Tb, LDM, 16 * i, Vt, LDM, 16 * j, C);
+            mma_acc<false, false>(acc, Tb, LDM, 16 * i, Vt, LDM, 16 * j, CHUNK);
             if (states) {
                 FragC ws;
                 wmma::fill_fragment(ws, 0.f);
@@ -448,6 +388,8 @@ __global__ void __launch_bounds__(NT)
 // Per (segment, head, BV columns of V), chunk after chunk: S_c -> states, U = U~ - W S_c
 // (overwrites U~), S_{c+1} = e^{gam_L} S_c + K^T (e^{gam_L - gam} o U), S in fp32 in shared
 // memory. With stages == 2 the next chunk's W, K, U~ and gates load while this one computes.
+// (GLA's state pass is an elementwise scan over precomputed increments; the delta rule's
+// K^T (U - W S) needs S itself.)
 __global__ void __launch_bounds__(NT_SCAN)
     gdn_fwd_scan(float *states, bf16 *U, const bf16 *W, const bf16 *k, const float *beta,
                  const float *g, const int32_t *cu, const int32_t *chunks, int nchunk, int H, int K,
@@ -455,9 +397,9 @@ __global__ void __launch_bounds__(NT_SCAN)
     extern __shared__ __align__(128) unsigned char smem[];
     const FwdScanLayout lay(K, BV, stages);
     const int seg = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * BV, warp = threadIdx.x >> 5;
-    const int first = cu[seg], end = cu[seg + 1], nch = (end - first + C - 1) / C;
+    const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
+    const int first = w.first, end = w.end, nch = w.n;
     if (nch == 0) return;
-    const int cbase = chunk_index(chunks, nchunk, first);
     const int ldk = K + 8, ldv = BV + 8, ldf = BV + 4;
     const int64_t sk = (int64_t)H * K, sv = (int64_t)H * V;
     float *Sf = at<float>(smem, lay.sf), *Xf = at<float>(smem, lay.xf);
@@ -465,35 +407,25 @@ __global__ void __launch_bounds__(NT_SCAN)
 
     for (int e = threadIdx.x; e < K * ldf; e += NT_SCAN) Sf[e] = 0.f;
     auto issue = [&](int it, int b) {
-        int64_t n0 = first + (int64_t)it * C;
-        int L = min(C, end - (int)n0);
+        int64_t n0 = first + (int64_t)it * CHUNK;
+        int L = min(CHUNK, end - (int)n0);
         unsigned char *st = smem + lay.stage + b * lay.stride;
-        load_tile(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K);
-        load_tile(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K);
-        load_tile(at<bf16>(st, lay.u), ldv, U + (n0 * H + h) * V + v0, sv, L, BV);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.u), ldv, U + (n0 * H + h) * V + v0, sv, L, BV,
+                             blockDim.x);
         cp_async_commit();
         if (warp == 0) chunk_gates(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    issue(0, 0);
-    for (int it = 0; it < nch; it++) {
-        const int b = stages == 2 ? it & 1 : 0;
-        cp_async_wait();
-        __syncthreads();
-        if (stages == 2 && it + 1 < nch) issue(it + 1, b ^ 1);
-        const int c = cbase + it;
-        const int64_t n0 = first + (int64_t)it * C;
-        const int L = min(C, end - (int)n0);
+    scan_pipeline(nch, stages, issue, [&](int it, int b) {
+        const int64_t c = w.c0 + it;
+        const int64_t n0 = first + (int64_t)it * CHUNK;
+        const int L = min(CHUNK, end - (int)n0);
         unsigned char *sg = smem + lay.stage + b * lay.stride;
         const bf16 *Wb = at<bf16>(sg, lay.w), *Kb = at<bf16>(sg, lay.k), *Ut = at<bf16>(sg, lay.u);
         const Gates *G = at<Gates>(sg, lay.gates);
 
-        float *st = states + ((int64_t)c * H + h) * K * V + v0;
-        for (int e = threadIdx.x; e < K * (BV / 4); e += NT_SCAN) {
-            int i = e / (BV / 4), j = (e - i * (BV / 4)) * 4;
-            float4 x = *reinterpret_cast<const float4 *>(Sf + i * ldf + j);
-            *reinterpret_cast<float4 *>(st + (int64_t)i * V + j) = x;
-            store4(Sb + i * ldv + j, x);
-        }
+        save_state(states + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
         __syncthreads();
         for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X = W S_c
             int i = x & 3, j = x >> 2;
@@ -503,7 +435,7 @@ __global__ void __launch_bounds__(NT_SCAN)
             wmma::store_matrix_sync(Xf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
         }
         __syncthreads();
-        for (int e = threadIdx.x; e < C * BV; e += NT_SCAN) {
+        for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
             int t = e / BV, j = e - t * BV;
             float u = bf2f(Ut[t * ldv + j]) - Xf[t * ldf + j];
             if (t < L) U[((n0 + t) * H + h) * V + v0 + j] = f2bf(u);
@@ -516,15 +448,15 @@ __global__ void __launch_bounds__(NT_SCAN)
             FragC acc;
             wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
             for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
-            mma_acc<true, false>(acc, Kb, ldk, 16 * i, Ud, ldv, 16 * j, C);
+            mma_acc<true, false>(acc, Kb, ldk, 16 * i, Ud, ldv, 16 * j, CHUNK);
             wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
         }
         __syncthreads();
-        if (stages == 1 && it + 1 < nch) issue(it + 1, 0);
-    }
+    });
 }
 
-// Per (chunk, head): O = (scale e^gam o q) S_c + P U, V in tiles of 64 columns.
+// Per (chunk, head): O = (scale e^gam o q) S_c + P U, V in tiles of 64 columns. GLA's output
+// pass (gla.cu) has this form, but its gates are per key channel, so it scales Q per K tile.
 __global__ void __launch_bounds__(NT)
     gdn_fwd_out(bf16 *o, const bf16 *q, const bf16 *U, const bf16 *P, const float *states,
                 const float *beta, const float *g, const int32_t *chunks, int H, int K, int V,
@@ -540,21 +472,23 @@ __global__ void __launch_bounds__(NT)
     const int L = chunks[3 * c + 1];
     const int64_t rv = (n0 * H + h) * V, sv = (int64_t)H * V;
 
-    load_tile(Qs, ldk, q + (n0 * H + h) * K, (int64_t)H * K, L, K);
-    load_tile(Pb, LDM, P + ((int64_t)c * H + h) * C * C, C, C, C);
+    cp_async_tile<CHUNK>(Qs, ldk, q + (n0 * H + h) * K, (int64_t)H * K, L, K, blockDim.x);
+    cp_async_tile<CHUNK>(Pb, LDM, P + ((int64_t)c * H + h) * CHUNK * CHUNK, CHUNK, CHUNK, CHUNK,
+                         blockDim.x);
     cp_async_commit();
     if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
     cp_async_wait();
     __syncthreads();
-    for (int e = threadIdx.x; e < C * K; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * K; e += NT) {
         int t = e / K, i = e - t * K;
         Qs[t * ldk + i] = f2bf(scale * G->eg[t] * bf2f(Qs[t * ldk + i]));
     }
     for (int v0 = 0; v0 < V; v0 += CT) {
         int bw = min(CT, V - v0);
-        load_tile(Ut, LDM, U + rv + v0, sv, L, bw);
+        cp_async_tile<CHUNK>(Ut, LDM, U + rv + v0, sv, L, bw, blockDim.x);
         cp_async_commit();
-        load_f32_bf16(Sb, LDM, states + ((int64_t)c * H + h) * K * V + v0, V, K, bw);
+        load_tile_bf16(Sb, LDM, states + ((int64_t)c * H + h) * K * V + v0, V, K, bw, K, bw,
+                       blockDim.x);
         cp_async_wait();
         __syncthreads();
         for (int x = warp; x < 4 * (bw / 16); x += NT / 32) {
@@ -562,7 +496,7 @@ __global__ void __launch_bounds__(NT)
             FragC acc;
             wmma::fill_fragment(acc, 0.f);
             mma_acc<false, false>(acc, Qs, ldk, 16 * i, Sb, LDM, 16 * j, K);
-            mma_acc<false, false>(acc, Pb, LDM, 16 * i, Ut, LDM, 16 * j, C);
+            mma_acc<false, false>(acc, Pb, LDM, 16 * i, Ut, LDM, 16 * j, CHUNK);
             tile_out(acc, stg, [&](int r, int cc, const float *x8) {
                 int t = 16 * i + r;
                 if (t < L) store8(o + rv + t * sv + v0 + 16 * j + cc, x8);
@@ -576,7 +510,8 @@ __global__ void __launch_bounds__(NT)
 
 // Per (segment, head, BV columns), last chunk first, carrying dS = dL/dS_{c+1} in fp32:
 // dS -> dSs[c] (fp32, the layout of states), dU = (e^{gam_L - gam} o K) dS + P^T dO -> dU
-// (bf16 [N, H, V]), dS_c = e^{gam_L} dS + q^T (scale e^gam o dO) - W^T dU.
+// (bf16 [N, H, V]), dS_c = e^{gam_L} dS + q^T (scale e^gam o dO) - W^T dU. (GLA's state
+// gradient is again increments and an elementwise scan; -W^T dU needs dS itself.)
 __global__ void __launch_bounds__(NT_SCAN)
     gdn_bwd_scan(float *dSs, bf16 *dU, const bf16 *q, const bf16 *k, const bf16 *W, const bf16 *P,
                  const bf16 *dout, const float *beta, const float *g, const int32_t *cu,
@@ -585,9 +520,9 @@ __global__ void __launch_bounds__(NT_SCAN)
     extern __shared__ __align__(128) unsigned char smem[];
     const BwdScanLayout lay(K, BV, stages);
     const int seg = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * BV, warp = threadIdx.x >> 5;
-    const int first = cu[seg], end = cu[seg + 1], nch = (end - first + C - 1) / C;
+    const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
+    const int first = w.first, end = w.end, nch = w.n;
     if (nch == 0) return;
-    const int cbase = chunk_index(chunks, nchunk, first);
     const int ldk = K + 8, ldv = BV + 8, ldf = BV + 4;
     const int64_t sk = (int64_t)H * K, sv = (int64_t)H * V;
     float *Sf = at<float>(smem, lay.sf), *X1 = at<float>(smem, lay.x1),
@@ -597,39 +532,31 @@ __global__ void __launch_bounds__(NT_SCAN)
     for (int e = threadIdx.x; e < K * ldf; e += NT_SCAN) Sf[e] = 0.f;
     auto issue = [&](int it, int b) {
         int ci = nch - 1 - it;
-        int64_t n0 = first + (int64_t)ci * C;
-        int L = min(C, end - (int)n0);
+        int64_t n0 = first + (int64_t)ci * CHUNK;
+        int L = min(CHUNK, end - (int)n0);
         unsigned char *st = smem + lay.stage + b * lay.stride;
-        load_tile(at<bf16>(st, lay.q), ldk, q + (n0 * H + h) * K, sk, L, K);
-        load_tile(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K);
-        load_tile(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K);
-        load_tile(at<bf16>(st, lay.p), LDM, P + ((int64_t)(cbase + ci) * H + h) * C * C, C, C, C);
-        load_tile(at<bf16>(st, lay.d), ldv, dout + (n0 * H + h) * V + v0, sv, L, BV);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.q), ldk, q + (n0 * H + h) * K, sk, L, K, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.p), LDM, P + ((w.c0 + ci) * H + h) * CHUNK * CHUNK,
+                             CHUNK, CHUNK, CHUNK, blockDim.x);
+        cp_async_tile<CHUNK>(at<bf16>(st, lay.d), ldv, dout + (n0 * H + h) * V + v0, sv, L, BV,
+                             blockDim.x);
         cp_async_commit();
         if (warp == 0) chunk_gates(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    issue(0, 0);
-    for (int it = 0; it < nch; it++) {
-        const int b = stages == 2 ? it & 1 : 0;
-        cp_async_wait();
-        __syncthreads();
-        if (stages == 2 && it + 1 < nch) issue(it + 1, b ^ 1);
-        const int ci = nch - 1 - it, c = cbase + ci;
-        const int64_t n0 = first + (int64_t)ci * C;
-        const int L = min(C, end - (int)n0);
+    scan_pipeline(nch, stages, issue, [&](int it, int b) {
+        const int ci = nch - 1 - it;
+        const int64_t c = w.c0 + ci;
+        const int64_t n0 = first + (int64_t)ci * CHUNK;
+        const int L = min(CHUNK, end - (int)n0);
         unsigned char *sg = smem + lay.stage + b * lay.stride;
         const bf16 *Qb = at<bf16>(sg, lay.q), *Kb = at<bf16>(sg, lay.k), *Wb = at<bf16>(sg, lay.w);
         const bf16 *Pb = at<bf16>(sg, lay.p);
         bf16 *dOt = at<bf16>(sg, lay.d);
         const Gates *G = at<Gates>(sg, lay.gates);
 
-        float *ds = dSs + ((int64_t)c * H + h) * K * V + v0;
-        for (int e = threadIdx.x; e < K * (BV / 4); e += NT_SCAN) {
-            int i = e / (BV / 4), j = (e - i * (BV / 4)) * 4;
-            float4 x = *reinterpret_cast<const float4 *>(Sf + i * ldf + j);
-            *reinterpret_cast<float4 *>(ds + (int64_t)i * V + j) = x;
-            store4(Sb + i * ldv + j, x);
-        }
+        save_state(dSs + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
         __syncthreads();
         for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X1 = K dS, X2 = P^T dO
             int i = x & 3, j = x >> 2;
@@ -637,12 +564,12 @@ __global__ void __launch_bounds__(NT_SCAN)
             wmma::fill_fragment(a1, 0.f);
             wmma::fill_fragment(a2, 0.f);
             mma_acc<false, false>(a1, Kb, ldk, 16 * i, Sb, ldv, 16 * j, K);
-            mma_acc<true, false>(a2, Pb, LDM, 16 * i, dOt, ldv, 16 * j, C);
+            mma_acc<true, false>(a2, Pb, LDM, 16 * i, dOt, ldv, 16 * j, CHUNK);
             wmma::store_matrix_sync(X1 + 16 * i * ldf + 16 * j, a1, ldf, wmma::mem_row_major);
             wmma::store_matrix_sync(X2 + 16 * i * ldf + 16 * j, a2, ldf, wmma::mem_row_major);
         }
         __syncthreads();
-        for (int e = threadIdx.x; e < C * BV; e += NT_SCAN) {
+        for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
             int t = e / BV, j = e - t * BV;
             bf16 d = f2bf(G->ed[t] * X1[t * ldf + j] + X2[t * ldf + j]);
             if (t < L) dU[((n0 + t) * H + h) * V + v0 + j] = d;
@@ -656,13 +583,12 @@ __global__ void __launch_bounds__(NT_SCAN)
             FragC acc;
             wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
             for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
-            mma_acc<true, false>(acc, Qb, ldk, 16 * i, dOt, ldv, 16 * j, C);
-            mma_acc<true, false>(acc, Wb, ldk, 16 * i, dUn, ldv, 16 * j, C);
+            mma_acc<true, false>(acc, Qb, ldk, 16 * i, dOt, ldv, 16 * j, CHUNK);
+            mma_acc<true, false>(acc, Wb, ldk, 16 * i, dUn, ldv, 16 * j, CHUNK);
             wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
         }
         __syncthreads();
-        if (stages == 1 && it + 1 < nch) issue(it + 1, 0);
-    }
+    });
 }
 
 // Per (chunk, head, BK columns of K): over V in tiles of 64, dQg = dO S_c^T, dKd = U dS^T,
@@ -685,7 +611,7 @@ __global__ void __launch_bounds__(NT, 1)
     bf16 *S0t = at<bf16>(smem, lay.s0t), *dSt = at<bf16>(smem, lay.dst);
     float *dPf = at<float>(smem, lay.dp), *Xq = at<float>(smem, lay.xq),
           *Xk = at<float>(smem, lay.xk);
-    float *Xw = at<float>(smem, lay.xw), *rowq = at<float>(smem, lay.rows), *rowk = rowq + C;
+    float *Xw = at<float>(smem, lay.xw), *rowq = at<float>(smem, lay.rows), *rowk = rowq + CHUNK;
     Gates *G = at<Gates>(smem, lay.gates);
     const int c = blockIdx.x, h = blockIdx.y, kt = blockIdx.z, nkt = gridDim.z, k0 = kt * BK;
     const int warp = threadIdx.x >> 5, ldb = BK + 8, ldx = BK + 4, nb = BK / 16;
@@ -696,9 +622,10 @@ __global__ void __launch_bounds__(NT, 1)
     const float *S0 = states + (((int64_t)c * H + h) * K + k0) * V;
     const float *dS1 = dSs + (((int64_t)c * H + h) * K + k0) * V;
 
-    load_tile(Qt, ldb, q + rk, sk, L, BK);
-    load_tile(Kt, ldb, k + rk, sk, L, BK);
-    load_tile(Pb, LDM, P + ((int64_t)c * H + h) * C * C, C, C, C);
+    cp_async_tile<CHUNK>(Qt, ldb, q + rk, sk, L, BK, blockDim.x);
+    cp_async_tile<CHUNK>(Kt, ldb, k + rk, sk, L, BK, blockDim.x);
+    cp_async_tile<CHUNK>(Pb, LDM, P + ((int64_t)c * H + h) * CHUNK * CHUNK, CHUNK, CHUNK, CHUNK,
+                         blockDim.x);
     cp_async_commit();
     if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
 
@@ -715,9 +642,9 @@ __global__ void __launch_bounds__(NT, 1)
     float sdot = 0.f;
     for (int v0 = 0; v0 < V; v0 += CT) {
         int bw = min(CT, V - v0), per = bw / 4;
-        load_tile(dOt, LDM, dout + rv + v0, sv, L, bw);
-        load_tile(Ut, LDM, U + rv + v0, sv, L, bw);
-        load_tile(dUt, LDM, dU + rv + v0, sv, L, bw);
+        cp_async_tile<CHUNK>(dOt, LDM, dout + rv + v0, sv, L, bw, blockDim.x);
+        cp_async_tile<CHUNK>(Ut, LDM, U + rv + v0, sv, L, bw, blockDim.x);
+        cp_async_tile<CHUNK>(dUt, LDM, dU + rv + v0, sv, L, bw, blockDim.x);
         cp_async_commit();
         for (int e = threadIdx.x; e < BK * per; e += NT) {
             int i = e / per, j = (e - i * per) * 4;
@@ -766,16 +693,14 @@ __global__ void __launch_bounds__(NT, 1)
             Xk[t * ldx + i] = G->ed[t] * dkd;
             if (t < L) dW[rk + t * sk + i] = f2bf(-dwn);
         }
-        rq += __shfl_xor_sync(FULL, rq, 1);
-        rq += __shfl_xor_sync(FULL, rq, 2);
-        rkd += __shfl_xor_sync(FULL, rkd, 1);
-        rkd += __shfl_xor_sync(FULL, rkd, 2);
+        rq = quad_sum(rq);
+        rkd = quad_sum(rkd);
         if ((threadIdx.x & 3) == 0) {
             rowq[t] = scale * G->eg[t] * rq; // <Qg_t, dQg_t>
             rowk[t] = G->ed[t] * rkd;        // <Kd_t, dKd_t>
         }
     }
-    for (int e = threadIdx.x; e < C * C; e += NT) { // dP o Gam, and dP o P in place
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) { // dP o Gam, and dP o P in place
         int t = e >> 6, s = e & 63;
         bool m = s <= t && t < L;
         float dp = m ? dPf[t * LDM + s] : 0.f, gm = m ? expf(G->gam[t] - G->gam[s]) : 0.f;
@@ -785,17 +710,17 @@ __global__ void __launch_bounds__(NT, 1)
     }
     __syncthreads();
 
-    if (threadIdx.x < C) {
+    if (threadIdx.x < CHUNK) {
         int t = threadIdx.x;
         float x = rowq[t] - rowk[t];
         if (kt == 0)
-            for (int s = 0; s < C; s++) x += dPf[t * LDM + s] - dPf[s * LDM + t];
+            for (int s = 0; s < CHUNK; s++) x += dPf[t * LDM + s] - dPf[s * LDM + t];
         if (t == L - 1) {
             float rsum = 0.f;
-            for (int u = 0; u < C; u++) rsum += rowk[u];
+            for (int u = 0; u < CHUNK; u++) rsum += rowk[u];
             x += rsum + G->eg[L - 1] * sdot;
         }
-        dgp[(((int64_t)c * H + h) * nkt + kt) * C + t] = t < L ? x : 0.f;
+        dgp[(((int64_t)c * H + h) * nkt + kt) * CHUNK + t] = t < L ? x : 0.f;
     }
 #pragma unroll
     for (int jj = 0; jj < 2; jj++) {
@@ -804,10 +729,10 @@ __global__ void __launch_bounds__(NT, 1)
             int off = 16 * rb * ldx + 16 * cb;
             FragC a;
             wmma::load_matrix_sync(a, Xq + off, ldx, wmma::mem_row_major);
-            mma_acc<false, false>(a, Tp, LDM, 16 * rb, Kt, ldb, 16 * cb, C);
+            mma_acc<false, false>(a, Tp, LDM, 16 * rb, Kt, ldb, 16 * cb, CHUNK);
             wmma::store_matrix_sync(Xq + off, a, ldx, wmma::mem_row_major);
             wmma::load_matrix_sync(a, Xk + off, ldx, wmma::mem_row_major);
-            mma_acc<true, false>(a, Tps, LDM, 16 * rb, Qt, ldb, 16 * cb, C);
+            mma_acc<true, false>(a, Tps, LDM, 16 * rb, Qt, ldb, 16 * cb, CHUNK);
             wmma::store_matrix_sync(Xk + off, a, ldx, wmma::mem_row_major);
         }
     }
@@ -834,8 +759,8 @@ __global__ void __launch_bounds__(NT)
     bf16 *T1 = at<bf16>(smem, lay.t1), *T2 = at<bf16>(smem, lay.t2);
     float *Am = at<float>(smem, lay.am), *Li = at<float>(smem, lay.li),
           *Dt = at<float>(smem, lay.dt);
-    float *Xf = at<float>(smem, lay.xf), *rowkg = at<float>(smem, lay.vec), *dbe = rowkg + C,
-          *dgam = rowkg + 2 * C;
+    float *Xf = at<float>(smem, lay.xf), *rowkg = at<float>(smem, lay.vec), *dbe = rowkg + CHUNK,
+          *dgam = rowkg + 2 * CHUNK;
     Gates *G = at<Gates>(smem, lay.gates);
     const int c = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, ldk = K + 8;
     float *stg = at<float>(smem, lay.stg) + warp * 256;
@@ -844,7 +769,7 @@ __global__ void __launch_bounds__(NT)
     const int64_t rk = (n0 * H + h) * K, rv = (n0 * H + h) * V, sk = (int64_t)H * K,
                   sv = (int64_t)H * V;
 
-    load_tile(Ks, ldk, k + rk, sk, L, K);
+    cp_async_tile<CHUNK>(Ks, ldk, k + rk, sk, L, K, blockDim.x);
     cp_async_commit();
     if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
     cp_async_wait();
@@ -858,7 +783,7 @@ __global__ void __launch_bounds__(NT)
         wmma::store_matrix_sync(Am + 16 * i * LDM + 16 * j, acc, LDM, wmma::mem_row_major);
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         Am[t * LDM + s] = s < t && t < L ? Am[t * LDM + s] * expf(G->gam[t] - G->gam[s]) : 0.f;
         Li[t * LDM + s] = t == s ? 1.f : 0.f;
@@ -866,7 +791,7 @@ __global__ void __launch_bounds__(NT)
     __syncthreads();
     invert_unit_lower(Li, Am, G->beta, L);
     __syncthreads();
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
     }
@@ -883,7 +808,7 @@ __global__ void __launch_bounds__(NT)
     float rkg = 0.f;
     for (int k0 = 0; k0 < K; k0 += CT) {
         int bk = min(CT, K - k0);
-        load_tile(T1, LDM, dW + rk + k0, sk, L, bk);
+        cp_async_tile<CHUNK>(T1, LDM, dW + rk + k0, sk, L, bk, blockDim.x);
         cp_async_commit();
         cp_async_wait();
         __syncthreads();
@@ -894,7 +819,7 @@ __global__ void __launch_bounds__(NT)
             if (cb < bk / 16) {
                 FragC a;
                 wmma::fill_fragment(a, 0.f);
-                mma_acc<true, false>(a, Tb, LDM, 16 * rb, T1, LDM, 16 * cb, C);
+                mma_acc<true, false>(a, Tb, LDM, 16 * rb, T1, LDM, 16 * cb, CHUNK);
                 wmma::store_matrix_sync(Xf + 16 * rb * LDM + 16 * cb, a, LDM, wmma::mem_row_major);
             }
         }
@@ -906,14 +831,13 @@ __global__ void __launch_bounds__(NT)
         }
         __syncthreads();
     }
-    rkg += __shfl_xor_sync(FULL, rkg, 1);
-    rkg += __shfl_xor_sync(FULL, rkg, 2);
+    rkg = quad_sum(rkg);
     if ((threadIdx.x & 3) == 0) rowkg[tr] = rkg;
     // over V tiles: a2 = dU V^T; dv = T^T dU
     for (int v0 = 0; v0 < V; v0 += CT) {
         int bw = min(CT, V - v0);
-        load_tile(T1, LDM, dU + rv + v0, sv, L, bw);
-        load_tile(T2, LDM, v + rv + v0, sv, L, bw);
+        cp_async_tile<CHUNK>(T1, LDM, dU + rv + v0, sv, L, bw, blockDim.x);
+        cp_async_tile<CHUNK>(T2, LDM, v + rv + v0, sv, L, bw, blockDim.x);
         cp_async_commit();
         cp_async_wait();
         __syncthreads();
@@ -924,7 +848,7 @@ __global__ void __launch_bounds__(NT)
             int i = x & 3, j = x >> 2;
             FragC acc;
             wmma::fill_fragment(acc, 0.f);
-            mma_acc<true, false>(acc, Tb, LDM, 16 * i, T1, LDM, 16 * j, C);
+            mma_acc<true, false>(acc, Tb, LDM, 16 * i, T1, LDM, 16 * j, CHUNK);
             tile_out(acc, stg, [&](int r, int cc, const float *x8) {
                 int t = 16 * i + r;
                 if (t < L) store8(dv + rv + t * sv + v0 + 16 * j + cc, x8);
@@ -940,16 +864,16 @@ __global__ void __launch_bounds__(NT)
     }
     __syncthreads();
     // dT (lower, rows < L): Dt <- dLi = dT diag(beta), Xf <- dT o Li
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         float x = s <= t && t < L ? Dt[t * LDM + s] + Xf[t * LDM + s] * G->eg[s] : 0.f;
         Dt[t * LDM + s] = x * G->beta[s];
         Xf[t * LDM + s] = x * Li[t * LDM + s];
     }
     __syncthreads();
-    if (threadIdx.x < C) {
+    if (threadIdx.x < CHUNK) {
         float x = 0.f;
-        for (int t = 0; t < C; t++) x += Xf[t * LDM + threadIdx.x];
+        for (int t = 0; t < CHUNK; t++) x += Xf[t * LDM + threadIdx.x];
         dbe[threadIdx.x] = x;
     }
     __syncthreads();
@@ -958,7 +882,7 @@ __global__ void __launch_bounds__(NT)
     mm64<false, true>(Dt, Xf, Li, -1.f); // dA = -(Li^T dLi) Li^T
     __syncthreads();
     // Xf <- dA o A (pair terms of d gam), Li <- dA o Am (dbeta), Ta <- dA o beta_t o Gam
-    for (int e = threadIdx.x; e < C * C; e += NT) {
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
         bool m = s < t && t < L;
         float da = m ? Dt[t * LDM + s] : 0.f, a = Am[t * LDM + s];
@@ -968,14 +892,14 @@ __global__ void __launch_bounds__(NT)
         Ta[t * LDM + s] = f2bf(da * G->beta[t] * gm);
     }
     __syncthreads();
-    if (threadIdx.x < C) {
+    if (threadIdx.x < CHUNK) {
         int t = threadIdx.x;
         float x = rowkg[t], bsum = dbe[t];
-        for (int s = 0; s < C; s++) {
+        for (int s = 0; s < CHUNK; s++) {
             x += Xf[t * LDM + s] - Xf[s * LDM + t];
             bsum += Li[t * LDM + s];
         }
-        for (int j = 0; j < nkt; j++) x += dgp[(((int64_t)c * H + h) * nkt + j) * C + t];
+        for (int j = 0; j < nkt; j++) x += dgp[(((int64_t)c * H + h) * nkt + j) * CHUNK + t];
         dgam[t] = t < L ? x : 0.f;
         if (t < L) dbeta[(n0 + t) * H + h] = bsum;
     }
@@ -993,8 +917,8 @@ __global__ void __launch_bounds__(NT)
             int i = x & 3, j = x >> 2;
             FragC acc;
             wmma::fill_fragment(acc, 0.f);
-            mma_acc<false, false>(acc, Ta, LDM, 16 * i, Ks + k0, ldk, 16 * j, C);
-            mma_acc<true, false>(acc, Ta, LDM, 16 * i, Ks + k0, ldk, 16 * j, C);
+            mma_acc<false, false>(acc, Ta, LDM, 16 * i, Ks + k0, ldk, 16 * j, CHUNK);
+            mma_acc<true, false>(acc, Ta, LDM, 16 * i, Ks + k0, ldk, 16 * j, CHUNK);
             tile_out(acc, stg, [&](int r, int cc, const float *x8) {
                 int t = 16 * i + r;
                 if (t < L) {
@@ -1010,14 +934,19 @@ __global__ void __launch_bounds__(NT)
 
 // ---- host side ----
 
+// K tiles of the dq/dk kernel: the widest of 64, 48, 32, 16 that divides K.
+int dqk_tile(int K) { return K % 64 == 0 ? 64 : K % 48 == 0 ? 48 : K % 32 == 0 ? 32 : 16; }
 
-template <class Kernel> void allow_smem(Kernel kernel, size_t bytes, const char *op, int K, int V) {
-    if (bytes > (size_t)cuda_max_smem_optin())
-        rt_die("%s: K=%d V=%d needs %zu bytes of shared memory per block, the GPU has %d", op, K, V,
-               bytes, cuda_max_smem_optin());
-    if (bytes > 48 * 1024)
-        CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+// The most shared memory a GDN kernel needs per block at head size K (the scans at their
+// narrowest, 16 columns and one stage; pick_scan takes wider ones where they fit).
+size_t smem_needed(int K) {
+    const size_t bytes[] = {
+        PrepLayout(K, false).total, PrepLayout(K, true).total,     FwdScanLayout(K, 16, 1).total,
+        OutLayout(K).total,         BwdScanLayout(K, 16, 1).total, DqkLayout(dqk_tile(K)).total,
+        WyLayout(K).total};
+    size_t most = 0;
+    for (size_t b : bytes) most = b > most ? b : most;
+    return most;
 }
 
 // Columns per scan block and pipeline depth: the widest tile and double buffering that fit,
@@ -1042,12 +971,9 @@ void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *st
 }
 
 void check_args(const char *op, int H, int K, int V, const void *const *ptrs, int n) {
-    if (H < 1 || K < 16 || K > 256 || K % 16 || V < 16 || V > 256 || V % 16)
-        rt_die("%s: unsupported sizes H=%d K=%d V=%d (the CUDA kernels need H >= 1 and K, V "
-               "multiples of 16 in [16, 256])",
-               op, H, K, V);
-    for (int i = 0; i < n; i++)
-        if ((uintptr_t)ptrs[i] & 15) rt_die("%s: tensor argument %d is not 16-byte aligned", op, i);
+    char why[160];
+    if (!cuda_gdn_supports(H, K, V, why, sizeof why)) rt_die("%s: %s", op, why);
+    for (int i = 0; i < n; i++) cuda_check_aligned(ptrs[i], 16, op);
 }
 
 size_t al256(size_t b) { return (b + 255) & ~(size_t)255; }
@@ -1056,7 +982,7 @@ void launch_prep(bf16 *W, bf16 *U, bf16 *P, const void *q, const void *k, const 
                  const void *beta, const void *g, const float *states, const Seqs *s, int H, int K,
                  int V, double scale, const char *op) {
     size_t bytes = PrepLayout(K, states != nullptr).total;
-    allow_smem(gdn_prep, bytes, op, K, V);
+    cuda_allow_smem(gdn_prep, bytes, op);
     gdn_prep<<<dim3((unsigned)s->nchunk, H), NT, bytes, cuda_stream()>>>(
         W, U, P, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (const float *)beta,
         (const float *)g, states, s->dev_chunk, H, K, V, (float)scale);
@@ -1064,6 +990,27 @@ void launch_prep(bf16 *W, bf16 *U, bf16 *P, const void *q, const void *k, const 
 }
 
 } // namespace
+
+int cuda_gdn_supports(int H, int K, int V, char *why, size_t why_size) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size, "the GDN kernels take H >= 1 heads, got H=%d", H);
+    if (K < 16 || K > 256 || K % 16)
+        return cuda_unsupported(why, why_size,
+                                "the GDN kernels take K (key head size) a multiple of 16 in "
+                                "16..256, got K=%d",
+                                K);
+    if (V < 16 || V > 256 || V % 16)
+        return cuda_unsupported(why, why_size,
+                                "the GDN kernels take V (value head size) a multiple of 16 in "
+                                "16..256, got V=%d",
+                                V);
+    if (smem_needed(K) > (size_t)cuda_max_smem_optin())
+        return cuda_unsupported(why, why_size,
+                                "the GDN kernels need %zu bytes of shared memory per block at "
+                                "K=%d, the GPU allows %d",
+                                smem_needed(K), K, cuda_max_smem_optin());
+    return 1;
+}
 
 void cuda_gdn_fwd(const LinAttnArgs *a) {
     void *o = a->o, *states = a->states;
@@ -1077,20 +1024,20 @@ void cuda_gdn_fwd(const LinAttnArgs *a) {
     if (N == 0 || nchunk == 0) return;
     bf16 *W = (bf16 *)cuda_scratch(SCRATCH_A, sizeof(bf16) * N * H * K);
     bf16 *U = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * N * H * V);
-    bf16 *P = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * nchunk * H * C * C);
+    bf16 *P = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * nchunk * H * CHUNK * CHUNK);
     launch_prep(W, U, P, q, k, v, beta, g, nullptr, s, H, K, V, scale, "gdn_fwd");
 
     int bv, stages;
     size_t bytes;
     pick_scan<FwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_fwd", &bv, &stages, &bytes);
-    allow_smem(gdn_fwd_scan, bytes, "gdn_fwd", K, V);
+    cuda_allow_smem(gdn_fwd_scan, bytes, "gdn_fwd");
     gdn_fwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         (float *)states, U, W, (const bf16 *)k, (const float *)beta, (const float *)g, s->dev_cu,
         s->dev_chunk, (int)nchunk, H, K, V, bv, stages);
     CUDA_LAUNCHED();
 
     bytes = OutLayout(K).total;
-    allow_smem(gdn_fwd_out, bytes, "gdn_fwd", K, V);
+    cuda_allow_smem(gdn_fwd_out, bytes, "gdn_fwd");
     gdn_fwd_out<<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
         (bf16 *)o, (const bf16 *)q, U, P, (const float *)states, (const float *)beta,
         (const float *)g, s->dev_chunk, H, K, V, (float)scale);
@@ -1109,15 +1056,14 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
     check_args("gdn_bwd", H, K, V, ptrs, 8);
     const int64_t N = s->ntok, nchunk = s->nchunk;
     if (N == 0 || nchunk == 0) return;
-    // K tiles of the dq/dk kernel: the widest of 64, 48, 32, 16 that divides K
-    const int BK = K % 64 == 0 ? 64 : K % 48 == 0 ? 48 : K % 32 == 0 ? 32 : 16, nkt = K / BK;
+    const int BK = dqk_tile(K), nkt = K / BK;
     const size_t nk = (size_t)N * H * K, nv = (size_t)N * H * V, ns = (size_t)nchunk * H * K * V;
     // A: W, then dW; B: U; C: P and the d gam partials; D: dU, dS, dKp
     bf16 *W = (bf16 *)cuda_scratch(SCRATCH_A, sizeof(bf16) * nk);
     bf16 *U = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * nv);
-    size_t p_bytes = al256(sizeof(bf16) * nchunk * H * C * C);
-    unsigned char *sc =
-        (unsigned char *)cuda_scratch(SCRATCH_C, p_bytes + sizeof(float) * nchunk * H * nkt * C);
+    size_t p_bytes = al256(sizeof(bf16) * nchunk * H * CHUNK * CHUNK);
+    unsigned char *sc = (unsigned char *)cuda_scratch(SCRATCH_C, p_bytes + sizeof(float) * nchunk *
+                                                                               H * nkt * CHUNK);
     bf16 *P = (bf16 *)sc;
     float *dgp = (float *)(sc + p_bytes);
     size_t du_bytes = al256(sizeof(bf16) * nv), ds_bytes = al256(sizeof(float) * ns);
@@ -1131,7 +1077,7 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
     int bv, stages;
     size_t bytes;
     pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
-    allow_smem(gdn_bwd_scan, bytes, "gdn_bwd", K, V);
+    cuda_allow_smem(gdn_bwd_scan, bytes, "gdn_bwd");
     gdn_bwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout, (const float *)beta,
         (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages, (float)scale);
@@ -1139,7 +1085,7 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
 
     bf16 *dW = W; // W is not read after the scan
     bytes = DqkLayout(BK).total;
-    allow_smem(gdn_bwd_dqk, bytes, "gdn_bwd", K, V);
+    cuda_allow_smem(gdn_bwd_dqk, bytes, "gdn_bwd");
     gdn_bwd_dqk<<<dim3((unsigned)nchunk, H, nkt), NT, bytes, cuda_stream()>>>(
         (bf16 *)dq, dKp, dW, dgp, (const bf16 *)q, (const bf16 *)k, (const bf16 *)dout, U, dU, P,
         (const float *)states, dS, (const float *)beta, (const float *)g, s->dev_chunk, H, K, V, BK,
@@ -1147,7 +1093,7 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
     CUDA_LAUNCHED();
 
     bytes = WyLayout(K).total;
-    allow_smem(gdn_bwd_wy, bytes, "gdn_bwd", K, V);
+    cuda_allow_smem(gdn_bwd_wy, bytes, "gdn_bwd");
     gdn_bwd_wy<<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
         (bf16 *)dk, (bf16 *)dv, (float *)dbeta, (float *)dg, dKp, (const bf16 *)k, (const bf16 *)v,
         dU, dW, dgp, (const float *)beta, (const float *)g, s->dev_chunk, H, K, V, nkt);

@@ -20,130 +20,27 @@
 // K and V are processed in tiles of 64 channels (zero-padded; K, V multiples of 16), so
 // shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
 // fp32 accumulation); states, gradients of states and gate sums stay fp32.
-#include <mma.h>
-
+#include "chunks.cuh"
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "mma.cuh"
 #include "util/error.h"
-
-using namespace nvcuda;
 
 namespace {
 
-constexpr int CH = CHUNK_SIZE;  // tokens per chunk
-constexpr int TILE = 64;        // channels per K or V tile
-constexpr int LDH = TILE + 8;   // row stride of bf16 tiles in shared memory (elements)
-constexpr int LDF = TILE + 4;   // row stride of fp32 tiles in shared memory (elements)
-constexpr int HTILE = CH * LDH; // elements of a 64-row bf16 tile
-constexpr int FTILE = CH * LDF; // elements of a 64-row fp32 tile
-static_assert(CH == 64 && TILE == 64, "the tile loops assume 64-token chunks and 64-channel tiles");
-
-using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
-using FragAT = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::col_major>;
-using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
-using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
-using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-
-struct Chunk {
-    int first, len, seg;
-    bool seg_first, seg_last; // first / last chunk of its segment
-};
-
-__device__ Chunk chunk_at(const int *chunks, const int *cu, int64_t c) {
-    Chunk ch;
-    ch.first = chunks[3 * c];
-    ch.len = chunks[3 * c + 1];
-    ch.seg = chunks[3 * c + 2];
-    ch.seg_first = ch.first == cu[ch.seg];
-    ch.seg_last = ch.first + ch.len == cu[ch.seg + 1];
-    return ch;
-}
-
-// Index of the first chunk of segment seg (chunks are ordered by segment).
-__device__ int64_t first_chunk(const int *chunks, int64_t nchunk, int seg) {
-    int64_t lo = 0, hi = nchunk;
-    while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (chunks[3 * mid + 2] < seg)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-// The tile loaders fill all 64 x 64 entries of a shared-memory tile from rows of a global
-// matrix (row r at src + r * stride): entries at rows >= nrows or columns >= ncols are zero.
-// ncols is a multiple of 16, src 16-byte aligned.
-template <int NT>
-__device__ void load_bf16_tile(bf16 *dst, const bf16 *src, int64_t stride, int nrows, int ncols) {
-    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += NT) {
-        int r = idx >> 3, c = (idx & 7) * 8;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (r < nrows && c < ncols) x = *reinterpret_cast<const uint4 *>(src + r * stride + c);
-        *reinterpret_cast<uint4 *>(dst + r * LDH + c) = x;
-    }
-}
-
-template <int NT>
-__device__ void load_f32_tile(float *dst, const float *src, int64_t stride, int nrows, int ncols) {
-    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
-        int r = idx >> 4, c = (idx & 15) * 4;
-        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < nrows && c < ncols) x = *reinterpret_cast<const float4 *>(src + r * stride + c);
-        *reinterpret_cast<float4 *>(dst + r * LDF + c) = x;
-    }
-}
-
-// fp32 global -> bf16 shared (states and their gradients as tensor-core operands).
-template <int NT>
-__device__ void load_f32_tile_bf16(bf16 *dst, const float *src, int64_t stride, int nrows,
-                                   int ncols) {
-    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
-        int r = idx >> 4, c = (idx & 15) * 4;
-        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < nrows && c < ncols) x = *reinterpret_cast<const float4 *>(src + r * stride + c);
-        __nv_bfloat162 *d = reinterpret_cast<__nv_bfloat162 *>(dst + r * LDH + c);
-        d[0] = __floats2bfloat162_rn(x.x, x.y);
-        d[1] = __floats2bfloat162_rn(x.z, x.w);
-    }
-}
-
-// Writes rows < nrows, columns < ncols of a 64 x 64 fp32 shared tile to a global matrix.
-template <int NT>
-__device__ void store_f32_tile(float *dst, int64_t stride, const float *src, int nrows, int ncols) {
-    for (int idx = threadIdx.x; idx < CH * TILE / 4; idx += NT) {
-        int r = idx >> 4, c = (idx & 15) * 4;
-        if (r < nrows && c < ncols)
-            *reinterpret_cast<float4 *>(dst + r * stride + c) =
-                *reinterpret_cast<const float4 *>(src + r * LDF + c);
-    }
-}
-
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-    __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned *>(&x);
-}
-
-template <int NT>
-__device__ void store_bf16_tile(bf16 *dst, int64_t stride, const float *src, int nrows, int ncols) {
-    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += NT) {
-        int r = idx >> 3, c = (idx & 7) * 8;
-        if (r < nrows && c < ncols) {
-            const float *s = src + r * LDF + c;
-            *reinterpret_cast<uint4 *>(dst + r * stride + c) =
-                make_uint4(pack_bf16x2(s[0], s[1]), pack_bf16x2(s[2], s[3]),
-                           pack_bf16x2(s[4], s[5]), pack_bf16x2(s[6], s[7]));
-        }
-    }
-}
+constexpr int TILE = 64;           // channels per K or V tile
+constexpr int LDH = TILE + 8;      // row stride of bf16 tiles in shared memory (elements)
+constexpr int LDF = TILE + 4;      // row stride of fp32 tiles in shared memory (elements)
+constexpr int HTILE = CHUNK * LDH; // elements of a 64-row bf16 tile
+constexpr int FTILE = CHUNK * LDF; // elements of a 64-row fp32 tile
+static_assert(TILE == 64, "the tile loops assume 64-channel tiles");
 
 // In-chunk cumulative sum down the rows of a 64 x 64 fp32 tile of log gates (one thread per
 // channel). Padded rows hold g = 0, so they repeat B of the last real row: B[63] = B_last.
 __device__ void cumsum_rows(float *B) {
     if (threadIdx.x < TILE) {
         float acc = 0.f;
-        for (int t = 0; t < CH; t++) {
+        for (int t = 0; t < CHUNK; t++) {
             acc += B[t * LDF + threadIdx.x];
             B[t * LDF + threadIdx.x] = acc;
         }
@@ -189,9 +86,9 @@ __global__ void __launch_bounds__(SCORES_THREADS)
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
-        load_f32_tile<SCORES_THREADS>(Bf, g + row0 + k0, stride, ch.len, nk);
-        load_bf16_tile<SCORES_THREADS>(Qh, q + row0 + k0, stride, ch.len, nk);
-        load_bf16_tile<SCORES_THREADS>(Kh, k + row0 + k0, stride, ch.len, nk);
+        load_tile<CHUNK, TILE>(Bf, LDF, g + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
+        load_tile<CHUNK, TILE>(Qh, LDH, q + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
+        load_tile<CHUNK, TILE>(Kh, LDH, k + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
         __syncthreads();
         cumsum_rows(Bf);
         __syncthreads();
@@ -222,13 +119,8 @@ __global__ void __launch_bounds__(SCORES_THREADS)
             int p = warp + 4 * f;
             if (p >= 6) break;
             int I = p < 1 ? 1 : p < 3 ? 2 : 3, J = p - kf_row(I) / 16;
-            for (int kk = 0; kk < TILE / 16; kk++) {
-                FragA a;
-                FragBT b;
-                wmma::load_matrix_sync(a, Qs + 16 * (I - 1) * LDH + 16 * kk, LDH);
-                wmma::load_matrix_sync(b, Kf + (kf_row(I) + 16 * J) * LDH + 16 * kk, LDH);
-                wmma::mma_sync(off[f], a, b, off[f]);
-            }
+            mma_acc<false, true>(off[f], Qs, LDH, 16 * (I - 1), Kf + kf_row(I) * LDH, LDH, 16 * J,
+                                 TILE);
         }
     }
     __syncthreads();
@@ -245,8 +137,8 @@ __global__ void __launch_bounds__(SCORES_THREADS)
         St[(16 * b + tt) * LDF + 16 * b + ss] = ss <= tt ? diag[m] : 0.f;
     }
     __syncthreads();
-    float *Ac = A + (c * H + h) * (CH * CH);
-    for (int idx = threadIdx.x; idx < CH * CH; idx += SCORES_THREADS) {
+    float *Ac = A + (c * H + h) * (CHUNK * CHUNK);
+    for (int idx = threadIdx.x; idx < CHUNK * CHUNK; idx += SCORES_THREADS) {
         int t = idx >> 6, s = idx & 63;
         Ac[idx] = (s >> 4) > (t >> 4) ? 0.f : scale * St[t * LDF + s];
     }
@@ -276,29 +168,29 @@ __global__ void __launch_bounds__(TILE_THREADS)
     const int64_t dst = BWD ? c - 1 : c + 1;
     const int nv = min(TILE, V - v0);
     const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
-    load_bf16_tile<TILE_THREADS>(Yh, y + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                                 ch.len, nv);
+    load_tile<CHUNK, TILE>(Yh, LDH, y + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                           ch.len, nv, TILE_THREADS);
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
-        load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
-        load_bf16_tile<TILE_THREADS>(Xh, x + krow0 + k0, (int64_t)H * K, ch.len, nk);
+        load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk, TILE_THREADS);
+        load_tile<CHUNK, TILE>(Xh, LDH, x + krow0 + k0, (int64_t)H * K, ch.len, nk, TILE_THREADS);
         __syncthreads();
         cumsum_rows(Bf);
         __syncthreads();
-        for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+        for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
             int t = idx >> 6, i = idx & 63;
             float b = Bf[t * LDF + i];
-            float f = BWD ? scale * __expf(b) : __expf(Bf[(CH - 1) * LDF + i] - b);
+            float f = BWD ? scale * __expf(b) : __expf(Bf[(CHUNK - 1) * LDF + i] - b);
             Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * f);
         }
         if (blockIdx.z == 0 && (int)threadIdx.x < nk)
-            blast[(c * H + h) * K + k0 + threadIdx.x] = Bf[(CH - 1) * LDF + threadIdx.x];
+            blast[(c * H + h) * K + k0 + threadIdx.x] = Bf[(CHUNK - 1) * LDF + threadIdx.x];
         __syncthreads();
         // out[i][j] = sum_t X[t][i] Y[t][j]: X^T is X read column-major.
         FragC acc[4];
         for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
-        for (int kk = 0; kk < CH / 16; kk++) {
+        for (int kk = 0; kk < CHUNK / 16; kk++) {
             FragB b;
             wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
             for (int m = 0; m < 4; m++) {
@@ -312,7 +204,8 @@ __global__ void __launch_bounds__(TILE_THREADS)
             wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF,
                                     wmma::mem_row_major);
         __syncthreads();
-        store_f32_tile<TILE_THREADS>(hs + ((dst * H + h) * K + k0) * V + v0, V, Bf, nk, nv);
+        store_tile<CHUNK, TILE>(hs + ((dst * H + h) * K + k0) * V + v0, V, Bf, LDF, nk, nv,
+                                TILE_THREADS);
     }
 }
 
@@ -323,7 +216,9 @@ constexpr int SCAN_THREADS = 256;
 // increment and becomes S_c = e^{B_last,c-1} S_{c-1} + increment (S = 0 in the first slot).
 // Backward (REV): slot c holds chunk c+1's increment and becomes
 // G_c = e^{B_last,c+1} G_{c+1} + increment, from G = 0 after the last chunk (whose slot is
-// neither read nor written).
+// neither read nor written). GDN's scans (gdn.cu) walk the segments the same way but are
+// matrix passes: its delta-rule update S <- e^g S + K^T (U - W S) needs S itself, so it has no
+// increments to precompute and no elementwise scan.
 template <bool REV>
 __global__ void __launch_bounds__(SCAN_THREADS)
     gla_scan_kernel(float *hs, const float *blast, const int *chunks, const int *cu, int64_t nchunk,
@@ -332,11 +227,11 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     const int64_t e = (int64_t)blockIdx.y * SCAN_THREADS + threadIdx.x;
     if (e >= (int64_t)K * V) return;
     const int i = (int)(e / V);
-    const int64_t c0 = first_chunk(chunks, nchunk, seg);
-    const int n = (cu[seg + 1] - cu[seg] + CH - 1) / CH;
+    const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
+    const int n = w.n;
     const int64_t step = (int64_t)H * K * V, dstep = (int64_t)H * K;
-    float *p = hs + (c0 * H + h) * K * V + e;
-    const float *d = blast + (c0 * H + h) * K + i;
+    float *p = hs + (w.c0 * H + h) * K * V + e;
+    const float *d = blast + (w.c0 * H + h) * K + i;
     float S = 0.f;
     if (!REV) {
         p[0] = 0.f;
@@ -372,7 +267,8 @@ __global__ void __launch_bounds__(SCAN_THREADS)
 
 // ---- forward output ----
 
-// o[:, v-tile] = (scale Q e^B) S_start + A V for chunk blockIdx.x, head blockIdx.y.
+// o[:, v-tile] = (scale Q e^B) S_start + A V for chunk blockIdx.x, head blockIdx.y. GDN's
+// output pass (gdn.cu) has this form with one gate per row, which scales Q once for all of K.
 __global__ void __launch_bounds__(TILE_THREADS)
     gla_fwd_o_kernel(bf16 *o, const bf16 *q, const bf16 *v, const float *g, const float *states,
                      const float *A, const int *chunks, const int *cu, int H, int K, int V,
@@ -392,14 +288,16 @@ __global__ void __launch_bounds__(TILE_THREADS)
         for (int k0 = 0; k0 < K; k0 += TILE) {
             const int nk = min(TILE, K - k0);
             __syncthreads();
-            load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
-            load_bf16_tile<TILE_THREADS>(Xh, q + krow0 + k0, (int64_t)H * K, ch.len, nk);
-            load_f32_tile_bf16<TILE_THREADS>(Yh, states + ((c * H + h) * K + k0) * V + v0, V, nk,
-                                             nv);
+            load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk,
+                                   TILE_THREADS);
+            load_tile<CHUNK, TILE>(Xh, LDH, q + krow0 + k0, (int64_t)H * K, ch.len, nk,
+                                   TILE_THREADS);
+            load_tile_bf16(Yh, LDH, states + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk,
+                           nv, TILE_THREADS);
             __syncthreads();
             cumsum_rows(Bf);
             __syncthreads();
-            for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+            for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
                 int t = idx >> 6, i = idx & 63;
                 Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * scale * __expf(Bf[t * LDF + i]));
             }
@@ -415,23 +313,18 @@ __global__ void __launch_bounds__(TILE_THREADS)
             }
         }
     __syncthreads();
-    load_f32_tile_bf16<TILE_THREADS>(Xh, A + (c * H + h) * (CH * CH), CH, CH, CH);
-    load_bf16_tile<TILE_THREADS>(Yh, v + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                                 ch.len, nv);
+    load_tile_bf16(Xh, LDH, A + (c * H + h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK, CHUNK,
+                   TILE_THREADS);
+    load_tile<CHUNK, TILE>(Yh, LDH, v + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                           ch.len, nv, TILE_THREADS);
     __syncthreads();
-    for (int m = 0; m < 4; m++)
-        for (int kk = 0; kk <= m; kk++) { // A is zero above the diagonal blocks
-            FragA a;
-            FragB b;
-            wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
-            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
-            wmma::mma_sync(acc[m], a, b, acc[m]);
-        }
+    for (int m = 0; m < 4; m++) // A is zero above the diagonal blocks
+        mma_acc<false, false>(acc[m], Xh, LDH, 16 * m, Yh, LDH, 16 * warp, 16 * (m + 1));
     for (int m = 0; m < 4; m++)
         wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
     __syncthreads();
-    store_bf16_tile<TILE_THREADS>(o + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf,
-                                  ch.len, nv);
+    store_tile_bf16<CHUNK, TILE>(o + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
+                                 ch.len, nv, TILE_THREADS);
 }
 
 // ---- backward ----
@@ -451,33 +344,32 @@ __global__ void __launch_bounds__(TILE_THREADS)
     const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
     FragC acc[4]; // rows 16 m, columns 16 warp
     for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
-    load_f32_tile_bf16<TILE_THREADS>(Xh, A + (c * H + h) * (CH * CH), CH, CH, CH);
-    load_bf16_tile<TILE_THREADS>(Yh, dout + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                                 ch.len, nv);
+    load_tile_bf16(Xh, LDH, A + (c * H + h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK, CHUNK,
+                   TILE_THREADS);
+    load_tile<CHUNK, TILE>(Yh, LDH, dout + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                           ch.len, nv, TILE_THREADS);
     __syncthreads();
     // A^T is A read column-major; block (m, kk) of A^T is zero for kk < m.
     for (int m = 0; m < 4; m++)
-        for (int kk = m; kk < 4; kk++) {
-            FragAT a;
-            FragB b;
-            wmma::load_matrix_sync(a, Xh + 16 * kk * LDH + 16 * m, LDH);
-            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
-            wmma::mma_sync(acc[m], a, b, acc[m]);
-        }
+        mma_acc<true, false>(acc[m], Xh + 16 * m * LDH, LDH, 16 * m, Yh + 16 * m * LDH, LDH,
+                             16 * warp, 16 * (4 - m));
     if (!ch.seg_last)
         for (int k0 = 0; k0 < K; k0 += TILE) {
             const int nk = min(TILE, K - k0);
             __syncthreads();
-            load_f32_tile<TILE_THREADS>(Bf, g + krow0 + k0, (int64_t)H * K, ch.len, nk);
-            load_bf16_tile<TILE_THREADS>(Xh, k + krow0 + k0, (int64_t)H * K, ch.len, nk);
-            load_f32_tile_bf16<TILE_THREADS>(Yh, G + ((c * H + h) * K + k0) * V + v0, V, nk, nv);
+            load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk,
+                                   TILE_THREADS);
+            load_tile<CHUNK, TILE>(Xh, LDH, k + krow0 + k0, (int64_t)H * K, ch.len, nk,
+                                   TILE_THREADS);
+            load_tile_bf16(Yh, LDH, G + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk, nv,
+                           TILE_THREADS);
             __syncthreads();
             cumsum_rows(Bf);
             __syncthreads();
-            for (int idx = threadIdx.x; idx < CH * TILE; idx += TILE_THREADS) {
+            for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
                 int t = idx >> 6, i = idx & 63;
-                Xh[t * LDH + i] =
-                    f2bf(bf2f(Xh[t * LDH + i]) * __expf(Bf[(CH - 1) * LDF + i] - Bf[t * LDF + i]));
+                Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) *
+                                       __expf(Bf[(CHUNK - 1) * LDF + i] - Bf[t * LDF + i]));
             }
             __syncthreads();
             for (int kk = 0; kk < TILE / 16; kk++) {
@@ -494,8 +386,8 @@ __global__ void __launch_bounds__(TILE_THREADS)
     for (int m = 0; m < 4; m++)
         wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
     __syncthreads();
-    store_bf16_tile<TILE_THREADS>(dv + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf,
-                                  ch.len, nv);
+    store_tile_bf16<CHUNK, TILE>(dv + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
+                                 ch.len, nv, TILE_THREADS);
 }
 
 constexpr int DQK_THREADS = 256; // 8 warps
@@ -530,9 +422,9 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
     const bool has_prev = !ch.seg_first, has_next = !ch.seg_last;
     const int64_t krow0 = ((int64_t)ch.first * H + h) * K + k0;
     const int64_t vrow0 = ((int64_t)ch.first * H + h) * V;
-    load_f32_tile<DQK_THREADS>(Bf, g + krow0, (int64_t)H * K, ch.len, nk);
-    load_bf16_tile<DQK_THREADS>(Qh, q + krow0, (int64_t)H * K, ch.len, nk);
-    load_bf16_tile<DQK_THREADS>(Kh, k + krow0, (int64_t)H * K, ch.len, nk);
+    load_tile<CHUNK, TILE>(Bf, LDF, g + krow0, (int64_t)H * K, ch.len, nk, DQK_THREADS);
+    load_tile<CHUNK, TILE>(Qh, LDH, q + krow0, (int64_t)H * K, ch.len, nk, DQK_THREADS);
+    load_tile<CHUNK, TILE>(Kh, LDH, k + krow0, (int64_t)H * K, ch.len, nk, DQK_THREADS);
     __syncthreads();
     cumsum_rows(Bf);
 
@@ -548,13 +440,15 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
     for (int v0 = 0; v0 < V; v0 += TILE) {
         const int nv = min(TILE, V - v0);
         __syncthreads();
-        load_bf16_tile<DQK_THREADS>(dOh, dout + vrow0 + v0, (int64_t)H * V, ch.len, nv);
-        load_bf16_tile<DQK_THREADS>(Vh, v + vrow0 + v0, (int64_t)H * V, ch.len, nv);
+        load_tile<CHUNK, TILE>(dOh, LDH, dout + vrow0 + v0, (int64_t)H * V, ch.len, nv,
+                               DQK_THREADS);
+        load_tile<CHUNK, TILE>(Vh, LDH, v + vrow0 + v0, (int64_t)H * V, ch.len, nv, DQK_THREADS);
         if (has_prev)
-            load_f32_tile_bf16<DQK_THREADS>(Sh, states + ((c * H + h) * K + k0) * V + v0, V, nk,
-                                            nv);
+            load_tile_bf16(Sh, LDH, states + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk,
+                           nv, DQK_THREADS);
         if (has_next)
-            load_f32_tile_bf16<DQK_THREADS>(Gh, G + ((c * H + h) * K + k0) * V + v0, V, nk, nv);
+            load_tile_bf16(Gh, LDH, G + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk, nv,
+                           DQK_THREADS);
         __syncthreads();
         for (int f = 0; f < 2; f++) {
             const int p = warp + 8 * f, m = p >> 2, n = p & 3;
@@ -589,14 +483,14 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
 
     // Inter-chunk decay factors and the diagonal sub-chunk blocks in fp32; the factor tables
     // of the off-diagonal blocks (R is free now).
-    bf16 *Dh = R, *Kf = R + CH * LDH, *Qr = R + (CH + 96) * LDH;
-    for (int idx = threadIdx.x; idx < CH * TILE; idx += DQK_THREADS) {
+    bf16 *Dh = R, *Kf = R + CHUNK * LDH, *Qr = R + (CHUNK + 96) * LDH;
+    for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += DQK_THREADS) {
         const int t = idx >> 6, i = idx & 63, r = t & ~15;
         const float bt = Bf[t * LDF + i];
         float vq = dQ[t * LDF + i] * __expf(bt);
         for (int s = r; s <= t; s++)
             vq += T[t * LDF + s] * bf2f(Kh[s * LDH + i]) * __expf(bt - Bf[s * LDF + i]);
-        float vk = dK[t * LDF + i] * __expf(Bf[(CH - 1) * LDF + i] - bt), sk = 0.f;
+        float vk = dK[t * LDF + i] * __expf(Bf[(CHUNK - 1) * LDF + i] - bt), sk = 0.f;
         for (int u = t; u < r + 16; u++)
             sk += T[u * LDF + t] * bf2f(Qh[u * LDH + i]) * __expf(Bf[u * LDF + i] - bt);
         dQ[t * LDF + i] = vq;
@@ -621,13 +515,7 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
         const int I = 1 + p / 4, n = p % 4;
         FragC acc;
         wmma::fill_fragment(acc, 0.f);
-        for (int J = 0; J < I; J++) {
-            FragA a;
-            FragB b;
-            wmma::load_matrix_sync(a, Dh + 16 * I * LDH + 16 * J, LDH);
-            wmma::load_matrix_sync(b, Kf + (kf_row(I) + 16 * J) * LDH + 16 * n, LDH);
-            wmma::mma_sync(acc, a, b, acc);
-        }
+        mma_acc<false, false>(acc, Dh, LDH, 16 * I, Kf + kf_row(I) * LDH, LDH, 16 * n, 16 * I);
         wmma::store_matrix_sync(T + 16 * I * LDF + 16 * n, acc, LDF, wmma::mem_row_major);
     }
     __syncthreads();
@@ -644,13 +532,9 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
         const int J = p / 4, n = p % 4;
         FragC acc;
         wmma::fill_fragment(acc, 0.f);
-        for (int I = J + 1; I < 4; I++) {
-            FragAT a; // block (I, J) of D read column-major = its transpose
-            FragB b;
-            wmma::load_matrix_sync(a, Dh + 16 * I * LDH + 16 * J, LDH);
-            wmma::load_matrix_sync(b, Qr + (qr_row(J) + 16 * (I - J - 1)) * LDH + 16 * n, LDH);
-            wmma::mma_sync(acc, a, b, acc);
-        }
+        // blocks (I, J), I > J, of D read column-major = their transposes
+        mma_acc<true, false>(acc, Dh + 16 * (J + 1) * LDH, LDH, 16 * J, Qr + qr_row(J) * LDH, LDH,
+                             16 * n, 16 * (3 - J));
         wmma::store_matrix_sync(T + 16 * J * LDF + 16 * n, acc, LDF, wmma::mem_row_major);
     }
     __syncthreads();
@@ -662,7 +546,7 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
 
     // Outputs; T = q dq - k dk (fp32 dq, dk), then its reverse cumsum down the chunk.
     bf16 *dqo = dq + krow0, *dko = dk + krow0;
-    for (int idx = threadIdx.x; idx < CH * TILE / 8; idx += DQK_THREADS) {
+    for (int idx = threadIdx.x; idx < CHUNK * TILE / 8; idx += DQK_THREADS) {
         const int t = idx >> 3, i0 = (idx & 7) * 8;
         unsigned xq[4], xk[4];
         for (int u = 0; u < 8; u += 2) {
@@ -671,8 +555,8 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
             const float k0v = dK[t * LDF + i], k1v = dK[t * LDF + i + 1];
             T[t * LDF + i] = bf2f(Qh[t * LDH + i]) * q0 - bf2f(Kh[t * LDH + i]) * k0v;
             T[t * LDF + i + 1] = bf2f(Qh[t * LDH + i + 1]) * q1 - bf2f(Kh[t * LDH + i + 1]) * k1v;
-            xq[u / 2] = pack_bf16x2(q0, q1);
-            xk[u / 2] = pack_bf16x2(k0v, k1v);
+            xq[u / 2] = pack_bf16(q0, q1);
+            xk[u / 2] = pack_bf16(k0v, k1v);
         }
         if (t < ch.len && i0 < nk) {
             *reinterpret_cast<uint4 *>(dqo + t * (int64_t)H * K + i0) =
@@ -684,14 +568,14 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
     __syncthreads();
     if (threadIdx.x < TILE) {
         float acc = 0.f;
-        for (int t = CH - 1; t >= 0; t--) {
+        for (int t = CHUNK - 1; t >= 0; t--) {
             acc += T[t * LDF + threadIdx.x];
             T[t * LDF + threadIdx.x] = acc;
         }
         if ((int)threadIdx.x < nk) tot[(c * H + h) * K + k0 + threadIdx.x] = acc;
     }
     __syncthreads();
-    store_f32_tile<DQK_THREADS>(dg + krow0, (int64_t)H * K, T, ch.len, nk);
+    store_tile<CHUNK, TILE>(dg + krow0, (int64_t)H * K, T, LDF, ch.len, nk, DQK_THREADS);
 }
 
 // tot[c] (per head and channel) <- sum of tot over the chunks after c in its segment.
@@ -700,9 +584,9 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     const int seg = blockIdx.x;
     const int e = blockIdx.y * SCAN_THREADS + threadIdx.x;
     if (e >= HK) return;
-    const int64_t c0 = first_chunk(chunks, nchunk, seg);
-    const int n = (cu[seg + 1] - cu[seg] + CH - 1) / CH;
-    float *p = tot + c0 * HK + e;
+    const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
+    const int n = w.n;
+    float *p = tot + w.c0 * HK + e;
     float carry = 0.f, x = p[(int64_t)(n - 1) * HK];
     for (int j = n - 1; j >= 0; j--) {
         const float xn = j > 0 ? p[(int64_t)(j - 1) * HK] : 0.f;
@@ -724,22 +608,20 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     for (int e = threadIdx.x; e < HK; e += SCAN_THREADS) row[e] += carry[e];
 }
 
-void check_sizes(const char *op, const Seqs *s, int H, int K, int V) {
-    if (H < 1 || K < 16 || K > 256 || K % 16 || V < 16 || V > 512 || V % 16)
-        rt_die("%s: unsupported head size H=%d K=%d V=%d (the CUDA kernels take H >= 1, K a "
-               "multiple of 16 up to 256, V a multiple of 16 up to 512)",
-               op, H, K, V);
+void check_args(const char *op, const Seqs *s, int H, int K, int V, const void *const *ptrs,
+                int n) {
+    char why[160];
+    if (!cuda_gla_supports(H, K, V, why, sizeof why)) rt_die("%s: %s", op, why);
     if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the grid", op, (long long)s->nchunk);
+    for (int i = 0; i < n; i++) cuda_check_aligned(ptrs[i], 16, op);
 }
 
 // Kernels above 48 KB of dynamic shared memory must opt in, once per process.
-void allow_smem() {
+void opt_in_smem_once(const char *op) {
     static bool done;
     if (done) return;
-    CUDA_CHECK(cudaFuncSetAttribute(gla_scores_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)SCORES_SMEM));
-    CUDA_CHECK(cudaFuncSetAttribute(gla_bwd_dqdk_kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DQK_SMEM));
+    cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
+    cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
     done = true;
 }
 
@@ -752,21 +634,38 @@ void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const
 
 } // namespace
 
+int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size, "the GLA kernels take H >= 1 heads, got H=%d", H);
+    if (K < 16 || K > 256 || K % 16)
+        return cuda_unsupported(why, why_size,
+                                "the GLA kernels take K (key head size) a multiple of 16 in "
+                                "16..256, got K=%d",
+                                K);
+    if (V < 16 || V > 512 || V % 16)
+        return cuda_unsupported(why, why_size,
+                                "the GLA kernels take V (value head size) a multiple of 16 in "
+                                "16..512, got V=%d",
+                                V);
+    return 1;
+}
+
 void cuda_gla_fwd(const LinAttnArgs *a) {
     void *o = a->o, *states = a->states;
     const void *q = a->q, *k = a->k, *v = a->v, *g = a->g;
     const Seqs *s = a->s;
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
-    check_sizes("gla_fwd", s, H, K, V);
+    const void *ptrs[] = {o, states, q, k, v, g};
+    check_args("gla_fwd", s, H, K, V, ptrs, 6);
     if (s->nchunk == 0) return;
-    allow_smem();
+    opt_in_smem_once("gla_fwd");
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
     const float sc = (float)scale;
     float *blast = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K);
-    float *A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CH * CH);
+    float *A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CHUNK * CHUNK);
     const unsigned nvt = (unsigned)cdiv(V, TILE);
     gla_state_inc_kernel<false><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
         (float *)states, blast, (const bf16 *)k, (const bf16 *)v, (const float *)g, chunks, cu, H,
@@ -790,16 +689,17 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     const Seqs *s = a->s;
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
-    check_sizes("gla_bwd", s, H, K, V);
+    const void *ptrs[] = {dq, dk, dv, dg, dout, q, k, v, g, states};
+    check_args("gla_bwd", s, H, K, V, ptrs, 10);
     if (s->nchunk == 0) return;
-    allow_smem();
+    opt_in_smem_once("gla_bwd");
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
     const float sc = (float)scale;
     float *G = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K * V);
     float *blast = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * K);
-    float *A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CH * CH);
+    float *A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CHUNK * CHUNK);
     float *tot = (float *)cuda_scratch(SCRATCH_D, sizeof(float) * nch * H * K);
     const unsigned nvt = (unsigned)cdiv(V, TILE), nkt = (unsigned)cdiv(K, TILE);
     gla_state_inc_kernel<true><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
@@ -822,7 +722,7 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     gla_dg_scan_kernel<<<dim3(s->nseg, (unsigned)cdiv(HK, SCAN_THREADS)), SCAN_THREADS, 0, st>>>(
         tot, chunks, cu, nch, HK);
     CUDA_LAUNCHED();
-    gla_dg_add_kernel<<<dim3((unsigned)nch, CH), SCAN_THREADS, 0, st>>>((float *)dg, tot, chunks,
-                                                                        cu, HK);
+    gla_dg_add_kernel<<<dim3((unsigned)nch, CHUNK), SCAN_THREADS, 0, st>>>((float *)dg, tot, chunks,
+                                                                           cu, HK);
     CUDA_LAUNCHED();
 }

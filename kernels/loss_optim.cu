@@ -118,8 +118,8 @@ __device__ __forceinline__ Soft soft_merge(Soft a, Soft b) {
 }
 __device__ __forceinline__ Soft warp_soft(Soft a) {
     for (int o = 16; o > 0; o >>= 1) {
-        Soft b = {__shfl_xor_sync(0xffffffffu, a.m, o), __shfl_xor_sync(0xffffffffu, a.s, o),
-                  __shfl_xor_sync(0xffffffffu, a.i, o)};
+        Soft b = {__shfl_xor_sync(FULL_MASK, a.m, o), __shfl_xor_sync(FULL_MASK, a.s, o),
+                  __shfl_xor_sync(FULL_MASK, a.i, o)};
         a = soft_merge(a, b);
     }
     return a;

@@ -20,7 +20,7 @@ constexpr int MAX_C = 2048;
 
 // Sum over the W lanes of a lane group; all 32 lanes of the warp call it.
 __device__ __forceinline__ float group_sum(float v, int W) {
-    for (int o = W >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = W >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
     return v;
 }
 
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int k = 0; k < VEC; k++)
             for (int o = W; o < 32; o <<= 1)
-                acc[j][k] += __shfl_xor_sync(0xffffffffu, acc[j][k], o);
+                acc[j][k] += __shfl_xor_sync(FULL_MASK, acc[j][k], o);
     if (sub == 0) {
 #pragma unroll
         for (int j = 0; j < NV; j++) {

@@ -15,7 +15,6 @@ namespace {
 template <bool REV>
 __global__ void scan_carry_kernel(float *__restrict__ carry, const float *__restrict__ tile_val,
                                   const int *__restrict__ tile_flag, int ntile, int C) {
-    constexpr unsigned all = 0xffffffffu;
     int lane = threadIdx.x % 32;
     int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (c >= C) return;
@@ -26,18 +25,18 @@ __global__ void scan_carry_kernel(float *__restrict__ carry, const float *__rest
         int f = ok ? tile_flag[t] : 0;
         float v = ok ? tile_val[(int64_t)t * C + c] : 0.f;
         for (int o = 1; o < 32; o <<= 1) {
-            float vo = __shfl_up_sync(all, v, o);
-            int fo = __shfl_up_sync(all, f, o);
+            float vo = __shfl_up_sync(FULL_MASK, v, o);
+            int fo = __shfl_up_sync(FULL_MASK, f, o);
             if (lane >= o) {
                 if (!f) v += vo;
                 f |= fo;
             }
         }
         float incl = f ? v : run + v;
-        float excl = __shfl_up_sync(all, incl, 1);
+        float excl = __shfl_up_sync(FULL_MASK, incl, 1);
         if (lane == 0) excl = run;
         if (ok) carry[(int64_t)t * C + c] = excl;
-        run = __shfl_sync(all, incl, 31);
+        run = __shfl_sync(FULL_MASK, incl, 31);
     }
 }
 

@@ -26,7 +26,6 @@
 
 namespace {
 
-constexpr unsigned FULL = 0xffffffffu;
 constexpr int RUN = 32;
 constexpr int WARPS = 8; // store_taps_partial reduces blocks of 8 warps
 constexpr int TILE = RUN * WARPS;
@@ -341,7 +340,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
             }
             if (i < RUN && in) { // uniform over the warp: the lanes share the token
                 if (a.dgl) { // the P/2 lanes of a head are aligned: 64 % P == 0
-                    for (int o = P / 4; o > 0; o >>= 1) sj += __shfl_xor_sync(FULL, sj, o);
+                    for (int o = P / 4; o > 0; o >>= 1) sj += __shfl_xor_sync(FULL_MASK, sj, o);
                     if (ch && j == 0) a.dgl[(int64_t)n * H + h] = f2bf(sj * g * (1.f - g));
                 }
                 if (ch) {
@@ -382,10 +381,10 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     }
 }
 
-void selrope_check(const char *op, int P, Activation act, const void *temp, const void *Phi,
+void selrope_check(const char *op, int H, int P, Activation act, const void *temp, const void *Phi,
                    const void *q, const void *k, const void *phi_raw) {
-    if (P < 2 || P % 2 || 64 % P)
-        rt_die("%s: P=%d angle channels per head unsupported (an even divisor of 64)", op, P);
+    char why[160];
+    if (!cuda_selrope_supports(H, P, why, sizeof why)) rt_die("%s: %s", op, why);
     if (act != ACT_NONE && act != ACT_SILU)
         rt_die("%s: conv activation %d unsupported (NONE or SILU)", op, (int)act);
     cuda_check_aligned(temp, 8, op);
@@ -417,6 +416,18 @@ template <bool SILU> void selrope_bwd_launch(BwdArgs a, float *carry, dim3 grid)
 
 } // namespace
 
+int cuda_selrope_supports(int H, int P, char *why, size_t why_size) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size,
+                                "the Selective RoPE kernels take H >= 1 heads, got H=%d", H);
+    if (P < 2 || P % 2 || 64 % P)
+        return cuda_unsupported(why, why_size,
+                                "the Selective RoPE kernels take P (angle channels per head) an "
+                                "even divisor of 64, got P=%d",
+                                P);
+    return 1;
+}
+
 void cuda_selrope_fwd(const SelRopeArgs *args) {
     void *qo = args->qo, *ko = args->ko, *Phi = args->Phi;
     const void *q = args->q, *k = args->k, *phi_raw = args->phi_raw, *conv_w = args->conv_w,
@@ -424,7 +435,7 @@ void cuda_selrope_fwd(const SelRopeArgs *args) {
     const Activation conv_act = args->conv_act;
     const Seqs *s = args->s;
     const int H = args->H, P = args->P;
-    selrope_check("selrope_fwd", P, conv_act, temp, Phi, q, k, phi_raw);
+    selrope_check("selrope_fwd", H, P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(qo, 4, "selrope_fwd");
     cuda_check_aligned(ko, 4, "selrope_fwd");
     int N = (int)s->ntok, C = H * P;
@@ -467,7 +478,7 @@ void cuda_selrope_bwd(const SelRopeGrads *g) {
     const Seqs *s = args->s;
     const int H = args->H, P = args->P;
     const char *op = "selrope_bwd";
-    selrope_check(op, P, conv_act, temp, Phi, q, k, phi_raw);
+    selrope_check(op, H, P, conv_act, temp, Phi, q, k, phi_raw);
     cuda_check_aligned(dq, 4, op);
     cuda_check_aligned(dk, 4, op);
     cuda_check_aligned(dqo, 4, op);
