@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/host_copy.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -434,14 +435,7 @@ int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *gr
     int64_t N = m->M;
     void *dev = be->alloc((size_t)(N ? N : 1) * be->f32_size);
     be->token_logprobs(m->logits, m->lab_dev, N, m->cfg.vocab_size, dev, greedy);
-    if (be->f32_size == sizeof(double)) {
-        be->download(logp, dev, sizeof(double) * (size_t)N);
-    } else {
-        float *h = rt_malloc(sizeof(float) * (size_t)N);
-        be->download(h, dev, sizeof(float) * (size_t)N);
-        for (int64_t i = 0; i < N; i++) logp[i] = h[i];
-        rt_free(h);
-    }
+    backend_download_f64(be, logp, dev, N);
     be->release(dev);
     return N;
 }
@@ -481,27 +475,15 @@ static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int 
     }
 }
 
-static void to_backend_type(const Backend *be, const double *src, void *dst, int64_t n) {
-    if (be->f32_size == sizeof(double)) {
-        memcpy(dst, src, sizeof(double) * (size_t)n);
-    } else {
-        float *f = dst;
-        for (int64_t i = 0; i < n; i++) f[i] = (float)src[i];
-    }
-}
-
 void model_init_weights(Model *m, uint64_t seed) {
     const Backend *be = m->be;
     for (int i = 0; i < m->params.n; i++) {
         const ParamInfo *p = &m->params.p[i];
         double *vals = rt_malloc(sizeof(double) * (size_t)p->numel);
-        void *host = rt_malloc(be->f32_size * (size_t)p->numel);
         param_values(m, p, seed, i, vals);
-        to_backend_type(be, vals, host, p->numel);
-        be->upload((char *)m->master + (size_t)p->offset * be->f32_size, host, be->f32_size * (size_t)p->numel);
+        backend_upload_f64(be, (char *)m->master + (size_t)p->offset * be->f32_size, vals, p->numel);
         m->weights_stale = 1;
         rt_free(vals);
-        rt_free(host);
     }
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/run_config.h"
+#include "device/host_copy.h"
 #include "dist/dist.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
@@ -177,30 +178,11 @@ static CkptEntry *list_complete(const char *ckdir, int *count) {
 /* fp32 host copies of backend [f32] buffers                                            */
 /* ------------------------------------------------------------------------------------ */
 
-static float *download_f32(const Backend *be, const void *src, int64_t n) {
+/* A new fp32 host copy of the n [f32] elements at src (rt_free it). */
+static float *host_f32_copy(const Backend *be, const void *src, int64_t n) {
     float *h = rt_malloc(sizeof(float) * (size_t)n);
-    if (be->f32_size == sizeof(float)) {
-        be->download(h, src, sizeof(float) * (size_t)n);
-        return h;
-    }
-    RT_ASSERT(be->f32_size == sizeof(double));
-    double *d = rt_malloc(sizeof(double) * (size_t)n);
-    be->download(d, src, sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) h[i] = (float)d[i];
-    rt_free(d);
+    backend_download_f32(be, h, src, n);
     return h;
-}
-
-static void upload_f32(const Backend *be, void *dst, const float *h, int64_t n) {
-    if (be->f32_size == sizeof(float)) {
-        be->upload(dst, h, sizeof(float) * (size_t)n);
-        return;
-    }
-    RT_ASSERT(be->f32_size == sizeof(double));
-    double *d = rt_malloc(sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) d[i] = h[i];
-    be->upload(dst, d, sizeof(double) * (size_t)n);
-    rt_free(d);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -222,7 +204,7 @@ static void add_tensor(StTensor *list, int *n, const char *prefix, const ParamIn
 
 static int save_model(const char *dir, Model *m, char *err, size_t errlen) {
     const ParamTable *t = model_params(m);
-    float *w = download_f32(model_backend(m), model_weights(m), t->total);
+    float *w = host_f32_copy(model_backend(m), model_weights(m), t->total);
     StTensor *list = rt_calloc((size_t)t->n, sizeof(StTensor));
     int n = 0;
     for (int i = 0; i < t->n; i++) add_tensor(list, &n, "", &t->p[i], w);
@@ -238,7 +220,7 @@ static int save_model(const char *dir, Model *m, char *err, size_t errlen) {
 /* optimizer.safetensors: the moments of every trainable parameter under its name (the
  * optimizer owns every element). */
 static int save_optimizer(const char *dir, const ParamTable *t, const AdamW *opt, char *err, size_t errlen) {
-    float *mm = download_f32(opt->be, opt->m, t->total), *vv = download_f32(opt->be, opt->v, t->total);
+    float *mm = host_f32_copy(opt->be, opt->m, t->total), *vv = host_f32_copy(opt->be, opt->v, t->total);
     StTensor *list = rt_calloc(2 * (size_t)t->n, sizeof(StTensor));
     int n = 0;
     for (int i = 0; i < t->n; i++)
@@ -262,7 +244,7 @@ static int save_optimizer(const char *dir, const ParamTable *t, const AdamW *opt
  * that a run with another number of ranks can cut its own slices from the set. */
 static int save_optimizer_shard(const char *dir, const AdamW *opt, int64_t total, char *err, size_t errlen) {
     int64_t n = opt->hi - opt->lo;
-    float *mm = download_f32(opt->be, opt->m, n), *vv = download_f32(opt->be, opt->v, n);
+    float *mm = host_f32_copy(opt->be, opt->m, n), *vv = host_f32_copy(opt->be, opt->v, n);
     StTensor list[2] = {{"exp_avg", "F32", 1, {n}, mm, sizeof(float) * (size_t)n},
                         {"exp_avg_sq", "F32", 1, {n}, vv, sizeof(float) * (size_t)n}};
     char step[32], start[32], end[32], all[32];
@@ -755,10 +737,10 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
         }
     }
     /* Everything checked: commit. */
-    upload_f32(be, model_weights_to_write(m), w, t->total);
+    backend_upload_f32(be, model_weights_to_write(m), w, t->total);
     if (opt) {
-        upload_f32(opt->be, opt->m, mm, opt->hi - opt->lo);
-        upload_f32(opt->be, opt->v, vv, opt->hi - opt->lo);
+        backend_upload_f32(opt->be, opt->m, mm, opt->hi - opt->lo);
+        backend_upload_f32(opt->be, opt->v, vv, opt->hi - opt->lo);
         opt->t = opt_step;
     }
     if (st) *st = ts;

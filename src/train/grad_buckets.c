@@ -2,25 +2,19 @@
 
 #include <stdint.h>
 
-#include "dist/dist.h"
-
-void grad_buckets_init(GradBuckets *gb, Model *m, const int64_t *ranges, int device_comm,
+void grad_buckets_init(GradBuckets *gb, Model *m, GradComm comm, const int64_t *ranges,
                        double bucket_mb) {
-    gb->be = model_backend(m);
-    gb->device_comm = device_comm;
+    gb->comm = comm;
     gb->grads = model_grads(m);
     gb->ranges = ranges;
-    double elems = bucket_mb * 1048576.0 / (double)gb->be->f32_size;
+    double elems = bucket_mb * 1048576.0 / (double)model_backend(m)->f32_size;
     gb->bucket_elems = elems < 1 ? 1 : elems < 0x1p62 ? (int64_t)elems : INT64_MAX;
     gb->lo = gb->hi = 0;
     gb->started = 0;
 }
 
 static void start_bucket(GradBuckets *gb) {
-    if (gb->device_comm)
-        gb->be->reduce_start(gb->grads, gb->lo, gb->hi, gb->ranges);
-    else
-        dist_reduce_start(gb->grads, gb->lo, gb->hi, gb->ranges, gb->be->f32_size);
+    grad_comm_reduce_start(&gb->comm, gb->grads, gb->lo, gb->hi, gb->ranges);
     gb->lo = gb->hi = 0;
     gb->started++;
 }
@@ -37,13 +31,7 @@ void grad_buckets_ready(void *ctx, int64_t lo, int64_t hi) {
 
 int grad_buckets_finish(GradBuckets *gb) {
     if (gb->lo < gb->hi) start_bucket(gb);
-    if (gb->device_comm) {
-        dist_watch_begin("the gradient sums of the buckets (NCCL)");
-        gb->be->comm_wait();
-        dist_watch_end();
-    } else {
-        dist_reduce_wait();
-    }
+    grad_comm_reduce_wait(&gb->comm);
     int n = gb->started;
     gb->started = 0;
     return n;

@@ -25,6 +25,7 @@
 #include "data/datasource.h"
 #include "device/device.h"
 #include "dist/dist.h"
+#include "dist/grad_comm.h"
 #include "train/checkpoint.h"
 #include "train/grad_buckets.h"
 #include "train/metrics.h"
@@ -39,8 +40,7 @@ typedef struct {
     Model *model;
     AdamW *opt;
     int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
-    int device_comm;        /* gradients are reduced by the backend's collectives (NCCL) */
-    int summing;            /* the gradients are summed over ranks (or through NCCL) */
+    GradComm comm;          /* how gradients and weight slices travel between the ranks */
     GradBuckets buckets;
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
@@ -197,7 +197,8 @@ static double forward_backward(Trainer *tr, Batch *batches, double inv) {
     double loss = 0;
     model_zero_grads(tr->model);
     for (int a = 0; a < A; a++) {
-        if (a == A - 1 && tr->summing) model_set_grad_ready(tr->model, grad_buckets_ready, &tr->buckets);
+        if (a == A - 1 && grad_comm_summing(&tr->comm))
+            model_set_grad_ready(tr->model, grad_buckets_ready, &tr->buckets);
         loss += model_forward(tr->model, &batches[a], inv, NULL) * inv;
         model_backward(tr->model);
     }
@@ -209,7 +210,7 @@ static double forward_backward(Trainer *tr, Batch *batches, double inv) {
  * and returns the global gradient norm and the number of buckets. */
 static double reduce_gradients(Trainer *tr, int *buckets) {
     Model *m = tr->model;
-    *buckets = tr->summing ? grad_buckets_finish(&tr->buckets) : 0;
+    *buckets = grad_comm_summing(&tr->comm) ? grad_buckets_finish(&tr->buckets) : 0;
     if (tr->ranges) {
         double ss = grad_sumsq(m, tr->opt->lo, tr->opt->hi);
         dist_allreduce_sum_f64(&ss, 1);
@@ -231,18 +232,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
-    /* device collectives (NCCL) for every job started by an MPI launcher, mpirun -np 1
-     * included: rank 0's id to all */
-    if (be->comm_init && (tr.world > 1 || dist_launched())) {
-        char *id = rt_calloc(1, be->comm_id_size);
-        if (tr.rank == 0) be->comm_create_id(id);
-        dist_broadcast(id, be->comm_id_size);
-        dist_watch_begin("the NCCL initialisation");
-        be->comm_init(id, tr.rank, tr.world);
-        dist_watch_end();
-        rt_free(id);
-        tr.device_comm = 1;
-    }
+    tr.comm = grad_comm_init(be);
     tr.model = model_create(&rc->model, be);
     int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
     if (tc->zero && tr.world > 1) {
@@ -252,14 +242,13 @@ int train_run(const RunConfig *rc, const char *resume) {
     } else {
         tr.opt = adamw_create(be, 0, P);
     }
-    tr.summing = tr.world > 1 || tr.device_comm;
-    grad_buckets_init(&tr.buckets, tr.model, tr.ranges, tr.device_comm, rc->run.bucket_mb);
+    grad_buckets_init(&tr.buckets, tr.model, tr.comm, tr.ranges, rc->run.bucket_mb);
     if (lead) {
         print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
         printf("backend: %s on %s\n", be->name, be->device);
         printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
                tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
-               tc->seq_len, tr.device_comm ? "NCCL" : "MPI",
+               tc->seq_len, grad_comm_name(&tr.comm),
                tr.ranges ? ", AdamW state sharded (ZeRO-1)" : "");
     }
     open_data(&tr);
@@ -334,13 +323,7 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             adamw_step(tr.opt, tr.model, tc, lr);
-            if (tr.ranges && tr.device_comm) {
-                be->allgather_start(model_weights_to_write(tr.model), tr.ranges);
-                dist_watch_begin("a parameter all-gather (NCCL)");
-                be->comm_wait();
-                dist_watch_end();
-            } else if (tr.ranges)
-                dist_allgather(model_weights_to_write(tr.model), tr.ranges, be->f32_size);
+            if (tr.ranges) grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
         }
         int last = done == tc->steps;
         double now = rt_now();

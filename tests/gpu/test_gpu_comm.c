@@ -20,14 +20,11 @@
  * atomic sums (embedding rows, biases) in another order, a few ulp of the largest value. */
 #define TOL_GRAD 1e-5
 
-static void need_comm(void) {
-    static int ready;
-    if (ready) return;
-    char *id = rt_calloc(1, gt_gpu->comm_id_size);
-    gt_gpu->comm_create_id(id);
-    gt_gpu->comm_init(id, 0, 1);
-    rt_free(id);
-    ready = 1;
+/* The NCCL communicator of a world of one, set up on first use. */
+static GradComm need_comm(void) {
+    static GradComm comm;
+    if (!comm.device) comm = grad_comm_init_device(gt_gpu);
+    return comm;
 }
 
 /* Buckets from the top of the buffer down, as in a backward: the compute stream writes each
@@ -79,7 +76,7 @@ static void test_allgather(void) {
 
 /* Backward of the tiny model with and without bucketed sums (one bucket per block). */
 static void run_model(int zero) {
-    need_comm();
+    GradComm comm = need_comm();
     char path[1024], err[2048];
     /* ROTOR_SOURCE_DIR: a bundle run elsewhere (scripts/gpu_check.sh) */
     const char *root = getenv("ROTOR_SOURCE_DIR");
@@ -104,7 +101,7 @@ static void run_model(int zero) {
     model_forward(plain, &b, 1.0 / (B * T), NULL);
     model_backward(plain);
     GradBuckets gb;
-    grad_buckets_init(&gb, summed, zero ? ranges : NULL, 1, 0.01);
+    grad_buckets_init(&gb, summed, comm, zero ? ranges : NULL, 0.01);
     model_zero_grads(summed);
     model_forward(summed, &b, 1.0 / (B * T), NULL);
     model_set_grad_ready(summed, grad_buckets_ready, &gb);
