@@ -32,13 +32,13 @@ typedef struct {
 } LinAttnGrads;
 
 /* Causal softmax attention with a forget gate (FoX, docs/models.md §4), blockwise with an
- * online softmax. */
+ * online softmax; without one when logf is NULL (the Transformer, §4b). */
 typedef struct {
     const Seqs *s;
     int H, D;          /* heads, head size */
     double scale;
     const void *q, *k, *v; /* [N,H,D] */
-    const void *logf;  /* [f32][N,H] log forget gate */
+    const void *logf;  /* [f32][N,H] log forget gate, NULL for none */
     void *o;           /* [N,H,D] */
     void *lse;         /* [f32][N,H] log-sum-exp of each row, saved for the backward */
 } AttnArgs;
@@ -48,7 +48,7 @@ typedef struct {
     AttnArgs a;
     const void *dout;      /* [N,H,D] */
     void *dq, *dk, *dv;
-    void *dlogf;           /* [f32][N,H] */
+    void *dlogf;           /* [f32][N,H]; ignored (may be NULL) when a.logf is NULL */
 } AttnGrads;
 
 /* Selective RoPE steps 3-8 (docs/models.md §5) in one op, from the raw angle increments

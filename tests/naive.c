@@ -210,7 +210,7 @@ static void fox_probs(double *P, const real *q, const real *k, const real *logf,
                       int64_t len, int h, int H, int D, double scale) {
     double *c = rt_malloc(sizeof(double) * (size_t)len);
     double run = 0;
-    for (int64_t t = 0; t < len; t++) c[t] = run += (double)logf[(n0 + t) * H + h];
+    for (int64_t t = 0; t < len; t++) c[t] = run += logf ? (double)logf[(n0 + t) * H + h] : 0;
     for (int64_t i = 0; i < len; i++) {
         double mx = -INFINITY;
         for (int64_t j = 0; j <= i; j++) {
@@ -283,7 +283,7 @@ void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, 
                 rt_free(dp);
             }
             double acc = 0;
-            for (int64_t t = len - 1; t >= 0; t--) dlogf[(n0 + t) * H + h] = (real)(acc += dc[t]);
+            for (int64_t t = len - 1; logf && t >= 0; t--) dlogf[(n0 + t) * H + h] = (real)(acc += dc[t]);
             rt_free(P);
             rt_free(dc);
         }

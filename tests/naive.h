@@ -1,4 +1,4 @@
-/* Naive recurrent references of the three mixers (fla's naive_recurrent_* style): token
+/* Naive recurrent references of the three mixers (FoX also without its gate) (fla's naive_recurrent_* style): token
  * by token over the explicit state, forward and backpropagation through time, computed in
  * double whatever `real` is. Layouts as in src/backend.h. */
 #ifndef ROTOR_NAIVE_H
@@ -17,6 +17,8 @@ void naive_gdn_fwd(real *o, const real *q, const real *k, const real *v, const r
 void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const real *dout,
                    const real *q, const real *k, const real *v, const real *beta, const real *g,
                    const Seqs *s, int H, int K, int V, double scale);
+/* FoX attention by its definition (docs/models.md §4); logf NULL: no forget gate (the
+ * Transformer), and naive_fox_bwd then leaves dlogf alone. */
 void naive_fox_fwd(real *o, const real *q, const real *k, const real *v, const real *logf,
                    const Seqs *s, int H, int D, double scale);
 void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, const real *q,

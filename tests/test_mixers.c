@@ -1,5 +1,6 @@
 /* Chunked/blockwise mixers equal their naive recurrent references, forward and backward,
- * on segments whose lengths are not multiples of the chunk size (SPEC §2-4). Built twice:
+ * on segments whose lengths are not multiples of the chunk size (SPEC §2-4, and the gateless
+ * attention of the Transformer). Built twice:
  * fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
 #include "cpu/cpu_ops.h"
 #include "harness.h"
@@ -106,7 +107,8 @@ static void test_gdn_chunked_equals_recurrent(void) { gdn_case(-1.0, 3); }
 static void test_gdn_chunked_strong_decay(void) { gdn_case(-20.0, 4); }
 static void test_gdn_chunked_weak_decay(void) { gdn_case(-0.05, 8); }
 
-static void fox_case(double flo, uint64_t seed) {
+/* log f drawn from [flo, 0]; gated = 0: no forget gate (logf NULL, the Transformer). */
+static void fox_case(int gated, double flo, uint64_t seed) {
     Rng r;
     rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
@@ -114,7 +116,7 @@ static void fox_case(double flo, uint64_t seed) {
     int H = 2, D = 16;
     int64_t N = s->ntok, n = N * H * D, nh = N * H;
     real *q = tu_randn(&r, n, 1), *k = tu_randn(&r, n, 1), *v = tu_randn(&r, n, 1);
-    real *logf = tu_rand(&r, nh, flo, 0.0), *dout = tu_randn(&r, n, 1);
+    real *logf = gated ? tu_rand(&r, nh, flo, 0.0) : NULL, *dout = tu_randn(&r, n, 1);
     real *o = tu_zeros(n), *o_ref = tu_zeros(n), *lse = tu_zeros(nh);
     double scale = 1.0 / sqrt((double)D);
     AttnArgs a = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v, .logf = logf,
@@ -129,15 +131,16 @@ static void fox_case(double flo, uint64_t seed) {
     check_all("fox dq", dq, dq2, n);
     check_all("fox dk", dk, dk2, n);
     check_all("fox dv", dv, dv2, n);
-    check_all("fox dlogf", df, df2, nh);
+    if (logf) check_all("fox dlogf", df, df2, nh);
     real *bufs[] = {q, k, v, logf, dout, o, o_ref, lse, dq, dk, dv, df, dq2, dk2, dv2, df2};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     tu_seqs_free(&ts);
 }
 
-static void test_fox_blockwise_equals_naive(void) { fox_case(-1.0, 5); }
-static void test_fox_blockwise_strong_forgetting(void) { fox_case(-10.0, 6); }
-static void test_fox_blockwise_weak_forgetting(void) { fox_case(-0.05, 9); }
+static void test_fox_blockwise_equals_naive(void) { fox_case(1, -1.0, 5); }
+static void test_fox_blockwise_strong_forgetting(void) { fox_case(1, -10.0, 6); }
+static void test_fox_blockwise_weak_forgetting(void) { fox_case(1, -0.05, 9); }
+static void test_transformer_blockwise_equals_naive(void) { fox_case(0, 0, 10); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
@@ -150,6 +153,7 @@ int main(int argc, char **argv) {
         {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
         {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
         {"fox_blockwise_weak_forgetting", test_fox_blockwise_weak_forgetting},
+        {"transformer_blockwise_equals_naive", test_transformer_blockwise_equals_naive},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

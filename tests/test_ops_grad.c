@@ -1090,15 +1090,16 @@ static double fox_loss(void *p) {
     return tu_dot(c->wo, c->attn.o, c->attn.s->ntok * c->attn.H * c->attn.D);
 }
 
-static void test_fox(void) {
+/* gated = 0: no forget gate (logf NULL, the Transformer), dlogf left alone. */
+static void fox_grad_case(int gated, uint64_t seed) {
     Rng r;
-    rng_init(&r, 603, 0);
+    rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
     const Seqs *s = &ts.s;
     int H = 2, D = 8;
     int64_t N = s->ntok, n = N * H * D, nh = N * H;
     real *q = rand_nz(&r, n, 0.05, 1.5), *k = rand_nz(&r, n, 0.05, 1.5);
-    real *v = rand_nz(&r, n, 0.05, 1.5), *logf = tu_rand(&r, nh, -0.05, -0.002);
+    real *v = rand_nz(&r, n, 0.05, 1.5), *logf = gated ? tu_rand(&r, nh, -0.05, -0.002) : NULL;
     real *wo = rand_nz(&r, n, 0.05, 1.0), *o = tu_zeros(n), *lse = tu_zeros(nh);
     double scale = 1.0 / sqrt((double)D);
     MixCtx c = {.attn = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v,
@@ -1113,10 +1114,13 @@ static void test_fox(void) {
     mixer_check("fox dq", fox_loss, &c, q, dq, n, (int64_t)H * D, &r);
     mixer_check("fox dk", fox_loss, &c, k, dk, n, (int64_t)H * D, &r);
     mixer_check("fox dv", fox_loss, &c, v, dv, n, (int64_t)H * D, &r);
-    mixer_check("fox dlogf", fox_loss, &c, logf, df, nh, H, &r);
+    if (gated) mixer_check("fox dlogf", fox_loss, &c, logf, df, nh, H, &r);
     FREE_ALL(q, k, v, logf, wo, o, lse, o_saved, lse_saved, dq, dk, dv, df);
     tu_seqs_free(&ts);
 }
+
+static void test_fox(void) { fox_grad_case(1, 603); }
+static void test_fox_no_gate(void) { fox_grad_case(0, 604); }
 
 /* ---------------------------------------------------------- loss ---- */
 
@@ -1295,6 +1299,7 @@ int main(int argc, char **argv) {
         {"gla", test_gla},
         {"gdn", test_gdn},
         {"fox", test_fox},
+        {"fox_no_gate", test_fox_no_gate},
         {"cross_entropy", test_cross_entropy},
         {"adamw", test_adamw},
         {"sumsq_scale", test_sumsq_scale},

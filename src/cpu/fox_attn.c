@@ -6,6 +6,9 @@
  * the matrix products stay large); the forward saves lse_i = log sum_j exp(s_ij). The
  * backward recomputes P = exp(s - lse), uses dS = P o (dP - rowsum(dO o O)), and d log f is
  * the reverse cumulative sum of dc, where dc_i = sum_j dS_ij - sum_j dS_ji.
+ *
+ * Without a forget gate (logf NULL: the Transformer, docs/models.md §4b) c is absent: no
+ * bias, no dc and no d log f.
  */
 #include <math.h>
 #include <string.h>
@@ -24,18 +27,28 @@ static int64_t max_segment(const Seqs *s) {
 }
 
 /* S[t][u] = scale q_(i0+t).k_u + c_(i0+t) - c_u for the bq query rows of the block and the
- * nk = i0 + bq keys they see, -INFINITY above the causal diagonal. Rows/cols are relative
- * to the segment; ld is the row stride of q/k (H*D) and of S (lds). */
+ * nk = i0 + bq keys they see (no c term when c is NULL), -INFINITY above the causal
+ * diagonal. Rows/cols are relative to the segment; ld is the row stride of q/k (H*D) and of
+ * S (lds). */
 static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, const real *c,
                          int64_t i0, int bq, int D, int ld, real scale) {
     int64_t nk = i0 + bq;
     gemm(0, 1, bq, (int)nk, D, scale, Qp + i0 * ld, ld, Kp, ld, 0, S, (int)lds);
     for (int t = 0; t < bq; t++) {
-        real ci = c[i0 + t], *row = S + t * lds;
+        real *row = S + t * lds;
+        if (c) {
+            real ci = c[i0 + t];
 #pragma omp simd
-        for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
+            for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
+        }
         for (int64_t u = i0 + t + 1; u < nk; u++) row[u] = -INFINITY;
     }
+}
+
+/* c[t] = cumulative sum of log f over the segment starting at token `first`, head h. */
+static void cum_logf(real *c, const real *lf, int64_t first, int64_t len, int H, int h) {
+    real run = 0;
+    for (int64_t t = 0; t < len; t++) c[t] = run += lf[(first + t) * H + h];
 }
 
 void cpu_fox_fwd(const AttnArgs *a) {
@@ -49,15 +62,14 @@ void cpu_fox_fwd(const AttnArgs *a) {
 #pragma omp parallel
     {
         real *S = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
-        real *c = rt_alloc_aligned(sizeof(real) * (size_t)lds);
+        real *c = lf ? rt_alloc_aligned(sizeof(real) * (size_t)lds) : NULL;
 #pragma omp for collapse(2) schedule(dynamic)
         for (int seg = 0; seg < s->nseg; seg++)
             for (int h = 0; h < H; h++) {
                 int64_t first = s->cu[seg], len = s->cu[seg + 1] - first;
                 const real *Qp = q + first * ld + h * D, *Kp = k + first * ld + h * D,
                            *Vp = v + first * ld + h * D;
-                real run = 0;
-                for (int64_t t = 0; t < len; t++) c[t] = run += lf[(first + t) * H + h];
+                if (c) cum_logf(c, lf, first, len, H, h);
                 for (int64_t i0 = 0; i0 < len; i0 += QB) {
                     int bq = (int)(len - i0 < QB ? len - i0 : QB);
                     int64_t nk = i0 + bq;
@@ -97,8 +109,8 @@ void cpu_fox_bwd(const AttnGrads *gr) {
     {
         real *S = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
         real *dP = rt_alloc_aligned(sizeof(real) * (size_t)(QB * lds));
-        real *c = rt_alloc_aligned(sizeof(real) * (size_t)lds);
-        real *dc = rt_alloc_aligned(sizeof(real) * (size_t)lds);
+        real *c = lf ? rt_alloc_aligned(sizeof(real) * (size_t)lds) : NULL;
+        real *dc = lf ? rt_alloc_aligned(sizeof(real) * (size_t)lds) : NULL;
         real *Dt = rt_alloc_aligned(sizeof(real) * (size_t)lds);
 #pragma omp for collapse(2) schedule(dynamic)
         for (int seg = 0; seg < s->nseg; seg++)
@@ -107,10 +119,11 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                 int64_t off = first * ld + h * D;
                 const real *Qp = q + off, *Kp = k + off, *Vp = v + off, *dOp = dout + off;
                 real *dQp = dq + off, *dKp = dk + off, *dVp = dv + off;
-                real run = 0;
+                if (c) {
+                    cum_logf(c, lf, first, len, H, h);
+                    memset(dc, 0, sizeof(real) * (size_t)len);
+                }
                 for (int64_t t = 0; t < len; t++) {
-                    c[t] = run += lf[(first + t) * H + h];
-                    dc[t] = 0;
                     real dot = 0;
                     for (int d = 0; d < D; d++) dot += dOp[t * ld + d] * o[off + t * ld + d];
                     Dt[t] = dot;
@@ -137,9 +150,9 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                             dr[u] = ds;
                             rs += ds;
                         }
-                        dc[i0 + t] += rs;
+                        if (dc) dc[i0 + t] += rs;
                     }
-                    for (int t = 0; t < bq; t++) {
+                    for (int t = 0; dc && t < bq; t++) {
                         const real *dr = dP + t * lds;
                         for (int64_t u = 0; u < nk; u++) dc[u] -= dr[u];
                     }
@@ -147,7 +160,7 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                     gemm(1, 0, (int)nk, D, bq, (real)scale, dP, (int)lds, Qp + i0 * ld, ld, 1, dKp, ld);
                 }
                 real acc = 0;
-                for (int64_t t = len - 1; t >= 0; t--) {
+                for (int64_t t = len - 1; dc && t >= 0; t--) {
                     acc += dc[t];
                     dlogf[(first + t) * H + h] = acc;
                 }
