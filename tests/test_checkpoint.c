@@ -83,6 +83,16 @@ static ModelConfig tiny_fox_pro(void) {
     return c;
 }
 
+/* The Transformer with QK-norm (weights shared by the heads) and Selective RoPE with a phase
+ * gate. */
+static ModelConfig tiny_transformer(void) {
+    ModelConfig c = tu_tiny_model(MIXER_TRANSFORMER, 2);
+    c.qk_norm = 1;
+    c.pe.kind = PE_SELECTIVE;
+    c.pe.phase_gate = 1;
+    return c;
+}
+
 static RunConfig run_config_for(const ModelConfig *mc, const char *dir) {
     RunConfig rc;
     run_config_defaults(&rc);
@@ -293,6 +303,11 @@ static void test_roundtrip_gdn(void) {
 static void test_roundtrip_fox_pro(void) {
     ModelConfig c = tiny_fox_pro();
     roundtrip(&c, "fox-pro selective low_rank");
+}
+
+static void test_roundtrip_transformer(void) {
+    ModelConfig c = tiny_transformer();
+    roundtrip(&c, "transformer qk_norm selective phase gate");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -681,6 +696,7 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
     case MIXER_FOX:
         c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
         break;
+    case MIXER_TRANSFORMER: c.qk_norm = 1; break;
     }
     PEConfig *pe = &c.pe;
     switch (pe_variant) {
@@ -710,11 +726,12 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
 
 static void test_hf_roundtrip(void) {
     static const char *const pes[] = {"nope", "rope", "selective low-rank all flags", "selective full-rank"};
-    static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer"};
+    static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer",
+                                        "transformer"};
     static const char *const archs[] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
-                                        "ForgettingTransformerForCausalLM"};
+                                        "ForgettingTransformerForCausalLM", "TransformerForCausalLM"};
     static const char *const pe_types[] = {"nope", "rope", "selective_rope", "selective_rope"};
-    for (int mx = 0; mx < 3; mx++) {
+    for (int mx = 0; mx < 4; mx++) {
         for (int v = 0; v < 4; v++) {
             char label[96];
             snprintf(label, sizeof label, "%s %s", types[mx], pes[v]);
@@ -742,6 +759,8 @@ static void test_hf_roundtrip(void) {
                 CHECK(json_integer_value(json_object_get(pe, "phi_proj_rank")) == 5);
             }
             if (v == 3) CHECK(!strcmp(json_string_value(json_object_get(pe, "conv_act")), "silu"));
+            if (mx == MIXER_TRANSFORMER) /* fla's Attention reads its RoPE base here */
+                CHECK(json_real_value(json_object_get(parsed, "rope_theta")) == c.pe.rope_theta);
             json_decref(parsed);
             free(text);
         }
@@ -826,6 +845,25 @@ static void test_hf_errors(void) {
                     " \"use_output_gate\": false}",
                     &out) == -1);
     CHECK_ERR("'intermediate_size' and 'hidden_ratio'");
+    /* fla's own Transformer config: no position_embedding, so fla's RoPE with rope_theta. */
+    CHECK_MSG(from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                        " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4,"
+                        " \"intermediate_size\": null, \"norm_eps\": 1e-06, \"qk_norm\": true,"
+                        " \"rope_theta\": 10000.0, \"num_kv_heads\": null, \"window_size\": null}",
+                        &out) == 0,
+              "%s", err);
+    model_config_defaults(&want);
+    want.mixer = MIXER_TRANSFORMER;
+    want.num_heads = 16;
+    want.qk_norm = 1;
+    want.pe.kind = PE_ROPE;
+    want.pe.rope_theta = 10000;
+    CHECK(config_equal(&out, &want, "fla-style transformer"));
+    CHECK(from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4, \"norm_eps\": 1e-06,"
+                    " \"qk_norm\": false, \"num_kv_heads\": 4}",
+                    &out) == -1);
+    CHECK_ERR("'num_kv_heads' = 4 is not supported");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -973,6 +1011,7 @@ int main(int argc, char **argv) {
         {"checkpoint_roundtrip_gla", test_roundtrip_gla},
         {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
         {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
+        {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
         {"checkpoint_latest", test_latest},
         {"checkpoint_keep", test_keep},
         {"checkpoint_corrupt", test_corrupt},

@@ -32,6 +32,8 @@ void apply_pe_variant(ModelConfig *c, int k) {
 void apply_mixer_option(ModelConfig *c, int on) {
     if (c->mixer == MIXER_FOX)
         c->output_gate = c->output_norm = c->qk_norm = c->k_shift = c->v_shift = on;
+    else if (c->mixer == MIXER_TRANSFORMER)
+        c->qk_norm = on;
     else
         c->short_conv = on;
 }
@@ -41,6 +43,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_GLA: return on ? "gla-conv" : "gla-noconv";
     case MIXER_GDN: return on ? "gdn-conv" : "gdn-noconv";
     case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
+    case MIXER_TRANSFORMER: return on ? "transformer-qknorm" : "transformer";
     }
     return "?";
 }

@@ -54,7 +54,8 @@ typedef struct {
 static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "task"};
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 
-static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX}, {NULL, 0}};
+static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
+                               {"transformer", MIXER_TRANSFORMER}, {NULL, 0}};
 static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
@@ -93,7 +94,7 @@ static const KeySpec KEYS[] = {
     K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
-    K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro: QK norm"),
+    K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),
     K_BOOL("model", "k_shift", model.k_shift, "FoX-Pro: key shift"),
     K_BOOL("model", "v_shift", model.v_shift, "FoX-Pro: value shift"),
     K_BOOL("model", "doc_mask", model.doc_mask, "restart every mixer at document starts (BOS)"),

@@ -57,6 +57,11 @@ static const Field FOX[] = {
     F("use_k_shift", F_BOOL, R_ANY, 0, k_shift),
     F("use_v_shift", F_BOOL, R_ANY, 0, v_shift),
 };
+/* fla's Attention always rotates q and k by RoPE with base rope_theta (docs/models.md §4b) */
+static const Field TRANSFORMER[] = {
+    F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
+    F("rope_theta", F_REAL, R_POS, 0, pe.rope_theta),
+};
 static const Field ROPE[] = {
     F("theta", F_REAL, R_POS, 0, pe.rope_theta),
 };
@@ -93,7 +98,7 @@ static const Fixed GDN_FIXED[] = {
     {"use_gate", "true", 1},     {"conv_size", "4", 1},          {"allow_neg_eigval", "false", 1},
     {"num_v_heads", "null", 1}, {"attn_mode", "\"chunk\"", 0},
 };
-static const Fixed FOX_FIXED[] = {
+static const Fixed ATTN_FIXED[] = { /* FoX and the Transformer */
     {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
 };
 static const Fixed SELECTIVE_FIXED[] = {
@@ -114,8 +119,10 @@ typedef struct {
 static const MixerSchema MIXER_SCHEMA[] = {
     [MIXER_GLA] = {"gla", "GLAForCausalLM", GLA, N_OF(GLA), GLA_FIXED, N_OF(GLA_FIXED)},
     [MIXER_GDN] = {"gated_deltanet", "GatedDeltaNetForCausalLM", GDN, N_OF(GDN), GDN_FIXED, N_OF(GDN_FIXED)},
-    [MIXER_FOX] = {"forgetting_transformer", "ForgettingTransformerForCausalLM", FOX, N_OF(FOX), FOX_FIXED,
-                   N_OF(FOX_FIXED)},
+    [MIXER_FOX] = {"forgetting_transformer", "ForgettingTransformerForCausalLM", FOX, N_OF(FOX), ATTN_FIXED,
+                   N_OF(ATTN_FIXED)},
+    [MIXER_TRANSFORMER] = {"transformer", "TransformerForCausalLM", TRANSFORMER, N_OF(TRANSFORMER),
+                           ATTN_FIXED, N_OF(ATTN_FIXED)},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -169,7 +176,7 @@ static json_t *pe_to_json(const ModelConfig *c) {
 json_t *hf_config_to_json(const ModelConfig *c) {
     ModelDims dims;
     RT_ASSERT(model_dims(c, &dims) == NULL);
-    RT_ASSERT(c->mixer >= MIXER_GLA && c->mixer <= MIXER_FOX);
+    RT_ASSERT(c->mixer >= MIXER_GLA && c->mixer <= MIXER_TRANSFORMER);
     const MixerSchema *ms = &MIXER_SCHEMA[c->mixer];
     json_t *o = json_object();
     json_object_set_new(o, "model_type", json_string(ms->model_type));
@@ -290,6 +297,7 @@ static int check_fixed(const json_t *o, const char *prefix, const Fixed *f, size
  * stores the index. */
 static int read_choice(const json_t *o, const char *prefix, const char *key, const char *const *names, int n,
                        int *idx, Errs *e) {
+    *idx = 0; /* also on failure, where callers do not read it */
     const json_t *v = json_object_get(o, key);
     if (!v) return fail(e, "config key '%s%s' is missing", prefix, key);
     for (int i = 0; i < n; i++) {
@@ -307,7 +315,10 @@ static int read_choice(const json_t *o, const char *prefix, const char *key, con
 
 static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     const json_t *pe = json_object_get(j, "position_embedding");
-    if (!pe || json_is_null(pe)) return 0; /* fla's own configs: no position embedding */
+    if (!pe || json_is_null(pe)) { /* fla's own configs: NoPE, but RoPE in fla's Attention */
+        if (out->mixer == MIXER_TRANSFORMER) out->pe.kind = PE_ROPE;
+        return 0;
+    }
     if (!json_is_object(pe))
         return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
     static const char *const P = "position_embedding.";
@@ -340,9 +351,10 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     model_config_defaults(out);
     if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
     static const char *const types[] = {[MIXER_GLA] = "gla", [MIXER_GDN] = "gated_deltanet",
-                                        [MIXER_FOX] = "forgetting_transformer"};
+                                        [MIXER_FOX] = "forgetting_transformer",
+                                        [MIXER_TRANSFORMER] = "transformer"};
     int mixer;
-    if (read_choice(j, "", "model_type", types, 3, &mixer, &e)) return -1;
+    if (read_choice(j, "", "model_type", types, 4, &mixer, &e)) return -1;
     out->mixer = (MixerKind)mixer;
     const MixerSchema *ms = &MIXER_SCHEMA[mixer];
     if (read_fields(j, "", COMMON, N_OF(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, N_OF(COMMON_FIXED), &e) ||

@@ -1,5 +1,6 @@
 /* The Hugging Face config.json of a model (FORMATS.md "Checkpoints"): fla's config keys for
- * GLAForCausalLM / GatedDeltaNetForCausalLM / ForgettingTransformerForCausalLM plus rotor's
+ * GLAForCausalLM / GatedDeltaNetForCausalLM / ForgettingTransformerForCausalLM /
+ * TransformerForCausalLM plus rotor's
  * "doc_mask", FoX-Pro flags and "position_embedding" object. The schema is shared with the
  * PyTorch reference (tests/reference/ref_model.py), which builds its model from this file.
  *
@@ -7,10 +8,11 @@
  * describe it (fla runtime options such as fuse_norm, use_cache, attn_mode, architectures,
  * transformers_version, ...) are ignored. Required keys: model_type, vocab_size, hidden_size,
  * num_hidden_layers, num_heads, norm_eps; GLA expand_k, expand_v, use_short_conv; Gated
- * DeltaNet head_dim, expand_v, use_short_conv; FoX qk_norm, use_output_gate; every key of a
+ * DeltaNet head_dim, expand_v, use_short_conv; FoX qk_norm, use_output_gate; Transformer
+ * qk_norm; every key of a
  * selective_rope position_embedding but gate_parametrization and d_conv. The other keys are
  * optional (absent or null: the model_config_defaults value; "position_embedding" absent:
- * NoPE, "doc_mask" absent: off), so that a config.json written by fla itself loads.
+ * NoPE, RoPE with "rope_theta" for the Transformer, "doc_mask" absent: off), so that a config.json written by fla itself loads.
  * "intermediate_size" may be null or absent when "hidden_ratio" gives the width. Keys fixed
  * to one value by the SPEC (conv_size 4, use_output_gate true for GLA, qkv_bias false,
  * num_kv_heads null, d_conv 4, ...) are rejected when present with any other value. */

@@ -1,5 +1,7 @@
 /* Forgetting Transformer mixer (docs/models.md §4; fla ForgettingAttention plus the FoX "Pro"
- * options of the forgetting-transformer repo: output gate, output norm, QK-norm, k/v shift). */
+ * options of the forgetting-transformer repo: output gate, output norm, QK-norm, k/v shift),
+ * and the Transformer (§4b; fla Attention): the same layer without the forget gate and the
+ * Pro options but QK-norm, whose weights the Transformer shares across heads. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,16 +9,17 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-#define QK_NORM_EPS 1e-5 /* docs/models.md §1: only the FoX QK-norm uses 1e-5 */
+#define QK_NORM_EPS 1e-5 /* docs/models.md §1: only the QK-norm uses 1e-5 */
 
 typedef struct {
     int f, fb, qnorm, knorm, kshift, vshift; /* parameter ids, -1 where absent */
+    int qk_per_head;    /* QK-norm weights per head and channel (FoX) or per channel */
     QKVPrologue in;     /* the q, k, v projections (no conv) */
     PosEmb pe;
     Readout out;
     AttnArgs attn;      /* the core op's arguments, set by the forward for the backward */
     /* saved: the shift gates and shifted k, v (aliases of in.k0, in.v0 without shift); the
-     * forget gate's logits and log f; then the q/k pipeline in docs/models.md §4 order:
+     * forget gate's logits and log f (without a gate: absent); then the q/k pipeline in docs/models.md §4 order:
      * Selective RoPE -> q_sel, QK-norm -> q_norm (rstd qrs), RoPE -> q_rope, each an alias
      * of the stage before when absent; q_rope, k_rope enter the attention */
     void *ka, *va, *k1, *v1, *fr, *lf, *lse;
@@ -26,7 +29,7 @@ typedef struct {
     void *dlf, *dfr, *dka, *dva, *dk0, *dv0;
 } FoX;
 
-enum { F_SELECTIVE = 1, F_ROPE = 2, F_QK_NORM = 4, F_K_SHIFT = 8, F_V_SHIFT = 16 };
+enum { F_SELECTIVE = 1, F_ROPE = 2, F_QK_NORM = 4, F_K_SHIFT = 8, F_V_SHIFT = 16, F_GATE = 32 };
 enum { W_MODEL, W_HEADS };
 
 static const BufDecl fox_bufs[] = {
@@ -34,8 +37,8 @@ static const BufDecl fox_bufs[] = {
     BUF_OPT(FoX, va, BUF_SAVED, BUF_ACT, W_HEADS, F_V_SHIFT),
     BUF_IF(FoX, k1, BUF_SAVED, BUF_ACT, W_MODEL, F_K_SHIFT, in.k0),
     BUF_IF(FoX, v1, BUF_SAVED, BUF_ACT, W_MODEL, F_V_SHIFT, in.v0),
-    BUF(FoX, fr, BUF_SAVED, BUF_ACT, W_HEADS),
-    BUF(FoX, lf, BUF_SAVED, BUF_F32, W_HEADS),
+    BUF_OPT(FoX, fr, BUF_SAVED, BUF_ACT, W_HEADS, F_GATE),
+    BUF_OPT(FoX, lf, BUF_SAVED, BUF_F32, W_HEADS, F_GATE),
     BUF_IF(FoX, q_sel, BUF_SAVED, BUF_ACT, W_MODEL, F_SELECTIVE, in.q0),
     BUF_IF(FoX, k_sel, BUF_SAVED, BUF_ACT, W_MODEL, F_SELECTIVE, k1),
     BUF_IF(FoX, q_norm, BUF_SAVED, BUF_ACT, W_MODEL, F_QK_NORM, q_sel),
@@ -54,8 +57,8 @@ static const BufDecl fox_bufs[] = {
     BUF_IF(FoX, dq0, BUF_SCRATCH, BUF_ACT, W_MODEL, F_SELECTIVE, dq_sel),
     BUF_IF(FoX, dk1, BUF_SCRATCH, BUF_ACT, W_MODEL, F_SELECTIVE, dk_sel),
     BUF(FoX, dv1, BUF_SCRATCH, BUF_ACT, W_MODEL),
-    BUF(FoX, dlf, BUF_SCRATCH, BUF_F32, W_HEADS),
-    BUF(FoX, dfr, BUF_SCRATCH, BUF_ACT, W_HEADS),
+    BUF_OPT(FoX, dlf, BUF_SCRATCH, BUF_F32, W_HEADS, F_GATE),
+    BUF_OPT(FoX, dfr, BUF_SCRATCH, BUF_ACT, W_HEADS, F_GATE),
     BUF_OPT(FoX, dka, BUF_SCRATCH, BUF_ACT, W_HEADS, F_K_SHIFT),
     BUF_OPT(FoX, dva, BUF_SCRATCH, BUF_ACT, W_HEADS, F_V_SHIFT),
     BUF_IF(FoX, dk0, BUF_SCRATCH, BUF_ACT, W_MODEL, F_K_SHIFT, dk1),
@@ -67,23 +70,27 @@ static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     char p[64], name[PARAM_NAME_MAX];
     snprintf(p, sizeof p, "model.layers.%d.attn.", layer);
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
-    int d = cfg->hidden_size, H = dm->H;
+    int d = cfg->hidden_size, H = dm->H, fox = cfg->mixer == MIXER_FOX;
     double std = cfg->init_std;
     qkv_declare_proj(&l->in, t, p, d, d, d, std);
     qkv_declare_conv(&l->in, t, p, 0, ACT_NONE, ACT_NONE, std);
-    l->f = declare_linear(t, NAME("f_proj.weight"), H, d, std);
-    l->fb = declare_vector(t, NAME("f_proj.bias"), H, 0);
-    readout_declare_gate(&l->out, t, p, cfg->output_gate ? ACT_SIGMOID : ACT_NONE, d, H, dm->dv, std);
+    l->f = l->fb = l->qnorm = l->knorm = l->kshift = l->vshift = -1;
+    if (fox) {
+        l->f = declare_linear(t, NAME("f_proj.weight"), H, d, std);
+        l->fb = declare_vector(t, NAME("f_proj.bias"), H, 0);
+    }
+    readout_declare_gate(&l->out, t, p, fox && cfg->output_gate ? ACT_SIGMOID : ACT_NONE, d, H,
+                         dm->dv, std);
     readout_declare_out(&l->out, t, p, std);
     readout_declare_norm(&l->out, t, NAME("o_norm.weight"),
-                         cfg->output_norm ? READOUT_NORM_PER_HEAD : READOUT_NO_NORM);
-    l->qnorm = l->knorm = l->kshift = l->vshift = -1;
-    if (cfg->qk_norm) {
-        l->qnorm = declare_vector(t, NAME("q_norm.weight"), d, 1);
-        l->knorm = declare_vector(t, NAME("k_norm.weight"), d, 1);
+                         fox && cfg->output_norm ? READOUT_NORM_PER_HEAD : READOUT_NO_NORM);
+    l->qk_per_head = fox;
+    if (cfg->qk_norm) { /* fla: FoX [d] (read as [H, dh]); Transformer RMSNorm(head_dim) */
+        l->qnorm = declare_vector(t, NAME("q_norm.weight"), fox ? d : dm->dk, 1);
+        l->knorm = declare_vector(t, NAME("k_norm.weight"), fox ? d : dm->dk, 1);
     }
-    if (cfg->k_shift) l->kshift = declare_linear(t, NAME("k_shift_proj.weight"), H, d, std);
-    if (cfg->v_shift) l->vshift = declare_linear(t, NAME("v_shift_proj.weight"), H, d, std);
+    if (fox && cfg->k_shift) l->kshift = declare_linear(t, NAME("k_shift_proj.weight"), H, d, std);
+    if (fox && cfg->v_shift) l->vshift = declare_linear(t, NAME("v_shift_proj.weight"), H, d, std);
 #undef NAME
     pe_declare(&l->pe, t, p, cfg, H, dm->dk);
     return l;
@@ -100,7 +107,8 @@ static void fox_bind(void *layer, const Backend *be, const ModelDims *dm, Carve 
     int64_t widths[] = {[W_MODEL] = (int64_t)dm->H * dm->dk, [W_HEADS] = dm->H};
     unsigned f = (l->pe.cfg.kind == PE_SELECTIVE ? F_SELECTIVE : 0) |
                  (l->pe.cfg.kind == PE_ROPE ? F_ROPE : 0) | (l->qnorm >= 0 ? F_QK_NORM : 0) |
-                 (l->kshift >= 0 ? F_K_SHIFT : 0) | (l->vshift >= 0 ? F_V_SHIFT : 0);
+                 (l->kshift >= 0 ? F_K_SHIFT : 0) | (l->vshift >= 0 ? F_V_SHIFT : 0) |
+                 (l->f >= 0 ? F_GATE : 0);
     qkv_bind(&l->in, be, sv, sc, N);
     acts_bind(l, fox_bufs, BUF_COUNT(fox_bufs), widths, f, be, sv, sc, N);
     readout_bind(&l->out, be, sv, sc, N);
@@ -122,16 +130,20 @@ static void fox_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->matmul_fwd(l->va, x, W(c, l->vshift), NULL, N, H, d);
         be->shift_fwd(l->v1, l->in.v0, l->va, c->seqs, H, dm->dv);
     }
-    be->matmul_fwd(l->fr, x, W(c, l->f), W(c, l->fb), N, H, d);
-    be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0);
+    if (l->f >= 0) {
+        be->matmul_fwd(l->fr, x, W(c, l->f), W(c, l->fb), N, H, d);
+        be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0);
+    }
     if (pk == PE_SELECTIVE) pe_forward(&l->pe, c, x, l->in.q0, l->k1, l->q_sel, l->k_sel);
     if (l->qnorm >= 0) {
-        be->rmsnorm_fwd(l->q_norm, l->qrs, l->q_sel, W(c, l->qnorm), N, H, dm->dk, 1, QK_NORM_EPS);
-        be->rmsnorm_fwd(l->k_norm, l->krs, l->k_sel, W(c, l->knorm), N, H, dm->dk, 1, QK_NORM_EPS);
+        be->rmsnorm_fwd(l->q_norm, l->qrs, l->q_sel, W(c, l->qnorm), N, H, dm->dk, l->qk_per_head,
+                        QK_NORM_EPS);
+        be->rmsnorm_fwd(l->k_norm, l->krs, l->k_sel, W(c, l->knorm), N, H, dm->dk, l->qk_per_head,
+                        QK_NORM_EPS);
     }
     if (pk == PE_ROPE) pe_forward(&l->pe, c, x, l->q_norm, l->k_norm, l->q_rope, l->k_rope);
     l->attn = (AttnArgs){.s = c->seqs, .H = H, .D = dm->dk, .scale = 1.0 / sqrt((double)dm->dk),
-                         .q = l->q_rope, .k = l->k_rope, .v = l->v1, .logf = l->lf,
+                         .q = l->q_rope, .k = l->k_rope, .v = l->v1, .logf = l->lf, /* or NULL */
                          .o = l->out.o_, .lse = l->lse};
     be->fox_fwd(&l->attn);
     readout_forward(&l->out, c, x, y);
@@ -146,16 +158,20 @@ static void fox_backward(void *layer, const Ctx *c, const void *x, const void *d
     int have_dx = readout_backward(&l->out, c, x, dy, dx);
     be->fox_bwd(&(AttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dq_rope,
                              .dk = l->dk_rope, .dv = l->dv1, .dlogf = l->dlf});
-    be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
-    be->matmul_bwd(dx, G(c, l->f), G(c, l->fb), l->dfr, x, W(c, l->f), N, H, d, have_dx);
+    if (l->f >= 0) {
+        be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
+        be->matmul_bwd(dx, G(c, l->f), G(c, l->fb), l->dfr, x, W(c, l->f), N, H, d, have_dx);
+    } else if (!have_dx) { /* the Transformer: the rest accumulates into dx */
+        be->zero(dx, (size_t)N * d * be->act_size);
+    }
     if (pk == PE_ROPE)
         pe_backward(&l->pe, c, x, l->q_norm, l->k_norm, l->dq_rope, l->dk_rope, l->dq_norm,
                     l->dk_norm, dx);
     if (l->qnorm >= 0) {
         be->rmsnorm_bwd(l->dq_sel, G(c, l->qnorm), l->dq_norm, l->q_sel, W(c, l->qnorm), l->qrs,
-                        N, H, dm->dk, 1, 0);
+                        N, H, dm->dk, l->qk_per_head, 0);
         be->rmsnorm_bwd(l->dk_sel, G(c, l->knorm), l->dk_norm, l->k_sel, W(c, l->knorm), l->krs,
-                        N, H, dm->dk, 1, 0);
+                        N, H, dm->dk, l->qk_per_head, 0);
     }
     if (pk == PE_SELECTIVE)
         pe_backward(&l->pe, c, x, l->in.q0, l->k1, l->dq_sel, l->dk_sel, l->dq0, l->dk1, dx);

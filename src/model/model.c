@@ -86,6 +86,7 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->cfg = *cfg;
     const char *err = model_dims(cfg, &m->dims);
     if (err) rt_die("%s", err);
+    /* the Transformer is the FoX layer without its gate (mixer_fox.c) */
     m->mix = cfg->mixer == MIXER_GLA ? &mixer_gla : cfg->mixer == MIXER_GDN ? &mixer_gdn : &mixer_fox;
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
@@ -502,7 +503,7 @@ double model_flops_per_token(const Model *m, int T) {
      * embedding table and the norm/bias vectors */
     double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
     double per_layer;
-    if (c->mixer == MIXER_FOX) {
+    if (c->mixer == MIXER_FOX || c->mixer == MIXER_TRANSFORMER) {
         per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */
     } else {
         double C = CHUNK_SIZE;

@@ -9,6 +9,7 @@ const char *mixer_name(MixerKind k) {
     case MIXER_GLA: return "gla";
     case MIXER_GDN: return "gated_deltanet";
     case MIXER_FOX: return "fox";
+    case MIXER_TRANSFORMER: return "transformer";
     }
     return "?";
 }
@@ -131,6 +132,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
         break;
     }
     case MIXER_FOX:
+    case MIXER_TRANSFORMER:
         if (d % H) {
             snprintf(msg, sizeof msg, "model.num_heads = %d does not divide model.hidden_size = %d", H, d);
             return msg;

@@ -5,7 +5,7 @@
 
 #include "backend.h"
 
-typedef enum { MIXER_GLA = 0, MIXER_GDN = 1, MIXER_FOX = 2 } MixerKind;
+typedef enum { MIXER_GLA = 0, MIXER_GDN = 1, MIXER_FOX = 2, MIXER_TRANSFORMER = 3 } MixerKind;
 typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
@@ -34,7 +34,7 @@ typedef struct {
     int num_heads;         /* H */
     double hidden_ratio;   /* MLP ratio; intermediate = 256 ceil(int(d ratio 2/3) / 256) */
     int intermediate_size; /* explicit MLP width, 0 = from hidden_ratio */
-    double norm_eps;       /* every RMSNorm but FoX QK-norm (1e-5) */
+    double norm_eps;       /* every RMSNorm but the QK-norm (1e-5) */
     double init_std;       /* N(0, init_std) init of linears, embeddings, convs */
     /* GLA */
     double expand_k, expand_v; /* expand_v is shared with GDN */
@@ -43,7 +43,7 @@ typedef struct {
     double gate_logit_normalizer; /* 16 */
     /* GDN */
     int head_dim;
-    /* FoX "Pro" flags */
+    /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
     /* data conventions */
     int doc_mask; /* restart every mixer at document starts (BOS tokens) */
@@ -62,7 +62,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *out);
 /* The config keys that set the mixer's head sizes, with their values ("model.hidden_size =
  * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
 const char *model_head_keys(const ModelConfig *c);
-/* Canonical names: "gla", "gated_deltanet", "fox"; "nope", "rope", "selective". */
+/* Canonical names: "gla", "gated_deltanet", "fox", "transformer"; "nope", "rope",
+ * "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
 /* SPEC defaults (GLA, NoPE, d=1024 ...); every field set. */

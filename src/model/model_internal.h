@@ -119,7 +119,7 @@ void readout_forward(Readout *r, const Ctx *c, const void *x, void *y);
  * a gate). */
 int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
-/* ---- mixers (mixer_gla.c, mixer_gdn.c, mixer_fox.c) ---- */
+/* ---- mixers (mixer_gla.c, mixer_gdn.c, mixer_fox.c: FoX and the Transformer) ---- */
 typedef struct {
     const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox") */
     /* Declares the layer's parameters under "model.layers.<layer>.attn." */
