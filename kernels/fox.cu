@@ -15,6 +15,10 @@
 // dS) minus dc_j (columns) is summed into dlogf, whose segment-wise reverse cumulative sum
 // (cuda_revcumsum, in place) is d log f.
 //
+// Without a forget gate (logf NULL: the Transformer, docs/models.md §4b) the kernels are
+// instantiated with GATE = false: no log f loads, no c sums, no dc and no revcumsum; the
+// scores are scale q_i.k_j alone.
+//
 // Warp fragments follow the PTX ISA layout of mma.m16n8k16 (mma.cuh): lane = 4 g + t holds C
 // elements (g, 2t..2t+1) and (g+8, 2t..2t+1) of each 16x8 tile.
 #include "chunks.cuh"
@@ -48,8 +52,8 @@ template <int D> constexpr size_t fwd_smem() {
 
 // Grid: nchunk * H CTAs, the last chunks (the longest rows) first. Shared: Q, two K and two
 // V buffers (the next key block loads while this one is used), the c values of the query
-// rows and of the current keys (log2 units, relative to c at q0 - 1).
-template <int D>
+// rows and of the current keys (log2 units, relative to c at q0 - 1; unused without GATE).
+template <int D, bool GATE>
 __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
     fox_fwd_kernel(bf16 *__restrict__ o, float *__restrict__ lse, const bf16 *__restrict__ q,
                    const bf16 *__restrict__ k, const bf16 *__restrict__ v,
@@ -78,7 +82,7 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
     // c relative to c_(q0-1): prefix sums inside the diagonal block; warp 0 keeps in `run`
     // the sum of log f from the start of the last key block visited to q0 - 1.
     float run = 0.f;
-    if (warp == 0) {
+    if (GATE && warp == 0) {
         float x[2];
 #pragma unroll
         for (int e = 0; e < 2; e++) {
@@ -108,7 +112,7 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
                                  CHUNK, D, THREADS);
         }
         cp_async_commit();
-        if (it > 0 && warp == 0) {
+        if (GATE && it > 0 && warp == 0) {
             // keys j < q0: c_j - c_(q0-1) = -(sum of log f over j+1 .. q0-1)
             const int k0 = q0 - it * CHUNK;
             float x[2];
@@ -141,15 +145,22 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
 
         // log2-scaled scores with the forget bias; the diagonal block (it == 0) is causal,
         // which also masks keys past the segment end for every valid row.
-        const float qc0 = sQc[r0], qc1 = sQc[r1];
+        const float qc0 = GATE ? sQc[r0] : 0.f, qc1 = GATE ? sQc[r1] : 0.f;
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int j = nt * 8 + 2 * t + e;
-                const float kc = sKc[j];
-                float s0 = sc[nt][e] * sl2 + (qc0 - kc), s1 = sc[nt][2 + e] * sl2 + (qc1 - kc);
+                float s0, s1;
+                if constexpr (GATE) {
+                    const float kc = sKc[j];
+                    s0 = sc[nt][e] * sl2 + (qc0 - kc);
+                    s1 = sc[nt][2 + e] * sl2 + (qc1 - kc);
+                } else {
+                    s0 = sc[nt][e] * sl2;
+                    s1 = sc[nt][2 + e] * sl2;
+                }
                 if (it == 0) {
                     if (j > r0) s0 = -INFINITY;
                     if (j > r1) s1 = -INFINITY;
@@ -227,7 +238,8 @@ __global__ void __launch_bounds__(THREADS, D > 64 ? 2 : 4)
 }
 
 // delta_i = dO_i . o_i for every (token, head) row, one warp each; also zeroes the dQ
-// accumulator row and the dc entry (kept in dlogf) that the backward kernel adds into.
+// accumulator row and the dc entry (kept in dlogf; NULL without a gate) that the backward
+// kernel adds into.
 __global__ void fox_bwd_prep(float *__restrict__ delta, float *__restrict__ dqacc,
                              float *__restrict__ dc, const bf16 *__restrict__ dout,
                              const bf16 *__restrict__ o, int64_t rows, int D) {
@@ -245,7 +257,7 @@ __global__ void fox_bwd_prep(float *__restrict__ delta, float *__restrict__ dqac
     s = warp_sum(s);
     if (lane == 0) {
         delta[row] = s;
-        dc[row] = 0.f;
+        if (dc) dc[row] = 0.f;
     }
 }
 
@@ -271,8 +283,9 @@ template <int D, int QT> constexpr size_t bwd_smem() {
 // dP^T = V dO^T are 16 x QT per warp, dK and dV 16 x D stay in registers. dS^T goes to
 // shared memory for dQ = dS K, which the four warps split as (QT/16 row groups) x (column
 // groups of DW). Shared: K, V, two Q and two dO buffers, dS^T, and per tile the key c
-// values, the query terms (c_i - lse_i) and delta_i, and per-warp column sums of dS^T.
-template <int D, int QT>
+// values, the query terms (c_i - lse_i) and delta_i, and per-warp column sums of dS^T (the
+// c values and the column sums unused without GATE).
+template <int D, int QT, bool GATE>
 __global__ void __launch_bounds__(THREADS)
     fox_bwd_kernel(bf16 *__restrict__ dk, bf16 *__restrict__ dv, float *__restrict__ dqacc,
                    float *__restrict__ dc, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -309,7 +322,7 @@ __global__ void __launch_bounds__(THREADS)
 
     // c relative to c_(k0-1); warp 0 keeps in `run` the sum of log f from k0 to the tile.
     float run = 0.f;
-    if (warp == 0) {
+    if (GATE && warp == 0) {
         float x[2];
 #pragma unroll
         for (int e = 0; e < 2; e++) {
@@ -348,11 +361,11 @@ __global__ void __launch_bounds__(THREADS)
                 const int tok = qs + E * lane + e;
                 const int64_t idx = (int64_t)tok * H + h;
                 const bool ok = E * lane < QT && tok < send;
-                x[e] = ok ? lf[idx] : 0.f;
+                x[e] = GATE && ok ? lf[idx] : 0.f;
                 ls[e] = ok ? lse[idx] : 0.f;
                 dl[e] = ok ? delta[idx] : 0.f;
             }
-            const float tot = warp_prefix(x);
+            const float tot = GATE ? warp_prefix(x) : 0.f; // without GATE, x = run = 0
 #pragma unroll
             for (int e = 0; e < E; e++)
                 if (E * lane < QT) {
@@ -393,7 +406,7 @@ __global__ void __launch_bounds__(THREADS)
 
         // P = exp(s - lse) where j <= i < segment end (this also drops keys past the end),
         // dS = P o (dP - delta_i); sc <- P^T, dp <- dS^T
-        const float kc0 = sKc[kr0], kc1 = sKc[kr1];
+        const float kc0 = GATE ? sKc[kr0] : 0.f, kc1 = GATE ? sKc[kr1] : 0.f;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
 #pragma unroll
@@ -408,8 +421,10 @@ __global__ void __launch_bounds__(THREADS)
                 sc[nt][2 + e] = p1;
                 dp[nt][e] = ds0;
                 dp[nt][2 + e] = ds1;
-                dcs0 += ds0;
-                dcs1 += ds1;
+                if constexpr (GATE) {
+                    dcs0 += ds0;
+                    dcs1 += ds1;
+                }
             }
         }
 
@@ -438,7 +453,7 @@ __global__ void __launch_bounds__(THREADS)
             *reinterpret_cast<uint32_t *>(sdS + kr0 * LDS + col) = pack_bf16(dp[nt][0], dp[nt][1]);
             *reinterpret_cast<uint32_t *>(sdS + kr1 * LDS + col) = pack_bf16(dp[nt][2], dp[nt][3]);
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
+            for (int e = 0; GATE && e < 2; e++) {
                 float cs = dp[nt][e] + dp[nt][2 + e];
                 cs += __shfl_xor_sync(FULL_MASK, cs, 4);
                 cs += __shfl_xor_sync(FULL_MASK, cs, 8);
@@ -483,18 +498,20 @@ __global__ void __launch_bounds__(THREADS)
             }
         }
         // dc_i += sum over this block's keys of dS_ij
-        if (tid < QT && qs + tid < send)
+        if (GATE && tid < QT && qs + tid < send)
             atomicAdd(dc + (int64_t)(qs + tid) * H + h,
                       sDc[tid] + sDc[QT + tid] + sDc[2 * QT + tid] + sDc[3 * QT + tid]);
         __syncthreads();
     }
 
     // dc_j -= sum over queries of dS_ij
-    dcs0 = quad_sum(dcs0);
-    dcs1 = quad_sum(dcs1);
-    if (t == 0) {
-        if (kr0 < klen) atomicAdd(dc + (int64_t)kt0 * H + h, -dcs0);
-        if (kr1 < klen) atomicAdd(dc + (int64_t)kt1 * H + h, -dcs1);
+    if constexpr (GATE) {
+        dcs0 = quad_sum(dcs0);
+        dcs1 = quad_sum(dcs1);
+        if (t == 0) {
+            if (kr0 < klen) atomicAdd(dc + (int64_t)kt0 * H + h, -dcs0);
+            if (kr1 < klen) atomicAdd(dc + (int64_t)kt1 * H + h, -dcs1);
+        }
     }
     // dK (scaled) and dV through shared memory (K and V are no longer read)
     bf16 *oK = sK, *oV = sV;
@@ -523,33 +540,62 @@ void check_args(const char *op, const Seqs *s, int H, int D, const void *const *
     for (int i = 0; i < nptr; i++) cuda_check_aligned(ptrs[i], 16, op);
 }
 
-template <int D>
+template <int D, bool GATE>
 void launch_fwd(void *o, void *lse, const void *q, const void *k, const void *v, const void *lf,
                 const Seqs *s, int H, float sl2) {
     constexpr size_t smem = fwd_smem<D>();
     // the shared-memory opt-in, at the first launch
-    static const bool ready = (cuda_allow_smem(fox_fwd_kernel<D>, smem, "fox_fwd"), true);
+    static const bool ready = (cuda_allow_smem(fox_fwd_kernel<D, GATE>, smem, "fox_fwd"), true);
     (void)ready;
     const int nchunk = (int)s->nchunk;
-    fox_fwd_kernel<D><<<nchunk * H, THREADS, smem, cuda_stream()>>>(
+    fox_fwd_kernel<D, GATE><<<nchunk * H, THREADS, smem, cuda_stream()>>>(
         (bf16 *)o, (float *)lse, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
         (const float *)lf, s->dev_chunk, s->dev_cu, nchunk, H, sl2);
     CUDA_LAUNCHED();
 }
 
-template <int D, int QT>
+template <int D, int QT, bool GATE>
 void launch_bwd(void *dk, void *dv, float *dqacc, void *dc, const void *q, const void *k,
                 const void *v, const void *dout, const void *lf, const void *lse,
                 const float *delta, const Seqs *s, int H, float sl2, float scale) {
     constexpr size_t smem = bwd_smem<D, QT>();
     // the shared-memory opt-in, at the first launch
-    static const bool ready = (cuda_allow_smem(fox_bwd_kernel<D, QT>, smem, "fox_bwd"), true);
+    static const bool ready =
+        (cuda_allow_smem(fox_bwd_kernel<D, QT, GATE>, smem, "fox_bwd"), true);
     (void)ready;
-    fox_bwd_kernel<D, QT><<<(int)s->nchunk * H, THREADS, smem, cuda_stream()>>>(
+    fox_bwd_kernel<D, QT, GATE><<<(int)s->nchunk * H, THREADS, smem, cuda_stream()>>>(
         (bf16 *)dk, (bf16 *)dv, dqacc, (float *)dc, (const bf16 *)q, (const bf16 *)k,
         (const bf16 *)v, (const bf16 *)dout, (const float *)lf, (const float *)lse, delta,
         s->dev_chunk, s->dev_cu, H, sl2, scale);
     CUDA_LAUNCHED();
+}
+
+template <bool GATE>
+void fwd_for_d(int D, void *o, void *lse, const void *q, const void *k, const void *v,
+               const void *lf, const Seqs *s, int H, float sl2) {
+    switch (D) {
+    case 32: launch_fwd<32, GATE>(o, lse, q, k, v, lf, s, H, sl2); break;
+    case 64: launch_fwd<64, GATE>(o, lse, q, k, v, lf, s, H, sl2); break;
+    default: launch_fwd<128, GATE>(o, lse, q, k, v, lf, s, H, sl2); break;
+    }
+}
+
+// query tiles of 64 rows; 16 at D = 128, where dK and dV alone hold 128 registers
+template <bool GATE>
+void bwd_for_d(int D, void *dk, void *dv, float *dqacc, void *dc, const void *q, const void *k,
+               const void *v, const void *dout, const void *lf, const void *lse,
+               const float *delta, const Seqs *s, int H, float sl2, float sc) {
+    switch (D) {
+    case 32:
+        launch_bwd<32, 64, GATE>(dk, dv, dqacc, dc, q, k, v, dout, lf, lse, delta, s, H, sl2, sc);
+        break;
+    case 64:
+        launch_bwd<64, 64, GATE>(dk, dv, dqacc, dc, q, k, v, dout, lf, lse, delta, s, H, sl2, sc);
+        break;
+    default:
+        launch_bwd<128, 16, GATE>(dk, dv, dqacc, dc, q, k, v, dout, lf, lse, delta, s, H, sl2, sc);
+        break;
+    }
 }
 
 } // namespace
@@ -573,11 +619,8 @@ void cuda_fox_fwd(const AttnArgs *a) {
     check_args("fox_fwd", s, H, D, ptrs, 4);
     if (s->ntok == 0) return;
     const float sl2 = (float)(scale * 1.4426950408889634);
-    switch (D) {
-    case 32: launch_fwd<32>(o, lse, q, k, v, logf, s, H, sl2); break;
-    case 64: launch_fwd<64>(o, lse, q, k, v, logf, s, H, sl2); break;
-    default: launch_fwd<128>(o, lse, q, k, v, logf, s, H, sl2); break;
-    }
+    if (logf) fwd_for_d<true>(D, o, lse, q, k, v, logf, s, H, sl2);
+    else fwd_for_d<false>(D, o, lse, q, k, v, logf, s, H, sl2);
 }
 
 void cuda_fox_bwd(const AttnGrads *gr) {
@@ -595,24 +638,14 @@ void cuda_fox_bwd(const AttnGrads *gr) {
     float *delta = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)rows);
     float *dqacc = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * (size_t)(rows * D));
     fox_bwd_prep<<<(unsigned)cdiv(rows, 8), 256, 0, cuda_stream()>>>(
-        delta, dqacc, (float *)dlogf, (const bf16 *)dout, (const bf16 *)o, rows, D);
+        delta, dqacc, logf ? (float *)dlogf : NULL, (const bf16 *)dout, (const bf16 *)o, rows, D);
     CUDA_LAUNCHED();
     const float sl2 = (float)(scale * 1.4426950408889634), sc = (float)scale;
-    // query tiles of 64 rows; 16 at D = 128, where dK and dV alone hold 128 registers
-    switch (D) {
-    case 32:
-        launch_bwd<32, 64>(dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
-        break;
-    case 64:
-        launch_bwd<64, 64>(dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
-        break;
-    default:
-        launch_bwd<128, 16>(dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
-        break;
-    }
+    if (logf) bwd_for_d<true>(D, dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
+    else bwd_for_d<false>(D, dk, dv, dqacc, NULL, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
     const int64_t n4 = rows * D / 4;
     fox_dq_out<<<(unsigned)cdiv(n4, 256), 256, 0, cuda_stream()>>>((bf16 *)dq, dqacc, n4, sc);
     CUDA_LAUNCHED();
     // d log f_t = sum over i >= t of dc_i within the segment (SPEC §4)
-    cuda_revcumsum(dlogf, dlogf, s, H);
+    if (logf) cuda_revcumsum(dlogf, dlogf, s, H);
 }

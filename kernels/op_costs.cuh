@@ -255,7 +255,7 @@ ROTOR_COST(cuda_fox_fwd, const AttnArgs *a) {
     int H = a->H, D = a->D;
     double nh = (double)a->s->ntok * H;
     return costs::shaped(costs::make(4.0 * D * H * costs::causal_pairs(a->s),
-                                     4 * costs::A * nh * D + 2 * costs::F * nh),
+                                     4 * costs::A * nh * D + (a->logf ? 2 : 1) * costs::F * nh),
                          "H%d D%d", H, D);
 }
 ROTOR_COST_END
@@ -264,7 +264,7 @@ ROTOR_COST(cuda_fox_bwd, const AttnGrads *g) {
     int H = g->a.H, D = g->a.D;
     double nh = (double)g->a.s->ntok * H;
     return costs::shaped(costs::make(10.0 * D * H * costs::causal_pairs(g->a.s),
-                                     8 * costs::A * nh * D + 3 * costs::F * nh),
+                                     8 * costs::A * nh * D + (g->a.logf ? 3 : 1) * costs::F * nh),
                          "H%d D%d", H, D);
 }
 ROTOR_COST_END

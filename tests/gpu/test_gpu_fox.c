@@ -1,10 +1,12 @@
 /* FoX forgetting attention on the GPU (kernels/fox.cu) against the CPU backend, forward
- * (o, lse) and backward (dq, dk, dv, dlogf), SPEC §4.
+ * (o, lse) and backward (dq, dk, dv, dlogf), SPEC §4, and the same without a forget gate
+ * (logf NULL: the Transformer's attention, docs/models.md §4b).
  *
  * Shapes (H, D) = (2, 32) (tiny config), (16, 64) (370M config), (1, 128); segment layouts
  * with ragged ends, length-1 segments and segments starting off the 64-token grid; forget
  * gates log f = logsigmoid(z) mild (z ~ N(2, 2): attention reaches far back) and strong
- * (z ~ N(-2, 1): about e^-2 per token, only the last few keys count). Every GPU output is
+ * (z ~ N(-2, 1): about e^-2 per token, only the last few keys count), or none (logf NULL,
+ * dlogf NULL on both sides: the op must neither read nor write it). Every GPU output is
  * pre-filled with garbage (all of them overwrite). The backward gets the CPU forward's o
  * (rounded to bf16, so both sides see the same o) and lse. The backward's scratch (dQ
  * accumulator) is reused dirty from one case to the next, so its zeroing is exercised. */
@@ -29,11 +31,13 @@ static const Layout LAYOUTS[] = {
 };
 
 typedef struct {
+    int present; /* 0: no forget gate */
     double mean, std;
     const char *name;
 } Gates;
 
-static const Gates MILD = {2.0, 2.0, "mild"}, STRONG = {-2.0, 1.0, "strong"};
+static const Gates MILD = {1, 2.0, 2.0, "mild"}, STRONG = {1, -2.0, 1.0, "strong"},
+                   NONE = {0, 0, 0, "no gate"};
 
 static double logsigmoid(double x) { return fmin(x, 0.0) - log1p(exp(-fabs(x))); }
 
@@ -45,9 +49,10 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
     snprintf(tag, sizeof tag, "H=%d D=%d %s %s", H, D, L->name, G->name);
 
     float *q = gt_randn(nx, 1.0), *k = gt_randn(nx, 1.0), *v = gt_randn(nx, 1.0);
-    float *lf = gt_randn(nh, G->std);
-    for (int64_t i = 0; i < nh; i++) lf[i] = (float)logsigmoid(G->mean + lf[i]);
-    void *q_d = gt_act(q, nx), *k_d = gt_act(k, nx), *v_d = gt_act(v, nx), *lf_d = gt_f32(lf, nh);
+    float *lf = G->present ? gt_randn(nh, G->std) : NULL;
+    for (int64_t i = 0; lf && i < nh; i++) lf[i] = (float)logsigmoid(G->mean + lf[i]);
+    void *q_d = gt_act(q, nx), *k_d = gt_act(k, nx), *v_d = gt_act(v, nx);
+    void *lf_d = lf ? gt_f32(lf, nh) : NULL;
 
     /* ---- forward ---- */
     float *o = gt_rand(nx, -1, 1), *lse = gt_rand(nh, -1, 1);
@@ -71,13 +76,14 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
     float *dout = gt_randn(nx, 1.0);
     void *dout_d = gt_act(dout, nx), *lse_in = gt_f32(lse, nh);
     float *dq = gt_rand(nx, -1, 1), *dk = gt_rand(nx, -1, 1);
-    float *dv = gt_rand(nx, -1, 1), *dlogf = gt_rand(nh, -1, 1);
+    float *dv = gt_rand(nx, -1, 1), *dlogf = lf ? gt_rand(nh, -1, 1) : NULL;
     gt_cpu->fox_bwd(&(AttnGrads){
         .a = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v, .logf = lf,
               .o = o_r, .lse = lse},
         .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dlogf = dlogf});
     void *dq_d = gt_act(gt_rand(nx, -100, 100), nx), *dk_d = gt_act(gt_rand(nx, -100, 100), nx);
-    void *dv_d = gt_act(gt_rand(nx, -100, 100), nx), *dlogf_d = gt_f32(gt_rand(nh, -100, 100), nh);
+    void *dv_d = gt_act(gt_rand(nx, -100, 100), nx);
+    void *dlogf_d = lf ? gt_f32(gt_rand(nh, -100, 100), nh) : NULL;
     gt_gpu->fox_bwd(&(AttnGrads){
         .a = {.s = s, .H = H, .D = D, .scale = scale, .q = q_d, .k = k_d, .v = v_d, .logf = lf_d,
               .o = o_bf, .lse = lse_in},
@@ -93,8 +99,10 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
     /* dlogf: fp32 sums of fp32 dS (P and dP unrounded), then a reverse cumulative sum that
      * cancels to 0 at each segment start: 3e-2 of the max covers the order of summation
      * (expected ~1e-4; a larger error points at a dropped or doubled row/column sum). */
-    snprintf(what, sizeof what, "fox_bwd dlogf %s", tag);
-    gt_compare(what, gt_get_f32(dlogf_d, nh), dlogf, nh, 3e-2);
+    if (lf) {
+        snprintf(what, sizeof what, "fox_bwd dlogf %s", tag);
+        gt_compare(what, gt_get_f32(dlogf_d, nh), dlogf, nh, 3e-2);
+    }
     gt_reset();
 }
 
@@ -102,6 +110,7 @@ static void shape_cases(int H, int D) {
     for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++) {
         fox_case(H, D, &LAYOUTS[i], &MILD);
         fox_case(H, D, &LAYOUTS[i], &STRONG);
+        fox_case(H, D, &LAYOUTS[i], &NONE);
     }
 }
 
@@ -114,6 +123,7 @@ static void test_fox_h1_d128(void) { shape_cases(1, 128); }
 static void test_fox_long(void) {
     const Layout L = {L_4K, 1, "[4096]"};
     fox_case(16, 64, &L, &MILD);
+    fox_case(16, 64, &L, &NONE);
 }
 
 static const TestCase tests[] = {
