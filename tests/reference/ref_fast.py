@@ -156,8 +156,11 @@ def fox_parallel(q, k, v, log_f, start=None, block=256):
     Query blocks of `block` rows attend to keys [0, block end) only (the causal lower half). The bias
     rides in the score matmul as one extra channel: q' = [q, 1], k'_j = [k_j, c_r - c_j] with r the
     block's first query, which differs from c_i - c_j by a per-row constant that softmax ignores.
+    log_f None: no forget gate (the Transformer), c = 0.
     """
     B, T, H, D = q.shape
+    if log_f is None:
+        log_f = q.new_zeros(B, T, H)
     q, k, v = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # [B,H,T,D]
     c = log_f.transpose(1, 2).cumsum(-1)  # [B,H,T]
     seg = start.long().cumsum(-1)[:, None] if start is not None else None  # [B,1,T]

@@ -123,10 +123,13 @@ def gdn_naive(q, k, v, g, beta, start):
 
 def fox_naive(q, k, v, log_f, start):
     """SPEC §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
-    an explicit T x T masked softmax; keys of other documents are masked."""
+    an explicit T x T masked softmax; keys of other documents are masked. log_f None: no forget
+    gate (the Transformer, §4b), plain causal softmax attention."""
     B, T, H, D = q.shape
-    c = torch.cumsum(log_f, 1).transpose(1, 2)  # [B,H,T]
-    logits = torch.einsum("bihd,bjhd->bhij", q, k) + (c[..., :, None] - c[..., None, :])
+    logits = torch.einsum("bihd,bjhd->bhij", q, k)
+    if log_f is not None:
+        c = torch.cumsum(log_f, 1).transpose(1, 2)  # [B,H,T]
+        logits = logits + (c[..., :, None] - c[..., None, :])
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     allowed = (j <= i).expand(B, 1, T, T)
@@ -407,40 +410,47 @@ class GDNMixer(PositionMixin):
 
 
 class FoXMixer(PositionMixin):
-    """SPEC §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm)."""
+    """SPEC §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm); with
+    model_type "transformer", fla's Attention (§4b): no forget gate, no Pro extras, and QK-norm
+    weights of size dh shared by the heads (fla's RMSNorm(head_dim))."""
 
     def __init__(self, cfg):
         super().__init__()
         if cfg.get("qkv_bias", False) or cfg.get("window_size") is not None:
-            raise ValueError("forgetting_transformer: qkv_bias and window_size are not supported")
+            raise ValueError(f"{cfg['model_type']}: qkv_bias and window_size are not supported")
+        if cfg.get("num_kv_heads") is not None:
+            raise ValueError(f"{cfg['model_type']}: num_kv_heads is not supported")
         d, H = cfg["hidden_size"], cfg["num_heads"]
         self.H, self.dh, self.eps = H, d // H, cfg["norm_eps"]
+        self.gated = cfg["model_type"] == "forgetting_transformer"
         self.q_proj = nn.Linear(d, d, bias=False)
         self.k_proj = nn.Linear(d, d, bias=False)
         self.v_proj = nn.Linear(d, d, bias=False)
-        self.f_proj = nn.Linear(d, H, bias=True)
+        if self.gated:
+            self.f_proj = nn.Linear(d, H, bias=True)
         self.o_proj = nn.Linear(d, d, bias=False)
-        self.use_output_gate = bool(cfg["use_output_gate"])
+        self.use_output_gate = self.gated and bool(cfg["use_output_gate"])
         if self.use_output_gate:
             self.g_proj = nn.Linear(d, d, bias=False)
-        self.use_output_norm = bool(cfg["use_output_norm"])
+        self.use_output_norm = self.gated and bool(cfg["use_output_norm"])
         if self.use_output_norm:
             self.o_norm = RMSNorm(d, self.eps)
         self.qk_norm = bool(cfg["qk_norm"])
         if self.qk_norm:
-            self.q_norm = RMSNorm(d, QK_NORM_EPS)
-            self.k_norm = RMSNorm(d, QK_NORM_EPS)
-        self.use_k_shift = bool(cfg["use_k_shift"])
+            self.q_norm = RMSNorm(d if self.gated else self.dh, QK_NORM_EPS)
+            self.k_norm = RMSNorm(d if self.gated else self.dh, QK_NORM_EPS)
+        self.use_k_shift = self.gated and bool(cfg["use_k_shift"])
         if self.use_k_shift:
             self.k_shift_proj = nn.Linear(d, H, bias=False)
-        self.use_v_shift = bool(cfg["use_v_shift"])
+        self.use_v_shift = self.gated and bool(cfg["use_v_shift"])
         if self.use_v_shift:
             self.v_shift_proj = nn.Linear(d, H, bias=False)
         self.setup_pe(cfg, H, self.dh)
 
     def head_norm(self, x, norm):
-        """Per-head RMSNorm over dh with a per-channel weight of size d."""
-        return rms_norm(x, norm.weight.view(self.H, self.dh), norm.eps)
+        """Per-head RMSNorm over dh with a weight per channel of each head (size d) or of one
+        head (size dh, shared)."""
+        return rms_norm(x, norm.weight.view(-1, self.dh), norm.eps)
 
     def shift(self, y, x, proj, docs):
         """k_t = a_t y_{t-1} + (1 - a_t) y_t, a_t = sigmoid(x_t W) per head; y_{-1} = 0 at doc starts."""
@@ -462,7 +472,7 @@ class FoXMixer(PositionMixin):
         q, k = self.apply_pe(q, k, x, docs, naive)
         if self.qk_norm and self.pe_kind == "selective":  # after Selective RoPE
             q, k = self.head_norm(q, self.q_norm), self.head_norm(k, self.k_norm)
-        log_f = F.logsigmoid(self.f_proj(x))  # [B,T,H]
+        log_f = F.logsigmoid(self.f_proj(x)) if self.gated else None  # [B,T,H]
         q = q * self.dh ** -0.5
         core = fox_naive if naive else ref_fast.fox_parallel
         o = core(q, k, v, log_f, docs.start)
@@ -474,7 +484,8 @@ class FoXMixer(PositionMixin):
         return self.o_proj(o)
 
 
-MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer}
+MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer,
+          "transformer": FoXMixer}
 
 
 class Block(nn.Module):

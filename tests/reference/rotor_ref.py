@@ -217,7 +217,8 @@ PES = {"nope": {"type": "nope"}, "rope": {"type": "rope", "theta": 500000.0},
 
 
 def tiny_config(mixer, pe, doc_mask=True, variant=0):
-    """A tiny config of one stack; `variant` toggles the optional features (short conv / FoX-Pro)."""
+    """A tiny config of one stack; `variant` toggles the optional features (short conv / FoX-Pro /
+    Transformer QK-norm)."""
     cfg = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_heads": 2, "hidden_ratio": 4,
            "intermediate_size": 48, "hidden_act": "swish", "norm_eps": 1e-6, "initializer_range": 0.02,
            "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False,
@@ -229,6 +230,9 @@ def tiny_config(mixer, pe, doc_mask=True, variant=0):
     elif mixer == "gdn":
         cfg.update(model_type="gated_deltanet", head_dim=16, expand_v=1, use_gate=True,
                    use_short_conv=not variant % 2, conv_size=4, allow_neg_eigval=False, num_v_heads=None)
+    elif mixer == "transformer":
+        cfg.update(model_type="transformer", qk_norm=bool(variant % 2), rope_theta=500000.0, qkv_bias=False,
+                   window_size=None, num_kv_heads=None)
     else:
         pro = bool(variant % 2)
         cfg.update(model_type="forgetting_transformer", qk_norm=pro, use_output_gate=pro, use_output_norm=pro,
@@ -289,6 +293,9 @@ def selftest_cores(t):
         log_f = torch.nn.functional.logsigmoid(rn(B, T, H) + 2)
         _compare_cores(t, "fox parallel vs explicit" + sfx, lambda *a: rm.fox_naive(*a, start),
                        lambda *a: ref_fast.fox_parallel(*a, start), [q, k, rn(B, T, H, K), log_f])
+        _compare_cores(t, "gateless attention parallel vs explicit" + sfx,
+                       lambda *a: rm.fox_naive(*a, None, start),
+                       lambda *a: ref_fast.fox_parallel(*a, None, start), [q, k, rn(B, T, H, K)])
 
     # log-space chunked GLA stays finite in float32 with extreme decays (exp(-30 * 64) underflows safely)
     q, k, v = (torch.randn(1, 128, 1, 8, generator=gen) for _ in range(3))
@@ -300,7 +307,7 @@ def selftest_models(t):
     """Whole models of every mixer x pe variant: fast vs naive logits and parameter gradients."""
     gen = torch.Generator().manual_seed(1)
     B, T = 2, 140
-    for mixer in ("gla", "gdn", "fox"):
+    for mixer in ("gla", "gdn", "fox", "transformer"):
         for i, (pe_name, pe) in enumerate(PES.items()):
             cfg = tiny_config(mixer, pe, doc_mask=bool(i % 2 == 0), variant=i)
             model = rm.RotorLM(cfg).double()
@@ -362,7 +369,7 @@ def selftest_properties(t):
              float((scores(qs, ks) - scores(qr, kr)).abs().max()), 1e-10)
 
     # Document masking: a row [doc A ; doc B] gives the logits of A and B run alone.
-    for mixer, pe_name in (("gla", "sel-full"), ("gdn", "rope"), ("fox", "sel-low")):
+    for mixer, pe_name in (("gla", "sel-full"), ("gdn", "rope"), ("fox", "sel-low"), ("transformer", "rope")):
         cfg = tiny_config(mixer, PES[pe_name], doc_mask=True, variant=1)
         model = rm.RotorLM(cfg).double()
         rm.init_weights(model, gen, std=0.3)
