@@ -6,7 +6,7 @@ rotor=$1
 configs=$(cd "$(dirname "$0")/../configs" && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for cfg in gla-selective-pg-bias gdn-rope fox-pro-selective; do
+for cfg in gla-selective-pg-bias gdn-rope fox-pro-selective transformer-rope; do
   common=(--set train.steps=30 --set train.log_every=1 --set train.val_every=10
           --set train.checkpoint_every=15 --set train.keep_checkpoints=0 --set train.seq_len=80)
   "$rotor" train "$configs/tiny/$cfg.ini" "${common[@]}" --set run.dir="$out/$cfg-a" >"$out/$cfg-a.log"
