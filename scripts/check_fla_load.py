@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Loads rotor checkpoints into flash-linear-attention's Hugging Face models with
-strict=True, to confirm that a NoPE/RoPE checkpoint is a drop-in fla checkpoint.
+strict=True, to confirm that a NoPE/RoPE checkpoint is a drop-in fla checkpoint (GLA, Gated
+DeltaNet, FoX, and the Transformer: TransformerForCausalLM; fla's Attention always applies RoPE
+with rope_theta, so a NoPE Transformer loads but computes a different function there).
 
     python3 scripts/check_fla_load.py CHECKPOINT_DIR...
 
@@ -12,7 +14,7 @@ expected to fail with exactly those names listed as unexpected.
 import json
 import sys
 
-import fla  # noqa: F401  (registers gla, gated_deltanet, forgetting_transformer)
+import fla  # noqa: F401  (registers gla, gated_deltanet, forgetting_transformer, transformer)
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
