@@ -38,7 +38,7 @@ msg=$("$rotor" train "$cfg" --set run.device=cuda --set model.expand_k=0.25 --se
 if grep -q "the CUDA backend cannot be used" <<<"$msg"; then
   echo "skipped (no usable GPU): a head size the CUDA kernels lack"
 else
-  expect_error "model.expand_k = 0.25 \(gla heads of key size 8, value size 32\): the cuda backend cannot run it: .*K=8" \
+  expect_error "model.expand_k = 0.25, model.expand_v = 1: the cuda backend cannot run its gla op \(H=2 K=8 V=32\): .*K=8" \
     train "$cfg" --set run.device=cuda --set model.expand_k=0.25 --set run.dir="$out/run"
 fi
 expect_error "run.device.*expected one of cpu, cuda, auto" train "$cfg" --set run.device=tpu --set run.dir="$out/run"

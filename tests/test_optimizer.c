@@ -1,4 +1,4 @@
-/* The training recipe pieces of SPEC §7: warmup + cosine schedule, AdamW parameter groups,
+/* The training recipe pieces of docs/models.md §7: warmup + cosine schedule, AdamW parameter groups,
  * global-norm clipping, and gradient accumulation over micro-batches equal to one batch. */
 #include <string.h>
 
@@ -50,7 +50,7 @@ static ModelConfig tiny(MixerKind mixer, PEKind pe) {
     return c;
 }
 
-/* SPEC §7: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
+/* docs/models.md §7: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
  * temperatures; decay on every matrix (linears, embeddings, convs, phi projections). */
 static void test_decay_groups(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
@@ -120,7 +120,7 @@ static void test_clipping(void) {
 }
 
 /* Two micro-batches of 2 rows with the loss averaged over all their labels give the
- * gradients of one batch of 4 rows (the trainer's accumulation, SPEC §7). */
+ * gradients of one batch of 4 rows (the trainer's accumulation, docs/models.md §7). */
 static void test_accumulation_equals_full_batch(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
         ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);

@@ -1,4 +1,4 @@
-/* AdamW with SPEC §7's parameter groups, global-norm clipping and the warmup + cosine
+/* AdamW with docs/models.md §7's parameter groups, global-norm clipping and the warmup + cosine
  * schedule. Moments live on the backend in the flat parameter layout. */
 #ifndef ROTOR_OPTIMIZER_H
 #define ROTOR_OPTIMIZER_H
@@ -30,7 +30,7 @@ double grad_sumsq(Model *m, int64_t lo, int64_t hi);
 void grads_scale(Model *m, int64_t lo, int64_t hi, double s);
 
 /* Learning rate at optimizer step `step` (0-based): linear warmup from lr_start to lr over
- * warmup_frac * steps, then cosine decay to lr_min at the last step (SPEC §7). */
+ * warmup_frac * steps, then cosine decay to lr_min at the last step (docs/models.md §7). */
 double lr_at(const TrainConfig *tc, int64_t step);
 
 #endif

@@ -13,8 +13,8 @@ typedef struct {
     int grad_accum;       /* micro-batches per optimizer step */
     int64_t steps;        /* optimizer steps */
     double lr;            /* peak learning rate */
-    double lr_start;      /* warmup starts here (SPEC §7: 1e-5) */
-    double lr_min;        /* cosine decays to this (SPEC §7: 1e-4) */
+    double lr_start;      /* warmup starts here (docs/models.md §7: 1e-5) */
+    double lr_min;        /* cosine decays to this (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
     double weight_decay;  /* 0.1 */
     double beta1, beta2, adam_eps;

@@ -1,4 +1,4 @@
-/* The training loop (SPEC §7): gradient accumulation over micro-batches, loss averaged
+/* The training loop (docs/models.md §7): gradient accumulation over micro-batches, loss averaged
  * over every label of the optimizer step, global-norm clipping, AdamW with warmup +
  * cosine, periodic validation, metrics, progress, atomic checkpoints and resumption.
  *

@@ -1,5 +1,5 @@
 /* FoX forgetting attention on the GPU (kernels/fox.cu) against the CPU backend, forward
- * (o, lse) and backward (dq, dk, dv, dlogf), SPEC §4.
+ * (o, lse) and backward (dq, dk, dv, dlogf), docs/models.md §4.
  *
  * Shapes (H, D) = (2, 32) (tiny config), (16, 64) (370M config), (1, 128); segment layouts
  * with ragged ends, length-1 segments and segments starting off the 64-token grid; forget
