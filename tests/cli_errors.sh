@@ -26,6 +26,7 @@ expect_error "num_heads = 3 does not divide" train "$cfg" --set model.type=fox -
 expect_error "expand_k = 0.3.*non-integer" train "$cfg" --set model.expand_k=0.3
 expect_error "unknown key 'train.lrr'; did you mean 'train.lr'" train "$cfg" --set train.lrr=1
 expect_error "pe.type.*expected one of nope, rope, selective" train "$cfg" --set pe.type=alibi
+expect_error "train.schedule = 'step': expected one of cosine, linear, constant" train "$cfg" --set train.schedule=step
 expect_error "cannot read config file .$out/nope.ini.: No such file" train "$out/nope.ini"
 expect_error "unknown command 'trian'; did you mean 'train'" trian "$cfg"
 expect_error "unknown option '--resum'; did you mean '--resume'" train "$cfg" --resum auto
