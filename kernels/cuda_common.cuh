@@ -52,6 +52,10 @@ void cuda_check_aligned(const void *p, size_t bytes, const char *op);
 // For the shape queries of cuda_ops.h: writes the reason (printf format) to why and returns 0.
 int cuda_unsupported(char *why, size_t why_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+// The head sizes of a chunked linear-attention kernel family ("GLA", "GDN", supports.cu): H >= 1, K and V
+// multiples of 16 in 16..k_max and 16..v_max. 1, or 0 with the reason naming the limit.
+int cuda_linear_attn_sizes(char *why, size_t why_size, const char *family, int H, int K,
+                           int k_max, int V, int v_max);
 
 // Lets a kernel launch with `bytes` of dynamic shared memory (an opt-in above 48 KB); dies
 // naming the op and both sizes when the device allows less.

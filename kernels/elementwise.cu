@@ -1,5 +1,5 @@
 // Elementwise ops: the bf16 compute copy of the weights, token embedding,
-// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (SPEC §1-3).
+// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (docs/models.md §1-3).
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
 
@@ -214,7 +214,7 @@ __device__ __forceinline__ float softplus_acc(float x) {
     return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
 }
 
-// SPEC §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
+// docs/models.md §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
 __global__ void __launch_bounds__(THREADS)
     gdn_gates_fwd_kernel(float *beta, float *g, const bf16 *b_raw, const bf16 *a_raw,
                          const float *A_log, const float *dt_bias, int64_t n, int H) {

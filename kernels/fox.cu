@@ -1,4 +1,4 @@
-// FoX forgetting attention (SPEC §4), FlashAttention-2 style on bf16 tensor cores.
+// FoX forgetting attention (docs/models.md §4), FlashAttention-2 style on bf16 tensor cores.
 //
 // s_ij = scale q_i.k_j + c_i - c_j for j <= i in the same segment, c the cumulative sum of
 // log f over the segment. Only differences of c enter, so each CTA sums log f itself,
@@ -646,6 +646,6 @@ void cuda_fox_bwd(const AttnGrads *gr) {
     const int64_t n4 = rows * D / 4;
     fox_dq_out<<<(unsigned)cdiv(n4, 256), 256, 0, cuda_stream()>>>((bf16 *)dq, dqacc, n4, sc);
     CUDA_LAUNCHED();
-    // d log f_t = sum over i >= t of dc_i within the segment (SPEC §4)
+    // d log f_t = sum over i >= t of dc_i within the segment (docs/models.md §4)
     if (logf) cuda_revcumsum(dlogf, dlogf, s, H);
 }

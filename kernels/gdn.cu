@@ -1,4 +1,4 @@
-// Chunked Gated DeltaNet (SPEC §3): the WY/UT form of src/cpu/gdn_chunk.c on the GPU, as
+// Chunked Gated DeltaNet (docs/models.md §3): the WY/UT form of src/cpu/gdn_chunk.c on the GPU, as
 // per-chunk kernels that run fully in parallel and one sequential scan over the chunks of
 // every segment (fla ops/gated_delta_rule style). Within a chunk of L <= 64 rows starting
 // from state S_c, gam = in-chunk cumsum of g, Gam_ts = e^{gam_t - gam_s} (s <= t):
@@ -992,18 +992,7 @@ void launch_prep(bf16 *W, bf16 *U, bf16 *P, const void *q, const void *k, const 
 } // namespace
 
 int cuda_gdn_supports(int H, int K, int V, char *why, size_t why_size) {
-    if (H < 1)
-        return cuda_unsupported(why, why_size, "the GDN kernels take H >= 1 heads, got H=%d", H);
-    if (K < 16 || K > 256 || K % 16)
-        return cuda_unsupported(why, why_size,
-                                "the GDN kernels take K (key head size) a multiple of 16 in "
-                                "16..256, got K=%d",
-                                K);
-    if (V < 16 || V > 256 || V % 16)
-        return cuda_unsupported(why, why_size,
-                                "the GDN kernels take V (value head size) a multiple of 16 in "
-                                "16..256, got V=%d",
-                                V);
+    if (!cuda_linear_attn_sizes(why, why_size, "GDN", H, K, 256, V, 256)) return 0;
     if (smem_needed(K) > (size_t)cuda_max_smem_optin())
         return cuda_unsupported(why, why_size,
                                 "the GDN kernels need %zu bytes of shared memory per block at "

@@ -1,4 +1,4 @@
-// Chunked gated linear attention (SPEC §2) on the GPU, forward and backward: the algorithm
+// Chunked gated linear attention (docs/models.md §2) on the GPU, forward and backward: the algorithm
 // of src/cpu/gla_chunk.c, split into kernels over the 64-token chunks of every segment.
 //
 // Per chunk and head, B_t = sum_{u<=t in chunk} log alpha_u (fp32, per key channel). Forward:
@@ -635,19 +635,7 @@ void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const
 } // namespace
 
 int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size) {
-    if (H < 1)
-        return cuda_unsupported(why, why_size, "the GLA kernels take H >= 1 heads, got H=%d", H);
-    if (K < 16 || K > 256 || K % 16)
-        return cuda_unsupported(why, why_size,
-                                "the GLA kernels take K (key head size) a multiple of 16 in "
-                                "16..256, got K=%d",
-                                K);
-    if (V < 16 || V > 512 || V % 16)
-        return cuda_unsupported(why, why_size,
-                                "the GLA kernels take V (value head size) a multiple of 16 in "
-                                "16..512, got V=%d",
-                                V);
-    return 1;
+    return cuda_linear_attn_sizes(why, why_size, "GLA", H, K, 256, V, 512);
 }
 
 void cuda_gla_fwd(const LinAttnArgs *a) {

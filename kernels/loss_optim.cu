@@ -1,5 +1,5 @@
-// Cross-entropy with its fused gradient (SPEC §1 loss), per-token log-probabilities for
-// evaluation, and the optimizer primitives (SPEC §7): sum of squares, scaling, AdamW.
+// Cross-entropy with its fused gradient (docs/models.md §1 loss), per-token log-probabilities for
+// evaluation, and the optimizer primitives (docs/models.md §7): sum of squares, scaling, AdamW.
 // Softmax rows: one block per row, one pass keeping an online (max, sum of exp) pair per
 // thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops over
 // 16-byte vectors with a scalar head and tail.
@@ -248,7 +248,7 @@ struct Scale {
     }
 };
 
-// SPEC §7, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+// docs/models.md §7, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
 // w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
 struct AdamW {
     float *w, *m, *v;

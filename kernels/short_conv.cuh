@@ -1,4 +1,4 @@
-// The depthwise causal short conv of kernel 4 (SPEC §2, §3, §5 step 3) as device pieces, shared
+// The depthwise causal short conv of kernel 4 (docs/models.md §2, §3, §5 step 3) as device pieces, shared
 // by the conv kernels (timemix.cu) and the fused Selective RoPE kernels (selrope.cu): a thread
 // holds 2 adjacent channels c, c+1 (a float2) and slides along the tokens.
 #pragma once

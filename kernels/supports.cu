@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_common.cuh"
 #include "cuda_ops.h"
 
 int cuda_supports(const OpShape *sh, char *why, size_t why_size) {
@@ -12,4 +13,22 @@ int cuda_supports(const OpShape *sh, char *why, size_t why_size) {
     if (!strcmp(sh->op, "selrope")) return cuda_selrope_supports(sh->H, sh->K, why, why_size);
     snprintf(why, why_size, "no CUDA kernels for op '%s'", sh->op);
     return 0;
+}
+
+int cuda_linear_attn_sizes(char *why, size_t why_size, const char *family, int H, int K,
+                           int k_max, int V, int v_max) {
+    if (H < 1)
+        return cuda_unsupported(why, why_size, "the %s kernels take H >= 1 heads, got H=%d",
+                                family, H);
+    if (K < 16 || K > k_max || K % 16)
+        return cuda_unsupported(why, why_size,
+                                "the %s kernels take K (key head size) a multiple of 16 in "
+                                "16..%d, got K=%d",
+                                family, k_max, K);
+    if (V < 16 || V > v_max || V % 16)
+        return cuda_unsupported(why, why_size,
+                                "the %s kernels take V (value head size) a multiple of 16 in "
+                                "16..%d, got V=%d",
+                                family, v_max, V);
+    return 1;
 }

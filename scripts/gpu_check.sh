@@ -105,7 +105,7 @@ bundle() {
         awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | grep -Ev '/(openmpi|pmix2)/' |
         grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libnccl)\.so' |
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
-    cp "$root/scripts/gpu_e2e.sh" "$dir/bin/"
+    cp "$root/scripts/gpu_e2e.sh" "$root/tests/cli_errors.sh" "$dir/bin/"
     strip "$dir"/bin/test_gpu_* "$dir"/bin/gpu_step "$dir"/bin/gpu_mixers "$dir"/bin/rotor \
           "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
@@ -251,6 +251,8 @@ run_bundle() {
         for t in "$dir"/bin/${GPU_CHECK_TESTS:-test_gpu_*}; do
             limited 150 "$(basename "$t")" "${san[@]}" "$t"
         done
+        # rotor's named errors with a GPU present: an unsupported head size is refused at start-up
+        limited 120 cli_errors "$dir/bin/cli_errors.sh" "$dir/bin/rotor"
     fi
     if [[ $parts == *" step "* ]]; then
         cd "$dir" # the configs by their short names in the table
@@ -324,7 +326,7 @@ case "${1:-all}" in
         mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
         cp "$build/bench/gpu_mixers" "$root"/bench/fla_{mixers,step,common}.py "$dir/bin/"
         case " ${GPU_CHECK_PARTS:-bench} " in *" bench "* | *" flastep "*) fla_download "$dir/wheels" ;; esac
-        cp "$root/scripts/gpu_e2e.sh" "$dir/bin/"
+        cp "$root/scripts/gpu_e2e.sh" "$root/tests/cli_errors.sh" "$dir/bin/"
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
         run_bundle "$dir"

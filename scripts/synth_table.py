@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Collects the synth_results.json files of a scripts/synth_sweep.sh output directory
-(runs named VARIANT-lrLR-seedSEED) into Markdown tables: every run, then per variant the
-learning rate with the best mean score over seeds (the score: MQAR accuracy, state tracking
+(runs named [MODEL__]VARIANT-lrLR-seedSEED) into Markdown tables: every run, then per model
+and variant the learning rate with the best mean score over seeds (the score: MQAR accuracy, state tracking
 prefix accuracy at the test length, copying mean string accuracy over the evaluated lengths)."""
 import json
 import os
@@ -9,7 +9,7 @@ import re
 import sys
 from collections import defaultdict
 
-NAME = re.compile(r"^(?P<pe>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
+NAME = re.compile(r"^(?:(?P<model>.+)__)?(?P<pe>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
 
 
 def columns(m):
@@ -37,7 +37,8 @@ def main(out):
         with open(path) as f:
             res = json.load(f)
         header, vals, score = columns(res["metrics"])
-        runs.append((match["pe"], float(match["lr"]), int(match["seed"]), header, vals, score, res))
+        variant = f"{match['model']} / {match['pe']}" if match["model"] else match["pe"]
+        runs.append((variant, float(match["lr"]), int(match["seed"]), header, vals, score, res))
     if not runs:
         sys.exit(f"synth_table.py: no finished runs under {out}")
     header = runs[0][3]

@@ -7,7 +7,7 @@
 
 #define IDX(n, h, d, H, D) ((((int64_t)(n)) * (H) + (h)) * (D) + (d))
 
-/* GLA: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = scale q_t S_t (SPEC §2). */
+/* GLA: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = scale q_t S_t (docs/models.md §2). */
 void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const real *g,
                    const Seqs *s, int H, int K, int V, double scale) {
     double *S = rt_malloc(sizeof(double) * K * V);
@@ -205,7 +205,7 @@ void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const re
     rt_free(kSp);
 }
 
-/* FoX: explicit masked softmax over each segment (SPEC §4). */
+/* FoX: explicit masked softmax over each segment (docs/models.md §4). */
 static void fox_probs(double *P, const real *q, const real *k, const real *logf, int64_t n0,
                       int64_t len, int h, int H, int D, double scale) {
     double *c = rt_malloc(sizeof(double) * (size_t)len);

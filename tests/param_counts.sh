@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The 370M configs have the parameter counts of SPEC §6 (gla ~375M, gdn ~400M, fox ~374M,
+# The 370M configs have the parameter counts of docs/models.md §6 (gla ~375M, gdn ~400M, fox ~374M,
 # fox-pro ~381M, transformer ~374M), and every config's count equals a closed-form count written here
 # independently of the C parameter table.
 set -euo pipefail

@@ -58,6 +58,7 @@ static void test_defaults(void) {
     CHECK(d.model.pe.conv_act == ACT_SILU && d.model.pe.temp_theta == 500000 && d.model.pe.phi_rank == 32);
     CHECK(d.train.seq_len == 2048 && d.train.steps == 1000 && d.train.lr == 1e-3);
     CHECK(d.train.lr_start == 1e-5 && d.train.lr_min == 1e-4 && d.train.warmup_frac == 0.1);
+    CHECK(d.train.schedule == SCHEDULE_COSINE);
     CHECK(d.train.beta2 == 0.95 && d.train.adam_eps == 1e-8 && d.train.seed == 1234);
     CHECK(d.train.keep_checkpoints == 3 && d.train.max_bad_steps == 5);
     CHECK(d.data.prefetch == 4 && !strcmp(d.run.dir, "runs/default") && !strcmp(d.run.device, "auto"));
@@ -106,6 +107,7 @@ static const char FULL_INI[] =
     "steps = 5000000000\n"
     "lr = 2e-3\n"
     "warmup_frac = 0\n"
+    "schedule = linear\n"
     "seed = 18446744073709551615\n"
     "val_every = 0\n"
     "val_batches = 0\n"
@@ -133,6 +135,7 @@ static void test_full_file(void) {
     CHECK(m->pe.temp_theta == 0.995);
     CHECK(c.train.seq_len == 128 && m->max_seq_len == 128 && c.train.micro_batch == 2);
     CHECK(c.train.steps == 5000000000LL && c.train.lr == 2e-3 && c.train.warmup_frac == 0);
+    CHECK(c.train.schedule == SCHEDULE_LINEAR);
     CHECK(c.train.seed == UINT64_MAX && c.train.val_every == 0 && c.train.val_batches == 0);
     CHECK(!strcmp(c.data.train, "data/train.bin") && !strcmp(c.data.val, "synthetic:copy"));
     CHECK(c.data.prefetch == 2 && !strcmp(c.run.dir, "runs/fox pro") && !strcmp(c.run.device, "cuda"));
@@ -224,6 +227,8 @@ static void test_wrong_types(void) {
     expect_error("[model]\nshort_conv = maybe\n", NULL, "model.short_conv = 'maybe'", "boolean", NULL);
     expect_error("[model]\ntype = mamba\n", NULL, "model.type = 'mamba'", "one of gla, gated_deltanet, fox", NULL);
     expect_error("[run]\ndevice = tpu\n", NULL, "run.device = 'tpu'", "one of cpu, cuda", NULL);
+    expect_error("[train]\nschedule = step\n", NULL, "test.ini:2:", "train.schedule = 'step'",
+                 "one of cosine, linear, constant", NULL);
     expect_error("[model\ntype = gla\n", NULL, "test.ini:1:", "cannot parse", NULL);
     /* Accepted spellings. */
     RunConfig c;
@@ -308,6 +313,7 @@ static void round_trip(const RunConfig *c) {
 static void test_round_trip(void) {
     RunConfig c;
     const char *sets[] = {"data.train=synthetic:copy", "train.lr=0.1", "train.lr_min=3.3e-7",
+                          "train.schedule=constant",
                           "train.weight_decay=0.30000000000000004", "train.seed=18446744073709551615",
                           "train.steps=123456789012", "pe.type=selective", "pe.temp_type=tan",
                           "pe.phi_proj=low_rank", "pe.conv_act=none", "model.type=gated_deltanet",

@@ -1,6 +1,6 @@
 /* Chunked/blockwise mixers equal their naive recurrent references, forward and backward,
- * on segments whose lengths are not multiples of the chunk size (SPEC §2-4, and the gateless
- * attention of the Transformer). Built twice:
+ * on segments whose lengths are not multiples of the chunk size (docs/models.md §2-4, and the
+ * gateless attention of the Transformer, §4b). Built twice:
  * fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
 #include "cpu/cpu_ops.h"
 #include "harness.h"

@@ -1,5 +1,5 @@
 /* Whole-model finite-difference gradient checks in double precision: every parameter of
- * every mixer x position-embedding option (SPEC §1-5), with a sequence length that is not
+ * every mixer x position-embedding option (docs/models.md §1-5), with a sequence length that is not
  * a multiple of the chunk size, with and without document masking. */
 #include "cpu/real.h"
 #include "harness.h"

@@ -780,7 +780,7 @@ static void test_selrope_bias(void) { selrope_case(1, 0, 504); }
 static void test_selrope_gate(void) { selrope_case(0, 1, 505); }
 static void test_selrope_bias_gate(void) { selrope_case(1, 1, 506); }
 
-/* The fused op (SPEC §5 steps 3-8), L = wq . qo + wk . ko. */
+/* The fused op (docs/models.md §5 steps 3-8), L = wq . qo + wk . ko. */
 typedef struct {
     real *qo, *ko, *Phi, *q, *k, *phi_raw, *w, *bias, *gl, *temp, *wq, *wk;
     Activation act;

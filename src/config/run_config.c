@@ -60,6 +60,7 @@ static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective",
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
+static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
 static const Choice TASKS[] = {{"none", 0}, {"mqar", 1}, {"state", 2}, {"copy", 3}, {"parity", 4},
@@ -121,8 +122,9 @@ static const KeySpec KEYS[] = {
     K_I64("train", "steps", train.steps, 1, "optimizer steps"),
     K_FLT("train", "lr", train.lr, R_POS, "peak learning rate"),
     K_FLT("train", "lr_start", train.lr_start, R_NONNEG, "learning rate at the start of warmup"),
-    K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the end of the cosine decay"),
+    K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
     K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
+    K_ENUM("train", "schedule", train.schedule, SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
     K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "AdamW weight decay"),
     K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
     K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
@@ -194,6 +196,7 @@ void run_config_defaults(RunConfig *c) {
     t->lr_start = 1e-5;
     t->lr_min = 1e-4;
     t->warmup_frac = 0.1;
+    t->schedule = SCHEDULE_COSINE;
     t->weight_decay = 0.1;
     t->beta1 = 0.9;
     t->beta2 = 0.95;

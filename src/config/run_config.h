@@ -10,7 +10,7 @@
 
 #include "train/train_config.h"
 
-/* SPEC §6-7 defaults for every key (data.train is left empty, which validation rejects);
+/* docs/models.md §6-7 defaults for every key (data.train is left empty, which validation rejects);
  * the struct is zeroed first, so padding compares equal under memcmp. */
 void run_config_defaults(RunConfig *c);
 

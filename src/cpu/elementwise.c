@@ -1,5 +1,5 @@
 /* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates,
- * Gated DeltaNet's beta and decay (SPEC §3). */
+ * Gated DeltaNet's beta and decay (docs/models.md §3). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"

@@ -1,4 +1,4 @@
-/* Forgetting attention (SPEC §4), blockwise on the CPU.
+/* Forgetting attention (docs/models.md §4), blockwise on the CPU.
  *
  * o_i = sum_{j<=i} softmax_j(s_ij) v_j with s_ij = scale q_i.k_j + c_i - c_j, c the
  * cumulative log forget gate of the segment. Blocks of 64 queries against all the keys

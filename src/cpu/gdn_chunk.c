@@ -1,4 +1,4 @@
-/* Chunked Gated DeltaNet (SPEC §3), WY/UT form, forward and backward.
+/* Chunked Gated DeltaNet (docs/models.md §3), WY/UT form, forward and backward.
  *
  * Inside a chunk of L rows starting from state S_0 (K x V), with gam = in-chunk cumsum of
  * the log decays g and Gam_ts = e^{gam_t - gam_s} (s <= t):

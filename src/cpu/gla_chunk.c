@@ -1,4 +1,4 @@
-/* Chunked gated linear attention (SPEC §2), forward and backward.
+/* Chunked gated linear attention (docs/models.md §2), forward and backward.
  *
  * Per segment and head, with B_t = sum_{u<=t} log alpha_u (per key channel, accumulated
  * from the chunk start), the output is

@@ -1,4 +1,4 @@
-/* RMSNorm over groups of channels (SPEC §1; also the per-head readout and QK norms) and
+/* RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and QK norms) and
  * L2 normalisation (GDN q/k, Selective RoPE input slices). */
 #include <string.h>
 

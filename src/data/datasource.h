@@ -1,5 +1,5 @@
 /* Where training windows come from. A window is T+1 consecutive tokens: the model reads
- * tokens 0..T-1 and predicts 1..T (SPEC §1). A source is deterministic given its seed and
+ * tokens 0..T-1 and predicts 1..T (docs/models.md §1). A source is deterministic given its seed and
  * its state, and its state (the exact position) is saved in checkpoints.
  *
  * Data parallelism: a source opened as rank r of N serves, of every global micro-batch of

@@ -14,7 +14,7 @@
  * optional (absent or null: the model_config_defaults value; "position_embedding" absent:
  * NoPE, RoPE with "rope_theta" for the Transformer, "doc_mask" absent: off), so that a config.json written by fla itself loads.
  * "intermediate_size" may be null or absent when "hidden_ratio" gives the width. Keys fixed
- * to one value by the SPEC (conv_size 4, use_output_gate true for GLA, qkv_bias false,
+ * to one value by docs/models.md (conv_size 4, use_output_gate true for GLA, qkv_bias false,
  * num_kv_heads null, d_conv 4, ...) are rejected when present with any other value. */
 #ifndef ROTOR_HF_CONFIG_H
 #define ROTOR_HF_CONFIG_H

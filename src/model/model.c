@@ -1,4 +1,4 @@
-/* The backbone (SPEC §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
+/* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
  * -> RMSNorm -> LM head, with an explicit backward. Activations needed by the backward are
  * kept per layer; activation gradients use one scratch region shared by all layers. */
 #include "model/model.h"
@@ -125,9 +125,9 @@ static void check_supported(const Model *m, const Backend *be) {
     char why[256];
     for (int i = 0; i < n; i++)
         if (!be->supports(&shapes[i], why, sizeof why))
-            rt_die("%s (%s heads of key size %d, value size %d): the %s backend cannot run it: %s",
-                   model_head_keys(&m->cfg), mixer_name(m->cfg.mixer), dm->dk, dm->dv, be->name,
-                   why);
+            rt_die("%s: the %s backend cannot run its %s op (H=%d K=%d V=%d): %s",
+                   model_head_keys(&m->cfg), be->name, shapes[i].op, shapes[i].H, shapes[i].K,
+                   shapes[i].V, why);
 }
 
 Model *model_create(const ModelConfig *cfg, const Backend *be) {
@@ -269,7 +269,7 @@ ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, siz
 }
 
 /* Segments of the batch: one per row, split at document starts when doc_mask is on
- * (SPEC §1). */
+ * (docs/models.md §1). */
 static void build_segments(Model *m, const Batch *b) {
     int64_t N = (int64_t)b->B * b->T;
     m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));

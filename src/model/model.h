@@ -1,5 +1,5 @@
 /* The language model: embedding, L pre-norm blocks (mixer + SwiGLU MLP), final norm and
- * untied LM head (SPEC §1), with an explicit forward and backward on any backend. */
+ * untied LM head (docs/models.md §1), with an explicit forward and backward on any backend. */
 #ifndef ROTOR_MODEL_H
 #define ROTOR_MODEL_H
 
@@ -39,7 +39,7 @@ void *model_grads(Model *m);
  * there is none to keep (it is the master itself, or already stale: then it is rebuilt). */
 void *model_weights_and_copy(Model *m, void **copy);
 
-/* Initialises every parameter per SPEC §1-5 from `seed` (deterministic per parameter). */
+/* Initialises every parameter per docs/models.md §1-5 from `seed` (deterministic per parameter). */
 void model_init_weights(Model *m, uint64_t seed);
 void model_zero_grads(Model *m);
 

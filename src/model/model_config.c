@@ -157,7 +157,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     } else {
         if (c->hidden_ratio <= 0) return "model.hidden_ratio must be positive";
         if (d * c->hidden_ratio * 2.0 / 3.0 > MAX_WIDTH) return "model.hidden_ratio gives an MLP width beyond 2^24";
-        int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* SPEC §1, evaluated left to right as fla */
+        int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* docs/models.md §1, evaluated left to right as fla */
         o->mlp_width = 256 * ((w + 255) / 256);
     }
     return NULL;

@@ -1,4 +1,4 @@
-/* Model hyper-parameters (SPEC §1-6). Filled from the [model] and [pe] sections of a run
+/* Model hyper-parameters (docs/models.md §1-6). Filled from the [model] and [pe] sections of a run
  * config (src/config/run_config.c) or from a checkpoint's config.json (hf_config.c). */
 #ifndef ROTOR_MODEL_CONFIG_H
 #define ROTOR_MODEL_CONFIG_H
@@ -10,7 +10,7 @@ typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
 
-/* Position embedding (SPEC §5). */
+/* Position embedding (docs/models.md §5). */
 typedef struct {
     PEKind kind;
     double rope_theta;    /* RoPE base, 500000 */
@@ -66,7 +66,7 @@ const char *model_head_keys(const ModelConfig *c);
  * "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
-/* SPEC defaults (GLA, NoPE, d=1024 ...); every field set. */
+/* docs/models.md defaults (GLA, NoPE, d=1024 ...); every field set. */
 void model_config_defaults(ModelConfig *c);
 
 #endif

@@ -27,7 +27,7 @@ typedef struct {
 static inline void *W(const Ctx *c, int idx) {
     return c->weights + (size_t)c->params->p[idx].offset * c->be->act_size;
 }
-/* Parameters the ops read in fp32 whatever the compute precision (SPEC §3 A_log, dt_bias). */
+/* Parameters the ops read in fp32 whatever the compute precision (docs/models.md §3 A_log, dt_bias). */
 static inline void *WM(const Ctx *c, int idx) {
     return c->master + (size_t)c->params->p[idx].offset * c->be->f32_size;
 }
@@ -44,7 +44,7 @@ int declare_vector(ParamTable *t, const char *name, int64_t n, int ones);
 /* Declares a short-conv weight [C, 1, 4] ~ N(0, init_std) with weight decay. */
 int declare_conv(ParamTable *t, const char *name, int64_t C, double std);
 
-/* ---- position embeddings (pe.c, SPEC §5) ---- */
+/* ---- position embeddings (pe.c, docs/models.md §5) ---- */
 typedef struct {
     PEConfig cfg;
     int H, D, P, d_model;   /* heads, per-head q/k width, pairs, mixer input width */

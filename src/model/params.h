@@ -11,9 +11,9 @@ typedef enum {
     INIT_ZEROS,
     INIT_ONES,
     INIT_UNIFORM,     /* U(-arg, arg) */
-    INIT_GDN_A_LOG,   /* log U(0, 16) (SPEC §3) */
-    INIT_GDN_DT_BIAS, /* inverse softplus of a log-uniform dt in [1e-3, 1e-1] (SPEC §3) */
-    INIT_TEMPERATURE  /* computed from the PE config (SPEC §5 step 7) */
+    INIT_GDN_A_LOG,   /* log U(0, 16) (docs/models.md §3) */
+    INIT_GDN_DT_BIAS, /* inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §3) */
+    INIT_TEMPERATURE  /* computed from the PE config (docs/models.md §5 step 7) */
 } InitKind;
 
 #define PARAM_NAME_MAX 128
@@ -27,7 +27,7 @@ typedef struct {
     int64_t offset;  /* element offset in the flat buffers, a multiple of PARAM_ALIGN */
     InitKind init;
     double init_arg;
-    int decay;       /* AdamW weight decay applies (SPEC §7 groups) */
+    int decay;       /* AdamW weight decay applies (docs/models.md §7 groups) */
     int trainable;   /* has a gradient and is updated (frozen temperatures are not) */
 } ParamInfo;
 

@@ -1,4 +1,4 @@
-/* Position embeddings applied to a mixer's q and k (SPEC §5): RoPE from the shared angle
+/* Position embeddings applied to a mixer's q and k (docs/models.md §5): RoPE from the shared angle
  * table, or Selective RoPE with its input-dependent angles. NoPE never reaches here. */
 #include <math.h>
 #include <stdio.h>

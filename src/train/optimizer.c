@@ -1,6 +1,5 @@
 #include "train/optimizer.h"
 
-#include <math.h>
 #include <stddef.h>
 
 #include "util/error.h"
@@ -70,14 +69,4 @@ double grad_sumsq(Model *m, int64_t lo, int64_t hi) {
 void grads_scale(Model *m, int64_t lo, int64_t hi, double s) {
     const Backend *be = model_backend(m);
     be->scale((char *)model_grads(m) + (size_t)lo * be->f32_size, hi - lo, s);
-}
-
-double lr_at(const TrainConfig *tc, int64_t step) {
-    int64_t warmup = (int64_t)(tc->warmup_frac * (double)tc->steps);
-    if (step < warmup) return tc->lr_start + (tc->lr - tc->lr_start) * (double)step / (double)warmup;
-    int64_t decay_steps = tc->steps - 1 - warmup;
-    if (decay_steps <= 0) return tc->lr;
-    double progress = (double)(step - warmup) / (double)decay_steps;
-    if (progress > 1) progress = 1;
-    return tc->lr_min + 0.5 * (tc->lr - tc->lr_min) * (1 + cos(M_PI * progress));
 }

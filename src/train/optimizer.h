@@ -1,5 +1,5 @@
-/* AdamW with SPEC §7's parameter groups, global-norm clipping and the warmup + cosine
- * schedule. Moments live on the backend in the flat parameter layout. */
+/* AdamW with docs/models.md §7's parameter groups and global-norm clipping (the learning rate comes
+ * from train/schedule.h). Moments live on the backend in the flat parameter layout. */
 #ifndef ROTOR_OPTIMIZER_H
 #define ROTOR_OPTIMIZER_H
 
@@ -28,9 +28,5 @@ void adamw_step(AdamW *o, Model *m, const TrainConfig *tc, double lr);
 double grad_sumsq(Model *m, int64_t lo, int64_t hi);
 /* Scales the gradients of the elements [lo, hi) by `s`. */
 void grads_scale(Model *m, int64_t lo, int64_t hi, double s);
-
-/* Learning rate at optimizer step `step` (0-based): linear warmup from lr_start to lr over
- * warmup_frac * steps, then cosine decay to lr_min at the last step (SPEC §7). */
-double lr_at(const TrainConfig *tc, int64_t step);
 
 #endif

@@ -7,15 +7,19 @@
 
 #include "model/model_config.h"
 
+/* Learning-rate decay after the warmup (train/schedule.h). */
+typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
+
 typedef struct {
     int seq_len;          /* T: inputs per row; a window holds T+1 tokens */
     int micro_batch;      /* rows per forward/backward */
     int grad_accum;       /* micro-batches per optimizer step */
     int64_t steps;        /* optimizer steps */
     double lr;            /* peak learning rate */
-    double lr_start;      /* warmup starts here (SPEC §7: 1e-5) */
-    double lr_min;        /* cosine decays to this (SPEC §7: 1e-4) */
+    double lr_start;      /* warmup starts here (docs/models.md §7: 1e-5) */
+    double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
+    Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
     double weight_decay;  /* 0.1 */
     double beta1, beta2, adam_eps;
     double grad_clip;     /* global norm, 1.0; 0 disables */

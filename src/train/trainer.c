@@ -1,6 +1,6 @@
-/* The training loop (SPEC §7): gradient accumulation over micro-batches, loss averaged
- * over every label of the optimizer step, global-norm clipping, AdamW with warmup +
- * cosine, periodic validation, metrics, progress, atomic checkpoints and resumption.
+/* The training loop (docs/models.md §7): gradient accumulation over micro-batches, loss averaged
+ * over every label of the optimizer step, global-norm clipping, AdamW with the warmup +
+ * decay schedule of train.schedule, periodic validation, metrics, progress, atomic checkpoints and resumption.
  *
  * Data parallel under mpirun: every rank reads its own windows of each global micro-batch
  * (global batch = ranks x micro_batch x grad_accum rows); the gradients, computed with the
@@ -30,6 +30,7 @@
 #include "train/grad_buckets.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
+#include "train/schedule.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/timer.h"

@@ -2,7 +2,7 @@
 cores of ref_model.py by `selftest`.
 
 All cores take q already multiplied by the softmax / readout scale, tensors in [B, T, H, *] layout,
-and an optional bool tensor `start` [B, T] marking document starts (document masking, SPEC §1).
+and an optional bool tensor `start` [B, T] marking document starts (document masking, docs/models.md §1).
 Document masking is handled exactly with segment masks: a pair (i, j) interacts only when i and j
 lie in the same document, and the state carried into a chunk reaches position i only when no
 document starts between the chunk start and i.  Log-gate cumulative sums are taken across document
@@ -71,7 +71,7 @@ def _gla_scores(q, k, b, blocks):
 
 
 def gla_chunk(q, k, v, log_a, start=None, chunk=64, blocks=(16, 4)):
-    """Chunked GLA (SPEC §2): S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t.
+    """Chunked GLA (docs/models.md §2): S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t.
 
     Gates stay in log space (fp32 in training) and only non-positive ranges are exponentiated:
     intra-chunk scores by _gla_scores (sub-chunks of 16, then 4, then pairwise), inter-chunk
@@ -108,7 +108,7 @@ def gla_chunk(q, k, v, log_a, start=None, chunk=64, blocks=(16, 4)):
 
 
 def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
-    """Chunked Gated DeltaNet (SPEC §3) with the WY/UT transform.
+    """Chunked Gated DeltaNet (docs/models.md §3) with the WY/UT transform.
 
     Inside a chunk with inclusive log decays G and S0 the entering state, the pseudo-values
     u_t = beta_t (v_t - e^{g_t} S_{t-1}^T k_t) satisfy (I + A) U = beta V - diag(beta e^G) K S0 with
@@ -151,7 +151,7 @@ def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
 
 
 def fox_parallel(q, k, v, log_f, start=None, block=256):
-    """FoX (SPEC §4): causal softmax attention with the forget-gate bias c_i - c_j, c = cumsum(log f).
+    """FoX (docs/models.md §4): causal softmax attention with the forget-gate bias c_i - c_j, c = cumsum(log f).
 
     Query blocks of `block` rows attend to keys [0, block end) only (the causal lower half). The bias
     rides in the score matmul as one extra channel: q' = [q, 1], k'_j = [k_j, c_r - c_j] with r the

@@ -1,4 +1,4 @@
-"""Independent PyTorch reference of the rotor model family (SPEC.md §1-5).
+"""Independent PyTorch reference of the rotor model family (docs/models.md §1-5).
 
 The model is built from a Hugging-Face-style config dict and uses fla's tensor names
 (FORMATS.md), so `model.state_dict()` keys are exactly the checkpoint names.
@@ -16,13 +16,13 @@ import torch.nn.functional as F
 import ref_fast
 
 L2_EPS = 1e-6  # x / sqrt(sum x^2 + 1e-6): GDN q/k norm and the Selective RoPE input norm
-QK_NORM_EPS = 1e-5  # FoX QK-norm (SPEC §1, §4)
+QK_NORM_EPS = 1e-5  # FoX QK-norm (docs/models.md §1, §4)
 
 
 # ----------------------------------------------------------------------------- helpers
 
 def rms_norm(x, weight, eps):
-    """SPEC §1: y = x * rsqrt(mean(x^2) + eps) * w over the last dim."""
+    """docs/models.md §1: y = x * rsqrt(mean(x^2) + eps) * w over the last dim."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
@@ -35,7 +35,7 @@ def swish(x):
 
 
 def rotate_half_split(x, angle):
-    """SPEC §5: pairs (j, j+P): (x_j cos a - x_{j+P} sin a, x_j sin a + x_{j+P} cos a)."""
+    """docs/models.md §5: pairs (j, j+P): (x_j cos a - x_{j+P} sin a, x_j sin a + x_{j+P} cos a)."""
     P = x.shape[-1] // 2
     x1, x2 = x[..., :P], x[..., P:]
     cos, sin = torch.cos(angle), torch.sin(angle)
@@ -43,7 +43,7 @@ def rotate_half_split(x, angle):
 
 
 class Docs:
-    """Document structure of a batch (SPEC §1 document masking).
+    """Document structure of a batch (docs/models.md §1 document masking).
 
     With doc_mask, a position starts a document when its input token is bos_token_id, and position 0
     always does. Without doc_mask the whole row is one document (`start` is None).
@@ -73,7 +73,7 @@ class Docs:
 
 
 def short_conv(x, weight, docs, act):
-    """Depthwise causal conv (SPEC §2, §3, §5): weight [C, 1, K], tap K-1 multiplies the current token,
+    """Depthwise causal conv (docs/models.md §2, §3, §5): weight [C, 1, K], tap K-1 multiplies the current token,
     tap 0 the token K-1 steps back; history before the document start is zero."""
     K = weight.shape[-1]
     y = weight[:, 0, K - 1] * x
@@ -89,7 +89,7 @@ def short_conv(x, weight, docs, act):
 # ----------------------------------------------------------------------------- naive mixer cores
 
 def gla_naive(q, k, v, log_a, start):
-    """SPEC §2 recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
+    """docs/models.md §2 recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
     (q pre-scaled). The state is zeroed at document starts."""
     B, T, H, K = q.shape
     state = q.new_zeros(B, H, K, v.shape[-1])
@@ -104,7 +104,7 @@ def gla_naive(q, k, v, log_a, start):
 
 
 def gdn_naive(q, k, v, g, beta, start):
-    """SPEC §3 recurrence, one token at a time:
+    """docs/models.md §3 recurrence, one token at a time:
     S_t = e^{g_t} (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, o_t = S_t^T q_t (q pre-scaled)."""
     B, T, H, K = q.shape
     state = q.new_zeros(B, H, K, v.shape[-1])
@@ -122,7 +122,7 @@ def gdn_naive(q, k, v, g, beta, start):
 
 
 def fox_naive(q, k, v, log_f, start):
-    """SPEC §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
+    """docs/models.md §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
     an explicit T x T masked softmax; keys of other documents are masked. log_f None: no forget
     gate (the Transformer, §4b), plain causal softmax attention."""
     B, T, H, D = q.shape
@@ -163,7 +163,7 @@ class ShortConv(nn.Module):
 
 
 class MLP(nn.Module):
-    """SPEC §1 SwiGLU: down(swish(x Wg) * (x Wu))."""
+    """docs/models.md §1 SwiGLU: down(swish(x Wg) * (x Wu))."""
 
     def __init__(self, d, inter):
         super().__init__()
@@ -176,7 +176,7 @@ class MLP(nn.Module):
 
 
 class WeightNormProj(nn.Module):
-    """Full-rank per-head phi projection (SPEC §5 step 2 'weight_norm'):
+    """Full-rank per-head phi projection (docs/models.md §5 step 2 'weight_norm'):
     phi_h = xhat_h . (s_h * W_h / ||W_h||_col), W [H, d/H, P], columns normalised over d/H."""
 
     def __init__(self, heads, d_in, P):
@@ -190,7 +190,7 @@ class WeightNormProj(nn.Module):
 
 
 def rotary_temperature(pe, dk):
-    """SPEC §5 step 7. rope: tau_j = temp_max * theta^(-2j/dk); rfa: theta_j = linspace(0, theta*pi, P),
+    """docs/models.md §5 step 7. rope: tau_j = temp_max * theta^(-2j/dk); rfa: theta_j = linspace(0, theta*pi, P),
     tau = tan(theta_j / 2) rescaled so that max tau = temp_max."""
     P = dk // 2
     theta, tmax = float(pe["temp_theta"]), float(pe["temp_max"])
@@ -207,7 +207,7 @@ def rotary_temperature(pe, dk):
 
 
 class SelectiveRoPE(nn.Module):
-    """SPEC §5 Selective RoPE, named as the selective-rope repo (`attn.rotary.*`)."""
+    """docs/models.md §5 Selective RoPE, named as the selective-rope repo (`attn.rotary.*`)."""
 
     def __init__(self, pe, d, heads, dk):
         super().__init__()
@@ -286,7 +286,7 @@ def make_pe(cfg, heads, dk):
 
 
 def apply_rope(q, k, docs, theta):
-    """SPEC §5 RoPE: a_j(t) = t * theta^(-2j/dk), t counted from the document start."""
+    """docs/models.md §5 RoPE: a_j(t) = t * theta^(-2j/dk), t counted from the document start."""
     dk = q.shape[-1]
     inv = theta ** (-torch.arange(0, dk, 2, dtype=q.dtype, device=q.device) / dk)
     a = docs.pos.to(q.dtype)[:, :, None, None] * inv  # [B,T,1,P]
@@ -311,7 +311,7 @@ class PositionMixin(nn.Module):
 
 
 class GLAMixer(PositionMixin):
-    """SPEC §2, fla GatedLinearAttention names."""
+    """docs/models.md §2, fla GatedLinearAttention names."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -328,7 +328,7 @@ class GLAMixer(PositionMixin):
         self.k_proj = nn.Linear(d, kd, bias=False)
         self.v_proj = nn.Linear(d, vd, bias=False)
         self.g_proj = nn.Linear(d, vd, bias=False)
-        rank = cfg.get("gate_low_rank_dim", 16)  # fla's forget-gate rank, 16 in SPEC §2
+        rank = cfg.get("gate_low_rank_dim", 16)  # fla's forget-gate rank, 16 in docs/models.md §2
         self.gk_proj = nn.Sequential(nn.Linear(d, rank, bias=False), nn.Linear(rank, kd, bias=True))
         self.o_proj = nn.Linear(vd, d, bias=False)
         self.g_norm_swish_gate = RMSNorm(self.dv, self.eps)
@@ -359,7 +359,7 @@ class GLAMixer(PositionMixin):
 
 
 class GDNMixer(PositionMixin):
-    """SPEC §3, fla GatedDeltaNet names."""
+    """docs/models.md §3, fla GatedDeltaNet names."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -410,8 +410,8 @@ class GDNMixer(PositionMixin):
 
 
 class FoXMixer(PositionMixin):
-    """SPEC §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm); with
-    model_type "transformer", fla's Attention (§4b): no forget gate, no Pro extras, and QK-norm
+    """docs/models.md §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm);
+    with model_type "transformer", fla's Attention (§4b): no forget gate, no Pro extras, and QK-norm
     weights of size dh shared by the heads (fla's RMSNorm(head_dim))."""
 
     def __init__(self, cfg):
@@ -489,7 +489,7 @@ MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer":
 
 
 class Block(nn.Module):
-    """SPEC §1 pre-norm block."""
+    """docs/models.md §1 pre-norm block."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -513,14 +513,14 @@ class Backbone(nn.Module):
 
 
 class RotorLM(nn.Module):
-    """Embedding -> L blocks -> final RMSNorm -> untied LM head (SPEC §1)."""
+    """Embedding -> L blocks -> final RMSNorm -> untied LM head (docs/models.md §1)."""
 
     def __init__(self, cfg):
         super().__init__()
         if cfg["model_type"] not in MIXERS:
             raise ValueError(f"unknown model_type {cfg['model_type']!r}")
         if cfg.get("tie_word_embeddings", False):
-            raise ValueError("tie_word_embeddings must be false (SPEC §1: untied LM head)")
+            raise ValueError("tie_word_embeddings must be false (docs/models.md §1: untied LM head)")
         if cfg.get("hidden_act", "swish") not in ("swish", "silu"):
             raise ValueError(f"hidden_act {cfg['hidden_act']!r} is not supported")
         self.cfg = cfg
@@ -545,9 +545,9 @@ def lm_loss(logits, labels):
 
 
 def init_weights(model, gen, std=None):
-    """SPEC §1 init: linear/embedding/conv weights ~ N(0, std) (initializer_range, 0.02), biases 0,
-    norm weights 1; GDN A_log / dt_bias per SPEC §3; weight-norm phi_proj uniform with scalar 1;
-    Selective RoPE bias 0 and temperatures per SPEC §5."""
+    """docs/models.md §1 init: linear/embedding/conv weights ~ N(0, std) (initializer_range, 0.02), biases 0,
+    norm weights 1; GDN A_log / dt_bias per docs/models.md §3; weight-norm phi_proj uniform with scalar 1;
+    Selective RoPE bias 0 and temperatures per docs/models.md §5."""
     std = model.cfg.get("initializer_range", 0.02) if std is None else std
     with torch.no_grad():
         for m in model.modules():
@@ -573,5 +573,5 @@ def init_weights(model, gen, std=None):
 
 
 def no_weight_decay(name, param):
-    """SPEC §7: no decay on norm weights, biases, A_log, dt_bias, weight-norm scalars, temperatures."""
+    """docs/models.md §7: no decay on norm weights, biases, A_log, dt_bias, weight-norm scalars, temperatures."""
     return param.dim() < 2 or name.endswith(("temperature", "phi_bias"))

@@ -131,7 +131,7 @@ def cmd_check(args):
 # ----------------------------------------------------------------------------- make-case
 
 def make_case(cfg, out, batch, seq, seed, std):
-    """A check case from this reference: SPEC init (linear std `std`), random tokens with a few BOS
+    """A check case from this reference: the init of docs/models.md (linear std `std`), random tokens with a few BOS
     tokens and ignored labels, expected outputs from the float64 naive reference."""
     gen = torch.Generator().manual_seed(seed)
     model = rm.RotorLM(cfg)
