@@ -74,12 +74,16 @@ static void test_gdn_plain(void) { run_pe_variants(MIXER_GDN, 0); }
 static void test_gdn_conv(void) { run_pe_variants(MIXER_GDN, 1); }
 static void test_fox_plain(void) { run_pe_variants(MIXER_FOX, 0); }
 static void test_fox_pro(void) { run_pe_variants(MIXER_FOX, 1); }
+static void test_deltanet_plain(void) { run_pe_variants(MIXER_DELTANET, 0); }
+static void test_deltanet_conv(void) { run_pe_variants(MIXER_DELTANET, 1); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
         {"model_grad_gdn_plain", test_gdn_plain}, {"model_grad_gdn_conv", test_gdn_conv},
         {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
+        {"model_grad_deltanet_plain", test_deltanet_plain},
+        {"model_grad_deltanet_conv", test_deltanet_conv},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -34,6 +34,7 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->output_gate = c->output_norm = c->qk_norm = c->k_shift = c->v_shift = on;
     else
         c->short_conv = on;
+    if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
 }
 
 const char *mixer_option_name(const ModelConfig *c, int on) {
@@ -41,6 +42,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_GLA: return on ? "gla-conv" : "gla-noconv";
     case MIXER_GDN: return on ? "gdn-conv" : "gdn-noconv";
     case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
+    case MIXER_DELTANET: return on ? "deltanet-conv" : "deltanet-noconv-gate";
     }
     return "?";
 }
