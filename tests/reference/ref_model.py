@@ -371,6 +371,22 @@ class GLAMixer(PositionMixin):
         return self.o_proj(o.reshape(B, T, self.H * self.dv))
 
 
+def delta_qkv(m, x, docs, naive):
+    """q, k, v of the delta-rule mixers (GDN §3 steps 1-4, DeltaNet §3b): projections, conv + SiLU
+    (SiLU alone without the conv), the position embedding, then L2-normalised q (scaled) and k."""
+    B, T, _ = x.shape
+    q, k, v = m.q_proj(x), m.k_proj(x), m.v_proj(x)
+    if m.use_short_conv:
+        q = short_conv(q, m.q_conv1d.weight, docs, "silu")
+        k = short_conv(k, m.k_conv1d.weight, docs, "silu")
+        v = short_conv(v, m.v_conv1d.weight, docs, "silu")
+    else:
+        q, k, v = F.silu(q), F.silu(k), F.silu(v)
+    q, k = q.view(B, T, m.H, m.dk), k.view(B, T, m.H, m.dk)
+    q, k = m.apply_pe(q, k, x, docs, naive)  # after conv + SiLU, before the L2 norm
+    return l2_norm(q) * m.dk ** -0.5, l2_norm(k), v.view(B, T, m.H, m.dv)
+
+
 class GDNMixer(PositionMixin):
     """SPEC §3, fla GatedDeltaNet names."""
 
@@ -404,17 +420,7 @@ class GDNMixer(PositionMixin):
 
     def forward(self, x, docs, naive):
         B, T, _ = x.shape
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        if self.use_short_conv:
-            q = short_conv(q, self.q_conv1d.weight, docs, "silu")
-            k = short_conv(k, self.k_conv1d.weight, docs, "silu")
-            v = short_conv(v, self.v_conv1d.weight, docs, "silu")
-        else:
-            q, k, v = F.silu(q), F.silu(k), F.silu(v)
-        q, k = q.view(B, T, self.H, self.dk), k.view(B, T, self.H, self.dk)
-        v = v.view(B, T, self.H, self.dv)
-        q, k = self.apply_pe(q, k, x, docs, naive)  # after conv + SiLU, before the L2 norm
-        q, k = l2_norm(q) * self.dk ** -0.5, l2_norm(k)
+        q, k, v = delta_qkv(self, x, docs, naive)
         beta = torch.sigmoid(self.b_proj(x))
         g = -torch.exp(self.A_log) * F.softplus(self.a_proj(x) + self.dt_bias)
         o = gdn_naive(q, k, v, g, beta, docs.start) if naive else ref_fast.gdn_chunk(q, k, v, g, beta, docs.start)
@@ -453,17 +459,7 @@ class DeltaNetMixer(PositionMixin):
 
     def forward(self, x, docs, naive):
         B, T, _ = x.shape
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        if self.use_short_conv:
-            q = short_conv(q, self.q_conv1d.weight, docs, "silu")
-            k = short_conv(k, self.k_conv1d.weight, docs, "silu")
-            v = short_conv(v, self.v_conv1d.weight, docs, "silu")
-        else:
-            q, k, v = F.silu(q), F.silu(k), F.silu(v)
-        q, k = q.view(B, T, self.H, self.dk), k.view(B, T, self.H, self.dk)
-        v = v.view(B, T, self.H, self.dv)
-        q, k = self.apply_pe(q, k, x, docs, naive)  # as GDN: before the L2 norm
-        q, k = l2_norm(q) * self.dk ** -0.5, l2_norm(k)
+        q, k, v = delta_qkv(self, x, docs, naive)
         beta = torch.sigmoid(self.b_proj(x))
         if naive:
             o = delta_naive(q, k, v, beta, docs.start)
