@@ -85,12 +85,14 @@ static void train_config(const char *name) {
 static void test_train_gla(void) { train_config("gla-selective-pg"); }
 static void test_train_gdn(void) { train_config("gdn-selective-pg"); }
 static void test_train_fox(void) { train_config("fox-pro-selective-pg"); }
+static void test_train_deltanet(void) { train_config("deltanet-selective-pg"); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"train_gla_selective_pg", test_train_gla},
         {"train_gdn_selective_pg", test_train_gdn},
         {"train_fox_pro_selective_pg", test_train_fox},
+        {"train_deltanet_selective_pg", test_train_deltanet},
     };
     return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
