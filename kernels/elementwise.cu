@@ -214,6 +214,38 @@ __device__ __forceinline__ float softplus_acc(float x) {
     return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
 }
 
+// y [f32] = sigmoid(x): DeltaNet's beta (docs/models.md §3b), as gdn_gates_fwd's
+struct SigmoidFwd {
+    static constexpr int VEC = 4;
+    float *y;
+    const bf16 *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i);
+        Pack<float, V> o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = sigmoid_acc(bf2f(xv.v[k]));
+        st_vec<V>(y + i, o);
+    }
+};
+
+// dx = dy s (1 - s); dy [f32]
+struct SigmoidBwd {
+    static constexpr int VEC = 4;
+    bf16 *dx;
+    const float *dy;
+    const bf16 *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> dv = ld_vec<V>(dy + i);
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float sg = sigmoid_acc(bf2f(xv.v[k]));
+            o.v[k] = f2bf(dv.v[k] * sg * (1.f - sg));
+        }
+        st_vec<V>(dx + i, o);
+    }
+};
+
 // docs/models.md §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
 __global__ void __launch_bounds__(THREADS)
     gdn_gates_fwd_kernel(float *beta, float *g, const bf16 *b_raw, const bf16 *a_raw,
@@ -355,6 +387,14 @@ void cuda_logsigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n, dou
     float inv = 1.f / (float)normalizer;
     map(LogsigBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x, inv}, n,
         {{dx, 2}, {dy, 4}, {x, 2}});
+}
+
+void cuda_sigmoid_fwd(void *y, const void *x, int64_t n) {
+    map(SigmoidFwd{(float *)y, (const bf16 *)x}, n, {{y, 4}, {x, 2}});
+}
+
+void cuda_sigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n) {
+    map(SigmoidBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 4}, {x, 2}});
 }
 
 void cuda_gdn_gates_fwd(void *beta, void *g, const void *b_raw, const void *a_raw,

@@ -10,7 +10,9 @@
 // first) -> gdn_bwd_dqk (dq, the dk terms of Kd and P, dW, d gam terms) -> gdn_bwd_wy (dT,
 // dv, dbeta, dA, the dk terms of Kg and A, dg = in-chunk reverse cumsum of d gam).
 // Matrix products run on tensor cores (wmma bf16 16x16x16, fp32 accumulate); gates, states,
-// the triangular inverse and its gradient stay in fp32.
+// the triangular inverse and its gradient stay in fp32. Every kernel that reads the gates is
+// a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
+// Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
 #include "chunks.cuh"
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
@@ -182,9 +184,18 @@ template <class F> __device__ __forceinline__ void tile_out(const FragC &acc, fl
 }
 
 // Gates of the chunk of rows n0..n0+L-1 of head h, by one warp (each lane two rows).
+template <bool DECAY>
 __device__ void chunk_gates(Gates *G, const float *g, const float *beta, int64_t n0, int L, int h,
                             int H) {
     int lane = threadIdx.x & 31, t0 = 2 * lane, t1 = t0 + 1;
+    G->beta[t0] = t0 < L ? beta[(n0 + t0) * H + h] : 0.f;
+    G->beta[t1] = t1 < L ? beta[(n0 + t1) * H + h] : 0.f;
+    if constexpr (!DECAY) {
+        G->gam[t0] = G->gam[t1] = 0.f;
+        G->eg[t0] = G->ed[t0] = t0 < L ? 1.f : 0.f;
+        G->eg[t1] = G->ed[t1] = t1 < L ? 1.f : 0.f;
+        return;
+    }
     float a = t0 < L ? g[(n0 + t0) * H + h] : 0.f;
     float b = t1 < L ? g[(n0 + t1) * H + h] : 0.f;
     float excl;
@@ -197,8 +208,12 @@ __device__ void chunk_gates(Gates *G, const float *g, const float *beta, int64_t
     G->eg[t1] = t1 < L ? expf(g1) : 0.f;
     G->ed[t0] = t0 < L ? expf(gl - g0) : 0.f;
     G->ed[t1] = t1 < L ? expf(gl - g1) : 0.f;
-    G->beta[t0] = t0 < L ? beta[(n0 + t0) * H + h] : 0.f;
-    G->beta[t1] = t1 < L ? beta[(n0 + t1) * H + h] : 0.f;
+}
+
+// Gam_ts = e^{gam_t - gam_s} (callers mask s <= t, t < L); 1 without decay.
+template <bool DECAY> __device__ __forceinline__ float gam_ts(const Gates *G, int t, int s) {
+    if constexpr (DECAY) return expf(G->gam[t] - G->gam[s]);
+    return 1.f;
 }
 
 // Li = (I + A)^{-1} for A = diag(rs) Am with Am strictly lower triangular (fp32, 64 x 64,
@@ -283,6 +298,7 @@ __device__ __forceinline__ void save_state(float *dst, int V, bf16 *Sb, int ldv,
 // diag(beta), W = T (e^gam o K), P = scale (q K^T) o Gam (lower, bf16), and U = T V, minus
 // W S_c when the chunk states are given. W and U are bf16 [N, H, K|V]: W is a tensor-core
 // operand of the scans and U~ only ever meets W S_c at fp32 there (fla keeps both in bf16).
+template <bool DECAY>
 __global__ void __launch_bounds__(NT)
     gdn_prep(bf16 *W, bf16 *U, bf16 *P, const bf16 *q, const bf16 *k, const bf16 *v,
              const float *beta, const float *g, const float *states, const int32_t *chunks, int H,
@@ -304,7 +320,7 @@ __global__ void __launch_bounds__(NT)
     cp_async_tile<CHUNK>(Qs, ldk, q + rk, sk, L, K, blockDim.x);
     cp_async_tile<CHUNK>(Ks, ldk, k + rk, sk, L, K, blockDim.x);
     cp_async_commit();
-    if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
+    if (warp == 0) chunk_gates<DECAY>(G, g, beta, n0, L, h, H);
     cp_async_wait();
     __syncthreads();
 
@@ -322,7 +338,7 @@ __global__ void __launch_bounds__(NT)
     bf16 *Pc = P + ((int64_t)c * H + h) * CHUNK * CHUNK;
     for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
-        float gm = s <= t && t < L ? expf(G->gam[t] - G->gam[s]) : 0.f;
+        float gm = s <= t && t < L ? gam_ts<DECAY>(G, t, s) : 0.f;
         float a = s < t ? KK[t * LDM + s] * gm : 0.f;
         float p = s <= t ? scale * QK[t * LDM + s] * gm : 0.f;
         KK[t * LDM + s] = a;
@@ -390,6 +406,7 @@ __global__ void __launch_bounds__(NT)
 // memory. With stages == 2 the next chunk's W, K, U~ and gates load while this one computes.
 // (GLA's state pass is an elementwise scan over precomputed increments; the delta rule's
 // K^T (U - W S) needs S itself.)
+template <bool DECAY>
 __global__ void __launch_bounds__(NT_SCAN)
     gdn_fwd_scan(float *states, bf16 *U, const bf16 *W, const bf16 *k, const float *beta,
                  const float *g, const int32_t *cu, const int32_t *chunks, int nchunk, int H, int K,
@@ -415,7 +432,7 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_tile<CHUNK>(at<bf16>(st, lay.u), ldv, U + (n0 * H + h) * V + v0, sv, L, BV,
                              blockDim.x);
         cp_async_commit();
-        if (warp == 0) chunk_gates(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
+        if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
     scan_pipeline(nch, stages, issue, [&](int it, int b) {
         const int64_t c = w.c0 + it;
@@ -442,12 +459,13 @@ __global__ void __launch_bounds__(NT_SCAN)
             Ud[t * ldv + j] = f2bf(G->ed[t] * u);
         }
         __syncthreads();
-        const float eL = G->eg[L - 1];
+        [[maybe_unused]] const float eL = G->eg[L - 1];
         for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
             int i = x % (K / 16), j = x / (K / 16);
             FragC acc;
             wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
-            for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
+            if constexpr (DECAY)
+                for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
             mma_acc<true, false>(acc, Kb, ldk, 16 * i, Ud, ldv, 16 * j, CHUNK);
             wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
         }
@@ -457,6 +475,7 @@ __global__ void __launch_bounds__(NT_SCAN)
 
 // Per (chunk, head): O = (scale e^gam o q) S_c + P U, V in tiles of 64 columns. GLA's output
 // pass (gla.cu) has this form, but its gates are per key channel, so it scales Q per K tile.
+template <bool DECAY>
 __global__ void __launch_bounds__(NT)
     gdn_fwd_out(bf16 *o, const bf16 *q, const bf16 *U, const bf16 *P, const float *states,
                 const float *beta, const float *g, const int32_t *chunks, int H, int K, int V,
@@ -476,7 +495,7 @@ __global__ void __launch_bounds__(NT)
     cp_async_tile<CHUNK>(Pb, LDM, P + ((int64_t)c * H + h) * CHUNK * CHUNK, CHUNK, CHUNK, CHUNK,
                          blockDim.x);
     cp_async_commit();
-    if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
+    if (warp == 0) chunk_gates<DECAY>(G, g, beta, n0, L, h, H);
     cp_async_wait();
     __syncthreads();
     for (int e = threadIdx.x; e < CHUNK * K; e += NT) {
@@ -512,6 +531,7 @@ __global__ void __launch_bounds__(NT)
 // dS -> dSs[c] (fp32, the layout of states), dU = (e^{gam_L - gam} o K) dS + P^T dO -> dU
 // (bf16 [N, H, V]), dS_c = e^{gam_L} dS + q^T (scale e^gam o dO) - W^T dU. (GLA's state
 // gradient is again increments and an elementwise scan; -W^T dU needs dS itself.)
+template <bool DECAY>
 __global__ void __launch_bounds__(NT_SCAN)
     gdn_bwd_scan(float *dSs, bf16 *dU, const bf16 *q, const bf16 *k, const bf16 *W, const bf16 *P,
                  const bf16 *dout, const float *beta, const float *g, const int32_t *cu,
@@ -543,7 +563,7 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_tile<CHUNK>(at<bf16>(st, lay.d), ldv, dout + (n0 * H + h) * V + v0, sv, L, BV,
                              blockDim.x);
         cp_async_commit();
-        if (warp == 0) chunk_gates(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
+        if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
     scan_pipeline(nch, stages, issue, [&](int it, int b) {
         const int ci = nch - 1 - it;
@@ -577,12 +597,13 @@ __global__ void __launch_bounds__(NT_SCAN)
             dOt[t * ldv + j] = f2bf(scale * G->eg[t] * bf2f(dOt[t * ldv + j]));
         }
         __syncthreads();
-        const float eL = G->eg[L - 1];
+        [[maybe_unused]] const float eL = G->eg[L - 1];
         for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
             int i = x % (K / 16), j = x / (K / 16);
             FragC acc;
             wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
-            for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
+            if constexpr (DECAY)
+                for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
             mma_acc<true, false>(acc, Qb, ldk, 16 * i, dOt, ldv, 16 * j, CHUNK);
             mma_acc<true, false>(acc, Wb, ldk, 16 * i, dUn, ldv, 16 * j, CHUNK);
             wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
@@ -597,6 +618,7 @@ __global__ void __launch_bounds__(NT_SCAN)
 // by gdn_bwd_wy), dW = -dWn (bf16), and this tile's part of d gam: <Qg_t, dQg_t> -
 // <Kd_t, dKd_t>, their sum and e^{gam_L} <S_c, dS> on the last row, and (first K tile only)
 // the row minus column sums of dP o P.
+template <bool DECAY>
 __global__ void __launch_bounds__(NT, 1)
     gdn_bwd_dqk(bf16 *dq, float *dKp, bf16 *dW, float *dgp, const bf16 *q, const bf16 *k,
                 const bf16 *dout, const bf16 *U, const bf16 *dU, const bf16 *P, const float *states,
@@ -627,7 +649,7 @@ __global__ void __launch_bounds__(NT, 1)
     cp_async_tile<CHUNK>(Pb, LDM, P + ((int64_t)c * H + h) * CHUNK * CHUNK, CHUNK, CHUNK, CHUNK,
                          blockDim.x);
     cp_async_commit();
-    if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
+    if (warp == 0) chunk_gates<DECAY>(G, g, beta, n0, L, h, H);
 
     // warp w owns row block w & 3 and column blocks 2 (w >> 2) + {0, 1}
     const int rb = warp & 3, cb0 = (warp >> 2) * 2;
@@ -650,7 +672,7 @@ __global__ void __launch_bounds__(NT, 1)
             int i = e / per, j = (e - i * per) * 4;
             float4 s = *reinterpret_cast<const float4 *>(S0 + (int64_t)i * V + v0 + j);
             float4 d = *reinterpret_cast<const float4 *>(dS1 + (int64_t)i * V + v0 + j);
-            sdot += s.x * d.x + s.y * d.y + s.z * d.z + s.w * d.w;
+            if constexpr (DECAY) sdot += s.x * d.x + s.y * d.y + s.z * d.z + s.w * d.w;
             store4(S0t + i * LDM + j, s);
             store4(dSt + i * LDM + j, d);
         }
@@ -679,7 +701,7 @@ __global__ void __launch_bounds__(NT, 1)
         }
         wmma::store_matrix_sync(dPf + 16 * rb * LDM + 16 * cb, ap[jj], LDM, wmma::mem_row_major);
     }
-    sdot = block_sum(sdot, at<float>(smem, lay.red));
+    if constexpr (DECAY) sdot = block_sum(sdot, at<float>(smem, lay.red));
     __syncthreads();
 
     { // row t = tid / 4, columns tid % 4 + 4m
@@ -687,30 +709,34 @@ __global__ void __launch_bounds__(NT, 1)
         float rq = 0.f, rkd = 0.f;
         for (int i = threadIdx.x & 3; i < BK; i += 4) {
             float dqg = Xq[t * ldx + i], dkd = Xk[t * ldx + i], dwn = Xw[t * ldx + i];
-            rq += bf2f(Qt[t * ldb + i]) * dqg;
-            rkd += bf2f(Kt[t * ldb + i]) * dkd;
+            if constexpr (DECAY) {
+                rq += bf2f(Qt[t * ldb + i]) * dqg;
+                rkd += bf2f(Kt[t * ldb + i]) * dkd;
+            }
             Xq[t * ldx + i] = G->eg[t] * dqg;
             Xk[t * ldx + i] = G->ed[t] * dkd;
             if (t < L) dW[rk + t * sk + i] = f2bf(-dwn);
         }
-        rq = quad_sum(rq);
-        rkd = quad_sum(rkd);
-        if ((threadIdx.x & 3) == 0) {
-            rowq[t] = scale * G->eg[t] * rq; // <Qg_t, dQg_t>
-            rowk[t] = G->ed[t] * rkd;        // <Kd_t, dKd_t>
+        if constexpr (DECAY) {
+            rq = quad_sum(rq);
+            rkd = quad_sum(rkd);
+            if ((threadIdx.x & 3) == 0) {
+                rowq[t] = scale * G->eg[t] * rq; // <Qg_t, dQg_t>
+                rowk[t] = G->ed[t] * rkd;        // <Kd_t, dKd_t>
+            }
         }
     }
     for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) { // dP o Gam, and dP o P in place
         int t = e >> 6, s = e & 63;
         bool m = s <= t && t < L;
-        float dp = m ? dPf[t * LDM + s] : 0.f, gm = m ? expf(G->gam[t] - G->gam[s]) : 0.f;
+        float dp = m ? dPf[t * LDM + s] : 0.f, gm = m ? gam_ts<DECAY>(G, t, s) : 0.f;
         Tp[t * LDM + s] = f2bf(dp * gm);
         Tps[t * LDM + s] = f2bf(scale * dp * gm);
-        dPf[t * LDM + s] = dp * bf2f(Pb[t * LDM + s]);
+        if constexpr (DECAY) dPf[t * LDM + s] = dp * bf2f(Pb[t * LDM + s]);
     }
     __syncthreads();
 
-    if (threadIdx.x < CHUNK) {
+    if (DECAY && threadIdx.x < CHUNK) {
         int t = threadIdx.x;
         float x = rowq[t] - rowk[t];
         if (kt == 0)
@@ -749,6 +775,7 @@ __global__ void __launch_bounds__(NT, 1)
 // diag(beta), dA = -Li^T dLi Li^T (strictly lower, fp32); dk = dKp + tA K + tA^T K with
 // tA = dA o beta_t o Gam; d gam = the dqk partials + <Kg_t, dKg_t> + row minus column sums
 // of dA o A, and dg its in-chunk reverse cumsum.
+template <bool DECAY>
 __global__ void __launch_bounds__(NT)
     gdn_bwd_wy(bf16 *dk, bf16 *dv, float *dbeta, float *dg, float *dKp, const bf16 *k,
                const bf16 *v, const bf16 *dU, const bf16 *dW, const float *dgp, const float *beta,
@@ -771,7 +798,7 @@ __global__ void __launch_bounds__(NT)
 
     cp_async_tile<CHUNK>(Ks, ldk, k + rk, sk, L, K, blockDim.x);
     cp_async_commit();
-    if (warp == 0) chunk_gates(G, g, beta, n0, L, h, H);
+    if (warp == 0) chunk_gates<DECAY>(G, g, beta, n0, L, h, H);
     cp_async_wait();
     __syncthreads();
     for (int x = warp; x < 10; x += NT / 32) {
@@ -785,7 +812,7 @@ __global__ void __launch_bounds__(NT)
     __syncthreads();
     for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
         int t = e >> 6, s = e & 63;
-        Am[t * LDM + s] = s < t && t < L ? Am[t * LDM + s] * expf(G->gam[t] - G->gam[s]) : 0.f;
+        Am[t * LDM + s] = s < t && t < L ? Am[t * LDM + s] * gam_ts<DECAY>(G, t, s) : 0.f;
         Li[t * LDM + s] = t == s ? 1.f : 0.f;
     }
     __syncthreads();
@@ -826,13 +853,15 @@ __global__ void __launch_bounds__(NT)
         __syncthreads();
         for (int i = threadIdx.x & 3; i < bk; i += 4) {
             float y = G->eg[tr] * Xf[tr * LDM + i];
-            rkg += bf2f(Ks[tr * ldk + k0 + i]) * y;
+            if constexpr (DECAY) rkg += bf2f(Ks[tr * ldk + k0 + i]) * y;
             if (tr < L) dKp[rk + tr * sk + k0 + i] += y;
         }
         __syncthreads();
     }
-    rkg = quad_sum(rkg);
-    if ((threadIdx.x & 3) == 0) rowkg[tr] = rkg;
+    if constexpr (DECAY) {
+        rkg = quad_sum(rkg);
+        if ((threadIdx.x & 3) == 0) rowkg[tr] = rkg;
+    }
     // over V tiles: a2 = dU V^T; dv = T^T dU
     for (int v0 = 0; v0 < V; v0 += CT) {
         int bw = min(CT, V - v0);
@@ -886,25 +915,26 @@ __global__ void __launch_bounds__(NT)
         int t = e >> 6, s = e & 63;
         bool m = s < t && t < L;
         float da = m ? Dt[t * LDM + s] : 0.f, a = Am[t * LDM + s];
-        float gm = m ? expf(G->gam[t] - G->gam[s]) : 0.f;
-        Xf[t * LDM + s] = da * G->beta[t] * a;
+        float gm = m ? gam_ts<DECAY>(G, t, s) : 0.f;
+        if constexpr (DECAY) Xf[t * LDM + s] = da * G->beta[t] * a;
         Li[t * LDM + s] = da * a;
         Ta[t * LDM + s] = f2bf(da * G->beta[t] * gm);
     }
     __syncthreads();
     if (threadIdx.x < CHUNK) {
         int t = threadIdx.x;
-        float x = rowkg[t], bsum = dbe[t];
-        for (int s = 0; s < CHUNK; s++) {
-            x += Xf[t * LDM + s] - Xf[s * LDM + t];
-            bsum += Li[t * LDM + s];
-        }
-        for (int j = 0; j < nkt; j++) x += dgp[(((int64_t)c * H + h) * nkt + j) * CHUNK + t];
-        dgam[t] = t < L ? x : 0.f;
+        float bsum = dbe[t];
+        for (int s = 0; s < CHUNK; s++) bsum += Li[t * LDM + s];
         if (t < L) dbeta[(n0 + t) * H + h] = bsum;
+        if constexpr (DECAY) {
+            float x = rowkg[t];
+            for (int s = 0; s < CHUNK; s++) x += Xf[t * LDM + s] - Xf[s * LDM + t];
+            for (int j = 0; j < nkt; j++) x += dgp[(((int64_t)c * H + h) * nkt + j) * CHUNK + t];
+            dgam[t] = t < L ? x : 0.f;
+        }
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (DECAY && threadIdx.x == 0) {
         float acc = 0.f;
         for (int t = L - 1; t >= 0; t--) {
             acc += dgam[t];
@@ -978,12 +1008,13 @@ void check_args(const char *op, int H, int K, int V, const void *const *ptrs, in
 
 size_t al256(size_t b) { return (b + 255) & ~(size_t)255; }
 
+template <bool DECAY>
 void launch_prep(bf16 *W, bf16 *U, bf16 *P, const void *q, const void *k, const void *v,
                  const void *beta, const void *g, const float *states, const Seqs *s, int H, int K,
                  int V, double scale, const char *op) {
     size_t bytes = PrepLayout(K, states != nullptr).total;
-    cuda_allow_smem(gdn_prep, bytes, op);
-    gdn_prep<<<dim3((unsigned)s->nchunk, H), NT, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_prep<DECAY>, bytes, op);
+    gdn_prep<DECAY><<<dim3((unsigned)s->nchunk, H), NT, bytes, cuda_stream()>>>(
         W, U, P, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (const float *)beta,
         (const float *)g, states, s->dev_chunk, H, K, V, (float)scale);
     CUDA_LAUNCHED();
@@ -1001,7 +1032,9 @@ int cuda_gdn_supports(int H, int K, int V, char *why, size_t why_size) {
     return 1;
 }
 
-void cuda_gdn_fwd(const LinAttnArgs *a) {
+namespace {
+
+template <bool DECAY> void gdn_fwd(const LinAttnArgs *a) {
     void *o = a->o, *states = a->states;
     const void *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g;
     const Seqs *s = a->s;
@@ -1014,26 +1047,26 @@ void cuda_gdn_fwd(const LinAttnArgs *a) {
     bf16 *W = (bf16 *)cuda_scratch(SCRATCH_A, sizeof(bf16) * N * H * K);
     bf16 *U = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * N * H * V);
     bf16 *P = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * nchunk * H * CHUNK * CHUNK);
-    launch_prep(W, U, P, q, k, v, beta, g, nullptr, s, H, K, V, scale, "gdn_fwd");
+    launch_prep<DECAY>(W, U, P, q, k, v, beta, g, nullptr, s, H, K, V, scale, "gdn_fwd");
 
     int bv, stages;
     size_t bytes;
     pick_scan<FwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_fwd", &bv, &stages, &bytes);
-    cuda_allow_smem(gdn_fwd_scan, bytes, "gdn_fwd");
-    gdn_fwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_fwd_scan<DECAY>, bytes, "gdn_fwd");
+    gdn_fwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         (float *)states, U, W, (const bf16 *)k, (const float *)beta, (const float *)g, s->dev_cu,
         s->dev_chunk, (int)nchunk, H, K, V, bv, stages);
     CUDA_LAUNCHED();
 
     bytes = OutLayout(K).total;
-    cuda_allow_smem(gdn_fwd_out, bytes, "gdn_fwd");
-    gdn_fwd_out<<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_fwd_out<DECAY>, bytes, "gdn_fwd");
+    gdn_fwd_out<DECAY><<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
         (bf16 *)o, (const bf16 *)q, U, P, (const float *)states, (const float *)beta,
         (const float *)g, s->dev_chunk, H, K, V, (float)scale);
     CUDA_LAUNCHED();
 }
 
-void cuda_gdn_bwd(const LinAttnGrads *gr) {
+template <bool DECAY> void gdn_bwd(const LinAttnGrads *gr) {
     const LinAttnArgs *a = &gr->a;
     void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dbeta = gr->dbeta, *dg = gr->dg;
     const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g,
@@ -1051,8 +1084,8 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
     bf16 *W = (bf16 *)cuda_scratch(SCRATCH_A, sizeof(bf16) * nk);
     bf16 *U = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * nv);
     size_t p_bytes = al256(sizeof(bf16) * nchunk * H * CHUNK * CHUNK);
-    unsigned char *sc = (unsigned char *)cuda_scratch(SCRATCH_C, p_bytes + sizeof(float) * nchunk *
-                                                                               H * nkt * CHUNK);
+    unsigned char *sc = (unsigned char *)cuda_scratch(
+        SCRATCH_C, p_bytes + (DECAY ? sizeof(float) * nchunk * H * nkt * CHUNK : 0));
     bf16 *P = (bf16 *)sc;
     float *dgp = (float *)(sc + p_bytes);
     size_t du_bytes = al256(sizeof(bf16) * nv), ds_bytes = al256(sizeof(float) * ns);
@@ -1061,30 +1094,37 @@ void cuda_gdn_bwd(const LinAttnGrads *gr) {
     bf16 *dU = (bf16 *)sd;
     float *dS = (float *)(sd + du_bytes), *dKp = (float *)(sd + du_bytes + ds_bytes);
 
-    launch_prep(W, U, P, q, k, v, beta, g, (const float *)states, s, H, K, V, scale, "gdn_bwd");
+    launch_prep<DECAY>(W, U, P, q, k, v, beta, g, (const float *)states, s, H, K, V, scale,
+                       "gdn_bwd");
 
     int bv, stages;
     size_t bytes;
     pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
-    cuda_allow_smem(gdn_bwd_scan, bytes, "gdn_bwd");
-    gdn_bwd_scan<<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_bwd_scan<DECAY>, bytes, "gdn_bwd");
+    gdn_bwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
         dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout, (const float *)beta,
         (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages, (float)scale);
     CUDA_LAUNCHED();
 
     bf16 *dW = W; // W is not read after the scan
     bytes = DqkLayout(BK).total;
-    cuda_allow_smem(gdn_bwd_dqk, bytes, "gdn_bwd");
-    gdn_bwd_dqk<<<dim3((unsigned)nchunk, H, nkt), NT, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_bwd_dqk<DECAY>, bytes, "gdn_bwd");
+    gdn_bwd_dqk<DECAY><<<dim3((unsigned)nchunk, H, nkt), NT, bytes, cuda_stream()>>>(
         (bf16 *)dq, dKp, dW, dgp, (const bf16 *)q, (const bf16 *)k, (const bf16 *)dout, U, dU, P,
         (const float *)states, dS, (const float *)beta, (const float *)g, s->dev_chunk, H, K, V, BK,
         (float)scale);
     CUDA_LAUNCHED();
 
     bytes = WyLayout(K).total;
-    cuda_allow_smem(gdn_bwd_wy, bytes, "gdn_bwd");
-    gdn_bwd_wy<<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
+    cuda_allow_smem(gdn_bwd_wy<DECAY>, bytes, "gdn_bwd");
+    gdn_bwd_wy<DECAY><<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
         (bf16 *)dk, (bf16 *)dv, (float *)dbeta, (float *)dg, dKp, (const bf16 *)k, (const bf16 *)v,
         dU, dW, dgp, (const float *)beta, (const float *)g, s->dev_chunk, H, K, V, nkt);
     CUDA_LAUNCHED();
 }
+
+} // namespace
+
+void cuda_gdn_fwd(const LinAttnArgs *a) { a->g ? gdn_fwd<true>(a) : gdn_fwd<false>(a); }
+
+void cuda_gdn_bwd(const LinAttnGrads *g) { g->a.g ? gdn_bwd<true>(g) : gdn_bwd<false>(g); }

@@ -35,9 +35,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-gpu"
 configs_370m=(configs/gla-370m-selective-pg.ini configs/gdn-370m-selective-pg.ini
-              configs/fox-370m-selective-pg.ini)
+              configs/fox-370m-selective-pg.ini configs/deltanet-370m-selective-pg.ini)
 # the same models without a position embedding, as fla's models are
-configs_nope=(configs/gla-370m-nope.ini configs/gdn-370m-nope.ini configs/fox-370m-nope.ini)
+configs_nope=(configs/gla-370m-nope.ini configs/gdn-370m-nope.ini configs/fox-370m-nope.ini
+              configs/deltanet-370m-nope.ini)
 # the fla baselines, pure Python wheels installed with --no-deps (the GPU machine has torch,
 # triton, transformers and einops): fla-core (fla's ops and modules) for bench/fla_mixers.py,
 # and flash-linear-attention (fla/layers, fla/models; requires fla-core of its own version

@@ -9,14 +9,16 @@
 
 /* ---- argument structs of the mixer and Selective RoPE ops ---- */
 
-/* A chunked linear-attention mixer: GLA (docs/models.md §2) or Gated DeltaNet (§3). */
+/* A chunked linear-attention mixer: GLA (docs/models.md §2), Gated DeltaNet (§3) or
+ * DeltaNet (§3b, the delta rule without decay: gdn ops with g == NULL). */
 typedef struct {
     const Seqs *s;
     int H, K, V;       /* heads, key and value head sizes */
     double scale;      /* applied to q */
     const void *q, *k; /* [N,H,K]; GDN: L2-normalised */
     const void *v;     /* [N,H,V] */
-    const void *g;     /* [f32] log decay: GLA per channel [N,H,K], GDN per head [N,H] */
+    const void *g;     /* [f32] log decay: GLA per channel [N,H,K], GDN per head [N,H];
+                        * NULL (gdn ops only): no decay, log decay 0 */
     const void *beta;  /* [f32][N,H] delta-rule write strength (GDN); NULL for GLA */
     void *o;           /* [N,H,V] */
     void *states;      /* [f32] the state at the start of every chunk (chunk_states_size) */
@@ -27,7 +29,7 @@ typedef struct {
     LinAttnArgs a;
     const void *dout;   /* [N,H,V] */
     void *dq, *dk, *dv; /* like q, k, v */
-    void *dg;           /* [f32] like g */
+    void *dg;           /* [f32] like g; ignored when g is NULL */
     void *dbeta;        /* [f32] like beta; NULL for GLA */
 } LinAttnGrads;
 
@@ -179,6 +181,9 @@ typedef struct {
     /* y = logsigmoid(x) / normalizer [f32]. */                                               \
     X(void, logsigmoid_fwd, (void *y, const void *x, int64_t n, double normalizer))           \
     X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer)) \
+    /* y = sigmoid(x) [f32] (DeltaNet's beta, docs/models.md §3b); dy [f32]. */              \
+    X(void, sigmoid_fwd, (void *y, const void *x, int64_t n))                                 \
+    X(void, sigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n))                \
     /* Gated DeltaNet (docs/models.md §3): beta = sigmoid(b_raw); g = -exp(A_log)             \
      * softplus(a_raw + dt_bias) [f32]; b_raw, a_raw, beta, g [N,H]. */                       \
     X(void, gdn_gates_fwd,                                                                    \

@@ -87,7 +87,8 @@ void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, con
     rt_free(dS);
 }
 
-/* GDN: S_t = e^{g_t} (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, o_t = scale S_t^T q_t. */
+/* GDN: S_t = e^{g_t} (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, o_t = scale S_t^T q_t.
+ * g == NULL: no decay (DeltaNet), and dg is not written. */
 static void gdn_step(double *Sn, const double *Sp, const double *kk, const double *vv, double b,
                      double eg, int K, int V) {
     for (int j = 0; j < V; j++) {
@@ -97,6 +98,8 @@ static void gdn_step(double *Sn, const double *Sp, const double *kk, const doubl
             Sn[i * V + j] = eg * (Sp[i * V + j] - b * kk[i] * kS) + b * kk[i] * vv[j];
     }
 }
+
+static double decay(const real *g, int64_t i) { return g ? exp((double)g[i]) : 1.0; }
 
 static void load_vec(double *dst, const real *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = (double)src[i];
@@ -112,7 +115,7 @@ void naive_gdn_fwd(real *o, const real *q, const real *k, const real *v, const r
             for (int64_t n = s->cu[seg]; n < s->cu[seg + 1]; n++) {
                 load_vec(kk, k + IDX(n, h, 0, H, K), K);
                 load_vec(vv, v + IDX(n, h, 0, H, V), V);
-                gdn_step(S2, S, kk, vv, (double)beta[n * H + h], exp((double)g[n * H + h]), K, V);
+                gdn_step(S2, S, kk, vv, (double)beta[n * H + h], decay(g, n * H + h), K, V);
                 memcpy(S, S2, sizeof(double) * K * V);
                 for (int j = 0; j < V; j++) {
                     double acc = 0;
@@ -145,13 +148,13 @@ void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const re
                 load_vec(kk, k + IDX(n0 + t, h, 0, H, K), K);
                 load_vec(vv, v + IDX(n0 + t, h, 0, H, V), V);
                 gdn_step(S + (t + 1) * K * V, S + t * K * V, kk, vv, (double)beta[(n0 + t) * H + h],
-                         exp((double)g[(n0 + t) * H + h]), K, V);
+                         decay(g, (n0 + t) * H + h), K, V);
             }
             memset(dS, 0, sizeof(double) * K * V);
             for (int64_t t = len - 1; t >= 0; t--) {
                 int64_t n = n0 + t;
                 const double *St = S + (t + 1) * K * V, *Sp = S + t * K * V;
-                double b = (double)beta[n * H + h], eg = exp((double)g[n * H + h]);
+                double b = (double)beta[n * H + h], eg = decay(g, n * H + h);
                 load_vec(kk, k + IDX(n, h, 0, H, K), K);
                 load_vec(vv, v + IDX(n, h, 0, H, V), V);
                 for (int i = 0; i < K; i++) {
@@ -189,7 +192,7 @@ void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const re
                     dk[IDX(n, h, i, H, K)] = (real)acc;
                 }
                 dbeta[n * H + h] = (real)db;
-                dg[n * H + h] = (real)dgt;
+                if (dg) dg[n * H + h] = (real)dgt;
                 for (int i = 0; i < K; i++)
                     for (int j = 0; j < V; j++)
                         dSp[i * V + j] = eg * (dS[i * V + j] - b * kk[i] * kdS[j]);

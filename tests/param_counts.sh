@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The 370M configs have the parameter counts of docs/models.md §6 (gla ~375M, gdn ~400M, fox ~374M,
-# fox-pro ~381M, transformer ~374M), and every config's count equals a closed-form count written here
+# fox-pro ~381M, transformer ~374M, deltanet ~374M), and every config's count equals a closed-form count written here
 # independently of the C parameter table.
 set -euo pipefail
 rotor=$1
@@ -31,6 +31,11 @@ def layer(name):
         Kd = Vd = H * dk
         n = 2 * d * Kd + 2 * d * Vd + Vd * d + 2 * d * H + 2 * H + (2 * Kd + Vd) * 4 + dk
         return n + mlp(4) + pe(name, H, dk)
+    if name.startswith("deltanet"):         # q, k, v, o, b_proj, convs, o_norm; no gate
+        H, dk = 8, 128
+        Kd = Vd = H * dk
+        n = 2 * d * Kd + 2 * d * Vd + d * H + (2 * Kd + Vd) * 4 + dk
+        return n + mlp(4) + pe(name, H, dk)
     H = 16
     if name.startswith("transformer"):
         return 4 * d * d + mlp(4) + pe(name, H, d // H)
@@ -38,7 +43,8 @@ def layer(name):
     if name.startswith("fox-pro"):
         return n + d * d + d + 2 * d + 2 * H * d + mlp(3.5) + pe(name, H, d // H)
     return n + mlp(4) + pe(name, H, d // H)
-spec = {"gla": 375e6, "gdn": 400e6, "fox-pro": 381e6, "fox": 374e6, "transformer": 374e6}
+spec = {"gla": 375e6, "gdn": 400e6, "fox-pro": 381e6, "fox": 374e6, "transformer": 374e6,
+        "deltanet": 374e6}
 bad = 0
 for line in sys.stdin:
     name, got = line.split()

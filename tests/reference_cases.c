@@ -100,7 +100,7 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
 int main(int argc, char **argv) {
     if (argc != 2) rt_die("usage: reference_cases OUTDIR");
     int n = 0;
-    for (int mixer = 0; mixer <= MIXER_TRANSFORMER; mixer++)
+    for (int mixer = 0; mixer < N_MIXERS; mixer++)
         for (int option = 0; option < 2; option++)
             for (int k = 0; k < N_PE_VARIANTS; k++) {
                 ModelConfig c;

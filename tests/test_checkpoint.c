@@ -150,7 +150,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     }
     EQ(mixer) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
     EQ(intermediate_size) EQ(norm_eps) EQ(init_std) EQ(expand_k) EQ(expand_v) EQ(short_conv)
-    EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(output_gate) EQ(output_norm)
+    EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(use_gate) EQ(output_gate) EQ(output_norm)
     EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
     EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
     EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
@@ -308,6 +308,12 @@ static void test_roundtrip_fox_pro(void) {
 static void test_roundtrip_transformer(void) {
     ModelConfig c = tiny_transformer();
     roundtrip(&c, "transformer qk_norm selective phase gate");
+}
+
+static void test_roundtrip_deltanet(void) {
+    ModelConfig c = tu_tiny_model(MIXER_DELTANET, 2);
+    c.pe.kind = PE_ROPE;
+    roundtrip(&c, "deltanet rope");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -697,6 +703,12 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
         break;
     case MIXER_TRANSFORMER: c.qk_norm = 1; break;
+    case MIXER_DELTANET: /* fla's defaults flipped: no conv, the output gate */
+        c.expand_k = 0.25;
+        c.expand_v = 0.5;
+        c.short_conv = 0;
+        c.use_gate = 1;
+        break;
     }
     PEConfig *pe = &c.pe;
     switch (pe_variant) {
@@ -726,12 +738,13 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
 
 static void test_hf_roundtrip(void) {
     static const char *const pes[] = {"nope", "rope", "selective low-rank all flags", "selective full-rank"};
-    static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer",
-                                        "transformer"};
-    static const char *const archs[] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
-                                        "ForgettingTransformerForCausalLM", "TransformerForCausalLM"};
+    static const char *const types[N_MIXERS] = {"gla", "gated_deltanet", "forgetting_transformer",
+                                                "transformer", "delta_net"};
+    static const char *const archs[N_MIXERS] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
+                                                "ForgettingTransformerForCausalLM",
+                                                "TransformerForCausalLM", "DeltaNetForCausalLM"};
     static const char *const pe_types[] = {"nope", "rope", "selective_rope", "selective_rope"};
-    for (int mx = 0; mx < 4; mx++) {
+    for (int mx = 0; mx < N_MIXERS; mx++) {
         for (int v = 0; v < 4; v++) {
             char label[96];
             snprintf(label, sizeof label, "%s %s", types[mx], pes[v]);
@@ -834,6 +847,20 @@ static void test_hf_errors(void) {
     want.mixer = MIXER_GDN;
     want.num_heads = 8;
     CHECK(config_equal(&out, &want, "fla-style gdn"));
+    /* fla's own DeltaNet 340M config (flame configs/delta_net_340M.json, which leaves
+     * vocab_size to the tokenizer). */
+    CHECK_MSG(from_text("{\"attn_mode\": \"chunk\", \"bos_token_id\": 1, \"conv_size\": 4, \"eos_token_id\": 2,"
+                        " \"expand_k\": 1, \"expand_v\": 1, \"fuse_cross_entropy\": true, \"hidden_act\": \"swish\","
+                        " \"hidden_ratio\": 4, \"hidden_size\": 1024, \"initializer_range\": 0.02,"
+                        " \"intermediate_size\": null, \"model_type\": \"delta_net\", \"norm_eps\": 1e-06,"
+                        " \"num_heads\": 8, \"num_hidden_layers\": 24, \"qk_activation\": \"silu\", \"qk_norm\": \"l2\","
+                        " \"tie_word_embeddings\": false, \"use_beta\": true, \"use_cache\": true, \"use_gate\": false,"
+                        " \"use_output_norm\": true, \"use_short_conv\": true, \"vocab_size\": 32000}",
+                        &out) == 0,
+              "%s", err);
+    want.mixer = MIXER_DELTANET;
+    want.expand_k = 1;
+    CHECK(config_equal(&out, &want, "fla delta_net_340M"));
     /* An explicit width equal to the derived one is stored as derived (0). */
     CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
                     " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 3.5, \"intermediate_size\": 2560,"
@@ -1012,6 +1039,7 @@ int main(int argc, char **argv) {
         {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
         {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
         {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
+        {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
         {"checkpoint_latest", test_latest},
         {"checkpoint_keep", test_keep},
         {"checkpoint_corrupt", test_corrupt},

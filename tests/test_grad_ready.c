@@ -145,6 +145,7 @@ static void run_variants(MixerKind mixer) {
 static void test_gla(void) { run_variants(MIXER_GLA); }
 static void test_gdn(void) { run_variants(MIXER_GDN); }
 static void test_fox(void) { run_variants(MIXER_FOX); }
+static void test_deltanet(void) { run_variants(MIXER_DELTANET); }
 
 /* Buckets started in one backward with buckets of `elems` elements. */
 static int buckets_of(Setup *s, int64_t elems) {
@@ -194,6 +195,7 @@ int main(int argc, char **argv) {
         {"grad_ready_gla", test_gla},
         {"grad_ready_gdn", test_gdn},
         {"grad_ready_fox", test_fox},
+        {"grad_ready_deltanet", test_deltanet},
         {"grad_buckets", test_buckets},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

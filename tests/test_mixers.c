@@ -68,7 +68,8 @@ static void l2normalise(real *x, int64_t rows, int D) {
     }
 }
 
-static void gdn_case(double glo, uint64_t seed) {
+/* decay = 0: g == NULL, the ungated delta rule (DeltaNet). */
+static void gdn_case(int decay, double glo, uint64_t seed) {
     Rng r;
     rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
@@ -78,7 +79,7 @@ static void gdn_case(double glo, uint64_t seed) {
     real *q = tu_randn(&r, nk, 1), *k = tu_randn(&r, nk, 1), *v = tu_randn(&r, nv, 1);
     l2normalise(q, N * H, K);
     l2normalise(k, N * H, K);
-    real *beta = tu_rand(&r, nh, 0.05, 0.95), *g = tu_rand(&r, nh, glo, 0.0);
+    real *beta = tu_rand(&r, nh, 0.05, 0.95), *g = decay ? tu_rand(&r, nh, glo, 0.0) : NULL;
     real *dout = tu_randn(&r, nv, 1);
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
@@ -88,8 +89,9 @@ static void gdn_case(double glo, uint64_t seed) {
     cpu_gdn_fwd(&a);
     naive_gdn_fwd(o_ref, q, k, v, beta, g, s, H, K, V, scale);
     check_all("gdn o", o, o_ref, nv);
-    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *db = tu_zeros(nh), *dg = tu_zeros(nh);
-    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *db2 = tu_zeros(nh), *dg2 = tu_zeros(nh);
+    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *db = tu_zeros(nh);
+    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *db2 = tu_zeros(nh);
+    real *dg = decay ? tu_zeros(nh) : NULL, *dg2 = decay ? tu_zeros(nh) : NULL;
     cpu_gdn_bwd(&(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
                                 .dbeta = db});
     naive_gdn_bwd(dq2, dk2, dv2, db2, dg2, dout, q, k, v, beta, g, s, H, K, V, scale);
@@ -97,15 +99,16 @@ static void gdn_case(double glo, uint64_t seed) {
     check_all("gdn dk", dk, dk2, nk);
     check_all("gdn dv", dv, dv2, nv);
     check_all("gdn dbeta", db, db2, nh);
-    check_all("gdn dg", dg, dg2, nh);
+    if (decay) check_all("gdn dg", dg, dg2, nh);
     real *bufs[] = {q, k, v, beta, g, dout, o, o_ref, states, dq, dk, dv, db, dg, dq2, dk2, dv2, db2, dg2};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     tu_seqs_free(&ts);
 }
 
-static void test_gdn_chunked_equals_recurrent(void) { gdn_case(-1.0, 3); }
-static void test_gdn_chunked_strong_decay(void) { gdn_case(-20.0, 4); }
-static void test_gdn_chunked_weak_decay(void) { gdn_case(-0.05, 8); }
+static void test_gdn_chunked_equals_recurrent(void) { gdn_case(1, -1.0, 3); }
+static void test_gdn_chunked_strong_decay(void) { gdn_case(1, -20.0, 4); }
+static void test_gdn_chunked_weak_decay(void) { gdn_case(1, -0.05, 8); }
+static void test_deltanet_chunked_equals_recurrent(void) { gdn_case(0, 0, 9); }
 
 /* log f drawn from [flo, 0]; gated = 0: no forget gate (logf NULL, the Transformer). */
 static void fox_case(int gated, double flo, uint64_t seed) {
@@ -150,6 +153,7 @@ int main(int argc, char **argv) {
         {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
         {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
         {"gdn_chunked_weak_decay", test_gdn_chunked_weak_decay},
+        {"deltanet_chunked_equals_recurrent", test_deltanet_chunked_equals_recurrent},
         {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
         {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
         {"fox_blockwise_weak_forgetting", test_fox_blockwise_weak_forgetting},

@@ -76,6 +76,8 @@ static void test_fox_plain(void) { run_pe_variants(MIXER_FOX, 0); }
 static void test_fox_pro(void) { run_pe_variants(MIXER_FOX, 1); }
 static void test_transformer(void) { run_pe_variants(MIXER_TRANSFORMER, 0); }
 static void test_transformer_qk_norm(void) { run_pe_variants(MIXER_TRANSFORMER, 1); }
+static void test_deltanet_plain(void) { run_pe_variants(MIXER_DELTANET, 0); }
+static void test_deltanet_conv(void) { run_pe_variants(MIXER_DELTANET, 1); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
@@ -84,6 +86,8 @@ int main(int argc, char **argv) {
         {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
         {"model_grad_transformer", test_transformer},
         {"model_grad_transformer_qk_norm", test_transformer_qk_norm},
+        {"model_grad_deltanet_plain", test_deltanet_plain},
+        {"model_grad_deltanet_conv", test_deltanet_conv},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -414,6 +414,28 @@ static void test_silu(void) {
     FREE_ALL(x, wo, out, dx);
 }
 
+static double sigmoid_loss(void *p) {
+    EwCtx *c = p;
+    cpu_sigmoid_fwd(c->out, c->x, c->n);
+    return tu_dot(c->wo, c->out, c->n);
+}
+
+static void test_sigmoid(void) {
+    Rng r;
+    rng_init(&r, 307, 0);
+    int64_t n = 157;
+    real *x = rand_nz(&r, n, 0.05, 6.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
+    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
+    cpu_sigmoid_fwd(out, x, n);
+    real *ref = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) ref[i] = (real)(1.0 / (1.0 + exp(-(double)x[i])));
+    check_equal("sigmoid value", out, ref, n);
+    real *dx = garbage(&r, n);
+    cpu_sigmoid_bwd(dx, wo, x, n);
+    fd_check("sigmoid dx", sigmoid_loss, &c, x, dx, n, 1000, &r);
+    FREE_ALL(x, wo, out, ref, dx);
+}
+
 static double logsig_loss(void *p) {
     EwCtx *c = p;
     cpu_logsigmoid_fwd(c->out, c->x, c->n, c->norm);
@@ -1052,9 +1074,10 @@ static double gdn_loss(void *p) {
     return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
 }
 
-static void test_gdn(void) {
+/* decay = 0: g == NULL, the ungated delta rule (DeltaNet); no dg. */
+static void gdn_grad_case(int decay, uint64_t seed) {
     Rng r;
-    rng_init(&r, 602, 0);
+    rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
     const Seqs *s = &ts.s;
     int H = 2, K = 8, V = 6;
@@ -1063,7 +1086,7 @@ static void test_gdn(void) {
     l2normalise_rows(q, nh, K);
     l2normalise_rows(k, nh, K);
     real *v = rand_nz(&r, nv, 0.05, 1.5), *beta = tu_rand(&r, nh, 0.05, 0.95);
-    real *g = tu_rand(&r, nh, -0.05, -0.002);
+    real *g = decay ? tu_rand(&r, nh, -0.05, -0.002) : NULL;
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
@@ -1072,17 +1095,20 @@ static void test_gdn(void) {
                 .wo = wo};
     cpu_gdn_fwd(&c.lin);
     real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv);
-    real *db = garbage(&r, nh), *dg = garbage(&r, nh);
+    real *db = garbage(&r, nh), *dg = decay ? garbage(&r, nh) : NULL;
     cpu_gdn_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
                                 .dbeta = db});
     mixer_check("gdn dq", gdn_loss, &c, q, dq, nk, (int64_t)H * K, &r);
     mixer_check("gdn dk", gdn_loss, &c, k, dk, nk, (int64_t)H * K, &r);
     mixer_check("gdn dv", gdn_loss, &c, v, dv, nv, (int64_t)H * V, &r);
     mixer_check("gdn dbeta", gdn_loss, &c, beta, db, nh, H, &r);
-    mixer_check("gdn dg", gdn_loss, &c, g, dg, nh, H, &r);
+    if (decay) mixer_check("gdn dg", gdn_loss, &c, g, dg, nh, H, &r);
     FREE_ALL(q, k, v, beta, g, wo, o, states, dq, dk, dv, db, dg);
     tu_seqs_free(&ts);
 }
+
+static void test_gdn(void) { gdn_grad_case(1, 602); }
+static void test_deltanet(void) { gdn_grad_case(0, 604); }
 
 static double fox_loss(void *p) {
     MixCtx *c = p;
@@ -1276,6 +1302,7 @@ int main(int argc, char **argv) {
         {"silu", test_silu},
         {"logsigmoid_16", test_logsigmoid_16},
         {"logsigmoid_1", test_logsigmoid_1},
+        {"sigmoid", test_sigmoid},
         {"gdn_gates", test_gdn_gates},
         {"conv_w_none", test_conv_w_none},
         {"conv_w_silu", test_conv_w_silu},
@@ -1298,6 +1325,7 @@ int main(int argc, char **argv) {
         {"head_matmul", test_head_matmul},
         {"gla", test_gla},
         {"gdn", test_gdn},
+        {"deltanet", test_deltanet},
         {"fox", test_fox},
         {"fox_no_gate", test_fox_no_gate},
         {"cross_entropy", test_cross_entropy},

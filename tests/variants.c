@@ -36,6 +36,7 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->qk_norm = on;
     else
         c->short_conv = on;
+    if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
 }
 
 const char *mixer_option_name(const ModelConfig *c, int on) {
@@ -44,6 +45,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_GDN: return on ? "gdn-conv" : "gdn-noconv";
     case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
     case MIXER_TRANSFORMER: return on ? "transformer-qknorm" : "transformer";
+    case MIXER_DELTANET: return on ? "deltanet-conv" : "deltanet-noconv-gate";
     }
     return "?";
 }

@@ -1,5 +1,6 @@
 /* The model variants the whole-model tests sweep: for each mixer, its option switched off
- * and on (GLA/GDN short conv; FoX the Pro flags; Transformer QK-norm), times six position embeddings covering
+ * and on (GLA/GDN short conv; DeltaNet short conv, its output gate when off; FoX the Pro
+ * flags; Transformer QK-norm), times six position embeddings covering
  * every Selective RoPE option. */
 #ifndef ROTOR_TEST_VARIANTS_H
 #define ROTOR_TEST_VARIANTS_H
@@ -11,8 +12,8 @@ extern const char *const PE_VARIANT_NAMES[N_PE_VARIANTS];
 
 /* Sets the position embedding (and doc_mask for the last variant) of variant k. */
 void apply_pe_variant(ModelConfig *c, int k);
-/* GLA/GDN: short conv on q, k, v; FoX: output gate + norm, QK-norm, k/v shift;
- * Transformer: QK-norm. */
+/* GLA/GDN: short conv on q, k, v; DeltaNet: short conv, else the output gate; FoX: output
+ * gate + norm, QK-norm, k/v shift; Transformer: QK-norm. */
 void apply_mixer_option(ModelConfig *c, int on);
 /* "gla-conv", "fox-pro", "transformer-qknorm", ... */
 const char *mixer_option_name(const ModelConfig *c, int on);

@@ -55,7 +55,8 @@ static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "t
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 
 static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
-                               {"transformer", MIXER_TRANSFORMER}, {NULL, 0}};
+                               {"transformer", MIXER_TRANSFORMER}, {"deltanet", MIXER_DELTANET},
+                               {NULL, 0}};
 static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
@@ -87,12 +88,13 @@ static const KeySpec KEYS[] = {
     K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
     K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
     K_FLT("model", "init_std", model.init_std, R_POS, "std of the normal init of weights"),
-    K_FLT("model", "expand_k", model.expand_k, R_POS, "GLA: key width = d * expand_k"),
-    K_FLT("model", "expand_v", model.expand_v, R_POS, "GLA/GDN: value width factor"),
-    K_BOOL("model", "short_conv", model.short_conv, "GLA/GDN: short conv on q, k, v"),
+    K_FLT("model", "expand_k", model.expand_k, R_POS, "GLA/DeltaNet: key width = d * expand_k (fla's DeltaNet: 1)"),
+    K_FLT("model", "expand_v", model.expand_v, R_POS, "GLA/GDN/DeltaNet: value width factor"),
+    K_BOOL("model", "short_conv", model.short_conv, "GLA/GDN/DeltaNet: short conv on q, k, v"),
     K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "GLA: rank of the gate projection"),
     K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "GLA: gate logits divided by this"),
     K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width"),
+    K_BOOL("model", "use_gate", model.use_gate, "DeltaNet: output gate swish(x W_g) (g_proj)"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),

@@ -47,6 +47,20 @@ void cpu_silu_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * act_deriv(x[i], ACT_SILU);
 }
 
+void cpu_sigmoid_fwd(void *y_, const void *x_, int64_t n) {
+    real *y = y_;
+    const real *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = sigmoidr(x[i]);
+}
+
+void cpu_sigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
+    real *dx = dx_;
+    const real *dy = dy_, *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * act_deriv(x[i], ACT_SIGMOID);
+}
+
 void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, double normalizer) {
     real *y = y_;
     const real *x = x_;

@@ -10,6 +10,7 @@
  *   S_L  = e^{gam_L} S_0 + (e^{gam_L - gam} o K)^T U
  * where Q is q scaled by dk^{-1/2}. All exponents are <= 0. The backward differentiates
  * these expressions in reverse order; d g is the in-chunk reverse cumsum of d gam.
+ * Without decay (g == NULL: DeltaNet, docs/models.md §3b) gam = 0, Gam = 1 and no d g.
  */
 #include <string.h>
 
@@ -68,7 +69,7 @@ static void chunk_forward(Work *w, const real *q, const real *k, const real *v,
         }
         memcpy(w->V + t * V, v + rv, sizeof(real) * V);
         w->beta[t] = beta[(n0 + t) * H + h];
-        w->gam[t] = g[(n0 + t) * H + h] + (t ? w->gam[t - 1] : 0);
+        w->gam[t] = g ? g[(n0 + t) * H + h] + (t ? w->gam[t - 1] : 0) : 0;
     }
     memset(w->Gam, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++)
@@ -217,7 +218,7 @@ void cpu_gdn_bwd(const LinAttnGrads *gr) {
                         w.dgam[t] += x;
                     }
                     /* P = (Q K^T) o Gam: dQK = dP o Gam */
-                    gam_pair_grad(w.dgam, w.dP, w.P, L);
+                    if (g) gam_pair_grad(w.dgam, w.dP, w.P, L);
                     for (int t = 0; t < L; t++)
                         for (int s2 = 0; s2 < L; s2++) w.tmp[t * C_ + s2] = w.dP[t * C_ + s2] * w.Gam[t * C_ + s2];
                     gemm(0, 0, L, K, L, 1, w.tmp, C_, w.K, K, 1, w.dQ, K);
@@ -251,7 +252,7 @@ void cpu_gdn_bwd(const LinAttnGrads *gr) {
                     for (int t = 0; t < L; t++)
                         for (int s2 = t; s2 < L; s2++) w.dA[t * C_ + s2] = 0;
                     /* A = diag(beta) (K K^T) o Gam, strictly lower */
-                    gam_pair_grad(w.dgam, w.dA, w.A, L);
+                    if (g) gam_pair_grad(w.dgam, w.dA, w.A, L);
                     for (int t = 0; t < L; t++)
                         for (int s2 = 0; s2 < t; s2++) {
                             w.dbeta[t] += w.dA[t * C_ + s2] * w.KK[t * C_ + s2] * w.Gam[t * C_ + s2];
@@ -272,7 +273,7 @@ void cpu_gdn_bwd(const LinAttnGrads *gr) {
                         dbeta[(n0 + t) * H + h] = w.dbeta[t];
                     }
                     real acc = 0;
-                    for (int t = L - 1; t >= 0; t--) {
+                    for (int t = L - 1; g && t >= 0; t--) {
                         acc += w.dgam[t];
                         dg[(n0 + t) * H + h] = acc;
                     }

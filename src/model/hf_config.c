@@ -50,6 +50,12 @@ static const Field GDN[] = {
     F("expand_v", F_REAL, R_POS, 1, expand_v),
     F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
 };
+static const Field DELTANET[] = {
+    F("expand_k", F_REAL, R_POS, 1, expand_k),
+    F("expand_v", F_REAL, R_POS, 1, expand_v),
+    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
+    F("use_gate", F_BOOL, R_ANY, 1, use_gate),
+};
 static const Field FOX[] = {
     F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
     F("use_output_gate", F_BOOL, R_ANY, 1, output_gate),
@@ -98,6 +104,10 @@ static const Fixed GDN_FIXED[] = {
     {"use_gate", "true", 1},     {"conv_size", "4", 1},          {"allow_neg_eigval", "false", 1},
     {"num_v_heads", "null", 1}, {"attn_mode", "\"chunk\"", 0},
 };
+static const Fixed DELTANET_FIXED[] = {
+    {"conv_size", "4", 1},         {"use_beta", "true", 1},        {"use_output_norm", "true", 1},
+    {"qk_norm", "\"l2\"", 1},      {"qk_activation", "\"silu\"", 1}, {"attn_mode", "\"chunk\"", 0},
+};
 static const Fixed ATTN_FIXED[] = { /* FoX and the Transformer */
     {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
 };
@@ -123,6 +133,8 @@ static const MixerSchema MIXER_SCHEMA[] = {
                    N_OF(ATTN_FIXED)},
     [MIXER_TRANSFORMER] = {"transformer", "TransformerForCausalLM", TRANSFORMER, N_OF(TRANSFORMER),
                            ATTN_FIXED, N_OF(ATTN_FIXED)},
+    [MIXER_DELTANET] = {"delta_net", "DeltaNetForCausalLM", DELTANET, N_OF(DELTANET), DELTANET_FIXED,
+                        N_OF(DELTANET_FIXED)},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -176,7 +188,7 @@ static json_t *pe_to_json(const ModelConfig *c) {
 json_t *hf_config_to_json(const ModelConfig *c) {
     ModelDims dims;
     RT_ASSERT(model_dims(c, &dims) == NULL);
-    RT_ASSERT(c->mixer >= MIXER_GLA && c->mixer <= MIXER_TRANSFORMER);
+    RT_ASSERT(c->mixer >= 0 && (size_t)c->mixer < N_OF(MIXER_SCHEMA));
     const MixerSchema *ms = &MIXER_SCHEMA[c->mixer];
     json_t *o = json_object();
     json_object_set_new(o, "model_type", json_string(ms->model_type));
@@ -350,11 +362,10 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     Errs e = {err, errlen};
     model_config_defaults(out);
     if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
-    static const char *const types[] = {[MIXER_GLA] = "gla", [MIXER_GDN] = "gated_deltanet",
-                                        [MIXER_FOX] = "forgetting_transformer",
-                                        [MIXER_TRANSFORMER] = "transformer"};
+    const char *types[N_OF(MIXER_SCHEMA)];
+    for (size_t i = 0; i < N_OF(MIXER_SCHEMA); i++) types[i] = MIXER_SCHEMA[i].model_type;
     int mixer;
-    if (read_choice(j, "", "model_type", types, 4, &mixer, &e)) return -1;
+    if (read_choice(j, "", "model_type", types, (int)N_OF(MIXER_SCHEMA), &mixer, &e)) return -1;
     out->mixer = (MixerKind)mixer;
     const MixerSchema *ms = &MIXER_SCHEMA[mixer];
     if (read_fields(j, "", COMMON, N_OF(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, N_OF(COMMON_FIXED), &e) ||

@@ -1,4 +1,6 @@
-/* Gated DeltaNet mixer (docs/models.md §3, fla GatedDeltaNet with use_gate). */
+/* Gated DeltaNet mixer (docs/models.md §3, fla GatedDeltaNet with use_gate) and DeltaNet
+ * (§3b, fla DeltaNet): the same layer without the decay (no a_proj, A_log, dt_bias; the
+ * core op runs with g == NULL) and with an optional output gate. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,20 +9,22 @@
 #include "util/error.h"
 
 typedef struct {
-    int a, b, A_log, dt_bias; /* parameter ids of the gates */
+    int decay;                /* Gated DeltaNet; else DeltaNet */
+    int a, b, A_log, dt_bias; /* parameter ids of the gates (a, A_log, dt_bias: with decay) */
     QKVPrologue in;
     PosEmb pe;
     Readout out;
     GrowBuf states;
     LinAttnArgs attn;   /* the core op's arguments, set by the forward for the backward */
     /* saved: q, k after the position embedding (aliases of in.q1, in.k1 with NoPE), their
-     * L2-normalised forms and norms, the gate projections, beta and the log decay */
+     * L2-normalised forms and norms, the gate projections, beta and the log decay (araw,
+     * gd: with decay) */
     void *qr, *kr, *qn, *kn, *qrn, *krn, *braw, *araw, *beta, *gd;
     /* scratch: gradients of the above, of v1, and of q1, k1 before the position embedding */
     void *dqn, *dkn, *dv1, *dbeta, *dgd, *dbraw, *daraw, *dqr, *dkr, *dq1, *dk1;
 } GDN;
 
-enum { F_PE = 1 };                  /* features: a position embedding rotates q, k */
+enum { F_PE = 1, F_DECAY = 2 };     /* features: a position embedding rotates q, k; decay */
 enum { W_KEY, W_VALUE, W_HEADS };   /* widths */
 
 static const BufDecl gdn_bufs[] = {
@@ -31,16 +35,16 @@ static const BufDecl gdn_bufs[] = {
     BUF(GDN, qrn, BUF_SAVED, BUF_F32, W_HEADS),
     BUF(GDN, krn, BUF_SAVED, BUF_F32, W_HEADS),
     BUF(GDN, braw, BUF_SAVED, BUF_ACT, W_HEADS),
-    BUF(GDN, araw, BUF_SAVED, BUF_ACT, W_HEADS),
+    BUF_OPT(GDN, araw, BUF_SAVED, BUF_ACT, W_HEADS, F_DECAY),
     BUF(GDN, beta, BUF_SAVED, BUF_F32, W_HEADS),
-    BUF(GDN, gd, BUF_SAVED, BUF_F32, W_HEADS),
+    BUF_OPT(GDN, gd, BUF_SAVED, BUF_F32, W_HEADS, F_DECAY),
     BUF(GDN, dqn, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF(GDN, dkn, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF(GDN, dv1, BUF_SCRATCH, BUF_ACT, W_VALUE),
     BUF(GDN, dbeta, BUF_SCRATCH, BUF_F32, W_HEADS),
-    BUF(GDN, dgd, BUF_SCRATCH, BUF_F32, W_HEADS),
+    BUF_OPT(GDN, dgd, BUF_SCRATCH, BUF_F32, W_HEADS, F_DECAY),
     BUF(GDN, dbraw, BUF_SCRATCH, BUF_ACT, W_HEADS),
-    BUF(GDN, daraw, BUF_SCRATCH, BUF_ACT, W_HEADS),
+    BUF_OPT(GDN, daraw, BUF_SCRATCH, BUF_ACT, W_HEADS, F_DECAY),
     BUF(GDN, dqr, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF(GDN, dkr, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF_IF(GDN, dq1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dqr),
@@ -54,14 +58,19 @@ static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H;
     double std = cfg->init_std;
+    l->decay = cfg->mixer == MIXER_GDN;
+    l->a = l->A_log = l->dt_bias = -1;
     qkv_declare_proj(&l->in, t, p, d, dm->key_dim, dm->value_dim, std);
-    l->a = declare_linear(t, NAME("a_proj.weight"), H, d, std);
+    if (l->decay) l->a = declare_linear(t, NAME("a_proj.weight"), H, d, std);
     l->b = declare_linear(t, NAME("b_proj.weight"), H, d, std);
     int64_t sh[1] = {H};
-    l->A_log = params_add(t, NAME("A_log"), 1, sh, INIT_GDN_A_LOG, 0, 0, 1);
-    l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, INIT_GDN_DT_BIAS, 0, 0, 1);
+    if (l->decay) {
+        l->A_log = params_add(t, NAME("A_log"), 1, sh, INIT_GDN_A_LOG, 0, 0, 1);
+        l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, INIT_GDN_DT_BIAS, 0, 0, 1);
+    }
     qkv_declare_conv(&l->in, t, p, cfg->short_conv, ACT_SILU, ACT_SILU, std);
-    readout_declare_gate(&l->out, t, p, ACT_SILU, d, H, dm->dv, std);
+    readout_declare_gate(&l->out, t, p, l->decay || cfg->use_gate ? ACT_SILU : ACT_NONE, d, H,
+                         dm->dv, std);
     readout_declare_norm(&l->out, t, NAME("o_norm.weight"), READOUT_NORM_SHARED);
     readout_declare_out(&l->out, t, p, std);
 #undef NAME
@@ -80,8 +89,8 @@ static void gdn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve 
     GDN *l = layer;
     int64_t widths[] = {[W_KEY] = dm->key_dim, [W_VALUE] = dm->value_dim, [W_HEADS] = dm->H};
     qkv_bind(&l->in, be, sv, sc, N);
-    acts_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, l->pe.cfg.kind != PE_NOPE ? F_PE : 0, be,
-              sv, sc, N);
+    unsigned f = (l->pe.cfg.kind != PE_NOPE ? F_PE : 0) | (l->decay ? F_DECAY : 0);
+    acts_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, f, be, sv, sc, N);
     readout_bind(&l->out, be, sv, sc, N);
     pe_bind(&l->pe, be, sv, sc, N);
 }
@@ -96,8 +105,13 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     be->l2norm_fwd(l->qn, l->qrn, l->qr, N, H, dm->dk, 1e-6);
     be->l2norm_fwd(l->kn, l->krn, l->kr, N, H, dm->dk, 1e-6);
     be->matmul_fwd(l->braw, x, W(c, l->b), NULL, N, H, d);
-    be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
-    be->gdn_gates_fwd(l->beta, l->gd, l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
+    if (l->decay) {
+        be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
+        be->gdn_gates_fwd(l->beta, l->gd, l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias),
+                          N, H);
+    } else {
+        be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H); /* gd stays NULL: no decay */
+    }
     l->attn = (LinAttnArgs){
         .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
         .q = l->qn, .k = l->kn, .v = l->in.v1, .g = l->gd, .beta = l->beta, .o = l->out.o_,
@@ -111,13 +125,16 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
     int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
-    readout_backward(&l->out, c, x, dy, dx);
+    int have_dx = readout_backward(&l->out, c, x, dy, dx); /* no gate: dx not yet written */
     be->gdn_bwd(&(LinAttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dqn, .dk = l->dkn,
                                 .dv = l->dv1, .dg = l->dgd, .dbeta = l->dbeta});
-    be->gdn_gates_bwd(l->dbraw, l->daraw, G(c, l->A_log), G(c, l->dt_bias), l->dbeta, l->dgd,
-                      l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
-    be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, 1);
-    be->matmul_bwd(dx, G(c, l->a), NULL, l->daraw, x, W(c, l->a), N, H, d, 1);
+    if (l->decay)
+        be->gdn_gates_bwd(l->dbraw, l->daraw, G(c, l->A_log), G(c, l->dt_bias), l->dbeta, l->dgd,
+                          l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
+    else
+        be->sigmoid_bwd(l->dbraw, l->dbeta, l->braw, (int64_t)N * H);
+    be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, have_dx);
+    if (l->decay) be->matmul_bwd(dx, G(c, l->a), NULL, l->daraw, x, W(c, l->a), N, H, d, 1);
     be->l2norm_bwd(l->dqr, l->dqn, l->qn, l->qrn, N, H, dm->dk, 0);
     be->l2norm_bwd(l->dkr, l->dkn, l->kn, l->krn, N, H, dm->dk, 0);
     if (l->pe.cfg.kind != PE_NOPE)

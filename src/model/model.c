@@ -86,8 +86,12 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->cfg = *cfg;
     const char *err = model_dims(cfg, &m->dims);
     if (err) rt_die("%s", err);
-    /* the Transformer is the FoX layer without its gate (mixer_fox.c) */
-    m->mix = cfg->mixer == MIXER_GLA ? &mixer_gla : cfg->mixer == MIXER_GDN ? &mixer_gdn : &mixer_fox;
+    /* the Transformer is the FoX layer without its gate (mixer_fox.c), DeltaNet the Gated
+     * DeltaNet layer without decay (mixer_gdn.c) */
+    static const MixerImpl *const mixers[] = {[MIXER_GLA] = &mixer_gla, [MIXER_GDN] = &mixer_gdn,
+                                              [MIXER_FOX] = &mixer_fox, [MIXER_TRANSFORMER] = &mixer_fox,
+                                              [MIXER_DELTANET] = &mixer_gdn};
+    m->mix = mixers[cfg->mixer];
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
     double std = cfg->init_std;

@@ -10,6 +10,7 @@ const char *mixer_name(MixerKind k) {
     case MIXER_GDN: return "gated_deltanet";
     case MIXER_FOX: return "fox";
     case MIXER_TRANSFORMER: return "transformer";
+    case MIXER_DELTANET: return "deltanet";
     }
     return "?";
 }
@@ -19,7 +20,7 @@ const char *model_head_keys(const ModelConfig *c) {
     if (c->mixer == MIXER_GDN)
         snprintf(s, sizeof s, "model.num_heads = %d, model.head_dim = %d, model.expand_v = %g",
                  c->num_heads, c->head_dim, c->expand_v);
-    else if (c->mixer == MIXER_GLA)
+    else if (c->mixer == MIXER_GLA || c->mixer == MIXER_DELTANET)
         snprintf(s, sizeof s,
                  "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
                  c->hidden_size, c->num_heads, c->expand_k, c->expand_v);
@@ -86,7 +87,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     if (c->vocab_size > MAX_WIDTH) return "model.vocab_size must be at most 2^24";
     o->H = H;
     switch (c->mixer) {
-    case MIXER_GLA: {
+    case MIXER_GLA:
+    case MIXER_DELTANET: { /* fla DeltaNetConfig: key_dim = d expand_k, as GLA */
         double kd = d * c->expand_k, vd = d * c->expand_v;
         if (kd > MAX_WIDTH || vd > MAX_WIDTH) {
             snprintf(msg, sizeof msg, "model.expand_k = %g / expand_v = %g give a width beyond 2^24",

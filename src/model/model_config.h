@@ -5,7 +5,14 @@
 
 #include "backend.h"
 
-typedef enum { MIXER_GLA = 0, MIXER_GDN = 1, MIXER_FOX = 2, MIXER_TRANSFORMER = 3 } MixerKind;
+typedef enum {
+    MIXER_GLA = 0,
+    MIXER_GDN = 1,
+    MIXER_FOX = 2,
+    MIXER_TRANSFORMER = 3,
+    MIXER_DELTANET = 4
+} MixerKind;
+#define N_MIXERS 5
 typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
@@ -36,13 +43,14 @@ typedef struct {
     int intermediate_size; /* explicit MLP width, 0 = from hidden_ratio */
     double norm_eps;       /* every RMSNorm but the QK-norm (1e-5) */
     double init_std;       /* N(0, init_std) init of linears, embeddings, convs */
-    /* GLA */
+    /* GLA (expand_k, expand_v also DeltaNet's) */
     double expand_k, expand_v; /* expand_v is shared with GDN */
-    int short_conv;            /* GLA and GDN: short conv on q, k, v */
+    int short_conv;            /* GLA, GDN, DeltaNet: short conv on q, k, v */
     int gate_low_rank_dim;     /* 16 */
     double gate_logit_normalizer; /* 16 */
     /* GDN */
     int head_dim;
+    int use_gate;              /* DeltaNet: output gate swish(x W_g) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
     /* data conventions */
@@ -62,7 +70,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *out);
 /* The config keys that set the mixer's head sizes, with their values ("model.hidden_size =
  * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
 const char *model_head_keys(const ModelConfig *c);
-/* Canonical names: "gla", "gated_deltanet", "fox", "transformer"; "nope", "rope",
+/* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet"; "nope", "rope",
  * "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);

@@ -269,6 +269,30 @@ static void test_logsigmoid(void) {
     gt_reset();
 }
 
+/* ---- DeltaNet's beta: sigmoid (y, dy [f32]) ---- */
+
+static void sigmoid_case(int64_t n, int off) {
+    float *x = gt_randn(n, 4), *ref = gt_zeros(n);
+    gt_cpu->sigmoid_fwd(ref, x, n);
+    void *gx = act_at(x, n, off), *y = gt_garbage_f32(n);
+    gt_gpu->sigmoid_fwd(y, gx, n);
+    gt_compare(NAME("sigmoid_fwd n=%lld off=%d", (long long)n, off), gt_get_f32(y, n), ref, n,
+               TOL_F32);
+    float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
+    gt_cpu->sigmoid_bwd(rdx, dy, x, n);
+    void *gdx = gt_garbage_act(n);
+    gt_gpu->sigmoid_bwd(gdx, gt_f32(dy, n), gx, n);
+    gt_compare(NAME("sigmoid_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n,
+               TOL_BF16);
+}
+
+static void test_sigmoid(void) {
+    sigmoid_case(300 * 16, 0);
+    sigmoid_case(300 * 16 + 1, 1);
+    sigmoid_case(2, 0);
+    gt_reset();
+}
+
 /* ---- Gated DeltaNet gates ---- */
 
 static void gdn_gates_case(int64_t N, int H) {
@@ -611,6 +635,7 @@ int main(int argc, char **argv) {
         {"gate_mul", test_gate_mul},
         {"silu", test_silu},
         {"logsigmoid", test_logsigmoid},
+        {"sigmoid", test_sigmoid},
         {"gdn_gates", test_gdn_gates},
         {"add_rmsnorm", test_add_rmsnorm},
         {"rmsnorm", test_rmsnorm},

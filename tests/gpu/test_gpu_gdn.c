@@ -1,7 +1,8 @@
 /* Chunked Gated DeltaNet on the GPU (kernels/gdn.cu) against the CPU backend
  * (src/cpu/gdn_chunk.c): gdn_fwd (o, states) and gdn_bwd (dq, dk, dv, dbeta, dg) for several
  * head shapes, segment layouts (single tokens, partial and exact chunks, one long segment)
- * and decay strengths.
+ * and decay strengths, and without decay (g == NULL, DeltaNet: the kernels' DECAY = false
+ * instantiations; no dg).
  *
  * Tolerances (max error relative to the largest reference value, gpu_test.h):
  *   o, states  2e-2: bf16 operands (up to 2^-8 relative rounding) in chained tensor-core products
@@ -35,15 +36,17 @@ static const Layout LAYOUTS[] = {
 };
 #define NLAYOUTS ((int)(sizeof LAYOUTS / sizeof LAYOUTS[0]))
 
-/* Log decays g = -exp(A_log) softplus(.) <= 0, drawn uniformly in [lo, hi]. */
+/* Log decays g = -exp(A_log) softplus(.) <= 0, drawn uniformly in [lo, hi]; none: g == NULL. */
 typedef struct {
     double lo, hi;
     const char *name;
+    int none;
 } Decay;
 
-static const Decay NORMAL = {-1.0, -0.001, "g~U(-1,-0.001)"};   /* as at initialisation */
-static const Decay STRONG = {-20.0, -0.5, "g~U(-20,-0.5)"};     /* state forgotten in a few steps */
-static const Decay WEAK = {-0.05, -0.0001, "g~U(-0.05,-1e-4)"}; /* long memory, largest states */
+static const Decay NORMAL = {-1.0, -0.001, "g~U(-1,-0.001)", 0};   /* as at initialisation */
+static const Decay STRONG = {-20.0, -0.5, "g~U(-20,-0.5)", 0};     /* state forgotten in a few steps */
+static const Decay WEAK = {-0.05, -0.0001, "g~U(-0.05,-1e-4)", 0}; /* long memory, largest states */
+static const Decay NONE = {0, 0, "g=NULL", 1};                      /* DeltaNet: no forgetting */
 
 static float round_bf16(float f) {
     uint32_t u;
@@ -90,7 +93,7 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
     float *q = gt_randn(nk, 1), *k = gt_randn(nk, 1), *v = gt_randn(nv, 1);
     l2norm_rows(q, N * H, K);
     l2norm_rows(k, N * H, K);
-    float *beta = gt_rand(nh, 0.05, 0.95), *g = gt_rand(nh, dec.lo, dec.hi);
+    float *beta = gt_rand(nh, 0.05, 0.95), *g = dec.none ? NULL : gt_rand(nh, dec.lo, dec.hi);
     float *dout = gt_randn(nv, 1);
     float nanv = NAN;
 
@@ -99,14 +102,14 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
     gt_cpu->gdn_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q,
                                    .k = k, .v = v, .g = g, .beta = beta, .o = o, .states = st});
     float *dq = filled(nk, 0), *dk = filled(nk, 0), *dv = filled(nv, 0), *db = filled(nh, 0),
-          *dg = filled(nh, 0);
+          *dg = g ? filled(nh, 0) : NULL;
     gt_cpu->gdn_bwd(&(LinAttnGrads){
         .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v, .g = g,
               .beta = beta, .states = st},
         .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = db});
 
     void *q_ = gt_act(q, nk), *k_ = gt_act(k, nk), *v_ = gt_act(v, nv), *dout_ = gt_act(dout, nv);
-    void *beta_ = gt_f32(beta, nh), *g_ = gt_f32(g, nh);
+    void *beta_ = gt_f32(beta, nh), *g_ = g ? gt_f32(g, nh) : NULL;
 
     /* forward, twice */
     float *go[2], *gst[2];
@@ -130,7 +133,7 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
     for (int run = 0; run < 3; run++) {
         void *dq_ = gt_act(filled(nk, nanv), nk), *dk_ = gt_act(filled(nk, nanv), nk);
         void *dv_ = gt_act(filled(nv, nanv), nv);
-        void *db_ = gt_f32(filled(nh, nanv), nh), *dg_ = gt_f32(filled(nh, nanv), nh);
+        void *db_ = gt_f32(filled(nh, nanv), nh), *dg_ = g ? gt_f32(filled(nh, nanv), nh) : NULL;
         void *st_ = gt_f32(run < 2 ? st : gst[0], ns);
         gt_gpu->gdn_bwd(&(LinAttnGrads){
             .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_, .k = k_, .v = v_,
@@ -140,12 +143,12 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
         out[run][1] = gt_get_act(dk_, nk);
         out[run][2] = gt_get_act(dv_, nv);
         out[run][3] = gt_get_f32(db_, nh);
-        out[run][4] = gt_get_f32(dg_, nh);
+        out[run][4] = g ? gt_get_f32(dg_, nh) : NULL;
     }
     const char *names[5] = {"dq", "dk", "dv", "dbeta", "dg"};
     const float *ref[5] = {dq, dk, dv, db, dg};
     const int64_t len[5] = {nk, nk, nv, nh, nh};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < (g ? 5 : 4); i++) {
         snprintf(what, sizeof what, "gdn_bwd %s %s", names[i], tag);
         gt_compare(what, out[0][i], ref[i], len[i], 3e-2);
         snprintf(what, sizeof what, "gdn_bwd %s (gpu states) %s", names[i], tag);
@@ -177,6 +180,12 @@ static void test_gdn_h3_k32_v48_normal(void) { run_layouts(3, 32, 48, NORMAL); }
 static void test_gdn_h2_k96_v32_normal(void) { run_layouts(2, 96, 32, NORMAL); }
 /* the largest sizes: four K tiles, the biggest shared-memory layouts (single-buffered scans) */
 static void test_gdn_h2_k256_v256_normal(void) { run_layouts(2, 256, 256, NORMAL); }
+/* no decay (DeltaNet): the tiny config, the 370M config (H 8, K = V = 128), a partial
+ * column tile, and the largest layouts */
+static void test_deltanet_h2_k16_v16(void) { run_layouts(2, 16, 16, NONE); }
+static void test_deltanet_h8_k128_v128(void) { run_layouts(8, 128, 128, NONE); }
+static void test_deltanet_h3_k32_v48(void) { run_layouts(3, 32, 48, NONE); }
+static void test_deltanet_h2_k256_v256(void) { run_layouts(2, 256, 256, NONE); }
 
 static const TestCase tests[] = {
     {"gdn_h2_k16_v16_normal", test_gdn_h2_k16_v16_normal},
@@ -191,6 +200,10 @@ static const TestCase tests[] = {
     {"gdn_h3_k32_v48_normal", test_gdn_h3_k32_v48_normal},
     {"gdn_h2_k96_v32_normal", test_gdn_h2_k96_v32_normal},
     {"gdn_h2_k256_v256_normal", test_gdn_h2_k256_v256_normal},
+    {"deltanet_h2_k16_v16", test_deltanet_h2_k16_v16},
+    {"deltanet_h8_k128_v128", test_deltanet_h8_k128_v128},
+    {"deltanet_h3_k32_v48", test_deltanet_h3_k32_v48},
+    {"deltanet_h2_k256_v256", test_deltanet_h2_k256_v256},
 };
 
 int main(int argc, char **argv) {

@@ -108,7 +108,7 @@ def gla_chunk(q, k, v, log_a, start=None, chunk=64, blocks=(16, 4)):
 
 
 def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
-    """Chunked Gated DeltaNet (docs/models.md §3) with the WY/UT transform.
+    """Chunked Gated DeltaNet (docs/models.md §3) with the WY/UT transform; DeltaNet (§3b) is g = 0.
 
     Inside a chunk with inclusive log decays G and S0 the entering state, the pseudo-values
     u_t = beta_t (v_t - e^{g_t} S_{t-1}^T k_t) satisfy (I + A) U = beta V - diag(beta e^G) K S0 with

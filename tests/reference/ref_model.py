@@ -121,6 +121,22 @@ def gdn_naive(q, k, v, g, beta, start):
     return torch.stack(out, 1)
 
 
+def delta_naive(q, k, v, beta, start):
+    """docs/models.md §3b, the delta rule without decay, in its error-correcting form:
+    S_t = S_{t-1} + b_t k_t (v_t - S_{t-1}^T k_t)^T, o_t = S_t^T q_t (q pre-scaled)."""
+    B, T, H, K = q.shape
+    state = q.new_zeros(B, H, K, v.shape[-1])
+    out = []
+    for t in range(T):
+        if start is not None:
+            state = state * (~start[:, t]).to(state.dtype)[:, None, None, None]
+        kt = k[:, t]
+        err = v[:, t] - torch.einsum("bhk,bhkv->bhv", kt, state)
+        state = state + beta[:, t][..., None, None] * kt[..., :, None] * err[..., None, :]
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
+    return torch.stack(out, 1)
+
+
 def fox_naive(q, k, v, log_f, start):
     """docs/models.md §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
     an explicit T x T masked softmax; keys of other documents are masked. log_f None: no forget
@@ -358,6 +374,22 @@ class GLAMixer(PositionMixin):
         return self.o_proj(o.reshape(B, T, self.H * self.dv))
 
 
+def delta_qkv(m, x, docs, naive):
+    """q, k, v of the delta-rule mixers (GDN §3 steps 1-4, DeltaNet §3b): projections, conv + SiLU
+    (SiLU alone without the conv), the position embedding, then L2-normalised q (scaled) and k."""
+    B, T, _ = x.shape
+    q, k, v = m.q_proj(x), m.k_proj(x), m.v_proj(x)
+    if m.use_short_conv:
+        q = short_conv(q, m.q_conv1d.weight, docs, "silu")
+        k = short_conv(k, m.k_conv1d.weight, docs, "silu")
+        v = short_conv(v, m.v_conv1d.weight, docs, "silu")
+    else:
+        q, k, v = F.silu(q), F.silu(k), F.silu(v)
+    q, k = q.view(B, T, m.H, m.dk), k.view(B, T, m.H, m.dk)
+    q, k = m.apply_pe(q, k, x, docs, naive)  # after conv + SiLU, before the L2 norm
+    return l2_norm(q) * m.dk ** -0.5, l2_norm(k), v.view(B, T, m.H, m.dv)
+
+
 class GDNMixer(PositionMixin):
     """docs/models.md §3, fla GatedDeltaNet names."""
 
@@ -391,21 +423,54 @@ class GDNMixer(PositionMixin):
 
     def forward(self, x, docs, naive):
         B, T, _ = x.shape
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        if self.use_short_conv:
-            q = short_conv(q, self.q_conv1d.weight, docs, "silu")
-            k = short_conv(k, self.k_conv1d.weight, docs, "silu")
-            v = short_conv(v, self.v_conv1d.weight, docs, "silu")
-        else:
-            q, k, v = F.silu(q), F.silu(k), F.silu(v)
-        q, k = q.view(B, T, self.H, self.dk), k.view(B, T, self.H, self.dk)
-        v = v.view(B, T, self.H, self.dv)
-        q, k = self.apply_pe(q, k, x, docs, naive)  # after conv + SiLU, before the L2 norm
-        q, k = l2_norm(q) * self.dk ** -0.5, l2_norm(k)
+        q, k, v = delta_qkv(self, x, docs, naive)
         beta = torch.sigmoid(self.b_proj(x))
         g = -torch.exp(self.A_log) * F.softplus(self.a_proj(x) + self.dt_bias)
         o = gdn_naive(q, k, v, g, beta, docs.start) if naive else ref_fast.gdn_chunk(q, k, v, g, beta, docs.start)
         o = self.o_norm(o) * swish(self.g_proj(x).view(B, T, self.H, self.dv))
+        return self.o_proj(o.reshape(B, T, self.H * self.dv))
+
+
+class DeltaNetMixer(PositionMixin):
+    """docs/models.md §3b, fla DeltaNet names: short conv + SiLU on q, k, v, L2-normalised q, k,
+    beta = sigmoid(b_proj), no decay, per-head o_norm, optional swish output gate (use_gate)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        for key, want in (("use_beta", True), ("use_output_norm", True), ("qk_norm", "l2"),
+                          ("qk_activation", "silu"), ("conv_size", 4)):
+            if cfg.get(key, want) != want:
+                raise ValueError(f"delta_net: {key}={cfg[key]!r} is not supported (expected {want!r})")
+        d, H = cfg["hidden_size"], cfg["num_heads"]
+        kd, vd = int(d * cfg["expand_k"]), int(d * cfg["expand_v"])
+        self.H, self.dk, self.dv = H, kd // H, vd // H
+        self.q_proj = nn.Linear(d, kd, bias=False)
+        self.k_proj = nn.Linear(d, kd, bias=False)
+        self.v_proj = nn.Linear(d, vd, bias=False)
+        self.b_proj = nn.Linear(d, H, bias=False)
+        self.use_short_conv = bool(cfg["use_short_conv"])
+        if self.use_short_conv:
+            self.q_conv1d = ShortConv(kd, 4)
+            self.k_conv1d = ShortConv(kd, 4)
+            self.v_conv1d = ShortConv(vd, 4)
+        self.use_gate = bool(cfg["use_gate"])
+        if self.use_gate:
+            self.g_proj = nn.Linear(d, vd, bias=False)
+        self.o_norm = RMSNorm(self.dv, cfg["norm_eps"])
+        self.o_proj = nn.Linear(vd, d, bias=False)
+        self.setup_pe(cfg, H, self.dk)
+
+    def forward(self, x, docs, naive):
+        B, T, _ = x.shape
+        q, k, v = delta_qkv(self, x, docs, naive)
+        beta = torch.sigmoid(self.b_proj(x))
+        if naive:
+            o = delta_naive(q, k, v, beta, docs.start)
+        else:
+            o = ref_fast.gdn_chunk(q, k, v, torch.zeros_like(beta), beta, docs.start)
+        o = self.o_norm(o)
+        if self.use_gate:
+            o = o * swish(self.g_proj(x).view(B, T, self.H, self.dv))
         return self.o_proj(o.reshape(B, T, self.H * self.dv))
 
 
@@ -485,7 +550,7 @@ class FoXMixer(PositionMixin):
 
 
 MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer,
-          "transformer": FoXMixer}
+          "transformer": FoXMixer, "delta_net": DeltaNetMixer}
 
 
 class Block(nn.Module):

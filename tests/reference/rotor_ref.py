@@ -4,7 +4,7 @@
   rotor_ref.py check DIR [DIR...] [--rtol 1e-4] [--threads 1]
       Each DIR holds config.json, model.safetensors, batch.safetensors (input_ids, labels) and the C
       code's expected.safetensors (logits, loss, grad.<param>). The reference recomputes them in float64
-      with naive mixers (token recurrences for GLA/GDN, explicit T x T softmax for FoX) and autograd.
+      with naive mixers (token recurrences for GLA/GDN/DeltaNet, explicit T x T softmax for FoX) and autograd.
       Exit 0 when every case passes.
   rotor_ref.py bench --config config.json --batch B --seq T --steps N [--warmup W] [--threads 2]
       AdamW training steps in float32 with the chunked mixers; prints one JSON line.
@@ -233,6 +233,10 @@ def tiny_config(mixer, pe, doc_mask=True, variant=0):
     elif mixer == "transformer":
         cfg.update(model_type="transformer", qk_norm=bool(variant % 2), rope_theta=500000.0, qkv_bias=False,
                    window_size=None, num_kv_heads=None)
+    elif mixer == "deltanet":
+        cfg.update(model_type="delta_net", expand_k=1, expand_v=1, use_short_conv=not variant % 2,
+                   use_gate=bool(variant % 2), conv_size=4, use_beta=True, use_output_norm=True, qk_norm="l2",
+                   qk_activation="silu")
     else:
         pro = bool(variant % 2)
         cfg.update(model_type="forgetting_transformer", qk_norm=pro, use_output_gate=pro, use_output_norm=pro,
@@ -290,6 +294,9 @@ def selftest_cores(t):
         beta = torch.sigmoid(rn(B, T, H))
         _compare_cores(t, "gdn chunk vs recurrent" + sfx, lambda *a: rm.gdn_naive(*a, start),
                        lambda *a: ref_fast.gdn_chunk(*a, start), [q, kn, v, g, beta])
+        _compare_cores(t, "deltanet chunk (g = 0) vs recurrent" + sfx, lambda *a: rm.delta_naive(*a, start),
+                       lambda q_, k_, v_, b_: ref_fast.gdn_chunk(q_, k_, v_, torch.zeros_like(b_), b_, start),
+                       [q, kn, v, beta])
         log_f = torch.nn.functional.logsigmoid(rn(B, T, H) + 2)
         _compare_cores(t, "fox parallel vs explicit" + sfx, lambda *a: rm.fox_naive(*a, start),
                        lambda *a: ref_fast.fox_parallel(*a, start), [q, k, rn(B, T, H, K), log_f])
@@ -307,7 +314,7 @@ def selftest_models(t):
     """Whole models of every mixer x pe variant: fast vs naive logits and parameter gradients."""
     gen = torch.Generator().manual_seed(1)
     B, T = 2, 140
-    for mixer in ("gla", "gdn", "fox", "transformer"):
+    for mixer in ("gla", "gdn", "fox", "transformer", "deltanet"):
         for i, (pe_name, pe) in enumerate(PES.items()):
             cfg = tiny_config(mixer, pe, doc_mask=bool(i % 2 == 0), variant=i)
             model = rm.RotorLM(cfg).double()
