@@ -681,6 +681,11 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
     case MIXER_FOX:
         c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
         break;
+    case MIXER_MAMBA2:
+        c.head_dim = 16;
+        c.state_size = 8;
+        c.n_groups = 2;
+        break;
     }
     PEConfig *pe = &c.pe;
     switch (pe_variant) {

@@ -60,9 +60,10 @@ static void run_pe_variants(MixerKind mixer, int option) {
     for (int k = 0; k < N_PE_VARIANTS; k++) {
         ModelConfig x = tu_tiny_model(mixer, 2);
         apply_mixer_option(&x, option);
+        if (!pe_variant_applies(&x, k)) continue;
         apply_pe_variant(&x, k);
         char label[160];
-        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), PE_VARIANT_NAMES[k]);
+        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), pe_variant_name(&x, k));
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
@@ -74,12 +75,15 @@ static void test_gdn_plain(void) { run_pe_variants(MIXER_GDN, 0); }
 static void test_gdn_conv(void) { run_pe_variants(MIXER_GDN, 1); }
 static void test_fox_plain(void) { run_pe_variants(MIXER_FOX, 0); }
 static void test_fox_pro(void) { run_pe_variants(MIXER_FOX, 1); }
+static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0); }
+static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
         {"model_grad_gdn_plain", test_gdn_plain}, {"model_grad_gdn_conv", test_gdn_conv},
         {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
+        {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -5,7 +5,19 @@ const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
     "sel-bias-gate-docmask",
 };
 
+int pe_variant_applies(const ModelConfig *c, int k) {
+    return c->mixer != MIXER_MAMBA2 || k == 0 || k == N_PE_VARIANTS - 1;
+}
+
+const char *pe_variant_name(const ModelConfig *c, int k) {
+    return c->mixer == MIXER_MAMBA2 && k ? "nope-docmask" : PE_VARIANT_NAMES[k];
+}
+
 void apply_pe_variant(ModelConfig *c, int k) {
+    if (c->mixer == MIXER_MAMBA2) {
+        c->doc_mask = k != 0;
+        return;
+    }
     c->pe.kind = k == 0 ? PE_NOPE : k == 1 ? PE_ROPE : PE_SELECTIVE;
     switch (k) {
     case 1: c->pe.rope_theta = 100; break; /* a small base: large angles within 70 tokens */
@@ -32,6 +44,8 @@ void apply_pe_variant(ModelConfig *c, int k) {
 void apply_mixer_option(ModelConfig *c, int on) {
     if (c->mixer == MIXER_FOX)
         c->output_gate = c->output_norm = c->qk_norm = c->k_shift = c->v_shift = on;
+    else if (c->mixer == MIXER_MAMBA2)
+        c->n_groups = 1 + on, c->use_conv_bias = on;
     else
         c->short_conv = on;
 }
@@ -41,6 +55,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_GLA: return on ? "gla-conv" : "gla-noconv";
     case MIXER_GDN: return on ? "gdn-conv" : "gdn-noconv";
     case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
+    case MIXER_MAMBA2: return on ? "mamba2-groups-bias" : "mamba2-plain";
     }
     return "?";
 }
