@@ -295,6 +295,15 @@ static void test_roundtrip_fox_pro(void) {
     roundtrip(&c, "fox-pro selective low_rank");
 }
 
+/* Mamba2: backbone.* names, blocks without an MLP, two groups; num_heads as config.json
+ * derives it (16 x 2 / 8). */
+static void test_roundtrip_mamba2(void) {
+    ModelConfig c = tu_tiny_model(MIXER_MAMBA2, 2);
+    c.n_groups = 2;
+    c.num_heads = 4;
+    roundtrip(&c, "mamba2 two groups");
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* latest, fallbacks, replacement, pruning                                              */
 /* ------------------------------------------------------------------------------------ */
@@ -685,6 +694,7 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         c.head_dim = 16;
         c.state_size = 8;
         c.n_groups = 2;
+        c.num_heads = 8; /* config.json holds the derived 64 x 2 / 16 */
         break;
     }
     PEConfig *pe = &c.pe;
@@ -751,6 +761,22 @@ static void test_hf_roundtrip(void) {
             free(text);
         }
     }
+    /* Mamba2 (NoPE only): fla's Mamba2Config keys, no MLP width, the derived num_heads */
+    ModelConfig c = hf_case(MIXER_MAMBA2, 0), back;
+    json_t *j = hf_config_to_json(&c);
+    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "mamba2: %s", err);
+    CHECK_MSG(config_equal(&c, &back, "mamba2"), "mamba2: round trip differs");
+    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "mamba2"));
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Mamba2ForCausalLM"));
+    CHECK(!json_object_get(j, "intermediate_size"));
+    CHECK(json_integer_value(json_object_get(j, "num_heads")) == 8);
+    CHECK(json_integer_value(json_object_get(j, "n_groups")) == 2);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "silu"));
+    json_object_set_new(j, "num_heads", json_integer(4));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'num_heads' = 4"));
+    json_object_set_new(j, "use_bias", json_true());
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'use_bias'"));
+    json_decref(j);
 }
 
 /* Parses `text`, applies hf_config_from_json; returns its result. */
@@ -978,6 +1004,7 @@ int main(int argc, char **argv) {
         {"checkpoint_roundtrip_gla", test_roundtrip_gla},
         {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
         {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
+        {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
         {"checkpoint_latest", test_latest},
         {"checkpoint_keep", test_keep},
         {"checkpoint_corrupt", test_corrupt},
