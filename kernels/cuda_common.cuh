@@ -32,7 +32,7 @@ void cuda_upload(void *dst, const void *src, size_t bytes);
 
 // Scratch device memory owned by the backend (grown on demand, never shrunk); valid until
 // the next call with the same slot. Slots let one op hold several scratch buffers.
-enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_SLOTS };
+enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_E, SCRATCH_F, SCRATCH_SLOTS };
 void *cuda_scratch(int slot, size_t bytes);
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
