@@ -208,11 +208,6 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// The gates feed fp32 recurrences: accurate expf / log1pf, the CPU's softplus branches.
-__device__ __forceinline__ float sigmoid_acc(float x) { return 1.f / (1.f + expf(-x)); }
-__device__ __forceinline__ float softplus_acc(float x) {
-    return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
-}
 
 // docs/models.md §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
 __global__ void __launch_bounds__(THREADS)
