@@ -32,7 +32,7 @@ void cuda_upload(void *dst, const void *src, size_t bytes);
 
 // Scratch device memory owned by the backend (grown on demand, never shrunk); valid until
 // the next call with the same slot. Slots let one op hold several scratch buffers.
-enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_SLOTS };
+enum { SCRATCH_A = 0, SCRATCH_B, SCRATCH_C, SCRATCH_D, SCRATCH_E, SCRATCH_F, SCRATCH_SLOTS };
 void *cuda_scratch(int slot, size_t bytes);
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -90,6 +90,12 @@ __device__ __forceinline__ void st2(bf16 *p, float2 v) {
 __device__ __forceinline__ float2 ldf2(const float *p) { return *reinterpret_cast<const float2 *>(p); }
 __device__ __forceinline__ void stf2(float *p, float2 v) { *reinterpret_cast<float2 *>(p) = v; }
 
+// Gates feeding fp32 recurrences (GDN, Mamba2): accurate expf / log1pf, the CPU's softplus
+// branches.
+__device__ __forceinline__ float sigmoid_acc(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float softplus_acc(float x) {
+    return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + __expf(-x)); }
 // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))
 __device__ __forceinline__ float logsigmoidf_(float x) {

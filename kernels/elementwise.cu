@@ -208,11 +208,6 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// The gates feed fp32 recurrences: accurate expf / log1pf, the CPU's softplus branches.
-__device__ __forceinline__ float sigmoid_acc(float x) { return 1.f / (1.f + expf(-x)); }
-__device__ __forceinline__ float softplus_acc(float x) {
-    return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
-}
 
 // y [f32] = sigmoid(x): DeltaNet's beta (docs/models.md §3b), as gdn_gates_fwd's
 struct SigmoidFwd {

@@ -638,9 +638,39 @@ int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size) {
     return cuda_linear_attn_sizes(why, why_size, "GLA", H, K, 256, V, 512);
 }
 
+namespace {
+
+// Mamba2's per-head log decay (docs/models.md §10) runs through the per-channel kernels:
+// g [N,H] expanded to [N,H,K] (scratch E), and back dg[n,h] = sum over k of dg[n,h,k].
+__global__ void expand_head_kernel(float *gk, const float *g, int64_t n, int K) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        gk[i] = g[i / K];
+}
+
+__global__ void sum_head_kernel(float *dg, const float *dgk, int64_t rows, int K) {
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (int64_t)gridDim.x * blockDim.x) {
+        float acc = 0.f;
+        for (int i = 0; i < K; i++) acc += dgk[r * K + i];
+        dg[r] = acc;
+    }
+}
+
+const void *per_channel_g(const LinAttnArgs *a) {
+    if (!a->g_per_head) return a->g;
+    int64_t n = a->s->ntok * a->H * (int64_t)a->K;
+    float *gk = (float *)cuda_scratch(SCRATCH_E, sizeof(float) * (size_t)(n ? n : 1));
+    if (n)
+        expand_head_kernel<<<(unsigned)(cdiv(n, 256) < 65535 ? cdiv(n, 256) : 65535), 256, 0, cuda_stream()>>>(
+            gk, (const float *)a->g, n, a->K);
+    CUDA_LAUNCHED();
+    return gk;
+}
+
+} // namespace
+
 void cuda_gla_fwd(const LinAttnArgs *a) {
     void *o = a->o, *states = a->states;
-    const void *q = a->q, *k = a->k, *v = a->v, *g = a->g;
+    const void *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a);
     const Seqs *s = a->s;
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
@@ -672,8 +702,10 @@ void cuda_gla_fwd(const LinAttnArgs *a) {
 
 void cuda_gla_bwd(const LinAttnGrads *gr) {
     const LinAttnArgs *a = &gr->a;
-    void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dg = gr->dg;
-    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = a->g, *states = a->states;
+    const int64_t nhk = a->s->ntok * a->H * (int64_t)a->K;
+    void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv;
+    void *dg = a->g_per_head ? cuda_scratch(SCRATCH_F, sizeof(float) * (size_t)(nhk ? nhk : 1)) : gr->dg;
+    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a), *states = a->states;
     const Seqs *s = a->s;
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
@@ -713,4 +745,10 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     gla_dg_add_kernel<<<dim3((unsigned)nch, CHUNK), SCAN_THREADS, 0, st>>>((float *)dg, tot, chunks,
                                                                            cu, HK);
     CUDA_LAUNCHED();
+    if (a->g_per_head) {
+        int64_t rows = s->ntok * H;
+        sum_head_kernel<<<(unsigned)(cdiv(rows, 256) < 65535 ? cdiv(rows, 256) : 65535), 256, 0, st>>>(
+            (float *)gr->dg, (const float *)dg, rows, K);
+        CUDA_LAUNCHED();
+    }
 }

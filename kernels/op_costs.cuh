@@ -168,13 +168,14 @@ ROTOR_COST(cuda_logsigmoid_bwd, void *, const void *, const void *, int64_t n, d
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_conv_fwd, void *, const void *, const void *, const Seqs *s, int C, Activation) {
+ROTOR_COST(cuda_conv_fwd, void *, const void *, const void *, const void *, const Seqs *s, int C,
+           Activation) {
     return costs::make(0, 2 * costs::A * (double)s->ntok * C);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_conv_bwd, void *, void *, const void *, const void *, const void *,
-           const Seqs *s, int C, Activation) {
+ROTOR_COST(cuda_conv_bwd, void *, void *, void *, const void *, const void *, const void *,
+           const void *, const Seqs *s, int C, Activation) {
     return costs::make(0, 3 * costs::A * (double)s->ntok * C);
 }
 ROTOR_COST_END
@@ -187,6 +188,51 @@ ROTOR_COST_END
 ROTOR_COST(cuda_shift_bwd, void *, void *, const void *, const void *, const void *,
            const Seqs *s, int H, int D) {
     return costs::make(0, 3 * costs::A * (double)s->ntok * H * D + 2 * costs::A * (double)s->ntok * H);
+}
+ROTOR_COST_END
+
+// Mamba2 (docs/models.md §10): elementwise passes over their inputs and outputs.
+ROTOR_COST(cuda_mamba2_gates_fwd, void *, void *, const void *, const void *, const void *, int64_t N,
+           int H) {
+    return costs::make(0, (costs::A + 2 * costs::F) * (double)N * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_mamba2_gates_bwd, void *, void *, void *, const void *, const void *, const void *,
+           const void *, const void *, int64_t N, int H) {
+    return costs::make(0, (2 * costs::A + 2 * costs::F) * (double)N * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_scale_fwd, void *, const void *, const void *, int64_t N, int H, int D) {
+    return costs::make((double)N * H * D, 2 * costs::A * (double)N * H * D + costs::F * (double)N * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_scale_bwd, void *, void *, const void *, const void *, const void *, int64_t N,
+           int H, int D) {
+    return costs::make(3 * (double)N * H * D, 3 * costs::A * (double)N * H * D + 2 * costs::F * (double)N * H);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_skip_fwd, void *, const void *, const void *, int64_t N, int H, int D) {
+    return costs::make(2 * (double)N * H * D, 3 * costs::A * (double)N * H * D);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_head_skip_bwd, void *, void *, const void *, const void *, const void *, int64_t N,
+           int H, int D) {
+    return costs::make(4 * (double)N * H * D, 4 * costs::A * (double)N * H * D);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_group_bcast_fwd, void *, const void *, int64_t N, int H, int G, int K) {
+    return costs::make(0, costs::A * (double)N * K * (H + G));
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_group_bcast_bwd, void *, const void *, int64_t N, int H, int G, int K) {
+    return costs::make((double)N * K * H, costs::A * (double)N * K * (H + G));
 }
 ROTOR_COST_END
 

@@ -9,8 +9,9 @@
 
 /* ---- argument structs of the mixer and Selective RoPE ops ---- */
 
-/* A chunked linear-attention mixer: GLA (docs/models.md §2), Gated DeltaNet (§3) or
- * DeltaNet (§3b, the delta rule without decay: gdn ops with g == NULL). */
+/* A chunked linear-attention mixer: GLA (docs/models.md §2), Mamba2's SSD (§10, GLA with
+ * g_per_head), Gated DeltaNet (§3) or DeltaNet (§3b, the delta rule without decay: gdn ops
+ * with g == NULL). */
 typedef struct {
     const Seqs *s;
     int H, K, V;       /* heads, key and value head sizes */
@@ -19,6 +20,7 @@ typedef struct {
     const void *v;     /* [N,H,V] */
     const void *g;     /* [f32] log decay: GLA per channel [N,H,K], GDN per head [N,H];
                         * NULL (gdn ops only): no decay, log decay 0 */
+    int g_per_head;    /* GLA: g is [N,H], the same log decay for every key channel */
     const void *beta;  /* [f32][N,H] delta-rule write strength (GDN); NULL for GLA */
     void *o;           /* [N,H,V] */
     void *states;      /* [f32] the state at the start of every chunk (chunk_states_size) */
@@ -134,14 +136,16 @@ typedef struct {
     X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
                                                                                               \
     /* ---- time mixing helpers (all respect segments) ---- */                                \
-    /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), then act        \
-     * (NONE or SILU). A NULL weight means the fixed first difference x_t - x_{t-1}           \
-     * (Selective RoPE skip_conv). x, y [N, C]. */                                            \
+    /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), plus bias [C]   \
+     * when not NULL, then act (NONE or SILU). A NULL weight means the fixed first difference \
+     * x_t - x_{t-1} (Selective RoPE skip_conv). x, y [N, C]. db [f32] accumulates (ignored   \
+     * when NULL). */                                                                         \
     X(void, conv_fwd,                                                                         \
-      (void *y, const void *x, const void *w, const Seqs *s, int C, Activation act))          \
+      (void *y, const void *x, const void *w, const void *b, const Seqs *s, int C,            \
+       Activation act))                                                                       \
     X(void, conv_bwd,                                                                         \
-      (void *dx, void *dw, const void *dy, const void *x, const void *w, const Seqs *s,       \
-       int C, Activation act))                                                                \
+      (void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,            \
+       const void *b, const Seqs *s, int C, Activation act))                                  \
     /* FoX data-dependent shift (docs/models.md §4): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
      * a = sigmoid(a_logit) [N,H] per head, x [N,H,D], x_{-1} = 0 at a segment start. */      \
     X(void, shift_fwd,                                                                        \
@@ -193,6 +197,34 @@ typedef struct {
       (void *db_raw, void *da_raw, void *dA_log, void *ddt_bias, const void *dbeta,           \
        const void *dg, const void *b_raw, const void *a_raw, const void *A_log,               \
        const void *dt_bias, int64_t N, int H))                                                \
+                                                                                              \
+    /* ---- Mamba2 (docs/models.md §10) ---- */                                              \
+    /* dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt [f32]; dt_raw [N,H], A_log and     \
+     * dt_bias [f32][H]. */                                                                   \
+    X(void, mamba2_gates_fwd,                                                                 \
+      (void *dt, void *g, const void *dt_raw, const void *A_log, const void *dt_bias,         \
+       int64_t N, int H))                                                                     \
+    /* ddt_raw (overwrite) from ddt and dg [f32]; dA_log, ddt_bias [f32] accumulate. */       \
+    X(void, mamba2_gates_bwd,                                                                 \
+      (void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt, const void *dg,          \
+       const void *dt_raw, const void *A_log, const void *dt_bias, int64_t N, int H))         \
+    /* y[n,h,:] = s[n,h] x[n,h,:] with s [f32][N,H]; x, y [N,H,D]. */                         \
+    X(void, head_scale_fwd, (void *y, const void *x, const void *s, int64_t N, int H, int D)) \
+    /* dx = s dy, ds [f32][N,H] = sum_d dy x (both overwrite). */                             \
+    X(void, head_scale_bwd,                                                                   \
+      (void *dx, void *ds, const void *dy, const void *x, const void *s, int64_t N, int H,    \
+       int D))                                                                                \
+    /* The skip y[n,h,:] += Dp[h] x[n,h,:], Dp [f32][H]. */                                   \
+    X(void, head_skip_fwd, (void *y, const void *x, const void *Dp, int64_t N, int H, int D)) \
+    /* dx += Dp[h] dy; dDp [f32][H] += sum over tokens and channels of dy x. */               \
+    X(void, head_skip_bwd,                                                                    \
+      (void *dx, void *dDp, const void *dy, const void *x, const void *Dp, int64_t N, int H,  \
+       int D))                                                                                \
+    /* out[n,h,:] = src[n, h / (H/G), :]: each of G groups [N,G,K] read by H/G consecutive    \
+     * heads, out [N,H,K]. */                                                                 \
+    X(void, group_bcast_fwd, (void *out, const void *src, int64_t N, int H, int G, int K))    \
+    /* dsrc[n,g,:] = sum over the heads h of group g of dout[n,h,:] (overwrite). */           \
+    X(void, group_bcast_bwd, (void *dsrc, const void *dout, int64_t N, int H, int G, int K))  \
                                                                                               \
     /* ---- mixers ---- */                                                                    \
     X(void, gla_fwd, (const LinAttnArgs *a))                                                  \

@@ -111,14 +111,16 @@ int main(int argc, char **argv) {
                 c.num_layers = 2;
                 c.num_heads = 2;
                 c.head_dim = 16;
+                c.state_size = 8; /* Mamba2: 32 x 2 / 16 = 4 heads */
                 c.gate_low_rank_dim = 8;
                 c.init_std = 0.2; /* larger than 0.02 so that every path carries signal */
                 c.max_seq_len = 70;
                 c.pe.phi_rank = 5;
                 apply_mixer_option(&c, option);
+                if (!pe_variant_applies(&c, k)) continue;
                 apply_pe_variant(&c, k);
                 char dir[1024];
-                snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), PE_VARIANT_NAMES[k]);
+                snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                 write_case(dir, &c, 100 + (uint64_t)n++);
                 printf("%s\n", dir);
             }

@@ -316,6 +316,15 @@ static void test_roundtrip_deltanet(void) {
     roundtrip(&c, "deltanet rope");
 }
 
+/* Mamba2: backbone.* names, blocks without an MLP, two groups; num_heads as config.json
+ * derives it (16 x 2 / 8). */
+static void test_roundtrip_mamba2(void) {
+    ModelConfig c = tu_tiny_model(MIXER_MAMBA2, 2);
+    c.n_groups = 2;
+    c.num_heads = 4;
+    roundtrip(&c, "mamba2 two groups");
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* latest, fallbacks, replacement, pruning                                              */
 /* ------------------------------------------------------------------------------------ */
@@ -709,6 +718,12 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         c.short_conv = 0;
         c.use_gate = 1;
         break;
+    case MIXER_MAMBA2:
+        c.head_dim = 16;
+        c.state_size = 8;
+        c.n_groups = 2;
+        c.num_heads = 8; /* config.json holds the derived 64 x 2 / 16 */
+        break;
     }
     PEConfig *pe = &c.pe;
     switch (pe_variant) {
@@ -738,13 +753,14 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
 
 static void test_hf_roundtrip(void) {
     static const char *const pes[] = {"nope", "rope", "selective low-rank all flags", "selective full-rank"};
-    static const char *const types[N_MIXERS] = {"gla", "gated_deltanet", "forgetting_transformer",
-                                                "transformer", "delta_net"};
-    static const char *const archs[N_MIXERS] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
-                                                "ForgettingTransformerForCausalLM",
-                                                "TransformerForCausalLM", "DeltaNetForCausalLM"};
+    /* the mixers that take every position embedding (all but Mamba2, below) */
+    static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer",
+                                        "transformer", "delta_net"};
+    static const char *const archs[] = {"GLAForCausalLM", "GatedDeltaNetForCausalLM",
+                                        "ForgettingTransformerForCausalLM",
+                                        "TransformerForCausalLM", "DeltaNetForCausalLM"};
     static const char *const pe_types[] = {"nope", "rope", "selective_rope", "selective_rope"};
-    for (int mx = 0; mx < N_MIXERS; mx++) {
+    for (int mx = 0; mx < (int)(sizeof types / sizeof types[0]); mx++) {
         for (int v = 0; v < 4; v++) {
             char label[96];
             snprintf(label, sizeof label, "%s %s", types[mx], pes[v]);
@@ -778,6 +794,22 @@ static void test_hf_roundtrip(void) {
             free(text);
         }
     }
+    /* Mamba2 (NoPE only): fla's Mamba2Config keys, no MLP width, the derived num_heads */
+    ModelConfig c = hf_case(MIXER_MAMBA2, 0), back;
+    json_t *j = hf_config_to_json(&c);
+    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "mamba2: %s", err);
+    CHECK_MSG(config_equal(&c, &back, "mamba2"), "mamba2: round trip differs");
+    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "mamba2"));
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Mamba2ForCausalLM"));
+    CHECK(!json_object_get(j, "intermediate_size"));
+    CHECK(json_integer_value(json_object_get(j, "num_heads")) == 8);
+    CHECK(json_integer_value(json_object_get(j, "n_groups")) == 2);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "silu"));
+    json_object_set_new(j, "num_heads", json_integer(4));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'num_heads' = 4"));
+    json_object_set_new(j, "use_bias", json_true());
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'use_bias'"));
+    json_decref(j);
 }
 
 /* Parses `text`, applies hf_config_from_json; returns its result. */
@@ -1040,6 +1072,7 @@ int main(int argc, char **argv) {
         {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
         {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
         {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
+        {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
         {"checkpoint_latest", test_latest},
         {"checkpoint_keep", test_keep},
         {"checkpoint_corrupt", test_corrupt},

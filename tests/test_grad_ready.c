@@ -70,11 +70,15 @@ static void backward(Setup *s) {
     model_backward(s->m);
 }
 
-/* Index of the announced range that must hold parameter `name`. */
+/* Index of the announced range that must hold parameter `name` (fla's names; Mamba2's
+ * backbone.*). */
 static int expected_range(const char *name) {
     int l;
-    if (!strcmp(name, "lm_head.weight") || !strcmp(name, "model.norm.weight")) return 0;
-    if (sscanf(name, "model.layers.%d.", &l) == 1) return 1 + (LAYERS - 1 - l);
+    if (!strcmp(name, "lm_head.weight") || !strcmp(name, "model.norm.weight") ||
+        !strcmp(name, "backbone.norm_f.weight"))
+        return 0;
+    if (sscanf(name, "model.layers.%d.", &l) == 1 || sscanf(name, "backbone.layers.%d.", &l) == 1)
+        return 1 + (LAYERS - 1 - l);
     return LAYERS + 1; /* the embedding */
 }
 
@@ -134,10 +138,11 @@ static void run_variants(MixerKind mixer) {
         for (int k = 0; k < N_PE_VARIANTS; k++) {
             ModelConfig c = tu_tiny_model(mixer, LAYERS);
             apply_mixer_option(&c, option);
+            if (!pe_variant_applies(&c, k)) continue;
             apply_pe_variant(&c, k);
             char label[160];
             snprintf(label, sizeof label, "%s %s", mixer_option_name(&c, option),
-                     PE_VARIANT_NAMES[k]);
+                     pe_variant_name(&c, k));
             check_ranges(&c, label);
         }
 }
@@ -146,6 +151,7 @@ static void test_gla(void) { run_variants(MIXER_GLA); }
 static void test_gdn(void) { run_variants(MIXER_GDN); }
 static void test_fox(void) { run_variants(MIXER_FOX); }
 static void test_deltanet(void) { run_variants(MIXER_DELTANET); }
+static void test_mamba2(void) { run_variants(MIXER_MAMBA2); }
 
 /* Buckets started in one backward with buckets of `elems` elements. */
 static int buckets_of(Setup *s, int64_t elems) {
@@ -196,6 +202,7 @@ int main(int argc, char **argv) {
         {"grad_ready_gdn", test_gdn},
         {"grad_ready_fox", test_fox},
         {"grad_ready_deltanet", test_deltanet},
+        {"grad_ready_mamba2", test_mamba2},
         {"grad_buckets", test_buckets},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

@@ -22,43 +22,56 @@ static void check_all(const char *what, const real *a, const real *b, int64_t n)
     CHECK_MSG(e <= TOL, "%s: relative error %.3g > %.1g", what, e, TOL);
 }
 
-static void gla_case(double glo, double ghi, uint64_t seed) {
+/* GLA, with a log decay per key channel or (per_head, Mamba2's SSD with scale 1) one per
+ * head, which the naive recurrence reads as the same decay on every channel; its gradient
+ * is then the sum of the channels' gradients. */
+static void gla_case(double glo, double ghi, int per_head, uint64_t seed) {
     Rng r;
     rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
     const Seqs *s = &ts.s;
     int H = 2, K = 16, V = 12;
-    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, ng = per_head ? N * H : nk;
     real *q = tu_randn(&r, nk, 1), *k = tu_randn(&r, nk, 1), *v = tu_randn(&r, nv, 1);
-    real *g = tu_rand(&r, nk, glo, ghi), *dout = tu_randn(&r, nv, 1);
+    real *g = tu_rand(&r, ng, glo, ghi), *dout = tu_randn(&r, nv, 1), *gk = tu_zeros(nk);
+    for (int64_t i = 0; i < nk; i++) gk[i] = per_head ? g[i / K] : g[i];
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    double scale = 1.0 / sqrt((double)K);
+    double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
     LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                     .g = g, .o = o, .states = states};
+                     .g = g, .g_per_head = per_head, .o = o, .states = states};
     cpu_gla_fwd(&a);
-    naive_gla_fwd(o_ref, q, k, v, g, s, H, K, V, scale);
+    naive_gla_fwd(o_ref, q, k, v, gk, s, H, K, V, scale);
     check_all("gla o", o, o_ref, nv);
-    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *dg = tu_zeros(nk);
-    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *dg2 = tu_zeros(nk);
+    real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *dg = tu_zeros(ng);
+    real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *dgk = tu_zeros(nk);
+    real *dg2 = tu_zeros(ng);
     cpu_gla_bwd(&(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg});
-    naive_gla_bwd(dq2, dk2, dv2, dg2, dout, q, k, v, g, s, H, K, V, scale);
+    naive_gla_bwd(dq2, dk2, dv2, dgk, dout, q, k, v, gk, s, H, K, V, scale);
+    for (int64_t i = 0; i < nk; i++) dg2[per_head ? i / K : i] += dgk[i];
     check_all("gla dq", dq, dq2, nk);
     check_all("gla dk", dk, dk2, nk);
     check_all("gla dv", dv, dv2, nv);
-    check_all("gla dg", dg, dg2, nk);
-    real *bufs[] = {q, k, v, g, dout, o, o_ref, states, dq, dk, dv, dg, dq2, dk2, dv2, dg2};
+    check_all("gla dg", dg, dg2, ng);
+    real *bufs[] = {q, k, v, g, gk, dout, o, o_ref, states, dq, dk, dv, dg, dq2, dk2, dv2, dgk, dg2};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     tu_seqs_free(&ts);
 }
 
-static void test_gla_chunked_equals_recurrent(void) { gla_case(-1.0, -0.001, 1); }
+static void test_gla_chunked_equals_recurrent(void) { gla_case(-1.0, -0.001, 0, 1); }
 
 /* Weak decay (about e^-1.7 per chunk): the state carried across chunks dominates. */
-static void test_gla_chunked_weak_decay(void) { gla_case(-0.05, -0.002, 7); }
+static void test_gla_chunked_weak_decay(void) { gla_case(-0.05, -0.002, 0, 7); }
 
 /* Gates down to e^-30 per token: the chunked form must stay finite and exact. */
-static void test_gla_chunked_strong_decay(void) { gla_case(-30.0, 0.0, 2); }
+static void test_gla_chunked_strong_decay(void) { gla_case(-30.0, 0.0, 0, 2); }
+
+/* One log decay per head (Mamba2, docs/models.md §10): typical, weak and strong decays. */
+static void test_gla_per_head(void) {
+    gla_case(-1.0, -0.001, 1, 11);
+    gla_case(-0.05, -0.002, 1, 12);
+    gla_case(-30.0, 0.0, 1, 13);
+}
 
 static void l2normalise(real *x, int64_t rows, int D) {
     for (int64_t r = 0; r < rows; r++) {
@@ -150,6 +163,7 @@ int main(int argc, char **argv) {
         {"gla_chunked_equals_recurrent", test_gla_chunked_equals_recurrent},
         {"gla_chunked_strong_decay", test_gla_chunked_strong_decay},
         {"gla_chunked_weak_decay", test_gla_chunked_weak_decay},
+        {"gla_per_head_equals_recurrent", test_gla_per_head},
         {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
         {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
         {"gdn_chunked_weak_decay", test_gdn_chunked_weak_decay},

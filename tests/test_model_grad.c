@@ -60,9 +60,10 @@ static void run_pe_variants(MixerKind mixer, int option) {
     for (int k = 0; k < N_PE_VARIANTS; k++) {
         ModelConfig x = tu_tiny_model(mixer, 2);
         apply_mixer_option(&x, option);
+        if (!pe_variant_applies(&x, k)) continue;
         apply_pe_variant(&x, k);
         char label[160];
-        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), PE_VARIANT_NAMES[k]);
+        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), pe_variant_name(&x, k));
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
@@ -78,6 +79,8 @@ static void test_transformer(void) { run_pe_variants(MIXER_TRANSFORMER, 0); }
 static void test_transformer_qk_norm(void) { run_pe_variants(MIXER_TRANSFORMER, 1); }
 static void test_deltanet_plain(void) { run_pe_variants(MIXER_DELTANET, 0); }
 static void test_deltanet_conv(void) { run_pe_variants(MIXER_DELTANET, 1); }
+static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0); }
+static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
@@ -88,6 +91,7 @@ int main(int argc, char **argv) {
         {"model_grad_transformer_qk_norm", test_transformer_qk_norm},
         {"model_grad_deltanet_plain", test_deltanet_plain},
         {"model_grad_deltanet_conv", test_deltanet_conv},
+        {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

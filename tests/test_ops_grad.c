@@ -512,10 +512,141 @@ static void test_gdn_gates(void) {
              gdt);
 }
 
+/* Mamba2 (docs/models.md §10): dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt. */
+typedef struct {
+    real *dt, *g, *dt_raw, *A_log, *dt_bias, *wdt, *wg;
+    int64_t N;
+    int H;
+} M2GatesCtx;
+
+static double m2gates_loss(void *p) {
+    M2GatesCtx *c = p;
+    cpu_mamba2_gates_fwd(c->dt, c->g, c->dt_raw, c->A_log, c->dt_bias, c->N, c->H);
+    return tu_dot(c->wdt, c->dt, c->N * c->H) + tu_dot(c->wg, c->g, c->N * c->H);
+}
+
+static void test_mamba2_gates(void) {
+    Rng r;
+    rng_init(&r, 307, 0);
+    int64_t N = 41;
+    int H = 3;
+    int64_t n = N * H;
+    real *dt_raw = rand_nz(&r, n, 0.05, 4.0), *A_log = rand_nz(&r, H, 0.1, 2.0);
+    real *dt_bias = rand_nz(&r, H, 0.1, 3.0);
+    real *wdt = rand_nz(&r, n, 0.05, 1.0), *wg = rand_nz(&r, n, 0.05, 1.0);
+    real *dt = tu_zeros(n), *g = tu_zeros(n);
+    M2GatesCtx c = {dt, g, dt_raw, A_log, dt_bias, wdt, wg, N, H};
+    cpu_mamba2_gates_fwd(dt, g, dt_raw, A_log, dt_bias, N, H);
+    real *rdt = tu_zeros(n), *rg = tu_zeros(n);
+    for (int64_t t = 0; t < N; t++)
+        for (int h = 0; h < H; h++) {
+            int64_t i = t * H + h;
+            double sp = log1p(exp((double)dt_raw[i] + (double)dt_bias[h]));
+            rdt[i] = (real)sp;
+            rg[i] = (real)(-exp((double)A_log[h]) * sp);
+        }
+    check_equal("mamba2_gates dt value", dt, rdt, n);
+    check_equal("mamba2_gates g value", g, rg, n);
+    real *ddr = garbage(&r, n), *pA = rand_nz(&r, H, 0.1, 1.0), *pdt = rand_nz(&r, H, 0.1, 1.0);
+    real *dA = tu_copy(pA, H), *ddt = tu_copy(pdt, H);
+    cpu_mamba2_gates_bwd(ddr, dA, ddt, wdt, wg, dt_raw, A_log, dt_bias, N, H);
+    real *gA = diff(dA, pA, H), *gdt = diff(ddt, pdt, H);
+    fd_check("mamba2_gates ddt_raw", m2gates_loss, &c, dt_raw, ddr, n, 1000, &r);
+    fd_check("mamba2_gates dA_log (+=)", m2gates_loss, &c, A_log, gA, H, 1000, &r);
+    fd_check("mamba2_gates ddt_bias (+=)", m2gates_loss, &c, dt_bias, gdt, H, 1000, &r);
+    FREE_ALL(dt_raw, A_log, dt_bias, wdt, wg, dt, g, rdt, rg, ddr, pA, pdt, dA, ddt, gA, gdt);
+}
+
+/* The per-head scale y = s x (s per token and head) and the skip y += Dp x (Dp per head). */
+typedef struct {
+    real *y, *x, *s, *wo;
+    int64_t N;
+    int H, D, skip;
+} HeadCtx;
+
+static double head_loss(void *p) {
+    HeadCtx *c = p;
+    int64_t n = c->N * c->H * c->D;
+    if (c->skip) {
+        for (int64_t i = 0; i < n; i++) c->y[i] = 0;
+        cpu_head_skip_fwd(c->y, c->x, c->s, c->N, c->H, c->D);
+    } else {
+        cpu_head_scale_fwd(c->y, c->x, c->s, c->N, c->H, c->D);
+    }
+    return tu_dot(c->wo, c->y, n);
+}
+
+static void head_case(int skip, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t N = 23;
+    int H = 3, D = 5;
+    int64_t n = N * H * D, ns = skip ? H : N * H;
+    real *x = rand_nz(&r, n, 0.05, 1.5), *sc = rand_nz(&r, ns, 0.05, 1.5);
+    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = rand_nz(&r, n, 0.05, 1.0), *y0 = tu_copy(y, n);
+    HeadCtx c = {y, x, sc, wo, N, H, D, skip};
+    if (skip)
+        cpu_head_skip_fwd(y, x, sc, N, H, D);
+    else
+        cpu_head_scale_fwd(y, x, sc, N, H, D);
+    real *ref = tu_zeros(n);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t row = i / D;
+        ref[i] = skip ? y0[i] + sc[row % H] * x[i] : sc[row] * x[i];
+    }
+    check_equal(skip ? "head_skip value (+=)" : "head_scale value", y, ref, n);
+    real *px = rand_nz(&r, n, 0.1, 1.0), *dx = skip ? tu_copy(px, n) : garbage(&r, n);
+    real *ps = rand_nz(&r, ns, 0.1, 1.0), *ds = skip ? tu_copy(ps, ns) : garbage(&r, ns);
+    if (skip)
+        cpu_head_skip_bwd(dx, ds, wo, x, sc, N, H, D);
+    else
+        cpu_head_scale_bwd(dx, ds, wo, x, sc, N, H, D);
+    real *gx = skip ? diff(dx, px, n) : tu_copy(dx, n), *gs = skip ? diff(ds, ps, ns) : tu_copy(ds, ns);
+    fd_check(skip ? "head_skip dx (+=)" : "head_scale dx", head_loss, &c, x, gx, n, 1000, &r);
+    fd_check(skip ? "head_skip dDp (+=)" : "head_scale ds", head_loss, &c, sc, gs, ns, 1000, &r);
+    FREE_ALL(x, sc, wo, y, y0, ref, px, dx, ps, ds, gx, gs);
+}
+
+static void test_head_scale(void) { head_case(0, 308); }
+static void test_head_skip(void) { head_case(1, 309); }
+
+/* B and C of a group go to each of its heads: head h reads group h / (H/G). */
+typedef struct {
+    real *out, *src, *wo;
+    int64_t N;
+    int H, G, K;
+} BcastCtx;
+
+static double bcast_loss(void *p) {
+    BcastCtx *c = p;
+    cpu_group_bcast_fwd(c->out, c->src, c->N, c->H, c->G, c->K);
+    return tu_dot(c->wo, c->out, c->N * c->H * c->K);
+}
+
+static void test_group_bcast(void) {
+    Rng r;
+    rng_init(&r, 310, 0);
+    int64_t N = 13;
+    int H = 6, G = 2, K = 4;
+    int64_t no = N * H * K, ns = N * G * K;
+    real *src = rand_nz(&r, ns, 0.05, 1.5), *wo = rand_nz(&r, no, 0.05, 1.0), *out = garbage(&r, no);
+    BcastCtx c = {out, src, wo, N, H, G, K};
+    cpu_group_bcast_fwd(out, src, N, H, G, K);
+    real *ref = tu_zeros(no);
+    for (int64_t t = 0; t < N; t++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < K; i++) ref[(t * H + h) * K + i] = src[(t * G + h / (H / G)) * K + i];
+    check_equal("group_bcast value", out, ref, no);
+    real *ds = garbage(&r, ns);
+    cpu_group_bcast_bwd(ds, wo, N, H, G, K);
+    fd_check("group_bcast dsrc", bcast_loss, &c, src, ds, ns, 1000, &r);
+    FREE_ALL(src, wo, out, ref, ds);
+}
+
 /* ---------------------------------------------------------- time mixing ---- */
 
 typedef struct {
-    real *y, *x, *w, *wo;
+    real *y, *x, *w, *b, *wo;
     const Seqs *s;
     int C;
     Activation act;
@@ -523,11 +654,11 @@ typedef struct {
 
 static double conv_loss(void *p) {
     ConvCtx *c = p;
-    cpu_conv_fwd(c->y, c->x, c->w, c->s, c->C, c->act);
+    cpu_conv_fwd(c->y, c->x, c->w, c->b, c->s, c->C, c->act);
     return tu_dot(c->wo, c->y, c->s->ntok * c->C);
 }
 
-static void conv_case(int with_w, Activation act, const char *tag, uint64_t seed) {
+static void conv_case(int with_w, int with_b, Activation act, const char *tag, uint64_t seed) {
     Rng r;
     rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
@@ -535,15 +666,16 @@ static void conv_case(int with_w, Activation act, const char *tag, uint64_t seed
     int C = 5;
     int64_t n = s->ntok * C, nw = (int64_t)C * 4;
     real *x = rand_nz(&r, n, 0.05, 1.5), *w = with_w ? rand_nz(&r, nw, 0.1, 1.0) : NULL;
+    real *b = with_b ? rand_nz(&r, C, 0.1, 1.0) : NULL;
     real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
-    ConvCtx c = {y, x, w, wo, s, C, act};
-    /* forward value: causal, per segment, tap 3 = current token */
-    cpu_conv_fwd(y, x, w, s, C, act);
+    ConvCtx c = {y, x, w, b, wo, s, C, act};
+    /* forward value: causal, per segment, tap 3 = current token, plus the bias */
+    cpu_conv_fwd(y, x, w, b, s, C, act);
     real *ref = tu_zeros(n);
     for (int seg = 0; seg < s->nseg; seg++)
         for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
             for (int ch = 0; ch < C; ch++) {
-                double p = 0;
+                double p = b ? (double)b[ch] : 0;
                 for (int back = 0; back < 4; back++) {
                     if (t - back < s->cu[seg]) break;
                     double tap = w ? (double)w[ch * 4 + 3 - back] : (back == 0 ? 1 : back == 1 ? -1 : 0);
@@ -555,23 +687,35 @@ static void conv_case(int with_w, Activation act, const char *tag, uint64_t seed
     snprintf(name, sizeof name, "conv %s value", tag);
     check_equal(name, y, ref, n);
     real *dx = garbage(&r, n), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
-    cpu_conv_bwd(dx, with_w ? dw : NULL, wo, x, w, s, C, act);
+    real *pb = rand_nz(&r, C, 0.1, 1.0), *db = tu_copy(pb, C);
+    cpu_conv_bwd(dx, with_w ? dw : NULL, db, wo, x, w, b, s, C, act);
     snprintf(name, sizeof name, "conv %s dx", tag);
     fd_check(name, conv_loss, &c, x, dx, n, 100000, &r);
+    if (with_b) {
+        real *gb = diff(db, pb, C);
+        snprintf(name, sizeof name, "conv %s db (+=)", tag);
+        fd_check(name, conv_loss, &c, b, gb, C, 1000, &r);
+        rt_free(gb);
+    } else {
+        snprintf(name, sizeof name, "conv %s db untouched without a bias", tag);
+        check_equal(name, db, pb, C);
+    }
     if (with_w) {
         real *gw = diff(dw, pw, nw);
         snprintf(name, sizeof name, "conv %s dw (+=)", tag);
         fd_check(name, conv_loss, &c, w, gw, nw, 1000, &r);
         rt_free(gw);
     }
-    FREE_ALL(x, w, wo, y, ref, dx, pw, dw);
+    FREE_ALL(x, w, b, wo, y, ref, dx, pw, dw, pb, db);
     tu_seqs_free(&ts);
 }
 
-static void test_conv_w_none(void) { conv_case(1, ACT_NONE, "w, NONE", 401); }
-static void test_conv_w_silu(void) { conv_case(1, ACT_SILU, "w, SILU", 402); }
-static void test_conv_diff_none(void) { conv_case(0, ACT_NONE, "NULL w (diff), NONE", 403); }
-static void test_conv_diff_silu(void) { conv_case(0, ACT_SILU, "NULL w (diff), SILU", 404); }
+static void test_conv_w_none(void) { conv_case(1, 0, ACT_NONE, "w, NONE", 401); }
+static void test_conv_w_silu(void) { conv_case(1, 0, ACT_SILU, "w, SILU", 402); }
+static void test_conv_diff_none(void) { conv_case(0, 0, ACT_NONE, "NULL w (diff), NONE", 403); }
+static void test_conv_diff_silu(void) { conv_case(0, 0, ACT_SILU, "NULL w (diff), SILU", 404); }
+static void test_conv_bias_none(void) { conv_case(1, 1, ACT_NONE, "w + bias, NONE", 405); }
+static void test_conv_bias_silu(void) { conv_case(1, 1, ACT_SILU, "w + bias, SILU", 406); }
 
 typedef struct {
     real *y, *x, *al, *wo;
@@ -1034,31 +1178,39 @@ static double gla_loss(void *p) {
     return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
 }
 
-static void test_gla(void) {
+/* GLA with a log decay per key channel, or one per head (Mamba2's SSD, scale 1). */
+static void gla_case(int per_head, const char *tag, uint64_t seed) {
     Rng r;
-    rng_init(&r, 601, 0);
+    rng_init(&r, seed, 0);
     TestSeqs ts = tu_seqs(LENS, NSEG);
     const Seqs *s = &ts.s;
     int H = 2, K = 8, V = 6;
-    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V;
+    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, ng = per_head ? N * H : nk;
     real *q = rand_nz(&r, nk, 0.05, 1.5), *k = rand_nz(&r, nk, 0.05, 1.5);
-    real *v = rand_nz(&r, nv, 0.05, 1.5), *g = tu_rand(&r, nk, -0.05, -0.002);
+    real *v = rand_nz(&r, nv, 0.05, 1.5), *g = tu_rand(&r, ng, -0.05, -0.002);
     real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    double scale = 1.0 / sqrt((double)K);
+    double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
     MixCtx c = {.lin = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                        .g = g, .o = o, .states = states},
+                        .g = g, .g_per_head = per_head, .o = o, .states = states},
                 .wo = wo};
     cpu_gla_fwd(&c.lin);
-    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, nk);
+    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, ng);
     cpu_gla_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg});
-    mixer_check("gla dq", gla_loss, &c, q, dq, nk, (int64_t)H * K, &r);
-    mixer_check("gla dk", gla_loss, &c, k, dk, nk, (int64_t)H * K, &r);
-    mixer_check("gla dv", gla_loss, &c, v, dv, nv, (int64_t)H * V, &r);
-    mixer_check("gla dg", gla_loss, &c, g, dg, nk, (int64_t)H * K, &r);
+    char name[64];
+#define CHECK_GRAD(what, x, dx, n, row) \
+    (snprintf(name, sizeof name, "%s %s", tag, what), mixer_check(name, gla_loss, &c, x, dx, n, row, &r))
+    CHECK_GRAD("dq", q, dq, nk, (int64_t)H * K);
+    CHECK_GRAD("dk", k, dk, nk, (int64_t)H * K);
+    CHECK_GRAD("dv", v, dv, nv, (int64_t)H * V);
+    CHECK_GRAD("dg", g, dg, ng, ng / N);
+#undef CHECK_GRAD
     FREE_ALL(q, k, v, g, wo, o, states, dq, dk, dv, dg);
     tu_seqs_free(&ts);
 }
+
+static void test_gla(void) { gla_case(0, "gla", 601); }
+static void test_gla_per_head(void) { gla_case(1, "gla per-head g", 602); }
 
 static void l2normalise_rows(real *x, int64_t rows, int D) {
     for (int64_t r = 0; r < rows; r++) {
@@ -1308,6 +1460,8 @@ int main(int argc, char **argv) {
         {"conv_w_silu", test_conv_w_silu},
         {"conv_diff_none", test_conv_diff_none},
         {"conv_diff_silu", test_conv_diff_silu},
+        {"conv_bias_none", test_conv_bias_none},
+        {"conv_bias_silu", test_conv_bias_silu},
         {"shift", test_shift},
         {"revcumsum", test_revcumsum},
         {"rope_angles", test_rope_angles},
@@ -1324,6 +1478,11 @@ int main(int argc, char **argv) {
         {"weightnorm", test_weightnorm},
         {"head_matmul", test_head_matmul},
         {"gla", test_gla},
+        {"gla_per_head", test_gla_per_head},
+        {"mamba2_gates", test_mamba2_gates},
+        {"head_scale", test_head_scale},
+        {"head_skip", test_head_skip},
+        {"group_bcast", test_group_bcast},
         {"gdn", test_gdn},
         {"deltanet", test_deltanet},
         {"fox", test_fox},

@@ -5,7 +5,19 @@ const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
     "sel-bias-gate-docmask",
 };
 
+int pe_variant_applies(const ModelConfig *c, int k) {
+    return c->mixer != MIXER_MAMBA2 || k == 0 || k == N_PE_VARIANTS - 1;
+}
+
+const char *pe_variant_name(const ModelConfig *c, int k) {
+    return c->mixer == MIXER_MAMBA2 && k ? "nope-docmask" : PE_VARIANT_NAMES[k];
+}
+
 void apply_pe_variant(ModelConfig *c, int k) {
+    if (c->mixer == MIXER_MAMBA2) {
+        c->doc_mask = k != 0;
+        return;
+    }
     c->pe.kind = k == 0 ? PE_NOPE : k == 1 ? PE_ROPE : PE_SELECTIVE;
     switch (k) {
     case 1: c->pe.rope_theta = 100; break; /* a small base: large angles within 70 tokens */
@@ -34,6 +46,8 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->output_gate = c->output_norm = c->qk_norm = c->k_shift = c->v_shift = on;
     else if (c->mixer == MIXER_TRANSFORMER)
         c->qk_norm = on;
+    else if (c->mixer == MIXER_MAMBA2)
+        c->n_groups = 1 + on, c->use_conv_bias = on;
     else
         c->short_conv = on;
     if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
@@ -46,6 +60,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_FOX: return on ? "fox-pro" : "fox-plain";
     case MIXER_TRANSFORMER: return on ? "transformer-qknorm" : "transformer";
     case MIXER_DELTANET: return on ? "deltanet-conv" : "deltanet-noconv-gate";
+    case MIXER_MAMBA2: return on ? "mamba2-groups-bias" : "mamba2-plain";
     }
     return "?";
 }

@@ -10,10 +10,14 @@
 #define N_PE_VARIANTS 6
 extern const char *const PE_VARIANT_NAMES[N_PE_VARIANTS];
 
-/* Sets the position embedding (and doc_mask for the last variant) of variant k. */
+/* Sets the position embedding (and doc_mask for the last variant) of variant k. Mamba2
+ * takes NoPE only: of its variants only nope and the last (NoPE with doc_mask) apply. */
 void apply_pe_variant(ModelConfig *c, int k);
+int pe_variant_applies(const ModelConfig *c, int k);
+const char *pe_variant_name(const ModelConfig *c, int k);
 /* GLA/GDN: short conv on q, k, v; DeltaNet: short conv, else the output gate; FoX: output
- * gate + norm, QK-norm, k/v shift; Transformer: QK-norm. */
+ * gate + norm, QK-norm, k/v shift; Transformer: QK-norm; Mamba2: two groups of B, C and the
+ * conv bias. */
 void apply_mixer_option(ModelConfig *c, int on);
 /* "gla-conv", "fox-pro", "transformer-qknorm", ... */
 const char *mixer_option_name(const ModelConfig *c, int on);

@@ -56,7 +56,7 @@ static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "t
 
 static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
                                {"transformer", MIXER_TRANSFORMER}, {"deltanet", MIXER_DELTANET},
-                               {NULL, 0}};
+                               {"mamba2", MIXER_MAMBA2}, {NULL, 0}};
 static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
@@ -93,8 +93,12 @@ static const KeySpec KEYS[] = {
     K_BOOL("model", "short_conv", model.short_conv, "GLA/GDN/DeltaNet: short conv on q, k, v"),
     K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "GLA: rank of the gate projection"),
     K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "GLA: gate logits divided by this"),
-    K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width"),
+    K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width; Mamba2: per-head value width"),
     K_BOOL("model", "use_gate", model.use_gate, "DeltaNet: output gate swish(x W_g) (g_proj)"),
+    K_INT("model", "expand", model.expand, 1, "Mamba2: intermediate width = d * expand (heads = that / head_dim)"),
+    K_INT("model", "state_size", model.state_size, 1, "Mamba2: SSM state size per group (the key width)"),
+    K_INT("model", "n_groups", model.n_groups, 1, "Mamba2: groups of B, C (each read by heads / n_groups heads)"),
+    K_BOOL("model", "use_conv_bias", model.use_conv_bias, "Mamba2: bias in the conv over x, B, C"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),

@@ -31,16 +31,24 @@ static void conv_row(real *pre, const real *x, const real *wt, const int32_t *po
     }
 }
 
-void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const Seqs *s, int C,
+/* pre += bias when there is one */
+static void add_bias(real *pre, const real *b, int C) {
+    if (!b) return;
+#pragma omp simd
+    for (int c = 0; c < C; c++) pre[c] += b[c];
+}
+
+void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const void *b_, const Seqs *s, int C,
                   Activation act) {
     real *y = y_;
-    const real *x = x_;
+    const real *x = x_, *b = b_;
     RT_ASSERT(act == ACT_NONE || act == ACT_SILU);
     real *wt = taps_by_offset(w_, C);
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < s->ntok; n++) {
         real *yr = y + n * C;
         conv_row(yr, x, wt, s->pos, n, C);
+        add_bias(yr, b, C);
         if (act == ACT_SILU) {
 #pragma omp simd
             for (int c = 0; c < C; c++) yr[c] *= sigmoidr(yr[c]);
@@ -49,10 +57,10 @@ void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const Seqs *s, int C
     rt_free(wt);
 }
 
-void cpu_conv_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const void *w_,
-                  const Seqs *s, int C, Activation act) {
-    real *dx = dx_, *dw = dw_;
-    const real *dy = dy_, *x = x_;
+void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_,
+                  const void *w_, const void *b_, const Seqs *s, int C, Activation act) {
+    real *dx = dx_, *dw = dw_, *db = db_;
+    const real *dy = dy_, *x = x_, *b = b_;
     const int32_t *pos = s->pos;
     int64_t N = s->ntok;
     real *wt = taps_by_offset(w_, C);
@@ -64,6 +72,7 @@ void cpu_conv_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const v
         const real *dyr = dy + n * C;
         if (act == ACT_SILU) {
             conv_row(dr, x, wt, pos, n, C);
+            add_bias(dr, b, C);
 #pragma omp simd
             for (int c = 0; c < C; c++) {
                 real p = dr[c], sg = sigmoidr(p);
@@ -111,6 +120,13 @@ void cpu_conv_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const v
                     dw[c * KW + k] += partial[(size_t)t * (size_t)(C * KW) + (size_t)(k * C + c)];
         rt_free(partial);
     }
+    if (b && db) /* db[c] = sum_n dpre[n, c], channels in parallel, tokens in order */
+#pragma omp parallel for schedule(static)
+        for (int c = 0; c < C; c++) {
+            real acc = 0;
+            for (int64_t n = 0; n < N; n++) acc += dpre[n * C + c];
+            db[c] += acc;
+        }
     rt_free(dpre);
     rt_free(wt);
 }

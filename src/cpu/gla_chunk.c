@@ -12,6 +12,8 @@
  * Backward: dq, dk, dv from the same pieces; the gate gradient uses the identity
  * d B_t[i] = q_t[i] dq_t[i] - k_t[i] dk_t[i] (every term depends on B only through
  * e^{B_t - B_s} times q_t k_s), so d log alpha = reverse cumsum over the segment.
+ * With g_per_head (Mamba2, docs/models.md §10) one log decay per head serves every key
+ * channel, and its gradient is the sum of the channels' gradients.
  */
 #include <string.h>
 
@@ -61,14 +63,17 @@ static void work_free(Work *w) {
 }
 
 /* Gathers rows n0..n0+L-1 of head h into the chunk buffers; B = in-chunk cumsum of g. */
-static void load_chunk(Work *w, const real *q, const real *k, const real *v, const real *g,
-                       int64_t n0, int L, int h, int H, int K, int V, real scale) {
+static void load_chunk(Work *w, const LinAttnArgs *a, int64_t n0, int L, int h) {
+    int H = a->H, K = a->K, V = a->V;
+    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
+    real scale = (real)a->scale;
     for (int t = 0; t < L; t++) {
         int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
         for (int i = 0; i < K; i++) {
             w->Q[t * K + i] = q[rk + i] * scale;
             w->K[t * K + i] = k[rk + i];
-            w->B[t * K + i] = g[rk + i] + (t ? w->B[(t - 1) * K + i] : 0);
+            real gi = a->g_per_head ? g[(n0 + t) * H + h] : g[rk + i];
+            w->B[t * K + i] = gi + (t ? w->B[(t - 1) * K + i] : 0);
         }
         memcpy(w->V + t * V, v + rv, sizeof(real) * V);
     }
@@ -110,9 +115,7 @@ static void intra_scores(Work *w, int L, int K) {
 void cpu_gla_fwd(const LinAttnArgs *a) {
     const Seqs *s = a->s;
     int H = a->H, K = a->K, V = a->V;
-    double scale = a->scale;
     real *o = a->o, *states = a->states;
-    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
     int64_t *bases = chunk_bases(s);
 #pragma omp parallel
     {
@@ -125,7 +128,7 @@ void cpu_gla_fwd(const LinAttnArgs *a) {
                 for (int64_t n0 = s->cu[seg]; n0 < s->cu[seg + 1]; n0 += CHUNK_SIZE, c++) {
                     int L = (int)(s->cu[seg + 1] - n0 < CHUNK_SIZE ? s->cu[seg + 1] - n0
                                                                    : CHUNK_SIZE);
-                    load_chunk(&w, q, k, v, g, n0, L, h, H, K, V, (real)scale);
+                    load_chunk(&w, a, n0, L, h);
                     memcpy(states + (c * H + h) * (int64_t)K * V, w.S, sizeof(real) * K * V);
                     /* inter-chunk: (Q e^B) S */
                     for (int t = 0; t < L; t++)
@@ -161,7 +164,7 @@ void cpu_gla_bwd(const LinAttnGrads *gr) {
     int H = a->H, K = a->K, V = a->V;
     double scale = a->scale;
     real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dg = gr->dg;
-    const real *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = a->g, *states = a->states;
+    const real *dout = gr->dout, *q = a->q, *k = a->k, *states = a->states;
     int64_t *bases = chunk_bases(s);
     int64_t nchunks = bases[s->nseg];
 #pragma omp parallel
@@ -178,7 +181,7 @@ void cpu_gla_bwd(const LinAttnGrads *gr) {
                     int L = (int)(end - n0 < CHUNK_SIZE ? end - n0 : CHUNK_SIZE);
                     int64_t c = bases[seg] + ci;
                     RT_ASSERT(c < nchunks);
-                    load_chunk(&w, q, k, v, g, n0, L, h, H, K, V, (real)scale);
+                    load_chunk(&w, a, n0, L, h);
                     const real *S0 = states + (c * H + h) * (int64_t)K * V;
                     for (int t = 0; t < L; t++)
                         memcpy(w.dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V,
@@ -253,13 +256,25 @@ void cpu_gla_bwd(const LinAttnGrads *gr) {
                                sizeof(real) * V);
                     }
                 }
-                /* d log alpha = reverse cumsum over the segment of q dq - k dk */
-                for (int i = 0; i < K; i++) {
+                /* d log alpha = reverse cumsum over the segment of q dq - k dk (per head:
+                 * summed over the key channels) */
+                if (a->g_per_head) {
                     real acc = 0;
                     for (int64_t n = end - 1; n >= first; n--) {
-                        int64_t idx = (n * H + h) * (int64_t)K + i;
-                        acc += q[idx] * dq[idx] - k[idx] * dk[idx];
-                        dg[idx] = acc;
+                        for (int i = 0; i < K; i++) {
+                            int64_t idx = (n * H + h) * (int64_t)K + i;
+                            acc += q[idx] * dq[idx] - k[idx] * dk[idx];
+                        }
+                        dg[n * H + h] = acc;
+                    }
+                } else {
+                    for (int i = 0; i < K; i++) {
+                        real acc = 0;
+                        for (int64_t n = end - 1; n >= first; n--) {
+                            int64_t idx = (n * H + h) * (int64_t)K + i;
+                            acc += q[idx] * dq[idx] - k[idx] * dk[idx];
+                            dg[idx] = acc;
+                        }
                     }
                 }
             }

@@ -68,6 +68,13 @@ static const Field TRANSFORMER[] = {
     F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
     F("rope_theta", F_REAL, R_POS, 0, pe.rope_theta),
 };
+static const Field MAMBA2[] = {
+    F("head_dim", F_INT, R_POS, 1, head_dim),
+    F("state_size", F_INT, R_POS, 1, state_size),
+    F("expand", F_INT, R_POS, 1, expand),
+    F("n_groups", F_INT, R_POS, 1, n_groups),
+    F("use_conv_bias", F_BOOL, R_ANY, 0, use_conv_bias),
+};
 static const Field ROPE[] = {
     F("theta", F_REAL, R_POS, 0, pe.rope_theta),
 };
@@ -111,6 +118,13 @@ static const Fixed DELTANET_FIXED[] = {
 static const Fixed ATTN_FIXED[] = { /* FoX and the Transformer */
     {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
 };
+/* Mamba2: fla's defaults; the init ranges (A_init_range, dt_min/max/init_floor) and
+ * dt_limit (0, inf), which JSON cannot write, are not written. */
+static const Fixed MAMBA2_FIXED[] = {
+    {"conv_kernel", "4", 1},       {"use_bias", "false", 1},     {"rmsnorm", "true", 1},
+    {"norm_before_gate", "false", 1}, {"D_has_hdim", "false", 1}, {"residual_in_fp32", "true", 0},
+    {"rescale_prenorm_residual", "true", 0}, {"chunk_size", "256", 0},
+};
 static const Fixed SELECTIVE_FIXED[] = {
     {"gate_parametrization", "\"standard\"", 1}, {"d_conv", "4", 1},
 };
@@ -135,6 +149,7 @@ static const MixerSchema MIXER_SCHEMA[] = {
                            ATTN_FIXED, N_OF(ATTN_FIXED)},
     [MIXER_DELTANET] = {"delta_net", "DeltaNetForCausalLM", DELTANET, N_OF(DELTANET), DELTANET_FIXED,
                         N_OF(DELTANET_FIXED)},
+    [MIXER_MAMBA2] = {"mamba2", "Mamba2ForCausalLM", MAMBA2, N_OF(MAMBA2), MAMBA2_FIXED, N_OF(MAMBA2_FIXED)},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -194,8 +209,9 @@ json_t *hf_config_to_json(const ModelConfig *c) {
     json_object_set_new(o, "model_type", json_string(ms->model_type));
     json_object_set_new(o, "architectures", json_pack("[s]", ms->architecture));
     put_fields(o, c, COMMON, N_OF(COMMON));
-    json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
-    json_object_set_new(o, "hidden_act", json_string("swish"));
+    if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
+    else json_object_set_new(o, "num_heads", json_integer(dims.H)); /* Mamba2: derived */
+    json_object_set_new(o, "hidden_act", json_string(dims.mlp_width ? "swish" : "silu"));
     put_fixed(o, COMMON_FIXED, N_OF(COMMON_FIXED));
     put_fields(o, c, ms->fields, ms->nfields);
     put_fixed(o, ms->fixed, ms->nfixed);
@@ -335,7 +351,7 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
         return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
     static const char *const P = "position_embedding.";
     static const char *const types[] = {"nope", "rope", "selective_rope"};
-    int kind;
+    int kind = 0;
     if (read_choice(pe, P, "type", types, 3, &kind, e)) return -1;
     out->pe.kind = (PEKind)kind;
     if (kind == PE_ROPE) return read_fields(pe, P, ROPE, N_OF(ROPE), out, e);
@@ -378,22 +394,26 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
         return fail(&e, "config key 'hidden_act' = %s is not supported (expected \"swish\" or \"silu\")",
                     json_text(act));
 
-    /* The MLP width: explicit, or from hidden_ratio; stored as 0 when the ratio gives it. */
+    /* The MLP width (none for Mamba2): explicit, or from hidden_ratio; stored as 0 when the
+     * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0;
-    if (inter && !json_is_null(inter)) {
+    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2;
+    if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
                         json_is_integer(inter) ? json_text(inter) : type_desc(inter));
         explicit_width = (int)json_integer_value(inter);
-    } else if (!ratio || json_is_null(ratio)) {
+    } else if (mlp && (!ratio || json_is_null(ratio))) {
         return fail(&e, "config keys 'intermediate_size' and 'hidden_ratio' are both missing: one gives the MLP width");
     }
     ModelDims dims;
     const char *why = model_dims(out, &dims);
     if (why) return fail(&e, "inconsistent config: %s", why);
     if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
+    if (!mlp && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
+        return fail(&e, "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
+                    out->num_heads, dims.H);
     if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)
         return fail(&e, "config keys 'bos_token_id' = %d and 'eos_token_id' = %d must be below 'vocab_size' = %d",
                     out->bos_id, out->eos_id, out->vocab_size);

@@ -65,10 +65,9 @@ static const BufDecl fox_bufs[] = {
     BUF_IF(FoX, dv0, BUF_SCRATCH, BUF_ACT, W_MODEL, F_V_SHIFT, dv1),
 };
 
-static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, int layer) {
+static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     FoX *l = rt_calloc(1, sizeof(FoX));
-    char p[64], name[PARAM_NAME_MAX];
-    snprintf(p, sizeof p, "model.layers.%d.attn.", layer);
+    char name[PARAM_NAME_MAX];
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H, fox = cfg->mixer == MIXER_FOX;
     double std = cfg->init_std;

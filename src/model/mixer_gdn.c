@@ -51,10 +51,9 @@ static const BufDecl gdn_bufs[] = {
     BUF_IF(GDN, dk1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dkr),
 };
 
-static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, int layer) {
+static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GDN *l = rt_calloc(1, sizeof(GDN));
-    char p[64], name[PARAM_NAME_MAX];
-    snprintf(p, sizeof p, "model.layers.%d.attn.", layer);
+    char name[PARAM_NAME_MAX];
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H;
     double std = cfg->init_std;

@@ -40,10 +40,9 @@ static const BufDecl gla_bufs[] = {
     BUF_IF(GLA, dk1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dkr),
 };
 
-static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, int layer) {
+static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GLA *l = rt_calloc(1, sizeof(GLA));
-    char p[64], name[PARAM_NAME_MAX];
-    snprintf(p, sizeof p, "model.layers.%d.attn.", layer);
+    char name[PARAM_NAME_MAX];
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, Kd = dm->key_dim, R = cfg->gate_low_rank_dim;
     double std = cfg->init_std;

@@ -1,6 +1,7 @@
 /* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
- * -> RMSNorm -> LM head, with an explicit backward. Activations needed by the backward are
- * kept per layer; activation gradients use one scratch region shared by all layers. */
+ * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10).
+ * Activations needed by the backward are kept per layer; activation gradients use one
+ * scratch region shared by all layers. */
 #include "model/model.h"
 
 #include <math.h>
@@ -12,8 +13,30 @@
 #include "util/error.h"
 #include "util/rng.h"
 
+/* A model family: its mixer, fla's names of the backbone's tensors and whether its blocks
+ * have an MLP (docs/models.md §1, §10). */
 typedef struct {
-    int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids */
+    const MixerImpl *mix;
+    const char *root;        /* "model": <root>.embeddings, <root>.layers.<l>. */
+    const char *mixer_norm;  /* a block's norm before the mixer */
+    const char *mixer;       /* the mixer's module */
+    const char *final_norm;  /* <root>.<final_norm>.weight */
+    int mlp;
+} Family;
+
+static const Family FAMILIES[] = {
+    [MIXER_GLA] = {&mixer_gla, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_GDN] = {&mixer_gdn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_FOX] = {&mixer_fox, "model", "attn_norm", "attn", "norm", 1},
+    /* the Transformer is the FoX layer without its gate, DeltaNet the Gated DeltaNet layer
+     * without decay */
+    [MIXER_TRANSFORMER] = {&mixer_fox, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_DELTANET] = {&mixer_gdn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_MAMBA2] = {&mixer_mamba2, "backbone", "norm", "mixer", "norm_f", 0},
+};
+
+typedef struct {
+    int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP) */
     void *mixer;
     /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
      * the MLP's gate and up projections; the block input is h[l] */
@@ -25,6 +48,7 @@ struct Model {
     ModelDims dims;
     const Backend *be;
     ParamTable params;
+    const Family *fam;
     const MixerImpl *mix;
     Block *blocks;
     int emb, final_norm, lm_head;
@@ -86,34 +110,36 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->cfg = *cfg;
     const char *err = model_dims(cfg, &m->dims);
     if (err) rt_die("%s", err);
-    /* the Transformer is the FoX layer without its gate (mixer_fox.c), DeltaNet the Gated
-     * DeltaNet layer without decay (mixer_gdn.c) */
-    static const MixerImpl *const mixers[] = {[MIXER_GLA] = &mixer_gla, [MIXER_GDN] = &mixer_gdn,
-                                              [MIXER_FOX] = &mixer_fox, [MIXER_TRANSFORMER] = &mixer_fox,
-                                              [MIXER_DELTANET] = &mixer_gdn};
-    m->mix = mixers[cfg->mixer];
+    m->fam = &FAMILIES[cfg->mixer];
+    m->mix = m->fam->mix;
+    const Family *f = m->fam;
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
     double std = cfg->init_std;
     int64_t esh[2] = {cfg->vocab_size, d};
-    m->emb = params_add(t, "model.embeddings.weight", 2, esh, INIT_NORMAL, std, 1, 1);
+    char name[PARAM_NAME_MAX], prefix[PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.embeddings.weight", f->root);
+    m->emb = params_add(t, name, 2, esh, INIT_NORMAL, std, 1, 1);
     m->blocks = rt_calloc((size_t)cfg->num_layers, sizeof(Block));
-    char name[PARAM_NAME_MAX];
     for (int l = 0; l < cfg->num_layers; l++) {
         Block *b = &m->blocks[l];
-        snprintf(name, sizeof name, "model.layers.%d.attn_norm.weight", l);
+        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", f->root, l, f->mixer_norm);
         b->attn_norm = declare_vector(t, name, d, 1);
-        b->mixer = m->mix->create(t, &m->cfg, &m->dims, l); /* the model's own copy: layers keep it */
-        snprintf(name, sizeof name, "model.layers.%d.mlp_norm.weight", l);
+        snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->root, l, f->mixer);
+        b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
+        b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
+        if (!f->mlp) continue;
+        snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", f->root, l);
         b->mlp_norm = declare_vector(t, name, d, 1);
-        snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", f->root, l);
         b->w_gate = declare_linear(t, name, I, d, std);
-        snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.up_proj.weight", f->root, l);
         b->w_up = declare_linear(t, name, I, d, std);
-        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.down_proj.weight", f->root, l);
         b->w_down = declare_linear(t, name, d, I, std);
     }
-    m->final_norm = declare_vector(t, "model.norm.weight", d, 1);
+    snprintf(name, sizeof name, "%s.%s.weight", f->root, f->final_norm);
+    m->final_norm = declare_vector(t, name, d, 1);
     m->lm_head = declare_linear(t, "lm_head.weight", cfg->vocab_size, d, std);
     return m;
 }
@@ -208,10 +234,12 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     for (int l = 0; l < L; l++) {
         Block *b = &m->blocks[l];
         b->rsa = carve(sv, F * N);
-        b->hm = carve(sv, A * N * d);
-        b->rsm = carve(sv, F * N);
-        b->gate = carve(sv, A * N * I);
-        b->up = carve(sv, A * N * I);
+        if (m->fam->mlp) {
+            b->hm = carve(sv, A * N * d);
+            b->rsm = carve(sv, F * N);
+            b->gate = carve(sv, A * N * I);
+            b->up = carve(sv, A * N * I);
+        }
         Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
         m->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
@@ -359,13 +387,17 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     for (int l = 0; l < L; l++) {
         Block *bl = &m->blocks[l];
         m->mix->forward(bl->mixer, &c, m->xn, m->ya);
+        NormOut next = norm_reading(m, l + 1);
+        if (!m->fam->mlp) { /* h[l+1] = h[l] + Mixer */
+            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
+            continue;
+        }
         be->add_rmsnorm_fwd(bl->hm, m->xn, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
         be->matmul_fwd(bl->gate, m->xn, W(&c, bl->w_gate), NULL, (int)N, I, d);
         be->matmul_fwd(bl->up, m->xn, W(&c, bl->w_up), NULL, (int)N, I, d);
         be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU);
         /* the MLP output goes to the scratch dx, then into the residual stream */
         be->matmul_fwd(m->dx, m->act, W(&c, bl->w_down), NULL, (int)N, d, I);
-        NormOut next = norm_reading(m, l + 1);
         be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
     }
     const void *x_head = m->xf;
@@ -410,15 +442,17 @@ void model_backward(Model *m) {
     grads_ready(m, block_start(m, L), m->params.total);
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
-        /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
-        be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
-        be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
-        be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
-        be->rmsnorm_fwd(m->xn, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps); /* recomputed */
-        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
-        be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
-        be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
-        /* mixer: hm = h[l] + Mixer(xa); dh becomes d/dh[l] */
+        if (m->fam->mlp) {
+            /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
+            be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
+            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
+            be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
+            be->rmsnorm_fwd(m->xn, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps); /* recomputed */
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
+            be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
+        }
+        /* mixer: hm (h[l+1] without an MLP) = h[l] + Mixer(xa); dh becomes d/dh[l] */
         be->rmsnorm_fwd(m->xn, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps); /* recomputed */
         m->mix->backward(bl->mixer, &c, m->xn, m->dh, m->dx);
         be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
@@ -458,6 +492,7 @@ static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int 
         case INIT_ONES: out[i] = 1; break;
         case INIT_UNIFORM: out[i] = p->init_arg * (2 * rng_uniform(&r) - 1); break;
         case INIT_GDN_A_LOG: out[i] = log(fmax(16 * rng_uniform(&r), 1e-30)); break;
+        case INIT_MAMBA2_A_LOG: out[i] = log(1 + 15 * rng_uniform(&r)); break;
         case INIT_GDN_DT_BIAS: {
             double dt = exp(rng_uniform(&r) * (log(0.1) - log(0.001)) + log(0.001));
             dt = fmax(dt, 1e-4);

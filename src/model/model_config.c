@@ -11,6 +11,7 @@ const char *mixer_name(MixerKind k) {
     case MIXER_FOX: return "fox";
     case MIXER_TRANSFORMER: return "transformer";
     case MIXER_DELTANET: return "deltanet";
+    case MIXER_MAMBA2: return "mamba2";
     }
     return "?";
 }
@@ -20,6 +21,9 @@ const char *model_head_keys(const ModelConfig *c) {
     if (c->mixer == MIXER_GDN)
         snprintf(s, sizeof s, "model.num_heads = %d, model.head_dim = %d, model.expand_v = %g",
                  c->num_heads, c->head_dim, c->expand_v);
+    else if (c->mixer == MIXER_MAMBA2)
+        snprintf(s, sizeof s, "model.hidden_size = %d, model.expand = %d, model.head_dim = %d, model.state_size = %d",
+                 c->hidden_size, c->expand, c->head_dim, c->state_size);
     else if (c->mixer == MIXER_GLA || c->mixer == MIXER_DELTANET)
         snprintf(s, sizeof s,
                  "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
@@ -56,6 +60,10 @@ void model_config_defaults(ModelConfig *c) {
     c->gate_low_rank_dim = 16;
     c->gate_logit_normalizer = 16;
     c->head_dim = 128;
+    c->expand = 2;
+    c->state_size = 128;
+    c->n_groups = 1;
+    c->use_conv_bias = 1;
     c->doc_mask = 0;
     c->bos_id = 1;
     c->eos_id = 2;
@@ -142,6 +150,32 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
         o->dk = o->dv = d / H;
         o->key_dim = o->value_dim = d;
         break;
+    case MIXER_MAMBA2: {
+        double I = (double)d * c->expand;
+        if (c->expand <= 0 || I > MAX_WIDTH) return "model.expand must be positive, with expand x hidden_size at most 2^24";
+        if (c->head_dim <= 0 || (int)I % c->head_dim) {
+            snprintf(msg, sizeof msg, "model.head_dim = %d must divide model.expand x model.hidden_size = %d",
+                     c->head_dim, (int)I);
+            return msg;
+        }
+        if (c->state_size <= 0 || c->state_size > 4096) return "model.state_size must be in [1, 4096]";
+        o->H = (int)I / c->head_dim;
+        if (c->n_groups <= 0 || o->H % c->n_groups) {
+            snprintf(msg, sizeof msg, "model.n_groups = %d must divide the %d heads (expand x hidden_size / head_dim)",
+                     c->n_groups, o->H);
+            return msg;
+        }
+        if (c->pe.kind != PE_NOPE) {
+            snprintf(msg, sizeof msg, "pe.type = %s: model.type = mamba2 takes pe.type = nope only (docs/models.md §10)",
+                     pe_name(c->pe.kind));
+            return msg;
+        }
+        o->dk = c->state_size;
+        o->dv = c->head_dim;
+        o->key_dim = o->H * o->dk;
+        o->value_dim = (int)I;
+        return NULL; /* no MLP: mlp_width 0 */
+    }
     }
     if (c->pe.kind != PE_NOPE && o->dk % 2) {
         snprintf(msg, sizeof msg, "pe.type = %s needs an even per-head key width, got %d", pe_name(c->pe.kind), o->dk);

@@ -10,9 +10,10 @@ typedef enum {
     MIXER_GDN = 1,
     MIXER_FOX = 2,
     MIXER_TRANSFORMER = 3,
-    MIXER_DELTANET = 4
+    MIXER_DELTANET = 4,
+    MIXER_MAMBA2 = 5
 } MixerKind;
-#define N_MIXERS 5
+#define N_MIXERS 6
 typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
@@ -48,9 +49,11 @@ typedef struct {
     int short_conv;            /* GLA, GDN, DeltaNet: short conv on q, k, v */
     int gate_low_rank_dim;     /* 16 */
     double gate_logit_normalizer; /* 16 */
-    /* GDN */
+    /* GDN and Mamba2 */
     int head_dim;
     int use_gate;              /* DeltaNet: output gate swish(x W_g) */
+    /* Mamba2 (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim */
+    int expand, state_size, n_groups, use_conv_bias;
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
     /* data conventions */
@@ -60,7 +63,8 @@ typedef struct {
     PEConfig pe;
 } ModelConfig;
 
-/* Per-head dimensions of the mixer's q/k (key) and v (value). */
+/* Per-head dimensions of the mixer's q/k (key) and v (value); mlp_width 0: blocks without
+ * an MLP (Mamba2). Mamba2: dk = state_size, dv = head_dim. */
 typedef struct {
     int H, dk, dv, key_dim, value_dim, mlp_width;
 } ModelDims;
@@ -70,8 +74,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *out);
 /* The config keys that set the mixer's head sizes, with their values ("model.hidden_size =
  * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
 const char *model_head_keys(const ModelConfig *c);
-/* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet"; "nope", "rope",
- * "selective". */
+/* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet", "mamba2"; "nope",
+ * "rope", "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
 /* docs/models.md defaults (GLA, NoPE, d=1024 ...); every field set. */

@@ -119,11 +119,13 @@ void readout_forward(Readout *r, const Ctx *c, const void *x, void *y);
  * a gate). */
 int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
-/* ---- mixers (mixer_gla.c, mixer_gdn.c, mixer_fox.c: FoX and the Transformer) ---- */
+/* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
+ * Transformer, mixer_mamba2.c) ---- */
 typedef struct {
     const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox") */
-    /* Declares the layer's parameters under "model.layers.<layer>.attn." */
-    void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims, int layer);
+    /* Declares the layer's parameters under prefix ("model.layers.<l>.attn.": the family's
+     * names, model.c) */
+    void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims, const char *prefix);
     void (*destroy)(void *layer, const Backend *be);
     /* Saved activations (per layer) and scratch (shared by all layers) for N tokens. */
     void (*bind)(void *layer, const Backend *be, const ModelDims *dims, Carve *saved,
@@ -134,7 +136,7 @@ typedef struct {
     void (*backward)(void *layer, const Ctx *c, const void *x, const void *dy, void *dx);
 } MixerImpl;
 
-extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox;
+extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2;
 
 /* Grow-only [f32] buffer for the chunk states of the linear-attention mixers, whose size
  * depends on the segments of each batch. */

@@ -12,7 +12,9 @@ typedef enum {
     INIT_ONES,
     INIT_UNIFORM,     /* U(-arg, arg) */
     INIT_GDN_A_LOG,   /* log U(0, 16) (docs/models.md §3) */
-    INIT_GDN_DT_BIAS, /* inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §3) */
+    INIT_GDN_DT_BIAS, /* inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §3;
+                       * Mamba2's dt_bias alike, §10) */
+    INIT_MAMBA2_A_LOG, /* log U(1, 16) (docs/models.md §10) */
     INIT_TEMPERATURE  /* computed from the PE config (docs/models.md §5 step 7) */
 } InitKind;
 

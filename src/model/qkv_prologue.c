@@ -62,7 +62,7 @@ void qkv_bind(QKVPrologue *p, const Backend *be, Carve *saved, Carve *scratch, i
 static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const void *x, int conv_w,
                           int64_t C) {
     if (p->conv)
-        c->be->conv_fwd(y, x, W(c, conv_w), c->seqs, (int)C, p->conv_act);
+        c->be->conv_fwd(y, x, W(c, conv_w), NULL, c->seqs, (int)C, p->conv_act);
     else
         c->be->silu_fwd(y, x, c->N * C);
 }
@@ -70,7 +70,7 @@ static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const voi
 static void transform_bwd(const QKVPrologue *p, const Ctx *c, void *dx, const void *dy,
                           const void *x, int conv_w, int64_t C) {
     if (p->conv)
-        c->be->conv_bwd(dx, G(c, conv_w), dy, x, W(c, conv_w), c->seqs, (int)C, p->conv_act);
+        c->be->conv_bwd(dx, G(c, conv_w), NULL, dy, x, W(c, conv_w), NULL, c->seqs, (int)C, p->conv_act);
     else
         c->be->silu_bwd(dx, dy, x, c->N * C);
 }

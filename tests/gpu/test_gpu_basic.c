@@ -290,6 +290,80 @@ static void test_sigmoid(void) {
     sigmoid_case(300 * 16, 0);
     sigmoid_case(300 * 16 + 1, 1);
     sigmoid_case(2, 0);
+}
+
+/* ---- Mamba2's small ops (docs/models.md §10) ---- */
+
+static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
+    int64_t nh = N * H, nx = nh * D, nk = nh * K, ns = N * G * K;
+    /* gates */
+    float *dt_raw = gt_randn(nh, 2), *A_log = gt_rand(H, 0, 2.77), *dt_bias = gt_rand(H, -7, 0.5);
+    float *rdt = gt_zeros(nh), *rg = gt_zeros(nh);
+    gt_cpu->mamba2_gates_fwd(rdt, rg, dt_raw, A_log, dt_bias, N, H);
+    void *gdr = gt_act(dt_raw, nh), *gA = gt_f32(A_log, H), *gdb = gt_f32(dt_bias, H);
+    void *dt = gt_garbage_f32(nh), *g = gt_garbage_f32(nh);
+    gt_gpu->mamba2_gates_fwd(dt, g, gdr, gA, gdb, N, H);
+    gt_compare(NAME("mamba2_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
+    gt_compare(NAME("mamba2_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
+    float *ddt = gt_randn(nh, 1), *dg = gt_randn(nh, 1);
+    float *rddr = gt_zeros(nh), *incA = gt_zeros(H), *incdt = gt_zeros(H);
+    gt_cpu->mamba2_gates_bwd(rddr, incA, incdt, ddt, dg, dt_raw, A_log, dt_bias, N, H);
+    float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
+    void *gddr = gt_garbage_act(nh), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
+    gt_gpu->mamba2_gates_bwd(gddr, gdA, gddt, gt_f32(ddt, nh), gt_f32(dg, nh), gdr, gA, gdb, N, H);
+    gt_compare(NAME("mamba2_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
+               TOL_BF16);
+    gt_compare(NAME("mamba2_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+               gt_plus(A0, incA, H), H, TOL_SUM);
+    gt_compare(NAME("mamba2_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+               gt_plus(dt0, incdt, H), H, TOL_SUM);
+
+    /* per-head scale v = s x and the D skip */
+    float *x = gt_randn(nx, 1), *sc = gt_rand(nh, 0, 0.2), *dy = gt_randn(nx, 1), *Dp = gt_randn(H, 1);
+    void *gx = gt_act(x, nx), *gs = gt_f32(sc, nh), *gdy = gt_act(dy, nx), *gD = gt_f32(Dp, H);
+    float *ry = gt_zeros(nx);
+    gt_cpu->head_scale_fwd(ry, x, sc, N, H, D);
+    void *gy = gt_garbage_act(nx);
+    gt_gpu->head_scale_fwd(gy, gx, gs, N, H, D);
+    gt_compare(NAME("head_scale_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    float *rdx = gt_zeros(nx), *rds = gt_zeros(nh);
+    gt_cpu->head_scale_bwd(rdx, rds, dy, x, sc, N, H, D);
+    void *gdx = gt_garbage_act(nx), *gds = gt_garbage_f32(nh);
+    gt_gpu->head_scale_bwd(gdx, gds, gdy, gx, gs, N, H, D);
+    gt_compare(NAME("head_scale_bwd dx N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(NAME("head_scale_bwd ds N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gds, nh), rds, nh, TOL_SUM);
+    gt_cpu->head_skip_fwd(ry, x, Dp, N, H, D); /* ry += D x, on top of the scale's output */
+    gt_gpu->head_skip_fwd(gy, gx, gD, N, H, D);
+    gt_compare(NAME("head_skip_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    float *incD = gt_zeros(H);
+    gt_cpu->head_skip_bwd(rdx, incD, dy, x, Dp, N, H, D); /* rdx += D dy */
+    float *D0 = gt_prefill(incD, H);
+    void *gdD = gt_f32(D0, H);
+    gt_gpu->head_skip_bwd(gdx, gdD, gdy, gx, gD, N, H, D);
+    gt_compare(NAME("head_skip_bwd dx+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(NAME("head_skip_bwd dD+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gdD, H),
+               gt_plus(D0, incD, H), H, TOL_SUM);
+
+    /* group broadcast of B, C */
+    float *src = gt_randn(ns, 1), *dout = gt_randn(nk, 1);
+    float *rout = gt_zeros(nk), *rdsrc = gt_zeros(ns);
+    gt_cpu->group_bcast_fwd(rout, src, N, H, G, K);
+    void *gout = gt_garbage_act(nk);
+    gt_gpu->group_bcast_fwd(gout, gt_act(src, ns), N, H, G, K);
+    gt_compare(NAME("group_bcast_fwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gout, nk), rout, nk,
+               TOL_BF16);
+    gt_cpu->group_bcast_bwd(rdsrc, dout, N, H, G, K);
+    void *gdsrc = gt_garbage_act(ns);
+    gt_gpu->group_bcast_bwd(gdsrc, gt_act(dout, nk), N, H, G, K);
+    gt_compare(NAME("group_bcast_bwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gdsrc, ns), rdsrc, ns,
+               TOL_BF16);
+}
+
+static void test_mamba2_ops(void) {
+    mamba2_ops_case(1000, 4, 2, 16, 32);   /* the tiny model */
+    mamba2_ops_case(4096, 32, 1, 128, 64); /* mamba2-370m */
+    mamba2_ops_case(300, 6, 3, 8, 5);      /* odd sizes */
+    mamba2_ops_case(1, 2, 1, 4, 4);
     gt_reset();
 }
 
@@ -637,6 +711,7 @@ int main(int argc, char **argv) {
         {"logsigmoid", test_logsigmoid},
         {"sigmoid", test_sigmoid},
         {"gdn_gates", test_gdn_gates},
+        {"mamba2_ops", test_mamba2_ops},
         {"add_rmsnorm", test_add_rmsnorm},
         {"rmsnorm", test_rmsnorm},
         {"l2norm", test_l2norm},

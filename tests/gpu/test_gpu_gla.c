@@ -78,46 +78,55 @@ static void compare(const char *what, const char *tag, const float *gpu, const f
     if (!(gt_compare(name, gpu, cpu, n, tol) <= tol)) worst_at(gpu, cpu, n, H, D, Vs);
 }
 
-static void run_case(int H, int K, int V, const Layout *L, GateKind gate) {
+/* per_head: one log decay per head [N,H] for every key channel, scale 1 (Mamba2's SSD,
+ * docs/models.md §10). */
+static void run_case_g(int H, int K, int V, const Layout *L, GateKind gate, int per_head) {
     char tag[128];
-    snprintf(tag, sizeof tag, "H=%d K=%d V=%d %s g=%s", H, K, V, L->name, gate_names[gate]);
+    snprintf(tag, sizeof tag, "H=%d K=%d V=%d %s g=%s%s", H, K, V, L->name, gate_names[gate],
+             per_head ? " per-head" : "");
     Seqs *s = gt_seqs(L->lens, L->n);
-    const int64_t N = s->ntok, nq = N * H * K, nv = N * H * V;
+    const int64_t N = s->ntok, nq = N * H * K, nv = N * H * V, ng = per_head ? N * H : nq;
     const int64_t ns = chunk_states_size(s, H, K, V);
-    const double scale = 1.0 / sqrt((double)K);
+    const double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
     float *q = gt_randn(nq, 1.0), *k = gt_randn(nq, 1.0), *v = gt_randn(nv, 1.0);
-    float *g = draw_gates(nq, gate), *dout = gt_randn(nv, 1.0);
+    float *g = draw_gates(ng, gate), *dout = gt_randn(nv, 1.0);
     void *q_d = gt_act(q, nq), *k_d = gt_act(k, nq), *v_d = gt_act(v, nv);
-    void *g_d = gt_f32(g, nq), *dout_d = gt_act(dout, nv);
+    void *g_d = gt_f32(g, ng), *dout_d = gt_act(dout, nv);
 
     /* forward */
     float *o_c = gt_rand(nv, -1, 1), *st_c = gt_rand(ns, -1, 1);
     gt_cpu->gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q,
-                                   .k = k, .v = v, .g = g, .o = o_c, .states = st_c});
+                                   .k = k, .v = v, .g = g, .g_per_head = per_head, .o = o_c,
+                                   .states = st_c});
     void *o_d = gt_act(gt_rand(nv, -100, 100), nv), *st_d = gt_f32(gt_rand(ns, -100, 100), ns);
     gt_gpu->gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_d,
-                                   .k = k_d, .v = v_d, .g = g_d, .o = o_d, .states = st_d});
+                                   .k = k_d, .v = v_d, .g = g_d, .g_per_head = per_head,
+                                   .o = o_d, .states = st_d});
     compare("gla_fwd o", tag, gt_get_act(o_d, nv), o_c, nv, 2e-2, H, V, 0);
     compare("gla_fwd states", tag, gt_get_f32(st_d, ns), st_c, ns, 2e-2, H, K, V);
 
     /* backward */
     float *dq_c = gt_rand(nq, -1, 1), *dk_c = gt_rand(nq, -1, 1), *dv_c = gt_rand(nv, -1, 1);
-    float *dg_c = gt_rand(nq, -1, 1);
+    float *dg_c = gt_rand(ng, -1, 1);
     gt_cpu->gla_bwd(&(LinAttnGrads){
         .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v, .g = g,
-              .states = st_c},
+              .g_per_head = per_head, .states = st_c},
         .dout = dout, .dq = dq_c, .dk = dk_c, .dv = dv_c, .dg = dg_c});
     void *dq_d = gt_act(gt_rand(nq, -100, 100), nq), *dk_d = gt_act(gt_rand(nq, -100, 100), nq);
-    void *dv_d = gt_act(gt_rand(nv, -100, 100), nv), *dg_d = gt_f32(gt_rand(nq, -100, 100), nq);
+    void *dv_d = gt_act(gt_rand(nv, -100, 100), nv), *dg_d = gt_f32(gt_rand(ng, -100, 100), ng);
     gt_gpu->gla_bwd(&(LinAttnGrads){
         .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_d, .k = k_d, .v = v_d,
-              .g = g_d, .states = gt_f32(st_c, ns)},
+              .g = g_d, .g_per_head = per_head, .states = gt_f32(st_c, ns)},
         .dout = dout_d, .dq = dq_d, .dk = dk_d, .dv = dv_d, .dg = dg_d});
     compare("gla_bwd dq", tag, gt_get_act(dq_d, nq), dq_c, nq, 3e-2, H, K, 0);
     compare("gla_bwd dk", tag, gt_get_act(dk_d, nq), dk_c, nq, 3e-2, H, K, 0);
     compare("gla_bwd dv", tag, gt_get_act(dv_d, nv), dv_c, nv, 3e-2, H, V, 0);
-    compare("gla_bwd dg", tag, gt_get_f32(dg_d, nq), dg_c, nq, 3e-2, H, K, 0);
+    compare("gla_bwd dg", tag, gt_get_f32(dg_d, ng), dg_c, ng, 3e-2, H, per_head ? 1 : K, 0);
     gt_reset();
+}
+
+static void run_case(int H, int K, int V, const Layout *L, GateKind gate) {
+    run_case_g(H, K, V, L, gate, 0);
 }
 
 static void run_all_layouts(int H, int K, int V) {
@@ -140,11 +149,22 @@ static void test_gla_partial_tiles(void) {
     run_case(1, 256, 512, &layouts[1], GATE_MODEL);
 }
 
+/* Mamba2's SSD: one decay per head; the tiny model's heads (state 16, head_dim 32) and the
+ * 370M model's (state 128, head_dim 64, 32 heads). */
+static void test_gla_per_head(void) {
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        for (int gate = GATE_MILD; gate <= GATE_STRONG; gate++) {
+            run_case_g(4, 16, 32, &layouts[i], (GateKind)gate, 1);
+            run_case_g(32, 128, 64, &layouts[i], (GateKind)gate, 1);
+        }
+}
+
 static const TestCase tests[] = {
     {"gla_tiny", test_gla_tiny},
     {"gla_370m", test_gla_370m},
     {"gla_k64", test_gla_k64},
     {"gla_partial_tiles", test_gla_partial_tiles},
+    {"gla_per_head", test_gla_per_head},
 };
 
 int main(int argc, char **argv) {

@@ -137,6 +137,21 @@ def delta_naive(q, k, v, beta, start):
     return torch.stack(out, 1)
 
 
+def ssd_naive(x, dt, A, B, C, start):
+    """docs/models.md §10 Mamba2 SSD per head, one token at a time: h_t = e^{dt_t A} h_{t-1} + (dt_t x_t)^T B_t
+    (state [P, N]), y_t = h_t C_t. x [B,T,H,P], dt [B,T,H], A [H], B and C [B,T,H,N]."""
+    Bsz, T, H, P = x.shape
+    state = x.new_zeros(Bsz, H, P, B.shape[-1])
+    out = []
+    for t in range(T):
+        a = torch.exp(dt[:, t] * A)
+        if start is not None:
+            a = a * (~start[:, t]).to(a.dtype)[:, None]
+        state = a[..., None, None] * state + (dt[:, t, :, None] * x[:, t])[..., None] * B[:, t, :, None, :]
+        out.append(torch.einsum("bhpn,bhn->bhp", state, C[:, t]))
+    return torch.stack(out, 1)
+
+
 def fox_naive(q, k, v, log_f, start):
     """docs/models.md §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
     an explicit T x T masked softmax; keys of other documents are masked. log_f None: no forget
@@ -549,8 +564,52 @@ class FoXMixer(PositionMixin):
         return self.o_proj(o)
 
 
+class Mamba2Mixer(nn.Module):
+    """docs/models.md §10, fla Mamba2 names: in_proj -> z, x, B, C, dt; conv (bias) + SiLU over x, B, C; the SSD
+    with head h reading group h // (H / n_groups); D skip; RMSNorm(y silu(z)) per group; out_proj."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        for key, want in (("conv_kernel", 4), ("use_bias", False), ("rmsnorm", True), ("norm_before_gate", False),
+                          ("D_has_hdim", False)):
+            if cfg.get(key, want) != want:
+                raise ValueError(f"mamba2: {key}={cfg[key]!r} is not supported (expected {want!r})")
+        d = cfg["hidden_size"]
+        self.I = int(cfg["expand"] * d)
+        self.P, self.N, self.G = cfg["head_dim"], cfg["state_size"], cfg["n_groups"]
+        self.H = self.I // self.P
+        self.eps = cfg["norm_eps"]
+        conv_dim = self.I + 2 * self.G * self.N
+        self.in_proj = nn.Linear(d, self.I + conv_dim + self.H, bias=False)
+        self.conv1d = ShortConv(conv_dim, 4)
+        if cfg.get("use_conv_bias", True):
+            self.conv1d.bias = nn.Parameter(torch.zeros(conv_dim))
+        self.dt_bias = nn.Parameter(torch.zeros(self.H))
+        self.A_log = nn.Parameter(torch.zeros(self.H))
+        self.D = nn.Parameter(torch.ones(self.H))
+        self.norm = RMSNorm(self.I, self.eps)
+        self.out_proj = nn.Linear(self.I, d, bias=False)
+
+    def forward(self, x, docs, naive):
+        Bsz, T, _ = x.shape
+        I, GN, H, P, N, G = self.I, self.G * self.N, self.H, self.P, self.N, self.G
+        z, xbc, dt = self.in_proj(x).split([I, I + 2 * GN, H], -1)
+        xbc = short_conv(xbc, self.conv1d.weight, docs, None)
+        if getattr(self.conv1d, "bias", None) is not None:
+            xbc = xbc + self.conv1d.bias
+        xs, Bm, Cm = F.silu(xbc).split([I, GN, GN], -1)
+        dt = F.softplus(dt + self.dt_bias)
+        xs = xs.view(Bsz, T, H, P)
+        Bm = Bm.view(Bsz, T, G, N).repeat_interleave(H // G, 2)
+        Cm = Cm.view(Bsz, T, G, N).repeat_interleave(H // G, 2)
+        y = ssd_naive(xs, dt, -torch.exp(self.A_log), Bm, Cm, docs.start) + self.D[:, None] * xs
+        u = (y.reshape(Bsz, T, I) * F.silu(z)).view(Bsz, T, G, I // G)
+        u = u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.out_proj(u.reshape(Bsz, T, I) * self.norm.weight)
+
+
 MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer,
-          "transformer": FoXMixer, "delta_net": DeltaNetMixer}
+          "transformer": FoXMixer, "delta_net": DeltaNetMixer, "mamba2": Mamba2Mixer}
 
 
 class Block(nn.Module):
@@ -569,12 +628,27 @@ class Block(nn.Module):
         return h + self.mlp(self.mlp_norm(h))
 
 
-class Backbone(nn.Module):
+class Mamba2Block(nn.Module):
+    """docs/models.md §10 fla Mamba2Block: h + mixer(norm(h)), no MLP."""
+
     def __init__(self, cfg):
         super().__init__()
-        self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
-        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg["num_hidden_layers"]))
         self.norm = RMSNorm(cfg["hidden_size"], cfg["norm_eps"])
+        self.mixer = Mamba2Mixer(cfg)
+
+    def forward(self, h, docs, naive):
+        return h + self.mixer(self.norm(h), docs, naive)
+
+
+class Backbone(nn.Module):
+    """fla's model.*; Mamba2's backbone.* has its final norm as norm_f."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        mamba2 = cfg["model_type"] == "mamba2"
+        self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
+        self.layers = nn.ModuleList((Mamba2Block if mamba2 else Block)(cfg) for _ in range(cfg["num_hidden_layers"]))
+        setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
 
 
 class RotorLM(nn.Module):
@@ -589,15 +663,16 @@ class RotorLM(nn.Module):
         if cfg.get("hidden_act", "swish") not in ("swish", "silu"):
             raise ValueError(f"hidden_act {cfg['hidden_act']!r} is not supported")
         self.cfg = cfg
-        self.model = Backbone(cfg)
+        setattr(self, "backbone" if cfg["model_type"] == "mamba2" else "model", Backbone(cfg))
         self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
 
     def forward(self, input_ids, naive=False):
         docs = Docs(input_ids, self.cfg)
-        h = self.model.embeddings(input_ids)
-        for layer in self.model.layers:
+        bb = self.backbone if self.cfg["model_type"] == "mamba2" else self.model
+        h = bb.embeddings(input_ids)
+        for layer in bb.layers:
             h = layer(h, docs, naive)
-        return self.lm_head(self.model.norm(h))
+        return self.lm_head((bb.norm_f if self.cfg["model_type"] == "mamba2" else bb.norm)(h))
 
 
 def lm_loss(logits, labels):
@@ -631,6 +706,12 @@ def init_weights(model, gen, std=None):
                 dt = torch.exp(torch.rand(H, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
                 dt = dt.clamp_min(1e-4)
                 m.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+            elif isinstance(m, Mamba2Mixer):  # docs/models.md §10
+                H = m.A_log.numel()
+                m.A_log.copy_(torch.log(1 + 15 * torch.rand(H, generator=gen)))
+                dt = torch.exp(torch.rand(H, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                m.dt_bias.copy_(dt.clamp_min(1e-4) + torch.log(-torch.expm1(-dt.clamp_min(1e-4))))
+                m.D.fill_(1.0)
             if isinstance(m, SelectiveRoPE):
                 if m.use_bias:
                     m.phi_bias.zero_()

@@ -1,0 +1,214 @@
+// Mamba2's small ops around the SSD (docs/models.md §10; CPU reference src/cpu/mamba2.c): the
+// time step and log decay, the per-head scale v = dt x, the D skip, and the broadcast of B and
+// C from groups to heads. Plain grid-stride kernels; the per-head sums go through block
+// partials reduced in block order (cuda_colsum_add), so they are deterministic.
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+#include "cuda_ops.h"
+#include "util/error.h"
+
+namespace {
+
+constexpr int THREADS = 256;
+constexpr int MAX_BLOCKS = 4096;
+
+unsigned blocks_for(int64_t n) {
+    int64_t b = cdiv(n, THREADS);
+    return (unsigned)(b < MAX_BLOCKS ? b : MAX_BLOCKS);
+}
+
+// Row blocks of the per-head reductions: at most 64 per head.
+int row_blocks(int64_t N) { return (int)(cdiv(N, 4 * THREADS) < 64 ? cdiv(N, 4 * THREADS) : 64); }
+
+#define GRID_STRIDE(i, n)                                                                         \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+__global__ void __launch_bounds__(THREADS)
+    gates_fwd_kernel(float *dt, float *g, const bf16 *dt_raw, const float *A_log,
+                     const float *dt_bias, int64_t n, int H) {
+    GRID_STRIDE(i, n) {
+        int h = (int)(i % H);
+        float d = softplus_acc(bf2f(dt_raw[i]) + dt_bias[h]);
+        dt[i] = d;
+        g[i] = -expf(A_log[h]) * d;
+    }
+}
+
+// Block (b, h): rows b, b + nb, ... of head h; its sums for dA_log and ddt_bias go to
+// part[b * H + h] and part[(nb + b) * H + h].
+__global__ void __launch_bounds__(THREADS)
+    gates_bwd_kernel(bf16 *ddt_raw, float *part, const float *ddt, const float *dg,
+                     const bf16 *dt_raw, const float *A_log, const float *dt_bias, int64_t N, int H) {
+    __shared__ float red[32];
+    int h = blockIdx.y, nb = gridDim.x;
+    float A = expf(A_log[h]), bias = dt_bias[h], sA = 0.f, sdt = 0.f;
+    for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < N;
+         n += (int64_t)nb * blockDim.x) {
+        int64_t i = n * H + h;
+        float z = bf2f(dt_raw[i]) + bias;
+        // g = -A dt: dg/dA_log = -A dt; d/d dt = ddt - A dg; d dt/dz = sigmoid(z)
+        sA += dg[i] * -A * softplus_acc(z);
+        float dz = (ddt[i] - A * dg[i]) * sigmoid_acc(z);
+        ddt_raw[i] = f2bf(dz);
+        sdt += dz;
+    }
+    sA = block_sum(sA, red);
+    sdt = block_sum(sdt, red);
+    if (threadIdx.x == 0) {
+        part[(int64_t)blockIdx.x * H + h] = sA;
+        part[((int64_t)nb + blockIdx.x) * H + h] = sdt;
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+    head_scale_fwd_kernel(bf16 *y, const bf16 *x, const float *s, int64_t n, int D) {
+    GRID_STRIDE(i, n) y[i] = f2bf(s[i / D] * bf2f(x[i]));
+}
+
+// One warp per (token, head) row: dx = s dy, ds = sum dy x.
+__global__ void __launch_bounds__(THREADS)
+    head_scale_bwd_kernel(bf16 *dx, float *ds, const bf16 *dy, const bf16 *x, const float *s,
+                          int64_t rows, int D) {
+    int lane = threadIdx.x % 32;
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x / 32) {
+        float sr = s[r], acc = 0.f;
+        for (int d = lane; d < D; d += 32) {
+            float g = bf2f(dy[r * D + d]);
+            dx[r * D + d] = f2bf(sr * g);
+            acc += g * bf2f(x[r * D + d]);
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) ds[r] = acc;
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+    head_skip_fwd_kernel(bf16 *y, const bf16 *x, const float *Dp, int64_t n, int H, int D) {
+    GRID_STRIDE(i, n) y[i] = f2bf(bf2f(y[i]) + Dp[(i / D) % H] * bf2f(x[i]));
+}
+
+// Block (b, h): rows b, b + nb, ... of head h; dx += Dp dy there, and its sum of dy x goes to
+// part[b * H + h].
+__global__ void __launch_bounds__(THREADS)
+    head_skip_bwd_kernel(bf16 *dx, float *part, const bf16 *dy, const bf16 *x, const float *Dp,
+                         int64_t N, int H, int D) {
+    __shared__ float red[32];
+    int h = blockIdx.y, nb = gridDim.x;
+    float dh = Dp[h], acc = 0.f;
+    int64_t n_el = N * D; // (token, channel) pairs of head h
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_el;
+         e += (int64_t)nb * blockDim.x) {
+        int64_t i = ((e / D) * H + h) * D + e % D;
+        float g = bf2f(dy[i]);
+        dx[i] = f2bf(bf2f(dx[i]) + dh * g);
+        acc += g * bf2f(x[i]);
+    }
+    acc = block_sum(acc, red);
+    if (threadIdx.x == 0) part[(int64_t)blockIdx.x * H + h] = acc;
+}
+
+__global__ void __launch_bounds__(THREADS)
+    bcast_fwd_kernel(bf16 *out, const bf16 *src, int64_t n, int H, int G, int K) {
+    int per = H / G;
+    GRID_STRIDE(i, n) {
+        int64_t row = i / K;
+        int h = (int)(row % H);
+        out[i] = src[((row / H) * G + h / per) * K + i % K];
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+    bcast_bwd_kernel(bf16 *dsrc, const bf16 *dout, int64_t n, int H, int G, int K) {
+    int per = H / G;
+    GRID_STRIDE(i, n) { // i over [N, G, K]
+        int64_t row = i / K;
+        int g = (int)(row % G);
+        const bf16 *p = dout + ((row / G) * H + (int64_t)g * per) * K + i % K;
+        float acc = 0.f;
+        for (int j = 0; j < per; j++) acc += bf2f(p[(int64_t)j * K]);
+        dsrc[i] = f2bf(acc);
+    }
+}
+
+} // namespace
+
+void cuda_mamba2_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_log,
+                           const void *dt_bias, int64_t N, int H) {
+    int64_t n = N * H;
+    if (n <= 0) return;
+    gates_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
+        (float *)dt, (float *)g, (const bf16 *)dt_raw, (const float *)A_log,
+        (const float *)dt_bias, n, H);
+    CUDA_LAUNCHED();
+}
+
+void cuda_mamba2_gates_bwd(void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt,
+                           const void *dg, const void *dt_raw, const void *A_log,
+                           const void *dt_bias, int64_t N, int H) {
+    if (N <= 0 || H <= 0) return;
+    if (H > 65535) rt_die("mamba2_gates_bwd: H=%d unsupported (at most 65535)", H);
+    int nb = row_blocks(N);
+    float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)nb * (size_t)H);
+    gates_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)ddt_raw, part, (const float *)ddt, (const float *)dg, (const bf16 *)dt_raw,
+        (const float *)A_log, (const float *)dt_bias, N, H);
+    CUDA_LAUNCHED();
+    cuda_colsum_add((float *)dA_log, part, nb, H);
+    cuda_colsum_add((float *)ddt_bias, part + (size_t)nb * H, nb, H);
+}
+
+void cuda_head_scale_fwd(void *y, const void *x, const void *s, int64_t N, int H, int D) {
+    int64_t n = N * H * D;
+    if (n <= 0) return;
+    head_scale_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)y, (const bf16 *)x, (const float *)s, n, D);
+    CUDA_LAUNCHED();
+}
+
+void cuda_head_scale_bwd(void *dx, void *ds, const void *dy, const void *x, const void *s,
+                         int64_t N, int H, int D) {
+    int64_t rows = N * H;
+    if (rows <= 0) return;
+    head_scale_bwd_kernel<<<blocks_for(rows * 32), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)dx, (float *)ds, (const bf16 *)dy, (const bf16 *)x, (const float *)s, rows, D);
+    CUDA_LAUNCHED();
+}
+
+void cuda_head_skip_fwd(void *y, const void *x, const void *Dp, int64_t N, int H, int D) {
+    int64_t n = N * H * D;
+    if (n <= 0) return;
+    head_skip_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)y, (const bf16 *)x, (const float *)Dp, n, H, D);
+    CUDA_LAUNCHED();
+}
+
+void cuda_head_skip_bwd(void *dx, void *dDp, const void *dy, const void *x, const void *Dp,
+                        int64_t N, int H, int D) {
+    if (N <= 0 || H <= 0) return;
+    if (H > 65535) rt_die("head_skip_bwd: H=%d unsupported (at most 65535)", H);
+    int nb = row_blocks(N * D);
+    float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)nb * (size_t)H);
+    head_skip_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)dx, part, (const bf16 *)dy, (const bf16 *)x, (const float *)Dp, N, H, D);
+    CUDA_LAUNCHED();
+    cuda_colsum_add((float *)dDp, part, nb, H);
+}
+
+void cuda_group_bcast_fwd(void *out, const void *src, int64_t N, int H, int G, int K) {
+    int64_t n = N * H * K;
+    if (n <= 0) return;
+    bcast_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)out, (const bf16 *)src,
+                                                                   n, H, G, K);
+    CUDA_LAUNCHED();
+}
+
+void cuda_group_bcast_bwd(void *dsrc, const void *dout, int64_t N, int H, int G, int K) {
+    int64_t n = N * G * K;
+    if (n <= 0) return;
+    bcast_bwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)dsrc,
+                                                                   (const bf16 *)dout, n, H, G, K);
+    CUDA_LAUNCHED();
+}

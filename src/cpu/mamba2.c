@@ -1,0 +1,125 @@
+/* Mamba2's small ops around the SSD (docs/models.md §10): the time step and log decay, the
+ * per-head scale v = dt x, the D skip, and the broadcast of B and C from groups to heads. */
+#include "cpu/cpu_ops.h"
+#include "cpu/parallel.h"
+
+void cpu_mamba2_gates_fwd(void *dt_, void *g_, const void *dt_raw_, const void *A_log_,
+                          const void *dt_bias_, int64_t N, int H) {
+    real *dt = dt_, *g = g_;
+    const real *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int h = 0; h < H; h++) {
+            int64_t i = n * H + h;
+            dt[i] = softplusr(dt_raw[i] + dt_bias[h]);
+            g[i] = -exp(A_log[h]) * dt[i];
+        }
+}
+
+void cpu_mamba2_gates_bwd(void *ddt_raw_, void *dA_log_, void *ddt_bias_, const void *ddt_,
+                          const void *dg_, const void *dt_raw_, const void *A_log_,
+                          const void *dt_bias_, int64_t N, int H) {
+    real *ddt_raw = ddt_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
+    const real *ddt = ddt_, *dg = dg_, *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
+    for (int h = 0; h < H; h++) { /* per head, the sums reduced deterministically */
+        real A = exp(A_log[h]);
+        double *pA = par_partials(), *pdt = par_partials();
+#pragma omp parallel
+        {
+            double sA = 0, sdt = 0;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t i = n * H + h;
+                real z = dt_raw[i] + dt_bias[h];
+                /* g = -A dt: dg/dA_log = -A dt, d/d dt = ddt - A dg; d dt/dz = sigmoid(z) */
+                sA += (double)(dg[i] * -A * softplusr(z));
+                real dz = (ddt[i] - A * dg[i]) * sigmoidr(z);
+                ddt_raw[i] = dz;
+                sdt += (double)dz;
+            }
+            pA[par_thread()] = sA;
+            pdt[par_thread()] = sdt;
+        }
+        dA_log[h] += (real)par_sum(pA);
+        ddt_bias[h] += (real)par_sum(pdt);
+    }
+}
+
+void cpu_head_scale_fwd(void *y_, const void *x_, const void *s_, int64_t N, int H, int D) {
+    real *y = y_;
+    const real *x = x_, *s = s_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < N * H; r++)
+        for (int d = 0; d < D; d++) y[r * D + d] = s[r] * x[r * D + d];
+}
+
+void cpu_head_scale_bwd(void *dx_, void *ds_, const void *dy_, const void *x_, const void *s_,
+                        int64_t N, int H, int D) {
+    real *dx = dx_, *ds = ds_;
+    const real *dy = dy_, *x = x_, *s = s_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < N * H; r++) {
+        real acc = 0;
+        for (int d = 0; d < D; d++) {
+            dx[r * D + d] = s[r] * dy[r * D + d];
+            acc += dy[r * D + d] * x[r * D + d];
+        }
+        ds[r] = acc;
+    }
+}
+
+void cpu_head_skip_fwd(void *y_, const void *x_, const void *Dp_, int64_t N, int H, int D) {
+    real *y = y_;
+    const real *x = x_, *Dp = Dp_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < N * H; r++)
+        for (int d = 0; d < D; d++) y[r * D + d] += Dp[r % H] * x[r * D + d];
+}
+
+void cpu_head_skip_bwd(void *dx_, void *dDp_, const void *dy_, const void *x_, const void *Dp_,
+                       int64_t N, int H, int D) {
+    real *dx = dx_, *dDp = dDp_;
+    const real *dy = dy_, *x = x_, *Dp = Dp_;
+    for (int h = 0; h < H; h++) {
+        double *part = par_partials();
+#pragma omp parallel
+        {
+            double acc = 0;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t r = (n * H + h) * (int64_t)D;
+                for (int d = 0; d < D; d++) {
+                    dx[r + d] += Dp[h] * dy[r + d];
+                    acc += (double)(dy[r + d] * x[r + d]);
+                }
+            }
+            part[par_thread()] = acc;
+        }
+        dDp[h] += (real)par_sum(part);
+    }
+}
+
+void cpu_group_bcast_fwd(void *out_, const void *src_, int64_t N, int H, int G, int K) {
+    real *out = out_;
+    const real *src = src_;
+    int per = H / G;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < K; i++)
+                out[(n * H + h) * K + i] = src[(n * G + h / per) * K + i];
+}
+
+void cpu_group_bcast_bwd(void *dsrc_, const void *dout_, int64_t N, int H, int G, int K) {
+    real *dsrc = dsrc_;
+    const real *dout = dout_;
+    int per = H / G;
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++)
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < K; i++) {
+                real acc = 0;
+                for (int h = g * per; h < (g + 1) * per; h++) acc += dout[(n * H + h) * K + i];
+                dsrc[(n * G + g) * K + i] = acc;
+            }
+}
