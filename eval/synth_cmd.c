@@ -4,7 +4,8 @@
  *   mqar   per-example query accuracy at the training length,
  *   state  token accuracy and the prefix accuracy curve (fraction of test sequences whose
  *          first t predictions are all right) up to task.test_len,
- *   copy   string accuracy (all characters of the copy right) per length of task.eval_lengths.
+ *   copy   string accuracy (all characters of the copy right) per length of task.eval_lengths,
+ *   mad_*  mad-lab's test accuracy over the scored positions (eval/mad_eval.c).
  * Predictions are argmaxes (teacher forcing: one forward pass per test batch). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "device/device.h"
 #include "dist/dist.h"
 #include "eval_run.h"
+#include "mad_eval.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -216,7 +218,7 @@ static json_t *eval_copy(Model *m, TaskCtx *c, const char *run_dir) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
-               "Trains on the synthetic task of the [task] section (mqar, state, copy; see\n"
+               "Trains on the synthetic task of the [task] section (mqar, state, copy, mad_*; see\n"
                "`rotor train --help` for the keys) and evaluates the final model on the task's test\n"
                "stream: RUN_DIR/synth_results.json and accuracy plots.\n");
 }
@@ -250,18 +252,27 @@ int synth_main(int argc, char **argv) {
     RunConfig rc;
     char err[2048];
     if (run_config_load(&rc, config, sets, nsets, err, sizeof err)) rt_die("%s", err);
-    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state or copy)", config);
+    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy or mad_*)", config);
     train_run(&rc, NULL);
     if (dist_rank() != 0) return 0;
     char *ckpt = checkpoint_find_latest(rc.run.dir);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
-    Model *m = checkpoint_load_model(ckpt, backend_select(rc.run.device, "run.device"), err, sizeof err);
+    const Backend *be = backend_select(rc.run.device, "run.device");
+    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
     if (!m) rt_die("%s", err);
     TaskCtx c;
     memset(&c, 0, sizeof c);
     c.rc = &rc;
     json_t *metrics;
-    if (!strcmp(rc.task.type, "mqar")) {
+    MadTask mt;
+    if (mad_task_of(rc.task.type, &mt)) {
+        MadSpec spec;
+        const char *bad = mad_spec_make(&spec, mt, &rc.task, rc.train.seed);
+        if (bad) rt_die("[task] %s: %s", rc.task.type, bad);
+        metrics = mad_eval(m, be->act_size, &spec, &rc.task, rc.train.seed, rc.train.seq_len, rc.model.vocab_size,
+                           rc.task.test_examples);
+        mad_spec_free(&spec);
+    } else if (!strcmp(rc.task.type, "mqar")) {
         c.mqar = (MqarSpec){rc.task.vocab, rc.train.seq_len, rc.task.num_kv_pairs, rc.task.power_a, rc.task.random_non_queries};
         metrics = eval_mqar(m, &c, rc.run.dir);
     } else if (!strcmp(rc.task.type, "state")) {

@@ -42,18 +42,8 @@ for config in "${configs[@]}"; do
     [[ -f $config ]] || { echo "synth_sweep.sh: $config: no such config" >&2; exit 2; }
 done
 
-pe_sets() {
-    case $1 in
-        nope) echo "--set pe.type=nope" ;;
-        rope) echo "--set pe.type=rope" ;;
-        selective) echo "--set pe.type=selective" ;;
-        selective-bias) echo "--set pe.type=selective --set pe.bias=true --set pe.phase_gate=false" ;;
-        selective-pg) echo "--set pe.type=selective --set pe.bias=false --set pe.phase_gate=true" ;;
-        selective-pg-bias) echo "--set pe.type=selective --set pe.bias=true --set pe.phase_gate=true" ;;
-        *) echo "synth_sweep.sh: unknown PE variant '$1' (nope, rope, selective, selective-bias, selective-pg, selective-pg-bias)" >&2
-           exit 2 ;;
-    esac
-}
+# shellcheck source=scripts/pe_variants.sh
+source "$root/scripts/pe_variants.sh"
 
 mkdir -p "$out"
 for config in "${configs[@]}"; do

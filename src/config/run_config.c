@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/mad_tasks.h"
 #include "util/error.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -64,8 +65,22 @@ static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NUL
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
-static const Choice TASKS[] = {{"none", 0}, {"mqar", 1}, {"state", 2}, {"copy", 3}, {"parity", 4},
-                               {"a3", 5},   {"s3", 6},   {"a5", 7},    {"s5", 8},   {NULL, 0}};
+static const Choice TASKS[] = {{"none", 0},
+                               {"mqar", 1},
+                               {"state", 2},
+                               {"copy", 3},
+                               {"parity", 4},
+                               {"a3", 5},
+                               {"s3", 6},
+                               {"a5", 7},
+                               {"s5", 8},
+                               {"mad_in_context_recall", 9},
+                               {"mad_noisy_in_context_recall", 10},
+                               {"mad_fuzzy_in_context_recall", 11},
+                               {"mad_selective_copying", 12},
+                               {"mad_compression", 13},
+                               {"mad_memorization", 14},
+                               {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
 #define K_INT(s, k, f, min, h) {s, k, T_INT, FIELD(f), min, R_ANY, NULL, h}
@@ -157,7 +172,7 @@ static const KeySpec KEYS[] = {
     K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
     K_ENUM_STR("task", "type", task.type, TASKS, "synthetic task of `rotor synth` (data.train = task); parity, a3, s3, a5, s5 = state with that group"),
-    K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V))"),
+    K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
     K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
     K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
     K_BOOL("task", "random_non_queries", task.random_non_queries, "mqar: random tokens between the queries instead of 0"),
@@ -166,6 +181,13 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_len", task.min_len, 1, "copy: shortest training string"),
     K_INT("task", "max_len", task.max_len, 1, "copy: longest training string"),
     K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
+    K_INT("task", "seq_len", task.seq_len, 2, "mad: mad-lab's seq_len; train.seq_len and model.vocab_size follow the task"),
+    K_INT("task", "noise_vocab_size", task.noise_vocab_size, 0, "mad: noise tokens (the top of the non-special vocabulary)"),
+    K_FLT("task", "frac_noise", task.frac_noise, R_UNIT, "mad: probability that a slot is noise"),
+    K_INT("task", "k_motif_size", task.k_motif_size, 1, "mad fuzzy recall: tokens of the longest key"),
+    K_INT("task", "v_motif_size", task.v_motif_size, 1, "mad fuzzy recall: tokens of the longest value"),
+    K_BOOL("task", "multi_query", task.multi_query, "mad recall tasks: every repeated key is a query (else only the last, after a copy token)"),
+    K_INT("task", "num_tokens_to_copy", task.num_tokens_to_copy, 1, "mad selective copying: tokens to copy"),
     K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
     K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
 };
@@ -231,6 +253,13 @@ void run_config_defaults(RunConfig *c) {
     c->task.min_len = 2;
     c->task.max_len = 64;
     strcpy(c->task.eval_lengths, "2,4,8,16,32,64,128,256,512");
+    c->task.seq_len = 128;
+    c->task.noise_vocab_size = 0;
+    c->task.frac_noise = 0;
+    c->task.k_motif_size = 1;
+    c->task.v_motif_size = 1;
+    c->task.multi_query = 1;
+    c->task.num_tokens_to_copy = 16;
     c->task.train_examples = 0;
     c->task.test_examples = 1000;
     c->model.max_seq_len = t->seq_len;
@@ -479,6 +508,8 @@ typedef struct {
     const char *set_arg;    /* the --set being applied, NULL while reading the INI text */
     int file_line[NKEYS];   /* line where the INI text set each key, 0 = not set */
     bool temp_theta_given;  /* pe.temp_theta was set explicitly */
+    bool seq_len_given;     /* train.seq_len was set explicitly */
+    bool vocab_size_given;  /* model.vocab_size was set explicitly */
     char *err;
     size_t errlen;
     bool failed;
@@ -530,6 +561,8 @@ static bool set_value(Loader *L, const KeySpec *k, const char *v) {
         return fail(L, "%s.%s = '%s': expected %s", k->section, k->key, v, want);
     }
     if (k->offset == offsetof(RunConfig, model.pe.temp_theta)) L->temp_theta_given = true;
+    if (k->offset == offsetof(RunConfig, train.seq_len)) L->seq_len_given = true;
+    if (k->offset == offsetof(RunConfig, model.vocab_size)) L->vocab_size_given = true;
     return true;
 }
 
@@ -638,6 +671,27 @@ static void apply_set(Loader *L, const char *arg) {
     if (k) set_value(L, k, value);
 }
 
+/* MAD tasks fix the row length and the vocabulary: train.seq_len and model.vocab_size
+ * follow them; an explicit different value is an error (returned, or NULL). */
+static const char *mad_shape(Loader *L) {
+    static char msg[256];
+    MadTask t;
+    const TaskConfig *task = &L->cfg.task;
+    if (!mad_task_of(task->type, &t)) return NULL;
+    int T = mad_row_len(t, task->seq_len), V = mad_model_vocab(t, task->vocab, task->seq_len);
+    if (L->seq_len_given && L->cfg.train.seq_len != T)
+        snprintf(msg, sizeof msg, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens (leave train.seq_len out)",
+                 L->cfg.train.seq_len, task->type, task->seq_len, T);
+    else if (L->vocab_size_given && L->cfg.model.vocab_size != V)
+        snprintf(msg, sizeof msg, "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave model.vocab_size out)",
+                 L->cfg.model.vocab_size, task->type, task->vocab, V);
+    else
+        msg[0] = 0;
+    L->cfg.train.seq_len = T;
+    L->cfg.model.vocab_size = V;
+    return msg[0] ? msg : NULL;
+}
+
 int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
                            const char *const *sets, int nsets, char *err, size_t errlen) {
     Loader *L = rt_calloc(1, sizeof(*L));
@@ -652,6 +706,7 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         /* Defaults that follow other keys. */
         PEConfig *pe = &L->cfg.model.pe;
         if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
+        const char *mad_bad = mad_shape(L);
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
         if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
         TaskConfig *task = &L->cfg.task;
@@ -665,7 +720,7 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         char origin[1200];
         if (ini_text) snprintf(origin, sizeof origin, "%s%s", L->origin, nsets ? " with --set overrides" : "");
         else snprintf(origin, sizeof origin, "%s", nsets ? "defaults with --set overrides" : "defaults");
-        rc = run_config_validate(&L->cfg, origin, err, L->errlen);
+        rc = mad_bad ? rt_error(err, L->errlen, origin, "%s", mad_bad) : run_config_validate(&L->cfg, origin, err, L->errlen);
         if (rc == 0) memcpy(out, &L->cfg, sizeof(*out));
     }
     rt_free(L);
@@ -744,7 +799,7 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state or copy");
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy or mad_*");
     return 0;
 }
 

@@ -7,16 +7,18 @@
 #include <string.h>
 
 #include "data/datasource.h"
+#include "data/mad_tasks.h"
 #include "data/synth_tasks.h"
 #include "util/error.h"
 
-typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY } Kind;
+typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY, KIND_MAD } Kind;
 
 typedef struct {
     DataSource base;
     Kind kind;
     MqarSpec mqar;
     Group group;
+    MadSpec mad;
     int min_len, max_len;
     int T, rank, world;
     uint64_t seed;
@@ -38,6 +40,7 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
         case KIND_MQAR: mqar_example(&s->mqar, &r, tk, lb); break;
         case KIND_STATE: state_example(&s->group, &r, s->T, tk, lb); break;
         case KIND_COPY: copy_train_sequence(&r, s->min_len, s->max_len, s->T, tk, lb); break;
+        case KIND_MAD: mad_example(&s->mad, &r, s->split == SPLIT_VAL, tk, lb); break;
         }
     }
     s->index += (int64_t)s->world * B;
@@ -63,6 +66,7 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
 static void ts_destroy(DataSource *ds) {
     TaskSource *s = (TaskSource *)ds;
     group_free(&s->group);
+    mad_spec_free(&s->mad);
     rt_free(s);
 }
 
@@ -77,6 +81,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
     s->cycle = opt->split == SPLIT_TRAIN ? task->train_examples : 0;
     const char *bad = NULL;
     int vocab = 0;
+    MadTask t;
     if (!strcmp(task->type, "mqar")) {
         s->kind = KIND_MQAR;
         s->mqar = (MqarSpec){task->vocab, s->T, task->num_kv_pairs, task->power_a, task->random_non_queries};
@@ -92,8 +97,13 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->max_len = task->max_len;
         if (task->min_len > task->max_len) bad = "task.min_len is larger than task.max_len";
         vocab = COPY_VOCAB;
+    } else if (mad_task_of(task->type, &t)) {
+        s->kind = KIND_MAD;
+        bad = mad_spec_make(&s->mad, t, task, s->seed);
+        vocab = mad_model_vocab(t, task->vocab, task->seq_len);
+        if (!bad && s->T != mad_row_len(t, task->seq_len)) bad = "train.seq_len differs from the task's row length";
     } else {
-        bad = "task.type must be mqar, state or copy";
+        bad = "task.type must be mqar, state, copy or mad_*";
     }
     if (!bad && mc->vocab_size < vocab) {
         rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, vocab, mc->vocab_size);

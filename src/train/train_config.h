@@ -50,8 +50,8 @@ typedef struct {
 
 /* A synthetic task (`rotor synth`, EVAL.md part B): data.train = task trains on it. */
 typedef struct {
-    char type[16];          /* "none", "mqar", "state", "copy" (the shorthands parity, a3, ... become state) */
-    int vocab;              /* mqar: vocabulary V (keys [1, V/2), values [V/2, V)) */
+    char type[32];          /* "none", "mqar", "state", "copy", "mad_*" (the shorthands parity, a3, ... become state) */
+    int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
     int random_non_queries; /* mqar: random tokens instead of 0 between the queries */
@@ -59,6 +59,12 @@ typedef struct {
     int test_len;           /* state: test sequence length (the train length is train.seq_len) */
     int min_len, max_len;   /* copy: string lengths of the training examples */
     char eval_lengths[256]; /* copy: comma-separated string lengths evaluated */
+    int seq_len;            /* mad: mad-lab's seq_len (train.seq_len follows it) */
+    int noise_vocab_size;   /* mad: noise tokens */
+    double frac_noise;      /* mad: fraction of noise */
+    int k_motif_size, v_motif_size; /* mad fuzzy recall: largest key and value motifs */
+    int multi_query;        /* mad recall tasks: every repeated key is a query */
+    int num_tokens_to_copy; /* mad selective copying */
     int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
     int test_examples;      /* test examples (per length for copy) */
 } TaskConfig;
