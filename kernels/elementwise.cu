@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 
-// y [f32] = sigmoid(x): DeltaNet's beta (docs/models.md §3b), as gdn_gates_fwd's
+// y [f32] = sigmoid(x): the delta rule's beta (docs/models.md §3, §3b)
 struct SigmoidFwd {
     static constexpr int VEC = 4;
     float *y;
@@ -241,59 +241,44 @@ struct SigmoidBwd {
     }
 };
 
-// docs/models.md §3: beta = sigmoid(b_raw), g = -exp(A_log) softplus(a_raw + dt_bias).
+// docs/models.md §3, §10: dt = softplus(dt_raw + dt_bias) (kept when dt is not null), g = -exp(A_log) dt.
 __global__ void __launch_bounds__(THREADS)
-    gdn_gates_fwd_kernel(float *beta, float *g, const bf16 *b_raw, const bf16 *a_raw,
-                         const float *A_log, const float *dt_bias, int64_t n, int H) {
+    decay_gates_fwd_kernel(float *dt, float *g, const bf16 *dt_raw, const float *A_log,
+                           const float *dt_bias, int64_t n, int H) {
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         int h = (int)(i % H);
-        beta[i] = sigmoid_acc(bf2f(b_raw[i]));
-        g[i] = -expf(A_log[h]) * softplus_acc(bf2f(a_raw[i]) + dt_bias[h]);
+        float d = softplus_acc(bf2f(dt_raw[i]) + dt_bias[h]);
+        if (dt) dt[i] = d;
+        g[i] = -expf(A_log[h]) * d;
     }
 }
 
-// Block (b, h) handles rows b, b + nb, ... of head h (strided by the block size) and writes
-// its sums for dA_log and ddt_bias into part[(h * nb + b) * 2 + {0, 1}].
+// Block (b, h): rows b, b + nb, ... of head h; its sums for dA_log and ddt_bias go to
+// part[b * H + h] and part[(nb + b) * H + h].
 __global__ void __launch_bounds__(THREADS)
-    gdn_gates_bwd_kernel(bf16 *db_raw, bf16 *da_raw, float *part, const float *dbeta,
-                         const float *dg, const bf16 *b_raw, const bf16 *a_raw, const float *A_log,
-                         const float *dt_bias, int64_t N, int H) {
+    decay_gates_bwd_kernel(bf16 *ddt_raw, float *part, const float *ddt, const float *dg,
+                           const bf16 *dt_raw, const float *A_log, const float *dt_bias, int64_t N,
+                           int H) {
     __shared__ float red[32];
     int h = blockIdx.y, nb = gridDim.x;
     float A = expf(A_log[h]), bias = dt_bias[h], sA = 0.f, sdt = 0.f;
     for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < N;
          n += (int64_t)nb * blockDim.x) {
         int64_t i = n * H + h;
-        float bs = sigmoid_acc(bf2f(b_raw[i]));
-        db_raw[i] = f2bf(dbeta[i] * bs * (1.f - bs));
-        float z = bf2f(a_raw[i]) + bias;
-        // g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z)
+        float z = bf2f(dt_raw[i]) + bias;
+        // g = -A dt: dg/dA_log = -A dt; d/d dt = ddt - A dg; d dt/dz = sigmoid(z)
         sA += dg[i] * -A * softplus_acc(z);
-        float dz = dg[i] * -A * sigmoid_acc(z);
-        da_raw[i] = f2bf(dz);
+        float dz = ((ddt ? ddt[i] : 0.f) - A * dg[i]) * sigmoid_acc(z);
+        ddt_raw[i] = f2bf(dz);
         sdt += dz;
     }
     sA = block_sum(sA, red);
     sdt = block_sum(sdt, red);
     if (threadIdx.x == 0) {
-        part[((int64_t)h * nb + blockIdx.x) * 2] = sA;
-        part[((int64_t)h * nb + blockIdx.x) * 2 + 1] = sdt;
+        part[(int64_t)blockIdx.x * H + h] = sA;
+        part[((int64_t)nb + blockIdx.x) * H + h] = sdt;
     }
-}
-
-// dA_log[h], ddt_bias[h] += the nb block sums of head h, in block order.
-__global__ void gdn_gates_reduce_kernel(float *dA_log, float *ddt_bias, const float *part, int nb,
-                                        int H) {
-    int h = blockIdx.x * blockDim.x + threadIdx.x;
-    if (h >= H) return;
-    float sA = 0.f, sdt = 0.f;
-    for (int b = 0; b < nb; b++) {
-        sA += part[((int64_t)h * nb + b) * 2];
-        sdt += part[((int64_t)h * nb + b) * 2 + 1];
-    }
-    dA_log[h] += sA;
-    ddt_bias[h] += sdt;
 }
 
 bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
@@ -392,29 +377,28 @@ void cuda_sigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n) {
     map(SigmoidBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 4}, {x, 2}});
 }
 
-void cuda_gdn_gates_fwd(void *beta, void *g, const void *b_raw, const void *a_raw,
-                        const void *A_log, const void *dt_bias, int64_t N, int H) {
+void cuda_decay_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_log,
+                          const void *dt_bias, int64_t N, int H) {
     int64_t n = N * H;
     if (n <= 0) return;
-    gdn_gates_fwd_kernel<<<grid_for(n), THREADS, 0, cuda_stream()>>>(
-        (float *)beta, (float *)g, (const bf16 *)b_raw, (const bf16 *)a_raw, (const float *)A_log,
+    decay_gates_fwd_kernel<<<grid_for(n), THREADS, 0, cuda_stream()>>>(
+        (float *)dt, (float *)g, (const bf16 *)dt_raw, (const float *)A_log,
         (const float *)dt_bias, n, H);
     CUDA_LAUNCHED();
 }
 
-void cuda_gdn_gates_bwd(void *db_raw, void *da_raw, void *dA_log, void *ddt_bias, const void *dbeta,
-                        const void *dg, const void *b_raw, const void *a_raw, const void *A_log,
-                        const void *dt_bias, int64_t N, int H) {
+void cuda_decay_gates_bwd(void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt,
+                          const void *dg, const void *dt_raw, const void *A_log,
+                          const void *dt_bias, int64_t N, int H) {
     if (N <= 0 || H <= 0) return;
-    if (H > 65535) rt_die("gdn_gates_bwd: H=%d unsupported (at most 65535)", H);
+    if (H > 65535) rt_die("decay_gates_bwd: H=%d unsupported (at most 65535)", H);
+    // row blocks per head: at most 64
     int nb = (int)(cdiv(N, 4 * THREADS) < 64 ? cdiv(N, 4 * THREADS) : 64);
     float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)nb * (size_t)H);
-    gdn_gates_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)db_raw, (bf16 *)da_raw, part, (const float *)dbeta, (const float *)dg,
-        (const bf16 *)b_raw, (const bf16 *)a_raw, (const float *)A_log, (const float *)dt_bias, N,
-        H);
+    decay_gates_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)ddt_raw, part, (const float *)ddt, (const float *)dg, (const bf16 *)dt_raw,
+        (const float *)A_log, (const float *)dt_bias, N, H);
     CUDA_LAUNCHED();
-    gdn_gates_reduce_kernel<<<(unsigned)cdiv(H, 32), 32, 0, cuda_stream()>>>(
-        (float *)dA_log, (float *)ddt_bias, part, nb, H);
-    CUDA_LAUNCHED();
+    cuda_colsum_add((float *)dA_log, part, nb, H);
+    cuda_colsum_add((float *)ddt_bias, part + (size_t)nb * H, nb, H);
 }

@@ -1,6 +1,6 @@
 // Mamba2's small ops around the SSD (docs/models.md §10; CPU reference src/cpu/mamba2.c): the
-// time step and log decay, the per-head scale v = dt x, the D skip, and the broadcast of B and
-// C from groups to heads. Plain grid-stride kernels; the per-head sums go through block
+// per-head scale v = dt x, the D skip, and the broadcast of B and C from groups to heads (the
+// time step and log decay are decay_gates, elementwise.cu). Plain grid-stride kernels; the per-head sums go through block
 // partials reduced in block order (cuda_colsum_add), so they are deterministic.
 #include <stdint.h>
 
@@ -24,43 +24,6 @@ int row_blocks(int64_t N) { return (int)(cdiv(N, 4 * THREADS) < 64 ? cdiv(N, 4 *
 #define GRID_STRIDE(i, n)                                                                         \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
          i += (int64_t)gridDim.x * blockDim.x)
-
-__global__ void __launch_bounds__(THREADS)
-    gates_fwd_kernel(float *dt, float *g, const bf16 *dt_raw, const float *A_log,
-                     const float *dt_bias, int64_t n, int H) {
-    GRID_STRIDE(i, n) {
-        int h = (int)(i % H);
-        float d = softplus_acc(bf2f(dt_raw[i]) + dt_bias[h]);
-        dt[i] = d;
-        g[i] = -expf(A_log[h]) * d;
-    }
-}
-
-// Block (b, h): rows b, b + nb, ... of head h; its sums for dA_log and ddt_bias go to
-// part[b * H + h] and part[(nb + b) * H + h].
-__global__ void __launch_bounds__(THREADS)
-    gates_bwd_kernel(bf16 *ddt_raw, float *part, const float *ddt, const float *dg,
-                     const bf16 *dt_raw, const float *A_log, const float *dt_bias, int64_t N, int H) {
-    __shared__ float red[32];
-    int h = blockIdx.y, nb = gridDim.x;
-    float A = expf(A_log[h]), bias = dt_bias[h], sA = 0.f, sdt = 0.f;
-    for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < N;
-         n += (int64_t)nb * blockDim.x) {
-        int64_t i = n * H + h;
-        float z = bf2f(dt_raw[i]) + bias;
-        // g = -A dt: dg/dA_log = -A dt; d/d dt = ddt - A dg; d dt/dz = sigmoid(z)
-        sA += dg[i] * -A * softplus_acc(z);
-        float dz = (ddt[i] - A * dg[i]) * sigmoid_acc(z);
-        ddt_raw[i] = f2bf(dz);
-        sdt += dz;
-    }
-    sA = block_sum(sA, red);
-    sdt = block_sum(sdt, red);
-    if (threadIdx.x == 0) {
-        part[(int64_t)blockIdx.x * H + h] = sA;
-        part[((int64_t)nb + blockIdx.x) * H + h] = sdt;
-    }
-}
 
 __global__ void __launch_bounds__(THREADS)
     head_scale_fwd_kernel(bf16 *y, const bf16 *x, const float *s, int64_t n, int D) {
@@ -134,31 +97,6 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 } // namespace
-
-void cuda_mamba2_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_log,
-                           const void *dt_bias, int64_t N, int H) {
-    int64_t n = N * H;
-    if (n <= 0) return;
-    gates_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
-        (float *)dt, (float *)g, (const bf16 *)dt_raw, (const float *)A_log,
-        (const float *)dt_bias, n, H);
-    CUDA_LAUNCHED();
-}
-
-void cuda_mamba2_gates_bwd(void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt,
-                           const void *dg, const void *dt_raw, const void *A_log,
-                           const void *dt_bias, int64_t N, int H) {
-    if (N <= 0 || H <= 0) return;
-    if (H > 65535) rt_die("mamba2_gates_bwd: H=%d unsupported (at most 65535)", H);
-    int nb = row_blocks(N);
-    float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)nb * (size_t)H);
-    gates_bwd_kernel<<<dim3((unsigned)nb, (unsigned)H), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)ddt_raw, part, (const float *)ddt, (const float *)dg, (const bf16 *)dt_raw,
-        (const float *)A_log, (const float *)dt_bias, N, H);
-    CUDA_LAUNCHED();
-    cuda_colsum_add((float *)dA_log, part, nb, H);
-    cuda_colsum_add((float *)ddt_bias, part + (size_t)nb * H, nb, H);
-}
 
 void cuda_head_scale_fwd(void *y, const void *x, const void *s, int64_t N, int H, int D) {
     int64_t n = N * H * D;

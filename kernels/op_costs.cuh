@@ -191,16 +191,17 @@ ROTOR_COST(cuda_shift_bwd, void *, void *, const void *, const void *, const voi
 }
 ROTOR_COST_END
 
-// Mamba2 (docs/models.md §10): elementwise passes over their inputs and outputs.
-ROTOR_COST(cuda_mamba2_gates_fwd, void *, void *, const void *, const void *, const void *, int64_t N,
-           int H) {
-    return costs::make(0, (costs::A + 2 * costs::F) * (double)N * H);
+// The per-head decay (GDN, Mamba2) and Mamba2's small ops (docs/models.md §3, §10):
+// elementwise passes over their inputs and outputs.
+ROTOR_COST(cuda_decay_gates_fwd, void *dt, void *, const void *, const void *, const void *,
+           int64_t N, int H) {
+    return costs::make(0, (costs::A + (dt ? 2 : 1) * costs::F) * (double)N * H);
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_mamba2_gates_bwd, void *, void *, void *, const void *, const void *, const void *,
-           const void *, const void *, int64_t N, int H) {
-    return costs::make(0, (2 * costs::A + 2 * costs::F) * (double)N * H);
+ROTOR_COST(cuda_decay_gates_bwd, void *, void *, void *, const void *ddt, const void *,
+           const void *, const void *, const void *, int64_t N, int H) {
+    return costs::make(0, (2 * costs::A + (ddt ? 2 : 1) * costs::F) * (double)N * H);
 }
 ROTOR_COST_END
 

@@ -185,29 +185,21 @@ typedef struct {
     /* y = logsigmoid(x) / normalizer [f32]. */                                               \
     X(void, logsigmoid_fwd, (void *y, const void *x, int64_t n, double normalizer))           \
     X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer)) \
-    /* y = sigmoid(x) [f32] (DeltaNet's beta, docs/models.md §3b); dy [f32]. */              \
+    /* y = sigmoid(x) [f32] (the delta rule's beta, docs/models.md §3, §3b); dy [f32]. */    \
     X(void, sigmoid_fwd, (void *y, const void *x, int64_t n))                                 \
     X(void, sigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n))                \
-    /* Gated DeltaNet (docs/models.md §3): beta = sigmoid(b_raw); g = -exp(A_log)             \
-     * softplus(a_raw + dt_bias) [f32]; b_raw, a_raw, beta, g [N,H]. */                       \
-    X(void, gdn_gates_fwd,                                                                    \
-      (void *beta, void *g, const void *b_raw, const void *a_raw, const void *A_log,          \
-       const void *dt_bias, int64_t N, int H))                                                \
-    X(void, gdn_gates_bwd,                                                                    \
-      (void *db_raw, void *da_raw, void *dA_log, void *ddt_bias, const void *dbeta,           \
-       const void *dg, const void *b_raw, const void *a_raw, const void *A_log,               \
-       const void *dt_bias, int64_t N, int H))                                                \
-                                                                                              \
-    /* ---- Mamba2 (docs/models.md §10) ---- */                                              \
-    /* dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt [f32]; dt_raw [N,H], A_log and     \
-     * dt_bias [f32][H]. */                                                                   \
-    X(void, mamba2_gates_fwd,                                                                 \
+    /* The per-head decay of Gated DeltaNet (docs/models.md §3) and Mamba2 (§10): the time    \
+     * step dt = softplus(dt_raw + dt_bias) and the log decay g = -exp(A_log) dt [f32];       \
+     * dt_raw [N,H], A_log and dt_bias [f32][H]. dt may be NULL (not kept: GDN). */          \
+    X(void, decay_gates_fwd,                                                                  \
       (void *dt, void *g, const void *dt_raw, const void *A_log, const void *dt_bias,         \
        int64_t N, int H))                                                                     \
-    /* ddt_raw (overwrite) from ddt and dg [f32]; dA_log, ddt_bias [f32] accumulate. */       \
-    X(void, mamba2_gates_bwd,                                                                 \
+    /* ddt_raw (overwrite) from ddt (NULL: dt unused) and dg [f32]; dA_log, ddt_bias [f32]   \
+     * accumulate. */                                                                         \
+    X(void, decay_gates_bwd,                                                                  \
       (void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt, const void *dg,          \
        const void *dt_raw, const void *A_log, const void *dt_bias, int64_t N, int H))         \
+    /* ---- Mamba2 (docs/models.md §10) ---- */                                              \
     /* y[n,h,:] = s[n,h] x[n,h,:] with s [f32][N,H]; x, y [N,H,D]. */                         \
     X(void, head_scale_fwd, (void *y, const void *x, const void *s, int64_t N, int H, int D)) \
     /* dx = s dy, ds [f32][N,H] = sum_d dy x (both overwrite). */                             \

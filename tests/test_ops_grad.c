@@ -465,78 +465,35 @@ static void logsigmoid_case(float normalizer, uint64_t seed) {
 static void test_logsigmoid_16(void) { logsigmoid_case(16.0f, 304); }
 static void test_logsigmoid_1(void) { logsigmoid_case(1.0f, 305); }
 
-typedef struct {
-    real *beta, *g, *b_raw, *a_raw, *A_log, *dt_bias, *wb, *wg;
-    int64_t N;
-    int H;
-} GatesCtx;
-
-static double gates_loss(void *p) {
-    GatesCtx *c = p;
-    cpu_gdn_gates_fwd(c->beta, c->g, c->b_raw, c->a_raw, c->A_log, c->dt_bias, c->N, c->H);
-    return tu_dot(c->wb, c->beta, c->N * c->H) + tu_dot(c->wg, c->g, c->N * c->H);
-}
-
-static void test_gdn_gates(void) {
-    Rng r;
-    rng_init(&r, 306, 0);
-    int64_t N = 41;
-    int H = 3;
-    int64_t n = N * H;
-    real *b_raw = rand_nz(&r, n, 0.05, 4.0), *a_raw = rand_nz(&r, n, 0.05, 4.0);
-    real *A_log = rand_nz(&r, H, 0.1, 2.0), *dt_bias = rand_nz(&r, H, 0.1, 3.0);
-    real *wb = rand_nz(&r, n, 0.05, 1.0), *wg = rand_nz(&r, n, 0.05, 1.0);
-    real *beta = tu_zeros(n), *g = tu_zeros(n);
-    GatesCtx c = {beta, g, b_raw, a_raw, A_log, dt_bias, wb, wg, N, H};
-    cpu_gdn_gates_fwd(beta, g, b_raw, a_raw, A_log, dt_bias, N, H);
-    real *rb = tu_zeros(n), *rg = tu_zeros(n);
-    for (int64_t t = 0; t < N; t++)
-        for (int h = 0; h < H; h++) {
-            int64_t i = t * H + h;
-            double z = (double)a_raw[i] + (double)dt_bias[h];
-            rb[i] = (real)(1.0 / (1.0 + exp(-(double)b_raw[i])));
-            rg[i] = (real)(-exp((double)A_log[h]) * log1p(exp(z)));
-        }
-    check_equal("gdn_gates beta value", beta, rb, n);
-    check_equal("gdn_gates g value", g, rg, n);
-    real *db = garbage(&r, n), *da = garbage(&r, n);
-    real *pA = rand_nz(&r, H, 0.1, 1.0), *pdt = rand_nz(&r, H, 0.1, 1.0);
-    real *dA = tu_copy(pA, H), *ddt = tu_copy(pdt, H);
-    cpu_gdn_gates_bwd(db, da, dA, ddt, wb, wg, b_raw, a_raw, A_log, dt_bias, N, H);
-    real *gA = diff(dA, pA, H), *gdt = diff(ddt, pdt, H);
-    fd_check("gdn_gates db_raw", gates_loss, &c, b_raw, db, n, 1000, &r);
-    fd_check("gdn_gates da_raw", gates_loss, &c, a_raw, da, n, 1000, &r);
-    fd_check("gdn_gates dA_log (+=)", gates_loss, &c, A_log, gA, H, 1000, &r);
-    fd_check("gdn_gates ddt_bias (+=)", gates_loss, &c, dt_bias, gdt, H, 1000, &r);
-    FREE_ALL(b_raw, a_raw, A_log, dt_bias, wb, wg, beta, g, rb, rg, db, da, pA, pdt, dA, ddt, gA,
-             gdt);
-}
-
-/* Mamba2 (docs/models.md §10): dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt. */
+/* The per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3, §10): dt =
+ * softplus(dt_raw + dt_bias), g = -exp(A_log) dt; L = wdt . dt + wg . g, or wg . g alone when
+ * dt is not kept (GDN: dt NULL, ddt NULL). */
 typedef struct {
     real *dt, *g, *dt_raw, *A_log, *dt_bias, *wdt, *wg;
     int64_t N;
     int H;
-} M2GatesCtx;
+} DecayCtx;
 
-static double m2gates_loss(void *p) {
-    M2GatesCtx *c = p;
-    cpu_mamba2_gates_fwd(c->dt, c->g, c->dt_raw, c->A_log, c->dt_bias, c->N, c->H);
-    return tu_dot(c->wdt, c->dt, c->N * c->H) + tu_dot(c->wg, c->g, c->N * c->H);
+static double decay_loss(void *p) {
+    DecayCtx *c = p;
+    cpu_decay_gates_fwd(c->dt, c->g, c->dt_raw, c->A_log, c->dt_bias, c->N, c->H);
+    return (c->dt ? tu_dot(c->wdt, c->dt, c->N * c->H) : 0) + tu_dot(c->wg, c->g, c->N * c->H);
 }
 
-static void test_mamba2_gates(void) {
+static void decay_gates_case(int keep_dt, uint64_t seed) {
     Rng r;
-    rng_init(&r, 307, 0);
+    rng_init(&r, seed, 0);
     int64_t N = 41;
     int H = 3;
     int64_t n = N * H;
+    const char *tag = keep_dt ? "decay_gates (dt kept)" : "decay_gates (no dt)";
+    char name[96];
     real *dt_raw = rand_nz(&r, n, 0.05, 4.0), *A_log = rand_nz(&r, H, 0.1, 2.0);
     real *dt_bias = rand_nz(&r, H, 0.1, 3.0);
     real *wdt = rand_nz(&r, n, 0.05, 1.0), *wg = rand_nz(&r, n, 0.05, 1.0);
-    real *dt = tu_zeros(n), *g = tu_zeros(n);
-    M2GatesCtx c = {dt, g, dt_raw, A_log, dt_bias, wdt, wg, N, H};
-    cpu_mamba2_gates_fwd(dt, g, dt_raw, A_log, dt_bias, N, H);
+    real *dt = keep_dt ? tu_zeros(n) : NULL, *g = tu_zeros(n);
+    DecayCtx c = {dt, g, dt_raw, A_log, dt_bias, wdt, wg, N, H};
+    cpu_decay_gates_fwd(dt, g, dt_raw, A_log, dt_bias, N, H);
     real *rdt = tu_zeros(n), *rg = tu_zeros(n);
     for (int64_t t = 0; t < N; t++)
         for (int h = 0; h < H; h++) {
@@ -545,17 +502,27 @@ static void test_mamba2_gates(void) {
             rdt[i] = (real)sp;
             rg[i] = (real)(-exp((double)A_log[h]) * sp);
         }
-    check_equal("mamba2_gates dt value", dt, rdt, n);
-    check_equal("mamba2_gates g value", g, rg, n);
+    if (keep_dt) {
+        snprintf(name, sizeof name, "%s dt value", tag);
+        check_equal(name, dt, rdt, n);
+    }
+    snprintf(name, sizeof name, "%s g value", tag);
+    check_equal(name, g, rg, n);
     real *ddr = garbage(&r, n), *pA = rand_nz(&r, H, 0.1, 1.0), *pdt = rand_nz(&r, H, 0.1, 1.0);
     real *dA = tu_copy(pA, H), *ddt = tu_copy(pdt, H);
-    cpu_mamba2_gates_bwd(ddr, dA, ddt, wdt, wg, dt_raw, A_log, dt_bias, N, H);
+    cpu_decay_gates_bwd(ddr, dA, ddt, keep_dt ? wdt : NULL, wg, dt_raw, A_log, dt_bias, N, H);
     real *gA = diff(dA, pA, H), *gdt = diff(ddt, pdt, H);
-    fd_check("mamba2_gates ddt_raw", m2gates_loss, &c, dt_raw, ddr, n, 1000, &r);
-    fd_check("mamba2_gates dA_log (+=)", m2gates_loss, &c, A_log, gA, H, 1000, &r);
-    fd_check("mamba2_gates ddt_bias (+=)", m2gates_loss, &c, dt_bias, gdt, H, 1000, &r);
+    snprintf(name, sizeof name, "%s ddt_raw", tag);
+    fd_check(name, decay_loss, &c, dt_raw, ddr, n, 1000, &r);
+    snprintf(name, sizeof name, "%s dA_log (+=)", tag);
+    fd_check(name, decay_loss, &c, A_log, gA, H, 1000, &r);
+    snprintf(name, sizeof name, "%s ddt_bias (+=)", tag);
+    fd_check(name, decay_loss, &c, dt_bias, gdt, H, 1000, &r);
     FREE_ALL(dt_raw, A_log, dt_bias, wdt, wg, dt, g, rdt, rg, ddr, pA, pdt, dA, ddt, gA, gdt);
 }
+
+static void test_decay_gates_mamba2(void) { decay_gates_case(1, 307); }
+static void test_decay_gates_gdn(void) { decay_gates_case(0, 306); }
 
 /* The per-head scale y = s x (s per token and head) and the skip y += Dp x (Dp per head). */
 typedef struct {
@@ -1455,7 +1422,7 @@ int main(int argc, char **argv) {
         {"logsigmoid_16", test_logsigmoid_16},
         {"logsigmoid_1", test_logsigmoid_1},
         {"sigmoid", test_sigmoid},
-        {"gdn_gates", test_gdn_gates},
+        {"decay_gates_gdn", test_decay_gates_gdn},
         {"conv_w_none", test_conv_w_none},
         {"conv_w_silu", test_conv_w_silu},
         {"conv_diff_none", test_conv_diff_none},
@@ -1479,7 +1446,7 @@ int main(int argc, char **argv) {
         {"head_matmul", test_head_matmul},
         {"gla", test_gla},
         {"gla_per_head", test_gla_per_head},
-        {"mamba2_gates", test_mamba2_gates},
+        {"decay_gates_mamba2", test_decay_gates_mamba2},
         {"head_scale", test_head_scale},
         {"head_skip", test_head_skip},
         {"group_bcast", test_group_bcast},

@@ -1,5 +1,6 @@
-/* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates,
- * Gated DeltaNet's beta and decay (docs/models.md §3). */
+/* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates, the
+ * delta rule's beta and the per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3,
+ * §10). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"
@@ -79,26 +80,26 @@ void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n,
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * sigmoidr(-x[i]) * inv;
 }
 
-void cpu_gdn_gates_fwd(void *beta_, void *g_, const void *b_raw_, const void *a_raw_,
-                       const void *A_log_, const void *dt_bias_, int64_t N, int H) {
-    real *beta = beta_, *g = g_;
-    const real *b_raw = b_raw_, *a_raw = a_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
+/* docs/models.md §3, §10: dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt. */
+void cpu_decay_gates_fwd(void *dt_, void *g_, const void *dt_raw_, const void *A_log_,
+                         const void *dt_bias_, int64_t N, int H) {
+    real *dt = dt_, *g = g_;
+    const real *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < N; n++)
         for (int h = 0; h < H; h++) {
             int64_t i = n * H + h;
-            beta[i] = sigmoidr(b_raw[i]);
-            g[i] = -exp(A_log[h]) * softplusr(a_raw[i] + dt_bias[h]);
+            real d = softplusr(dt_raw[i] + dt_bias[h]);
+            if (dt) dt[i] = d;
+            g[i] = -exp(A_log[h]) * d;
         }
 }
 
-void cpu_gdn_gates_bwd(void *db_raw_, void *da_raw_, void *dA_log_, void *ddt_bias_,
-                       const void *dbeta_, const void *dg_, const void *b_raw_,
-                       const void *a_raw_, const void *A_log_, const void *dt_bias_, int64_t N,
-                       int H) {
-    real *db_raw = db_raw_, *da_raw = da_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
-    const real *dbeta = dbeta_, *dg = dg_, *b_raw = b_raw_, *a_raw = a_raw_, *A_log = A_log_,
-               *dt_bias = dt_bias_;
+void cpu_decay_gates_bwd(void *ddt_raw_, void *dA_log_, void *ddt_bias_, const void *ddt_,
+                         const void *dg_, const void *dt_raw_, const void *A_log_,
+                         const void *dt_bias_, int64_t N, int H) {
+    real *ddt_raw = ddt_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
+    const real *ddt = ddt_, *dg = dg_, *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
     /* H is small: one pass per head, the per-head sums reduced deterministically */
     for (int h = 0; h < H; h++) {
         real A = exp(A_log[h]);
@@ -109,13 +110,11 @@ void cpu_gdn_gates_bwd(void *db_raw_, void *da_raw_, void *dA_log_, void *ddt_bi
 #pragma omp for schedule(static)
             for (int64_t n = 0; n < N; n++) {
                 int64_t i = n * H + h;
-                real bs = sigmoidr(b_raw[i]);
-                db_raw[i] = dbeta[i] * bs * ((real)1 - bs);
-                real z = a_raw[i] + dt_bias[h];
-                /* g = -A sp(z): dg/dA_log = g, dg/dz = -A sigmoid(z) */
+                real z = dt_raw[i] + dt_bias[h];
+                /* g = -A dt: dg/dA_log = -A dt, d/d dt = ddt - A dg; d dt/dz = sigmoid(z) */
                 sA += (double)(dg[i] * -A * softplusr(z));
-                real dz = dg[i] * -A * sigmoidr(z);
-                da_raw[i] = dz;
+                real dz = ((ddt ? ddt[i] : 0) - A * dg[i]) * sigmoidr(z);
+                ddt_raw[i] = dz;
                 sdt += (double)dz;
             }
             pA[par_thread()] = sA;

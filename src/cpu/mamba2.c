@@ -1,49 +1,8 @@
-/* Mamba2's small ops around the SSD (docs/models.md §10): the time step and log decay, the
- * per-head scale v = dt x, the D skip, and the broadcast of B and C from groups to heads. */
+/* Mamba2's small ops around the SSD (docs/models.md §10): the per-head scale v = dt x, the D
+ * skip, and the broadcast of B and C from groups to heads (the time step and log decay are
+ * decay_gates, src/cpu/elementwise.c). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
-
-void cpu_mamba2_gates_fwd(void *dt_, void *g_, const void *dt_raw_, const void *A_log_,
-                          const void *dt_bias_, int64_t N, int H) {
-    real *dt = dt_, *g = g_;
-    const real *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < N; n++)
-        for (int h = 0; h < H; h++) {
-            int64_t i = n * H + h;
-            dt[i] = softplusr(dt_raw[i] + dt_bias[h]);
-            g[i] = -exp(A_log[h]) * dt[i];
-        }
-}
-
-void cpu_mamba2_gates_bwd(void *ddt_raw_, void *dA_log_, void *ddt_bias_, const void *ddt_,
-                          const void *dg_, const void *dt_raw_, const void *A_log_,
-                          const void *dt_bias_, int64_t N, int H) {
-    real *ddt_raw = ddt_raw_, *dA_log = dA_log_, *ddt_bias = ddt_bias_;
-    const real *ddt = ddt_, *dg = dg_, *dt_raw = dt_raw_, *A_log = A_log_, *dt_bias = dt_bias_;
-    for (int h = 0; h < H; h++) { /* per head, the sums reduced deterministically */
-        real A = exp(A_log[h]);
-        double *pA = par_partials(), *pdt = par_partials();
-#pragma omp parallel
-        {
-            double sA = 0, sdt = 0;
-#pragma omp for schedule(static)
-            for (int64_t n = 0; n < N; n++) {
-                int64_t i = n * H + h;
-                real z = dt_raw[i] + dt_bias[h];
-                /* g = -A dt: dg/dA_log = -A dt, d/d dt = ddt - A dg; d dt/dz = sigmoid(z) */
-                sA += (double)(dg[i] * -A * softplusr(z));
-                real dz = (ddt[i] - A * dg[i]) * sigmoidr(z);
-                ddt_raw[i] = dz;
-                sdt += (double)dz;
-            }
-            pA[par_thread()] = sA;
-            pdt[par_thread()] = sdt;
-        }
-        dA_log[h] += (real)par_sum(pA);
-        ddt_bias[h] += (real)par_sum(pdt);
-    }
-}
 
 void cpu_head_scale_fwd(void *y_, const void *x_, const void *s_, int64_t N, int H, int D) {
     real *y = y_;

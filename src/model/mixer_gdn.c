@@ -104,12 +104,10 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     be->l2norm_fwd(l->qn, l->qrn, l->qr, N, H, dm->dk, 1e-6);
     be->l2norm_fwd(l->kn, l->krn, l->kr, N, H, dm->dk, 1e-6);
     be->matmul_fwd(l->braw, x, W(c, l->b), NULL, N, H, d);
-    if (l->decay) {
+    be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H);
+    if (l->decay) { /* without it gd stays NULL */
         be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
-        be->gdn_gates_fwd(l->beta, l->gd, l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias),
-                          N, H);
-    } else {
-        be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H); /* gd stays NULL: no decay */
+        be->decay_gates_fwd(NULL, l->gd, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     }
     l->attn = (LinAttnArgs){
         .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
@@ -127,11 +125,10 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     int have_dx = readout_backward(&l->out, c, x, dy, dx); /* no gate: dx not yet written */
     be->gdn_bwd(&(LinAttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dqn, .dk = l->dkn,
                                 .dv = l->dv1, .dg = l->dgd, .dbeta = l->dbeta});
+    be->sigmoid_bwd(l->dbraw, l->dbeta, l->braw, (int64_t)N * H);
     if (l->decay)
-        be->gdn_gates_bwd(l->dbraw, l->daraw, G(c, l->A_log), G(c, l->dt_bias), l->dbeta, l->dgd,
-                          l->braw, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
-    else
-        be->sigmoid_bwd(l->dbraw, l->dbeta, l->braw, (int64_t)N * H);
+        be->decay_gates_bwd(l->daraw, G(c, l->A_log), G(c, l->dt_bias), NULL, l->dgd, l->araw,
+                            WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, have_dx);
     if (l->decay) be->matmul_bwd(dx, G(c, l->a), NULL, l->daraw, x, W(c, l->a), N, H, d, 1);
     be->l2norm_bwd(l->dqr, l->dqn, l->qn, l->qrn, N, H, dm->dk, 0);

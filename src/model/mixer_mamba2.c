@@ -143,7 +143,7 @@ static void mamba2_forward(void *layer, const Ctx *c, const void *x, void *out) 
     conv_slice(c, l, 0, I, l->xc, l->xr);
     conv_slice(c, l, I, GN, l->Bc, l->Br);
     conv_slice(c, l, I + GN, GN, l->Cc, l->Cr);
-    be->mamba2_gates_fwd(l->dt, l->g, l->dtr, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
+    be->decay_gates_fwd(l->dt, l->g, l->dtr, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     ssd_inputs(c, l);
     l->attn = (LinAttnArgs){
         .s = c->seqs, .H = H, .K = l->Ns, .V = l->P, .scale = 1.0, .q = l->q, .k = l->k,
@@ -170,7 +170,7 @@ static void mamba2_backward(void *layer, const Ctx *c, const void *x, const void
     be->head_skip_bwd(l->dxc, G(c, l->D), l->dy, l->xc, WM(c, l->D), N, H, l->P);
     be->group_bcast_bwd(l->dCc, l->dq, N, H, l->G, l->Ns);
     be->group_bcast_bwd(l->dBc, l->dk, N, H, l->G, l->Ns);
-    be->mamba2_gates_bwd(l->ddtr, G(c, l->A_log), G(c, l->dt_bias), l->ddt, l->dg, l->dtr,
+    be->decay_gates_bwd(l->ddtr, G(c, l->A_log), G(c, l->dt_bias), l->ddt, l->dg, l->dtr,
                          WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     conv_slice_bwd(c, l, 0, I, l->dxr, l->dxc, l->xr);
     conv_slice_bwd(c, l, I, GN, l->dBr, l->dBc, l->Br);

@@ -299,23 +299,23 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     /* gates */
     float *dt_raw = gt_randn(nh, 2), *A_log = gt_rand(H, 0, 2.77), *dt_bias = gt_rand(H, -7, 0.5);
     float *rdt = gt_zeros(nh), *rg = gt_zeros(nh);
-    gt_cpu->mamba2_gates_fwd(rdt, rg, dt_raw, A_log, dt_bias, N, H);
+    gt_cpu->decay_gates_fwd(rdt, rg, dt_raw, A_log, dt_bias, N, H);
     void *gdr = gt_act(dt_raw, nh), *gA = gt_f32(A_log, H), *gdb = gt_f32(dt_bias, H);
     void *dt = gt_garbage_f32(nh), *g = gt_garbage_f32(nh);
-    gt_gpu->mamba2_gates_fwd(dt, g, gdr, gA, gdb, N, H);
-    gt_compare(NAME("mamba2_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
-    gt_compare(NAME("mamba2_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
+    gt_gpu->decay_gates_fwd(dt, g, gdr, gA, gdb, N, H);
+    gt_compare(NAME("decay_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
+    gt_compare(NAME("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
     float *ddt = gt_randn(nh, 1), *dg = gt_randn(nh, 1);
     float *rddr = gt_zeros(nh), *incA = gt_zeros(H), *incdt = gt_zeros(H);
-    gt_cpu->mamba2_gates_bwd(rddr, incA, incdt, ddt, dg, dt_raw, A_log, dt_bias, N, H);
+    gt_cpu->decay_gates_bwd(rddr, incA, incdt, ddt, dg, dt_raw, A_log, dt_bias, N, H);
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
     void *gddr = gt_garbage_act(nh), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
-    gt_gpu->mamba2_gates_bwd(gddr, gdA, gddt, gt_f32(ddt, nh), gt_f32(dg, nh), gdr, gA, gdb, N, H);
-    gt_compare(NAME("mamba2_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
+    gt_gpu->decay_gates_bwd(gddr, gdA, gddt, gt_f32(ddt, nh), gt_f32(dg, nh), gdr, gA, gdb, N, H);
+    gt_compare(NAME("decay_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
                TOL_BF16);
-    gt_compare(NAME("mamba2_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+    gt_compare(NAME("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(NAME("mamba2_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+    gt_compare(NAME("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
                gt_plus(dt0, incdt, H), H, TOL_SUM);
 
     /* per-head scale v = s x and the D skip */
@@ -367,45 +367,39 @@ static void test_mamba2_ops(void) {
     gt_reset();
 }
 
-/* ---- Gated DeltaNet gates ---- */
+/* ---- the per-head decay as Gated DeltaNet uses it: dt not kept (NULL), no ddt ---- */
 
-static void gdn_gates_case(int64_t N, int H) {
+static void decay_gates_case(int64_t N, int H) {
     int64_t n = N * H;
-    float *b_raw = gt_randn(n, 2), *a_raw = gt_randn(n, 2);
+    float *a_raw = gt_randn(n, 2);
     float *A_log = gt_rand(H, 0, 2.77), *dt_bias = gt_rand(H, -7, 0.5); /* A in 1..16 */
-    float *rbeta = gt_zeros(n), *rg = gt_zeros(n);
-    gt_cpu->gdn_gates_fwd(rbeta, rg, b_raw, a_raw, A_log, dt_bias, N, H);
-    void *gb = gt_act(b_raw, n), *ga = gt_act(a_raw, n), *gA = gt_f32(A_log, H),
-         *gdt = gt_f32(dt_bias, H);
-    void *beta = gt_garbage_f32(n), *g = gt_garbage_f32(n);
-    gt_gpu->gdn_gates_fwd(beta, g, gb, ga, gA, gdt, N, H);
-    gt_compare(NAME("gdn_gates_fwd beta N=%lld H=%d", (long long)N, H), gt_get_f32(beta, n), rbeta,
-               n, TOL_F32);
-    gt_compare(NAME("gdn_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, n), rg, n,
+    float *rg = gt_zeros(n);
+    gt_cpu->decay_gates_fwd(NULL, rg, a_raw, A_log, dt_bias, N, H);
+    void *ga = gt_act(a_raw, n), *gA = gt_f32(A_log, H), *gdt = gt_f32(dt_bias, H);
+    void *g = gt_garbage_f32(n);
+    gt_gpu->decay_gates_fwd(NULL, g, ga, gA, gdt, N, H);
+    gt_compare(NAME("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, n), rg, n,
                TOL_F32);
 
-    float *dbeta = gt_randn(n, 1), *dg = gt_randn(n, 1);
-    float *rdb = gt_zeros(n), *rda = gt_zeros(n), *incA = gt_zeros(H), *incdt = gt_zeros(H);
-    gt_cpu->gdn_gates_bwd(rdb, rda, incA, incdt, dbeta, dg, b_raw, a_raw, A_log, dt_bias, N, H);
+    float *dg = gt_randn(n, 1);
+    float *rda = gt_zeros(n), *incA = gt_zeros(H), *incdt = gt_zeros(H);
+    gt_cpu->decay_gates_bwd(rda, incA, incdt, NULL, dg, a_raw, A_log, dt_bias, N, H);
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
-    void *gdb = gt_garbage_act(n), *gda = gt_garbage_act(n), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
-    gt_gpu->gdn_gates_bwd(gdb, gda, gdA, gddt, gt_f32(dbeta, n), gt_f32(dg, n), gb, ga, gA, gdt, N,
-                          H);
-    gt_compare(NAME("gdn_gates_bwd db_raw N=%lld H=%d", (long long)N, H), gt_get_act(gdb, n), rdb,
+    void *gda = gt_garbage_act(n), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
+    gt_gpu->decay_gates_bwd(gda, gdA, gddt, NULL, gt_f32(dg, n), ga, gA, gdt, N, H);
+    gt_compare(NAME("decay_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
                n, TOL_BF16);
-    gt_compare(NAME("gdn_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
-               n, TOL_BF16);
-    gt_compare(NAME("gdn_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+    gt_compare(NAME("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(NAME("gdn_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+    gt_compare(NAME("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
                gt_plus(dt0, incdt, H), H, TOL_SUM);
 }
 
-static void test_gdn_gates(void) {
-    gdn_gates_case(1000, 8);
-    gdn_gates_case(20000, 3); /* 20 row blocks per head */
-    gdn_gates_case(300, 2);
-    gdn_gates_case(1, 2);
+static void test_decay_gates(void) {
+    decay_gates_case(1000, 8);
+    decay_gates_case(20000, 3); /* 20 row blocks per head */
+    decay_gates_case(300, 2);
+    decay_gates_case(1, 2);
     gt_reset();
 }
 
@@ -710,7 +704,7 @@ int main(int argc, char **argv) {
         {"silu", test_silu},
         {"logsigmoid", test_logsigmoid},
         {"sigmoid", test_sigmoid},
-        {"gdn_gates", test_gdn_gates},
+        {"decay_gates", test_decay_gates},
         {"mamba2_ops", test_mamba2_ops},
         {"add_rmsnorm", test_add_rmsnorm},
         {"rmsnorm", test_rmsnorm},
