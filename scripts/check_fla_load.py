@@ -14,7 +14,7 @@ expected to fail with exactly those names listed as unexpected.
 import json
 import sys
 
-import fla  # noqa: F401  (registers gla, gated_deltanet, delta_net, forgetting_transformer, transformer)
+import fla  # noqa: F401  (registers gla, gated_deltanet, delta_net, forgetting_transformer, transformer, mamba2)
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
 

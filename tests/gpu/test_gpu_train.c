@@ -87,6 +87,7 @@ static void test_train_gdn(void) { train_config("gdn-selective-pg"); }
 static void test_train_fox(void) { train_config("fox-pro-selective-pg"); }
 static void test_train_transformer(void) { train_config("transformer-selective-pg"); }
 static void test_train_deltanet(void) { train_config("deltanet-selective-pg"); }
+static void test_train_mamba2(void) { train_config("mamba2"); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
@@ -95,6 +96,7 @@ int main(int argc, char **argv) {
         {"train_fox_pro_selective_pg", test_train_fox},
         {"train_transformer_selective_pg", test_train_transformer},
         {"train_deltanet_selective_pg", test_train_deltanet},
+        {"train_mamba2", test_train_mamba2},
     };
     return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
