@@ -8,26 +8,10 @@ set -euo pipefail
 rotor=$1
 src=$(cd "$(dirname "$0")/.." && pwd)
 cfg=$src/configs/synthetic/s2-transformer-cpu.ini
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/synth_lib.sh"
 
-run() { # name, extra --set options...
-    local name=$1
-    shift
-    "$rotor" synth "$cfg" --set "run.dir=$out/$name" --set train.seed=0 --set train.lr=1e-3 \
-        --set task.test_examples=256 --set train.val_every=0 --set train.log_every=500 "$@" \
-        > "$out/$name.log" 2>&1 || { cat "$out/$name.log"; fail "rotor synth ($name) failed"; }
-    grep '^state S2' "$out/$name.log" | sed "s/^/$name: /"
-}
-
-# field NAME KEY: a number from RUN/synth_results.json
-field() { /usr/bin/env python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['metrics'][sys.argv[2]])" \
-    "$out/$1/synth_results.json" "$2"; }
-ge() { /usr/bin/env python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2"; }
-
-run selective
-run nope --set pe.type=nope
+run selective --set train.lr=1e-3
+run nope --set train.lr=1e-3 --set pe.type=nope
 
 sel=$(field selective prefix_accuracy_train_len)
 nope=$(field nope prefix_accuracy_train_len)
