@@ -178,7 +178,7 @@ static const KeySpec KEYS[] = {
     K_I64("train", "log_every", train.log_every, 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
-    K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs, none otherwise"),
+    K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
 
