@@ -5,39 +5,31 @@
 #include <string.h>
 
 #include "data/datasource.h"
+#include "train/class_score.h"
 #include "util/error.h"
 
 #define EVAL_BATCH 32
 
-json_t *classify_eval(Model *m, const RunConfig *rc) {
+json_t *classify_eval(Model *m, const RunConfig *rc, const char *which) {
     int T = rc->train.seq_len, V = model_outputs(&rc->model); /* classes, or the vocabulary */
     DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0};
     char err[2048];
     DataSource *ds = datasource_open("task", rc, &opt, err, sizeof err);
     if (!ds) rt_die("task test split: %s", err);
     /* a read test set once; a generated one (ListOps without task.path) for task.test_examples */
-    int64_t N = ds->examples ? ds->examples : rc->task.test_examples, right = 0;
+    int64_t N = ds->examples ? ds->examples : rc->task.test_examples;
     RT_ASSERT(N > 0 && ds->next_labeled);
     int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T),
             *lab = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T);
-    uint8_t *greedy = rt_malloc((size_t)EVAL_BATCH * T);
-    double *logp = rt_malloc(sizeof(double) * (size_t)EVAL_BATCH * T);
-    int64_t *class_n = rt_calloc((size_t)V, sizeof(int64_t)),
-            *class_right = rt_calloc((size_t)V, sizeof(int64_t));
+    ClassScore sc;
+    class_score_init(&sc, V);
     for (int64_t i = 0; i < N; i += EVAL_BATCH) {
         int rows = N - i < EVAL_BATCH ? (int)(N - i) : EVAL_BATCH;
         if (ds->next_labeled(ds, tok, lab, rows, err, sizeof err)) rt_die("%s", err);
         Batch b = {rows, T, tok, lab, NULL};
-        int64_t q = 0, M = model_token_logprobs(m, &b, logp, greedy);
-        for (int64_t p = 0; p < (int64_t)rows * T; p++) {
-            if (lab[p] == -100) continue;
-            RT_ASSERT(lab[p] >= 0 && lab[p] < V);
-            class_n[lab[p]]++;
-            class_right[lab[p]] += greedy[q];
-            right += greedy[q++];
-        }
-        RT_ASSERT(q == M && M == rows); /* one labeled position per row */
+        class_score_batch(&sc, m, &b);
     }
+    const int64_t *class_n = sc.class_rows, *class_right = sc.class_right;
     json_t *per = json_array();
     int classes = 0;
     for (int c = 0; c < V; c++)
@@ -48,15 +40,12 @@ json_t *classify_eval(Model *m, const RunConfig *rc) {
     int top = 0; /* the majority class: the accuracy of always answering it */
     for (int c = 1; c < classes; c++)
         if (class_n[c] > class_n[top]) top = c;
-    double acc = (double)right / (double)N, prior = (double)class_n[top] / (double)N;
-    printf("%s: test accuracy %.4f over %lld examples (%d classes; always class %d: %.4f)\n",
-           ds->desc, acc, (long long)N, classes, top, prior);
+    double acc = (double)sc.right / (double)N, prior = (double)class_n[top] / (double)N;
+    printf("%s%s%s: test accuracy %.4f over %lld examples (%d classes; always class %d: %.4f)\n", which,
+           *which ? ", " : "", ds->desc, acc, (long long)N, classes, top, prior);
     rt_free(tok);
     rt_free(lab);
-    rt_free(greedy);
-    rt_free(logp);
-    rt_free(class_n);
-    rt_free(class_right);
+    class_score_free(&sc);
     datasource_free(ds);
     const TaskConfig *t = &rc->task;
     const char *source = t->path[0] ? t->path : !strcmp(t->type, "seq_image") ? t->images : "generated";

@@ -1,6 +1,7 @@
 /* `rotor synth CONFIG.ini`: trains a model on a synthetic task ([task] section, EVAL.md part
  * B) with the ordinary trainer, then evaluates the final checkpoint on the task's test
- * stream and writes RUN_DIR/synth_results.json and accuracy plots:
+ * stream (classification tasks: also the best validation's, train.keep_best) and writes
+ * RUN_DIR/synth_results.json and accuracy plots:
  *   mqar   per-example query accuracy at the training length,
  *   state  token accuracy and the prefix accuracy curve (fraction of test sequences whose
  *          first t predictions are all right) up to task.test_len,
@@ -220,11 +221,97 @@ static json_t *eval_copy(Model *m, TaskCtx *c, const char *run_dir) {
                      rc->task.min_len, "train_max_len", rc->task.max_len);
 }
 
+/* The validation metrics.jsonl logged at `step`: {"val_loss", "val_accuracy"}, null where
+ * absent. */
+static json_t *logged_validation(const char *run_dir, int64_t step) {
+    json_t *res = json_pack("{s:n, s:n}", "val_loss", "val_accuracy");
+    char *path = rt_sprintf("%s/metrics.jsonl", run_dir);
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    while (f && getline(&line, &cap, f) > 0) {
+        json_t *j = json_loads(line, 0, NULL);
+        if (j && json_integer_value(json_object_get(j, "step")) == step) {
+            const char *key;
+            json_t *v;
+            json_object_foreach(res, key, v) {
+                json_t *x = json_object_get(j, key);
+                if (json_is_number(x)) json_object_set(res, key, x);
+            }
+        }
+        json_decref(j);
+    }
+    free(line);
+    if (f) fclose(f);
+    rt_free(path);
+    return res;
+}
+
+/* A classification checkpoint scored on the test split, printed as one line starting with
+ * `what`: {"checkpoint", "step", "val_loss", "val_accuracy" (as logged at its step),
+ * "test_accuracy"}, and in *metrics classify_eval's metrics. */
+static json_t *classify_checkpoint(const RunConfig *rc, const Backend *be, const char *ckpt, const char *what,
+                                   json_t **metrics) {
+    char err[2048], which[256];
+    TrainerState st;
+    if (checkpoint_read_state(ckpt, &st, err, sizeof err)) rt_die("%s", err);
+    json_decref(st.data_state);
+    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
+    if (!m) rt_die("%s", err);
+    if (st.best.metric != KEEP_BEST_NONE && st.best.step == st.step)
+        snprintf(which, sizeof which, "%s checkpoint (step %lld, %s %.4f)", what, (long long)st.step,
+                 run_config_keep_best_name(st.best.metric), st.best.value);
+    else
+        snprintf(which, sizeof which, "%s checkpoint (step %lld)", what, (long long)st.step);
+    *metrics = classify_eval(m, rc, which);
+    model_free(m);
+    json_t *res = json_pack("{s:s, s:I}", "checkpoint", ckpt, "step", (json_int_t)st.step);
+    json_t *val = logged_validation(rc->run.dir, st.step);
+    json_object_update(res, val);
+    json_decref(val);
+    json_object_set(res, "test_accuracy", json_object_get(*metrics, "accuracy"));
+    return res;
+}
+
+/* The metrics of a synthetic task's test stream for the checkpoint ckpt. */
+static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char *ckpt) {
+    char err[2048];
+    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
+    if (!m) rt_die("%s", err);
+    TaskCtx c;
+    memset(&c, 0, sizeof c);
+    c.rc = rc;
+    json_t *metrics;
+    MadTask mt;
+    if (mad_task_of(rc->task.type, &mt)) {
+        MadSpec spec;
+        const char *bad = mad_spec_make(&spec, mt, &rc->task, rc->train.seed);
+        if (bad) rt_die("[task] %s: %s", rc->task.type, bad);
+        metrics = mad_eval(m, be->act_size, &spec, &rc->task, rc->train.seed, rc->train.seq_len, rc->model.vocab_size,
+                           rc->task.test_examples);
+        mad_spec_free(&spec);
+    } else if (!strcmp(rc->task.type, "mqar")) {
+        c.mqar = (MqarSpec){rc->task.vocab, rc->train.seq_len, rc->task.num_kv_pairs, rc->task.power_a, rc->task.random_non_queries};
+        metrics = eval_mqar(m, &c, rc->run.dir);
+    } else if (!strcmp(rc->task.type, "state")) {
+        const char *bad = group_make(&c.group, rc->task.group);
+        if (bad) rt_die("task.group = %s: %s", rc->task.group, bad);
+        metrics = eval_state(m, &c, rc->run.dir);
+        group_free(&c.group);
+    } else {
+        metrics = eval_copy(m, &c, rc->run.dir);
+    }
+    model_free(m);
+    return metrics;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
                "Trains on the task of the [task] section (mqar, state, copy, mad_*, seq_image,\n"
                "listops, text_bytes; see `rotor train --help` for the keys) and evaluates the final\n"
-               "model on the task's test split: RUN_DIR/synth_results.json and accuracy plots.\n");
+               "model on the task's test split: RUN_DIR/synth_results.json and accuracy plots.\n"
+               "Classification tasks (seq_image, listops, text_bytes) also evaluate the checkpoint of\n"
+               "the best validation (train.keep_best, RUN_DIR/checkpoints/best) when there is one.\n");
 }
 
 int synth_main(int argc, char **argv) {
@@ -262,38 +349,28 @@ int synth_main(int argc, char **argv) {
     char *ckpt = checkpoint_find_latest(rc.run.dir);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
     const Backend *be = backend_select(rc.run.device, "run.device");
-    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
-    if (!m) rt_die("%s", err);
-    TaskCtx c;
-    memset(&c, 0, sizeof c);
-    c.rc = &rc;
-    json_t *metrics;
-    MadTask mt;
-    if (mad_task_of(rc.task.type, &mt)) {
-        MadSpec spec;
-        const char *bad = mad_spec_make(&spec, mt, &rc.task, rc.train.seed);
-        if (bad) rt_die("[task] %s: %s", rc.task.type, bad);
-        metrics = mad_eval(m, be->act_size, &spec, &rc.task, rc.train.seed, rc.train.seq_len, rc.model.vocab_size,
-                           rc.task.test_examples);
-        mad_spec_free(&spec);
-    } else if (!strcmp(rc.task.type, "seq_image") || class_task_is(rc.task.type)) {
-        metrics = classify_eval(m, &rc);
-    } else if (!strcmp(rc.task.type, "mqar")) {
-        c.mqar = (MqarSpec){rc.task.vocab, rc.train.seq_len, rc.task.num_kv_pairs, rc.task.power_a, rc.task.random_non_queries};
-        metrics = eval_mqar(m, &c, rc.run.dir);
-    } else if (!strcmp(rc.task.type, "state")) {
-        const char *bad = group_make(&c.group, rc.task.group);
-        if (bad) rt_die("task.group = %s: %s", rc.task.group, bad);
-        metrics = eval_state(m, &c, rc.run.dir);
-        group_free(&c.group);
+    json_t *metrics, *last = NULL, *best = NULL;
+    if (!strcmp(rc.task.type, "seq_image") || class_task_is(rc.task.type)) {
+        last = classify_checkpoint(&rc, be, ckpt, "last", &metrics);
+        char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
+        if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {
+            if (checkpoint_verify(best_dir, err, sizeof err)) rt_die("%s", err);
+            json_t *best_metrics;
+            best = classify_checkpoint(&rc, be, best_dir, "best", &best_metrics);
+            json_object_set_new(best, "selected_by", json_string(run_config_keep_best_name(rc.train.keep_best)));
+            json_object_set_new(best, "metrics", best_metrics);
+        }
+        rt_free(best_dir);
     } else {
-        metrics = eval_copy(m, &c, rc.run.dir);
+        metrics = eval_synthetic(&rc, be, ckpt);
     }
     json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
                             mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);
     json_object_set_new(res, "lr", json_real(rc.train.lr));
     json_object_set_new(res, "steps", json_integer(rc.train.steps));
     json_object_set_new(res, "seed", json_integer((json_int_t)rc.train.seed));
+    if (last) json_object_set_new(res, "last", last);
+    if (best) json_object_set_new(res, "best", best);
     char *path = rt_sprintf("%s/synth_results.json", rc.run.dir);
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     fs_write_atomic(path, text, strlen(text));
@@ -302,6 +379,5 @@ int synth_main(int argc, char **argv) {
     rt_free(path);
     json_decref(res);
     rt_free(ckpt);
-    model_free(m);
     return 0;
 }

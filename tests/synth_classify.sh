@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `rotor synth` on the classification tasks end to end (docs/classification.md "ListOps and
 # text"): generated ListOps through configs/classify/listops-cpu.ini (a short run: the data
-# path, validation on its own split and the test accuracy's fields, not learning), LRA's
+# path, validation on its own split with its accuracy, the best validation's checkpoint and
+# the test accuracy's fields of it and the last, not learning), LRA's
 # ListOps files and an aclImdb directory under task.path, and the errors that name a too
 # short train.seq_len and a file's bad line.
 set -euo pipefail
@@ -20,10 +21,33 @@ metrics() {
         "$out/$1/synth_results.json" || fail "$1: synth_results.json: $2"
 }
 
-"$rotor" synth "$cfg" --set run.dir="$out/gen" "${short[@]}" --set task.test_examples=100 > "$out/gen.log" 2>&1 ||
-    { cat "$out/gen.log"; fail "rotor synth (generated ListOps) failed"; }
-grep -q "validation loss" "$out/gen.log" || fail "no validation on the generated validation split"
+# validations every 5 steps; keep_checkpoints = 1 prunes every step but the last, not best
+"$rotor" synth "$cfg" --set run.dir="$out/gen" "${short[@]}" --set train.val_every=5 --set train.keep_checkpoints=1 \
+    --set task.test_examples=100 > "$out/gen.log" 2>&1 || { cat "$out/gen.log"; fail "rotor synth (generated ListOps) failed"; }
+grep -q "validation loss .*, accuracy " "$out/gen.log" || fail "no validation accuracy on the generated validation split"
 metrics gen "m['examples'] == 100 and m['classes'] == 10 and m['source'] == 'generated' and 0 <= m['accuracy'] <= 1"
+# the best validation accuracy's checkpoint (the first step of the highest in metrics.jsonl),
+# and both checkpoints' test accuracies, one line each
+[[ -f $out/gen/accuracy.svg ]] || fail "no accuracy.svg"
+grep -q "^last checkpoint (step 30.*test accuracy" "$out/gen.log" || fail "no line for the last checkpoint"
+grep -q "^best checkpoint (step .*, val_accuracy .*test accuracy" "$out/gen.log" || fail "no line for the best checkpoint"
+/usr/bin/python3 - "$out/gen" <<'PY' || fail "gen: the best checkpoint"
+import json, sys
+run = sys.argv[1]
+val = [(j["step"], j["val_accuracy"]) for j in map(json.loads, open(f"{run}/metrics.jsonl")) if "val_loss" in j]
+assert [s for s, _ in val] == [5, 10, 15, 20, 25, 30], val
+top = max(a for _, a in val)
+step = min(s for s, a in val if a == top)
+state = json.load(open(f"{run}/checkpoints/best/trainer_state.json"))
+assert state["step"] == step and state["best"] == {"metric": "val_accuracy", "value": state["best"]["value"], "step": step}, state
+assert abs(state["best"]["value"] - top) < 1e-8, (state["best"], top)
+res = json.load(open(f"{run}/synth_results.json"))
+best, last = res["best"], res["last"]
+assert best["step"] == step and best["selected_by"] == "val_accuracy" and best["val_accuracy"] == top, best
+assert best["checkpoint"].endswith("/checkpoints/best") and best["test_accuracy"] == best["metrics"]["accuracy"], best
+assert last["step"] == 30 and last["val_accuracy"] == val[-1][1] and last["test_accuracy"] == res["metrics"]["accuracy"], last
+print(f"best val_accuracy {top} at step {step}: test accuracy {best['test_accuracy']}, last {last['test_accuracy']}")
+PY
 
 if "$rotor" synth "$cfg" --set run.dir="$out/short" --set train.seq_len=40 > "$out/short.log" 2>&1; then
     fail "train.seq_len = 40 was accepted for expressions of up to 63 tokens"

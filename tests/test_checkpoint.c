@@ -139,7 +139,7 @@ static void trainee_free(Trainee *x) {
 
 /* Saves a checkpoint of step `step` (tokens and seed derived from it). */
 static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t step, int keep) {
-    TrainerState st = {step, step * 1000, 77, 1, NULL};
+    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}};
     return checkpoint_save(dir, &st, x->m, x->opt, rc, keep, err, sizeof err);
 }
 
@@ -185,7 +185,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     Trainee a = trainee(cfg, 7, 42);
     json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
                              2, "frac", 0.1, "file", "shard_003.h5");
-    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data};
+    /* a best validation whose value needs all 17 digits */
+    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000}};
     CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
 
     char *path = checkpoint_find_latest(dir);
@@ -221,6 +222,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     CHECK(got.step == st.step && got.tokens == st.tokens && got.seed == st.seed && got.world_size == 2);
     CHECK(got.data_state && json_equal(got.data_state, data));
     json_decref(got.data_state);
+    CHECK_MSG(got.best.metric == KEEP_BEST_VAL_ACCURACY && got.best.value == 0.1 + 0.2 && got.best.step == 1000,
+              "%s: best %d %.17g %lld", label, (int)got.best.metric, got.best.value, (long long)got.best.step);
 
     /* The file contents: names, trainable-only moments, metadata. */
     char *mpath = rt_sprintf("%s/model.safetensors", path), *opath = rt_sprintf("%s/optimizer.safetensors", path);
@@ -554,6 +557,34 @@ static void test_keep(void) {
     list_checkpoints(dir, names, sizeof names);
     CHECK_MSG(!strcmp(names, "latest step_00000005 step_00000030 step_00000040"), "after step 5: %s", names);
     check_latest(dir, "step_00000005");
+
+    /* checkpoints/best: the files of its step, verified, outliving that step's pruning,
+     * replaced by the next best; a step that is gone cannot become the best */
+    CHECK_MSG(checkpoint_keep_best(dir, 30, err, sizeof err) == 0, "%s", err);
+    CHECK(checkpoint_keep_best(dir, 20, err, sizeof err) != 0 && strstr(err, "step_00000020: not a complete checkpoint"));
+    for (int s = 50; s <= 60; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 2) == 0, "%s", err);
+    list_checkpoints(dir, names, sizeof names);
+    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after the best's step was pruned: %s", names);
+    char *best = rt_sprintf("%s/checkpoints/best", dir);
+    TrainerState got;
+    CHECK_MSG(checkpoint_verify(best, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_read_state(best, &got, err, sizeof err) == 0 && got.step == 30, "%s", err);
+    char *latest = checkpoint_find_latest(dir);
+    CHECK(latest && strstr(latest, "step_00000060"));
+    CHECK_MSG(checkpoint_keep_best(dir, 60, err, sizeof err) == 0, "%s", err);
+    CHECK(checkpoint_read_state(best, &got, err, sizeof err) == 0 && got.step == 60);
+    char *ma = rt_sprintf("%s/model.safetensors", best), *mb = rt_sprintf("%s/model.safetensors", latest);
+    size_t na, nb;
+    char *fa = read_file(ma, &na), *fb = read_file(mb, &nb);
+    CHECK(fa && fb && na == nb && !memcmp(fa, fb, na));
+    list_checkpoints(dir, names, sizeof names);
+    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after a new best: %s", names);
+    rt_free(fa);
+    rt_free(fb);
+    rt_free(ma);
+    rt_free(mb);
+    rt_free(latest);
+    rt_free(best);
     trainee_free(&a);
     fs_remove_tree(dir);
     rt_free(dir);

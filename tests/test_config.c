@@ -290,6 +290,36 @@ static void test_temp_theta_default(void) {
     expect_error("[pe]\ntemp_theta = 0.5\n[data]\ntrain = x\n", NULL, "pe.temp_theta = 0.5", ">= 1", NULL);
 }
 
+static void round_trip(const RunConfig *c);
+
+/* train.keep_best: val_accuracy by default for classification runs with validations, none
+ * otherwise; explicit values are kept, the resolved one round trips through rotor.ini. */
+static void test_keep_best_default(void) {
+    RunConfig c;
+    const char *listops[] = {"data.train=task", "task.type=listops", "train.val_every=0"};
+    CHECK_MSG(run_config_load_string(&c, NULL, NULL, listops, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(c.train.keep_best == KEEP_BEST_VAL_ACCURACY && run_config_classifies(&c));
+    round_trip(&c);
+    CHECK(run_config_load_string(&c, NULL, NULL, listops, 3, err, sizeof err) == 0 && c.train.keep_best == KEEP_BEST_NONE);
+    const char *classifier[] = {"data.train=x", "model.head=classifier"};
+    CHECK_MSG(run_config_load_string(&c, NULL, NULL, classifier, 2, err, sizeof err) == 0, "%s", err);
+    CHECK(c.train.keep_best == KEEP_BEST_VAL_ACCURACY);
+    CHECK(run_config_load_string(&c, NULL, NULL, classifier, 1, err, sizeof err) == 0);
+    CHECK(c.train.keep_best == KEEP_BEST_NONE && !run_config_classifies(&c));
+    /* a task section does not make a run on shards a classification run */
+    const char *shards[] = {"data.train=x", "task.type=listops", "train.keep_best=val_loss"};
+    CHECK(run_config_load_string(&c, NULL, NULL, shards, 2, err, sizeof err) == 0 && c.train.keep_best == KEEP_BEST_NONE);
+    CHECK(run_config_load_string(&c, NULL, NULL, shards, 3, err, sizeof err) == 0 && c.train.keep_best == KEEP_BEST_VAL_LOSS);
+    CHECK(run_config_load_string(&c, "[train]\nkeep_best = none\n", "t.ini", listops, 2, err, sizeof err) == 0);
+    CHECK(c.train.keep_best == KEEP_BEST_NONE);
+    round_trip(&c);
+    expect_error("[data]\ntrain = x\n", "train.keep_best=val_accuracy", "train.keep_best = val_accuracy",
+                 "classification runs only", NULL);
+    expect_error("[train]\nval_every = 0\n[data]\ntrain = x\n", "train.keep_best=val_loss",
+                 "train.keep_best = val_loss needs validations: train.val_every = 0", NULL);
+    expect_error("[data]\ntrain = x\n", "train.keep_best=accuracy", "train.keep_best = 'accuracy'", NULL);
+}
+
 /* Writes c as INI into a heap string. */
 static char *ini_text(const RunConfig *c) {
     char *buf = NULL;
@@ -366,6 +396,7 @@ int main(int argc, char **argv) {
         {"duplicate_key", test_duplicate_key},
         {"impossible_shapes", test_impossible_shapes},
         {"temp_theta_default", test_temp_theta_default},
+        {"keep_best_default", test_keep_best_default},
         {"round_trip", test_round_trip},
         {"help", test_help},
     };

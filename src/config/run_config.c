@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/class_task.h"
 #include "data/image_task.h"
 #include "data/mad_tasks.h"
 #include "util/error.h"
@@ -69,6 +70,7 @@ static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank"
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
+static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_BEST_VAL_LOSS}, {"val_accuracy", KEEP_BEST_VAL_ACCURACY}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
 static const Choice TASKS[] = {{"none", 0},
@@ -176,6 +178,7 @@ static const KeySpec KEYS[] = {
     K_I64("train", "log_every", train.log_every, 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
+    K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
 
@@ -551,6 +554,7 @@ typedef struct {
     bool seq_len_given;     /* train.seq_len was set explicitly */
     bool vocab_size_given;  /* model.vocab_size was set explicitly */
     bool head_given;        /* model.head was set explicitly */
+    bool keep_best_given;   /* train.keep_best was set explicitly */
     char *err;
     size_t errlen;
     bool failed;
@@ -605,6 +609,7 @@ static bool set_value(Loader *L, const KeySpec *k, const char *v) {
     if (k->offset == offsetof(RunConfig, train.seq_len)) L->seq_len_given = true;
     if (k->offset == offsetof(RunConfig, model.vocab_size)) L->vocab_size_given = true;
     if (k->offset == offsetof(RunConfig, model.head)) L->head_given = true;
+    if (k->offset == offsetof(RunConfig, train.keep_best)) L->keep_best_given = true;
     return true;
 }
 
@@ -777,6 +782,8 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         const char *shape_bad = mad_shape(L);
         if (!shape_bad) shape_bad = image_shape(L);
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
+        if (!L->keep_best_given && L->cfg.train.val_every > 0 && run_config_classifies(&L->cfg))
+            L->cfg.train.keep_best = KEEP_BEST_VAL_ACCURACY;
         if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
         TaskConfig *task = &L->cfg.task;
         static const char *const shorthand[][2] = {{"parity", "S2"}, {"a3", "A3"}, {"s3", "S3"}, {"a5", "A5"}, {"s5", "S5"}};
@@ -848,12 +855,26 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->val_every > 0 && t->val_batches < 1)
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
+    if (t->keep_best != KEEP_BEST_NONE && t->val_every == 0)
+        return rt_error(err, errlen, origin, "train.keep_best = %s needs validations: train.val_every = 0",
+                        run_config_keep_best_name(t->keep_best));
+    if (t->keep_best == KEEP_BEST_VAL_ACCURACY && !run_config_classifies(c))
+        return rt_error(err, errlen, origin, "train.keep_best = val_accuracy: validation accuracy is measured for classification runs "
+                        "only (model.head = classifier, or data.train = task with task.type = seq_image, listops or text_bytes)");
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
         return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, mad_*, seq_image, listops or text_bytes");
     return 0;
 }
+
+int run_config_classifies(const RunConfig *c) {
+    const char *type = c->task.type;
+    return c->model.head == HEAD_CLASSIFIER ||
+           (!strcmp(c->data.train, "task") && (!strcmp(type, "seq_image") || class_task_is(type)));
+}
+
+const char *run_config_keep_best_name(KeepBest k) { return choice_name(KEEP_BESTS, (int)k); }
 
 /* ------------------------------------------------------------------------------------ */
 /* Output                                                                               */

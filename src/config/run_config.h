@@ -32,6 +32,14 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
  * a message "<origin>: <problem naming the key(s)>" in err. run_config_load* call it. */
 int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen);
 
+/* 1 for a classification run: the classifier head, or data.train = task with a
+ * classification task (seq_image, listops, text_bytes), whose rows carry one class each.
+ * Validation then also measures accuracy, and train.keep_best defaults to val_accuracy. */
+int run_config_classifies(const RunConfig *c);
+/* "none", "val_loss", "val_accuracy": the metric's name in configs, metrics.jsonl and
+ * trainer_state.json. */
+const char *run_config_keep_best_name(KeepBest k);
+
 /* Writes the complete effective config as INI (every key of every section, canonical
  * spelling, floats in shortest round-trip form): run_config_load_string of that text gives
  * back a memcmp-identical RunConfig. */

@@ -61,26 +61,55 @@ static int fsync_dir(const char *path) {
     return rc;
 }
 
+/* Writes the n bytes at data to fd; 0, or -1 with errno set. */
+static int write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Creates `path` holding `text`, fsynced. */
 static int write_text(const char *path, const char *text, char *err, size_t errlen) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return rt_error(err, errlen, NULL, "%s: cannot create: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    const char *p = text;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) break;
-        p += w;
-        n -= (size_t)w;
-    }
-    if (n || fsync(fd)) {
+    if (write_all(fd, text, strlen(text)) || fsync(fd)) {
         int e = errno;
         close(fd);
         return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(e));
     }
     if (close(fd)) return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(errno));
     return 0;
+}
+
+/* Creates dst as a copy of src, fsynced. */
+static int copy_file(const char *src, const char *dst, char *err, size_t errlen) {
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) return rt_error(err, errlen, NULL, "%s: cannot open: %s", src, strerror(errno));
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        close(in);
+        return rt_error(err, errlen, NULL, "%s: cannot create: %s", dst, strerror(errno));
+    }
+    enum { CHUNK = 1 << 20 };
+    char *buf = rt_malloc(CHUNK);
+    ssize_t got;
+    int bad = 0;
+    while (!bad && (got = read(in, buf, CHUNK)) != 0) {
+        if (got < 0 && errno == EINTR) continue;
+        bad = got < 0 ? rt_error(err, errlen, NULL, "%s: read failed: %s", src, strerror(errno))
+                      : write_all(out, buf, (size_t)got) ? rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno)) : 0;
+    }
+    if (!bad && fsync(out)) bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
+    rt_free(buf);
+    close(in);
+    if (close(out) && !bad) bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
+    return bad;
 }
 
 /* Checkpoint directory names: "step_" and 1-18 digits. Returns the step, or -1. */
@@ -307,6 +336,10 @@ static json_t *trainer_state_json(const TrainerState *st, const AdamW *opt, json
     json_object_set_new(j, "code_version", json_string(ROTOR_VERSION));
     json_object_set(j, "data", st->data_state ? st->data_state : json_null());
     json_object_set_new(j, "optimizer_sharded", json_boolean(sharded));
+    const BestValidation *b = &st->best;
+    json_object_set_new(j, "best", b->metric == KEEP_BEST_NONE ? json_null()
+                                   : json_pack("{s:s, s:f, s:I}", "metric", run_config_keep_best_name(b->metric),
+                                               "value", b->value, "step", (json_int_t)b->step));
     json_object_set_new(j, "files", files);
     return j;
 }
@@ -337,6 +370,30 @@ static void prune(const char *ckdir, const char *current, int keep) {
     rt_free(list);
 }
 
+/* Moves the complete directory ckdir/.tmp-NAME into place as ckdir/NAME, fsynced. An
+ * existing NAME is moved aside to a .tmp-* name first (ignored by readers, removed by
+ * prune) and put back if the rename fails. On error the temporary directory is left to the
+ * caller. */
+static int install_dir(const char *ckdir, const char *name, char *err, size_t errlen) {
+    char *tmp = rt_sprintf("%s/.tmp-%s", ckdir, name), *old = rt_sprintf("%s/.tmp-old-%s", ckdir, name);
+    char *final = rt_sprintf("%s/%s", ckdir, name);
+    struct stat sb;
+    int r = 0;
+    if (fsync_dir(tmp)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
+    int replacing = !r && lstat(final, &sb) == 0;
+    if (replacing && (fs_remove_tree(old) || rename(final, old)))
+        r = rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
+    if (!r && rename(tmp, final)) {
+        r = rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
+        if (replacing) rename(old, final); /* best effort: put the previous one back */
+    }
+    if (!r && fsync_dir(ckdir)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+    rt_free(tmp);
+    rt_free(old);
+    rt_free(final);
+    return r;
+}
+
 /* Agreement of all ranks: 1 if every rank passes ok. */
 static int all_ok(int ok) { return !dist_any(!ok); }
 
@@ -349,13 +406,11 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     snprintf(name, sizeof name, "step_%08lld", (long long)st->step);
     char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
     char *tmp = rt_sprintf("%s/.tmp-%s", ckdir, name);
-    char *old = rt_sprintf("%s/.tmp-old-%s", ckdir, name);
     char *final = rt_sprintf("%s/%s", ckdir, name);
     char *latest_tmp = rt_sprintf("%s/latest.tmp", ckdir), *latest = rt_sprintf("%s/latest", ckdir);
     char line[40];
     snprintf(line, sizeof line, "%s\n", name);
     int ok = 1, r = -1;
-    struct stat sb;
 
     /* 1. rank 0 makes the temporary directory */
     if (rank == 0 && mkdir_p(ckdir))
@@ -376,19 +431,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
         json_t *files = file_checksums(tmp, err, errlen);
         ok = files && !save_json(tmp, "trainer_state.json", trainer_state_json(st, opt, files, sharded),
                                  JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
-        if (ok && fsync_dir(tmp))
-            ok = !rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
-        /* A checkpoint of the same step is moved aside to a .tmp-* name (ignored by readers,
-         * removed by prune below) so that the new one can take its name. */
-        int replacing = ok && lstat(final, &sb) == 0;
-        if (replacing && (fs_remove_tree(old) || rename(final, old)))
-            ok = !rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
-        if (ok && rename(tmp, final)) {
-            ok = !rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
-            if (replacing) rename(old, final); /* best effort: put the previous one back */
-        }
-        if (ok && fsync_dir(ckdir))
-            ok = !rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+        if (ok) ok = !install_dir(ckdir, name, err, errlen);
         if (ok) ok = !write_text(latest_tmp, line, err, errlen);
         if (ok && (rename(latest_tmp, latest) || fsync_dir(ckdir)))
             ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
@@ -406,10 +449,40 @@ failed:
 out:
     rt_free(ckdir);
     rt_free(tmp);
-    rt_free(old);
     rt_free(final);
     rt_free(latest_tmp);
     rt_free(latest);
+    return r;
+}
+
+int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t errlen) {
+    char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
+    char *src = rt_sprintf("%s/step_%08lld", ckdir, (long long)step);
+    char *tmp = rt_sprintf("%s/.tmp-" CHECKPOINT_BEST, ckdir), *old = rt_sprintf("%s/.tmp-old-" CHECKPOINT_BEST, ckdir);
+    int r = 0;
+    DIR *d = NULL;
+    if (!is_complete(src)) r = rt_error(err, errlen, NULL, "%s: not a complete checkpoint", src);
+    else if (fs_remove_tree(tmp) || mkdir(tmp, 0755))
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
+    else if (!(d = opendir(src)))
+        r = rt_error(err, errlen, NULL, "%s: cannot list: %s", src, strerror(errno));
+    /* the files are never changed after their checkpoint is complete, so links share them
+     * safely; a file system without hard links gets copies */
+    struct dirent *e;
+    while (!r && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char *from = rt_sprintf("%s/%s", src, e->d_name), *to = rt_sprintf("%s/%s", tmp, e->d_name);
+        if (link(from, to)) r = copy_file(from, to, err, errlen);
+        rt_free(from);
+        rt_free(to);
+    }
+    if (d) closedir(d);
+    if (!r) r = install_dir(ckdir, CHECKPOINT_BEST, err, errlen);
+    fs_remove_tree(r ? tmp : old);
+    rt_free(ckdir);
+    rt_free(src);
+    rt_free(tmp);
+    rt_free(old);
     return r;
 }
 
@@ -641,6 +714,18 @@ static int get_count(const json_t *j, const char *key, int64_t *out) {
     return 0;
 }
 
+/* The trainer state's best validation (absent or null in checkpoints of runs without one). */
+static int read_best(const json_t *j, int64_t step, BestValidation *b) {
+    *b = (BestValidation){KEEP_BEST_NONE, 0, 0};
+    if (!j || json_is_null(j)) return 0;
+    const json_t *metric = json_object_get(j, "metric"), *value = json_object_get(j, "value");
+    if (!json_is_string(metric) || !json_is_number(value) || get_count(j, "step", &b->step) || b->step > step) return -1;
+    b->value = json_number_value(value);
+    for (KeepBest k = KEEP_BEST_VAL_LOSS; k <= KEEP_BEST_VAL_ACCURACY; k++)
+        if (!strcmp(json_string_value(metric), run_config_keep_best_name(k))) b->metric = k;
+    return b->metric == KEEP_BEST_NONE ? -1 : 0;
+}
+
 /* Parses trainer_state.json; data_state is a new reference (NULL for null). */
 static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_step, char *err, size_t errlen) {
     json_error_t jerr;
@@ -677,11 +762,24 @@ static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_s
         goto out;
     }
     st->world_size = (int)world;
+    if (read_best(json_object_get(j, "best"), st->step, &st->best)) {
+        rt_error(err, errlen, NULL, "%s: \"best\" is not null or {\"metric\": \"val_loss\" or \"val_accuracy\", \"value\": number, "
+                 "\"step\": a step up to \"step\"}", path);
+        goto out;
+    }
     json_t *data = json_object_get(j, "data");
     st->data_state = json_is_null(data) ? NULL : json_incref(data);
     r = 0;
 out:
     json_decref(j);
+    return r;
+}
+
+int checkpoint_read_state(const char *ckpt_dir, TrainerState *st, char *err, size_t errlen) {
+    char *path = rt_sprintf("%s/trainer_state.json", ckpt_dir);
+    int64_t opt_step;
+    int r = read_trainer_state(path, st, &opt_step, err, errlen);
+    rt_free(path);
     return r;
 }
 

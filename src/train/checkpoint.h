@@ -14,8 +14,12 @@
  *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
  *                            integers), "world_size", "optimizer_step", "code_version",
  *                            "data": loader cursor or null, "optimizer_sharded",
+ *                            "best": the best validation so far, {"metric", "value",
+ *                            "step"}, or null (train.keep_best),
  *                            "files": {name: sha256} of every other file}
  *   RUN_DIR/checkpoints/latest           one line naming the newest directory, "step_00000100\n"
+ *   RUN_DIR/checkpoints/best/            the checkpoint of the best validation's step (its
+ *                            files hard-linked, or copied, from that step's directory)
  *
  * Files always hold fp32, whatever the backend's [f32] type. A checkpoint is written into
  * RUN_DIR/checkpoints/.tmp-step_NNNNNNNN, every file fsynced, then renamed into place, so a
@@ -35,6 +39,16 @@
 #include "train/optimizer.h"
 #include "train/train_config.h"
 
+/* The best validation so far of a run with train.keep_best: its metric (KEEP_BEST_NONE:
+ * none yet), value and step. */
+typedef struct {
+    KeepBest metric;
+    double value;
+    int64_t step;
+} BestValidation;
+
+#define CHECKPOINT_BEST "best"
+
 typedef struct {
     int64_t step;      /* optimizer steps done */
     int64_t tokens;    /* training tokens seen */
@@ -42,6 +56,7 @@ typedef struct {
     int world_size;    /* ranks that wrote it */
     json_t *data_state; /* data-loader cursor (any JSON), may be NULL: borrowed by
                            checkpoint_save, a new reference (or NULL) from checkpoint_load */
+    BestValidation best;
 } TrainerState;
 
 /* Saves weights, AdamW state (opt is required), configs and trainer state as the checkpoint
@@ -51,6 +66,12 @@ typedef struct {
  * -1 with a message naming the file and the problem. */
 int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
                     const RunConfig *rc, int keep, char *err, size_t errlen);
+
+/* Makes RUN_DIR/checkpoints/best the checkpoint of `step` (which must be complete): a
+ * directory of links to (or copies of) its files, moved into place like a step_* directory
+ * and replacing the previous best, so it outlives the pruning of step_*. Rank 0 only.
+ * Returns 0, or -1 with a message naming the file. */
+int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t errlen);
 
 /* Path of the newest intact checkpoint: the directory `latest` names, else the step_*
  * directories from the highest step down (.tmp-* directories are ignored), taking the first
@@ -69,6 +90,10 @@ int checkpoint_verify(const char *dir, char *err, size_t errlen);
  * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
 int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st, char *err,
                     size_t errlen);
+
+/* The trainer state of a checkpoint directory, without its weights (data_state: a new
+ * reference or NULL). Returns 0, or -1 with a message naming the file. */
+int checkpoint_read_state(const char *ckpt_dir, TrainerState *st, char *err, size_t errlen);
 
 /* The run config saved in the checkpoint (its rotor.ini), parsed and validated. */
 int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_t errlen);

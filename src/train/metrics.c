@@ -150,7 +150,7 @@ void plots_write(const char *run_dir) {
     snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
     FILE *f = fopen(path, "r");
     if (!f) return;
-    Series loss = {0}, val = {0}, lr = {0};
+    Series loss = {0}, val = {0}, lr = {0}, acc = {0};
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -161,6 +161,7 @@ void plots_write(const char *run_dir) {
         if ((v = json_object_get(j, "loss")) && json_is_number(v)) series_add(&loss, x, json_number_value(v));
         if ((v = json_object_get(j, "val_loss")) && json_is_number(v)) series_add(&val, x, json_number_value(v));
         if ((v = json_object_get(j, "lr")) && json_is_number(v)) series_add(&lr, x, json_number_value(v));
+        if ((v = json_object_get(j, "val_accuracy")) && json_is_number(v)) series_add(&acc, x, json_number_value(v));
         json_decref(j);
     }
     free(line);
@@ -171,8 +172,13 @@ void plots_write(const char *run_dir) {
     snprintf(path, sizeof path, "%s/lr.svg", run_dir);
     PlotSeries lrs[1] = {{"lr", lr.x, lr.y, lr.n}};
     plot_svg(path, "Learning rate", "step", "lr", lrs, 1, PLOT_AUTO);
-    Series *all[3] = {&loss, &val, &lr};
-    for (int k = 0; k < 3; k++) {
+    if (acc.n) {
+        snprintf(path, sizeof path, "%s/accuracy.svg", run_dir);
+        PlotSeries accs[1] = {{"validation", acc.x, acc.y, acc.n}};
+        plot_svg(path, "Validation accuracy", "step", "accuracy", accs, 1, PLOT_FRACTION);
+    }
+    Series *all[4] = {&loss, &val, &lr, &acc};
+    for (int k = 0; k < 4; k++) {
         rt_free(all[k]->x);
         rt_free(all[k]->y);
     }

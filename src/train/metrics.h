@@ -1,5 +1,6 @@
 /* The run's outputs besides checkpoints: RUN_DIR/metrics.jsonl (one JSON object per logged
- * step, FORMATS.md), the live progress line, and SVG plots of loss and learning rate. */
+ * step, FORMATS.md), the live progress line, and SVG plots of loss, learning rate and
+ * validation accuracy. */
 #ifndef ROTOR_METRICS_H
 #define ROTOR_METRICS_H
 
@@ -27,7 +28,8 @@ void progress_print(Metrics *m, const char *line);
 /* Prints a line of text, ending a pending progress line first. */
 void progress_message(Metrics *m, const char *fmt, ...);
 
-/* RUN_DIR/loss.svg (train and validation loss) and RUN_DIR/lr.svg from metrics.jsonl. */
+/* RUN_DIR/loss.svg (train and validation loss), RUN_DIR/lr.svg and, when metrics.jsonl
+ * holds val_accuracy (classification runs), RUN_DIR/accuracy.svg from metrics.jsonl. */
 void plots_write(const char *run_dir);
 
 /* A line chart as SVG: up to 8 series of n points (x, y) on shared axes, with a legend. */

@@ -10,6 +10,10 @@
 /* Learning-rate decay after the warmup (train/schedule.h). */
 typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
 
+/* The validation metric whose best value so far the trainer keeps a checkpoint of
+ * (RUN_DIR/checkpoints/best; docs/classification.md "Best validation checkpoint"). */
+typedef enum { KEEP_BEST_NONE, KEEP_BEST_VAL_LOSS, KEEP_BEST_VAL_ACCURACY } KeepBest;
+
 typedef struct {
     int seq_len;          /* T: inputs per row; a window holds T+1 tokens */
     int micro_batch;      /* rows per forward/backward */
@@ -32,6 +36,7 @@ typedef struct {
     int64_t log_every;    /* steps between metric lines */
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
+    KeepBest keep_best;   /* checkpoints/best follows this metric (classification runs: val_accuracy by default) */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
     int zero;             /* ZeRO-1: AdamW state sharded across data-parallel ranks */
 } TrainConfig;

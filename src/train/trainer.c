@@ -1,6 +1,8 @@
 /* The training loop (docs/models.md §7): gradient accumulation over micro-batches, loss averaged
  * over every label of the optimizer step, global-norm clipping, AdamW with the warmup +
- * decay schedule of train.schedule, periodic validation, metrics, progress, atomic checkpoints and resumption.
+ * decay schedule of train.schedule, periodic validation (with accuracy for classification
+ * runs), metrics, progress, atomic checkpoints, the best validation's checkpoint
+ * (train.keep_best) and resumption.
  *
  * Data parallel under mpirun: every rank reads its own windows of each global micro-batch
  * (global batch = ranks x micro_batch x grad_accum rows); the gradients, computed with the
@@ -15,6 +17,7 @@
  * write a checkpoint and exit 0. */
 #include "train/trainer.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +30,7 @@
 #include "dist/dist.h"
 #include "dist/grad_comm.h"
 #include "train/checkpoint.h"
+#include "train/class_score.h"
 #include "train/grad_buckets.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
@@ -45,6 +49,8 @@ typedef struct {
     GradBuckets buckets;
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
+    int classifies;         /* rows carry one class each: validation measures accuracy */
+    BestValidation best;    /* of train.keep_best, so far */
     int32_t *win;
     uint8_t *win_doc;
     int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
@@ -100,22 +106,85 @@ static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     return valid;
 }
 
-/* Mean loss over the fixed validation windows of all ranks. */
-static double validate(Trainer *tr) {
+typedef struct {
+    double loss;     /* mean over the labels */
+    double accuracy; /* classification runs: rows whose class is the argmax; else NAN */
+} Validation;
+
+/* Loss (and accuracy) over the fixed validation windows of all ranks. A classification
+ * run scores its rows as `rotor synth` scores the test rows (train/class_score.h): the loss
+ * is then the mean of -log p(class). */
+static Validation validate(Trainer *tr) {
     char err[512];
     if (tr->val->set_state(tr->val, tr->val_start, err, sizeof err)) rt_die("%s", err);
-    double sums[2] = {0, 0}; /* loss, labels */
+    double sums[3] = {0, 0, 0}; /* loss, labels, rows right */
+    ClassScore sc;
+    if (tr->classifies) class_score_init(&sc, model_outputs(&tr->rc->model));
     for (int i = 0; i < tr->rc->train.val_batches; i++) {
         Batch b;
         sums[1] += (double)next_batch(tr, tr->val, 0, &b);
-        sums[0] += model_forward(tr->model, &b, 0.0, NULL);
+        if (tr->classifies) class_score_batch(&sc, tr->model, &b);
+        else sums[0] += model_forward(tr->model, &b, 0.0, NULL);
     }
-    dist_allreduce_sum_f64(sums, 2);
-    return sums[0] / (sums[1] > 0 ? sums[1] : 1);
+    if (tr->classifies) {
+        sums[0] = sc.nll;
+        sums[2] = (double)sc.right;
+        class_score_free(&sc);
+    }
+    dist_allreduce_sum_f64(sums, 3);
+    double n = sums[1] > 0 ? sums[1] : 1;
+    return (Validation){sums[0] / n, tr->classifies ? sums[2] / n : NAN};
+}
+
+/* 1 when v beats the best validation so far of metric k (a tie keeps the earlier step). */
+static int improves(const BestValidation *best, KeepBest k, const Validation *v) {
+    double x = k == KEEP_BEST_VAL_LOSS ? v->loss : v->accuracy;
+    if (k == KEEP_BEST_NONE || !isfinite(x)) return 0;
+    return best->metric == KEEP_BEST_NONE || (k == KEEP_BEST_VAL_LOSS ? x < best->value : x > best->value);
+}
+
+/* Makes checkpoints/best the checkpoint of the best step (just saved). */
+static void keep_best(Trainer *tr) {
+    char err[1024] = "";
+    int ok = tr->rank != 0 || !checkpoint_keep_best(tr->rc->run.dir, tr->best.step, err, sizeof err);
+    dist_broadcast(&ok, sizeof ok);
+    if (!ok) rt_die("%s", tr->rank == 0 ? err : "checkpoints/" CHECKPOINT_BEST " was not written: rank 0 failed (its message says why)");
+}
+
+/* Before the first step: checkpoints/best must be the checkpoint of the best validation
+ * the run's state records. One that is not (left by an earlier run in this directory, or
+ * by steps after the checkpoint resumed from) is replaced by that step's checkpoint or,
+ * when that is gone, removed, and the record is dropped: the next validation starts a new
+ * best. Rank 0 decides; every rank gets the record. */
+static void check_best_dir(Trainer *tr) {
+    const RunConfig *rc = tr->rc;
+    BestValidation *b = &tr->best;
+    if (tr->rank == 0) {
+        char *dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc->run.dir), err[1024];
+        TrainerState on_disk;
+        int found = fs_exists(dir) && !checkpoint_read_state(dir, &on_disk, err, sizeof err);
+        if (found) json_decref(on_disk.data_state);
+        if (b->metric != KEEP_BEST_NONE && !(found && on_disk.step == b->step)) {
+            if (checkpoint_keep_best(rc->run.dir, b->step, err, sizeof err)) {
+                rt_warn("the checkpoint of the best %s so far (step %lld) is gone (%s); the next validation starts a new best",
+                        run_config_keep_best_name(b->metric), (long long)b->step, err);
+                b->metric = KEEP_BEST_NONE;
+            } else {
+                progress_message(&tr->metrics, "%s: the checkpoint of step %lld, the best %s so far", dir,
+                                 (long long)b->step, run_config_keep_best_name(b->metric));
+            }
+        }
+        if (b->metric == KEEP_BEST_NONE && fs_exists(dir)) {
+            if (fs_remove_tree(dir)) rt_die("%s: cannot remove the best checkpoint of an earlier run: %s", dir, strerror(errno));
+            progress_message(&tr->metrics, "removed %s: not a validation of this run", dir);
+        }
+        rt_free(dir);
+    }
+    dist_broadcast(b, sizeof *b);
 }
 
 static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
-    TrainerState st = {step, tokens, tr->rc->train.seed, tr->world, tr->train->get_state(tr->train)};
+    TrainerState st = {step, tokens, tr->rc->train.seed, tr->world, tr->train->get_state(tr->train), tr->best};
     char err[1024];
     if (checkpoint_save(tr->rc->run.dir, &st, tr->model, tr->opt, tr->rc,
                         tr->rc->train.keep_checkpoints, err, sizeof err))
@@ -230,6 +299,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     tr.rank = dist_rank();
     tr.world = dist_world();
     int lead = tr.rank == 0;
+    tr.classifies = run_config_classifies(rc);
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
@@ -267,6 +337,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         json_decref(st.data_state);
         start = st.step;
         tokens = st.tokens;
+        if (st.best.metric == tc->keep_best) tr.best = st.best;
         if (lead)
             printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)start,
                    (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
@@ -282,6 +353,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         fflush(stdout);
         metrics_open(&tr.metrics, rc->run.dir, start);
     }
+    if (tc->keep_best != KEEP_BEST_NONE) check_best_dir(&tr);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -330,7 +402,9 @@ int train_run(const RunConfig *rc, const char *resume) {
         double now = rt_now();
         double tps = (double)(tokens - tokens_last) / fmax(now - t_last, 1e-9);
         int validating = tc->val_every && (done % tc->val_every == 0 || last);
-        double vl = validating ? validate(&tr) : 0;
+        Validation val = validating ? validate(&tr) : (Validation){0, NAN};
+        int best = validating && !skipped && improves(&tr.best, tc->keep_best, &val);
+        if (best) tr.best = (BestValidation){tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
         if (lead && !skipped && (done % tc->log_every == 0 || last || validating)) {
             json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)done,
                                   "tokens", (json_int_t)tokens, "loss", loss, "lr", lr, "grad_norm",
@@ -340,9 +414,18 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (be->peak_memory() > 0) /* device backends: the high-water mark of their memory */
                 json_object_set_new(j, "peak_memory_gib", json_real((double)be->peak_memory() / (1 << 30)));
             if (validating) {
-                json_object_set_new(j, "val_loss", json_real(vl));
-                json_object_set_new(j, "val_ppl", json_real(exp(vl)));
-                progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)", (long long)done, vl, exp(vl));
+                json_object_set_new(j, "val_loss", json_real(val.loss));
+                json_object_set_new(j, "val_ppl", json_real(exp(val.loss)));
+                char acc[64] = "", kept[160] = "";
+                if (tr.classifies) {
+                    json_object_set_new(j, "val_accuracy", json_real(val.accuracy));
+                    snprintf(acc, sizeof acc, ", accuracy %.4f", val.accuracy);
+                }
+                if (tr.best.metric != KEEP_BEST_NONE)
+                    snprintf(kept, sizeof kept, "; %s %s %.4f at step %lld", best ? "new best" : "best",
+                             run_config_keep_best_name(tr.best.metric), tr.best.value, (long long)tr.best.step);
+                progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s", (long long)done, val.loss,
+                                 exp(val.loss), acc, kept);
             }
             metrics_log(&tr.metrics, j);
             t_last = now;
@@ -356,8 +439,10 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (tr.metrics.tty || done % tc->log_every == 0 || last) progress_print(&tr.metrics, line);
         }
         int stopping = dist_any(stop_signal != 0);
-        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping)
+        /* a new best is saved as a step too, so that resuming never starts before it */
+        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best)
             save_checkpoint(&tr, done, tokens);
+        if (best) keep_best(&tr);
         if (stopping && !last) {
             if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
             break;
