@@ -63,7 +63,7 @@ for config in "${configs[@]}"; do
                 $rotor synth "$config" $pe_args --set "train.lr=$lr" --set "train.seed=$seed" \
                     --set "run.dir=$dir" "${sets[@]}" > "$dir.log" 2>&1 ||
                     { echo "   failed: see $dir.log" >&2; continue; }
-                grep -E '^((mqar|copy):|state )' "$dir.log" | sed 's/^/   /'
+                grep -E '^((mqar|copy):|state )|test accuracy' "$dir.log" | sed 's/^/   /' || true
             done
         done
     done

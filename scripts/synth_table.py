@@ -2,7 +2,8 @@
 """Collects the synth_results.json files of a scripts/synth_sweep.sh output directory
 (runs named [MODEL__]VARIANT-lrLR-seedSEED) into Markdown tables: every run, then per model
 and variant the learning rate with the best mean score over seeds (the score: MQAR accuracy, state tracking
-prefix accuracy at the test length, copying mean string accuracy over the evaluated lengths)."""
+prefix accuracy at the test length, copying mean string accuracy over the evaluated lengths,
+classification the test accuracy of the best validation's checkpoint, or of the last one)."""
 import json
 import os
 import re
@@ -12,8 +13,16 @@ from collections import defaultdict
 NAME = re.compile(r"^(?:(?P<model>.+)__)?(?P<pe>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
 
 
-def columns(m):
-    """(header, values, score) of one run's metrics."""
+def columns(res):
+    """(header, values, score) of one run's results."""
+    m = res["metrics"]
+    if "per_class_accuracy" in m:  # classification: the last checkpoint, and the best validation's
+        if "best" not in res:
+            return ["test acc"], [m["accuracy"]], m["accuracy"]
+        best = res["best"]
+        return (["test acc (last)", "test acc (best val)", "best val acc", "best step"],
+                [m["accuracy"], best["test_accuracy"], best.get("val_accuracy", float("nan")), best["step"]],
+                best["test_accuracy"])
     if "accuracy" in m:  # mqar
         return ["accuracy"], [m["accuracy"]], m["accuracy"]
     if "prefix_accuracy" in m:  # state tracking: at the training length, twice it, the test length
@@ -27,6 +36,10 @@ def columns(m):
     return [f"len {k}" for k in lengths], vals, sum(vals) / len(vals)
 
 
+def fmt(v):
+    return f"{v:.0f}" if isinstance(v, int) else f"{v:.3f}"
+
+
 def main(out):
     runs = []
     for name in sorted(os.listdir(out)):
@@ -36,7 +49,7 @@ def main(out):
             continue
         with open(path) as f:
             res = json.load(f)
-        header, vals, score = columns(res["metrics"])
+        header, vals, score = columns(res)
         variant = f"{match['model']} / {match['pe']}" if match["model"] else match["pe"]
         runs.append((variant, float(match["lr"]), int(match["seed"]), header, vals, score, res))
     if not runs:
@@ -47,7 +60,7 @@ def main(out):
     print("| variant | lr | seed | " + " | ".join(header) + " |")
     print("|---|---|---|" + "---|" * len(header))
     for pe, lr, seed, _, vals, _, _ in sorted(runs, key=lambda r: (r[0], r[1], r[2])):
-        print(f"| {pe} | {lr:g} | {seed} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
+        print(f"| {pe} | {lr:g} | {seed} | " + " | ".join(fmt(v) for v in vals) + " |")
 
     by = defaultdict(list)
     for pe, lr, _, _, vals, score, _ in runs:
@@ -63,7 +76,7 @@ def main(out):
     for pe in sorted(best):
         lr, _, items = best[pe]
         means = [sum(v[i] for _, v in items) / len(items) for i in range(len(header))]
-        print(f"| {pe} | {lr:g} | {len(items)} | " + " | ".join(f"{v:.3f}" for v in means) + " |")
+        print(f"| {pe} | {lr:g} | {len(items)} | " + " | ".join(fmt(v) for v in means) + " |")
 
 
 if __name__ == "__main__":
