@@ -11,6 +11,7 @@
 // also sums w = G_t conj(lambda h_{t-1}) over its chunk into a->states, and a fourth pass adds
 // the chunks' sums in order per channel (dloga = Re w, dangle = Im w): deterministic.
 // cscan_step is one step per (row, channel) from and into a->state (docs/models.md §11).
+// segment_reverse (the bidirectional scan, §16) runs one block per segment.
 //
 // Threads of a warp take adjacent channels, so the (re, im) pairs of a token are read and
 // written as coalesced bf16x2. Precision: x, h, dh, dx [act] bf16; eigenvalues, states and
@@ -148,10 +149,10 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 __global__ void __launch_bounds__(THREADS)
-    rscan_sum_kernel(float *dloga, float *dangle, const float *st, int64_t nchunk, int C) {
+    rscan_sum_kernel(float *dloga, float *dangle, const float *st, int64_t nchunk, int C, int accumulate) {
     int c = blockIdx.x * THREADS + threadIdx.x;
     if (c >= C) return;
-    float2 w = f2(0.f, 0.f);
+    float2 w = accumulate ? f2(dloga[c], dangle[c]) : f2(0.f, 0.f);
     for (int64_t k = 0; k < nchunk; k++) w = w + ldf2(st + k * 2 * C + 2 * c);
     dloga[c] = w.x;
     dangle[c] = w.y;
@@ -170,6 +171,17 @@ __global__ void __launch_bounds__(THREADS)
     z = cmul(eig_pow(loga, angle, c, 1.f), z) + ld2(x + r * 2 * C + 2 * c);
     stf2(s, z);
     st2(h + r * 2 * C + 2 * c, z);
+}
+
+// Block seg: y[cu[seg] + t, :] (=, or +=) x[cu[seg+1] - 1 - t, :].
+__global__ void __launch_bounds__(THREADS)
+    reverse_kernel(bf16 *y, const bf16 *x, const int *cu, int C, int accumulate) {
+    int64_t a = cu[blockIdx.x], b = cu[blockIdx.x + 1], n = (b - a) * C;
+    for (int64_t i = threadIdx.x; i < n; i += THREADS) {
+        int64_t t = i / C, c = i % C, o = (a + t) * C + c;
+        float v = bf2f(x[(b - 1 - t) * C + c]);
+        y[o] = f2bf(accumulate ? bf2f(y[o]) + v : v);
+    }
 }
 
 void check_chunks(const Seqs *s, const char *op) {
@@ -203,6 +215,7 @@ void cuda_cscan_bwd(const CScanGrads *g) {
     check_chunks(s, "cscan_bwd");
     int C = a->C;
     if (s->nchunk == 0) {
+        if (g->accumulate) return;
         CUDA_CHECK(cudaMemsetAsync(g->dloga, 0, sizeof(float) * (size_t)C, cuda_stream()));
         CUDA_CHECK(cudaMemsetAsync(g->dangle, 0, sizeof(float) * (size_t)C, cuda_stream()));
         return;
@@ -221,7 +234,7 @@ void cuda_cscan_bwd(const CScanGrads *g) {
         (const int *)s->dev_cu, s->nchunk, C);
     CUDA_LAUNCHED();
     rscan_sum_kernel<<<(unsigned)cdiv(C, THREADS), THREADS, 0, cuda_stream()>>>(
-        (float *)g->dloga, (float *)g->dangle, st, s->nchunk, C);
+        (float *)g->dloga, (float *)g->dangle, st, s->nchunk, C, g->accumulate);
     CUDA_LAUNCHED();
 }
 
@@ -232,5 +245,12 @@ void cuda_cscan_step(const CScanArgs *a) {
     scan_step_kernel<<<dim3((unsigned)cdiv(a->C, THREADS), (unsigned)B), THREADS, 0, cuda_stream()>>>(
         (bf16 *)a->h, (float *)a->state, (const bf16 *)a->x, (const float *)a->loga,
         (const float *)a->angle, a->s->dev_pos, B, a->C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_segment_reverse(void *y, const void *x, const Seqs *s, int C, int accumulate) {
+    if (s->nseg == 0) return;
+    reverse_kernel<<<(unsigned)s->nseg, THREADS, 0, cuda_stream()>>>(
+        (bf16 *)y, (const bf16 *)x, (const int *)s->dev_cu, C, accumulate);
     CUDA_LAUNCHED();
 }

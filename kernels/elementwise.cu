@@ -1,10 +1,12 @@
 // Elementwise ops: the bf16 compute copy of the weights, token embedding,
-// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (docs/models.md §1-3).
+// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (docs/models.md §1-3),
+// dropout (§16; the mask of util/dropout_mask.h, as the CPU op draws it).
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
 
 #include "cuda_common.cuh"
 #include "cuda_ops.h"
+#include "util/dropout_mask.h"
 #include "util/error.h"
 
 namespace {
@@ -144,6 +146,26 @@ struct GeluFwd {
         for (int k = 0; k < V; k++) {
             float a = bf2f(xv.v[k]);
             o.v[k] = f2bf(a * normal_cdf(a));
+        }
+        st_vec<V>(y + i, o);
+    }
+};
+
+struct Dropout {
+    static constexpr int VEC = 8;
+    bf16 *y;
+    const bf16 *x;
+    int64_t C, T;
+    uint64_t key;
+    uint32_t thr;
+    float scale;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int64_t e = i + k, n = e / C, c = e % C;
+            uint64_t idx = (uint64_t)(T ? n / T : n) * (uint64_t)C + (uint64_t)c;
+            o.v[k] = f2bf(dropout_keep(key, idx, thr) ? bf2f(xv.v[k]) * scale : 0.f);
         }
         st_vec<V>(y + i, o);
     }
@@ -398,6 +420,11 @@ void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
 
 void cuda_gelu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
     map(GeluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+}
+
+void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p) {
+    map(Dropout{(bf16 *)y, (const bf16 *)x, C, T, key, dropout_threshold(p), (float)(1 / (1 - p))},
+        N * C, {{y, 2}, {x, 2}});
 }
 
 void cuda_logsigmoid_fwd(void *y, const void *x, int64_t n, double normalizer) {

@@ -1,7 +1,7 @@
 // The LRU's weights from its parameters (docs/models.md §13; LruWeights in src/backend_ops.h;
 // CPU reference src/cpu/lru_weights.c): elementwise kernels over the [f32] master parameters
-// writing bf16 Bw, Cw, and one block per state channel for the backward's sum over the model
-// width (dgamma_log), in a fixed order.
+// writing bf16 Bw, Cw (and Cw2 of the reverse scan, §16), and one block per state channel for
+// the backward's sum over the model width (dgamma_log), in a fixed order.
 #include <stdint.h>
 
 #include "cuda_common.cuh"
@@ -83,6 +83,10 @@ void cuda_lru_weights_fwd(const LruWeights *w) {
     cw_kernel<<<blocks_for(2 * (int64_t)N * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Cw, (const float *)w->C_re, (const float *)w->C_im, N, d);
     CUDA_LAUNCHED();
+    if (!w->Cw2) return;
+    cw_kernel<<<blocks_for(2 * (int64_t)N * d), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)w->Cw2, (const float *)w->C_re2, (const float *)w->C_im2, N, d);
+    CUDA_LAUNCHED();
 }
 
 void cuda_lru_weights_bwd(const LruWeightGrads *g) {
@@ -96,5 +100,9 @@ void cuda_lru_weights_bwd(const LruWeightGrads *g) {
     CUDA_LAUNCHED();
     dc_kernel<<<blocks_for((int64_t)N * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dC_re, (float *)g->dC_im, (const float *)g->dCw, N, d);
+    CUDA_LAUNCHED();
+    if (!w->Cw2) return;
+    dc_kernel<<<blocks_for((int64_t)N * d), THREADS, 0, cuda_stream()>>>(
+        (float *)g->dC_re2, (float *)g->dC_im2, (const float *)g->dCw2, N, d);
     CUDA_LAUNCHED();
 }

@@ -189,10 +189,11 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// dP[h, i, j] = xi_h <B_h[i, :], dBw_h[j, :]> + <C[:, h n + i], dCw[:, h n + j]> (overwrite).
+// dP[h, i, j] = xi_h <B_h[i, :], dBw_h[j, :]> + <C[:, h n + i], dCw[:, h n + j]>
+// (+ <C2[:, h n + i], dCw2[:, h n + j]> when C2 is not NULL) (overwrite).
 __global__ void __launch_bounds__(THREADS)
     dp_kernel(float *dP, const float *B, const float *dBw, const float *C, const float *dCw,
-              const float *xi, int H, int n, int d) {
+              const float *C2, const float *dCw2, const float *xi, int H, int n, int d) {
     int64_t Nn = (int64_t)H * n;
     GRID_STRIDE(o, Nn * n) {
         int64_t h = o / (n * n), i = (o / n) % n, j = o % n;
@@ -201,6 +202,7 @@ __global__ void __launch_bounds__(THREADS)
         for (int e = 0; e < d; e++) {
             accB += Bi[e] * dBj[e];
             accC += C[e * Nn + h * n + i] * dCw[e * Nn + h * n + j];
+            if (C2) accC += C2[e * Nn + h * n + i] * dCw2[e * Nn + h * n + j];
         }
         dP[o] = xi[h] * accB + accC;
     }
@@ -260,6 +262,10 @@ void cuda_rotrnn_weights_fwd(const RotWeights *w) {
     cw_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Cw, P, (const float *)w->C, H, n, d);
     CUDA_LAUNCHED();
+    if (!w->Cw2) return;
+    cw_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)w->Cw2, P, (const float *)w->C2, H, n, d);
+    CUDA_LAUNCHED();
 }
 
 void cuda_rotrnn_weights_bwd(const RotWeightGrads *g) {
@@ -271,13 +277,18 @@ void cuda_rotrnn_weights_bwd(const RotWeightGrads *g) {
         (float *)g->dxi, (float *)g->dgamma_log, (float *)g->dtheta, (const float *)g->dloga,
         (const float *)g->dangle, dBw, P, B, xi, (const float *)w->gamma_log, n, d);
     CUDA_LAUNCHED();
+    const float *C2 = w->Cw2 ? (const float *)w->C2 : nullptr;
     dp_kernel<<<blocks_for((int64_t)H * n * n), THREADS, 0, cuda_stream()>>>(
-        (float *)g->dP, B, dBw, (const float *)w->C, dCw, xi, H, n, d);
+        (float *)g->dP, B, dBw, (const float *)w->C, dCw, C2, (const float *)g->dCw2, xi, H, n, d);
     CUDA_LAUNCHED();
     db_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dB, P, dBw, B, xi, (const float *)g->dxi, H, n, d);
     CUDA_LAUNCHED();
     dc_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dC, P, dCw, H, n, d);
+    CUDA_LAUNCHED();
+    if (!w->Cw2) return;
+    dc_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+        (float *)g->dC2, P, (const float *)g->dCw2, H, n, d);
     CUDA_LAUNCHED();
 }

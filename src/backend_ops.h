@@ -126,13 +126,15 @@ typedef struct {
 } CScanArgs;
 
 /* Its backward from a.h as the forward left it (a.x unused): dx overwrites, and so do dloga,
- * dangle ([f32][C], the gradients at the eigenvalues' log modulus and angle); a.states is
- * scratch again. */
+ * dangle ([f32][C], the gradients at the eigenvalues' log modulus and angle) unless
+ * accumulate (then they add: the two scans of a bidirectional layer); a.states is scratch
+ * again. */
 typedef struct {
     CScanArgs a;
     const void *dh; /* [N, 2C] */
     void *dx;       /* [N, 2C] */
     void *dloga, *dangle;
+    int accumulate;
 } CScanGrads;
 
 /* The LRU's weights as the complex scan and two real matmuls read them (docs/models.md §13),
@@ -146,6 +148,10 @@ typedef struct {
     const void *C_re, *C_im;                    /* [f32][d, N] */
     void *loga, *angle;                         /* [f32][N] */
     void *Bw, *Cw;                              /* [2N, d], [d, 2N] */
+    /* bidirectional (docs/models.md §16): the reverse scan's readout C_re2, C_im2 made into
+     * Cw2 as C_re, C_im into Cw; all three NULL without */
+    const void *C_re2, *C_im2;
+    void *Cw2;
 } LruWeights;
 
 /* Its backward: from the gradients at loga, angle, Bw and Cw ([f32]), the parameter
@@ -154,6 +160,8 @@ typedef struct {
     LruWeights w;
     const void *dloga, *dangle, *dBw, *dCw;
     void *dnu_log, *dtheta_log, *dgamma_log, *dB_re, *dB_im, *dC_re, *dC_im;
+    const void *dCw2;        /* with w.Cw2 */
+    void *dC_re2, *dC_im2;
 } LruWeightGrads;
 
 /* RotRNN's weights in the basis of its rotations (docs/models.md §14), per head h < H of n
@@ -172,6 +180,10 @@ typedef struct {
     void *xi;              /* [f32][H], kept for the backward */
     void *loga, *angle;    /* [f32][H n/2] */
     void *Bw, *Cw;         /* [H n, d], [d, H n] */
+    /* bidirectional (docs/models.md §16): the reverse scan's readout C2 [f32][d, H n] made into
+     * Cw2 as C into Cw; both NULL without */
+    const void *C2;
+    void *Cw2;
 } RotWeights;
 
 /* Its backward from w.xi as the forward left it: dP [f32][H, n, n] overwrites (the gradient at
@@ -181,6 +193,8 @@ typedef struct {
     const void *dloga, *dangle, *dBw, *dCw;
     void *dP, *dxi;
     void *dgamma_log, *dtheta, *dB, *dC;
+    const void *dCw2;      /* with w.Cw2: dP also takes C2_h^T dCw2_h */
+    void *dC2;
 } RotWeightGrads;
 
 /* [f32] elements of the scratch orth_expm_fwd/bwd take for H matrices of n x n. */
@@ -239,6 +253,11 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
      * §12). */                                                                               \
     X(void, gelu_fwd, (void *y, const void *x, int64_t n))                                    \
     X(void, gelu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
+    /* Inverted dropout (docs/models.md §16) over x [N, C]: y = x keep / (1 - p), keep =      \
+     * dropout_keep(key, i, dropout_threshold(p)) of util/dropout_mask.h with i = n C + c     \
+     * (T = 0), or i = (n / T) C + c (T > 0: one draw per channel of each row of T tokens).   \
+     * y may be x. Its own backward: dx = dropout(dy) with the same arguments. */             \
+    X(void, dropout, (void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p)) \
                                                                                               \
     /* ---- time mixing helpers (all respect segments) ---- */                                \
     /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), plus bias [C]   \
@@ -251,6 +270,10 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
     X(void, conv_bwd,                                                                         \
       (void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,            \
        const void *b, const Seqs *s, int C, Activation act))                                  \
+    /* y[cu[s] + i, :] (=, or += if accumulate) x[cu[s+1] - 1 - i, :] for x, y [N, C]        \
+     * (y != x): every segment in reverse time order (the bidirectional scan, docs/models.md  \
+     * §16). Its own backward: the reversal is its own inverse. */                            \
+    X(void, segment_reverse, (void *y, const void *x, const Seqs *s, int C, int accumulate))  \
     /* FoX data-dependent shift (docs/models.md §4): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
      * a = sigmoid(a_logit) [N,H] per head, x [N,H,D], x_{-1} = 0 at a segment start. */      \
     X(void, shift_fwd,                                                                        \

@@ -159,7 +159,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
     EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
     EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
-    EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase)
+    EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional)
 #undef EQ
     /* Both start from model_config_defaults (zeroed padding): a field the list above misses
      * still shows up here. */
@@ -346,6 +346,18 @@ static void test_roundtrip_heads(void) {
     c = tu_tiny_model(MIXER_FOX, 2);
     c.head = HEAD_AUTOENCODER;
     roundtrip(&c, "fox autoencoder");
+    /* the lra block with dropout, bidirectional (docs/models.md §16): the GLU and reverse readouts */
+    static const MixerKind lin[] = {MIXER_LRU, MIXER_ROTRNN};
+    for (int i = 0; i < 2; i++) {
+        c = tu_tiny_model(lin[i], 2);
+        c.head = HEAD_CLASSIFIER;
+        c.num_classes = 4;
+        c.block = BLOCK_LRA;
+        c.dropout = 0.1;
+        c.dropout_mask = DROPOUT_CHANNEL;
+        c.bidirectional = 1;
+        roundtrip(&c, i ? "rotrnn lra block, bidirectional classifier" : "lru lra block, bidirectional classifier");
+    }
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -883,6 +895,24 @@ static void test_hf_roundtrip(void) {
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_scale'"));
     json_object_set_new(j, "rotor_head", json_string("regressor"));
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_head'"));
+    json_decref(j);
+    /* the block keys (docs/models.md §16), then broken ones */
+    c = hf_case(MIXER_LRU, 0);
+    c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2, c.bidirectional = 1;
+    j = hf_config_to_json(&c);
+    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "lra block: %s", err);
+    CHECK_MSG(config_equal(&c, &back, "lra block"), "lra block: round trip differs");
+    CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "lra"));
+    CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "gelu"));
+    CHECK(!json_object_get(j, "intermediate_size") && !json_object_get(j, "rotor_dropout_mask"));
+    json_object_set_new(j, "rotor_dropout", json_real(1.0));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_dropout'"));
+    json_object_set_new(j, "rotor_dropout", json_real(0.2));
+    json_object_set_new(j, "rotor_bidirectional", json_string("yes"));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_bidirectional'"));
+    json_object_set_new(j, "rotor_bidirectional", json_true());
+    json_object_del(j, "rotor_head");
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
     json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",

@@ -265,6 +265,14 @@ static void test_impossible_shapes(void) {
     expect_error("[model]\ntype = gla\nexpand_k = 1e30\n", set, "model.expand_k", "2^24", NULL);
     expect_error("[model]\ntype = gated_deltanet\nhead_dim = 2000000000\n", set, "model.num_heads", "2^24", NULL);
     expect_error("[model]\nintermediate_size = 2000000000\n", set, "model.intermediate_size", NULL);
+    /* The block keys (docs/models.md §16): a probability, a reverse scan only where there is one
+     * and the head reads whole sequences. */
+    expect_error("[model]\ndropout = 1\n", set, "model.dropout", NULL);
+    expect_error("[model]\ntype = gla\nbidirectional = true\nhead = classifier\n", set, "model.bidirectional",
+                 "model.type = gla is causal only", NULL);
+    expect_error("[model]\ntype = lru\nbidirectional = true\n", set, "model.bidirectional",
+                 "model.head = classifier", NULL);
+    expect_error("[model]\nblock = postnorm\n", set, "model.block = 'postnorm'", "prenorm, lra", NULL);
     /* The same shapes are fine without a rotary embedding, and FoX ignores GLA/GDN keys. */
     RunConfig c;
     const char *ok = "[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\nexpand_k = 0.01\nhead_dim = 7\n"

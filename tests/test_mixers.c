@@ -259,13 +259,13 @@ static void state_norm_case(MixerKind mixer) {
         real *P = tu_zeros((int64_t)H * n * n), *xi = tu_zeros(H);
         cpu_orth_expm_fwd(P, PARAM("M"), NULL, H, n);
         cpu_rotrnn_weights_fwd(&(RotWeights){H, n, d, P, PARAM("gamma_log"), PARAM("theta"), PARAM("B"),
-                                             PARAM("C"), xi, loga, angle, Bw, Cw});
+                                             PARAM("C"), xi, loga, angle, Bw, Cw, NULL, NULL});
         rt_free(P);
         rt_free(xi);
     } else {
         cpu_lru_weights_fwd(&(LruWeights){C, d, PARAM("nu_log"), PARAM("theta_log"), PARAM("gamma_log"),
                                           PARAM("B_re"), PARAM("B_im"), PARAM("C_re"), PARAM("C_im"),
-                                          loga, angle, Bw, Cw});
+                                          loga, angle, Bw, Cw, NULL, NULL, NULL});
         width = 2; /* per complex channel */
         groups = C;
     }

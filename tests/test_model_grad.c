@@ -14,8 +14,11 @@ typedef struct {
     double inv_valid;
 } Probe;
 
+/* With dropout every forward drops with the same masks (a fixed stream): the loss is then a
+ * smooth function of the weights (docs/models.md §16). */
 static double probe_loss(void *ctx) {
     Probe *p = ctx;
+    model_set_dropout_stream(p->m, 5, 0);
     return model_forward(p->m, &p->b, 0.0f, NULL) * p->inv_valid;
 }
 
@@ -23,6 +26,7 @@ static double probe_loss(void *ctx) {
 static double check_model(const ModelConfig *cfg, const char *label) {
     Model *m = model_create(cfg, backend_cpu());
     model_init_weights(m, 7);
+    model_set_dropout_use(m, DROPOUT_ALWAYS);
     Rng r;
     rng_init(&r, 99, 0);
     int B = 2, T = 70;
@@ -44,6 +48,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     model_forward(m, &p.b, 1.0f, &valid);
     p.inv_valid = 1.0 / (double)valid;
     model_zero_grads(m);
+    model_set_dropout_stream(m, 5, 0);
     model_forward(m, &p.b, p.inv_valid, NULL);
     model_backward(m);
     const ParamTable *t = model_params(m);
@@ -110,6 +115,76 @@ static void test_classifier(void) {
     }
 }
 
+/* The block of docs/models.md §16: the lra block and dropout (element and channel masks, fixed
+ * by the stream) on the LRU, RotRNN and GLA, and the bidirectional LRU and RotRNN under the
+ * classifier (rows of 70 and 45 tokens, so that the reverse scan starts at each sequence's
+ * last token, not in its pads), with and without documents. */
+static void test_block(void) {
+    static const struct {
+        MixerKind mixer;
+        BlockKind block;
+        double dropout;
+        DropoutMask mask;
+        int bidir, doc_mask;
+    } cases[] = {
+        {MIXER_LRU, BLOCK_LRA, 0, DROPOUT_ELEMENT, 0, 0},
+        {MIXER_ROTRNN, BLOCK_LRA, 0.25, DROPOUT_CHANNEL, 0, 1},
+        {MIXER_GLA, BLOCK_PRENORM, 0.25, DROPOUT_ELEMENT, 0, 0},
+        {MIXER_MAMBA2, BLOCK_PRENORM, 0.25, DROPOUT_CHANNEL, 0, 0},
+        {MIXER_LRU, BLOCK_LRA, 0.25, DROPOUT_ELEMENT, 1, 0},
+        {MIXER_ROTRNN, BLOCK_LRA, 0.25, DROPOUT_CHANNEL, 1, 1},
+        {MIXER_LRU, BLOCK_PRENORM, 0, DROPOUT_ELEMENT, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ModelConfig x = tu_tiny_model(cases[i].mixer, 2);
+        apply_mixer_option(&x, 1);
+        x.block = cases[i].block;
+        x.dropout = cases[i].dropout;
+        x.dropout_mask = cases[i].mask;
+        x.bidirectional = cases[i].bidir;
+        x.doc_mask = cases[i].doc_mask;
+        if (x.bidirectional) x.head = HEAD_CLASSIFIER, x.num_classes = 5;
+        char label[128];
+        snprintf(label, sizeof label, "%s %s dropout %.2f %s%s%s", mixer_name(x.mixer), block_name(x.block),
+                 x.dropout, x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
+                 x.bidirectional ? " bidirectional" : "", x.doc_mask ? " docmask" : "");
+        double e = check_model(&x, label);
+        printf("    %-45s worst %.2e\n", label, e);
+    }
+}
+
+/* Dropout acts only where it should (docs/models.md §16): a scoring forward (grad_scale 0) of a
+ * model with dropout gives the loss of the same model without it, a training forward another;
+ * a bidirectional classifier does not see the pads after a sequence's labeled last token. */
+static void test_block_passes(void) {
+    ModelConfig x = tu_tiny_model(MIXER_LRU, 2);
+    x.block = BLOCK_LRA;
+    x.dropout = 0.5;
+    x.bidirectional = 1;
+    x.head = HEAD_CLASSIFIER;
+    x.num_classes = 3;
+    Model *m = model_create(&x, backend_cpu());
+    model_init_weights(m, 3);
+    int B = 2, T = 20;
+    int32_t tok[40], lab[40];
+    for (int i = 0; i < B * T; i++) tok[i] = 3 + i % 7, lab[i] = -100; /* vocabulary 13 */
+    lab[11] = 1, lab[T + 19] = 2; /* sequences of 12 and 20 tokens */
+    Batch b = {B, T, tok, lab, NULL};
+    double scored = model_forward(m, &b, 0.0, NULL);
+    double trained = model_forward(m, &b, 1.0, NULL);
+    model_set_dropout_use(m, DROPOUT_NEVER);
+    double plain = model_forward(m, &b, 0.0, NULL);
+    for (int t = 12; t < T; t++) tok[t] = 12; /* other pads after the first sequence */
+    double repadded = model_forward(m, &b, 0.0, NULL);
+    tok[5] = 11; /* a token inside it */
+    double changed = model_forward(m, &b, 0.0, NULL);
+    printf("    scored %.12f trained %.12f plain %.12f repadded %.12f changed %.12f\n", scored, trained,
+           plain, repadded, changed);
+    CHECK(scored == plain && trained != plain);
+    CHECK(fabs(repadded - plain) < 1e-12 && changed != plain);
+    model_free(m);
+}
+
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
@@ -123,6 +198,8 @@ int main(int argc, char **argv) {
         {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
         {"model_grad_autoencoder", test_autoencoder},
         {"model_grad_classifier", test_classifier},
+        {"model_grad_block", test_block},
+        {"model_block_passes", test_block_passes},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -436,6 +436,89 @@ static void test_gelu(void) {
     FREE_ALL(x, wo, out, dx);
 }
 
+/* Dropout (docs/models.md §16), L = wo . dropout(x): dx = dropout(wo) with the same key (the op
+ * is its own backward) against finite differences; the mask is deterministic, keeps about
+ * 1 - p of the elements (within 5 sigma), scales them by 1/(1 - p), and in channel mode is the
+ * same at every token of a row of T and differs between rows. */
+typedef struct {
+    real *x, *y, *wo;
+    int64_t N;
+    int C, T;
+    uint64_t key;
+    double p;
+} DropCtx;
+
+static double dropout_loss(void *q) {
+    DropCtx *c = q;
+    cpu_dropout(c->y, c->x, c->N, c->C, c->T, c->key, c->p);
+    return tu_dot(c->wo, c->y, c->N * c->C);
+}
+
+static void dropout_case(int T, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int64_t N = 240;
+    int C = 50;
+    int64_t n = N * C;
+    DropCtx c = {rand_nz(&r, n, 0.05, 2.0), tu_zeros(n), rand_nz(&r, n, 0.05, 1.0), N, C, T, 0x1234abcdull, 0.3};
+    real *dx = garbage(&r, n), *y2 = tu_zeros(n);
+    cpu_dropout(dx, c.wo, N, C, T, c.key, c.p);
+    fd_check(T ? "dropout dx (channel)" : "dropout dx", dropout_loss, &c, c.x, dx, n, 200, &r);
+    dropout_loss(&c);
+    cpu_dropout(y2, c.x, N, C, T, c.key, c.p);
+    int64_t kept = 0, bad = 0, shared = 0, rows_differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bad += c.y[i] != y2[i];
+        if (c.y[i] != 0) kept++, bad += fabs((double)c.y[i] - c.x[i] / 0.7) > 1e-12 * fabs((double)c.x[i]);
+        int64_t tok = i / C;
+        if (T && tok % T) shared += (c.y[i] != 0) != (c.y[i - C] != 0);
+        if (T && tok >= T) rows_differ += (c.y[i] != 0) != (c.y[i - (int64_t)T * C] != 0);
+    }
+    int64_t draws = T ? (N / T) * C : n;
+    double expect = 0.7 * draws, sd = sqrt(draws * 0.7 * 0.3), got = T ? (double)kept / T : (double)kept;
+    printf("    %-40s kept %.0f of %lld draws (expected %.0f +- %.0f)\n", T ? "dropout mask (channel)" : "dropout mask",
+           got, (long long)draws, expect, sd);
+    CHECK_MSG(bad == 0, "dropout: %lld elements not x / (1 - p) or 0, or not reproduced", (long long)bad);
+    CHECK(fabs(got - expect) < 5 * sd);
+    CHECK_MSG(shared == 0, "dropout channel mode: %lld masks differ within a row", (long long)shared);
+    CHECK(!T || rows_differ > 0);
+    c.key++; /* another key, another mask */
+    dropout_loss(&c);
+    int64_t moved = 0;
+    for (int64_t i = 0; i < n; i++) moved += (c.y[i] != 0) != (y2[i] != 0);
+    CHECK(moved > 0);
+    FREE_ALL(c.x, c.y, c.wo, dx, y2);
+}
+
+static void test_dropout(void) { dropout_case(0, 311), dropout_case(24, 312); }
+
+/* segment_reverse (docs/models.md §16): every segment turned around, its accumulating form, and
+ * being its own adjoint: wo . rev(x) = rev(wo) . x. */
+static void test_segment_reverse(void) {
+    Rng r;
+    rng_init(&r, 313, 0);
+    int lens[4] = {1, 5, 64, 3}, C = 3;
+    TestSeqs ts = tu_seqs(lens, 4);
+    const Seqs *sq = &ts.s;
+    int64_t n = sq->ntok * C;
+    real *x = tu_randn(&r, n, 1), *y = tu_randn(&r, n, 1), *y0 = tu_copy(y, n), *wo = tu_randn(&r, n, 1), *rw = tu_zeros(n);
+    cpu_segment_reverse(y, x, sq, C, 1);
+    double worst = 0;
+    for (int s = 0; s < sq->nseg; s++)
+        for (int64_t t = sq->cu[s]; t < sq->cu[s + 1]; t++)
+            for (int c = 0; c < C; c++) {
+                int64_t src = sq->cu[s] + sq->cu[s + 1] - 1 - t;
+                worst = fmax(worst, fabs((double)y[t * C + c] - y0[t * C + c] - x[src * C + c]));
+            }
+    cpu_segment_reverse(y, x, sq, C, 0);
+    cpu_segment_reverse(rw, wo, sq, C, 0);
+    double adj = fabs(tu_dot(wo, y, n) - tu_dot(rw, x, n));
+    printf("    %-40s abs err %.2e, adjoint %.2e\n", "segment_reverse", worst, adj);
+    CHECK(worst < 1e-12 && adj < 1e-10);
+    FREE_ALL(x, y, y0, wo, rw);
+    tu_seqs_free(&ts);
+}
+
 static double sigmoid_loss(void *p) {
     EwCtx *c = p;
     cpu_sigmoid_fwd(c->out, c->x, c->n);
@@ -1329,7 +1412,7 @@ static void test_cscan(void) {
 /* L = sum of random weights times every output of the LRU's weight op. */
 typedef struct {
     LruWeights w;
-    real *wl, *wa, *wB, *wC;
+    real *wl, *wa, *wB, *wC, *wC2;
 } LruWCtx;
 
 static double lru_w_loss(void *p) {
@@ -1337,7 +1420,7 @@ static double lru_w_loss(void *p) {
     cpu_lru_weights_fwd(&c->w);
     int64_t N = c->w.N, d = c->w.d;
     return tu_dot(c->wl, c->w.loga, N) + tu_dot(c->wa, c->w.angle, N) + tu_dot(c->wB, c->w.Bw, 2 * N * d) +
-           tu_dot(c->wC, c->w.Cw, 2 * N * d);
+           tu_dot(c->wC, c->w.Cw, 2 * N * d) + tu_dot(c->wC2, c->w.Cw2, 2 * N * d);
 }
 
 static void test_lru_weights(void) {
@@ -1349,8 +1432,11 @@ static void test_lru_weights(void) {
     real *Br = rand_nz(&r, nB, 0.05, 1), *Bi = rand_nz(&r, nB, 0.05, 1);
     real *Cr = rand_nz(&r, nB, 0.05, 1), *Ci = rand_nz(&r, nB, 0.05, 1);
     real *la = tu_zeros(N), *an = tu_zeros(N), *Bw = tu_zeros(2 * nB), *Cw = tu_zeros(2 * nB);
-    LruWCtx c = {{N, d, nu, th, gl, Br, Bi, Cr, Ci, la, an, Bw, Cw}, rand_nz(&r, N, 0.1, 1),
-                 rand_nz(&r, N, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1)};
+    /* the bidirectional layer's reverse readout (docs/models.md §16) */
+    real *Cr2 = rand_nz(&r, nB, 0.05, 1), *Ci2 = rand_nz(&r, nB, 0.05, 1), *Cw2 = tu_zeros(2 * nB);
+    LruWCtx c = {{N, d, nu, th, gl, Br, Bi, Cr, Ci, la, an, Bw, Cw, Cr2, Ci2, Cw2}, rand_nz(&r, N, 0.1, 1),
+                 rand_nz(&r, N, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1),
+                 rand_nz(&r, 2 * nB, 0.1, 1)};
     cpu_lru_weights_fwd(&c.w);
     /* values: Re(C h) = h Cw^T and gamma B u = Bw u for one complex h, real u */
     double worst = 0;
@@ -1371,18 +1457,20 @@ static void test_lru_weights(void) {
     }
     printf("    %-40s abs err %.2e\n", "lru_weights value", worst);
     CHECK(worst < 1e-12);
-    real *pre[7], *grad[7];
-    for (int i = 0; i < 7; i++) {
+    real *pre[9], *grad[9];
+    for (int i = 0; i < 9; i++) {
         int64_t m = i < 3 ? N : nB;
         pre[i] = rand_nz(&r, m, 0.1, 1), grad[i] = tu_copy(pre[i], m);
     }
     cpu_lru_weights_bwd(&(LruWeightGrads){.w = c.w, .dloga = c.wl, .dangle = c.wa, .dBw = c.wB,
                                            .dCw = c.wC, .dnu_log = grad[0], .dtheta_log = grad[1],
                                            .dgamma_log = grad[2], .dB_re = grad[3], .dB_im = grad[4],
-                                           .dC_re = grad[5], .dC_im = grad[6]});
-    real *xs[7] = {nu, th, gl, Br, Bi, Cr, Ci};
-    const char *names[7] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im"};
-    for (int i = 0; i < 7; i++) {
+                                           .dC_re = grad[5], .dC_im = grad[6], .dCw2 = c.wC2,
+                                           .dC_re2 = grad[7], .dC_im2 = grad[8]});
+    real *xs[9] = {nu, th, gl, Br, Bi, Cr, Ci, Cr2, Ci2};
+    const char *names[9] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im",
+                            "dC_re2", "dC_im2"};
+    for (int i = 0; i < 9; i++) {
         int64_t m = i < 3 ? N : nB;
         real *gi = diff(grad[i], pre[i], m);
         char name[64];
@@ -1391,6 +1479,7 @@ static void test_lru_weights(void) {
         FREE_ALL(gi, pre[i], grad[i]);
     }
     FREE_ALL(nu, th, gl, Br, Bi, Cr, Ci, la, an, Bw, Cw, c.wl, c.wa, c.wB, c.wC);
+    FREE_ALL(Cr2, Ci2, Cw2, c.wC2);
 }
 
 /* P = expm(M - M^T): orthogonal; a 2x2 rotation in closed form; dM through the Frechet
@@ -1439,7 +1528,7 @@ static void test_orth_expm(void) {
 /* RotRNN's weight op alone (any P), and chained with the basis: L(M) through expm. */
 typedef struct {
     RotWeights w;
-    real *M, *wl, *wa, *wB, *wC;
+    real *M, *wl, *wa, *wB, *wC, *wC2;
     int chain; /* recompute P = expm(M - M^T) first */
 } RotWCtx;
 
@@ -1450,7 +1539,7 @@ static double rot_w_loss(void *p) {
     cpu_rotrnn_weights_fwd(w);
     int64_t C = (int64_t)w->H * w->n / 2, nB = (int64_t)w->H * w->n * w->d;
     return tu_dot(c->wl, w->loga, C) + tu_dot(c->wa, w->angle, C) + tu_dot(c->wB, w->Bw, nB) +
-           tu_dot(c->wC, w->Cw, nB);
+           tu_dot(c->wC, w->Cw, nB) + tu_dot(c->wC2, w->Cw2, nB);
 }
 
 static void rotrnn_weights_case(int chain, uint64_t seed) {
@@ -1462,8 +1551,10 @@ static void rotrnn_weights_case(int chain, uint64_t seed) {
     real *gl = tu_rand(&r, H, -3, 0), *th = tu_rand(&r, C, 0, 6.28), *B = rand_nz(&r, nB, 0.05, 1);
     real *Cm = rand_nz(&r, nB, 0.05, 1), *xi = tu_zeros(H), *la = tu_zeros(C), *an = tu_zeros(C);
     real *Bw = tu_zeros(nB), *Cw = tu_zeros(nB);
-    RotWCtx c = {{H, n, d, P, gl, th, B, Cm, xi, la, an, Bw, Cw}, M, rand_nz(&r, C, 0.1, 1),
-                 rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1), chain};
+    real *C2 = rand_nz(&r, nB, 0.05, 1), *Cw2 = tu_zeros(nB); /* the reverse readout (§16) */
+    RotWCtx c = {{H, n, d, P, gl, th, B, Cm, xi, la, an, Bw, Cw, C2, Cw2}, M, rand_nz(&r, C, 0.1, 1),
+                 rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1),
+                 rand_nz(&r, nB, 0.1, 1), chain};
     rot_w_loss(&c);
     if (!chain) { /* xi normalises: ||xi B_h||^2 = 1 - gamma^2 */
         double worst = 0;
@@ -1476,13 +1567,15 @@ static void rotrnn_weights_case(int chain, uint64_t seed) {
         CHECK(worst < 1e-12);
     }
     real *dP = garbage(&r, nP), *dxi = garbage(&r, H);
-    real *pre[4] = {rand_nz(&r, H, 0.1, 1), rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1)};
-    int64_t sizes[4] = {H, C, nB, nB};
-    real *grad[4];
-    for (int i = 0; i < 4; i++) grad[i] = tu_copy(pre[i], sizes[i]);
+    real *pre[5] = {rand_nz(&r, H, 0.1, 1), rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1),
+                    rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1)};
+    int64_t sizes[5] = {H, C, nB, nB, nB};
+    real *grad[5];
+    for (int i = 0; i < 5; i++) grad[i] = tu_copy(pre[i], sizes[i]);
     cpu_rotrnn_weights_bwd(&(RotWeightGrads){.w = c.w, .dloga = c.wl, .dangle = c.wa, .dBw = c.wB,
                                               .dCw = c.wC, .dP = dP, .dxi = dxi, .dgamma_log = grad[0],
-                                              .dtheta = grad[1], .dB = grad[2], .dC = grad[3]});
+                                              .dtheta = grad[1], .dB = grad[2], .dC = grad[3],
+                                              .dCw2 = c.wC2, .dC2 = grad[4]});
     const char *tag = chain ? "rotrnn expm+weights" : "rotrnn_weights";
     char name[80];
     if (chain) {
@@ -1495,15 +1588,16 @@ static void rotrnn_weights_case(int chain, uint64_t seed) {
         snprintf(name, sizeof name, "%s dP", tag);
         fd_check(name, rot_w_loss, &c, P, dP, nP, 1000, &r);
     }
-    real *xs[4] = {gl, th, B, Cm};
-    const char *names[4] = {"dgamma_log", "dtheta", "dB", "dC"};
-    for (int i = 0; i < 4; i++) {
+    real *xs[5] = {gl, th, B, Cm, C2};
+    const char *names[5] = {"dgamma_log", "dtheta", "dB", "dC", "dC2"};
+    for (int i = 0; i < 5; i++) {
         real *gi = diff(grad[i], pre[i], sizes[i]);
         snprintf(name, sizeof name, "%s %s (+=)", tag, names[i]);
         fd_check(name, rot_w_loss, &c, xs[i], gi, sizes[i], 1000, &r);
         FREE_ALL(gi, pre[i], grad[i]);
     }
     FREE_ALL(M, P, gl, th, B, Cm, xi, la, an, Bw, Cw, c.wl, c.wa, c.wB, c.wC, dP, dxi);
+    FREE_ALL(C2, Cw2, c.wC2);
 }
 
 static void test_rotrnn_weights(void) { rotrnn_weights_case(0, 704); }
@@ -1662,6 +1756,8 @@ int main(int argc, char **argv) {
         {"gate_mul_sigmoid", test_gate_mul_sigmoid},
         {"silu", test_silu},
         {"gelu", test_gelu},
+        {"dropout", test_dropout},
+        {"segment_reverse", test_segment_reverse},
         {"logsigmoid_16", test_logsigmoid_16},
         {"logsigmoid_1", test_logsigmoid_1},
         {"sigmoid", test_sigmoid},

@@ -65,6 +65,8 @@ static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
 static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
 static const Choice INPUTS[] = {{"embedding", INPUT_EMBEDDING}, {"linear", INPUT_LINEAR}, {NULL, 0}};
+static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"lra", BLOCK_LRA}, {NULL, 0}};
+static const Choice DROPOUT_MASKS[] = {{"element", DROPOUT_ELEMENT}, {"channel", DROPOUT_CHANNEL}, {NULL, 0}};
 static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
@@ -111,6 +113,10 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "pool", model.pool, POOLS, "classifier: the mean of a sequence's states, or its last token's"),
     K_ENUM("model", "input", model.input, INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
     K_FLT("model", "input_scale", model.input_scale, R_POS, "linear input: token id v enters as v / input_scale"),
+    K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))) or lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16)"),
+    K_FLT("model", "dropout", model.dropout, R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
+    K_ENUM("model", "dropout_mask", model.dropout_mask, DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
+    K_BOOL("model", "bidirectional", model.bidirectional, "LRU, RotRNN with the classifier head: a second scan in reverse time with its own readout C2, summed"),
     K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
     K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
     K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),

@@ -9,7 +9,8 @@
  * (dx = G), and the eigenvalue gradient w = sum_t G_t conj(lambda h_{t-1}) (dloga = Re w,
  * dangle = Im w: d(lambda h)/dloga = lambda h, d/dangle = i lambda h) is summed per chunk,
  * then over the chunks in order. tests/naive.c holds the plain sequential recurrence.
- * cscan_step (decoding, docs/models.md §11) is one step of the recurrence per row. */
+ * cscan_step (decoding, docs/models.md §11) is one step of the recurrence per row;
+ * segment_reverse turns every segment around for the bidirectional scan (§16). */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -167,8 +168,8 @@ void cpu_cscan_bwd(const CScanGrads *g) {
     for (int c = 0; c < C; c++) {
         double wr = 0, wi = 0;
         for (int64_t k = 0; k < nk; k++) wr += part[(k * C + c) * 2], wi += part[(k * C + c) * 2 + 1];
-        dloga[c] = (real)wr;
-        dangle[c] = (real)wi;
+        dloga[c] = (g->accumulate ? dloga[c] : 0) + (real)wr;
+        dangle[c] = (g->accumulate ? dangle[c] : 0) + (real)wi;
     }
     rt_free(part);
     rt_free(lam);
@@ -191,4 +192,16 @@ void cpu_cscan_step(const CScanArgs *a) {
         }
     }
     rt_free(lam);
+}
+
+void cpu_segment_reverse(void *y_, const void *x_, const Seqs *s, int C, int accumulate) {
+    real *y = y_;
+    const real *x = x_;
+#pragma omp parallel for schedule(static)
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int64_t n = s->cu[seg]; n < s->cu[seg + 1]; n++) {
+            real *yr = y + n * C;
+            const real *xr = x + (s->cu[seg] + s->cu[seg + 1] - 1 - n) * C;
+            for (int c = 0; c < C; c++) yr[c] = accumulate ? yr[c] + xr[c] : xr[c];
+        }
 }

@@ -1,8 +1,9 @@
 /* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates, the
  * delta rule's beta and the per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3,
- * §10). */
+ * §10); dropout (§16). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
+#include "util/dropout_mask.h"
 #include "util/error.h"
 
 static inline real act_value(real g, Activation act) {
@@ -141,5 +142,20 @@ void cpu_decay_gates_bwd(void *ddt_raw_, void *dA_log_, void *ddt_bias_, const v
         }
         dA_log[h] += (real)par_sum(pA);
         ddt_bias[h] += (real)par_sum(pdt);
+    }
+}
+
+void cpu_dropout(void *y_, const void *x_, int64_t N, int C, int T, uint64_t key, double p) {
+    real *y = y_;
+    const real *x = x_;
+    uint32_t thr = dropout_threshold(p);
+    real scale = (real)(1 / (1 - p));
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; n++) {
+        uint64_t base = (uint64_t)(T ? n / T : n) * (uint64_t)C;
+        for (int c = 0; c < C; c++) {
+            int64_t i = n * C + c;
+            y[i] = dropout_keep(key, base + (uint64_t)c, thr) ? x[i] * scale : 0;
+        }
     }
 }

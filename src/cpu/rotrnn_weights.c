@@ -4,11 +4,39 @@
  * C_h P, and the eigenvalues gamma e^{i theta} of the rotation blocks.
  *
  * Backward, with Bw_h = xi P^T B_h and Cw_h = C_h P:
- *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h,
+ *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h (+ C2_h^T dCw2_h, §16),
  *   dB_h += xi P dBw_h - (dxi xi / ||B_h||^2) B_h,  dC_h += dCw_h P^T,
  *   dgamma_log += sum_i dloga_i loga + dxi dxi/dgamma_log, with
  *   dxi/dgamma_log = -xi gamma^2 loga / (1 - gamma^2) (loga = -exp(gamma_log) = log gamma). */
 #include "cpu/cpu_ops.h"
+
+/* Cw [d, H n]: the columns of head h = C_h P_h (C_h its n columns of C). */
+static void head_readout(real *Cw, const real *C, const real *P, int H, int n, int d) {
+    int Nn = H * n;
+#pragma omp parallel for schedule(static)
+    for (int e = 0; e < d; e++)
+        for (int r = 0; r < Nn; r++) {
+            int h = r / n, j = r % n;
+            const real *Ph = P + (int64_t)h * n * n, *Ce = C + (int64_t)e * Nn + h * n;
+            double acc = 0;
+            for (int i = 0; i < n; i++) acc += (double)Ce[i] * Ph[i * n + j];
+            Cw[(int64_t)e * Nn + r] = (real)acc;
+        }
+}
+
+/* Its backward in C: dC_h += dCw_h P_h^T. */
+static void head_readout_bwd(real *dC, const real *dCw, const real *P, int H, int n, int d) {
+    int Nn = H * n;
+#pragma omp parallel for schedule(static)
+    for (int e = 0; e < d; e++)
+        for (int r = 0; r < Nn; r++) {
+            int h = r / n, i = r % n;
+            const real *Ph = P + (int64_t)h * n * n, *dCe = dCw + (int64_t)e * Nn + h * n;
+            double acc = 0;
+            for (int j = 0; j < n; j++) acc += (double)dCe[j] * Ph[i * n + j];
+            dC[(int64_t)e * Nn + r] += (real)acc;
+        }
+}
 
 /* 1 - gamma^2 for gamma = exp(-exp(gl)), without cancellation. */
 static double one_minus_gamma2(double gl) { return -expm1(-2 * exp(gl)); }
@@ -37,15 +65,8 @@ void cpu_rotrnn_weights_fwd(const RotWeights *w) {
             Bw[(int64_t)r * d + e] = (real)(xi[h] * acc);
         }
     }
-#pragma omp parallel for schedule(static)
-    for (int e = 0; e < d; e++)
-        for (int r = 0; r < Nn; r++) {
-            int h = r / n, j = r % n;
-            const real *Ph = P + (int64_t)h * n * n, *Ce = C + (int64_t)e * Nn + h * n;
-            double acc = 0;
-            for (int i = 0; i < n; i++) acc += (double)Ce[i] * Ph[i * n + j];
-            Cw[(int64_t)e * Nn + r] = (real)acc;
-        }
+    head_readout(Cw, C, P, H, n, d);
+    if (w->Cw2) head_readout(w->Cw2, w->C2, P, H, n, d);
 }
 
 void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
@@ -53,6 +74,7 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
     int H = w->H, n = w->n, d = w->d, P2 = n / 2, Nn = H * n;
     const real *P = w->P, *gl = w->gamma_log, *B = w->B, *C = w->C, *xi = w->xi;
     const real *dloga = g->dloga, *dangle = g->dangle, *dBw = g->dBw, *dCw = g->dCw;
+    const real *C2 = w->Cw2 ? w->C2 : NULL, *dCw2 = g->dCw2;
     real *dP = g->dP, *dxi = g->dxi, *dgl = g->dgamma_log, *dth = g->dtheta, *dB = g->dB, *dC = g->dC;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
@@ -77,9 +99,12 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 double acc = 0;
-                for (int e = 0; e < d; e++)
+                for (int e = 0; e < d; e++) {
+                    int64_t ci = (int64_t)e * Nn + h * n + i, cj = (int64_t)e * Nn + h * n + j;
                     acc += (double)xi[h] * Bh[(int64_t)i * d + e] * dBh[(int64_t)j * d + e] +
-                           (double)C[(int64_t)e * Nn + h * n + i] * dCw[(int64_t)e * Nn + h * n + j];
+                           (double)C[ci] * dCw[cj];
+                    if (C2) acc += (double)C2[ci] * dCw2[cj];
+                }
                 dP[(int64_t)h * n * n + i * n + j] = (real)acc;
             }
         double shrink = dx * xi[h] / T;
@@ -90,13 +115,6 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
                 dB[(int64_t)h * n * d + (int64_t)i * d + e] += (real)(xi[h] * acc - shrink * Bh[(int64_t)i * d + e]);
             }
     }
-#pragma omp parallel for schedule(static)
-    for (int e = 0; e < d; e++)
-        for (int r = 0; r < Nn; r++) {
-            int h = r / n, i = r % n;
-            const real *Ph = P + (int64_t)h * n * n, *dCe = dCw + (int64_t)e * Nn + h * n;
-            double acc = 0;
-            for (int j = 0; j < n; j++) acc += (double)dCe[j] * Ph[i * n + j];
-            dC[(int64_t)e * Nn + r] += (real)acc;
-        }
+    head_readout_bwd(dC, dCw, P, H, n, d);
+    if (w->Cw2) head_readout_bwd(g->dC2, g->dCw2, P, H, n, d);
 }

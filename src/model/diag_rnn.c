@@ -1,11 +1,14 @@
 /* The core the LRU and RotRNN share (model_internal.h DiagRnn, docs/models.md §13, §14): the
  * input matmul into interleaved complex pairs, the complex scan, the output matmul, and the
- * per-channel skip D x (head_skip with d heads of one channel). */
+ * per-channel skip D x (head_skip with d heads of one channel); bidirectional, the reverse scan
+ * and its readout (docs/models.md §16). */
 #include <stdio.h>
 
 #include "model/model_internal.h"
+#include "util/error.h"
 
-enum { W_STATE, W_WEIGHT, W_CHANNEL }; /* widths: 2C per token; 2C d; C */
+enum { W_STATE, W_WEIGHT, W_CHANNEL, W_MODEL }; /* widths: 2C per token; 2C d; C; d per token */
+enum { F_BIDIR = 1 };
 
 static const BufDecl drnn_bufs[] = {
     BUF_FIXED(DiagRnn, Bw, BUF_SAVED, BUF_ACT, W_WEIGHT, 0),
@@ -20,21 +23,26 @@ static const BufDecl drnn_bufs[] = {
     BUF_FIXED(DiagRnn, dCw, BUF_SCRATCH, BUF_F32, W_WEIGHT, 0),
     BUF_FIXED(DiagRnn, dloga, BUF_SCRATCH, BUF_F32, W_CHANNEL, 0),
     BUF_FIXED(DiagRnn, dangle, BUF_SCRATCH, BUF_F32, W_CHANNEL, 0),
+    BUF_FIXED(DiagRnn, Cw2, BUF_SAVED, BUF_ACT, W_WEIGHT, F_BIDIR),
+    BUF_OPT(DiagRnn, hr, BUF_SAVED, BUF_ACT, W_STATE, F_BIDIR),
+    BUF_OPT(DiagRnn, yr, BUF_SCRATCH, BUF_ACT, W_MODEL, F_BIDIR),
+    BUF_FIXED(DiagRnn, dCw2, BUF_SCRATCH, BUF_F32, W_WEIGHT, F_BIDIR),
 };
 
-void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d) {
+void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, int bidir) {
     char name[PARAM_NAME_MAX];
     snprintf(name, sizeof name, "%sD", prefix);
     int64_t sh[1] = {d};
     r->C = C;
     r->d = d;
+    r->bidir = bidir;
     r->D = params_add(t, name, 1, sh, INIT_NORMAL, 1.0, 0, 1);
 }
 
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
     int64_t widths[] = {[W_STATE] = 2 * (int64_t)r->C, [W_WEIGHT] = 2 * (int64_t)r->C * r->d,
-                        [W_CHANNEL] = r->C};
-    acts_bind(r, drnn_bufs, BUF_COUNT(drnn_bufs), widths, 0, be, saved, scratch, N);
+                        [W_CHANNEL] = r->C, [W_MODEL] = r->d};
+    acts_bind(r, drnn_bufs, BUF_COUNT(drnn_bufs), widths, r->bidir ? F_BIDIR : 0, be, saved, scratch, N);
 }
 
 void drnn_bind_state(DiagRnn *r, const Backend *be, Carve *state, int64_t rows) {
@@ -55,6 +63,17 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y) {
     }
     be->matmul_fwd(y, r->h, r->Cw, NULL, N, d, C2);
     be->head_skip_fwd(y, x, WM(c, r->D), N, d, 1);
+    if (!r->bidir) return;
+    /* docs/models.md §16: the same recurrence on the reversed segments (dbx: scratch), read out
+     * in reverse time, then turned around into y */
+    RT_ASSERT(c->mode == PASS_TRAIN);
+    be->segment_reverse(r->dbx, r->bx, c->seqs, C2, 0);
+    r->rscan = r->scan;
+    r->rscan.x = r->dbx;
+    r->rscan.h = r->hr;
+    be->cscan_fwd(&r->rscan);
+    be->matmul_fwd(r->yr, r->hr, r->Cw2, NULL, N, d, C2);
+    be->segment_reverse(y, r->yr, c->seqs, d, 1);
 }
 
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx) {
@@ -64,6 +83,14 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
     be->matmul_bwd(r->dh, r->dCw, NULL, dy, r->h, r->Cw, N, d, C2, 0);
     be->cscan_bwd(&(CScanGrads){.a = r->scan, .dh = r->dh, .dx = r->dbx, .dloga = r->dloga,
                                 .dangle = r->dangle});
+    if (r->bidir) { /* the reverse scan's share of dbx, dloga, dangle; dCw2 */
+        be->segment_reverse(r->yr, dy, c->seqs, d, 0);
+        be->zero(r->dCw2, F32(c, (int64_t)d * C2));
+        be->matmul_bwd(r->dh, r->dCw2, NULL, r->yr, r->hr, r->Cw2, N, d, C2, 0);
+        be->cscan_bwd(&(CScanGrads){.a = r->rscan, .dh = r->dh, .dx = r->bx, .dloga = r->dloga,
+                                    .dangle = r->dangle, .accumulate = 1});
+        be->segment_reverse(r->dbx, r->bx, c->seqs, C2, 1);
+    }
     be->zero(r->dBw, F32(c, (int64_t)C2 * d));
     be->matmul_bwd(dx, r->dBw, NULL, r->dbx, x, r->Bw, N, C2, d, 0);
     be->head_skip_bwd(dx, G(c, r->D), dy, x, WM(c, r->D), N, d, 1);

@@ -227,6 +227,12 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         json_object_set_new(o, "rotor_input", json_string("linear"));
         json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
     }
+    if (c->block != BLOCK_PRENORM) json_object_set_new(o, "rotor_block", json_string(block_name(c->block)));
+    if (c->dropout > 0) {
+        json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
+        if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string("channel"));
+    }
+    if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
 }
 
 json_t *hf_config_to_json(const ModelConfig *c) {
@@ -240,8 +246,10 @@ json_t *hf_config_to_json(const ModelConfig *c) {
     put_rotor_shape(o, c);
     put_fields(o, c, COMMON, N_OF(COMMON));
     if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
-    else json_object_set_new(o, "num_heads", json_integer(dims.H)); /* Mamba2: derived */
-    json_object_set_new(o, "hidden_act", json_string(dims.mlp_width ? "swish" : "silu"));
+    else if (c->mixer == MIXER_MAMBA2) json_object_set_new(o, "num_heads", json_integer(dims.H)); /* derived */
+    /* the lra block's GELU (docs/models.md §16) */
+    const char *act = c->block == BLOCK_LRA ? "gelu" : dims.mlp_width ? "swish" : "silu";
+    json_object_set_new(o, "hidden_act", json_string(act));
     put_fixed(o, COMMON_FIXED, N_OF(COMMON_FIXED));
     put_fields(o, c, ms->fields, ms->nfields);
     put_fixed(o, ms->fixed, ms->nfixed);
@@ -404,14 +412,44 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* rotor's model shapes without an fla counterpart (docs/models.md §12, §15), each key absent
+/* The block keys (docs/models.md §16), each absent at its default: rotor_block "lra",
+ * rotor_dropout (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
+static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
+    static const char *const blocks[] = {"prenorm", "lra"};
+    static const char *const masks[] = {"element", "channel"};
+    int v;
+    if (json_object_get(j, "rotor_block")) {
+        if (read_choice(j, "", "rotor_block", blocks, 2, &v, e)) return -1;
+        out->block = (BlockKind)v;
+    }
+    const json_t *p = json_object_get(j, "rotor_dropout");
+    if (p) {
+        if (!json_is_number(p) || !(json_number_value(p) >= 0 && json_number_value(p) < 1))
+            return fail(e, "config key 'rotor_dropout' must be a number in [0, 1), got %s", json_text(p));
+        out->dropout = json_number_value(p);
+    }
+    if (json_object_get(j, "rotor_dropout_mask")) {
+        if (read_choice(j, "", "rotor_dropout_mask", masks, 2, &v, e)) return -1;
+        out->dropout_mask = (DropoutMask)v;
+    }
+    const json_t *b = json_object_get(j, "rotor_bidirectional");
+    if (b) {
+        if (!json_is_boolean(b))
+            return fail(e, "config key 'rotor_bidirectional' must be true or false, got %s", json_text(b));
+        out->bidirectional = json_is_true(b);
+    }
+    return 0;
+}
+
+/* rotor's model shapes without an fla counterpart (docs/models.md §12, §15, §16), each key absent
  * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool),
- * rotor_input "linear" (with rotor_input_scale). */
+ * rotor_input "linear" (with rotor_input_scale), and the block keys. */
 static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const heads[] = {"lm", "autoencoder", "classifier"};
     static const char *const pools[] = {"mean", "last"};
     static const char *const inputs[] = {"embedding", "linear"};
     int v;
+    if (read_rotor_block(j, out, e)) return -1;
     if (json_object_get(j, "rotor_head")) {
         if (read_choice(j, "", "rotor_head", heads, 3, &v, e)) return -1;
         out->head = (ModelHead)v;
@@ -457,16 +495,17 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
         read_pe(j, out, &e))
         return -1;
     const json_t *act = json_object_get(j, "hidden_act");
-    if (act && !(json_is_string(act) && (!strcmp(json_string_value(act), "swish") ||
-                                         !strcmp(json_string_value(act), "silu"))))
-        return fail(&e, "config key 'hidden_act' = %s is not supported (expected \"swish\" or \"silu\")",
-                    json_text(act));
+    const char *an = json_is_string(act) ? json_string_value(act) : "";
+    int act_ok = out->block == BLOCK_LRA ? !strcmp(an, "gelu") : !strcmp(an, "swish") || !strcmp(an, "silu");
+    if (act && !act_ok)
+        return fail(&e, "config key 'hidden_act' = %s is not supported (expected %s)", json_text(act),
+                    out->block == BLOCK_LRA ? "\"gelu\" with rotor_block \"lra\"" : "\"swish\" or \"silu\"");
 
     /* The MLP width (none for Mamba2): explicit, or from hidden_ratio; stored as 0 when the
      * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2;
+    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2 && out->block == BLOCK_PRENORM;
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
@@ -479,7 +518,7 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     const char *why = model_dims(out, &dims);
     if (why) return fail(&e, "inconsistent config: %s", why);
     if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
-    if (!mlp && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
+    if (out->mixer == MIXER_MAMBA2 && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
         return fail(&e, "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
                     out->num_heads, dims.H);
     if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)

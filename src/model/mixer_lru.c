@@ -12,6 +12,7 @@
 
 typedef struct {
     int nu_log, theta_log, gamma_log, B_re, B_im, C_re, C_im; /* parameter ids */
+    int C_re2, C_im2;                                          /* bidirectional, else -1 */
     DiagRnn core;
     LruWeights w; /* the weight op's arguments, set by the forward for the backward */
 } LRU;
@@ -30,8 +31,13 @@ static void *lru_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     l->B_im = params_add(t, NAME("B_im"), 2, sb, INIT_NORMAL, 1 / sqrt(2.0 * d), 1, 1);
     l->C_re = params_add(t, NAME("C_re"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
     l->C_im = params_add(t, NAME("C_im"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
+    l->C_re2 = l->C_im2 = -1;
+    if (cfg->bidirectional) { /* the reverse scan's readout (docs/models.md §16), init as C */
+        l->C_re2 = params_add(t, NAME("C_re2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
+        l->C_im2 = params_add(t, NAME("C_im2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
+    }
 #undef NAME
-    drnn_declare(&l->core, t, p, N, d);
+    drnn_declare(&l->core, t, p, N, d, cfg->bidirectional);
     return l;
 }
 
@@ -54,6 +60,7 @@ static void lru_forward(void *layer, const Ctx *c, const void *x, void *y) {
                         .gamma_log = WM(c, l->gamma_log), .B_re = WM(c, l->B_re), .B_im = WM(c, l->B_im),
                         .C_re = WM(c, l->C_re), .C_im = WM(c, l->C_im), .loga = r->loga,
                         .angle = r->angle, .Bw = r->Bw, .Cw = r->Cw};
+    if (r->bidir) l->w.C_re2 = WM(c, l->C_re2), l->w.C_im2 = WM(c, l->C_im2), l->w.Cw2 = r->Cw2;
     c->be->lru_weights_fwd(&l->w);
     drnn_forward(r, c, x, y);
 }
@@ -62,10 +69,12 @@ static void lru_backward(void *layer, const Ctx *c, const void *x, const void *d
     LRU *l = layer;
     DiagRnn *r = &l->core;
     drnn_backward(r, c, x, dy, dx);
-    c->be->lru_weights_bwd(&(LruWeightGrads){
+    LruWeightGrads g = {
         .w = l->w, .dloga = r->dloga, .dangle = r->dangle, .dBw = r->dBw, .dCw = r->dCw,
         .dnu_log = G(c, l->nu_log), .dtheta_log = G(c, l->theta_log), .dgamma_log = G(c, l->gamma_log),
-        .dB_re = G(c, l->B_re), .dB_im = G(c, l->B_im), .dC_re = G(c, l->C_re), .dC_im = G(c, l->C_im)});
+        .dB_re = G(c, l->B_re), .dB_im = G(c, l->B_im), .dC_re = G(c, l->C_re), .dC_im = G(c, l->C_im)};
+    if (r->bidir) g.dCw2 = r->dCw2, g.dC_re2 = G(c, l->C_re2), g.dC_im2 = G(c, l->C_im2);
+    c->be->lru_weights_bwd(&g);
 }
 
 static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,

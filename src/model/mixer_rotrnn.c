@@ -14,6 +14,7 @@
 
 typedef struct {
     int theta, gamma_log, M, B, C; /* parameter ids */
+    int C2;                        /* bidirectional, else -1 */
     int H, n;                      /* heads, state channels per head */
     DiagRnn core;
     RotWeights w; /* the weight op's arguments, set by the forward for the backward */
@@ -45,8 +46,10 @@ static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     /* the authors' init: B and C ~ N(0, 1/(d + state_size)) */
     l->B = params_add(t, NAME("B"), 3, sb, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1);
     l->C = params_add(t, NAME("C"), 2, sc, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1);
+    /* the reverse scan's readout (docs/models.md §16), init as C */
+    l->C2 = cfg->bidirectional ? params_add(t, NAME("C2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1) : -1;
 #undef NAME
-    drnn_declare(&l->core, t, p, Ns / 2, d);
+    drnn_declare(&l->core, t, p, Ns / 2, d, cfg->bidirectional);
     return l;
 }
 
@@ -73,6 +76,7 @@ static void rotrnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     l->w = (RotWeights){.H = l->H, .n = l->n, .d = r->d, .P = l->P, .gamma_log = WM(c, l->gamma_log),
                         .theta = WM(c, l->theta), .B = WM(c, l->B), .C = WM(c, l->C), .xi = l->xi,
                         .loga = r->loga, .angle = r->angle, .Bw = r->Bw, .Cw = r->Cw};
+    if (r->bidir) l->w.C2 = WM(c, l->C2), l->w.Cw2 = r->Cw2;
     c->be->rotrnn_weights_fwd(&l->w);
     drnn_forward(r, c, x, y);
 }
@@ -81,10 +85,12 @@ static void rotrnn_backward(void *layer, const Ctx *c, const void *x, const void
     RotRNN *l = layer;
     DiagRnn *r = &l->core;
     drnn_backward(r, c, x, dy, dx);
-    c->be->rotrnn_weights_bwd(&(RotWeightGrads){
+    RotWeightGrads g = {
         .w = l->w, .dloga = r->dloga, .dangle = r->dangle, .dBw = r->dBw, .dCw = r->dCw,
         .dP = l->dP, .dxi = l->dxi, .dgamma_log = G(c, l->gamma_log), .dtheta = G(c, l->theta),
-        .dB = G(c, l->B), .dC = G(c, l->C)});
+        .dB = G(c, l->B), .dC = G(c, l->C)};
+    if (r->bidir) g.dCw2 = r->dCw2, g.dC2 = G(c, l->C2);
+    c->be->rotrnn_weights_bwd(&g);
     c->be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, l->H, l->n);
 }
 

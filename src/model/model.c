@@ -1,5 +1,6 @@
 /* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
- * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10).
+ * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10); the lra
+ * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§16).
  * Activations needed by the backward are kept per layer; activation gradients use one
  * scratch region shared by all layers. */
 #include "model/model.h"
@@ -10,6 +11,7 @@
 
 #include "device/host_copy.h"
 #include "model/model_internal.h"
+#include "util/dropout_mask.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -40,10 +42,12 @@ static const Family FAMILIES[] = {
 
 typedef struct {
     int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP) */
+    int glu_w, glu_b;                              /* the lra block's GLU (-1 without) */
     void *mixer;
     /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
-     * the MLP's gate and up projections; the block input is h[l] */
-    void *rsa, *hm, *rsm, *gate, *up;
+     * the MLP's gate and up projections; the block input is h[l]. The lra block: the mixer
+     * output r, g = Drop(GELU(r)) and the GLU's gate logits z */
+    void *rsa, *hm, *rsm, *gate, *up, *r, *g, *z;
 } Block;
 
 struct Model {
@@ -53,6 +57,7 @@ struct Model {
     ParamTable params;
     const Family *fam;
     const MixerImpl *mix;
+    int mlp;                      /* the blocks have an MLP (prenorm blocks but Mamba2's) */
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head */
     int emb_b;                    /* the linear input encoder's bias, else -1 */
@@ -91,6 +96,12 @@ struct Model {
 
     GradReadyFn grad_ready;   /* model_set_grad_ready */
     void *grad_ready_ctx;
+
+    /* dropout (docs/models.md §16): when forwards drop, the masks' seed and stream, and of the
+     * current pass whether it drops and its key */
+    DropoutUse drop_use;
+    uint64_t drop_seed, drop_stream, drop_key;
+    int drop_on;
 };
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }
@@ -115,6 +126,13 @@ void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx) {
     m->grad_ready_ctx = ctx;
 }
 
+void model_set_dropout_use(Model *m, DropoutUse u) { m->drop_use = u; }
+
+void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream) {
+    m->drop_seed = seed;
+    m->drop_stream = stream;
+}
+
 /* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
 static Model *model_declare(const ModelConfig *cfg) {
     Model *m = rt_calloc(1, sizeof(Model));
@@ -123,6 +141,7 @@ static Model *model_declare(const ModelConfig *cfg) {
     if (err) rt_die("%s", err);
     m->fam = &FAMILIES[cfg->mixer];
     m->mix = m->fam->mix;
+    m->mlp = m->fam->mlp && cfg->block == BLOCK_PRENORM;
     const Family *f = m->fam;
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
@@ -149,8 +168,14 @@ static Model *model_declare(const ModelConfig *cfg) {
         b->attn_norm = declare_vector(t, name, d, 1);
         snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->root, l, f->mixer);
         b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
-        b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
-        if (!f->mlp) continue;
+        b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
+        if (cfg->block == BLOCK_LRA) { /* the GLU's gate, flax Dense's lecun-normal scale */
+            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.weight", f->root, l);
+            b->glu_w = declare_linear(t, name, d, d, 1 / sqrt((double)d));
+            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.bias", f->root, l);
+            b->glu_b = declare_vector(t, name, d, 0);
+        }
+        if (!m->mlp) continue;
         snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", f->root, l);
         b->mlp_norm = declare_vector(t, name, d, 1);
         snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", f->root, l);
@@ -278,7 +303,12 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     for (int l = 0; l < L; l++) {
         Block *b = &m->blocks[l];
         b->rsa = carve(sv, F * N);
-        if (m->fam->mlp) {
+        if (b->glu_w >= 0) {
+            b->r = carve(sv, A * N * d);
+            b->g = carve(sv, A * N * d);
+            b->z = carve(sv, A * N * d);
+        }
+        if (m->mlp) {
             b->hm = carve(sv, A * N * d);
             b->rsm = carve(sv, F * N);
             b->gate = carve(sv, A * N * I);
@@ -359,7 +389,8 @@ static void prepare_segments(Model *m, int64_t N, int nseg) {
 }
 
 /* Segments of the batch: one per row, split at document starts when doc_mask is on
- * (docs/models.md §1). */
+ * (docs/models.md §1); with bidirectional scans a labeled token (a sequence's last, §15) ends
+ * its segment, so that the reverse scan starts there and not in the pads after it (§16). */
 static void build_segments(Model *m, const Batch *b) {
     int64_t N = (int64_t)b->B * b->T;
     m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));
@@ -367,7 +398,8 @@ static void build_segments(Model *m, const Batch *b) {
     int nseg = 0;
     for (int64_t n = 0; n < N; n++) {
         int doc = b->doc_start ? b->doc_start[n] : b->tokens[n] == m->cfg.bos_id;
-        int starts = n % b->T == 0 || (m->cfg.doc_mask && doc);
+        int starts = n % b->T == 0 || (m->cfg.doc_mask && doc) ||
+                     (m->cfg.bidirectional && b->labels[n - 1] != -100);
         if (starts) m->cu[nseg++] = n;
         m->pos[n] = starts ? 0 : m->pos[n - 1] + 1;
     }
@@ -416,6 +448,43 @@ static void prepare_pass(Model *m, int64_t N) {
     m->N = N;
 }
 
+/* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md §16);
+ * nothing otherwise (then y must be x). Its own backward. */
+static void drop(Model *m, void *y, const void *x, int l, int s) {
+    const Backend *be = m->be;
+    int d = m->cfg.hidden_size;
+    RT_ASSERT(m->drop_on || y == x);
+    if (!m->drop_on) return;
+    uint64_t key = dropout_site_key(m->drop_key, 2 * (uint64_t)l + (uint64_t)s);
+    be->dropout(y, x, m->N, d, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key, m->cfg.dropout);
+}
+
+/* The lra block's forward after its mixer (docs/models.md §16): bl->r holds the mixer output;
+ * o = g sigmoid(g W^T + b) with g = Drop(GELU(r)), then Drop(o) into ya. */
+static void lra_forward(Model *m, const Ctx *c, Block *bl, int l) {
+    const Backend *be = m->be;
+    int64_t N = m->N;
+    int d = m->cfg.hidden_size;
+    be->gelu_fwd(bl->g, bl->r, N * d);
+    drop(m, bl->g, bl->g, l, 0);
+    be->matmul_fwd(bl->z, bl->g, W(c, bl->glu_w), W(c, bl->glu_b), (int)N, d, d);
+    be->gate_mul_fwd(m->ya, bl->g, bl->z, N * d, ACT_SIGMOID);
+    drop(m, m->ya, m->ya, l, 1);
+}
+
+/* Its backward from dh = d/dh[l+1]: d/dr into dmlp_in (dx, ya: scratch). */
+static void lra_backward(Model *m, const Ctx *c, Block *bl, int l) {
+    const Backend *be = m->be;
+    int64_t N = m->N;
+    int d = m->cfg.hidden_size;
+    const void *dout = m->dh;
+    if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dout = m->ya;
+    be->gate_mul_bwd(m->dx, m->dmlp_in, dout, bl->g, bl->z, N * d, ACT_SIGMOID);
+    be->matmul_bwd(m->dx, G(c, bl->glu_w), G(c, bl->glu_b), m->dmlp_in, bl->g, W(c, bl->glu_w), (int)N, d, d, 1);
+    drop(m, m->dx, m->dx, l, 0);
+    be->gelu_bwd(m->dmlp_in, m->dx, bl->r, N * d);
+}
+
 /* The forward from the tokens (m->tok_dev, segments set) to the logits of the m->M rows in
  * m->rows_dev. */
 static void forward_pass(Model *m, PassMode mode, int max_len) {
@@ -438,9 +507,16 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
     for (int l = 0; l < L; l++) {
         Block *bl = &m->blocks[l];
-        m->mix->forward(bl->mixer, &c, m->xn, m->ya);
         NormOut next = norm_reading(m, l + 1);
-        if (!m->fam->mlp) { /* h[l+1] = h[l] + Mixer */
+        if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
+            m->mix->forward(bl->mixer, &c, m->xn, bl->r);
+            lra_forward(m, &c, bl, l);
+            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
+            continue;
+        }
+        m->mix->forward(bl->mixer, &c, m->xn, m->ya);
+        drop(m, m->ya, m->ya, l, 0);
+        if (!m->mlp) { /* h[l+1] = h[l] + Mixer */
             be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
             continue;
         }
@@ -450,6 +526,7 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
         be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU);
         /* the MLP output goes to the scratch dx, then into the residual stream */
         be->matmul_fwd(m->dx, m->act, W(&c, bl->w_down), NULL, (int)N, d, I);
+        drop(m, m->dx, m->dx, l, 1);
         be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
     }
     if (m->head) {
@@ -490,6 +567,9 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     m->M = M;
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)M);
     be->upload(m->lab_dev, m->lab_sel, sizeof(int32_t) * (size_t)M);
+    /* docs/models.md §16: the forwards that prepare a backward drop, unless told otherwise */
+    m->drop_on = m->cfg.dropout > 0 && (m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0));
+    if (m->drop_on) m->drop_key = dropout_site_key(m->drop_seed, m->drop_stream++);
     forward_pass(m, PASS_TRAIN, 0);
     if (n_valid) *n_valid = M;
     m->have_grad_logits = grad_scale > 0;
@@ -521,6 +601,7 @@ void model_decode_pass(Model *m, const DecodePass *p, float *logits) {
     for (int i = 0; i < p->nseg; i++) m->rows[i] = (int32_t)(p->cu[i + 1] - 1);
     m->M = p->nseg;
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)m->M);
+    m->drop_on = 0;
     forward_pass(m, p->mode, p->max_len);
     int64_t n = m->M * m->cfg.vocab_size;
     void *raw = rt_malloc((size_t)n * be->act_size);
@@ -563,19 +644,29 @@ void model_backward(Model *m) {
     grads_ready(m, block_start(m, L), m->params.total);
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
-        if (m->fam->mlp) {
-            /* MLP: h[l+1] = hm + down(swish(gate) * up), dh holds d/dh[l+1] and becomes d/dhm */
+        /* the mixer's output gradient: d/dh[l+1] through the lra block's GLU, or (prenorm)
+         * d/dhm through its dropout */
+        const void *dmix = m->dh;
+        if (bl->glu_w >= 0) {
+            lra_backward(m, &c, bl, l);
+            dmix = m->dmlp_in;
+        }
+        if (m->mlp) {
+            /* MLP: h[l+1] = hm + Drop(down(swish(gate) * up)), dh holds d/dh[l+1] and becomes d/dhm */
+            const void *dmlp = m->dh;
+            if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
             be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
-            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, m->dh, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
+            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
             be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
             be->rmsnorm_fwd(m->xn, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps); /* recomputed */
             be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
             be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
             be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
         }
-        /* mixer: hm (h[l+1] without an MLP) = h[l] + Mixer(xa); dh becomes d/dh[l] */
+        /* mixer: hm (h[l+1] without an MLP) = h[l] + Drop(Mixer(xa)); dh becomes d/dh[l] */
+        if (bl->glu_w < 0 && m->drop_on) drop(m, m->ya, m->dh, l, 0), dmix = m->ya;
         be->rmsnorm_fwd(m->xn, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps); /* recomputed */
-        m->mix->backward(bl->mixer, &c, m->xn, m->dh, m->dx);
+        m->mix->backward(bl->mixer, &c, m->xn, dmix, m->dx);
         be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
@@ -665,6 +756,7 @@ static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int 
 
 void model_init_weights(Model *m, uint64_t seed) {
     const Backend *be = m->be;
+    model_set_dropout_stream(m, seed, 0);
     for (int i = 0; i < m->params.n; i++) {
         const ParamInfo *p = &m->params.p[i];
         double *vals = rt_malloc(sizeof(double) * (size_t)p->numel);
@@ -694,7 +786,8 @@ double model_flops_per_token(const Model *m, int T) {
     if (c->mixer == MIXER_FOX || c->mixer == MIXER_TRANSFORMER) {
         per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */
     } else if (c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN) {
-        per_layer = 4.0 * dm->key_dim; /* a complex multiply-add per pair of state reals */
+        /* a complex multiply-add per pair of state reals, per scan */
+        per_layer = 4.0 * dm->key_dim * (1 + c->bidirectional);
     } else {
         double C = CHUNK_SIZE;
         per_layer = 2.0 * dm->H * (C * dm->dk + C * dm->dv + 2.0 * dm->dk * dm->dv);

@@ -60,6 +60,18 @@ void model_backward(Model *m);
  * default) turns the announcements off. */
 typedef void (*GradReadyFn)(void *ctx, int64_t lo, int64_t hi);
 void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx);
+/* Which model_forward calls apply dropout (model.dropout, docs/models.md §16): DROPOUT_AUTO
+ * (the default) those that prepare a backward (grad_scale > 0: training), not scoring and
+ * validation (grad_scale 0); DROPOUT_ALWAYS every one (a gradient check's loss evaluations);
+ * DROPOUT_NEVER none. Decoding never drops. */
+typedef enum { DROPOUT_AUTO, DROPOUT_ALWAYS, DROPOUT_NEVER } DropoutUse;
+void model_set_dropout_use(Model *m, DropoutUse u);
+/* The masks of a dropping forward are a hash of (seed, stream, layer, site, token or row,
+ * channel); each dropping forward then advances the stream by one. model_init_weights sets
+ * (its seed, 0). A caller that sets the stream before each forward from (step, micro-batch,
+ * rank) makes the masks independent of the passes run before (a resumed run draws the masks of
+ * the uninterrupted one); the same stream twice gives the same masks (a fixed mask). */
+void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream);
 /* Logits of the last forward at the positions with a label, in order: host copy [M,
  * model_outputs(cfg)] of [act] elements. Only valid after model_forward with grad_scale == 0 (otherwise they were
  * replaced by their gradient). */

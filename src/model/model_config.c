@@ -53,6 +53,14 @@ int model_outputs(const ModelConfig *c) {
     return c->head == HEAD_CLASSIFIER ? c->num_classes : c->vocab_size;
 }
 
+const char *block_name(BlockKind k) {
+    switch (k) {
+    case BLOCK_PRENORM: return "prenorm";
+    case BLOCK_LRA: return "lra";
+    }
+    return "?";
+}
+
 void model_config_defaults(ModelConfig *c) {
     memset(c, 0, sizeof(*c));
     c->num_classes = 10;
@@ -131,6 +139,27 @@ static const char *linrec_dims(const ModelConfig *c, ModelDims *o) {
     return NULL;
 }
 
+/* The block's keys (docs/models.md §16): a dropout probability, and bidirectional scans only
+ * where a layer has them and the head reads whole sequences. */
+static const char *block_checks(const ModelConfig *c) {
+    static char msg[256];
+    if (!(c->dropout >= 0 && c->dropout < 1)) {
+        snprintf(msg, sizeof msg, "model.dropout = %g must be in [0, 1)", c->dropout);
+        return msg;
+    }
+    if (!c->bidirectional) return NULL;
+    if (c->mixer != MIXER_LRU && c->mixer != MIXER_ROTRNN) {
+        snprintf(msg, sizeof msg,
+                 "model.bidirectional = true: model.type = %s is causal only (lru and rotrnn have a reverse scan)",
+                 mixer_name(c->mixer));
+        return msg;
+    }
+    if (c->head != HEAD_CLASSIFIER)
+        return "model.bidirectional = true needs model.head = classifier: a language model, its decoding and "
+               "the auto-encoder read causal states";
+    return NULL;
+}
+
 const char *model_dims(const ModelConfig *c, ModelDims *o) {
     static char msg[256];
     memset(o, 0, sizeof(*o));
@@ -141,6 +170,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     if (c->num_layers <= 0) return "model.num_layers must be positive";
     if (c->vocab_size <= 1) return "model.vocab_size must be at least 2";
     if (c->vocab_size > MAX_WIDTH) return "model.vocab_size must be at most 2^24";
+    const char *bad = block_checks(c);
+    if (bad) return bad;
     o->H = H;
     switch (c->mixer) {
     case MIXER_GLA:
@@ -241,6 +272,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
                  H, d);
         return msg;
     }
+    if (c->block == BLOCK_LRA) return NULL; /* its GLU replaces the MLP: mlp_width 0 */
     if (c->intermediate_size > MAX_WIDTH) return "model.intermediate_size must be at most 2^24";
     if (c->intermediate_size > 0) {
         o->mlp_width = c->intermediate_size;

@@ -46,6 +46,14 @@ typedef enum { POOL_MEAN, POOL_LAST } PoolKind;
 /* How tokens enter the backbone: a learned embedding per token id, or a linear map of the
  * token id read as a value, id / input_scale (pixels; docs/models.md §15). */
 typedef enum { INPUT_EMBEDDING, INPUT_LINEAR } InputKind;
+/* The residual block around the mixer (docs/models.md §1, §16): prenorm, h += Mixer(RMSNorm(h))
+ * then h += SwiGLU-MLP(RMSNorm(h)) (Mamba2: no MLP); or lra, the S5/LRU/RotRNN code's block
+ * h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) without an MLP. */
+typedef enum { BLOCK_PRENORM, BLOCK_LRA } BlockKind;
+/* What one dropout draw covers (docs/models.md §16): one element of one token, or one channel
+ * of a whole batch row (every position of the row shares it, as the papers' nn.Dropout with
+ * broadcast_dims over time). */
+typedef enum { DROPOUT_ELEMENT, DROPOUT_CHANNEL } DropoutMask;
 
 typedef struct {
     MixerKind mixer;
@@ -54,6 +62,10 @@ typedef struct {
     PoolKind pool;         /* classifier: pooling */
     InputKind input;
     double input_scale;    /* INPUT_LINEAR: the value of token id v is v / input_scale */
+    BlockKind block;
+    double dropout;        /* probability of dropping, in [0, 1); training passes only */
+    DropoutMask dropout_mask;
+    int bidirectional;     /* LRU, RotRNN with the classifier: a second scan in reverse time */
     int vocab_size;
     int hidden_size;       /* d */
     int num_layers;        /* L */
@@ -106,6 +118,8 @@ const char *model_head_keys(const ModelConfig *c);
  * "rope", "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
+/* "prenorm", "lra". */
+const char *block_name(BlockKind k);
 /* docs/models.md defaults (GLA, NoPE, d=1024 ...); every field set. */
 void model_config_defaults(ModelConfig *c);
 

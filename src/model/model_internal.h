@@ -157,23 +157,29 @@ int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, vo
  * and turns dBw, dCw, dloga, dangle into its parameters' gradients after drnn_backward. */
 typedef struct {
     int C, d, D;        /* complex channels, model width; parameter id of D */
+    int bidir;          /* a second scan in reverse time, read out by Cw2 (docs/models.md §16) */
     GrowBuf states;
-    CScanArgs scan;     /* set by the forward for the backward */
+    CScanArgs scan, rscan; /* set by the forward for the backward (rscan: the reverse scan) */
     /* saved (per layer): the weights [2C, d] and [d, 2C], the eigenvalues' log modulus and
-     * angle [f32][C], the states h */
-    void *Bw, *Cw, *loga, *angle, *h;
-    /* scratch: the scan's input, the gradients at h and at it; the weights' [f32] */
-    void *bx, *dh, *dbx, *dBw, *dCw, *dloga, *dangle;
+     * angle [f32][C], the states h; bidirectional: the reverse readout Cw2 [d, 2C] and the
+     * reverse scan's states hr (segments in reverse time order) */
+    void *Bw, *Cw, *loga, *angle, *h, *Cw2, *hr;
+    /* scratch: the scan's input, the gradients at h and at it; the weights' [f32];
+     * bidirectional: a [N, d] buffer (the reverse readout in reverse time, then its gradient)
+     * and dCw2 */
+    void *bx, *dh, *dbx, *dBw, *dCw, *dloga, *dangle, *yr, *dCw2;
     void *S;            /* decoding state: each row's [f32] 2C state */
 } DiagRnn;
 
-/* Declares D [d] ~ N(0, 1) (no weight decay) under prefix. */
-void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d);
+/* Declares D [d] ~ N(0, 1) (no weight decay) under prefix; bidir from cfg->bidirectional. */
+void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, int bidir);
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
 void drnn_bind_state(DiagRnn *r, const Backend *be, Carve *state, int64_t rows);
-/* y = scan(x Bw^T) Cw^T + D x; decoding passes keep the rows' states (Ctx.mode). */
+/* y = scan(x Bw^T) Cw^T + D x, bidirectional + rscan(x Bw^T) Cw2^T (rscan: the same recurrence
+ * from each segment's end back to its start); decoding passes keep the rows' states (Ctx.mode). */
 void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
-/* dx (overwrite) from dy; dD accumulates; dBw, dCw, dloga, dangle overwrite. */
+/* dx (overwrite) from dy; dD accumulates; dBw, dCw, dloga, dangle (both scans' sums) and dCw2
+ * overwrite. */
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the

@@ -252,6 +252,31 @@ static void test_silu_gelu(void) {
     gt_reset();
 }
 
+/* ---- dropout (docs/models.md §16): the same hash on both sides, so the same mask; inputs away
+ * from zero, so that one element dropped on one side only fails the comparison ---- */
+
+static void dropout_case(int64_t N, int C, int T, int off, double p) {
+    int64_t n = N * C;
+    float *x = gt_rand(n, 0.5, 2), *ref = gt_zeros(n);
+    for (int64_t i = 0; i < n; i += 2) x[i] = -x[i];
+    uint64_t key = 0x5eedull + (uint64_t)T;
+    gt_cpu->dropout(ref, x, N, C, T, key, p);
+    void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
+    gt_gpu->dropout(y, gx, N, C, T, key, p);
+    gt_compare(NAME("dropout N=%lld C=%d T=%d off=%d p=%g", (long long)N, C, T, off, p), gt_get_act(y, n), ref, n,
+               TOL_BF16);
+    gt_gpu->dropout(gx, gx, N, C, T, key, p); /* in place */
+    gt_compare(NAME("dropout in place N=%lld C=%d T=%d", (long long)N, C, T), gt_get_act(gx, n), ref, n, TOL_BF16);
+}
+
+static void test_dropout(void) {
+    dropout_case(4096, 77, 0, 0, 0.3);
+    dropout_case(4096, 77, 0, 1, 0.1);
+    dropout_case(4096, 64, 512, 0, 0.5);
+    dropout_case(3, 5, 0, 0, 0.3);
+    gt_reset();
+}
+
 /* ---- log-sigmoid gates (y, dy [f32]) ---- */
 
 static void logsigmoid_case(int64_t n, double normalizer, int off) {
@@ -710,6 +735,7 @@ int main(int argc, char **argv) {
         {"scatter_rows", test_scatter_rows},
         {"gate_mul", test_gate_mul},
         {"silu_gelu", test_silu_gelu},
+        {"dropout", test_dropout},
         {"logsigmoid", test_logsigmoid},
         {"sigmoid", test_sigmoid},
         {"decay_gates", test_decay_gates},

@@ -2,7 +2,8 @@
  * kernels/rotrnn.cu; docs/models.md §13, §14) against the CPU backend: the complex scan forward
  * (h and each segment's final state) and backward (dx, dloga, dangle) on several segment layouts
  * and decay strengths, its decoding step, the LRU's weights, expm(M - M^T) and its gradient
- * through the Frechet derivative, and RotRNN's weights, forward and backward.
+ * through the Frechet derivative, and RotRNN's weights, forward and backward (each with the
+ * reverse readout of a bidirectional layer), and segment_reverse (docs/models.md §16).
  *
  * Outputs the ops overwrite start as garbage on the GPU; parameter gradients start from random
  * values (gt_prefill) and must end at start + the CPU's gradient. The backward of the scan runs
@@ -74,6 +75,13 @@ static void cscan_case(const Layout *lay, int C, double alo, double ahi) {
     gt_compare(NAME("cscan_bwd dx C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(dxd, n), dxc, n, TOL_BF16);
     gt_compare(NAME("cscan_bwd dloga C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dlad, C), dlac, C, TOL_SUM);
     gt_compare(NAME("cscan_bwd dangle C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dand, C), danc, C, TOL_SUM);
+    /* accumulate (the bidirectional layer's second scan, docs/models.md §16): onto the values there */
+    float *pre = gt_randn(C, 1);
+    void *dlaa = gt_f32(pre, C), *dana = gt_f32(pre, C);
+    gt_gpu->cscan_bwd(&(CScanGrads){.a = ad, .dh = gt_act(dh, n), .dx = dxd, .dloga = dlaa, .dangle = dana,
+                                    .accumulate = 1});
+    gt_compare(NAME("cscan_bwd dloga += C=%d %s", C, tag), gt_get_f32(dlaa, C), gt_plus(pre, dlac, C), C, TOL_SUM);
+    gt_compare(NAME("cscan_bwd dangle += C=%d %s", C, tag), gt_get_f32(dana, C), gt_plus(pre, danc, C), C, TOL_SUM);
     gt_reset();
 }
 
@@ -114,30 +122,38 @@ static void test_lru_weights(void) {
     const int64_t nb = (int64_t)N * d;
     float *nu = gt_rand(N, -3, 1), *th = gt_rand(N, -3, 1.5), *gl = gt_rand(N, -2, 0);
     float *Br = gt_randn(nb, 0.3), *Bi = gt_randn(nb, 0.3), *Cr = gt_randn(nb, 0.3), *Ci = gt_randn(nb, 0.3);
-    LruWeights wc = {N, d, nu, th, gl, Br, Bi, Cr, Ci, gt_zeros(N), gt_zeros(N), gt_zeros(2 * nb), gt_zeros(2 * nb)};
+    float *Cr2 = gt_randn(nb, 0.3), *Ci2 = gt_randn(nb, 0.3);
+    LruWeights wc = {N, d, nu, th, gl, Br, Bi, Cr, Ci, gt_zeros(N), gt_zeros(N), gt_zeros(2 * nb), gt_zeros(2 * nb),
+                     Cr2, Ci2, gt_zeros(2 * nb)};
     LruWeights wd = {N, d, gt_f32(nu, N), gt_f32(th, N), gt_f32(gl, N), gt_f32(Br, nb), gt_f32(Bi, nb),
                      gt_f32(Cr, nb), gt_f32(Ci, nb), gt_garbage_f32(N), gt_garbage_f32(N),
-                     gt_garbage_act(2 * nb), gt_garbage_act(2 * nb)};
+                     gt_garbage_act(2 * nb), gt_garbage_act(2 * nb), gt_f32(Cr2, nb), gt_f32(Ci2, nb),
+                     gt_garbage_act(2 * nb)};
     gt_cpu->lru_weights_fwd(&wc);
     gt_gpu->lru_weights_fwd(&wd);
     gt_compare("lru_weights loga", gt_get_f32(wd.loga, N), wc.loga, N, TOL_F32);
     gt_compare("lru_weights angle", gt_get_f32(wd.angle, N), wc.angle, N, TOL_F32);
     gt_compare("lru_weights Bw", gt_get_act(wd.Bw, 2 * nb), wc.Bw, 2 * nb, TOL_BF16);
     gt_compare("lru_weights Cw", gt_get_act(wd.Cw, 2 * nb), wc.Cw, 2 * nb, TOL_BF16);
+    gt_compare("lru_weights Cw2", gt_get_act(wd.Cw2, 2 * nb), wc.Cw2, 2 * nb, TOL_BF16);
 
     float *dla = gt_randn(N, 1), *dan = gt_randn(N, 1), *dBw = gt_randn(2 * nb, 1), *dCw = gt_randn(2 * nb, 1);
-    int64_t sizes[7] = {N, N, N, nb, nb, nb, nb};
-    float *gc[7];
-    void *gd[7];
-    for (int i = 0; i < 7; i++) gc[i] = gt_zeros(sizes[i]);
-    gt_cpu->lru_weights_bwd(&(LruWeightGrads){wc, dla, dan, dBw, dCw, gc[0], gc[1], gc[2], gc[3], gc[4], gc[5], gc[6]});
-    float *pre[7];
-    for (int i = 0; i < 7; i++) pre[i] = gt_prefill(gc[i], sizes[i]), gd[i] = gt_f32(pre[i], sizes[i]);
-    wd.Bw = wd.Cw = NULL; /* not read by the backward */
+    float *dCw2 = gt_randn(2 * nb, 1);
+    int64_t sizes[9] = {N, N, N, nb, nb, nb, nb, nb, nb};
+    float *gc[9];
+    void *gd[9];
+    for (int i = 0; i < 9; i++) gc[i] = gt_zeros(sizes[i]);
+    gt_cpu->lru_weights_bwd(&(LruWeightGrads){wc, dla, dan, dBw, dCw, gc[0], gc[1], gc[2], gc[3], gc[4], gc[5], gc[6],
+                                              dCw2, gc[7], gc[8]});
+    float *pre[9];
+    for (int i = 0; i < 9; i++) pre[i] = gt_prefill(gc[i], sizes[i]), gd[i] = gt_f32(pre[i], sizes[i]);
+    wd.Bw = wd.Cw = NULL; /* not read by the backward (Cw2 only says that there is a C2) */
     gt_gpu->lru_weights_bwd(&(LruWeightGrads){wd, gt_f32(dla, N), gt_f32(dan, N), gt_f32(dBw, 2 * nb),
-                                              gt_f32(dCw, 2 * nb), gd[0], gd[1], gd[2], gd[3], gd[4], gd[5], gd[6]});
-    static const char *names[7] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im"};
-    for (int i = 0; i < 7; i++)
+                                              gt_f32(dCw, 2 * nb), gd[0], gd[1], gd[2], gd[3], gd[4], gd[5], gd[6],
+                                              gt_f32(dCw2, 2 * nb), gd[7], gd[8]});
+    static const char *names[9] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im",
+                                   "dC_re2", "dC_im2"};
+    for (int i = 0; i < 9; i++)
         gt_compare(NAME("lru_weights_bwd %s +=", names[i]), gt_get_f32(gd[i], sizes[i]),
                    gt_plus(pre[i], gc[i], sizes[i]), sizes[i], TOL_F32);
     gt_reset();
@@ -173,9 +189,12 @@ static void rotrnn_weights_case(int H, int n, int d) {
     float *M = gt_randn(nP, 1.0), *P = gt_zeros(nP);
     gt_cpu->orth_expm_fwd(P, M, NULL, H, n);
     float *gl = gt_rand(H, -7, -2), *th = gt_rand(C, 0, 6.28), *B = gt_randn(nB, 0.2), *Cm = gt_randn(nB, 0.2);
-    RotWeights wc = {H, n, d, P, gl, th, B, Cm, gt_zeros(H), gt_zeros(C), gt_zeros(C), gt_zeros(nB), gt_zeros(nB)};
+    float *C2 = gt_randn(nB, 0.2);
+    RotWeights wc = {H, n, d, P, gl, th, B, Cm, gt_zeros(H), gt_zeros(C), gt_zeros(C), gt_zeros(nB), gt_zeros(nB),
+                     C2, gt_zeros(nB)};
     RotWeights wd = {H, n, d, gt_f32(P, nP), gt_f32(gl, H), gt_f32(th, C), gt_f32(B, nB), gt_f32(Cm, nB),
-                     gt_garbage_f32(H), gt_garbage_f32(C), gt_garbage_f32(C), gt_garbage_act(nB), gt_garbage_act(nB)};
+                     gt_garbage_f32(H), gt_garbage_f32(C), gt_garbage_f32(C), gt_garbage_act(nB), gt_garbage_act(nB),
+                     gt_f32(C2, nB), gt_garbage_act(nB)};
     gt_cpu->rotrnn_weights_fwd(&wc);
     gt_gpu->rotrnn_weights_fwd(&wd);
     char t[64];
@@ -185,21 +204,25 @@ static void rotrnn_weights_case(int H, int n, int d) {
     gt_compare(NAME("rotrnn_weights angle %s", t), gt_get_f32(wd.angle, C), wc.angle, C, TOL_F32);
     gt_compare(NAME("rotrnn_weights Bw %s", t), gt_get_act(wd.Bw, nB), wc.Bw, nB, TOL_BF16);
     gt_compare(NAME("rotrnn_weights Cw %s", t), gt_get_act(wd.Cw, nB), wc.Cw, nB, TOL_BF16);
+    gt_compare(NAME("rotrnn_weights Cw2 %s", t), gt_get_act(wd.Cw2, nB), wc.Cw2, nB, TOL_BF16);
 
     float *dla = gt_randn(C, 1), *dan = gt_randn(C, 1), *dBw = gt_randn(nB, 1), *dCw = gt_randn(nB, 1);
-    int64_t sizes[4] = {H, C, nB, nB};
-    float *gc[4], *pre[4], *dPc = gt_zeros(nP);
-    void *gd[4];
-    for (int i = 0; i < 4; i++) gc[i] = gt_zeros(sizes[i]);
-    gt_cpu->rotrnn_weights_bwd(&(RotWeightGrads){wc, dla, dan, dBw, dCw, dPc, gt_zeros(H), gc[0], gc[1], gc[2], gc[3]});
-    for (int i = 0; i < 4; i++) pre[i] = gt_prefill(gc[i], sizes[i]), gd[i] = gt_f32(pre[i], sizes[i]);
+    float *dCw2 = gt_randn(nB, 1);
+    int64_t sizes[5] = {H, C, nB, nB, nB};
+    float *gc[5], *pre[5], *dPc = gt_zeros(nP);
+    void *gd[5];
+    for (int i = 0; i < 5; i++) gc[i] = gt_zeros(sizes[i]);
+    gt_cpu->rotrnn_weights_bwd(&(RotWeightGrads){wc, dla, dan, dBw, dCw, dPc, gt_zeros(H), gc[0], gc[1], gc[2], gc[3],
+                                                 dCw2, gc[4]});
+    for (int i = 0; i < 5; i++) pre[i] = gt_prefill(gc[i], sizes[i]), gd[i] = gt_f32(pre[i], sizes[i]);
     void *dPd = gt_garbage_f32(nP);
     wd.xi = gt_f32(wc.xi, H); /* the CPU's, as the backward reads the forward's */
     gt_gpu->rotrnn_weights_bwd(&(RotWeightGrads){wd, gt_f32(dla, C), gt_f32(dan, C), gt_f32(dBw, nB), gt_f32(dCw, nB),
-                                                 dPd, gt_garbage_f32(H), gd[0], gd[1], gd[2], gd[3]});
+                                                 dPd, gt_garbage_f32(H), gd[0], gd[1], gd[2], gd[3],
+                                                 gt_f32(dCw2, nB), gd[4]});
     gt_compare(NAME("rotrnn_weights_bwd dP %s", t), gt_get_f32(dPd, nP), dPc, nP, TOL_F32 * 10);
-    static const char *names[4] = {"dgamma_log", "dtheta", "dB", "dC"};
-    for (int i = 0; i < 4; i++)
+    static const char *names[5] = {"dgamma_log", "dtheta", "dB", "dC", "dC2"};
+    for (int i = 0; i < 5; i++)
         gt_compare(NAME("rotrnn_weights_bwd %s += %s", names[i], t), gt_get_f32(gd[i], sizes[i]),
                    gt_plus(pre[i], gc[i], sizes[i]), sizes[i], TOL_F32 * 10);
     gt_reset();
@@ -211,6 +234,26 @@ static void test_rotrnn_weights(void) {
     rotrnn_weights_case(8, 64, 256);
 }
 
+/* ---- segment_reverse (docs/models.md §16): a data movement, exact up to the bf16 rounding of
+ * an addition ---- */
+
+static void test_segment_reverse(void) {
+    for (int l = 0; l < NLAYOUT; l++) {
+        Seqs *s = gt_seqs(layouts[l].lens, layouts[l].n);
+        int C = 6;
+        int64_t n = s->ntok * C;
+        float *x = gt_randn(n, 1), *y = gt_randn(n, 1), *ref = gt_zeros(n), *refa = gt_copy(y, n);
+        gt_cpu->segment_reverse(ref, x, s, C, 0);
+        gt_cpu->segment_reverse(refa, x, s, C, 1);
+        void *xd = gt_act(x, n), *yd = gt_garbage_act(n), *ya = gt_act(y, n);
+        gt_gpu->segment_reverse(yd, xd, s, C, 0);
+        gt_gpu->segment_reverse(ya, xd, s, C, 1);
+        gt_compare(NAME("segment_reverse %s", layouts[l].name), gt_get_act(yd, n), ref, n, TOL_BF16);
+        gt_compare(NAME("segment_reverse accumulate %s", layouts[l].name), gt_get_act(ya, n), refa, n, TOL_BF16);
+    }
+    gt_reset();
+}
+
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"cscan", test_cscan},
@@ -218,6 +261,7 @@ int main(int argc, char **argv) {
         {"lru_weights", test_lru_weights},
         {"orth_expm", test_orth_expm},
         {"rotrnn_weights", test_rotrnn_weights},
+        {"segment_reverse", test_segment_reverse},
     };
     return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
