@@ -69,6 +69,7 @@ static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank"
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
+static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
 static const Choice TASKS[] = {{"none", 0},
@@ -163,12 +164,17 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
     K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
     K_ENUM("train", "schedule", train.schedule, SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
-    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "AdamW weight decay"),
+    K_ENUM("train", "optimizer", train.optimizer, OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
+    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
     K_FLT("train", "lr_recurrent", train.lr_recurrent, R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
     K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, R_NONNEG, "weight decay of the recurrent parameters"),
+    K_FLT("train", "lr_orthogonal", train.lr_orthogonal, R_NONNEG, "peak lr of the orthogonal parameters (nnRNN's and expRNN's skew-symmetric generators: their \"LR orth\"), same schedule; 0 = train.lr"),
+    K_FLT("train", "weight_decay_orthogonal", train.weight_decay_orthogonal, R_NONNEG, "weight decay of the orthogonal parameters"),
     K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
     K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
     K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),
+    K_FLT("train", "rmsprop_alpha", train.rmsprop_alpha, R_UNIT, "RMSprop: smoothing constant of the squared-gradient average"),
+    K_FLT("train", "rmsprop_eps", train.rmsprop_eps, R_POS, "RMSprop: epsilon added to the root of the average"),
     K_FLT("train", "grad_clip", train.grad_clip, R_NONNEG, "global gradient-norm clip, 0 = off"),
     K_U64("train", "seed", train.seed, "seed of initialisation and data order"),
     K_I64("train", "val_every", train.val_every, 0, "steps between validations, 0 = never"),
@@ -177,7 +183,7 @@ static const KeySpec KEYS[] = {
     K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
-    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
+    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the optimizer state across data-parallel ranks"),
 
     K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
     K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
@@ -261,6 +267,9 @@ void run_config_defaults(RunConfig *c) {
     t->beta1 = 0.9;
     t->beta2 = 0.95;
     t->adam_eps = 1e-8;
+    t->optimizer = OPTIMIZER_ADAMW;
+    t->rmsprop_alpha = 0.99; /* torch.optim.RMSprop's defaults */
+    t->rmsprop_eps = 1e-8;
     t->grad_clip = 1.0;
     t->seed = 1234;
     t->val_every = 100;

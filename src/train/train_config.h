@@ -10,6 +10,9 @@
 /* Learning-rate decay after the warmup (train/schedule.h). */
 typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
 
+/* The update rule (train/optimizer.h, docs/models.md §7). */
+typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_RMSPROP } OptimizerKind;
+
 typedef struct {
     int seq_len;          /* T: inputs per row; a window holds T+1 tokens */
     int micro_batch;      /* rows per forward/backward */
@@ -20,11 +23,16 @@ typedef struct {
     double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
     Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
-    double weight_decay;  /* 0.1 */
+    OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */
+    double weight_decay;  /* 0.1: decoupled for AdamW, added to the gradient for RMSprop */
     /* the recurrent parameters' group (ParamInfo.recurrent): peak learning rate (0: lr; it
      * follows the same schedule, scaled by lr_recurrent / lr) and weight decay */
     double lr_recurrent, weight_decay_recurrent;
+    /* the orthogonal parameters' group (ParamInfo.orthogonal: the skew-symmetric generators
+     * of nnRNN's and expRNN's orthogonal matrices), the same way */
+    double lr_orthogonal, weight_decay_orthogonal;
     double beta1, beta2, adam_eps;
+    double rmsprop_alpha, rmsprop_eps; /* torch.optim.RMSprop's alpha and eps */
     double grad_clip;     /* global norm, 1.0; 0 disables */
     uint64_t seed;        /* initialisation and data order */
     int64_t val_every;    /* steps between validations, 0 = never */
@@ -33,7 +41,7 @@ typedef struct {
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
-    int zero;             /* ZeRO-1: AdamW state sharded across data-parallel ranks */
+    int zero;             /* ZeRO-1: optimizer state sharded across data-parallel ranks */
 } TrainConfig;
 
 typedef struct {
