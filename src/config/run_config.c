@@ -18,6 +18,7 @@
 
 #include "data/image_task.h"
 #include "data/mad_tasks.h"
+#include "data/synth_tasks.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -90,6 +91,7 @@ static const Choice TASKS[] = {{"none", 0},
                                {"seq_image", 15},
                                {"listops", 16},
                                {"text_bytes", 17},
+                               {"copy_memory", 18},
                                {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
@@ -206,6 +208,9 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_len", task.min_len, 1, "copy: shortest training string"),
     K_INT("task", "max_len", task.max_len, 1, "copy: longest training string"),
     K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
+    K_INT("task", "delay", task.delay, 1, "copy_memory: nnRNN's T, the blanks from the last symbol to the marker (train.seq_len = delay + 2 copy_length follows)"),
+    K_INT("task", "copy_length", task.copy_length, 1, "copy_memory: symbols to remember and copy"),
+    K_INT("task", "symbols", task.symbols, 1, "copy_memory: alphabet size, at most 8 (tokens 1..symbols; blank 0, marker 9)"),
     K_INT("task", "seq_len", task.seq_len, 2, "mad: mad-lab's seq_len; train.seq_len and model.vocab_size follow the task"),
     K_INT("task", "noise_vocab_size", task.noise_vocab_size, 0, "mad: noise tokens (the top of the non-special vocabulary)"),
     K_FLT("task", "frac_noise", task.frac_noise, R_UNIT, "mad: probability that a slot is noise"),
@@ -301,6 +306,9 @@ void run_config_defaults(RunConfig *c) {
     c->task.v_motif_size = 1;
     c->task.multi_query = 1;
     c->task.num_tokens_to_copy = 16;
+    c->task.delay = 200; /* nnRNN's copytask.py defaults */
+    c->task.copy_length = 10;
+    c->task.symbols = 8;
     c->task.max_depth = 10;
     c->task.max_args = 10;
     c->task.min_length = 500;
@@ -749,6 +757,26 @@ static const char *mad_shape(Loader *L) {
     return msg[0] ? msg : NULL;
 }
 
+/* copy_memory rows hold delay + 2 copy_length tokens: train.seq_len follows (an explicit other
+ * value is an error), and model.vocab_size defaults to the 10 input tokens, or to nnRNN's 9
+ * outputs when the tokens enter as values (model.input = linear). A problem is returned, or
+ * NULL. */
+static const char *copy_memory_shape(Loader *L) {
+    static char msg[256];
+    const TaskConfig *task = &L->cfg.task;
+    if (strcmp(task->type, "copy_memory")) return NULL;
+    CopyMemSpec spec = {task->delay, task->copy_length, task->symbols};
+    int T = copy_memory_row(&spec);
+    if (L->seq_len_given && L->cfg.train.seq_len != T) {
+        snprintf(msg, sizeof msg, "train.seq_len = %d: task copy_memory with task.delay = %d and task.copy_length = %d has rows of %d tokens (leave train.seq_len out)",
+                 L->cfg.train.seq_len, task->delay, task->copy_length, T);
+        return msg;
+    }
+    L->cfg.train.seq_len = T;
+    if (!L->vocab_size_given) L->cfg.model.vocab_size = L->cfg.model.input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
+    return NULL;
+}
+
 /* seq_image rows are the images' pixels: train.seq_len follows task.images (its header is
  * read; an explicit value is checked when the data is opened) and model.vocab_size defaults
  * to the 256 intensities. A problem is returned, or NULL. */
@@ -785,6 +813,7 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
         const char *shape_bad = mad_shape(L);
         if (!shape_bad) shape_bad = image_shape(L);
+        if (!shape_bad) shape_bad = copy_memory_shape(L);
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
         if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
         TaskConfig *task = &L->cfg.task;
@@ -860,7 +889,7 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, mad_*, seq_image, listops or text_bytes");
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops or text_bytes");
     return 0;
 }
 

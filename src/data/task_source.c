@@ -16,12 +16,13 @@
 #include "data/synth_tasks.h"
 #include "util/error.h"
 
-typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY, KIND_MAD, KIND_IMAGE, KIND_CLASS } Kind;
+typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY, KIND_MAD, KIND_IMAGE, KIND_CLASS, KIND_COPY_MEMORY } Kind;
 
 typedef struct {
     DataSource base;
     Kind kind;
     MqarSpec mqar;
+    CopyMemSpec copymem;
     Group group;
     MadSpec mad;
     ImageTask *image;
@@ -50,6 +51,7 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
         case KIND_MAD: mad_example(&s->mad, &r, s->split != SPLIT_TRAIN, tk, lb); break;
         case KIND_IMAGE: image_task_example(s->image, i, tk, lb); break;
         case KIND_CLASS: class_task_row(s->cls, i, tk, lb); break;
+        case KIND_COPY_MEMORY: copy_memory_example(&s->copymem, &r, tk, lb); break;
         }
     }
     s->index += (int64_t)s->world * B;
@@ -108,6 +110,13 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->max_len = task->max_len;
         if (task->min_len > task->max_len) bad = "task.min_len is larger than task.max_len";
         vocab = COPY_VOCAB;
+    } else if (!strcmp(task->type, "copy_memory")) {
+        s->kind = KIND_COPY_MEMORY;
+        s->copymem = (CopyMemSpec){task->delay, task->copy_length, task->symbols};
+        bad = copy_memory_check(&s->copymem);
+        if (!bad && s->T != copy_memory_row(&s->copymem)) bad = "train.seq_len differs from task.delay + 2 task.copy_length";
+        /* the marker is embedded as a token; read as a value, only the outputs count */
+        vocab = mc->input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
     } else if (mad_task_of(task->type, &t)) {
         s->kind = KIND_MAD;
         bad = mad_spec_make(&s->mad, t, task, s->seed);
@@ -134,7 +143,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->base.examples = class_task_size(s->cls);
         vocab = class_task_vocab(s->cls);
     } else {
-        bad = "task.type must be mqar, state, copy, mad_*, seq_image, listops or text_bytes";
+        bad = "task.type must be mqar, state, copy, copy_memory, mad_*, seq_image, listops or text_bytes";
     }
     if (!bad && mc->vocab_size < vocab) {
         rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, vocab, mc->vocab_size);

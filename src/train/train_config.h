@@ -62,7 +62,7 @@ typedef struct {
 /* A task of `rotor synth` (EVAL.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
-    char type[32];          /* "none", "mqar", "state", "copy", "mad_*", "seq_image", "listops", "text_bytes" (the shorthands parity, a3, ... become state) */
+    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "listops", "text_bytes" (the shorthands parity, a3, ... become state) */
     int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
@@ -77,6 +77,7 @@ typedef struct {
     int k_motif_size, v_motif_size; /* mad fuzzy recall: largest key and value motifs */
     int multi_query;        /* mad recall tasks: every repeated key is a query */
     int num_tokens_to_copy; /* mad selective copying */
+    int delay, copy_length, symbols; /* copy_memory: nnRNN's T, c_length and labels */
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */
