@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/char_text.h"
 #include "data/image_task.h"
 #include "data/mad_tasks.h"
 #include "data/synth_tasks.h"
@@ -70,6 +71,7 @@ static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank"
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
+static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
@@ -92,6 +94,7 @@ static const Choice TASKS[] = {{"none", 0},
                                {"listops", 16},
                                {"text_bytes", 17},
                                {"copy_memory", 18},
+                               {"chars", 19},
                                {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
@@ -198,7 +201,7 @@ static const KeySpec KEYS[] = {
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
-    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic, or classification (seq_image = images as pixel sequences, listops, text_bytes); parity, a3, s3, a5, s5 = state with that group"),
+    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, listops, text_bytes), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
     K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
     K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
@@ -223,7 +226,10 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_length", task.min_length, 0, "listops: expressions have more than min_length tokens"),
     K_INT("task", "max_length", task.max_length, 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
     K_INT("task", "classes", task.classes, 2, "text_bytes: labels are 0..classes-1 (IMDB: 2, neg and pos)"),
-    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); empty: listops is generated"),
+    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
+    K_ENUM_STR("task", "text_format", task.text_format, TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
+    K_FLT("task", "valid_fraction", task.valid_fraction, R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
+    K_FLT("task", "test_fraction", task.test_fraction, R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
     K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
     K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
     K_STR("task", "images", task.images, "seq_image: training images, an IDX file (MNIST format, plain or .gz) or a CIFAR-10 binary directory; train.seq_len follows its pixel count"),
@@ -306,6 +312,9 @@ void run_config_defaults(RunConfig *c) {
     c->task.v_motif_size = 1;
     c->task.multi_query = 1;
     c->task.num_tokens_to_copy = 16;
+    strcpy(c->task.text_format, "raw");
+    c->task.valid_fraction = 0.05;
+    c->task.test_fraction = 0.05;
     c->task.delay = 200; /* nnRNN's copytask.py defaults */
     c->task.copy_length = 10;
     c->task.symbols = 8;
@@ -777,6 +786,22 @@ static const char *copy_memory_shape(Loader *L) {
     return NULL;
 }
 
+/* chars: model.vocab_size defaults to the texts' vocabulary (the files are read). A problem is
+ * returned, or NULL. */
+static const char *chars_shape(Loader *L) {
+    static char msg[1400];
+    if (strcmp(L->cfg.task.type, "chars") || L->vocab_size_given) return NULL;
+    char err[1200];
+    CharText *t = char_text_open(&L->cfg.task, err, sizeof err);
+    if (!t) {
+        snprintf(msg, sizeof msg, "task.type = chars: %s", err);
+        return msg;
+    }
+    L->cfg.model.vocab_size = char_text_vocab_size(t) < 2 ? 2 : char_text_vocab_size(t);
+    char_text_free(t);
+    return NULL;
+}
+
 /* seq_image rows are the images' pixels: train.seq_len follows task.images (its header is
  * read; an explicit value is checked when the data is opened) and model.vocab_size defaults
  * to the 256 intensities. A problem is returned, or NULL. */
@@ -814,6 +839,7 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         const char *shape_bad = mad_shape(L);
         if (!shape_bad) shape_bad = image_shape(L);
         if (!shape_bad) shape_bad = copy_memory_shape(L);
+        if (!shape_bad) shape_bad = chars_shape(L);
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
         if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
         TaskConfig *task = &L->cfg.task;
@@ -889,7 +915,7 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops or text_bytes");
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars");
     return 0;
 }
 

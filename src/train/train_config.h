@@ -62,7 +62,7 @@ typedef struct {
 /* A task of `rotor synth` (EVAL.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
-    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "listops", "text_bytes" (the shorthands parity, a3, ... become state) */
+    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "listops", "text_bytes", "chars" (the shorthands parity, a3, ... become state) */
     int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
@@ -78,10 +78,12 @@ typedef struct {
     int multi_query;        /* mad recall tasks: every repeated key is a query */
     int num_tokens_to_copy; /* mad selective copying */
     int delay, copy_length, symbols; /* copy_memory: nnRNN's T, c_length and labels */
+    char text_format[8];    /* chars: "raw" (UTF-8 characters) or "ptb" (nnRNN's Corpus: whitespace-separated symbols, <eos> per line) */
+    double valid_fraction, test_fraction; /* chars: the cut of a single file's symbols */
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */
-    char path[1024];                /* listops, text_bytes: the directory of the files read instead of generating */
+    char path[1024];                /* listops, text_bytes: the directory of the files read instead of generating; chars: the text file or directory */
     int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
     int test_examples;      /* test examples (per length for copy) */
     char images[1024];      /* seq_image: training images, an IDX file or a CIFAR-10 binary directory */

@@ -342,6 +342,8 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (validating) {
                 json_object_set_new(j, "val_loss", json_real(vl));
                 json_object_set_new(j, "val_ppl", json_real(exp(vl)));
+                if (!strcmp(rc->task.type, "chars")) /* character-level text: bits per character */
+                    json_object_set_new(j, "val_bpc", json_real(vl / M_LN2));
                 progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)", (long long)done, vl, exp(vl));
             }
             metrics_log(&tr.metrics, j);
