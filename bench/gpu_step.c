@@ -1,5 +1,5 @@
 /* Training-step benchmark on the GPU: for each config, the time of full optimizer steps
- * (forward, backward, global-norm clipping, AdamW, as the trainer runs them) at its
+ * (forward, backward, global-norm clipping, the config's optimizer, as the trainer runs them) at its
  * seq_len x micro_batch, as tokens/s, MFU, and peak memory; the baseline measured in the same
  * run is a large bf16 GEMM through the same backend, so "of GEMM" says what fraction of the
  * achievable matmul rate a step reaches.
@@ -49,7 +49,7 @@ static double gemm_rate(const Backend *be) {
 }
 
 /* One optimizer step as the trainer takes it; returns the mean loss per token. */
-static double train_step(Model *m, AdamW *opt, const TrainConfig *tc, const Batch *b) {
+static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b) {
     double N = (double)b->B * b->T;
     model_zero_grads(m);
     double loss = model_forward(m, b, 1.0 / N, NULL) / N;
@@ -57,7 +57,7 @@ static double train_step(Model *m, AdamW *opt, const TrainConfig *tc, const Batc
     double gnorm = sqrt(grad_sumsq(m, 0, model_params(m)->total));
     if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
         grads_scale(m, 0, model_params(m)->total, tc->grad_clip / (gnorm + 1e-6));
-    adamw_step(opt, m, tc, tc->lr);
+    optimizer_step(opt, m, tc, tc->lr);
     return loss;
 }
 
@@ -67,7 +67,7 @@ static int by_ms(const void *a, const void *b) {
 }
 
 /* Times one step op by op and prints the table (and its JSON rows). */
-static void profile_step(const Backend *be, Model *m, AdamW *opt, const TrainConfig *tc,
+static void profile_step(const Backend *be, Model *m, Optimizer *opt, const TrainConfig *tc,
                          const Batch *b, double plain_ms, FILE *json) {
     enum { MAX_ROWS = 1024 };
     static OpTime rows[MAX_ROWS];
@@ -123,7 +123,7 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
     Model *m = model_create(&rc.model, be);
     model_init_weights(m, tc->seed);
     int64_t n = model_params(m)->total;
-    AdamW *opt = adamw_create(be, 0, n);
+    Optimizer *opt = optimizer_create(be, tc->optimizer, 0, n);
     size_t N = (size_t)Bm * T;
     int32_t *tok = rt_malloc(sizeof(int32_t) * N), *lab = rt_malloc(sizeof(int32_t) * N);
     Rng r;
@@ -162,7 +162,7 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
         fflush(stdout);
     }
     if (o->json) fprintf(o->json, "}");
-    adamw_free(opt);
+    optimizer_free(opt);
     model_free(m);
     rt_free(tok);
     rt_free(lab);

@@ -6,16 +6,21 @@
  *   state  token accuracy and the prefix accuracy curve (fraction of test sequences whose
  *          first t predictions are all right) up to task.test_len,
  *   copy   string accuracy (all characters of the copy right) per length of task.eval_lengths,
+ *   copy_memory  test loss against nnRNN's baseline (eval_copy_memory),
+ *   chars  bits per character and next-character accuracy on the valid and test texts
+ *          (eval_chars),
  *   mad_*  mad-lab's test accuracy over the scored positions (eval/mad_eval.c),
  *   seq_image, listops, text_bytes  classification accuracy on the test split
  *          (eval/classify_eval.c).
  * Predictions are argmaxes (teacher forcing: one forward pass per test batch). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "classify_eval.h"
 #include "config/run_config.h"
+#include "data/char_text.h"
 #include "data/class_task.h"
 #include "data/synth_tasks.h"
 #include "device/device.h"
@@ -45,6 +50,9 @@ static int64_t score_rows(Model *m, Generate gen, const void *ctx, int64_t first
 typedef struct {
     const RunConfig *rc;
     MqarSpec mqar;
+    CopyMemSpec copymem;
+    const CharText *text;
+    DataSplit split; /* chars: the text scored */
     Group group;
     int len; /* copy: string length */
 } TaskCtx;
@@ -68,6 +76,86 @@ static void gen_copy(const void *c_, int64_t i, int32_t *tok, int32_t *lab) {
     Rng r;
     task_example_rng(&r, c->rc->train.seed, 1, (int64_t)c->len * 1000000 + i); /* a stream per length */
     copy_eval_sequence(&r, c->len, 2 * c->len + 3, tok, lab);
+}
+
+static void gen_copy_memory(const void *c_, int64_t i, int32_t *tok, int32_t *lab) {
+    const TaskCtx *c = c_;
+    Rng r;
+    task_example_rng(&r, c->rc->train.seed, 1, i);
+    copy_memory_example(&c->copymem, &r, tok, lab);
+}
+
+/* nnRNN's copy task: the test loss (mean cross-entropy over every position, as nnRNN's
+ * training loss), the memoryless baseline it is compared with, and the accuracy on the
+ * copied symbols (the last copy_length positions, as nnRNN's accuracy). */
+static json_t *eval_copy_memory(Model *m, TaskCtx *c) {
+    const RunConfig *rc = c->rc;
+    int T = copy_memory_row(&c->copymem), L = c->copymem.length, N = rc->task.test_examples;
+    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T);
+    uint8_t *g = rt_malloc((size_t)EVAL_BATCH * T);
+    double *lp = rt_malloc(sizeof(double) * (size_t)EVAL_BATCH * T), nll = 0;
+    int64_t right = 0;
+    for (int i = 0; i < N; i += EVAL_BATCH) {
+        int rows = N - i < EVAL_BATCH ? N - i : EVAL_BATCH;
+        RT_ASSERT(score_rows(m, gen_copy_memory, c, i, rows, T, tok, lab, g, lp) == (int64_t)rows * T);
+        for (int b = 0; b < rows; b++)
+            for (int p = 0; p < T; p++) {
+                nll -= lp[b * T + p];
+                if (p >= T - L) right += g[b * T + p];
+            }
+    }
+    double loss = nll / ((double)N * T), base = copy_memory_baseline(&c->copymem), acc = (double)right / ((double)N * L);
+    printf("copy_memory: test loss %.6f (baseline %.6f), accuracy on the copied symbols %.4f (delay %d, copy length %d, alphabet %d, %d test rows)\n",
+           loss, base, acc, c->copymem.delay, L, c->copymem.symbols, N);
+    rt_free(tok);
+    rt_free(lab);
+    rt_free(g);
+    rt_free(lp);
+    return json_pack("{s:f, s:f, s:f, s:i, s:i, s:i, s:i}", "test_loss", loss, "baseline_loss", base, "accuracy", acc,
+                     "delay", c->copymem.delay, "copy_length", L, "symbols", c->copymem.symbols, "examples", N);
+}
+
+static void gen_chars(const void *c_, int64_t i, int32_t *tok, int32_t *lab) {
+    const TaskCtx *c = c_;
+    char_text_row(c->text, c->split, c->rc->train.seq_len, c->rc->train.seed, i, tok, lab);
+}
+
+/* Every symbol of the split after its first scored once, in windows of train.seq_len that each
+ * start from the zero state: mean loss, bits per character (loss / ln 2), accuracy. */
+static json_t *score_text(Model *m, TaskCtx *c, DataSplit split, const char *name) {
+    int T = c->rc->train.seq_len;
+    c->split = split;
+    int64_t rows = char_text_rows(c->text, split, T), n = 0, right = 0;
+    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T);
+    uint8_t *g = rt_malloc((size_t)EVAL_BATCH * T);
+    double *lp = rt_malloc(sizeof(double) * (size_t)EVAL_BATCH * T), nll = 0;
+    for (int64_t i = 0; i < rows; i += EVAL_BATCH) {
+        int b = rows - i < EVAL_BATCH ? (int)(rows - i) : EVAL_BATCH;
+        int64_t k = score_rows(m, gen_chars, c, i, b, T, tok, lab, g, lp);
+        for (int64_t j = 0; j < k; j++) nll -= lp[j], right += g[j];
+        n += k;
+    }
+    double loss = nll / (double)n, bpc = loss / M_LN2, acc = (double)right / (double)n;
+    printf("chars %s: loss %.5f, %.4f bits per character, accuracy %.4f over %lld characters\n", name, loss, bpc, acc,
+           (long long)n);
+    rt_free(tok);
+    rt_free(lab);
+    rt_free(g);
+    rt_free(lp);
+    return json_pack("{s:f, s:f, s:f, s:I}", "loss", loss, "bpc", bpc, "accuracy", acc, "characters", (json_int_t)n);
+}
+
+/* Character-level language modelling: the valid and test texts scored, and the vocabulary. */
+static json_t *eval_chars(Model *m, TaskCtx *c) {
+    char err[2048];
+    CharText *t = char_text_open(&c->rc->task, err, sizeof err);
+    if (!t) rt_die("%s", err);
+    c->text = t;
+    json_t *valid = score_text(m, c, SPLIT_VAL, "valid"), *test = score_text(m, c, SPLIT_TEST, "test");
+    json_t *res = json_pack("{s:o, s:o, s:s, s:i, s:o}", "valid", valid, "test", test, "text_format",
+                            c->rc->task.text_format, "vocab_size", char_text_vocab_size(t), "vocab", char_text_vocab_json(t));
+    char_text_free(t);
+    return res;
 }
 
 #define MQAR_BINS 16
@@ -293,6 +381,11 @@ static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char
     } else if (!strcmp(rc->task.type, "mqar")) {
         c.mqar = (MqarSpec){rc->task.vocab, rc->train.seq_len, rc->task.num_kv_pairs, rc->task.power_a, rc->task.random_non_queries};
         metrics = eval_mqar(m, &c, rc->run.dir);
+    } else if (!strcmp(rc->task.type, "chars")) {
+        metrics = eval_chars(m, &c);
+    } else if (!strcmp(rc->task.type, "copy_memory")) {
+        c.copymem = (CopyMemSpec){rc->task.delay, rc->task.copy_length, rc->task.symbols};
+        metrics = eval_copy_memory(m, &c);
     } else if (!strcmp(rc->task.type, "state")) {
         const char *bad = group_make(&c.group, rc->task.group);
         if (bad) rt_die("task.group = %s: %s", rc->task.group, bad);
@@ -307,11 +400,12 @@ static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
-               "Trains on the task of the [task] section (mqar, state, copy, mad_*, seq_image,\n"
-               "listops, text_bytes; see `rotor train --help` for the keys) and evaluates the final\n"
-               "model on the task's test split: RUN_DIR/synth_results.json and accuracy plots.\n"
-               "Classification tasks (seq_image, listops, text_bytes) also evaluate the checkpoint of\n"
-               "the best validation (train.keep_best, RUN_DIR/checkpoints/best) when there is one.\n");
+               "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
+               "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
+               "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
+               "accuracy plots. Classification tasks (seq_image, listops, text_bytes) also evaluate\n"
+               "the checkpoint of the best validation (train.keep_best, RUN_DIR/checkpoints/best)\n"
+               "when there is one.\n");
 }
 
 int synth_main(int argc, char **argv) {
@@ -343,7 +437,7 @@ int synth_main(int argc, char **argv) {
     RunConfig rc;
     char err[2048];
     if (run_config_load(&rc, config, sets, nsets, err, sizeof err)) rt_die("%s", err);
-    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy, mad_*, seq_image, listops or text_bytes)", config);
+    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars)", config);
     train_run(&rc, NULL);
     if (dist_rank() != 0) return 0;
     char *ckpt = checkpoint_find_latest(rc.run.dir);

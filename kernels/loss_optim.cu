@@ -1,5 +1,6 @@
 // Cross-entropy with its fused gradient (docs/models.md §1 loss), per-token log-probabilities for
-// evaluation, and the optimizer primitives (docs/models.md §7): sum of squares, scaling, AdamW.
+// evaluation, and the optimizer primitives (docs/models.md §7): sum of squares, scaling, AdamW,
+// RMSprop.
 // Softmax rows: one block per row, one pass keeping an online (max, sum of exp) pair per
 // thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops over
 // 16-byte vectors with a scalar head and tail.
@@ -276,6 +277,31 @@ struct AdamW {
     }
 };
 
+// torch.optim.RMSprop without momentum, not centered (the CPU's cpu_rmsprop_update).
+struct RMSprop {
+    float *w, *sq;
+    bf16 *w_act; // the compute copy, or null
+    const float *g;
+    float alpha, alpha1, lr, eps, wd;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> wv = ld_vec<V>(w + i), sv = ld_vec<V>(sq + i), gv = ld_vec<V>(g + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float gi = gv.v[k] + wd * wv.v[k];
+            sv.v[k] = alpha * sv.v[k] + alpha1 * gi * gi;
+            wv.v[k] -= lr * gi / (sqrtf(sv.v[k]) + eps);
+        }
+        st_vec<V>(w + i, wv);
+        if (w_act) {
+            Pack<bf16, V> a;
+#pragma unroll
+            for (int k = 0; k < V; k++) a.v[k] = f2bf(wv.v[k]);
+            st_vec<V>(w_act + i, a);
+        }
+        st_vec<V>(sq + i, sv);
+    }
+};
+
 } // namespace
 
 double cuda_cross_entropy(void *logits, const int32_t *labels, int64_t N, int V,
@@ -342,6 +368,19 @@ void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n
              (float)beta1,       (float)beta2, (float)(lr / bc1),
              (float)(1.0 / sqrt(bc2)), (float)eps, (float)lr * (float)weight_decay};
     Split s = split(n, {w, m, v, g});
+    // the bf16 copy's vectors are 8-byte stores: else every element goes alone
+    if (w_act && s.nvec && (uintptr_t)((bf16 *)w_act + s.head) % 8) s = {n, 0, n};
+    map_split(op, s);
+}
+
+void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,
+                         double eps, double weight_decay) {
+    if (n <= 0) return;
+    cuda_check_aligned(w_act, 2, "rmsprop_update");
+    RMSprop op{(float *)w,     (float *)sq,         (bf16 *)w_act, (const float *)g,
+               (float)alpha,   (float)(1 - alpha),  (float)lr,     (float)eps,
+               (float)weight_decay};
+    Split s = split(n, {w, sq, g});
     // the bf16 copy's vectors are 8-byte stores: else every element goes alone
     if (w_act && s.nvec && (uintptr_t)((bf16 *)w_act + s.head) % 8) s = {n, 0, n};
     map_split(op, s);

@@ -485,5 +485,11 @@ ROTOR_COST(cuda_adamw, void *, void *w_act, void *, void *, const void *, int64_
 }
 ROTOR_COST_END
 
+ROTOR_COST(cuda_rmsprop_update, void *, void *w_act, void *, const void *, int64_t n, double, double,
+           double, double) {
+    return costs::make(0, (5 * costs::F + (w_act ? costs::A : 0)) * (double)n);
+}
+ROTOR_COST_END
+
 #undef ROTOR_COST
 #undef ROTOR_COST_END

@@ -424,6 +424,11 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
      * pass. */                                                                               \
     X(void, adamw,                                                                            \
       (void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,           \
-       double beta1, double beta2, double eps, double weight_decay, int64_t t))
+       double beta1, double beta2, double eps, double weight_decay, int64_t t))               \
+    /* RMSprop as torch.optim.RMSprop without momentum, not centered (docs/models.md §7), on  \
+     * [f32] master weights w with square average sq and gradient g; w_act as for adamw. */   \
+    X(void, rmsprop_update,                                                                   \
+      (void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,     \
+       double eps, double weight_decay))
 
 #endif

@@ -109,31 +109,35 @@ static RunConfig run_config_for(const ModelConfig *mc, const char *dir) {
     return rc;
 }
 
-/* A model with weights from `seed` and an optimizer with random moments at step t. */
+/* A model with weights from `seed` and an optimizer of `kind` with random state at step t. */
 typedef struct {
     Model *m;
-    AdamW *opt;
+    Optimizer *opt;
 } Trainee;
 
-static Trainee trainee(const ModelConfig *c, uint64_t seed, int64_t t) {
+static Trainee trainee_of(const ModelConfig *c, uint64_t seed, int64_t t, OptimizerKind kind) {
     const Backend *be = backend_cpu();
     Trainee x = {model_create(c, be), NULL};
     model_init_weights(x.m, seed);
     int64_t n = model_params(x.m)->total;
-    x.opt = adamw_create(be, 0, n);
+    x.opt = optimizer_create(be, kind, 0, n);
     Rng r;
     rng_init(&r, seed, 1);
-    real *mm = tu_randn(&r, n, 1e-3), *vv = tu_rand(&r, n, 0, 1e-6);
-    be->upload(x.opt->m, mm, sizeof(real) * (size_t)n);
-    be->upload(x.opt->v, vv, sizeof(real) * (size_t)n);
+    for (int k = 0; k < x.opt->spec->nstate; k++) {
+        real *s = k == 0 && kind == OPTIMIZER_ADAMW ? tu_randn(&r, n, 1e-3) : tu_rand(&r, n, 0, 1e-6);
+        be->upload(x.opt->state[k], s, sizeof(real) * (size_t)n);
+        rt_free(s);
+    }
     x.opt->t = t;
-    rt_free(mm);
-    rt_free(vv);
     return x;
 }
 
+static Trainee trainee(const ModelConfig *c, uint64_t seed, int64_t t) {
+    return trainee_of(c, seed, t, OPTIMIZER_ADAMW);
+}
+
 static void trainee_free(Trainee *x) {
-    adamw_free(x->opt);
+    optimizer_free(x->opt);
     model_free(x->m);
 }
 
@@ -202,8 +206,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     size_t F = be->f32_size;
     char *wa = download(be, model_weights(a.m), t->total), *wb = download(be, model_weights(b.m), t->total);
     CHECK_MSG(!memcmp(wa, wb, F * (size_t)t->total), "%s: weights differ after load", label);
-    char *ma = download(be, a.opt->m, t->total), *mb = download(be, b.opt->m, t->total);
-    char *va = download(be, a.opt->v, t->total), *vb = download(be, b.opt->v, t->total);
+    char *ma = download(be, a.opt->state[0], t->total), *mb = download(be, b.opt->state[0], t->total);
+    char *va = download(be, a.opt->state[1], t->total), *vb = download(be, b.opt->state[1], t->total);
     int frozen = 0;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
@@ -481,7 +485,7 @@ static void test_sharded_moments(void) {
     Trainee a = trainee(&c, 4, 7); /* full moments, random */
     const Backend *be = backend_cpu();
     int64_t P = model_params(a.m)->total;
-    real *m_full = (real *)download(be, a.opt->m, P), *v_full = (real *)download(be, a.opt->v, P);
+    real *m_full = (real *)download(be, a.opt->state[0], P), *v_full = (real *)download(be, a.opt->state[1], P);
     /* write a two-slice sharded checkpoint by hand: slices of an unsharded save renamed */
     RunConfig rc = run_config_for(&c, dir);
     CHECK_MSG(save_step(dir, &a, &rc, 5, 0) == 0, "%s", err);
@@ -510,11 +514,11 @@ static void test_sharded_moments(void) {
     int64_t cuts[][2] = {{0, P}, {0, P / 2}, {P / 2, P}, {5, 17}, {cut - 3, cut + 3}};
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
         Trainee x = trainee(&c, 9, 0);
-        adamw_free(x.opt);
-        x.opt = adamw_create(be, cuts[k][0], cuts[k][1]);
+        optimizer_free(x.opt);
+        x.opt = optimizer_create(be, OPTIMIZER_ADAMW, cuts[k][0], cuts[k][1]);
         CHECK_MSG(checkpoint_load(ck, x.m, x.opt, NULL, err, sizeof err) == 0, "%s", err);
         int64_t len = cuts[k][1] - cuts[k][0];
-        real *mx = (real *)download(be, x.opt->m, len), *vx = (real *)download(be, x.opt->v, len);
+        real *mx = (real *)download(be, x.opt->state[0], len), *vx = (real *)download(be, x.opt->state[1], len);
         int bad = 0;
         for (int64_t i = 0; i < len; i++)
             bad += (float)mx[i] != (float)m_full[cuts[k][0] + i] || (float)vx[i] != (float)v_full[cuts[k][0] + i];
@@ -819,6 +823,104 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         break;
     }
     return c;
+}
+
+/* RMSprop's state: its square averages under torch's name "square_avg", metadata optimizer =
+ * rmsprop, restored exactly, cut from ZeRO-1 slices; a checkpoint of one optimizer is refused
+ * by the other, naming both. */
+static void test_rmsprop_state(void) {
+    ModelConfig c = tiny_fox_pro(); /* frozen temperatures: no state saved, zero state loaded */
+    const Backend *be = backend_cpu();
+    char *dir = make_tmpdir();
+    RunConfig rc = run_config_for(&c, dir);
+    rc.train.optimizer = OPTIMIZER_RMSPROP;
+    Trainee a = trainee_of(&c, 3, 13, OPTIMIZER_RMSPROP);
+    CHECK_MSG(save_step(dir, &a, &rc, 13, 0) == 0, "%s", err);
+    char *ck = rt_sprintf("%s/checkpoints/step_00000013", dir), *opath = rt_sprintf("%s/optimizer.safetensors", ck);
+    const ParamTable *t = model_params(a.m);
+    int64_t P = t->total;
+    StFile *of = st_open(opath, err, sizeof err);
+    CHECK_MSG(of, "%s", err);
+    if (of) {
+        CHECK(st_meta(of, "optimizer") && !strcmp(st_meta(of, "optimizer"), "rmsprop"));
+        CHECK(st_meta(of, "step") && !strcmp(st_meta(of, "step"), "13"));
+        int trainable = 0;
+        for (int i = 0; i < t->n; i++) {
+            char name[ST_NAME_MAX];
+            snprintf(name, sizeof name, "square_avg.%s", t->p[i].name);
+            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s in the optimizer file: %d", name, !!st_find(of, name));
+            trainable += t->p[i].trainable;
+        }
+        CHECK(st_count(of) == trainable);
+    }
+    st_close(of);
+    real *sa = (real *)download(be, a.opt->state[0], P);
+    Trainee b = trainee_of(&c, 8, 0, OPTIMIZER_RMSPROP);
+    CHECK_MSG(checkpoint_load(ck, b.m, b.opt, NULL, err, sizeof err) == 0, "%s", err);
+    real *sb = (real *)download(be, b.opt->state[0], P);
+    int bad = 0;
+    for (int i = 0; i < t->n; i++)
+        for (int64_t k = t->p[i].offset; k < t->p[i].offset + t->p[i].numel; k++)
+            bad += t->p[i].trainable ? (float)sa[k] != (float)sb[k] : sb[k] != 0;
+    CHECK_MSG(!bad && b.opt->t == 13, "%d square averages differ after loading", bad);
+    rt_free(sb);
+    /* the other optimizer's state is refused both ways */
+    Trainee w = trainee(&c, 8, 0);
+    CHECK(checkpoint_load(ck, w.m, w.opt, NULL, err, sizeof err) != 0);
+    CHECK_ERR("optimizer.safetensors");
+    CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
+    char *dir2 = make_tmpdir();
+    CHECK_MSG(save_step(dir2, &w, &rc, 4, 0) == 0, "%s", err);
+    char *ck2 = rt_sprintf("%s/checkpoints/step_00000004", dir2);
+    CHECK(checkpoint_load(ck2, b.m, b.opt, NULL, err, sizeof err) != 0);
+    CHECK_ERR("holds the state of optimizer adamw, but train.optimizer = rmsprop");
+    /* ZeRO-1 slices of two ranks, loaded into other slicings */
+    unlink(opath);
+    int64_t cut = P / 3;
+    for (int r = 0; r < 2; r++) {
+        int64_t lo = r ? cut : 0, hi = r ? P : cut;
+        float *x = rt_malloc(sizeof(float) * (size_t)(hi - lo));
+        for (int64_t i = lo; i < hi; i++) x[i - lo] = (float)sa[i];
+        StTensor t1[1] = {{"square_avg", "F32", 1, {hi - lo}, x, sizeof(float) * (size_t)(hi - lo)}};
+        char a0[32], a1[32], a2[32];
+        snprintf(a0, sizeof a0, "%lld", (long long)lo);
+        snprintf(a1, sizeof a1, "%lld", (long long)hi);
+        snprintf(a2, sizeof a2, "%lld", (long long)P);
+        const char *const meta[] = {"step", "13", "optimizer", "rmsprop", "start", a0, "end", a1, "total", a2, NULL};
+        char *path = rt_sprintf("%s/optimizer.rank%05d-of-00002.safetensors", ck, r);
+        CHECK_MSG(st_write(path, t1, 1, meta, err, sizeof err) == 0, "%s", err);
+        rt_free(path);
+        rt_free(x);
+    }
+    int64_t cuts[][2] = {{0, P}, {P / 2, P}, {cut - 3, cut + 3}};
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+        Optimizer *o = optimizer_create(be, OPTIMIZER_RMSPROP, cuts[k][0], cuts[k][1]);
+        CHECK_MSG(checkpoint_load(ck, b.m, o, NULL, err, sizeof err) == 0, "%s", err);
+        int64_t len = cuts[k][1] - cuts[k][0];
+        real *sx = (real *)download(be, o->state[0], len);
+        int diff = 0;
+        for (int64_t i = 0; i < len; i++) diff += (float)sx[i] != (float)sa[cuts[k][0] + i];
+        CHECK_MSG(!diff && o->t == 13, "slice [%lld, %lld): %d square averages differ", (long long)cuts[k][0],
+                  (long long)cuts[k][1], diff);
+        rt_free(sx);
+        optimizer_free(o);
+    }
+    Optimizer *o = optimizer_create(be, OPTIMIZER_ADAMW, 0, P);
+    CHECK(checkpoint_load(ck, b.m, o, NULL, err, sizeof err) != 0);
+    CHECK_ERR("optimizer.rank0000");
+    CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
+    optimizer_free(o);
+    rt_free(sa);
+    trainee_free(&a);
+    trainee_free(&b);
+    trainee_free(&w);
+    fs_remove_tree(dir);
+    fs_remove_tree(dir2);
+    rt_free(ck);
+    rt_free(ck2);
+    rt_free(opath);
+    rt_free(dir);
+    rt_free(dir2);
 }
 
 static void test_hf_roundtrip(void) {
@@ -1199,6 +1301,7 @@ int main(int argc, char **argv) {
         {"checkpoint_corrupt", test_corrupt},
         {"checkpoint_checksum_fallback", test_checksum_fallback},
         {"checkpoint_sharded_moments", test_sharded_moments},
+        {"checkpoint_rmsprop_state", test_rmsprop_state},
         {"hf_config_roundtrip", test_hf_roundtrip},
         {"hf_config_errors", test_hf_errors},
         {"safetensors_roundtrip", test_st_roundtrip},

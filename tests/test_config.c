@@ -379,6 +379,29 @@ static void test_round_trip(void) {
     free(text);
 }
 
+/* The optimizer keys, and task.type = copy_memory: train.seq_len follows delay + 2 copy_length
+ * and model.vocab_size the input tokens (10) or, read as values, nnRNN's 9 outputs. */
+static void test_optimizer_and_copy_memory_keys(void) {
+    RunConfig c;
+    const char *opt[] = {"data.train=x", "train.optimizer=rmsprop", "train.rmsprop_alpha=0.9", "train.lr_orthogonal=2e-5"};
+    CHECK_MSG(run_config_load_string(&c, NULL, NULL, opt, 4, err, sizeof err) == 0, "%s", err);
+    CHECK(c.train.optimizer == OPTIMIZER_RMSPROP && c.train.rmsprop_alpha == 0.9 && c.train.rmsprop_eps == 1e-8 &&
+          c.train.lr_orthogonal == 2e-5 && c.train.weight_decay_orthogonal == 0);
+    CHECK(run_config_load_string(&c, NULL, NULL, opt, 1, err, sizeof err) == 0 && c.train.optimizer == OPTIMIZER_ADAMW &&
+          c.train.rmsprop_alpha == 0.99);
+    expect_error(NULL, "train.optimizer=sgd", "train.optimizer = 'sgd'", "adamw, rmsprop", NULL);
+    expect_error(NULL, "train.rmsprop_alpha=1", "train.rmsprop_alpha = '1'", "[0, 1)", NULL);
+    const char *cm[] = {"data.train=task", "task.type=copy_memory", "task.delay=30", "model.input=linear"};
+    CHECK_MSG(run_config_load_string(&c, NULL, NULL, cm, 3, err, sizeof err) == 0, "%s", err);
+    CHECK(c.train.seq_len == 50 && c.model.max_seq_len == 50 && c.model.vocab_size == 10 && c.task.copy_length == 10 &&
+          c.task.symbols == 8);
+    CHECK_MSG(run_config_load_string(&c, NULL, NULL, cm, 4, err, sizeof err) == 0, "%s", err);
+    CHECK(c.train.seq_len == 50 && c.model.vocab_size == 9);
+    round_trip(&c);
+    expect_error("[task]\ntype = copy_memory\ndelay = 30\n[data]\ntrain = task\n", "train.seq_len=40", "train.seq_len = 40",
+                 "rows of 50 tokens", NULL);
+}
+
 static void test_help(void) {
     char *buf = NULL;
     size_t len = 0;
@@ -406,6 +429,7 @@ int main(int argc, char **argv) {
         {"temp_theta_default", test_temp_theta_default},
         {"keep_best_default", test_keep_best_default},
         {"round_trip", test_round_trip},
+        {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
         {"help", test_help},
     };
     return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);

@@ -9,7 +9,7 @@
  * `accumulate` is set, parameter gradients accumulate (pre-filled with random values that are
  * subtracted before the check). Time-dependent ops run on several segments whose lengths are
  * not multiples of the chunk size, one of them longer than two chunks. Ops without a
- * backward (add, revcumsum, rope_angles, cross-entropy's loss, adamw, sumsq, scale) are
+ * backward (add, revcumsum, rope_angles, cross-entropy's loss, adamw, rmsprop_update, sumsq, scale) are
  * checked against direct computations. */
 #include "cpu/cpu_ops.h"
 #include "harness.h"
@@ -1724,6 +1724,43 @@ static void test_adamw(void) {
     rt_free(rv);
 }
 
+/* Five torch.optim.RMSprop steps (weight decay added to the gradient, eps outside the root)
+ * against the same in double, from a zero square average and from a given one; the [act]
+ * copy equals the weights. */
+static void test_rmsprop_update(void) {
+    Rng r;
+    rng_init(&r, 803, 0);
+    int64_t n = 53;
+    double lr = 0.01, alpha = 0.9, eps = 1e-8, wd = 0.1;
+    real *w = rand_nz(&r, n, 0.1, 2.0), *sq = tu_zeros(n);
+    double *rw = rt_malloc(sizeof(double) * (size_t)n), *rs = rt_calloc((size_t)n, sizeof(double));
+    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i];
+    for (int t = 1; t <= 6; t++) {
+        real *g = rand_nz(&r, n, 0.001, 1.0), *copy = tu_rand(&r, n, -1.0, 1.0);
+        if (t == 6) /* a given square average */
+            for (int64_t i = 0; i < n; i++) rs[i] = (double)(sq[i] = (real)(0.01 + 0.3 * rng_uniform(&r)));
+        cpu_rmsprop_update(w, copy, sq, g, n, lr, alpha, eps, wd);
+        real *ew = tu_zeros(n), *es = tu_zeros(n);
+        for (int64_t i = 0; i < n; i++) {
+            double gi = (double)g[i] + wd * rw[i];
+            rs[i] = alpha * rs[i] + (1 - alpha) * gi * gi;
+            rw[i] -= lr * gi / (sqrt(rs[i]) + eps);
+            ew[i] = (real)rw[i];
+            es[i] = (real)rs[i];
+            CHECK_MSG(copy[i] == w[i], "rmsprop copy [%lld]", (long long)i);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "rmsprop step %d: w", t);
+        check_equal(what, w, ew, n);
+        snprintf(what, sizeof what, "rmsprop step %d: square_avg", t);
+        check_equal(what, sq, es, n);
+        FREE_ALL(g, copy, ew, es);
+    }
+    FREE_ALL(w, sq);
+    rt_free(rw);
+    rt_free(rs);
+}
+
 static void test_sumsq_scale(void) {
     Rng r;
     rng_init(&r, 802, 0);
@@ -1800,6 +1837,7 @@ int main(int argc, char **argv) {
         {"rotrnn_through_expm", test_rotrnn_through_expm},
         {"cross_entropy", test_cross_entropy},
         {"adamw", test_adamw},
+        {"rmsprop_update", test_rmsprop_update},
         {"sumsq_scale", test_sumsq_scale},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

@@ -1,5 +1,5 @@
-/* The training recipe pieces of docs/models.md §7: AdamW parameter groups, global-norm clipping, and
- * gradient accumulation over micro-batches equal to one batch. */
+/* The training recipe pieces of docs/models.md §7: AdamW and RMSprop with their parameter groups,
+ * global-norm clipping, and gradient accumulation over micro-batches equal to one batch. */
 #include <string.h>
 
 #include "harness.h"
@@ -65,15 +65,19 @@ static void test_adamw_step_groups(void) {
     real *w0 = tu_copy(w, t->total);
     for (int64_t i = 0; i < t->total; i++) g[i] = (real)(i % 7 - 3) * 0.01f;
     TrainConfig tc = recipe();
-    /* two parameters as a recurrent group: lr x 0.3 and their own decay */
+    /* two parameters as a recurrent group: lr x 0.3 and their own decay; one as the
+     * orthogonal group: lr x 0.1 and its own decay */
     tc.lr = 1e-2; /* the schedule's peak: the step below runs at it */
     tc.lr_recurrent = 0.3e-2;
     tc.weight_decay_recurrent = 0.05;
+    tc.lr_orthogonal = 1e-3;
+    tc.weight_decay_orthogonal = 0.02;
     ParamTable *tw = (ParamTable *)t;
     params_set_recurrent(tw, 2);
     params_set_recurrent(tw, t->n - 1);
-    AdamW *opt = adamw_create(backend_cpu(), 0, t->total);
-    adamw_step(opt, m, &tc, 1e-2);
+    params_set_orthogonal(tw, 3);
+    Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_ADAMW, 0, t->total);
+    optimizer_step(opt, m, &tc, 1e-2);
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
         for (int64_t j = 0; j < p->numel; j++) {
@@ -81,15 +85,95 @@ static void test_adamw_step_groups(void) {
             double gk = g[k], expect = w0[k];
             if (p->trainable) {
                 /* first step: m^ = g, v^ = g^2, so the Adam step is g / (|g| + eps) */
-                double lr = p->recurrent ? 0.3e-2 : 1e-2;
-                double wd = p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
+                double lr = p->orthogonal ? 1e-3 : p->recurrent ? 0.3e-2 : 1e-2;
+                double wd = p->orthogonal ? 0.02 : p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
                 expect -= lr * wd * w0[k] + lr * gk / (fabs(gk) + 1e-8);
             }
             CHECK_MSG(fabs(w[k] - expect) < 1e-6, "%s[%lld]: %g vs %g", p->name, (long long)j, (double)w[k], expect);
         }
     }
-    adamw_free(opt);
+    optimizer_free(opt);
     rt_free(w0);
+    model_free(m);
+}
+
+/* torch.optim.RMSprop(lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.05) on five weights over
+ * three steps, the values torch 1.13 computes in float64 (the fourth weight's gradients of
+ * 1e-9 tell eps outside the root from eps inside it). */
+static void test_rmsprop_matches_torch(void) {
+    real w[5] = {0.5, -1.25, 2.0, 0.0, 0.75}, sq[5] = {0};
+    static const real g[3][5] = {{0.1, -0.2, 0.3, 1e-9, 0}, {-0.4, 0.05, 0.3, 2e-9, 0}, {0.2, 0.2, -0.1, -1e-9, 0}};
+    static const double torch_w[3][5] = {
+        {0.46837723139831416, -1.2183772272078395, 1.968377225898316, -0.0009693465699682846, 0.7183772500649603},
+        {0.4985398544404232, -1.2169920361426791, 1.945478743993908, 0.030632810172793762, 0.6959094915857003},
+        {0.4822596125313498, -1.2330293820802052, 1.9456438928153905, -0.0009750755013790899, 0.6773395263594925}};
+    static const double torch_sq[5] = {0.019088042049414066, 0.007528419519729989, 0.02724712615503748,
+                                       2.348033583686648e-07, 0.0003510935766372182};
+    for (int t = 0; t < 3; t++) {
+        backend_cpu()->rmsprop_update(w, NULL, sq, g[t], 5, 0.01, 0.9, 1e-8, 0.05);
+        for (int i = 0; i < 5; i++)
+            CHECK_MSG(fabs(w[i] - torch_w[t][i]) < 2e-6, "step %d w[%d]: %.9g vs torch %.9g", t + 1, i, (double)w[i],
+                      torch_w[t][i]);
+    }
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(fabs(sq[i] - torch_sq[i]) < 1e-6 * torch_sq[i] + 1e-12, "square_avg[%d]: %.9g vs torch %.9g", i,
+                  (double)sq[i], torch_sq[i]);
+}
+
+/* optimizer_step with train.optimizer = rmsprop, two steps (the second at half the peak lr):
+ * every trainable element against torch's RMSprop in double, each group with its learning
+ * rate (scaled like the schedule) and its weight decay added to the gradient; frozen
+ * parameters do not move. */
+static void test_rmsprop_step_groups(void) {
+    ModelConfig c = tiny(MIXER_GLA, PE_SELECTIVE);
+    Model *m = model_create(&c, backend_cpu());
+    model_init_weights(m, 4);
+    const ParamTable *t = model_params(m);
+    const real *w = model_weights(m);
+    real *g = model_grads(m);
+    TrainConfig tc = recipe();
+    tc.optimizer = OPTIMIZER_RMSPROP;
+    tc.rmsprop_alpha = 0.9;
+    tc.rmsprop_eps = 1e-8;
+    tc.lr = 1e-2;
+    tc.lr_recurrent = 0.3e-2;
+    tc.weight_decay_recurrent = 0.05;
+    tc.lr_orthogonal = 1e-3;
+    tc.weight_decay_orthogonal = 0.02;
+    ParamTable *tw = (ParamTable *)t;
+    params_set_recurrent(tw, 2);
+    params_set_orthogonal(tw, 3);
+    params_set_orthogonal(tw, t->n - 1);
+    double *rw = rt_malloc(sizeof(double) * (size_t)t->total), *rs = rt_calloc((size_t)t->total, sizeof(double));
+    for (int64_t i = 0; i < t->total; i++) rw[i] = w[i];
+    Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_RMSPROP, 0, t->total);
+    CHECK(opt->spec->nstate == 1 && !strcmp(opt->spec->state_names[0], "square_avg"));
+    static const double lrs[2] = {1e-2, 0.5e-2};
+    for (int step = 0; step < 2; step++) {
+        for (int64_t i = 0; i < t->total; i++) g[i] = (real)((i * (step + 3)) % 11 - 5) * 0.01f;
+        optimizer_step(opt, m, &tc, lrs[step]);
+        for (int i = 0; i < t->n; i++) {
+            const ParamInfo *p = &t->p[i];
+            if (!p->trainable) continue;
+            double scale = p->orthogonal ? 0.1 : p->recurrent ? 0.3 : 1;
+            double wd = p->orthogonal ? 0.02 : p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
+            for (int64_t k = p->offset; k < p->offset + p->numel; k++) {
+                double gk = g[k] + wd * rw[k];
+                rs[k] = 0.9 * rs[k] + 0.1 * gk * gk;
+                rw[k] -= lrs[step] * scale * gk / (sqrt(rs[k]) + 1e-8);
+            }
+        }
+        for (int i = 0; i < t->n; i++) {
+            const ParamInfo *p = &t->p[i];
+            int bad = 0;
+            for (int64_t k = p->offset; k < p->offset + p->numel; k++) bad += !(fabs(w[k] - rw[k]) < 1e-6);
+            CHECK_MSG(!bad, "step %d, %s: %d of %lld weights differ from torch's RMSprop", step + 1, p->name, bad,
+                      (long long)p->numel);
+        }
+    }
+    optimizer_free(opt);
+    rt_free(rw);
+    rt_free(rs);
     model_free(m);
 }
 
@@ -156,6 +240,8 @@ int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"decay_groups", test_decay_groups},
         {"adamw_step_groups", test_adamw_step_groups},
+        {"rmsprop_matches_torch", test_rmsprop_matches_torch},
+        {"rmsprop_step_groups", test_rmsprop_step_groups},
         {"clipping", test_clipping},
         {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
     };

@@ -1,6 +1,7 @@
 /* The synthetic task generators (EVAL.md part B): MQAR layout and its power-law query gaps,
  * group word problems against a brute-force running product over independently built
- * permutations, copy sequences well formed, and the train/test streams disjoint. */
+ * permutations, copy sequences well formed, nnRNN's copy-memory rows position by position, and
+ * the train/test streams disjoint. */
 #include <stdint.h>
 #include <string.h>
 
@@ -238,6 +239,58 @@ static void test_copy(void) {
     }
 }
 
+/* ---- copy memory ---- */
+
+/* nnRNN's copytask.py rows, position by position: inputs x = c symbols, T-1 blanks (0), the
+ * marker (9), c blanks; outputs y = T + c blanks, then the c symbols; every position scored. */
+static void test_copy_memory_layout(void) {
+    static const CopyMemSpec specs[] = {{200, 10, 8}, {1, 1, 1}, {5, 3, 2}, {37, 10, 8}};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const CopyMemSpec *s = &specs[k];
+        int T = s->delay, c = s->length, n = copy_memory_row(s), bad = 0;
+        CHECK(copy_memory_check(s) == NULL && n == T + 2 * c);
+        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)n), *lab = rt_malloc(sizeof(int32_t) * (size_t)n);
+        for (int e = 0; e < 300; e++) {
+            Rng r;
+            task_example_rng(&r, 3, 0, e);
+            copy_memory_example(s, &r, tok, lab);
+            for (int p = 0; p < n; p++) {
+                int32_t x = p < c ? tok[p] : p == c + T - 1 ? COPYMEM_MARKER : COPYMEM_BLANK;
+                int32_t y = p < T + c ? COPYMEM_BLANK : tok[p - T - c];
+                bad += tok[p] != x || lab[p] != y;
+            }
+            for (int i = 0; i < c; i++) bad += !(tok[i] >= 1 && tok[i] <= s->symbols);
+        }
+        CHECK_MSG(!bad, "copy memory T=%d c=%d K=%d: %d positions differ from nnRNN's layout", T, c, s->symbols, bad);
+        rt_free(tok);
+        rt_free(lab);
+    }
+    /* the symbols are uniform over 1..8 (chi-square over 10000 rows of 10) */
+    CopyMemSpec s = {3, 10, 8};
+    int32_t tok[23], lab[23];
+    int64_t counts[8] = {0};
+    double p[8];
+    for (int e = 0; e < 10000; e++) {
+        Rng r;
+        task_example_rng(&r, 11, 0, e);
+        copy_memory_example(&s, &r, tok, lab);
+        for (int i = 0; i < 10; i++) counts[tok[i] - 1]++;
+    }
+    for (int k = 0; k < 8; k++) p[k] = 1.0 / 8;
+    int df;
+    double stat = chi2(counts, p, 8, 100000, &df);
+    CHECK_MSG(stat < chi2_critical(df), "copy memory symbols: chi-square %.1f with %d df", stat, df);
+    /* nnRNN's baseline 10 log 8 / (T + 20) */
+    CopyMemSpec paper = {200, 10, 8};
+    CHECK_CLOSE(copy_memory_baseline(&paper), 10 * log(8.0) / 220, 1e-15);
+    CopyMemSpec bad_specs[] = {{0, 10, 8}, {10, 0, 8}, {10, 10, 9}, {10, 10, 0}};
+    static const char *const key[] = {"task.delay", "task.copy_length", "task.symbols", "task.symbols"};
+    for (int k = 0; k < 4; k++) {
+        const char *msg = copy_memory_check(&bad_specs[k]);
+        CHECK_MSG(msg && strstr(msg, key[k]), "spec %d: %s", k, msg ? msg : "accepted");
+    }
+}
+
 /* ---- streams ---- */
 
 static void test_streams(void) {
@@ -271,6 +324,7 @@ int main(int argc, char **argv) {
         {"mqar_check", test_mqar_check},
         {"group_word_problems", test_group_word_problems},
         {"copy", test_copy},
+        {"copy_memory_layout", test_copy_memory_layout},
         {"streams", test_streams},
     };
     return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);

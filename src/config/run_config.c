@@ -16,9 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/char_text.h"
 #include "data/class_task.h"
 #include "data/image_task.h"
 #include "data/mad_tasks.h"
+#include "data/synth_tasks.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -73,6 +75,8 @@ static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
 static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_BEST_VAL_LOSS}, {"val_accuracy", KEEP_BEST_VAL_ACCURACY}, {NULL, 0}};
+static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
+static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
 /* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
 static const Choice TASKS[] = {{"none", 0},
@@ -93,6 +97,8 @@ static const Choice TASKS[] = {{"none", 0},
                                {"seq_image", 15},
                                {"listops", 16},
                                {"text_bytes", 17},
+                               {"copy_memory", 18},
+                               {"chars", 19},
                                {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
@@ -171,12 +177,17 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
     K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
     K_ENUM("train", "schedule", train.schedule, SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
-    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "AdamW weight decay"),
+    K_ENUM("train", "optimizer", train.optimizer, OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
+    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
     K_FLT("train", "lr_recurrent", train.lr_recurrent, R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
     K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, R_NONNEG, "weight decay of the recurrent parameters"),
+    K_FLT("train", "lr_orthogonal", train.lr_orthogonal, R_NONNEG, "peak lr of the orthogonal parameters (nnRNN's and expRNN's skew-symmetric generators: their \"LR orth\"), same schedule; 0 = train.lr"),
+    K_FLT("train", "weight_decay_orthogonal", train.weight_decay_orthogonal, R_NONNEG, "weight decay of the orthogonal parameters"),
     K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
     K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
     K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),
+    K_FLT("train", "rmsprop_alpha", train.rmsprop_alpha, R_UNIT, "RMSprop: smoothing constant of the squared-gradient average"),
+    K_FLT("train", "rmsprop_eps", train.rmsprop_eps, R_POS, "RMSprop: epsilon added to the root of the average"),
     K_FLT("train", "grad_clip", train.grad_clip, R_NONNEG, "global gradient-norm clip, 0 = off"),
     K_U64("train", "seed", train.seed, "seed of initialisation and data order"),
     K_I64("train", "val_every", train.val_every, 0, "steps between validations, 0 = never"),
@@ -186,7 +197,7 @@ static const KeySpec KEYS[] = {
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
     K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
-    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the AdamW state across data-parallel ranks"),
+    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the optimizer state across data-parallel ranks"),
 
     K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
     K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
@@ -199,7 +210,7 @@ static const KeySpec KEYS[] = {
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
-    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic, or classification (seq_image = images as pixel sequences, listops, text_bytes); parity, a3, s3, a5, s5 = state with that group"),
+    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, listops, text_bytes), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
     K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
     K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
@@ -209,6 +220,9 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_len", task.min_len, 1, "copy: shortest training string"),
     K_INT("task", "max_len", task.max_len, 1, "copy: longest training string"),
     K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
+    K_INT("task", "delay", task.delay, 1, "copy_memory: nnRNN's T, the blanks from the last symbol to the marker (train.seq_len = delay + 2 copy_length follows)"),
+    K_INT("task", "copy_length", task.copy_length, 1, "copy_memory: symbols to remember and copy"),
+    K_INT("task", "symbols", task.symbols, 1, "copy_memory: alphabet size, at most 8 (tokens 1..symbols; blank 0, marker 9)"),
     K_INT("task", "seq_len", task.seq_len, 2, "mad: mad-lab's seq_len; train.seq_len and model.vocab_size follow the task"),
     K_INT("task", "noise_vocab_size", task.noise_vocab_size, 0, "mad: noise tokens (the top of the non-special vocabulary)"),
     K_FLT("task", "frac_noise", task.frac_noise, R_UNIT, "mad: probability that a slot is noise"),
@@ -221,7 +235,10 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_length", task.min_length, 0, "listops: expressions have more than min_length tokens"),
     K_INT("task", "max_length", task.max_length, 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
     K_INT("task", "classes", task.classes, 2, "text_bytes: labels are 0..classes-1 (IMDB: 2, neg and pos)"),
-    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); empty: listops is generated"),
+    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
+    K_ENUM_STR("task", "text_format", task.text_format, TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
+    K_FLT("task", "valid_fraction", task.valid_fraction, R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
+    K_FLT("task", "test_fraction", task.test_fraction, R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
     K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
     K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
     K_STR("task", "images", task.images, "seq_image: training images, an IDX file (MNIST format, plain or .gz) or a CIFAR-10 binary directory; train.seq_len follows its pixel count"),
@@ -270,6 +287,9 @@ void run_config_defaults(RunConfig *c) {
     t->beta1 = 0.9;
     t->beta2 = 0.95;
     t->adam_eps = 1e-8;
+    t->optimizer = OPTIMIZER_ADAMW;
+    t->rmsprop_alpha = 0.99; /* torch.optim.RMSprop's defaults */
+    t->rmsprop_eps = 1e-8;
     t->grad_clip = 1.0;
     t->seed = 1234;
     t->val_every = 100;
@@ -301,6 +321,12 @@ void run_config_defaults(RunConfig *c) {
     c->task.v_motif_size = 1;
     c->task.multi_query = 1;
     c->task.num_tokens_to_copy = 16;
+    strcpy(c->task.text_format, "raw");
+    c->task.valid_fraction = 0.05;
+    c->task.test_fraction = 0.05;
+    c->task.delay = 200; /* nnRNN's copytask.py defaults */
+    c->task.copy_length = 10;
+    c->task.symbols = 8;
     c->task.max_depth = 10;
     c->task.max_args = 10;
     c->task.min_length = 500;
@@ -751,6 +777,42 @@ static const char *mad_shape(Loader *L) {
     return msg[0] ? msg : NULL;
 }
 
+/* copy_memory rows hold delay + 2 copy_length tokens: train.seq_len follows (an explicit other
+ * value is an error), and model.vocab_size defaults to the 10 input tokens, or to nnRNN's 9
+ * outputs when the tokens enter as values (model.input = linear). A problem is returned, or
+ * NULL. */
+static const char *copy_memory_shape(Loader *L) {
+    static char msg[256];
+    const TaskConfig *task = &L->cfg.task;
+    if (strcmp(task->type, "copy_memory")) return NULL;
+    CopyMemSpec spec = {task->delay, task->copy_length, task->symbols};
+    int T = copy_memory_row(&spec);
+    if (L->seq_len_given && L->cfg.train.seq_len != T) {
+        snprintf(msg, sizeof msg, "train.seq_len = %d: task copy_memory with task.delay = %d and task.copy_length = %d has rows of %d tokens (leave train.seq_len out)",
+                 L->cfg.train.seq_len, task->delay, task->copy_length, T);
+        return msg;
+    }
+    L->cfg.train.seq_len = T;
+    if (!L->vocab_size_given) L->cfg.model.vocab_size = L->cfg.model.input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
+    return NULL;
+}
+
+/* chars: model.vocab_size defaults to the texts' vocabulary (the files are read). A problem is
+ * returned, or NULL. */
+static const char *chars_shape(Loader *L) {
+    static char msg[1400];
+    if (strcmp(L->cfg.task.type, "chars") || L->vocab_size_given) return NULL;
+    char err[1200];
+    CharText *t = char_text_open(&L->cfg.task, err, sizeof err);
+    if (!t) {
+        snprintf(msg, sizeof msg, "task.type = chars: %s", err);
+        return msg;
+    }
+    L->cfg.model.vocab_size = char_text_vocab_size(t) < 2 ? 2 : char_text_vocab_size(t);
+    char_text_free(t);
+    return NULL;
+}
+
 /* seq_image rows are the images' pixels: train.seq_len follows task.images (its header is
  * read; an explicit value is checked when the data is opened) and model.vocab_size defaults
  * to the 256 intensities. A problem is returned, or NULL. */
@@ -787,6 +849,8 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
         const char *shape_bad = mad_shape(L);
         if (!shape_bad) shape_bad = image_shape(L);
+        if (!shape_bad) shape_bad = copy_memory_shape(L);
+        if (!shape_bad) shape_bad = chars_shape(L);
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
         if (!L->keep_best_given && L->cfg.train.val_every > 0 && run_config_classifies(&L->cfg))
             L->cfg.train.keep_best = KEEP_BEST_VAL_ACCURACY;
@@ -870,7 +934,7 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, mad_*, seq_image, listops or text_bytes");
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars");
     return 0;
 }
 

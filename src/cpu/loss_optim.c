@@ -105,3 +105,19 @@ void cpu_adamw(void *w_, void *w_act_, void *m_, void *v_, const void *g_, int64
         if (w_act) w_act[i] = w[i];
     }
 }
+
+/* torch.optim.RMSprop (no momentum, not centered): the weight decay is added to the gradient,
+ * g' = g + wd w; s <- alpha s + (1 - alpha) g'^2; w <- w - lr g' / (sqrt(s) + eps). */
+void cpu_rmsprop_update(void *w_, void *w_act_, void *sq_, const void *g_, int64_t n, double lr, double alpha,
+                        double eps, double weight_decay) {
+    real *w = w_, *w_act = w_act_, *sq = sq_;
+    const real *g = g_;
+    real a = (real)alpha, a1 = (real)(1 - alpha), step = (real)lr, e = (real)eps, wd = (real)weight_decay;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        real gi = g[i] + wd * w[i];
+        sq[i] = a * sq[i] + a1 * gi * gi;
+        w[i] -= step * gi / (sqrt(sq[i]) + e);
+        if (w_act) w_act[i] = w[i];
+    }
+}

@@ -202,3 +202,36 @@ void copy_eval_sequence(Rng *r, int len, int seq_len, int32_t *tokens, int32_t *
     rt_free(str);
     rt_free(mask);
 }
+
+/* ---- copy memory ---- */
+
+const char *copy_memory_check(const CopyMemSpec *s) {
+    static char msg[160];
+    if (s->delay < 1)
+        snprintf(msg, sizeof msg, "task.delay = %d must be at least 1 (the marker ends the delay)", s->delay);
+    else if (s->length < 1)
+        snprintf(msg, sizeof msg, "task.copy_length = %d must be at least 1", s->length);
+    else if (s->symbols < 1 || s->symbols > COPYMEM_MAX_SYMBOLS)
+        snprintf(msg, sizeof msg, "task.symbols = %d must be in 1..%d (nnRNN's inputs: blank 0, symbols, marker 9)",
+                 s->symbols, COPYMEM_MAX_SYMBOLS);
+    else
+        return NULL;
+    return msg;
+}
+
+int copy_memory_row(const CopyMemSpec *s) { return s->delay + 2 * s->length; }
+
+void copy_memory_example(const CopyMemSpec *s, Rng *r, int32_t *tokens, int32_t *labels) {
+    int T = s->delay, c = s->length, n = copy_memory_row(s);
+    for (int p = 0; p < n; p++) tokens[p] = labels[p] = COPYMEM_BLANK;
+    for (int i = 0; i < c; i++) {
+        int32_t x = 1 + (int32_t)rng_below(r, (uint64_t)s->symbols);
+        tokens[i] = x;
+        labels[T + c + i] = x;
+    }
+    tokens[c + T - 1] = COPYMEM_MARKER;
+}
+
+double copy_memory_baseline(const CopyMemSpec *s) {
+    return s->length * log((double)s->symbols) / copy_memory_row(s);
+}

@@ -61,4 +61,23 @@ void copy_train_sequence(Rng *r, int min_len, int max_len, int seq_len, int32_t 
 /* Needs seq_len >= 2 len + 3. */
 void copy_eval_sequence(Rng *r, int len, int seq_len, int32_t *tokens, int32_t *labels);
 
+/* ---- copy memory (nnRNN's copytask.py: Arjovsky et al.'s copying memory problem) ----
+ * Tokens are nnRNN's input values: blank 0, symbols 1..symbols (nnRNN: up to 8), marker 9. A
+ * row of delay + 2 length tokens holds `length` symbols drawn uniformly, delay - 1 blanks, the
+ * marker, `length` blanks. Every position is scored at the same position (tagging): blank for
+ * the first delay + length, then the symbols in order. Outputs are 0..8 (nnRNN's 9 classes). */
+enum { COPYMEM_BLANK = 0, COPYMEM_MARKER = 9, COPYMEM_MAX_SYMBOLS = 8, COPYMEM_INPUTS = 10, COPYMEM_OUTPUTS = 9 };
+typedef struct {
+    int delay, length, symbols;
+} CopyMemSpec;
+/* NULL or a message naming the key. */
+const char *copy_memory_check(const CopyMemSpec *s);
+/* Tokens in a row: delay + 2 length. */
+int copy_memory_row(const CopyMemSpec *s);
+void copy_memory_example(const CopyMemSpec *s, Rng *r, int32_t *tokens, int32_t *labels);
+/* The mean loss per position of predicting blank until the marker's copy starts and then
+ * each symbol with probability 1/symbols: length ln(symbols) / (delay + 2 length) (nnRNN's
+ * 10 log 8 / (T + 20)). */
+double copy_memory_baseline(const CopyMemSpec *s);
+
 #endif

@@ -3,12 +3,14 @@
  * split, i): the train split cycles through task.train_examples examples (or never repeats
  * when it is 0), the validation and test splits read the test stream from its start. The
  * classification tasks take their rows from data/image_task.h (seq_image) and
- * data/class_task.h (listops, text_bytes), which have validation splits of their own. The
+ * data/class_task.h (listops, text_bytes), and chars its windows of text from
+ * data/char_text.h, which have validation splits of their own. The
  * position is the next global example index; rank r of N takes examples r B .. r B + B - 1
  * of each N B. */
 #include <stdio.h>
 #include <string.h>
 
+#include "data/char_text.h"
 #include "data/class_task.h"
 #include "data/datasource.h"
 #include "data/image_task.h"
@@ -16,16 +18,18 @@
 #include "data/synth_tasks.h"
 #include "util/error.h"
 
-typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY, KIND_MAD, KIND_IMAGE, KIND_CLASS } Kind;
+typedef enum { KIND_MQAR, KIND_STATE, KIND_COPY, KIND_MAD, KIND_IMAGE, KIND_CLASS, KIND_COPY_MEMORY, KIND_CHARS } Kind;
 
 typedef struct {
     DataSource base;
     Kind kind;
     MqarSpec mqar;
+    CopyMemSpec copymem;
     Group group;
     MadSpec mad;
     ImageTask *image;
     ClassTask *cls;
+    CharText *chars;
     int min_len, max_len;
     int T, rank, world;
     uint64_t seed;
@@ -50,15 +54,21 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
         case KIND_MAD: mad_example(&s->mad, &r, s->split != SPLIT_TRAIN, tk, lb); break;
         case KIND_IMAGE: image_task_example(s->image, i, tk, lb); break;
         case KIND_CLASS: class_task_row(s->cls, i, tk, lb); break;
+        case KIND_COPY_MEMORY: copy_memory_example(&s->copymem, &r, tk, lb); break;
+        case KIND_CHARS: char_text_row(s->chars, s->split, s->T, s->seed, i, tk, lb); break;
         }
     }
     s->index += (int64_t)s->world * B;
     return 0;
 }
 
+/* The position; chars also saves its vocabulary, so that a checkpoint knows what its token ids
+ * mean and refuses to resume on a text whose vocabulary differs. */
 static json_t *ts_get_state(const DataSource *ds) {
     const TaskSource *s = (const TaskSource *)ds;
-    return json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index", (json_int_t)s->index);
+    json_t *j = json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index", (json_int_t)s->index);
+    if (s->kind == KIND_CHARS) json_object_set_new(j, "vocab", char_text_vocab_json(s->chars));
+    return j;
 }
 
 static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errlen) {
@@ -68,6 +78,14 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
     if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index", &index) ||
         strcmp(kind, "task") || strcmp(task, ds->desc) || index < 0)
         return rt_error(err, errlen, ds->desc, "the saved data position belongs to another data source");
+    if (s->kind == KIND_CHARS) {
+        json_t *vocab = char_text_vocab_json(s->chars);
+        int same = json_equal(vocab, json_object_get(st, "vocab"));
+        json_decref(vocab);
+        if (!same)
+            return rt_error(err, errlen, ds->desc, "the text's vocabulary differs from the one saved with the checkpoint "
+                            "(task.path or task.text_format changed)");
+    }
     s->index = index;
     return 0;
 }
@@ -78,6 +96,7 @@ static void ts_destroy(DataSource *ds) {
     mad_spec_free(&s->mad);
     image_task_free(s->image);
     class_task_free(s->cls);
+    char_text_free(s->chars);
     rt_free(s);
 }
 
@@ -108,6 +127,22 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->max_len = task->max_len;
         if (task->min_len > task->max_len) bad = "task.min_len is larger than task.max_len";
         vocab = COPY_VOCAB;
+    } else if (!strcmp(task->type, "copy_memory")) {
+        s->kind = KIND_COPY_MEMORY;
+        s->copymem = (CopyMemSpec){task->delay, task->copy_length, task->symbols};
+        bad = copy_memory_check(&s->copymem);
+        if (!bad && s->T != copy_memory_row(&s->copymem)) bad = "train.seq_len differs from task.delay + 2 task.copy_length";
+        /* the marker is embedded as a token; read as a value, only the outputs count */
+        vocab = mc->input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
+    } else if (!strcmp(task->type, "chars")) {
+        s->kind = KIND_CHARS;
+        if (!(s->chars = char_text_open(task, err, errlen))) {
+            ts_destroy(&s->base);
+            return NULL;
+        }
+        s->base.examples = char_text_rows(s->chars, opt->split, s->T);
+        if (!s->base.examples) bad = "the training text holds fewer than train.seq_len + 1 symbols";
+        vocab = char_text_vocab_size(s->chars);
     } else if (mad_task_of(task->type, &t)) {
         s->kind = KIND_MAD;
         bad = mad_spec_make(&s->mad, t, task, s->seed);
@@ -134,7 +169,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->base.examples = class_task_size(s->cls);
         vocab = class_task_vocab(s->cls);
     } else {
-        bad = "task.type must be mqar, state, copy, mad_*, seq_image, listops or text_bytes";
+        bad = "task.type must be mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars";
     }
     if (!bad && mc->vocab_size < vocab) {
         rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, vocab, mc->vocab_size);

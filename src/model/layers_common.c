@@ -39,3 +39,10 @@ int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *
     params_set_recurrent(t, id);
     return id;
 }
+
+int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+                       double init_arg) {
+    int id = params_add(t, name, ndim, shape, init, init_arg, 0, 1);
+    params_set_orthogonal(t, id);
+    return id;
+}

@@ -58,6 +58,9 @@ int declare_conv(ParamTable *t, const char *name, int64_t C, double std);
 /* Declares a parameter of a recurrence (ParamInfo.recurrent; no weight decay). */
 int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
                       double init_arg);
+/* Declares the parameter of an orthogonal matrix (ParamInfo.orthogonal; no weight decay). */
+int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+                       double init_arg);
 
 /* Grow-only [f32] buffer for the chunk states of the linear-attention mixers, whose size
  * depends on the segments of each batch. */

@@ -33,8 +33,13 @@ int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, 
 }
 
 void params_set_recurrent(ParamTable *t, int idx) {
-    RT_ASSERT(idx >= 0 && idx < t->n);
+    RT_ASSERT(idx >= 0 && idx < t->n && !t->p[idx].orthogonal);
     t->p[idx].recurrent = 1;
+}
+
+void params_set_orthogonal(ParamTable *t, int idx) {
+    RT_ASSERT(idx >= 0 && idx < t->n && !t->p[idx].recurrent);
+    t->p[idx].orthogonal = 1;
 }
 
 int params_find(const ParamTable *t, const char *name) {

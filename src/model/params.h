@@ -41,6 +41,10 @@ typedef struct {
      * theta_log, gamma_log; RotRNN theta, gamma_log, M; docs/models.md §13, §14): its own
      * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent, §7) */
     int recurrent;
+    /* the parameter of an orthogonal matrix (nnRNN's and expRNN's skew-symmetric generator):
+     * its own learning rate and weight decay (train.lr_orthogonal,
+     * train.weight_decay_orthogonal, docs/models.md §7); never also recurrent */
+    int orthogonal;
 } ParamInfo;
 
 typedef struct {
@@ -58,6 +62,8 @@ int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, 
                double init_arg, int decay, int trainable);
 /* Marks parameter idx as recurrent (ParamInfo.recurrent). */
 void params_set_recurrent(ParamTable *t, int idx);
+/* Marks parameter idx as orthogonal (ParamInfo.orthogonal). */
+void params_set_orthogonal(ParamTable *t, int idx);
 /* Index of a parameter by name, -1 if absent. */
 int params_find(const ParamTable *t, const char *name);
 /* Number of parameter elements (without padding). */

@@ -226,47 +226,54 @@ static int save_model(const char *dir, Model *m, char *err, size_t errlen) {
     return rc;
 }
 
-/* optimizer.safetensors: the moments of every trainable parameter under its name (the
- * optimizer owns every element). */
-static int save_optimizer(const char *dir, const ParamTable *t, const AdamW *opt, char *err, size_t errlen) {
-    float *mm = host_f32_copy(opt->be, opt->m, t->total), *vv = host_f32_copy(opt->be, opt->v, t->total);
-    StTensor *list = rt_calloc(2 * (size_t)t->n, sizeof(StTensor));
+/* optimizer.safetensors: each state buffer of every trainable parameter under
+ * "<state name>.<name>" (the optimizer owns every element); metadata step and optimizer. */
+static int save_optimizer(const char *dir, const ParamTable *t, const Optimizer *opt, char *err, size_t errlen) {
+    const OptimizerSpec *sp = opt->spec;
+    float *buf[OPT_MAX_STATE];
+    StTensor *list = rt_calloc((size_t)sp->nstate * (size_t)t->n, sizeof(StTensor));
     int n = 0;
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].trainable) add_tensor(list, &n, "exp_avg.", &t->p[i], mm);
-    for (int i = 0; i < t->n; i++)
-        if (t->p[i].trainable) add_tensor(list, &n, "exp_avg_sq.", &t->p[i], vv);
+    for (int k = 0; k < sp->nstate; k++) {
+        buf[k] = host_f32_copy(opt->be, opt->state[k], t->total);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s.", sp->state_names[k]);
+        for (int i = 0; i < t->n; i++)
+            if (t->p[i].trainable) add_tensor(list, &n, prefix, &t->p[i], buf[k]);
+    }
     char step[32];
     snprintf(step, sizeof step, "%lld", (long long)opt->t);
-    const char *const meta[] = {"step", step, NULL};
+    const char *const meta[] = {"step", step, "optimizer", sp->name, NULL};
     char *path = rt_sprintf("%s/optimizer.safetensors", dir);
     int rc = st_write(path, list, n, meta, err, errlen);
     rt_free(path);
     rt_free(list);
-    rt_free(mm);
-    rt_free(vv);
+    for (int k = 0; k < sp->nstate; k++) rt_free(buf[k]);
     return rc;
 }
 
-/* optimizer.rankR-of-N.safetensors: this rank's slice [lo, hi) of the flat moments, as
- * "exp_avg" and "exp_avg_sq" with metadata step, start, end and total (the flat size), so
- * that a run with another number of ranks can cut its own slices from the set. */
-static int save_optimizer_shard(const char *dir, const AdamW *opt, int64_t total, char *err, size_t errlen) {
+/* optimizer.rankR-of-N.safetensors: this rank's slice [lo, hi) of the flat state buffers,
+ * each under its state name, with metadata step, optimizer, start, end and total (the flat
+ * size), so that a run with another number of ranks can cut its own slices from the set. */
+static int save_optimizer_shard(const char *dir, const Optimizer *opt, int64_t total, char *err, size_t errlen) {
+    const OptimizerSpec *sp = opt->spec;
     int64_t n = opt->hi - opt->lo;
-    float *mm = host_f32_copy(opt->be, opt->m, n), *vv = host_f32_copy(opt->be, opt->v, n);
-    StTensor list[2] = {{"exp_avg", "F32", 1, {n}, mm, sizeof(float) * (size_t)n},
-                        {"exp_avg_sq", "F32", 1, {n}, vv, sizeof(float) * (size_t)n}};
+    StTensor list[OPT_MAX_STATE];
+    float *buf[OPT_MAX_STATE];
+    for (int k = 0; k < sp->nstate; k++) {
+        buf[k] = host_f32_copy(opt->be, opt->state[k], n);
+        list[k] = (StTensor){"", "F32", 1, {n}, buf[k], sizeof(float) * (size_t)n};
+        snprintf(list[k].name, sizeof list[k].name, "%s", sp->state_names[k]);
+    }
     char step[32], start[32], end[32], all[32];
     snprintf(step, sizeof step, "%lld", (long long)opt->t);
     snprintf(start, sizeof start, "%lld", (long long)opt->lo);
     snprintf(end, sizeof end, "%lld", (long long)opt->hi);
     snprintf(all, sizeof all, "%lld", (long long)total);
-    const char *const meta[] = {"step", step, "start", start, "end", end, "total", all, NULL};
+    const char *const meta[] = {"step", step, "optimizer", sp->name, "start", start, "end", end, "total", all, NULL};
     char *path = rt_sprintf("%s/" OPT_SHARD_FORMAT, dir, dist_rank(), dist_world());
-    int rc = st_write(path, list, 2, meta, err, errlen);
+    int rc = st_write(path, list, sp->nstate, meta, err, errlen);
     rt_free(path);
-    rt_free(mm);
-    rt_free(vv);
+    for (int k = 0; k < sp->nstate; k++) rt_free(buf[k]);
     return rc;
 }
 
@@ -322,7 +329,7 @@ static int save_ini(const char *dir, const RunConfig *rc, char *err, size_t errl
     return r;
 }
 
-static json_t *trainer_state_json(const TrainerState *st, const AdamW *opt, json_t *files, int sharded) {
+static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, json_t *files, int sharded) {
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)st->seed);
     json_t *j = json_object();
@@ -397,7 +404,7 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
 /* Agreement of all ranks: 1 if every rank passes ok. */
 static int all_ok(int ok) { return !dist_any(!ok); }
 
-int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
+int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const Optimizer *opt,
                     const RunConfig *rc, int keep, char *err, size_t errlen) {
     const ParamTable *t = model_params(m);
     RT_ASSERT(opt && st->step >= 0);
@@ -637,22 +644,37 @@ static int64_t meta_count(const StFile *f, const char *key) {
     return strtoll(v, NULL, 10);
 }
 
-/* The AdamW moments of the flat range [lo, hi) and the AdamW step, from the optimizer file
- * of an unsharded checkpoint or from the per-rank slices of a ZeRO-1 one (any number of
- * ranks: the slices of the files that overlap [lo, hi) are cut out). */
-static int load_moments(const char *dir, const ParamTable *t, int64_t lo, int64_t hi, float *mm, float *vv,
-                        int64_t *step, char *err, size_t errlen) {
+/* Whether the optimizer file `path` holds the state of `sp` (metadata "optimizer"; files
+ * without it are AdamW's, written before RMSprop existed). */
+static int check_optimizer_kind(const StFile *f, const char *path, const OptimizerSpec *sp, char *err, size_t errlen) {
+    const char *kind = st_meta(f, "optimizer");
+    if (!kind) kind = "adamw";
+    if (strcmp(kind, sp->name))
+        return rt_error(err, errlen, path, "holds the state of optimizer %s, but train.optimizer = %s", kind, sp->name);
+    return 0;
+}
+
+/* The optimizer state buffers of the flat range [lo, hi) and the optimizer step, from the
+ * optimizer file of an unsharded checkpoint or from the per-rank slices of a ZeRO-1 one (any
+ * number of ranks: the slices of the files that overlap [lo, hi) are cut out). */
+static int load_optimizer_state(const char *dir, const ParamTable *t, const OptimizerSpec *sp, int64_t lo, int64_t hi,
+                                float **bufs, int64_t *step, char *err, size_t errlen) {
     char *full = rt_sprintf("%s/optimizer.safetensors", dir);
     struct stat sb;
     int r = -1;
     if (stat(full, &sb) == 0) {
         StFile *f = st_open(full, err, errlen);
-        const char *const prefixes[] = {"exp_avg.", "exp_avg_sq."};
+        char prefix[OPT_MAX_STATE][64];
+        const char *prefixes[OPT_MAX_STATE];
+        for (int k = 0; k < sp->nstate; k++) {
+            snprintf(prefix[k], sizeof prefix[k], "%s.", sp->state_names[k]);
+            prefixes[k] = prefix[k];
+        }
         if (f && (*step = meta_count(f, "step")) < 0)
             rt_error(err, errlen, full, "metadata \"step\" is missing or not a step count");
-        else if (f && !check_tensors(f, full, t, prefixes, 2, 1, err, errlen)) {
-            copy_range(f, t, prefixes[0], 1, lo, hi, mm);
-            copy_range(f, t, prefixes[1], 1, lo, hi, vv);
+        else if (f && !check_optimizer_kind(f, full, sp, err, errlen) &&
+                 !check_tensors(f, full, t, prefixes, sp->nstate, 1, err, errlen)) {
+            for (int k = 0; k < sp->nstate; k++) copy_range(f, t, prefixes[k], 1, lo, hi, bufs[k]);
             r = 0;
         }
         st_close(f);
@@ -676,25 +698,30 @@ static int load_moments(const char *dir, const ParamTable *t, int64_t lo, int64_
         if (!f) r = -1;
         int64_t a = f ? meta_count(f, "start") : -1, b = f ? meta_count(f, "end") : -1;
         int64_t all = f ? meta_count(f, "total") : -1, s = f ? meta_count(f, "step") : -1;
-        const StTensor *m = f ? st_find(f, "exp_avg") : NULL, *v = f ? st_find(f, "exp_avg_sq") : NULL;
+        const StTensor *x[OPT_MAX_STATE] = {NULL};
+        int shapes_ok = 1;
+        for (int k = 0; f && k < sp->nstate; k++) {
+            x[k] = st_find(f, sp->state_names[k]);
+            shapes_ok &= x[k] && !strcmp(x[k]->dtype, "F32") && x[k]->nbytes == sizeof(float) * (size_t)(b - a);
+        }
         if (!r && (a < 0 || b < a || all != t->total || s < 0))
             r = rt_error(err, errlen, path, "metadata start/end/total/step missing or not for this model (%lld parameters)",
                          (long long)t->total);
-        else if (!r && (!m || !v || strcmp(m->dtype, "F32") || strcmp(v->dtype, "F32") ||
-                        m->nbytes != sizeof(float) * (size_t)(b - a) || v->nbytes != m->nbytes))
-            r = rt_error(err, errlen, path, "exp_avg / exp_avg_sq missing or not F32 of %lld elements", (long long)(b - a));
+        else if (!r && check_optimizer_kind(f, path, sp, err, errlen))
+            r = -1;
+        else if (!r && !shapes_ok)
+            r = rt_error(err, errlen, path, "%s%s%s missing or not F32 of %lld elements", sp->state_names[0],
+                         sp->nstate > 1 ? " / " : "", sp->nstate > 1 ? sp->state_names[1] : "", (long long)(b - a));
         else if (!r && *step >= 0 && s != *step)
-            r = rt_error(err, errlen, path, "AdamW step %lld differs from the other slices' %lld", (long long)s,
+            r = rt_error(err, errlen, path, "optimizer step %lld differs from the other slices' %lld", (long long)s,
                          (long long)*step);
         if (!r) {
             *step = s;
             covered += b - a;
             nfiles++;
-            int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
-            if (x < y) {
-                memcpy(mm + (x - lo), (const float *)m->data + (x - a), sizeof(float) * (size_t)(y - x));
-                memcpy(vv + (x - lo), (const float *)v->data + (x - a), sizeof(float) * (size_t)(y - x));
-            }
+            int64_t p = a > lo ? a : lo, q = b < hi ? b : hi;
+            for (int k = 0; k < sp->nstate && p < q; k++)
+                memcpy(bufs[k] + (p - lo), (const float *)x[k]->data + (p - a), sizeof(float) * (size_t)(q - p));
         }
         st_close(f);
         rt_free(path);
@@ -783,13 +810,13 @@ int checkpoint_read_state(const char *ckpt_dir, TrainerState *st, char *err, siz
     return r;
 }
 
-int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st, char *err,
+int checkpoint_load(const char *ckpt_dir, Model *m, Optimizer *opt, TrainerState *st, char *err,
                     size_t errlen) {
     const ParamTable *t = model_params(m);
     const Backend *be = model_backend(m);
     char *wpath = rt_sprintf("%s/model.safetensors", ckpt_dir);
     char *spath = rt_sprintf("%s/trainer_state.json", ckpt_dir);
-    float *w = rt_calloc((size_t)t->total, sizeof(float)), *mm = NULL, *vv = NULL; /* padding stays 0 */
+    float *w = rt_calloc((size_t)t->total, sizeof(float)), *bufs[OPT_MAX_STATE] = {NULL}; /* padding stays 0 */
     StFile *wf = NULL;
     TrainerState ts = {0};
     int64_t opt_step = 0, state_opt_step = 0;
@@ -800,10 +827,9 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     if (check_tensors(wf, wpath, t, none, 1, 0, err, errlen)) goto out;
     copy_range(wf, t, "", 0, 0, t->total, w);
     if (opt) {
-        /* frozen parameters have no moments in the files: theirs stay zero */
-        mm = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
-        vv = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
-        if (load_moments(ckpt_dir, t, opt->lo, opt->hi, mm, vv, &opt_step, err, errlen)) goto out;
+        /* frozen parameters have no state in the files: theirs stays zero */
+        for (int k = 0; k < opt->spec->nstate; k++) bufs[k] = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
+        if (load_optimizer_state(ckpt_dir, t, opt->spec, opt->lo, opt->hi, bufs, &opt_step, err, errlen)) goto out;
     }
     if (st) {
         if (read_trainer_state(spath, &ts, &state_opt_step, err, errlen)) goto out;
@@ -817,8 +843,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
     /* Everything checked: commit. */
     backend_upload_f32(be, model_weights_to_write(m), w, t->total);
     if (opt) {
-        backend_upload_f32(opt->be, opt->m, mm, opt->hi - opt->lo);
-        backend_upload_f32(opt->be, opt->v, vv, opt->hi - opt->lo);
+        for (int k = 0; k < opt->spec->nstate; k++) backend_upload_f32(opt->be, opt->state[k], bufs[k], opt->hi - opt->lo);
         opt->t = opt_step;
     }
     if (st) *st = ts;
@@ -826,8 +851,7 @@ int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st
 out:
     st_close(wf);
     rt_free(w);
-    rt_free(mm);
-    rt_free(vv);
+    for (int k = 0; k < OPT_MAX_STATE; k++) rt_free(bufs[k]);
     rt_free(wpath);
     rt_free(spath);
     return r;

@@ -5,11 +5,15 @@
  *                            and shape; metadata {"format": "pt"}
  *     config.json            the Hugging Face config (model/hf_config.h)
  *     rotor.ini              the effective run config (run_config_write_ini)
- *     optimizer.safetensors  "exp_avg.<name>", "exp_avg_sq.<name>" (F32) of every trainable
- *                            parameter; metadata {"step": "<AdamW t>"} -- or, when the
+ *     optimizer.safetensors  "<state>.<name>" (F32) of every trainable parameter and every
+ *                            state buffer of the optimizer under torch's names: AdamW
+ *                            "exp_avg", "exp_avg_sq"; RMSprop "square_avg"; metadata
+ *                            {"step": "<optimizer t>", "optimizer": "adamw" | "rmsprop"}
+ *                            (a file without "optimizer" is AdamW's) -- or, when the
  *                            optimizer state is sharded (ZeRO-1), one file per rank:
- *     optimizer.rankRRRRR-of-NNNNN.safetensors  "exp_avg", "exp_avg_sq": the rank's slice
- *                            of the flat moments; metadata step, start, end, total
+ *     optimizer.rankRRRRR-of-NNNNN.safetensors  "<state>" of each state buffer: the rank's
+ *                            slice of the flat state; metadata step, optimizer, start, end,
+ *                            total
  *     trainer_state.json     {"format": "rotor-trainer-state", "format_version": 1, "step",
  *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
  *                            integers), "world_size", "optimizer_step", "code_version",
@@ -59,12 +63,12 @@ typedef struct {
     BestValidation best;
 } TrainerState;
 
-/* Saves weights, AdamW state (opt is required), configs and trainer state as the checkpoint
+/* Saves weights, optimizer state (opt is required), configs and trainer state as the checkpoint
  * of step st->step (see above). An existing checkpoint of the same step is replaced. Then
  * deletes all but the newest `keep` complete checkpoints (keep <= 0: keeps all; the one just
  * written is always kept) and leftover .tmp-* directories of interrupted saves. Returns 0, or
  * -1 with a message naming the file and the problem. */
-int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const AdamW *opt,
+int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const Optimizer *opt,
                     const RunConfig *rc, int keep, char *err, size_t errlen);
 
 /* Makes RUN_DIR/checkpoints/best the checkpoint of `step` (which must be complete): a
@@ -83,12 +87,12 @@ char *checkpoint_find_latest(const char *run_dir);
 int checkpoint_verify(const char *dir, char *err, size_t errlen);
 
 /* Loads the weights into m (the file must hold exactly the model's parameters, names and
- * shapes); if opt != NULL the AdamW moments of its range [lo, hi), from an unsharded or a
- * sharded checkpoint of any number of ranks (parameters without a gradient get zero
- * moments), and step; if st != NULL the trainer state. Everything is read and checked before anything
+ * shapes); if opt != NULL the state of its range [lo, hi), from an unsharded or a sharded
+ * checkpoint of any number of ranks (parameters without a gradient get zero state), and
+ * step, refusing the state of another optimizer; if st != NULL the trainer state. Everything is read and checked before anything
  * is changed: on error m, opt and st are untouched. Errors name the file and the first
  * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
-int checkpoint_load(const char *ckpt_dir, Model *m, AdamW *opt, TrainerState *st, char *err,
+int checkpoint_load(const char *ckpt_dir, Model *m, Optimizer *opt, TrainerState *st, char *err,
                     size_t errlen);
 
 /* The trainer state of a checkpoint directory, without its weights (data_state: a new

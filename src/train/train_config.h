@@ -14,6 +14,9 @@ typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
  * (RUN_DIR/checkpoints/best; docs/classification.md "Best validation checkpoint"). */
 typedef enum { KEEP_BEST_NONE, KEEP_BEST_VAL_LOSS, KEEP_BEST_VAL_ACCURACY } KeepBest;
 
+/* The update rule (train/optimizer.h, docs/models.md §7). */
+typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_RMSPROP } OptimizerKind;
+
 typedef struct {
     int seq_len;          /* T: inputs per row; a window holds T+1 tokens */
     int micro_batch;      /* rows per forward/backward */
@@ -24,11 +27,16 @@ typedef struct {
     double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
     Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
-    double weight_decay;  /* 0.1 */
+    OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */
+    double weight_decay;  /* 0.1: decoupled for AdamW, added to the gradient for RMSprop */
     /* the recurrent parameters' group (ParamInfo.recurrent): peak learning rate (0: lr; it
      * follows the same schedule, scaled by lr_recurrent / lr) and weight decay */
     double lr_recurrent, weight_decay_recurrent;
+    /* the orthogonal parameters' group (ParamInfo.orthogonal: the skew-symmetric generators
+     * of nnRNN's and expRNN's orthogonal matrices), the same way */
+    double lr_orthogonal, weight_decay_orthogonal;
     double beta1, beta2, adam_eps;
+    double rmsprop_alpha, rmsprop_eps; /* torch.optim.RMSprop's alpha and eps */
     double grad_clip;     /* global norm, 1.0; 0 disables */
     uint64_t seed;        /* initialisation and data order */
     int64_t val_every;    /* steps between validations, 0 = never */
@@ -38,7 +46,7 @@ typedef struct {
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
     KeepBest keep_best;   /* checkpoints/best follows this metric (classification runs: val_accuracy by default) */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
-    int zero;             /* ZeRO-1: AdamW state sharded across data-parallel ranks */
+    int zero;             /* ZeRO-1: optimizer state sharded across data-parallel ranks */
 } TrainConfig;
 
 typedef struct {
@@ -59,7 +67,7 @@ typedef struct {
 /* A task of `rotor synth` (EVAL.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
-    char type[32];          /* "none", "mqar", "state", "copy", "mad_*", "seq_image", "listops", "text_bytes" (the shorthands parity, a3, ... become state) */
+    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "listops", "text_bytes", "chars" (the shorthands parity, a3, ... become state) */
     int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
@@ -74,10 +82,13 @@ typedef struct {
     int k_motif_size, v_motif_size; /* mad fuzzy recall: largest key and value motifs */
     int multi_query;        /* mad recall tasks: every repeated key is a query */
     int num_tokens_to_copy; /* mad selective copying */
+    int delay, copy_length, symbols; /* copy_memory: nnRNN's T, c_length and labels */
+    char text_format[8];    /* chars: "raw" (UTF-8 characters) or "ptb" (nnRNN's Corpus: whitespace-separated symbols, <eos> per line) */
+    double valid_fraction, test_fraction; /* chars: the cut of a single file's symbols */
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */
-    char path[1024];                /* listops, text_bytes: the directory of the files read instead of generating */
+    char path[1024];                /* listops, text_bytes: the directory of the files read instead of generating; chars: the text file or directory */
     int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
     int test_examples;      /* test examples (per length for copy) */
     char images[1024];      /* seq_image: training images, an IDX file or a CIFAR-10 binary directory */

@@ -1,8 +1,8 @@
 /* The training loop (docs/models.md §7): gradient accumulation over micro-batches, loss averaged
- * over every label of the optimizer step, global-norm clipping, AdamW with the warmup +
- * decay schedule of train.schedule, periodic validation (with accuracy for classification
- * runs), metrics, progress, atomic checkpoints, the best validation's checkpoint
- * (train.keep_best) and resumption.
+ * over every label of the optimizer step, global-norm clipping, AdamW or RMSprop with the
+ * warmup + decay schedule of train.schedule, periodic validation (with accuracy for
+ * classification runs), metrics, progress, atomic checkpoints, the best validation's
+ * checkpoint (train.keep_best) and resumption.
  *
  * Data parallel under mpirun: every rank reads its own windows of each global micro-batch
  * (global batch = ranks x micro_batch x grad_accum rows); the gradients, computed with the
@@ -10,7 +10,7 @@
  * rank applies the same update as one process with ranks x grad_accum micro-batches. The
  * sums run in buckets started during the last backward of the step (train/grad_buckets.h).
  * With train.zero (ZeRO-1) each rank receives only the sums of its slice of the
- * parameters, updates that slice with its slice of the AdamW state, and the slices are
+ * parameters, updates that slice with its slice of the optimizer state, and the slices are
  * all-gathered. Only rank 0 prints, logs and writes the shared checkpoint files.
  *
  * SIGTERM, SIGINT and SIGUSR1 (SLURM pre-emption) finish the current step on every rank,
@@ -43,7 +43,7 @@ typedef struct {
     const RunConfig *rc;
     int rank, world;
     Model *model;
-    AdamW *opt;
+    Optimizer *opt;
     int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
     GradComm comm;          /* how gradients and weight slices travel between the ranks */
     GradBuckets buckets;
@@ -309,9 +309,9 @@ int train_run(const RunConfig *rc, const char *resume) {
     if (tc->zero && tr.world > 1) {
         tr.ranges = rt_malloc(sizeof(int64_t) * (size_t)(tr.world + 1));
         dist_partition(P, tr.world, 64, tr.ranges);
-        tr.opt = adamw_create(be, tr.ranges[tr.rank], tr.ranges[tr.rank + 1]);
+        tr.opt = optimizer_create(be, tc->optimizer, tr.ranges[tr.rank], tr.ranges[tr.rank + 1]);
     } else {
-        tr.opt = adamw_create(be, 0, P);
+        tr.opt = optimizer_create(be, tc->optimizer, 0, P);
     }
     grad_buckets_init(&tr.buckets, tr.model, tr.comm, tr.ranges, rc->run.bucket_mb);
     if (lead) {
@@ -320,7 +320,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
                tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
                tc->seq_len, grad_comm_name(&tr.comm),
-               tr.ranges ? ", AdamW state sharded (ZeRO-1)" : "");
+               tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
     }
     open_data(&tr);
     if (lead) fs_mkdirs(rc->run.dir);
@@ -395,7 +395,7 @@ int train_run(const RunConfig *rc, const char *resume) {
             bad_steps = 0;
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
-            adamw_step(tr.opt, tr.model, tc, lr);
+            optimizer_step(tr.opt, tr.model, tc, lr);
             if (tr.ranges) grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
         }
         int last = done == tc->steps;
@@ -416,6 +416,8 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (validating) {
                 json_object_set_new(j, "val_loss", json_real(val.loss));
                 json_object_set_new(j, "val_ppl", json_real(exp(val.loss)));
+                if (!strcmp(rc->task.type, "chars")) /* character-level text: bits per character */
+                    json_object_set_new(j, "val_bpc", json_real(val.loss / M_LN2));
                 char acc[64] = "", kept[160] = "";
                 if (tr.classifies) {
                     json_object_set_new(j, "val_accuracy", json_real(val.accuracy));
@@ -456,7 +458,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     }
     close_data(&tr);
     rt_free(tr.ranges);
-    adamw_free(tr.opt);
+    optimizer_free(tr.opt);
     model_free(tr.model);
     return 0;
 }

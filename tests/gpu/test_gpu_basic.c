@@ -29,9 +29,10 @@
 #define TOL_LOSS 1e-5
 /* TOL_F64: fp64 sums of squares of fp32 values in another order. */
 #define TOL_F64 1e-12
-/* TOL_ADAM_W, TOL_ADAM_MV: ten AdamW steps in fp32, the CPU and GPU contracting different
- * multiply-adds (up to 1 ulp per step, adding up over the steps: <= 10 ulp = 1.2e-6 of the
- * largest weight); an update is ~2e-3 of the largest weight, so a wrong step fails. */
+/* TOL_ADAM_W, TOL_ADAM_MV: ten AdamW (or RMSprop) steps in fp32, the CPU and GPU contracting
+ * different multiply-adds (up to 1 ulp per step, adding up over the steps: <= 10 ulp = 1.2e-6
+ * of the largest weight); an update is ~1e-3 of the largest weight or more, so a wrong step
+ * fails. */
 #define TOL_ADAM_W 2e-6
 #define TOL_ADAM_MV 1e-5
 
@@ -654,7 +655,7 @@ static void test_token_logprobs(void) {
     gt_reset();
 }
 
-/* ---- optimizer: sumsq, scale, adamw ---- */
+/* ---- optimizer: sumsq, scale, adamw, rmsprop_update ---- */
 
 static void sumsq_case(int64_t n, int off) {
     float *x = gt_randn(n, 1);
@@ -728,6 +729,39 @@ static void test_adamw(void) {
     gt_reset();
 }
 
+/* RMSprop as adamw_case: steps 1..10 with a fresh gradient each (step 3's 100 times larger),
+ * compared after steps 1, 2 and 10; the bf16 copy exactly the GPU's weights rounded. */
+static void rmsprop_case(int64_t n, int off_w, int off_s, int off_a, double wd) {
+    double lr = 1e-3, alpha = 0.9, eps = 1e-8;
+    float *w = gt_randn(n, 1), *sq = gt_zeros(n);
+    void *gw = f32_at(w, n, off_w), *gs = f32_at(sq, n, off_s);
+    void *ga = off_a < 0 ? NULL : (char *)gt_garbage_act(n + off_a) + 2 * off_a;
+    for (int t = 1; t <= 10; t++) {
+        float *g = gt_randn(n, t == 3 ? 100 : 1);
+        gt_cpu->rmsprop_update(w, NULL, sq, g, n, lr, alpha, eps, wd);
+        gt_gpu->rmsprop_update(gw, ga, gs, f32_at(g, n, off_w), n, lr, alpha, eps, wd);
+        if (ga)
+            gt_compare(NAME("rmsprop bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w, off_s, off_a),
+                       gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
+        if (t == 1 || t == 2 || t == 10) {
+            gt_compare(NAME("rmsprop w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+                       gt_get_f32(gw, n), w, n, TOL_ADAM_W);
+            gt_compare(NAME("rmsprop square_avg t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+                       gt_get_f32(gs, n), sq, n, TOL_ADAM_MV);
+        }
+    }
+}
+
+static void test_rmsprop(void) {
+    rmsprop_case(100003, 0, 0, 0, 0.1);
+    rmsprop_case(100003, 0, 0, -1, 0.0);
+    rmsprop_case(100003, 1, 1, 1, 0.1); /* scalar head, vectors */
+    rmsprop_case(100003, 0, 0, 1, 0.1); /* the copy misaligned for 8-byte stores: scalar */
+    rmsprop_case(100003, 1, 2, 0, 0.1); /* scalar */
+    rmsprop_case(3, 0, 0, 0, 0.1);
+    gt_reset();
+}
+
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"to_act", test_to_act},
@@ -748,6 +782,7 @@ int main(int argc, char **argv) {
         {"sumsq", test_sumsq},
         {"scale", test_scale},
         {"adamw", test_adamw},
+        {"rmsprop", test_rmsprop},
     };
     return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -30,14 +30,14 @@ static void make_batch(Rng *r, const int32_t *next, int V, int32_t *tok, int32_t
 }
 
 /* One optimizer step: loss per token, gradient clipped at norm 1, AdamW at lr 3e-3. */
-static double train_step(Model *m, AdamW *opt, const TrainConfig *tc, const Batch *b) {
+static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b) {
     model_zero_grads(m);
     double loss = model_forward(m, b, 1.0 / (ROWS * LEN), NULL) / (ROWS * LEN);
     model_backward(m);
     int64_t n = model_params(m)->total;
     double gn = sqrt(grad_sumsq(m, 0, n));
     if (gn > 1.0) grads_scale(m, 0, n, 1.0 / (gn + 1e-6));
-    adamw_step(opt, m, tc, 3e-3);
+    optimizer_step(opt, m, tc, 3e-3);
     return loss;
 }
 
@@ -51,7 +51,7 @@ static void train_config(const char *name) {
     model_init_weights(mc, 7);
     model_init_weights(mg, 7);
     int64_t n = model_params(mc)->total;
-    AdamW *oc = adamw_create(gt_cpu, 0, n), *og = adamw_create(gt_gpu, 0, n);
+    Optimizer *oc = optimizer_create(gt_cpu, OPTIMIZER_ADAMW, 0, n), *og = optimizer_create(gt_gpu, OPTIMIZER_ADAMW, 0, n);
     Rng r;
     rng_init(&r, 11, 0);
     int V = rc.model.vocab_size;
@@ -76,8 +76,8 @@ static void train_config(const char *name) {
     CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f", name, lg, first);
     CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f", name, lc, first);
     rt_free(next);
-    adamw_free(oc);
-    adamw_free(og);
+    optimizer_free(oc);
+    optimizer_free(og);
     model_free(mc);
     model_free(mg);
 }
