@@ -60,7 +60,10 @@ static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "t
 static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
                                {"transformer", MIXER_TRANSFORMER}, {"deltanet", MIXER_DELTANET},
                                {"mamba2", MIXER_MAMBA2}, {"lru", MIXER_LRU}, {"rotrnn", MIXER_ROTRNN},
-                               {NULL, 0}};
+                               {"rnn", MIXER_RNN}, {"rnn_orth", MIXER_RNN_ORTH}, {"exprnn", MIXER_EXPRNN},
+                               {"nnrnn", MIXER_NNRNN}, {"lstm", MIXER_LSTM}, {NULL, 0}};
+static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"rnn", BLOCK_RNN}, {NULL, 0}};
+static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
 static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
 static const Choice INPUTS[] = {{"embedding", INPUT_EMBEDDING}, {"linear", INPUT_LINEAR}, {NULL, 0}};
@@ -104,6 +107,7 @@ static const Choice TASKS[] = {{"none", 0},
 /* Every key, grouped by section in SECTIONS order (the order of the INI output and help). */
 static const KeySpec KEYS[] = {
     K_ENUM("model", "type", model.mixer, MIXERS, "token mixer"),
+    K_ENUM("model", "block", model.block, BLOCKS, "prenorm: h += Mixer(RMSNorm(h)), then the MLP, a final norm before the head; rnn: h = Mixer(h) alone, no norm, residual or MLP (the nnRNN/expRNN models)"),
     K_ENUM("model", "head", model.head, HEADS, "output head: lm (next token), autoencoder (mad-lab's compression decoder; task.type = mad_compression sets it), or classifier (one class per sequence, labeled at its last token)"),
     K_INT("model", "num_classes", model.num_classes, 2, "classifier: classes"),
     K_ENUM("model", "pool", model.pool, POOLS, "classifier: the mean of a sequence's states, or its last token's"),
@@ -112,7 +116,7 @@ static const KeySpec KEYS[] = {
     K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
     K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
     K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),
-    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H (not read by Mamba2 and the LRU)"),
+    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H (not read by Mamba2, the LRU and the nonlinear RNNs)"),
     K_FLT("model", "hidden_ratio", model.hidden_ratio, R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
     K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
     K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
@@ -130,7 +134,8 @@ static const KeySpec KEYS[] = {
     K_BOOL("model", "use_conv_bias", model.use_conv_bias, "Mamba2: bias in the conv over x, B, C"),
     K_FLT("model", "r_min", model.r_min, R_UNIT, "LRU, RotRNN: smallest eigenvalue modulus at init (LRU |lambda|, RotRNN gamma; RotRNN needs > 0)"),
     K_FLT("model", "r_max", model.r_max, R_UNIT, "LRU, RotRNN: largest eigenvalue modulus at init (< 1)"),
-    K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN: eigenvalue angles at init in [0, max_phase]"),
+    K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN, nnRNN: eigenvalue angles at init in [0, max_phase]"),
+    K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "expRNN, nnRNN: initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),
@@ -166,6 +171,8 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "AdamW weight decay"),
     K_FLT("train", "lr_recurrent", train.lr_recurrent, R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
     K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, R_NONNEG, "weight decay of the recurrent parameters"),
+    K_FLT("train", "gamma_penalty", train.gamma_penalty, R_NONNEG, "nnRNN: delta of the penalty delta sum (1 - gamma)^2 on the eigenvalue moduli (the authors' alam)"),
+    K_FLT("train", "t_decay", train.t_decay, R_NONNEG, "nnRNN: L2 decay of the non-normal part T (the authors' Tdecay): t_decay T added to its gradient"),
     K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
     K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
     K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),

@@ -89,6 +89,10 @@ static const Field ROTRNN[] = {
     F("gamma_max", F_REAL, R_POS, 0, r_max),
     F("max_phase", F_REAL, R_POS, 0, max_phase),
 };
+/* The nnRNN's angles at init (docs/models.md §16) */
+static const Field NNRNN[] = {
+    F("max_phase", F_REAL, R_POS, 0, max_phase),
+};
 static const Field ROPE[] = {
     F("theta", F_REAL, R_POS, 0, pe.rope_theta),
 };
@@ -166,6 +170,11 @@ static const MixerSchema MIXER_SCHEMA[] = {
     [MIXER_MAMBA2] = {"mamba2", "Mamba2ForCausalLM", MAMBA2, N_OF(MAMBA2), MAMBA2_FIXED, N_OF(MAMBA2_FIXED)},
     [MIXER_LRU] = {"lru", "LRUForCausalLM", LRU, N_OF(LRU), NULL, 0},
     [MIXER_ROTRNN] = {"rotrnn", "RotRNNForCausalLM", ROTRNN, N_OF(ROTRNN), NULL, 0},
+    [MIXER_RNN] = {"rnn", "RNNForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_RNN_ORTH] = {"rnn_orth", "RNNOrthForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_EXPRNN] = {"exprnn", "ExpRNNForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_NNRNN] = {"nnrnn", "NnRNNForCausalLM", NNRNN, N_OF(NNRNN), NULL, 0},
+    [MIXER_LSTM] = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -227,6 +236,9 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         json_object_set_new(o, "rotor_input", json_string("linear"));
         json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
     }
+    if (c->block == BLOCK_RNN) json_object_set_new(o, "rotor_block", json_string("rnn"));
+    if (c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
+        json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
 }
 
 json_t *hf_config_to_json(const ModelConfig *c) {
@@ -240,7 +252,7 @@ json_t *hf_config_to_json(const ModelConfig *c) {
     put_rotor_shape(o, c);
     put_fields(o, c, COMMON, N_OF(COMMON));
     if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
-    else json_object_set_new(o, "num_heads", json_integer(dims.H)); /* Mamba2: derived */
+    else if (c->mixer == MIXER_MAMBA2) json_object_set_new(o, "num_heads", json_integer(dims.H)); /* derived */
     json_object_set_new(o, "hidden_act", json_string(dims.mlp_width ? "swish" : "silu"));
     put_fixed(o, COMMON_FIXED, N_OF(COMMON_FIXED));
     put_fields(o, c, ms->fields, ms->nfields);
@@ -411,7 +423,17 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const heads[] = {"lm", "autoencoder", "classifier"};
     static const char *const pools[] = {"mean", "last"};
     static const char *const inputs[] = {"embedding", "linear"};
+    static const char *const blocks[] = {"prenorm", "rnn"};
+    static const char *const orth_inits[] = {"cayley", "henaff"};
     int v;
+    if (json_object_get(j, "rotor_block")) {
+        if (read_choice(j, "", "rotor_block", blocks, 2, &v, e)) return -1;
+        out->block = (BlockKind)v;
+    }
+    if (json_object_get(j, "rotor_orth_init")) {
+        if (read_choice(j, "", "rotor_orth_init", orth_inits, 2, &v, e)) return -1;
+        out->orth_init = (OrthInit)v;
+    }
     if (json_object_get(j, "rotor_head")) {
         if (read_choice(j, "", "rotor_head", heads, 3, &v, e)) return -1;
         out->head = (ModelHead)v;
@@ -466,7 +488,7 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
      * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2;
+    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2 && out->block == BLOCK_PRENORM;
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
@@ -479,7 +501,7 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     const char *why = model_dims(out, &dims);
     if (why) return fail(&e, "inconsistent config: %s", why);
     if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
-    if (!mlp && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
+    if (out->mixer == MIXER_MAMBA2 && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
         return fail(&e, "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
                     out->num_heads, dims.H);
     if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)

@@ -24,6 +24,9 @@ typedef struct {
     /* the recurrent parameters' group (ParamInfo.recurrent): peak learning rate (0: lr; it
      * follows the same schedule, scaled by lr_recurrent / lr) and weight decay */
     double lr_recurrent, weight_decay_recurrent;
+    /* the nnRNN's penalties (docs/models.md §16): delta (the authors' alam) on
+     * sum (1 - gamma)^2, and the L2 decay of T (Tdecay) */
+    double gamma_penalty, t_decay;
     double beta1, beta2, adam_eps;
     double grad_clip;     /* global norm, 1.0; 0 disables */
     uint64_t seed;        /* initialisation and data order */
