@@ -162,6 +162,10 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+static void cu_copy(void *dst, const void *src, size_t bytes) {
+    copy(dst, src, bytes, cudaMemcpyDeviceToDevice, "copy");
+}
+
 static void cu_synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream)); }
 static size_t cu_peak_memory() { return used_high(); }
 
@@ -215,6 +219,7 @@ static void fill_table(Backend *b) {
     b->alloc = cuda_alloc;
     b->release = cuda_release;
     b->download = cu_download;
+    b->copy = cu_copy;
     b->synchronize = cu_synchronize;
     b->peak_memory = cu_peak_memory;
     b->supports = cuda_supports;

@@ -16,9 +16,11 @@ int cuda_supports(const OpShape *shape, char *why, size_t why_size);
 void cuda_seqs_prepare(Seqs *s, void **mirror);
 void cuda_seqs_release(void *mirror);
 
-// Shape limits of the kernels (gla.cu, gdn.cu, fox.cu, selrope.cu): 1 if the shape is
+// Shape limits of the kernels (gla.cu, gdn.cu, fox.cu, selrope.cu, rnn.cu): 1 if the shape is
 // supported, else 0 with the reason in why.
 int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size);
 int cuda_gdn_supports(int H, int K, int V, char *why, size_t why_size);
 int cuda_fox_supports(int H, int D, char *why, size_t why_size);
 int cuda_selrope_supports(int H, int P, char *why, size_t why_size);
+// The nonlinear recurrences (rnn.cu): state width n.
+int cuda_rnn_supports(int n, char *why, size_t why_size);

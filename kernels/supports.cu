@@ -12,6 +12,7 @@ int cuda_supports(const OpShape *sh, char *why, size_t why_size) {
     if (!strcmp(sh->op, "fox")) return cuda_fox_supports(sh->H, sh->K, why, why_size);
     if (!strcmp(sh->op, "selrope")) return cuda_selrope_supports(sh->H, sh->K, why, why_size);
     if (!strcmp(sh->op, "cscan")) return 1; /* cscan.cu: any number of channels */
+    if (!strcmp(sh->op, "rnn") || !strcmp(sh->op, "lstm")) return cuda_rnn_supports(sh->K, why, why_size);
     snprintf(why, why_size, "no CUDA kernels for op '%s'", sh->op);
     return 0;
 }

@@ -76,6 +76,8 @@ struct Backend {
     void (*zero)(void *p, size_t bytes);
     void (*upload)(void *dst, const void *host_src, size_t bytes);
     void (*download)(void *host_dst, const void *src, size_t bytes);
+    /* dst = src, both in backend memory. */
+    void (*copy)(void *dst, const void *src, size_t bytes);
     /* Waits until every queued operation has finished (timers). */
     void (*synchronize)(void);
     /* Peak bytes of backend memory allocated so far (0 where not tracked). */

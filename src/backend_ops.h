@@ -197,6 +197,78 @@ typedef struct {
     void *dC2;
 } RotWeightGrads;
 
+/* A nonlinear recurrence over each segment (docs/models.md §17): h_t = act(W h_{t-1} + z_t),
+ * h = 0 before a segment's first token, z the precomputed input projections. act is tanh, or
+ * modReLU with its own bias b: modReLU(a)_i = sign(a_i) relu(|a_i| + b_i). Row layout as
+ * everywhere: a token's h is a row, so one step is h_t = act(h_{t-1} W^T + z_t). The state
+ * is carried in fp32 whatever the element type of z and h. */
+typedef enum { RNN_TANH = 0, RNN_MODRELU = 1 } RnnAct;
+typedef struct {
+    const Seqs *s;
+    int n;             /* state width */
+    RnnAct act;
+    const void *W;     /* [f32][n, n] */
+    const void *bias;  /* [f32][n] modReLU bias; NULL for tanh */
+    const void *z;     /* [N, n] */
+    void *h;           /* [N, n] */
+    /* [f32][nseg, n] or NULL: the decoding state (docs/models.md §11), as CScanArgs.state */
+    void *state;
+} RnnArgs;
+
+/* Its backward (backpropagation through time) from a.h as the forward left it (a.z unused):
+ * dz overwrites; dW and dbias ([f32]) accumulate (dbias ignored for tanh). */
+typedef struct {
+    RnnArgs a;
+    const void *dh;    /* [N, n] */
+    void *dz;          /* [N, n] */
+    void *dW, *dbias;
+} RnnGrads;
+
+/* The LSTM recurrence over each segment (docs/models.md §18), PyTorch's gate order i, f, g, o:
+ * a_t = z_t + h_{t-1} W^T (z the input projections plus biases), i, f, o = sigmoid, g = tanh
+ * of their quarter of a_t, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h, c = 0 before a
+ * segment's first token. */
+typedef struct {
+    const Seqs *s;
+    int n;             /* state width */
+    const void *W;     /* [f32][4n, n] */
+    const void *z;     /* [N, 4n] */
+    void *gates;       /* [N, 4n] the activated gates i, f, g, o (kept for the backward) */
+    void *c;           /* [f32][N, n] the cell states (kept for the backward) */
+    void *h;           /* [N, n] */
+    void *state;       /* [f32][nseg, 2n] (h, c) or NULL: the decoding state */
+} LstmArgs;
+
+/* Its backward from a.gates, a.c, a.h as the forward left them: dz overwrites, dW accumulates. */
+typedef struct {
+    LstmArgs a;
+    const void *dh;    /* [N, n] */
+    void *dz;          /* [N, 4n] */
+    void *dW;          /* [f32][4n, n] */
+} LstmGrads;
+
+/* The nnRNN's recurrent matrix from its Schur form (docs/models.md §17): V = P (Lambda + T) P^T
+ * with P orthogonal (orth_expm), Lambda block diagonal with the 2x2 blocks
+ * gamma_i [[cos theta_i, -sin theta_i], [sin theta_i, cos theta_i]] and T the strictly lower
+ * triangle of the parameter T (its other entries are not read). n even. */
+typedef struct {
+    int n;
+    const void *P;              /* [f32][n, n] */
+    const void *gamma, *theta;  /* [f32][n/2] */
+    const void *T;              /* [f32][n, n] */
+    void *K;                    /* [f32][n, n] Lambda + T, kept for the backward */
+    void *V;                    /* [f32][n, n] */
+    void *work;                 /* [f32][2n, n] scratch */
+} NnrnnWeights;
+
+/* Its backward from w.K as the forward left it: dP [f32] overwrites (for orth_expm_bwd);
+ * dgamma, dtheta, dT accumulate. */
+typedef struct {
+    NnrnnWeights w;
+    const void *dV;
+    void *dP, *dgamma, *dtheta, *dT;
+} NnrnnWeightGrads;
+
 /* [f32] elements of the scratch orth_expm_fwd/bwd take for H matrices of n x n. */
 static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H * n * n; }
 
@@ -359,6 +431,17 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
     X(void, rotrnn_weights_fwd, (const RotWeights *w))                                        \
     X(void, rotrnn_weights_bwd, (const RotWeightGrads *g))                                    \
                                                                                               \
+    /* ---- nonlinear RNNs: tanh/modReLU RNN, expRNN, nnRNN, LSTM (docs/models.md §17, §18) ---- */ \
+    X(void, rnn_fwd, (const RnnArgs *a))                                                      \
+    X(void, rnn_bwd, (const RnnGrads *g))                                                     \
+    X(void, lstm_fwd, (const LstmArgs *a))                                                    \
+    X(void, lstm_bwd, (const LstmGrads *g))                                                   \
+    X(void, nnrnn_weights_fwd, (const NnrnnWeights *w))                                       \
+    X(void, nnrnn_weights_bwd, (const NnrnnWeightGrads *g))                                   \
+    /* Returns coef sum_i (w_i - target)^2 over n [f32] values (fp64, on the host); g [f32]   \
+     * += its gradient 2 coef (w - target) when g is not NULL. The nnRNN's penalties (§17). */ \
+    X(double, l2_penalty, (void *g, const void *w, int64_t n, double target, double coef))   \
+                                                                                              \
     /* ---- mixers ---- */                                                                    \
     X(void, gla_fwd, (const LinAttnArgs *a))                                                  \
     X(void, gla_bwd, (const LinAttnGrads *g))                                                 \
@@ -398,6 +481,9 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
     X(void, gdn_step, (const LinAttnArgs *a))                                                 \
     /* cscan_fwd for one token per row from and into a->state; a->states unused. */          \
     X(void, cscan_step, (const CScanArgs *a))                                                 \
+    /* rnn_fwd / lstm_fwd for one token per row from and into a->state. */                   \
+    X(void, rnn_step, (const RnnArgs *a))                                                     \
+    X(void, lstm_step, (const LstmArgs *a))                                                   \
     /* Causal attention for one token per row over its KV cache (AttnStepArgs). */            \
     X(void, attn_step, (const AttnStepArgs *a))                                               \
                                                                                               \

@@ -163,7 +163,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
     EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
     EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
-    EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional)
+    EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional) EQ(orth_init)
 #undef EQ
     /* Both start from model_config_defaults (zeroed padding): a field the list above misses
      * still shows up here. */
@@ -798,6 +798,15 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         c.r_max = 0.75;
         c.max_phase = 3.0;
         break;
+    case MIXER_RNN:
+    case MIXER_RNN_ORTH:
+    case MIXER_EXPRNN:
+    case MIXER_NNRNN:
+    case MIXER_LSTM: /* the papers' shape: the RNN layers alone */
+        c.block = BLOCK_RNN;
+        if (mixer == MIXER_EXPRNN || mixer == MIXER_NNRNN) c.orth_init = ORTH_INIT_HENAFF;
+        if (mixer == MIXER_NNRNN) c.max_phase = 3.0;
+        break;
     }
     PEConfig *pe = &c.pe;
     switch (pe_variant) {
@@ -1030,6 +1039,21 @@ static void test_hf_roundtrip(void) {
         CHECK(json_real_value(json_object_get(j, i ? "gamma_min" : "r_min")) == 0.5);
         json_object_set_new(j, i ? "gamma_max" : "r_max", json_real(1.0));
         CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "r_max < 1"));
+        json_decref(j);
+    }
+    /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §17, §18) */
+    for (int k = MIXER_RNN; k <= MIXER_LSTM; k++) {
+        const char *name = mixer_name((MixerKind)k);
+        c = hf_case((MixerKind)k, 0);
+        j = hf_config_to_json(&c);
+        CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "%s: %s", name, err);
+        CHECK_MSG(config_equal(&c, &back, name), "%s: round trip differs", name);
+        CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), name));
+        CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "rnn"));
+        CHECK(!json_object_get(j, "intermediate_size"));
+        if (k == MIXER_NNRNN) CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_orth_init")), "henaff"));
+        json_object_set_new(j, "rotor_block", json_string("postnorm"));
+        CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_block'"));
         json_decref(j);
     }
 }

@@ -99,6 +99,13 @@ static void test_transformer(void) {
 static void test_mamba2(void) { run_pe_variants(MIXER_MAMBA2, 0, check_decoding), run_pe_variants(MIXER_MAMBA2, 1, check_decoding); }
 static void test_lru(void) { run_pe_variants(MIXER_LRU, 0, check_decoding), run_pe_variants(MIXER_LRU, 1, check_decoding); }
 static void test_rotrnn(void) { run_pe_variants(MIXER_ROTRNN, 0, check_decoding), run_pe_variants(MIXER_ROTRNN, 1, check_decoding); }
+/* the nonlinear RNNs (docs/models.md §17, §18) in prenorm blocks and as rnn blocks */
+static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_decoding), run_pe_variants(k, 1, check_decoding); }
+static void test_rnn(void) { rnn_variants(MIXER_RNN); }
+static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
+static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
+static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
+static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
 
 /* ---- memory ---- */
 
@@ -123,10 +130,10 @@ static void test_memory_flat(void) {
     be.alloc = counting_alloc;
     be.release = counting_release;
     static const MixerKind kinds[] = {MIXER_GLA, MIXER_GDN, MIXER_DELTANET, MIXER_MAMBA2,
-                                      MIXER_LRU, MIXER_ROTRNN, MIXER_FOX};
+                                      MIXER_LRU, MIXER_ROTRNN, MIXER_NNRNN, MIXER_LSTM, MIXER_FOX};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         ModelConfig cfg = tu_tiny_model(kinds[i], 2);
-        if (kinds[i] != MIXER_MAMBA2 && kinds[i] != MIXER_LRU && kinds[i] != MIXER_ROTRNN)
+        if (kinds[i] != MIXER_MAMBA2 && kinds[i] != MIXER_LRU && kinds[i] != MIXER_ROTRNN && kinds[i] < MIXER_RNN)
             cfg.pe.kind = PE_SELECTIVE;
         Model *m = model_create(&cfg, &be);
         model_init_weights(m, 3);
@@ -163,6 +170,8 @@ int main(int argc, char **argv) {
         {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
         {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
         {"decode_lru", test_lru}, {"decode_rotrnn", test_rotrnn},
+        {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn},
+        {"decode_nnrnn", test_nnrnn}, {"decode_lstm", test_lstm},
         {"decode_memory_flat", test_memory_flat},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

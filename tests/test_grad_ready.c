@@ -154,6 +154,8 @@ static void test_deltanet(void) { run_variants(MIXER_DELTANET); }
 static void test_mamba2(void) { run_variants(MIXER_MAMBA2); }
 static void test_lru(void) { run_variants(MIXER_LRU); }
 static void test_rotrnn(void) { run_variants(MIXER_ROTRNN); }
+static void test_nnrnn(void) { run_variants(MIXER_NNRNN); } /* prenorm and rnn blocks */
+static void test_lstm(void) { run_variants(MIXER_LSTM); }
 
 /* Buckets started in one backward with buckets of `elems` elements. */
 static int buckets_of(Setup *s, int64_t elems) {
@@ -207,6 +209,8 @@ int main(int argc, char **argv) {
         {"grad_ready_mamba2", test_mamba2},
         {"grad_ready_lru", test_lru},
         {"grad_ready_rotrnn", test_rotrnn},
+        {"grad_ready_nnrnn", test_nnrnn},
+        {"grad_ready_lstm", test_lstm},
         {"grad_buckets", test_buckets},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

@@ -1,6 +1,8 @@
 /* Whole-model finite-difference gradient checks in double precision: every parameter of
  * every mixer x position-embedding option (docs/models.md §1-5), with a sequence length that is not
  * a multiple of the chunk size, with and without document masking. */
+#include <string.h>
+
 #include "cpu/real.h"
 #include "harness.h"
 #include "model/model.h"
@@ -22,6 +24,22 @@ static double probe_loss(void *ctx) {
     return model_forward(p->m, &p->b, 0.0f, NULL) * p->inv_valid;
 }
 
+/* modReLU (expRNN, nnRNN, docs/models.md §17) jumps by 2b at 0 for a bias b > 0 and has kinks
+ * at |a| = -b otherwise: the check moves its biases to [-0.1, -0.05], where it is continuous,
+ * and takes a small step, so that a finite difference rarely crosses a kink among the
+ * thousands of units. Returns whether the model has modReLU biases. */
+static int modrelu_continuous(Model *m, Rng *r) {
+    const ParamTable *t = model_params(m);
+    real *w = model_weights_to_write(m);
+    int any = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (!strstr(t->p[i].name, "nonlinearity.b")) continue;
+        for (int64_t j = 0; j < t->p[i].numel; j++) w[t->p[i].offset + j] = -0.05 - 0.05 * rng_uniform(r);
+        any = 1;
+    }
+    return any;
+}
+
 /* Checks every trainable parameter on `samples` entries; returns the worst error. */
 static double check_model(const ModelConfig *cfg, const char *label) {
     Model *m = model_create(cfg, backend_cpu());
@@ -29,6 +47,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     model_set_dropout_use(m, DROPOUT_ALWAYS);
     Rng r;
     rng_init(&r, 99, 0);
+    double step = modrelu_continuous(m, &r) ? 1e-7 : 2e-5;
     int B = 2, T = 70;
     int32_t *tok = rt_malloc(sizeof(int32_t) * B * T), *lab = rt_malloc(sizeof(int32_t) * B * T);
     for (int i = 0; i < B * T; i++) {
@@ -57,7 +76,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *pi = &t->p[i];
         if (!pi->trainable) continue;
-        double e = tu_gradcheck(probe_loss, &p, w + pi->offset, g + pi->offset, pi->numel, 6, 2e-5, &r);
+        double e = tu_gradcheck(probe_loss, &p, w + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
         CHECK_MSG(e < 1e-6, "%s: %s gradient error %.3g", label, pi->name, e);
         if (e > worst) worst = e;
     }
@@ -81,6 +100,13 @@ static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0, check_mod
 static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1, check_model); }
 static void test_lru(void) { run_pe_variants(MIXER_LRU, 0, check_model), run_pe_variants(MIXER_LRU, 1, check_model); }
 static void test_rotrnn(void) { run_pe_variants(MIXER_ROTRNN, 0, check_model), run_pe_variants(MIXER_ROTRNN, 1, check_model); }
+/* the nonlinear RNNs (docs/models.md §17, §18) in prenorm blocks and as rnn blocks */
+static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_model), run_pe_variants(k, 1, check_model); }
+static void test_rnn(void) { rnn_variants(MIXER_RNN); }
+static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
+static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
+static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
+static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
 
 /* The auto-encoder head (docs/models.md §12) on two mixers and position embeddings. */
 static void test_autoencoder(void) {
@@ -196,6 +222,9 @@ int main(int argc, char **argv) {
         {"model_grad_deltanet_conv", test_deltanet_conv},
         {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
         {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
+        {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
+        {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn},
+        {"model_grad_lstm", test_lstm},
         {"model_grad_autoencoder", test_autoencoder},
         {"model_grad_classifier", test_classifier},
         {"model_grad_block", test_block},

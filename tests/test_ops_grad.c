@@ -1603,6 +1603,276 @@ static void rotrnn_weights_case(int chain, uint64_t seed) {
 static void test_rotrnn_weights(void) { rotrnn_weights_case(0, 704); }
 static void test_rotrnn_through_expm(void) { rotrnn_weights_case(1, 705); }
 
+
+/* The nonlinear recurrence (docs/models.md §17), tanh or modReLU, over the segments; its step
+ * form token by token against the forward. */
+typedef struct {
+    RnnArgs a;
+    real *wo;
+} RnnCtx;
+
+static double rnn_loss(void *p) {
+    RnnCtx *c = p;
+    cpu_rnn_fwd(&c->a);
+    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
+}
+
+static void rnn_case(RnnAct act, const char *tag, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int n = 5;
+    int64_t N = s->ntok, nz = N * n;
+    real *z = tu_randn(&r, nz, 0.8), *wo = rand_nz(&r, nz, 0.05, 1.0), *h = tu_zeros(nz);
+    real *Wm = tu_randn(&r, (int64_t)n * n, act == RNN_MODRELU ? 0.3 : 0.5), *b = act == RNN_MODRELU ? tu_rand(&r, n, -0.3, 0.2) : NULL;
+    real *state = tu_zeros((int64_t)NSEG * n);
+    RnnCtx c = {{.s = s, .n = n, .act = act, .W = Wm, .bias = b, .z = z, .h = h, .state = state}, wo};
+    cpu_rnn_fwd(&c.a);
+    /* the step op, one row per segment, reproduces h and the final states */
+    real *hs = tu_zeros(nz), *st = tu_zeros((int64_t)NSEG * n), *hrow = tu_zeros((int64_t)NSEG * n);
+    int32_t pos[NSEG];
+    int64_t cu[NSEG + 1];
+    for (int i = 0; i <= NSEG; i++) cu[i] = i;
+    for (int t = 0; t < 130; t++) {
+        for (int seg = 0; seg < NSEG; seg++) {
+            if (t >= LENS[seg]) continue;
+            Seqs one = {.ntok = 1, .nseg = 1, .cu = cu, .pos = pos};
+            pos[0] = t;
+            RnnArgs st1 = {.s = &one, .n = n, .act = act, .W = Wm, .bias = b, .z = z + (s->cu[seg] + t) * n,
+                           .h = hrow + seg * n, .state = st + seg * n};
+            cpu_rnn_step(&st1);
+            memcpy(hs + (s->cu[seg] + t) * n, hrow + seg * n, sizeof(real) * (size_t)n);
+        }
+    }
+    char name[80];
+    snprintf(name, sizeof name, "rnn %s step = forward", tag);
+    check_equal(name, hs, h, nz);
+    snprintf(name, sizeof name, "rnn %s final state", tag);
+    check_equal(name, st, state, (int64_t)NSEG * n);
+    c.a.state = NULL;
+    real *dz = garbage(&r, nz), *preW = rand_nz(&r, (int64_t)n * n, 0.1, 1), *dW = tu_copy(preW, (int64_t)n * n);
+    real *preb = rand_nz(&r, n, 0.1, 1), *db = tu_copy(preb, n);
+    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW, .dbias = b ? db : NULL});
+    snprintf(name, sizeof name, "rnn %s dz", tag);
+    mixer_check(name, rnn_loss, &c, z, dz, nz, n, &r);
+    real *gW = diff(dW, preW, (int64_t)n * n);
+    snprintf(name, sizeof name, "rnn %s dW (+=)", tag);
+    fd_check(name, rnn_loss, &c, Wm, gW, (int64_t)n * n, 100, &r);
+    if (b) {
+        real *gb = diff(db, preb, n);
+        snprintf(name, sizeof name, "rnn %s dbias (+=)", tag);
+        fd_check(name, rnn_loss, &c, b, gb, n, 100, &r);
+        rt_free(gb);
+    } else {
+        check_equal("rnn tanh leaves dbias", db, preb, n);
+    }
+    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, dz, preW, dW, preb, db, gW);
+    tu_seqs_free(&ts);
+}
+
+static void test_rnn_tanh(void) { rnn_case(RNN_TANH, "tanh", 706); }
+static void test_rnn_modrelu(void) { rnn_case(RNN_MODRELU, "modrelu", 707); }
+
+/* The LSTM recurrence (docs/models.md §18); its step form against the forward. */
+typedef struct {
+    LstmArgs a;
+    real *wo;
+} LstmCtx;
+
+static double lstm_loss(void *p) {
+    LstmCtx *c = p;
+    cpu_lstm_fwd(&c->a);
+    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
+}
+
+static void test_lstm(void) {
+    Rng r;
+    rng_init(&r, 708, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int n = 3;
+    int64_t N = s->ntok, nh = N * n, nz = 4 * nh, nw = 4 * (int64_t)n * n;
+    real *z = tu_randn(&r, nz, 1.0), *wo = rand_nz(&r, nh, 0.05, 1.0), *h = tu_zeros(nh);
+    real *q = tu_zeros(nz), *cc = tu_zeros(nh), *Wm = tu_randn(&r, nw, 0.6), *state = tu_zeros((int64_t)NSEG * 2 * n);
+    LstmCtx c = {{.s = s, .n = n, .W = Wm, .z = z, .gates = q, .c = cc, .h = h, .state = state}, wo};
+    cpu_lstm_fwd(&c.a);
+    real *hs = tu_zeros(nh), *st = tu_zeros((int64_t)NSEG * 2 * n);
+    real *hrow = tu_zeros(n), *crow = tu_zeros(n), *qrow = tu_zeros(4 * n);
+    int32_t pos[1];
+    int64_t cu[2] = {0, 1};
+    for (int seg = 0; seg < NSEG; seg++)
+        for (int t = 0; t < LENS[seg]; t++) {
+            Seqs one = {.ntok = 1, .nseg = 1, .cu = cu, .pos = pos};
+            pos[0] = t;
+            LstmArgs a1 = {.s = &one, .n = n, .W = Wm, .z = z + (s->cu[seg] + t) * 4 * n, .gates = qrow, .c = crow,
+                           .h = hrow, .state = st + seg * 2 * n};
+            cpu_lstm_step(&a1);
+            memcpy(hs + (s->cu[seg] + t) * n, hrow, sizeof(real) * (size_t)n);
+        }
+    check_equal("lstm step = forward", hs, h, nh);
+    check_equal("lstm final state", st, state, (int64_t)NSEG * 2 * n);
+    c.a.state = NULL;
+    real *dz = garbage(&r, nz), *pre = rand_nz(&r, nw, 0.1, 1), *dW = tu_copy(pre, nw);
+    cpu_lstm_bwd(&(LstmGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW});
+    mixer_check("lstm dz", lstm_loss, &c, z, dz, nz, 4 * n, &r);
+    real *gW = diff(dW, pre, nw);
+    fd_check("lstm dW (+=)", lstm_loss, &c, Wm, gW, nw, 100, &r);
+    FREE_ALL(z, wo, h, q, cc, Wm, state, hs, st, hrow, crow, qrow, dz, pre, dW, gW);
+    tu_seqs_free(&ts);
+}
+
+/* The nnRNN's Schur form V = P (Lambda + T) P^T alone (any P), and chained with P = expm(M -
+ * M^T): L = W . V. */
+typedef struct {
+    NnrnnWeights w;
+    real *M, *wv;
+    int chain;
+} NnWCtx;
+
+static void nn_w_forward(NnWCtx *c) {
+    if (c->chain) cpu_orth_expm_fwd((void *)c->w.P, c->M, NULL, 1, c->w.n);
+    cpu_nnrnn_weights_fwd(&c->w);
+}
+
+static double nn_w_loss(void *p) {
+    NnWCtx *c = p;
+    nn_w_forward(c);
+    return tu_dot(c->wv, c->w.V, (int64_t)c->w.n * c->w.n);
+}
+
+static void nnrnn_weights_case(int chain, uint64_t seed) {
+    Rng r;
+    rng_init(&r, seed, 0);
+    int n = 6;
+    int64_t nn = (int64_t)n * n;
+    real *M = tu_randn(&r, nn, 0.7), *P = rand_nz(&r, nn, 0.1, 1), *gm = tu_rand(&r, n / 2, 0.5, 1.5);
+    real *th = tu_rand(&r, n / 2, 0, 6.28), *T = tu_randn(&r, nn, 0.5), *K = tu_zeros(nn), *V = tu_zeros(nn);
+    real *work = tu_zeros(2 * nn);
+    NnWCtx c = {{n, P, gm, th, T, K, V, work}, M, rand_nz(&r, nn, 0.1, 1), chain};
+    nn_w_loss(&c);
+    if (!chain) { /* V's value against the product written out */
+        double worst = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int a = 0; a < n; a++)
+                    for (int b = 0; b < n; b++) {
+                        double k = b < a ? T[a * n + b] : 0;
+                        if (a / 2 == b / 2) {
+                            double ang = th[a / 2];
+                            k += gm[a / 2] * (a == b ? cos(ang) : a < b ? -sin(ang) : sin(ang));
+                        }
+                        acc += P[i * n + a] * k * P[j * n + b];
+                    }
+                worst = fmax(worst, fabs(acc - V[i * n + j]));
+            }
+        printf("    %-40s abs err %.2e\n", "nnrnn_weights V", worst);
+        CHECK(worst < 1e-12);
+    }
+    real *dP = garbage(&r, nn);
+    real *pre[3] = {rand_nz(&r, n / 2, 0.1, 1), rand_nz(&r, n / 2, 0.1, 1), rand_nz(&r, nn, 0.1, 1)};
+    int64_t sizes[3] = {n / 2, n / 2, nn};
+    real *grad[3];
+    for (int i = 0; i < 3; i++) grad[i] = tu_copy(pre[i], sizes[i]);
+    cpu_nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = c.w, .dV = c.wv, .dP = dP, .dgamma = grad[0],
+                                               .dtheta = grad[1], .dT = grad[2]});
+    const char *tag = chain ? "nnrnn expm+weights" : "nnrnn_weights";
+    char name[80];
+    if (chain) {
+        real *dM = tu_zeros(nn);
+        cpu_orth_expm_bwd(dM, dP, M, NULL, 1, n);
+        snprintf(name, sizeof name, "%s dM", tag);
+        fd_check(name, nn_w_loss, &c, M, dM, nn, 1000, &r);
+        rt_free(dM);
+    } else {
+        snprintf(name, sizeof name, "%s dP", tag);
+        fd_check(name, nn_w_loss, &c, P, dP, nn, 1000, &r);
+    }
+    real *xs[3] = {gm, th, T};
+    const char *names[3] = {"dgamma", "dtheta", "dT"};
+    for (int i = 0; i < 3; i++) {
+        real *gi = diff(grad[i], pre[i], sizes[i]);
+        snprintf(name, sizeof name, "%s %s (+=)", tag, names[i]);
+        fd_check(name, nn_w_loss, &c, xs[i], gi, sizes[i], 1000, &r);
+        FREE_ALL(gi, pre[i], grad[i]);
+    }
+    FREE_ALL(M, P, gm, th, T, K, V, work, c.wv, dP);
+}
+
+static void test_nnrnn_weights(void) { nnrnn_weights_case(0, 709); }
+static void test_nnrnn_through_expm(void) { nnrnn_weights_case(1, 710); }
+
+/* The whole nnRNN cell through its parameters: V from (M, gamma, theta, T), then the modReLU
+ * recurrence; L = wo . h. */
+typedef struct {
+    NnWCtx w;
+    RnnArgs a;
+    real *wo;
+} NnCellCtx;
+
+static double nn_cell_loss(void *p) {
+    NnCellCtx *c = p;
+    nn_w_forward(&c->w);
+    cpu_rnn_fwd(&c->a);
+    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
+}
+
+static void test_nnrnn_cell(void) {
+    Rng r;
+    rng_init(&r, 711, 0);
+    TestSeqs ts = tu_seqs(LENS, NSEG);
+    const Seqs *s = &ts.s;
+    int n = 4;
+    int64_t nn = (int64_t)n * n, nz = s->ntok * n;
+    real *M = tu_randn(&r, nn, 0.7), *P = tu_zeros(nn), *gm = tu_rand(&r, n / 2, 0.6, 0.95);
+    real *th = tu_rand(&r, n / 2, 0, 6.28), *T = tu_randn(&r, nn, 0.3), *K = tu_zeros(nn), *V = tu_zeros(nn);
+    real *work = tu_zeros(2 * nn), *z = tu_randn(&r, nz, 0.8), *h = tu_zeros(nz), *b = tu_rand(&r, n, -0.2, 0.1);
+    NnCellCtx c = {{{n, P, gm, th, T, K, V, work}, M, NULL, 1},
+                   {.s = s, .n = n, .act = RNN_MODRELU, .W = V, .bias = b, .z = z, .h = h},
+                   rand_nz(&r, nz, 0.05, 1)};
+    nn_cell_loss(&c);
+    real *dz = garbage(&r, nz), *dV = tu_zeros(nn), *db = tu_zeros(n), *dP = garbage(&r, nn);
+    real *dgm = tu_zeros(n / 2), *dth = tu_zeros(n / 2), *dT = tu_zeros(nn), *dM = tu_zeros(nn);
+    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = c.wo, .dz = dz, .dW = dV, .dbias = db});
+    cpu_nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = c.w.w, .dV = dV, .dP = dP, .dgamma = dgm, .dtheta = dth, .dT = dT});
+    cpu_orth_expm_bwd(dM, dP, M, NULL, 1, n);
+    fd_check("nnrnn cell dM", nn_cell_loss, &c, M, dM, nn, 1000, &r);
+    fd_check("nnrnn cell dgamma", nn_cell_loss, &c, gm, dgm, n / 2, 100, &r);
+    fd_check("nnrnn cell dtheta", nn_cell_loss, &c, th, dth, n / 2, 100, &r);
+    fd_check("nnrnn cell dT", nn_cell_loss, &c, T, dT, nn, 1000, &r);
+    fd_check("nnrnn cell dbias", nn_cell_loss, &c, b, db, n, 100, &r);
+    FREE_ALL(M, P, gm, th, T, K, V, work, z, h, b, c.wo, dz, dV, db, dP, dgm, dth, dT, dM);
+    tu_seqs_free(&ts);
+}
+
+/* coef sum (w - target)^2 and its gradient added to g. */
+typedef struct {
+    real *w;
+    int64_t n;
+} PenCtx;
+
+static double pen_loss(void *p) {
+    PenCtx *c = p;
+    return cpu_l2_penalty(NULL, c->w, c->n, 1.0, 0.3);
+}
+
+static void test_l2_penalty(void) {
+    Rng r;
+    rng_init(&r, 712, 0);
+    int64_t n = 9;
+    real *w = tu_randn(&r, n, 1), *pre = rand_nz(&r, n, 0.1, 1), *g = tu_copy(pre, n);
+    PenCtx c = {w, n};
+    double ref = 0;
+    for (int64_t i = 0; i < n; i++) ref += 0.3 * (w[i] - 1) * (w[i] - 1);
+    double v = cpu_l2_penalty(g, w, n, 1.0, 0.3);
+    printf("    %-40s %.12g vs %.12g\n", "l2_penalty value", v, ref);
+    CHECK_CLOSE(v, ref, EXACT_TOL);
+    real *gd = diff(g, pre, n);
+    fd_check("l2_penalty grad (+=)", pen_loss, &c, w, gd, n, 100, &r);
+    FREE_ALL(w, pre, g, gd);
+}
+
 /* ---------------------------------------------------------- loss ---- */
 
 typedef struct {
@@ -1835,6 +2105,13 @@ int main(int argc, char **argv) {
         {"orth_expm", test_orth_expm},
         {"rotrnn_weights", test_rotrnn_weights},
         {"rotrnn_through_expm", test_rotrnn_through_expm},
+        {"rnn_tanh", test_rnn_tanh},
+        {"rnn_modrelu", test_rnn_modrelu},
+        {"lstm", test_lstm},
+        {"nnrnn_weights", test_nnrnn_weights},
+        {"nnrnn_through_expm", test_nnrnn_through_expm},
+        {"nnrnn_cell", test_nnrnn_cell},
+        {"l2_penalty", test_l2_penalty},
         {"cross_entropy", test_cross_entropy},
         {"adamw", test_adamw},
         {"rmsprop_update", test_rmsprop_update},

@@ -9,9 +9,9 @@ const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
     "sel-bias-gate-docmask",
 };
 
-/* The mixers that take NoPE only (docs/models.md §10, §13, §14). */
+/* The mixers that take NoPE only (docs/models.md §10, §13, §14, §17, §18). */
 static int nope_only(const ModelConfig *c) {
-    return c->mixer == MIXER_MAMBA2 || c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN;
+    return c->mixer == MIXER_MAMBA2 || c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN || c->mixer >= MIXER_RNN;
 }
 
 int pe_variant_applies(const ModelConfig *c, int k) {
@@ -61,6 +61,8 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->r_min = on ? 0.9 : 0, c->r_max = on ? 0.999 : 0.99, c->max_phase = on ? 0.314 : 6.28;
     else if (c->mixer == MIXER_ROTRNN) /* one head of 8 state channels, or two of 4 */
         c->num_heads = 1 + on, c->state_size = 8;
+    else if (c->mixer >= MIXER_RNN) /* the papers' model shape: the RNN layers alone */
+        c->block = on ? BLOCK_RNN : BLOCK_PRENORM, c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;
     else
         c->short_conv = on;
     if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
@@ -76,6 +78,11 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_MAMBA2: return on ? "mamba2-groups-bias" : "mamba2-plain";
     case MIXER_LRU: return on ? "lru-ring0.9" : "lru-ring0";
     case MIXER_ROTRNN: return on ? "rotrnn-2heads" : "rotrnn-1head";
+    case MIXER_RNN: return on ? "rnn-rnnblock" : "rnn-prenorm";
+    case MIXER_RNN_ORTH: return on ? "rnn_orth-rnnblock" : "rnn_orth-prenorm";
+    case MIXER_EXPRNN: return on ? "exprnn-rnnblock-henaff" : "exprnn-prenorm-cayley";
+    case MIXER_NNRNN: return on ? "nnrnn-rnnblock-henaff" : "nnrnn-prenorm-cayley";
+    case MIXER_LSTM: return on ? "lstm-rnnblock" : "lstm-prenorm";
     }
     return "?";
 }

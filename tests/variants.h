@@ -11,7 +11,7 @@
 extern const char *const PE_VARIANT_NAMES[N_PE_VARIANTS];
 
 /* Sets the position embedding (and doc_mask for the last variant) of variant k. Mamba2, the
- * LRU and RotRNN take NoPE only: of their variants only nope and the last (NoPE with
+ * LRU, RotRNN and the nonlinear RNNs take NoPE only: of their variants only nope and the last (NoPE with
  * doc_mask) apply. */
 void apply_pe_variant(ModelConfig *c, int k);
 int pe_variant_applies(const ModelConfig *c, int k);
@@ -19,7 +19,8 @@ const char *pe_variant_name(const ModelConfig *c, int k);
 /* GLA/GDN: short conv on q, k, v; DeltaNet: short conv, else the output gate; FoX: output
  * gate + norm, QK-norm, k/v shift; Transformer: QK-norm; Mamba2: two groups of B, C and the
  * conv bias; LRU: a narrow init ring near 1 and small phases instead of the paper's default;
- * RotRNN: two heads instead of one. */
+ * RotRNN: two heads instead of one; the nonlinear RNNs (§17, §18): model.block = rnn instead of
+ * prenorm (and for expRNN and nnRNN Henaff's init instead of Cayley's). */
 void apply_mixer_option(ModelConfig *c, int on);
 /* "gla-conv", "fox-pro", "transformer-qknorm", ... */
 const char *mixer_option_name(const ModelConfig *c, int on);

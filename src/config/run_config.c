@@ -63,11 +63,13 @@ static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "t
 static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
                                {"transformer", MIXER_TRANSFORMER}, {"deltanet", MIXER_DELTANET},
                                {"mamba2", MIXER_MAMBA2}, {"lru", MIXER_LRU}, {"rotrnn", MIXER_ROTRNN},
-                               {NULL, 0}};
+                               {"rnn", MIXER_RNN}, {"rnn_orth", MIXER_RNN_ORTH}, {"exprnn", MIXER_EXPRNN},
+                               {"nnrnn", MIXER_NNRNN}, {"lstm", MIXER_LSTM}, {NULL, 0}};
+static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
 static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
 static const Choice INPUTS[] = {{"embedding", INPUT_EMBEDDING}, {"linear", INPUT_LINEAR}, {NULL, 0}};
-static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"lra", BLOCK_LRA}, {NULL, 0}};
+static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"lra", BLOCK_LRA}, {"rnn", BLOCK_RNN}, {NULL, 0}};
 static const Choice DROPOUT_MASKS[] = {{"element", DROPOUT_ELEMENT}, {"channel", DROPOUT_CHANNEL}, {NULL, 0}};
 static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
@@ -119,14 +121,14 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "pool", model.pool, POOLS, "classifier: the mean of a sequence's states, or its last token's"),
     K_ENUM("model", "input", model.input, INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
     K_FLT("model", "input_scale", model.input_scale, R_POS, "linear input: token id v enters as v / input_scale"),
-    K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))) or lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16)"),
+    K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
     K_FLT("model", "dropout", model.dropout, R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
     K_ENUM("model", "dropout_mask", model.dropout_mask, DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
     K_BOOL("model", "bidirectional", model.bidirectional, "LRU, RotRNN with the classifier head: a second scan in reverse time with its own readout C2, summed"),
     K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
     K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
     K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),
-    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H (not read by Mamba2 and the LRU)"),
+    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H (not read by Mamba2, the LRU and the nonlinear RNNs)"),
     K_FLT("model", "hidden_ratio", model.hidden_ratio, R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
     K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
     K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
@@ -144,7 +146,8 @@ static const KeySpec KEYS[] = {
     K_BOOL("model", "use_conv_bias", model.use_conv_bias, "Mamba2: bias in the conv over x, B, C"),
     K_FLT("model", "r_min", model.r_min, R_UNIT, "LRU, RotRNN: smallest eigenvalue modulus at init (LRU |lambda|, RotRNN gamma; RotRNN needs > 0)"),
     K_FLT("model", "r_max", model.r_max, R_UNIT, "LRU, RotRNN: largest eigenvalue modulus at init (< 1)"),
-    K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN: eigenvalue angles at init in [0, max_phase]"),
+    K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN, nnRNN: eigenvalue angles at init in [0, max_phase]"),
+    K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "expRNN, nnRNN: initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),
@@ -183,6 +186,8 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, R_NONNEG, "weight decay of the recurrent parameters"),
     K_FLT("train", "lr_orthogonal", train.lr_orthogonal, R_NONNEG, "peak lr of the orthogonal parameters (nnRNN's and expRNN's skew-symmetric generators: their \"LR orth\"), same schedule; 0 = train.lr"),
     K_FLT("train", "weight_decay_orthogonal", train.weight_decay_orthogonal, R_NONNEG, "weight decay of the orthogonal parameters"),
+    K_FLT("train", "gamma_penalty", train.gamma_penalty, R_NONNEG, "nnRNN: delta of the penalty delta sum (1 - gamma)^2 on the eigenvalue moduli (the authors' alam)"),
+    K_FLT("train", "t_decay", train.t_decay, R_NONNEG, "nnRNN: L2 decay of the non-normal part T (the authors' Tdecay): t_decay T added to its gradient"),
     K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
     K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
     K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),

@@ -32,6 +32,7 @@ static Backend cpu_backend = {
     .zero = cpu_zero,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .copy = cpu_copy,
     .synchronize = cpu_synchronize,
     .peak_memory = cpu_peak_memory,
 #define ROTOR_CPU_OP(ret, name, params) .name = cpu_##name,

@@ -82,6 +82,18 @@ double cpu_sumsq(const void *x_, int64_t n) {
     return par_sum(part);
 }
 
+double cpu_l2_penalty(void *g_, const void *w_, int64_t n, double target, double coef) {
+    const real *w = w_;
+    real *g = g_;
+    double sum = 0; /* a handful of small tensors: one thread, in order */
+    for (int64_t i = 0; i < n; i++) {
+        double e = (double)w[i] - target;
+        sum += e * e;
+        if (g) g[i] += (real)(2 * coef * e);
+    }
+    return coef * sum;
+}
+
 void cpu_scale(void *x_, int64_t n, double s) {
     real *x = x_;
 #pragma omp parallel for simd schedule(static)

@@ -89,6 +89,10 @@ static const Field ROTRNN[] = {
     F("gamma_max", F_REAL, R_POS, 0, r_max),
     F("max_phase", F_REAL, R_POS, 0, max_phase),
 };
+/* The nnRNN's angles at init (docs/models.md §17) */
+static const Field NNRNN[] = {
+    F("max_phase", F_REAL, R_POS, 0, max_phase),
+};
 static const Field ROPE[] = {
     F("theta", F_REAL, R_POS, 0, pe.rope_theta),
 };
@@ -166,6 +170,11 @@ static const MixerSchema MIXER_SCHEMA[] = {
     [MIXER_MAMBA2] = {"mamba2", "Mamba2ForCausalLM", MAMBA2, N_OF(MAMBA2), MAMBA2_FIXED, N_OF(MAMBA2_FIXED)},
     [MIXER_LRU] = {"lru", "LRUForCausalLM", LRU, N_OF(LRU), NULL, 0},
     [MIXER_ROTRNN] = {"rotrnn", "RotRNNForCausalLM", ROTRNN, N_OF(ROTRNN), NULL, 0},
+    [MIXER_RNN] = {"rnn", "RNNForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_RNN_ORTH] = {"rnn_orth", "RNNOrthForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_EXPRNN] = {"exprnn", "ExpRNNForCausalLM", NULL, 0, NULL, 0},
+    [MIXER_NNRNN] = {"nnrnn", "NnRNNForCausalLM", NNRNN, N_OF(NNRNN), NULL, 0},
+    [MIXER_LSTM] = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -233,6 +242,8 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string("channel"));
     }
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
+    if (c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
+        json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
 }
 
 json_t *hf_config_to_json(const ModelConfig *c) {
@@ -412,14 +423,14 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* The block keys (docs/models.md §16), each absent at its default: rotor_block "lra",
+/* The block keys (docs/models.md §16, §17), each absent at its default: rotor_block "lra" or "rnn",
  * rotor_dropout (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
-    static const char *const blocks[] = {"prenorm", "lra"};
+    static const char *const blocks[] = {"prenorm", "lra", "rnn"};
     static const char *const masks[] = {"element", "channel"};
     int v;
     if (json_object_get(j, "rotor_block")) {
-        if (read_choice(j, "", "rotor_block", blocks, 2, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_block", blocks, 3, &v, e)) return -1;
         out->block = (BlockKind)v;
     }
     const json_t *p = json_object_get(j, "rotor_dropout");
@@ -448,8 +459,13 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const heads[] = {"lm", "autoencoder", "classifier"};
     static const char *const pools[] = {"mean", "last"};
     static const char *const inputs[] = {"embedding", "linear"};
+    static const char *const orth_inits[] = {"cayley", "henaff"};
     int v;
     if (read_rotor_block(j, out, e)) return -1;
+    if (json_object_get(j, "rotor_orth_init")) {
+        if (read_choice(j, "", "rotor_orth_init", orth_inits, 2, &v, e)) return -1;
+        out->orth_init = (OrthInit)v;
+    }
     if (json_object_get(j, "rotor_head")) {
         if (read_choice(j, "", "rotor_head", heads, 3, &v, e)) return -1;
         out->head = (ModelHead)v;

@@ -1,6 +1,7 @@
 /* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
  * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10); the lra
- * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§16).
+ * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§16); model.block = rnn:
+ * embedding -> L x [h = Mixer(h)] -> head (§17).
  * Activations needed by the backward are kept per layer; activation gradients use one
  * scratch region shared by all layers. */
 #include "model/model.h"
@@ -38,10 +39,16 @@ static const Family FAMILIES[] = {
     /* no fla counterpart: GLA's backbone names (docs/models.md §13, §14) */
     [MIXER_LRU] = {&mixer_lru, "model", "attn_norm", "attn", "norm", 1},
     [MIXER_ROTRNN] = {&mixer_rotrnn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_RNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_RNN_ORTH] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_EXPRNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_NNRNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
+    [MIXER_LSTM] = {&mixer_lstm, "model", "attn_norm", "attn", "norm", 1},
 };
 
 typedef struct {
-    int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP) */
+    int first;                                     /* its first parameter's id */
+    int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP or norm) */
     int glu_w, glu_b;                              /* the lra block's GLU (-1 without) */
     void *mixer;
     /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
@@ -59,7 +66,8 @@ struct Model {
     const MixerImpl *mix;
     int mlp;                      /* the blocks have an MLP (prenorm blocks but Mamba2's) */
     Block *blocks;
-    int emb, final_norm, lm_head; /* lm_head -1 with another head */
+    int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
+    int tail_first;               /* the first parameter after the blocks */
     int emb_b;                    /* the linear input encoder's bias, else -1 */
     /* the linear input encoder: the token values [act][V] and the table of every token's
      * input [V, d] (saved), its gradient [f32] and that gradient as [act] (scratch) */
@@ -164,8 +172,10 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->blocks = rt_calloc((size_t)cfg->num_layers, sizeof(Block));
     for (int l = 0; l < cfg->num_layers; l++) {
         Block *b = &m->blocks[l];
+        b->first = t->n;
+        b->attn_norm = b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
         snprintf(name, sizeof name, "%s.layers.%d.%s.weight", f->root, l, f->mixer_norm);
-        b->attn_norm = declare_vector(t, name, d, 1);
+        if (cfg->block != BLOCK_RNN) b->attn_norm = declare_vector(t, name, d, 1);
         snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->root, l, f->mixer);
         b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
         b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
@@ -185,8 +195,9 @@ static Model *model_declare(const ModelConfig *cfg) {
         snprintf(name, sizeof name, "%s.layers.%d.mlp.down_proj.weight", f->root, l);
         b->w_down = declare_linear(t, name, d, I, std);
     }
+    m->tail_first = t->n;
     snprintf(name, sizeof name, "%s.%s.weight", f->root, f->final_norm);
-    m->final_norm = declare_vector(t, name, d, 1);
+    m->final_norm = cfg->block != BLOCK_RNN ? declare_vector(t, name, d, 1) : -1;
     m->lm_head = -1;
     m->outputs = model_outputs(cfg);
     m->head = cfg->head == HEAD_AUTOENCODER ? &head_autoencoder
@@ -318,7 +329,7 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
         m->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
     }
-    m->xf = carve(sv, A * N * d);
+    m->xf = m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
     m->rsf = carve(sv, F * N);
     m->xsel = carve(sv, A * N * d);
     m->logits = carve(sv, A * N * V);
@@ -503,9 +514,11 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     } else {
         be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
     }
+    if (m->cfg.block == BLOCK_RNN) /* h[l+1] = Mixer(h[l]); the head reads xf = h[L] */
+        for (int l = 0; l < L; l++) m->mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
     NormOut first = norm_reading(m, 0);
-    be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
-    for (int l = 0; l < L; l++) {
+    if (m->cfg.block != BLOCK_RNN) be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
+    for (int l = 0; l < L && m->cfg.block != BLOCK_RNN; l++) {
         Block *bl = &m->blocks[l];
         NormOut next = norm_reading(m, l + 1);
         if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
@@ -611,16 +624,31 @@ void model_decode_pass(Model *m, const DecodePass *p, float *logits) {
     m->have_grad_logits = 0;
 }
 
-/* First element of block l's parameters (its attention norm, declared first); for l = L,
- * of the final norm, which the LM head follows. Every block owns [start(l), start(l+1)). */
-static int64_t block_start(const Model *m, int l) {
-    int idx = l < m->cfg.num_layers ? m->blocks[l].attn_norm : m->final_norm;
-    return m->params.p[idx].offset;
-}
-
 static void grads_ready(Model *m, int64_t lo, int64_t hi) {
     if (m->grad_ready) m->grad_ready(m->grad_ready_ctx, lo, hi);
 }
+
+/* First element of block l's parameters (its attention norm, declared first); for l = L,
+ * of the final norm, which the LM head follows. Every block owns [start(l), start(l+1)). */
+static int64_t block_start(const Model *m, int l) {
+    int idx = l < m->cfg.num_layers ? m->blocks[l].first : m->tail_first;
+    return m->params.p[idx].offset;
+}
+
+/* The backward of rnn blocks (h[l+1] = Mixer(h[l])) from d/dh[L] in m->dx; returns the
+ * buffer that holds d/dh[0]. */
+static void *backward_rnn_blocks(Model *m, const Ctx *c) {
+    void *dh = m->dx, *dx = m->dh;
+    grads_ready(m, block_start(m, m->cfg.num_layers), m->params.total);
+    for (int l = m->cfg.num_layers - 1; l >= 0; l--) {
+        m->mix->backward(m->blocks[l].mixer, c, m->h[l], dh, dx);
+        void *t = dh;
+        dh = dx, dx = t;
+        grads_ready(m, block_start(m, l), block_start(m, l + 1));
+    }
+    return dh;
+}
+
 
 void model_backward(Model *m) {
     RT_ASSERT(m->have_grad_logits);
@@ -640,8 +668,14 @@ void model_backward(Model *m) {
     } else {
         be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
     }
-    be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
-    grads_ready(m, block_start(m, L), m->params.total);
+    void *dh0 = m->dh; /* d loss / d h[0] */
+    if (m->cfg.block == BLOCK_RNN) {
+        dh0 = backward_rnn_blocks(m, &c);
+        L = 0; /* no prenorm blocks */
+    } else {
+        be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
+        grads_ready(m, block_start(m, L), m->params.total);
+    }
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
         /* the mixer's output gradient: d/dh[l+1] through the lra block's GLU, or (prenorm)
@@ -673,11 +707,11 @@ void model_backward(Model *m) {
     if (m->emb_b >= 0) {
         int V = m->cfg.vocab_size;
         be->zero(m->dtable, (size_t)V * d * be->f32_size);
-        be->embedding_bwd(m->dtable, m->tok_dev, m->dh, N, d);
+        be->embedding_bwd(m->dtable, m->tok_dev, dh0, N, d);
         be->to_act(m->dtable_act, m->dtable, (int64_t)V * d);
         be->matmul_bwd(NULL, G(&c, m->emb), G(&c, m->emb_b), m->dtable_act, m->values, W(&c, m->emb), V, d, 1, 0);
     } else {
-        be->embedding_bwd(G(&c, m->emb), m->tok_dev, m->dh, N, d);
+        be->embedding_bwd(G(&c, m->emb), m->tok_dev, dh0, N, d);
     }
     grads_ready(m, 0, block_start(m, 0));
     m->have_grad_logits = 0;
@@ -700,6 +734,34 @@ int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *gr
 }
 
 /* ---- parameters ---- */
+
+/* Gram-Schmidt on the rows of a Gaussian n x n matrix: a Haar-random orthogonal matrix, as
+ * the QR with the signs of R's diagonal fixed (docs/models.md §17, rnn_orth). */
+static void orthonormalise_rows(double *a, int n) {
+    for (int i = 0; i < n; i++) {
+        double *r = a + (size_t)i * n;
+        for (int k = 0; k < i; k++) {
+            const double *q = a + (size_t)k * n;
+            double dot = 0;
+            for (int j = 0; j < n; j++) dot += r[j] * q[j];
+            for (int j = 0; j < n; j++) r[j] -= dot * q[j];
+        }
+        double norm = 0;
+        for (int j = 0; j < n; j++) norm += r[j] * r[j];
+        for (int j = 0; j < n; j++) r[j] /= sqrt(norm);
+    }
+}
+
+/* The expRNN authors' skew initialisers (docs/models.md §17): for each pair i < n/2 an angle
+ * s_i, Henaff's U(-pi, 0) or Cayley's -tan(u/2), u ~ U(0, pi/2), written at (2i, 2i+1) (upper)
+ * or (2i+1, 2i), so that M - M^T has the 2x2 blocks of +-s_i. */
+static void orth_log_blocks(double *a, int n, int upper, OrthInit kind, Rng *r) {
+    for (int i = 0; i + 1 < n; i += 2) {
+        double u = rng_uniform(r);
+        double s = kind == ORTH_INIT_HENAFF ? -M_PI * u : -tan(u * M_PI / 4);
+        a[upper ? (size_t)i * n + i + 1 : (size_t)(i + 1) * n + i] = s;
+    }
+}
 
 static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int idx, double *out) {
     if (p->init == INIT_LRU_GAMMA_LOG) { /* gamma = sqrt(1 - |lambda|^2), |lambda| = exp(-exp(nu_log)) */
@@ -738,6 +800,8 @@ static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int 
             break;
         }
         case INIT_ROTRNN_THETA: out[i] = m->cfg.max_phase * rng_uniform(&r); break;
+        case INIT_ORTHOGONAL: out[i] = rng_normal(&r); break; /* orthonormalised below */
+        case INIT_ORTH_LOG: out[i] = 0; break;                /* the blocks below */
         case INIT_TEMPERATURE: {
             int D = (int)p->init_arg, P = D / 2;
             if (pc->temp_type == TEMP_ROPE) {
@@ -752,6 +816,8 @@ static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int 
         }
         }
     }
+    if (p->init == INIT_ORTHOGONAL) orthonormalise_rows(out, (int)p->shape[0]);
+    if (p->init == INIT_ORTH_LOG) orth_log_blocks(out, (int)p->shape[0], p->init_arg > 0, m->cfg.orth_init, &r);
 }
 
 void model_init_weights(Model *m, uint64_t seed) {
@@ -765,6 +831,14 @@ void model_init_weights(Model *m, uint64_t seed) {
         m->weights_stale = 1;
         rt_free(vals);
     }
+}
+
+double model_penalty(Model *m, double delta, double t_decay, int grad) {
+    if (!m->mix->penalty) return 0;
+    Ctx c = make_ctx(m);
+    double sum = 0;
+    for (int l = 0; l < m->cfg.num_layers; l++) sum += m->mix->penalty(m->blocks[l].mixer, &c, delta, t_decay, grad);
+    return sum;
 }
 
 void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }
@@ -785,6 +859,8 @@ double model_flops_per_token(const Model *m, int T) {
     double per_layer;
     if (c->mixer == MIXER_FOX || c->mixer == MIXER_TRANSFORMER) {
         per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */
+    } else if (c->mixer >= MIXER_RNN) {
+        per_layer = 0; /* every product is with a weight matrix, once per token: in matmul_params */
     } else if (c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN) {
         /* a complex multiply-add per pair of state reals, per scan */
         per_layer = 4.0 * dm->key_dim * (1 + c->bidirectional);

@@ -41,6 +41,10 @@ void *model_weights_and_copy(Model *m, void **copy);
 
 /* Initialises every parameter per docs/models.md §1-5 from `seed` (deterministic per parameter). */
 void model_init_weights(Model *m, uint64_t seed);
+/* The mixers' penalties on their parameters (the nnRNN's, docs/models.md §17: delta for its
+ * eigenvalue moduli, t_decay the L2 decay of its non-normal part): returns their sum; with
+ * grad, adds their gradient to the gradients. 0 for the other mixers. */
+double model_penalty(Model *m, double delta, double t_decay, int grad);
 void model_zero_grads(Model *m);
 
 /* Forward pass; keeps the activations needed by model_backward. Returns the summed

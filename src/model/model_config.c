@@ -14,6 +14,11 @@ const char *mixer_name(MixerKind k) {
     case MIXER_MAMBA2: return "mamba2";
     case MIXER_LRU: return "lru";
     case MIXER_ROTRNN: return "rotrnn";
+    case MIXER_RNN: return "rnn";
+    case MIXER_RNN_ORTH: return "rnn_orth";
+    case MIXER_EXPRNN: return "exprnn";
+    case MIXER_NNRNN: return "nnrnn";
+    case MIXER_LSTM: return "lstm";
     }
     return "?";
 }
@@ -30,6 +35,8 @@ const char *model_head_keys(const ModelConfig *c) {
         snprintf(s, sizeof s, "model.state_size = %d", c->state_size);
     else if (c->mixer == MIXER_ROTRNN)
         snprintf(s, sizeof s, "model.state_size = %d, model.num_heads = %d", c->state_size, c->num_heads);
+    else if (c->mixer >= MIXER_RNN)
+        snprintf(s, sizeof s, "model.hidden_size = %d", c->hidden_size);
     else if (c->mixer == MIXER_GLA || c->mixer == MIXER_DELTANET)
         snprintf(s, sizeof s,
                  "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
@@ -57,6 +64,7 @@ const char *block_name(BlockKind k) {
     switch (k) {
     case BLOCK_PRENORM: return "prenorm";
     case BLOCK_LRA: return "lra";
+    case BLOCK_RNN: return "rnn";
     }
     return "?";
 }
@@ -157,6 +165,25 @@ static const char *block_checks(const ModelConfig *c) {
     if (c->head != HEAD_CLASSIFIER)
         return "model.bidirectional = true needs model.head = classifier: a language model, its decoding and "
                "the auto-encoder read causal states";
+    return NULL;
+}
+
+/* The nonlinear RNNs (docs/models.md §17, §18): one state of width d, NoPE only; the nnRNN's
+ * Schur form pairs the state channels. */
+static const char *rnn_dims(const ModelConfig *c, ModelDims *o) {
+    static char msg[256];
+    if (c->mixer == MIXER_NNRNN && c->hidden_size % 2) {
+        snprintf(msg, sizeof msg, "model.hidden_size = %d: model.type = nnrnn needs an even state width",
+                 c->hidden_size);
+        return msg;
+    }
+    if (c->pe.kind != PE_NOPE) {
+        snprintf(msg, sizeof msg, "pe.type = %s: model.type = %s takes pe.type = nope only (docs/models.md §17)",
+                 pe_name(c->pe.kind), mixer_name(c->mixer));
+        return msg;
+    }
+    o->H = 1;
+    o->dk = o->dv = o->key_dim = o->value_dim = c->hidden_size;
     return NULL;
 }
 
@@ -261,6 +288,15 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
         if (err) return err;
         break;
     }
+    case MIXER_RNN:
+    case MIXER_RNN_ORTH:
+    case MIXER_EXPRNN:
+    case MIXER_NNRNN:
+    case MIXER_LSTM: {
+        const char *err = rnn_dims(c, o);
+        if (err) return err;
+        break;
+    }
     }
     if (c->pe.kind != PE_NOPE && o->dk % 2) {
         snprintf(msg, sizeof msg, "pe.type = %s needs an even per-head key width, got %d", pe_name(c->pe.kind), o->dk);
@@ -272,7 +308,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
                  H, d);
         return msg;
     }
-    if (c->block == BLOCK_LRA) return NULL; /* its GLU replaces the MLP: mlp_width 0 */
+    if (c->block != BLOCK_PRENORM) return NULL; /* lra: its GLU replaces the MLP; rnn: none (mlp_width 0) */
     if (c->intermediate_size > MAX_WIDTH) return "model.intermediate_size must be at most 2^24";
     if (c->intermediate_size > 0) {
         o->mlp_width = c->intermediate_size;

@@ -13,9 +13,14 @@ typedef enum {
     MIXER_DELTANET = 4,
     MIXER_MAMBA2 = 5,
     MIXER_LRU = 6,
-    MIXER_ROTRNN = 7
+    MIXER_ROTRNN = 7,
+    MIXER_RNN = 8,      /* the nonlinear RNNs of docs/models.md §17, §18 */
+    MIXER_RNN_ORTH = 9,
+    MIXER_EXPRNN = 10,
+    MIXER_NNRNN = 11,
+    MIXER_LSTM = 12
 } MixerKind;
-#define N_MIXERS 8
+#define N_MIXERS 13
 typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;
@@ -46,17 +51,23 @@ typedef enum { POOL_MEAN, POOL_LAST } PoolKind;
 /* How tokens enter the backbone: a learned embedding per token id, or a linear map of the
  * token id read as a value, id / input_scale (pixels; docs/models.md §15). */
 typedef enum { INPUT_EMBEDDING, INPUT_LINEAR } InputKind;
-/* The residual block around the mixer (docs/models.md §1, §16): prenorm, h += Mixer(RMSNorm(h))
- * then h += SwiGLU-MLP(RMSNorm(h)) (Mamba2: no MLP); or lra, the S5/LRU/RotRNN code's block
- * h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) without an MLP. */
-typedef enum { BLOCK_PRENORM, BLOCK_LRA } BlockKind;
+/* The residual block around the mixer (docs/models.md §1, §16, §17): prenorm, h += Mixer(RMSNorm(h))
+ * then h += SwiGLU-MLP(RMSNorm(h)) (Mamba2: no MLP), a final norm before the head; lra, the
+ * S5/LRU/RotRNN code's block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) without an MLP; or
+ * rnn, h = Mixer(h) with no norm, no residual, no MLP and no final norm (the single-RNN-layer
+ * models of nnRNN and expRNN). */
+typedef enum { BLOCK_PRENORM, BLOCK_LRA, BLOCK_RNN } BlockKind;
 /* What one dropout draw covers (docs/models.md §16): one element of one token, or one channel
  * of a whole batch row (every position of the row shares it, as the papers' nn.Dropout with
  * broadcast_dims over time). */
 typedef enum { DROPOUT_ELEMENT, DROPOUT_CHANNEL } DropoutMask;
+/* The skew-symmetric log of the initial orthogonal matrix of expRNN and nnRNN (§17): 2x2
+ * blocks with angles from Henaff et al. (U(-pi, 0)) or the Cayley init (-tan(u/2), u ~ U(0, pi/2)). */
+typedef enum { ORTH_INIT_CAYLEY, ORTH_INIT_HENAFF } OrthInit;
 
 typedef struct {
     MixerKind mixer;
+    BlockKind block;
     ModelHead head;
     int num_classes;       /* classifier: classes */
     PoolKind pool;         /* classifier: pooling */
@@ -88,6 +99,7 @@ typedef struct {
     /* LRU and RotRNN init (docs/models.md §13, §14): eigenvalue moduli in [r_min, r_max] (the
      * LRU's ring, RotRNN's gamma), angles in [0, max_phase] */
     double r_min, r_max, max_phase;
+    OrthInit orth_init;        /* expRNN, nnRNN (docs/models.md §17) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
     /* data conventions */
@@ -103,7 +115,8 @@ int model_outputs(const ModelConfig *c);
 /* Per-head dimensions of the mixer's q/k (key) and v (value); mlp_width 0: blocks without
  * an MLP (Mamba2). Mamba2: dk = state_size, dv = head_dim. LRU and RotRNN: dk = dv = the
  * real state width per head (LRU: one head of 2 state_size reals; RotRNN: state_size /
- * num_heads), key_dim = value_dim = the whole real state. */
+ * num_heads), key_dim = value_dim = the whole real state. The nonlinear RNNs (§17, §18): one
+ * head of dk = dv = d, their state width; mlp_width 0 with model.block = rnn. */
 typedef struct {
     int H, dk, dv, key_dim, value_dim, mlp_width;
 } ModelDims;
@@ -114,7 +127,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *out);
  * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
 const char *model_head_keys(const ModelConfig *c);
 /* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet", "mamba2", "lru",
- * "rotrnn"; "nope",
+ * "rotrnn", "rnn", "rnn_orth", "exprnn", "nnrnn", "lstm"; "nope",
  * "rope", "selective". */
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);

@@ -186,9 +186,11 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
- * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c) ---- */
+ * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c, mixer_rnn.c: the tanh RNNs,
+ * expRNN and nnRNN, mixer_lstm.c) ---- */
 typedef struct {
-    const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox", "cscan") */
+    const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox", "cscan",
+                     * "rnn", "lstm") */
     /* Declares the layer's parameters under prefix ("model.layers.<l>.attn.": the family's
      * names, model.c) */
     void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims, const char *prefix);
@@ -205,9 +207,14 @@ typedef struct {
     /* Carves the layer's decoding state for `rows` rows of at most max_len tokens. */
     void (*bind_state)(void *layer, const Backend *be, const ModelDims *dims, Carve *state,
                        int64_t rows, int max_len);
+    /* NULL, or the layer's penalty on its parameters (the nnRNN's, docs/models.md §17: delta
+     * for its eigenvalue moduli, t_decay for its non-normal part); with grad, its gradient
+     * is added to the parameters' gradients. */
+    double (*penalty)(void *layer, const Ctx *c, double delta, double t_decay, int grad);
 } MixerImpl;
 
-extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2, mixer_lru, mixer_rotrnn;
+extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2, mixer_lru, mixer_rotrnn,
+    mixer_rnn, mixer_lstm;
 
 /* ---- output heads other than the LM head: the auto-encoder (head_autoencoder.c,
  * docs/models.md §12) and the sequence classifier (head_classifier.c, §15) ---- */

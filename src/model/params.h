@@ -21,7 +21,11 @@ typedef enum {
     INIT_LRU_THETA_LOG,    /* log(max_phase u) */
     INIT_LRU_GAMMA_LOG,    /* log sqrt(1 - |lambda|^2) of the nu_log whose index is the arg */
     INIT_ROTRNN_GAMMA_LOG, /* log(-log gamma) ~ U(log(-log r_max), log(-log r_min)) */
-    INIT_ROTRNN_THETA      /* U(0, max_phase) */
+    INIT_ROTRNN_THETA,     /* U(0, max_phase) (also the nnRNN's theta, docs/models.md §17) */
+    /* docs/models.md §17: */
+    INIT_ORTHOGONAL,       /* a random orthogonal [n, n] (Gram-Schmidt of a Gaussian matrix) */
+    INIT_ORTH_LOG          /* [n, n] M with M - M^T the skew log of model.orth_init's 2x2 rotations:
+                            * angle s_i at (2i, 2i+1) when the arg is 1, at (2i+1, 2i) when -1 */
 } InitKind;
 
 #define PARAM_NAME_MAX 128
@@ -38,7 +42,8 @@ typedef struct {
     int decay;       /* AdamW weight decay applies (docs/models.md §7 groups) */
     int trainable;   /* has a gradient and is updated (frozen temperatures are not) */
     /* a parameter of a recurrence's state transition or its input normalisation (LRU nu_log,
-     * theta_log, gamma_log; RotRNN theta, gamma_log, M; docs/models.md §13, §14): its own
+     * theta_log, gamma_log; RotRNN theta, gamma_log, M; the log of the orthogonal matrix of
+     * expRNN and nnRNN; docs/models.md §13, §14, §17): its own
      * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent, §7) */
     int recurrent;
     /* the parameter of an orthogonal matrix (nnRNN's and expRNN's skew-symmetric generator):

@@ -35,6 +35,9 @@ typedef struct {
     /* the orthogonal parameters' group (ParamInfo.orthogonal: the skew-symmetric generators
      * of nnRNN's and expRNN's orthogonal matrices), the same way */
     double lr_orthogonal, weight_decay_orthogonal;
+    /* the nnRNN's penalties (docs/models.md §17): delta (the authors' alam) on
+     * sum (1 - gamma)^2, and the L2 decay of T (Tdecay) */
+    double gamma_penalty, t_decay;
     double beta1, beta2, adam_eps;
     double rmsprop_alpha, rmsprop_eps; /* torch.optim.RMSprop's alpha and eps */
     double grad_clip;     /* global norm, 1.0; 0 disables */

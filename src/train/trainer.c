@@ -276,11 +276,13 @@ static double forward_backward(Trainer *tr, Batch *batches, double inv) {
     return loss;
 }
 
-/* Waits for the sums of the gradients over the ranks (each rank's slice only, with ZeRO-1)
- * and returns the global gradient norm and the number of buckets. */
+/* Waits for the sums of the gradients over the ranks (each rank's slice only, with ZeRO-1),
+ * adds the gradient of the parameter penalties (the nnRNN's, docs/models.md §17; once, on
+ * every rank's sum) and returns the global gradient norm and the number of buckets. */
 static double reduce_gradients(Trainer *tr, int *buckets) {
     Model *m = tr->model;
     *buckets = grad_comm_summing(&tr->comm) ? grad_buckets_finish(&tr->buckets) : 0;
+    model_penalty(m, tr->rc->train.gamma_penalty, tr->rc->train.t_decay, 1);
     if (tr->ranges) {
         double ss = grad_sumsq(m, tr->opt->lo, tr->opt->hi);
         dist_allreduce_sum_f64(&ss, 1);
@@ -377,6 +379,8 @@ int train_run(const RunConfig *rc, const char *resume) {
         int buckets;
         double gnorm = reduce_gradients(&tr, &buckets);
         dist_allreduce_sum_f64(&loss, 1);
+        /* the penalties belong to the loss the step minimises: logged with it */
+        loss += model_penalty(tr.model, tc->gamma_penalty, tc->t_decay, 0);
         if (lead && step == start && buckets)
             progress_message(&tr.metrics, "gradient sums: %d bucket%s per step (run.bucket_mb = %g)", buckets,
                              buckets > 1 ? "s" : "", rc->run.bucket_mb);

@@ -702,9 +702,108 @@ class RotRNNMixer(nn.Module):
         return x.reshape(Bsz, T, H * n) @ self.C.t() + self.D * u
 
 
+class ModReLU(nn.Module):
+    """modReLU(a) = sign(a) relu(|a| + b), the expRNN code's for real a (docs/models.md §17)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.b = nn.Parameter(torch.zeros(n))
+
+    def forward(self, a):
+        return torch.sign(a) * F.relu(a.abs() + self.b)
+
+
+def recurrence_naive(z, W, act, start):
+    """docs/models.md §17: h_t = act(z_t + h_{t-1} W^T) one token at a time, h zeroed at
+    document starts. z [B, T, n]."""
+    h = z.new_zeros(z.shape[0], z.shape[2])
+    out = []
+    for t in range(z.shape[1]):
+        if start is not None:
+            h = h * (~start[:, t]).to(z.dtype)[:, None]
+        h = act(z[:, t] + h @ W.t())
+        out.append(h)
+    return torch.stack(out, 1)
+
+
+class RNNMixer(nn.Module):
+    """docs/models.md §17, the nnRNN paper's cells: rnn and rnn_orth (tanh, W = V.weight, U with a
+    bias), exprnn (modReLU, W = expm(M - M^T)), nnrnn (modReLU, W = P (Lambda + T) P^T with
+    P = expm(M - M^T), Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.kind = cfg["model_type"]
+        n = d = cfg["hidden_size"]
+        if self.kind in ("rnn", "rnn_orth"):
+            self.U = nn.Linear(d, n)
+            self.V = nn.Linear(n, n, bias=False)
+        elif self.kind == "exprnn":
+            self.input_kernel = nn.Linear(d, n, bias=False)
+            self.log_recurrent_kernel = nn.Parameter(torch.zeros(n, n))
+        else:
+            self.U = nn.Linear(d, n, bias=False)
+            self.log_P = nn.Parameter(torch.zeros(n, n))
+            self.T = nn.Parameter(torch.zeros(n, n))
+            self.gamma = nn.Parameter(torch.ones(n // 2))
+            self.theta = nn.Parameter(torch.zeros(n // 2))
+        if self.kind in ("exprnn", "nnrnn"):
+            self.nonlinearity = ModReLU(n)
+
+    def recurrent_matrix(self):
+        if self.kind in ("rnn", "rnn_orth"):
+            return self.V.weight
+        if self.kind == "exprnn":
+            M = self.log_recurrent_kernel
+            return torch.matrix_exp(M - M.t())
+        P = torch.matrix_exp(self.log_P - self.log_P.t())
+        n = P.shape[0]
+        c, s = self.gamma * torch.cos(self.theta), self.gamma * torch.sin(self.theta)
+        K = torch.tril(self.T, diagonal=-1)
+        idx = torch.arange(n // 2)
+        Lam = torch.zeros_like(K)
+        Lam[2 * idx, 2 * idx], Lam[2 * idx, 2 * idx + 1] = c, -s
+        Lam[2 * idx + 1, 2 * idx], Lam[2 * idx + 1, 2 * idx + 1] = s, c
+        return P @ (K + Lam) @ P.t()
+
+    def forward(self, x, docs, naive):
+        z = (self.input_kernel if self.kind == "exprnn" else self.U)(x)
+        act = self.nonlinearity if self.kind in ("exprnn", "nnrnn") else torch.tanh
+        return recurrence_naive(z, self.recurrent_matrix(), act, docs.start)
+
+
+class LSTMMixer(nn.Module):
+    """docs/models.md §17: gates i, f, g, o of z_t + h_{t-1} W_hh^T, z = x W_ih^T + b;
+    c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h and c zeroed at document starts."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        n = d = cfg["hidden_size"]
+        self.weight_ih = nn.Parameter(torch.zeros(4 * n, d))
+        self.weight_hh = nn.Parameter(torch.zeros(4 * n, n))
+        self.bias = nn.Parameter(torch.zeros(4 * n))
+
+    def forward(self, x, docs, naive):
+        z = x @ self.weight_ih.t() + self.bias
+        n = self.weight_hh.shape[1]
+        h, c = z.new_zeros(z.shape[0], n), z.new_zeros(z.shape[0], n)
+        out = []
+        for t in range(z.shape[1]):
+            if docs.start is not None:
+                keep = (~docs.start[:, t]).to(z.dtype)[:, None]
+                h, c = h * keep, c * keep
+            a = z[:, t] + h @ self.weight_hh.t()
+            i, f, g, o = a.split(n, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            out.append(h)
+        return torch.stack(out, 1)
+
+
 MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer,
           "transformer": FoXMixer, "delta_net": DeltaNetMixer, "mamba2": Mamba2Mixer, "lru": LRUMixer,
-          "rotrnn": RotRNNMixer}
+          "rotrnn": RotRNNMixer, "rnn": RNNMixer, "rnn_orth": RNNMixer, "exprnn": RNNMixer, "nnrnn": RNNMixer,
+          "lstm": LSTMMixer}
 
 
 class Block(nn.Module):
@@ -721,6 +820,17 @@ class Block(nn.Module):
     def forward(self, h, docs, naive):
         h = h + self.attn(self.attn_norm(h), docs, naive)
         return h + self.mlp(self.mlp_norm(h))
+
+
+class RNNBlock(nn.Module):
+    """docs/models.md §17, rotor_block "rnn": h = Mixer(h), no norm, residual or MLP."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn = MIXERS[cfg["model_type"]](cfg)
+
+    def forward(self, h, docs, naive):
+        return self.attn(h, docs, naive)
 
 
 class Mamba2Block(nn.Module):
@@ -745,8 +855,11 @@ class Backbone(nn.Module):
             self.encoder = nn.Linear(1, cfg["hidden_size"])
         else:
             self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
-        self.layers = nn.ModuleList((Mamba2Block if mamba2 else Block)(cfg) for _ in range(cfg["num_hidden_layers"]))
-        setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
+        rnn = cfg.get("rotor_block", "prenorm") == "rnn"
+        block = Mamba2Block if mamba2 else RNNBlock if rnn else Block
+        self.layers = nn.ModuleList(block(cfg) for _ in range(cfg["num_hidden_layers"]))
+        if not rnn:  # rnn blocks: the head reads the last block's h
+            setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
 
 
 class RotorLM(nn.Module):
@@ -786,7 +899,7 @@ class RotorLM(nn.Module):
             h = bb.embeddings(input_ids)
         for layer in bb.layers:
             h = layer(h, docs, naive)
-        x = (bb.norm_f if self.cfg["model_type"] == "mamba2" else bb.norm)(h)
+        x = (bb.norm_f if self.cfg["model_type"] == "mamba2" else bb.norm)(h) if hasattr(bb, "norm_f") or hasattr(bb, "norm") else h
         if self.head == "classifier":
             pooled = []
             for b in range(x.shape[0]):

@@ -1,0 +1,90 @@
+/* The LSTM mixer (docs/models.md §18), the nnRNN paper's baseline: the gates' input share
+ * x W_ih^T + b is one GEMM over all tokens, the recurrence (h_{t-1} W_hh^T, the gates, the
+ * cell) the lstm ops; the mixer's output is h. */
+#include <math.h>
+#include <stdio.h>
+
+#include "model/model_internal.h"
+#include "util/error.h"
+
+typedef struct {
+    int n, d;
+    int wih, whh, b; /* parameter ids */
+    LstmArgs a;      /* the op's arguments, set by the forward for the backward */
+    /* saved: the gates [N, 4n], the cells [f32][N, n], the states h; scratch: the input
+     * projections and their gradient */
+    void *gates, *c, *h, *z, *dz;
+    void *S; /* decoding state: each row's [f32] (h, c) */
+} LstmLayer;
+
+enum { W_STATE, W_GATES };
+
+static const BufDecl lstm_bufs[] = {
+    BUF(LstmLayer, gates, BUF_SAVED, BUF_ACT, W_GATES),
+    BUF(LstmLayer, c, BUF_SAVED, BUF_F32, W_STATE),
+    BUF(LstmLayer, h, BUF_SAVED, BUF_ACT, W_STATE),
+    BUF(LstmLayer, z, BUF_SCRATCH, BUF_ACT, W_GATES),
+    BUF(LstmLayer, dz, BUF_SCRATCH, BUF_ACT, W_GATES),
+};
+
+static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
+    LstmLayer *l = rt_calloc(1, sizeof(LstmLayer));
+    char name[PARAM_NAME_MAX];
+#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
+    int d = cfg->hidden_size, n = dm->key_dim;
+    l->n = n, l->d = d;
+    int64_t si[2] = {4 * n, d}, sh[2] = {4 * n, n}, sb[1] = {4 * n};
+    /* the nnRNN authors' LSTM: per gate a Linear(n + d, n), Glorot normal weights and
+     * nn.Linear's default bias */
+    double glorot = sqrt(2.0 / (2 * n + d));
+    l->wih = params_add(t, NAME("weight_ih"), 2, si, INIT_NORMAL, glorot, 1, 1);
+    l->whh = params_add(t, NAME("weight_hh"), 2, sh, INIT_NORMAL, glorot, 1, 1);
+    l->b = params_add(t, NAME("bias"), 1, sb, INIT_UNIFORM, 1 / sqrt((double)n + d), 0, 1);
+#undef NAME
+    return l;
+}
+
+static void lstm_destroy(void *layer, const Backend *be) {
+    (void)be;
+    rt_free(layer);
+}
+
+static void lstm_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
+                      int64_t N) {
+    LstmLayer *l = layer;
+    (void)dm;
+    int64_t widths[] = {[W_STATE] = l->n, [W_GATES] = 4 * (int64_t)l->n};
+    acts_bind(l, lstm_bufs, BUF_COUNT(lstm_bufs), widths, 0, be, sv, sc, N);
+}
+
+static void lstm_forward(void *layer, const Ctx *c, const void *x, void *y) {
+    LstmLayer *l = layer;
+    const Backend *be = c->be;
+    int N = (int)c->N, n = l->n;
+    be->matmul_fwd(l->z, x, W(c, l->wih), W(c, l->b), N, 4 * n, l->d);
+    l->a = (LstmArgs){.s = c->seqs, .n = n, .W = WM(c, l->whh), .z = l->z, .gates = l->gates, .c = l->c,
+                      .h = l->h, .state = c->mode == PASS_TRAIN ? NULL : l->S};
+    if (c->mode == PASS_STEP)
+        be->lstm_step(&l->a);
+    else
+        be->lstm_fwd(&l->a);
+    be->copy(y, l->h, ACT(c, (int64_t)N * n));
+}
+
+static void lstm_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
+    LstmLayer *l = layer;
+    const Backend *be = c->be;
+    int N = (int)c->N, n = l->n;
+    be->lstm_bwd(&(LstmGrads){.a = l->a, .dh = dy, .dz = l->dz, .dW = G(c, l->whh)});
+    be->matmul_bwd(dx, G(c, l->wih), G(c, l->b), l->dz, x, W(c, l->wih), N, 4 * n, l->d, 0);
+}
+
+static void lstm_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                            int64_t rows, int max_len) {
+    LstmLayer *l = layer;
+    (void)dm, (void)max_len;
+    l->S = carve(state, F32S(be, rows * 2 * l->n));
+}
+
+const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,
+                              lstm_forward,  lstm_backward, lstm_bind_state, NULL};
