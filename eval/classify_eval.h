@@ -1,6 +1,6 @@
 /* Classification accuracy of a model on the test split of a task whose rows each carry a
- * class id as the label of one position (seq_image, data/image_task.h): `rotor synth`'s
- * metric for those tasks. */
+ * class id as the label of one position (seq_image, pathfinder, data/image_task.h; listops,
+ * text_bytes, aan, data/class_task.h): `rotor synth`'s metric for those tasks. */
 #ifndef ROTOR_CLASSIFY_EVAL_H
 #define ROTOR_CLASSIFY_EVAL_H
 
@@ -12,7 +12,8 @@
 /* Every row of the test split of data.train = task, scored in one teacher-forced pass per
  * batch: a row is right when the argmax of the model's distribution at its labeled
  * position is its class. With the LM head the argmax runs over the whole vocabulary, so a
- * prediction outside the classes counts as wrong. Returns the metrics object of
+ * prediction outside the classes counts as wrong. With model.pair an example is two rows
+ * (task aan) and is scored once. Returns the metrics object of
  * synth_results.json: "accuracy", "examples" and "per_class_accuracy" (indexed by class id). */
 json_t *classify_eval(Model *m, const RunConfig *rc);
 

@@ -276,7 +276,7 @@ int synth_main(int argc, char **argv) {
         metrics = mad_eval(m, be->act_size, &spec, &rc.task, rc.train.seed, rc.train.seq_len, rc.model.vocab_size,
                            rc.task.test_examples);
         mad_spec_free(&spec);
-    } else if (!strcmp(rc.task.type, "seq_image") || class_task_is(rc.task.type)) {
+    } else if (!strcmp(rc.task.type, "seq_image") || !strcmp(rc.task.type, "pathfinder") || class_task_is(rc.task.type)) {
         metrics = classify_eval(m, &rc);
     } else if (!strcmp(rc.task.type, "mqar")) {
         c.mqar = (MqarSpec){rc.task.vocab, rc.train.seq_len, rc.task.num_kv_pairs, rc.task.power_a, rc.task.random_non_queries};
