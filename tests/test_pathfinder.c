@@ -293,6 +293,17 @@ static void test_task_source(void) {
     }
     CHECK(!same(epoch[0], epoch[1], 20));
     datasource_free(ds);
+    /* validation and test: their split's images in LRA's order, cycled */
+    static const int VAL[] = {4, 11, 4}, TEST[] = {2, 19, 2};
+    for (int s = 0; s < 2; s++) {
+        opt.split = s ? SPLIT_TEST : SPLIT_VAL;
+        ds = datasource_open("task", &rc, &opt, err, sizeof err);
+        CHECK_MSG(ds && ds->examples == 2, "%s", err);
+        CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) == 0);
+        for (int b = 0; ds && b < 3; b++)
+            CHECK(tok[b * PIX] == (s ? TEST : VAL)[b] && lab[b * PIX + PIX - 1] == label_of(tok[b * PIX]));
+        datasource_free(ds);
+    }
     /* two ranks of 2 rows: rank r reads rows 2r, 2r + 1 of each global 4 */
     opt.split = SPLIT_TRAIN;
     DataSource *one = datasource_open("task", &rc, &opt, err, sizeof err);

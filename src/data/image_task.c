@@ -133,7 +133,7 @@ ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen) {
                  val, task->images, n);
         goto fail;
     }
-    t->first = a->split == SPLIT_VAL ? n - val : 0;
+    t->first = !pathfinder && a->split == SPLIT_VAL ? n - val : 0;
     t->count = pathfinder || a->split == SPLIT_TEST ? n : a->split == SPLIT_TRAIN ? n - val : val;
     t->order = rt_malloc(sizeof(int32_t) * (size_t)T);
     image_pixel_order(T, task->permute, (uint32_t)task->permute_seed, t->order);
