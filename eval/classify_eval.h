@@ -1,7 +1,7 @@
 /* Classification accuracy of a model on the test split of a task whose rows each carry a
- * class id as the label of one position (seq_image, listops, text_bytes): `rotor synth`'s
- * metric for those tasks, counted by train/class_score.h as the trainer's validation
- * accuracy is. */
+ * class id as the label of one position (seq_image, pathfinder, data/image_task.h; listops,
+ * text_bytes, aan, data/class_task.h): `rotor synth`'s metric for those tasks, counted by
+ * train/class_score.h as the trainer's validation accuracy is. */
 #ifndef ROTOR_CLASSIFY_EVAL_H
 #define ROTOR_CLASSIFY_EVAL_H
 
@@ -13,9 +13,10 @@
 /* Every row of the test split of data.train = task, scored in one teacher-forced pass per
  * batch: a row is right when the argmax of the model's distribution at its labeled
  * position is its class. With the LM head the argmax runs over the whole vocabulary, so a
- * prediction outside the classes counts as wrong. Prints one line, starting with `which`
- * (the checkpoint scored; may be empty). Returns the metrics object of synth_results.json:
- * "accuracy", "examples" and "per_class_accuracy" (indexed by class id). */
+ * prediction outside the classes counts as wrong. With model.pair an example is two rows
+ * (task aan) and is scored once. Prints one line, starting with `which` (the checkpoint
+ * scored; may be empty). Returns the metrics object of synth_results.json: "accuracy",
+ * "examples" and "per_class_accuracy" (indexed by class id). */
 json_t *classify_eval(Model *m, const RunConfig *rc, const char *which);
 
 #endif

@@ -444,7 +444,7 @@ int synth_main(int argc, char **argv) {
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
     const Backend *be = backend_select(rc.run.device, "run.device");
     json_t *metrics, *last = NULL, *best = NULL;
-    if (!strcmp(rc.task.type, "seq_image") || class_task_is(rc.task.type)) {
+    if (!strcmp(rc.task.type, "seq_image") || !strcmp(rc.task.type, "pathfinder") || class_task_is(rc.task.type)) {
         last = classify_checkpoint(&rc, be, ckpt, "last", &metrics);
         char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
         if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {

@@ -1,6 +1,7 @@
 // Elementwise ops: the bf16 compute copy of the weights, token embedding,
-// gating / SwiGLU, SiLU, log-sigmoid gates and Gated DeltaNet's beta and decay (docs/models.md §1-3),
-// dropout (§16; the mask of util/dropout_mask.h, as the CPU op draws it).
+// gating / SwiGLU, SiLU, GELU, ReLU and the pair classifier's features (§15), log-sigmoid gates
+// and Gated DeltaNet's beta and decay (docs/models.md §1-3), dropout (§16; the mask of
+// util/dropout_mask.h, as the CPU op draws it).
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
 
@@ -198,6 +199,62 @@ struct SiluBwd {
         st_vec<V>(dx + i, o);
     }
 };
+
+struct ReluFwd {
+    static constexpr int VEC = 8;
+    bf16 *y;
+    const bf16 *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = bf2f(xv.v[k]) > 0.f ? xv.v[k] : f2bf(0.f);
+        st_vec<V>(y + i, o);
+    }
+};
+
+struct ReluBwd {
+    static constexpr int VEC = 8;
+    bf16 *dx;
+    const bf16 *dy, *x;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = bf2f(xv.v[k]) > 0.f ? dv.v[k] : f2bf(0.f);
+        st_vec<V>(dx + i, o);
+    }
+};
+
+// docs/models.md §15: element (p, j) of the pair features [u, v, u v, u - v], u = x[2p], v = x[2p+1].
+__global__ void __launch_bounds__(THREADS)
+    pair_nli_fwd_kernel(bf16 *f, const bf16 *x, int64_t P, int d) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x, n = P * d;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int64_t p = i / d;
+        int j = (int)(i % d);
+        bf16 ub = x[2 * p * d + j], vb = x[(2 * p + 1) * d + j];
+        float u = bf2f(ub), v = bf2f(vb);
+        bf16 *o = f + 4 * p * d + j;
+        o[0] = ub;
+        o[d] = vb;
+        o[2 * d] = f2bf(u * v);
+        o[3 * d] = f2bf(u - v);
+    }
+}
+
+// du = df_0 + v df_2 + df_3, dv = df_1 + u df_2 - df_3
+__global__ void __launch_bounds__(THREADS)
+    pair_nli_bwd_kernel(bf16 *dx, const bf16 *df, const bf16 *x, int64_t P, int d) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x, n = P * d;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int64_t p = i / d;
+        int j = (int)(i % d);
+        float u = bf2f(x[2 * p * d + j]), v = bf2f(x[(2 * p + 1) * d + j]);
+        const bf16 *g = df + 4 * p * d + j;
+        float g0 = bf2f(g[0]), g1 = bf2f(g[d]), g2 = bf2f(g[2 * d]), g3 = bf2f(g[3 * d]);
+        dx[2 * p * d + j] = f2bf(g0 + v * g2 + g3);
+        dx[(2 * p + 1) * d + j] = f2bf(g1 + u * g2 - g3);
+    }
+}
 
 // y [f32] = logsigmoid(x) * inv
 struct LogsigFwd {
@@ -425,6 +482,27 @@ void cuda_gelu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
 void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p) {
     map(Dropout{(bf16 *)y, (const bf16 *)x, C, T, key, dropout_threshold(p), (float)(1 / (1 - p))},
         N * C, {{y, 2}, {x, 2}});
+}
+
+void cuda_relu_fwd(void *y, const void *x, int64_t n) {
+    map(ReluFwd{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
+}
+
+void cuda_relu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
+    map(ReluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+}
+
+void cuda_pair_nli_fwd(void *f, const void *x, int64_t P, int d) {
+    if (P <= 0) return;
+    pair_nli_fwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>((bf16 *)f, (const bf16 *)x, P, d);
+    CUDA_LAUNCHED();
+}
+
+void cuda_pair_nli_bwd(void *dx, const void *df, const void *x, int64_t P, int d) {
+    if (P <= 0) return;
+    pair_nli_bwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)df,
+                                                                        (const bf16 *)x, P, d);
+    CUDA_LAUNCHED();
 }
 
 void cuda_logsigmoid_fwd(void *y, const void *x, int64_t n, double normalizer) {

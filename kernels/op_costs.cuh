@@ -170,6 +170,26 @@ ROTOR_COST(cuda_gelu_bwd, void *, const void *, const void *, int64_t n) {
 }
 ROTOR_COST_END
 
+ROTOR_COST(cuda_relu_fwd, void *, const void *, int64_t n) {
+    return costs::make(0, 2 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_relu_bwd, void *, const void *, const void *, int64_t n) {
+    return costs::make(0, 3 * costs::A * (double)n);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_pair_nli_fwd, void *, const void *, int64_t P, int d) {
+    return costs::make(2 * (double)P * d, 6 * costs::A * (double)P * d);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_pair_nli_bwd, void *, const void *, const void *, int64_t P, int d) {
+    return costs::make(6 * (double)P * d, 8 * costs::A * (double)P * d);
+}
+ROTOR_COST_END
+
 ROTOR_COST(cuda_sigmoid_fwd, void *, const void *, int64_t n) {
     return costs::make(0, (costs::A + costs::F) * (double)n);
 }

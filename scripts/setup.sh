@@ -16,6 +16,7 @@ packages=(
   zlib1g-dev libzstd-dev zstd            # compressed JSONL inputs (zstd: for the tests)
   libssl-dev                             # sha256 of tokenizer files
   libxxhash-dev                          # deterministic train/validation split
+  libpng-dev                             # LRA's Pathfinder images (task.type = pathfinder)
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
   libicu-dev                             # eval: Python str.capitalize (full Unicode case mapping)

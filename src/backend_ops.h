@@ -330,6 +330,16 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
      * (T = 0), or i = (n / T) C + c (T > 0: one draw per channel of each row of T tokens).   \
      * y may be x. Its own backward: dx = dropout(dy) with the same arguments. */             \
     X(void, dropout, (void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p)) \
+    /* y = max(x, 0); dx = dy where x > 0, else 0 (dx may be dy): the pair classifier's MLP    \
+     * (docs/models.md §15). */                                                               \
+    X(void, relu_fwd, (void *y, const void *x, int64_t n))                                    \
+    X(void, relu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
+    /* The pair classifier's features (docs/models.md §15): x [2P, d] holds each pair's       \
+     * pooled u = x[2p], v = x[2p+1]; f [P, 4d] row p = [u, v, u*v, u-v] (LRA's NLI           \
+     * interaction). The backward overwrites dx [2P, d]: du = df_0 + v df_2 + df_3,           \
+     * dv = df_1 + u df_2 - df_3 (df_k the k-th d-wide block of df's row). */                 \
+    X(void, pair_nli_fwd, (void *f, const void *x, int64_t P, int d))                         \
+    X(void, pair_nli_bwd, (void *dx, const void *df, const void *x, int64_t P, int d))        \
                                                                                               \
     /* ---- time mixing helpers (all respect segments) ---- */                                \
     /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), plus bias [C]   \

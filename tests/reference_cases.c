@@ -46,10 +46,13 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
     }
     tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
     int classify = cfg->head == HEAD_CLASSIFIER;
-    if (classify) /* one sequence per row labeled at its last token (70 and 51 tokens), then pads */
+    if (classify) /* one sequence per row labeled at its last token (70 and 51 tokens), then pads;
+                   * with model.pair the two rows are one pair, labeled with its class */
         for (int i = 0; i < B * T; i++) {
             int len = i < T ? T : 51, t = i % T;
-            lab[i] = t == len - 1 ? (int32_t)rng_below(&r, (uint64_t)cfg->num_classes) : -100;
+            lab[i] = t == len - 1 ? (i >= T && cfg->pair != PAIR_NONE ? lab[T - 1]
+                                                                       : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes))
+                                  : -100;
             if (t >= len) tok[i] = 0;
         }
     for (int i = 0; i < B * T; i++) ids64[i] = tok[i], lab64[i] = lab[i];
@@ -137,16 +140,20 @@ int main(int argc, char **argv) {
                 printf("%s\n", dir);
                 /* the other heads (docs/models.md §12, §15) on the first option of GLA and FoX:
                  * the auto-encoder; the classifier with mean pooling and the linear input
-                 * encoder, and with last pooling */
+                 * encoder, and with last pooling; the pair classifier (LRA's dual encoder) with
+                 * each interaction */
                 if (option || (c.mixer != MIXER_GLA && c.mixer != MIXER_FOX) || (k != 0 && k != 2)) continue;
-                static const char *const shapes[] = {"autoencoder", "classifier-mean-linear", "classifier-last"};
-                for (int sh = 0; sh < 3; sh++) {
+                static const char *const shapes[] = {"autoencoder", "classifier-mean-linear", "classifier-last",
+                                                     "classifier-pair-nli", "classifier-pair-concat-last"};
+                for (int sh = 0; sh < 5; sh++) {
                     ModelConfig h = c;
                     h.head = sh ? HEAD_CLASSIFIER : HEAD_AUTOENCODER;
                     h.num_classes = 7;
-                    h.pool = sh == 2 ? POOL_LAST : POOL_MEAN;
+                    h.pool = sh == 2 || sh == 4 ? POOL_LAST : POOL_MEAN;
                     h.input = sh == 1 ? INPUT_LINEAR : INPUT_EMBEDDING;
                     h.input_scale = 36;
+                    h.pair = sh == 3 ? PAIR_NLI : sh == 4 ? PAIR_CONCAT : PAIR_NONE;
+                    h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
                              pe_variant_name(&c, k), shapes[sh]);
                     write_case(dir, &h, 1000 + (uint64_t)extra++); /* the variants keep their seeds */

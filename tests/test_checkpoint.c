@@ -157,7 +157,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
                 (double)b->f);                                                       \
         return 0;                                                                    \
     }
-    EQ(mixer) EQ(head) EQ(num_classes) EQ(pool) EQ(input) EQ(input_scale) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
+    EQ(mixer) EQ(head) EQ(num_classes) EQ(pool) EQ(pair) EQ(pair_mlp) EQ(input) EQ(input_scale) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
     EQ(intermediate_size) EQ(norm_eps) EQ(init_std) EQ(expand_k) EQ(expand_v) EQ(short_conv)
     EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(use_gate) EQ(output_gate) EQ(output_norm)
     EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
@@ -347,6 +347,11 @@ static void test_roundtrip_heads(void) {
     c.input = INPUT_LINEAR;
     c.input_scale = 36;
     roundtrip(&c, "gla classifier last pool, linear input");
+    c.pair = PAIR_NLI; /* LRA's dual encoder: the MLP's parameters and rotor_pair round trip */
+    c.pair_mlp = 12;
+    roundtrip(&c, "gla pair classifier nli");
+    c.pair = PAIR_CONCAT;
+    roundtrip(&c, "gla pair classifier concat");
     c = tu_tiny_model(MIXER_FOX, 2);
     c.head = HEAD_AUTOENCODER;
     roundtrip(&c, "fox autoencoder");
@@ -1024,6 +1029,18 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
+    /* the pair classifier's keys; an absent rotor_pair is none, a bad one or width is named */
+    c.pair = PAIR_NLI, c.pair_mlp = 6, c.input_scale = 9;
+    j = hf_config_to_json(&c);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_pair")), "nli") &&
+          json_integer_value(json_object_get(j, "rotor_pair_mlp")) == 6);
+    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
+    json_object_set_new(j, "rotor_pair_mlp", json_integer(1));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
+    json_object_set_new(j, "rotor_pair", json_string("dual"));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
+    json_object_del(j, "rotor_pair");
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
     json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",

@@ -48,17 +48,22 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     Rng r;
     rng_init(&r, 99, 0);
     double step = modrelu_continuous(m, &r) ? 1e-7 : 2e-5;
-    int B = 2, T = 70;
+    int B = cfg->pair != PAIR_NONE ? 4 : 2, T = 70; /* pairs: two pairs of rows */
     int32_t *tok = rt_malloc(sizeof(int32_t) * B * T), *lab = rt_malloc(sizeof(int32_t) * B * T);
     for (int i = 0; i < B * T; i++) {
         tok[i] = (int32_t)rng_below(&r, (uint64_t)cfg->vocab_size);
         lab[i] = rng_uniform(&r) < 0.1 ? -100 : (int32_t)rng_below(&r, (uint64_t)cfg->vocab_size);
     }
     tok[5] = tok[40] = tok[T + 3] = cfg->bos_id; /* document starts inside the rows */
-    if (cfg->head == HEAD_CLASSIFIER) /* one sequence per row, labeled at its last token: 70 and 45 tokens, then pads */
+    if (cfg->head == HEAD_CLASSIFIER) /* one sequence per row, labeled at its last token: 70, 45, 70, 45
+                                        * tokens, then pads; a pair's two rows share their class */
         for (int i = 0; i < B * T; i++) {
-            int len = i < T ? T : 45, t = i % T;
-            lab[i] = t == len - 1 ? (int32_t)rng_below(&r, (uint64_t)cfg->num_classes) : -100;
+            int row = i / T, len = row % 2 ? 45 : T, t = i % T;
+            if (t == len - 1)
+                lab[i] = cfg->pair != PAIR_NONE && row % 2 ? lab[row * T - 1]
+                                                           : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes);
+            else
+                lab[i] = -100;
             if (t >= len) tok[i] = 0;
         }
     Probe p = {m, {B, T, tok, lab, NULL}, 0};
@@ -179,6 +184,26 @@ static void test_block(void) {
     }
 }
 
+/* The pair classifier (docs/models.md §15, LRA's dual encoder): both interactions, mean and
+ * last pooling. */
+static void test_pair_classifier(void) {
+    for (int nli = 0; nli < 2; nli++) {
+        ModelConfig x = tu_tiny_model(nli ? MIXER_GLA : MIXER_FOX, 2);
+        x.head = HEAD_CLASSIFIER;
+        x.num_classes = 3;
+        x.pair = nli ? PAIR_NLI : PAIR_CONCAT;
+        x.pair_mlp = 10;
+        x.pool = nli ? POOL_MEAN : POOL_LAST;
+        x.init_std = 0.3; /* the ReLUs' inputs well away from their kink at the step of the check */
+        apply_pe_variant(&x, nli ? 2 : 0);
+        char label[96];
+        snprintf(label, sizeof label, "%s pair classifier %s, %s pool", mixer_name(x.mixer), nli ? "nli" : "concat",
+                 nli ? "mean" : "last");
+        double e = check_model(&x, label);
+        printf("    %-45s worst %.2e\n", label, e);
+    }
+}
+
 /* Dropout acts only where it should (docs/models.md §16): a scoring forward (grad_scale 0) of a
  * model with dropout gives the loss of the same model without it, a training forward another;
  * a bidirectional classifier does not see the pads after a sequence's labeled last token. */
@@ -229,6 +254,7 @@ int main(int argc, char **argv) {
         {"model_grad_classifier", test_classifier},
         {"model_grad_block", test_block},
         {"model_block_passes", test_block_passes},
+        {"model_grad_pair_classifier", test_pair_classifier},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -519,6 +519,60 @@ static void test_segment_reverse(void) {
     tu_seqs_free(&ts);
 }
 
+static double relu_loss(void *p) {
+    EwCtx *c = p;
+    cpu_relu_fwd(c->out, c->x, c->n);
+    return tu_dot(c->wo, c->out, c->n);
+}
+
+/* ReLU away from its kink (|x| >= 0.05), its backward in place (dx = dy), and the values. */
+static void test_relu(void) {
+    Rng r;
+    rng_init(&r, 311, 0);
+    int64_t n = 157;
+    real *x = rand_nz(&r, n, 0.05, 3.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
+    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
+    real *dx = tu_zeros(n);
+    memcpy(dx, wo, sizeof(real) * (size_t)n);
+    cpu_relu_bwd(dx, dx, x, n);
+    fd_check("relu dx", relu_loss, &c, x, dx, n, 1000, &r);
+    cpu_relu_fwd(out, x, n);
+    for (int64_t i = 0; i < n; i++) CHECK(out[i] == (x[i] > 0 ? x[i] : 0));
+    FREE_ALL(x, wo, out, dx);
+}
+
+typedef struct {
+    real *f, *x, *wo;
+    int64_t P;
+    int d;
+} PairCtx;
+
+static double pair_loss(void *p) {
+    PairCtx *c = p;
+    cpu_pair_nli_fwd(c->f, c->x, c->P, c->d);
+    return tu_dot(c->wo, c->f, 4 * c->P * c->d);
+}
+
+/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §15): values and dx. */
+static void test_pair_nli(void) {
+    Rng r;
+    rng_init(&r, 313, 0);
+    int64_t P = 3;
+    int d = 5;
+    real *x = rand_nz(&r, 2 * P * d, 0.1, 2.0), *wo = rand_nz(&r, 4 * P * d, 0.05, 1.0), *f = tu_zeros(4 * P * d);
+    PairCtx c = {f, x, wo, P, d};
+    real *dx = garbage(&r, 2 * P * d);
+    cpu_pair_nli_bwd(dx, wo, x, P, d);
+    fd_check("pair_nli dx", pair_loss, &c, x, dx, 2 * P * d, 1000, &r);
+    cpu_pair_nli_fwd(f, x, P, d);
+    for (int64_t p = 0; p < P; p++)
+        for (int j = 0; j < d; j++) {
+            real u = x[2 * p * d + j], v = x[(2 * p + 1) * d + j], *o = f + 4 * p * d;
+            CHECK(o[j] == u && o[d + j] == v && o[2 * d + j] == u * v && o[3 * d + j] == u - v);
+        }
+    FREE_ALL(x, wo, f, dx);
+}
+
 static double sigmoid_loss(void *p) {
     EwCtx *c = p;
     cpu_sigmoid_fwd(c->out, c->x, c->n);
@@ -2065,6 +2119,8 @@ int main(int argc, char **argv) {
         {"gelu", test_gelu},
         {"dropout", test_dropout},
         {"segment_reverse", test_segment_reverse},
+        {"relu", test_relu},
+        {"pair_nli", test_pair_nli},
         {"logsigmoid_16", test_logsigmoid_16},
         {"logsigmoid_1", test_logsigmoid_1},
         {"sigmoid", test_sigmoid},

@@ -68,6 +68,7 @@ static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN
 static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
 static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
+static const Choice PAIRS[] = {{"none", PAIR_NONE}, {"nli", PAIR_NLI}, {"concat", PAIR_CONCAT}, {NULL, 0}};
 static const Choice INPUTS[] = {{"embedding", INPUT_EMBEDDING}, {"linear", INPUT_LINEAR}, {NULL, 0}};
 static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"lra", BLOCK_LRA}, {"rnn", BLOCK_RNN}, {NULL, 0}};
 static const Choice DROPOUT_MASKS[] = {{"element", DROPOUT_ELEMENT}, {"channel", DROPOUT_CHANNEL}, {NULL, 0}};
@@ -101,7 +102,10 @@ static const Choice TASKS[] = {{"none", 0},
                                {"text_bytes", 17},
                                {"copy_memory", 18},
                                {"chars", 19},
+                               {"pathfinder", 20},
+                               {"aan", 21},
                                {NULL, 0}};
+static const Choice DIFFICULTIES[] = {{"easy", 0}, {"intermediate", 1}, {"hard", 2}, {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
 #define K_INT(s, k, f, min, h) {s, k, T_INT, FIELD(f), min, R_ANY, NULL, h}
@@ -119,6 +123,8 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "head", model.head, HEADS, "output head: lm (next token), autoencoder (mad-lab's compression decoder; task.type = mad_compression sets it), or classifier (one class per sequence, labeled at its last token)"),
     K_INT("model", "num_classes", model.num_classes, 2, "classifier: classes"),
     K_ENUM("model", "pool", model.pool, POOLS, "classifier: the mean of a sequence's states, or its last token's"),
+    K_ENUM("model", "pair", model.pair, PAIRS, "classifier: none (one sequence per row), or rows 2i, 2i+1 are one example's two documents (task.type = aan), pooled into u, v and combined as [u, v, u*v, u-v] (nli) or [u, v] (concat) before an MLP"),
+    K_INT("model", "pair_mlp", model.pair_mlp, 2, "classifier with pairs: the widths of the MLP's two ReLU layers, pair_mlp and pair_mlp / 2 (LRA's mlp_dim)"),
     K_ENUM("model", "input", model.input, INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
     K_FLT("model", "input_scale", model.input_scale, R_POS, "linear input: token id v enters as v / input_scale"),
     K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
@@ -215,7 +221,7 @@ static const KeySpec KEYS[] = {
     K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
-    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, listops, text_bytes), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
+    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
     K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
     K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
@@ -239,11 +245,12 @@ static const KeySpec KEYS[] = {
     K_INT("task", "max_args", task.max_args, 2, "listops: an operator takes 2..max_args arguments"),
     K_INT("task", "min_length", task.min_length, 0, "listops: expressions have more than min_length tokens"),
     K_INT("task", "max_length", task.max_length, 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
-    K_INT("task", "classes", task.classes, 2, "text_bytes: labels are 0..classes-1 (IMDB: 2, neg and pos)"),
-    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
+    K_INT("task", "classes", task.classes, 2, "text_bytes, aan: labels are 0..classes-1 (IMDB: 2, neg and pos; AAN: 2, linked or not)"),
+    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); aan: directory of LRA's new_aan_pairs.{train,eval,test}.tsv; pathfinder: LRA's resolution directory (pathfinder32, ..., pathfinder128 = Path-X); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
     K_ENUM_STR("task", "text_format", task.text_format, TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
     K_FLT("task", "valid_fraction", task.valid_fraction, R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
     K_FLT("task", "test_fraction", task.test_fraction, R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
+    K_ENUM_STR("task", "difficulty", task.difficulty, DIFFICULTIES, "pathfinder: LRA's split name, easy (curv_baseline), intermediate (curv_contour_length_9) or hard (curv_contour_length_14)"),
     K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
     K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
     K_STR("task", "images", task.images, "seq_image: training images, an IDX file (MNIST format, plain or .gz) or a CIFAR-10 binary directory; train.seq_len follows its pixel count"),
@@ -337,6 +344,7 @@ void run_config_defaults(RunConfig *c) {
     c->task.min_length = 500;
     c->task.max_length = 2000;
     c->task.classes = 2;
+    strcpy(c->task.difficulty, "hard");
     c->task.train_examples = 0;
     c->task.test_examples = 1000;
     c->task.permute = 0;
@@ -818,21 +826,23 @@ static const char *chars_shape(Loader *L) {
     return NULL;
 }
 
-/* seq_image rows are the images' pixels: train.seq_len follows task.images (its header is
- * read; an explicit value is checked when the data is opened) and model.vocab_size defaults
- * to the 256 intensities. A problem is returned, or NULL. */
+/* seq_image and pathfinder rows are the images' pixels: train.seq_len follows task.images
+ * or task.path (an image header is read; an explicit value is checked when the data is
+ * opened) and model.vocab_size defaults to the 256 intensities. A problem is returned, or
+ * NULL. */
 static const char *image_shape(Loader *L) {
     static char msg[1400];
-    if (strcmp(L->cfg.task.type, "seq_image")) return NULL;
+    const char *type = L->cfg.task.type;
+    if (strcmp(type, "seq_image") && strcmp(type, "pathfinder")) return NULL;
     char err[1200];
     if (!L->seq_len_given && image_task_pixels(&L->cfg.task, &L->cfg.train.seq_len, err, sizeof err)) {
-        snprintf(msg, sizeof msg, "task.type = seq_image: %s", err);
+        snprintf(msg, sizeof msg, "task.type = %s: %s", type, err);
         return msg;
     }
     if (!L->vocab_size_given) L->cfg.model.vocab_size = 256;
     if (L->cfg.model.vocab_size < 256) {
-        snprintf(msg, sizeof msg, "model.vocab_size = %d: task seq_image reads pixel intensities 0..255 as tokens, so it needs "
-                 "at least 256 (leave model.vocab_size out)", L->cfg.model.vocab_size);
+        snprintf(msg, sizeof msg, "model.vocab_size = %d: task %s reads pixel intensities 0..255 as tokens, so it needs "
+                 "at least 256 (leave model.vocab_size out)", L->cfg.model.vocab_size, type);
         return msg;
     }
     return NULL;
@@ -921,6 +931,22 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         return rt_error(err, errlen, origin,
                         "model.head = autoencoder: only task.type = mad_compression trains it (its labels are "
                         "the targets of the decoded positions, not next tokens)");
+    if (m->pair != PAIR_NONE && m->head != HEAD_CLASSIFIER)
+        return rt_error(err, errlen, origin, "model.pair = %s: pairs are read by the classifier (model.head = classifier)",
+                        choice_name(PAIRS, (int)m->pair));
+    int aan = !strcmp(c->data.train, "task") && !strcmp(c->task.type, "aan");
+    if (aan && m->pair == PAIR_NONE)
+        return rt_error(err, errlen, origin,
+                        "task.type = aan: an example is two documents, read by the pair classifier (model.head = "
+                        "classifier, model.pair = nli or concat)");
+    if (!aan && m->pair != PAIR_NONE && !strcmp(c->data.train, "task"))
+        return rt_error(err, errlen, origin, "model.pair = %s: only task.type = aan gives rows in pairs (task.type = %s)",
+                        choice_name(PAIRS, (int)m->pair), c->task.type);
+    if (aan && c->train.micro_batch % 2)
+        return rt_error(err, errlen, origin,
+                        "train.micro_batch = %d: task.type = aan's rows come in pairs (two documents per example), "
+                        "so it must be even",
+                        c->train.micro_batch);
     if (m->bos_id >= m->vocab_size)
         return rt_error(err, errlen, origin, "model.bos_id = %d must be below model.vocab_size = %d", m->bos_id,
                        m->vocab_size);
@@ -939,14 +965,14 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars");
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, pathfinder, listops, text_bytes, aan or chars");
     return 0;
 }
 
 int run_config_classifies(const RunConfig *c) {
     const char *type = c->task.type;
     return c->model.head == HEAD_CLASSIFIER ||
-           (!strcmp(c->data.train, "task") && (!strcmp(type, "seq_image") || class_task_is(type)));
+           (!strcmp(c->data.train, "task") && (!strcmp(type, "seq_image") || !strcmp(type, "pathfinder") || class_task_is(type)));
 }
 
 const char *run_config_keep_best_name(KeepBest k) { return choice_name(KEEP_BESTS, (int)k); }

@@ -1,6 +1,6 @@
-/* Elementwise activations and gates: output gating / SwiGLU, SiLU, log-sigmoid gates, the
- * delta rule's beta and the per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3,
- * §10); dropout (§16). */
+/* Elementwise activations and gates: output gating / SwiGLU, SiLU, GELU, ReLU and the pair
+ * classifier's features (docs/models.md §15), log-sigmoid gates, the delta rule's beta and the
+ * per-head decay of Gated DeltaNet and Mamba2 (§3, §10); dropout (§16). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/dropout_mask.h"
@@ -66,6 +66,50 @@ void cpu_gelu_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
         dx[i] = dy[i] * (normal_cdf(x[i]) + x[i] * inv_sqrt_2pi * exp(-(real)0.5 * x[i] * x[i]));
+}
+
+void cpu_relu_fwd(void *y_, const void *x_, int64_t n) {
+    real *y = y_;
+    const real *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void cpu_relu_bwd(void *dx_, const void *dy_, const void *x_, int64_t n) {
+    real *dx = dx_;
+    const real *dy = dy_, *x = x_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) dx[i] = x[i] > 0 ? dy[i] : 0;
+}
+
+void cpu_pair_nli_fwd(void *f_, const void *x_, int64_t P, int d) {
+    real *f = f_;
+    const real *x = x_;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < P; p++) {
+        const real *u = x + 2 * p * d, *v = u + d;
+        real *o = f + 4 * p * d;
+        for (int j = 0; j < d; j++) {
+            o[j] = u[j];
+            o[d + j] = v[j];
+            o[2 * d + j] = u[j] * v[j];
+            o[3 * d + j] = u[j] - v[j];
+        }
+    }
+}
+
+void cpu_pair_nli_bwd(void *dx_, const void *df_, const void *x_, int64_t P, int d) {
+    real *dx = dx_;
+    const real *df = df_, *x = x_;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < P; p++) {
+        const real *u = x + 2 * p * d, *v = u + d, *g = df + 4 * p * d;
+        real *du = dx + 2 * p * d, *dv = du + d;
+        for (int j = 0; j < d; j++) {
+            du[j] = g[j] + v[j] * g[2 * d + j] + g[3 * d + j];
+            dv[j] = g[d + j] + u[j] * g[2 * d + j] - g[3 * d + j];
+        }
+    }
 }
 
 void cpu_sigmoid_fwd(void *y_, const void *x_, int64_t n) {

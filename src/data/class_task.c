@@ -9,7 +9,8 @@
 #include "util/fsutil.h"
 
 struct ClassTask {
-    int listops;   /* else text_bytes */
+    int listops;   /* else text_bytes or aan */
+    int pairs;     /* aan: set examples 2k, 2k + 1 are pair k's documents, rows 2i, 2i + 1 a pair */
     int generated; /* ListOps without task.path */
     ListopsSpec spec;
     int stream;      /* generated: the split's task_example_rng stream */
@@ -23,7 +24,9 @@ struct ClassTask {
     int64_t pass;    /* its pass over the set (-1: none yet) */
 };
 
-int class_task_is(const char *type) { return !strcmp(type, "listops") || !strcmp(type, "text_bytes"); }
+int class_task_is(const char *type) {
+    return !strcmp(type, "listops") || !strcmp(type, "text_bytes") || !strcmp(type, "aan");
+}
 
 /* path/name, or when `fallback` is given and path/name does not exist, path/fallback. */
 static char *split_file(const char *path, const char *name, const char *fallback) {
@@ -65,10 +68,27 @@ static int read_text(ClassTask *c, const char *path, char *err, size_t errlen) {
     return rc;
 }
 
+static int read_aan(ClassTask *c, const char *path, char *err, size_t errlen) {
+    static const char *const FILES[] = {[SPLIT_TRAIN] = "new_aan_pairs.train.tsv",
+                                        [SPLIT_VAL] = "new_aan_pairs.eval.tsv",
+                                        [SPLIT_TEST] = "new_aan_pairs.test.tsv"};
+    if (!fs_exists(path))
+        return rt_error(err, errlen, NULL,
+                        "task.path = %s does not exist: it is the directory of LRA's AAN retrieval files "
+                        "new_aan_pairs.train.tsv, new_aan_pairs.eval.tsv and new_aan_pairs.test.tsv "
+                        "(lra_release/tsv_data; docs/classification.md, \"AAN retrieval\")",
+                        path);
+    char *f = split_file(path, FILES[c->split], NULL);
+    int rc = text_bytes_read_aan(f, c->classes, c->T, &c->set, err, errlen);
+    rt_free(f);
+    return rc;
+}
+
 ClassTask *class_task_open(const TaskConfig *task, const DataOptions *opt, char *err, size_t errlen) {
     RT_ASSERT(class_task_is(task->type));
     ClassTask *c = rt_calloc(1, sizeof(ClassTask));
     c->listops = !strcmp(task->type, "listops");
+    c->pairs = !strcmp(task->type, "aan");
     c->generated = c->listops && !task->path[0];
     c->classes = c->listops ? LISTOPS_CLASSES : task->classes;
     c->offset = c->listops ? 0 : 1; /* text: byte b is token b + 1 */
@@ -90,8 +110,12 @@ ClassTask *class_task_open(const TaskConfig *task, const DataOptions *opt, char 
         c->stream = c->split == SPLIT_TRAIN ? STREAM_TRAIN : c->split == SPLIT_VAL ? STREAM_VAL : STREAM_TEST;
         c->expr = rt_malloc((size_t)task->max_length);
     } else if (!task->path[0]) {
-        rc = rt_error(err, errlen, NULL, "[task] text_bytes needs task.path: the aclImdb directory, or a directory of "
-                                         "train.tsv, val.tsv and test.tsv (label<TAB>text)");
+        rc = c->pairs ? rt_error(err, errlen, NULL,
+                                 "[task] aan needs task.path: the directory of LRA's new_aan_pairs.{train,eval,test}.tsv "
+                                 "(docs/classification.md, \"AAN retrieval\")")
+                      : rt_error(err, errlen, NULL,
+                                 "[task] text_bytes needs task.path: the aclImdb directory, or a directory of "
+                                 "train.tsv, val.tsv and test.tsv (label<TAB>text)");
     } else if (task->train_examples) {
         rc = rt_error(err, errlen, NULL,
                       "[task] %s: task.train_examples = %lld: task.path = %s gives the training set (leave it out)",
@@ -99,7 +123,9 @@ ClassTask *class_task_open(const TaskConfig *task, const DataOptions *opt, char 
     } else if (!c->listops && task->classes > 256) {
         rc = rt_error(err, errlen, NULL, "[task] %s: task.classes = %d: at most 256", task->type, task->classes);
     } else {
-        rc = c->listops ? read_listops(c, task->path, err, errlen) : read_text(c, task->path, err, errlen);
+        rc = c->listops ? read_listops(c, task->path, err, errlen)
+             : c->pairs ? read_aan(c, task->path, err, errlen)
+                        : read_text(c, task->path, err, errlen);
     }
     if (rc) {
         class_task_free(c);
@@ -120,12 +146,15 @@ int64_t class_task_size(const ClassTask *c) { return c->generated ? 0 : c->set.n
 int class_task_vocab(const ClassTask *c) { return c->listops ? LISTOPS_VOCAB : TEXT_BYTES_VOCAB; }
 int class_task_classes(const ClassTask *c) { return c->classes; }
 
-/* The order of a read set on pass `pass` (Fisher-Yates): training passes each their own from
- * the seed, validation and test one fixed order. */
+/* Examples (aan: pairs) of a read set. */
+static int64_t units(const ClassTask *c) { return c->pairs ? c->set.n / 2 : c->set.n; }
+
+/* The order of a read set's examples (aan: pairs) on pass `pass` (Fisher-Yates): training
+ * passes each their own from the seed, validation and test one fixed order. */
 static const int64_t *order(ClassTask *c, int64_t pass) {
     if (c->split != SPLIT_TRAIN) pass = 0;
     if (c->order && c->pass == pass) return c->order;
-    int64_t n = c->set.n;
+    int64_t n = units(c);
     if (!c->order) c->order = rt_malloc(sizeof(int64_t) * (size_t)n);
     Rng r;
     if (c->split == SPLIT_TRAIN) rng_init(&r, c->seed ^ 0xC1A5500000000000ull, (uint64_t)pass);
@@ -147,7 +176,8 @@ void class_task_row(ClassTask *c, int64_t i, int32_t *tokens, int32_t *labels) {
         n = listops_example(&c->spec, c->seed, c->stream, i, c->expr, &label);
         sym = c->expr;
     } else {
-        int64_t k = order(c, i / c->set.n)[i % c->set.n];
+        int64_t u = c->pairs ? i / 2 : i, n_u = units(c), k = order(c, u / n_u)[u % n_u];
+        if (c->pairs) k = 2 * k + i % 2; /* the pair's first or second document */
         n = (int)(c->set.start[k + 1] - c->set.start[k]);
         sym = c->set.sym + c->set.start[k];
         label = c->set.label[k];

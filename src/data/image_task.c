@@ -7,6 +7,7 @@
 
 #include "data/cifar10.h"
 #include "data/idx.h"
+#include "data/pathfinder.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -73,6 +74,7 @@ static int load_set(const TaskConfig *task, int test, ImageSet *set, char *err, 
 }
 
 int image_task_pixels(const TaskConfig *task, int *pixels, char *err, size_t errlen) {
+    if (!strcmp(task->type, "pathfinder")) return pathfinder_pixels(task, pixels, err, errlen);
     if (!task->images[0]) return rt_error(err, errlen, NULL, "%s", NO_IMAGES);
     if (is_dir(task->images)) {
         *pixels = CIFAR10_PIXELS;
@@ -98,29 +100,41 @@ ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen) {
                  task->permute_seed);
         return NULL;
     }
+    int pathfinder = !strcmp(task->type, "pathfinder");
+    if (pathfinder && task->val_examples) {
+        rt_error(err, errlen, NULL,
+                 "task.val_examples = %" PRId64 ": pathfinder's splits are LRA's, 80%% / 10%% / 10%% of "
+                 "the metadata's images (leave it out)",
+                 task->val_examples);
+        return NULL;
+    }
     ImageTask *t = rt_calloc(1, sizeof *t);
     t->split = a->split;
     t->seed = a->seed;
-    if (load_set(task, a->split == SPLIT_TEST, &t->set, err, errlen)) goto fail;
+    int64_t empty; /* LRA's empty image files, left out */
+    if (pathfinder ? pathfinder_load(task, a->split, &t->set, &empty, err, errlen)
+                   : load_set(task, a->split == SPLIT_TEST, &t->set, err, errlen))
+        goto fail;
     int T = t->set.height * t->set.width;
     if (a->seq_len != T) {
         rt_error(err, errlen, NULL,
-                 "train.seq_len = %d: the images of task.images = %s have %d x %d = %d pixels, one "
-                 "token "
-                 "each (leave train.seq_len out)",
-                 a->seq_len, task->images, t->set.height, t->set.width, T);
+                 "train.seq_len = %d: the images of %s = %s have %d x %d = %d pixels, one token each "
+                 "(leave train.seq_len out)",
+                 a->seq_len, pathfinder ? "task.path" : "task.images", pathfinder ? task->path : task->images,
+                 t->set.height, t->set.width, T);
         goto fail;
     }
-    int64_t n = t->set.n, val = task->val_examples ? task->val_examples : n / 10;
-    if (a->split != SPLIT_TEST && val >= n) {
+    /* pathfinder: the set is the split */
+    int64_t n = t->set.n, val = pathfinder ? 0 : task->val_examples ? task->val_examples : n / 10;
+    if (!pathfinder && a->split != SPLIT_TEST && val >= n) {
         rt_error(err, errlen, NULL,
                  "task.val_examples = %" PRId64 ": task.images = %s holds %" PRId64
                  " images, which leaves none for training",
                  val, task->images, n);
         goto fail;
     }
-    t->first = a->split == SPLIT_VAL ? n - val : 0;
-    t->count = a->split == SPLIT_TRAIN ? n - val : a->split == SPLIT_VAL ? val : n;
+    t->first = !pathfinder && a->split == SPLIT_VAL ? n - val : 0;
+    t->count = pathfinder || a->split == SPLIT_TEST ? n : a->split == SPLIT_TRAIN ? n - val : val;
     t->order = rt_malloc(sizeof(int32_t) * (size_t)T);
     image_pixel_order(T, task->permute, (uint32_t)task->permute_seed, t->order);
     return t;

@@ -7,7 +7,10 @@
  *          every epoch (a function of the run seed and the epoch), cycled;
  *   val    those last task.val_examples images, in file order, cycled;
  *   test   the test file (task.test_images / task.test_labels, by default the t10k-* files
- *          beside MNIST-named train-* files; CIFAR-10: test_batch.bin), in file order, cycled. */
+ *          beside MNIST-named train-* files; CIFAR-10: test_batch.bin), in file order, cycled.
+ * task.type = pathfinder serves LRA's Pathfinder images the same way, each split LRA's
+ * (data/pathfinder.h): the training split in a new order every epoch, validation and test in
+ * LRA's order. */
 #ifndef ROTOR_IMAGE_TASK_H
 #define ROTOR_IMAGE_TASK_H
 

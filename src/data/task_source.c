@@ -3,10 +3,11 @@
  * split, i): the train split cycles through task.train_examples examples (or never repeats
  * when it is 0), the validation and test splits read the test stream from its start. The
  * classification tasks take their rows from data/image_task.h (seq_image) and
- * data/class_task.h (listops, text_bytes), and chars its windows of text from
- * data/char_text.h, which have validation splits of their own. The
- * position is the next global example index; rank r of N takes examples r B .. r B + B - 1
- * of each N B. */
+ * data/class_task.h (listops, text_bytes, aan), and chars its windows of text from
+ * data/char_text.h, which have validation splits of their own. The position is the next
+ * global example index; rank r of N takes examples r B .. r B + B - 1 of each N B. An aan
+ * pair is two rows, so B must be even: every rank's rows start at an even index and hold
+ * whole pairs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@ typedef struct {
     CharText *chars;
     int min_len, max_len;
     int T, rank, world;
+    int pairs; /* aan: rows 2i, 2i + 1 are one example */
     uint64_t seed;
     DataSplit split;
     int64_t cycle; /* train: distinct examples (0 = unlimited) */
@@ -39,8 +41,12 @@ typedef struct {
 } TaskSource;
 
 static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err, size_t errlen) {
-    (void)err, (void)errlen;
     TaskSource *s = (TaskSource *)ds;
+    if (s->pairs && B % 2)
+        return rt_error(err, errlen, NULL,
+                        "%s: a batch of %d rows (train.micro_batch, or an evaluation batch): its rows come in pairs, "
+                        "two documents per example, so it must be even",
+                        ds->desc, B);
     for (int b = 0; b < B; b++) {
         int64_t i = s->index + (int64_t)s->rank * B + b;
         if (s->cycle > 0) i %= s->cycle;
@@ -150,7 +156,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         if (!bad && s->T != task->seq_len) bad = "train.seq_len differs from task.seq_len";
         if (!bad && mad_autoencoder(t) != (mc->head == HEAD_AUTOENCODER))
             bad = mad_autoencoder(t) ? "the task needs model.head = autoencoder" : "the task needs model.head = lm";
-    } else if (!strcmp(task->type, "seq_image")) {
+    } else if (!strcmp(task->type, "seq_image") || !strcmp(task->type, "pathfinder")) {
         s->kind = KIND_IMAGE;
         ImageTaskArgs a = {task, opt->split, opt->seed, s->T};
         if (!(s->image = image_task_open(&a, err, errlen))) {
@@ -161,6 +167,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         vocab = 256; /* the pixel intensities; class ids are below it */
     } else if (class_task_is(task->type)) {
         s->kind = KIND_CLASS;
+        s->pairs = !strcmp(task->type, "aan");
         s->cls = class_task_open(task, opt, err, errlen);
         if (!s->cls) {
             ts_destroy(&s->base);
@@ -169,7 +176,7 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->base.examples = class_task_size(s->cls);
         vocab = class_task_vocab(s->cls);
     } else {
-        bad = "task.type must be mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars";
+        bad = "task.type must be mqar, state, copy, copy_memory, mad_*, seq_image, pathfinder, listops, text_bytes, aan or chars";
     }
     if (!bad && mc->vocab_size < vocab) {
         rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, vocab, mc->vocab_size);

@@ -85,6 +85,43 @@ static int text_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
     return 0;
 }
 
+/* AAN: the line's label (LRA: tf.float32, then cast to int32) must be a class. */
+static int aan_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
+    TsvText *t = ctx;
+    const char *field[4];
+    size_t len[4];
+    int nf = 0; /* fields after the label */
+    for (size_t at = 0; l->rest;) {
+        const char *tab = memchr(l->rest + at, '\t', l->rest_len - at);
+        size_t end = tab ? (size_t)(tab - l->rest) : l->rest_len;
+        if (nf < 4) field[nf] = l->rest + at, len[nf] = end - at;
+        nf++;
+        if (!tab) break;
+        at = end + 1;
+    }
+    if (nf != 4)
+        return rt_error(msg, msglen, NULL, "%d tab-separated fields where an AAN line has 5 (label, id1, id2, text1, text2)",
+                        nf + 1);
+    char *end;
+    errno = 0;
+    double v = strtod(l->first, &end);
+    if (!l->first_len || *end || errno || !(v >= 0 && v < t->classes) || v != (int)v)
+        return rt_error(msg, msglen, NULL, "label '%.20s' is not a class 0..%d (task.classes = %d)", l->first,
+                        t->classes - 1, t->classes);
+    for (int k = 2; k < 4; k++)
+        if (!len[k]) return rt_error(msg, msglen, NULL, "text%d (field %d) is empty", k - 1, k + 2);
+    int keep = t->keep < 10000 ? t->keep : 10000;
+    for (int k = 2; k < 4; k++) class_set_add(t->set, (const uint8_t *)field[k], (int64_t)len[k], keep, (int)v);
+    return 0;
+}
+
+int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen) {
+    TsvText t = {classes, keep, set, 0};
+    int64_t before = set->n;
+    if (tsv_read(path, aan_line, &t, err, errlen)) return -1;
+    return set->n > before ? 0 : rt_error(err, errlen, path, "no examples");
+}
+
 int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen) {
     TsvText t = {classes, keep, set, 0};
     int64_t before = set->n;

@@ -25,4 +25,13 @@ int text_bytes_read_imdb(const char *dir, const char *split, int keep, ClassSet 
  * 0, or -1 with a message naming the file and line. */
 int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen);
 
+/* LRA's AAN retrieval pairs (new_aan_pairs.{train,eval,test}.tsv, read as
+ * lra_benchmarks/matching/input_pipeline.py reads them): no header, five tab-separated fields
+ * per line, label id1 id2 text1 text2, no quoting. The label is a number (LRA reads it as a
+ * float, then an integer) that must be a class 0..classes-1; the texts must not be empty.
+ * Appends two examples per line, text1 then text2, both with the line's label, each its first
+ * min(keep, 10000) bytes (LRA encodes at most 10000 bytes, then cuts to max_length). Returns 0,
+ * or -1 with a message naming the file and line. */
+int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen);
+
 #endif

@@ -231,6 +231,10 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         json_object_set_new(o, "rotor_head", json_string("classifier"));
         json_object_set_new(o, "num_labels", json_integer(c->num_classes));
         json_object_set_new(o, "rotor_pool", json_string(c->pool == POOL_LAST ? "last" : "mean"));
+        if (c->pair != PAIR_NONE) {
+            json_object_set_new(o, "rotor_pair", json_string(c->pair == PAIR_NLI ? "nli" : "concat"));
+            json_object_set_new(o, "rotor_pair_mlp", json_integer(c->pair_mlp));
+        }
     }
     if (c->input == INPUT_LINEAR) {
         json_object_set_new(o, "rotor_input", json_string("linear"));
@@ -453,11 +457,13 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
 }
 
 /* rotor's model shapes without an fla counterpart (docs/models.md §12, §15, §16), each key absent
- * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool),
- * rotor_input "linear" (with rotor_input_scale), and the block keys. */
+ * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool, and
+ * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale), and
+ * the block keys. */
 static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const heads[] = {"lm", "autoencoder", "classifier"};
     static const char *const pools[] = {"mean", "last"};
+    static const char *const pairs[] = {"none", "nli", "concat"};
     static const char *const inputs[] = {"embedding", "linear"};
     static const char *const orth_inits[] = {"cayley", "henaff"};
     int v;
@@ -478,6 +484,17 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
         out->num_classes = (int)json_integer_value(n);
         if (read_choice(j, "", "rotor_pool", pools, 2, &v, e)) return -1;
         out->pool = (PoolKind)v;
+        if (json_object_get(j, "rotor_pair")) {
+            if (read_choice(j, "", "rotor_pair", pairs, 3, &v, e)) return -1;
+            out->pair = (PairKind)v;
+        }
+    }
+    if (out->pair != PAIR_NONE) {
+        const json_t *w = json_object_get(j, "rotor_pair_mlp");
+        if (!json_is_integer(w) || json_integer_value(w) < 2 || json_integer_value(w) > INT_MAX)
+            return fail(e, "config key 'rotor_pair_mlp' must be an integer >= 2 for rotor_pair \"%s\", got %s",
+                        pairs[out->pair], w ? json_text(w) : "nothing");
+        out->pair_mlp = (int)json_integer_value(w);
     }
     if (json_object_get(j, "rotor_input")) {
         if (read_choice(j, "", "rotor_input", inputs, 2, &v, e)) return -1;

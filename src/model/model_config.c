@@ -72,6 +72,7 @@ const char *block_name(BlockKind k) {
 void model_config_defaults(ModelConfig *c) {
     memset(c, 0, sizeof(*c));
     c->num_classes = 10;
+    c->pair_mlp = 512;
     c->input_scale = 255;
     c->mixer = MIXER_GLA;
     c->vocab_size = 32000;

@@ -48,6 +48,11 @@ typedef struct {
 typedef enum { HEAD_LM, HEAD_AUTOENCODER, HEAD_CLASSIFIER } ModelHead;
 /* The classifier's pooling over a sequence's positions (up to its labeled last token). */
 typedef enum { POOL_MEAN, POOL_LAST } PoolKind;
+/* The classifier's reading of the rows (docs/models.md §15): one sequence per row, or pairs
+ * (LRA's dual encoder: rows 2i and 2i + 1 are one example's two documents), whose pooled states
+ * u, v combine into [u, v, u v, u - v] (nli, LRA's NLI interaction) or [u, v] (concat), then
+ * an MLP of two ReLU layers gives the pair's logits. */
+typedef enum { PAIR_NONE, PAIR_NLI, PAIR_CONCAT } PairKind;
 /* How tokens enter the backbone: a learned embedding per token id, or a linear map of the
  * token id read as a value, id / input_scale (pixels; docs/models.md §15). */
 typedef enum { INPUT_EMBEDDING, INPUT_LINEAR } InputKind;
@@ -71,6 +76,8 @@ typedef struct {
     ModelHead head;
     int num_classes;       /* classifier: classes */
     PoolKind pool;         /* classifier: pooling */
+    PairKind pair;         /* classifier: one sequence per row, or pairs of rows */
+    int pair_mlp;          /* classifier with pairs: the MLP's widths, pair_mlp and pair_mlp / 2 */
     InputKind input;
     double input_scale;    /* INPUT_LINEAR: the value of token id v is v / input_scale */
     BlockKind block;

@@ -70,7 +70,7 @@ typedef struct {
 /* A task of `rotor synth` (EVAL.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
-    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "listops", "text_bytes", "chars" (the shorthands parity, a3, ... become state) */
+    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "pathfinder", "listops", "text_bytes", "aan", "chars" (the shorthands parity, a3, ... become state) */
     int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
@@ -91,7 +91,8 @@ typedef struct {
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */
-    char path[1024];                /* listops, text_bytes: the directory of the files read instead of generating; chars: the text file or directory */
+    char path[1024];                /* listops, text_bytes, aan, pathfinder: the directory of the files read (listops: instead of generating); chars: the text file or directory */
+    char difficulty[16];            /* pathfinder: LRA's easy, intermediate or hard */
     int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
     int test_examples;      /* test examples (per length for copy) */
     char images[1024];      /* seq_image: training images, an IDX file or a CIFAR-10 binary directory */

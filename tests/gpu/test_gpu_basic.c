@@ -275,6 +275,43 @@ static void test_dropout(void) {
     dropout_case(4096, 77, 0, 1, 0.1);
     dropout_case(4096, 64, 512, 0, 0.5);
     dropout_case(3, 5, 0, 0, 0.3);
+}
+
+/* relu forward and backward (the pair classifier's MLP, docs/models.md §15) */
+static void relu_case(int64_t n, int off) {
+    float *x = gt_randn(n, 3), *ref = gt_zeros(n);
+    gt_cpu->relu_fwd(ref, x, n);
+    void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
+    gt_gpu->relu_fwd(y, gx, n);
+    gt_compare(NAME("relu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n, TOL_BF16);
+    float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
+    gt_cpu->relu_bwd(rdx, dy, x, n);
+    void *gdx = gt_garbage_act(n);
+    gt_gpu->relu_bwd(gdx, gt_act(dy, n), gx, n);
+    gt_compare(NAME("relu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n, TOL_BF16);
+}
+
+/* the pair classifier's features [u, v, u v, u - v] and their backward */
+static void pair_nli_case(int64_t P, int d) {
+    float *x = gt_randn(2 * P * d, 1), *ref = gt_zeros(4 * P * d);
+    gt_cpu->pair_nli_fwd(ref, x, P, d);
+    void *gx = gt_act(x, 2 * P * d), *f = gt_garbage_act(4 * P * d);
+    gt_gpu->pair_nli_fwd(f, gx, P, d);
+    gt_compare(NAME("pair_nli_fwd P=%lld d=%d", (long long)P, d), gt_get_act(f, 4 * P * d), ref, 4 * P * d, TOL_BF16);
+    float *df = gt_randn(4 * P * d, 1), *rdx = gt_zeros(2 * P * d);
+    gt_cpu->pair_nli_bwd(rdx, df, x, P, d);
+    void *gdx = gt_garbage_act(2 * P * d);
+    gt_gpu->pair_nli_bwd(gdx, gt_act(df, 4 * P * d), gx, P, d);
+    gt_compare(NAME("pair_nli_bwd P=%lld d=%d", (long long)P, d), gt_get_act(gdx, 2 * P * d), rdx, 2 * P * d,
+               TOL_BF16);
+}
+
+static void test_relu_pair(void) {
+    relu_case(300 * 1024 + 1, 0);
+    relu_case(300 * 1024 + 1, 1);
+    relu_case(3, 0);
+    pair_nli_case(16, 128);
+    pair_nli_case(3, 5);
     gt_reset();
 }
 
@@ -770,6 +807,7 @@ int main(int argc, char **argv) {
         {"gate_mul", test_gate_mul},
         {"silu_gelu", test_silu_gelu},
         {"dropout", test_dropout},
+        {"relu_pair", test_relu_pair},
         {"logsigmoid", test_logsigmoid},
         {"sigmoid", test_sigmoid},
         {"decay_gates", test_decay_gates},

@@ -878,7 +878,10 @@ class RotorLM(nn.Module):
         self.head = cfg.get("rotor_head", "lm")
         self.autoencoder = self.head == "autoencoder"
         d, eps = cfg["hidden_size"], cfg["norm_eps"]
-        if self.head == "classifier":  # docs/models.md §15
+        self.pair = cfg.get("rotor_pair", "none")
+        if self.head == "classifier" and self.pair != "none":  # docs/models.md §15, LRA's dual encoder
+            self.classifier = PairClassifier(d, cfg["num_labels"], self.pair, cfg["rotor_pair_mlp"])
+        elif self.head == "classifier":  # docs/models.md §15
             self.classifier = nn.Linear(d, cfg["num_labels"])
         elif self.autoencoder:  # docs/models.md §12, mad-lab's AutoEncoder decoder and unembedding
             self.decoder = nn.Sequential(RMSNorm(d, eps), nn.Linear(d, d), nn.GELU(),
@@ -906,12 +909,35 @@ class RotorLM(nn.Module):
                 last = int((labels[b] != -100).nonzero()[0, 0])
                 seq = x[b, : last + 1]
                 pooled.append(seq[-1] if self.cfg["rotor_pool"] == "last" else seq.mean(dim=0))
-            return self.classifier(torch.stack(pooled))
+            logits = self.classifier(torch.stack(pooled))
+            if self.pair != "none":  # rows 2i, 2i + 1 are one pair: both rows carry its logits
+                logits = logits.repeat_interleave(2, dim=0)
+            return logits
         if not self.autoencoder:
             return self.lm_head(x)
         T = x.shape[1]
         dec = x[:, -1:, :] + sincos_positions(T, x.shape[2]).to(x.dtype)
         return self.unembed(self.decoder(dec))
+
+
+class PairClassifier(nn.Module):
+    """LRA's classifier_head_dual (docs/models.md §15): the pooled rows 2i, 2i + 1 are a pair
+    u, v; features [u, v, u v, u - v] (nli) or [u, v] (concat), then Dense(H) ReLU Dense(H/2)
+    ReLU Dense(classes). forward takes the pooled rows [2P, d] and gives [P, classes]."""
+
+    def __init__(self, d, classes, pair, width):
+        super().__init__()
+        self.nli = pair == "nli"
+        self.mlp = nn.Linear((4 if self.nli else 2) * d, width)
+        self.mlp2 = nn.Linear(width, width // 2)
+        self.weight = nn.Parameter(torch.empty(classes, width // 2))
+        self.bias = nn.Parameter(torch.empty(classes))
+
+    def forward(self, pooled):
+        u, v = pooled[0::2], pooled[1::2]
+        f = torch.cat([u, v, u * v, u - v] if self.nli else [u, v], dim=1)
+        h = torch.relu(self.mlp2(torch.relu(self.mlp(f))))
+        return F.linear(h, self.weight, self.bias)
 
 
 def sincos_positions(T, d):
