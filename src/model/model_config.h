@@ -72,7 +72,6 @@ typedef enum { ORTH_INIT_CAYLEY, ORTH_INIT_HENAFF } OrthInit;
 
 typedef struct {
     MixerKind mixer;
-    BlockKind block;
     ModelHead head;
     int num_classes;       /* classifier: classes */
     PoolKind pool;         /* classifier: pooling */
