@@ -1012,6 +1012,19 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "rotor_head", json_string("regressor"));
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_head'"));
     json_decref(j);
+    /* the pair classifier's keys; an absent rotor_pair is none, a bad one or width is named */
+    c.pair = PAIR_NLI, c.pair_mlp = 6, c.input_scale = 9;
+    j = hf_config_to_json(&c);
+    CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_pair")), "nli") &&
+          json_integer_value(json_object_get(j, "rotor_pair_mlp")) == 6);
+    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
+    json_object_set_new(j, "rotor_pair_mlp", json_integer(1));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
+    json_object_set_new(j, "rotor_pair", json_string("dual"));
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
+    json_object_del(j, "rotor_pair");
+    CHECK(hf_config_from_json(j, &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
+    json_decref(j);
     /* the block keys (docs/models.md §16), then broken ones */
     c = hf_case(MIXER_LRU, 0);
     c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2, c.bidirectional = 1;
@@ -1029,19 +1042,6 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
-    /* the pair classifier's keys; an absent rotor_pair is none, a bad one or width is named */
-    c.pair = PAIR_NLI, c.pair_mlp = 6, c.input_scale = 9;
-    j = hf_config_to_json(&c);
-    CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_pair")), "nli") &&
-          json_integer_value(json_object_get(j, "rotor_pair_mlp")) == 6);
-    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
-    json_object_set_new(j, "rotor_pair_mlp", json_integer(1));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
-    json_object_set_new(j, "rotor_pair", json_string("dual"));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
-    json_object_del(j, "rotor_pair");
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
-    json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",
                                                                                   "RotRNNForCausalLM"};
