@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A checkpoint saved, reloaded and trained on gives the same losses and the same final
 # weights as training straight through (bit for bit on the same machine and threads), under
-# each learning-rate schedule and with RMSprop (its square averages saved and restored); the
+# each learning-rate schedule, with RMSprop (its square averages saved and restored) and with
+# dropout in the lra block (its masks a function of the step: docs/models.md §16); the
 # checkpoint's rotor.ini records the schedule and the optimizer.
 set -euo pipefail
 rotor=$1
@@ -9,15 +10,16 @@ configs=$(cd "$(dirname "$0")/../configs" && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 declare -A schedule=([gla-selective-pg-bias]=cosine [gdn-rope]=linear [fox-pro-selective]=constant
-                     [transformer-rope]=cosine [rotrnn]=constant)
+                     [transformer-rope]=cosine [rotrnn]=constant [lru]=cosine)
 declare -A optimizer=([rotrnn]=rmsprop)
-for cfg in gla-selective-pg-bias gdn-rope fox-pro-selective transformer-rope rotrnn; do
+for cfg in gla-selective-pg-bias gdn-rope fox-pro-selective transformer-rope rotrnn lru; do
   opt=${optimizer[$cfg]:-adamw}
   common=(--set train.steps=30 --set train.log_every=1 --set train.val_every=10
           --set train.checkpoint_every=15 --set train.keep_checkpoints=0 --set train.seq_len=80
           --set train.schedule="${schedule[$cfg]}" --set train.optimizer="$opt")
   [[ $opt == rmsprop ]] && common+=(--set train.rmsprop_alpha=0.9 --set train.weight_decay=0.01
                                     --set train.lr_recurrent=3e-4)
+  [[ $cfg == lru ]] && common+=(--set model.block=lra --set model.dropout=0.2 --set model.dropout_mask=channel)
   "$rotor" train "$configs/tiny/$cfg.ini" "${common[@]}" --set run.dir="$out/$cfg-a" >"$out/$cfg-a.log"
   mkdir -p "$out/$cfg-b/checkpoints"
   cp -r "$out/$cfg-a/checkpoints/step_00000015" "$out/$cfg-b/checkpoints/"

@@ -262,11 +262,15 @@ static char *resume_path(const Trainer *tr, const char *resume) {
 /* Forward and backward of every micro-batch of a step, the gradients accumulating; the
  * last backward also starts the sums over the ranks, bucket by bucket (the earlier ones
  * do not communicate: their gradients are not final). Returns this rank's loss. */
-static double forward_backward(Trainer *tr, Batch *batches, double inv) {
+static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double inv) {
     int A = tr->rc->train.grad_accum;
     double loss = 0;
     model_zero_grads(tr->model);
     for (int a = 0; a < A; a++) {
+        /* dropout's masks (docs/models.md §16) are a function of the step, the micro-batch and
+         * the rank alone, so that a resumed run draws those of the uninterrupted one */
+        uint64_t stream = ((uint64_t)step * (uint64_t)A + (uint64_t)a) * (uint64_t)tr->world + (uint64_t)tr->rank;
+        model_set_dropout_stream(tr->model, tr->rc->train.seed, stream);
         if (a == A - 1 && grad_comm_summing(&tr->comm))
             model_set_grad_ready(tr->model, grad_buckets_ready, &tr->buckets);
         loss += model_forward(tr->model, &batches[a], inv, NULL) * inv;
@@ -375,7 +379,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) valid += next_batch(&tr, tr.train, a, &batches[a]);
         dist_allreduce_sum_i64(&valid, 1);
-        double loss = forward_backward(&tr, batches, 1.0 / (double)(valid ? valid : 1));
+        double loss = forward_backward(&tr, step, batches, 1.0 / (double)(valid ? valid : 1));
         int buckets;
         double gnorm = reduce_gradients(&tr, &buckets);
         dist_allreduce_sum_f64(&loss, 1);
