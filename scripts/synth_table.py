@@ -37,7 +37,8 @@ def columns(res):
 
 
 def fmt(v):
-    return f"{v:.0f}" if isinstance(v, int) else f"{v:.3f}"
+    """A step (an integer, or a mean of steps) without decimals, a score with three."""
+    return f"{v:.0f}" if isinstance(v, int) or (v >= 2 and float(v).is_integer()) else f"{v:.3f}"
 
 
 def main(out):
