@@ -138,6 +138,23 @@ int main(int argc, char **argv) {
                 snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                 write_case(dir, &c, 100 + (uint64_t)n++);
                 printf("%s\n", dir);
+                /* the lra block and bidirectional scans (docs/models.md §16) on the LRU and RotRNN,
+                 * both options: the lra block under the LM head, and bidirectional classifiers
+                 * with the lra block (mean pooling) and the prenorm block (last pooling) */
+                if (c.mixer == MIXER_LRU || c.mixer == MIXER_ROTRNN) {
+                    static const char *const blocks[] = {"lra", "lra-bidirectional", "bidirectional-last"};
+                    for (int bl = 0; bl < 3; bl++) {
+                        ModelConfig h = c;
+                        h.block = bl < 2 ? BLOCK_LRA : BLOCK_PRENORM;
+                        h.bidirectional = bl > 0;
+                        if (h.bidirectional) h.head = HEAD_CLASSIFIER, h.num_classes = 7;
+                        h.pool = bl == 2 ? POOL_LAST : POOL_MEAN;
+                        snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
+                                 pe_variant_name(&c, k), blocks[bl]);
+                        write_case(dir, &h, 2000 + (uint64_t)extra++);
+                        printf("%s\n", dir);
+                    }
+                }
                 /* the other heads (docs/models.md §12, §15) on the first option of GLA and FoX:
                  * the auto-encoder; the classifier with mean pooling and the linear input
                  * encoder, and with last pooling; the pair classifier (LRA's dual encoder) with

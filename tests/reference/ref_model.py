@@ -49,11 +49,15 @@ class Docs:
     always does. Without doc_mask the whole row is one document (`start` is None).
     """
 
-    def __init__(self, input_ids, cfg):
+    def __init__(self, input_ids, cfg, labels=None):
         B, T = input_ids.shape
         idx = torch.arange(T, device=input_ids.device).expand(B, T)
-        if cfg["doc_mask"]:
-            start = input_ids == cfg["bos_token_id"]
+        # bidirectional scans (docs/models.md §16): a labeled token also ends its segment
+        ends = labels is not None and cfg.get("rotor_bidirectional", False)
+        if cfg["doc_mask"] or ends:
+            start = input_ids == cfg["bos_token_id"] if cfg["doc_mask"] else torch.zeros_like(input_ids, dtype=torch.bool)
+            if ends:
+                start[:, 1:] |= labels[:, :-1] != -100
             start[:, 0] = True
             self.start = start
             self.start_idx = torch.where(start, idx, torch.zeros_like(idx)).cummax(1).values
@@ -62,6 +66,18 @@ class Docs:
             self.start = None
             self.start_idx = None
             self.pos = idx
+
+    def reverse(self, x):
+        """x [B, T, ...] with every segment turned around in time (docs/models.md §16)."""
+        B, T = x.shape[0], x.shape[1]
+        t = torch.arange(T, device=x.device).expand(B, T)
+        if self.start is None:
+            return x.flip(1)
+        first = torch.where(self.start, t, torch.zeros_like(t)).cummax(1).values
+        nxt = torch.where(self.start, t, torch.full_like(t, T)).flip(1).cummin(1).values.flip(1)
+        last = torch.cat([nxt[:, 1:], torch.full_like(nxt[:, :1], T)], 1) - 1  # the segment's last token
+        src = first + last - t
+        return torch.gather(x, 1, src.view(B, T, *([1] * (x.dim() - 2))).expand_as(x))
 
     def prev(self, x, s):
         """x_{t-s} along dim 1 of x [B, T, C]; zero where t-s precedes the sequence or t's document."""
@@ -656,14 +672,22 @@ class LRUMixer(nn.Module):
         self.nu_log, self.theta_log, self.gamma_log = (nn.Parameter(torch.zeros(N)) for _ in range(3))
         self.B_re, self.B_im = nn.Parameter(torch.zeros(N, d)), nn.Parameter(torch.zeros(N, d))
         self.C_re, self.C_im = nn.Parameter(torch.zeros(d, N)), nn.Parameter(torch.zeros(d, N))
+        self.bidirectional = cfg.get("rotor_bidirectional", False)
+        if self.bidirectional:  # docs/models.md §16: the reverse scan's readout
+            self.C_re2, self.C_im2 = nn.Parameter(torch.zeros(d, N)), nn.Parameter(torch.zeros(d, N))
         self.D = nn.Parameter(torch.zeros(d))
 
     def forward(self, x, docs, naive):
         Bc = torch.complex(self.B_re, self.B_im) * torch.exp(self.gamma_log)[:, None]
         b = torch.einsum("nd,btd->btn", Bc, x.to(Bc.dtype))
         loga, angle = -torch.exp(self.nu_log), torch.exp(self.theta_log)
-        h = (cdiag_naive if naive else ref_fast.cdiag_conv)(b, loga, angle, docs.start)
-        return torch.einsum("dn,btn->btd", torch.complex(self.C_re, self.C_im), h).real + self.D * x
+        scan = cdiag_naive if naive else ref_fast.cdiag_conv
+        h = scan(b, loga, angle, docs.start)
+        y = torch.einsum("dn,btn->btd", torch.complex(self.C_re, self.C_im), h).real + self.D * x
+        if self.bidirectional:  # g_t = lambda g_{t+1} + b_t from each segment's last token
+            g = docs.reverse(scan(docs.reverse(b), loga, angle, docs.start))
+            y = y + torch.einsum("dn,btn->btd", torch.complex(self.C_re2, self.C_im2), g).real
+        return y
 
 
 class RotRNNMixer(nn.Module):
@@ -681,9 +705,19 @@ class RotRNNMixer(nn.Module):
         self.M = nn.Parameter(torch.zeros(H, n, n))
         self.B = nn.Parameter(torch.zeros(H, n, d))
         self.C = nn.Parameter(torch.zeros(d, Ns))
+        self.bidirectional = cfg.get("rotor_bidirectional", False)
+        if self.bidirectional:  # docs/models.md §16: the reverse scan's readout
+            self.C2 = nn.Parameter(torch.zeros(d, Ns))
         self.D = nn.Parameter(torch.zeros(d))
 
     def forward(self, u, docs, naive):
+        y = self.states(u, docs, naive) @ self.C.t() + self.D * u
+        if self.bidirectional:  # the same recurrence from each segment's last token back
+            y = y + docs.reverse(self.states(docs.reverse(u), docs, naive)) @ self.C2.t()
+        return y
+
+    def states(self, u, docs, naive):
+        """x [Bsz, T, H n]: the heads' states of x_t = gamma A x_{t-1} + xi B u_t."""
         Bsz, T, _ = u.shape
         H, n = self.M.shape[0], self.M.shape[1]
         P = torch.matrix_exp(self.M - self.M.transpose(1, 2))
@@ -699,7 +733,7 @@ class RotRNNMixer(nn.Module):
                                     docs.start)
             z = torch.stack([z.real, z.imag], -1).view(Bsz, T, H, n)
             x = torch.einsum("hij,bthj->bthi", P, z)
-        return x.reshape(Bsz, T, H * n) @ self.C.t() + self.D * u
+        return x.reshape(Bsz, T, H * n)
 
 
 class ModReLU(nn.Module):
@@ -822,6 +856,27 @@ class Block(nn.Module):
         return h + self.mlp(self.mlp_norm(h))
 
 
+class GLU(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, d)
+
+
+class LRABlock(nn.Module):
+    """docs/models.md §16, rotor_block "lra" (S5's SequenceLayer, half_glu1, pre-norm), without
+    dropout: g = GELU(Mixer(RMSNorm(h))), h + g sigmoid(g W^T + b)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg["hidden_size"], cfg["norm_eps"])
+        self.attn = MIXERS[cfg["model_type"]](cfg)
+        self.glu = GLU(cfg["hidden_size"])
+
+    def forward(self, h, docs, naive):
+        g = F.gelu(self.attn(self.attn_norm(h), docs, naive))
+        return h + g * torch.sigmoid(self.glu.gate_proj(g))
+
+
 class RNNBlock(nn.Module):
     """docs/models.md §17, rotor_block "rnn": h = Mixer(h), no norm, residual or MLP."""
 
@@ -855,8 +910,9 @@ class Backbone(nn.Module):
             self.encoder = nn.Linear(1, cfg["hidden_size"])
         else:
             self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
-        rnn = cfg.get("rotor_block", "prenorm") == "rnn"
-        block = Mamba2Block if mamba2 else RNNBlock if rnn else Block
+        kind = cfg.get("rotor_block", "prenorm")
+        rnn = kind == "rnn"
+        block = Mamba2Block if mamba2 else RNNBlock if rnn else LRABlock if kind == "lra" else Block
         self.layers = nn.ModuleList(block(cfg) for _ in range(cfg["num_hidden_layers"]))
         if not rnn:  # rnn blocks: the head reads the last block's h
             setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
@@ -871,7 +927,9 @@ class RotorLM(nn.Module):
             raise ValueError(f"unknown model_type {cfg['model_type']!r}")
         if cfg.get("tie_word_embeddings", False):
             raise ValueError("tie_word_embeddings must be false (docs/models.md §1: untied LM head)")
-        if cfg.get("hidden_act", "swish") not in ("swish", "silu"):
+        if cfg.get("rotor_dropout", 0):
+            raise ValueError("rotor_dropout: the reference runs without dropout")
+        if cfg.get("hidden_act", "swish") not in (("gelu",) if cfg.get("rotor_block") == "lra" else ("swish", "silu")):
             raise ValueError(f"hidden_act {cfg['hidden_act']!r} is not supported")
         self.cfg = cfg
         setattr(self, "backbone" if cfg["model_type"] == "mamba2" else "model", Backbone(cfg))
@@ -893,7 +951,7 @@ class RotorLM(nn.Module):
     def forward(self, input_ids, naive=False, labels=None):
         """Logits [B, T, V]; the classifier's [B, classes] from the sequences that end at each
         row's labeled token (labels needed)."""
-        docs = Docs(input_ids, self.cfg)
+        docs = Docs(input_ids, self.cfg, labels)
         bb = self.backbone if self.cfg["model_type"] == "mamba2" else self.model
         if hasattr(bb, "encoder"):
             scale = self.cfg["rotor_input_scale"]
