@@ -35,8 +35,9 @@ static void usage(FILE *f) {
             "  generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n"
             "        continue prompts with a checkpoint's model (greedy or sampled)\n"
             "  synth CONFIG.ini [--set section.key=value]...\n"
-            "        train on a task (synthetic: MQAR, state tracking, copying, MAD; classification:\n"
-            "        pixel sequences, ListOps, byte-level text) and evaluate it on its test split\n"
+            "        train on a task (synthetic: MQAR, state tracking, copying, MAD, nnRNN's copy\n"
+            "        memory; classification: pixel sequences, ListOps, byte-level text, Pathfinder,\n"
+            "        AAN pairs; character-level text) and evaluate it on its test split\n"
             "  version\n"
             "        print the version\n\n"
             "`rotor <command> --help` describes a command and its options.\n",
