@@ -1,6 +1,7 @@
 /* Whole-model finite-difference gradient checks in double precision: every parameter of
  * every mixer x position-embedding option (docs/models.md §1-5), with a sequence length that is not
  * a multiple of the chunk size, with and without document masking. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu/real.h"
@@ -8,6 +9,7 @@
 #include "model/model.h"
 #include "testutil.h"
 #include "util/error.h"
+#include "util/rng.h"
 #include "variants.h"
 
 typedef struct {
@@ -112,6 +114,41 @@ static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
 static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
 static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
 static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
+
+/* The nnRNN's penalties through model_penalty (docs/models.md §17), as the trainer adds them:
+ * the gradient it adds equals the finite differences of the value it returns, in every
+ * parameter (zero outside gamma and T), with gamma and T moved away from their init (ones,
+ * zeros) so that both terms are non-zero. */
+static void test_penalty(void) {
+    ModelConfig x = tu_tiny_model(MIXER_NNRNN, 2);
+    x.block = BLOCK_RNN;
+    Model *m = model_create(&x, backend_cpu());
+    model_init_weights(m, 5);
+    const ParamTable *t = model_params(m);
+    real *w = model_weights_to_write(m);
+    Rng r;
+    rng_init(&r, 41, 0);
+    for (int64_t i = 0; i < t->total; i++) w[i] += (real)(0.3 * (rng_uniform(&r) - 0.5));
+    const double delta = 0.7, t_decay = 0.05, h = 1e-6;
+    model_zero_grads(m);
+    double p0 = model_penalty(m, delta, t_decay, 1);
+    CHECK_MSG(p0 > 0, "penalty %g", p0);
+    const real *g = model_grads(m);
+    double worst = 0;
+    for (int64_t i = 0; i < t->total; i++) {
+        real keep = w[i];
+        w[i] = keep + h;
+        double up = model_penalty(m, delta, t_decay, 0);
+        w[i] = keep - h;
+        double down = model_penalty(m, delta, t_decay, 0);
+        w[i] = keep;
+        double fd = (up - down) / (2 * h), err = fabs(fd - g[i]) / (1 + fabs(fd));
+        if (err > worst) worst = err;
+    }
+    printf("    nnrnn penalties: %g, worst gradient error %.2e\n", p0, worst);
+    CHECK_MSG(worst < 1e-7, "worst %.3e", worst);
+    model_free(m);
+}
 
 /* The auto-encoder head (docs/models.md §12) on two mixers and position embeddings. */
 static void test_autoencoder(void) {
@@ -250,6 +287,7 @@ int main(int argc, char **argv) {
         {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
         {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn},
         {"model_grad_lstm", test_lstm},
+        {"model_penalty", test_penalty},
         {"model_grad_autoencoder", test_autoencoder},
         {"model_grad_classifier", test_classifier},
         {"model_grad_block", test_block},
