@@ -136,6 +136,21 @@ static void test_to_act(void) {
     gt_reset();
 }
 
+/* ---- copy: a device copy of [act] elements, exact, at offsets that are not vector aligned ---- */
+
+static void test_copy(void) {
+    static const int64_t ns[] = {1, 7, 1000003};
+    for (int k = 0; k < 3; k++)
+        for (int off = 0; off < 2; off++) {
+            int64_t n = ns[k];
+            float *x = gt_randn(n, 1);
+            void *src = act_at(x, n, off), *dst = gt_garbage_act(n);
+            gt_gpu->copy(dst, src, (size_t)n * gt_gpu->act_size);
+            gt_compare(NAME("copy n=%lld off=%d", (long long)n, off), gt_get_act(dst, n), gt_get_act(src, n), n, 0);
+        }
+    gt_reset();
+}
+
 /* ---- embedding ---- */
 
 /* n tokens over V rows, most of them from a few ids so that rows repeat many times. */
@@ -802,6 +817,7 @@ static void test_rmsprop(void) {
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"to_act", test_to_act},
+        {"copy", test_copy},
         {"embedding", test_embedding},
         {"scatter_rows", test_scatter_rows},
         {"gate_mul", test_gate_mul},
