@@ -12,7 +12,7 @@
 
 json_t *classify_eval(Model *m, const RunConfig *rc, const char *which) {
     int T = rc->train.seq_len, V = model_outputs(&rc->model); /* classes, or the vocabulary */
-    DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0};
+    DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0, 0};
     char err[2048];
     DataSource *ds = datasource_open("task", rc, &opt, err, sizeof err);
     if (!ds) rt_die("task test split: %s", err);

@@ -29,6 +29,7 @@
 #include "mad_eval.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/text_score.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -120,29 +121,42 @@ static void gen_chars(const void *c_, int64_t i, int32_t *tok, int32_t *lab) {
     char_text_row(c->text, c->split, c->rc->train.seq_len, c->rc->train.seed, i, tok, lab);
 }
 
-/* Every symbol of the split after its first scored once, in windows of train.seq_len that each
- * start from the zero state: mean loss, bits per character (loss / ln 2), accuracy. */
+/* Every symbol of the split after its first scored once: in windows of train.seq_len that each
+ * start from the zero state, or with train.carry_state as task.eval_streams streams whose
+ * windows carry the state (train/text_score.h). Mean loss, bits per character (loss / ln 2),
+ * accuracy. */
 static json_t *score_text(Model *m, TaskCtx *c, DataSplit split, const char *name) {
-    int T = c->rc->train.seq_len;
+    const RunConfig *rc = c->rc;
+    int T = rc->train.seq_len;
     c->split = split;
-    int64_t rows = char_text_rows(c->text, split, T), n = 0, right = 0;
-    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T);
-    uint8_t *g = rt_malloc((size_t)EVAL_BATCH * T);
-    double *lp = rt_malloc(sizeof(double) * (size_t)EVAL_BATCH * T), nll = 0;
-    for (int64_t i = 0; i < rows; i += EVAL_BATCH) {
-        int b = rows - i < EVAL_BATCH ? (int)(rows - i) : EVAL_BATCH;
-        int64_t k = score_rows(m, gen_chars, c, i, b, T, tok, lab, g, lp);
-        for (int64_t j = 0; j < k; j++) nll -= lp[j], right += g[j];
-        n += k;
+    TextScore sc = {0, 0, 0};
+    if (rc->train.carry_state) {
+        if (!char_text_stream_windows(c->text, split, rc->task.eval_streams, T))
+            rt_die("task.eval_streams = %d: the %s text holds fewer symbols than its streams + 1", rc->task.eval_streams, name);
+        text_score_streams(m, c->text, split, T, rc->task.eval_streams, 0, rc->task.eval_streams, &sc);
+    } else {
+        int64_t rows = char_text_rows(c->text, split, T);
+        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T);
+        uint8_t *g = rt_malloc((size_t)EVAL_BATCH * T);
+        double *lp = rt_malloc(sizeof(double) * (size_t)EVAL_BATCH * T);
+        for (int64_t i = 0; i < rows; i += EVAL_BATCH) {
+            int b = rows - i < EVAL_BATCH ? (int)(rows - i) : EVAL_BATCH;
+            int64_t k = score_rows(m, gen_chars, c, i, b, T, tok, lab, g, lp);
+            for (int64_t j = 0; j < k; j++) sc.nll -= lp[j], sc.right += g[j];
+            sc.labels += k;
+        }
+        rt_free(tok);
+        rt_free(lab);
+        rt_free(g);
+        rt_free(lp);
     }
-    double loss = nll / (double)n, bpc = loss / M_LN2, acc = (double)right / (double)n;
-    printf("chars %s: loss %.5f, %.4f bits per character, accuracy %.4f over %lld characters\n", name, loss, bpc, acc,
-           (long long)n);
-    rt_free(tok);
-    rt_free(lab);
-    rt_free(g);
-    rt_free(lp);
-    return json_pack("{s:f, s:f, s:f, s:I}", "loss", loss, "bpc", bpc, "accuracy", acc, "characters", (json_int_t)n);
+    int64_t n = sc.labels;
+    double loss = sc.nll / (double)n, bpc = loss / M_LN2, acc = (double)sc.right / (double)n;
+    printf("chars %s: loss %.5f, %.4f bits per character, accuracy %.4f over %lld characters%s\n", name, loss, bpc, acc,
+           (long long)n, rc->train.carry_state ? " (carried states)" : "");
+    json_t *res = json_pack("{s:f, s:f, s:f, s:I}", "loss", loss, "bpc", bpc, "accuracy", acc, "characters", (json_int_t)n);
+    if (rc->train.carry_state) json_object_set_new(res, "streams", json_integer(rc->task.eval_streams));
+    return res;
 }
 
 /* Character-level language modelling: the valid and test texts scored, and the vocabulary. */

@@ -54,16 +54,17 @@ __device__ void rnn_cell(float *next, const float *prev, const bf16 *z, bf16 *h,
     }
 }
 
-__global__ void rnn_fwd_kernel(bf16 *h, float *state, const bf16 *z, const float *Wt, const float *bias,
-                               const int32_t *cu, int n, int mod) {
+// From each segment's h0 (NULL: zeros); its final state into state when given.
+__global__ void rnn_fwd_kernel(bf16 *h, float *state, const float *h0, const bf16 *z, const float *Wt,
+                               const float *bias, const int32_t *cu, int n, int mod) {
     extern __shared__ float sh[];
     float *prev = sh, *next = sh + n;
     int seg = blockIdx.x;
     int64_t t0 = cu[seg], t1 = cu[seg + 1];
-    for (int i = threadIdx.x; i < n; i += blockDim.x) prev[i] = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) prev[i] = h0 ? h0[(int64_t)seg * n + i] : 0.f;
     __syncthreads();
     for (int64_t t = t0; t < t1; t++) {
-        rnn_cell(next, t > t0 ? prev : nullptr, z + t * n, h + t * n, Wt, bias, n, mod);
+        rnn_cell(next, t > t0 || h0 ? prev : nullptr, z + t * n, h + t * n, Wt, bias, n, mod);
         __syncthreads();
         for (int i = threadIdx.x; i < n; i += blockDim.x) prev[i] = next[i];
         __syncthreads();
@@ -115,6 +116,14 @@ __global__ void shift_kernel(bf16 *hp, const bf16 *h, const int32_t *pos, int64_
     }
 }
 
+// hp at each segment's first token = its carried state h0 [f32][nseg, stride] (the first n).
+__global__ void seed_starts_kernel(bf16 *hp, const float *h0, const int32_t *cu, int n, int stride) {
+    int seg = blockIdx.x;
+    if (cu[seg] == cu[seg + 1]) return;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        hp[(int64_t)cu[seg] * n + i] = __float2bfloat16(h0[(int64_t)seg * stride + i]);
+}
+
 // ds = dz sign(h) (the modReLU bias's share of every token)
 __global__ void sign_mul_kernel(bf16 *ds, const bf16 *dz, const bf16 *h, int64_t n) {
     GRID_STRIDE(i, n) {
@@ -145,16 +154,19 @@ __device__ void lstm_cell(float *hn, float *cn, const float *hp, const float *cp
     }
 }
 
-__global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const bf16 *z, const float *Wt,
-                                const int32_t *cu, int n) {
+__global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const float *h0, const bf16 *z,
+                                const float *Wt, const int32_t *cu, int n) {
     extern __shared__ float sh[];
     float *hp = sh, *cp = sh + n, *hn = sh + 2 * n, *cn = sh + 3 * n;
     int seg = blockIdx.x;
     int64_t t0 = cu[seg], t1 = cu[seg + 1];
-    for (int i = threadIdx.x; i < n; i += blockDim.x) hp[i] = cp[i] = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        hp[i] = h0 ? h0[(int64_t)seg * 2 * n + i] : 0.f;
+        cp[i] = h0 ? h0[(int64_t)seg * 2 * n + n + i] : 0.f;
+    }
     __syncthreads();
     for (int64_t t = t0; t < t1; t++) {
-        int first = t == t0;
+        int first = t == t0 && !h0;
         lstm_cell(hn, cn, first ? nullptr : hp, first ? nullptr : cp, z + t * 4 * n, q + t * 4 * n, c + t * n,
                   h + t * n, Wt, n);
         __syncthreads();
@@ -183,8 +195,8 @@ __global__ void lstm_step_kernel(bf16 *h, float *c, bf16 *q, float *state, const
 }
 
 // dz_t from gh = dh_t + da_{t+1} W and the cell gradient carried back (src/cpu/lstm.c).
-__global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const float *c, const float *W,
-                                const int32_t *cu, int n) {
+__global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const float *c, const float *h0,
+                                const float *W, const int32_t *cu, int n) {
     extern __shared__ float sh[];
     float *da = sh, *nda = sh + 4 * n, *dc = sh + 8 * n;
     int seg = blockIdx.x;
@@ -198,7 +210,8 @@ __global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const f
                 for (int k = 0; k < 4 * n; k++) gh += W[(int64_t)k * n + j] * da[k];
             const bf16 *qt = q + t * 4 * n;
             float i = b2f(qt[j]), f = b2f(qt[n + j]), g = b2f(qt[2 * n + j]), o = b2f(qt[3 * n + j]);
-            float th = tanhf(c[t * n + j]), cp = t > t0 ? c[(t - 1) * n + j] : 0.f;
+            float th = tanhf(c[t * n + j]);
+            float cp = t > t0 ? c[(t - 1) * n + j] : h0 ? h0[(int64_t)seg * 2 * n + n + j] : 0.f;
             float dct = dc[j] + gh * o * (1.f - th * th);
             float d[4] = {dct * g * i * (1.f - i), dct * cp * f * (1.f - f), dct * i * (1.f - g * g),
                           gh * th * o * (1.f - o)};
@@ -288,12 +301,19 @@ float *transposed(const void *W, int rows, int n) {
     return Wt;
 }
 
-// dW [f32][rows, n] += dz^T hp over the tokens, hp = h shifted within each segment.
-void recurrent_grad(void *dW, const void *dz, const void *h, const Seqs *s, int rows, int n) {
+// dW [f32][rows, n] += dz^T hp over the tokens, hp = h shifted within each segment, at its
+// first token the carried state h0 ([f32][nseg, stride]) or 0.
+void recurrent_grad(void *dW, const void *dz, const void *h, const void *h0, int stride, const Seqs *s, int rows,
+                    int n) {
     int64_t N = s->ntok;
     bf16 *hp = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * (size_t)(N * n));
     shift_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(hp, (const bf16 *)h, s->dev_pos, N, n);
     CUDA_LAUNCHED();
+    if (h0) {
+        seed_starts_kernel<<<(unsigned)s->nseg, block_threads(n), 0, cuda_stream()>>>(hp, (const float *)h0, s->dev_cu,
+                                                                                       n, stride);
+        CUDA_LAUNCHED();
+    }
     cuda_matmul_bwd(NULL, dW, NULL, dz, hp, NULL, (int)N, rows, n, 0);
 }
 
@@ -313,8 +333,8 @@ void cuda_rnn_fwd(const RnnArgs *a) {
     float *Wt = transposed(a->W, n, n);
     cuda_allow_smem(rnn_fwd_kernel, 2 * (size_t)n * sizeof(float), "rnn_fwd");
     rnn_fwd_kernel<<<(unsigned)s->nseg, block_threads(n), 2 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->state, (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_cu, n,
-        a->act == RNN_MODRELU);
+        (bf16 *)a->h, (float *)a->state, (const float *)a->h0, (const bf16 *)a->z, Wt, (const float *)a->bias,
+        s->dev_cu, n, a->act == RNN_MODRELU);
     CUDA_LAUNCHED();
 }
 
@@ -342,7 +362,7 @@ void cuda_rnn_bwd(const RnnGrads *g) {
     rnn_bwd_kernel<<<(unsigned)s->nseg, block_threads(n), 2 * n * sizeof(float), cuda_stream()>>>(
         (bf16 *)g->dz, (const bf16 *)g->dh, (const bf16 *)a->h, (const float *)a->W, s->dev_cu, n, mod);
     CUDA_LAUNCHED();
-    recurrent_grad(g->dW, g->dz, a->h, s, n, n);
+    recurrent_grad(g->dW, g->dz, a->h, a->h0, n, s, n, n);
     if (mod && g->dbias) {
         bf16 *ds = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * (size_t)(N * n));
         sign_mul_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(ds, (const bf16 *)g->dz,
@@ -360,7 +380,8 @@ void cuda_lstm_fwd(const LstmArgs *a) {
     float *Wt = transposed(a->W, 4 * n, n);
     cuda_allow_smem(lstm_fwd_kernel, 4 * (size_t)n * sizeof(float), "lstm_fwd");
     lstm_fwd_kernel<<<(unsigned)s->nseg, block_threads(n), 4 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->c, (bf16 *)a->gates, (float *)a->state, (const bf16 *)a->z, Wt, s->dev_cu, n);
+        (bf16 *)a->h, (float *)a->c, (bf16 *)a->gates, (float *)a->state, (const float *)a->h0, (const bf16 *)a->z, Wt,
+        s->dev_cu, n);
     CUDA_LAUNCHED();
 }
 
@@ -385,10 +406,10 @@ void cuda_lstm_bwd(const LstmGrads *g) {
     size_t smem = 9 * (size_t)n * sizeof(float);
     cuda_allow_smem(lstm_bwd_kernel, smem, "lstm_bwd");
     lstm_bwd_kernel<<<(unsigned)s->nseg, block_threads(n), smem, cuda_stream()>>>(
-        (bf16 *)g->dz, (const bf16 *)g->dh, (const bf16 *)a->gates, (const float *)a->c, (const float *)a->W,
-        s->dev_cu, n);
+        (bf16 *)g->dz, (const bf16 *)g->dh, (const bf16 *)a->gates, (const float *)a->c, (const float *)a->h0,
+        (const float *)a->W, s->dev_cu, n);
     CUDA_LAUNCHED();
-    recurrent_grad(g->dW, g->dz, a->h, s, 4 * n, n);
+    recurrent_grad(g->dW, g->dz, a->h, a->h0, 2 * n, s, 4 * n, n);
 }
 
 void cuda_nnrnn_weights_fwd(const NnrnnWeights *w) {

@@ -198,8 +198,8 @@ typedef struct {
 } RotWeightGrads;
 
 /* A nonlinear recurrence over each segment (docs/models.md §17): h_t = act(W h_{t-1} + z_t),
- * h = 0 before a segment's first token, z the precomputed input projections. act is tanh, or
- * modReLU with its own bias b: modReLU(a)_i = sign(a_i) relu(|a_i| + b_i). Row layout as
+ * h before a segment's first token h0[seg] (0 without h0), z the precomputed input
+ * projections. act is tanh, or modReLU with its own bias b: modReLU(a)_i = sign(a_i) relu(|a_i| + b_i). Row layout as
  * everywhere: a token's h is a row, so one step is h_t = act(h_{t-1} W^T + z_t). The state
  * is carried in fp32 whatever the element type of z and h. */
 typedef enum { RNN_TANH = 0, RNN_MODRELU = 1 } RnnAct;
@@ -213,10 +213,14 @@ typedef struct {
     void *h;           /* [N, n] */
     /* [f32][nseg, n] or NULL: the decoding state (docs/models.md §11), as CScanArgs.state */
     void *state;
+    /* [f32][nseg, n] or NULL (zeros): each segment's initial state, carried from an earlier
+     * window (docs/models.md §19); it may not alias state */
+    const void *h0;
 } RnnArgs;
 
 /* Its backward (backpropagation through time) from a.h as the forward left it (a.z unused):
- * dz overwrites; dW and dbias ([f32]) accumulate (dbias ignored for tanh). */
+ * dz overwrites; dW and dbias ([f32]) accumulate (dbias ignored for tanh). Truncated at the
+ * segment starts: the gradient does not flow into a.h0, which enters dW as h_{t0-1}. */
 typedef struct {
     RnnArgs a;
     const void *dh;    /* [N, n] */
@@ -226,8 +230,8 @@ typedef struct {
 
 /* The LSTM recurrence over each segment (docs/models.md §18), PyTorch's gate order i, f, g, o:
  * a_t = z_t + h_{t-1} W^T (z the input projections plus biases), i, f, o = sigmoid, g = tanh
- * of their quarter of a_t, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h, c = 0 before a
- * segment's first token. */
+ * of their quarter of a_t, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h, c before a
+ * segment's first token from h0, else 0. */
 typedef struct {
     const Seqs *s;
     int n;             /* state width */
@@ -237,9 +241,11 @@ typedef struct {
     void *c;           /* [f32][N, n] the cell states (kept for the backward) */
     void *h;           /* [N, n] */
     void *state;       /* [f32][nseg, 2n] (h, c) or NULL: the decoding state */
+    const void *h0;    /* [f32][nseg, 2n] (h, c) or NULL (zeros): the initial states, as RnnArgs.h0 */
 } LstmArgs;
 
-/* Its backward from a.gates, a.c, a.h as the forward left them: dz overwrites, dW accumulates. */
+/* Its backward from a.gates, a.c, a.h as the forward left them: dz overwrites, dW accumulates;
+ * truncated at the segment starts, as RnnGrads. */
 typedef struct {
     LstmArgs a;
     const void *dh;    /* [N, n] */

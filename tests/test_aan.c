@@ -109,7 +109,7 @@ static void read_pairs(DataSource *ds, int B, const char *split, int *pair) {
 }
 
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
-    DataOptions opt = {T, rc->train.seed, split, rank, world, 0, 0};
+    DataOptions opt = {T, rc->train.seed, split, rank, world, 0, 0, 0};
     char err[2048];
     DataSource *ds = datasource_open("task", rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
@@ -193,7 +193,7 @@ static int names(const char *err, const char *a, const char *b) {
 static void test_errors(void) {
     char *dir = write_dir("errors"), *train = rt_sprintf("%s/new_aan_pairs.train.tsv", dir), err[2048];
     RunConfig rc = config(dir, "");
-    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     static const struct {
         const char *text, *what;
     } BAD[] = {

@@ -235,7 +235,7 @@ static void test_task_source(void) {
     sets[3] = pathset;
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     CHECK(rc.model.vocab_size == 3); /* the texts' vocabulary */
-    DataOptions opt = {4, rc.train.seed, SPLIT_VAL, 1, 2, 0, 1};
+    DataOptions opt = {4, rc.train.seed, SPLIT_VAL, 1, 2, 0, 1, 0};
     DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
     if (ds) {

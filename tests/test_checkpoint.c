@@ -143,7 +143,7 @@ static void trainee_free(Trainee *x) {
 
 /* Saves a checkpoint of step `step` (tokens and seed derived from it). */
 static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t step, int keep) {
-    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}};
+    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}, NULL, 0, 0};
     return checkpoint_save(dir, &st, x->m, x->opt, rc, keep, err, sizeof err);
 }
 
@@ -190,7 +190,7 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
                              2, "frac", 0.1, "file", "shard_003.h5");
     /* a best validation whose value needs all 17 digits */
-    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000}};
+    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000}, NULL, 0, 0};
     CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
 
     char *path = checkpoint_find_latest(dir);

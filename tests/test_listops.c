@@ -272,7 +272,7 @@ static void test_generated_rows(void) {
     int32_t tok[T], lab[T];
     uint8_t expr[T];
     for (DataSplit sp = SPLIT_TRAIN; sp <= SPLIT_TEST; sp++) {
-        DataOptions opt = {T, 5, sp, 0, 1, 0, 0};
+        DataOptions opt = {T, 5, sp, 0, 1, 0, 0, 0};
         char err[512];
         ClassTask *c = class_task_open(&rc.task, &opt, err, sizeof err);
         CHECK_MSG(c, "%s", err);
@@ -293,7 +293,7 @@ static void test_generated_rows(void) {
     }
     /* the limits are checked when the split opens */
     char err[512];
-    DataOptions opt = {62, 5, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {62, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     CHECK(!class_task_open(&rc.task, &opt, err, sizeof err) && strstr(err, "train.seq_len = 62"));
     rc.task.max_depth = 3;
     rc.task.max_args = 2;
@@ -315,11 +315,11 @@ static void test_task_source(void) {
     enum { T = 40, B = 3 };
     int32_t tok[2 * B * T], lab[2 * B * T], want_tok[T], want_lab[T];
     char err[512];
-    DataOptions one = {T, 8, SPLIT_VAL, 0, 1, 0, 0};
+    DataOptions one = {T, 8, SPLIT_VAL, 0, 1, 0, 0, 0};
     ClassTask *c = class_task_open(&rc.task, &one, err, sizeof err);
     RT_ASSERT(c);
     for (int r = 0; r < 2; r++) {
-        DataOptions opt = {T, 8, SPLIT_VAL, r, 2, 0, 0};
+        DataOptions opt = {T, 8, SPLIT_VAL, r, 2, 0, 0, 0};
         DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;
@@ -429,7 +429,7 @@ static void test_listops_tsv(void) {
     enum { T = 20 };
     RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 20\n[task]\ntype = listops\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", dir);
-    DataOptions opt = {T, 3, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {T, 3, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     ClassTask *c = class_task_open(&rc.task, &opt, err, sizeof err);
     CHECK_MSG(c, "%s", err);
     if (c) {
@@ -506,7 +506,7 @@ static ClassTask *open_text(const char *path, int T, DataSplit split, int classe
     RunConfig rc = config("[model]\nvocab_size = 257\n[task]\ntype = text_bytes\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", path);
     rc.task.classes = classes;
-    DataOptions opt = {T, 1, split, 0, 1, 0, 0};
+    DataOptions opt = {T, 1, split, 0, 1, 0, 0, 0};
     return class_task_open(&rc.task, &opt, err, errlen);
 }
 

@@ -60,7 +60,7 @@ static DataSource *open_source(const char *spec, int rank, int world, DataSplit 
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.model = model_cfg();
-    DataOptions opt = {T, 42, split, rank, world, holdout, prefetch};
+    DataOptions opt = {T, 42, split, rank, world, holdout, prefetch, 0};
     return datasource_open(spec, &rc, &opt, err, errlen);
 }
 
@@ -222,7 +222,7 @@ static void test_holdout(void) {
 
 static void expect_open_error(const char *spec, const DataConfig *dc, const ModelConfig *mc, const char *needle) {
     char err[1024] = "";
-    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.model = *mc;
@@ -264,7 +264,7 @@ static void test_bad_shard_sets(void) {
     memset(&rc, 0, sizeof rc);
     rc.model = mc;
     rc.data = dc;
-    DataOptions opt = {4000, 1, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {4000, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     char err[1024];
     DataSource *s = datasource_open(dir, &rc, &opt, err, sizeof err);
     CHECK(!s && strstr(err, "windows of 4001 tokens"));

@@ -273,6 +273,86 @@ static void test_block_passes(void) {
     model_free(m);
 }
 
+/* Carried states (docs/models.md §19): a window run from the state the previous window left
+ * gives the log-probabilities of the two windows run whole, and the gradient of a carried
+ * window (its initial states fixed: truncated BPTT) matches finite differences, for the nnRNN
+ * in the papers' shape and a two-layer LSTM in pre-norm blocks. */
+typedef struct {
+    Model *m;
+    Batch b;
+    void *block;
+    const float *init; /* the window's initial states, restored before every forward */
+    int rows;
+} CarryProbe;
+
+static double carry_loss(void *ctx) {
+    CarryProbe *p = ctx;
+    model_carry_upload(p->m, p->block, p->rows, p->init);
+    return model_forward(p->m, &p->b, 0.0, NULL);
+}
+
+static void test_carry(void) {
+    for (int k = 0; k < 2; k++) {
+        ModelConfig x = tu_tiny_model(k ? MIXER_LSTM : MIXER_NNRNN, 2);
+        x.block = k ? BLOCK_PRENORM : BLOCK_RNN;
+        x.doc_mask = 0;
+        Model *m = model_create(&x, backend_cpu());
+        model_init_weights(m, 11);
+        Rng r;
+        rng_init(&r, 12, 0);
+        double step = modrelu_continuous(m, &r) ? 1e-7 : 2e-5;
+        enum { B = 2, T = 25 };
+        int32_t tok[B * 2 * T], lab[B * 2 * T], tw[2][B * T], lw[2][B * T];
+        for (int i = 0; i < B * 2 * T; i++) {
+            tok[i] = (int32_t)rng_below(&r, (uint64_t)x.vocab_size);
+            lab[i] = (int32_t)rng_below(&r, (uint64_t)x.vocab_size);
+        }
+        for (int w = 0; w < 2; w++)
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < T; t++) tw[w][b * T + t] = tok[b * 2 * T + w * T + t], lw[w][b * T + t] = lab[b * 2 * T + w * T + t];
+        double whole[B * 2 * T], part[2][B * T];
+        uint8_t greedy[B * 2 * T];
+        CHECK(model_token_logprobs(m, &(Batch){B, 2 * T, tok, lab, NULL}, whole, greedy) == B * 2 * T);
+        size_t bytes = model_carry_bytes(m, B);
+        void *block = backend_cpu()->alloc(bytes);
+        backend_cpu()->zero(block, bytes);
+        model_set_carry(m, block, B);
+        for (int w = 0; w < 2; w++) model_token_logprobs(m, &(Batch){B, T, tw[w], lw[w], NULL}, part[w], greedy);
+        double worst = 0;
+        for (int b = 0; b < B; b++)
+            for (int w = 0; w < 2; w++)
+                for (int t = 0; t < T; t++) worst = fmax(worst, fabs(part[w][b * T + t] - whole[b * 2 * T + w * T + t]));
+        printf("    %s carried windows vs whole rows: max |d logp| %.2e\n", mixer_name(x.mixer), worst);
+        CHECK_MSG(worst < 1e-12, "%s: %.3e", mixer_name(x.mixer), worst);
+        /* the second window's gradient from the state the first left (nonzero) */
+        int64_t W = model_carry_width(m);
+        float *init = rt_malloc(sizeof(float) * (size_t)(B * W));
+        backend_cpu()->zero(block, bytes);
+        model_forward(m, &(Batch){B, T, tw[0], lw[0], NULL}, 0.0, NULL);
+        model_carry_download(m, block, B, init);
+        CarryProbe p = {m, {B, T, tw[1], lw[1], NULL}, block, init, B};
+        model_zero_grads(m);
+        model_carry_upload(m, block, B, init);
+        model_forward(m, &p.b, 1.0, NULL);
+        model_backward(m);
+        const ParamTable *pt = model_params(m);
+        real *wts = model_weights_to_write(m), *g = model_grads(m);
+        worst = 0;
+        for (int i = 0; i < pt->n; i++) {
+            const ParamInfo *pi = &pt->p[i];
+            if (!pi->trainable) continue;
+            double e = tu_gradcheck(carry_loss, &p, wts + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
+            CHECK_MSG(e < 1e-6, "%s carried: %s gradient error %.3g", mixer_name(x.mixer), pi->name, e);
+            worst = fmax(worst, e);
+        }
+        printf("    %s carried window gradient: worst %.2e\n", mixer_name(x.mixer), worst);
+        rt_free(init);
+        model_set_carry(m, NULL, 0);
+        backend_cpu()->release(block);
+        model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
         {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
@@ -293,6 +373,7 @@ int main(int argc, char **argv) {
         {"model_grad_block", test_block},
         {"model_block_passes", test_block_passes},
         {"model_grad_pair_classifier", test_pair_classifier},
+        {"model_grad_carry", test_carry},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

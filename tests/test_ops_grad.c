@@ -1721,8 +1721,76 @@ static void rnn_case(RnnAct act, const char *tag, uint64_t seed) {
     } else {
         check_equal("rnn tanh leaves dbias", db, preb, n);
     }
-    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, dz, preW, dW, preb, db, gW);
+    /* carried initial states (docs/models.md §19): the gradients with h0 fixed */
+    real *h0 = tu_randn(&r, (int64_t)NSEG * n, 0.5), *dW0 = tu_copy(preW, (int64_t)n * n), *db0 = tu_copy(preb, n);
+    c.a.h0 = h0;
+    cpu_rnn_fwd(&c.a);
+    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW0, .dbias = b ? db0 : NULL});
+    snprintf(name, sizeof name, "rnn %s h0 dz", tag);
+    mixer_check(name, rnn_loss, &c, z, dz, nz, n, &r);
+    real *gW0 = diff(dW0, preW, (int64_t)n * n);
+    snprintf(name, sizeof name, "rnn %s h0 dW (+=)", tag);
+    fd_check(name, rnn_loss, &c, Wm, gW0, (int64_t)n * n, 100, &r);
+    if (b) {
+        real *gb = diff(db0, preb, n);
+        snprintf(name, sizeof name, "rnn %s h0 dbias (+=)", tag);
+        fd_check(name, rnn_loss, &c, b, gb, n, 100, &r);
+        rt_free(gb);
+    }
+    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, dz, preW, dW, preb, db, gW, h0, dW0, db0, gW0);
     tu_seqs_free(&ts);
+}
+
+/* Carrying the state (docs/models.md §19): each segment run as two windows, the second from
+ * the first's final state, equals the segment run whole (the second window's h and final
+ * state), for the RNN (lstm = 0) and the LSTM (lstm = 1). */
+static const int SPLIT_A[] = {35, 1, 16, 65}, SPLIT_B[] = {35, 2, 17, 65};
+
+static void run_windows(int lstm, const Seqs *s, int n, const real *W, const real *b, const real *z, const real *h0,
+                        real *h, real *state) {
+    int64_t N = s->ntok;
+    if (lstm) {
+        real *q = tu_zeros(4 * N * n), *c = tu_zeros(N * n);
+        cpu_lstm_fwd(&(LstmArgs){.s = s, .n = n, .W = W, .z = z, .gates = q, .c = c, .h = h, .state = state, .h0 = h0});
+        FREE_ALL(q, c);
+    } else {
+        cpu_rnn_fwd(&(RnnArgs){.s = s, .n = n, .act = RNN_MODRELU, .W = W, .bias = b, .z = z, .h = h, .state = state,
+                               .h0 = h0});
+    }
+}
+
+static void carry_split_case(int lstm) {
+    Rng r;
+    rng_init(&r, 709 + (uint64_t)lstm, 0);
+    int whole[NSEG], n = 4, zw = lstm ? 4 * n : n, sw = lstm ? 2 * n : n;
+    for (int i = 0; i < NSEG; i++) whole[i] = SPLIT_A[i] + SPLIT_B[i];
+    TestSeqs tw = tu_seqs(whole, NSEG), ta = tu_seqs(SPLIT_A, NSEG), tb = tu_seqs(SPLIT_B, NSEG);
+    int64_t N = tw.s.ntok;
+    real *W = tu_randn(&r, (int64_t)zw * n, 0.4), *b = tu_rand(&r, n, -0.3, 0.2), *z = tu_randn(&r, N * zw, 0.8);
+    real *za = tu_zeros(ta.s.ntok * zw), *zb = tu_zeros(tb.s.ntok * zw), *hw = tu_zeros(N * n), *ha = tu_zeros(ta.s.ntok * n);
+    real *hb = tu_zeros(tb.s.ntok * n), *hb_want = tu_zeros(tb.s.ntok * n);
+    real *h0 = tu_randn(&r, (int64_t)NSEG * sw, 0.5), *sw_ = tu_zeros((int64_t)NSEG * sw), *sa = tu_zeros((int64_t)NSEG * sw);
+    real *sb = tu_zeros((int64_t)NSEG * sw);
+    for (int i = 0; i < NSEG; i++) {
+        memcpy(za + ta.s.cu[i] * zw, z + tw.s.cu[i] * zw, sizeof(real) * (size_t)(SPLIT_A[i] * zw));
+        memcpy(zb + tb.s.cu[i] * zw, z + (tw.s.cu[i] + SPLIT_A[i]) * zw, sizeof(real) * (size_t)(SPLIT_B[i] * zw));
+    }
+    run_windows(lstm, &tw.s, n, W, b, z, h0, hw, sw_);
+    run_windows(lstm, &ta.s, n, W, b, za, h0, ha, sa);
+    run_windows(lstm, &tb.s, n, W, b, zb, sa, hb, sb);
+    for (int i = 0; i < NSEG; i++)
+        memcpy(hb_want + tb.s.cu[i] * n, hw + (tw.s.cu[i] + SPLIT_A[i]) * n, sizeof(real) * (size_t)(SPLIT_B[i] * n));
+    check_equal(lstm ? "lstm carried window = whole" : "rnn carried window = whole", hb, hb_want, tb.s.ntok * n);
+    check_equal(lstm ? "lstm carried final state" : "rnn carried final state", sb, sw_, (int64_t)NSEG * sw);
+    FREE_ALL(W, b, z, za, zb, hw, ha, hb, hb_want, h0, sw_, sa, sb);
+    tu_seqs_free(&tw);
+    tu_seqs_free(&ta);
+    tu_seqs_free(&tb);
+}
+
+static void test_carry_split(void) {
+    carry_split_case(0);
+    carry_split_case(1);
 }
 
 static void test_rnn_tanh(void) { rnn_case(RNN_TANH, "tanh", 706); }
@@ -1772,7 +1840,15 @@ static void test_lstm(void) {
     mixer_check("lstm dz", lstm_loss, &c, z, dz, nz, 4 * n, &r);
     real *gW = diff(dW, pre, nw);
     fd_check("lstm dW (+=)", lstm_loss, &c, Wm, gW, nw, 100, &r);
-    FREE_ALL(z, wo, h, q, cc, Wm, state, hs, st, hrow, crow, qrow, dz, pre, dW, gW);
+    /* carried initial states (docs/models.md §19): the gradients with (h0, c0) fixed */
+    real *h0 = tu_randn(&r, (int64_t)NSEG * 2 * n, 0.5), *dW0 = tu_copy(pre, nw);
+    c.a.h0 = h0;
+    cpu_lstm_fwd(&c.a);
+    cpu_lstm_bwd(&(LstmGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW0});
+    mixer_check("lstm h0 dz", lstm_loss, &c, z, dz, nz, 4 * n, &r);
+    real *gW0 = diff(dW0, pre, nw);
+    fd_check("lstm h0 dW (+=)", lstm_loss, &c, Wm, gW0, nw, 100, &r);
+    FREE_ALL(z, wo, h, q, cc, Wm, state, hs, st, hrow, crow, qrow, dz, pre, dW, gW, h0, dW0, gW0);
     tu_seqs_free(&ts);
 }
 
@@ -2164,6 +2240,7 @@ int main(int argc, char **argv) {
         {"rnn_tanh", test_rnn_tanh},
         {"rnn_modrelu", test_rnn_modrelu},
         {"lstm", test_lstm},
+        {"carry_split", test_carry_split},
         {"nnrnn_weights", test_nnrnn_weights},
         {"nnrnn_through_expm", test_nnrnn_through_expm},
         {"nnrnn_cell", test_nnrnn_cell},

@@ -244,7 +244,7 @@ static void test_errors(void) {
     CHECK(rc.train.seq_len == PIX && rc.model.vocab_size == 256 && !strcmp(rc.task.difficulty, "hard"));
     const char *sets[] = {"train.seq_len=20"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", sets, 1, err, sizeof err) == 0);
-    DataOptions opt = {20, 1, SPLIT_VAL, 0, 1, 0, 0};
+    DataOptions opt = {20, 1, SPLIT_VAL, 0, 1, 0, 0, 0};
     CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) &&
           names(err, "train.seq_len = 20", "4 x 4 = 16 pixels"));
     const char *val[] = {"task.val_examples=3"};
@@ -273,7 +273,7 @@ static void test_task_source(void) {
     RunConfig rc;
     char err[2048];
     CHECK_MSG(run_config_load_string(&rc, ini, "pf.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
-    DataOptions opt = {PIX, 5, SPLIT_TRAIN, 0, 1, 0, 0};
+    DataOptions opt = {PIX, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
     DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
     CHECK_MSG(ds && ds->examples == 20, "%s", err);
     int32_t tok[40 * PIX], lab[40 * PIX];

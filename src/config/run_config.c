@@ -209,6 +209,7 @@ static const KeySpec KEYS[] = {
     K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the optimizer state across data-parallel ranks"),
+    K_BOOL("train", "carry_state", train.carry_state, "task.type = chars with a recurrent cell (rnn, rnn_orth, exprnn, nnrnn, lstm): truncated backpropagation through time, the text read as ranks x micro_batch x grad_accum streams whose windows continue from their previous window's state (nnRNN's language task); validations score the whole valid text as task.eval_streams streams"),
 
     K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
     K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
@@ -250,6 +251,7 @@ static const KeySpec KEYS[] = {
     K_ENUM_STR("task", "text_format", task.text_format, TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
     K_FLT("task", "valid_fraction", task.valid_fraction, R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
     K_FLT("task", "test_fraction", task.test_fraction, R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
+    K_INT("task", "eval_streams", task.eval_streams, 1, "chars with train.carry_state: validation and `rotor synth` read the valid and test texts as this many streams, each carrying its state from window to window (nnRNN's eval_batch_size)"),
     K_ENUM_STR("task", "difficulty", task.difficulty, DIFFICULTIES, "pathfinder: LRA's split name, easy (curv_baseline), intermediate (curv_contour_length_9) or hard (curv_contour_length_14)"),
     K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
     K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
@@ -336,6 +338,7 @@ void run_config_defaults(RunConfig *c) {
     strcpy(c->task.text_format, "raw");
     c->task.valid_fraction = 0.05;
     c->task.test_fraction = 0.05;
+    c->task.eval_streams = 10;
     c->task.delay = 200; /* nnRNN's copytask.py defaults */
     c->task.copy_length = 10;
     c->task.symbols = 8;
@@ -962,6 +965,17 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->keep_best == KEEP_BEST_VAL_ACCURACY && !run_config_classifies(c))
         return rt_error(err, errlen, origin, "train.keep_best = val_accuracy: validation accuracy is measured for classification runs "
                         "only (model.head = classifier, or data.train = task with task.type = seq_image, listops or text_bytes)");
+    if (t->carry_state) {
+        const char *bad = NULL;
+        if (strcmp(c->data.train, "task") || strcmp(c->task.type, "chars"))
+            bad = "its streams are those of character-level text: data.train = task with task.type = chars";
+        else if (m->mixer != MIXER_RNN && m->mixer != MIXER_RNN_ORTH && m->mixer != MIXER_EXPRNN && m->mixer != MIXER_NNRNN &&
+                 m->mixer != MIXER_LSTM)
+            bad = "only the recurrent cells carry a state: model.type = rnn, rnn_orth, exprnn, nnrnn or lstm";
+        else if (m->doc_mask || m->bidirectional)
+            bad = "a row must be one segment: model.doc_mask and model.bidirectional must be off";
+        if (bad) return rt_error(err, errlen, origin, "train.carry_state = true: %s", bad);
+    }
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
     if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))

@@ -5,7 +5,8 @@
  * Backward, with dh_t in total = dh_t + da_{t+1} W and dc carried back:
  *   dc_t += dh_t o (1 - tanh^2 c_t);  do = dh_t tanh(c_t);  di = dc_t g;  dg = dc_t i;
  *   df = dc_t c_{t-1};  dc_{t-1} = dc_t f;  da = (di i(1-i), df f(1-f), dg (1-g^2), do o(1-o));
- *   dW += sum_t da_t^T h_{t-1} (one GEMM per segment). */
+ *   dW += sum_t da_t^T h_{t-1} (one GEMM per segment).
+ * (h, c) before a segment's first token come from h0 when given; the gradient stops there. */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -33,9 +34,10 @@ void cpu_lstm_fwd(const LstmArgs *a) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], t1 = s->cu[seg + 1];
+        const real *h0 = a->h0 ? (const real *)a->h0 + (int64_t)seg * 2 * n : NULL;
         for (int64_t t = t0; t < t1; t++) {
             int first = t == t0;
-            lstm_cell(a, first ? NULL : h + (t - 1) * n, first ? NULL : c + (t - 1) * n, z + t * 4 * n,
+            lstm_cell(a, first ? h0 : h + (t - 1) * n, first ? (h0 ? h0 + n : NULL) : c + (t - 1) * n, z + t * 4 * n,
                       q + t * 4 * n, c + t * n, h + t * n);
         }
         if (st) {
@@ -43,6 +45,8 @@ void cpu_lstm_fwd(const LstmArgs *a) {
             if (t1 > t0) {
                 memcpy(x, h + (t1 - 1) * n, sizeof(real) * (size_t)n);
                 memcpy(x + n, c + (t1 - 1) * n, sizeof(real) * (size_t)n);
+            } else if (h0) {
+                memcpy(x, h0, sizeof(real) * 2 * (size_t)n);
             } else {
                 memset(x, 0, sizeof(real) * 2 * (size_t)n);
             }
@@ -62,6 +66,7 @@ void cpu_lstm_bwd(const LstmGrads *g) {
 #pragma omp for schedule(dynamic, 1)
         for (int seg = 0; seg < s->nseg; seg++) {
             int64_t t0 = s->cu[seg], t1 = s->cu[seg + 1];
+            const real *c0 = a->h0 ? (const real *)a->h0 + (int64_t)seg * 2 * n + n : NULL;
             memset(dc, 0, sizeof(real) * (size_t)n);
             for (int64_t t = t1 - 1; t >= t0; t--) {
                 const real *qt = q + t * 4 * n, *ct = c + t * n;
@@ -70,7 +75,7 @@ void cpu_lstm_bwd(const LstmGrads *g) {
                 if (t + 1 < t1) gemm(0, 0, 1, n, 4 * n, 1, d + 4 * n, 4 * n, a->W, n, 1, gh, n);
                 for (int j = 0; j < n; j++) {
                     real i = qt[j], f = qt[n + j], gg = qt[2 * n + j], o = qt[3 * n + j];
-                    real th = tanh(ct[j]), cp = t > t0 ? c[(t - 1) * n + j] : 0;
+                    real th = tanh(ct[j]), cp = t > t0 ? c[(t - 1) * n + j] : c0 ? c0[j] : 0;
                     real dct = dc[j] + gh[j] * o * (1 - th * th);
                     d[j] = dct * gg * i * (1 - i);
                     d[n + j] = dct * cp * f * (1 - f);
@@ -85,6 +90,8 @@ void cpu_lstm_bwd(const LstmGrads *g) {
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], len = s->cu[seg + 1] - t0;
         if (len > 1) gemm(1, 0, 4 * n, n, (int)(len - 1), 1, dz + (t0 + 1) * 4 * n, 4 * n, h + t0 * n, n, 1, g->dW, n);
+        if (a->h0 && len > 0)
+            gemm(1, 0, 4 * n, n, 1, 1, dz + t0 * 4 * n, 4 * n, (const real *)a->h0 + (int64_t)seg * 2 * n, n, 1, g->dW, n);
     }
 }
 

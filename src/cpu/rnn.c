@@ -4,7 +4,7 @@
  *
  * Backward (through time), with a_t the pre-activation and g_t = dL/dh_t in total:
  *   g_t = dh_t + da_{t+1} W,  da_t = g_t act'(a_t),  dz_t = da_t,
- *   dW += sum_t da_t^T h_{t-1} (one GEMM per segment),
+ *   dW += sum_t da_t^T h_{t-1} (one GEMM per segment; h_{t0-1} = h0[seg], truncated there),
  * act' read from h alone: tanh' = 1 - h^2; modReLU' = [h != 0] (h = 0 exactly where the relu
  * is off or a = 0, where PyTorch's sign has derivative 0), and d bias = sum_t da_t sign(h_t). */
 #include <string.h>
@@ -35,10 +35,13 @@ void cpu_rnn_fwd(const RnnArgs *a) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], t1 = s->cu[seg + 1];
-        for (int64_t t = t0; t < t1; t++) rnn_cell(a, t > t0 ? h + (t - 1) * n : NULL, z + t * n, h + t * n);
+        const real *h0 = a->h0 ? (const real *)a->h0 + (int64_t)seg * n : NULL;
+        for (int64_t t = t0; t < t1; t++) rnn_cell(a, t > t0 ? h + (t - 1) * n : h0, z + t * n, h + t * n);
         if (st) {
             if (t1 > t0)
                 memcpy(st + (int64_t)seg * n, h + (t1 - 1) * n, sizeof(real) * (size_t)n);
+            else if (h0)
+                memcpy(st + (int64_t)seg * n, h0, sizeof(real) * (size_t)n);
             else
                 memset(st + (int64_t)seg * n, 0, sizeof(real) * (size_t)n);
         }
@@ -67,6 +70,7 @@ void cpu_rnn_bwd(const RnnGrads *g) {
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], len = s->cu[seg + 1] - t0;
         if (len > 1) gemm(1, 0, n, n, (int)(len - 1), 1, dz + (t0 + 1) * n, n, h + t0 * n, n, 1, dW, n);
+        if (a->h0 && len > 0) gemm(1, 0, n, n, 1, 1, dz + t0 * n, n, (const real *)a->h0 + (int64_t)seg * n, n, 1, dW, n);
     }
     if (mod)
 #pragma omp parallel for schedule(static)

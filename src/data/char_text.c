@@ -185,6 +185,30 @@ int64_t char_text_rows(const CharText *t, DataSplit split, int T) {
     return split == SPLIT_TRAIN ? labels / T : (labels + T - 1) / T;
 }
 
+/* a_j of the stream layout. */
+static int64_t stream_start(int64_t labels, int S, int64_t j) { return j * labels / S; }
+
+int64_t char_text_stream_windows(const CharText *t, DataSplit split, int S, int T) {
+    int64_t labels = t->split[split].n - 1, longest = 0;
+    if (labels < S) return 0;
+    for (int64_t j = 0; j < S; j++) {
+        int64_t len = stream_start(labels, S, j + 1) - stream_start(labels, S, j);
+        if (len > longest) longest = len;
+    }
+    return (longest + T - 1) / T;
+}
+
+void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int64_t i, int32_t *tokens, int32_t *labels) {
+    const Stream *s = &t->split[split];
+    int64_t W = char_text_stream_windows(t, split, S, T), j = i % S, k = (i / S) % W;
+    int64_t a = stream_start(s->n - 1, S, j), end = stream_start(s->n - 1, S, j + 1);
+    for (int p = 0; p < T; p++) {
+        int64_t q = a + k * T + p;
+        tokens[p] = q < end ? s->tok[q] : 0;
+        labels[p] = q < end ? s->tok[q + 1] : -100;
+    }
+}
+
 void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i, int32_t *tokens,
                    int32_t *labels) {
     const Stream *s = &t->split[split];

@@ -33,6 +33,10 @@ struct DataSource {
     /* Rows in one pass over a finite split (the files of task.type = seq_image), after
      * which it repeats; 0 for endless streams. */
     int64_t examples;
+    /* Sources of carried-state streams (DataOptions.carry_streams): 1 when the rows the last
+     * next_labeled read continue the rows read one step before in the same position, 0 when
+     * they start their streams afresh (a new pass). Always 0 for other sources. */
+    int continues;
 };
 
 /* TEST: a task's test set (seq_image: its test file; listops, text_bytes: their test split;
@@ -47,6 +51,10 @@ typedef struct {
     int64_t holdout_windows; /* shards without a separate validation set: the last
                                 windows of the train stream form the validation split */
     int prefetch;            /* micro-batches read ahead by a background thread */
+    /* chars with train.carry_state (docs/models.md §19): the text as this many streams
+     * (ranks x micro_batch x grad_accum), a step's rows one window of every stream, in the
+     * order of the global micro-batches; 0: independent windows */
+    int carry_streams;
 } DataOptions;
 
 /* Opens `spec`: a directory or glob of shards (*.h5), "synthetic:<task>", or "task" (the

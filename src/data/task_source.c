@@ -38,6 +38,8 @@ typedef struct {
     DataSplit split;
     int64_t cycle; /* train: distinct examples (0 = unlimited) */
     int64_t index; /* global position */
+    int streams;   /* chars: carried-state streams (DataOptions.carry_streams), 0 = off */
+    int64_t windows; /* and the windows of a pass over them */
 } TaskSource;
 
 static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err, size_t errlen) {
@@ -61,9 +63,16 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
         case KIND_IMAGE: image_task_example(s->image, i, tk, lb); break;
         case KIND_CLASS: class_task_row(s->cls, i, tk, lb); break;
         case KIND_COPY_MEMORY: copy_memory_example(&s->copymem, &r, tk, lb); break;
-        case KIND_CHARS: char_text_row(s->chars, s->split, s->T, s->seed, i, tk, lb); break;
+        case KIND_CHARS:
+            if (s->streams)
+                char_text_stream_row(s->chars, s->split, s->streams, s->T, i, tk, lb);
+            else
+                char_text_row(s->chars, s->split, s->T, s->seed, i, tk, lb);
+            break;
         }
     }
+    if (s->streams) /* the rows are one window of their streams: the first of a pass starts them afresh */
+        ds->continues = (s->index / s->streams) % s->windows != 0;
     s->index += (int64_t)s->world * B;
     return 0;
 }
@@ -74,6 +83,7 @@ static json_t *ts_get_state(const DataSource *ds) {
     const TaskSource *s = (const TaskSource *)ds;
     json_t *j = json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index", (json_int_t)s->index);
     if (s->kind == KIND_CHARS) json_object_set_new(j, "vocab", char_text_vocab_json(s->chars));
+    if (s->streams) json_object_set_new(j, "carry_streams", json_integer(s->streams));
     return j;
 }
 
@@ -91,6 +101,11 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
         if (!same)
             return rt_error(err, errlen, ds->desc, "the text's vocabulary differs from the one saved with the checkpoint "
                             "(task.path or task.text_format changed)");
+        json_int_t saved = json_integer_value(json_object_get(st, "carry_streams"));
+        if (saved != s->streams)
+            return rt_error(err, errlen, ds->desc, "the checkpoint's data position is one of %lld carried-state streams; this run "
+                            "reads %d (train.carry_state, or ranks x micro_batch x grad_accum, changed)",
+                            (long long)saved, s->streams);
     }
     s->index = index;
     return 0;
@@ -146,8 +161,15 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
             ts_destroy(&s->base);
             return NULL;
         }
-        s->base.examples = char_text_rows(s->chars, opt->split, s->T);
-        if (!s->base.examples) bad = "the training text holds fewer than train.seq_len + 1 symbols";
+        s->streams = opt->carry_streams;
+        if (s->streams) {
+            s->windows = char_text_stream_windows(s->chars, opt->split, s->streams, s->T);
+            s->base.examples = s->windows * s->streams;
+            if (!s->windows) bad = "the text holds fewer symbols than the carried-state streams (ranks x train.micro_batch x train.grad_accum) + 1";
+        } else {
+            s->base.examples = char_text_rows(s->chars, opt->split, s->T);
+            if (!s->base.examples) bad = "the training text holds fewer than train.seq_len + 1 symbols";
+        }
         vocab = char_text_vocab_size(s->chars);
     } else if (mad_task_of(task->type, &t)) {
         s->kind = KIND_MAD;

@@ -241,4 +241,4 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 }
 
 const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
-                             fox_forward, fox_backward, fox_bind_state, NULL};
+                             fox_forward, fox_backward, fox_bind_state, NULL, NULL};

@@ -154,4 +154,4 @@ static void gdn_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 }
 
 const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
-                             gdn_forward, gdn_backward, gdn_bind_state, NULL};
+                             gdn_forward, gdn_backward, gdn_bind_state, NULL, NULL};

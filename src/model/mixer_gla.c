@@ -128,4 +128,4 @@ static void gla_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 }
 
 const MixerImpl mixer_gla = {"gla",       gla_create,   gla_destroy,   gla_bind,
-                             gla_forward, gla_backward, gla_bind_state, NULL};
+                             gla_forward, gla_backward, gla_bind_state, NULL, NULL};

@@ -84,4 +84,4 @@ static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 }
 
 const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
-                             lru_forward, lru_backward, lru_bind_state, NULL};
+                             lru_forward, lru_backward, lru_bind_state, NULL, NULL};

@@ -14,7 +14,8 @@ typedef struct {
     /* saved: the gates [N, 4n], the cells [f32][N, n], the states h; scratch: the input
      * projections and their gradient */
     void *gates, *c, *h, *z, *dz;
-    void *S; /* decoding state: each row's [f32] (h, c) */
+    void *S; /* decoding or carried state: each row's [f32] (h, c) */
+    GrowBuf h0; /* a carrying pass: the segments' initial (h, c) [f32][nseg, 2n], for the backward */
 } LstmLayer;
 
 enum { W_STATE, W_GATES };
@@ -45,8 +46,9 @@ static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims 
 }
 
 static void lstm_destroy(void *layer, const Backend *be) {
-    (void)be;
-    rt_free(layer);
+    LstmLayer *l = layer;
+    if (be) growbuf_free(&l->h0, be);
+    rt_free(l);
 }
 
 static void lstm_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
@@ -63,7 +65,12 @@ static void lstm_forward(void *layer, const Ctx *c, const void *x, void *y) {
     int N = (int)c->N, n = l->n;
     be->matmul_fwd(l->z, x, W(c, l->wih), W(c, l->b), N, 4 * n, l->d);
     l->a = (LstmArgs){.s = c->seqs, .n = n, .W = WM(c, l->whh), .z = l->z, .gates = l->gates, .c = l->c,
-                      .h = l->h, .state = c->mode == PASS_TRAIN ? NULL : l->S};
+                      .h = l->h, .state = c->mode == PASS_TRAIN && !c->carry ? NULL : l->S};
+    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
+        size_t bytes = F32(c, (int64_t)c->seqs->nseg * 2 * n);
+        l->a.h0 = growbuf_get(&l->h0, be, bytes);
+        be->copy((void *)l->a.h0, l->S, bytes);
+    }
     if (c->mode == PASS_STEP)
         be->lstm_step(&l->a);
     else
@@ -86,5 +93,7 @@ static void lstm_bind_state(void *layer, const Backend *be, const ModelDims *dm,
     l->S = carve(state, F32S(be, rows * 2 * l->n));
 }
 
-const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,
-                              lstm_forward,  lstm_backward, lstm_bind_state, NULL};
+static int64_t lstm_carry_width(const void *layer) { return 2 * (int64_t)((const LstmLayer *)layer)->n; }
+
+const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,       lstm_forward,
+                              lstm_backward, lstm_bind_state, NULL,         lstm_carry_width};

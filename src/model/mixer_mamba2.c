@@ -216,4 +216,4 @@ static void mamba2_bind_state(void *layer, const Backend *be, const ModelDims *d
 }
 
 const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
-                                mamba2_forward, mamba2_backward, mamba2_bind_state, NULL};
+                                mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL};

@@ -22,7 +22,8 @@ typedef struct {
      * and K; scratch: z, its gradient, the gradients at W and P, and the work of the matrix
      * exponential and the Schur form */
     void *h, *W, *P, *K, *z, *dz, *dW, *dP, *work;
-    void *S; /* decoding state: each row's [f32] n state */
+    void *S; /* decoding or carried state: each row's [f32] n state */
+    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, n], for the backward */
 } RnnLayer;
 
 enum { W_STATE, W_MATRIX, W_WORK }; /* widths: n per token; n^2; the work space */
@@ -80,8 +81,9 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
 }
 
 static void rnn_destroy(void *layer, const Backend *be) {
-    (void)be;
-    rt_free(layer);
+    RnnLayer *l = layer;
+    if (be) growbuf_free(&l->h0, be);
+    rt_free(l);
 }
 
 static void rnn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
@@ -108,7 +110,12 @@ static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     }
     l->a = (RnnArgs){.s = c->seqs, .n = n, .act = l->bmod >= 0 ? RNN_MODRELU : RNN_TANH, .W = Wr,
                      .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h,
-                     .state = c->mode == PASS_TRAIN ? NULL : l->S};
+                     .state = c->mode == PASS_TRAIN && !c->carry ? NULL : l->S};
+    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
+        size_t bytes = F32(c, (int64_t)c->seqs->nseg * n);
+        l->a.h0 = growbuf_get(&l->h0, be, bytes);
+        be->copy((void *)l->a.h0, l->S, bytes);
+    }
     if (c->mode == PASS_STEP)
         be->rnn_step(&l->a);
     else
@@ -152,5 +159,7 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
-const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,
-                             rnn_forward,  rnn_backward, rnn_bind_state, rnn_penalty};
+static int64_t rnn_carry_width(const void *layer) { return ((const RnnLayer *)layer)->n; }
+
+const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
+                             rnn_backward, rnn_bind_state, rnn_penalty, rnn_carry_width};

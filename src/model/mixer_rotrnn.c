@@ -101,4 +101,4 @@ static void rotrnn_bind_state(void *layer, const Backend *be, const ModelDims *d
 }
 
 const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
-                                rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL};
+                                rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL};

@@ -110,6 +110,10 @@ struct Model {
     DropoutUse drop_use;
     uint64_t drop_seed, drop_stream, drop_key;
     int drop_on;
+
+    /* carried states (model_set_carry): the bound block and its rows, or NULL */
+    void *carry;
+    int carry_rows;
 };
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }
@@ -447,6 +451,7 @@ static Ctx make_ctx(Model *m) {
     c.grads = m->grads;
     c.params = &m->params;
     c.rope_angle = m->rope_angle;
+    c.carry = 0;
     return c;
 }
 
@@ -505,6 +510,7 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     Ctx c = make_ctx(m);
     c.mode = mode;
     c.max_len = max_len;
+    c.carry = mode == PASS_TRAIN && m->carry;
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
     double eps = m->cfg.norm_eps;
     int L = m->cfg.num_layers;
@@ -572,6 +578,10 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     prepare_pass(m, N);
     m->T = b->T;
     build_segments(m, b);
+    if (m->carry && (m->seqs.nseg != b->B || b->B > m->carry_rows))
+        rt_die("carried states: a batch of %d rows makes %d segments for %d carried rows; every row must be one "
+               "segment (no model.doc_mask, no model.bidirectional) and fit the rows of model_set_carry",
+               b->B, m->seqs.nseg, m->carry_rows);
     be->upload(m->tok_dev, b->tokens, sizeof(int32_t) * (size_t)N);
     /* the LM head runs only on the positions that have a label */
     int64_t M = 0;
@@ -588,6 +598,62 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     m->have_grad_logits = grad_scale > 0;
     return be->cross_entropy(m->logits, m->lab_dev, M, m->outputs,
                              m->have_grad_logits ? grad_scale : 0.0);
+}
+
+/* ---- carried states (docs/models.md §19) ---- */
+
+int64_t model_carry_width(const Model *m) {
+    if (!m->mix->carry_width) return 0;
+    int64_t w = 0;
+    for (int l = 0; l < m->cfg.num_layers; l++) w += m->mix->carry_width(m->blocks[l].mixer);
+    return w;
+}
+
+size_t model_carry_bytes(Model *m, int rows) {
+    RT_ASSERT(model_carry_width(m) > 0);
+    m->carry = NULL;
+    return model_bind_decode_state(m, NULL, rows, 1);
+}
+
+void model_set_carry(Model *m, void *state, int rows) {
+    if (state) {
+        if (!model_carry_width(m))
+            rt_die("model.type = %s cannot carry its state across batches (train.carry_state needs a recurrent "
+                   "cell: rnn, rnn_orth, exprnn, nnrnn or lstm)", mixer_name(m->cfg.mixer));
+        model_bind_decode_state(m, state, rows, 1);
+    }
+    m->carry = state;
+    m->carry_rows = rows;
+}
+
+/* Copies between a carried-state block of `rows` rows and host rows [rows, width]: every
+ * layer's state is one [rows, w_l] [f32] buffer of the block (MixerImpl.carry_width), in
+ * layer order, and a host row holds the layers' states in that order. */
+static void carry_transfer(Model *m, void *block, int rows, float *host, int up) {
+    const Backend *be = m->be;
+    int64_t W = model_carry_width(m), col = 0;
+    Carve st = {block, 0};
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        int64_t w = m->mix->carry_width(m->blocks[l].mixer);
+        char *region = carve(&st, F32S(be, (int64_t)rows * w));
+        float *tmp = rt_malloc(sizeof(float) * (size_t)(rows * w));
+        if (!up) backend_download_f32(be, tmp, region, rows * w);
+        for (int64_t r = 0; r < rows; r++) {
+            float *hr = host + r * W + col, *tr = tmp + r * w;
+            memcpy(up ? tr : hr, up ? hr : tr, sizeof(float) * (size_t)w);
+        }
+        if (up) backend_upload_f32(be, region, tmp, rows * w);
+        rt_free(tmp);
+        col += w;
+    }
+}
+
+void model_carry_download(Model *m, const void *state, int rows, float *host) {
+    carry_transfer(m, (void *)state, rows, host, 0);
+}
+
+void model_carry_upload(Model *m, void *state, int rows, const float *host) {
+    carry_transfer(m, state, rows, (float *)host, 1);
 }
 
 /* ---- decoding (decode.c) ---- */

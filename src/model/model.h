@@ -85,6 +85,25 @@ void model_get_logits(Model *m, void *host);
  * number of such positions. */
 int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy);
 
+/* Truncated backpropagation through time with the state carried across batches
+ * (train.carry_state, docs/models.md §19). A carried-state block holds, for `rows` batch rows,
+ * every layer's recurrent state; it lives on the backend and belongs to the caller.
+ * model_carry_width: [f32] elements of one row's state over all layers, 0 when a layer's
+ * mixer cannot carry (only the recurrent cells rnn, rnn_orth, exprnn, nnrnn and lstm can).
+ * model_carry_bytes: the block's bytes for `rows` rows (it unbinds any block). A zeroed block
+ * is the zero state. model_set_carry(m, block, rows) makes every later model_forward start
+ * batch row r from row r of the block and leave there the row's final state, the gradient
+ * stopping at the batch's start; each row must be one segment (no doc_mask, no
+ * bidirectional), B <= rows. NULL turns carrying off. Binding is cheap: a caller with several
+ * blocks (one per micro-batch) binds each before its forward. A decoder binds the same
+ * layer states: rebind after one. */
+int64_t model_carry_width(const Model *m);
+size_t model_carry_bytes(Model *m, int rows);
+void model_set_carry(Model *m, void *state, int rows);
+/* Host copies of a block as rows [rows, model_carry_width] (the layers' states in order). */
+void model_carry_download(Model *m, const void *state, int rows, float *host);
+void model_carry_upload(Model *m, void *state, int rows, const float *host);
+
 /* Parameter counts of a config without building the model (nothing is allocated). */
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);
 /* Device memory of training on one rank with N tokens per micro-batch, on a backend whose

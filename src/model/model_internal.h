@@ -31,6 +31,10 @@ typedef struct {
     const ParamTable *params;
     const void *rope_angle;  /* [f32][N, dk/2] when pe = rope, shared by the layers */
     int max_len;             /* decoding: KV-cache slots per row */
+    /* a PASS_TRAIN with carried states (train.carry_state, docs/models.md §19): segment r
+     * (= batch row r) starts from row r of the layer's bound state, which the pass leaves
+     * holding the segment's final state */
+    int carry;
 } Ctx;
 
 static inline void *W(const Ctx *c, int idx) {
@@ -211,6 +215,9 @@ typedef struct {
      * for its eigenvalue moduli, t_decay for its non-normal part); with grad, its gradient
      * is added to the parameters' gradients. */
     double (*penalty)(void *layer, const Ctx *c, double delta, double t_decay, int grad);
+    /* NULL for a mixer that cannot carry its state across batches (Ctx.carry); else the
+     * [f32] elements of a row's state, which bind_state carves as one [rows, width] buffer. */
+    int64_t (*carry_width)(const void *layer);
 } MixerImpl;
 
 extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2, mixer_lru, mixer_rotrnn,

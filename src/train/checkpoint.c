@@ -401,6 +401,42 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
     return r;
 }
 
+#define CARRY_FILE "carry_state.safetensors"
+
+static int save_carry(const char *dir, const TrainerState *st, char *err, size_t errlen) {
+    char *path = rt_sprintf("%s/" CARRY_FILE, dir), streams[32];
+    StTensor t = {.dtype = "F32", .ndim = 2, .shape = {st->carry_rows, st->carry_width}, .data = st->carry,
+                  .nbytes = sizeof(float) * (size_t)(st->carry_rows * st->carry_width)};
+    snprintf(t.name, sizeof t.name, "state");
+    snprintf(streams, sizeof streams, "%lld", (long long)st->carry_rows);
+    const char *const meta[] = {"format", "rotor-carried-state", "streams", streams, NULL};
+    int r = st_write(path, &t, 1, meta, err, errlen);
+    rt_free(path);
+    return r;
+}
+
+int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err, size_t errlen) {
+    char *path = rt_sprintf("%s/" CARRY_FILE, ckpt_dir);
+    StFile *f = fs_exists(path) ? st_open(path, err, errlen) : NULL;
+    int r = -1;
+    if (f) {
+        const StTensor *t = st_find(f, "state");
+        if (!t || strcmp(t->dtype, "F32") || t->ndim != 2)
+            rt_error(err, errlen, path, "holds no F32 tensor \"state\" of two dimensions");
+        else if (t->shape[0] != rows || t->shape[1] != width)
+            rt_error(err, errlen, path, "holds the states of %lld streams of width %lld; this run carries %lld of width %lld "
+                     "(ranks x micro_batch x grad_accum, or the model, changed)",
+                     (long long)t->shape[0], (long long)t->shape[1], (long long)rows, (long long)width);
+        else
+            memcpy(out, t->data, t->nbytes), r = 0;
+        st_close(f);
+    } else if (!fs_exists(path)) {
+        rt_error(err, errlen, path, "the carried states of train.carry_state are missing (a checkpoint of a run without it?)");
+    }
+    rt_free(path);
+    return r;
+}
+
 /* Agreement of all ranks: 1 if every rank passes ok. */
 static int all_ok(int ok) { return !dist_any(!ok); }
 
@@ -430,7 +466,8 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     if (rank == 0)
         ok = !save_model(tmp, m, err, errlen) &&
              !save_json(tmp, "config.json", hf_config_to_json(model_config(m)), HF_CONFIG_JSON_FLAGS, err, errlen) &&
-             !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen));
+             !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen)) &&
+             (!st->carry || !save_carry(tmp, st, err, errlen));
     if (ok && sharded) ok = !save_optimizer_shard(tmp, opt, t->total, err, errlen);
     if (!all_ok(ok)) goto failed_rm;
     /* 3. rank 0 records the checksums, renames the directory into place, updates latest */

@@ -14,6 +14,10 @@
  *     optimizer.rankRRRRR-of-NNNNN.safetensors  "<state>" of each state buffer: the rank's
  *                            slice of the flat state; metadata step, optimizer, start, end,
  *                            total
+ *     carry_state.safetensors  train.carry_state runs (docs/models.md §19): "state" (F32)
+ *                            [streams, width], every stream's carried recurrent state (the
+ *                            layers' states in order, model_carry_download); metadata
+ *                            {"format": "rotor-carried-state", "streams"}
  *     trainer_state.json     {"format": "rotor-trainer-state", "format_version": 1, "step",
  *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
  *                            integers), "world_size", "optimizer_step", "code_version",
@@ -61,6 +65,10 @@ typedef struct {
     json_t *data_state; /* data-loader cursor (any JSON), may be NULL: borrowed by
                            checkpoint_save, a new reference (or NULL) from checkpoint_load */
     BestValidation best;
+    /* checkpoint_save: the carried states [carry_rows, carry_width] of every stream (rank 0's
+     * copy is written), or NULL; checkpoint_load leaves them NULL (checkpoint_load_carry) */
+    const float *carry;
+    int64_t carry_rows, carry_width;
 } TrainerState;
 
 /* Saves weights, optimizer state (opt is required), configs and trainer state as the checkpoint
@@ -94,6 +102,10 @@ int checkpoint_verify(const char *dir, char *err, size_t errlen);
  * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
 int checkpoint_load(const char *ckpt_dir, Model *m, Optimizer *opt, TrainerState *st, char *err,
                     size_t errlen);
+
+/* The carried states of a train.carry_state checkpoint into out [rows, width]. Returns 0, or
+ * -1 with a message naming the file when it is missing or holds another shape. */
+int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err, size_t errlen);
 
 /* The trainer state of a checkpoint directory, without its weights (data_state: a new
  * reference or NULL). Returns 0, or -1 with a message naming the file. */

@@ -50,6 +50,9 @@ typedef struct {
     KeepBest keep_best;   /* checkpoints/best follows this metric (classification runs: val_accuracy by default) */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
     int zero;             /* ZeRO-1: optimizer state sharded across data-parallel ranks */
+    /* truncated BPTT with the recurrent state carried across windows (docs/models.md §19):
+     * batch rows are streams of the text, each window continuing its row's last one */
+    int carry_state;
 } TrainConfig;
 
 typedef struct {
@@ -88,6 +91,7 @@ typedef struct {
     int delay, copy_length, symbols; /* copy_memory: nnRNN's T, c_length and labels */
     char text_format[8];    /* chars: "raw" (UTF-8 characters) or "ptb" (nnRNN's Corpus: whitespace-separated symbols, <eos> per line) */
     double valid_fraction, test_fraction; /* chars: the cut of a single file's symbols */
+    int eval_streams;       /* chars with train.carry_state: streams of the valid and test texts */
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */

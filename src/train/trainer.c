@@ -13,6 +13,11 @@
  * parameters, updates that slice with its slice of the optimizer state, and the slices are
  * all-gathered. Only rank 0 prints, logs and writes the shared checkpoint files.
  *
+ * With train.carry_state (docs/models.md §19) every micro-batch slot of every rank holds the
+ * recurrent states of its rows, which are streams of the text: each step's window starts from
+ * the state the slot's previous window left (zeros at the start of a pass), the gradient
+ * truncated there. The states of all streams are saved in every checkpoint.
+ *
  * SIGTERM, SIGINT and SIGUSR1 (SLURM pre-emption) finish the current step on every rank,
  * write a checkpoint and exit 0. */
 #include "train/trainer.h"
@@ -25,6 +30,7 @@
 
 #include "config/run_config.h"
 #include "cpu/parallel.h"
+#include "data/char_text.h"
 #include "data/datasource.h"
 #include "device/device.h"
 #include "dist/dist.h"
@@ -35,6 +41,7 @@
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/text_score.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/timer.h"
@@ -56,6 +63,13 @@ typedef struct {
     int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
     uint8_t **doc;
     Metrics metrics;
+    /* train.carry_state: each micro-batch slot's carried states (a model_carry_bytes block of
+     * micro_batch rows), whether the slot's rows of this step continue their streams, and the
+     * text whose valid split the validations score */
+    void **carry;
+    size_t carry_bytes;
+    uint8_t *continues;
+    CharText *text;
 } Trainer;
 
 static volatile sig_atomic_t stop_signal;
@@ -111,10 +125,24 @@ typedef struct {
     double accuracy; /* classification runs: rows whose class is the argmax; else NAN */
 } Validation;
 
+/* train.carry_state: the whole valid text as task.eval_streams streams with carried states,
+ * rank r scoring its share of them. */
+static Validation validate_streams(Trainer *tr) {
+    const RunConfig *rc = tr->rc;
+    int S = rc->task.eval_streams, first = (int)((int64_t)S * tr->rank / tr->world);
+    int last = (int)((int64_t)S * (tr->rank + 1) / tr->world);
+    TextScore sc = {0, 0, 0};
+    text_score_streams(tr->model, tr->text, SPLIT_VAL, rc->train.seq_len, S, first, last - first, &sc);
+    double sums[2] = {sc.nll, (double)sc.labels};
+    dist_allreduce_sum_f64(sums, 2);
+    return (Validation){sums[0] / (sums[1] > 0 ? sums[1] : 1), NAN};
+}
+
 /* Loss (and accuracy) over the fixed validation windows of all ranks. A classification
  * run scores its rows as `rotor synth` scores the test rows (train/class_score.h): the loss
  * is then the mean of -log p(class). */
 static Validation validate(Trainer *tr) {
+    if (tr->text) return validate_streams(tr);
     char err[512];
     if (tr->val->set_state(tr->val, tr->val_start, err, sizeof err)) rt_die("%s", err);
     double sums[3] = {0, 0, 0}; /* loss, labels, rows right */
@@ -183,13 +211,60 @@ static void check_best_dir(Trainer *tr) {
     dist_broadcast(b, sizeof *b);
 }
 
+/* The global stream of row b of micro-batch slot a on this rank: the order of the global
+ * micro-batches (datasource.h), slot a's rows those of global micro-batch a. */
+static int64_t carry_stream(const Trainer *tr, int a, int b) {
+    return ((int64_t)a * tr->world + tr->rank) * tr->rc->train.micro_batch + b;
+}
+
+/* Every stream's carried states [streams, width] on every rank (each rank fills its own and
+ * the sums over the ranks gather them; exact: the others add zeros). NULL without carrying. */
+static float *gather_carry(Trainer *tr, int64_t *rows, int64_t *width) {
+    if (!tr->carry) return NULL;
+    int B = tr->rc->train.micro_batch, A = tr->rc->train.grad_accum;
+    int64_t W = model_carry_width(tr->model), S = (int64_t)tr->world * A * B;
+    double *all = rt_calloc((size_t)(S * W), sizeof(double));
+    float *mine = rt_malloc(sizeof(float) * (size_t)(B * W));
+    for (int a = 0; a < A; a++) {
+        model_carry_download(tr->model, tr->carry[a], B, mine);
+        for (int b = 0; b < B; b++)
+            for (int64_t k = 0; k < W; k++) all[carry_stream(tr, a, b) * W + k] = mine[b * W + k];
+    }
+    dist_allreduce_sum_f64(all, (int)(S * W));
+    float *out = rt_malloc(sizeof(float) * (size_t)(S * W));
+    for (int64_t i = 0; i < S * W; i++) out[i] = (float)all[i];
+    rt_free(all);
+    rt_free(mine);
+    *rows = S, *width = W;
+    return out;
+}
+
+/* Resuming: this rank's rows of the checkpoint's carried states. */
+static void load_carry(Trainer *tr, const char *ckpt) {
+    int B = tr->rc->train.micro_batch, A = tr->rc->train.grad_accum;
+    int64_t W = model_carry_width(tr->model), S = (int64_t)tr->world * A * B;
+    float *all = rt_malloc(sizeof(float) * (size_t)(S * W)), *mine = rt_malloc(sizeof(float) * (size_t)(B * W));
+    char err[1024];
+    if (checkpoint_load_carry(ckpt, S, W, all, err, sizeof err)) rt_die("%s", err);
+    for (int a = 0; a < A; a++) {
+        for (int b = 0; b < B; b++) memcpy(mine + b * W, all + carry_stream(tr, a, b) * W, sizeof(float) * (size_t)W);
+        model_carry_upload(tr->model, tr->carry[a], B, mine);
+    }
+    rt_free(all);
+    rt_free(mine);
+}
+
 static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
-    TrainerState st = {step, tokens, tr->rc->train.seed, tr->world, tr->train->get_state(tr->train), tr->best};
+    TrainerState st = {.step = step, .tokens = tokens, .seed = tr->rc->train.seed, .world_size = tr->world,
+                       .data_state = tr->train->get_state(tr->train), .best = tr->best};
+    float *carry = gather_carry(tr, &st.carry_rows, &st.carry_width);
+    st.carry = carry;
     char err[1024];
     if (checkpoint_save(tr->rc->run.dir, &st, tr->model, tr->opt, tr->rc,
                         tr->rc->train.keep_checkpoints, err, sizeof err))
         rt_die("%s", err);
     json_decref(st.data_state);
+    rt_free(carry);
     if (tr->rank == 0) {
         progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld", tr->rc->run.dir,
                          (long long)step);
@@ -205,11 +280,16 @@ static void open_data(Trainer *tr) {
     int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch * tr->world;
     int synthetic = !strncmp(rc->data.train, "synthetic:", 10) || !strcmp(rc->data.train, "task");
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
+    int carry = rc->train.carry_state;
     DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? val_windows : 0,
-                       rc->data.prefetch};
+                       rc->data.prefetch, carry ? tr->world * rc->train.micro_batch * rc->train.grad_accum : 0};
     tr->train = datasource_open(rc->data.train, rc, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
-    if (rc->train.val_every > 0) {
+    if (carry && rc->train.val_every > 0) { /* validations score the valid text's streams */
+        if (!(tr->text = char_text_open(&rc->task, err, sizeof err))) rt_die("%s", err);
+        if (!char_text_stream_windows(tr->text, SPLIT_VAL, rc->task.eval_streams, T))
+            rt_die("task.eval_streams = %d: the valid text holds fewer symbols than its streams + 1", rc->task.eval_streams);
+    } else if (rc->train.val_every > 0) {
         const char *spec = rc->data.val[0] ? rc->data.val : rc->data.train;
         opt.split = SPLIT_VAL;
         tr->val = datasource_open(spec, rc, &opt, err, sizeof err);
@@ -243,6 +323,27 @@ static void close_data(Trainer *tr) {
     json_decref(tr->val_start);
     datasource_free(tr->train);
     datasource_free(tr->val);
+    char_text_free(tr->text);
+}
+
+/* train.carry_state: a zeroed block of carried states per micro-batch slot. */
+static void open_carry(Trainer *tr) {
+    const TrainConfig *tc = &tr->rc->train;
+    if (!tc->carry_state) return;
+    const Backend *be = model_backend(tr->model);
+    tr->carry_bytes = model_carry_bytes(tr->model, tc->micro_batch);
+    tr->carry = rt_calloc((size_t)tc->grad_accum, sizeof(void *));
+    tr->continues = rt_calloc((size_t)tc->grad_accum, 1);
+    for (int a = 0; a < tc->grad_accum; a++) {
+        tr->carry[a] = be->alloc(tr->carry_bytes);
+        be->zero(tr->carry[a], tr->carry_bytes);
+    }
+}
+
+static void close_carry(Trainer *tr) {
+    for (int a = 0; tr->carry && a < tr->rc->train.grad_accum; a++) model_backend(tr->model)->release(tr->carry[a]);
+    rt_free(tr->carry);
+    rt_free(tr->continues);
 }
 
 /* The checkpoint to resume from, chosen (and checksum-verified) by rank 0: NULL for a
@@ -271,6 +372,10 @@ static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double
          * the rank alone, so that a resumed run draws those of the uninterrupted one */
         uint64_t stream = ((uint64_t)step * (uint64_t)A + (uint64_t)a) * (uint64_t)tr->world + (uint64_t)tr->rank;
         model_set_dropout_stream(tr->model, tr->rc->train.seed, stream);
+        if (tr->carry) { /* the slot's rows continue from its carried states, or start afresh */
+            if (!tr->continues[a]) model_backend(tr->model)->zero(tr->carry[a], tr->carry_bytes);
+            model_set_carry(tr->model, tr->carry[a], tr->rc->train.micro_batch);
+        }
         if (a == A - 1 && grad_comm_summing(&tr->comm))
             model_set_grad_ready(tr->model, grad_buckets_ready, &tr->buckets);
         loss += model_forward(tr->model, &batches[a], inv, NULL) * inv;
@@ -329,6 +434,7 @@ int train_run(const RunConfig *rc, const char *resume) {
                tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
     }
     open_data(&tr);
+    open_carry(&tr);
     if (lead) fs_mkdirs(rc->run.dir);
     dist_barrier();
 
@@ -341,6 +447,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         if (st.data_state && tr.train->set_state(tr.train, st.data_state, err, sizeof err))
             rt_die("%s: %s", ckpt, err);
         json_decref(st.data_state);
+        if (tr.carry) load_carry(&tr, ckpt);
         start = st.step;
         tokens = st.tokens;
         if (st.best.metric == tc->keep_best) tr.best = st.best;
@@ -377,7 +484,10 @@ int train_run(const RunConfig *rc, const char *resume) {
         double lr = lr_at(tc, step);
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
-        for (int a = 0; a < tc->grad_accum; a++) valid += next_batch(&tr, tr.train, a, &batches[a]);
+        for (int a = 0; a < tc->grad_accum; a++) {
+            valid += next_batch(&tr, tr.train, a, &batches[a]);
+            if (tr.carry) tr.continues[a] = (uint8_t)tr.train->continues;
+        }
         dist_allreduce_sum_i64(&valid, 1);
         double loss = forward_backward(&tr, step, batches, 1.0 / (double)(valid ? valid : 1));
         int buckets;
@@ -464,6 +574,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         plots_write(rc->run.dir);
         printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
     }
+    close_carry(&tr);
     close_data(&tr);
     rt_free(tr.ranges);
     optimizer_free(tr.opt);

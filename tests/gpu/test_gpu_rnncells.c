@@ -1,7 +1,8 @@
 /* GPU tests of the nonlinear recurrences (kernels/rnn.cu; docs/models.md §17, §18) against the
  * CPU backend: rnn_fwd (h and each segment's final state) and rnn_bwd (dz, dW, the modReLU
- * bias) with tanh and modReLU on several segment layouts, rnn_step, the LSTM's forward,
- * backward and step, the nnRNN's Schur form and its gradient, and l2_penalty.
+ * bias) with tanh and modReLU on several segment layouts, from zero or carried initial states
+ * (h0, docs/models.md §19), rnn_step, the LSTM's forward, backward and step (also from
+ * carried states), the nnRNN's Schur form and its gradient, and l2_penalty.
  *
  * Both backends read the same bf16-rounded inputs z (the CPU gets them back from the GPU), so
  * the trajectories differ only by the rounding of the sums; recurrent matrices are scaled to
@@ -44,18 +45,19 @@ static char name_buf[200];
 /* x rounded to bf16 (what the GPU reads). */
 static float *rounded(const float *x, int64_t n) { return gt_get_act(gt_act(x, n), n); }
 
-static void rnn_case(const Layout *lay, int n, RnnAct act) {
+static void rnn_case(const Layout *lay, int n, RnnAct act, int carried) {
     Seqs *s = gt_seqs(lay->lens, lay->n);
     int64_t N = s->ntok, nz = N * n, nf = (int64_t)lay->n * n, nw = (int64_t)n * n;
-    const char *an = act == RNN_MODRELU ? "modrelu" : "tanh";
+    const char *an = act == RNN_MODRELU ? (carried ? "modrelu h0" : "modrelu") : (carried ? "tanh h0" : "tanh");
+    float *h0 = carried ? gt_randn(nf, 0.5) : NULL;
     float *z = rounded(gt_randn(nz, 1.0), nz), *dh = gt_randn(nz, 1.0), *W = gt_randn(nw, 0.5 / sqrt(n));
     float *b = act == RNN_MODRELU ? gt_rand(n, -0.3, 0.2) : NULL;
     float *hc = gt_zeros(nz), *fc = gt_zeros(nf);
-    RnnArgs ac = {.s = s, .n = n, .act = act, .W = W, .bias = b, .z = z, .h = hc, .state = fc};
+    RnnArgs ac = {.s = s, .n = n, .act = act, .W = W, .bias = b, .z = z, .h = hc, .state = fc, .h0 = h0};
     gt_cpu->rnn_fwd(&ac);
     void *hd = gt_garbage_act(nz), *fd = gt_garbage_f32(nf);
     RnnArgs ad = {.s = s, .n = n, .act = act, .W = gt_f32(W, nw), .bias = b ? gt_f32(b, n) : NULL,
-                  .z = gt_act(z, nz), .h = hd, .state = fd};
+                  .z = gt_act(z, nz), .h = hd, .state = fd, .h0 = h0 ? gt_f32(h0, nf) : NULL};
     gt_gpu->rnn_fwd(&ad);
     gt_compare(NAME("rnn_fwd %s h n=%d %s", an, n, lay->name), gt_get_act(hd, nz), hc, nz, TOL_BF16);
     gt_compare(NAME("rnn_fwd %s final state n=%d %s", an, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
@@ -81,8 +83,9 @@ static void rnn_case(const Layout *lay, int n, RnnAct act) {
 static void test_rnn(void) {
     for (int l = 0; l < NLAYOUT; l++)
         for (int a = 0; a < 2; a++) {
-            rnn_case(&layouts[l], 48, (RnnAct)a);
-            rnn_case(&layouts[l], 1100, (RnnAct)a); /* more units than threads */
+            rnn_case(&layouts[l], 48, (RnnAct)a, 0);
+            rnn_case(&layouts[l], 1100, (RnnAct)a, 0); /* more units than threads */
+            rnn_case(&layouts[l], 48, (RnnAct)a, 1);
         }
 }
 
@@ -107,20 +110,23 @@ static void test_rnn_step(void) {
     gt_reset();
 }
 
-static void lstm_case(const Layout *lay, int n) {
+static void lstm_case(const Layout *lay, int n, int carried) {
     Seqs *s = gt_seqs(lay->lens, lay->n);
     int64_t N = s->ntok, nh = N * n, nz = 4 * nh, nf = (int64_t)lay->n * 2 * n, nw = 4 * (int64_t)n * n;
+    float *h0 = carried ? gt_randn(nf, 0.5) : NULL;
+    const char *cn = carried ? " h0" : "";
     float *z = rounded(gt_randn(nz, 1.0), nz), *dh = gt_randn(nh, 1.0), *W = gt_randn(nw, 0.5 / sqrt(n));
     float *hc = gt_zeros(nh), *cc = gt_zeros(nh), *qc = gt_zeros(nz), *fc = gt_zeros(nf);
-    LstmArgs ac = {.s = s, .n = n, .W = W, .z = z, .gates = qc, .c = cc, .h = hc, .state = fc};
+    LstmArgs ac = {.s = s, .n = n, .W = W, .z = z, .gates = qc, .c = cc, .h = hc, .state = fc, .h0 = h0};
     gt_cpu->lstm_fwd(&ac);
     void *hd = gt_garbage_act(nh), *cd = gt_garbage_f32(nh), *qd = gt_garbage_act(nz), *fd = gt_garbage_f32(nf);
-    LstmArgs ad = {.s = s, .n = n, .W = gt_f32(W, nw), .z = gt_act(z, nz), .gates = qd, .c = cd, .h = hd, .state = fd};
+    LstmArgs ad = {.s = s, .n = n, .W = gt_f32(W, nw), .z = gt_act(z, nz), .gates = qd, .c = cd, .h = hd, .state = fd,
+                   .h0 = h0 ? gt_f32(h0, nf) : NULL};
     gt_gpu->lstm_fwd(&ad);
-    gt_compare(NAME("lstm_fwd h n=%d %s", n, lay->name), gt_get_act(hd, nh), hc, nh, TOL_BF16);
-    gt_compare(NAME("lstm_fwd c n=%d %s", n, lay->name), gt_get_f32(cd, nh), cc, nh, TOL_STATE);
-    gt_compare(NAME("lstm_fwd gates n=%d %s", n, lay->name), gt_get_act(qd, nz), qc, nz, TOL_BF16);
-    gt_compare(NAME("lstm_fwd final state n=%d %s", n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
+    gt_compare(NAME("lstm_fwd h%s n=%d %s", cn, n, lay->name), gt_get_act(hd, nh), hc, nh, TOL_BF16);
+    gt_compare(NAME("lstm_fwd c%s n=%d %s", cn, n, lay->name), gt_get_f32(cd, nh), cc, nh, TOL_STATE);
+    gt_compare(NAME("lstm_fwd gates%s n=%d %s", cn, n, lay->name), gt_get_act(qd, nz), qc, nz, TOL_BF16);
+    gt_compare(NAME("lstm_fwd final state%s n=%d %s", cn, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
     ac.h = rounded(hc, nh), ac.gates = rounded(qc, nz), ac.state = NULL;
     float *dzc = gt_zeros(nz), *dWc = gt_zeros(nw);
     gt_cpu->lstm_bwd(&(LstmGrads){.a = ac, .dh = rounded(dh, nh), .dz = dzc, .dW = dWc});
@@ -129,13 +135,13 @@ static void lstm_case(const Layout *lay, int n) {
     ad.h = gt_act(ac.h, nh), ad.gates = gt_act(ac.gates, nz), ad.c = gt_f32(cc, nh), ad.state = NULL;
     void *dzd = gt_garbage_act(nz);
     gt_gpu->lstm_bwd(&(LstmGrads){.a = ad, .dh = gt_act(dh, nh), .dz = dzd, .dW = dWd});
-    gt_compare(NAME("lstm_bwd dz n=%d %s", n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
-    gt_compare(NAME("lstm_bwd dW += n=%d %s", n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw, TOL_SUM);
+    gt_compare(NAME("lstm_bwd dz%s n=%d %s", cn, n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
+    gt_compare(NAME("lstm_bwd dW +=%s n=%d %s", cn, n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw, TOL_SUM);
     gt_reset();
 }
 
 static void test_lstm(void) {
-    for (int l = 0; l < NLAYOUT; l++) lstm_case(&layouts[l], 40), lstm_case(&layouts[l], 300);
+    for (int l = 0; l < NLAYOUT; l++) lstm_case(&layouts[l], 40, 0), lstm_case(&layouts[l], 300, 0), lstm_case(&layouts[l], 40, 1);
 }
 
 static void test_lstm_step(void) {
