@@ -263,6 +263,79 @@ static void test_task_source(void) {
     rt_free(d);
 }
 
+/* Carried-state streams (docs/models.md §19): over a pass, every symbol after the first is a
+ * label exactly once; each window of a stream continues its previous window (its first input is
+ * that window's last label); through data.train = task with 2 ranks, each rank reads its
+ * streams' windows, `continues` is 0 exactly on a pass's first window, and the stream count is
+ * in the saved position. */
+static void test_streams(void) {
+    char *d = tmpdir();
+    char text[1001];
+    for (int i = 0; i < 1000; i++) text[i] = (char)('a' + (i * 7 + i / 13) % 26);
+    write_file(d, "t.txt", text, 1000);
+    char *path = rt_sprintf("%s/t.txt", d);
+    TaskConfig task = chars_task(path, "raw");
+    CharText *t = char_text_open(&task, err, sizeof err);
+    CHECK_MSG(t, "%s", err);
+    enum { S = 6, T = 16 };
+    int64_t n, W = char_text_stream_windows(t, SPLIT_TRAIN, S, T);
+    const int32_t *sym = char_text_tokens(t, SPLIT_TRAIN, &n);
+    CHECK(W == ((n - 1 + S - 1) / S + T - 1) / T);
+    int *seen = rt_calloc((size_t)n, sizeof(int));
+    int32_t tok[T], lab[T], last[S];
+    int broken = 0;
+    for (int64_t i = 0; i < S * W; i++) {
+        int j = (int)(i % S);
+        char_text_stream_row(t, SPLIT_TRAIN, S, T, i, tok, lab);
+        if (i >= S && last[j] != -100 && tok[0] != last[j]) broken++;
+        for (int p = 0; p < T; p++) {
+            if (lab[p] == -100) continue;
+            int64_t q = -1; /* the position of this label: tok[p] is the symbol before it */
+            for (int64_t x = 1; x < n && q < 0; x++)
+                if (!seen[x] && sym[x] == lab[p] && sym[x - 1] == tok[p]) q = x;
+            if (q > 0) seen[q]++;
+        }
+        last[j] = lab[T - 1];
+    }
+    int64_t once = 0;
+    for (int64_t x = 1; x < n; x++) once += seen[x] == 1;
+    CHECK_MSG(once == n - 1 && broken == 0, "%lld of %lld labels once, %d windows not continuing", (long long)once,
+              (long long)(n - 1), broken);
+    CHECK(char_text_stream_windows(t, SPLIT_VAL, 60, T) == 0); /* 50 valid symbols: fewer than 60 + 1 */
+    RunConfig rc;
+    char *pathset = rt_sprintf("task.path=%s", path);
+    const char *sets[] = {"data.train=task", "task.type=chars", "train.seq_len=16", pathset};
+    CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
+    for (int r = 0; r < 2; r++) {
+        DataOptions opt = {T, rc.train.seed, SPLIT_TRAIN, r, 2, 0, 0, S};
+        DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+        CHECK_MSG(ds, "%s", err);
+        if (!ds) continue;
+        int32_t bt[3 * T], bl[3 * T], want[T], wl[T];
+        for (int64_t step = 0; step < W + 2; step++) {
+            CHECK(ds->next_labeled(ds, bt, bl, 3, err, sizeof err) == 0);
+            CHECK(ds->continues == (step % W != 0));
+            for (int b = 0; b < 3; b++) { /* rank r reads streams 3r .. 3r + 2 */
+                char_text_stream_row(t, SPLIT_TRAIN, S, T, step * S + 3 * r + b, want, wl);
+                CHECK(!memcmp(want, bt + b * T, sizeof want) && !memcmp(wl, bl + b * T, sizeof wl));
+            }
+        }
+        json_t *st = ds->get_state(ds);
+        CHECK(json_integer_value(json_object_get(st, "carry_streams")) == S);
+        CHECK(ds->set_state(ds, st, err, sizeof err) == 0);
+        json_object_set_new(st, "carry_streams", json_integer(4));
+        CHECK(ds->set_state(ds, st, err, sizeof err) != 0 && strstr(err, "carried-state streams"));
+        json_decref(st);
+        datasource_free(ds);
+    }
+    char_text_free(t);
+    fs_remove_tree(d);
+    rt_free(seen);
+    rt_free(pathset);
+    rt_free(path);
+    rt_free(d);
+}
+
 /* The shipped tiny Shakespeare, raw: 1115394 ASCII characters over 65 symbols, cut 90/5/5. */
 static void test_tinyshakespeare(void) {
     char buf[1024];
@@ -287,6 +360,7 @@ int main(int argc, char **argv) {
         {"raw_cut", test_raw_cut},
         {"rows", test_rows},
         {"task_source", test_task_source},
+        {"streams", test_streams},
         {"tinyshakespeare", test_tinyshakespeare},
     };
     return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

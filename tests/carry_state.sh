@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# train.carry_state (docs/models.md §19): truncated backpropagation through time with the
+# recurrent state carried across windows, on a generated text read as 8 streams.
+#  - A checkpoint holds every stream's state (carry_state.safetensors [8, width]); resuming
+#    from it gives the losses, validations and final weights and states of the straight run
+#    bit for bit, across a pass boundary (where the streams restart from zero states).
+#  - 2 ranks x 1 micro-batch read the streams of 1 rank x 2 accumulated micro-batches: the
+#    same losses (to the order of the sums), and the 1-rank checkpoint resumes on 2 ranks.
+#  - rotor synth scores the valid and test texts as task.eval_streams carried streams, every
+#    symbol after the first once; a resume with another stream count, and a mixer that cannot
+#    carry, are refused with messages naming the keys.
+set -euo pipefail
+rotor=$1
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
+fail() { echo "FAIL: $*" >&2; exit 1; }
+/usr/bin/python3 - "$out/text.txt" <<'PY'
+import random, sys
+random.seed(3)
+words = ["alpha", "beta", "gamma", "delta", "rot", "orbit", "spin", "turn"]
+open(sys.argv[1], "w").write(" ".join(random.choice(words) for _ in range(600)) + "\n")
+PY
+cat > "$out/c.ini" <<INI
+[model]
+type = lstm
+block = rnn
+hidden_size = 16
+num_layers = 1
+[pe]
+type = nope
+[train]
+seq_len = 20
+micro_batch = 4
+grad_accum = 2
+steps = 30
+carry_state = true
+optimizer = rmsprop
+lr = 3e-3
+schedule = constant
+warmup_frac = 0
+weight_decay = 0
+val_every = 10
+checkpoint_every = 15
+keep_checkpoints = 0
+log_every = 1
+[task]
+type = chars
+path = $out/text.txt
+eval_streams = 4
+[data]
+train = task
+[run]
+threads = 1
+INI
+"$rotor" train "$out/c.ini" --set run.dir="$out/a" >"$out/a.log" 2>&1 || { cat "$out/a.log"; fail "straight run"; }
+ck=$out/a/checkpoints/step_00000015
+mkdir -p "$out/b/checkpoints"
+cp -r "$ck" "$out/b/checkpoints/"
+echo step_00000015 >"$out/b/checkpoints/latest"
+"$rotor" train "$out/c.ini" --set run.dir="$out/b" --resume auto >"$out/b.log" 2>&1 || { cat "$out/b.log"; fail "resumed run"; }
+/usr/bin/python3 - "$out" <<'PY'
+import json, struct, sys
+out = sys.argv[1]
+def metrics(run):
+    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
+a, b = metrics("a"), metrics("b")
+assert sorted(b) == list(range(16, 31)), sorted(b)
+for s in b:
+    for k in ("loss", "grad_norm") + (("val_loss", "val_bpc") if "val_loss" in a[s] else ()):
+        assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+f = open(f"{out}/a/checkpoints/step_00000015/carry_state.safetensors", "rb").read()
+n = struct.unpack("<Q", f[:8])[0]
+head = json.loads(f[8:8 + n])
+assert head["state"]["shape"] == [8, 32] and head["state"]["dtype"] == "F32", head
+assert head["__metadata__"]["streams"] == "8", head
+vals = struct.unpack(f"<{8 * 32}f", f[8 + n:])
+assert any(v != 0 for v in vals), "the saved states are all zero"
+n = len(open(f"{out}/text.txt").read())
+train = n - 2 * int(n * 0.05) - 1  # labels of the train text (one file cut by the default fractions)
+W = max(-(-((j + 1) * train // 8 - j * train // 8) // 20) for j in range(8))
+assert 15 < W < 30, W  # the resumed steps cross a pass boundary
+print(f"resumed at step 15: steps 16-30 identical (a pass is {W} windows: the streams restart at step {W + 1})")
+PY
+for f in model.safetensors optimizer.safetensors carry_state.safetensors; do
+  cmp "$out/a/checkpoints/step_00000030/$f" "$out/b/checkpoints/step_00000030/$f" || fail "step 30 $f differs after resuming"
+done
+
+mpi=(mpirun --oversubscribe --bind-to none -np 2)
+"${mpi[@]}" "$rotor" train "$out/c.ini" --set train.grad_accum=1 --set run.dir="$out/two" >"$out/two.log" 2>&1 \
+  || { cat "$out/two.log"; fail "2-rank run"; }
+mkdir -p "$out/two-b/checkpoints"
+cp -r "$ck" "$out/two-b/checkpoints/"
+echo step_00000015 >"$out/two-b/checkpoints/latest"
+"${mpi[@]}" "$rotor" train "$out/c.ini" --set train.grad_accum=1 --set run.dir="$out/two-b" --resume auto \
+  >"$out/two-b.log" 2>&1 || { cat "$out/two-b.log"; fail "2-rank resume of the 1-rank checkpoint"; }
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+def metrics(run):
+    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
+a = metrics("a")
+for run, first in (("two", 1), ("two-b", 16)):
+    m = metrics(run)
+    worst = max(abs(a[s]["loss"] - m[s]["loss"]) / a[s]["loss"] for s in range(first, 31))
+    vworst = max(abs(a[s]["val_loss"] - m[s]["val_loss"]) / a[s]["val_loss"] for s in (20, 30))
+    assert worst < 1e-5 and vworst < 1e-5, (run, worst, vworst)
+    print(f"{run}: losses of steps {first}-30 agree with 1 rank x 2 micro-batches to {worst:.1e}")
+PY
+
+"$rotor" synth "$out/c.ini" --set run.dir="$out/s" --set train.steps=10 >"$out/s.log" 2>&1 || { cat "$out/s.log"; fail "synth"; }
+grep -q "^chars valid: .*(carried states)" "$out/s.log" || fail "synth did not score with carried states"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+m = json.load(open(f"{out}/s/synth_results.json"))["metrics"]
+n = len(open(f"{out}/text.txt").read())
+valid, test = int(n * 0.05), int(n * 0.05)
+assert m["valid"]["characters"] == valid - 1 and m["test"]["characters"] == test - 1, (m["valid"], m["test"], n)
+assert m["valid"]["streams"] == 4 and m["test"]["streams"] == 4
+val = {j["step"]: j for j in map(json.loads, open(f"{out}/s/metrics.jsonl"))}[10]["val_loss"]
+assert abs(val - m["valid"]["loss"]) < 1e-5, (val, m["valid"]["loss"])
+print(f"synth: valid {m['valid']['bpc']:.3f} / test {m['test']['bpc']:.3f} bits per character over 4 streams")
+PY
+
+if "$rotor" train "$out/c.ini" --set train.micro_batch=2 --set run.dir="$out/b" --resume auto >"$out/bad.log" 2>&1; then
+  fail "resuming with 4 streams instead of 8 was accepted"
+fi
+grep -q "carried-state streams" "$out/bad.log" || { cat "$out/bad.log"; fail "no message naming the stream count"; }
+if "$rotor" train "$out/c.ini" --set model.type=gla --set run.dir="$out/g" >"$out/gla.log" 2>&1; then
+  fail "train.carry_state with model.type = gla was accepted"
+fi
+grep -q "train.carry_state = true: only the recurrent cells" "$out/gla.log" || { cat "$out/gla.log"; fail "no message for gla"; }
+echo "carry_state: ok"
