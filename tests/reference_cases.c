@@ -21,7 +21,53 @@ static void die_if(int rc, const char *err) {
     if (rc) rt_die("%s", err);
 }
 
-static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
+/* Columns [w Tw, (w + 1) Tw) of the B rows of T of src into dst [B, Tw]. */
+static void window_of(const int32_t *src, int B, int T, int Tw, int w, int32_t *dst) {
+    for (int b = 0; b < B; b++) memcpy(dst + b * Tw, src + b * T + w * Tw, sizeof(int32_t) * (size_t)Tw);
+}
+
+/* The batch as `windows` windows of T / windows tokens per row, each from the states the previous
+ * left (docs/models.md §19; one window: the rows whole): the logits of every position (not for
+ * a classifier, whose logits the forward of b leaves), and with grad_scale > 0 the gradients.
+ * Returns the summed loss over the labels. */
+static double run_windows(Model *m, const Batch *b, int windows, double grad_scale, real *logits) {
+    int B = b->B, Tw = b->T / windows, V = model_config(m)->vocab_size;
+    const Backend *be = model_backend(m);
+    void *block = NULL;
+    size_t bytes = 0;
+    if (windows > 1) {
+        bytes = model_carry_bytes(m, B);
+        block = be->alloc(bytes);
+        be->zero(block, bytes);
+        model_set_carry(m, block, B);
+    }
+    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw)), *lab = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw));
+    real *part = rt_malloc(sizeof(real) * (size_t)(B * Tw * V));
+    double loss = 0;
+    for (int w = 0; w < windows; w++) {
+        window_of(b->tokens, B, b->T, Tw, w, tok);
+        window_of(b->labels, B, b->T, Tw, w, lab);
+        if (logits) { /* a pass in which every position has a label */
+            for (int i = 0; i < B * Tw; i++) lab[i] = 0;
+            model_forward(m, &(Batch){B, Tw, tok, lab, NULL}, 0.0, NULL);
+            model_get_logits(m, part);
+            for (int r = 0; r < B; r++)
+                memcpy(logits + ((size_t)r * b->T + (size_t)w * Tw) * V, part + (size_t)r * Tw * V, sizeof(real) * (size_t)(Tw * V));
+            continue;
+        }
+        loss += model_forward(m, &(Batch){B, Tw, tok, lab, NULL}, grad_scale, NULL);
+        if (grad_scale > 0) model_backward(m);
+    }
+    if (block) model_set_carry(m, NULL, 0), be->release(block);
+    rt_free(tok);
+    rt_free(lab);
+    rt_free(part);
+    return loss;
+}
+
+/* windows > 1: the rows run as that many windows with carried states (the recurrent cells,
+ * train.carry_state), batch.safetensors marking the window boundaries as "truncate". */
+static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, int windows) {
     fs_mkdirs(dir);
     char path[1200], err[1024];
     json_t *cj = hf_config_to_json(cfg);
@@ -59,18 +105,15 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
     Batch b = {B, T, tok, lab, NULL};
 
     real *logits = rt_malloc(sizeof(real) * (size_t)(B * T * V));
-    int64_t valid;
-    double loss_sum = model_forward(m, &b, 0.0f, &valid);
-    if (!classify) { /* the logits of every position: a pass in which every position has a label */
-        int32_t all_lab[2 * 70];
-        for (int i = 0; i < B * T; i++) all_lab[i] = 0;
-        Batch every = {B, T, tok, all_lab, NULL};
-        model_forward(m, &every, 0.0f, NULL);
-    }
-    model_get_logits(m, logits);
+    int64_t valid = 0;
+    for (int i = 0; i < B * T; i++) valid += lab[i] != -100;
+    double loss_sum = run_windows(m, &b, windows, 0.0, NULL);
+    if (classify)
+        model_get_logits(m, logits);
+    else
+        run_windows(m, &b, windows, 0.0, logits);
     model_zero_grads(m);
-    model_forward(m, &b, 1.0 / (double)valid, NULL);
-    model_backward(m);
+    run_windows(m, &b, windows, 1.0 / (double)valid, NULL);
     const real *g = model_grads(m);
     real loss = (real)(loss_sum / (double)valid);
     const char *dt = sizeof(real) == 8 ? "F64" : "F32";
@@ -102,10 +145,13 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed) {
     die_if(st_write(path, wt, t->n, NULL, err, sizeof err), err);
     snprintf(path, sizeof path, "%s/expected.safetensors", dir);
     die_if(st_write(path, ex, ne, NULL, err, sizeof err), err);
-    StTensor bt[2] = {{"input_ids", "I64", 2, {B, T}, ids64, sizeof ids64},
-                      {"labels", "I64", 2, {B, T}, lab64, sizeof lab64}};
+    int64_t cut[2 * 70];
+    for (int i = 0; i < B * T; i++) cut[i] = i % T > 0 && (i % T) % (T / windows) == 0;
+    StTensor bt[3] = {{"input_ids", "I64", 2, {B, T}, ids64, sizeof ids64},
+                      {"labels", "I64", 2, {B, T}, lab64, sizeof lab64},
+                      {"truncate", "I64", 2, {B, T}, cut, sizeof cut}};
     snprintf(path, sizeof path, "%s/batch.safetensors", dir);
-    die_if(st_write(path, bt, 2, NULL, err, sizeof err), err);
+    die_if(st_write(path, bt, windows > 1 ? 3 : 2, NULL, err, sizeof err), err);
     rt_free(wt);
     rt_free(ex);
     rt_free(logits);
@@ -136,7 +182,7 @@ int main(int argc, char **argv) {
                 apply_pe_variant(&c, k);
                 char dir[1024];
                 snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
-                write_case(dir, &c, 100 + (uint64_t)n++);
+                write_case(dir, &c, 100 + (uint64_t)n++, 1);
                 printf("%s\n", dir);
                 /* the lra block and bidirectional scans (docs/models.md §16) on the LRU and RotRNN,
                  * both options: the lra block under the LM head, and bidirectional classifiers
@@ -151,9 +197,18 @@ int main(int argc, char **argv) {
                         h.pool = bl == 2 ? POOL_LAST : POOL_MEAN;
                         snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
                                  pe_variant_name(&c, k), blocks[bl]);
-                        write_case(dir, &h, 2000 + (uint64_t)extra++);
+                        write_case(dir, &h, 2000 + (uint64_t)extra++, 1);
                         printf("%s\n", dir);
                     }
+                }
+                /* the recurrent cells run as two windows of 35 with carried states (docs/models.md
+                 * §19: truncated BPTT), in the option's block (documents are not masked) */
+                if (!c.doc_mask && (c.mixer == MIXER_RNN || c.mixer == MIXER_RNN_ORTH || c.mixer == MIXER_EXPRNN ||
+                                    c.mixer == MIXER_NNRNN || c.mixer == MIXER_LSTM)) {
+                    ModelConfig h = c;
+                    snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
+                    write_case(dir, &h, 3000 + (uint64_t)n, 2);
+                    printf("%s\n", dir);
                 }
                 /* the other heads (docs/models.md §12, §15) on the first option of GLA and FoX:
                  * the auto-encoder; the classifier with mean pooling and the linear input
@@ -173,7 +228,7 @@ int main(int argc, char **argv) {
                     h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
                              pe_variant_name(&c, k), shapes[sh]);
-                    write_case(dir, &h, 1000 + (uint64_t)extra++); /* the variants keep their seeds */
+                    write_case(dir, &h, 1000 + (uint64_t)extra++, 1); /* the variants keep their seeds */
                     printf("%s\n", dir);
                 }
             }

@@ -49,8 +49,11 @@ class Docs:
     always does. Without doc_mask the whole row is one document (`start` is None).
     """
 
-    def __init__(self, input_ids, cfg, labels=None):
+    def __init__(self, input_ids, cfg, labels=None, truncate=None):
         B, T = input_ids.shape
+        # truncated BPTT with carried states (docs/models.md §19): [B, T] True where the state
+        # entering a position is carried on without its gradient (a window boundary)
+        self.truncate = truncate
         idx = torch.arange(T, device=input_ids.device).expand(B, T)
         # bidirectional scans (docs/models.md §16): a labeled token also ends its segment
         ends = labels is not None and cfg.get("rotor_bidirectional", False)
@@ -747,14 +750,16 @@ class ModReLU(nn.Module):
         return torch.sign(a) * F.relu(a.abs() + self.b)
 
 
-def recurrence_naive(z, W, act, start):
+def recurrence_naive(z, W, act, start, truncate=None):
     """docs/models.md §17: h_t = act(z_t + h_{t-1} W^T) one token at a time, h zeroed at
-    document starts. z [B, T, n]."""
+    document starts, its gradient stopped where truncate is set (§19). z [B, T, n]."""
     h = z.new_zeros(z.shape[0], z.shape[2])
     out = []
     for t in range(z.shape[1]):
         if start is not None:
             h = h * (~start[:, t]).to(z.dtype)[:, None]
+        if truncate is not None:
+            h = torch.where(truncate[:, t, None], h.detach(), h)
         h = act(z[:, t] + h @ W.t())
         out.append(h)
     return torch.stack(out, 1)
@@ -803,7 +808,7 @@ class RNNMixer(nn.Module):
     def forward(self, x, docs, naive):
         z = (self.input_kernel if self.kind == "exprnn" else self.U)(x)
         act = self.nonlinearity if self.kind in ("exprnn", "nnrnn") else torch.tanh
-        return recurrence_naive(z, self.recurrent_matrix(), act, docs.start)
+        return recurrence_naive(z, self.recurrent_matrix(), act, docs.start, docs.truncate)
 
 
 class LSTMMixer(nn.Module):
@@ -826,6 +831,9 @@ class LSTMMixer(nn.Module):
             if docs.start is not None:
                 keep = (~docs.start[:, t]).to(z.dtype)[:, None]
                 h, c = h * keep, c * keep
+            if docs.truncate is not None:
+                cut = docs.truncate[:, t, None]
+                h, c = torch.where(cut, h.detach(), h), torch.where(cut, c.detach(), c)
             a = z[:, t] + h @ self.weight_hh.t()
             i, f, g, o = a.split(n, dim=1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -948,10 +956,10 @@ class RotorLM(nn.Module):
         else:
             self.lm_head = nn.Linear(d, cfg["vocab_size"], bias=False)
 
-    def forward(self, input_ids, naive=False, labels=None):
+    def forward(self, input_ids, naive=False, labels=None, truncate=None):
         """Logits [B, T, V]; the classifier's [B, classes] from the sequences that end at each
-        row's labeled token (labels needed)."""
-        docs = Docs(input_ids, self.cfg, labels)
+        row's labeled token (labels needed). truncate: see Docs."""
+        docs = Docs(input_ids, self.cfg, labels, truncate)
         bb = self.backbone if self.cfg["model_type"] == "mamba2" else self.model
         if hasattr(bb, "encoder"):
             scale = self.cfg["rotor_input_scale"]

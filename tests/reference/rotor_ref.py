@@ -2,7 +2,8 @@
 """rotor PyTorch reference: verify the C implementation, give a training-speed baseline, self-test.
 
   rotor_ref.py check DIR [DIR...] [--rtol 1e-4] [--threads 1]
-      Each DIR holds config.json, model.safetensors, batch.safetensors (input_ids, labels) and the C
+      Each DIR holds config.json, model.safetensors, batch.safetensors (input_ids, labels; truncate
+      where carried states cross a window boundary, docs/models.md §19) and the C
       code's expected.safetensors (logits, loss, grad.<param>). The reference recomputes them in float64
       with naive mixers (token recurrences for GLA/GDN/DeltaNet, explicit T x T softmax for FoX) and autograd.
       Exit 0 when every case passes.
@@ -36,11 +37,12 @@ import ref_safetensors as st  # noqa: E402
 
 # ----------------------------------------------------------------------------- check
 
-def reference_outputs(cfg, weights, input_ids, labels):
-    """float64 naive forward + backward. Returns (logits, loss, {param name: grad})."""
+def reference_outputs(cfg, weights, input_ids, labels, truncate=None):
+    """float64 naive forward + backward (truncate: the window boundaries of carried states,
+    docs/models.md §19). Returns (logits, loss, {param name: grad})."""
     model = rm.RotorLM(cfg).double()
     model.load_state_dict({n: torch.from_numpy(w).double() for n, w in weights.items()}, strict=True)
-    logits = model(input_ids, naive=True, labels=labels)
+    logits = model(input_ids, naive=True, labels=labels, truncate=truncate)
     if model.head == "classifier":  # one class per row, at its labeled token
         row_labels = torch.stack([lab[lab != -100][0] for lab in labels])
         loss = F.cross_entropy(logits, row_labels)
@@ -77,7 +79,8 @@ def check_case(case_dir, rtol):
 
     ids = torch.from_numpy(batch["input_ids"]).long()
     labels = torch.from_numpy(batch["labels"]).long()
-    logits, loss, grads = reference_outputs(cfg, weights, ids, labels)
+    truncate = torch.from_numpy(batch["truncate"]).bool() if "truncate" in batch else None
+    logits, loss, grads = reference_outputs(cfg, weights, ids, labels, truncate)
 
     stats = {}
     if "loss" not in expected:
