@@ -6,6 +6,8 @@
 #    bit for bit, across a pass boundary (where the streams restart from zero states).
 #  - 2 ranks x 1 micro-batch read the streams of 1 rank x 2 accumulated micro-batches: the
 #    same losses (to the order of the sums), and the 1-rank checkpoint resumes on 2 ranks.
+#  - train.plateau_factor halves the learning rate at each validation that is not the best,
+#    and the factor survives resumption.
 #  - rotor synth scores the valid and test texts as task.eval_streams carried streams, every
 #    symbol after the first once; a resume with another stream count, and a mixer that cannot
 #    carry, are refused with messages naming the keys.
@@ -38,10 +40,11 @@ steps = 30
 carry_state = true
 optimizer = rmsprop
 lr = 3e-3
+plateau_factor = 0.5
 schedule = constant
 warmup_frac = 0
 weight_decay = 0
-val_every = 10
+val_every = 5
 checkpoint_every = 15
 keep_checkpoints = 0
 log_every = 1
@@ -68,7 +71,7 @@ def metrics(run):
 a, b = metrics("a"), metrics("b")
 assert sorted(b) == list(range(16, 31)), sorted(b)
 for s in b:
-    for k in ("loss", "grad_norm") + (("val_loss", "val_bpc") if "val_loss" in a[s] else ()):
+    for k in ("loss", "grad_norm", "lr") + (("val_loss", "val_bpc") if "val_loss" in a[s] else ()):
         assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
 f = open(f"{out}/a/checkpoints/step_00000015/carry_state.safetensors", "rb").read()
 n = struct.unpack("<Q", f[:8])[0]
@@ -86,6 +89,46 @@ PY
 for f in model.safetensors optimizer.safetensors carry_state.safetensors; do
   cmp "$out/a/checkpoints/step_00000030/$f" "$out/b/checkpoints/step_00000030/$f" || fail "step 30 $f differs after resuming"
 done
+
+# train.plateau_factor = 0.5 at a learning rate high enough for validations to get worse
+"$rotor" train "$out/c.ini" --set train.lr=0.3 --set train.checkpoint_every=10 --set run.dir="$out/p" >"$out/p.log" 2>&1 || { cat "$out/p.log"; fail "plateau run"; }
+mkdir -p "$out/p-b/checkpoints"
+cp -r "$out/p/checkpoints/step_00000020" "$out/p-b/checkpoints/"
+echo step_00000020 >"$out/p-b/checkpoints/latest"
+"$rotor" train "$out/c.ini" --set train.lr=0.3 --set train.checkpoint_every=10 --set run.dir="$out/p-b" --resume auto >"$out/p-b.log" 2>&1 \
+  || { cat "$out/p-b.log"; fail "plateau resume"; }
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+def metrics(run):
+    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
+a, b = metrics("p"), metrics("p-b")
+assert sorted(b) == list(range(21, 31)), sorted(b)
+for s in range(21, 31):
+    for k in ("loss", "lr") + (("val_loss",) if "val_loss" in a[s] else ()):
+        assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+best, halved = None, []
+for s in range(5, 30, 5):
+    v = a[s]["val_loss"]
+    worse = best is not None and v >= best
+    assert a[s + 1]["lr"] == a[s]["lr"] * (0.5 if worse else 1), (s, v, best, a[s]["lr"], a[s + 1]["lr"])
+    if worse:
+        halved.append(s)
+    best = v if best is None else min(best, v)
+print(f"plateau: the learning rate halved after the validations of steps {halved}, the same after resuming at 20")
+PY
+# at learning rate 1e-30 (no weight changes in fp32) no validation improves on the first: every
+# later one halves the factor
+"$rotor" train "$out/c.ini" --set train.lr=1e-30 --set train.steps=20 --set run.dir="$out/z" >"$out/z.log" 2>&1 \
+  || { cat "$out/z.log"; fail "plateau run at lr 1e-30"; }
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+st = json.load(open(f"{out}/z/checkpoints/step_00000020/trainer_state.json"))["plateau"]
+m = {j["step"]: j for j in map(json.loads, open(f"{out}/z/metrics.jsonl"))}
+assert st["lr_scale"] == 0.125 and abs(st["best_val_loss"] - m[5]["val_loss"]) < 1e-7, (st, m[5]["val_loss"])
+PY
+[ "$(grep -c 'is not below the best' "$out/z.log")" = 3 ] || fail "lr 1e-30: not 3 halvings in the log"
 
 mpi=(mpirun --oversubscribe --bind-to none -np 2)
 "${mpi[@]}" "$rotor" train "$out/c.ini" --set train.grad_accum=1 --set run.dir="$out/two" >"$out/two.log" 2>&1 \
@@ -105,7 +148,7 @@ for run, first in (("two", 1), ("two-b", 16)):
     m = metrics(run)
     worst = max(abs(a[s]["loss"] - m[s]["loss"]) / a[s]["loss"] for s in range(first, 31))
     vworst = max(abs(a[s]["val_loss"] - m[s]["val_loss"]) / a[s]["val_loss"] for s in (20, 30))
-    assert worst < 1e-5 and vworst < 1e-5, (run, worst, vworst)
+    assert worst < 1e-4 and vworst < 1e-4, (run, worst, vworst)
     print(f"{run}: losses of steps {first}-30 agree with 1 rank x 2 micro-batches to {worst:.1e}")
 PY
 

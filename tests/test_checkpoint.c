@@ -143,7 +143,7 @@ static void trainee_free(Trainee *x) {
 
 /* Saves a checkpoint of step `step` (tokens and seed derived from it). */
 static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t step, int keep) {
-    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}, NULL, 0, 0};
+    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}, {1, NAN}, NULL, 0, 0};
     return checkpoint_save(dir, &st, x->m, x->opt, rc, keep, err, sizeof err);
 }
 
@@ -189,8 +189,9 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     Trainee a = trainee(cfg, 7, 42);
     json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
                              2, "frac", 0.1, "file", "shard_003.h5");
-    /* a best validation whose value needs all 17 digits */
-    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000}, NULL, 0, 0};
+    /* a best validation whose value needs all 17 digits; the learning rates halved twice */
+    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000},
+                       {0.25, 1.0 / 3.0}, NULL, 0, 0};
     CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
 
     char *path = checkpoint_find_latest(dir);
@@ -228,6 +229,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     json_decref(got.data_state);
     CHECK_MSG(got.best.metric == KEEP_BEST_VAL_ACCURACY && got.best.value == 0.1 + 0.2 && got.best.step == 1000,
               "%s: best %d %.17g %lld", label, (int)got.best.metric, got.best.value, (long long)got.best.step);
+    CHECK_MSG(got.plateau.lr_scale == 0.25 && got.plateau.best_val_loss == 1.0 / 3.0, "%s: plateau %g %.17g", label,
+              got.plateau.lr_scale, got.plateau.best_val_loss);
 
     /* The file contents: names, trainable-only moments, metadata. */
     char *mpath = rt_sprintf("%s/model.safetensors", path), *opath = rt_sprintf("%s/optimizer.safetensors", path);

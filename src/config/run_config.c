@@ -186,6 +186,7 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
     K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
     K_ENUM("train", "schedule", train.schedule, SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
+    K_FLT("train", "plateau_factor", train.plateau_factor, R_UNIT, "multiply every learning rate by this at each validation whose loss is not the best so far (nnRNN's halving: 0.5), on top of the schedule; 0 = off"),
     K_ENUM("train", "optimizer", train.optimizer, OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
     K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
     K_FLT("train", "lr_recurrent", train.lr_recurrent, R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
@@ -959,6 +960,9 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->val_every > 0 && t->val_batches < 1)
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
+    if (t->plateau_factor > 0 && t->val_every == 0)
+        return rt_error(err, errlen, origin, "train.plateau_factor = %g acts at validations: train.val_every = 0",
+                        t->plateau_factor);
     if (t->keep_best != KEEP_BEST_NONE && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.keep_best = %s needs validations: train.val_every = 0",
                         run_config_keep_best_name(t->keep_best));

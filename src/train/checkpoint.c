@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,6 +348,9 @@ static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, 
     json_object_set_new(j, "best", b->metric == KEEP_BEST_NONE ? json_null()
                                    : json_pack("{s:s, s:f, s:I}", "metric", run_config_keep_best_name(b->metric),
                                                "value", b->value, "step", (json_int_t)b->step));
+    json_object_set_new(j, "plateau", json_pack("{s:f, s:o}", "lr_scale", st->plateau.lr_scale, "best_val_loss",
+                                                isnan(st->plateau.best_val_loss) ? json_null()
+                                                                                 : json_real(st->plateau.best_val_loss)));
     json_object_set_new(j, "files", files);
     return j;
 }
@@ -831,6 +835,14 @@ static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_s
                  "\"step\": a step up to \"step\"}", path);
         goto out;
     }
+    const json_t *pl = json_object_get(j, "plateau"), *scale = json_object_get(pl, "lr_scale"),
+                 *pbest = json_object_get(pl, "best_val_loss");
+    st->plateau = (Plateau){1, NAN};
+    if (pl && (!json_is_number(scale) || json_number_value(scale) <= 0 || !(json_is_null(pbest) || json_is_number(pbest)))) {
+        rt_error(err, errlen, NULL, "%s: \"plateau\" is not {\"lr_scale\": a positive number, \"best_val_loss\": number or null}", path);
+        goto out;
+    }
+    if (pl) st->plateau = (Plateau){json_number_value(scale), json_is_number(pbest) ? json_number_value(pbest) : NAN};
     json_t *data = json_object_get(j, "data");
     st->data_state = json_is_null(data) ? NULL : json_incref(data);
     r = 0;

@@ -24,6 +24,8 @@
  *                            "data": loader cursor or null, "optimizer_sharded",
  *                            "best": the best validation so far, {"metric", "value",
  *                            "step"}, or null (train.keep_best),
+ *                            "plateau": {"lr_scale", "best_val_loss" (null: none yet)}
+ *                            (train.plateau_factor; absent: {1, null}),
  *                            "files": {name: sha256} of every other file}
  *   RUN_DIR/checkpoints/latest           one line naming the newest directory, "step_00000100\n"
  *   RUN_DIR/checkpoints/best/            the checkpoint of the best validation's step (its
@@ -55,6 +57,12 @@ typedef struct {
     int64_t step;
 } BestValidation;
 
+/* train.plateau_factor: the factor every learning rate carries now, and the best validation
+ * loss so far (NAN: none yet). */
+typedef struct {
+    double lr_scale, best_val_loss;
+} Plateau;
+
 #define CHECKPOINT_BEST "best"
 
 typedef struct {
@@ -65,6 +73,7 @@ typedef struct {
     json_t *data_state; /* data-loader cursor (any JSON), may be NULL: borrowed by
                            checkpoint_save, a new reference (or NULL) from checkpoint_load */
     BestValidation best;
+    Plateau plateau;   /* {1, NAN} in checkpoints without one */
     /* checkpoint_save: the carried states [carry_rows, carry_width] of every stream (rank 0's
      * copy is written), or NULL; checkpoint_load leaves them NULL (checkpoint_load_carry) */
     const float *carry;

@@ -27,6 +27,8 @@ typedef struct {
     double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
     Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
+    double plateau_factor; /* > 0: the learning rates are multiplied by it at every validation
+                              whose loss is not the best so far (nnRNN's StepLR); 0 = off */
     OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */
     double weight_decay;  /* 0.1: decoupled for AdamW, added to the gradient for RMSprop */
     /* the recurrent parameters' group (ParamInfo.recurrent): peak learning rate (0: lr; it

@@ -58,6 +58,7 @@ typedef struct {
     json_t *val_start;      /* the validation source's initial position */
     int classifies;         /* rows carry one class each: validation measures accuracy */
     BestValidation best;    /* of train.keep_best, so far */
+    Plateau plateau;        /* train.plateau_factor's learning-rate factor and best loss */
     int32_t *win;
     uint8_t *win_doc;
     int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
@@ -171,6 +172,22 @@ static int improves(const BestValidation *best, KeepBest k, const Validation *v)
     return best->metric == KEEP_BEST_NONE || (k == KEEP_BEST_VAL_LOSS ? x < best->value : x > best->value);
 }
 
+/* train.plateau_factor (nnRNN's StepLR, stepped when a validation is not the best): a
+ * validation loss that does not beat the best so far multiplies the learning rates by the
+ * factor from the next step on. */
+static void plateau_update(Trainer *tr, const Validation *v, int64_t step) {
+    Plateau *p = &tr->plateau;
+    if (isnan(p->best_val_loss) || v->loss < p->best_val_loss) {
+        p->best_val_loss = v->loss;
+        return;
+    }
+    p->lr_scale *= tr->rc->train.plateau_factor;
+    if (tr->rank == 0)
+        progress_message(&tr->metrics, "step %lld: validation loss %.4f is not below the best %.4f: learning rates x %g "
+                         "(now x %g of the schedule)", (long long)step, v->loss, p->best_val_loss,
+                         tr->rc->train.plateau_factor, p->lr_scale);
+}
+
 /* Makes checkpoints/best the checkpoint of the best step (just saved). */
 static void keep_best(Trainer *tr) {
     char err[1024] = "";
@@ -256,7 +273,7 @@ static void load_carry(Trainer *tr, const char *ckpt) {
 
 static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
     TrainerState st = {.step = step, .tokens = tokens, .seed = tr->rc->train.seed, .world_size = tr->world,
-                       .data_state = tr->train->get_state(tr->train), .best = tr->best};
+                       .data_state = tr->train->get_state(tr->train), .best = tr->best, .plateau = tr->plateau};
     float *carry = gather_carry(tr, &st.carry_rows, &st.carry_width);
     st.carry = carry;
     char err[1024];
@@ -439,6 +456,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     dist_barrier();
 
     int64_t start = 0, tokens = 0;
+    tr.plateau = (Plateau){1, NAN};
     char *ckpt = resume_path(&tr, resume);
     if (ckpt) {
         TrainerState st;
@@ -451,6 +469,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         start = st.step;
         tokens = st.tokens;
         if (st.best.metric == tc->keep_best) tr.best = st.best;
+        tr.plateau = st.plateau;
         if (lead)
             printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)start,
                    (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
@@ -481,7 +500,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     int bad_steps = 0;
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
     for (int64_t step = start; step < tc->steps; step++) {
-        double lr = lr_at(tc, step);
+        double lr = lr_at(tc, step) * tr.plateau.lr_scale;
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
@@ -522,6 +541,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         int validating = tc->val_every && (done % tc->val_every == 0 || last);
         Validation val = validating ? validate(&tr) : (Validation){0, NAN};
         int best = validating && !skipped && improves(&tr.best, tc->keep_best, &val);
+        if (validating && !skipped && tc->plateau_factor > 0) plateau_update(&tr, &val, done);
         if (best) tr.best = (BestValidation){tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
         if (lead && !skipped && (done % tc->log_every == 0 || last || validating)) {
             json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)done,
