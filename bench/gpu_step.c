@@ -3,8 +3,9 @@
  * seq_len x micro_batch, as tokens/s, MFU, and peak memory; the baseline measured in the same
  * run is a large bf16 GEMM through the same backend, so "of GEMM" says what fraction of the
  * achievable matmul rate a step reaches.
- *   gpu_step [--steps N] [--shape TxB] [--profile] [--json FILE] CONFIG.ini...
- * --shape runs every config at seq_len T x micro_batch B instead of its own.
+ *   gpu_step [--steps N] [--shape TxB] [--set section.key=value]... [--profile] [--json FILE] CONFIG.ini...
+ * --shape runs every config at seq_len T x micro_batch B instead of its own; --set overrides
+ * a key of every config (model.vocab_size for a chars config whose text is elsewhere).
  * --profile then times one more step op by op (Backend.profile: each op between CUDA events)
  * and prints per op and shape its calls, device ms, share of the step, and achieved
  * TFLOP/s and GB/s against the device's peaks, largest first, with the time between ops
@@ -24,6 +25,8 @@
 
 typedef struct {
     int steps, profile, T, B; /* T, B: 0 keeps the config's */
+    const char **sets;        /* --set overrides */
+    int nsets;
     FILE *json;
     double gemm; /* FLOP/s of the GEMM baseline */
 } Options;
@@ -116,7 +119,7 @@ static void profile_step(const Backend *be, Model *m, Optimizer *opt, const Trai
 static void bench_config(const Backend *be, const char *path, const Options *o, int first) {
     RunConfig rc;
     char err[2048];
-    if (run_config_load(&rc, path, NULL, 0, err, sizeof err)) rt_die("%s", err);
+    if (run_config_load(&rc, path, o->sets, o->nsets, err, sizeof err)) rt_die("%s", err);
     if (o->T) rc.train.seq_len = o->T, rc.train.micro_batch = o->B;
     const TrainConfig *tc = &rc.train;
     int Bm = tc->micro_batch, T = tc->seq_len, V = rc.model.vocab_size;
@@ -169,13 +172,15 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: gpu_step [--steps N] [--shape TxB] [--profile] [--json FILE] CONFIG.ini...\n");
+    fprintf(stderr, "usage: gpu_step [--steps N] [--shape TxB] [--set section.key=value]... [--profile] [--json FILE] "
+                    "CONFIG.ini...\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     Options o = {.steps = 3};
     const char *json_path = NULL;
+    o.sets = rt_calloc((size_t)argc, sizeof(char *));
     int i = 1;
     for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
         if (!strcmp(argv[i], "--profile")) {
@@ -189,6 +194,8 @@ int main(int argc, char **argv) {
             }
         } else if (i + 1 < argc && !strcmp(argv[i], "--json")) {
             json_path = argv[++i];
+        } else if (i + 1 < argc && !strcmp(argv[i], "--set")) {
+            o.sets[o.nsets++] = argv[++i];
         } else {
             usage();
         }
@@ -213,5 +220,6 @@ int main(int argc, char **argv) {
         fprintf(o.json, "\n]}\n");
         fclose(o.json);
     }
+    rt_free(o.sets);
     return 0;
 }

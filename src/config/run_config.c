@@ -810,7 +810,7 @@ static const char *copy_memory_shape(Loader *L) {
         return msg;
     }
     L->cfg.train.seq_len = T;
-    if (!L->vocab_size_given) L->cfg.model.vocab_size = L->cfg.model.input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
+    if (!L->vocab_size_given) L->cfg.model.vocab_size = COPYMEM_INPUTS;
     return NULL;
 }
 

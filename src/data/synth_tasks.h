@@ -66,7 +66,7 @@ void copy_eval_sequence(Rng *r, int len, int seq_len, int32_t *tokens, int32_t *
  * row of delay + 2 length tokens holds `length` symbols drawn uniformly, delay - 1 blanks, the
  * marker, `length` blanks. Every position is scored at the same position (tagging): blank for
  * the first delay + length, then the symbols in order. Outputs are 0..8 (nnRNN's 9 classes). */
-enum { COPYMEM_BLANK = 0, COPYMEM_MARKER = 9, COPYMEM_MAX_SYMBOLS = 8, COPYMEM_INPUTS = 10, COPYMEM_OUTPUTS = 9 };
+enum { COPYMEM_BLANK = 0, COPYMEM_MARKER = 9, COPYMEM_MAX_SYMBOLS = 8, COPYMEM_INPUTS = 10 };
 typedef struct {
     int delay, length, symbols;
 } CopyMemSpec;

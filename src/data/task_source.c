@@ -153,8 +153,9 @@ DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, cons
         s->copymem = (CopyMemSpec){task->delay, task->copy_length, task->symbols};
         bad = copy_memory_check(&s->copymem);
         if (!bad && s->T != copy_memory_row(&s->copymem)) bad = "train.seq_len differs from task.delay + 2 task.copy_length";
-        /* the marker is embedded as a token; read as a value, only the outputs count */
-        vocab = mc->input == INPUT_LINEAR ? COPYMEM_OUTPUTS : COPYMEM_INPUTS;
+        /* the marker is an input token, embedded or read as its value: the vocabulary holds it,
+         * and the output of its id is never a target */
+        vocab = COPYMEM_INPUTS;
     } else if (!strcmp(task->type, "chars")) {
         s->kind = KIND_CHARS;
         if (!(s->chars = char_text_open(task, err, errlen))) {
