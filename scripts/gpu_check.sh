@@ -34,6 +34,10 @@
 # (prefill of 1k to 32k tokens at batch 1, decoding at batch 1 and 64, against recomputing
 # the prefix per token; JSON in $OUT), and bench/fla_generate.py on fla's models at the same
 # shapes (GPU_CHECK_FLA_MODELS and GPU_CHECK_FLA_LIMIT apply), with a table of the ratios.
+# "rnn", in no default: the nonlinear RNN cells at the nnRNN paper's shapes
+# (configs/nnrnn/paper: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
+# with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
+# and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/rnn.cu.
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
@@ -100,9 +104,10 @@ bundle() {
     mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny" "$dir/data/text"
     cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/bench/gpu_mixers" \
        "$build/bench/decode_bench" "$build/rotor" "$root"/bench/fla_{mixers,step,generate,common}.py \
-       "$dir/bin/"
+       "$root/bench/torch_rnn_step.py" "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
     fla_download "$dir/wheels"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
+    mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/nnrnn/paper/*.ini "$dir/configs/nnrnn/"
     cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
     cp -r "$shared/tokenizer" "$shared/eval" "$dir/data/"
     cp "$shared/text/tinyshakespeare.txt" "$dir/data/text/"
@@ -364,6 +369,24 @@ run_bundle() {
         table="$(decode_table "$log")"
         if [ -n "$table" ]; then printf '%s\n' "$table" | tee -a "$log"; fi
     fi
+    if [[ $parts == *" rnn "* ]]; then
+        # psMNIST's row length without its images (784 pixels), PTB's vocabulary without its text
+        cd "$dir"
+        local task sets
+        for task in copy psmnist ptb150; do
+            case $task in
+                psmnist) sets=(--set train.seq_len=784) ;;
+                ptb150) sets=(--set model.vocab_size=50) ;;
+                *) sets=() ;;
+            esac
+            limited 300 "gpu_step_rnn_$task" bin/gpu_step --steps 3 --profile "${sets[@]}" \
+                --json "${OUT:-/tmp}/gpu_step_rnn_$task.json" configs/nnrnn/"$task"-*.ini
+            limited 300 "torch_rnn_step_$task" bash -c \
+                'python3 bin/torch_rnn_step.py --rotor bin/rotor "$@"; rc=$?; [ "$rc" = 77 ] && rc=0; exit "$rc"' \
+                - "${sets[@]}" configs/nnrnn/"$task"-*.ini
+        done
+        cd - >/dev/null
+    fi
     if [[ $parts == *" e2e "* ]]; then
         limited 400 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
     fi
@@ -395,12 +418,14 @@ case "${1:-all}" in
         dir="$(mktemp -d)"
         mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
         cp "$build/bench/gpu_mixers" "$build/bench/decode_bench" \
-           "$root"/bench/fla_{mixers,step,generate,common}.py "$dir/bin/"
+           "$root"/bench/fla_{mixers,step,generate,common}.py "$root/bench/torch_rnn_step.py" \
+           "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
         case " ${GPU_CHECK_PARTS:-bench} " in
             *" bench "* | *" flastep "* | *" decode "*) fla_download "$dir/wheels" ;;
         esac
         cp "$root/scripts/gpu_e2e.sh" "$root/tests/cli_errors.sh" "$dir/bin/"
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
+        mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/nnrnn/paper/*.ini "$dir/configs/nnrnn/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
         run_bundle "$dir"
         ;;
