@@ -61,8 +61,13 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->r_min = on ? 0.9 : 0, c->r_max = on ? 0.999 : 0.99, c->max_phase = on ? 0.314 : 6.28;
     else if (c->mixer == MIXER_ROTRNN) /* one head of 8 state channels, or two of 4 */
         c->num_heads = 1 + on, c->state_size = 8;
-    else if (c->mixer >= MIXER_RNN) /* the papers' model shape: the RNN layers alone */
+    else if (c->mixer >= MIXER_RNN) { /* the papers' model shape: the RNN layers alone, and the
+                                         * other activation (modReLU for the tanh cells, tanh for
+                                         * expRNN and nnRNN) */
         c->block = on ? BLOCK_RNN : BLOCK_PRENORM, c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;
+        if (on && c->mixer != MIXER_LSTM)
+            c->nonlinearity = c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN ? RNN_NONLIN_TANH : RNN_NONLIN_MODRELU;
+    }
     else
         c->short_conv = on;
     if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
@@ -78,10 +83,10 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_MAMBA2: return on ? "mamba2-groups-bias" : "mamba2-plain";
     case MIXER_LRU: return on ? "lru-ring0.9" : "lru-ring0";
     case MIXER_ROTRNN: return on ? "rotrnn-2heads" : "rotrnn-1head";
-    case MIXER_RNN: return on ? "rnn-rnnblock" : "rnn-prenorm";
-    case MIXER_RNN_ORTH: return on ? "rnn_orth-rnnblock" : "rnn_orth-prenorm";
-    case MIXER_EXPRNN: return on ? "exprnn-rnnblock-henaff" : "exprnn-prenorm-cayley";
-    case MIXER_NNRNN: return on ? "nnrnn-rnnblock-henaff" : "nnrnn-prenorm-cayley";
+    case MIXER_RNN: return on ? "rnn-rnnblock-modrelu" : "rnn-prenorm";
+    case MIXER_RNN_ORTH: return on ? "rnn_orth-rnnblock-modrelu" : "rnn_orth-prenorm";
+    case MIXER_EXPRNN: return on ? "exprnn-rnnblock-henaff-tanh" : "exprnn-prenorm-cayley";
+    case MIXER_NNRNN: return on ? "nnrnn-rnnblock-henaff-tanh" : "nnrnn-prenorm-cayley";
     case MIXER_LSTM: return on ? "lstm-rnnblock" : "lstm-prenorm";
     }
     return "?";

@@ -66,6 +66,7 @@ static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN
                                {"rnn", MIXER_RNN}, {"rnn_orth", MIXER_RNN_ORTH}, {"exprnn", MIXER_EXPRNN},
                                {"nnrnn", MIXER_NNRNN}, {"lstm", MIXER_LSTM}, {NULL, 0}};
 static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
+static const Choice NONLINEARITIES[] = {{"auto", RNN_NONLIN_AUTO}, {"tanh", RNN_NONLIN_TANH}, {"modrelu", RNN_NONLIN_MODRELU}, {NULL, 0}};
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
 static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
 static const Choice PAIRS[] = {{"none", PAIR_NONE}, {"nli", PAIR_NLI}, {"concat", PAIR_CONCAT}, {NULL, 0}};
@@ -154,6 +155,7 @@ static const KeySpec KEYS[] = {
     K_FLT("model", "r_max", model.r_max, R_UNIT, "LRU, RotRNN: largest eigenvalue modulus at init (< 1)"),
     K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN, nnRNN: eigenvalue angles at init in [0, max_phase]"),
     K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "expRNN, nnRNN: initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
+    K_ENUM("model", "nonlinearity", model.nonlinearity, NONLINEARITIES, "rnn, rnn_orth, exprnn, nnrnn: the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),

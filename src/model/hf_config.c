@@ -248,6 +248,8 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
     if (c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
         json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
+    if (c->mixer == MIXER_RNN || c->mixer == MIXER_RNN_ORTH || c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
+        json_object_set_new(o, "rotor_nonlinearity", json_string(rnn_modrelu(c) ? "modrelu" : "tanh"));
 }
 
 json_t *hf_config_to_json(const ModelConfig *c) {
@@ -466,8 +468,13 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const pairs[] = {"none", "nli", "concat"};
     static const char *const inputs[] = {"embedding", "linear"};
     static const char *const orth_inits[] = {"cayley", "henaff"};
+    static const char *const nonlinearities[] = {"auto", "tanh", "modrelu"};
     int v;
     if (read_rotor_block(j, out, e)) return -1;
+    if (json_object_get(j, "rotor_nonlinearity")) {
+        if (read_choice(j, "", "rotor_nonlinearity", nonlinearities, 3, &v, e)) return -1;
+        out->nonlinearity = (RnnNonlinearity)v;
+    }
     if (json_object_get(j, "rotor_orth_init")) {
         if (read_choice(j, "", "rotor_orth_init", orth_inits, 2, &v, e)) return -1;
         out->orth_init = (OrthInit)v;

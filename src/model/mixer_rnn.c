@@ -1,9 +1,10 @@
 /* The nonlinear RNN mixers (docs/models.md §17): h_t = act(W h_{t-1} + U x_t (+ b)) over each
- * segment, the mixer's output the states h. The four differ in W and act:
- *   rnn       W a free matrix (Glorot init), tanh, U with a bias;
- *   rnn_orth  W a free matrix (random orthogonal init), tanh, U with a bias;
- *   exprnn    W = expm(M - M^T) (Lezcano-Casado and Martinez-Rubio 2019), modReLU;
- *   nnrnn     W = P (Lambda + T) P^T, P = expm(M - M^T) (Kerg et al. 2019), modReLU.
+ * segment, the mixer's output the states h. The four differ in W (act: tanh or modReLU,
+ * model.nonlinearity; by default tanh for the first two, modReLU for the others):
+ *   rnn       W a free matrix (Glorot init), U with a bias;
+ *   rnn_orth  W a free matrix (random orthogonal init), U with a bias;
+ *   exprnn    W = expm(M - M^T) (Lezcano-Casado and Martinez-Rubio 2019);
+ *   nnrnn     W = P (Lambda + T) P^T, P = expm(M - M^T) (Kerg et al. 2019).
  * The input projection is one GEMM over all tokens, the recurrence the rnn ops; the nnRNN's
  * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. */
 #include <math.h>
@@ -74,7 +75,7 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
         l->gamma = params_add(t, NAME("gamma"), 1, sp, INIT_ONES, 0, 0, 1);
         l->theta = params_add(t, NAME("theta"), 1, sp, INIT_ROTRNN_THETA, 0, 0, 1);
     }
-    if (k == MIXER_EXPRNN || k == MIXER_NNRNN)
+    if (rnn_modrelu(cfg))
         l->bmod = params_add(t, NAME("nonlinearity.b"), 1, sb, INIT_UNIFORM, 0.01, 0, 1);
 #undef NAME
     return l;

@@ -321,3 +321,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     }
     return NULL;
 }
+
+int rnn_modrelu(const ModelConfig *c) {
+    if (c->nonlinearity != RNN_NONLIN_AUTO) return c->nonlinearity == RNN_NONLIN_MODRELU;
+    return c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN;
+}

@@ -69,6 +69,9 @@ typedef enum { DROPOUT_ELEMENT, DROPOUT_CHANNEL } DropoutMask;
 /* The skew-symmetric log of the initial orthogonal matrix of expRNN and nnRNN (§17): 2x2
  * blocks with angles from Henaff et al. (U(-pi, 0)) or the Cayley init (-tan(u/2), u ~ U(0, pi/2)). */
 typedef enum { ORTH_INIT_CAYLEY, ORTH_INIT_HENAFF } OrthInit;
+/* The nonlinear RNN cells' activation (docs/models.md §17): auto = tanh for rnn and rnn_orth,
+ * modReLU for exprnn and nnrnn (nnRNN's --nonlin gives modReLU to every cell). */
+typedef enum { RNN_NONLIN_AUTO, RNN_NONLIN_TANH, RNN_NONLIN_MODRELU } RnnNonlinearity;
 
 typedef struct {
     MixerKind mixer;
@@ -106,6 +109,7 @@ typedef struct {
      * LRU's ring, RotRNN's gamma), angles in [0, max_phase] */
     double r_min, r_max, max_phase;
     OrthInit orth_init;        /* expRNN, nnRNN (docs/models.md §17) */
+    RnnNonlinearity nonlinearity; /* rnn, rnn_orth, exprnn, nnrnn (docs/models.md §17) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
     /* data conventions */
@@ -135,6 +139,9 @@ const char *model_head_keys(const ModelConfig *c);
 /* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet", "mamba2", "lru",
  * "rotrnn", "rnn", "rnn_orth", "exprnn", "nnrnn", "lstm"; "nope",
  * "rope", "selective". */
+/* Whether a nonlinear RNN cell of the config uses modReLU (else tanh), model.nonlinearity
+ * resolved for its type. */
+int rnn_modrelu(const ModelConfig *c);
 const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
 /* "prenorm", "lra". */

@@ -766,9 +766,10 @@ def recurrence_naive(z, W, act, start, truncate=None):
 
 
 class RNNMixer(nn.Module):
-    """docs/models.md §17, the nnRNN paper's cells: rnn and rnn_orth (tanh, W = V.weight, U with a
-    bias), exprnn (modReLU, W = expm(M - M^T)), nnrnn (modReLU, W = P (Lambda + T) P^T with
-    P = expm(M - M^T), Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower)."""
+    """docs/models.md §17, the nnRNN paper's cells: rnn and rnn_orth (W = V.weight, U with a
+    bias), exprnn (W = expm(M - M^T)), nnrnn (W = P (Lambda + T) P^T with P = expm(M - M^T),
+    Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower); tanh or modReLU
+    (rotor_nonlinearity; by default tanh for the first two, modReLU for the others)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -786,7 +787,9 @@ class RNNMixer(nn.Module):
             self.T = nn.Parameter(torch.zeros(n, n))
             self.gamma = nn.Parameter(torch.ones(n // 2))
             self.theta = nn.Parameter(torch.zeros(n // 2))
-        if self.kind in ("exprnn", "nnrnn"):
+        # model.nonlinearity: by default modReLU for exprnn and nnrnn, tanh for rnn and rnn_orth
+        self.modrelu = cfg.get("rotor_nonlinearity", "modrelu" if self.kind in ("exprnn", "nnrnn") else "tanh") == "modrelu"
+        if self.modrelu:
             self.nonlinearity = ModReLU(n)
 
     def recurrent_matrix(self):
@@ -807,7 +810,7 @@ class RNNMixer(nn.Module):
 
     def forward(self, x, docs, naive):
         z = (self.input_kernel if self.kind == "exprnn" else self.U)(x)
-        act = self.nonlinearity if self.kind in ("exprnn", "nnrnn") else torch.tanh
+        act = self.nonlinearity if self.modrelu else torch.tanh
         return recurrence_naive(z, self.recurrent_matrix(), act, docs.start, docs.truncate)
 
 
