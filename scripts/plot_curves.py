@@ -2,7 +2,9 @@
 """Learning curves of several runs in one figure: each run's metrics.jsonl, its training loss
 and its validation loss and (classification runs) validation accuracy against the step.
 
-    /usr/bin/python3 scripts/plot_curves.py OUT.png LABEL=RUN_DIR [LABEL=RUN_DIR ...]
+    /usr/bin/python3 scripts/plot_curves.py [--logy] OUT.png LABEL=RUN_DIR [LABEL=RUN_DIR ...]
+
+--logy draws the losses on a logarithmic scale (runs whose loss spans orders of magnitude).
 
 A label given to several run directories (seeds) draws each of them in the same colour.
 Needs matplotlib (Debian's python3-matplotlib, installed by scripts/setup.sh)."""
@@ -22,8 +24,11 @@ def read(run_dir):
 
 
 def main(argv):
+    logy = len(argv) > 1 and argv[1] == "--logy"
+    if logy:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 3 or any("=" not in a for a in argv[2:]):
-        sys.exit("usage: plot_curves.py OUT.png LABEL=RUN_DIR [LABEL=RUN_DIR ...]")
+        sys.exit("usage: plot_curves.py [--logy] OUT.png LABEL=RUN_DIR [LABEL=RUN_DIR ...]")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -42,6 +47,8 @@ def main(argv):
             xs, ys = zip(*series[key])
             first = all(line.get_label() != label for line in ax.get_lines())
             ax.plot(xs, ys, color=colour, label=label if first else None, alpha=0.85)
+        if logy and key != "val_accuracy":
+            ax.set_yscale("log")
         ax.set_title(titles[key])
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
