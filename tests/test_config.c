@@ -400,6 +400,10 @@ static void test_optimizer_and_copy_memory_keys(void) {
     round_trip(&c);
     expect_error("[task]\ntype = copy_memory\ndelay = 30\n[data]\ntrain = task\n", "train.seq_len=40", "train.seq_len = 40",
                  "rows of 50 tokens", NULL);
+    expect_error(NULL, "model.nonlinearity=modrelu", "model.nonlinearity = modrelu", "model.type = gla", NULL);
+    expect_error("[train]\nval_every = 0\n", "train.plateau_factor=0.5", "train.plateau_factor = 0.5", "train.val_every = 0", NULL);
+    expect_error("[model]\ntype = gla\nvocab_size = 50\n[data]\ntrain = task\n[task]\ntype = chars\npath = /x\n",
+                 "train.carry_state=true", "train.carry_state = true", "model.type = rnn, rnn_orth", NULL);
 }
 
 static void test_help(void) {

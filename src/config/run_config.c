@@ -962,6 +962,10 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->val_every > 0 && t->val_batches < 1)
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
+    if (m->nonlinearity != RNN_NONLIN_AUTO && m->mixer != MIXER_RNN && m->mixer != MIXER_RNN_ORTH &&
+        m->mixer != MIXER_EXPRNN && m->mixer != MIXER_NNRNN)
+        return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells rnn, rnn_orth, exprnn and nnrnn have one "
+                        "(model.type = %s)", choice_name(NONLINEARITIES, (int)m->nonlinearity), mixer_name(m->mixer));
     if (t->plateau_factor > 0 && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.plateau_factor = %g acts at validations: train.val_every = 0",
                         t->plateau_factor);
