@@ -248,7 +248,7 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
     if (c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
         json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
-    if (c->mixer == MIXER_RNN || c->mixer == MIXER_RNN_ORTH || c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
+    if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §17) */
         json_object_set_new(o, "rotor_nonlinearity", json_string(rnn_modrelu(c) ? "modrelu" : "tanh"));
 }
 
@@ -468,7 +468,7 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const pairs[] = {"none", "nli", "concat"};
     static const char *const inputs[] = {"embedding", "linear"};
     static const char *const orth_inits[] = {"cayley", "henaff"};
-    static const char *const nonlinearities[] = {"auto", "tanh", "modrelu"};
+    static const char *const nonlinearities[] = {"auto", "tanh", "modrelu"}; /* RnnNonlinearity's order */
     int v;
     if (read_rotor_block(j, out, e)) return -1;
     if (json_object_get(j, "rotor_nonlinearity")) {
