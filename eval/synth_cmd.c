@@ -412,14 +412,33 @@ static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char
     return metrics;
 }
 
+/* A run with train.keep_best and a best checkpoint: its metrics as eval_synthetic's, with the
+ * step and value that chose it (nnRNN tests the model of the best validation loss); else NULL. */
+static json_t *best_synthetic(const RunConfig *rc, const Backend *be) {
+    char err[2048];
+    char *dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc->run.dir);
+    json_t *best = NULL;
+    if (rc->train.keep_best != KEEP_BEST_NONE && fs_exists(dir)) {
+        TrainerState st;
+        if (checkpoint_verify(dir, err, sizeof err) || checkpoint_read_state(dir, &st, err, sizeof err)) rt_die("%s", err);
+        json_decref(st.data_state);
+        printf("best checkpoint (step %lld, %s %.4f):\n", (long long)st.step, run_config_keep_best_name(st.best.metric),
+               st.best.value);
+        best = json_pack("{s:s, s:I, s:s, s:f}", "checkpoint", dir, "step", (json_int_t)st.step, "selected_by",
+                         run_config_keep_best_name(rc->train.keep_best), "value", st.best.value);
+        json_object_set_new(best, "metrics", eval_synthetic(rc, be, dir));
+    }
+    rt_free(dir);
+    return best;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
                "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
                "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
                "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
-               "accuracy plots. Classification tasks (seq_image, listops, text_bytes) also evaluate\n"
-               "the checkpoint of the best validation (train.keep_best, RUN_DIR/checkpoints/best)\n"
-               "when there is one.\n");
+               "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
+               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n");
 }
 
 int synth_main(int argc, char **argv) {
@@ -471,6 +490,7 @@ int synth_main(int argc, char **argv) {
         rt_free(best_dir);
     } else {
         metrics = eval_synthetic(&rc, be, ckpt);
+        best = best_synthetic(&rc, be);
     }
     json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
                             mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);

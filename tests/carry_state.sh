@@ -9,7 +9,7 @@
 #  - train.plateau_factor halves the learning rate at each validation that is not the best,
 #    and the factor survives resumption.
 #  - rotor synth scores the valid and test texts as task.eval_streams carried streams, every
-#    symbol after the first once; a resume with another stream count, and a mixer that cannot
+#    symbol after the first once, for the last checkpoint and the best validation's; a resume with another stream count, and a mixer that cannot
 #    carry, are refused with messages naming the keys.
 set -euo pipefail
 rotor=$1
@@ -152,12 +152,15 @@ for run, first in (("two", 1), ("two-b", 16)):
     print(f"{run}: losses of steps {first}-30 agree with 1 rank x 2 micro-batches to {worst:.1e}")
 PY
 
-"$rotor" synth "$out/c.ini" --set run.dir="$out/s" --set train.steps=10 >"$out/s.log" 2>&1 || { cat "$out/s.log"; fail "synth"; }
+"$rotor" synth "$out/c.ini" --set run.dir="$out/s" --set train.steps=10 --set train.keep_best=val_loss >"$out/s.log" 2>&1 || { cat "$out/s.log"; fail "synth"; }
 grep -q "^chars valid: .*(carried states)" "$out/s.log" || fail "synth did not score with carried states"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-m = json.load(open(f"{out}/s/synth_results.json"))["metrics"]
+res = json.load(open(f"{out}/s/synth_results.json"))
+m, best = res["metrics"], res["best"]
+# the best validation's checkpoint is scored too: its valid score is the validation that chose it
+assert best["selected_by"] == "val_loss" and abs(best["value"] - best["metrics"]["valid"]["loss"]) < 1e-5, best
 n = len(open(f"{out}/text.txt").read())
 valid, test = int(n * 0.05), int(n * 0.05)
 assert m["valid"]["characters"] == valid - 1 and m["test"]["characters"] == test - 1, (m["valid"], m["test"], n)
