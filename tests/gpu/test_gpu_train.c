@@ -1,6 +1,8 @@
 /* End to end on the GPU: a tiny model (each mixer, with Selective RoPE + phase gate where it
  * takes a position embedding) trained 50 steps on the CUDA backend tracks the same training on the CPU backend (same
- * initialisation, same batches, same AdamW), within bf16 tolerance. */
+ * initialisation, same batches, same AdamW), within bf16 tolerance. The nnRNN and the LSTM also
+ * train with carried states (docs/models.md §19): each step's rows start from the states the
+ * previous step's left. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +43,13 @@ static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const 
     return loss;
 }
 
-static void train_config(const char *name) {
+static void train_config(const char *name, int carried) {
     char path[1024], err[2048];
     const char *root = getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
     snprintf(path, sizeof path, "%s/configs/tiny/%s.ini", root ? root : ROTOR_SOURCE_DIR, name);
     RunConfig rc;
     if (run_config_load(&rc, path, NULL, 0, err, sizeof err)) rt_die("%s", err);
+    if (carried) rc.model.doc_mask = 0; /* a row is one segment */
     Model *mc = model_create(&rc.model, gt_cpu), *mg = model_create(&rc.model, gt_gpu);
     model_init_weights(mc, 7);
     model_init_weights(mg, 7);
@@ -58,6 +61,13 @@ static void train_config(const char *name) {
     int32_t *next = rt_malloc(sizeof(int32_t) * (size_t)V), tok[ROWS * LEN], lab[ROWS * LEN];
     for (int v = 0; v < V; v++) next[v] = (int32_t)rng_below(&r, (uint64_t)V);
     Batch b = {.B = ROWS, .T = LEN, .tokens = tok, .labels = lab, .doc_start = NULL};
+    void *carry_c = NULL, *carry_g = NULL;
+    if (carried) {
+        size_t bc = model_carry_bytes(mc, ROWS), bg = model_carry_bytes(mg, ROWS);
+        carry_c = gt_cpu->alloc(bc), carry_g = gt_gpu->alloc(bg);
+        gt_cpu->zero(carry_c, bc), gt_gpu->zero(carry_g, bg);
+        model_set_carry(mc, carry_c, ROWS), model_set_carry(mg, carry_g, ROWS);
+    }
     double first = 0, worst = 0, lc = 0, lg = 0;
     for (int s = 0; s < STEPS; s++) {
         make_batch(&r, next, V, tok, lab);
@@ -70,11 +80,15 @@ static void train_config(const char *name) {
     /* bf16 activations perturb each step by ~1e-3 relative; over 50 steps of training the
      * trajectories separate slowly: 3% of the loss at any step. */
     char what[64];
-    snprintf(what, sizeof what, "train %s loss", name);
+    snprintf(what, sizeof what, "train %s%s loss", name, carried ? " carried" : "");
     printf("  %-28s err=%.3e tol=3.0e-02 %s\n", what, worst, worst <= 0.03 ? "ok" : "FAIL");
     CHECK(worst <= 0.03);
     CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f", name, lg, first);
     CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f", name, lc, first);
+    if (carried) {
+        model_set_carry(mc, NULL, 0), model_set_carry(mg, NULL, 0);
+        gt_cpu->release(carry_c), gt_gpu->release(carry_g);
+    }
     rt_free(next);
     optimizer_free(oc);
     optimizer_free(og);
@@ -82,14 +96,16 @@ static void train_config(const char *name) {
     model_free(mg);
 }
 
-static void test_train_gla(void) { train_config("gla-selective-pg"); }
-static void test_train_gdn(void) { train_config("gdn-selective-pg"); }
-static void test_train_fox(void) { train_config("fox-pro-selective-pg"); }
-static void test_train_transformer(void) { train_config("transformer-selective-pg"); }
-static void test_train_deltanet(void) { train_config("deltanet-selective-pg"); }
-static void test_train_mamba2(void) { train_config("mamba2"); }
-static void test_train_lru(void) { train_config("lru"); }
-static void test_train_rotrnn(void) { train_config("rotrnn"); }
+static void test_train_gla(void) { train_config("gla-selective-pg", 0); }
+static void test_train_gdn(void) { train_config("gdn-selective-pg", 0); }
+static void test_train_fox(void) { train_config("fox-pro-selective-pg", 0); }
+static void test_train_transformer(void) { train_config("transformer-selective-pg", 0); }
+static void test_train_deltanet(void) { train_config("deltanet-selective-pg", 0); }
+static void test_train_mamba2(void) { train_config("mamba2", 0); }
+static void test_train_lru(void) { train_config("lru", 0); }
+static void test_train_rotrnn(void) { train_config("rotrnn", 0); }
+static void test_train_nnrnn(void) { train_config("nnrnn", 0), train_config("nnrnn", 1); }
+static void test_train_lstm(void) { train_config("lstm", 0), train_config("lstm", 1); }
 
 int main(int argc, char **argv) {
     static const TestCase tests[] = {
@@ -101,6 +117,8 @@ int main(int argc, char **argv) {
         {"train_mamba2", test_train_mamba2},
         {"train_lru", test_train_lru},
         {"train_rotrnn", test_train_rotrnn},
+        {"train_nnrnn", test_train_nnrnn},
+        {"train_lstm", test_train_lstm},
     };
     return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
