@@ -145,7 +145,7 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
     double dt = (rt_now() - t0) / o->steps, tps = (double)N / dt;
     double flops = model_flops_per_token(m, T) * tps;
     double mfu = be->peak_flops > 0 ? flops / be->peak_flops : 0.0;
-    ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size);
+    ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size, opt->spec->nstate);
     double counted = (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch);
     double peak_gib = (double)be->peak_memory() / (1 << 30);
     printf("%-40s %6d x %-5d %8.1f ms %10.0f tok/s  MFU %5.1f%%  %5.1f%% of GEMM  peak %6.2f GiB "

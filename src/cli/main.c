@@ -10,6 +10,7 @@
 #include "eval_run.h"
 #include "model/hf_config.h"
 #include "model/model.h"
+#include "train/optimizer.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -147,14 +148,15 @@ static int cmd_info(int argc, char **argv) {
     print_model_summary(&rc.model, &dm, total, non_embedding);
     /* the CUDA backend's element sizes: bf16 activations, fp32 master weights */
     const TrainConfig *tc = &rc.train;
-    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, 2, 4);
+    const OptimizerSpec *os = optimizer_spec(tc->optimizer);
+    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, 2, 4, os->nstate);
     const double GiB = 1024.0 * 1024.0 * 1024.0;
     printf("GPU memory per rank at micro_batch %d x seq_len %d: %.2f GiB = weights, gradients "
-           "and bf16 copy %.2f + AdamW %.2f (/ ranks with ZeRO-1) + activations %.2f saved "
+           "and bf16 copy %.2f + %s %.2f (/ ranks with ZeRO-1) + activations %.2f saved "
            "+ %.2f scratch\n",
            tc->micro_batch, tc->seq_len,
            (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch) / GiB,
-           (double)mm.weights / GiB, (double)mm.optimizer / GiB, (double)mm.saved / GiB,
+           (double)mm.weights / GiB, os->name, (double)mm.optimizer / GiB, (double)mm.saved / GiB,
            (double)mm.scratch / GiB);
     if (a.config_json) {
         json_t *j = hf_config_to_json(&rc.model);

@@ -375,7 +375,7 @@ static void ensure_capacity(Model *m, int64_t N) {
     m->cap_N = N;
 }
 
-ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size) {
+ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size, int optimizer_buffers) {
     Model *m = model_declare(cfg);
     Backend sizes = {.act_size = act_size, .f32_size = f32_size}; /* all that binding reads */
     m->be = &sizes;
@@ -385,7 +385,7 @@ ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, siz
     size_t P = (size_t)m->params.total;
     ModelMemory mm = {
         .weights = P * (2 * f32_size + (act_size == f32_size ? 0 : act_size)),
-        .optimizer = P * 2 * f32_size,
+        .optimizer = P * (size_t)optimizer_buffers * f32_size,
         .saved = sv.used,
         .scratch = sc.used,
     };

@@ -109,11 +109,12 @@ void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_emb
 /* Device memory of training on one rank with N tokens per micro-batch, on a backend whose
  * [act] and [f32] elements take act_size and f32_size bytes: the model's buffers as they
  * are allocated (master weights, gradients and the compute copy; activations saved for
- * the backward; the scratch shared by the layers) and AdamW's two moments. */
+ * the backward; the scratch shared by the layers) and the optimizer's `optimizer_buffers`
+ * [f32] values per parameter (AdamW's two moments, RMSprop's one average). */
 typedef struct {
     size_t weights, optimizer, saved, scratch;
 } ModelMemory;
-ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size);
+ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size, int optimizer_buffers);
 /* Parameter counts: all, and without the embedding and LM head. */
 int64_t model_num_params(const Model *m);
 int64_t model_num_params_non_embedding(const Model *m);
