@@ -1671,6 +1671,29 @@ static double rnn_loss(void *p) {
     return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
 }
 
+/* The backward from c's forward against finite differences: dz (overwritten), dW and the
+ * modReLU bias (accumulated onto random values; tanh leaves the bias's gradient alone). */
+static void rnn_grad_checks(RnnCtx *c, const char *tag, const char *sub, real *z, real *Wm, real *b, Rng *r) {
+    int n = c->a.n;
+    int64_t nz = c->a.s->ntok * n, nw = (int64_t)n * n;
+    char name[80];
+    cpu_rnn_fwd(&c->a);
+    real *dz = garbage(r, nz), *preW = rand_nz(r, nw, 0.1, 1), *dW = tu_copy(preW, nw);
+    real *preb = rand_nz(r, n, 0.1, 1), *db = tu_copy(preb, n);
+    cpu_rnn_bwd(&(RnnGrads){.a = c->a, .dh = c->wo, .dz = dz, .dW = dW, .dbias = b ? db : NULL});
+    snprintf(name, sizeof name, "rnn %s%s dz", tag, sub);
+    mixer_check(name, rnn_loss, c, z, dz, nz, n, r);
+    real *gW = diff(dW, preW, nw), *gb = diff(db, preb, n);
+    snprintf(name, sizeof name, "rnn %s%s dW (+=)", tag, sub);
+    fd_check(name, rnn_loss, c, Wm, gW, nw, 100, r);
+    snprintf(name, sizeof name, b ? "rnn %s%s dbias (+=)" : "rnn %s%s leaves dbias", tag, sub);
+    if (b)
+        fd_check(name, rnn_loss, c, b, gb, n, 100, r);
+    else
+        check_equal(name, db, preb, n);
+    FREE_ALL(dz, preW, dW, preb, db, gW, gb);
+}
+
 static void rnn_case(RnnAct act, const char *tag, uint64_t seed) {
     Rng r;
     rng_init(&r, seed, 0);
@@ -1705,39 +1728,12 @@ static void rnn_case(RnnAct act, const char *tag, uint64_t seed) {
     snprintf(name, sizeof name, "rnn %s final state", tag);
     check_equal(name, st, state, (int64_t)NSEG * n);
     c.a.state = NULL;
-    real *dz = garbage(&r, nz), *preW = rand_nz(&r, (int64_t)n * n, 0.1, 1), *dW = tu_copy(preW, (int64_t)n * n);
-    real *preb = rand_nz(&r, n, 0.1, 1), *db = tu_copy(preb, n);
-    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW, .dbias = b ? db : NULL});
-    snprintf(name, sizeof name, "rnn %s dz", tag);
-    mixer_check(name, rnn_loss, &c, z, dz, nz, n, &r);
-    real *gW = diff(dW, preW, (int64_t)n * n);
-    snprintf(name, sizeof name, "rnn %s dW (+=)", tag);
-    fd_check(name, rnn_loss, &c, Wm, gW, (int64_t)n * n, 100, &r);
-    if (b) {
-        real *gb = diff(db, preb, n);
-        snprintf(name, sizeof name, "rnn %s dbias (+=)", tag);
-        fd_check(name, rnn_loss, &c, b, gb, n, 100, &r);
-        rt_free(gb);
-    } else {
-        check_equal("rnn tanh leaves dbias", db, preb, n);
-    }
+    rnn_grad_checks(&c, tag, "", z, Wm, b, &r);
     /* carried initial states (docs/models.md §19): the gradients with h0 fixed */
-    real *h0 = tu_randn(&r, (int64_t)NSEG * n, 0.5), *dW0 = tu_copy(preW, (int64_t)n * n), *db0 = tu_copy(preb, n);
+    real *h0 = tu_randn(&r, (int64_t)NSEG * n, 0.5);
     c.a.h0 = h0;
-    cpu_rnn_fwd(&c.a);
-    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW0, .dbias = b ? db0 : NULL});
-    snprintf(name, sizeof name, "rnn %s h0 dz", tag);
-    mixer_check(name, rnn_loss, &c, z, dz, nz, n, &r);
-    real *gW0 = diff(dW0, preW, (int64_t)n * n);
-    snprintf(name, sizeof name, "rnn %s h0 dW (+=)", tag);
-    fd_check(name, rnn_loss, &c, Wm, gW0, (int64_t)n * n, 100, &r);
-    if (b) {
-        real *gb = diff(db0, preb, n);
-        snprintf(name, sizeof name, "rnn %s h0 dbias (+=)", tag);
-        fd_check(name, rnn_loss, &c, b, gb, n, 100, &r);
-        rt_free(gb);
-    }
-    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, dz, preW, dW, preb, db, gW, h0, dW0, db0, gW0);
+    rnn_grad_checks(&c, tag, " h0", z, Wm, b, &r);
+    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, h0);
     tu_seqs_free(&ts);
 }
 
