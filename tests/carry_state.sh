@@ -57,12 +57,21 @@ train = task
 [run]
 threads = 1
 INI
-"$rotor" train "$out/c.ini" --set run.dir="$out/a" >"$out/a.log" 2>&1 || { cat "$out/a.log"; fail "straight run"; }
-ck=$out/a/checkpoints/step_00000015
-mkdir -p "$out/b/checkpoints"
-cp -r "$ck" "$out/b/checkpoints/"
-echo step_00000015 >"$out/b/checkpoints/latest"
-"$rotor" train "$out/c.ini" --set run.dir="$out/b" --resume auto >"$out/b.log" 2>&1 || { cat "$out/b.log"; fail "resumed run"; }
+launch=() # the 2-rank runs: mpirun
+run() { # run NAME ARGS...: rotor train of c.ini into $out/NAME (log NAME.log)
+  local name=$1; shift
+  "${launch[@]}" "$rotor" train "$out/c.ini" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1 \
+    || { cat "$out/$name.log"; fail "run $name"; }
+}
+resume() { # resume FROM STEP NAME ARGS...: run NAME from a copy of FROM's checkpoint of STEP
+  local from=$1 step dir=$out/$3/checkpoints
+  step=$(printf 'step_%08d' "$2")
+  mkdir -p "$dir" && cp -r "$out/$from/checkpoints/$step" "$dir/" && echo "$step" >"$dir/latest"
+  shift 2
+  run "$@" --resume auto
+}
+run a
+resume a 15 b
 /usr/bin/python3 - "$out" <<'PY'
 import json, struct, sys
 out = sys.argv[1]
@@ -91,12 +100,8 @@ for f in model.safetensors optimizer.safetensors carry_state.safetensors; do
 done
 
 # train.plateau_factor = 0.5 at a learning rate high enough for validations to get worse
-"$rotor" train "$out/c.ini" --set train.lr=0.3 --set train.checkpoint_every=10 --set run.dir="$out/p" >"$out/p.log" 2>&1 || { cat "$out/p.log"; fail "plateau run"; }
-mkdir -p "$out/p-b/checkpoints"
-cp -r "$out/p/checkpoints/step_00000020" "$out/p-b/checkpoints/"
-echo step_00000020 >"$out/p-b/checkpoints/latest"
-"$rotor" train "$out/c.ini" --set train.lr=0.3 --set train.checkpoint_every=10 --set run.dir="$out/p-b" --resume auto >"$out/p-b.log" 2>&1 \
-  || { cat "$out/p-b.log"; fail "plateau resume"; }
+run p --set train.lr=0.3 --set train.checkpoint_every=10
+resume p 20 p-b --set train.lr=0.3 --set train.checkpoint_every=10
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -119,8 +124,7 @@ print(f"plateau: the learning rate halved after the validations of steps {halved
 PY
 # at learning rate 1e-30 (no weight changes in fp32) no validation improves on the first: every
 # later one halves the factor
-"$rotor" train "$out/c.ini" --set train.lr=1e-30 --set train.steps=20 --set run.dir="$out/z" >"$out/z.log" 2>&1 \
-  || { cat "$out/z.log"; fail "plateau run at lr 1e-30"; }
+run z --set train.lr=1e-30 --set train.steps=20
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -130,14 +134,10 @@ assert st["lr_scale"] == 0.125 and abs(st["best_val_loss"] - m[5]["val_loss"]) <
 PY
 [ "$(grep -c 'is not below the best' "$out/z.log")" = 3 ] || fail "lr 1e-30: not 3 halvings in the log"
 
-mpi=(mpirun --oversubscribe --bind-to none -np 2)
-"${mpi[@]}" "$rotor" train "$out/c.ini" --set train.grad_accum=1 --set run.dir="$out/two" >"$out/two.log" 2>&1 \
-  || { cat "$out/two.log"; fail "2-rank run"; }
-mkdir -p "$out/two-b/checkpoints"
-cp -r "$ck" "$out/two-b/checkpoints/"
-echo step_00000015 >"$out/two-b/checkpoints/latest"
-"${mpi[@]}" "$rotor" train "$out/c.ini" --set train.grad_accum=1 --set run.dir="$out/two-b" --resume auto \
-  >"$out/two-b.log" 2>&1 || { cat "$out/two-b.log"; fail "2-rank resume of the 1-rank checkpoint"; }
+launch=(mpirun --oversubscribe --bind-to none -np 2)
+run two --set train.grad_accum=1
+resume a 15 two-b --set train.grad_accum=1 # the 1-rank checkpoint on 2 ranks
+launch=()
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
