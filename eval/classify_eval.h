@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
-#include "train/train_config.h"
+#include "config/config.h"
 
 /* Every row of the test split of data.train = task, scored in one teacher-forced pass per
  * batch: a row is right when the argmax of the model's distribution at its labeled

@@ -1,5 +1,5 @@
 /* Running the zero-shot evaluation with a model (eval/run.c), and the commands of eval/:
- * `rotor eval` (eval/eval_cmd.c), `rotor synth` and `rotor generate`. */
+ * `rotor eval` (eval/eval_cmd.c) and `rotor generate`. */
 #ifndef ROTOR_EVAL_RUN_H
 #define ROTOR_EVAL_RUN_H
 
@@ -17,8 +17,6 @@ int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char
 
 /* `rotor eval ...`; argv[0] is the first option. Returns the exit status. */
 int eval_main(int argc, char **argv);
-/* `rotor synth CONFIG.ini [--set ...]` (eval/synth_cmd.c). */
-int synth_main(int argc, char **argv);
 /* `rotor generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) ...` (eval/generate_cmd.c). */
 int generate_main(int argc, char **argv);
 

@@ -61,6 +61,10 @@ typedef struct {
 
 #include "backend_ops.h"
 
+/* The CUDA backend's element sizes (bf16 [act], fp32 [f32]), known in every build so that
+ * `rotor info` sizes a GPU's memory on a machine without one. */
+enum { CUDA_ACT_SIZE = 2, CUDA_F32_SIZE = 4 };
+
 typedef struct Backend Backend;
 struct Backend {
     const char *name;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "config/run_config.h"
 #include "cpu/blas_setup.h"
 #include "data_tools.h"
@@ -145,11 +146,11 @@ static int cmd_info(int argc, char **argv) {
     if (err) rt_die("%s", err);
     int64_t total, non_embedding;
     model_count_params(&rc.model, &total, &non_embedding);
-    print_model_summary(&rc.model, &dm, total, non_embedding);
-    /* the CUDA backend's element sizes: bf16 activations, fp32 master weights */
+    model_print_summary(&rc.model, &dm, total, non_embedding);
     const TrainConfig *tc = &rc.train;
     const OptimizerSpec *os = optimizer_spec(tc->optimizer);
-    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, 2, 4, os->nstate);
+    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, CUDA_ACT_SIZE, CUDA_F32_SIZE,
+                                  os->nstate);
     const double GiB = 1024.0 * 1024.0 * 1024.0;
     printf("GPU memory per rank at micro_batch %d x seq_len %d: %.2f GiB = weights, gradients "
            "and bf16 copy %.2f + %s %.2f (/ ranks with ZeRO-1) + activations %.2f saved "

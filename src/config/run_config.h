@@ -1,6 +1,6 @@
 /* The run configuration: the [model] [pe] [train] [data] [run] sections of an INI file
  * (FORMATS.md "Configs") plus `--set section.key=value` overrides, parsed against one
- * schema table into a validated RunConfig (train/train_config.h). Every error message names
+ * schema table into a validated RunConfig (config/config.h). Every error message names
  * where it came from (file:line or --set), the key, the bad value and what is expected. */
 #ifndef ROTOR_RUN_CONFIG_H
 #define ROTOR_RUN_CONFIG_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "train/train_config.h"
+#include "config/config.h"
 
 /* docs/models.md §6-7 defaults for every key (data.train is left empty, which validation rejects);
  * the struct is zeroed first, so padding compares equal under memcmp. */

@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "train/train_config.h"
+#include "config/config.h"
 
 typedef struct DataSource DataSource;
 struct DataSource {

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "train/train_config.h"
+#include "config/config.h"
 #include "util/rng.h"
 
 typedef enum {

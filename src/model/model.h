@@ -106,6 +106,8 @@ void model_carry_upload(Model *m, void *state, int rows, const float *host);
 
 /* Parameter counts of a config without building the model (nothing is allocated). */
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);
+/* Prints "model: gla + selective, 375.2M parameters (...)" and its dimensions (model_summary.c). */
+void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params, int64_t non_embedding);
 /* Device memory of training on one rank with N tokens per micro-batch, on a backend whose
  * [act] and [f32] elements take act_size and f32_size bytes: the model's buffers as they
  * are allocated (master weights, gradients and the compute copy; activations saved for

@@ -47,7 +47,7 @@
 
 #include "model/model.h"
 #include "train/optimizer.h"
-#include "train/train_config.h"
+#include "config/config.h"
 
 /* The best validation so far of a run with train.keep_best: its metric (KEEP_BEST_NONE:
  * none yet), value and step. */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "train/train_config.h"
+#include "config/config.h"
 
 #define OPT_MAX_STATE 2
 

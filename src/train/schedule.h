@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "train/train_config.h"
+#include "config/config.h"
 
 /* Learning rate at optimizer step `step` (0-based): linear warmup from lr_start to lr over
  * W = floor(warmup_frac * steps) steps, then from lr at step W to the last step:

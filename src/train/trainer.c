@@ -77,29 +77,6 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
-static void format_count(char *buf, size_t n, double x) {
-    if (x >= 1e9)
-        snprintf(buf, n, "%.2fB", x / 1e9);
-    else if (x >= 1e6)
-        snprintf(buf, n, "%.2fM", x / 1e6);
-    else if (x >= 1e3)
-        snprintf(buf, n, "%.1fK", x / 1e3);
-    else
-        snprintf(buf, n, "%.0f", x);
-}
-
-void print_model_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params,
-                         int64_t non_embedding) {
-    char a[32], b[32];
-    format_count(a, sizeof a, (double)params);
-    format_count(b, sizeof b, (double)non_embedding);
-    printf("model: %s + %s, %s parameters (%lld; %s without embedding and LM head)\n",
-           mixer_name(mc->mixer), pe_name(mc->pe.kind), a, (long long)params, b);
-    printf("       d=%d L=%d H=%d dk=%d dv=%d mlp=%d vocab=%d%s\n", mc->hidden_size,
-           mc->num_layers, dm->H, dm->dk, dm->dv, dm->mlp_width, mc->vocab_size,
-           mc->doc_mask ? " doc_mask" : "");
-}
-
 /* Reads this rank's B windows into micro-batch slot `a`; returns its non-ignored labels. */
 static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     int B = tr->rc->train.micro_batch, T = tr->rc->train.seq_len;
@@ -443,7 +420,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     }
     grad_buckets_init(&tr.buckets, tr.model, tr.comm, tr.ranges, rc->run.bucket_mb);
     if (lead) {
-        print_model_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
+        model_print_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
         printf("backend: %s on %s\n", be->name, be->device);
         printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
                tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,

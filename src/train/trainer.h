@@ -2,13 +2,10 @@
 #define ROTOR_TRAINER_H
 
 #include "model/model.h"
-#include "train/train_config.h"
+#include "config/config.h"
 
 /* Trains per the config; resume is NULL (fresh start), "auto" (the newest complete
  * checkpoint of run.dir if any) or a checkpoint directory. Returns 0; dies on errors. */
 int train_run(const RunConfig *rc, const char *resume);
-/* "model: gla + selective, 375.2M parameters ..." */
-void print_model_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params,
-                         int64_t non_embedding);
 
 #endif

@@ -1,7 +1,5 @@
-/* `rotor synth CONFIG.ini`: trains a model on a synthetic task ([task] section, EVAL.md part
- * B) with the ordinary trainer, then evaluates the final checkpoint on the task's test
- * stream (classification tasks: also the best validation's, train.keep_best) and writes
- * RUN_DIR/synth_results.json and accuracy plots:
+/* The test-split evaluation of `rotor synth` (src/cli/synth_cmd.c): a checkpoint trained on the
+ * task of the [task] section scored on the task's test stream, with accuracy plots in RUN_DIR:
  *   mqar   per-example query accuracy at the training length,
  *   state  token accuracy and the prefix accuracy curve (fraction of test sequences whose
  *          first t predictions are all right) up to task.test_len,
@@ -18,19 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "synth_eval.h"
+
 #include "classify_eval.h"
 #include "config/run_config.h"
 #include "data/char_text.h"
 #include "data/class_task.h"
 #include "data/synth_tasks.h"
 #include "device/device.h"
-#include "dist/dist.h"
 #include "eval_run.h"
 #include "mad_eval.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/text_score.h"
-#include "train/trainer.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -352,8 +350,8 @@ static json_t *logged_validation(const char *run_dir, int64_t step) {
 /* A classification checkpoint scored on the test split, printed as one line starting with
  * `what`: {"checkpoint", "step", "val_loss", "val_accuracy" (as logged at its step),
  * "test_accuracy"}, and in *metrics classify_eval's metrics. */
-static json_t *classify_checkpoint(const RunConfig *rc, const Backend *be, const char *ckpt, const char *what,
-                                   json_t **metrics) {
+json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *ckpt, const char *what,
+                            json_t **metrics) {
     char err[2048], which[256];
     TrainerState st;
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) rt_die("%s", err);
@@ -376,7 +374,7 @@ static json_t *classify_checkpoint(const RunConfig *rc, const Backend *be, const
 }
 
 /* The metrics of a synthetic task's test stream for the checkpoint ckpt. */
-static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char *ckpt) {
+json_t *synth_eval_task(const RunConfig *rc, const Backend *be, const char *ckpt) {
     char err[2048];
     Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
     if (!m) rt_die("%s", err);
@@ -414,7 +412,7 @@ static json_t *eval_synthetic(const RunConfig *rc, const Backend *be, const char
 
 /* A run with train.keep_best and a best checkpoint: its metrics as eval_synthetic's, with the
  * step and value that chose it (nnRNN tests the model of the best validation loss); else NULL. */
-static json_t *best_synthetic(const RunConfig *rc, const Backend *be) {
+json_t *synth_eval_best(const RunConfig *rc, const Backend *be) {
     char err[2048];
     char *dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc->run.dir);
     json_t *best = NULL;
@@ -426,86 +424,9 @@ static json_t *best_synthetic(const RunConfig *rc, const Backend *be) {
                st.best.value);
         best = json_pack("{s:s, s:I, s:s, s:f}", "checkpoint", dir, "step", (json_int_t)st.step, "selected_by",
                          run_config_keep_best_name(rc->train.keep_best), "value", st.best.value);
-        json_object_set_new(best, "metrics", eval_synthetic(rc, be, dir));
+        json_object_set_new(best, "metrics", synth_eval_task(rc, be, dir));
     }
     rt_free(dir);
     return best;
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
-               "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
-               "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
-               "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
-               "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
-               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n");
-}
-
-int synth_main(int argc, char **argv) {
-    const char *config = NULL;
-    const char *sets[258] = {"data.train=task", "data.val=task"};
-    int nsets = 2;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
-            if (nsets == 258) rt_die("too many --set options");
-            sets[nsets++] = argv[++i];
-        } else if (!strncmp(argv[i], "--set=", 6)) {
-            if (nsets == 258) rt_die("too many --set options");
-            sets[nsets++] = argv[i] + 6;
-        } else if (argv[i][0] == '-') {
-            rt_die("unknown option '%s' (see rotor synth --help)", argv[i]);
-        } else if (!config) {
-            config = argv[i];
-        } else {
-            rt_die("unexpected argument '%s': give one CONFIG.ini", argv[i]);
-        }
-    }
-    if (!config) {
-        usage(stderr);
-        rt_die("missing CONFIG.ini");
-    }
-    RunConfig rc;
-    char err[2048];
-    if (run_config_load(&rc, config, sets, nsets, err, sizeof err)) rt_die("%s", err);
-    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars)", config);
-    train_run(&rc, NULL);
-    if (dist_rank() != 0) return 0;
-    char *ckpt = checkpoint_find_latest(rc.run.dir);
-    if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
-    const Backend *be = backend_select(rc.run.device, "run.device");
-    json_t *metrics, *last = NULL, *best = NULL;
-    if (!strcmp(rc.task.type, "seq_image") || !strcmp(rc.task.type, "pathfinder") || class_task_is(rc.task.type)) {
-        last = classify_checkpoint(&rc, be, ckpt, "last", &metrics);
-        char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
-        if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {
-            if (checkpoint_verify(best_dir, err, sizeof err)) rt_die("%s", err);
-            json_t *best_metrics;
-            best = classify_checkpoint(&rc, be, best_dir, "best", &best_metrics);
-            json_object_set_new(best, "selected_by", json_string(run_config_keep_best_name(rc.train.keep_best)));
-            json_object_set_new(best, "metrics", best_metrics);
-        }
-        rt_free(best_dir);
-    } else {
-        metrics = eval_synthetic(&rc, be, ckpt);
-        best = best_synthetic(&rc, be);
-    }
-    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
-                            mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);
-    json_object_set_new(res, "lr", json_real(rc.train.lr));
-    json_object_set_new(res, "steps", json_integer(rc.train.steps));
-    json_object_set_new(res, "seed", json_integer((json_int_t)rc.train.seed));
-    if (last) json_object_set_new(res, "last", last);
-    if (best) json_object_set_new(res, "best", best);
-    char *path = rt_sprintf("%s/synth_results.json", rc.run.dir);
-    char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
-    fs_write_atomic(path, text, strlen(text));
-    printf("results: %s\n", path);
-    free(text);
-    rt_free(path);
-    json_decref(res);
-    rt_free(ckpt);
-    return 0;
-}

@@ -1,7 +1,7 @@
 /* Everything a run is configured with: the [model] [pe] [train] [data] [run] sections of
  * the INI config (FORMATS.md), parsed and validated by src/config/run_config.c. */
-#ifndef ROTOR_TRAIN_CONFIG_H
-#define ROTOR_TRAIN_CONFIG_H
+#ifndef ROTOR_CONFIG_CONFIG_H
+#define ROTOR_CONFIG_CONFIG_H
 
 #include <stdint.h>
 

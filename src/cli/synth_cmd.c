@@ -1,0 +1,96 @@
+/* `rotor synth CONFIG.ini`: trains a model on the task of the [task] section with the
+ * ordinary trainer, then evaluates the final checkpoint on the task's test split
+ * (eval/synth_eval.c; classification tasks and train.keep_best: also the best validation's)
+ * and writes RUN_DIR/synth_results.json. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "config/run_config.h"
+#include "data/class_task.h"
+#include "device/device.h"
+#include "dist/dist.h"
+#include "synth_eval.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
+               "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
+               "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
+               "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
+               "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
+               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n");
+}
+
+int synth_main(int argc, char **argv) {
+    const char *config = NULL;
+    const char *sets[258] = {"data.train=task", "data.val=task"};
+    int nsets = 2;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+            if (nsets == 258) rt_die("too many --set options");
+            sets[nsets++] = argv[++i];
+        } else if (!strncmp(argv[i], "--set=", 6)) {
+            if (nsets == 258) rt_die("too many --set options");
+            sets[nsets++] = argv[i] + 6;
+        } else if (argv[i][0] == '-') {
+            rt_die("unknown option '%s' (see rotor synth --help)", argv[i]);
+        } else if (!config) {
+            config = argv[i];
+        } else {
+            rt_die("unexpected argument '%s': give one CONFIG.ini", argv[i]);
+        }
+    }
+    if (!config) {
+        usage(stderr);
+        rt_die("missing CONFIG.ini");
+    }
+    RunConfig rc;
+    char err[2048];
+    if (run_config_load(&rc, config, sets, nsets, err, sizeof err)) rt_die("%s", err);
+    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars)", config);
+    train_run(&rc, NULL);
+    if (dist_rank() != 0) return 0;
+    char *ckpt = checkpoint_find_latest(rc.run.dir);
+    if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
+    const Backend *be = backend_select(rc.run.device, "run.device");
+    json_t *metrics, *last = NULL, *best = NULL;
+    if (!strcmp(rc.task.type, "seq_image") || !strcmp(rc.task.type, "pathfinder") || class_task_is(rc.task.type)) {
+        last = synth_eval_classify(&rc, be, ckpt, "last", &metrics);
+        char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
+        if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {
+            if (checkpoint_verify(best_dir, err, sizeof err)) rt_die("%s", err);
+            json_t *best_metrics;
+            best = synth_eval_classify(&rc, be, best_dir, "best", &best_metrics);
+            json_object_set_new(best, "selected_by", json_string(run_config_keep_best_name(rc.train.keep_best)));
+            json_object_set_new(best, "metrics", best_metrics);
+        }
+        rt_free(best_dir);
+    } else {
+        metrics = synth_eval_task(&rc, be, ckpt);
+        best = synth_eval_best(&rc, be);
+    }
+    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
+                            mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);
+    json_object_set_new(res, "lr", json_real(rc.train.lr));
+    json_object_set_new(res, "steps", json_integer(rc.train.steps));
+    json_object_set_new(res, "seed", json_integer((json_int_t)rc.train.seed));
+    if (last) json_object_set_new(res, "last", last);
+    if (best) json_object_set_new(res, "best", best);
+    char *path = rt_sprintf("%s/synth_results.json", rc.run.dir);
+    char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    fs_write_atomic(path, text, strlen(text));
+    printf("results: %s\n", path);
+    free(text);
+    rt_free(path);
+    json_decref(res);
+    rt_free(ckpt);
+    return 0;
+}

@@ -1,0 +1,26 @@
+/* The two lines `rotor train` and `rotor info` print about a model. */
+#include <stdio.h>
+
+#include "model/model.h"
+
+static void format_count(char *buf, size_t n, double x) {
+    if (x >= 1e9)
+        snprintf(buf, n, "%.2fB", x / 1e9);
+    else if (x >= 1e6)
+        snprintf(buf, n, "%.2fM", x / 1e6);
+    else if (x >= 1e3)
+        snprintf(buf, n, "%.1fK", x / 1e3);
+    else
+        snprintf(buf, n, "%.0f", x);
+}
+
+void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params, int64_t non_embedding) {
+    char a[32], b[32];
+    format_count(a, sizeof a, (double)params);
+    format_count(b, sizeof b, (double)non_embedding);
+    printf("model: %s + %s, %s parameters (%lld; %s without embedding and LM head)\n",
+           mixer_name(mc->mixer), pe_name(mc->pe.kind), a, (long long)params, b);
+    printf("       d=%d L=%d H=%d dk=%d dv=%d mlp=%d vocab=%d%s\n", mc->hidden_size,
+           mc->num_layers, dm->H, dm->dk, dm->dv, dm->mlp_width, mc->vocab_size,
+           mc->doc_mask ? " doc_mask" : "");
+}
