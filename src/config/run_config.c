@@ -21,6 +21,7 @@
 #include "data/image_task.h"
 #include "data/mad_tasks.h"
 #include "data/synth_tasks.h"
+#include "model/family.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -60,11 +61,8 @@ typedef struct {
 static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "task"};
 #define NSECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 
-static const Choice MIXERS[] = {{"gla", MIXER_GLA}, {"gated_deltanet", MIXER_GDN}, {"fox", MIXER_FOX},
-                               {"transformer", MIXER_TRANSFORMER}, {"deltanet", MIXER_DELTANET},
-                               {"mamba2", MIXER_MAMBA2}, {"lru", MIXER_LRU}, {"rotrnn", MIXER_ROTRNN},
-                               {"rnn", MIXER_RNN}, {"rnn_orth", MIXER_RNN_ORTH}, {"exprnn", MIXER_EXPRNN},
-                               {"nnrnn", MIXER_NNRNN}, {"lstm", MIXER_LSTM}, {NULL, 0}};
+/* model.type: the family registry's names (model/family.h), filled by schema_init */
+static Choice MIXERS[N_MIXERS + 1];
 static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
 static const Choice NONLINEARITIES[] = {{"auto", RNN_NONLIN_AUTO}, {"tanh", RNN_NONLIN_TANH}, {"modrelu", RNN_NONLIN_MODRELU}, {NULL, 0}};
 static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
@@ -267,6 +265,10 @@ static const KeySpec KEYS[] = {
     K_I64("task", "val_examples", task.val_examples, 0, "seq_image: the last images of task.images held out for validation (0 = a tenth, as LRA)"),
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+static void schema_init(void) {
+    for (int k = 0; k < N_MIXERS; k++) MIXERS[k] = (Choice){family_of((MixerKind)k)->name, k};
+}
 
 static void *field(RunConfig *c, const KeySpec *k) { return (char *)c + k->offset; }
 static const void *cfield(const RunConfig *c, const KeySpec *k) { return (const char *)c + k->offset; }
@@ -856,6 +858,7 @@ static const char *image_shape(Loader *L) {
 
 int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
                            const char *const *sets, int nsets, char *err, size_t errlen) {
+    schema_init();
     Loader *L = rt_calloc(1, sizeof(*L));
     run_config_defaults(&L->cfg);
     L->origin = origin_name ? origin_name : "<config>";
@@ -912,6 +915,7 @@ int run_config_load(RunConfig *out, const char *ini_path, const char *const *set
 /* ------------------------------------------------------------------------------------ */
 
 int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen) {
+    schema_init();
     for (size_t i = 0; i < NKEYS; i++) {
         const KeySpec *k = &KEYS[i];
         if (value_ok(k, c)) continue;
@@ -962,10 +966,13 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->val_every > 0 && t->val_batches < 1)
         return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
                        t->val_batches, t->val_every);
-    if (m->nonlinearity != RNN_NONLIN_AUTO && m->mixer != MIXER_RNN && m->mixer != MIXER_RNN_ORTH &&
-        m->mixer != MIXER_EXPRNN && m->mixer != MIXER_NNRNN)
-        return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells rnn, rnn_orth, exprnn and nnrnn have one "
-                        "(model.type = %s)", choice_name(NONLINEARITIES, (int)m->nonlinearity), mixer_name(m->mixer));
+    const Family *fam = family_of(m->mixer);
+    if (m->nonlinearity != RNN_NONLIN_AUTO && !family_reads_key(fam, "nonlinearity")) {
+        char names[128];
+        family_names_with_key("nonlinearity", names, sizeof names);
+        return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells %s have one (model.type = %s)",
+                        choice_name(NONLINEARITIES, (int)m->nonlinearity), names, fam->name);
+    }
     if (t->plateau_factor > 0 && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.plateau_factor = %g acts at validations: train.val_every = 0",
                         t->plateau_factor);
@@ -977,11 +984,13 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
                         "only (model.head = classifier, or data.train = task with task.type = seq_image, listops or text_bytes)");
     if (t->carry_state) {
         const char *bad = NULL;
+        char names[128], why[200];
+        family_names_carrying(names, sizeof names);
+        snprintf(why, sizeof why, "only the recurrent cells carry a state: model.type = %s", names);
         if (strcmp(c->data.train, "task") || strcmp(c->task.type, "chars"))
             bad = "its streams are those of character-level text: data.train = task with task.type = chars";
-        else if (m->mixer != MIXER_RNN && m->mixer != MIXER_RNN_ORTH && m->mixer != MIXER_EXPRNN && m->mixer != MIXER_NNRNN &&
-                 m->mixer != MIXER_LSTM)
-            bad = "only the recurrent cells carry a state: model.type = rnn, rnn_orth, exprnn, nnrnn or lstm";
+        else if (!family_carries(fam))
+            bad = why;
         else if (m->doc_mask || m->bidirectional)
             bad = "a row must be one segment: model.doc_mask and model.bidirectional must be off";
         if (bad) return rt_error(err, errlen, origin, "train.carry_state = true: %s", bad);
@@ -1006,6 +1015,7 @@ const char *run_config_keep_best_name(KeepBest k) { return choice_name(KEEP_BEST
 /* ------------------------------------------------------------------------------------ */
 
 void run_config_write_ini(const RunConfig *c, FILE *f) {
+    schema_init();
     fprintf(f, "; rotor run config: every key, effective values\n");
     const char *section = NULL;
     for (size_t i = 0; i < NKEYS; i++) {
@@ -1024,6 +1034,7 @@ void run_config_print_help(FILE *f) {
     static const char *const type_names[] = {
         [T_INT] = "int", [T_I64] = "int", [T_U64] = "int", [T_FLOAT] = "float",
         [T_BOOL] = "bool", [T_ENUM] = "enum", [T_ENUM_STR] = "enum", [T_STR] = "string"};
+    schema_init();
     RunConfig d;
     run_config_defaults(&d);
     fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run]; "

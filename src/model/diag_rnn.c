@@ -36,7 +36,7 @@ void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, i
     r->C = C;
     r->d = d;
     r->bidir = bidir;
-    r->D = params_add(t, name, 1, sh, INIT_NORMAL, 1.0, 0, 1);
+    r->D = params_add(t, name, 1, sh, init_normal, 1.0, 0, 1);
 }
 
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
@@ -95,3 +95,21 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
     be->matmul_bwd(dx, r->dBw, NULL, r->dbx, x, r->Bw, N, C2, d, 0);
     be->head_skip_bwd(dx, G(c, r->D), dy, x, WM(c, r->D), N, d, 1);
 }
+
+/* The init ranges of the scan's eigenvalues, for the families' dims: moduli in [r_min, r_max]
+ * below 1 (RotRNN's gamma: above 0), angles in [0, max_phase]. */
+const char *drnn_check_init(const ModelConfig *c, const char *family, int positive, char *msg, size_t n) {
+    if (!((positive ? c->r_min > 0 : c->r_min >= 0) && c->r_min <= c->r_max && c->r_max < 1)) {
+        snprintf(msg, n, "model.r_min = %g, model.r_max = %g: model.type = %s needs %s r_min <= r_max < 1", c->r_min,
+                 c->r_max, family, positive ? "0 <" : "0 <=");
+        return msg;
+    }
+    if (!(c->max_phase > 0)) {
+        snprintf(msg, n, "model.max_phase = %g must be positive", c->max_phase);
+        return msg;
+    }
+    return NULL;
+}
+
+/* a complex multiply-add per pair of state reals, per scan */
+double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 4.0 * dm->key_dim * (1 + c->bidirectional); }

@@ -59,13 +59,13 @@ static void *ae_create(ParamTable *t, const ModelConfig *cfg) {
     a->d = d, a->V = V;
     /* mad-lab's nn.Sequential indices: decoder.{0 norm, 1 linear, 3 norm, 4 linear}, unembed.{0 norm, 1 linear} */
     a->n0 = declare_vector(t, "decoder.0.weight", d, 1);
-    a->w0 = params_add(t, "decoder.1.weight", 2, dsh, INIT_NORMAL, std, 1, 1);
+    a->w0 = params_add(t, "decoder.1.weight", 2, dsh, init_normal, std, 1, 1);
     a->b0 = declare_vector(t, "decoder.1.bias", d, 0);
     a->n1 = declare_vector(t, "decoder.3.weight", d, 1);
-    a->w1 = params_add(t, "decoder.4.weight", 2, dsh, INIT_NORMAL, std, 1, 1);
+    a->w1 = params_add(t, "decoder.4.weight", 2, dsh, init_normal, std, 1, 1);
     a->b1 = declare_vector(t, "decoder.4.bias", d, 0);
     a->nu = declare_vector(t, "unembed.0.weight", d, 1);
-    a->wu = params_add(t, "unembed.1.weight", 2, vsh, INIT_NORMAL, std, 1, 1);
+    a->wu = params_add(t, "unembed.1.weight", 2, vsh, init_normal, std, 1, 1);
     a->bu = declare_vector(t, "unembed.1.bias", V, 0);
     return a;
 }

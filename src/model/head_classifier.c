@@ -68,7 +68,7 @@ static void *cls_create(ParamTable *t, const ModelConfig *cfg) {
         in = h->H2;
     }
     int64_t sh[2] = {h->classes, in};
-    h->w = params_add(t, "classifier.weight", 2, sh, INIT_NORMAL, cfg->init_std, 1, 1);
+    h->w = params_add(t, "classifier.weight", 2, sh, init_normal, cfg->init_std, 1, 1);
     h->b = declare_vector(t, "classifier.bias", h->classes, 0);
     return h;
 }

@@ -5,194 +5,63 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/family.h"
 #include "util/error.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Schema                                                                               */
 /* ------------------------------------------------------------------------------------ */
 
-typedef enum { F_INT, F_REAL, F_BOOL } FieldType;
-typedef enum { R_ANY, R_POS, R_NONNEG, R_TOKEN } Range; /* R_TOKEN: a token id, or null for none (-1) */
+static const HfField COMMON[] = {
+    HF_FIELD("vocab_size", HF_INT, HF_POS, 1, vocab_size),
+    HF_FIELD("hidden_size", HF_INT, HF_POS, 1, hidden_size),
+    HF_FIELD("num_hidden_layers", HF_INT, HF_POS, 1, num_layers),
+    HF_FIELD("num_heads", HF_INT, HF_POS, 1, num_heads),
+    HF_FIELD("hidden_ratio", HF_REAL, HF_POS, 0, hidden_ratio),
+    HF_FIELD("norm_eps", HF_REAL, HF_POS, 1, norm_eps),
+    HF_FIELD("initializer_range", HF_REAL, HF_POS, 0, init_std),
+    HF_FIELD("bos_token_id", HF_INT, HF_TOKEN, 0, bos_id),
+    HF_FIELD("eos_token_id", HF_INT, HF_TOKEN, 0, eos_id),
+    HF_FIELD("max_position_embeddings", HF_INT, HF_POS, 0, max_seq_len),
+    HF_FIELD("doc_mask", HF_BOOL, HF_ANY, 0, doc_mask),
+};
+static const HfField ROPE[] = {
+    HF_FIELD("theta", HF_REAL, HF_POS, 0, pe.rope_theta),
+};
+static const HfField SELECTIVE[] = {
+    HF_FIELD("phi_proj_rank", HF_INT, HF_POS, 1, pe.phi_rank),
+    HF_FIELD("skip_conv", HF_BOOL, HF_ANY, 1, pe.skip_conv),
+    HF_FIELD("use_bias", HF_BOOL, HF_ANY, 1, pe.bias),
+    HF_FIELD("use_gate", HF_BOOL, HF_ANY, 1, pe.phase_gate),
+    HF_FIELD("temp_theta", HF_REAL, HF_POS, 1, pe.temp_theta),
+    HF_FIELD("temp_max", HF_REAL, HF_POS, 1, pe.temp_max),
+    HF_FIELD("temp_grad", HF_BOOL, HF_ANY, 1, pe.temp_grad),
+};
 
-/* A config.json key stored in a ModelConfig field (int for F_INT/F_BOOL, double for F_REAL). */
-typedef struct {
-    const char *key;
-    FieldType type;
-    Range range;
-    int required;
-    size_t offset;
-} Field;
-
-#define F(k, t, r, req, f) {k, t, r, req, offsetof(ModelConfig, f)}
-
-static const Field COMMON[] = {
-    F("vocab_size", F_INT, R_POS, 1, vocab_size),
-    F("hidden_size", F_INT, R_POS, 1, hidden_size),
-    F("num_hidden_layers", F_INT, R_POS, 1, num_layers),
-    F("num_heads", F_INT, R_POS, 1, num_heads),
-    F("hidden_ratio", F_REAL, R_POS, 0, hidden_ratio),
-    F("norm_eps", F_REAL, R_POS, 1, norm_eps),
-    F("initializer_range", F_REAL, R_POS, 0, init_std),
-    F("bos_token_id", F_INT, R_TOKEN, 0, bos_id),
-    F("eos_token_id", F_INT, R_TOKEN, 0, eos_id),
-    F("max_position_embeddings", F_INT, R_POS, 0, max_seq_len),
-    F("doc_mask", F_BOOL, R_ANY, 0, doc_mask),
-};
-static const Field GLA[] = {
-    F("expand_k", F_REAL, R_POS, 1, expand_k),
-    F("expand_v", F_REAL, R_POS, 1, expand_v),
-    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
-    F("gate_logit_normalizer", F_REAL, R_POS, 0, gate_logit_normalizer),
-    F("gate_low_rank_dim", F_INT, R_POS, 0, gate_low_rank_dim),
-};
-static const Field GDN[] = {
-    F("head_dim", F_INT, R_POS, 1, head_dim),
-    F("expand_v", F_REAL, R_POS, 1, expand_v),
-    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
-};
-static const Field DELTANET[] = {
-    F("expand_k", F_REAL, R_POS, 1, expand_k),
-    F("expand_v", F_REAL, R_POS, 1, expand_v),
-    F("use_short_conv", F_BOOL, R_ANY, 1, short_conv),
-    F("use_gate", F_BOOL, R_ANY, 1, use_gate),
-};
-static const Field FOX[] = {
-    F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
-    F("use_output_gate", F_BOOL, R_ANY, 1, output_gate),
-    F("use_output_norm", F_BOOL, R_ANY, 0, output_norm),
-    F("use_k_shift", F_BOOL, R_ANY, 0, k_shift),
-    F("use_v_shift", F_BOOL, R_ANY, 0, v_shift),
-};
-/* fla's Attention always rotates q and k by RoPE with base rope_theta (docs/models.md §4b) */
-static const Field TRANSFORMER[] = {
-    F("qk_norm", F_BOOL, R_ANY, 1, qk_norm),
-    F("rope_theta", F_REAL, R_POS, 0, pe.rope_theta),
-};
-static const Field MAMBA2[] = {
-    F("head_dim", F_INT, R_POS, 1, head_dim),
-    F("state_size", F_INT, R_POS, 1, state_size),
-    F("expand", F_INT, R_POS, 1, expand),
-    F("n_groups", F_INT, R_POS, 1, n_groups),
-    F("use_conv_bias", F_BOOL, R_ANY, 0, use_conv_bias),
-};
-/* rotor's own (no fla counterpart, docs/models.md §13, §14); the init ranges are kept so that
- * a checkpoint's config.json restates its run config */
-static const Field LRU[] = {
-    F("state_size", F_INT, R_POS, 1, state_size),
-    F("r_min", F_REAL, R_NONNEG, 0, r_min),
-    F("r_max", F_REAL, R_POS, 0, r_max),
-    F("max_phase", F_REAL, R_POS, 0, max_phase),
-};
-static const Field ROTRNN[] = {
-    F("state_size", F_INT, R_POS, 1, state_size),
-    F("gamma_min", F_REAL, R_POS, 0, r_min),
-    F("gamma_max", F_REAL, R_POS, 0, r_max),
-    F("max_phase", F_REAL, R_POS, 0, max_phase),
-};
-/* The nnRNN's angles at init (docs/models.md §17) */
-static const Field NNRNN[] = {
-    F("max_phase", F_REAL, R_POS, 0, max_phase),
-};
-static const Field ROPE[] = {
-    F("theta", F_REAL, R_POS, 0, pe.rope_theta),
-};
-static const Field SELECTIVE[] = {
-    F("phi_proj_rank", F_INT, R_POS, 1, pe.phi_rank),
-    F("skip_conv", F_BOOL, R_ANY, 1, pe.skip_conv),
-    F("use_bias", F_BOOL, R_ANY, 1, pe.bias),
-    F("use_gate", F_BOOL, R_ANY, 1, pe.phase_gate),
-    F("temp_theta", F_REAL, R_POS, 1, pe.temp_theta),
-    F("temp_max", F_REAL, R_POS, 1, pe.temp_max),
-    F("temp_grad", F_BOOL, R_ANY, 1, pe.temp_grad),
-};
-#undef F
-
-/* Keys with the one value rotor implements (JSON text). Written as is; when `checked`, a
- * file that sets them to anything else is rejected (unchecked ones are fla runtime options
- * that do not change what the model computes). fuse_norm must be true for fla's GLA to
- * name its readout norm g_norm_swish_gate, as rotor does. */
-typedef struct {
-    const char *key;
-    const char *json;
-    int checked;
-} Fixed;
-
-static const Fixed COMMON_FIXED[] = {
+static const HfFixed COMMON_FIXED[] = {
     {"tie_word_embeddings", "false", 1}, {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
     {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
 };
-static const Fixed GLA_FIXED[] = {
-    {"conv_size", "4", 1},     {"use_output_gate", "true", 1}, {"clamp_min", "null", 1},
-    {"feature_map", "null", 1}, {"attn_mode", "\"chunk\"", 0}, {"num_kv_heads", "null", 1},
-};
-static const Fixed GDN_FIXED[] = {
-    {"use_gate", "true", 1},     {"conv_size", "4", 1},          {"allow_neg_eigval", "false", 1},
-    {"num_v_heads", "null", 1}, {"attn_mode", "\"chunk\"", 0},
-};
-static const Fixed DELTANET_FIXED[] = {
-    {"conv_size", "4", 1},         {"use_beta", "true", 1},        {"use_output_norm", "true", 1},
-    {"qk_norm", "\"l2\"", 1},      {"qk_activation", "\"silu\"", 1}, {"attn_mode", "\"chunk\"", 0},
-};
-static const Fixed ATTN_FIXED[] = { /* FoX and the Transformer */
-    {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
-};
-/* Mamba2: fla's defaults; the init ranges (A_init_range, dt_min/max/init_floor) and
- * dt_limit (0, inf), which JSON cannot write, are not written. */
-static const Fixed MAMBA2_FIXED[] = {
-    {"conv_kernel", "4", 1},       {"use_bias", "false", 1},     {"rmsnorm", "true", 1},
-    {"norm_before_gate", "false", 1}, {"D_has_hdim", "false", 1}, {"residual_in_fp32", "true", 0},
-    {"rescale_prenorm_residual", "true", 0}, {"chunk_size", "256", 0},
-};
-static const Fixed SELECTIVE_FIXED[] = {
+static const HfFixed SELECTIVE_FIXED[] = {
     {"gate_parametrization", "\"standard\"", 1}, {"d_conv", "4", 1},
-};
-
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Per mixer: names and its keys. */
-typedef struct {
-    const char *model_type, *architecture;
-    const Field *fields;
-    size_t nfields;
-    const Fixed *fixed;
-    size_t nfixed;
-} MixerSchema;
-
-static const MixerSchema MIXER_SCHEMA[] = {
-    [MIXER_GLA] = {"gla", "GLAForCausalLM", GLA, N_OF(GLA), GLA_FIXED, N_OF(GLA_FIXED)},
-    [MIXER_GDN] = {"gated_deltanet", "GatedDeltaNetForCausalLM", GDN, N_OF(GDN), GDN_FIXED, N_OF(GDN_FIXED)},
-    [MIXER_FOX] = {"forgetting_transformer", "ForgettingTransformerForCausalLM", FOX, N_OF(FOX), ATTN_FIXED,
-                   N_OF(ATTN_FIXED)},
-    [MIXER_TRANSFORMER] = {"transformer", "TransformerForCausalLM", TRANSFORMER, N_OF(TRANSFORMER),
-                           ATTN_FIXED, N_OF(ATTN_FIXED)},
-    [MIXER_DELTANET] = {"delta_net", "DeltaNetForCausalLM", DELTANET, N_OF(DELTANET), DELTANET_FIXED,
-                        N_OF(DELTANET_FIXED)},
-    [MIXER_MAMBA2] = {"mamba2", "Mamba2ForCausalLM", MAMBA2, N_OF(MAMBA2), MAMBA2_FIXED, N_OF(MAMBA2_FIXED)},
-    [MIXER_LRU] = {"lru", "LRUForCausalLM", LRU, N_OF(LRU), NULL, 0},
-    [MIXER_ROTRNN] = {"rotrnn", "RotRNNForCausalLM", ROTRNN, N_OF(ROTRNN), NULL, 0},
-    [MIXER_RNN] = {"rnn", "RNNForCausalLM", NULL, 0, NULL, 0},
-    [MIXER_RNN_ORTH] = {"rnn_orth", "RNNOrthForCausalLM", NULL, 0, NULL, 0},
-    [MIXER_EXPRNN] = {"exprnn", "ExpRNNForCausalLM", NULL, 0, NULL, 0},
-    [MIXER_NNRNN] = {"nnrnn", "NnRNNForCausalLM", NNRNN, N_OF(NNRNN), NULL, 0},
-    [MIXER_LSTM] = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0},
 };
 
 /* ------------------------------------------------------------------------------------ */
 /* Writing                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static void put_fields(json_t *o, const ModelConfig *c, const Field *f, size_t n) {
+static void put_fields(json_t *o, const ModelConfig *c, const HfField *f, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const void *p = (const char *)c + f[i].offset;
-        json_t *v = f[i].type == F_REAL                                ? json_real(*(const double *)p)
-                    : f[i].range == R_TOKEN && *(const int *)p < 0 ? json_null()
-                    : f[i].type == F_INT                           ? json_integer(*(const int *)p)
+        json_t *v = f[i].type == HF_REAL                                ? json_real(*(const double *)p)
+                    : f[i].range == HF_TOKEN && *(const int *)p < 0 ? json_null()
+                    : f[i].type == HF_INT                           ? json_integer(*(const int *)p)
                                          : json_boolean(*(const int *)p);
         json_object_set_new(o, f[i].key, v);
     }
 }
 
-static void put_fixed(json_t *o, const Fixed *f, size_t n) {
+static void put_fixed(json_t *o, const HfFixed *f, size_t n) {
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_loads(f[i].json, JSON_DECODE_ANY, NULL);
         RT_ASSERT(v);
@@ -209,17 +78,17 @@ static json_t *pe_to_json(const ModelConfig *c) {
         break;
     case PE_ROPE:
         json_object_set_new(o, "type", json_string("rope"));
-        put_fields(o, c, ROPE, N_OF(ROPE));
+        put_fields(o, c, ROPE, HF_COUNT(ROPE));
         break;
     case PE_SELECTIVE:
         RT_ASSERT(pe->conv_act == ACT_NONE || pe->conv_act == ACT_SILU);
         json_object_set_new(o, "type", json_string("selective_rope"));
         json_object_set_new(o, "phi_parametrization",
                             json_string(pe->phi_proj == PHI_LOW_RANK ? "low-rank" : "full-rank"));
-        put_fields(o, c, SELECTIVE, N_OF(SELECTIVE));
+        put_fields(o, c, SELECTIVE, HF_COUNT(SELECTIVE));
         json_object_set_new(o, "conv_act", pe->conv_act == ACT_SILU ? json_string("silu") : json_null());
         json_object_set_new(o, "temp_type", json_string(pe->temp_type == TEMP_TAN ? "rfa" : "rope"));
-        put_fixed(o, SELECTIVE_FIXED, N_OF(SELECTIVE_FIXED));
+        put_fixed(o, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED));
         break;
     }
     return o;
@@ -246,7 +115,7 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string("channel"));
     }
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
-    if (c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN)
+    if (family_reads_key(family_of(c->mixer), "orth_init"))
         json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
     if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §17) */
         json_object_set_new(o, "rotor_nonlinearity", json_string(rnn_modrelu(c) ? "modrelu" : "tanh"));
@@ -255,19 +124,18 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
 json_t *hf_config_to_json(const ModelConfig *c) {
     ModelDims dims;
     RT_ASSERT(model_dims(c, &dims) == NULL);
-    RT_ASSERT(c->mixer >= 0 && (size_t)c->mixer < N_OF(MIXER_SCHEMA));
-    const MixerSchema *ms = &MIXER_SCHEMA[c->mixer];
+    const HfSchema *ms = &family_of(c->mixer)->hf;
     json_t *o = json_object();
     json_object_set_new(o, "model_type", json_string(ms->model_type));
     json_object_set_new(o, "architectures", json_pack("[s]", ms->architecture));
     put_rotor_shape(o, c);
-    put_fields(o, c, COMMON, N_OF(COMMON));
+    put_fields(o, c, COMMON, HF_COUNT(COMMON));
     if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
-    else if (c->mixer == MIXER_MAMBA2) json_object_set_new(o, "num_heads", json_integer(dims.H)); /* derived */
+    else if (ms->derived_heads) json_object_set_new(o, "num_heads", json_integer(dims.H));
     /* the lra block's GELU (docs/models.md §16) */
     const char *act = c->block == BLOCK_LRA ? "gelu" : dims.mlp_width ? "swish" : "silu";
     json_object_set_new(o, "hidden_act", json_string(act));
-    put_fixed(o, COMMON_FIXED, N_OF(COMMON_FIXED));
+    put_fixed(o, COMMON_FIXED, HF_COUNT(COMMON_FIXED));
     put_fields(o, c, ms->fields, ms->nfields);
     put_fixed(o, ms->fixed, ms->nfixed);
     json_object_set_new(o, "position_embedding", pe_to_json(c));
@@ -318,12 +186,12 @@ static const char *json_text(const json_t *v) {
     return buf;
 }
 
-static int read_fields(const json_t *o, const char *prefix, const Field *f, size_t n, ModelConfig *out, Errs *e) {
-    static const char *const range_words[] = {[R_ANY] = "", [R_POS] = "positive ", [R_NONNEG] = "non-negative ",
-                                              [R_TOKEN] = "non-negative "};
+static int read_fields(const json_t *o, const char *prefix, const HfField *f, size_t n, ModelConfig *out, Errs *e) {
+    static const char *const range_words[] = {[HF_ANY] = "", [HF_POS] = "positive ", [HF_NONNEG] = "non-negative ",
+                                              [HF_TOKEN] = "non-negative "};
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(o, f[i].key);
-        if (v && json_is_null(v) && f[i].range == R_TOKEN) {
+        if (v && json_is_null(v) && f[i].range == HF_TOKEN) {
             *(int *)((char *)out + f[i].offset) = -1;
             continue;
         }
@@ -334,23 +202,23 @@ static int read_fields(const json_t *o, const char *prefix, const Field *f, size
         void *p = (char *)out + f[i].offset;
         const char *rw = range_words[f[i].range];
         switch (f[i].type) {
-        case F_BOOL:
+        case HF_BOOL:
             if (!json_is_boolean(v))
                 return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key, type_desc(v));
             *(int *)p = json_is_true(v);
             break;
-        case F_INT: {
+        case HF_INT: {
             json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
-            if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == R_POS && x <= 0) ||
-                ((f[i].range == R_NONNEG || f[i].range == R_TOKEN) && x < 0))
+            if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == HF_POS && x <= 0) ||
+                ((f[i].range == HF_NONNEG || f[i].range == HF_TOKEN) && x < 0))
                 return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key, rw,
                             json_is_integer(v) ? json_text(v) : type_desc(v));
             *(int *)p = (int)x;
             break;
         }
-        case F_REAL: {
+        case HF_REAL: {
             double x = json_is_number(v) ? json_number_value(v) : 0;
-            if (!json_is_number(v) || (f[i].range == R_POS && !(x > 0)) || (f[i].range == R_NONNEG && !(x >= 0)))
+            if (!json_is_number(v) || (f[i].range == HF_POS && !(x > 0)) || (f[i].range == HF_NONNEG && !(x >= 0)))
                 return fail(e, "config key '%s%s' must be a %snumber, got %s", prefix, f[i].key, rw,
                             json_is_number(v) ? json_text(v) : type_desc(v));
             *(double *)p = x;
@@ -361,7 +229,7 @@ static int read_fields(const json_t *o, const char *prefix, const Field *f, size
     return 0;
 }
 
-static int check_fixed(const json_t *o, const char *prefix, const Fixed *f, size_t n, Errs *e) {
+static int check_fixed(const json_t *o, const char *prefix, const HfFixed *f, size_t n, Errs *e) {
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(o, f[i].key);
         if (!f[i].checked || !v) continue;
@@ -399,7 +267,7 @@ static int read_choice(const json_t *o, const char *prefix, const char *key, con
 static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     const json_t *pe = json_object_get(j, "position_embedding");
     if (!pe || json_is_null(pe)) { /* fla's own configs: NoPE, but RoPE in fla's Attention */
-        if (out->mixer == MIXER_TRANSFORMER) out->pe.kind = PE_ROPE;
+        out->pe.kind = family_of(out->mixer)->hf.default_pe;
         return 0;
     }
     if (!json_is_object(pe))
@@ -409,7 +277,7 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     int kind = 0;
     if (read_choice(pe, P, "type", types, 3, &kind, e)) return -1;
     out->pe.kind = (PEKind)kind;
-    if (kind == PE_ROPE) return read_fields(pe, P, ROPE, N_OF(ROPE), out, e);
+    if (kind == PE_ROPE) return read_fields(pe, P, ROPE, HF_COUNT(ROPE), out, e);
     if (kind != PE_SELECTIVE) return 0;
     static const char *const projs[] = {"full-rank", "low-rank"}; /* PhiProj order */
     static const char *const acts[] = {NULL, "silu"};              /* ACT_NONE, ACT_SILU */
@@ -417,8 +285,8 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     int proj, act, temp;
     if (read_choice(pe, P, "phi_parametrization", projs, 2, &proj, e) ||
         read_choice(pe, P, "conv_act", acts, 2, &act, e) || read_choice(pe, P, "temp_type", temps, 2, &temp, e) ||
-        read_fields(pe, P, SELECTIVE, N_OF(SELECTIVE), out, e) ||
-        check_fixed(pe, P, SELECTIVE_FIXED, N_OF(SELECTIVE_FIXED), e))
+        read_fields(pe, P, SELECTIVE, HF_COUNT(SELECTIVE), out, e) ||
+        check_fixed(pe, P, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED), e))
         return -1;
     out->pe.phi_proj = (PhiProj)proj;
     out->pe.conv_act = act ? ACT_SILU : ACT_NONE;
@@ -521,16 +389,17 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     Errs e = {err, errlen};
     model_config_defaults(out);
     if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
-    const char *types[N_OF(MIXER_SCHEMA)];
-    for (size_t i = 0; i < N_OF(MIXER_SCHEMA); i++) types[i] = MIXER_SCHEMA[i].model_type;
+    const char *types[N_MIXERS];
+    for (int k = 0; k < N_MIXERS; k++) types[k] = family_of((MixerKind)k)->hf.model_type;
     int mixer;
-    if (read_choice(j, "", "model_type", types, (int)N_OF(MIXER_SCHEMA), &mixer, &e)) return -1;
+    if (read_choice(j, "", "model_type", types, N_MIXERS, &mixer, &e)) return -1;
     out->mixer = (MixerKind)mixer;
-    const MixerSchema *ms = &MIXER_SCHEMA[mixer];
+    const Family *fam = family_of(out->mixer);
+    const HfSchema *ms = &fam->hf;
     /* rotor's auto-encoder head (docs/models.md §12) has no fla counterpart: its own key,
      * absent for the LM head */
     if (read_rotor_shape(j, out, &e)) return -1;
-    if (read_fields(j, "", COMMON, N_OF(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, N_OF(COMMON_FIXED), &e) ||
+    if (read_fields(j, "", COMMON, HF_COUNT(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, HF_COUNT(COMMON_FIXED), &e) ||
         read_fields(j, "", ms->fields, ms->nfields, out, &e) || check_fixed(j, "", ms->fixed, ms->nfixed, &e) ||
         read_pe(j, out, &e))
         return -1;
@@ -545,7 +414,7 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
      * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0, mlp = out->mixer != MIXER_MAMBA2 && out->block == BLOCK_PRENORM;
+    int explicit_width = 0, mlp = fam->mlp && out->block == BLOCK_PRENORM;
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
@@ -558,7 +427,7 @@ int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t err
     const char *why = model_dims(out, &dims);
     if (why) return fail(&e, "inconsistent config: %s", why);
     if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
-    if (out->mixer == MIXER_MAMBA2 && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
+    if (ms->derived_heads && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
         return fail(&e, "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
                     out->num_heads, dims.H);
     if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)

@@ -24,6 +24,42 @@
 
 #include "model/model_config.h"
 
+/* A family's part of config.json (model/family.h): its model_type and architecture, the
+ * keys stored in ModelConfig fields and the keys fixed to the one value rotor implements. */
+typedef enum { HF_INT, HF_REAL, HF_BOOL } HfFieldType;
+/* HF_TOKEN: a token id, or null for none (-1) */
+typedef enum { HF_ANY, HF_POS, HF_NONNEG, HF_TOKEN } HfRange;
+
+/* A config.json key stored in a ModelConfig field (int for HF_INT/HF_BOOL, double for HF_REAL). */
+typedef struct {
+    const char *key;
+    HfFieldType type;
+    HfRange range;
+    int required;
+    size_t offset;
+} HfField;
+#define HF_FIELD(k, t, r, req, f) {k, t, r, req, offsetof(ModelConfig, f)}
+
+/* A key with the one value rotor implements (JSON text). Written as is; when `checked`, a
+ * file that sets it to anything else is rejected (unchecked ones are fla runtime options
+ * that do not change what the model computes). */
+typedef struct {
+    const char *key;
+    const char *json;
+    int checked;
+} HfFixed;
+
+typedef struct {
+    const char *model_type, *architecture;
+    const HfField *fields;
+    size_t nfields;
+    const HfFixed *fixed;
+    size_t nfixed;
+    PEKind default_pe; /* a config.json without "position_embedding" (fla's own files) */
+    int derived_heads; /* num_heads is derived from the shape, written and checked (fla's Mamba2) */
+} HfSchema;
+#define HF_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 /* json_dump* flags for config.json: indented, every float with 17 significant digits so
  * that it parses back to the same double. */
 #define HF_CONFIG_JSON_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(17))

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -242,3 +243,63 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 
 const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
                              fox_forward, fox_backward, fox_bind_state, NULL, NULL};
+
+/* ---- the families: FoX (docs/models.md §4) and the Transformer (§4b) ---- */
+
+static const char *attention_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    int d = c->hidden_size, H = c->num_heads;
+    if (d % H) {
+        snprintf(msg, n, "model.num_heads = %d does not divide model.hidden_size = %d", H, d);
+        return msg;
+    }
+    o->H = H;
+    o->dk = o->dv = d / H;
+    o->key_dim = o->value_dim = d;
+    return NULL;
+}
+
+static void attention_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.hidden_size = %d, model.num_heads = %d", c->hidden_size, c->num_heads);
+}
+
+/* QK^T and PV over T/2 keys on average */
+static double attention_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 2.0 * T * c->hidden_size; }
+
+static const HfFixed attention_fixed[] = {
+    {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
+};
+
+static const char *const fox_keys[] = {"num_heads", "qk_norm", "output_gate", "output_norm", "k_shift", "v_shift", NULL};
+static const HfField fox_fields[] = {
+    HF_FIELD("qk_norm", HF_BOOL, HF_ANY, 1, qk_norm),
+    HF_FIELD("use_output_gate", HF_BOOL, HF_ANY, 1, output_gate),
+    HF_FIELD("use_output_norm", HF_BOOL, HF_ANY, 0, output_norm),
+    HF_FIELD("use_k_shift", HF_BOOL, HF_ANY, 0, k_shift),
+    HF_FIELD("use_v_shift", HF_BOOL, HF_ANY, 0, v_shift),
+};
+
+const Family family_fox = {
+    .name = "fox", .section = "§4", .mix = &mixer_fox,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_ANY, .keys = fox_keys,
+    .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
+    .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", fox_fields, HF_COUNT(fox_fields),
+           attention_fixed, HF_COUNT(attention_fixed), PE_NOPE},
+};
+
+static const char *const transformer_keys[] = {"num_heads", "qk_norm", NULL};
+/* fla's Attention always rotates q and k by RoPE with base rope_theta: its config.json without
+ * a position_embedding is RoPE */
+static const HfField transformer_fields[] = {
+    HF_FIELD("qk_norm", HF_BOOL, HF_ANY, 1, qk_norm),
+    HF_FIELD("rope_theta", HF_REAL, HF_POS, 0, pe.rope_theta),
+};
+
+const Family family_transformer = {
+    .name = "transformer", .section = "§4b", .mix = &mixer_fox,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_ANY, .keys = transformer_keys,
+    .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
+    .hf = {"transformer", "TransformerForCausalLM", transformer_fields, HF_COUNT(transformer_fields),
+           attention_fixed, HF_COUNT(attention_fixed), PE_ROPE},
+};

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -52,6 +53,21 @@ static const BufDecl gdn_bufs[] = {
     BUF_IF(GDN, dk1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dkr),
 };
 
+/* A_log = log U(0, 16) (docs/models.md §3) */
+static void gdn_init_a_log(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(fmax(16 * rng_uniform(a->rng), 1e-30));
+}
+
+/* dt_bias: the inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §3;
+ * Mamba2's alike, §10) */
+void init_dt_bias(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) {
+        double dt = exp(rng_uniform(a->rng) * (log(0.1) - log(0.001)) + log(0.001));
+        dt = fmax(dt, 1e-4);
+        a->out[i] = dt + log(-expm1(-dt));
+    }
+}
+
 static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GDN *l = rt_calloc(1, sizeof(GDN));
     char name[PARAM_NAME_MAX];
@@ -65,8 +81,8 @@ static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     l->b = declare_linear(t, NAME("b_proj.weight"), H, d, std);
     int64_t sh[1] = {H};
     if (l->decay) {
-        l->A_log = params_add(t, NAME("A_log"), 1, sh, INIT_GDN_A_LOG, 0, 0, 1);
-        l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, INIT_GDN_DT_BIAS, 0, 0, 1);
+        l->A_log = params_add(t, NAME("A_log"), 1, sh, gdn_init_a_log, 0, 0, 1);
+        l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, init_dt_bias, 0, 0, 1);
     }
     qkv_declare_conv(&l->in, t, p, cfg->short_conv, ACT_SILU, ACT_SILU, std);
     readout_declare_gate(&l->out, t, p, l->decay || cfg->use_gate ? ACT_SILU : ACT_NONE, d, H,
@@ -155,3 +171,73 @@ static void gdn_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 
 const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
                              gdn_forward, gdn_backward, gdn_bind_state, NULL, NULL};
+
+/* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */
+
+static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    int H = c->num_heads;
+    if (c->head_dim <= 0) return "model.head_dim must be positive";
+    double dv = c->head_dim * c->expand_v;
+    if ((double)H * c->head_dim > MAX_WIDTH || (double)H * dv > MAX_WIDTH) {
+        snprintf(msg, n, "model.num_heads = %d x head_dim = %d (x expand_v = %g) is beyond 2^24", H, c->head_dim,
+                 c->expand_v);
+        return msg;
+    }
+    if (!is_integer(dv) || dv <= 0) {
+        snprintf(msg, n, "model.expand_v = %g times head_dim %d is not an integer", c->expand_v, c->head_dim);
+        return msg;
+    }
+    o->H = H;
+    o->dk = c->head_dim;
+    o->dv = (int)round(dv);
+    o->key_dim = H * o->dk;
+    o->value_dim = H * o->dv;
+    return NULL;
+}
+
+static void gdn_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.num_heads = %d, model.head_dim = %d, model.expand_v = %g", c->num_heads, c->head_dim,
+             c->expand_v);
+}
+
+static const char *const gdn_keys[] = {"num_heads", "head_dim", "expand_v", "short_conv", NULL};
+static const HfField gdn_fields[] = {
+    HF_FIELD("head_dim", HF_INT, HF_POS, 1, head_dim),
+    HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),
+    HF_FIELD("use_short_conv", HF_BOOL, HF_ANY, 1, short_conv),
+};
+static const HfFixed gdn_fixed[] = {
+    {"use_gate", "true", 1},    {"conv_size", "4", 1},         {"allow_neg_eigval", "false", 1},
+    {"num_v_heads", "null", 1}, {"attn_mode", "\"chunk\"", 0},
+};
+
+const Family family_gated_deltanet = {
+    .name = "gated_deltanet", .section = "§3", .mix = &mixer_gdn,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_ANY, .keys = gdn_keys,
+    .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
+    .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", gdn_fields, HF_COUNT(gdn_fields), gdn_fixed,
+           HF_COUNT(gdn_fixed), PE_NOPE},
+};
+
+/* fla's DeltaNetConfig: key_dim = d expand_k, as GLA */
+static const char *const deltanet_keys[] = {"num_heads", "expand_k", "expand_v", "short_conv", "use_gate", NULL};
+static const HfField deltanet_fields[] = {
+    HF_FIELD("expand_k", HF_REAL, HF_POS, 1, expand_k),
+    HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),
+    HF_FIELD("use_short_conv", HF_BOOL, HF_ANY, 1, short_conv),
+    HF_FIELD("use_gate", HF_BOOL, HF_ANY, 1, use_gate),
+};
+static const HfFixed deltanet_fixed[] = {
+    {"conv_size", "4", 1},    {"use_beta", "true", 1},          {"use_output_norm", "true", 1},
+    {"qk_norm", "\"l2\"", 1}, {"qk_activation", "\"silu\"", 1}, {"attn_mode", "\"chunk\"", 0},
+};
+
+const Family family_deltanet = {
+    .name = "deltanet", .section = "§3b", .mix = &mixer_gdn,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_ANY, .keys = deltanet_keys,
+    .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
+    .hf = {"delta_net", "DeltaNetForCausalLM", deltanet_fields, HF_COUNT(deltanet_fields), deltanet_fixed,
+           HF_COUNT(deltanet_fixed), PE_NOPE},
+};

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -129,3 +130,67 @@ static void gla_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 
 const MixerImpl mixer_gla = {"gla",       gla_create,   gla_destroy,   gla_bind,
                              gla_forward, gla_backward, gla_bind_state, NULL, NULL};
+
+/* ---- the family (docs/models.md §2) ---- */
+
+const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    int d = c->hidden_size, H = c->num_heads;
+    double kd = d * c->expand_k, vd = d * c->expand_v;
+    if (kd > MAX_WIDTH || vd > MAX_WIDTH) {
+        snprintf(msg, n, "model.expand_k = %g / expand_v = %g give a width beyond 2^24", c->expand_k, c->expand_v);
+        return msg;
+    }
+    if (!is_integer(kd) || kd <= 0) {
+        snprintf(msg, n, "model.expand_k = %g gives a non-integer key width %g", c->expand_k, kd);
+        return msg;
+    }
+    if (!is_integer(vd) || vd <= 0) {
+        snprintf(msg, n, "model.expand_v = %g gives a non-integer value width %g", c->expand_v, vd);
+        return msg;
+    }
+    o->H = H;
+    o->key_dim = (int)round(kd);
+    o->value_dim = (int)round(vd);
+    if (o->key_dim % H || o->value_dim % H) {
+        snprintf(msg, n, "model.num_heads = %d does not divide the key width %d and value width %d", H, o->key_dim,
+                 o->value_dim);
+        return msg;
+    }
+    o->dk = o->key_dim / H;
+    o->dv = o->value_dim / H;
+    return NULL;
+}
+
+void expand_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
+             c->hidden_size, c->num_heads, c->expand_k, c->expand_v);
+}
+
+double chunked_flops(const ModelConfig *c, const ModelDims *dm, int T) {
+    double C = CHUNK_SIZE;
+    return 2.0 * dm->H * (C * dm->dk + C * dm->dv + 2.0 * dm->dk * dm->dv);
+}
+
+static const char *const gla_keys[] = {"num_heads", "expand_k", "expand_v", "short_conv", "gate_low_rank_dim",
+                                       "gate_logit_normalizer", NULL};
+static const HfField gla_fields[] = {
+    HF_FIELD("expand_k", HF_REAL, HF_POS, 1, expand_k),
+    HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),
+    HF_FIELD("use_short_conv", HF_BOOL, HF_ANY, 1, short_conv),
+    HF_FIELD("gate_logit_normalizer", HF_REAL, HF_POS, 0, gate_logit_normalizer),
+    HF_FIELD("gate_low_rank_dim", HF_INT, HF_POS, 0, gate_low_rank_dim),
+};
+/* fuse_norm (config.json's common keys) must be true for fla's GLA to name its readout norm
+ * g_norm_swish_gate, as rotor does */
+static const HfFixed gla_fixed[] = {
+    {"conv_size", "4", 1},      {"use_output_gate", "true", 1}, {"clamp_min", "null", 1},
+    {"feature_map", "null", 1}, {"attn_mode", "\"chunk\"", 0},  {"num_kv_heads", "null", 1},
+};
+
+const Family family_gla = {
+    .name = "gla", .section = "§2", .mix = &mixer_gla,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_ANY, .keys = gla_keys,
+    .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
+    .hf = {"gla", "GLAForCausalLM", gla_fields, HF_COUNT(gla_fields), gla_fixed, HF_COUNT(gla_fixed), PE_NOPE},
+};

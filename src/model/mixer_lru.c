@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -17,24 +18,44 @@ typedef struct {
     LruWeights w; /* the weight op's arguments, set by the forward for the backward */
 } LRU;
 
+/* nu_log = log(-1/2 log(u (r_max^2 - r_min^2) + r_min^2)), u ~ U(0, 1): |lambda| uniform on the
+ * ring r_min <= |lambda| <= r_max */
+static void lru_init_nu_log(const ParamInitArgs *a) {
+    double rmin2 = a->cfg->r_min * a->cfg->r_min, rmax2 = a->cfg->r_max * a->cfg->r_max;
+    for (int64_t i = 0; i < a->p->numel; i++)
+        a->out[i] = log(-0.5 * log(rng_uniform(a->rng) * (rmax2 - rmin2) + rmin2));
+}
+
+/* theta_log = log(max_phase u) */
+static void lru_init_theta_log(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(a->cfg->max_phase * rng_uniform(a->rng));
+}
+
+/* gamma_log = log sqrt(1 - |lambda|^2), |lambda| = exp(-exp(nu_log)) of the nu_log whose index
+ * is init_arg */
+static void lru_init_gamma_log(const ParamInitArgs *a) {
+    a->values_of(a->ctx, (int)a->p->init_arg, a->out);
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = 0.5 * log(-expm1(-2 * exp(a->out[i])));
+}
+
 static void *lru_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     LRU *l = rt_calloc(1, sizeof(LRU));
     char name[PARAM_NAME_MAX];
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, N = dm->key_dim / 2;
     int64_t sn[1] = {N}, sb[2] = {N, d}, sc[2] = {d, N};
-    l->nu_log = declare_recurrent(t, NAME("nu_log"), 1, sn, INIT_LRU_NU_LOG, 0);
-    l->theta_log = declare_recurrent(t, NAME("theta_log"), 1, sn, INIT_LRU_THETA_LOG, 0);
-    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sn, INIT_LRU_GAMMA_LOG, l->nu_log);
+    l->nu_log = declare_recurrent(t, NAME("nu_log"), 1, sn, lru_init_nu_log, 0);
+    l->theta_log = declare_recurrent(t, NAME("theta_log"), 1, sn, lru_init_theta_log, 0);
+    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sn, lru_init_gamma_log, l->nu_log);
     /* the paper's Glorot-style init: B ~ N(0, 1/(2d)) per part, C ~ N(0, 1/N) per part */
-    l->B_re = params_add(t, NAME("B_re"), 2, sb, INIT_NORMAL, 1 / sqrt(2.0 * d), 1, 1);
-    l->B_im = params_add(t, NAME("B_im"), 2, sb, INIT_NORMAL, 1 / sqrt(2.0 * d), 1, 1);
-    l->C_re = params_add(t, NAME("C_re"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
-    l->C_im = params_add(t, NAME("C_im"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
+    l->B_re = params_add(t, NAME("B_re"), 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
+    l->B_im = params_add(t, NAME("B_im"), 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
+    l->C_re = params_add(t, NAME("C_re"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+    l->C_im = params_add(t, NAME("C_im"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     l->C_re2 = l->C_im2 = -1;
     if (cfg->bidirectional) { /* the reverse scan's readout (docs/models.md §16), init as C */
-        l->C_re2 = params_add(t, NAME("C_re2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
-        l->C_im2 = params_add(t, NAME("C_im2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)N), 1, 1);
+        l->C_re2 = params_add(t, NAME("C_re2"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+        l->C_im2 = params_add(t, NAME("C_im2"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     }
 #undef NAME
     drnn_declare(&l->core, t, p, N, d, cfg->bidirectional);
@@ -85,3 +106,38 @@ static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 
 const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
                              lru_forward, lru_backward, lru_bind_state, NULL, NULL};
+
+/* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
+
+static const char *lru_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.state_size must be in [1, 2^23]";
+    const char *bad = drnn_check_init(c, "lru", 0, msg, n);
+    if (bad) return bad;
+    o->H = 1;
+    o->key_dim = o->value_dim = 2 * c->state_size;
+    o->dk = o->dv = o->key_dim;
+    return NULL;
+}
+
+static void lru_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.state_size = %d", c->state_size);
+}
+
+static const char *const lru_keys[] = {"state_size", "r_min", "r_max", "max_phase", "bidirectional", NULL};
+/* rotor's own (no fla counterpart); the init ranges are kept so that a checkpoint's
+ * config.json restates its run config */
+static const HfField lru_fields[] = {
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
+    HF_FIELD("r_min", HF_REAL, HF_NONNEG, 0, r_min),
+    HF_FIELD("r_max", HF_REAL, HF_POS, 0, r_max),
+    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+};
+
+/* no fla counterpart: GLA's backbone names */
+const Family family_lru = {
+    .name = "lru", .section = "§13", .mix = &mixer_lru,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
+    .dims = lru_dims, .head_keys = lru_head_keys, .mixing_flops = drnn_flops,
+    .hf = {"lru", "LRUForCausalLM", lru_fields, HF_COUNT(lru_fields), NULL, 0, PE_NOPE},
+};

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -38,9 +39,9 @@ static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims 
     /* the nnRNN authors' LSTM: per gate a Linear(n + d, n), Glorot normal weights and
      * nn.Linear's default bias */
     double glorot = sqrt(2.0 / (2 * n + d));
-    l->wih = params_add(t, NAME("weight_ih"), 2, si, INIT_NORMAL, glorot, 1, 1);
-    l->whh = params_add(t, NAME("weight_hh"), 2, sh, INIT_NORMAL, glorot, 1, 1);
-    l->b = params_add(t, NAME("bias"), 1, sb, INIT_UNIFORM, 1 / sqrt((double)n + d), 0, 1);
+    l->wih = params_add(t, NAME("weight_ih"), 2, si, init_normal, glorot, 1, 1);
+    l->whh = params_add(t, NAME("weight_hh"), 2, sh, init_normal, glorot, 1, 1);
+    l->b = params_add(t, NAME("bias"), 1, sb, init_uniform, 1 / sqrt((double)n + d), 0, 1);
 #undef NAME
     return l;
 }
@@ -97,3 +98,13 @@ static int64_t lstm_carry_width(const void *layer) { return 2 * (int64_t)((const
 
 const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,       lstm_forward,
                               lstm_backward, lstm_bind_state, NULL,         lstm_carry_width};
+
+/* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
+ * backbone names ---- */
+const Family family_lstm = {
+    .name = "lstm", .section = "§18", .mix = &mixer_lstm,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_BIT(PE_NOPE),
+    .dims = rnn_cell_dims, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,
+    .hf = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0, PE_NOPE},
+};

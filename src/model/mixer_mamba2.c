@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -62,6 +63,11 @@ static const BufDecl mamba2_bufs[] = {
     BUF(Mamba2, ddtr, BUF_SCRATCH, BUF_ACT, W_H),
 };
 
+/* A_log = log U(1, 16) (docs/models.md §10) */
+static void mamba2_init_a_log(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(1 + 15 * rng_uniform(a->rng));
+}
+
 static void *mamba2_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm,
                            const char *p) {
     Mamba2 *l = rt_calloc(1, sizeof(Mamba2));
@@ -76,13 +82,13 @@ static void *mamba2_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     l->conv_w = declare_conv(t, NAME("conv1d.weight"), conv_dim, std);
     l->conv_b = cfg->use_conv_bias ? declare_vector(t, NAME("conv1d.bias"), conv_dim, 0) : -1;
     int64_t sh[1] = {l->H};
-    l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, INIT_GDN_DT_BIAS, 0, 0, 1);
-    l->A_log = params_add(t, NAME("A_log"), 1, sh, INIT_MAMBA2_A_LOG, 0, 0, 1);
+    l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, init_dt_bias, 0, 0, 1);
+    l->A_log = params_add(t, NAME("A_log"), 1, sh, mamba2_init_a_log, 0, 0, 1);
     l->D = declare_vector(t, NAME("D"), l->H, 1);
     l->norm = declare_vector(t, NAME("norm.weight"), l->I, 1);
     /* fla's rescale_prenorm_residual: kaiming_uniform(a=sqrt 5) / sqrt(L) = U(+-1/sqrt(I L)) */
     int64_t osh[2] = {d, l->I};
-    l->out_proj = params_add(t, NAME("out_proj.weight"), 2, osh, INIT_UNIFORM,
+    l->out_proj = params_add(t, NAME("out_proj.weight"), 2, osh, init_uniform,
                              1.0 / sqrt((double)l->I * cfg->num_layers), 1, 1);
 #undef NAME
     return l;
@@ -217,3 +223,57 @@ static void mamba2_bind_state(void *layer, const Backend *be, const ModelDims *d
 
 const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
                                 mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL};
+
+/* ---- the family (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim,
+ * dk = state_size, dv = head_dim; blocks without an MLP ---- */
+
+static const char *mamba2_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    double I = (double)c->hidden_size * c->expand;
+    if (c->expand <= 0 || I > MAX_WIDTH) return "model.expand must be positive, with expand x hidden_size at most 2^24";
+    if (c->head_dim <= 0 || (int)I % c->head_dim) {
+        snprintf(msg, n, "model.head_dim = %d must divide model.expand x model.hidden_size = %d", c->head_dim, (int)I);
+        return msg;
+    }
+    if (c->state_size <= 0 || c->state_size > 4096) return "model.state_size must be in [1, 4096]";
+    o->H = (int)I / c->head_dim;
+    if (c->n_groups <= 0 || o->H % c->n_groups) {
+        snprintf(msg, n, "model.n_groups = %d must divide the %d heads (expand x hidden_size / head_dim)", c->n_groups,
+                 o->H);
+        return msg;
+    }
+    o->dk = c->state_size;
+    o->dv = c->head_dim;
+    o->key_dim = o->H * o->dk;
+    o->value_dim = (int)I;
+    return NULL;
+}
+
+static void mamba2_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.hidden_size = %d, model.expand = %d, model.head_dim = %d, model.state_size = %d",
+             c->hidden_size, c->expand, c->head_dim, c->state_size);
+}
+
+static const char *const mamba2_keys[] = {"expand", "head_dim", "state_size", "n_groups", "use_conv_bias", NULL};
+static const HfField mamba2_fields[] = {
+    HF_FIELD("head_dim", HF_INT, HF_POS, 1, head_dim),
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
+    HF_FIELD("expand", HF_INT, HF_POS, 1, expand),
+    HF_FIELD("n_groups", HF_INT, HF_POS, 1, n_groups),
+    HF_FIELD("use_conv_bias", HF_BOOL, HF_ANY, 0, use_conv_bias),
+};
+/* fla's defaults; the init ranges (A_init_range, dt_min/max/init_floor) and dt_limit (0, inf),
+ * which JSON cannot write, are not written */
+static const HfFixed mamba2_fixed[] = {
+    {"conv_kernel", "4", 1},        {"use_bias", "false", 1},         {"rmsnorm", "true", 1},
+    {"norm_before_gate", "false", 1}, {"D_has_hdim", "false", 1},     {"residual_in_fp32", "true", 0},
+    {"rescale_prenorm_residual", "true", 0}, {"chunk_size", "256", 0},
+};
+
+const Family family_mamba2 = {
+    .name = "mamba2", .section = "§10", .mix = &mixer_mamba2,
+    .root = "backbone", .block_norm = "norm", .module = "mixer", .final_norm = "norm_f", .mlp = 0,
+    .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
+    .dims = mamba2_dims, .head_keys = mamba2_head_keys, .mixing_flops = chunked_flops,
+    .hf = {"mamba2", "Mamba2ForCausalLM", mamba2_fields, HF_COUNT(mamba2_fields), mamba2_fixed,
+           HF_COUNT(mamba2_fixed), PE_NOPE, .derived_heads = 1},
+};

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -46,6 +47,39 @@ static unsigned features(const RnnLayer *l) {
     return l->kind == MIXER_NNRNN ? F_EXP | F_NN : l->kind == MIXER_EXPRNN ? F_EXP : 0;
 }
 
+/* A Haar-random orthogonal matrix (rnn_orth's V): Gram-Schmidt on the rows of a Gaussian
+ * n x n matrix, as the QR with the signs of R's diagonal fixed. */
+static void rnn_init_orthogonal(const ParamInitArgs *a) {
+    double *m = a->out;
+    int n = (int)a->p->shape[0];
+    for (int64_t i = 0; i < a->p->numel; i++) m[i] = rng_normal(a->rng);
+    for (int i = 0; i < n; i++) {
+        double *row = m + (size_t)i * n;
+        for (int k = 0; k < i; k++) {
+            const double *q = m + (size_t)k * n;
+            double dot = 0;
+            for (int j = 0; j < n; j++) dot += row[j] * q[j];
+            for (int j = 0; j < n; j++) row[j] -= dot * q[j];
+        }
+        double norm = 0;
+        for (int j = 0; j < n; j++) norm += row[j] * row[j];
+        for (int j = 0; j < n; j++) row[j] /= sqrt(norm);
+    }
+}
+
+/* The expRNN authors' skew initialisers: an [n, n] M with M - M^T the 2x2 blocks of +-s_i,
+ * for each pair i < n/2 an angle s_i, Henaff's U(-pi, 0) or Cayley's -tan(u/2), u ~ U(0, pi/2)
+ * (model.orth_init), written at (2i, 2i+1) when init_arg is 1 and at (2i+1, 2i) when -1. */
+static void rnn_init_orth_log(const ParamInitArgs *a) {
+    int n = (int)a->p->shape[0], upper = a->p->init_arg > 0;
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = 0;
+    for (int i = 0; i + 1 < n; i += 2) {
+        double u = rng_uniform(a->rng);
+        double s = a->cfg->orth_init == ORTH_INIT_HENAFF ? -M_PI * u : -tan(u * M_PI / 4);
+        a->out[upper ? (size_t)i * n + i + 1 : (size_t)(i + 1) * n + i] = s;
+    }
+}
+
 static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RnnLayer *l = rt_calloc(1, sizeof(RnnLayer));
     char name[PARAM_NAME_MAX];
@@ -58,25 +92,25 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     /* the input weights: Glorot normal, as the papers' code (xavier_normal_) */
     double glorot = sqrt(2.0 / (d + n));
     if (k == MIXER_EXPRNN) {
-        l->U = params_add(t, NAME("input_kernel.weight"), 2, su, INIT_NORMAL, glorot, 1, 1);
+        l->U = params_add(t, NAME("input_kernel.weight"), 2, su, init_normal, glorot, 1, 1);
         /* rotor's W is the transpose of the code's recurrent_kernel: the lower triangle */
-        l->M = declare_orthogonal(t, NAME("log_recurrent_kernel"), 2, sw, INIT_ORTH_LOG, -1);
+        l->M = declare_orthogonal(t, NAME("log_recurrent_kernel"), 2, sw, rnn_init_orth_log, -1);
     } else {
-        l->U = params_add(t, NAME("U.weight"), 2, su, INIT_NORMAL, glorot, 1, 1);
+        l->U = params_add(t, NAME("U.weight"), 2, su, init_normal, glorot, 1, 1);
     }
     if (k == MIXER_RNN || k == MIXER_RNN_ORTH) { /* nn.Linear's default bias init */
-        l->Ub = params_add(t, NAME("U.bias"), 1, sb, INIT_UNIFORM, 1 / sqrt((double)d), 0, 1);
-        l->V = k == MIXER_RNN ? params_add(t, NAME("V.weight"), 2, sw, INIT_NORMAL, sqrt(1.0 / n), 1, 1)
-                              : params_add(t, NAME("V.weight"), 2, sw, INIT_ORTHOGONAL, 0, 1, 1);
+        l->Ub = params_add(t, NAME("U.bias"), 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
+        l->V = k == MIXER_RNN ? params_add(t, NAME("V.weight"), 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
+                              : params_add(t, NAME("V.weight"), 2, sw, rnn_init_orthogonal, 0, 1, 1);
     }
     if (k == MIXER_NNRNN) {
-        l->M = declare_orthogonal(t, NAME("log_P"), 2, sw, INIT_ORTH_LOG, 1);
-        l->T = params_add(t, NAME("T"), 2, sw, INIT_ZEROS, 0, 0, 1);
-        l->gamma = params_add(t, NAME("gamma"), 1, sp, INIT_ONES, 0, 0, 1);
-        l->theta = params_add(t, NAME("theta"), 1, sp, INIT_ROTRNN_THETA, 0, 0, 1);
+        l->M = declare_orthogonal(t, NAME("log_P"), 2, sw, rnn_init_orth_log, 1);
+        l->T = params_add(t, NAME("T"), 2, sw, init_zeros, 0, 0, 1);
+        l->gamma = params_add(t, NAME("gamma"), 1, sp, init_ones, 0, 0, 1);
+        l->theta = params_add(t, NAME("theta"), 1, sp, init_phase, 0, 0, 1);
     }
     if (rnn_modrelu(cfg))
-        l->bmod = params_add(t, NAME("nonlinearity.b"), 1, sb, INIT_UNIFORM, 0.01, 0, 1);
+        l->bmod = params_add(t, NAME("nonlinearity.b"), 1, sb, init_uniform, 0.01, 0, 1);
 #undef NAME
     return l;
 }
@@ -164,3 +198,52 @@ static int64_t rnn_carry_width(const void *layer) { return ((const RnnLayer *)la
 
 const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
                              rnn_backward, rnn_bind_state, rnn_penalty, rnn_carry_width};
+
+/* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
+ * backbone names ---- */
+
+const char *rnn_cell_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    o->H = 1;
+    o->dk = o->dv = o->key_dim = o->value_dim = c->hidden_size;
+    return NULL;
+}
+
+/* the nnRNN's Schur form pairs the state channels */
+static const char *nnrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    if (c->hidden_size % 2) {
+        snprintf(msg, n, "model.hidden_size = %d: model.type = nnrnn needs an even state width", c->hidden_size);
+        return msg;
+    }
+    return rnn_cell_dims(c, o, msg, n);
+}
+
+void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.hidden_size = %d", c->hidden_size);
+}
+
+/* every product is with a weight matrix, once per token */
+double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 0; }
+
+static const char *const rnn_keys[] = {"nonlinearity", NULL};
+static const char *const exprnn_keys[] = {"nonlinearity", "orth_init", NULL};
+static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", NULL};
+/* the nnRNN's angles at init */
+static const HfField nnrnn_fields[] = {
+    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+};
+
+#define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                            \
+    {                                                                                                            \
+        .name = nm, .section = "§17", .mix = &mixer_rnn, .root = "model", .block_norm = "attn_norm",            \
+        .module = "attn", .final_norm = "norm", .mlp = 1, .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu,          \
+        .keys = keyset, .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,        \
+        .hf = {model_type, arch, fields, nfields, NULL, 0, PE_NOPE},                                             \
+    }
+const Family family_rnn = RNN_FAMILY("rnn", rnn_keys, 0, rnn_cell_dims, "rnn", "RNNForCausalLM", NULL, 0);
+const Family family_rnn_orth =
+    RNN_FAMILY("rnn_orth", rnn_keys, 0, rnn_cell_dims, "rnn_orth", "RNNOrthForCausalLM", NULL, 0);
+const Family family_exprnn =
+    RNN_FAMILY("exprnn", exprnn_keys, 1, rnn_cell_dims, "exprnn", "ExpRNNForCausalLM", NULL, 0);
+const Family family_nnrnn = RNN_FAMILY("nnrnn", nnrnn_keys, 1, nnrnn_dims, "nnrnn", "NnRNNForCausalLM", nnrnn_fields,
+                                       HF_COUNT(nnrnn_fields));
+#undef RNN_FAMILY

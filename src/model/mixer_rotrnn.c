@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -33,6 +34,12 @@ static const BufDecl rotrnn_bufs[] = {
     BUF_FIXED(RotRNN, work, BUF_SCRATCH, BUF_F32, W_WORK, 0),
 };
 
+/* gamma_log = log(-log gamma) ~ U(log(-log r_max), log(-log r_min)) (docs/models.md §14) */
+static void rotrnn_init_gamma_log(const ParamInitArgs *a) {
+    double lo = log(-log(a->cfg->r_max)), hi = log(-log(a->cfg->r_min));
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = lo + rng_uniform(a->rng) * (hi - lo);
+}
+
 static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RotRNN *l = rt_calloc(1, sizeof(RotRNN));
     char name[PARAM_NAME_MAX];
@@ -40,14 +47,14 @@ static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     int d = cfg->hidden_size, H = dm->H, n = dm->dk, Ns = dm->key_dim;
     l->H = H, l->n = n;
     int64_t sth[2] = {H, n / 2}, sg[1] = {H}, sm[3] = {H, n, n}, sb[3] = {H, n, d}, sc[2] = {d, Ns};
-    l->theta = declare_recurrent(t, NAME("theta"), 2, sth, INIT_ROTRNN_THETA, 0);
-    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sg, INIT_ROTRNN_GAMMA_LOG, 0);
-    l->M = declare_recurrent(t, NAME("M"), 3, sm, INIT_NORMAL, 1.0);
+    l->theta = declare_recurrent(t, NAME("theta"), 2, sth, init_phase, 0);
+    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sg, rotrnn_init_gamma_log, 0);
+    l->M = declare_recurrent(t, NAME("M"), 3, sm, init_normal, 1.0);
     /* the authors' init: B and C ~ N(0, 1/(d + state_size)) */
-    l->B = params_add(t, NAME("B"), 3, sb, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1);
-    l->C = params_add(t, NAME("C"), 2, sc, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1);
+    l->B = params_add(t, NAME("B"), 3, sb, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
+    l->C = params_add(t, NAME("C"), 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
     /* the reverse scan's readout (docs/models.md §16), init as C */
-    l->C2 = cfg->bidirectional ? params_add(t, NAME("C2"), 2, sc, INIT_NORMAL, 1 / sqrt((double)d + Ns), 1, 1) : -1;
+    l->C2 = cfg->bidirectional ? params_add(t, NAME("C2"), 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1) : -1;
 #undef NAME
     drnn_declare(&l->core, t, p, Ns / 2, d, cfg->bidirectional);
     return l;
@@ -102,3 +109,41 @@ static void rotrnn_bind_state(void *layer, const Backend *be, const ModelDims *d
 
 const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
                                 rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL};
+
+/* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
+
+static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.state_size must be in [1, 2^23]";
+    if (c->state_size % c->num_heads || (c->state_size / c->num_heads) % 2) {
+        snprintf(msg, n, "model.state_size = %d, model.num_heads = %d: model.type = rotrnn needs an even state width per head",
+                 c->state_size, c->num_heads);
+        return msg;
+    }
+    const char *bad = drnn_check_init(c, "rotrnn", 1, msg, n);
+    if (bad) return bad;
+    o->H = c->num_heads;
+    o->key_dim = o->value_dim = c->state_size;
+    o->dk = o->dv = o->key_dim / o->H;
+    return NULL;
+}
+
+static void rotrnn_head_keys(const ModelConfig *c, char *buf, size_t n) {
+    snprintf(buf, n, "model.state_size = %d, model.num_heads = %d", c->state_size, c->num_heads);
+}
+
+static const char *const rotrnn_keys[] = {"num_heads", "state_size", "r_min", "r_max", "max_phase", "bidirectional", NULL};
+static const HfField rotrnn_fields[] = {
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
+    HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),
+    HF_FIELD("gamma_max", HF_REAL, HF_POS, 0, r_max),
+    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+};
+
+/* no fla counterpart: GLA's backbone names */
+const Family family_rotrnn = {
+    .name = "rotrnn", .section = "§14", .mix = &mixer_rotrnn,
+    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
+    .dims = rotrnn_dims, .head_keys = rotrnn_head_keys, .mixing_flops = drnn_flops,
+    .hf = {"rotrnn", "RotRNNForCausalLM", rotrnn_fields, HF_COUNT(rotrnn_fields), NULL, 0, PE_NOPE},
+};

@@ -11,40 +11,11 @@
 #include <string.h>
 
 #include "device/host_copy.h"
+#include "model/family.h"
 #include "model/model_internal.h"
 #include "util/dropout_mask.h"
 #include "util/error.h"
 #include "util/rng.h"
-
-/* A model family: its mixer, fla's names of the backbone's tensors and whether its blocks
- * have an MLP (docs/models.md §1, §10). */
-typedef struct {
-    const MixerImpl *mix;
-    const char *root;        /* "model": <root>.embeddings, <root>.layers.<l>. */
-    const char *mixer_norm;  /* a block's norm before the mixer */
-    const char *mixer;       /* the mixer's module */
-    const char *final_norm;  /* <root>.<final_norm>.weight */
-    int mlp;
-} Family;
-
-static const Family FAMILIES[] = {
-    [MIXER_GLA] = {&mixer_gla, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_GDN] = {&mixer_gdn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_FOX] = {&mixer_fox, "model", "attn_norm", "attn", "norm", 1},
-    /* the Transformer is the FoX layer without its gate, DeltaNet the Gated DeltaNet layer
-     * without decay */
-    [MIXER_TRANSFORMER] = {&mixer_fox, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_DELTANET] = {&mixer_gdn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_MAMBA2] = {&mixer_mamba2, "backbone", "norm", "mixer", "norm_f", 0},
-    /* no fla counterpart: GLA's backbone names (docs/models.md §13, §14) */
-    [MIXER_LRU] = {&mixer_lru, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_ROTRNN] = {&mixer_rotrnn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_RNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_RNN_ORTH] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_EXPRNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_NNRNN] = {&mixer_rnn, "model", "attn_norm", "attn", "norm", 1},
-    [MIXER_LSTM] = {&mixer_lstm, "model", "attn_norm", "attn", "norm", 1},
-};
 
 typedef struct {
     int first;                                     /* its first parameter's id */
@@ -151,7 +122,7 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->cfg = *cfg;
     const char *err = model_dims(cfg, &m->dims);
     if (err) rt_die("%s", err);
-    m->fam = &FAMILIES[cfg->mixer];
+    m->fam = family_of(cfg->mixer);
     m->mix = m->fam->mix;
     m->mlp = m->fam->mlp && cfg->block == BLOCK_PRENORM;
     const Family *f = m->fam;
@@ -163,24 +134,24 @@ static Model *model_declare(const ModelConfig *cfg) {
     m->emb_b = -1;
     if (cfg->input == INPUT_LINEAR) { /* docs/models.md §15: a token's value times w, plus b */
         snprintf(name, sizeof name, "%s.encoder.weight", f->root);
-        m->emb = params_add(t, name, 2, lsh, INIT_NORMAL, std, 1, 1);
+        m->emb = params_add(t, name, 2, lsh, init_normal, std, 1, 1);
         /* a zero bias would give pixel value 0 an all-zero input, where the first RMSNorm's
          * derivative is 1/sqrt(eps): N(0, init_std) as the weight */
         int64_t bsh[1] = {d};
         snprintf(name, sizeof name, "%s.encoder.bias", f->root);
-        m->emb_b = params_add(t, name, 1, bsh, INIT_NORMAL, std, 0, 1);
+        m->emb_b = params_add(t, name, 1, bsh, init_normal, std, 0, 1);
     } else {
         snprintf(name, sizeof name, "%s.embeddings.weight", f->root);
-        m->emb = params_add(t, name, 2, esh, INIT_NORMAL, std, 1, 1);
+        m->emb = params_add(t, name, 2, esh, init_normal, std, 1, 1);
     }
     m->blocks = rt_calloc((size_t)cfg->num_layers, sizeof(Block));
     for (int l = 0; l < cfg->num_layers; l++) {
         Block *b = &m->blocks[l];
         b->first = t->n;
         b->attn_norm = b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
-        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", f->root, l, f->mixer_norm);
+        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", f->root, l, f->block_norm);
         if (cfg->block != BLOCK_RNN) b->attn_norm = declare_vector(t, name, d, 1);
-        snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->root, l, f->mixer);
+        snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->root, l, f->module);
         b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
         b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
         if (cfg->block == BLOCK_LRA) { /* the GLU's gate, flax Dense's lecun-normal scale */
@@ -801,89 +772,19 @@ int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *gr
 
 /* ---- parameters ---- */
 
-/* Gram-Schmidt on the rows of a Gaussian n x n matrix: a Haar-random orthogonal matrix, as
- * the QR with the signs of R's diagonal fixed (docs/models.md §17, rnn_orth). */
-static void orthonormalise_rows(double *a, int n) {
-    for (int i = 0; i < n; i++) {
-        double *r = a + (size_t)i * n;
-        for (int k = 0; k < i; k++) {
-            const double *q = a + (size_t)k * n;
-            double dot = 0;
-            for (int j = 0; j < n; j++) dot += r[j] * q[j];
-            for (int j = 0; j < n; j++) r[j] -= dot * q[j];
-        }
-        double norm = 0;
-        for (int j = 0; j < n; j++) norm += r[j] * r[j];
-        for (int j = 0; j < n; j++) r[j] /= sqrt(norm);
-    }
-}
+/* The initial values of parameter idx, from its own random stream (seed, idx). */
+typedef struct {
+    const Model *m;
+    uint64_t seed;
+} InitCtx;
 
-/* The expRNN authors' skew initialisers (docs/models.md §17): for each pair i < n/2 an angle
- * s_i, Henaff's U(-pi, 0) or Cayley's -tan(u/2), u ~ U(0, pi/2), written at (2i, 2i+1) (upper)
- * or (2i+1, 2i), so that M - M^T has the 2x2 blocks of +-s_i. */
-static void orth_log_blocks(double *a, int n, int upper, OrthInit kind, Rng *r) {
-    for (int i = 0; i + 1 < n; i += 2) {
-        double u = rng_uniform(r);
-        double s = kind == ORTH_INIT_HENAFF ? -M_PI * u : -tan(u * M_PI / 4);
-        a[upper ? (size_t)i * n + i + 1 : (size_t)(i + 1) * n + i] = s;
-    }
-}
-
-static void param_values(const Model *m, const ParamInfo *p, uint64_t seed, int idx, double *out) {
-    if (p->init == INIT_LRU_GAMMA_LOG) { /* gamma = sqrt(1 - |lambda|^2), |lambda| = exp(-exp(nu_log)) */
-        int nu = (int)p->init_arg;
-        param_values(m, &m->params.p[nu], seed, nu, out);
-        for (int64_t i = 0; i < p->numel; i++) out[i] = 0.5 * log(-expm1(-2 * exp(out[i])));
-        return;
-    }
+static void param_values(const void *ctx, int idx, double *out) {
+    const InitCtx *x = ctx;
+    const ParamInfo *p = &x->m->params.p[idx];
     Rng r;
-    rng_init(&r, seed, (uint64_t)idx);
-    const PEConfig *pc = &m->cfg.pe;
-    for (int64_t i = 0; i < p->numel; i++) {
-        switch (p->init) {
-        case INIT_NORMAL: out[i] = p->init_arg * rng_normal(&r); break;
-        case INIT_ZEROS: out[i] = 0; break;
-        case INIT_ONES: out[i] = 1; break;
-        case INIT_UNIFORM: out[i] = p->init_arg * (2 * rng_uniform(&r) - 1); break;
-        case INIT_GDN_A_LOG: out[i] = log(fmax(16 * rng_uniform(&r), 1e-30)); break;
-        case INIT_MAMBA2_A_LOG: out[i] = log(1 + 15 * rng_uniform(&r)); break;
-        case INIT_GDN_DT_BIAS: {
-            double dt = exp(rng_uniform(&r) * (log(0.1) - log(0.001)) + log(0.001));
-            dt = fmax(dt, 1e-4);
-            out[i] = dt + log(-expm1(-dt));
-            break;
-        }
-        case INIT_LRU_NU_LOG: { /* |lambda| uniform on the ring r_min <= |lambda| <= r_max */
-            double rmin2 = m->cfg.r_min * m->cfg.r_min, rmax2 = m->cfg.r_max * m->cfg.r_max;
-            out[i] = log(-0.5 * log(rng_uniform(&r) * (rmax2 - rmin2) + rmin2));
-            break;
-        }
-        case INIT_LRU_THETA_LOG: out[i] = log(m->cfg.max_phase * rng_uniform(&r)); break;
-        case INIT_LRU_GAMMA_LOG: break; /* made from its nu_log above */
-        case INIT_ROTRNN_GAMMA_LOG: {
-            double lo = log(-log(m->cfg.r_max)), hi = log(-log(m->cfg.r_min));
-            out[i] = lo + rng_uniform(&r) * (hi - lo);
-            break;
-        }
-        case INIT_ROTRNN_THETA: out[i] = m->cfg.max_phase * rng_uniform(&r); break;
-        case INIT_ORTHOGONAL: out[i] = rng_normal(&r); break; /* orthonormalised below */
-        case INIT_ORTH_LOG: out[i] = 0; break;                /* the blocks below */
-        case INIT_TEMPERATURE: {
-            int D = (int)p->init_arg, P = D / 2;
-            if (pc->temp_type == TEMP_ROPE) {
-                out[i] = pc->temp_max * pow(pc->temp_theta, -2.0 * (double)i / D);
-            } else {
-                /* theta_j = linspace(0, theta pi, P), tau = tan(theta_j / 2) scaled to temp_max */
-                double top = tan(pc->temp_theta * M_PI / 2);
-                double th = P > 1 ? (double)i * pc->temp_theta * M_PI / (P - 1) : 0;
-                out[i] = P > 1 ? pc->temp_max * tan(th / 2) / top : 0;
-            }
-            break;
-        }
-        }
-    }
-    if (p->init == INIT_ORTHOGONAL) orthonormalise_rows(out, (int)p->shape[0]);
-    if (p->init == INIT_ORTH_LOG) orth_log_blocks(out, (int)p->shape[0], p->init_arg > 0, m->cfg.orth_init, &r);
+    rng_init(&r, x->seed, (uint64_t)idx);
+    ParamInitArgs a = {&x->m->cfg, p, &r, out, param_values, ctx};
+    p->init(&a);
 }
 
 void model_init_weights(Model *m, uint64_t seed) {
@@ -892,7 +793,7 @@ void model_init_weights(Model *m, uint64_t seed) {
     for (int i = 0; i < m->params.n; i++) {
         const ParamInfo *p = &m->params.p[i];
         double *vals = rt_malloc(sizeof(double) * (size_t)p->numel);
-        param_values(m, p, seed, i, vals);
+        param_values(&(InitCtx){m, seed}, i, vals);
         backend_upload_f64(be, (char *)m->master + (size_t)p->offset * be->f32_size, vals, p->numel);
         m->weights_stale = 1;
         rt_free(vals);
@@ -922,17 +823,6 @@ double model_flops_per_token(const Model *m, int T) {
     /* 6 flops per weight used in a matmul (forward 2, backward 4): everything but the
      * embedding table and the norm/bias vectors */
     double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
-    double per_layer;
-    if (c->mixer == MIXER_FOX || c->mixer == MIXER_TRANSFORMER) {
-        per_layer = 2.0 * T * c->hidden_size; /* QK^T and PV over T/2 keys on average */
-    } else if (c->mixer >= MIXER_RNN) {
-        per_layer = 0; /* every product is with a weight matrix, once per token: in matmul_params */
-    } else if (c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN) {
-        /* a complex multiply-add per pair of state reals, per scan */
-        per_layer = 4.0 * dm->key_dim * (1 + c->bidirectional);
-    } else {
-        double C = CHUNK_SIZE;
-        per_layer = 2.0 * dm->H * (C * dm->dk + C * dm->dv + 2.0 * dm->dk * dm->dv);
-    }
+    double per_layer = m->fam->mixing_flops(c, dm, T);
     return 6.0 * matmul_params + 3.0 * per_layer * c->num_layers;
 }

@@ -4,23 +4,15 @@
 #define ROTOR_MODEL_CONFIG_H
 
 #include "backend.h"
+#include "model/family_list.h"
 
-typedef enum {
-    MIXER_GLA = 0,
-    MIXER_GDN = 1,
-    MIXER_FOX = 2,
-    MIXER_TRANSFORMER = 3,
-    MIXER_DELTANET = 4,
-    MIXER_MAMBA2 = 5,
-    MIXER_LRU = 6,
-    MIXER_ROTRNN = 7,
-    MIXER_RNN = 8,      /* the nonlinear RNNs of docs/models.md §17, §18 */
-    MIXER_RNN_ORTH = 9,
-    MIXER_EXPRNN = 10,
-    MIXER_NNRNN = 11,
-    MIXER_LSTM = 12
-} MixerKind;
-#define N_MIXERS 13
+/* The model families (model.type), listed in model/family_list.h; model/family.h describes each. */
+#define ROTOR_MIXER_ENUM(kind, desc) MIXER_##kind,
+#define ROTOR_MIXER_COUNT(kind, desc) +1
+typedef enum { ROTOR_FAMILIES(ROTOR_MIXER_ENUM) } MixerKind;
+enum { N_MIXERS = 0 ROTOR_FAMILIES(ROTOR_MIXER_COUNT) };
+#undef ROTOR_MIXER_ENUM
+#undef ROTOR_MIXER_COUNT
 typedef enum { PE_NOPE = 0, PE_ROPE = 1, PE_SELECTIVE = 2 } PEKind;
 typedef enum { PHI_WEIGHT_NORM = 0, PHI_LOW_RANK = 1 } PhiProj;
 typedef enum { TEMP_ROPE = 0, TEMP_TAN = 1 } TempKind;

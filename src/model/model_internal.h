@@ -2,6 +2,7 @@
 #ifndef ROTOR_MODEL_INTERNAL_H
 #define ROTOR_MODEL_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,10 +61,10 @@ int declare_vector(ParamTable *t, const char *name, int64_t n, int ones);
 /* Declares a short-conv weight [C, 1, 4] ~ N(0, init_std) with weight decay. */
 int declare_conv(ParamTable *t, const char *name, int64_t C, double std);
 /* Declares a parameter of a recurrence (ParamInfo.recurrent; no weight decay). */
-int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
                       double init_arg);
 /* Declares the parameter of an orthogonal matrix (ParamInfo.orthogonal; no weight decay). */
-int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
                        double init_arg);
 
 /* Grow-only [f32] buffer for the chunk states of the linear-attention mixers, whose size
@@ -192,7 +193,7 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
  * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c, mixer_rnn.c: the tanh RNNs,
  * expRNN and nnRNN, mixer_lstm.c) ---- */
-typedef struct {
+typedef struct MixerImpl {
     const char *op; /* its core op, as Backend.supports names it ("gla", "gdn", "fox", "cscan",
                      * "rnn", "lstm") */
     /* Declares the layer's parameters under prefix ("model.layers.<l>.attn.": the family's
@@ -222,6 +223,29 @@ typedef struct {
 
 extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2, mixer_lru, mixer_rotrnn,
     mixer_rnn, mixer_lstm;
+
+/* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,
+ * docs/models.md §14, §17; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §3, §10;
+ * mixer_gdn.c). */
+void init_phase(const ParamInitArgs *a);
+void init_dt_bias(const ParamInitArgs *a);
+
+/* ---- the families' shared parts (model/family.h): widths far beyond any model (2^24) are
+ * refused before they overflow an int ---- */
+#define MAX_WIDTH 16777216.0
+static inline int is_integer(double x) { return fabs(x - round(x)) < 1e-9; }
+/* GLA's and DeltaNet's widths: key_dim = d expand_k, value_dim = d expand_v (mixer_gla.c) */
+const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n);
+void expand_head_keys(const ModelConfig *c, char *buf, size_t n);
+/* the chunked linear-attention op's FLOPs (GLA, Gated DeltaNet, DeltaNet, Mamba2's SSD) */
+double chunked_flops(const ModelConfig *c, const ModelDims *dm, int T);
+/* the LRU's and RotRNN's init ranges and scan FLOPs (diag_rnn.c) */
+const char *drnn_check_init(const ModelConfig *c, const char *family, int positive, char *msg, size_t n);
+double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T);
+/* the nonlinear cells' one state of width d (mixer_rnn.c; also the LSTM's) */
+const char *rnn_cell_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n);
+void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n);
+double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T);
 
 /* ---- output heads other than the LM head: the auto-encoder (head_autoencoder.c,
  * docs/models.md §12) and the sequence classifier (head_classifier.c, §15) ---- */

@@ -5,7 +5,7 @@
 
 #include "util/error.h"
 
-int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, InitKind init,
+int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
                double init_arg, int decay, int trainable) {
     RT_ASSERT(ndim >= 1 && ndim <= PARAM_MAX_DIMS);
     RT_ASSERT(strlen(name) < PARAM_NAME_MAX);
@@ -57,4 +57,20 @@ int64_t params_count(const ParamTable *t) {
 void params_free(ParamTable *t) {
     rt_free(t->p);
     memset(t, 0, sizeof(*t));
+}
+
+void init_normal(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->p->init_arg * rng_normal(a->rng);
+}
+
+void init_zeros(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = 0;
+}
+
+void init_ones(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = 1;
+}
+
+void init_uniform(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->p->init_arg * (2 * rng_uniform(a->rng) - 1);
 }

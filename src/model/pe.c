@@ -7,6 +7,22 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
+/* The temperatures (docs/models.md §5 step 7) of D = init_arg key channels: rope: temp_max
+ * theta^(-2j/D); tan: theta_j = linspace(0, theta pi, D/2), tau = tan(theta_j / 2) scaled to temp_max. */
+static void init_temperature(const ParamInitArgs *a) {
+    const PEConfig *pc = &a->cfg->pe;
+    int D = (int)a->p->init_arg, P = D / 2;
+    for (int64_t i = 0; i < a->p->numel; i++) {
+        if (pc->temp_type == TEMP_ROPE) {
+            a->out[i] = pc->temp_max * pow(pc->temp_theta, -2.0 * (double)i / D);
+        } else {
+            double top = tan(pc->temp_theta * M_PI / 2);
+            double th = P > 1 ? (double)i * pc->temp_theta * M_PI / (P - 1) : 0;
+            a->out[i] = P > 1 ? pc->temp_max * tan(th / 2) / top : 0;
+        }
+    }
+}
+
 void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig *cfg, int H,
                 int D) {
     memset(pe, 0, sizeof(*pe));
@@ -26,10 +42,10 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
     if (pc->phi_proj == PHI_WEIGHT_NORM) {
         /* W_h [d/H, P], columns normalised: its scale is irrelevant, uniform init. */
         int64_t shape[3] = {H, Din, P};
-        pe->phi_w = params_add(t, NAME("phi_proj.weight"), 3, shape, INIT_UNIFORM,
+        pe->phi_w = params_add(t, NAME("phi_proj.weight"), 3, shape, init_uniform,
                                sqrt(6.0 / P), 1, 1);
         int64_t sh[1] = {H};
-        pe->phi_scale = params_add(t, NAME("phi_proj.scalar"), 1, sh, INIT_ONES, 0, 0, 1);
+        pe->phi_scale = params_add(t, NAME("phi_proj.scalar"), 1, sh, init_ones, 0, 0, 1);
     } else {
         pe->phi_w1 = declare_linear(t, NAME("phi_proj.0.weight"), pc->phi_rank, d, std);
         pe->phi_w2 = declare_linear(t, NAME("phi_proj.1.weight"), (int64_t)H * P, pc->phi_rank, std);
@@ -37,14 +53,14 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
     if (!pc->skip_conv) pe->conv_w = declare_conv(t, NAME("phi_conv1d.weight"), (int64_t)H * P, std);
     if (pc->bias) {
         int64_t shape[4] = {1, 1, H, P};
-        pe->bias = params_add(t, NAME("phi_bias"), 4, shape, INIT_ZEROS, 0, 0, 1);
+        pe->bias = params_add(t, NAME("phi_bias"), 4, shape, init_zeros, 0, 0, 1);
     }
     if (pc->phase_gate) {
         pe->gate_w = declare_linear(t, NAME("phase_gate_proj.weight"), H, d, std);
         pe->gate_b = declare_vector(t, NAME("phase_gate_proj.bias"), H, 0);
     }
     int64_t tshape[4] = {1, 1, 1, P};
-    pe->temp = params_add(t, NAME("temperature"), 4, tshape, INIT_TEMPERATURE, D, 0, pc->temp_grad);
+    pe->temp = params_add(t, NAME("temperature"), 4, tshape, init_temperature, D, 0, pc->temp_grad);
 #undef NAME
 }
 
