@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 
+#include "model/family.h"
 #include "testutil.h"
 
 const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
@@ -11,7 +12,7 @@ const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
 
 /* The mixers that take NoPE only (docs/models.md §10, §13, §14, §17, §18). */
 static int nope_only(const ModelConfig *c) {
-    return c->mixer == MIXER_MAMBA2 || c->mixer == MIXER_LRU || c->mixer == MIXER_ROTRNN || c->mixer >= MIXER_RNN;
+    return family_of(c->mixer)->pe == PE_BIT(PE_NOPE);
 }
 
 int pe_variant_applies(const ModelConfig *c, int k) {
@@ -61,7 +62,7 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->r_min = on ? 0.9 : 0, c->r_max = on ? 0.999 : 0.99, c->max_phase = on ? 0.314 : 6.28;
     else if (c->mixer == MIXER_ROTRNN) /* one head of 8 state channels, or two of 4 */
         c->num_heads = 1 + on, c->state_size = 8;
-    else if (c->mixer >= MIXER_RNN) { /* the papers' model shape: the RNN layers alone, and the
+    else if (family_carries(family_of(c->mixer))) { /* the recurrent cells: the papers' model shape: the RNN layers alone, and the
                                          * other activation (modReLU for the tanh cells, tanh for
                                          * expRNN and nnRNN) */
         c->block = on ? BLOCK_RNN : BLOCK_PRENORM, c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;

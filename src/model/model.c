@@ -588,9 +588,12 @@ size_t model_carry_bytes(Model *m, int rows) {
 
 void model_set_carry(Model *m, void *state, int rows) {
     if (state) {
-        if (!model_carry_width(m))
+        if (!model_carry_width(m)) {
+            char names[128];
+            family_names_carrying(names, sizeof names);
             rt_die("model.type = %s cannot carry its state across batches (train.carry_state needs a recurrent "
-                   "cell: rnn, rnn_orth, exprnn, nnrnn or lstm)", mixer_name(m->cfg.mixer));
+                   "cell: %s)", mixer_name(m->cfg.mixer), names);
+        }
         model_bind_decode_state(m, state, rows, 1);
     }
     m->carry = state;
