@@ -11,13 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "classify_eval.h"
+#include "task/classify_eval.h"
 #include "config/run_config.h"
 #include "cpu/real.h"
 #include "data/class_task.h"
 #include "data/datasource.h"
 #include "data/text_bytes.h"
 #include "harness.h"
+#include "task/task.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -111,7 +112,7 @@ static void read_pairs(DataSource *ds, int B, const char *split, int *pair) {
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
     DataOptions opt = {T, rc->train.seed, split, rank, world, 0, 0, 0};
     char err[2048];
-    DataSource *ds = datasource_open("task", rc, &opt, err, sizeof err);
+    DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
     return ds;
 }
@@ -207,16 +208,16 @@ static void test_errors(void) {
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         write_text(train, BAD[i].text);
-        CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) && names(err, BAD[i].what, NULL));
+        CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, BAD[i].what, NULL));
     }
     unlink(train);
-    CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) && names(err, "new_aan_pairs.train.tsv", "cannot open"));
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, "new_aan_pairs.train.tsv", "cannot open"));
     RunConfig missing = config("/nonexistent/tsv_data", "");
-    CHECK(!datasource_open("task", &missing, &opt, err, sizeof err) &&
+    CHECK(!task_source_open(&missing, &opt, err, sizeof err) &&
           names(err, "task.path = /nonexistent/tsv_data does not exist", "docs/classification.md"));
     /* rows come in pairs: an odd batch, an odd micro-batch; the pair classifier is needed */
     rt_free(write_dir("errors"));
-    DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+    DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     int32_t tok[3 * T], lab[3 * T];
     CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) && names(err, "a batch of 3 rows", "even"));
     datasource_free(ds);

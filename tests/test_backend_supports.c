@@ -107,7 +107,7 @@ static void test_refuses_naming_the_keys(void) {
                "model.expand_v = 1: the cpu backend cannot run its gla op (H=2 K=8 V=32)");
     c = tiny(MIXER_GDN, PE_NOPE);
     c.head_dim = 24;
-    refused(c, "model.num_heads = 2, model.head_dim = 24, model.expand_v = 1: the cpu backend "
+    refused(c, "model.num_heads = 2, model.key_head_dim = 24, model.expand_v = 1: the cpu backend "
                "cannot run its gdn op (H=2 K=24 V=24)");
     c = tiny(MIXER_FOX, PE_NOPE);
     c.num_heads = 8; /* D = 8 */

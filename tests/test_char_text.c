@@ -12,6 +12,7 @@
 #include "data/char_text.h"
 #include "data/datasource.h"
 #include "harness.h"
+#include "task/task.h"
 #include "shared_data.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -236,7 +237,7 @@ static void test_task_source(void) {
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     CHECK(rc.model.vocab_size == 3); /* the texts' vocabulary */
     DataOptions opt = {4, rc.train.seed, SPLIT_VAL, 1, 2, 0, 1, 0};
-    DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+    DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
     if (ds) {
         int32_t tok[4], lab[4];
@@ -257,7 +258,7 @@ static void test_task_source(void) {
     CHECK(run_config_load_string(&rc, NULL, NULL, longer, 4, err, sizeof err) == 0);
     opt.split = SPLIT_TRAIN;
     opt.seq_len = 30;
-    CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) && strstr(err, "train.seq_len + 1"));
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) && strstr(err, "train.seq_len + 1"));
     fs_remove_tree(d);
     rt_free(pathset);
     rt_free(d);
@@ -308,7 +309,7 @@ static void test_streams(void) {
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     for (int r = 0; r < 2; r++) {
         DataOptions opt = {T, rc.train.seed, SPLIT_TRAIN, r, 2, 0, 0, S};
-        DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+        DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;
         int32_t bt[3 * T], bl[3 * T], want[T], wl[T];

@@ -90,9 +90,7 @@ static const char FULL_INI[] =
     "qk_norm = TRUE\n"
     "k_shift = 1\n"
     "  v_shift = true\n" /* indented: a key of its own, not a continuation */
-    "short_conv = off\n"
     "doc_mask = true\n"
-    "expand_k = 0.3\n" /* GLA-only: unused by FoX, not an error */
     "[pe]\n"
     "type = selective\n"
     "phase_gate = true\n"
@@ -127,9 +125,8 @@ static void test_full_file(void) {
     if (rc) return;
     const ModelConfig *m = &c.model;
     CHECK(m->mixer == MIXER_FOX && m->vocab_size == 512 && m->hidden_size == 64 && m->num_layers == 2);
-    CHECK(m->num_heads == 4 && m->hidden_ratio == 3.5 && m->norm_eps == 1e-5 && m->expand_k == 0.3);
+    CHECK(m->num_heads == 4 && m->hidden_ratio == 3.5 && m->norm_eps == 1e-5);
     CHECK(m->output_gate && m->output_norm && m->qk_norm && m->k_shift && m->v_shift && m->doc_mask);
-    CHECK(m->short_conv == 0);
     CHECK(m->pe.kind == PE_SELECTIVE && m->pe.phase_gate && m->pe.bias && m->pe.conv_act == ACT_NONE);
     CHECK(m->pe.phi_proj == PHI_LOW_RANK && m->pe.phi_rank == 8 && m->pe.temp_type == TEMP_TAN);
     CHECK(m->pe.temp_theta == 0.995);
@@ -263,22 +260,21 @@ static void test_impossible_shapes(void) {
     /* Widths that would overflow an int (found by fuzzing: a huge hidden_ratio). */
     expect_error("[model]\nhidden_ratio = 1e40\n", set, "model.hidden_ratio", "2^24", NULL);
     expect_error("[model]\ntype = gla\nexpand_k = 1e30\n", set, "model.expand_k", "2^24", NULL);
-    expect_error("[model]\ntype = gated_deltanet\nhead_dim = 2000000000\n", set, "model.num_heads", "2^24", NULL);
+    expect_error("[model]\ntype = gated_deltanet\nkey_head_dim = 2000000000\n", set, "model.num_heads", "2^24", NULL);
     expect_error("[model]\nintermediate_size = 2000000000\n", set, "model.intermediate_size", NULL);
     /* The block keys (docs/models.md §16): a probability, a reverse scan only where there is one
      * and the head reads whole sequences. */
     expect_error("[model]\ndropout = 1\n", set, "model.dropout", NULL);
     expect_error("[model]\ntype = gla\nbidirectional = true\nhead = classifier\n", set, "model.bidirectional",
-                 "model.type = gla is causal only", NULL);
+                 "model.type = gla does not read it", "lru and rotrnn", NULL);
     expect_error("[model]\ntype = lru\nbidirectional = true\n", set, "model.bidirectional",
                  "model.head = classifier", NULL);
     expect_error("[model]\nblock = postnorm\n", set, "model.block = 'postnorm'", "prenorm, lra", NULL);
-    /* The same shapes are fine without a rotary embedding, and FoX ignores GLA/GDN keys. */
+    /* The same shapes are fine without a rotary embedding. */
     RunConfig c;
-    const char *ok = "[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\nexpand_k = 0.01\nhead_dim = 7\n"
-                     "gate_low_rank_dim = 3\n[data]\ntrain = x\n";
+    const char *ok = "[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\n[data]\ntrain = x\n";
     CHECK_MSG(run_config_load_string(&c, ok, "ok.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
-    CHECK(c.model.head_dim == 7 && c.model.gate_low_rank_dim == 3);
+    CHECK(c.model.num_heads == 32);
 }
 
 static void test_temp_theta_default(void) {
@@ -355,7 +351,7 @@ static void test_round_trip(void) {
                           "train.weight_decay=0.30000000000000004", "train.seed=18446744073709551615",
                           "train.steps=123456789012", "pe.type=selective", "pe.temp_type=tan",
                           "pe.phi_proj=low_rank", "pe.conv_act=none", "model.type=gated_deltanet",
-                          "model.expand_v=2", "model.k_shift=yes", "model.init_std=0.0123456789",
+                          "model.expand_v=2", "model.key_head_dim=32", "model.init_std=0.0123456789",
                           "run.device=cuda", "run.dir=runs/a b", "data.val=", "data.train=x",
                           "data.train=tokens"}; /* shorter strings over longer ones: no stale bytes */
     int n = (int)(sizeof sets / sizeof sets[0]);
@@ -368,7 +364,7 @@ static void test_round_trip(void) {
     strcpy(c.data.train, "t.bin");
     round_trip(&c);
 
-    /* Every key of every section, canonical spelling. */
+    /* Every key the family and task read, canonical spelling; no other family's or task's. */
     char *text = ini_text(&c);
     const char *expect[] = {"[model]\ntype = gla\n", "[pe]\ntype = nope\n", "[train]\nseq_len = 2048\n",
                             "[data]\ntrain = t.bin\nval =\ntokenizer =\nprefetch = 4\n", "[run]\ndir = runs/default\n",
@@ -376,7 +372,42 @@ static void test_round_trip(void) {
                             "\nconv_act = silu\n", "\nadam_eps = 1e-08\n", "\nthreads = 0\n"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         CHECK_MSG(strstr(text, expect[i]), "written INI lacks '%s':\n%s", expect[i], text);
+    const char *absent[] = {"\nkey_head_dim", "\nstate_size", "\nr_min", "\ngamma_min", "\nk_shift", "\n[task]\ntype = none\nvocab"};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        CHECK_MSG(!strstr(text, absent[i]), "written INI has '%s':\n%s", absent[i], text);
     free(text);
+}
+
+/* Keys of some families or tasks only (Family.keys, TaskImpl.keys): another family's or task's
+ * key is an error naming what reads it; renamed keys name their replacements; a base config
+ * swept over families by --set model.type has the keys the new family does not read ignored
+ * (to their defaults) with a warning; a checkpoint's saved config reads the old names. */
+static void test_key_scopes(void) {
+    const char *set = "data.train=x";
+    expect_error("[model]\ntype = fox\nexpand_k = 0.3\n", set, "test.ini:3: model.expand_k = 0.3",
+                 "model.type = fox does not read it", "gla and deltanet", NULL);
+    expect_error("[model]\ntype = lru\n", "model.state_size=8", "--set 'model.state_size=8'", "a key of mamba2",
+                 "model.complex_state_size", NULL);
+    expect_error("[model]\ntype = rotrnn\nr_min = 0.5\n", set, "model.r_min", "model.gamma_min", NULL);
+    expect_error("[model]\nhead_dim = 8\n", set, "model.head_dim was renamed", "model.key_head_dim",
+                 "model.value_head_dim", NULL);
+    expect_error("[task]\ntype = copy\nmin_len = 3\n", set, "task.min_len was renamed", "task.min_string_len", NULL);
+    expect_error("[task]\ntype = mqar\nmax_depth = 3\n", set, "task.max_depth = 3", "task.type = mqar",
+                 "a key of listops", NULL);
+    expect_error("[model]\ntype = gla\n", "task.vocab=8", "task.vocab = 8", "task.type = none", NULL);
+    RunConfig c, d;
+    const char *lru = "[model]\ntype = lru\ncomplex_state_size = 8\nr_min = 0.5\nmax_phase = 1\n[data]\ntrain = x\n";
+    const char *to_rotrnn[] = {"model.type=rotrnn", "model.gamma_max=0.95"};
+    CHECK_MSG(run_config_load_string(&c, lru, "lru.ini", to_rotrnn, 2, err, sizeof err) == 0, "%s", err);
+    run_config_defaults(&d);
+    CHECK(c.model.mixer == MIXER_ROTRNN && c.model.state_size == d.model.state_size && c.model.r_min == d.model.r_min);
+    CHECK(c.model.r_max == 0.95 && c.model.max_phase == 1); /* rotrnn's own keys kept */
+    /* a saved config of then: every key, old names */
+    const char *saved = "[model]\ntype = mamba2\nhead_dim = 16\nstate_size = 8\nnum_heads = 4\nexpand_k = 0.5\n"
+                        "[task]\ntype = none\nmin_len = 2\n[data]\ntrain = x\n";
+    CHECK_MSG(run_config_load_saved(&c, saved, "rotor.ini", err, sizeof err) == 0, "%s", err);
+    CHECK(c.model.head_dim == 16 && c.model.state_size == 8 && c.task.min_len == 2);
+    CHECK(run_config_load_string(&c, saved, "rotor.ini", NULL, 0, err, sizeof err) != 0);
 }
 
 /* The optimizer keys, and task.type = copy_memory: train.seq_len follows delay + 2 copy_length
@@ -433,6 +464,7 @@ int main(int argc, char **argv) {
         {"temp_theta_default", test_temp_theta_default},
         {"keep_best_default", test_keep_best_default},
         {"round_trip", test_round_trip},
+        {"key_scopes", test_key_scopes},
         {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
         {"help", test_help},
     };

@@ -15,6 +15,7 @@
 #include "data/synth_tasks.h"
 #include "data/text_bytes.h"
 #include "harness.h"
+#include "task/task.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -274,7 +275,7 @@ static void test_generated_rows(void) {
     for (DataSplit sp = SPLIT_TRAIN; sp <= SPLIT_TEST; sp++) {
         DataOptions opt = {T, 5, sp, 0, 1, 0, 0, 0};
         char err[512];
-        ClassTask *c = class_task_open(&rc.task, &opt, err, sizeof err);
+        ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
         CHECK_MSG(c, "%s", err);
         if (!c) continue;
         CHECK(class_task_size(c) == 0 && class_task_vocab(c) == LISTOPS_VOCAB && class_task_classes(c) == 10);
@@ -294,18 +295,18 @@ static void test_generated_rows(void) {
     /* the limits are checked when the split opens */
     char err[512];
     DataOptions opt = {62, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
-    CHECK(!class_task_open(&rc.task, &opt, err, sizeof err) && strstr(err, "train.seq_len = 62"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "train.seq_len = 62"));
     rc.task.max_depth = 3;
     rc.task.max_args = 2;
     rc.task.min_length = 20; /* depth 3 and 2 arguments: 14 tokens at most */
     opt.seq_len = 64;
-    CHECK(!class_task_open(&rc.task, &opt, err, sizeof err) && strstr(err, "task.min_length = 20"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "task.min_length = 20"));
     rc.task.max_depth = 0;
-    CHECK(!class_task_open(&rc.task, &opt, err, sizeof err) && strstr(err, "task.max_depth = 0"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "task.max_depth = 0"));
     rc.task.max_depth = 1; /* ten expressions, the digits: too few for three splits */
     rc.task.min_length = 0;
     rc.task.max_length = 2;
-    CHECK(!class_task_open(&rc.task, &opt, err, sizeof err) && strstr(err, "too few distinct expressions"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "too few distinct expressions"));
 }
 
 /* data.train = task: the source's rows are the task's, rank by rank. */
@@ -316,11 +317,11 @@ static void test_task_source(void) {
     int32_t tok[2 * B * T], lab[2 * B * T], want_tok[T], want_lab[T];
     char err[512];
     DataOptions one = {T, 8, SPLIT_VAL, 0, 1, 0, 0, 0};
-    ClassTask *c = class_task_open(&rc.task, &one, err, sizeof err);
+    ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &one, err, sizeof err);
     RT_ASSERT(c);
     for (int r = 0; r < 2; r++) {
         DataOptions opt = {T, 8, SPLIT_VAL, r, 2, 0, 0, 0};
-        DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+        DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;
         CHECK(ds->next_labeled(ds, tok, lab, B, err, sizeof err) == 0);
@@ -333,7 +334,7 @@ static void test_task_source(void) {
     }
     class_task_free(c);
     rc.model.vocab_size = 12;
-    CHECK(!datasource_open("task", &rc, &one, err, sizeof err) && strstr(err, "model.vocab_size >= 16"));
+    CHECK(!task_source_open(&rc, &one, err, sizeof err) && strstr(err, "model.vocab_size >= 16"));
 }
 
 /* ---- files ---- */
@@ -430,7 +431,7 @@ static void test_listops_tsv(void) {
     RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 20\n[task]\ntype = listops\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", dir);
     DataOptions opt = {T, 3, SPLIT_TRAIN, 0, 1, 0, 0, 0};
-    ClassTask *c = class_task_open(&rc.task, &opt, err, sizeof err);
+    ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
     CHECK_MSG(c, "%s", err);
     if (c) {
         CHECK(class_task_size(c) == N);
@@ -452,7 +453,7 @@ static void test_listops_tsv(void) {
         class_task_free(c);
     }
     opt.split = SPLIT_TEST;
-    c = class_task_open(&rc.task, &opt, err, sizeof err);
+    c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
     CHECK(c && class_task_size(c) == 20);
     class_task_free(c);
 
@@ -507,7 +508,7 @@ static ClassTask *open_text(const char *path, int T, DataSplit split, int classe
     snprintf(rc.task.path, sizeof rc.task.path, "%s", path);
     rc.task.classes = classes;
     DataOptions opt = {T, 1, split, 0, 1, 0, 0, 0};
-    return class_task_open(&rc.task, &opt, err, errlen);
+    return class_task_open(&rc.task, CLASS_TEXT_BYTES, &opt, err, errlen);
 }
 
 /* Row i of c as bytes (token - 1) and its label; returns the length. */

@@ -10,6 +10,7 @@
 #include "data/mad_tasks.h"
 #include "data/synth_tasks.h"
 #include "harness.h"
+#include "task/task.h"
 #include "util/error.h"
 
 #define IGNORE (-100)
@@ -367,8 +368,9 @@ static void test_checks(void) {
     CHECK(mad_spec_make(&s, MAD_FUZZY_RECALL, &c, 1) == NULL);
     c.k_motif_size = 4;
     CHECK(mad_spec_make(&s, MAD_FUZZY_RECALL, &c, 1) != NULL);
-    MadTask t;
-    CHECK(mad_task_of("mad_compression", &t) && t == MAD_COMPRESSION && !mad_task_of("mad_copy", &t));
+    TaskConfig named = {.type = "mad_compression"}, unknown = {.type = "mad_copy"};
+    const TaskImpl *task = task_of(&named);
+    CHECK(task && task->variant == MAD_COMPRESSION && (task->flags & TASK_AUTOENCODER) && !task_of(&unknown));
     CHECK(mad_autoencoder(MAD_COMPRESSION) && !mad_autoencoder(MAD_RECALL) && !mad_autoencoder(MAD_MEMORIZATION));
 }
 

@@ -17,6 +17,7 @@
 #include "data/pathfinder.h"
 #include "data/png_gray.h"
 #include "harness.h"
+#include "task/task.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -245,12 +246,12 @@ static void test_errors(void) {
     const char *sets[] = {"train.seq_len=20"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", sets, 1, err, sizeof err) == 0);
     DataOptions opt = {20, 1, SPLIT_VAL, 0, 1, 0, 0, 0};
-    CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) &&
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
           names(err, "train.seq_len = 20", "4 x 4 = 16 pixels"));
     const char *val[] = {"task.val_examples=3"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", val, 1, err, sizeof err) == 0);
     opt.seq_len = PIX;
-    CHECK(!datasource_open("task", &rc, &opt, err, sizeof err) && names(err, "task.val_examples = 3", "80%"));
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, "task.val_examples = 3", "80%"));
     const char *missing[] = {"task.path=/nonexistent/lra_release/pathfinder32"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", missing, 1, err, sizeof err) != 0 &&
           names(err, "task.type = pathfinder: task.path = /nonexistent/lra_release/pathfinder32 does not exist",
@@ -274,7 +275,7 @@ static void test_task_source(void) {
     char err[2048];
     CHECK_MSG(run_config_load_string(&rc, ini, "pf.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
     DataOptions opt = {PIX, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
-    DataSource *ds = datasource_open("task", &rc, &opt, err, sizeof err);
+    DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds && ds->examples == 20, "%s", err);
     int32_t tok[40 * PIX], lab[40 * PIX];
     int epoch[2][20];
@@ -297,7 +298,7 @@ static void test_task_source(void) {
     static const int VAL[] = {4, 11, 4}, TEST[] = {2, 19, 2};
     for (int s = 0; s < 2; s++) {
         opt.split = s ? SPLIT_TEST : SPLIT_VAL;
-        ds = datasource_open("task", &rc, &opt, err, sizeof err);
+        ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds && ds->examples == 2, "%s", err);
         CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) == 0);
         for (int b = 0; ds && b < 3; b++)
@@ -306,13 +307,13 @@ static void test_task_source(void) {
     }
     /* two ranks of 2 rows: rank r reads rows 2r, 2r + 1 of each global 4 */
     opt.split = SPLIT_TRAIN;
-    DataSource *one = datasource_open("task", &rc, &opt, err, sizeof err);
+    DataSource *one = task_source_open(&rc, &opt, err, sizeof err);
     int32_t all[4 * PIX], l4[4 * PIX];
     CHECK(one && one->next_labeled(one, all, l4, 4, err, sizeof err) == 0);
     for (int r = 0; r < 2; r++) {
         DataOptions o = opt;
         o.rank = r, o.world = 2;
-        DataSource *part = datasource_open("task", &rc, &o, err, sizeof err);
+        DataSource *part = task_source_open(&rc, &o, err, sizeof err);
         CHECK(part && part->next_labeled(part, tok, lab, 2, err, sizeof err) == 0);
         CHECK(tok[0] == all[(2 * r) * PIX] && tok[PIX] == all[(2 * r + 1) * PIX]);
         datasource_free(part);

@@ -8,10 +8,10 @@
 
 #include "cli/commands.h"
 #include "config/run_config.h"
-#include "data/class_task.h"
 #include "device/device.h"
 #include "dist/dist.h"
 #include "synth_eval.h"
+#include "task/task.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -55,14 +55,19 @@ int synth_main(int argc, char **argv) {
     RunConfig rc;
     char err[2048];
     if (run_config_load(&rc, config, sets, nsets, err, sizeof err)) rt_die("%s", err);
-    if (!strcmp(rc.task.type, "none")) rt_die("%s: rotor synth needs a [task] section (task.type = mqar, state, copy, copy_memory, mad_*, seq_image, listops, text_bytes or chars)", config);
+    const TaskImpl *task = task_of(&rc.task);
+    if (!task) {
+        char names[512];
+        task_names(names, sizeof names);
+        rt_die("%s: rotor synth needs a [task] section (task.type = %s)", config, names);
+    }
     train_run(&rc, NULL);
     if (dist_rank() != 0) return 0;
     char *ckpt = checkpoint_find_latest(rc.run.dir);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
     const Backend *be = backend_select(rc.run.device, "run.device");
     json_t *metrics, *last = NULL, *best = NULL;
-    if (!strcmp(rc.task.type, "seq_image") || !strcmp(rc.task.type, "pathfinder") || class_task_is(rc.task.type)) {
+    if (task->flags & TASK_CLASSIFIES) {
         last = synth_eval_classify(&rc, be, ckpt, "last", &metrics);
         char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
         if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {

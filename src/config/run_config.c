@@ -16,12 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "data/char_text.h"
-#include "data/class_task.h"
-#include "data/image_task.h"
-#include "data/mad_tasks.h"
-#include "data/synth_tasks.h"
 #include "model/family.h"
+#include "task/task.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -80,30 +76,8 @@ static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_
 static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
-/* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
-static const Choice TASKS[] = {{"none", 0},
-                               {"mqar", 1},
-                               {"state", 2},
-                               {"copy", 3},
-                               {"parity", 4},
-                               {"a3", 5},
-                               {"s3", 6},
-                               {"a5", 7},
-                               {"s5", 8},
-                               {"mad_in_context_recall", 9},
-                               {"mad_noisy_in_context_recall", 10},
-                               {"mad_fuzzy_in_context_recall", 11},
-                               {"mad_selective_copying", 12},
-                               {"mad_compression", 13},
-                               {"mad_memorization", 14},
-                               {"seq_image", 15},
-                               {"listops", 16},
-                               {"text_bytes", 17},
-                               {"copy_memory", 18},
-                               {"chars", 19},
-                               {"pathfinder", 20},
-                               {"aan", 21},
-                               {NULL, 0}};
+/* task.type: "none" and the task registry's names and aliases (task/task.h), filled by schema_init */
+static Choice TASKS[65];
 static const Choice DIFFICULTIES[] = {{"easy", 0}, {"intermediate", 1}, {"hard", 2}, {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
@@ -129,31 +103,36 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
     K_FLT("model", "dropout", model.dropout, R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
     K_ENUM("model", "dropout_mask", model.dropout_mask, DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
-    K_BOOL("model", "bidirectional", model.bidirectional, "LRU, RotRNN with the classifier head: a second scan in reverse time with its own readout C2, summed"),
+    K_BOOL("model", "bidirectional", model.bidirectional, "with the classifier head: a second scan in reverse time with its own readout, summed"),
     K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
     K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
     K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),
-    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H (not read by Mamba2, the LRU and the nonlinear RNNs)"),
+    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H"),
     K_FLT("model", "hidden_ratio", model.hidden_ratio, R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
     K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
     K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
     K_FLT("model", "init_std", model.init_std, R_POS, "std of the normal init of weights"),
-    K_FLT("model", "expand_k", model.expand_k, R_POS, "GLA/DeltaNet: key width = d * expand_k (fla's DeltaNet: 1)"),
-    K_FLT("model", "expand_v", model.expand_v, R_POS, "GLA/GDN/DeltaNet: value width factor"),
-    K_BOOL("model", "short_conv", model.short_conv, "GLA/GDN/DeltaNet: short conv on q, k, v"),
-    K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "GLA: rank of the gate projection"),
-    K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "GLA: gate logits divided by this"),
-    K_INT("model", "head_dim", model.head_dim, 1, "GDN: per-head key width; Mamba2: per-head value width"),
-    K_BOOL("model", "use_gate", model.use_gate, "DeltaNet: output gate swish(x W_g) (g_proj)"),
-    K_INT("model", "expand", model.expand, 1, "Mamba2: intermediate width = d * expand (heads = that / head_dim)"),
-    K_INT("model", "state_size", model.state_size, 1, "Mamba2: SSM state size per group (the key width); LRU: complex state channels; RotRNN: real state width (num_heads x an even width)"),
-    K_INT("model", "n_groups", model.n_groups, 1, "Mamba2: groups of B, C (each read by heads / n_groups heads)"),
-    K_BOOL("model", "use_conv_bias", model.use_conv_bias, "Mamba2: bias in the conv over x, B, C"),
-    K_FLT("model", "r_min", model.r_min, R_UNIT, "LRU, RotRNN: smallest eigenvalue modulus at init (LRU |lambda|, RotRNN gamma; RotRNN needs > 0)"),
-    K_FLT("model", "r_max", model.r_max, R_UNIT, "LRU, RotRNN: largest eigenvalue modulus at init (< 1)"),
-    K_FLT("model", "max_phase", model.max_phase, R_POS, "LRU, RotRNN, nnRNN: eigenvalue angles at init in [0, max_phase]"),
-    K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "expRNN, nnRNN: initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
-    K_ENUM("model", "nonlinearity", model.nonlinearity, NONLINEARITIES, "rnn, rnn_orth, exprnn, nnrnn: the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
+    K_FLT("model", "expand_k", model.expand_k, R_POS, "key width = d * expand_k (fla's DeltaNet: 1)"),
+    K_FLT("model", "expand_v", model.expand_v, R_POS, "value width factor"),
+    K_BOOL("model", "short_conv", model.short_conv, "short conv on q, k, v"),
+    K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "rank of the gate projection"),
+    K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "gate logits divided by this"),
+    K_INT("model", "key_head_dim", model.head_dim, 1, "per-head key width (fla's head_dim)"),
+    K_INT("model", "value_head_dim", model.head_dim, 1, "per-head value width (fla's head_dim; heads = expand x hidden_size / value_head_dim)"),
+    K_BOOL("model", "use_gate", model.use_gate, "output gate swish(x W_g) (g_proj)"),
+    K_INT("model", "expand", model.expand, 1, "intermediate width = d * expand"),
+    K_INT("model", "state_size", model.state_size, 1, "SSM state size per group (the key width)"),
+    K_INT("model", "complex_state_size", model.state_size, 1, "complex state channels"),
+    K_INT("model", "real_state_size", model.state_size, 1, "real state width (num_heads x an even width)"),
+    K_INT("model", "n_groups", model.n_groups, 1, "groups of B, C (each read by heads / n_groups heads)"),
+    K_BOOL("model", "use_conv_bias", model.use_conv_bias, "bias in the conv over x, B, C"),
+    K_FLT("model", "r_min", model.r_min, R_UNIT, "smallest eigenvalue modulus |lambda| at init"),
+    K_FLT("model", "r_max", model.r_max, R_UNIT, "largest eigenvalue modulus |lambda| at init (< 1)"),
+    K_FLT("model", "gamma_min", model.r_min, R_UNIT, "smallest decay gamma at init (> 0)"),
+    K_FLT("model", "gamma_max", model.r_max, R_UNIT, "largest decay gamma at init (< 1)"),
+    K_FLT("model", "max_phase", model.max_phase, R_POS, "eigenvalue angles at init in [0, max_phase]"),
+    K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
+    K_ENUM("model", "nonlinearity", model.nonlinearity, NONLINEARITIES, "the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
     K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
     K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),
@@ -230,8 +209,8 @@ static const KeySpec KEYS[] = {
     K_BOOL("task", "random_non_queries", task.random_non_queries, "mqar: random tokens between the queries instead of 0"),
     K_STR("task", "group", task.group, "state: group of the word problems (S2, A3, S3, A5, S5)"),
     K_INT("task", "test_len", task.test_len, 2, "state: test sequence length in tokens, BOS + test_len - 1 elements (train: train.seq_len)"),
-    K_INT("task", "min_len", task.min_len, 1, "copy: shortest training string"),
-    K_INT("task", "max_len", task.max_len, 1, "copy: longest training string"),
+    K_INT("task", "min_string_len", task.min_len, 1, "copy: shortest training string"),
+    K_INT("task", "max_string_len", task.max_len, 1, "copy: longest training string"),
     K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
     K_INT("task", "delay", task.delay, 1, "copy_memory: nnRNN's T, the blanks from the last symbol to the marker (train.seq_len = delay + 2 copy_length follows)"),
     K_INT("task", "copy_length", task.copy_length, 1, "copy_memory: symbols to remember and copy"),
@@ -268,6 +247,46 @@ static const KeySpec KEYS[] = {
 
 static void schema_init(void) {
     for (int k = 0; k < N_MIXERS; k++) MIXERS[k] = (Choice){family_of((MixerKind)k)->name, k};
+    int n;
+    const char *const *names = task_type_names(&n);
+    RT_ASSERT(n < (int)(sizeof TASKS / sizeof TASKS[0]));
+    for (int i = 0; i < n; i++) TASKS[i] = (Choice){names[i], i};
+}
+
+/* Keys renamed because they meant one thing for one family or task and another for the next:
+ * the old name is an error naming its replacements; a checkpoint's saved config (written
+ * with every key before the rename) still reads it, into the same field. */
+typedef struct {
+    const char *section, *key;
+    const char *replacement; /* the new key of the same field, for saved configs */
+    const char *hint;        /* the replacements, for messages */
+} Renamed;
+static const Renamed RENAMED[] = {
+    {"model", "head_dim", "key_head_dim",
+     "model.key_head_dim (gated_deltanet's per-head key width) or model.value_head_dim (mamba2's per-head value width)"},
+    {"task", "min_len", "min_string_len", "task.min_string_len (copy's shortest training string)"},
+    {"task", "max_len", "max_string_len", "task.max_string_len (copy's longest training string)"},
+};
+
+/* Whether a [model] key belongs to some families only (Family.keys) or a [task] key to some
+ * tasks only (TaskImpl.keys): such a key is an error where the config's family or task does
+ * not read it. */
+static bool key_scoped(const KeySpec *k) {
+    char names[8];
+    if (!strcmp(k->section, "model")) {
+        for (int f = 0; f < N_MIXERS; f++)
+            if (family_reads_key(family_of((MixerKind)f), k->key)) return true;
+        return false;
+    }
+    return !strcmp(k->section, "task") && task_names_with_key(k->key, names, sizeof names) > 0;
+}
+
+/* Whether the config's family or task reads k (always for keys of every family and task). */
+static bool key_applies(const KeySpec *k, const RunConfig *c) {
+    if (!key_scoped(k)) return true;
+    if (!strcmp(k->section, "model")) return family_reads_key(family_of(c->model.mixer), k->key);
+    const TaskImpl *task = task_of(&c->task);
+    return task && task_reads_key(task, k->key);
 }
 
 static void *field(RunConfig *c, const KeySpec *k) { return (char *)c + k->offset; }
@@ -603,6 +622,8 @@ typedef struct {
     bool at_line_start;     /* the next read starts a new line */
     const char *set_arg;    /* the --set being applied, NULL while reading the INI text */
     int file_line[NKEYS];   /* line where the INI text set each key, 0 = not set */
+    const char *set_from[NKEYS]; /* the --set that set each key last, NULL = none */
+    bool saved;             /* a checkpoint's saved config: renamed keys and keys of other families read */
     bool temp_theta_given;  /* pe.temp_theta was set explicitly */
     bool seq_len_given;     /* train.seq_len was set explicitly */
     bool vocab_size_given;  /* model.vocab_size was set explicitly */
@@ -634,6 +655,12 @@ static bool fail(Loader *L, const char *fmt, ...) {
 static const KeySpec *resolve(Loader *L, const char *section, const char *key) {
     int i = find_key(section, key);
     if (i >= 0) return &KEYS[i];
+    for (size_t r = 0; r < sizeof RENAMED / sizeof RENAMED[0]; r++) {
+        if (strcmp(RENAMED[r].section, section) || strcmp(RENAMED[r].key, key)) continue;
+        if (L->saved) return &KEYS[find_key(section, RENAMED[r].replacement)];
+        fail(L, "%s.%s was renamed: %s", section, key, RENAMED[r].hint);
+        return NULL;
+    }
     int s = suggest_key(section, key);
     char hint[128] = "";
     if (s >= 0) snprintf(hint, sizeof hint, "; did you mean '%s.%s'?", KEYS[s].section, KEYS[s].key);
@@ -653,6 +680,7 @@ static const KeySpec *resolve(Loader *L, const char *section, const char *key) {
 }
 
 static bool set_value(Loader *L, const KeySpec *k, const char *v) {
+    if (L->set_arg) L->set_from[k - KEYS] = L->set_arg;
     if (!parse_value(k, &L->cfg, v) || !value_ok(k, &L->cfg)) {
         char want[256];
         describe(k, want, sizeof want);
@@ -771,95 +799,50 @@ static void apply_set(Loader *L, const char *arg) {
     if (k) set_value(L, k, value);
 }
 
-/* MAD tasks fix the row length, the vocabulary and the head (compression: the
- * auto-encoder): train.seq_len, model.vocab_size and model.head follow them; an explicit
- * different value is an error (returned, or NULL). */
-static const char *mad_shape(Loader *L) {
-    static char msg[256];
-    MadTask t;
-    const TaskConfig *task = &L->cfg.task;
-    if (!mad_task_of(task->type, &t)) return NULL;
-    int T = task->seq_len, V = task->vocab;
-    ModelHead head = mad_autoencoder(t) ? HEAD_AUTOENCODER : HEAD_LM;
-    if (L->seq_len_given && L->cfg.train.seq_len != T)
-        snprintf(msg, sizeof msg, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens (leave train.seq_len out)",
-                 L->cfg.train.seq_len, task->type, task->seq_len, T);
-    else if (L->vocab_size_given && L->cfg.model.vocab_size != V)
-        snprintf(msg, sizeof msg, "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave model.vocab_size out)",
-                 L->cfg.model.vocab_size, task->type, task->vocab, V);
-    else if (L->head_given && L->cfg.model.head != head)
-        snprintf(msg, sizeof msg, "model.head = %s: task %s trains the %s head, as mad-lab does (leave model.head out)",
-                 choice_name(HEADS, (int)L->cfg.model.head), task->type, choice_name(HEADS, (int)head));
-    else
-        msg[0] = 0;
-    L->cfg.train.seq_len = T;
-    L->cfg.model.vocab_size = V;
-    L->cfg.model.head = head;
-    return msg[0] ? msg : NULL;
+/* The keys the config set that its family or task does not read: the first is an error, reported
+ * where it was set, with what reads it and the key of the same meaning that the family or task
+ * does read. A file's key is only a warning when --set changed model.type or task.type (one
+ * base config swept over families or tasks): the new type ignores it. Returns false on error. */
+static bool check_scopes(Loader *L) {
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        if ((!L->file_line[i] && !L->set_from[i]) || key_applies(k, &L->cfg)) continue;
+        int model = !strcmp(k->section, "model");
+        char owners[512], own[160] = "", buf[64];
+        if (model) family_names_with_key(k->key, owners, sizeof owners);
+        else task_names_with_key(k->key, owners, sizeof owners);
+        bool own_given = false; /* the type's own key of the same field was set */
+        for (size_t j = 0; j < NKEYS; j++)
+            if (j != i && KEYS[j].offset == k->offset && key_applies(&KEYS[j], &L->cfg)) {
+                snprintf(own, sizeof own, "; its own key for this is %s.%s", KEYS[j].section, KEYS[j].key);
+                own_given = L->file_line[j] || L->set_from[j];
+            }
+        const char *type = model ? family_of(L->cfg.model.mixer)->name : L->cfg.task.type;
+        const char *value = format_value(k, &L->cfg, buf, sizeof buf);
+        const char *swept_by = L->set_from[find_key(k->section, "type")];
+        if (!L->set_from[i] && swept_by) {
+            rt_warn("%s:%d: %s.%s = %s is ignored: --set '%s' chose a type that does not read it (a key of %s)%s",
+                    L->origin, L->file_line[i], k->section, k->key, value, swept_by, owners, own);
+            if (!own_given) {
+                RunConfig d;
+                run_config_defaults(&d);
+                memcpy(field(&L->cfg, k), cfield(&d, k), k->size);
+            }
+            continue;
+        }
+        L->set_arg = L->set_from[i];
+        L->line = L->file_line[i];
+        return fail(L, "%s.%s = %s: %s.type = %s does not read it (a key of %s)%s", k->section, k->key, value,
+                    model ? "model" : "task", type, owners, own);
+    }
+    return true;
 }
 
-/* copy_memory rows hold delay + 2 copy_length tokens: train.seq_len follows (an explicit other
- * value is an error), and model.vocab_size defaults to the 10 input tokens, or to nnRNN's 9
- * outputs when the tokens enter as values (model.input = linear). A problem is returned, or
- * NULL. */
-static const char *copy_memory_shape(Loader *L) {
-    static char msg[256];
-    const TaskConfig *task = &L->cfg.task;
-    if (strcmp(task->type, "copy_memory")) return NULL;
-    CopyMemSpec spec = {task->delay, task->copy_length, task->symbols};
-    int T = copy_memory_row(&spec);
-    if (L->seq_len_given && L->cfg.train.seq_len != T) {
-        snprintf(msg, sizeof msg, "train.seq_len = %d: task copy_memory with task.delay = %d and task.copy_length = %d has rows of %d tokens (leave train.seq_len out)",
-                 L->cfg.train.seq_len, task->delay, task->copy_length, T);
-        return msg;
-    }
-    L->cfg.train.seq_len = T;
-    if (!L->vocab_size_given) L->cfg.model.vocab_size = COPYMEM_INPUTS;
-    return NULL;
-}
-
-/* chars: model.vocab_size defaults to the texts' vocabulary (the files are read). A problem is
- * returned, or NULL. */
-static const char *chars_shape(Loader *L) {
-    static char msg[1400];
-    if (strcmp(L->cfg.task.type, "chars") || L->vocab_size_given) return NULL;
-    char err[1200];
-    CharText *t = char_text_open(&L->cfg.task, err, sizeof err);
-    if (!t) {
-        snprintf(msg, sizeof msg, "task.type = chars: %s", err);
-        return msg;
-    }
-    L->cfg.model.vocab_size = char_text_vocab_size(t) < 2 ? 2 : char_text_vocab_size(t);
-    char_text_free(t);
-    return NULL;
-}
-
-/* seq_image and pathfinder rows are the images' pixels: train.seq_len follows task.images
- * or task.path (an image header is read; an explicit value is checked when the data is
- * opened) and model.vocab_size defaults to the 256 intensities. A problem is returned, or
- * NULL. */
-static const char *image_shape(Loader *L) {
-    static char msg[1400];
-    const char *type = L->cfg.task.type;
-    if (strcmp(type, "seq_image") && strcmp(type, "pathfinder")) return NULL;
-    char err[1200];
-    if (!L->seq_len_given && image_task_pixels(&L->cfg.task, &L->cfg.train.seq_len, err, sizeof err)) {
-        snprintf(msg, sizeof msg, "task.type = %s: %s", type, err);
-        return msg;
-    }
-    if (!L->vocab_size_given) L->cfg.model.vocab_size = 256;
-    if (L->cfg.model.vocab_size < 256) {
-        snprintf(msg, sizeof msg, "model.vocab_size = %d: task %s reads pixel intensities 0..255 as tokens, so it needs "
-                 "at least 256 (leave model.vocab_size out)", L->cfg.model.vocab_size, type);
-        return msg;
-    }
-    return NULL;
-}
-
-int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
-                           const char *const *sets, int nsets, char *err, size_t errlen) {
+static int load(RunConfig *out, const char *ini_text, const char *origin_name, const char *const *sets, int nsets,
+                bool saved, char *err, size_t errlen) {
     schema_init();
     Loader *L = rt_calloc(1, sizeof(*L));
+    L->saved = saved;
     run_config_defaults(&L->cfg);
     L->origin = origin_name ? origin_name : "<config>";
     L->err = err;
@@ -871,21 +854,23 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
         /* Defaults that follow other keys. */
         PEConfig *pe = &L->cfg.model.pe;
         if (!L->temp_theta_given) pe->temp_theta = pe->temp_type == TEMP_TAN ? 0.995 : 500000;
-        const char *shape_bad = mad_shape(L);
-        if (!shape_bad) shape_bad = image_shape(L);
-        if (!shape_bad) shape_bad = copy_memory_shape(L);
-        if (!shape_bad) shape_bad = chars_shape(L);
+        TaskConfig *task = &L->cfg.task;
+        task_resolve_alias(task);
+        if (!saved) check_scopes(L);
+    }
+    if (!L->failed) {
+        TaskConfig *task = &L->cfg.task;
+        const TaskImpl *impl = task_of(task);
+        char shape_msg[1400];
+        const char *shape_bad = NULL;
+        if (impl && impl->shape) {
+            TaskShape shape = {&L->cfg, L->seq_len_given, L->vocab_size_given, L->head_given};
+            shape_bad = impl->shape(&shape, shape_msg, sizeof shape_msg);
+        }
         L->cfg.model.max_seq_len = L->cfg.train.seq_len;
         if (!L->keep_best_given && L->cfg.train.val_every > 0 && run_config_classifies(&L->cfg))
             L->cfg.train.keep_best = KEEP_BEST_VAL_ACCURACY;
         if (!strcmp(L->cfg.data.train, "task")) L->cfg.model.bos_id = L->cfg.model.eos_id = -1; /* tasks have no documents */
-        TaskConfig *task = &L->cfg.task;
-        static const char *const shorthand[][2] = {{"parity", "S2"}, {"a3", "A3"}, {"s3", "S3"}, {"a5", "A5"}, {"s5", "S5"}};
-        for (size_t i = 0; i < sizeof shorthand / sizeof shorthand[0]; i++)
-            if (!strcmp(task->type, shorthand[i][0])) {
-                strcpy(task->type, "state");
-                strcpy(task->group, shorthand[i][1]);
-            }
 
         char origin[1200];
         if (ini_text) snprintf(origin, sizeof origin, "%s%s", L->origin, nsets ? " with --set overrides" : "");
@@ -895,6 +880,15 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
     }
     rt_free(L);
     return rc;
+}
+
+int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name, const char *const *sets,
+                           int nsets, char *err, size_t errlen) {
+    return load(out, ini_text, origin_name, sets, nsets, false, err, errlen);
+}
+
+int run_config_load_saved(RunConfig *out, const char *ini_text, const char *origin_name, char *err, size_t errlen) {
+    return load(out, ini_text, origin_name, NULL, 0, true, err, errlen);
 }
 
 int run_config_load(RunConfig *out, const char *ini_path, const char *const *sets, int nsets,
@@ -936,27 +930,33 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (m->pe.temp_type == TEMP_ROPE && m->pe.temp_theta < 1)
         return rt_error(err, errlen, origin, "pe.temp_theta = %g must be >= 1 when pe.temp_type = rope",
                        m->pe.temp_theta);
-    MadTask mt;
-    if (m->head == HEAD_AUTOENCODER && !(mad_task_of(c->task.type, &mt) && mad_autoencoder(mt)))
+    const TaskImpl *task = task_of(&c->task);
+    int from_task = !strcmp(c->data.train, "task");
+    char names[512];
+    if (m->head == HEAD_AUTOENCODER && !(task && (task->flags & TASK_AUTOENCODER))) {
+        task_names_with_flags(TASK_AUTOENCODER, names, sizeof names);
         return rt_error(err, errlen, origin,
-                        "model.head = autoencoder: only task.type = mad_compression trains it (its labels are "
-                        "the targets of the decoded positions, not next tokens)");
+                        "model.head = autoencoder: only task.type = %s trains it (its labels are the targets of the "
+                        "decoded positions, not next tokens)", names);
+    }
     if (m->pair != PAIR_NONE && m->head != HEAD_CLASSIFIER)
         return rt_error(err, errlen, origin, "model.pair = %s: pairs are read by the classifier (model.head = classifier)",
                         choice_name(PAIRS, (int)m->pair));
-    int aan = !strcmp(c->data.train, "task") && !strcmp(c->task.type, "aan");
-    if (aan && m->pair == PAIR_NONE)
+    int pairs = from_task && task && (task->flags & TASK_PAIRS);
+    if (pairs && m->pair == PAIR_NONE)
         return rt_error(err, errlen, origin,
-                        "task.type = aan: an example is two documents, read by the pair classifier (model.head = "
-                        "classifier, model.pair = nli or concat)");
-    if (!aan && m->pair != PAIR_NONE && !strcmp(c->data.train, "task"))
-        return rt_error(err, errlen, origin, "model.pair = %s: only task.type = aan gives rows in pairs (task.type = %s)",
-                        choice_name(PAIRS, (int)m->pair), c->task.type);
-    if (aan && c->train.micro_batch % 2)
+                        "task.type = %s: an example is two documents, read by the pair classifier (model.head = "
+                        "classifier, model.pair = nli or concat)", c->task.type);
+    if (!pairs && m->pair != PAIR_NONE && from_task) {
+        task_names_with_flags(TASK_PAIRS, names, sizeof names);
+        return rt_error(err, errlen, origin, "model.pair = %s: only task.type = %s gives rows in pairs (task.type = %s)",
+                        choice_name(PAIRS, (int)m->pair), names, c->task.type);
+    }
+    if (pairs && c->train.micro_batch % 2)
         return rt_error(err, errlen, origin,
-                        "train.micro_batch = %d: task.type = aan's rows come in pairs (two documents per example), "
+                        "train.micro_batch = %d: task.type = %s's rows come in pairs (two documents per example), "
                         "so it must be even",
-                        c->train.micro_batch);
+                        c->train.micro_batch, c->task.type);
     if (m->bos_id >= m->vocab_size)
         return rt_error(err, errlen, origin, "model.bos_id = %d must be below model.vocab_size = %d", m->bos_id,
                        m->vocab_size);
@@ -979,16 +979,20 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (t->keep_best != KEEP_BEST_NONE && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.keep_best = %s needs validations: train.val_every = 0",
                         run_config_keep_best_name(t->keep_best));
-    if (t->keep_best == KEEP_BEST_VAL_ACCURACY && !run_config_classifies(c))
+    if (t->keep_best == KEEP_BEST_VAL_ACCURACY && !run_config_classifies(c)) {
+        task_names_with_flags(TASK_CLASSIFIES, names, sizeof names);
         return rt_error(err, errlen, origin, "train.keep_best = val_accuracy: validation accuracy is measured for classification runs "
-                        "only (model.head = classifier, or data.train = task with task.type = seq_image, listops or text_bytes)");
+                        "only (model.head = classifier, or data.train = task with task.type = %s)", names);
+    }
     if (t->carry_state) {
         const char *bad = NULL;
-        char names[128], why[200];
+        char why[700], text[700];
         family_names_carrying(names, sizeof names);
         snprintf(why, sizeof why, "only the recurrent cells carry a state: model.type = %s", names);
-        if (strcmp(c->data.train, "task") || strcmp(c->task.type, "chars"))
-            bad = "its streams are those of character-level text: data.train = task with task.type = chars";
+        task_names_with_flags(TASK_TEXT, names, sizeof names);
+        snprintf(text, sizeof text, "its streams are those of character-level text: data.train = task with task.type = %s", names);
+        if (!from_task || !task || !(task->flags & TASK_TEXT))
+            bad = text;
         else if (!family_carries(fam))
             bad = why;
         else if (m->doc_mask || m->bidirectional)
@@ -997,15 +1001,17 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     }
     if (!c->data.train[0])
         return rt_error(err, errlen, origin, "data.train is required: a shard directory or glob, synthetic:<task>, or task");
-    if (!strcmp(c->data.train, "task") && !strcmp(c->task.type, "none"))
-        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = mqar, state, copy, copy_memory, mad_*, seq_image, pathfinder, listops, text_bytes, aan or chars");
+    if (from_task && !task) {
+        task_names(names, sizeof names);
+        return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = %s", names);
+    }
     return 0;
 }
 
 int run_config_classifies(const RunConfig *c) {
-    const char *type = c->task.type;
+    const TaskImpl *task = task_of(&c->task);
     return c->model.head == HEAD_CLASSIFIER ||
-           (!strcmp(c->data.train, "task") && (!strcmp(type, "seq_image") || !strcmp(type, "pathfinder") || class_task_is(type)));
+           (!strcmp(c->data.train, "task") && task && (task->flags & TASK_CLASSIFIES));
 }
 
 const char *run_config_keep_best_name(KeepBest k) { return choice_name(KEEP_BESTS, (int)k); }
@@ -1016,10 +1022,11 @@ const char *run_config_keep_best_name(KeepBest k) { return choice_name(KEEP_BEST
 
 void run_config_write_ini(const RunConfig *c, FILE *f) {
     schema_init();
-    fprintf(f, "; rotor run config: every key, effective values\n");
+    fprintf(f, "; rotor run config: every key its family and task read, effective values\n");
     const char *section = NULL;
     for (size_t i = 0; i < NKEYS; i++) {
         const KeySpec *k = &KEYS[i];
+        if (!key_applies(k, c)) continue;
         if (!section || strcmp(section, k->section)) {
             fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
             section = k->section;
@@ -1030,31 +1037,44 @@ void run_config_write_ini(const RunConfig *c, FILE *f) {
     }
 }
 
-void run_config_print_help(FILE *f) {
+/* One key's help line: name, type, default, meaning, its choices, and the families or tasks
+ * that read it when only some do. */
+static void print_key_help(FILE *f, const KeySpec *k, const RunConfig *d) {
     static const char *const type_names[] = {
         [T_INT] = "int", [T_I64] = "int", [T_U64] = "int", [T_FLOAT] = "float",
         [T_BOOL] = "bool", [T_ENUM] = "enum", [T_ENUM_STR] = "enum", [T_STR] = "string"};
+    char name[2 * NAME_MAX_LEN + 2], buf[64];
+    snprintf(name, sizeof name, "%s.%s", k->section, k->key);
+    const char *v = format_value(k, d, buf, sizeof buf);
+    fprintf(f, "  %-28s %-6s %-13s %s", name, type_names[k->type], *v ? v : "\"\"", k->help);
+    if (k->choices) {
+        for (const Choice *ch = k->choices; ch->name; ch++)
+            fprintf(f, "%s%s", ch == k->choices ? " (" : "|", ch->name);
+        fputc(')', f);
+    }
+    if (key_scoped(k)) {
+        char owners[512];
+        if (!strcmp(k->section, "model")) family_names_with_key(k->key, owners, sizeof owners);
+        else task_names_with_key(k->key, owners, sizeof owners);
+        fprintf(f, " [%s]", owners);
+    }
+    fputc('\n', f);
+}
+
+void run_config_print_help(FILE *f) {
     schema_init();
     RunConfig d;
     run_config_defaults(&d);
-    fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run]; "
-               "override any key with --set section.key=value.\n");
-    const char *section = NULL;
-    for (size_t i = 0; i < NKEYS; i++) {
-        const KeySpec *k = &KEYS[i];
-        if (!section || strcmp(section, k->section)) {
-            fprintf(f, "\n[%s]\n", k->section);
-            section = k->section;
+    fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run] [task]; override any key with "
+               "--set section.key=value.\nA key in [brackets] belongs to those model.type or task.type values "
+               "only: setting it for another is an error.\n");
+    for (size_t s = 0; s < NSECTIONS; s++) {
+        fprintf(f, "\n[%s]\n", SECTIONS[s]);
+        for (int scoped = 0; scoped < 2; scoped++) {
+            if (scoped && (!strcmp(SECTIONS[s], "model") || !strcmp(SECTIONS[s], "task")))
+                fprintf(f, " %s\n", !strcmp(SECTIONS[s], "model") ? "by model.type:" : "by task.type:");
+            for (size_t i = 0; i < NKEYS; i++)
+                if (!strcmp(KEYS[i].section, SECTIONS[s]) && key_scoped(&KEYS[i]) == scoped) print_key_help(f, &KEYS[i], &d);
         }
-        char name[2 * NAME_MAX_LEN + 2], buf[64];
-        snprintf(name, sizeof name, "%s.%s", k->section, k->key);
-        const char *v = format_value(k, &d, buf, sizeof buf);
-        fprintf(f, "  %-28s %-6s %-13s %s", name, type_names[k->type], *v ? v : "\"\"", k->help);
-        if (k->choices) {
-            for (const Choice *ch = k->choices; ch->name; ch++)
-                fprintf(f, "%s%s", ch == k->choices ? " (" : "|", ch->name);
-            fputc(')', f);
-        }
-        fputc('\n', f);
     }
 }

@@ -27,6 +27,11 @@ int run_config_load(RunConfig *out, const char *ini_path, const char *const *set
 int run_config_load_string(RunConfig *out, const char *ini_text, const char *origin_name,
                            const char *const *sets, int nsets, char *err, size_t errlen);
 
+/* A checkpoint's saved config (its rotor.ini): as run_config_load_string, but keys renamed
+ * since it was written are read under their new names, and keys its family or task does not
+ * read (written by versions that saved every key) are read and not refused. */
+int run_config_load_saved(RunConfig *out, const char *ini_text, const char *origin_name, char *err, size_t errlen);
+
 /* Checks the ranges of every key and the cross-key constraints (shapes via model_dims(),
  * pe.temp_theta against pe.temp_type, ids below the vocabulary, ...). Returns 0, or -1 with
  * a message "<origin>: <problem naming the key(s)>" in err. run_config_load* call it. */
@@ -40,9 +45,9 @@ int run_config_classifies(const RunConfig *c);
  * trainer_state.json. */
 const char *run_config_keep_best_name(KeepBest k);
 
-/* Writes the complete effective config as INI (every key of every section, canonical
+/* Writes the effective config as INI (every key that its family and task read, canonical
  * spelling, floats in shortest round-trip form): run_config_load_string of that text gives
- * back a memcmp-identical RunConfig. */
+ * back a memcmp-identical RunConfig when the keys it does not read hold their defaults. */
 void run_config_write_ini(const RunConfig *c, FILE *f);
 
 /* Help text listing every section.key with its type, default and a one-line description

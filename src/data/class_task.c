@@ -24,10 +24,6 @@ struct ClassTask {
     int64_t pass;    /* its pass over the set (-1: none yet) */
 };
 
-int class_task_is(const char *type) {
-    return !strcmp(type, "listops") || !strcmp(type, "text_bytes") || !strcmp(type, "aan");
-}
-
 /* path/name, or when `fallback` is given and path/name does not exist, path/fallback. */
 static char *split_file(const char *path, const char *name, const char *fallback) {
     char *f = rt_sprintf("%s/%s", path, name);
@@ -84,11 +80,10 @@ static int read_aan(ClassTask *c, const char *path, char *err, size_t errlen) {
     return rc;
 }
 
-ClassTask *class_task_open(const TaskConfig *task, const DataOptions *opt, char *err, size_t errlen) {
-    RT_ASSERT(class_task_is(task->type));
+ClassTask *class_task_open(const TaskConfig *task, ClassKind kind, const DataOptions *opt, char *err, size_t errlen) {
     ClassTask *c = rt_calloc(1, sizeof(ClassTask));
-    c->listops = !strcmp(task->type, "listops");
-    c->pairs = !strcmp(task->type, "aan");
+    c->listops = kind == CLASS_LISTOPS;
+    c->pairs = kind == CLASS_AAN;
     c->generated = c->listops && !task->path[0];
     c->classes = c->listops ? LISTOPS_CLASSES : task->classes;
     c->offset = c->listops ? 0 : 1; /* text: byte b is token b + 1 */

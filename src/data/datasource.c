@@ -4,19 +4,12 @@
 
 #include "util/error.h"
 
-DataSource *shard_source_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
-                              const DataOptions *opt, char *err, size_t errlen);
-DataSource *synthetic_open(const char *task, const ModelConfig *mc, const DataOptions *opt,
-                           char *err, size_t errlen);
-DataSource *task_source_open(const TaskConfig *task, const ModelConfig *mc, const DataOptions *opt,
-                             char *err, size_t errlen);
-
 DataSource *datasource_open(const char *spec, const RunConfig *rc, const DataOptions *opt,
                             char *err, size_t errlen) {
     static const char prefix[] = "synthetic:";
     if (!strncmp(spec, prefix, sizeof prefix - 1))
         return synthetic_open(spec + sizeof prefix - 1, &rc->model, opt, err, errlen);
-    if (!strcmp(spec, "task")) return task_source_open(&rc->task, &rc->model, opt, err, errlen);
+    RT_ASSERT(strcmp(spec, "task")); /* task/task.h: task_source_open */
     return shard_source_open(spec, &rc->data, &rc->model, opt, err, errlen);
 }
 

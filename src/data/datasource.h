@@ -39,8 +39,8 @@ struct DataSource {
     int continues;
 };
 
-/* TEST: a task's test set (seq_image: its test file; listops, text_bytes: their test split;
- * generated tasks: the test stream, as VAL). */
+/* TEST: a task's test set (the tasks with files: their test split; generated tasks: the test
+ * stream, as VAL). */
 typedef enum { SPLIT_TRAIN, SPLIT_VAL, SPLIT_TEST } DataSplit;
 
 typedef struct {
@@ -57,14 +57,17 @@ typedef struct {
     int carry_streams;
 } DataOptions;
 
-/* Opens `spec`: a directory or glob of shards (*.h5), "synthetic:<task>", or "task" (the
- * task of rc->task, split TRAIN its training stream, VAL and TEST its test stream; the
- * classification tasks have a validation split of their own: data/image_task.h,
- * data/class_task.h). Shards must carry ids below model.vocab_size, one tokenizer, and
- * data.tokenizer's sha256 when given. Returns NULL with a message naming the file or task
- * on error. */
+/* Opens `spec`: a directory or glob of shards (*.h5) or "synthetic:<task>" (data.train = task
+ * is task/task.h's task_source_open). Shards must carry ids below model.vocab_size, one
+ * tokenizer, and data.tokenizer's sha256 when given. Returns NULL with a message naming the
+ * file on error. */
 DataSource *datasource_open(const char *spec, const RunConfig *rc, const DataOptions *opt,
                             char *err, size_t errlen);
+/* The two kinds datasource_open picks from (shard_source.c, synthetic.c). */
+DataSource *shard_source_open(const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                              const DataOptions *opt, char *err, size_t errlen);
+DataSource *synthetic_open(const char *task, const ModelConfig *mc, const DataOptions *opt,
+                           char *err, size_t errlen);
 void datasource_free(DataSource *ds);
 
 /* Splits B windows of T+1 tokens into inputs and labels [B*T] (and the inputs' document

@@ -73,8 +73,8 @@ static int load_set(const TaskConfig *task, int test, ImageSet *set, char *err, 
     return idx_load_images(images, labels, set, err, errlen);
 }
 
-int image_task_pixels(const TaskConfig *task, int *pixels, char *err, size_t errlen) {
-    if (!strcmp(task->type, "pathfinder")) return pathfinder_pixels(task, pixels, err, errlen);
+int image_task_pixels(const TaskConfig *task, int pathfinder, int *pixels, char *err, size_t errlen) {
+    if (pathfinder) return pathfinder_pixels(task, pixels, err, errlen);
     if (!task->images[0]) return rt_error(err, errlen, NULL, "%s", NO_IMAGES);
     if (is_dir(task->images)) {
         *pixels = CIFAR10_PIXELS;
@@ -100,7 +100,7 @@ ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen) {
                  task->permute_seed);
         return NULL;
     }
-    int pathfinder = !strcmp(task->type, "pathfinder");
+    int pathfinder = a->pathfinder;
     if (pathfinder && task->val_examples) {
         rt_error(err, errlen, NULL,
                  "task.val_examples = %" PRId64 ": pathfinder's splits are LRA's, 80%% / 10%% / 10%% of "

@@ -8,19 +8,6 @@
 #define IGNORE (-100)
 #define MAX_MOTIF 8
 
-static const char *const NAMES[] = {"mad_in_context_recall", "mad_noisy_in_context_recall",
-                                     "mad_fuzzy_in_context_recall", "mad_selective_copying",
-                                     "mad_compression", "mad_memorization"};
-
-int mad_task_of(const char *type, MadTask *t) {
-    for (int i = 0; i < (int)(sizeof NAMES / sizeof NAMES[0]); i++)
-        if (!strcmp(type, NAMES[i])) {
-            *t = (MadTask)i;
-            return 1;
-        }
-    return 0;
-}
-
 int mad_autoencoder(MadTask t) { return t == MAD_COMPRESSION; }
 
 static int below(Rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }

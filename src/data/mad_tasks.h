@@ -39,8 +39,6 @@ typedef struct {
     int32_t *table;         /* memorization: the value of each key, fixed for the run */
 } MadSpec;
 
-/* 1 and *t set when type is one of the six mad_* names, else 0. */
-int mad_task_of(const char *type, MadTask *t);
 /* 1 for compression, which mad-lab trains with its auto-encoder (model.head =
  * autoencoder: labels are the targets of the decoded positions), else 0 (the LM head). Rows
  * have task.seq_len tokens of the task.vocab vocabulary either way. */

@@ -96,12 +96,12 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
     be->head_skip_bwd(dx, G(c, r->D), dy, x, WM(c, r->D), N, d, 1);
 }
 
-/* The init ranges of the scan's eigenvalues, for the families' dims: moduli in [r_min, r_max]
- * below 1 (RotRNN's gamma: above 0), angles in [0, max_phase]. */
-const char *drnn_check_init(const ModelConfig *c, const char *family, int positive, char *msg, size_t n) {
-    if (!((positive ? c->r_min > 0 : c->r_min >= 0) && c->r_min <= c->r_max && c->r_max < 1)) {
-        snprintf(msg, n, "model.r_min = %g, model.r_max = %g: model.type = %s needs %s r_min <= r_max < 1", c->r_min,
-                 c->r_max, family, positive ? "0 <" : "0 <=");
+/* The init ranges of the scan's eigenvalues, for the families' dims: moduli in [min, max] below
+ * 1 (RotRNN's gamma: above 0), angles in [0, max_phase]. */
+const char *drnn_check_init(const ModelConfig *c, const DrnnInitKeys *k, char *msg, size_t n) {
+    if (!((k->positive ? c->r_min > 0 : c->r_min >= 0) && c->r_min <= c->r_max && c->r_max < 1)) {
+        snprintf(msg, n, "model.%s = %g, model.%s = %g: model.type = %s needs %s %s <= %s < 1", k->min, c->r_min, k->max,
+                 c->r_max, k->family, k->positive ? "0 <" : "0 <=", k->min, k->max);
         return msg;
     }
     if (!(c->max_phase > 0)) {

@@ -176,15 +176,15 @@ const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
 
 static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     int H = c->num_heads;
-    if (c->head_dim <= 0) return "model.head_dim must be positive";
+    if (c->head_dim <= 0) return "model.key_head_dim must be positive";
     double dv = c->head_dim * c->expand_v;
     if ((double)H * c->head_dim > MAX_WIDTH || (double)H * dv > MAX_WIDTH) {
-        snprintf(msg, n, "model.num_heads = %d x head_dim = %d (x expand_v = %g) is beyond 2^24", H, c->head_dim,
+        snprintf(msg, n, "model.num_heads = %d x key_head_dim = %d (x expand_v = %g) is beyond 2^24", H, c->head_dim,
                  c->expand_v);
         return msg;
     }
     if (!is_integer(dv) || dv <= 0) {
-        snprintf(msg, n, "model.expand_v = %g times head_dim %d is not an integer", c->expand_v, c->head_dim);
+        snprintf(msg, n, "model.expand_v = %g times model.key_head_dim %d is not an integer", c->expand_v, c->head_dim);
         return msg;
     }
     o->H = H;
@@ -196,11 +196,11 @@ static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_
 }
 
 static void gdn_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.num_heads = %d, model.head_dim = %d, model.expand_v = %g", c->num_heads, c->head_dim,
+    snprintf(buf, n, "model.num_heads = %d, model.key_head_dim = %d, model.expand_v = %g", c->num_heads, c->head_dim,
              c->expand_v);
 }
 
-static const char *const gdn_keys[] = {"num_heads", "head_dim", "expand_v", "short_conv", NULL};
+static const char *const gdn_keys[] = {"num_heads", "key_head_dim", "expand_v", "short_conv", NULL};
 static const HfField gdn_fields[] = {
     HF_FIELD("head_dim", HF_INT, HF_POS, 1, head_dim),
     HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),

@@ -110,8 +110,8 @@ const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
 /* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
 
 static const char *lru_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
-    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.state_size must be in [1, 2^23]";
-    const char *bad = drnn_check_init(c, "lru", 0, msg, n);
+    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.complex_state_size must be in [1, 2^23]";
+    const char *bad = drnn_check_init(c, &(DrnnInitKeys){"lru", "r_min", "r_max", 0}, msg, n);
     if (bad) return bad;
     o->H = 1;
     o->key_dim = o->value_dim = 2 * c->state_size;
@@ -120,10 +120,10 @@ static const char *lru_dims(const ModelConfig *c, ModelDims *o, char *msg, size_
 }
 
 static void lru_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.state_size = %d", c->state_size);
+    snprintf(buf, n, "model.complex_state_size = %d", c->state_size);
 }
 
-static const char *const lru_keys[] = {"state_size", "r_min", "r_max", "max_phase", "bidirectional", NULL};
+static const char *const lru_keys[] = {"complex_state_size", "r_min", "r_max", "max_phase", "bidirectional", NULL};
 /* rotor's own (no fla counterpart); the init ranges are kept so that a checkpoint's
  * config.json restates its run config */
 static const HfField lru_fields[] = {

@@ -231,13 +231,13 @@ static const char *mamba2_dims(const ModelConfig *c, ModelDims *o, char *msg, si
     double I = (double)c->hidden_size * c->expand;
     if (c->expand <= 0 || I > MAX_WIDTH) return "model.expand must be positive, with expand x hidden_size at most 2^24";
     if (c->head_dim <= 0 || (int)I % c->head_dim) {
-        snprintf(msg, n, "model.head_dim = %d must divide model.expand x model.hidden_size = %d", c->head_dim, (int)I);
+        snprintf(msg, n, "model.value_head_dim = %d must divide model.expand x model.hidden_size = %d", c->head_dim, (int)I);
         return msg;
     }
     if (c->state_size <= 0 || c->state_size > 4096) return "model.state_size must be in [1, 4096]";
     o->H = (int)I / c->head_dim;
     if (c->n_groups <= 0 || o->H % c->n_groups) {
-        snprintf(msg, n, "model.n_groups = %d must divide the %d heads (expand x hidden_size / head_dim)", c->n_groups,
+        snprintf(msg, n, "model.n_groups = %d must divide the %d heads (expand x hidden_size / value_head_dim)", c->n_groups,
                  o->H);
         return msg;
     }
@@ -249,11 +249,11 @@ static const char *mamba2_dims(const ModelConfig *c, ModelDims *o, char *msg, si
 }
 
 static void mamba2_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.hidden_size = %d, model.expand = %d, model.head_dim = %d, model.state_size = %d",
+    snprintf(buf, n, "model.hidden_size = %d, model.expand = %d, model.value_head_dim = %d, model.state_size = %d",
              c->hidden_size, c->expand, c->head_dim, c->state_size);
 }
 
-static const char *const mamba2_keys[] = {"expand", "head_dim", "state_size", "n_groups", "use_conv_bias", NULL};
+static const char *const mamba2_keys[] = {"expand", "value_head_dim", "state_size", "n_groups", "use_conv_bias", NULL};
 static const HfField mamba2_fields[] = {
     HF_FIELD("head_dim", HF_INT, HF_POS, 1, head_dim),
     HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),

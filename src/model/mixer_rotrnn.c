@@ -113,13 +113,13 @@ const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,
 /* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
 
 static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
-    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.state_size must be in [1, 2^23]";
+    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.real_state_size must be in [1, 2^23]";
     if (c->state_size % c->num_heads || (c->state_size / c->num_heads) % 2) {
-        snprintf(msg, n, "model.state_size = %d, model.num_heads = %d: model.type = rotrnn needs an even state width per head",
+        snprintf(msg, n, "model.real_state_size = %d, model.num_heads = %d: model.type = rotrnn needs an even state width per head",
                  c->state_size, c->num_heads);
         return msg;
     }
-    const char *bad = drnn_check_init(c, "rotrnn", 1, msg, n);
+    const char *bad = drnn_check_init(c, &(DrnnInitKeys){"rotrnn", "gamma_min", "gamma_max", 1}, msg, n);
     if (bad) return bad;
     o->H = c->num_heads;
     o->key_dim = o->value_dim = c->state_size;
@@ -128,10 +128,10 @@ static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, si
 }
 
 static void rotrnn_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.state_size = %d, model.num_heads = %d", c->state_size, c->num_heads);
+    snprintf(buf, n, "model.real_state_size = %d, model.num_heads = %d", c->state_size, c->num_heads);
 }
 
-static const char *const rotrnn_keys[] = {"num_heads", "state_size", "r_min", "r_max", "max_phase", "bidirectional", NULL};
+static const char *const rotrnn_keys[] = {"num_heads", "real_state_size", "gamma_min", "gamma_max", "max_phase", "bidirectional", NULL};
 static const HfField rotrnn_fields[] = {
     HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
     HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),

@@ -240,7 +240,11 @@ void expand_head_keys(const ModelConfig *c, char *buf, size_t n);
 /* the chunked linear-attention op's FLOPs (GLA, Gated DeltaNet, DeltaNet, Mamba2's SSD) */
 double chunked_flops(const ModelConfig *c, const ModelDims *dm, int T);
 /* the LRU's and RotRNN's init ranges and scan FLOPs (diag_rnn.c) */
-const char *drnn_check_init(const ModelConfig *c, const char *family, int positive, char *msg, size_t n);
+typedef struct {
+    const char *family, *min, *max; /* model.type, and the keys of the moduli's range */
+    int positive;                   /* the range starts above 0 */
+} DrnnInitKeys;
+const char *drnn_check_init(const ModelConfig *c, const DrnnInitKeys *k, char *msg, size_t n);
 double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T);
 /* the nonlinear cells' one state of width d (mixer_rnn.c; also the LSTM's) */
 const char *rnn_cell_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n);

@@ -934,7 +934,7 @@ int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_
     char *text = fs_read_file(path, NULL);
     int r;
     if (!text) r = rt_error(err, errlen, NULL, "%s: cannot read: %s", path, strerror(errno));
-    else r = run_config_load_string(rc, text, path, NULL, 0, err, errlen);
+    else r = run_config_load_saved(rc, text, path, err, errlen);
     rt_free(text);
     rt_free(path);
     return r;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util/plot.h"
+
 typedef struct {
     char path[1100];
     FILE *f;
@@ -31,21 +33,5 @@ void progress_message(Metrics *m, const char *fmt, ...);
 /* RUN_DIR/loss.svg (train and validation loss), RUN_DIR/lr.svg and, when metrics.jsonl
  * holds val_accuracy (classification runs), RUN_DIR/accuracy.svg from metrics.jsonl. */
 void plots_write(const char *run_dir);
-
-/* A line chart as SVG: up to 8 series of n points (x, y) on shared axes, with a legend. */
-typedef struct {
-    const char *name;
-    const double *x, *y;
-    int n;
-} PlotSeries;
-/* Axes: y from y_lo to y_hi (both NAN: the data's range); log_x: a log2 x axis (x > 0). */
-typedef struct {
-    double y_lo, y_hi;
-    int log_x;
-} PlotAxes;
-#define PLOT_AUTO ((PlotAxes){NAN, NAN, 0})
-#define PLOT_FRACTION ((PlotAxes){0, 1, 0})
-void plot_svg(const char *path, const char *title, const char *xlabel, const char *ylabel,
-              const PlotSeries *series, int nseries, PlotAxes axes);
 
 #endif

@@ -36,12 +36,13 @@
 #include "dist/dist.h"
 #include "dist/grad_comm.h"
 #include "train/checkpoint.h"
-#include "train/class_score.h"
+#include "task/class_score.h"
 #include "train/grad_buckets.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
-#include "train/text_score.h"
+#include "task/task.h"
+#include "task/text_score.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/timer.h"
@@ -57,6 +58,7 @@ typedef struct {
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
     int classifies;         /* rows carry one class each: validation measures accuracy */
+    int text_task;          /* the task is character-level text: validations also log bits per character */
     BestValidation best;    /* of train.keep_best, so far */
     Plateau plateau;        /* train.plateau_factor's learning-rate factor and best loss */
     int32_t *win;
@@ -117,7 +119,7 @@ static Validation validate_streams(Trainer *tr) {
 }
 
 /* Loss (and accuracy) over the fixed validation windows of all ranks. A classification
- * run scores its rows as `rotor synth` scores the test rows (train/class_score.h): the loss
+ * run scores its rows as `rotor synth` scores the test rows (task/class_score.h): the loss
  * is then the mean of -log p(class). */
 static Validation validate(Trainer *tr) {
     if (tr->text) return validate_streams(tr);
@@ -266,6 +268,11 @@ static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
     }
 }
 
+/* data.train or data.val: "task" (the [task] section's task), or a shard set or synthetic:<task>. */
+static DataSource *open_source(const char *spec, const RunConfig *rc, const DataOptions *opt, char *err, size_t errlen) {
+    return !strcmp(spec, "task") ? task_source_open(rc, opt, err, errlen) : datasource_open(spec, rc, opt, err, errlen);
+}
+
 static void open_data(Trainer *tr) {
     const RunConfig *rc = tr->rc;
     char err[2048];
@@ -277,7 +284,7 @@ static void open_data(Trainer *tr) {
     int carry = rc->train.carry_state;
     DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? val_windows : 0,
                        rc->data.prefetch, carry ? tr->world * rc->train.micro_batch * rc->train.grad_accum : 0};
-    tr->train = datasource_open(rc->data.train, rc, &opt, err, sizeof err);
+    tr->train = open_source(rc->data.train, rc, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
     if (carry && rc->train.val_every > 0) { /* validations score the valid text's streams */
         if (!(tr->text = char_text_open(&rc->task, err, sizeof err))) rt_die("%s", err);
@@ -286,7 +293,7 @@ static void open_data(Trainer *tr) {
     } else if (rc->train.val_every > 0) {
         const char *spec = rc->data.val[0] ? rc->data.val : rc->data.train;
         opt.split = SPLIT_VAL;
-        tr->val = datasource_open(spec, rc, &opt, err, sizeof err);
+        tr->val = open_source(spec, rc, &opt, err, sizeof err);
         if (!tr->val) rt_die("%s: %s", rc->data.val[0] ? "data.val" : "data.train", err);
         tr->val_start = tr->val->get_state(tr->val);
     }
@@ -405,6 +412,8 @@ int train_run(const RunConfig *rc, const char *resume) {
     tr.world = dist_world();
     int lead = tr.rank == 0;
     tr.classifies = run_config_classifies(rc);
+    const TaskImpl *task = task_of(&rc->task);
+    tr.text_task = task && (task->flags & TASK_TEXT);
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
@@ -531,7 +540,7 @@ int train_run(const RunConfig *rc, const char *resume) {
             if (validating) {
                 json_object_set_new(j, "val_loss", json_real(val.loss));
                 json_object_set_new(j, "val_ppl", json_real(exp(val.loss)));
-                if (!strcmp(rc->task.type, "chars")) /* character-level text: bits per character */
+                if (tr.text_task) /* character-level text: bits per character */
                     json_object_set_new(j, "val_bpc", json_real(val.loss / M_LN2));
                 char acc[64] = "", kept[160] = "";
                 if (tr.classifies) {

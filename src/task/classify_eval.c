@@ -1,11 +1,11 @@
-#include "classify_eval.h"
+#include "task/classify_eval.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "data/datasource.h"
-#include "train/class_score.h"
+#include "task/task.h"
+#include "task/class_score.h"
 #include "util/error.h"
 
 #define EVAL_BATCH 32
@@ -14,7 +14,7 @@ json_t *classify_eval(Model *m, const RunConfig *rc, const char *which) {
     int T = rc->train.seq_len, V = model_outputs(&rc->model); /* classes, or the vocabulary */
     DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0, 0};
     char err[2048];
-    DataSource *ds = datasource_open("task", rc, &opt, err, sizeof err);
+    DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     if (!ds) rt_die("task test split: %s", err);
     /* a read test set once; a generated one (ListOps without task.path) for task.test_examples */
     int64_t N = ds->examples ? ds->examples : rc->task.test_examples;

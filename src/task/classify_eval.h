@@ -1,7 +1,7 @@
 /* Classification accuracy of a model on the test split of a task whose rows each carry a
  * class id as the label of one position (seq_image, pathfinder, data/image_task.h; listops,
  * text_bytes, aan, data/class_task.h): `rotor synth`'s metric for those tasks, counted by
- * train/class_score.h as the trainer's validation accuracy is. */
+ * task/class_score.h as the trainer's validation accuracy is. */
 #ifndef ROTOR_CLASSIFY_EVAL_H
 #define ROTOR_CLASSIFY_EVAL_H
 

@@ -1,4 +1,4 @@
-#include "train/class_score.h"
+#include "task/class_score.h"
 
 #include <string.h>
 

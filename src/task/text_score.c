@@ -1,4 +1,4 @@
-#include "train/text_score.h"
+#include "task/text_score.h"
 
 #include "util/error.h"
 

@@ -1,0 +1,96 @@
+/* The task registry: one line per task in ROTOR_TASKS. */
+#include "task/task.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+/* Each task's TaskImpl, defined beside its code (task_*.c); the order is that of `rotor train
+ * --help`. */
+#define ROTOR_TASKS(X)                    \
+    X(task_mqar)                          \
+    X(task_state)                         \
+    X(task_copy)                          \
+    X(task_copy_memory)                   \
+    X(task_chars)                         \
+    X(task_mad_in_context_recall)         \
+    X(task_mad_noisy_in_context_recall)   \
+    X(task_mad_fuzzy_in_context_recall)   \
+    X(task_mad_selective_copying)         \
+    X(task_mad_compression)               \
+    X(task_mad_memorization)              \
+    X(task_seq_image)                     \
+    X(task_pathfinder)                    \
+    X(task_listops)                       \
+    X(task_text_bytes)                    \
+    X(task_aan)
+
+#define DECLARE(impl) extern const TaskImpl impl;
+ROTOR_TASKS(DECLARE)
+#undef DECLARE
+#define ENTRY(impl) &impl,
+static const TaskImpl *const TASKS[] = {ROTOR_TASKS(ENTRY)};
+#undef ENTRY
+#define NTASKS ((int)(sizeof TASKS / sizeof TASKS[0]))
+
+const TaskImpl *task_of(const TaskConfig *t) {
+    for (int i = 0; i < NTASKS; i++)
+        if (!strcmp(TASKS[i]->name, t->type)) return TASKS[i];
+    return NULL;
+}
+
+void task_resolve_alias(TaskConfig *t) {
+    for (int i = 0; i < NTASKS; i++)
+        for (const char *const *a = TASKS[i]->aliases; a && *a; a++)
+            if (!strcasecmp(*a, t->type)) {
+                TASKS[i]->resolve_alias(t, *a);
+                return;
+            }
+}
+
+const char *const *task_type_names(int *n) {
+    static const char *names[64];
+    static int count;
+    if (!count) {
+        names[count++] = "none";
+        for (int i = 0; i < NTASKS; i++) {
+            names[count++] = TASKS[i]->name;
+            for (const char *const *a = TASKS[i]->aliases; a && *a; a++) names[count++] = *a;
+        }
+        RT_ASSERT(count <= 64);
+    }
+    *n = count;
+    return names;
+}
+
+int task_reads_key(const TaskImpl *task, const char *key) {
+    for (const char *const *k = task->keys; k && *k; k++)
+        if (!strcmp(*k, key)) return 1;
+    return 0;
+}
+
+/* Whether a task is listed: it reads key, or has every bit of flags. */
+static int listed(const TaskImpl *t, const char *key, unsigned flags) {
+    return (!key || task_reads_key(t, key)) && (t->flags & flags) == flags;
+}
+
+/* "a", "a and b", "a, b and c" of the listed tasks; returns their count. */
+static int list_names(const char *key, unsigned flags, char *buf, size_t n) {
+    int total = 0, seen = 0;
+    for (int i = 0; i < NTASKS; i++) total += listed(TASKS[i], key, flags);
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < NTASKS && used < n; i++) {
+        if (!listed(TASKS[i], key, flags)) continue;
+        const char *sep = !seen ? "" : seen == total - 1 ? " and " : ", ";
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, TASKS[i]->name);
+        seen++;
+    }
+    return total;
+}
+
+void task_names(char *buf, size_t n) { list_names(NULL, 0, buf, n); }
+int task_names_with_key(const char *key, char *buf, size_t n) { return list_names(key, 0, buf, n); }
+void task_names_with_flags(unsigned flags, char *buf, size_t n) { list_names(NULL, flags, buf, n); }

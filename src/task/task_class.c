@@ -1,0 +1,67 @@
+/* Sequence classification on LRA's text tasks (docs/classification.md; data/class_task.h):
+ * task.type = listops (generated, or LRA's files), text_bytes (byte-level IMDB or TSV files)
+ * and aan (document pairs, two rows per example, for the pair classifier). Tested by the
+ * accuracy on the test split (task/classify_eval.h). */
+#include <stdio.h>
+
+#include "data/class_task.h"
+#include "task/classify_eval.h"
+#include "task/task.h"
+#include "util/error.h"
+
+typedef struct {
+    TaskRows base;
+    ClassTask *cls;
+} ClassRows;
+
+static void class_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int32_t *labels) {
+    class_task_row(((const ClassRows *)t)->cls, i, tokens, labels);
+}
+
+static void class_free(TaskRows *t) {
+    class_task_free(((ClassRows *)t)->cls);
+    rt_free(t);
+}
+
+static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+    ClassTask *cls = class_task_open(&a->rc->task, kind, a->opt, err, errlen);
+    if (!cls) return -1;
+    ClassRows *c = rt_calloc(1, sizeof(ClassRows));
+    c->cls = cls;
+    c->base.examples = class_task_size(cls);
+    c->base.vocab = class_task_vocab(cls);
+    c->base.row = class_row;
+    c->base.free = class_free;
+    *out = &c->base;
+    return 0;
+}
+
+static json_t *class_evaluate(const TaskEvalArgs *a) { return classify_eval(a->m, a->rc, a->which); }
+
+static int listops_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+    return class_open(CLASS_LISTOPS, a, out, err, errlen);
+}
+static int text_bytes_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+    return class_open(CLASS_TEXT_BYTES, a, out, err, errlen);
+}
+static int aan_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+    return class_open(CLASS_AAN, a, out, err, errlen);
+}
+
+static const char *const listops_keys[] = {"path", "max_depth", "max_args", "min_length", "max_length",
+                                           "train_examples", "test_examples", NULL};
+static const char *const text_keys[] = {"path", "classes", "train_examples", NULL};
+
+const TaskImpl task_listops = {
+    .name = "listops", .keys = listops_keys, .flags = TASK_CLASSIFIES, .open = listops_open, .evaluate = class_evaluate,
+};
+
+const TaskImpl task_text_bytes = {
+    .name = "text_bytes", .keys = text_keys, .flags = TASK_CLASSIFIES, .open = text_bytes_open,
+    .evaluate = class_evaluate,
+};
+
+const TaskImpl task_aan = {
+    .name = "aan", .keys = text_keys, .flags = TASK_CLASSIFIES | TASK_PAIRS, .open = aan_open,
+    .evaluate = class_evaluate,
+};
