@@ -14,8 +14,8 @@
 // over all tokens (matmul_bwd) with h shifted by one token within each segment.
 #include <stdio.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {

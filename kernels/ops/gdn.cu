@@ -14,10 +14,10 @@
 // the triangular inverse and its gradient stay in fp32. Every kernel that reads the gates is
 // a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
 // Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
-#include "chunks.cuh"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "mma.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/chunks.cuh"
+#include "lib/cuda_common.cuh"
+#include "lib/mma.cuh"
 #include "util/error.h"
 
 namespace {

@@ -11,8 +11,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "cuda_ops.h"
-#include "profile.cuh"
+#include "backend/cuda_ops.h"
+#include "backend/profile.cuh"
 
 namespace costs {
 

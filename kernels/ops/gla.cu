@@ -23,10 +23,10 @@
 // K and V are processed in tiles of 64 channels (zero-padded; K, V multiples of 16), so
 // shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
 // fp32 accumulation); states, gradients of states and gate sums stay fp32.
-#include "chunks.cuh"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "mma.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/chunks.cuh"
+#include "lib/cuda_common.cuh"
+#include "lib/mma.cuh"
 #include "util/error.h"
 
 namespace {

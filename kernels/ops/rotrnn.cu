@@ -15,8 +15,8 @@
 // written as bf16.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 
 namespace {
 
