@@ -5,15 +5,19 @@
 #   scripts/compare_kernels.sh dump OUT [BUILD]   compile each kernels/ translation unit with
 #       the build's own command (BUILD's compile_commands.json, default build/; configured
 #       here), keeping the PTX of each virtual arch and the sm_90a SASS, and write them per
-#       function to OUT/{ptx_compute_90a,ptx_compute_80,sass_sm_90a}.json
-#   scripts/compare_kernels.sh diff BEFORE AFTER  compare two dumps function by function
-#       (by mangled name) and print which are identical, which differ (their diffs in
-#       AFTER/diffs/), and which are only in one of them; exit status 1 if any differ
+#       function to OUT/{ptx_compute_90a,ptx_compute_80,sass_sm_90a}.json (`split OUT` redoes
+#       only this last step)
+#   scripts/compare_kernels.sh diff BEFORE AFTER [RENAMES]  compare two dumps function by
+#       function: by mangled name, then a function gone and one new with the same code (a
+#       rename), then the pairs "before-name after-name" of the file RENAMES; print which are
+#       identical, which differ (their diffs in AFTER/diffs/), and which are only in one of
+#       them; exit status 1 if any differ
 #
-# Normalised away: comments, .loc/.file (line info), the per-file hash in the names of
-# anonymous namespaces, the numbering of PTX labels and local depots (global in a module),
-# and the SASS encodings' control bits (kept as a hash: `sass_control` tells whether the
-# schedule changed). cuobjdump and nvdisasm must be on PATH (or NVDISASM_PATH set).
+# Normalised away: comments, line info (.loc, .file, the .debug sections), the per-file hash
+# in the names of anonymous namespaces and internal symbols, the numbering of PTX labels and
+# local depots (global in a module), and everything of the SASS but its instructions; their
+# encodings (the control bits: the schedule) are compared apart. cuobjdump and nvdisasm
+# must be on PATH (or NVDISASM_PATH set).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,27 +50,33 @@ EOF
         for ptx in "$keep"/*.ptx; do cp "$ptx" "$out/$(basename "$ptx")"; done
         cuobjdump -sass "$keep/$name.o" >"$out/$name.sass"
     done <"$work/tus"
+    "$0" split "$out"
+    ;;
+split)
+    out=${2:?usage: compare_kernels.sh split OUT}
     python3 - "$out" <<'EOF'
 import glob, hashlib, json, os, re, sys
 
 out = sys.argv[1]
-ANON = re.compile(r"(\d+)_GLOBAL__N__")
+ANON = re.compile(r"(_GLOBAL__N_|_INTERNAL)_[0-9a-f]")
 
 def unhash(text):
-    """<len>_GLOBAL__N__<hash>_<n>_<file>_<hash> (an anonymous namespace) -> _GLOBAL__N_."""
+    """<len>_GLOBAL__N__<hash>_<n>_<file>_<hash> (an anonymous namespace) -> _GLOBAL__N_, and
+    <len>_INTERNAL_<hash>_<n>_<file>_<hash> (internal linkage) -> _INTERNAL_."""
     res, pos = [], 0
     for m in ANON.finditer(text):
         if m.start() < pos:
             continue
-        digits = m.group(1)
+        j = m.start()
+        while j > pos and text[j - 1].isdigit():
+            j -= 1
+        digits = text[j:m.start()]
         for k in range(len(digits)):  # the length is a suffix of the digits before it
             n = int(digits[k:])
-            start = m.start(1) + k
-            body = text[start + len(digits) - k:start + len(digits) - k + n]
-            if re.fullmatch(r"_GLOBAL__N__[0-9a-f]+_\d+_\w+_[0-9a-f]+", body):
-                res.append(text[pos:start])
-                res.append("_GLOBAL__N_")
-                pos = start + len(digits) - k + n
+            body = text[m.start():m.start() + n]
+            if re.fullmatch(r"(_GLOBAL__N_|_INTERNAL)_[0-9a-f]+_\d+_\w+_[0-9a-f]+", body):
+                res += [text[pos:j + k], m.group(1) + ("" if m.group(1).endswith("_") else "_")]
+                pos = m.start() + n
                 break
     res.append(text[pos:])
     return "".join(res)
@@ -111,8 +121,14 @@ def split_ptx(path):
             module.append(line)
             i += 1
     def clean(block):
-        kept = [l for l in block
-                if l.strip() and not re.match(r"\s*(//|\.loc\b|\.file\b)", l)]
+        kept, debug = [], False
+        for l in block:
+            if l.strip().startswith(".section") and ".debug" in l:
+                debug = True  # line info: a section until its closing brace
+            elif debug:
+                debug = l.strip() != "}"
+            elif l.strip() and not re.match(r"\s*(//|\.loc\b|\.file\b)", l):
+                kept.append(l)
         return renumber(unhash("\n".join(kept)))
     return {unhash(n): clean(b) for n, b in funcs.items()}, clean(module)
 
@@ -135,8 +151,6 @@ def split_sass(path):
             control.append(inst.group(3))
         elif re.match(r"\s*/\* (0x[0-9a-f]+) \*/", line):
             control.append(line.strip())
-        elif line.strip() and not line.strip().startswith((".", "code for", "Fatbin", "...")):
-            body.append(unhash(line.strip()))
     close()
     return funcs
 
@@ -165,55 +179,80 @@ for name in ("ptx_compute_90a", "ptx_compute_80", "sass_sm_90a"):
 EOF
     ;;
 diff)
-    before=${2:?usage: compare_kernels.sh diff BEFORE AFTER}
-    after=${3:?usage: compare_kernels.sh diff BEFORE AFTER}
-    python3 - "$before" "$after" <<'EOF'
+    before=${2:?usage: compare_kernels.sh diff BEFORE AFTER [RENAMES]}
+    after=${3:?usage: compare_kernels.sh diff BEFORE AFTER [RENAMES]}
+    python3 - "$before" "$after" "${4:-}" <<'EOF'
 import difflib, hashlib, json, os, sys
 
-before, after = sys.argv[1], sys.argv[2]
+before, after, renames = sys.argv[1], sys.argv[2], sys.argv[3]
 diffs = os.path.join(after, "diffs")
 os.makedirs(diffs, exist_ok=True)
+pairs = [l.split() for l in open(renames) if l.strip()] if renames else []
+
+def text(v, name):
+    """The code of a function (SASS: without control bits), its own name replaced."""
+    return (v["sass"] if isinstance(v, dict) else v).replace(name, "@")
+
 status = 0
 for name in ("ptx_compute_90a", "ptx_compute_80", "sass_sm_90a"):
     a = json.load(open(os.path.join(before, name + ".json")))
     b = json.load(open(os.path.join(after, name + ".json")))
+    # (before, after) name pairs: the same name, then renamed functions with the same code,
+    # then the pairs given in RENAMES
+    match = [(k, k) for k in sorted(set(a) & set(b))]
+    gone, new = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    by_code = {}
+    for k in new:
+        by_code.setdefault(text(b[k], k), []).append(k)
+    for k in list(gone):
+        hits = by_code.get(text(a[k], k))
+        if hits:
+            match.append((k, hits.pop(0)))
+            gone.remove(k)
+            new.remove(match[-1][1])
+    for x, y in pairs:
+        if x in gone and y in new:
+            match.append((x, y))
+            gone.remove(x)
+            new.remove(y)
     same, control, differ = [], [], []
-    for k in sorted(set(a) & set(b)):
-        x, y = a[k], b[k]
-        if isinstance(x, dict):
-            if x == y:
-                same.append(k)
-            elif x["sass"] == y["sass"]:
-                control.append(k)
-            else:
-                differ.append(k)
-                x, y = x["sass"], y["sass"]
-        elif x == y:
-            same.append(k)
-        else:
-            differ.append(k)
-        if k in differ:
-            f = "%s-%s.diff" % (name, hashlib.sha1(k.encode()).hexdigest()[:10])
+    for k, l in match:
+        x, y = text(a[k], k), text(b[l], l)
+        label = k if k == l else "%s -> %s" % (k, l)
+        if x != y:
+            differ.append(label)
+            f = "%s-%s.diff" % (name, hashlib.sha1(label.encode()).hexdigest()[:10])
             with open(os.path.join(diffs, f), "w") as o:
-                o.write(k + "\n")
-                o.writelines(difflib.unified_diff(x.split("\n"), y.split("\n"), "before", "after", lineterm="\n", n=2))
-    print("%s: %d compared, %d identical, %d differ only in control bits, %d differ; %d only before, %d only after"
-          % (name, len(set(a) & set(b)), len(same), len(control), len(differ), len(set(a) - set(b)), len(set(b) - set(a))))
+                o.write(label + "\n")
+                o.writelines(difflib.unified_diff([s + "\n" for s in x.split("\n")],
+                                                  [s + "\n" for s in y.split("\n")],
+                                                  "before", "after", n=2))
+        elif isinstance(a[k], dict) and a[k]["control"] != b[l]["control"]:
+            control.append(label)
+        else:
+            same.append(label)
+    print("%s: %d compared, %d identical, %d differ only in control bits, %d differ; "
+          "%d only before, %d only after"
+          % (name, len(match), len(same), len(control), len(differ), len(gone), len(new)))
+    for k in same:
+        if " -> " in k:
+            print("  renamed, identical: " + k)
     for k in control:
         print("  control bits only: " + k)
     for k in differ:
-        print("  differs: %s (diffs/%s-%s.diff)" % (k, name, hashlib.sha1(k.encode()).hexdigest()[:10]))
-    for k in sorted(set(a) - set(b)):
+        print("  differs: %s (diffs/%s-%s.diff)"
+              % (k, name, hashlib.sha1(k.encode()).hexdigest()[:10]))
+    for k in gone:
         print("  only before: " + k)
-    for k in sorted(set(b) - set(a)):
+    for k in new:
         print("  only after: " + k)
-    if differ or set(a) ^ set(b):
+    if differ or gone or new:
         status = 1
 sys.exit(status)
 EOF
     ;;
 *)
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
     ;;
 esac
