@@ -17,7 +17,8 @@
 # in the names of anonymous namespaces and internal symbols, the numbering of PTX labels and
 # local depots (global in a module), and everything of the SASS but its instructions; their
 # encodings (the control bits: the schedule) are compared apart. cuobjdump and nvdisasm
-# must be on PATH (or NVDISASM_PATH set).
+# must be on PATH (or NVDISASM_PATH set); where the toolkit lacks them, the PyPI packages
+# nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm bring them (nvidia/cu13/bin).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -252,7 +253,7 @@ sys.exit(status)
 EOF
     ;;
 *)
-    sed -n '2,20p' "$0" >&2
+    sed -n '2,21p' "$0" >&2
     exit 2
     ;;
 esac
