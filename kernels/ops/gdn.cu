@@ -234,6 +234,19 @@ __device__ void invert_unit_lower(float *Li, const float *Am, const float *rs, i
     }
 }
 
+// T = (I + diag(beta) Am)^{-1} diag(beta) as the bf16 operand Tb, from Am (fp32, strictly
+// lower, rows >= L zero) with Li = I on entry (Li ends as the inverse), between barriers.
+__device__ __forceinline__ void wy_T(bf16 *Tb, float *Li, const float *Am, const Gates *G, int L) {
+    __syncthreads();
+    invert_unit_lower(Li, Am, G->beta, L);
+    __syncthreads();
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
+        int t = e >> 6, s = e & 63;
+        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
+    }
+    __syncthreads();
+}
+
 // Cm = alpha op(A) op(B) for fp32 64 x 64 matrices (leading dimension LDM), 256 threads, each
 // a 4 x 4 block of outputs (rows ty + 16i, columns tx + 16j).
 template <bool TA, bool TB>
@@ -362,14 +375,7 @@ __global__ void __launch_bounds__(NT)
         int t = e / K, i = e - t * K;
         Ks[t * ldk + i] = f2bf(G->eg[t] * bf2f(Ks[t * ldk + i]));
     }
-    __syncthreads();
-    invert_unit_lower(Li, KK, G->beta, L);
-    __syncthreads();
-    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
-        int t = e >> 6, s = e & 63;
-        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
-    }
-    __syncthreads();
+    wy_T(Tb, Li, KK, G, L);
 
     // W = T Kg; with states also kept in Qs (bf16) for U = T V - W S_c
     for (int x = warp; x < 4 * (K / 16); x += NT / 32) {
@@ -815,14 +821,7 @@ __global__ void __launch_bounds__(NT)
         Am[t * LDM + s] = s < t && t < L ? Am[t * LDM + s] * gam_ts<DECAY>(G, t, s) : 0.f;
         Li[t * LDM + s] = t == s ? 1.f : 0.f;
     }
-    __syncthreads();
-    invert_unit_lower(Li, Am, G->beta, L);
-    __syncthreads();
-    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
-        int t = e >> 6, s = e & 63;
-        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
-    }
-    __syncthreads();
+    wy_T(Tb, Li, Am, G, L);
 
     const int rb = warp & 3, cb0 = (warp >> 2) * 2, tr = threadIdx.x >> 2;
     FragC a1[2], a2[2];
