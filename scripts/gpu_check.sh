@@ -37,7 +37,7 @@
 # "rnn", in no default: the nonlinear RNN cells at the nnRNN paper's shapes
 # (configs/nnrnn/paper: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
-# and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/rnn.cu.
+# and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.

@@ -15,8 +15,10 @@
 // written as bf16.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include <type_traits>
+
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 
 namespace {
 
@@ -146,16 +148,22 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// Cw [d, H n]: column (h, j) = sum_i C[:, h n + i] P_h[i, j].
+// Cw [d, H n]: column (h, j) = sum_i C[:, h n + i] P_h[i, j]; BWD: its backward,
+// dC[:, h n + j] += sum_i dCw[:, h n + i] P_h[j, i].
+template <bool BWD>
 __global__ void __launch_bounds__(THREADS)
-    cw_kernel(bf16 *Cw, const float *P, const float *C, int H, int n, int d) {
+    cw_kernel(std::conditional_t<BWD, float, bf16> *out, const float *P, const float *C, int H,
+              int n, int d) {
     int64_t Nn = (int64_t)H * n;
     GRID_STRIDE(o, Nn * d) {
         int64_t e = o / Nn, r = o % Nn, h = r / n, j = r % n;
         const float *Ph = P + h * n * n, *Ce = C + e * Nn + h * n;
         float acc = 0.f;
-        for (int i = 0; i < n; i++) acc += Ce[i] * Ph[i * n + j];
-        Cw[o] = f2bf(acc);
+        for (int i = 0; i < n; i++) acc += Ce[i] * (BWD ? Ph[j * n + i] : Ph[i * n + j]);
+        if constexpr (BWD)
+            out[o] += acc;
+        else
+            out[o] = f2bf(acc);
     }
 }
 
@@ -221,18 +229,6 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// dC[:, h n + i] += sum_j dCw[:, h n + j] P_h[i, j].
-__global__ void __launch_bounds__(THREADS)
-    dc_kernel(float *dC, const float *P, const float *dCw, int H, int n, int d) {
-    int64_t Nn = (int64_t)H * n;
-    GRID_STRIDE(o, Nn * d) {
-        int64_t e = o / Nn, r = o % Nn, h = r / n, i = r % n;
-        const float *Ph = P + h * n * n, *dCe = dCw + e * Nn + h * n;
-        float acc = 0.f;
-        for (int j = 0; j < n; j++) acc += dCe[j] * Ph[i * n + j];
-        dC[o] += acc;
-    }
-}
 
 } // namespace
 
@@ -259,11 +255,11 @@ void cuda_rotrnn_weights_fwd(const RotWeights *w) {
     bw_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Bw, P, (const float *)w->B, (const float *)w->xi, H, n, d);
     CUDA_LAUNCHED();
-    cw_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+    cw_kernel<false><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Cw, P, (const float *)w->C, H, n, d);
     CUDA_LAUNCHED();
     if (!w->Cw2) return;
-    cw_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+    cw_kernel<false><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Cw2, P, (const float *)w->C2, H, n, d);
     CUDA_LAUNCHED();
 }
@@ -284,11 +280,11 @@ void cuda_rotrnn_weights_bwd(const RotWeightGrads *g) {
     db_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dB, P, dBw, B, xi, (const float *)g->dxi, H, n, d);
     CUDA_LAUNCHED();
-    dc_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+    cw_kernel<true><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dC, P, dCw, H, n, d);
     CUDA_LAUNCHED();
     if (!w->Cw2) return;
-    dc_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
+    cw_kernel<true><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dC2, P, (const float *)g->dCw2, H, n, d);
     CUDA_LAUNCHED();
 }

@@ -9,8 +9,8 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {
@@ -260,10 +260,18 @@ template <class F> void dispatch(const Shape &s, F &&f) {
     rt_die("norm: no kernel for %d vectors of %d per lane", s.nv, s.vec);
 }
 
-unsigned row_blocks(int64_t rows, int W) { return (unsigned)cdiv(rows * W, THREADS); }
-
-void check_rows(const char *op, int64_t rows) {
+// Launches a kernel of W lanes per row over `rows` rows of C channels:
+// launch(IC<VEC>, IC<NV>, blocks, W) for the rows' shape.
+template <class F>
+void launch_rows(const char *op, int64_t rows, int C, std::initializer_list<const void *> ptrs,
+                 F &&launch) {
+    if (rows <= 0) return;
     if (rows * 32 / THREADS >= INT32_MAX) rt_die("%s: %lld rows unsupported", op, (long long)rows);
+    Shape s = row_shape(op, C, ptrs);
+    dispatch(s, [&](auto V, auto NV) {
+        launch(V, NV, (unsigned)cdiv(rows * s.W, THREADS), s.W);
+    });
+    CUDA_LAUNCHED();
 }
 
 } // namespace
@@ -271,30 +279,22 @@ void check_rows(const char *op, int64_t rows) {
 void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
                       int w_per_group, double eps) {
     int64_t rows = N * G;
-    if (rows <= 0) return;
-    check_rows("rmsnorm_fwd", rows);
-    Shape s = row_shape("rmsnorm_fwd", C, {y, x, w});
-    dispatch(s, [&](auto V, auto NV) {
+    launch_rows("rmsnorm_fwd", rows, C, {y, x, w}, [&](auto V, auto NV, unsigned nb, int W) {
         norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, true>
-            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>(
-                (bf16 *)y, (float *)rstd, (const bf16 *)x, (const bf16 *)w, rows, G, C, s.W,
-                w_per_group, (float)eps);
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rstd, (const bf16 *)x,
+                                                (const bf16 *)w, rows, G, C, W, w_per_group,
+                                                (float)eps);
     });
-    CUDA_LAUNCHED();
 }
 
 void cuda_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
                           const void *w, int64_t N, int C, double eps) {
-    if (N <= 0) return;
-    check_rows("add_rmsnorm_fwd", N);
-    Shape s = row_shape("add_rmsnorm_fwd", C, {h, y, a, b, w});
-    dispatch(s, [&](auto V, auto NV) {
+    launch_rows("add_rmsnorm_fwd", N, C, {h, y, a, b, w}, [&](auto V, auto NV, unsigned nb, int W) {
         norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, true, true>
-            <<<row_blocks(N, s.W), THREADS, 0, cuda_stream()>>>(
-                (bf16 *)y, (float *)rstd, (const bf16 *)a, (const bf16 *)w, N, 1, C, s.W, 0,
-                (float)eps, (bf16 *)h, (const bf16 *)b);
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rstd, (const bf16 *)a,
+                                                (const bf16 *)w, N, 1, C, W, 0, (float)eps,
+                                                (bf16 *)h, (const bf16 *)b);
     });
-    CUDA_LAUNCHED();
 }
 
 void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const void *w,
@@ -332,29 +332,19 @@ void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const v
 
 void cuda_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps) {
     int64_t rows = N * G;
-    if (rows <= 0) return;
-    check_rows("l2norm_fwd", rows);
-    Shape s = row_shape("l2norm_fwd", D, {y, x});
-    dispatch(s, [&](auto V, auto NV) {
+    launch_rows("l2norm_fwd", rows, D, {y, x}, [&](auto V, auto NV, unsigned nb, int W) {
         norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, false>
-            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rnorm,
-                                                                   (const bf16 *)x, nullptr, rows,
-                                                                   G, D, s.W, 0, (float)eps);
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rnorm, (const bf16 *)x,
+                                                nullptr, rows, G, D, W, 0, (float)eps);
     });
-    CUDA_LAUNCHED();
 }
 
 void cuda_l2norm_bwd(void *dx, const void *dy, const void *y, const void *rnorm, int64_t N, int G,
                      int D, int accumulate) {
     int64_t rows = N * G;
-    if (rows <= 0) return;
-    check_rows("l2norm_bwd", rows);
-    Shape s = row_shape("l2norm_bwd", D, {dx, dy, y});
-    dispatch(s, [&](auto V, auto NV) {
+    launch_rows("l2norm_bwd", rows, D, {dx, dy, y}, [&](auto V, auto NV, unsigned nb, int W) {
         l2norm_bwd_kernel<decltype(V)::value, decltype(NV)::value>
-            <<<row_blocks(rows, s.W), THREADS, 0, cuda_stream()>>>(
-                (bf16 *)dx, (const bf16 *)dy, (const bf16 *)y, (const float *)rnorm, rows, D, s.W,
-                accumulate);
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)dy, (const bf16 *)y,
+                                                (const float *)rnorm, rows, D, W, accumulate);
     });
-    CUDA_LAUNCHED();
 }

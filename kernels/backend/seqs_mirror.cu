@@ -3,8 +3,8 @@
 // segment in order: first token, length, segment).
 #include <stdlib.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 
 int cuda_supports(const OpShape *sh, char *why, size_t why_size) {
     if (!strcmp(sh->op, "gla")) return cuda_gla_supports(sh->H, sh->K, sh->V, why, why_size);

@@ -5,7 +5,7 @@
 // (f1 | f2, f2 ? v2 : v1 + v2).
 #pragma once
 
-#include "cuda_common.cuh"
+#include "lib/cuda_common.cuh"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // along the tokens.
 #pragma once
 
-#include "cuda_common.cuh"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 // The launch conditions of the conv kernels (timemix.cu, decode.cu): C even (a thread holds a

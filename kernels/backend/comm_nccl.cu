@@ -9,8 +9,8 @@
 #include <nccl.h>
 #include <string.h>
 
-#include "comm_nccl.h"
-#include "cuda_common.cuh"
+#include "backend/comm_nccl.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 static ncclComm_t comm;

@@ -21,11 +21,11 @@
 //
 // Warp fragments follow the PTX ISA layout of mma.m16n8k16 (mma.cuh): lane = 4 g + t holds C
 // elements (g, 2t..2t+1) and (g+8, 2t..2t+1) of each 16x8 tile.
-#include "chunks.cuh"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "mma.cuh"
-#include "revcumsum.h"
+#include "backend/cuda_ops.h"
+#include "lib/chunks.cuh"
+#include "lib/cuda_common.cuh"
+#include "lib/mma.cuh"
+#include "ops/revcumsum.h"
 #include "util/error.h"
 
 namespace {

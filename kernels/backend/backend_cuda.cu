@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_nccl.h"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "gemm.h"
-#include "op_costs.cuh"
-#include "profile.cuh"
+#include "backend/comm_nccl.h"
+#include "backend/cuda_ops.h"
+#include "backend/op_costs.cuh"
+#include "backend/profile.cuh"
+#include "lib/cuda_common.cuh"
+#include "ops/gemm.h"
 #include "util/error.h"
 
 static cudaStream_t stream;

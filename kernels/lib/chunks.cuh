@@ -3,7 +3,7 @@
 // are consecutive.
 #pragma once
 
-#include "cuda_common.cuh"
+#include "lib/cuda_common.cuh"
 
 namespace {
 

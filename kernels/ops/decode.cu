@@ -9,11 +9,11 @@
 // sum in fp32.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "selrope_pairs.cuh"
-#include "short_conv.cuh"
-#include "tile.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
+#include "lib/selrope_pairs.cuh"
+#include "lib/short_conv.cuh"
+#include "lib/tile.cuh"
 #include "util/error.h"
 
 namespace {

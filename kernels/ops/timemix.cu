@@ -3,11 +3,11 @@
 // position p of its segment (Seqs dev_pos) sees only the p tokens before it.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "revcumsum.h"
-#include "segmented_scan.cuh"
-#include "short_conv.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
+#include "lib/segmented_scan.cuh"
+#include "lib/short_conv.cuh"
+#include "ops/revcumsum.h"
 #include "util/error.h"
 
 namespace {

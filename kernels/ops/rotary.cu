@@ -3,8 +3,8 @@
 // Selective RoPE op is in selrope.cu).
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {

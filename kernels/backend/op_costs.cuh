@@ -11,8 +11,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "cuda_ops.h"
-#include "profile.cuh"
+#include "backend/cuda_ops.h"
+#include "backend/profile.cuh"
 
 namespace costs {
 
@@ -160,25 +160,11 @@ ROTOR_COST(cuda_silu_bwd, void *, const void *, const void *, int64_t n) {
 }
 ROTOR_COST_END
 
-ROTOR_COST(cuda_gelu_fwd, void *, const void *, int64_t n) {
-    return costs::make(0, 2 * costs::A * (double)n);
-}
-ROTOR_COST_END
-
-ROTOR_COST(cuda_gelu_bwd, void *, const void *, const void *, int64_t n) {
-    return costs::make(0, 3 * costs::A * (double)n);
-}
-ROTOR_COST_END
-
-ROTOR_COST(cuda_relu_fwd, void *, const void *, int64_t n) {
-    return costs::make(0, 2 * costs::A * (double)n);
-}
-ROTOR_COST_END
-
-ROTOR_COST(cuda_relu_bwd, void *, const void *, const void *, int64_t n) {
-    return costs::make(0, 3 * costs::A * (double)n);
-}
-ROTOR_COST_END
+// GELU and ReLU move what SiLU moves.
+template <> struct Cost<cuda_gelu_fwd> : Cost<cuda_silu_fwd> {};
+template <> struct Cost<cuda_gelu_bwd> : Cost<cuda_silu_bwd> {};
+template <> struct Cost<cuda_relu_fwd> : Cost<cuda_silu_fwd> {};
+template <> struct Cost<cuda_relu_bwd> : Cost<cuda_silu_bwd> {};
 
 ROTOR_COST(cuda_pair_nli_fwd, void *, const void *, int64_t P, int d) {
     return costs::make(2 * (double)P * d, 6 * costs::A * (double)P * d);

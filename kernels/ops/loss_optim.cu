@@ -8,8 +8,8 @@
 #include <cmath>
 #include <initializer_list>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {
@@ -71,6 +71,13 @@ template <class Op> void map_split(const Op &op, Split s) {
 template <class Op> void map(const Op &op, int64_t n, std::initializer_list<const void *> ptrs) {
     if (n <= 0) return;
     map_split(op, split(n, ptrs));
+}
+
+// An optimizer's update of n weights: the bf16 copy's vectors are 8-byte stores, so where
+// they would be misaligned every element goes alone.
+template <class Op> void map_update(const Op &op, const void *w_act, int64_t n, Split s) {
+    if (w_act && s.nvec && (uintptr_t)((const bf16 *)w_act + s.head) % 8) s = {n, 0, n};
+    map_split(op, s);
 }
 
 // *out = sum of x[0..n) in fp64, one block, in a fixed order.
@@ -249,6 +256,19 @@ struct Scale {
     }
 };
 
+// The updated weights to w + i and, where kept, their bf16 compute copy to w_act + i.
+template <int V>
+__device__ __forceinline__ void store_weights(float *w, bf16 *w_act, int64_t i,
+                                              const Pack<float, V> &wv) {
+    st_vec<V>(w + i, wv);
+    if (w_act) {
+        Pack<bf16, V> a;
+#pragma unroll
+        for (int k = 0; k < V; k++) a.v[k] = f2bf(wv.v[k]);
+        st_vec<V>(w_act + i, a);
+    }
+}
+
 // docs/models.md §7, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
 // w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
 struct AdamW {
@@ -265,13 +285,7 @@ struct AdamW {
             vv.v[k] = b2 * vv.v[k] + (1.f - b2) * gi * gi;
             wv.v[k] -= decay * wv.v[k] + step * mv.v[k] / (sqrtf(vv.v[k]) * rbc2 + eps);
         }
-        st_vec<V>(w + i, wv);
-        if (w_act) {
-            Pack<bf16, V> a;
-#pragma unroll
-            for (int k = 0; k < V; k++) a.v[k] = f2bf(wv.v[k]);
-            st_vec<V>(w_act + i, a);
-        }
+        store_weights(w, w_act, i, wv);
         st_vec<V>(m + i, mv);
         st_vec<V>(v + i, vv);
     }
@@ -291,13 +305,7 @@ struct RMSprop {
             sv.v[k] = alpha * sv.v[k] + alpha1 * gi * gi;
             wv.v[k] -= lr * gi / (sqrtf(sv.v[k]) + eps);
         }
-        st_vec<V>(w + i, wv);
-        if (w_act) {
-            Pack<bf16, V> a;
-#pragma unroll
-            for (int k = 0; k < V; k++) a.v[k] = f2bf(wv.v[k]);
-            st_vec<V>(w_act + i, a);
-        }
+        store_weights(w, w_act, i, wv);
         st_vec<V>(sq + i, sv);
     }
 };
@@ -367,10 +375,7 @@ void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n
              (bf16 *)w_act,      (const float *)g,
              (float)beta1,       (float)beta2, (float)(lr / bc1),
              (float)(1.0 / sqrt(bc2)), (float)eps, (float)lr * (float)weight_decay};
-    Split s = split(n, {w, m, v, g});
-    // the bf16 copy's vectors are 8-byte stores: else every element goes alone
-    if (w_act && s.nvec && (uintptr_t)((bf16 *)w_act + s.head) % 8) s = {n, 0, n};
-    map_split(op, s);
+    map_update(op, w_act, n, split(n, {w, m, v, g}));
 }
 
 void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,
@@ -380,8 +385,5 @@ void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t 
     RMSprop op{(float *)w,     (float *)sq,         (bf16 *)w_act, (const float *)g,
                (float)alpha,   (float)(1 - alpha),  (float)lr,     (float)eps,
                (float)weight_decay};
-    Split s = split(n, {w, sq, g});
-    // the bf16 copy's vectors are 8-byte stores: else every element goes alone
-    if (w_act && s.nvec && (uintptr_t)((bf16 *)w_act + s.head) % 8) s = {n, 0, n};
-    map_split(op, s);
+    map_update(op, w_act, n, split(n, {w, sq, g}));
 }

@@ -4,8 +4,8 @@
 // partials reduced in block order (cuda_colsum_add), so they are deterministic.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {

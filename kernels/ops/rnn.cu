@@ -14,8 +14,8 @@
 // over all tokens (matmul_bwd) with h shifted by one token within each segment.
 #include <stdio.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {
@@ -293,8 +293,9 @@ void check_width(int n, const char *op) {
     if (n > RNN_MAX_N) rt_die("%s: state width %d exceeds the kernels' %d", op, n, RNN_MAX_N);
 }
 
-// W^T [n_in, rows] of W [rows, n_in], in scratch slot A.
-float *transposed(const void *W, int rows, int n) {
+// W^T [n_in, rows] of W [rows, n_in], in scratch slot A, for op's kernels of state width n.
+float *transposed(const void *W, int rows, int n, const char *op) {
+    check_width(n, op);
     float *Wt = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)rows * n);
     transpose_kernel<<<blocks_for((int64_t)rows * n), GRID_THREADS, 0, cuda_stream()>>>(Wt, (const float *)W, rows, n);
     CUDA_LAUNCHED();
@@ -317,6 +318,17 @@ void recurrent_grad(void *dW, const void *dz, const void *h, const void *h0, int
     cuda_matmul_bwd(NULL, dW, NULL, dz, hp, NULL, (int)N, rows, n, 0);
 }
 
+// A recurrence kernel: one block per row (a segment or a token), `floats` floats of shared
+// memory per state element.
+template <class... P, class... A>
+void launch_recurrence(void (*kernel)(P...), const char *op, int64_t rows, int n, int floats,
+                       A... args) {
+    size_t smem = floats * (size_t)n * sizeof(float);
+    cuda_allow_smem(kernel, smem, op);
+    kernel<<<(unsigned)rows, block_threads(n), smem, cuda_stream()>>>(args...);
+    CUDA_LAUNCHED();
+}
+
 } // namespace
 
 int cuda_rnn_supports(int n, char *why, size_t why_size) {
@@ -328,27 +340,19 @@ int cuda_rnn_supports(int n, char *why, size_t why_size) {
 void cuda_rnn_fwd(const RnnArgs *a) {
     const Seqs *s = a->s;
     if (s->nseg == 0) return;
-    int n = a->n;
-    check_width(n, "rnn_fwd");
-    float *Wt = transposed(a->W, n, n);
-    cuda_allow_smem(rnn_fwd_kernel, 2 * (size_t)n * sizeof(float), "rnn_fwd");
-    rnn_fwd_kernel<<<(unsigned)s->nseg, block_threads(n), 2 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->state, (const float *)a->h0, (const bf16 *)a->z, Wt, (const float *)a->bias,
-        s->dev_cu, n, a->act == RNN_MODRELU);
-    CUDA_LAUNCHED();
+    float *Wt = transposed(a->W, a->n, a->n, "rnn_fwd");
+    launch_recurrence(rnn_fwd_kernel, "rnn_fwd", s->nseg, a->n, 2, (bf16 *)a->h, (float *)a->state,
+                      (const float *)a->h0, (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_cu,
+                      a->n, a->act == RNN_MODRELU);
 }
 
 void cuda_rnn_step(const RnnArgs *a) {
     const Seqs *s = a->s;
     if (s->ntok == 0) return;
-    int n = a->n;
-    check_width(n, "rnn_step");
-    float *Wt = transposed(a->W, n, n);
-    cuda_allow_smem(rnn_step_kernel, 2 * (size_t)n * sizeof(float), "rnn_step");
-    rnn_step_kernel<<<(unsigned)s->ntok, block_threads(n), 2 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->state, (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_pos, n,
-        a->act == RNN_MODRELU);
-    CUDA_LAUNCHED();
+    float *Wt = transposed(a->W, a->n, a->n, "rnn_step");
+    launch_recurrence(rnn_step_kernel, "rnn_step", s->ntok, a->n, 2, (bf16 *)a->h, (float *)a->state,
+                      (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_pos, a->n,
+                      a->act == RNN_MODRELU);
 }
 
 void cuda_rnn_bwd(const RnnGrads *g) {
@@ -358,10 +362,8 @@ void cuda_rnn_bwd(const RnnGrads *g) {
     int n = a->n, mod = a->act == RNN_MODRELU;
     int64_t N = s->ntok;
     check_width(n, "rnn_bwd");
-    cuda_allow_smem(rnn_bwd_kernel, 2 * (size_t)n * sizeof(float), "rnn_bwd");
-    rnn_bwd_kernel<<<(unsigned)s->nseg, block_threads(n), 2 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)g->dz, (const bf16 *)g->dh, (const bf16 *)a->h, (const float *)a->W, s->dev_cu, n, mod);
-    CUDA_LAUNCHED();
+    launch_recurrence(rnn_bwd_kernel, "rnn_bwd", s->nseg, n, 2, (bf16 *)g->dz, (const bf16 *)g->dh,
+                      (const bf16 *)a->h, (const float *)a->W, s->dev_cu, n, mod);
     recurrent_grad(g->dW, g->dz, a->h, a->h0, n, s, n, n);
     if (mod && g->dbias) {
         bf16 *ds = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * (size_t)(N * n));
@@ -375,26 +377,18 @@ void cuda_rnn_bwd(const RnnGrads *g) {
 void cuda_lstm_fwd(const LstmArgs *a) {
     const Seqs *s = a->s;
     if (s->nseg == 0) return;
-    int n = a->n;
-    check_width(n, "lstm_fwd");
-    float *Wt = transposed(a->W, 4 * n, n);
-    cuda_allow_smem(lstm_fwd_kernel, 4 * (size_t)n * sizeof(float), "lstm_fwd");
-    lstm_fwd_kernel<<<(unsigned)s->nseg, block_threads(n), 4 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->c, (bf16 *)a->gates, (float *)a->state, (const float *)a->h0, (const bf16 *)a->z, Wt,
-        s->dev_cu, n);
-    CUDA_LAUNCHED();
+    float *Wt = transposed(a->W, 4 * a->n, a->n, "lstm_fwd");
+    launch_recurrence(lstm_fwd_kernel, "lstm_fwd", s->nseg, a->n, 4, (bf16 *)a->h, (float *)a->c,
+                      (bf16 *)a->gates, (float *)a->state, (const float *)a->h0, (const bf16 *)a->z,
+                      Wt, s->dev_cu, a->n);
 }
 
 void cuda_lstm_step(const LstmArgs *a) {
     const Seqs *s = a->s;
     if (s->ntok == 0) return;
-    int n = a->n;
-    check_width(n, "lstm_step");
-    float *Wt = transposed(a->W, 4 * n, n);
-    cuda_allow_smem(lstm_step_kernel, 4 * (size_t)n * sizeof(float), "lstm_step");
-    lstm_step_kernel<<<(unsigned)s->ntok, block_threads(n), 4 * n * sizeof(float), cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->c, (bf16 *)a->gates, (float *)a->state, (const bf16 *)a->z, Wt, s->dev_pos, n);
-    CUDA_LAUNCHED();
+    float *Wt = transposed(a->W, 4 * a->n, a->n, "lstm_step");
+    launch_recurrence(lstm_step_kernel, "lstm_step", s->ntok, a->n, 4, (bf16 *)a->h, (float *)a->c,
+                      (bf16 *)a->gates, (float *)a->state, (const bf16 *)a->z, Wt, s->dev_pos, a->n);
 }
 
 void cuda_lstm_bwd(const LstmGrads *g) {
@@ -403,12 +397,9 @@ void cuda_lstm_bwd(const LstmGrads *g) {
     if (s->nseg == 0) return;
     int n = a->n;
     check_width(n, "lstm_bwd");
-    size_t smem = 9 * (size_t)n * sizeof(float);
-    cuda_allow_smem(lstm_bwd_kernel, smem, "lstm_bwd");
-    lstm_bwd_kernel<<<(unsigned)s->nseg, block_threads(n), smem, cuda_stream()>>>(
-        (bf16 *)g->dz, (const bf16 *)g->dh, (const bf16 *)a->gates, (const float *)a->c, (const float *)a->h0,
-        (const float *)a->W, s->dev_cu, n);
-    CUDA_LAUNCHED();
+    launch_recurrence(lstm_bwd_kernel, "lstm_bwd", s->nseg, n, 9, (bf16 *)g->dz, (const bf16 *)g->dh,
+                      (const bf16 *)a->gates, (const float *)a->c, (const float *)a->h0,
+                      (const float *)a->W, s->dev_cu, n);
     recurrent_grad(g->dW, g->dz, a->h, a->h0, 2 * n, s, 4 * n, n);
 }
 

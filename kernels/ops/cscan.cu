@@ -18,8 +18,8 @@
 // every sum in fp32.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/error.h"
 
 namespace {
@@ -188,6 +188,12 @@ void check_chunks(const Seqs *s, const char *op) {
     if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the chunk table", op, (long long)s->nchunk);
 }
 
+// One kernel of THREADS threads a block on the stream, checked.
+template <class... P, class... A> void launch(void (*kernel)(P...), dim3 grid, A... args) {
+    kernel<<<grid, THREADS, 0, cuda_stream()>>>(args...);
+    CUDA_LAUNCHED();
+}
+
 } // namespace
 
 void cuda_cscan_fwd(const CScanArgs *a) {
@@ -198,15 +204,12 @@ void cuda_cscan_fwd(const CScanArgs *a) {
     const int *chunks = (const int *)s->dev_chunk;
     const float *loga = (const float *)a->loga, *angle = (const float *)a->angle;
     float *st = (float *)a->states;
-    scan_local_kernel<<<chunk_grid(s->nchunk, C), THREADS, 0, cuda_stream()>>>(
-        st, (const bf16 *)a->x, loga, angle, chunks, s->nchunk, C);
-    CUDA_LAUNCHED();
-    scan_carry_kernel<<<(unsigned)cdiv(C, THREADS), THREADS, 0, cuda_stream()>>>(
-        st, (float *)a->state, loga, angle, chunks, s->nchunk, C);
-    CUDA_LAUNCHED();
-    scan_apply_kernel<<<chunk_grid(s->nchunk, C), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)a->h, st, (const bf16 *)a->x, loga, angle, chunks, s->nchunk, C);
-    CUDA_LAUNCHED();
+    launch(scan_local_kernel, chunk_grid(s->nchunk, C), st, (const bf16 *)a->x, loga, angle, chunks,
+           s->nchunk, C);
+    launch(scan_carry_kernel, (unsigned)cdiv(C, THREADS), st, (float *)a->state, loga, angle,
+           chunks, s->nchunk, C);
+    launch(scan_apply_kernel, chunk_grid(s->nchunk, C), (bf16 *)a->h, st, (const bf16 *)a->x, loga,
+           angle, chunks, s->nchunk, C);
 }
 
 void cuda_cscan_bwd(const CScanGrads *g) {
@@ -223,34 +226,27 @@ void cuda_cscan_bwd(const CScanGrads *g) {
     const int *chunks = (const int *)s->dev_chunk;
     const float *loga = (const float *)a->loga, *angle = (const float *)a->angle;
     float *st = (float *)a->states;
-    rscan_local_kernel<<<chunk_grid(s->nchunk, C), THREADS, 0, cuda_stream()>>>(
-        st, (const bf16 *)g->dh, loga, angle, chunks, s->nchunk, C);
-    CUDA_LAUNCHED();
-    rscan_carry_kernel<<<(unsigned)cdiv(C, THREADS), THREADS, 0, cuda_stream()>>>(
-        st, loga, angle, chunks, s->nchunk, C);
-    CUDA_LAUNCHED();
-    rscan_apply_kernel<<<chunk_grid(s->nchunk, C), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)g->dx, st, (const bf16 *)g->dh, (const bf16 *)a->h, loga, angle, chunks,
-        (const int *)s->dev_cu, s->nchunk, C);
-    CUDA_LAUNCHED();
-    rscan_sum_kernel<<<(unsigned)cdiv(C, THREADS), THREADS, 0, cuda_stream()>>>(
-        (float *)g->dloga, (float *)g->dangle, st, s->nchunk, C, g->accumulate);
-    CUDA_LAUNCHED();
+    launch(rscan_local_kernel, chunk_grid(s->nchunk, C), st, (const bf16 *)g->dh, loga, angle,
+           chunks, s->nchunk, C);
+    launch(rscan_carry_kernel, (unsigned)cdiv(C, THREADS), st, loga, angle, chunks, s->nchunk, C);
+    launch(rscan_apply_kernel, chunk_grid(s->nchunk, C), (bf16 *)g->dx, st, (const bf16 *)g->dh,
+           (const bf16 *)a->h, loga, angle, chunks, (const int *)s->dev_cu, s->nchunk, C);
+    launch(rscan_sum_kernel, (unsigned)cdiv(C, THREADS), (float *)g->dloga, (float *)g->dangle, st,
+           s->nchunk, C, g->accumulate);
 }
 
 void cuda_cscan_step(const CScanArgs *a) {
     int64_t B = a->s->ntok;
     if (B == 0) return;
-    if (B > MAX_GRID_Y) rt_die("cscan_step: %lld rows exceed the grid's %d", (long long)B, MAX_GRID_Y);
-    scan_step_kernel<<<dim3((unsigned)cdiv(a->C, THREADS), (unsigned)B), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)a->h, (float *)a->state, (const bf16 *)a->x, (const float *)a->loga,
-        (const float *)a->angle, a->s->dev_pos, B, a->C);
-    CUDA_LAUNCHED();
+    if (B > MAX_GRID_Y)
+        rt_die("cscan_step: %lld rows exceed the grid's %d", (long long)B, MAX_GRID_Y);
+    launch(scan_step_kernel, dim3((unsigned)cdiv(a->C, THREADS), (unsigned)B), (bf16 *)a->h,
+           (float *)a->state, (const bf16 *)a->x, (const float *)a->loga, (const float *)a->angle,
+           a->s->dev_pos, B, a->C);
 }
 
 void cuda_segment_reverse(void *y, const void *x, const Seqs *s, int C, int accumulate) {
     if (s->nseg == 0) return;
-    reverse_kernel<<<(unsigned)s->nseg, THREADS, 0, cuda_stream()>>>(
-        (bf16 *)y, (const bf16 *)x, (const int *)s->dev_cu, C, accumulate);
-    CUDA_LAUNCHED();
+    launch(reverse_kernel, (unsigned)s->nseg, (bf16 *)y, (const bf16 *)x, (const int *)s->dev_cu, C,
+           accumulate);
 }

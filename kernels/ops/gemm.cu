@@ -6,9 +6,9 @@
 #include <initializer_list>
 #include <string.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "gemm.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
+#include "ops/gemm.h"
 #include "util/error.h"
 
 static cublasLtHandle_t lt;

@@ -18,11 +18,11 @@
 // increments are recomputed where needed.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "segmented_scan.cuh"
-#include "selrope_pairs.cuh"
-#include "short_conv.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
+#include "lib/segmented_scan.cuh"
+#include "lib/selrope_pairs.cuh"
+#include "lib/short_conv.cuh"
 #include "util/error.h"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda_common.cuh"
-#include "profile.cuh"
+#include "backend/profile.cuh"
+#include "lib/cuda_common.cuh"
 
 namespace {
 

@@ -5,8 +5,8 @@
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 #include "util/dropout_mask.h"
 #include "util/error.h"
 
@@ -119,87 +119,58 @@ struct GateMulBwd {
     }
 };
 
-struct SiluFwd {
-    static constexpr int VEC = 8;
-    bf16 *y;
-    const bf16 *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            float a = bf2f(xv.v[k]);
-            o.v[k] = f2bf(a * sigmoidf_(a));
-        }
-        st_vec<V>(y + i, o);
+// The activations as functions of one element: y = f(x), dx = dy f'(x).
+struct Silu {
+    static __device__ __forceinline__ bf16 fwd(bf16 x) {
+        float a = bf2f(x);
+        return f2bf(a * sigmoidf_(a));
+    }
+    static __device__ __forceinline__ bf16 bwd(bf16 dy, bf16 x) {
+        return f2bf(bf2f(dy) * act_deriv(bf2f(x), true));
     }
 };
 
 // gelu(x) = x Phi(x) (erf form) and its derivative Phi(x) + x phi(x)
 __device__ __forceinline__ float normal_cdf(float x) { return 0.5f * (1.f + erff(x * 0.70710678f)); }
 
-struct GeluFwd {
+struct Gelu {
+    static __device__ __forceinline__ bf16 fwd(bf16 x) {
+        float a = bf2f(x);
+        return f2bf(a * normal_cdf(a));
+    }
+    static __device__ __forceinline__ bf16 bwd(bf16 dy, bf16 x) {
+        float a = bf2f(x);
+        float d = normal_cdf(a) + a * 0.39894228f * __expf(-0.5f * a * a);
+        return f2bf(bf2f(dy) * d);
+    }
+};
+
+// y = F::fwd(x) and dx = F::bwd(dy, x) over flat bf16 buffers.
+template <class F> struct ActFwd {
     static constexpr int VEC = 8;
     bf16 *y;
     const bf16 *x;
     template <int V> __device__ void run(int64_t i) const {
         Pack<bf16, V> xv = ld_vec<V>(x + i), o;
 #pragma unroll
-        for (int k = 0; k < V; k++) {
-            float a = bf2f(xv.v[k]);
-            o.v[k] = f2bf(a * normal_cdf(a));
-        }
+        for (int k = 0; k < V; k++) o.v[k] = F::fwd(xv.v[k]);
         st_vec<V>(y + i, o);
     }
 };
 
-struct Dropout {
-    static constexpr int VEC = 8;
-    bf16 *y;
-    const bf16 *x;
-    int64_t C, T;
-    uint64_t key;
-    uint32_t thr;
-    float scale;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            int64_t e = i + k, n = e / C, c = e % C;
-            uint64_t idx = (uint64_t)(T ? n / T : n) * (uint64_t)C + (uint64_t)c;
-            o.v[k] = f2bf(dropout_keep(key, idx, thr) ? bf2f(xv.v[k]) * scale : 0.f);
-        }
-        st_vec<V>(y + i, o);
-    }
-};
-
-struct GeluBwd {
+template <class F> struct ActBwd {
     static constexpr int VEC = 8;
     bf16 *dx;
     const bf16 *dy, *x;
     template <int V> __device__ void run(int64_t i) const {
         Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
 #pragma unroll
-        for (int k = 0; k < V; k++) {
-            float a = bf2f(xv.v[k]);
-            float d = normal_cdf(a) + a * 0.39894228f * __expf(-0.5f * a * a);
-            o.v[k] = f2bf(bf2f(dv.v[k]) * d);
-        }
+        for (int k = 0; k < V; k++) o.v[k] = F::bwd(dv.v[k], xv.v[k]);
         st_vec<V>(dx + i, o);
     }
 };
 
-struct SiluBwd {
-    static constexpr int VEC = 8;
-    bf16 *dx;
-    const bf16 *dy, *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(dv.v[k]) * act_deriv(bf2f(xv.v[k]), true));
-        st_vec<V>(dx + i, o);
-    }
-};
-
+// ReLU keeps loops of its own: as an ActFwd / ActBwd its select compiles to other code.
 struct ReluFwd {
     static constexpr int VEC = 8;
     bf16 *y;
@@ -221,6 +192,26 @@ struct ReluBwd {
 #pragma unroll
         for (int k = 0; k < V; k++) o.v[k] = bf2f(xv.v[k]) > 0.f ? dv.v[k] : f2bf(0.f);
         st_vec<V>(dx + i, o);
+    }
+};
+
+struct Dropout {
+    static constexpr int VEC = 8;
+    bf16 *y;
+    const bf16 *x;
+    int64_t C, T;
+    uint64_t key;
+    uint32_t thr;
+    float scale;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int64_t e = i + k, n = e / C, c = e % C;
+            uint64_t idx = (uint64_t)(T ? n / T : n) * (uint64_t)C + (uint64_t)c;
+            o.v[k] = f2bf(dropout_keep(key, idx, thr) ? bf2f(xv.v[k]) * scale : 0.f);
+        }
+        st_vec<V>(y + i, o);
     }
 };
 
@@ -256,36 +247,54 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-// y [f32] = logsigmoid(x) * inv
-struct LogsigFwd {
+// Gates [f32] from bf16 logits and their gradients: y = op.fwd(x), dx = op.bwd(dy, x) for the
+// op Op deriving from these (its fields y, x or dx, dy, x).
+template <class Op> struct GateFwd {
     static constexpr int VEC = 4;
-    float *y;
-    const bf16 *x;
-    float inv;
     template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> xv = ld_vec<V>(x + i);
+        const Op &op = static_cast<const Op &>(*this);
+        Pack<bf16, V> xv = ld_vec<V>(op.x + i);
         Pack<float, V> o;
 #pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = logsigmoidf_(bf2f(xv.v[k])) * inv;
-        st_vec<V>(y + i, o);
+        for (int k = 0; k < V; k++) o.v[k] = op.fwd(bf2f(xv.v[k]));
+        st_vec<V>(op.y + i, o);
     }
 };
 
-// d/dx logsigmoid(x) = sigmoid(-x); dy [f32]
-struct LogsigBwd {
+template <class Op> struct GateBwd {
     static constexpr int VEC = 4;
+    template <int V> __device__ void run(int64_t i) const {
+        const Op &op = static_cast<const Op &>(*this);
+        Pack<float, V> dv = ld_vec<V>(op.dy + i);
+        Pack<bf16, V> xv = ld_vec<V>(op.x + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(op.bwd(dv.v[k], bf2f(xv.v[k])));
+        st_vec<V>(op.dx + i, o);
+    }
+};
+
+// y [f32] = logsigmoid(x) * inv
+struct LogsigFwd : GateFwd<LogsigFwd> {
+    float *y;
+    const bf16 *x;
+    float inv;
+    __device__ float fwd(float a) const { return logsigmoidf_(a) * inv; }
+};
+
+// d/dx logsigmoid(x) = sigmoid(-x); dy [f32]
+struct LogsigBwd : GateBwd<LogsigBwd> {
     bf16 *dx;
     const float *dy;
     const bf16 *x;
     float inv;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<float, V> dv = ld_vec<V>(dy + i);
-        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = f2bf(dv.v[k] * sigmoidf_(-bf2f(xv.v[k])) * inv);
-        st_vec<V>(dx + i, o);
-    }
+    __device__ float bwd(float d, float a) const { return d * sigmoidf_(-a) * inv; }
 };
+
+// A row of C elements copied by the block's threads, V at a time.
+template <int V>
+__device__ __forceinline__ void copy_row(bf16 *dst, const bf16 *src, int C) {
+    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(src + c));
+}
 
 // One block per token row; V-wide copies of the row of E.
 template <int V>
@@ -293,8 +302,7 @@ __global__ void __launch_bounds__(THREADS)
     embedding_fwd_kernel(bf16 *out, const int32_t *tok, const bf16 *E, int C) {
     int64_t i = blockIdx.x;
     const bf16 *src = E + (int64_t)tok[i] * C;
-    bf16 *dst = out + i * C;
-    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(src + c));
+    copy_row<V>(out + i * C, src, C);
 }
 
 // One block per source row: out[rows[i]] = src[i] (the rows are distinct).
@@ -302,9 +310,7 @@ template <int V>
 __global__ void __launch_bounds__(THREADS)
     scatter_rows_kernel(bf16 *out, const int32_t *rows, const bf16 *src, int C) {
     int64_t i = blockIdx.x;
-    bf16 *dst = out + (int64_t)rows[i] * C;
-    const bf16 *from = src + i * C;
-    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(from + c));
+    copy_row<V>(out + (int64_t)rows[i] * C, src + i * C, C);
 }
 
 // dE [f32] rows += dout rows; token ids repeat, so the adds are atomic.
@@ -323,34 +329,20 @@ __global__ void __launch_bounds__(THREADS)
 
 
 // y [f32] = sigmoid(x): the delta rule's beta (docs/models.md §3, §3b)
-struct SigmoidFwd {
-    static constexpr int VEC = 4;
+struct SigmoidFwd : GateFwd<SigmoidFwd> {
     float *y;
     const bf16 *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> xv = ld_vec<V>(x + i);
-        Pack<float, V> o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = sigmoid_acc(bf2f(xv.v[k]));
-        st_vec<V>(y + i, o);
-    }
+    __device__ float fwd(float a) const { return sigmoid_acc(a); }
 };
 
 // dx = dy s (1 - s); dy [f32]
-struct SigmoidBwd {
-    static constexpr int VEC = 4;
+struct SigmoidBwd : GateBwd<SigmoidBwd> {
     bf16 *dx;
     const float *dy;
     const bf16 *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<float, V> dv = ld_vec<V>(dy + i);
-        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            float sg = sigmoid_acc(bf2f(xv.v[k]));
-            o.v[k] = f2bf(dv.v[k] * sg * (1.f - sg));
-        }
-        st_vec<V>(dx + i, o);
+    __device__ float bwd(float d, float a) const {
+        float sg = sigmoid_acc(a);
+        return d * sg * (1.f - sg);
     }
 };
 
@@ -396,6 +388,19 @@ __global__ void __launch_bounds__(THREADS)
 
 bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
+// n blocks, one per row of C elements: kernel vec (8-element vectors) where C % 8 == 0 and the
+// rows are 16-byte aligned, else kernel one (an element at a time).
+template <class... P, class... A>
+void launch_rows(const char *op, int64_t n, int C, bool aligned, void (*vec)(P...),
+                 void (*one)(P...), A... args) {
+    if (n <= 0 || C <= 0) return;
+    if (n > INT32_MAX) rt_die("%s: n=%lld rows unsupported", op, (long long)n);
+    bool v = C % 8 == 0 && aligned;
+    int units = v ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
+    (v ? vec : one)<<<(unsigned)n, threads, 0, cuda_stream()>>>(args...);
+    CUDA_LAUNCHED();
+}
+
 void check_act(Activation act, const char *op) {
     if (act != ACT_SILU && act != ACT_SIGMOID)
         rt_die("%s: activation %d unsupported (SILU or SIGMOID)", op, (int)act);
@@ -408,45 +413,18 @@ void cuda_to_act(void *dst, const void *src, int64_t n) {
 }
 
 void cuda_embedding_fwd(void *out, const int32_t *tok, const void *E, int64_t n, int C) {
-    if (n <= 0 || C <= 0) return;
-    if (n > INT32_MAX) rt_die("embedding_fwd: n=%lld rows unsupported", (long long)n);
-    bool vec = C % 8 == 0 && aligned16(out) && aligned16(E);
-    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
-    if (vec)
-        embedding_fwd_kernel<8>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, tok, (const bf16 *)E, C);
-    else
-        embedding_fwd_kernel<1>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, tok, (const bf16 *)E, C);
-    CUDA_LAUNCHED();
+    launch_rows("embedding_fwd", n, C, aligned16(out) && aligned16(E), embedding_fwd_kernel<8>,
+                embedding_fwd_kernel<1>, (bf16 *)out, tok, (const bf16 *)E, C);
 }
 
 void cuda_scatter_rows(void *out, const int32_t *rows, const void *src, int64_t n, int C) {
-    if (n <= 0 || C <= 0) return;
-    if (n > INT32_MAX) rt_die("scatter_rows: n=%lld rows unsupported", (long long)n);
-    bool vec = C % 8 == 0 && aligned16(out) && aligned16(src);
-    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
-    if (vec)
-        scatter_rows_kernel<8>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, rows, (const bf16 *)src, C);
-    else
-        scatter_rows_kernel<1>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((bf16 *)out, rows, (const bf16 *)src, C);
-    CUDA_LAUNCHED();
+    launch_rows("scatter_rows", n, C, aligned16(out) && aligned16(src), scatter_rows_kernel<8>,
+                scatter_rows_kernel<1>, (bf16 *)out, rows, (const bf16 *)src, C);
 }
 
 void cuda_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t n, int C) {
-    if (n <= 0 || C <= 0) return;
-    if (n > INT32_MAX) rt_die("embedding_bwd: n=%lld rows unsupported", (long long)n);
-    bool vec = C % 8 == 0 && aligned16(dout);
-    int units = vec ? C / 8 : C, threads = units < THREADS ? (int)cdiv(units, 32) * 32 : THREADS;
-    if (vec)
-        embedding_bwd_kernel<8>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((float *)dE, tok, (const bf16 *)dout, C);
-    else
-        embedding_bwd_kernel<1>
-            <<<(unsigned)n, threads, 0, cuda_stream()>>>((float *)dE, tok, (const bf16 *)dout, C);
-    CUDA_LAUNCHED();
+    launch_rows("embedding_bwd", n, C, aligned16(dout), embedding_bwd_kernel<8>,
+                embedding_bwd_kernel<1>, (float *)dE, tok, (const bf16 *)dout, C);
 }
 
 void cuda_gate_mul_fwd(void *out, const void *x, const void *g, int64_t n, Activation act) {
@@ -464,19 +442,19 @@ void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, cons
 }
 
 void cuda_silu_fwd(void *y, const void *x, int64_t n) {
-    map(SiluFwd{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
+    map(ActFwd<Silu>{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
 }
 
 void cuda_silu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(SiluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(ActBwd<Silu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
-    map(GeluFwd{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
+    map(ActFwd<Gelu>{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
 }
 
 void cuda_gelu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(GeluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(ActBwd<Gelu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p) {
@@ -507,21 +485,21 @@ void cuda_pair_nli_bwd(void *dx, const void *df, const void *x, int64_t P, int d
 
 void cuda_logsigmoid_fwd(void *y, const void *x, int64_t n, double normalizer) {
     float inv = 1.f / (float)normalizer;
-    map(LogsigFwd{(float *)y, (const bf16 *)x, inv}, n, {{y, 4}, {x, 2}});
+    map(LogsigFwd{{}, (float *)y, (const bf16 *)x, inv}, n, {{y, 4}, {x, 2}});
 }
 
 void cuda_logsigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n, double normalizer) {
     float inv = 1.f / (float)normalizer;
-    map(LogsigBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x, inv}, n,
+    map(LogsigBwd{{}, (bf16 *)dx, (const float *)dy, (const bf16 *)x, inv}, n,
         {{dx, 2}, {dy, 4}, {x, 2}});
 }
 
 void cuda_sigmoid_fwd(void *y, const void *x, int64_t n) {
-    map(SigmoidFwd{(float *)y, (const bf16 *)x}, n, {{y, 4}, {x, 2}});
+    map(SigmoidFwd{{}, (float *)y, (const bf16 *)x}, n, {{y, 4}, {x, 2}});
 }
 
 void cuda_sigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(SigmoidBwd{(bf16 *)dx, (const float *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 4}, {x, 2}});
+    map(SigmoidBwd{{}, (bf16 *)dx, (const float *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 4}, {x, 2}});
 }
 
 void cuda_decay_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_log,

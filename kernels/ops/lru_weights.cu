@@ -4,8 +4,8 @@
 // the backward's sum over the model width (dgamma_log), in a fixed order.
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
+#include "backend/cuda_ops.h"
+#include "lib/cuda_common.cuh"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include <type_traits>
 
-#include "tile.cuh"
+#include "lib/tile.cuh"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "cuda_common.cuh"
+#include "lib/cuda_common.cuh"
 
 namespace {
 

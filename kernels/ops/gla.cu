@@ -23,10 +23,10 @@
 // K and V are processed in tiles of 64 channels (zero-padded; K, V multiples of 16), so
 // shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
 // fp32 accumulation); states, gradients of states and gate sums stay fp32.
-#include "chunks.cuh"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "mma.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/chunks.cuh"
+#include "lib/cuda_common.cuh"
+#include "lib/mma.cuh"
 #include "util/error.h"
 
 namespace {
@@ -149,6 +149,29 @@ __global__ void __launch_bounds__(SCORES_THREADS)
 
 // ---- state increments and scans ----
 
+// The warp's 64 x 16 strip (columns 16 warp) of a 64 x 64 product of bf16 tiles (row stride
+// LDH), in acc[m] (rows 16 m): acc += op(X) Y with op(X) = X^T where TX is set.
+template <bool TX>
+__device__ __forceinline__ void strip_mma(FragC (&acc)[4], const bf16 *Xh, const bf16 *Yh,
+                                          int warp) {
+    for (int kk = 0; kk < CHUNK / 16; kk++) {
+        FragB b;
+        wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
+        for (int m = 0; m < 4; m++) {
+            std::conditional_t<TX, FragAT, FragA> a;
+            wmma::load_matrix_sync(a, TX ? Xh + 16 * kk * LDH + 16 * m : Xh + 16 * m * LDH + 16 * kk,
+                                   LDH);
+            wmma::mma_sync(acc[m], a, b, acc[m]);
+        }
+    }
+}
+
+// The strip to the fp32 tile Bf (row stride LDF).
+__device__ __forceinline__ void strip_store(float *Bf, const FragC (&acc)[4], int warp) {
+    for (int m = 0; m < 4; m++)
+        wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
+}
+
 constexpr int TILE_THREADS = 128; // 4 warps, each owns one 16-column strip of a 64 x 64 output
 constexpr size_t TILE_SMEM = sizeof(float) * FTILE + sizeof(bf16) * 2 * HTILE;
 
@@ -196,19 +219,9 @@ __global__ void __launch_bounds__(TILE_THREADS)
         // out[i][j] = sum_t X[t][i] Y[t][j]: X^T is X read column-major.
         FragC acc[4];
         for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
-        for (int kk = 0; kk < CHUNK / 16; kk++) {
-            FragB b;
-            wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
-            for (int m = 0; m < 4; m++) {
-                FragAT a;
-                wmma::load_matrix_sync(a, Xh + 16 * kk * LDH + 16 * m, LDH);
-                wmma::mma_sync(acc[m], a, b, acc[m]);
-            }
-        }
+        strip_mma<true>(acc, Xh, Yh, warp);
         // Bf was last read before the previous barrier: reuse it as the staging tile.
-        for (int m = 0; m < 4; m++)
-            wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF,
-                                    wmma::mem_row_major);
+        strip_store(Bf, acc, warp);
         __syncthreads();
         store_tile<CHUNK, TILE>(dst + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv, TILE_THREADS);
     }
@@ -313,15 +326,7 @@ __global__ void __launch_bounds__(TILE_THREADS)
                 Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * scale * __expf(Bf[t * LDF + i]));
             }
             __syncthreads();
-            for (int kk = 0; kk < TILE / 16; kk++) {
-                FragB b;
-                wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
-                for (int m = 0; m < 4; m++) {
-                    FragA a;
-                    wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
-                    wmma::mma_sync(acc[m], a, b, acc[m]);
-                }
-            }
+            strip_mma<false>(acc, Xh, Yh, warp);
         }
     __syncthreads();
     load_tile_bf16(Xh, LDH, A + (c * H + h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK, CHUNK,
@@ -331,8 +336,7 @@ __global__ void __launch_bounds__(TILE_THREADS)
     __syncthreads();
     for (int m = 0; m < 4; m++) // A is zero above the diagonal blocks
         mma_acc<false, false>(acc[m], Xh, LDH, 16 * m, Yh, LDH, 16 * warp, 16 * (m + 1));
-    for (int m = 0; m < 4; m++)
-        wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
+    strip_store(Bf, acc, warp);
     __syncthreads();
     store_tile_bf16<CHUNK, TILE>(o + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
                                  ch.len, nv, TILE_THREADS);
@@ -383,19 +387,10 @@ __global__ void __launch_bounds__(TILE_THREADS)
                                        __expf(Bf[(CHUNK - 1) * LDF + i] - Bf[t * LDF + i]));
             }
             __syncthreads();
-            for (int kk = 0; kk < TILE / 16; kk++) {
-                FragB b;
-                wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
-                for (int m = 0; m < 4; m++) {
-                    FragA a;
-                    wmma::load_matrix_sync(a, Xh + 16 * m * LDH + 16 * kk, LDH);
-                    wmma::mma_sync(acc[m], a, b, acc[m]);
-                }
-            }
+            strip_mma<false>(acc, Xh, Yh, warp);
         }
     // Bf is not read after the last barrier: reuse it as the staging tile.
-    for (int m = 0; m < 4; m++)
-        wmma::store_matrix_sync(Bf + 16 * m * LDF + 16 * warp, acc[m], LDF, wmma::mem_row_major);
+    strip_store(Bf, acc, warp);
     __syncthreads();
     store_tile_bf16<CHUNK, TILE>(dv + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
                                  ch.len, nv, TILE_THREADS);

@@ -14,10 +14,10 @@
 // the triangular inverse and its gradient stay in fp32. Every kernel that reads the gates is
 // a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
 // Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
-#include "chunks.cuh"
-#include "cuda_common.cuh"
-#include "cuda_ops.h"
-#include "mma.cuh"
+#include "backend/cuda_ops.h"
+#include "lib/chunks.cuh"
+#include "lib/cuda_common.cuh"
+#include "lib/mma.cuh"
 #include "util/error.h"
 
 namespace {
@@ -35,6 +35,10 @@ struct Carve {
         size_t o = n;
         n += (bytes + 127) & ~(size_t)127;
         return o;
+    }
+    // the same size for each of offs, in order
+    template <class... Off> __host__ __device__ void take_each(size_t bytes, Off &...offs) {
+        ((offs = take(bytes)), ...);
     }
 };
 __host__ __device__ constexpr size_t bf_tile(int rows, int ld) { return (size_t)rows * ld * 2; }
@@ -67,19 +71,28 @@ struct PrepLayout {
 };
 
 // The scans keep `stages` copies of the per-chunk inputs: copy b starts at stage + b * stride.
-struct FwdScanLayout {
-    size_t stage, stride, w, k, u, gates, sf, sb, xf, ud, total;
-    __host__ __device__ FwdScanLayout(int K, int BV, int stages) {
-        Carve in;
-        w = in.take(bf_tile(CHUNK, K + 8));
-        k = in.take(bf_tile(CHUNK, K + 8));
-        u = in.take(bf_tile(CHUNK, BV + 8));
+// Both scans: the per-chunk inputs (carved from `in` by the layout, then the gates), their
+// stage copies, and the carried state in fp32 (sf) and as a bf16 operand (sb); the layout
+// carves its own tiles from `cv` after them.
+struct ScanLayout {
+    size_t stage, stride, gates, sf, sb, total;
+    Carve in, cv;
+    __host__ __device__ void stages_and_state(int K, int BV, int stages) {
         gates = in.take(sizeof(Gates));
-        Carve cv;
         stride = stages == 2 ? in.n : 0;
         stage = cv.take(stages * in.n);
         sf = cv.take(f_tile(K, BV + 4));
         sb = cv.take(bf_tile(K, BV + 8));
+    }
+};
+
+struct FwdScanLayout : ScanLayout {
+    size_t w, k, u, xf, ud;
+    __host__ __device__ FwdScanLayout(int K, int BV, int stages) {
+        w = in.take(bf_tile(CHUNK, K + 8));
+        k = in.take(bf_tile(CHUNK, K + 8));
+        u = in.take(bf_tile(CHUNK, BV + 8));
+        stages_and_state(K, BV, stages);
         xf = cv.take(f_tile(CHUNK, BV + 4));
         ud = cv.take(bf_tile(CHUNK, BV + 8));
         total = cv.n;
@@ -100,21 +113,15 @@ struct OutLayout {
     }
 };
 
-struct BwdScanLayout {
-    size_t stage, stride, q, k, w, p, d, gates, sf, sb, x1, x2, dun, total;
+struct BwdScanLayout : ScanLayout {
+    size_t q, k, w, p, d, x1, x2, dun;
     __host__ __device__ BwdScanLayout(int K, int BV, int stages) {
-        Carve in;
         q = in.take(bf_tile(CHUNK, K + 8));
         k = in.take(bf_tile(CHUNK, K + 8));
         w = in.take(bf_tile(CHUNK, K + 8));
         p = in.take(bf_tile(CHUNK, LDM));
         d = in.take(bf_tile(CHUNK, BV + 8));
-        gates = in.take(sizeof(Gates));
-        Carve cv;
-        stride = stages == 2 ? in.n : 0;
-        stage = cv.take(stages * in.n);
-        sf = cv.take(f_tile(K, BV + 4));
-        sb = cv.take(bf_tile(K, BV + 8));
+        stages_and_state(K, BV, stages);
         x1 = cv.take(f_tile(CHUNK, BV + 4));
         x2 = cv.take(f_tile(CHUNK, BV + 4));
         dun = cv.take(bf_tile(CHUNK, BV + 8));
@@ -153,14 +160,8 @@ struct WyLayout {
     __host__ __device__ WyLayout(int K) {
         Carve cv;
         ks = cv.take(bf_tile(CHUNK, K + 8));
-        am = cv.take(f_tile(CHUNK, LDM));
-        li = cv.take(f_tile(CHUNK, LDM));
-        dt = cv.take(f_tile(CHUNK, LDM));
-        xf = cv.take(f_tile(CHUNK, LDM));
-        tb = cv.take(bf_tile(CHUNK, LDM));
-        ta = cv.take(bf_tile(CHUNK, LDM));
-        t1 = cv.take(bf_tile(CHUNK, LDM));
-        t2 = cv.take(bf_tile(CHUNK, LDM));
+        cv.take_each(f_tile(CHUNK, LDM), am, li, dt, xf);
+        cv.take_each(bf_tile(CHUNK, LDM), tb, ta, t1, t2);
         stg = cv.take(f_tile(NT / 32, 256));
         gates = cv.take(sizeof(Gates));
         vec = cv.take(3 * CHUNK * sizeof(float));
@@ -233,6 +234,19 @@ __device__ void invert_unit_lower(float *Li, const float *Am, const float *rs, i
     }
 }
 
+// T = (I + diag(beta) Am)^{-1} diag(beta) as the bf16 operand Tb, from Am (fp32, strictly
+// lower, rows >= L zero) with Li = I on entry (Li ends as the inverse), between barriers.
+__device__ __forceinline__ void wy_T(bf16 *Tb, float *Li, const float *Am, const Gates *G, int L) {
+    __syncthreads();
+    invert_unit_lower(Li, Am, G->beta, L);
+    __syncthreads();
+    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
+        int t = e >> 6, s = e & 63;
+        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
+    }
+    __syncthreads();
+}
+
 // Cm = alpha op(A) op(B) for fp32 64 x 64 matrices (leading dimension LDM), 256 threads, each
 // a 4 x 4 block of outputs (rows ty + 16i, columns tx + 16j).
 template <bool TA, bool TB>
@@ -265,19 +279,30 @@ __device__ __forceinline__ void lower_tile(int idx, int &i, int &j) {
 
 // ---- the scans ----
 
-// The chunk loop of the scans over n chunks: issue(it, b) starts loading the inputs of step
-// it into stage buffer b, step(it, b) uses them and ends with a barrier. With stages == 2 the
-// next step's inputs load while this one computes.
-template <class Issue, class Step>
-__device__ __forceinline__ void scan_pipeline(int n, int stages, Issue &issue, Step &&step) {
-    issue(0, 0);
+// The chunk loop of a scan over the segment walk w, first chunk first or (REV) last chunk
+// first: issue(ci, n0, L, st) starts loading the inputs of the walk's chunk ci (first token
+// n0, length L) into the stage buffer st, step(c, n0, L, st) uses them (c = w.c0 + ci) and
+// ends with a barrier. With stages == 2 the next chunk's inputs load while this one computes.
+template <bool REV, class Issue, class Step>
+__device__ __forceinline__ void scan_chunks(const SegChunks &w, const ScanLayout &lay,
+                                            unsigned char *smem, int stages, Issue &&issue,
+                                            Step &&step) {
+    const int n = w.n;
+    auto issue_at = [&](int it, int b) {
+        const int ci = REV ? n - 1 - it : it;
+        const int64_t n0 = w.first + (int64_t)ci * CHUNK;
+        issue(ci, n0, min(CHUNK, w.end - (int)n0), smem + lay.stage + b * lay.stride);
+    };
+    issue_at(0, 0);
     for (int it = 0; it < n; it++) {
         const int b = stages == 2 ? it & 1 : 0;
         cp_async_wait();
         __syncthreads();
-        if (stages == 2 && it + 1 < n) issue(it + 1, b ^ 1);
-        step(it, b);
-        if (stages == 1 && it + 1 < n) issue(it + 1, 0);
+        if (stages == 2 && it + 1 < n) issue_at(it + 1, b ^ 1);
+        const int ci = REV ? n - 1 - it : it;
+        const int64_t c = w.c0 + ci, n0 = w.first + (int64_t)ci * CHUNK;
+        step(c, n0, min(CHUNK, w.end - (int)n0), smem + lay.stage + b * lay.stride);
+        if (stages == 1 && it + 1 < n) issue_at(it + 1, 0);
     }
 }
 
@@ -350,14 +375,7 @@ __global__ void __launch_bounds__(NT)
         int t = e / K, i = e - t * K;
         Ks[t * ldk + i] = f2bf(G->eg[t] * bf2f(Ks[t * ldk + i]));
     }
-    __syncthreads();
-    invert_unit_lower(Li, KK, G->beta, L);
-    __syncthreads();
-    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
-        int t = e >> 6, s = e & 63;
-        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
-    }
-    __syncthreads();
+    wy_T(Tb, Li, KK, G, L);
 
     // W = T Kg; with states also kept in Qs (bf16) for U = T V - W S_c
     for (int x = warp; x < 4 * (K / 16); x += NT / 32) {
@@ -417,18 +435,14 @@ __global__ void __launch_bounds__(NT_SCAN)
     const FwdScanLayout lay(K, BV, stages);
     const int seg = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * BV, warp = threadIdx.x >> 5;
     const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
-    const int first = w.first, end = w.end, nch = w.n;
-    if (nch == 0) return;
+    if (w.n == 0) return;
     const int ldk = K + 8, ldv = BV + 8, ldf = BV + 4;
     const int64_t sk = (int64_t)H * K, sv = (int64_t)H * V;
     float *Sf = at<float>(smem, lay.sf), *Xf = at<float>(smem, lay.xf);
     bf16 *Sb = at<bf16>(smem, lay.sb), *Ud = at<bf16>(smem, lay.ud);
 
     for (int e = threadIdx.x; e < K * ldf; e += NT_SCAN) Sf[e] = 0.f;
-    auto issue = [&](int it, int b) {
-        int64_t n0 = first + (int64_t)it * CHUNK;
-        int L = min(CHUNK, end - (int)n0);
-        unsigned char *st = smem + lay.stage + b * lay.stride;
+    auto issue = [&](int, int64_t n0, int L, unsigned char *st) {
         cp_async_tile<CHUNK>(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K, blockDim.x);
         cp_async_tile<CHUNK>(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K, blockDim.x);
         cp_async_tile<CHUNK>(at<bf16>(st, lay.u), ldv, U + (n0 * H + h) * V + v0, sv, L, BV,
@@ -436,11 +450,8 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_commit();
         if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    scan_pipeline(nch, stages, issue, [&](int it, int b) {
-        const int64_t c = w.c0 + it;
-        const int64_t n0 = first + (int64_t)it * CHUNK;
-        const int L = min(CHUNK, end - (int)n0);
-        unsigned char *sg = smem + lay.stage + b * lay.stride;
+    scan_chunks<false>(w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L,
+                                                        unsigned char *sg) {
         const bf16 *Wb = at<bf16>(sg, lay.w), *Kb = at<bf16>(sg, lay.k), *Ut = at<bf16>(sg, lay.u);
         const Gates *G = at<Gates>(sg, lay.gates);
 
@@ -545,8 +556,7 @@ __global__ void __launch_bounds__(NT_SCAN)
     const BwdScanLayout lay(K, BV, stages);
     const int seg = blockIdx.x, h = blockIdx.y, v0 = blockIdx.z * BV, warp = threadIdx.x >> 5;
     const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
-    const int first = w.first, end = w.end, nch = w.n;
-    if (nch == 0) return;
+    if (w.n == 0) return;
     const int ldk = K + 8, ldv = BV + 8, ldf = BV + 4;
     const int64_t sk = (int64_t)H * K, sv = (int64_t)H * V;
     float *Sf = at<float>(smem, lay.sf), *X1 = at<float>(smem, lay.x1),
@@ -554,11 +564,7 @@ __global__ void __launch_bounds__(NT_SCAN)
     bf16 *Sb = at<bf16>(smem, lay.sb), *dUn = at<bf16>(smem, lay.dun);
 
     for (int e = threadIdx.x; e < K * ldf; e += NT_SCAN) Sf[e] = 0.f;
-    auto issue = [&](int it, int b) {
-        int ci = nch - 1 - it;
-        int64_t n0 = first + (int64_t)ci * CHUNK;
-        int L = min(CHUNK, end - (int)n0);
-        unsigned char *st = smem + lay.stage + b * lay.stride;
+    auto issue = [&](int ci, int64_t n0, int L, unsigned char *st) {
         cp_async_tile<CHUNK>(at<bf16>(st, lay.q), ldk, q + (n0 * H + h) * K, sk, L, K, blockDim.x);
         cp_async_tile<CHUNK>(at<bf16>(st, lay.k), ldk, k + (n0 * H + h) * K, sk, L, K, blockDim.x);
         cp_async_tile<CHUNK>(at<bf16>(st, lay.w), ldk, W + (n0 * H + h) * K, sk, L, K, blockDim.x);
@@ -569,12 +575,8 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_commit();
         if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    scan_pipeline(nch, stages, issue, [&](int it, int b) {
-        const int ci = nch - 1 - it;
-        const int64_t c = w.c0 + ci;
-        const int64_t n0 = first + (int64_t)ci * CHUNK;
-        const int L = min(CHUNK, end - (int)n0);
-        unsigned char *sg = smem + lay.stage + b * lay.stride;
+    scan_chunks<true>(w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L,
+                                                       unsigned char *sg) {
         const bf16 *Qb = at<bf16>(sg, lay.q), *Kb = at<bf16>(sg, lay.k), *Wb = at<bf16>(sg, lay.w);
         const bf16 *Pb = at<bf16>(sg, lay.p);
         bf16 *dOt = at<bf16>(sg, lay.d);
@@ -819,14 +821,7 @@ __global__ void __launch_bounds__(NT)
         Am[t * LDM + s] = s < t && t < L ? Am[t * LDM + s] * gam_ts<DECAY>(G, t, s) : 0.f;
         Li[t * LDM + s] = t == s ? 1.f : 0.f;
     }
-    __syncthreads();
-    invert_unit_lower(Li, Am, G->beta, L);
-    __syncthreads();
-    for (int e = threadIdx.x; e < CHUNK * CHUNK; e += NT) {
-        int t = e >> 6, s = e & 63;
-        Tb[t * LDM + s] = f2bf(Li[t * LDM + s] * G->beta[s]);
-    }
-    __syncthreads();
+    wy_T(Tb, Li, Am, G, L);
 
     const int rb = warp & 3, cb0 = (warp >> 2) * 2, tr = threadIdx.x >> 2;
     FragC a1[2], a2[2];

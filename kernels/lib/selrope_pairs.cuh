@@ -3,7 +3,7 @@
 // phase gate, and the rotation of the half-split pairs (j, j+P) of q and k.
 #pragma once
 
-#include "cuda_common.cuh"
+#include "lib/cuda_common.cuh"
 
 namespace {
 
