@@ -214,8 +214,8 @@ template <> struct Cost<cuda_upload> {
 // zero and upload) by cu_profile.
 static void fill_table(Backend *b) {
     b->name = "cuda";
-    b->act_size = 2;
-    b->f32_size = 4;
+    b->act_size = CUDA_ACT_SIZE;
+    b->f32_size = CUDA_F32_SIZE;
     b->alloc = cuda_alloc;
     b->release = cuda_release;
     b->download = cu_download;
