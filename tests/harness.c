@@ -2,8 +2,21 @@
 
 #include <time.h>
 
+#include "util/error.h"
+#include "util/fsutil.h"
+
 int th_failures;
 int th_skips;
+
+static char tmp_dir[64];
+
+const char *th_tmp_dir(void) {
+    if (!tmp_dir[0]) {
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rotor_test_XXXXXX");
+        RT_ASSERT(mkdtemp(tmp_dir));
+    }
+    return tmp_dir;
+}
 
 static void run_test(const void *t) { ((const TestCase *)t)->fn(); }
 
@@ -29,6 +42,7 @@ int th_run_rows(const TestRow *tests, int n, int argc, char **argv) {
         fflush(stdout);
     }
     printf("%d passed, %d failed%s\n", passed, failed, th_skips ? ", some parts skipped" : "");
+    if (tmp_dir[0]) fs_remove_tree(tmp_dir);
     return failed ? 1 : th_skips ? 77 : 0;
 }
 
@@ -39,3 +53,4 @@ int th_run(const TestCase *tests, int n, int argc, char **argv) {
     free(rows);
     return rc;
 }
+

@@ -125,11 +125,10 @@ static void test_cpu_takes_any_shape(void) {
     model_free(m);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"asks_for_each_op", test_asks_for_each_op},
-        {"refuses_naming_the_keys", test_refuses_naming_the_keys},
-        {"cpu_takes_any_shape", test_cpu_takes_any_shape},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"asks_for_each_op", test_asks_for_each_op},
+    {"refuses_naming_the_keys", test_refuses_naming_the_keys},
+    {"cpu_takes_any_shape", test_cpu_takes_any_shape},
+};
+
+TH_MAIN(tests)

@@ -1331,25 +1331,24 @@ static void test_st_invalid(void) {
     rt_free(dir);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"checkpoint_roundtrip_gla", test_roundtrip_gla},
-        {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
-        {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
-        {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
-        {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
-        {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
-        {"checkpoint_roundtrip_heads", test_roundtrip_heads},
-        {"checkpoint_latest", test_latest},
-        {"checkpoint_keep", test_keep},
-        {"checkpoint_corrupt", test_corrupt},
-        {"checkpoint_checksum_fallback", test_checksum_fallback},
-        {"checkpoint_sharded_moments", test_sharded_moments},
-        {"checkpoint_rmsprop_state", test_rmsprop_state},
-        {"hf_config_roundtrip", test_hf_roundtrip},
-        {"hf_config_errors", test_hf_errors},
-        {"safetensors_roundtrip", test_st_roundtrip},
-        {"safetensors_invalid", test_st_invalid},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"checkpoint_roundtrip_gla", test_roundtrip_gla},
+    {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
+    {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
+    {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
+    {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
+    {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
+    {"checkpoint_roundtrip_heads", test_roundtrip_heads},
+    {"checkpoint_latest", test_latest},
+    {"checkpoint_keep", test_keep},
+    {"checkpoint_corrupt", test_corrupt},
+    {"checkpoint_checksum_fallback", test_checksum_fallback},
+    {"checkpoint_sharded_moments", test_sharded_moments},
+    {"checkpoint_rmsprop_state", test_rmsprop_state},
+    {"hf_config_roundtrip", test_hf_roundtrip},
+    {"hf_config_errors", test_hf_errors},
+    {"safetensors_roundtrip", test_st_roundtrip},
+    {"safetensors_invalid", test_st_invalid},
+};
+
+TH_MAIN(tests)

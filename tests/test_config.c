@@ -419,22 +419,21 @@ static void test_help(void) {
     free(buf);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"defaults", test_defaults},
-        {"full_file", test_full_file},
-        {"set_overrides", test_set_overrides},
-        {"unknown_key", test_unknown_key},
-        {"unknown_section", test_unknown_section},
-        {"wrong_types", test_wrong_types},
-        {"cross_key_validation", test_cross_key_validation},
-        {"duplicate_key", test_duplicate_key},
-        {"impossible_shapes", test_impossible_shapes},
-        {"temp_theta_default", test_temp_theta_default},
-        {"keep_best_default", test_keep_best_default},
-        {"round_trip", test_round_trip},
-        {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
-        {"help", test_help},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"defaults", test_defaults},
+    {"full_file", test_full_file},
+    {"set_overrides", test_set_overrides},
+    {"unknown_key", test_unknown_key},
+    {"unknown_section", test_unknown_section},
+    {"wrong_types", test_wrong_types},
+    {"cross_key_validation", test_cross_key_validation},
+    {"duplicate_key", test_duplicate_key},
+    {"impossible_shapes", test_impossible_shapes},
+    {"temp_theta_default", test_temp_theta_default},
+    {"keep_best_default", test_keep_best_default},
+    {"round_trip", test_round_trip},
+    {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
+    {"help", test_help},
+};
+
+TH_MAIN(tests)

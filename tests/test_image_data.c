@@ -22,9 +22,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-static char tmp_dir[] = "/tmp/rotor_test_image_XXXXXX";
-
-static char *tmp_path(const char *name) { return rt_sprintf("%s/%s", tmp_dir, name); }
+static char *tmp_path(const char *name) { return rt_sprintf("%s/%s", th_tmp_dir(), name); }
 
 static void write_bytes(const char *path, const void *data, size_t n, int gz) {
     if (gz) {
@@ -385,7 +383,7 @@ static int load_task_config(RunConfig *rc, const char *extra, const char *set, c
         "type = seq_image\nimages = %s/train-images-idx3-ubyte\nlabels = "
         "%s/train-labels-idx1-ubyte\n"
         "val_examples = %d\n%s",
-        tmp_dir, tmp_dir, VAL_N, extra);
+        th_tmp_dir(), th_tmp_dir(), VAL_N, extra);
     const char *sets[1] = {set};
     int r = run_config_load_string(rc, ini, "test.ini", sets, set ? 1 : 0, err, errlen);
     rt_free(ini);
@@ -592,7 +590,7 @@ static void test_task_errors(void) {
     char *renamed = rt_sprintf("task.images=%s", im);
     expect_task_error("", renamed, SPLIT_TEST, (const char *[]){"task.test_images", "t10k-", NULL});
     rt_free(renamed);
-    char *missing = rt_sprintf("task.images=%s/none-images", tmp_dir);
+    char *missing = rt_sprintf("task.images=%s/none-images", th_tmp_dir());
     expect_task_error("", missing, SPLIT_TRAIN,
                       (const char *[]){"none-images", "cannot open", NULL});
     rt_free(missing);
@@ -671,22 +669,18 @@ static void test_fashion_mnist(void) {
     rt_free(tel);
 }
 
-int main(int argc, char **argv) {
-    RT_ASSERT(mkdtemp(tmp_dir));
-    static const TestCase tests[] = {
-        {"idx_valid", test_idx_valid},
-        {"idx_errors", test_idx_errors},
-        {"cifar10", test_cifar10},
-        {"cifar10_task", test_cifar10_task},
-        {"permutation", test_permutation},
-        {"row_convention", test_row_convention},
-        {"splits", test_splits},
-        {"permuted_task", test_permuted_task},
-        {"data_parallel_and_state", test_data_parallel_and_state},
-        {"task_errors", test_task_errors},
-        {"fashion_mnist", test_fashion_mnist},
-    };
-    int rc = th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-    fs_remove_tree(tmp_dir);
-    return rc;
-}
+static const TestCase tests[] = {
+    {"idx_valid", test_idx_valid},
+    {"idx_errors", test_idx_errors},
+    {"cifar10", test_cifar10},
+    {"cifar10_task", test_cifar10_task},
+    {"permutation", test_permutation},
+    {"row_convention", test_row_convention},
+    {"splits", test_splits},
+    {"permuted_task", test_permuted_task},
+    {"data_parallel_and_state", test_data_parallel_and_state},
+    {"task_errors", test_task_errors},
+    {"fashion_mnist", test_fashion_mnist},
+};
+
+TH_MAIN(tests)

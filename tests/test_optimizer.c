@@ -236,14 +236,13 @@ static void test_accumulation_equals_full_batch(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"decay_groups", test_decay_groups},
-        {"adamw_step_groups", test_adamw_step_groups},
-        {"rmsprop_matches_torch", test_rmsprop_matches_torch},
-        {"rmsprop_step_groups", test_rmsprop_step_groups},
-        {"clipping", test_clipping},
-        {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"decay_groups", test_decay_groups},
+    {"adamw_step_groups", test_adamw_step_groups},
+    {"rmsprop_matches_torch", test_rmsprop_matches_torch},
+    {"rmsprop_step_groups", test_rmsprop_step_groups},
+    {"clipping", test_clipping},
+    {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
+};
+
+TH_MAIN(tests)

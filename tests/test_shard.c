@@ -692,18 +692,19 @@ static void test_read_speed(void) {
     rt_free(dir);
 }
 
+static const TestCase tests[] = {
+    {"shard_roundtrip_u16", test_roundtrip_u16},
+    {"shard_roundtrip_u32", test_roundtrip_u32},
+    {"shard_empty", test_empty},
+    {"shard_atomic", test_atomic},
+    {"shard_rejections", test_rejections},
+    {"shard_locking", test_locking},
+    {"shard_offsets_beyond_4g", test_offsets_beyond_4g},
+    {"shard_threads", test_threads},
+    {"shard_read_speed", test_read_speed},
+};
+
 int main(int argc, char **argv) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* expected HDF5 failures stay quiet */
-    static const TestCase tests[] = {
-        {"shard_roundtrip_u16", test_roundtrip_u16},
-        {"shard_roundtrip_u32", test_roundtrip_u32},
-        {"shard_empty", test_empty},
-        {"shard_atomic", test_atomic},
-        {"shard_rejections", test_rejections},
-        {"shard_locking", test_locking},
-        {"shard_offsets_beyond_4g", test_offsets_beyond_4g},
-        {"shard_threads", test_threads},
-        {"shard_read_speed", test_read_speed},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+    return th_run(tests, TH_COUNT(tests), argc, argv);
 }

@@ -814,29 +814,28 @@ static void test_rmsprop(void) {
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"to_act", test_to_act},
-        {"copy", test_copy},
-        {"embedding", test_embedding},
-        {"scatter_rows", test_scatter_rows},
-        {"gate_mul", test_gate_mul},
-        {"silu_gelu", test_silu_gelu},
-        {"dropout", test_dropout},
-        {"relu_pair", test_relu_pair},
-        {"logsigmoid", test_logsigmoid},
-        {"sigmoid", test_sigmoid},
-        {"decay_gates", test_decay_gates},
-        {"mamba2_ops", test_mamba2_ops},
-        {"add_rmsnorm", test_add_rmsnorm},
-        {"rmsnorm", test_rmsnorm},
-        {"l2norm", test_l2norm},
-        {"cross_entropy", test_cross_entropy},
-        {"token_logprobs", test_token_logprobs},
-        {"sumsq", test_sumsq},
-        {"scale", test_scale},
-        {"adamw", test_adamw},
-        {"rmsprop", test_rmsprop},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"to_act", test_to_act},
+    {"copy", test_copy},
+    {"embedding", test_embedding},
+    {"scatter_rows", test_scatter_rows},
+    {"gate_mul", test_gate_mul},
+    {"silu_gelu", test_silu_gelu},
+    {"dropout", test_dropout},
+    {"relu_pair", test_relu_pair},
+    {"logsigmoid", test_logsigmoid},
+    {"sigmoid", test_sigmoid},
+    {"decay_gates", test_decay_gates},
+    {"mamba2_ops", test_mamba2_ops},
+    {"add_rmsnorm", test_add_rmsnorm},
+    {"rmsnorm", test_rmsnorm},
+    {"l2norm", test_l2norm},
+    {"cross_entropy", test_cross_entropy},
+    {"token_logprobs", test_token_logprobs},
+    {"sumsq", test_sumsq},
+    {"scale", test_scale},
+    {"adamw", test_adamw},
+    {"rmsprop", test_rmsprop},
+};
+
+GT_MAIN(tests)

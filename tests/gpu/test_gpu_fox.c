@@ -133,6 +133,4 @@ static const TestCase tests[] = {
     {"fox_long", test_fox_long},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

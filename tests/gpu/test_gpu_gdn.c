@@ -186,6 +186,4 @@ static const TestCase tests[] = {
     {"deltanet_h2_k256_v256", test_deltanet_h2_k256_v256},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

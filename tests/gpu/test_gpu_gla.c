@@ -167,6 +167,4 @@ static const TestCase tests[] = {
     {"gla_per_head", test_gla_per_head},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

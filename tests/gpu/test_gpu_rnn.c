@@ -254,14 +254,13 @@ static void test_segment_reverse(void) {
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"cscan", test_cscan},
-        {"cscan_step", test_cscan_step},
-        {"lru_weights", test_lru_weights},
-        {"orth_expm", test_orth_expm},
-        {"rotrnn_weights", test_rotrnn_weights},
-        {"segment_reverse", test_segment_reverse},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"cscan", test_cscan},
+    {"cscan_step", test_cscan_step},
+    {"lru_weights", test_lru_weights},
+    {"orth_expm", test_orth_expm},
+    {"rotrnn_weights", test_rotrnn_weights},
+    {"segment_reverse", test_segment_reverse},
+};
+
+GT_MAIN(tests)

@@ -208,14 +208,13 @@ static void test_l2_penalty(void) {
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"rnn", test_rnn},
-        {"rnn_step", test_rnn_step},
-        {"lstm", test_lstm},
-        {"lstm_step", test_lstm_step},
-        {"nnrnn_weights", test_nnrnn_weights},
-        {"l2_penalty", test_l2_penalty},
-    };
-    return gt_main(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"rnn", test_rnn},
+    {"rnn_step", test_rnn_step},
+    {"lstm", test_lstm},
+    {"lstm_step", test_lstm_step},
+    {"nnrnn_weights", test_nnrnn_weights},
+    {"l2_penalty", test_l2_penalty},
+};
+
+GT_MAIN(tests)

@@ -164,4 +164,4 @@ static const TestCase tests[] = {
     {"h16_p32", test_h16_p32}, {"h3_p2", test_h3_p2},
 };
 
-int main(int argc, char **argv) { return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv); }
+GT_MAIN(tests)

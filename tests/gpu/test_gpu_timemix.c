@@ -262,4 +262,4 @@ static const TestCase tests[] = {
     {"weightnorm", test_weightnorm},
 };
 
-int main(int argc, char **argv) { return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv); }
+GT_MAIN(tests)
