@@ -1,5 +1,7 @@
 #include "gpu_test.h"
 
+#include <stdarg.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -198,6 +200,15 @@ void gt_reset(void) {
     n_owned = 0;
     for (int i = 0; i < n_mirrors; i++) gt_gpu->seqs_release(mirrors[i]);
     n_mirrors = 0;
+}
+
+const char *gt_name(const char *fmt, ...) {
+    static char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
 }
 
 int gt_main(const TestCase *tests, int n, int argc, char **argv) {
