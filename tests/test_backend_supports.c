@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "model/model.h"
+#include "testutil.h"
 
 static OpShape asked[8];
 static int n_asked;
@@ -27,13 +28,7 @@ static Backend limited(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 64;
-    c.hidden_size = 64;
-    c.num_layers = 1;
-    c.num_heads = 2;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 64, .hidden = 64, .layers = 1, .heads = 2});
     c.head_dim = 32;
     c.pe.kind = pe;
     return c;

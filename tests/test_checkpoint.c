@@ -25,13 +25,6 @@ static char err[1024];
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static char *make_tmpdir(void) {
-    char tmpl[] = "/tmp/rotor_test_ckpt_XXXXXX";
-    char *d = mkdtemp(tmpl);
-    RT_ASSERT(d);
-    return rt_strdup(d);
-}
-
 static void write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
     RT_ASSERT(f);
@@ -184,7 +177,7 @@ static char *ini_text(const RunConfig *rc) {
 /* ------------------------------------------------------------------------------------ */
 
 static void roundtrip(const ModelConfig *cfg, const char *label) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     RunConfig rc = run_config_for(cfg, dir);
     Trainee a = trainee(cfg, 7, 42);
     json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
@@ -393,7 +386,7 @@ static void check_latest(const char *dir, const char *name) {
 }
 
 static void test_latest(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -461,7 +454,7 @@ static void test_latest(void) {
 /* A checkpoint whose file changed after it was written (bit rot, a copy cut short) fails its
  * checksum: the newest intact one is used instead. */
 static void test_checksum_fallback(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -488,7 +481,7 @@ static void test_checksum_fallback(void) {
  * slicing out of them (and the unsharded layout out of a sharded one, and back). The ranks
  * are simulated by saving one slice per call into the same temporary directory. */
 static void test_sharded_moments(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_fox_pro();
     Trainee a = trainee(&c, 4, 7); /* full moments, random */
     const Backend *be = backend_cpu();
@@ -568,7 +561,7 @@ static void list_checkpoints(const char *dir, char *out, size_t n) {
 }
 
 static void test_keep(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -656,7 +649,7 @@ static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const 
 }
 
 static void test_corrupt(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla(); /* q_proj [8, 16]: key_dim = 16 * 0.5 */
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3), x = trainee(&c, 2, 9);
@@ -755,13 +748,7 @@ static void test_corrupt(void) {
 
 /* A config with non-default values in every field config.json carries for `mixer`. */
 static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 100;
-    c.hidden_size = 64;
-    c.num_layers = 3;
-    c.num_heads = 4;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 100, .hidden = 64, .layers = 3, .heads = 4});
     c.hidden_ratio = 3.5;
     c.intermediate_size = pe_variant == 1 ? 96 : 0; /* explicit once, derived otherwise */
     c.norm_eps = 1e-5;
@@ -848,7 +835,7 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
 static void test_rmsprop_state(void) {
     ModelConfig c = tiny_fox_pro(); /* frozen temperatures: no state saved, zero state loaded */
     const Backend *be = backend_cpu();
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     RunConfig rc = run_config_for(&c, dir);
     rc.train.optimizer = OPTIMIZER_RMSPROP;
     Trainee a = trainee_of(&c, 3, 13, OPTIMIZER_RMSPROP);
@@ -886,7 +873,7 @@ static void test_rmsprop_state(void) {
     CHECK(checkpoint_load(ck, w.m, w.opt, NULL, err, sizeof err) != 0);
     CHECK_ERR("optimizer.safetensors");
     CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
-    char *dir2 = make_tmpdir();
+    char *dir2 = tu_temp_dir();
     CHECK_MSG(save_step(dir2, &w, &rc, 4, 0) == 0, "%s", err);
     char *ck2 = rt_sprintf("%s/checkpoints/step_00000004", dir2);
     CHECK(checkpoint_load(ck2, b.m, b.opt, NULL, err, sizeof err) != 0);
@@ -1196,7 +1183,7 @@ static void test_hf_errors(void) {
 /* ------------------------------------------------------------------------------------ */
 
 static void test_st_roundtrip(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     char *path = rt_sprintf("%s/t.safetensors", dir);
     float f32[6] = {1.5f, -2, 3.25f, 0, -0.0f, 1e-30f};
     double f64[4] = {1e300, -1.0 / 3.0, 0, 2};
@@ -1272,7 +1259,7 @@ static StFile *open_raw(const char *path, const char *header, size_t data) {
 }
 
 static void test_st_invalid(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     char *path = rt_sprintf("%s/bad.safetensors", dir);
     struct {
         const char *header;

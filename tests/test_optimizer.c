@@ -20,13 +20,7 @@ static TrainConfig recipe(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 19;
-    c.hidden_size = 16;
-    c.num_layers = 1;
-    c.num_heads = 2;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 19, .hidden = 16, .layers = 1, .heads = 2});
     c.head_dim = 8;
     c.intermediate_size = 32;
     c.pe.kind = pe;
