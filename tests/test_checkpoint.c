@@ -163,15 +163,6 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     return memcmp(a, b, sizeof(*a)) == 0;
 }
 
-static char *ini_text(const RunConfig *rc) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    run_config_write_ini(rc, f);
-    fclose(f);
-    return text;
-}
-
 /* ------------------------------------------------------------------------------------ */
 /* Save / load round trips                                                              */
 /* ------------------------------------------------------------------------------------ */
@@ -251,7 +242,7 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     /* The run config and config.json. */
     RunConfig rc2;
     CHECK_MSG(checkpoint_read_config(path, &rc2, err, sizeof err) == 0, "%s: %s", label, err);
-    char *ia = ini_text(&rc), *ib = ini_text(&rc2);
+    char *ia = tu_ini_text(&rc), *ib = tu_ini_text(&rc2);
     CHECK_MSG(!strcmp(ia, ib), "%s: rotor.ini does not round trip", label);
     char *cpath = rt_sprintf("%s/config.json", path);
     json_t *cj = json_load_file(cpath, 0, NULL);

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -119,4 +120,13 @@ ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
     c.pe.phi_rank = 3;
     c.bos_id = 1;
     return c;
+}
+
+char *tu_ini_text(const RunConfig *c) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    run_config_write_ini(c, f);
+    fclose(f);
+    return text;
 }

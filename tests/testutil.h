@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "config/run_config.h"
 #include "cpu/real.h"
 #include "model/model_config.h"
 #include "util/rng.h"
@@ -48,6 +49,9 @@ ModelConfig tu_model(MixerKind mixer, TuModelSize z);
 /* The tests' tiny model of `mixer`: vocabulary 13, hidden 16, 2 heads, MLP 24, GDN head 8,
  * state 6 (RotRNN 8), gate rank 4, phi rank 3, init_std 0.3 (larger than 0.02 so that every path carries signal). */
 ModelConfig tu_tiny_model(MixerKind mixer, int num_layers);
+
+/* c written as INI into a heap string (free()). */
+char *tu_ini_text(const RunConfig *c);
 
 /* sum_i w[i] * y[i] in double (the probe loss of op-level gradient checks). */
 double tu_dot(const real *w, const real *y, int64_t n);
