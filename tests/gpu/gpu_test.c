@@ -111,17 +111,15 @@ void *gt_act(const float *host, int64_t n) {
     return d;
 }
 
-void *gt_f32(const float *host, int64_t n) {
-    void *d = dev_alloc(sizeof(float) * (size_t)n);
-    gt_gpu->upload(d, host, sizeof(float) * (size_t)n);
+static void *upload(const void *host, size_t bytes) {
+    void *d = dev_alloc(bytes);
+    gt_gpu->upload(d, host, bytes);
     return d;
 }
 
-int32_t *gt_i32(const int32_t *host, int64_t n) {
-    void *d = dev_alloc(sizeof(int32_t) * (size_t)n);
-    gt_gpu->upload(d, host, sizeof(int32_t) * (size_t)n);
-    return d;
-}
+void *gt_f32(const float *host, int64_t n) { return upload(host, sizeof(float) * (size_t)n); }
+
+int32_t *gt_i32(const int32_t *host, int64_t n) { return upload(host, sizeof(int32_t) * (size_t)n); }
 
 float *gt_get_act(const void *dev, int64_t n) {
     uint16_t *b = rt_malloc(2 * (size_t)(n ? n : 1));
