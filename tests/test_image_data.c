@@ -424,14 +424,20 @@ static void next_ids(DataSource *ds, int B, int *ids) {
     }
 }
 
-static void test_splits(void) {
-    write_task_files();
-    RunConfig rc;
+/* The task's files written and its config loaded with `extra` [task] lines; 0 after failing
+ * the test when the config is refused. */
+static int task_config(RunConfig *rc, const char *extra) {
     char err[2048];
-    if (load_task_config(&rc, "", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
+    write_task_files();
+    if (load_task_config(rc, extra, NULL, err, sizeof err) == 0) return 1;
+    CHECK_MSG(0, "%s", err);
+    return 0;
+}
+
+static void test_splits(void) {
+    RunConfig rc;
+    if (!task_config(&rc, "")) return;
+    char err[2048];
     CHECK_MSG(rc.train.seq_len == TPIX && rc.model.vocab_size == 256,
               "seq_len %d, vocab %d: should follow the task", rc.train.seq_len,
               rc.model.vocab_size);
@@ -478,14 +484,9 @@ static void test_splits(void) {
 }
 
 static void test_permuted_task(void) {
-    write_task_files();
     RunConfig plain, perm;
+    if (!task_config(&plain, "") || !task_config(&perm, "permute = true\npermute_seed = 5\n")) return;
     char err[2048];
-    if (load_task_config(&plain, "", NULL, err, sizeof err) ||
-        load_task_config(&perm, "permute = true\npermute_seed = 5\n", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
     int32_t order[TPIX], a[TPIX * 2], b[TPIX * 2], la[TPIX * 2], lb[TPIX * 2];
     image_pixel_order(TPIX, 1, 5, order);
     for (int split = SPLIT_VAL; split <= SPLIT_TEST; split++) {
@@ -506,13 +507,9 @@ static void test_permuted_task(void) {
 }
 
 static void test_data_parallel_and_state(void) {
-    write_task_files();
     RunConfig rc;
+    if (!task_config(&rc, "")) return;
     char err[2048];
-    if (load_task_config(&rc, "", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
     enum { B = 4, STEPS = 12 }; /* 12 steps of 8 rows: past two epochs of 32 */
     DataSource *one = open_split(&rc, SPLIT_TRAIN, 0, 1), *r0 = open_split(&rc, SPLIT_TRAIN, 0, 2),
                *r1 = open_split(&rc, SPLIT_TRAIN, 1, 2);
