@@ -18,6 +18,23 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# py [ARG...] <<'PY': python3 on the script, with out ($out), metrics(RUN) (a run's metrics by
+# step) and same_steps(A, B, FIRST, KEYS, VAL_KEYS) (run B logged exactly steps FIRST-30, each
+# as run A's in KEYS, and in VAL_KEYS where A validated) defined
+py() {
+  /usr/bin/python3 -c "import json, sys
+out = sys.argv[1]
+def metrics(run):
+    return {j['step']: j for j in map(json.loads, open(f'{out}/{run}/metrics.jsonl'))}
+def same_steps(a, b, first, keys, val_keys):
+    a, b = metrics(a), metrics(b)
+    assert sorted(b) == list(range(first, 31)), sorted(b)
+    for s in b:
+        for k in keys + (val_keys if 'val_loss' in a[s] else ()):
+            assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+    return a
+$(cat)" "$out" "$@"
+}
 /usr/bin/python3 - "$out/text.txt" <<'PY'
 import random, sys
 random.seed(3)
@@ -72,16 +89,9 @@ resume() { # resume FROM STEP NAME ARGS...: run NAME from a copy of FROM's check
 }
 run a
 resume a 15 b
-/usr/bin/python3 - "$out" <<'PY'
-import json, struct, sys
-out = sys.argv[1]
-def metrics(run):
-    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
-a, b = metrics("a"), metrics("b")
-assert sorted(b) == list(range(16, 31)), sorted(b)
-for s in b:
-    for k in ("loss", "grad_norm", "lr") + (("val_loss", "val_bpc") if "val_loss" in a[s] else ()):
-        assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+py <<'PY'
+import struct
+same_steps("a", "b", 16, ("loss", "grad_norm", "lr"), ("val_loss", "val_bpc"))
 f = open(f"{out}/a/checkpoints/step_00000015/carry_state.safetensors", "rb").read()
 n = struct.unpack("<Q", f[:8])[0]
 head = json.loads(f[8:8 + n])
@@ -102,16 +112,8 @@ done
 # train.plateau_factor = 0.5 at a learning rate high enough for validations to get worse
 run p --set train.lr=0.3 --set train.checkpoint_every=10
 resume p 20 p-b --set train.lr=0.3 --set train.checkpoint_every=10
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-def metrics(run):
-    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
-a, b = metrics("p"), metrics("p-b")
-assert sorted(b) == list(range(21, 31)), sorted(b)
-for s in range(21, 31):
-    for k in ("loss", "lr") + (("val_loss",) if "val_loss" in a[s] else ()):
-        assert a[s][k] == b[s][k], (s, k, a[s][k], b[s][k])
+py <<'PY'
+a = same_steps("p", "p-b", 21, ("loss", "lr"), ("val_loss",))
 best, halved = None, []
 for s in range(5, 30, 5):
     v = a[s]["val_loss"]
@@ -125,11 +127,9 @@ PY
 # at learning rate 1e-30 (no weight changes in fp32) no validation improves on the first: every
 # later one halves the factor
 run z --set train.lr=1e-30 --set train.steps=20
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
+py <<'PY'
 st = json.load(open(f"{out}/z/checkpoints/step_00000020/trainer_state.json"))["plateau"]
-m = {j["step"]: j for j in map(json.loads, open(f"{out}/z/metrics.jsonl"))}
+m = metrics("z")
 assert st["lr_scale"] == 0.125 and abs(st["best_val_loss"] - m[5]["val_loss"]) < 1e-7, (st, m[5]["val_loss"])
 PY
 [ "$(grep -c 'is not below the best' "$out/z.log")" = 3 ] || fail "lr 1e-30: not 3 halvings in the log"
@@ -138,11 +138,7 @@ launch=(mpirun --oversubscribe --bind-to none -np 2)
 run two --set train.grad_accum=1
 resume a 15 two-b --set train.grad_accum=1 # the 1-rank checkpoint on 2 ranks
 launch=()
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-def metrics(run):
-    return {j["step"]: j for j in map(json.loads, open(f"{out}/{run}/metrics.jsonl"))}
+py <<'PY'
 a = metrics("a")
 for run, first in (("two", 1), ("two-b", 16)):
     m = metrics(run)
@@ -154,9 +150,7 @@ PY
 
 "$rotor" synth "$out/c.ini" --set run.dir="$out/s" --set train.steps=10 --set train.keep_best=val_loss >"$out/s.log" 2>&1 || { cat "$out/s.log"; fail "synth"; }
 grep -q "^chars valid: .*(carried states)" "$out/s.log" || fail "synth did not score with carried states"
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
+py <<'PY'
 res = json.load(open(f"{out}/s/synth_results.json"))
 m, best = res["metrics"], res["best"]
 # the best validation's checkpoint is scored too: its valid score is the validation that chose it
@@ -165,7 +159,7 @@ n = len(open(f"{out}/text.txt").read())
 valid, test = int(n * 0.05), int(n * 0.05)
 assert m["valid"]["characters"] == valid - 1 and m["test"]["characters"] == test - 1, (m["valid"], m["test"], n)
 assert m["valid"]["streams"] == 4 and m["test"]["streams"] == 4
-val = {j["step"]: j for j in map(json.loads, open(f"{out}/s/metrics.jsonl"))}[10]["val_loss"]
+val = metrics("s")[10]["val_loss"]
 assert abs(val - m["valid"]["loss"]) < 1e-5, (val, m["valid"]["loss"])
 print(f"synth: valid {m['valid']['bpc']:.3f} / test {m['test']['bpc']:.3f} bits per character over 4 streams")
 PY

@@ -36,10 +36,14 @@ assert worst <= rtol, f"losses differ by {worst:.3g} (> {rtol})"
 print(f"    steps {steps[0]}-{steps[-1]}: losses agree to {worst:.2g}")
 PY
 }
-run() { # run NAME NP ARGS...: rotor train with NP ranks (0 = no mpirun)
+launch() { # launch NP ARGS...: rotor train with NP ranks (0 = no mpirun), as one process
+  local np=$1; shift
+  if [ "$np" = 0 ]; then exec "$rotor" train "$cfg" "${common[@]}" "$@"
+  else exec "${mpi[@]}" -np "$np" "$rotor" train "$cfg" "${common[@]}" "$@"; fi
+}
+run() { # run NAME NP ARGS...: launch into $out/NAME, logged to NAME.log
   local name=$1 np=$2; shift 2
-  if [ "$np" = 0 ]; then "$rotor" train "$cfg" "${common[@]}" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1
-  else "${mpi[@]}" -np "$np" "$rotor" train "$cfg" "${common[@]}" --set run.dir="$out/$name" "$@" >"$out/$name.log" 2>&1; fi
+  (launch "$np" --set run.dir="$out/$name" "$@") >"$out/$name.log" 2>&1
 }
 
 echo "data parallel equivalence (global batch 12 rows)"
@@ -85,43 +89,48 @@ wait_for_step() { # wait_for_step DIR N: until metrics.jsonl has N lines (max 60
 }
 long=(--set train.steps=400 --set train.checkpoint_every=0 --set train.val_every=0 --set train.seq_len=128)
 
-echo "SIGTERM: checkpoint, exit 0, resume = uninterrupted"
-run straight 0 "${long[@]}" || fail "uninterrupted run"
-"$rotor" train "$cfg" "${common[@]}" "${long[@]}" --set run.dir="$out/term" >"$out/term.log" 2>&1 &
-pid=$!
-wait_for_step "$out/term" 20 || fail "run did not start"
-kill -TERM $pid
-wait $pid; status=$?
-[ $status = 0 ] || fail "SIGTERM: exit status $status"
-grep -q "stopped by a signal after step" "$out/term.log" || fail "SIGTERM: no stop message"
-stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$out/term.log")
-[ -n "$stopped" ] && [ "$stopped" -lt 400 ] || fail "SIGTERM did not stop early (step $stopped)"
-run term 0 "${long[@]}" --resume auto || fail "resume after SIGTERM"
-compare "$out/straight" "$out/term" 1 0 || fail "SIGTERM resume differs"
+# stop_and_resume NAME NP SIGNAL RTOL OPTION...: the long run NAME with NP ranks, sent SIGNAL
+# after step 20, stops early with a message and exit status 0; resumed, its losses are those of
+# the uninterrupted run NAME-straight (to RTOL)
+stop_and_resume() {
+  local name=$1 np=$2 sig=$3 rtol=$4 status stopped
+  shift 4
+  run "$name-straight" "$np" "${long[@]}" "$@" || fail "$name: uninterrupted run"
+  launch "$np" "${long[@]}" "$@" --set run.dir="$out/$name" >"$out/$name.log" 2>&1 &
+  pid=$!
+  wait_for_step "$out/$name" 20 || fail "$name: run did not start"
+  kill -"$sig" $pid
+  wait $pid; status=$?
+  [ $status = 0 ] || fail "$sig: exit status $status"
+  stopped=$(sed -n 's/.*stopped by a signal after step \([0-9]*\).*/\1/p' "$out/$name.log")
+  [ -n "$stopped" ] && [ "$stopped" -lt 400 ] || fail "$sig did not stop early (step $stopped)"
+  run "$name" "$np" "${long[@]}" "$@" --resume auto || fail "resume after $sig"
+  compare "$out/$name-straight" "$out/$name" 1 "$rtol" || fail "$sig resume differs"
+}
 
+echo "SIGTERM: checkpoint, exit 0, resume = uninterrupted"
+stop_and_resume term 0 TERM 0
 echo "SIGUSR1 through mpirun (2 ranks)"
-run straight2 2 "${long[@]}" --set train.micro_batch=4 || fail "uninterrupted 2-rank run"
-"${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" "${long[@]}" --set train.micro_batch=4 --set run.dir="$out/usr1" >"$out/usr1.log" 2>&1 &
-pid=$!
-wait_for_step "$out/usr1" 20 || fail "2-rank run did not start"
-kill -USR1 $pid
-wait $pid; status=$?
-[ $status = 0 ] || fail "SIGUSR1: mpirun exit status $status"
-grep -q "stopped by a signal" "$out/usr1.log" || fail "SIGUSR1: no stop message"
-run usr1 2 "${long[@]}" --set train.micro_batch=4 --resume auto || fail "resume after SIGUSR1"
-compare "$out/straight2" "$out/usr1" 1 1e-6 || fail "SIGUSR1 resume differs"
+stop_and_resume usr1 2 USR1 1e-6 --set train.micro_batch=4
 
 echo "SIGKILL of one rank ends the job"
+# job_fails WHAT PIDS...: the job $pid (started at $start) ends within 60 s with a non-zero
+# status (else the PIDS are killed); sets $status
+job_fails() {
+  local what=$1; shift
+  for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then fail "job still running 60 s after $what"; kill -KILL "$@"; fi
+  wait $pid; status=$?
+  [ $status != 0 ] || fail "$what: exit status 0"
+  echo "    ended with status $status after $(( $(date +%s) - start )) s"
+}
+
 "${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" --set train.steps=100000 --set run.dir="$out/kill" >"$out/kill.log" 2>&1 &
 pid=$!
 wait_for_step "$out/kill" 5 || fail "run did not start"
 kill -KILL "$(pgrep -P $pid | tail -1)"
 start=$(date +%s)
-for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then fail "job still running 60 s after SIGKILL"; kill -KILL $pid; fi
-wait $pid; status=$?
-[ $status != 0 ] || fail "SIGKILL: exit status 0"
-echo "    ended with status $status after $(( $(date +%s) - start )) s"
+job_fails SIGKILL $pid
 
 echo "a hanging rank: the others exit after run.collective_timeout"
 "${mpi[@]}" -np 2 "$rotor" train "$cfg" "${common[@]}" --set train.steps=100000 --set run.collective_timeout=5 \
@@ -131,12 +140,8 @@ wait_for_step "$out/hang" 5 || fail "run did not start"
 victim=$(pgrep -P $pid | tail -1)
 kill -STOP "$victim"
 start=$(date +%s)
-for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then fail "job still running 60 s after a rank stopped"; kill -KILL $pid "$victim"; fi
-wait $pid; status=$?
-[ $status != 0 ] || fail "hang: exit status 0"
+job_fails "a rank stopped" $pid "$victim"
 grep -q "another rank has died or hangs" "$out/hang.log" || fail "hang: no watchdog message"
-echo "    ended with status $status after $(( $(date +%s) - start )) s"
 kill -KILL "$victim" 2>/dev/null
 
 [ $fails = 0 ] && echo "all distributed checks passed"

@@ -8,23 +8,10 @@
 #  - a missing or malformed task file is an error naming the file, line and field.
 set -uo pipefail
 rotor=$1
-here=$(cd "$(dirname "$0")" && pwd)
-shared=$here/../../shared/data
-if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then echo "skipped: ../shared/data not found"; exit 77; fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
-tok=$shared/tokenizer/mistral-7b-v0.1.model
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/text_ckpt_lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-"$rotor" data tokenize --tokenizer "$tok" --out "$out/shards" --text-docs paragraph --val-fraction 0.02 \
-  "$shared/text/tinyshakespeare.txt" >/dev/null || fail "tokenize"
-"$rotor" train "$here/../configs/tiny/fox-selective.ini" --set run.dir="$out/run" --set model.vocab_size=32000 \
-  --set model.doc_mask=true --set data.train="$out/shards/train" --set data.val="$out/shards/val" \
-  --set data.tokenizer="$tok" --set train.steps=60 --set train.val_every=0 --set train.seq_len=256 \
-  >"$out/train.log" || fail "train"
-ckpt=$out/run/checkpoints/step_00000060
+train_ckpt fox-selective.ini 60 --set train.seq_len=256
 
 "$rotor" eval --ckpt "$ckpt" --tasks all --data-dir "$shared/eval" --limit 12 --batch 5 \
   --out "$out/results.json" --log-samples "$out/samples.jsonl" >"$out/eval.log" 2>"$out/eval.err" || fail "eval"
@@ -75,5 +62,4 @@ msg=$("$rotor" eval --ckpt "$ckpt" --tasks arc_easy --data-dir "$out/bad" 2>&1 >
 grep -q 'arc_easy.jsonl' <<<"$msg" || fail "missing task file: $msg"
 msg=$("$rotor" eval --ckpt "$ckpt" --tasks piqa,hellaswg --data-dir "$shared/eval" 2>&1 >/dev/null)
 grep -q 'hellaswg' <<<"$msg" || fail "unknown task: $msg"
-[ $fails = 0 ] && echo "all eval checks passed"
-exit $((fails != 0))
+finish eval

@@ -12,23 +12,9 @@
 #  - bad arguments exit with status 1 and a message naming the problem.
 set -uo pipefail
 rotor=$1
-here=$(cd "$(dirname "$0")" && pwd)
-shared=$here/../../shared/data
-if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then echo "skipped: ../shared/data not found"; exit 77; fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-export OMP_WAIT_POLICY=passive
-tok=$shared/tokenizer/mistral-7b-v0.1.model
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/text_ckpt_lib.sh"
 
-"$rotor" data tokenize --tokenizer "$tok" --out "$out/shards" --text-docs paragraph --val-fraction 0.02 \
-  "$shared/text/tinyshakespeare.txt" >/dev/null || fail "tokenize"
-"$rotor" train "$here/../configs/tiny/gla-selective.ini" --set run.dir="$out/run" --set model.vocab_size=32000 \
-  --set model.doc_mask=true --set data.train="$out/shards/train" --set data.val="$out/shards/val" \
-  --set data.tokenizer="$tok" --set train.steps=40 --set train.val_every=0 --set train.seq_len=64 \
-  --set train.lr=1e-2 >"$out/train.log" || fail "train"
-ckpt=$out/run/checkpoints/step_00000040
+train_ckpt gla-selective.ini 40 --set train.seq_len=64 --set train.lr=1e-2
 
 # gen NAME ARGS...: stdout to $out/NAME.txt; a failure is reported with its message
 gen() {
@@ -158,5 +144,4 @@ expect_error "none.jsonl: no prompts in the file" --ckpt "$ckpt" --prompts "$out
 expect_error "--prompts $out/absent.jsonl: No such file" --ckpt "$ckpt" --prompts "$out/absent.jsonl"
 "$rotor" generate --help | grep -q -- "--top-p P" || fail "rotor generate --help"
 "$rotor" --help | grep -q "generate --ckpt DIR" || fail "rotor --help does not list generate"
-[ $fails = 0 ] && echo "all generate checks passed"
-exit $((fails != 0))
+finish generate

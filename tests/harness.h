@@ -55,8 +55,30 @@ typedef struct {
     void (*fn)(void);
 } TestCase;
 
+/* A temporary directory of the test program, made on first use and removed when the tests
+ * have run. */
+const char *th_tmp_dir(void);
+
+/* A row of a table-driven test: run(arg). */
+typedef struct {
+    const char *name;
+    void (*run)(const void *arg);
+    const void *arg;
+} TestRow;
+
+/* The row that runs test t (which must outlive it). */
+TestRow th_row(const TestCase *t);
+
 /* Runs the tests whose name contains the filter argv[1] (all if absent); returns 1 if a
  * test failed, else 77 if one was skipped, else 0. */
 int th_run(const TestCase *tests, int n, int argc, char **argv);
+int th_run_rows(const TestRow *rows, int n, int argc, char **argv);
+
+/* The number of entries of a test table (an array). */
+#define TH_COUNT(tests) ((int)(sizeof(tests) / sizeof((tests)[0])))
+
+/* main() of a test program that runs the table `tests`. */
+#define TH_MAIN(tests) \
+    int main(int argc, char **argv) { return th_run(tests, TH_COUNT(tests), argc, argv); }
 
 #endif

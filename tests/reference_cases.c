@@ -12,6 +12,7 @@
 #include "model/hf_config.h"
 #include "cpu/real.h"
 #include "model/model.h"
+#include "testutil.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/rng.h"
@@ -164,13 +165,8 @@ int main(int argc, char **argv) {
     for (int mixer = 0; mixer < N_MIXERS; mixer++)
         for (int option = 0; option < 2; option++)
             for (int k = 0; k < N_PE_VARIANTS; k++) {
-                ModelConfig c;
-                model_config_defaults(&c);
-                c.mixer = (MixerKind)mixer;
-                c.vocab_size = 37;
-                c.hidden_size = 32;
-                c.num_layers = 2;
-                c.num_heads = 2;
+                ModelConfig c =
+                    tu_model((MixerKind)mixer, (TuModelSize){.vocab = 37, .hidden = 32, .layers = 2, .heads = 2});
                 c.head_dim = 16;
                 c.state_size = 8; /* Mamba2: 32 x 2 / 16 = 4 heads */
                 c.gate_low_rank_dim = 8;

@@ -23,8 +23,6 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-static char tmp_dir[] = "/tmp/rotor_test_aan_XXXXXX";
-
 enum { T = 24, PAIRS = 6 };
 
 static void write_text(const char *path, const char *text) {
@@ -42,7 +40,7 @@ static char *pair_line(int i, const char *split) {
 }
 
 static char *write_dir(const char *name) {
-    char *dir = rt_sprintf("%s/%s", tmp_dir, name);
+    char *dir = rt_sprintf("%s/%s", th_tmp_dir(), name);
     fs_mkdirs(dir);
     static const char *const SPLITS[] = {"train", "eval", "test"};
     for (int s = 0; s < 3; s++) {
@@ -170,7 +168,7 @@ static void test_rows_and_order(void) {
  * s[:10000]). */
 static void test_long_document(void) {
     size_t n = 10050;
-    char *text = rt_malloc(n + 64), *path = rt_sprintf("%s/long.tsv", tmp_dir);
+    char *text = rt_malloc(n + 64), *path = rt_sprintf("%s/long.tsv", th_tmp_dir());
     int at = snprintf(text, 64, "1\ta\tb\tx\t");
     memset(text + at, 'y', n);
     strcpy(text + at + n, "\n");
@@ -277,15 +275,11 @@ static void test_pair_scoring(void) {
     rt_free(dir);
 }
 
-int main(int argc, char **argv) {
-    RT_ASSERT(mkdtemp(tmp_dir));
-    static const TestCase tests[] = {
-        {"rows_and_order", test_rows_and_order},
-        {"long_document", test_long_document},
-        {"errors", test_errors},
-        {"pair_scoring", test_pair_scoring},
-    };
-    int rc = th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-    fs_remove_tree(tmp_dir);
-    return rc;
-}
+static const TestCase tests[] = {
+    {"rows_and_order", test_rows_and_order},
+    {"long_document", test_long_document},
+    {"errors", test_errors},
+    {"pair_scoring", test_pair_scoring},
+};
+
+TH_MAIN(tests)

@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "model/model.h"
+#include "testutil.h"
 
 static OpShape asked[8];
 static int n_asked;
@@ -27,13 +28,7 @@ static Backend limited(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 64;
-    c.hidden_size = 64;
-    c.num_layers = 1;
-    c.num_heads = 2;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 64, .hidden = 64, .layers = 1, .heads = 2});
     c.head_dim = 32;
     c.pe.kind = pe;
     return c;
@@ -125,11 +120,10 @@ static void test_cpu_takes_any_shape(void) {
     model_free(m);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"asks_for_each_op", test_asks_for_each_op},
-        {"refuses_naming_the_keys", test_refuses_naming_the_keys},
-        {"cpu_takes_any_shape", test_cpu_takes_any_shape},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"asks_for_each_op", test_asks_for_each_op},
+    {"refuses_naming_the_keys", test_refuses_naming_the_keys},
+    {"cpu_takes_any_shape", test_cpu_takes_any_shape},
+};
+
+TH_MAIN(tests)

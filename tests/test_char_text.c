@@ -355,14 +355,13 @@ static void test_tinyshakespeare(void) {
     char_text_free(t);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"ptb_format", test_ptb_format},
-        {"raw_cut", test_raw_cut},
-        {"rows", test_rows},
-        {"task_source", test_task_source},
-        {"streams", test_streams},
-        {"tinyshakespeare", test_tinyshakespeare},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"ptb_format", test_ptb_format},
+    {"raw_cut", test_raw_cut},
+    {"rows", test_rows},
+    {"task_source", test_task_source},
+    {"streams", test_streams},
+    {"tinyshakespeare", test_tinyshakespeare},
+};
+
+TH_MAIN(tests)

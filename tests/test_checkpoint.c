@@ -25,13 +25,6 @@ static char err[1024];
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static char *make_tmpdir(void) {
-    char tmpl[] = "/tmp/rotor_test_ckpt_XXXXXX";
-    char *d = mkdtemp(tmpl);
-    RT_ASSERT(d);
-    return rt_strdup(d);
-}
-
 static void write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
     RT_ASSERT(f);
@@ -170,21 +163,12 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     return memcmp(a, b, sizeof(*a)) == 0;
 }
 
-static char *ini_text(const RunConfig *rc) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    run_config_write_ini(rc, f);
-    fclose(f);
-    return text;
-}
-
 /* ------------------------------------------------------------------------------------ */
 /* Save / load round trips                                                              */
 /* ------------------------------------------------------------------------------------ */
 
 static void roundtrip(const ModelConfig *cfg, const char *label) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     RunConfig rc = run_config_for(cfg, dir);
     Trainee a = trainee(cfg, 7, 42);
     json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
@@ -258,7 +242,7 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     /* The run config and config.json. */
     RunConfig rc2;
     CHECK_MSG(checkpoint_read_config(path, &rc2, err, sizeof err) == 0, "%s: %s", label, err);
-    char *ia = ini_text(&rc), *ib = ini_text(&rc2);
+    char *ia = tu_ini_text(&rc), *ib = tu_ini_text(&rc2);
     CHECK_MSG(!strcmp(ia, ib), "%s: rotor.ini does not round trip", label);
     char *cpath = rt_sprintf("%s/config.json", path);
     json_t *cj = json_load_file(cpath, 0, NULL);
@@ -393,7 +377,7 @@ static void check_latest(const char *dir, const char *name) {
 }
 
 static void test_latest(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -461,7 +445,7 @@ static void test_latest(void) {
 /* A checkpoint whose file changed after it was written (bit rot, a copy cut short) fails its
  * checksum: the newest intact one is used instead. */
 static void test_checksum_fallback(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -488,7 +472,7 @@ static void test_checksum_fallback(void) {
  * slicing out of them (and the unsharded layout out of a sharded one, and back). The ranks
  * are simulated by saving one slice per call into the same temporary directory. */
 static void test_sharded_moments(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_fox_pro();
     Trainee a = trainee(&c, 4, 7); /* full moments, random */
     const Backend *be = backend_cpu();
@@ -568,7 +552,7 @@ static void list_checkpoints(const char *dir, char *out, size_t n) {
 }
 
 static void test_keep(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla();
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3);
@@ -656,7 +640,7 @@ static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const 
 }
 
 static void test_corrupt(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     ModelConfig c = tiny_gla(); /* q_proj [8, 16]: key_dim = 16 * 0.5 */
     RunConfig rc = run_config_for(&c, dir);
     Trainee a = trainee(&c, 1, 3), x = trainee(&c, 2, 9);
@@ -755,13 +739,7 @@ static void test_corrupt(void) {
 
 /* A config with non-default values in every field config.json carries for `mixer`. */
 static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 100;
-    c.hidden_size = 64;
-    c.num_layers = 3;
-    c.num_heads = 4;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 100, .hidden = 64, .layers = 3, .heads = 4});
     c.hidden_ratio = 3.5;
     c.intermediate_size = pe_variant == 1 ? 96 : 0; /* explicit once, derived otherwise */
     c.norm_eps = 1e-5;
@@ -848,7 +826,7 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
 static void test_rmsprop_state(void) {
     ModelConfig c = tiny_fox_pro(); /* frozen temperatures: no state saved, zero state loaded */
     const Backend *be = backend_cpu();
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     RunConfig rc = run_config_for(&c, dir);
     rc.train.optimizer = OPTIMIZER_RMSPROP;
     Trainee a = trainee_of(&c, 3, 13, OPTIMIZER_RMSPROP);
@@ -886,7 +864,7 @@ static void test_rmsprop_state(void) {
     CHECK(checkpoint_load(ck, w.m, w.opt, NULL, err, sizeof err) != 0);
     CHECK_ERR("optimizer.safetensors");
     CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
-    char *dir2 = make_tmpdir();
+    char *dir2 = tu_temp_dir();
     CHECK_MSG(save_step(dir2, &w, &rc, 4, 0) == 0, "%s", err);
     char *ck2 = rt_sprintf("%s/checkpoints/step_00000004", dir2);
     CHECK(checkpoint_load(ck2, b.m, b.opt, NULL, err, sizeof err) != 0);
@@ -1196,7 +1174,7 @@ static void test_hf_errors(void) {
 /* ------------------------------------------------------------------------------------ */
 
 static void test_st_roundtrip(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     char *path = rt_sprintf("%s/t.safetensors", dir);
     float f32[6] = {1.5f, -2, 3.25f, 0, -0.0f, 1e-30f};
     double f64[4] = {1e300, -1.0 / 3.0, 0, 2};
@@ -1272,7 +1250,7 @@ static StFile *open_raw(const char *path, const char *header, size_t data) {
 }
 
 static void test_st_invalid(void) {
-    char *dir = make_tmpdir();
+    char *dir = tu_temp_dir();
     char *path = rt_sprintf("%s/bad.safetensors", dir);
     struct {
         const char *header;
@@ -1331,25 +1309,24 @@ static void test_st_invalid(void) {
     rt_free(dir);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"checkpoint_roundtrip_gla", test_roundtrip_gla},
-        {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
-        {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
-        {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
-        {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
-        {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
-        {"checkpoint_roundtrip_heads", test_roundtrip_heads},
-        {"checkpoint_latest", test_latest},
-        {"checkpoint_keep", test_keep},
-        {"checkpoint_corrupt", test_corrupt},
-        {"checkpoint_checksum_fallback", test_checksum_fallback},
-        {"checkpoint_sharded_moments", test_sharded_moments},
-        {"checkpoint_rmsprop_state", test_rmsprop_state},
-        {"hf_config_roundtrip", test_hf_roundtrip},
-        {"hf_config_errors", test_hf_errors},
-        {"safetensors_roundtrip", test_st_roundtrip},
-        {"safetensors_invalid", test_st_invalid},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"checkpoint_roundtrip_gla", test_roundtrip_gla},
+    {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
+    {"checkpoint_roundtrip_fox_pro", test_roundtrip_fox_pro},
+    {"checkpoint_roundtrip_transformer", test_roundtrip_transformer},
+    {"checkpoint_roundtrip_deltanet", test_roundtrip_deltanet},
+    {"checkpoint_roundtrip_mamba2", test_roundtrip_mamba2},
+    {"checkpoint_roundtrip_heads", test_roundtrip_heads},
+    {"checkpoint_latest", test_latest},
+    {"checkpoint_keep", test_keep},
+    {"checkpoint_corrupt", test_corrupt},
+    {"checkpoint_checksum_fallback", test_checksum_fallback},
+    {"checkpoint_sharded_moments", test_sharded_moments},
+    {"checkpoint_rmsprop_state", test_rmsprop_state},
+    {"hf_config_roundtrip", test_hf_roundtrip},
+    {"hf_config_errors", test_hf_errors},
+    {"safetensors_roundtrip", test_st_roundtrip},
+    {"safetensors_invalid", test_st_invalid},
+};
+
+TH_MAIN(tests)

@@ -3,6 +3,7 @@
  * temp_theta default, and the write_ini -> load round trip. */
 #include "config/run_config.h"
 #include "harness.h"
+#include "testutil.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -324,18 +325,8 @@ static void test_keep_best_default(void) {
     expect_error("[data]\ntrain = x\n", "train.keep_best=accuracy", "train.keep_best = 'accuracy'", NULL);
 }
 
-/* Writes c as INI into a heap string. */
-static char *ini_text(const RunConfig *c) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    run_config_write_ini(c, f);
-    fclose(f);
-    return buf;
-}
-
 static void round_trip(const RunConfig *c) {
-    char *text = ini_text(c);
+    char *text = tu_ini_text(c);
     RunConfig back;
     memset(&back, 0xAB, sizeof back); /* load must not depend on the destination's contents */
     int rc = run_config_load_string(&back, text, "rotor.ini", NULL, 0, err, sizeof err);
@@ -365,7 +356,7 @@ static void test_round_trip(void) {
     round_trip(&c);
 
     /* Every key the family and task read, canonical spelling; no other family's or task's. */
-    char *text = ini_text(&c);
+    char *text = tu_ini_text(&c);
     const char *expect[] = {"[model]\ntype = gla\n", "[pe]\ntype = nope\n", "[train]\nseq_len = 2048\n",
                             "[data]\ntrain = t.bin\nval =\ntokenizer =\nprefetch = 4\n", "[run]\ndir = runs/default\n",
                             "\nlr = 0.001\n", "\ntemp_theta = 500000\n", "\nshort_conv = true\n",
@@ -450,23 +441,22 @@ static void test_help(void) {
     free(buf);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"defaults", test_defaults},
-        {"full_file", test_full_file},
-        {"set_overrides", test_set_overrides},
-        {"unknown_key", test_unknown_key},
-        {"unknown_section", test_unknown_section},
-        {"wrong_types", test_wrong_types},
-        {"cross_key_validation", test_cross_key_validation},
-        {"duplicate_key", test_duplicate_key},
-        {"impossible_shapes", test_impossible_shapes},
-        {"temp_theta_default", test_temp_theta_default},
-        {"keep_best_default", test_keep_best_default},
-        {"round_trip", test_round_trip},
-        {"key_scopes", test_key_scopes},
-        {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
-        {"help", test_help},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"defaults", test_defaults},
+    {"full_file", test_full_file},
+    {"set_overrides", test_set_overrides},
+    {"unknown_key", test_unknown_key},
+    {"unknown_section", test_unknown_section},
+    {"wrong_types", test_wrong_types},
+    {"cross_key_validation", test_cross_key_validation},
+    {"duplicate_key", test_duplicate_key},
+    {"impossible_shapes", test_impossible_shapes},
+    {"temp_theta_default", test_temp_theta_default},
+    {"keep_best_default", test_keep_best_default},
+    {"round_trip", test_round_trip},
+    {"key_scopes", test_key_scopes},
+    {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
+    {"help", test_help},
+};
+
+TH_MAIN(tests)

@@ -164,15 +164,14 @@ static void test_memory_flat(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"decode_gla", test_gla},           {"decode_gdn", test_gdn},
-        {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
-        {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
-        {"decode_lru", test_lru}, {"decode_rotrnn", test_rotrnn},
-        {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn},
-        {"decode_nnrnn", test_nnrnn}, {"decode_lstm", test_lstm},
-        {"decode_memory_flat", test_memory_flat},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"decode_gla", test_gla},           {"decode_gdn", test_gdn},
+    {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
+    {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
+    {"decode_lru", test_lru}, {"decode_rotrnn", test_rotrnn},
+    {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn},
+    {"decode_nnrnn", test_nnrnn}, {"decode_lstm", test_lstm},
+    {"decode_memory_flat", test_memory_flat},
+};
+
+TH_MAIN(tests)

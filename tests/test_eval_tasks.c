@@ -891,19 +891,18 @@ static void test_print_table(void) {
     eval_task_free(&tasks[1]);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"capitalize", test_capitalize},
-        {"hellaswag_preprocess", test_hellaswag_preprocess},
-        {"whitespace_move", test_whitespace_move},
-        {"encode_edges", test_encode_edges},
-        {"pinned_requests", test_pinned_requests},
-        {"pinned_load", test_pinned_load},
-        {"task_files", test_task_files},
-        {"load_errors", test_load_errors},
-        {"metrics", test_metrics},
-        {"results_json", test_results_json},
-        {"print_table", test_print_table},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"capitalize", test_capitalize},
+    {"hellaswag_preprocess", test_hellaswag_preprocess},
+    {"whitespace_move", test_whitespace_move},
+    {"encode_edges", test_encode_edges},
+    {"pinned_requests", test_pinned_requests},
+    {"pinned_load", test_pinned_load},
+    {"task_files", test_task_files},
+    {"load_errors", test_load_errors},
+    {"metrics", test_metrics},
+    {"results_json", test_results_json},
+    {"print_table", test_print_table},
+};
+
+TH_MAIN(tests)

@@ -200,18 +200,17 @@ static void test_buckets(void) {
     teardown(&s);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"grad_ready_gla", test_gla},
-        {"grad_ready_gdn", test_gdn},
-        {"grad_ready_fox", test_fox},
-        {"grad_ready_deltanet", test_deltanet},
-        {"grad_ready_mamba2", test_mamba2},
-        {"grad_ready_lru", test_lru},
-        {"grad_ready_rotrnn", test_rotrnn},
-        {"grad_ready_nnrnn", test_nnrnn},
-        {"grad_ready_lstm", test_lstm},
-        {"grad_buckets", test_buckets},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"grad_ready_gla", test_gla},
+    {"grad_ready_gdn", test_gdn},
+    {"grad_ready_fox", test_fox},
+    {"grad_ready_deltanet", test_deltanet},
+    {"grad_ready_mamba2", test_mamba2},
+    {"grad_ready_lru", test_lru},
+    {"grad_ready_rotrnn", test_rotrnn},
+    {"grad_ready_nnrnn", test_nnrnn},
+    {"grad_ready_lstm", test_lstm},
+    {"grad_buckets", test_buckets},
+};
+
+TH_MAIN(tests)

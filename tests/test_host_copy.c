@@ -48,10 +48,9 @@ static void test_f32_round_trip(void) {
     be->release(dev);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"host_copy_double", test_f64_round_trip},
-        {"host_copy_float", test_f32_round_trip},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"host_copy_double", test_f64_round_trip},
+    {"host_copy_float", test_f32_round_trip},
+};
+
+TH_MAIN(tests)

@@ -23,9 +23,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-static char tmp_dir[] = "/tmp/rotor_test_image_XXXXXX";
-
-static char *tmp_path(const char *name) { return rt_sprintf("%s/%s", tmp_dir, name); }
+static char *tmp_path(const char *name) { return rt_sprintf("%s/%s", th_tmp_dir(), name); }
 
 static void write_bytes(const char *path, const void *data, size_t n, int gz) {
     if (gz) {
@@ -386,7 +384,7 @@ static int load_task_config(RunConfig *rc, const char *extra, const char *set, c
         "type = seq_image\nimages = %s/train-images-idx3-ubyte\nlabels = "
         "%s/train-labels-idx1-ubyte\n"
         "val_examples = %d\n%s",
-        tmp_dir, tmp_dir, VAL_N, extra);
+        th_tmp_dir(), th_tmp_dir(), VAL_N, extra);
     const char *sets[1] = {set};
     int r = run_config_load_string(rc, ini, "test.ini", sets, set ? 1 : 0, err, errlen);
     rt_free(ini);
@@ -427,14 +425,20 @@ static void next_ids(DataSource *ds, int B, int *ids) {
     }
 }
 
-static void test_splits(void) {
-    write_task_files();
-    RunConfig rc;
+/* The task's files written and its config loaded with `extra` [task] lines; 0 after failing
+ * the test when the config is refused. */
+static int task_config(RunConfig *rc, const char *extra) {
     char err[2048];
-    if (load_task_config(&rc, "", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
+    write_task_files();
+    if (load_task_config(rc, extra, NULL, err, sizeof err) == 0) return 1;
+    CHECK_MSG(0, "%s", err);
+    return 0;
+}
+
+static void test_splits(void) {
+    RunConfig rc;
+    if (!task_config(&rc, "")) return;
+    char err[2048];
     CHECK_MSG(rc.train.seq_len == TPIX && rc.model.vocab_size == 256,
               "seq_len %d, vocab %d: should follow the task", rc.train.seq_len,
               rc.model.vocab_size);
@@ -481,14 +485,9 @@ static void test_splits(void) {
 }
 
 static void test_permuted_task(void) {
-    write_task_files();
     RunConfig plain, perm;
+    if (!task_config(&plain, "") || !task_config(&perm, "permute = true\npermute_seed = 5\n")) return;
     char err[2048];
-    if (load_task_config(&plain, "", NULL, err, sizeof err) ||
-        load_task_config(&perm, "permute = true\npermute_seed = 5\n", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
     int32_t order[TPIX], a[TPIX * 2], b[TPIX * 2], la[TPIX * 2], lb[TPIX * 2];
     image_pixel_order(TPIX, 1, 5, order);
     for (int split = SPLIT_VAL; split <= SPLIT_TEST; split++) {
@@ -509,13 +508,9 @@ static void test_permuted_task(void) {
 }
 
 static void test_data_parallel_and_state(void) {
-    write_task_files();
     RunConfig rc;
+    if (!task_config(&rc, "")) return;
     char err[2048];
-    if (load_task_config(&rc, "", NULL, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
     enum { B = 4, STEPS = 12 }; /* 12 steps of 8 rows: past two epochs of 32 */
     DataSource *one = open_split(&rc, SPLIT_TRAIN, 0, 1), *r0 = open_split(&rc, SPLIT_TRAIN, 0, 2),
                *r1 = open_split(&rc, SPLIT_TRAIN, 1, 2);
@@ -593,7 +588,7 @@ static void test_task_errors(void) {
     char *renamed = rt_sprintf("task.images=%s", im);
     expect_task_error("", renamed, SPLIT_TEST, (const char *[]){"task.test_images", "t10k-", NULL});
     rt_free(renamed);
-    char *missing = rt_sprintf("task.images=%s/none-images", tmp_dir);
+    char *missing = rt_sprintf("task.images=%s/none-images", th_tmp_dir());
     expect_task_error("", missing, SPLIT_TRAIN,
                       (const char *[]){"none-images", "cannot open", NULL});
     rt_free(missing);
@@ -672,22 +667,18 @@ static void test_fashion_mnist(void) {
     rt_free(tel);
 }
 
-int main(int argc, char **argv) {
-    RT_ASSERT(mkdtemp(tmp_dir));
-    static const TestCase tests[] = {
-        {"idx_valid", test_idx_valid},
-        {"idx_errors", test_idx_errors},
-        {"cifar10", test_cifar10},
-        {"cifar10_task", test_cifar10_task},
-        {"permutation", test_permutation},
-        {"row_convention", test_row_convention},
-        {"splits", test_splits},
-        {"permuted_task", test_permuted_task},
-        {"data_parallel_and_state", test_data_parallel_and_state},
-        {"task_errors", test_task_errors},
-        {"fashion_mnist", test_fashion_mnist},
-    };
-    int rc = th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-    fs_remove_tree(tmp_dir);
-    return rc;
-}
+static const TestCase tests[] = {
+    {"idx_valid", test_idx_valid},
+    {"idx_errors", test_idx_errors},
+    {"cifar10", test_cifar10},
+    {"cifar10_task", test_cifar10_task},
+    {"permutation", test_permutation},
+    {"row_convention", test_row_convention},
+    {"splits", test_splits},
+    {"permuted_task", test_permuted_task},
+    {"data_parallel_and_state", test_data_parallel_and_state},
+    {"task_errors", test_task_errors},
+    {"fashion_mnist", test_fashion_mnist},
+};
+
+TH_MAIN(tests)

@@ -54,11 +54,10 @@ static void test_old_names_refused(void) {
     CHECK_MSG(strstr(err, "model.head_dim was renamed") && strstr(err, "model.key_head_dim"), "%s", err);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"rotrnn_copy", test_rotrnn_copy},
-        {"gdn_markov", test_gdn_markov},
-        {"old_names_refused", test_old_names_refused},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"rotrnn_copy", test_rotrnn_copy},
+    {"gdn_markov", test_gdn_markov},
+    {"old_names_refused", test_old_names_refused},
+};
+
+TH_MAIN(tests)

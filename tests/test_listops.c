@@ -644,19 +644,18 @@ static void test_text_tsv(void) {
     rt_free(dir);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"known_values", test_known_values},
-        {"values_and_limits", test_values_and_limits},
-        {"lra_distribution", test_lra_distribution},
-        {"draws", test_draws},
-        {"reproducible", test_reproducible},
-        {"splits_disjoint", test_splits_disjoint},
-        {"generated_rows", test_generated_rows},
-        {"task_source", test_task_source},
-        {"listops_tsv", test_listops_tsv},
-        {"imdb", test_imdb},
-        {"text_tsv", test_text_tsv},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"known_values", test_known_values},
+    {"values_and_limits", test_values_and_limits},
+    {"lra_distribution", test_lra_distribution},
+    {"draws", test_draws},
+    {"reproducible", test_reproducible},
+    {"splits_disjoint", test_splits_disjoint},
+    {"generated_rows", test_generated_rows},
+    {"task_source", test_task_source},
+    {"listops_tsv", test_listops_tsv},
+    {"imdb", test_imdb},
+    {"text_tsv", test_text_tsv},
+};
+
+TH_MAIN(tests)

@@ -15,7 +15,7 @@
 
 #define T 16
 
-static char dir[256];
+static const char *dir; /* the shards of make_shards */
 static const int64_t SHARD_TOKENS[3] = {700, 523, 811}; /* documents of 1..40 tokens */
 
 /* Token at stream position p is p (mod 65000): a window is identified by its first token. */
@@ -270,22 +270,18 @@ static void test_bad_shard_sets(void) {
     CHECK(!s && strstr(err, "windows of 4001 tokens"));
 }
 
+static const TestCase tests[] = {
+    {"every_window_once_per_epoch", test_every_window_once_per_epoch},
+    {"order_independent_of_world_size", test_order_independent_of_world_size},
+    {"resume_same_world", test_resume_same_world},
+    {"resume_other_world", test_resume_other_world},
+    {"document_starts", test_document_starts},
+    {"holdout", test_holdout},
+    {"bad_shard_sets", test_bad_shard_sets},
+};
+
 int main(int argc, char **argv) {
-    snprintf(dir, sizeof dir, "/tmp/rotor_test_loader_XXXXXX");
-    RT_ASSERT(mkdtemp(dir));
+    dir = th_tmp_dir();
     make_shards(dir, "0123456789abcdef", 65536);
-    static const TestCase tests[] = {
-        {"every_window_once_per_epoch", test_every_window_once_per_epoch},
-        {"order_independent_of_world_size", test_order_independent_of_world_size},
-        {"resume_same_world", test_resume_same_world},
-        {"resume_other_world", test_resume_other_world},
-        {"document_starts", test_document_starts},
-        {"holdout", test_holdout},
-        {"bad_shard_sets", test_bad_shard_sets},
-    };
-    int rc = th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) rt_warn("could not remove %s", dir);
-    return rc;
+    return th_run(tests, TH_COUNT(tests), argc, argv);
 }

@@ -374,15 +374,14 @@ static void test_checks(void) {
     CHECK(mad_autoencoder(MAD_COMPRESSION) && !mad_autoencoder(MAD_RECALL) && !mad_autoencoder(MAD_MEMORIZATION));
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"layout", test_layout},
-        {"noise_rates", test_noise_rates},
-        {"fuzzy_motifs", test_fuzzy_motifs},
-        {"memorization_table", test_memorization_table},
-        {"streams", test_streams},
-        {"solvers", test_solvers},
-        {"checks", test_checks},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"layout", test_layout},
+    {"noise_rates", test_noise_rates},
+    {"fuzzy_motifs", test_fuzzy_motifs},
+    {"memorization_table", test_memorization_table},
+    {"streams", test_streams},
+    {"solvers", test_solvers},
+    {"checks", test_checks},
+};
+
+TH_MAIN(tests)

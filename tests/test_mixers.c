@@ -305,24 +305,23 @@ static void test_linrec_state_norm_bounded(void) {
     state_norm_case(MIXER_LRU);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"gla_chunked_equals_recurrent", test_gla_chunked_equals_recurrent},
-        {"gla_chunked_strong_decay", test_gla_chunked_strong_decay},
-        {"gla_chunked_weak_decay", test_gla_chunked_weak_decay},
-        {"gla_per_head_equals_recurrent", test_gla_per_head},
-        {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
-        {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
-        {"gdn_chunked_weak_decay", test_gdn_chunked_weak_decay},
-        {"deltanet_chunked_equals_recurrent", test_deltanet_chunked_equals_recurrent},
-        {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
-        {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
-        {"fox_blockwise_weak_forgetting", test_fox_blockwise_weak_forgetting},
-        {"transformer_blockwise_equals_naive", test_transformer_blockwise_equals_naive},
-        {"cscan_chunked_equals_recurrent", test_cscan_chunked_equals_recurrent},
-        {"cscan_weak_decay", test_cscan_weak_decay},
-        {"cscan_strong_decay", test_cscan_strong_decay},
-        {"linrec_state_norm_bounded", test_linrec_state_norm_bounded},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"gla_chunked_equals_recurrent", test_gla_chunked_equals_recurrent},
+    {"gla_chunked_strong_decay", test_gla_chunked_strong_decay},
+    {"gla_chunked_weak_decay", test_gla_chunked_weak_decay},
+    {"gla_per_head_equals_recurrent", test_gla_per_head},
+    {"gdn_chunked_equals_recurrent", test_gdn_chunked_equals_recurrent},
+    {"gdn_chunked_strong_decay", test_gdn_chunked_strong_decay},
+    {"gdn_chunked_weak_decay", test_gdn_chunked_weak_decay},
+    {"deltanet_chunked_equals_recurrent", test_deltanet_chunked_equals_recurrent},
+    {"fox_blockwise_equals_naive", test_fox_blockwise_equals_naive},
+    {"fox_blockwise_strong_forgetting", test_fox_blockwise_strong_forgetting},
+    {"fox_blockwise_weak_forgetting", test_fox_blockwise_weak_forgetting},
+    {"transformer_blockwise_equals_naive", test_transformer_blockwise_equals_naive},
+    {"cscan_chunked_equals_recurrent", test_cscan_chunked_equals_recurrent},
+    {"cscan_weak_decay", test_cscan_weak_decay},
+    {"cscan_strong_decay", test_cscan_strong_decay},
+    {"linrec_state_norm_bounded", test_linrec_state_norm_bounded},
+};
+
+TH_MAIN(tests)

@@ -353,27 +353,26 @@ static void test_carry(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
-        {"model_grad_gdn_plain", test_gdn_plain}, {"model_grad_gdn_conv", test_gdn_conv},
-        {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
-        {"model_grad_transformer", test_transformer},
-        {"model_grad_transformer_qk_norm", test_transformer_qk_norm},
-        {"model_grad_deltanet_plain", test_deltanet_plain},
-        {"model_grad_deltanet_conv", test_deltanet_conv},
-        {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
-        {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
-        {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
-        {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn},
-        {"model_grad_lstm", test_lstm},
-        {"model_penalty", test_penalty},
-        {"model_grad_autoencoder", test_autoencoder},
-        {"model_grad_classifier", test_classifier},
-        {"model_grad_block", test_block},
-        {"model_block_passes", test_block_passes},
-        {"model_grad_pair_classifier", test_pair_classifier},
-        {"model_grad_carry", test_carry},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
+    {"model_grad_gdn_plain", test_gdn_plain}, {"model_grad_gdn_conv", test_gdn_conv},
+    {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
+    {"model_grad_transformer", test_transformer},
+    {"model_grad_transformer_qk_norm", test_transformer_qk_norm},
+    {"model_grad_deltanet_plain", test_deltanet_plain},
+    {"model_grad_deltanet_conv", test_deltanet_conv},
+    {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
+    {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
+    {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
+    {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn},
+    {"model_grad_lstm", test_lstm},
+    {"model_penalty", test_penalty},
+    {"model_grad_autoencoder", test_autoencoder},
+    {"model_grad_classifier", test_classifier},
+    {"model_grad_block", test_block},
+    {"model_block_passes", test_block_passes},
+    {"model_grad_pair_classifier", test_pair_classifier},
+    {"model_grad_carry", test_carry},
+};
+
+TH_MAIN(tests)

@@ -1,20 +1,26 @@
 /* Finite-difference gradient checks of every CPU op that has a backward (src/backend.h,
  * src/cpu/cpu_ops.h), in double precision (built with ROTOR_REAL_DOUBLE only).
  *
- * Each op is probed with L = sum(w . out) for random w (ops with several outputs: one random
- * w per output), so the backward is called with dout = w. Every differentiable input and
- * every parameter-gradient output is checked against central differences (h = 1e-6,
+ * Table-driven (CASES at the end): a case names an op, a seed and the op's variant switches;
+ * an op (OpDef) declares its tensors, runs its forward and backward, and may add the checks
+ * particular to it. One runner (run_case) checks every case the same way. The op is probed
+ * with L = sum(w . out) over its outputs for random w, so the backward is called with
+ * dout = w. Every input with a gradient is checked against central differences (h = 1e-6,
  * tolerance 1e-6 relative to max |grad|), together with the output conventions of the
- * contract: activation gradients overwrite (the buffers are pre-filled with garbage) unless
- * `accumulate` is set, parameter gradients accumulate (pre-filled with random values that are
- * subtracted before the check). Time-dependent ops run on several segments whose lengths are
- * not multiples of the chunk size, one of them longer than two chunks. Ops without a
- * backward (add, revcumsum, rope_angles, cross-entropy's loss, adamw, rmsprop_update, sumsq, scale) are
+ * contract: activation gradients overwrite (the buffers are pre-filled with garbage),
+ * parameter gradients accumulate (pre-filled with random values that are subtracted before
+ * the check), a gradient whose input the variant leaves out stays untouched, and a backward
+ * with an `accumulate` flag adds to its activation gradients when the flag is set.
+ * Time-dependent ops run on several segments whose lengths are not multiples of the chunk
+ * size, one of them longer than two chunks. Ops without a backward (add, segment_reverse,
+ * revcumsum, rope_angles, the carried-state split, adamw, rmsprop_update, sumsq, scale) are
  * checked against direct computations. */
 #include "cpu/cpu_ops.h"
 #include "harness.h"
 #include "testutil.h"
 #include "util/error.h"
+
+#include <stdarg.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -27,11 +33,16 @@
 #define FD_H 1e-6
 #define FD_TOL 1e-6
 #define EXACT_TOL 1e-12
+#define FD_SAMPLES 1000
 #define MIXER_SAMPLES 60
 
 /* Several segments, none a multiple of 64; the last one spans three chunks (64+64+2). */
 static const int LENS[] = {70, 1, 33, 130};
 #define NSEG 4
+
+/* Tokens at segment starts/ends and chunk boundaries of LENS (cu = 0, 70, 71, 104, 234). */
+static const int64_t EDGE_TOKENS[] = {0, 1, 63, 64, 69, 70, 71, 103, 104, 167, 168, 231, 232, 233};
+#define NEDGE ((int)(sizeof(EDGE_TOKENS) / sizeof(EDGE_TOKENS[0])))
 
 /* ---------------------------------------------------------------- helpers ---- */
 
@@ -46,11 +57,8 @@ static real *rand_nz(Rng *r, int64_t n, double lo, double hi) {
 /* Garbage for buffers that an op must overwrite. */
 static real *garbage(Rng *r, int64_t n) { return tu_rand(r, n, 50.0, 100.0); }
 
-/* a - b into a new buffer (the part a `+=` output added to its prior contents b). */
-static real *diff(const real *a, const real *b, int64_t n) {
-    real *d = tu_zeros(n);
-    for (int64_t i = 0; i < n; i++) d[i] = a[i] - b[i];
-    return d;
+static void subtract(real *a, const real *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) a[i] -= b[i];
 }
 
 static double maxabs(const real *x, int64_t n) {
@@ -134,68 +142,293 @@ static void free_all(real **bufs, int n) {
         free_all(_b, (int)(sizeof(_b) / sizeof(_b[0])));                 \
     } while (0)
 
+/* ------------------------------------------------------------- op cases ---- */
+
+typedef enum { INIT_ZERO, INIT_NZ, INIT_UNIFORM, INIT_NORMAL, INIT_GARBAGE } InitKind;
+typedef struct {
+    InitKind kind;
+    double a, b;
+} Init;
+#define ZERO ((Init){INIT_ZERO, 0, 0})
+#define NZ(lo, hi) ((Init){INIT_NZ, lo, hi}) /* |x| in [lo, hi], random sign */
+#define UNIFORM(lo, hi) ((Init){INIT_UNIFORM, lo, hi})
+#define NORMAL(std) ((Init){INIT_NORMAL, std, 0})
+#define GARBAGE ((Init){INIT_GARBAGE, 0, 0})
+
+/* GRAD_SET: the backward overwrites the gradient; GRAD_ADD: it accumulates. */
+typedef enum { GRAD_NONE, GRAD_SET, GRAD_ADD } GradKind;
+
+/* How a tensor is made and, for an input, how its gradient is checked. */
+typedef struct {
+    const char *name;
+    int64_t n;
+    Init init;
+    GradKind grad;
+    int samples;    /* finite-difference samples (0: FD_SAMPLES); every entry when n is smaller */
+    int64_t rowlen; /* > 0: a mixer's gradient, MIXER_SAMPLES samples and both ends of the
+                     * EDGE_TOKENS rows of rowlen elements */
+} Spec;
+
+/* T_ABSENT: an input the variant leaves out (the forward gets NULL), whose gradient buffer the
+ * backward still gets and must leave untouched. T_AUX: scratch or saved values of the op. */
+typedef enum { T_IN, T_OUT, T_AUX, T_ABSENT } Role;
+
+typedef struct {
+    Spec spec;
+    Role role;
+    real *v;   /* values; NULL when absent */
+    real *d;   /* dL/d(this): an output's probe w (the backward's dout); an input's gradient as
+                * the backward writes it, net of `pre` once the runner has checked it */
+    real *pre; /* what d held before the backward (GRAD_ADD and absent inputs) */
+} Tensor;
+
+/* The switches of a case; each op reads those it has. */
+typedef struct {
+    int bias, gate, conv, per_head, chain, h0, skip, keep_dt, per_group;
+    int groups;     /* rmsnorm: G */
+    int T;          /* dropout: rows of T tokens share the mask of a channel (0: none) */
+    Activation act;
+    RnnAct rnn;
+    double hi;      /* elementwise ops: |x| in [0.05, hi] */
+    float norm;     /* logsigmoid's normalizer */
+} Variant;
+
+typedef struct OpDef OpDef;
+typedef struct {
+    const char *name;
+    const OpDef *op;
+    uint64_t seed;
+    Variant v;
+} OpCase;
+
+#define MAX_TENSORS 20
+/* The state of a case while it runs; every op's own struct starts with it. */
+typedef struct {
+    const OpCase *c;
+    const Variant *v;
+    Rng r;
+    TestSeqs ts; /* the segments LENS */
+    const Seqs *s;
+    int accumulate; /* the flag of backwards that take one */
+    int nt;
+    Tensor t[MAX_TENSORS];
+    char label[160];
+} Op;
+
+struct OpDef {
+    size_t size;              /* of the op's struct */
+    void (*build)(Op *o);     /* declares the tensors */
+    double (*fwd)(Op *o);     /* the outputs from the inputs; returns a scalar part of L (losses) */
+    void (*bwd)(Op *o);       /* the gradients of the inputs from the outputs' d */
+    void (*ref)(Op *o, real *want); /* optional: the first output computed directly */
+    void (*extra)(Op *o);     /* optional: other checks, after the backward and the convention
+                               * checks, before the finite differences */
+    int accumulate;           /* the backward takes `accumulate` */
+};
+
+static real *init_values(Rng *r, int64_t n, Init in) {
+    switch (in.kind) {
+    case INIT_NZ: return rand_nz(r, n, in.a, in.b);
+    case INIT_UNIFORM: return tu_rand(r, n, in.a, in.b);
+    case INIT_NORMAL: return tu_randn(r, n, in.a);
+    case INIT_GARBAGE: return garbage(r, n);
+    default: return tu_zeros(n);
+    }
+}
+
+static Tensor *add_tensor(Op *o, Role role, Spec sp) {
+    RT_ASSERT(o->nt < MAX_TENSORS);
+    Tensor *t = &o->t[o->nt++];
+    *t = (Tensor){.spec = sp, .role = role};
+    if (role != T_ABSENT) t->v = init_values(&o->r, sp.n, sp.init);
+    if (role == T_OUT) t->d = rand_nz(&o->r, sp.n, 0.05, 1.0);
+    if (role == T_ABSENT || sp.grad == GRAD_ADD) {
+        t->pre = rand_nz(&o->r, sp.n, 0.1, 1.0);
+        t->d = tu_copy(t->pre, sp.n);
+    } else if (sp.grad == GRAD_SET) {
+        t->d = garbage(&o->r, sp.n);
+    }
+    return t;
+}
+
+static Tensor *input(Op *o, const char *name, int64_t n, Init init, GradKind grad) {
+    return add_tensor(o, T_IN, (Spec){.name = name, .n = n, .init = init, .grad = grad});
+}
+
+static Tensor *output(Op *o, const char *name, int64_t n, Init init) {
+    return add_tensor(o, T_OUT, (Spec){.name = name, .n = n, .init = init});
+}
+
+static Tensor *absent(Op *o, const char *name, int64_t n) {
+    return add_tensor(o, T_ABSENT, (Spec){.name = name, .n = n});
+}
+
+static real *aux(Op *o, int64_t n, Init init) { return add_tensor(o, T_AUX, (Spec){.name = "aux", .n = n, .init = init})->v; }
+
+static Tensor *fd_samples(Tensor *t, int samples) {
+    t->spec.samples = samples;
+    return t;
+}
+
+static Tensor *by_rows(Tensor *t, int64_t rowlen) {
+    t->spec.rowlen = rowlen;
+    return t;
+}
+
+static real *V(const Tensor *t) { return t ? t->v : NULL; }
+static real *D(const Tensor *t) { return t ? t->d : NULL; }
+
+static int has_grad(const Tensor *t) { return t->role == T_IN && t->spec.grad != GRAD_NONE; }
+
+/* "<case> <what>" for the printed lines. */
+static const char *label(Op *o, const char *fmt, ...) {
+    int k = snprintf(o->label, sizeof o->label, "%s ", o->c->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->label + k, sizeof o->label - (size_t)k, fmt, ap);
+    va_end(ap);
+    return o->label;
+}
+
+static double op_loss(void *p) {
+    Op *o = p;
+    double L = o->c->op->fwd(o);
+    for (int i = 0; i < o->nt; i++)
+        if (o->t[i].role == T_OUT) L += tu_dot(o->t[i].d, o->t[i].v, o->t[i].spec.n);
+    return L;
+}
+
+static void check_ref(Op *o) {
+    Tensor *out = o->t;
+    while (out->role != T_OUT) out++;
+    real *want = tu_zeros(out->spec.n);
+    o->c->op->ref(o, want);
+    check_equal(label(o, "value"), out->v, want, out->spec.n);
+    rt_free(want);
+}
+
+/* After the backward: absent inputs' gradients untouched; accumulated ones net of `pre`. */
+static void check_conventions(Op *o) {
+    for (int i = 0; i < o->nt; i++) {
+        Tensor *t = &o->t[i];
+        if (t->role == T_ABSENT)
+            check_equal(label(o, "d%s untouched", t->spec.name), t->d, t->pre, t->spec.n);
+        else if (has_grad(t) && t->spec.grad == GRAD_ADD)
+            subtract(t->d, t->pre, t->spec.n);
+    }
+}
+
+/* With `accumulate` set the backward adds its activation gradients to the buffers' contents,
+ * and its parameter gradients (which always add) are the same from zero. */
+static void check_accumulate(Op *o) {
+    real *first[MAX_TENSORS] = {0}, *pre[MAX_TENSORS] = {0};
+    for (int i = 0; i < o->nt; i++) {
+        Tensor *t = &o->t[i];
+        if (!has_grad(t)) continue;
+        first[i] = t->d;
+        pre[i] = t->spec.grad == GRAD_SET ? rand_nz(&o->r, t->spec.n, 0.1, 1.0) : tu_zeros(t->spec.n);
+        t->d = tu_copy(pre[i], t->spec.n);
+    }
+    o->accumulate = 1;
+    o->c->op->bwd(o);
+    o->accumulate = 0;
+    for (int i = 0; i < o->nt; i++) {
+        Tensor *t = &o->t[i];
+        if (!has_grad(t)) continue;
+        subtract(t->d, pre[i], t->spec.n);
+        check_equal(label(o, t->spec.grad == GRAD_SET ? "d%s (accumulate=1) adds" : "d%s from zero", t->spec.name),
+                    t->d, first[i], t->spec.n);
+        FREE_ALL(t->d, pre[i]);
+        t->d = first[i];
+    }
+}
+
+static void check_fd(Op *o, Tensor *t) {
+    const char *what = label(o, t->spec.grad == GRAD_ADD ? "d%s (+=)" : "d%s", t->spec.name);
+    int64_t n = t->spec.n;
+    if (t->spec.rowlen) {
+        fd_check(what, op_loss, o, t->v, t->d, n, MIXER_SAMPLES, &o->r);
+        fd_check_rows(what, op_loss, o, t->v, t->d, n, t->spec.rowlen, EDGE_TOKENS, NEDGE);
+    } else {
+        fd_check(what, op_loss, o, t->v, t->d, n, t->spec.samples ? t->spec.samples : FD_SAMPLES, &o->r);
+    }
+}
+
+/* The generic check of one case: forward, its value, backward, conventions, op-specific
+ * checks, then every gradient against finite differences. */
+static void run_case(const void *arg) {
+    const OpCase *c = arg;
+    Op *o = rt_calloc(1, c->op->size);
+    o->c = c;
+    o->v = &c->v;
+    rng_init(&o->r, c->seed, 0);
+    o->ts = tu_seqs(LENS, NSEG);
+    o->s = &o->ts.s;
+    c->op->build(o);
+    op_loss(o);
+    if (c->op->ref) check_ref(o);
+    c->op->bwd(o);
+    check_conventions(o);
+    if (c->op->accumulate) check_accumulate(o);
+    if (c->op->extra) c->op->extra(o);
+    for (int i = 0; i < o->nt; i++)
+        if (has_grad(&o->t[i])) check_fd(o, &o->t[i]);
+    for (int i = 0; i < o->nt; i++) FREE_ALL(o->t[i].v, o->t[i].d, o->t[i].pre);
+    tu_seqs_free(&o->ts);
+    rt_free(o);
+}
+
 /* ---------------------------------------------------------------- dense ---- */
 
 typedef struct {
-    real *out, *x, *w, *bias, *wo;
+    Op o;
+    Tensor *x, *w, *bias, *out;
     int M, N, K;
-} MatmulCtx;
+} Matmul;
 
-static double matmul_loss(void *p) {
-    MatmulCtx *c = p;
-    cpu_matmul_fwd(c->out, c->x, c->w, c->bias, c->M, c->N, c->K);
-    return tu_dot(c->wo, c->out, (int64_t)c->M * c->N);
+static void matmul_build(Op *o) {
+    Matmul *m = (Matmul *)o;
+    m->M = 37, m->N = 23, m->K = 19;
+    m->x = input(o, "x", (int64_t)m->M * m->K, NZ(0.05, 1.0), GRAD_SET);
+    m->w = input(o, "w", (int64_t)m->N * m->K, NZ(0.05, 1.0), GRAD_ADD);
+    if (o->v->bias) m->bias = input(o, "bias", m->N, NZ(0.05, 1.0), GRAD_ADD);
+    m->out = output(o, "out", (int64_t)m->M * m->N, ZERO);
 }
 
-static void matmul_case(int with_bias, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int M = 37, N = 23, K = 19;
-    int64_t nx = (int64_t)M * K, nw = (int64_t)N * K, no = (int64_t)M * N;
-    real *x = rand_nz(&r, nx, 0.05, 1.0), *w = rand_nz(&r, nw, 0.05, 1.0);
-    real *bias = with_bias ? rand_nz(&r, N, 0.05, 1.0) : NULL;
-    real *wo = rand_nz(&r, no, 0.05, 1.0), *out = tu_zeros(no);
-    MatmulCtx c = {out, x, w, bias, wo, M, N, K};
+static double matmul_fwd(Op *o) {
+    Matmul *m = (Matmul *)o;
+    cpu_matmul_fwd(m->out->v, m->x->v, m->w->v, V(m->bias), m->M, m->N, m->K);
+    return 0;
+}
 
-    /* forward value against a direct loop */
-    real *ref = tu_zeros(no);
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
+static void matmul_bwd(Op *o) {
+    Matmul *m = (Matmul *)o;
+    cpu_matmul_bwd(m->x->d, m->w->d, D(m->bias), m->out->d, m->x->v, m->w->v, m->M, m->N, m->K,
+                   o->accumulate);
+}
+
+static void matmul_ref(Op *o, real *ref) {
+    Matmul *m = (Matmul *)o;
+    const real *x = m->x->v, *w = m->w->v, *bias = V(m->bias);
+    for (int i = 0; i < m->M; i++)
+        for (int j = 0; j < m->N; j++) {
             double acc = bias ? (double)bias[j] : 0.0;
-            for (int kk = 0; kk < K; kk++) acc += (double)x[i * K + kk] * (double)w[j * K + kk];
-            ref[i * N + j] = (real)acc;
+            for (int kk = 0; kk < m->K; kk++) acc += (double)x[i * m->K + kk] * (double)w[j * m->K + kk];
+            ref[i * m->N + j] = (real)acc;
         }
-    cpu_matmul_fwd(out, x, w, bias, M, N, K);
-    check_equal(with_bias ? "matmul_fwd value (bias)" : "matmul_fwd value", out, ref, no);
-
-    /* accumulate = 0: dx overwrites garbage; dw, dbias accumulate onto random contents */
-    real *dx = garbage(&r, nx), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
-    real *pb = rand_nz(&r, N, 0.1, 1.0), *db = tu_copy(pb, N);
-    cpu_matmul_bwd(dx, dw, bias ? db : NULL, wo, x, w, M, N, K, 0);
-    real *gw = diff(dw, pw, nw), *gb = diff(db, pb, N);
-    fd_check("matmul dx (accumulate=0)", matmul_loss, &c, x, dx, nx, 1000, &r);
-    fd_check("matmul dw (+=)", matmul_loss, &c, w, gw, nw, 1000, &r);
-    if (bias) fd_check("matmul dbias (+=)", matmul_loss, &c, bias, gb, N, 1000, &r);
-    else check_equal("matmul dbias NULL untouched", db, pb, N);
-
-    /* accumulate = 1: dx adds to its contents */
-    real *px = rand_nz(&r, nx, 0.1, 1.0), *dx2 = tu_copy(px, nx), *dw2 = tu_zeros(nw);
-    real *db2 = tu_zeros(N);
-    cpu_matmul_bwd(dx2, dw2, bias ? db2 : NULL, wo, x, w, M, N, K, 1);
-    real *gx2 = diff(dx2, px, nx);
-    check_equal("matmul dx (accumulate=1) adds", gx2, dx, nx);
-    check_equal("matmul dw from zero", dw2, gw, nw);
-    if (bias) check_equal("matmul dbias from zero", db2, gb, N);
-
-    /* dx = NULL and dbias = NULL are allowed */
-    real *dw3 = tu_zeros(nw);
-    cpu_matmul_bwd(NULL, dw3, NULL, wo, x, w, M, N, K, 0);
-    check_equal("matmul dw with dx=dbias=NULL", dw3, gw, nw);
-    FREE_ALL(x, w, bias, wo, out, ref, dx, pw, dw, pb, db, gw, gb, px, dx2, dw2, db2, gx2, dw3);
 }
 
-static void test_matmul_bias(void) { matmul_case(1, 101); }
-static void test_matmul_nobias(void) { matmul_case(0, 102); }
+/* dx = NULL and dbias = NULL are allowed */
+static void matmul_extra(Op *o) {
+    Matmul *m = (Matmul *)o;
+    int64_t nw = m->w->spec.n;
+    real *dw = tu_zeros(nw);
+    cpu_matmul_bwd(NULL, dw, NULL, m->out->d, m->x->v, m->w->v, m->M, m->N, m->K, 0);
+    check_equal(label(o, "dw with dx=dbias=NULL"), dw, m->w->d, nw);
+    rt_free(dw);
+}
+
+static const OpDef MATMUL = {.size = sizeof(Matmul), .build = matmul_build, .fwd = matmul_fwd, .bwd = matmul_bwd, .ref = matmul_ref, .extra = matmul_extra, .accumulate = 1};
 
 static void test_add(void) {
     Rng r;
@@ -211,286 +444,339 @@ static void test_add(void) {
     FREE_ALL(a, b, out, ref);
 }
 
+/* Token ids 0..6 only, so they repeat and ids 7..10 get no gradient; with a run of repeats. */
 typedef struct {
-    real *out, *E, *wo;
-    const int32_t *tok;
+    Op o;
+    Tensor *E, *out;
+    int32_t tok[41];
     int64_t n;
     int C;
-} EmbCtx;
+} Embedding;
 
-static double emb_loss(void *p) {
-    EmbCtx *c = p;
-    cpu_embedding_fwd(c->out, c->tok, c->E, c->n, c->C);
-    return tu_dot(c->wo, c->out, c->n * c->C);
+static void embedding_build(Op *o) {
+    Embedding *m = (Embedding *)o;
+    int Vocab = 11;
+    m->n = 41, m->C = 9;
+    for (int64_t i = 0; i < m->n; i++) m->tok[i] = (int32_t)rng_below(&o->r, 7);
+    m->tok[5] = m->tok[6] = m->tok[7] = 3;
+    m->E = input(o, "E", (int64_t)Vocab * m->C, NZ(0.05, 1.0), GRAD_ADD);
+    m->out = output(o, "out", m->n * m->C, ZERO);
 }
 
-static void test_embedding(void) {
-    Rng r;
-    rng_init(&r, 104, 0);
-    int Vocab = 11, C = 9;
-    int64_t n = 41;
-    int32_t tok[41];
-    /* ids 0..6 only, so they repeat and ids 7..10 get no gradient; force a run of repeats */
-    for (int64_t i = 0; i < n; i++) tok[i] = (int32_t)rng_below(&r, 7);
-    tok[5] = tok[6] = tok[7] = 3;
-    int64_t nE = (int64_t)Vocab * C;
-    real *E = rand_nz(&r, nE, 0.05, 1.0), *wo = rand_nz(&r, n * C, 0.05, 1.0);
-    real *out = tu_zeros(n * C);
-    EmbCtx c = {out, E, wo, tok, n, C};
-    cpu_embedding_fwd(out, tok, E, n, C);
-    real *ref = tu_zeros(n * C);
-    for (int64_t i = 0; i < n; i++)
-        for (int j = 0; j < C; j++) ref[i * C + j] = E[tok[i] * C + j];
-    check_equal("embedding_fwd value", out, ref, n * C);
-    real *pE = rand_nz(&r, nE, 0.1, 1.0), *dE = tu_copy(pE, nE);
-    cpu_embedding_bwd(dE, tok, wo, n, C);
-    real *g = diff(dE, pE, nE);
-    fd_check("embedding dE (+=, repeated ids)", emb_loss, &c, E, g, nE, 1000, &r);
-    FREE_ALL(E, wo, out, ref, pE, dE, g);
+static double embedding_fwd(Op *o) {
+    Embedding *m = (Embedding *)o;
+    cpu_embedding_fwd(m->out->v, m->tok, m->E->v, m->n, m->C);
+    return 0;
 }
+
+static void embedding_bwd(Op *o) {
+    Embedding *m = (Embedding *)o;
+    cpu_embedding_bwd(m->E->d, m->tok, m->out->d, m->n, m->C);
+}
+
+static void embedding_ref(Op *o, real *ref) {
+    Embedding *m = (Embedding *)o;
+    for (int64_t i = 0; i < m->n; i++)
+        for (int j = 0; j < m->C; j++) ref[i * m->C + j] = m->E->v[m->tok[i] * m->C + j];
+}
+
+static const OpDef EMBEDDING = {.size = sizeof(Embedding), .build = embedding_build, .fwd = embedding_fwd, .bwd = embedding_bwd, .ref = embedding_ref};
 
 /* ---------------------------------------------------------- normalisation ---- */
 
+#define NORM_EPS 1e-6f
+
 typedef struct {
-    real *y, *rstd, *x, *w, *wo;
+    Op o;
+    Tensor *x, *w, *y;
+    real *rstd;
     int64_t N;
-    int G, C, per_group;
-} RmsCtx;
+    int G, C;
+} RmsNorm;
 
-#define RMS_EPS 1e-6f
-
-static double rms_loss(void *p) {
-    RmsCtx *c = p;
-    cpu_rmsnorm_fwd(c->y, c->rstd, c->x, c->w, c->N, c->G, c->C, c->per_group, RMS_EPS);
-    return tu_dot(c->wo, c->y, c->N * c->G * c->C);
+static void rmsnorm_build(Op *o) {
+    RmsNorm *m = (RmsNorm *)o;
+    m->N = 13, m->G = o->v->groups, m->C = 10;
+    int64_t n = m->N * m->G * m->C;
+    m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
+    m->w = input(o, "w", o->v->per_group ? (int64_t)m->G * m->C : m->C, NZ(0.3, 1.5), GRAD_ADD);
+    m->y = output(o, "y", n, ZERO);
+    m->rstd = aux(o, m->N * m->G, ZERO);
 }
 
-static void rmsnorm_case(int G, int per_group, const char *tag, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t N = 13;
-    int C = 10;
-    int64_t n = N * G * C, nw = per_group ? (int64_t)G * C : C;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *w = rand_nz(&r, nw, 0.3, 1.5);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n), *rstd = tu_zeros(N * G);
-    /* the finite differences run the forward on their own scratch, so that the saved rstd
-     * stays that of the unperturbed input */
-    real *ys = tu_zeros(n), *rstds = tu_zeros(N * G);
-    RmsCtx c = {ys, rstds, x, w, wo, N, G, C, per_group};
-    cpu_rmsnorm_fwd(y, rstd, x, w, N, G, C, per_group, RMS_EPS);
-    /* forward value */
-    real *ref = tu_zeros(n);
-    for (int64_t row = 0; row < N * G; row++) {
+static double rmsnorm_fwd(Op *o) {
+    RmsNorm *m = (RmsNorm *)o;
+    cpu_rmsnorm_fwd(m->y->v, m->rstd, m->x->v, m->w->v, m->N, m->G, m->C, o->v->per_group, NORM_EPS);
+    return 0;
+}
+
+static void rmsnorm_bwd(Op *o) {
+    RmsNorm *m = (RmsNorm *)o;
+    cpu_rmsnorm_bwd(m->x->d, m->w->d, m->y->d, m->x->v, m->w->v, m->rstd, m->N, m->G, m->C,
+                    o->v->per_group, o->accumulate);
+}
+
+static void rmsnorm_ref(Op *o, real *ref) {
+    RmsNorm *m = (RmsNorm *)o;
+    const real *x = m->x->v;
+    int C = m->C;
+    for (int64_t row = 0; row < m->N * m->G; row++) {
         double ss = 0;
         for (int j = 0; j < C; j++) ss += (double)x[row * C + j] * (double)x[row * C + j];
-        double rs = 1.0 / sqrt(ss / C + (double)RMS_EPS);
-        const real *wr = w + (per_group ? (row % G) * C : 0);
+        double rs = 1.0 / sqrt(ss / C + (double)NORM_EPS);
+        const real *wr = m->w->v + (o->v->per_group ? (row % m->G) * C : 0);
         for (int j = 0; j < C; j++) ref[row * C + j] = (real)((double)x[row * C + j] * rs * (double)wr[j]);
     }
-    char name[96];
-    snprintf(name, sizeof name, "rmsnorm %s value", tag);
-    check_equal(name, y, ref, n);
-
-    real *dx = garbage(&r, n), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
-    cpu_rmsnorm_bwd(dx, dw, wo, x, w, rstd, N, G, C, per_group, 0);
-    real *gw = diff(dw, pw, nw);
-    snprintf(name, sizeof name, "rmsnorm %s dx (accumulate=0)", tag);
-    fd_check(name, rms_loss, &c, x, dx, n, 1000, &r);
-    snprintf(name, sizeof name, "rmsnorm %s dw (+=)", tag);
-    fd_check(name, rms_loss, &c, w, gw, nw, 1000, &r);
-
-    real *px = rand_nz(&r, n, 0.1, 1.0), *dx2 = tu_copy(px, n), *dw2 = tu_zeros(nw);
-    cpu_rmsnorm_bwd(dx2, dw2, wo, x, w, rstd, N, G, C, per_group, 1);
-    real *gx2 = diff(dx2, px, n);
-    snprintf(name, sizeof name, "rmsnorm %s dx (accumulate=1) adds", tag);
-    check_equal(name, gx2, dx, n);
-    FREE_ALL(x, w, wo, y, rstd, ys, rstds, ref, dx, pw, dw, gw, px, dx2, dw2, gx2);
 }
 
-static void test_rmsnorm_g1(void) { rmsnorm_case(1, 0, "G=1", 201); }
-static void test_rmsnorm_shared(void) { rmsnorm_case(3, 0, "G=3 shared w", 202); }
-static void test_rmsnorm_per_group(void) { rmsnorm_case(3, 1, "G=3 per-group w", 203); }
+static const OpDef RMSNORM = {.size = sizeof(RmsNorm), .build = rmsnorm_build, .fwd = rmsnorm_fwd, .bwd = rmsnorm_bwd, .ref = rmsnorm_ref, .accumulate = 1};
 
 typedef struct {
-    real *y, *rn, *x, *wo;
+    Op o;
+    Tensor *x, *y;
+    real *rn;
     int64_t N;
     int G, D;
-} L2Ctx;
+} L2Norm;
 
-#define L2_EPS 1e-6f
-
-static double l2_loss(void *p) {
-    L2Ctx *c = p;
-    cpu_l2norm_fwd(c->y, c->rn, c->x, c->N, c->G, c->D, L2_EPS);
-    return tu_dot(c->wo, c->y, c->N * c->G * c->D);
+static void l2norm_build(Op *o) {
+    L2Norm *m = (L2Norm *)o;
+    m->N = 13, m->G = 3, m->D = 8;
+    int64_t n = m->N * m->G * m->D;
+    m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
+    m->y = output(o, "y", n, ZERO);
+    m->rn = aux(o, m->N * m->G, ZERO);
 }
 
-static void test_l2norm(void) {
-    Rng r;
-    rng_init(&r, 204, 0);
-    int64_t N = 13;
-    int G = 3, D = 8;
-    int64_t n = N * G * D;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *wo = rand_nz(&r, n, 0.05, 1.0);
-    real *y = tu_zeros(n), *rn = tu_zeros(N * G);
-    real *ys = tu_zeros(n), *rns = tu_zeros(N * G); /* FD scratch: y, rn stay saved */
-    L2Ctx c = {ys, rns, x, wo, N, G, D};
-    cpu_l2norm_fwd(y, rn, x, N, G, D, L2_EPS);
-    real *ref = tu_zeros(n);
-    for (int64_t row = 0; row < N * G; row++) {
+static double l2norm_fwd(Op *o) {
+    L2Norm *m = (L2Norm *)o;
+    cpu_l2norm_fwd(m->y->v, m->rn, m->x->v, m->N, m->G, m->D, NORM_EPS);
+    return 0;
+}
+
+static void l2norm_bwd(Op *o) {
+    L2Norm *m = (L2Norm *)o;
+    cpu_l2norm_bwd(m->x->d, m->y->d, m->y->v, m->rn, m->N, m->G, m->D, o->accumulate);
+}
+
+static void l2norm_ref(Op *o, real *ref) {
+    L2Norm *m = (L2Norm *)o;
+    const real *x = m->x->v;
+    int D = m->D;
+    for (int64_t row = 0; row < m->N * m->G; row++) {
         double ss = 0;
         for (int j = 0; j < D; j++) ss += (double)x[row * D + j] * (double)x[row * D + j];
-        for (int j = 0; j < D; j++) ref[row * D + j] = (real)((double)x[row * D + j] / sqrt(ss + (double)L2_EPS));
+        for (int j = 0; j < D; j++) ref[row * D + j] = (real)((double)x[row * D + j] / sqrt(ss + (double)NORM_EPS));
     }
-    check_equal("l2norm value", y, ref, n);
-    real *dx = garbage(&r, n);
-    cpu_l2norm_bwd(dx, wo, y, rn, N, G, D, 0);
-    fd_check("l2norm dx (accumulate=0)", l2_loss, &c, x, dx, n, 1000, &r);
-    real *px = rand_nz(&r, n, 0.1, 1.0), *dx2 = tu_copy(px, n);
-    cpu_l2norm_bwd(dx2, wo, y, rn, N, G, D, 1);
-    real *gx2 = diff(dx2, px, n);
-    check_equal("l2norm dx (accumulate=1) adds", gx2, dx, n);
-    FREE_ALL(x, wo, y, rn, ys, rns, ref, dx, px, dx2, gx2);
 }
+
+static const OpDef L2NORM = {.size = sizeof(L2Norm), .build = l2norm_build, .fwd = l2norm_fwd, .bwd = l2norm_bwd, .ref = l2norm_ref, .accumulate = 1};
 
 /* ---------------------------------------------------------- elementwise ---- */
 
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* out = x * act(g) */
 typedef struct {
-    real *out, *x, *g, *wo;
-    int64_t n;
-    Activation act;
-    float norm;
-} EwCtx;
+    Op o;
+    Tensor *x, *g, *out;
+} GateMul;
 
-static double gate_mul_loss(void *p) {
-    EwCtx *c = p;
-    cpu_gate_mul_fwd(c->out, c->x, c->g, c->n, c->act);
-    return tu_dot(c->wo, c->out, c->n);
+static void gate_mul_build(Op *o) {
+    GateMul *m = (GateMul *)o;
+    m->x = input(o, "x", 157, NZ(0.05, 2.0), GRAD_SET);
+    m->g = input(o, "g", 157, NZ(0.05, 5.0), GRAD_SET);
+    m->out = output(o, "out", 157, ZERO);
 }
 
-static void gate_mul_case(Activation act, const char *tag, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 2.0), *g = rand_nz(&r, n, 0.05, 5.0);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, g, wo, n, act, 1};
-    cpu_gate_mul_fwd(out, x, g, n, act);
-    real *ref = tu_zeros(n);
-    for (int64_t i = 0; i < n; i++) {
-        double s = 1.0 / (1.0 + exp(-(double)g[i]));
-        ref[i] = (real)((double)x[i] * (act == ACT_SILU ? (double)g[i] * s : s));
+static double gate_mul_fwd(Op *o) {
+    GateMul *m = (GateMul *)o;
+    cpu_gate_mul_fwd(m->out->v, m->x->v, m->g->v, 157, o->v->act);
+    return 0;
+}
+
+static void gate_mul_bwd(Op *o) {
+    GateMul *m = (GateMul *)o;
+    cpu_gate_mul_bwd(m->x->d, m->g->d, m->out->d, m->x->v, m->g->v, 157, o->v->act);
+}
+
+static void gate_mul_ref(Op *o, real *ref) {
+    GateMul *m = (GateMul *)o;
+    for (int64_t i = 0; i < 157; i++) {
+        double g = (double)m->g->v[i], s = sigmoid(g);
+        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU ? g * s : s));
     }
-    char name[96];
-    snprintf(name, sizeof name, "gate_mul %s value", tag);
-    check_equal(name, out, ref, n);
-    real *dx = garbage(&r, n), *dg = garbage(&r, n);
-    cpu_gate_mul_bwd(dx, dg, wo, x, g, n, act);
-    snprintf(name, sizeof name, "gate_mul %s dx", tag);
-    fd_check(name, gate_mul_loss, &c, x, dx, n, 1000, &r);
-    snprintf(name, sizeof name, "gate_mul %s dg", tag);
-    fd_check(name, gate_mul_loss, &c, g, dg, n, 1000, &r);
-    FREE_ALL(x, g, wo, out, ref, dx, dg);
 }
 
-static void test_gate_mul_silu(void) { gate_mul_case(ACT_SILU, "SILU", 301); }
-static void test_gate_mul_sigmoid(void) { gate_mul_case(ACT_SIGMOID, "SIGMOID", 302); }
+static const OpDef GATE_MUL = {.size = sizeof(GateMul), .build = gate_mul_build, .fwd = gate_mul_fwd, .bwd = gate_mul_bwd, .ref = gate_mul_ref};
 
-static double silu_loss(void *p) {
-    EwCtx *c = p;
-    cpu_silu_fwd(c->out, c->x, c->n);
-    return tu_dot(c->wo, c->out, c->n);
+/* The one-input elementwise ops, out = f(x) over 157 values with |x| in [0.05, v.hi]. */
+typedef struct {
+    Op o;
+    Tensor *x, *out;
+    int64_t n;
+} Unary;
+
+static void unary_build(Op *o) {
+    Unary *m = (Unary *)o;
+    m->n = 157;
+    m->x = input(o, "x", m->n, NZ(0.05, o->v->hi), GRAD_SET);
+    m->out = output(o, "out", m->n, ZERO);
 }
 
-static void test_silu(void) {
-    Rng r;
-    rng_init(&r, 303, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 6.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
-    real *dx = garbage(&r, n);
-    cpu_silu_bwd(dx, wo, x, n);
-    fd_check("silu dx", silu_loss, &c, x, dx, n, 1000, &r);
-    FREE_ALL(x, wo, out, dx);
+static double silu_fwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_silu_fwd(m->out->v, m->x->v, m->n);
+    return 0;
 }
 
-static double gelu_loss(void *p) {
-    EwCtx *c = p;
-    cpu_gelu_fwd(c->out, c->x, c->n);
-    return tu_dot(c->wo, c->out, c->n);
+static void silu_bwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_silu_bwd(m->x->d, m->out->d, m->x->v, m->n);
 }
 
-static void test_gelu(void) {
-    Rng r;
-    rng_init(&r, 309, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 4.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
-    real *dx = garbage(&r, n);
-    cpu_gelu_bwd(dx, wo, x, n);
-    fd_check("gelu dx", gelu_loss, &c, x, dx, n, 1000, &r);
-    /* the erf form: gelu(1) = Phi(1) = 0.841344746 */
+static const OpDef SILU = {.size = sizeof(Unary), .build = unary_build, .fwd = silu_fwd, .bwd = silu_bwd};
+
+static double gelu_fwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_gelu_fwd(m->out->v, m->x->v, m->n);
+    return 0;
+}
+
+static void gelu_bwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_gelu_bwd(m->x->d, m->out->d, m->x->v, m->n);
+}
+
+/* the erf form: gelu(1) = Phi(1) = 0.841344746 */
+static void gelu_extra(Op *o) {
+    (void)o;
     real one = 1, y;
     cpu_gelu_fwd(&y, &one, 1);
     CHECK_MSG(fabs((double)y - 0.8413447460685429) < 1e-6, "gelu(1) = %.9f", (double)y);
-    FREE_ALL(x, wo, out, dx);
 }
+
+static const OpDef GELU = {.size = sizeof(Unary), .build = unary_build, .fwd = gelu_fwd, .bwd = gelu_bwd, .extra = gelu_extra};
+
+/* ReLU away from its kink (|x| >= 0.05), its backward in place (dx = dy), and the values. */
+static double relu_fwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_relu_fwd(m->out->v, m->x->v, m->n);
+    return 0;
+}
+
+static void relu_bwd(Op *o) {
+    Unary *m = (Unary *)o;
+    memcpy(m->x->d, m->out->d, sizeof(real) * (size_t)m->n);
+    cpu_relu_bwd(m->x->d, m->x->d, m->x->v, m->n);
+}
+
+static void relu_extra(Op *o) {
+    Unary *m = (Unary *)o;
+    const real *x = m->x->v;
+    for (int64_t i = 0; i < m->n; i++) CHECK(m->out->v[i] == (x[i] > 0 ? x[i] : 0));
+}
+
+static const OpDef RELU = {.size = sizeof(Unary), .build = unary_build, .fwd = relu_fwd, .bwd = relu_bwd, .extra = relu_extra};
+
+static double sigmoid_fwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_sigmoid_fwd(m->out->v, m->x->v, m->n);
+    return 0;
+}
+
+static void sigmoid_bwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_sigmoid_bwd(m->x->d, m->out->d, m->x->v, m->n);
+}
+
+static void sigmoid_ref(Op *o, real *ref) {
+    Unary *m = (Unary *)o;
+    for (int64_t i = 0; i < m->n; i++) ref[i] = (real)sigmoid((double)m->x->v[i]);
+}
+
+static const OpDef SIGMOID = {.size = sizeof(Unary), .build = unary_build, .fwd = sigmoid_fwd, .bwd = sigmoid_bwd, .ref = sigmoid_ref};
+
+static double logsigmoid_fwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_logsigmoid_fwd(m->out->v, m->x->v, m->n, o->v->norm);
+    return 0;
+}
+
+static void logsigmoid_bwd(Op *o) {
+    Unary *m = (Unary *)o;
+    cpu_logsigmoid_bwd(m->x->d, m->out->d, m->x->v, m->n, o->v->norm);
+}
+
+static void logsigmoid_ref(Op *o, real *ref) {
+    Unary *m = (Unary *)o;
+    for (int64_t i = 0; i < m->n; i++) ref[i] = (real)(-log1p(exp(-(double)m->x->v[i])) / (double)o->v->norm);
+}
+
+static const OpDef LOGSIGMOID = {.size = sizeof(Unary), .build = unary_build, .fwd = logsigmoid_fwd, .bwd = logsigmoid_bwd, .ref = logsigmoid_ref};
 
 /* Dropout (docs/models.md §16), L = wo . dropout(x): dx = dropout(wo) with the same key (the op
  * is its own backward) against finite differences; the mask is deterministic, keeps about
  * 1 - p of the elements (within 5 sigma), scales them by 1/(1 - p), and in channel mode is the
  * same at every token of a row of T and differs between rows. */
-typedef struct {
-    real *x, *y, *wo;
-    int64_t N;
-    int C, T;
-    uint64_t key;
-    double p;
-} DropCtx;
+#define DROP_KEY 0x1234abcdull
+#define DROP_P 0.3
 
-static double dropout_loss(void *q) {
-    DropCtx *c = q;
-    cpu_dropout(c->y, c->x, c->N, c->C, c->T, c->key, c->p);
-    return tu_dot(c->wo, c->y, c->N * c->C);
+typedef struct {
+    Op o;
+    Tensor *x, *y;
+    int64_t N;
+    int C;
+} Dropout;
+
+static void dropout_build(Op *o) {
+    Dropout *m = (Dropout *)o;
+    m->N = 240, m->C = 50;
+    m->x = fd_samples(input(o, "x", m->N * m->C, NZ(0.05, 2.0), GRAD_SET), 200);
+    m->y = output(o, "y", m->N * m->C, ZERO);
 }
 
-static void dropout_case(int T, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t N = 240;
-    int C = 50;
-    int64_t n = N * C;
-    DropCtx c = {rand_nz(&r, n, 0.05, 2.0), tu_zeros(n), rand_nz(&r, n, 0.05, 1.0), N, C, T, 0x1234abcdull, 0.3};
-    real *dx = garbage(&r, n), *y2 = tu_zeros(n);
-    cpu_dropout(dx, c.wo, N, C, T, c.key, c.p);
-    fd_check(T ? "dropout dx (channel)" : "dropout dx", dropout_loss, &c, c.x, dx, n, 200, &r);
-    dropout_loss(&c);
-    cpu_dropout(y2, c.x, N, C, T, c.key, c.p);
+static double dropout_fwd(Op *o) {
+    Dropout *m = (Dropout *)o;
+    cpu_dropout(m->y->v, m->x->v, m->N, m->C, o->v->T, DROP_KEY, DROP_P);
+    return 0;
+}
+
+static void dropout_bwd(Op *o) {
+    Dropout *m = (Dropout *)o;
+    cpu_dropout(m->x->d, m->y->d, m->N, m->C, o->v->T, DROP_KEY, DROP_P);
+}
+
+static void dropout_extra(Op *o) {
+    Dropout *m = (Dropout *)o;
+    int64_t n = m->N * m->C, C = m->C, T = o->v->T;
+    const real *x = m->x->v, *y = m->y->v;
+    real *y2 = tu_zeros(n), *y3 = tu_zeros(n);
+    cpu_dropout(y2, x, m->N, m->C, o->v->T, DROP_KEY, DROP_P);
     int64_t kept = 0, bad = 0, shared = 0, rows_differ = 0;
     for (int64_t i = 0; i < n; i++) {
-        bad += c.y[i] != y2[i];
-        if (c.y[i] != 0) kept++, bad += fabs((double)c.y[i] - c.x[i] / 0.7) > 1e-12 * fabs((double)c.x[i]);
+        bad += y[i] != y2[i];
+        if (y[i] != 0) kept++, bad += fabs((double)y[i] - x[i] / 0.7) > 1e-12 * fabs((double)x[i]);
         int64_t tok = i / C;
-        if (T && tok % T) shared += (c.y[i] != 0) != (c.y[i - C] != 0);
-        if (T && tok >= T) rows_differ += (c.y[i] != 0) != (c.y[i - (int64_t)T * C] != 0);
+        if (T && tok % T) shared += (y[i] != 0) != (y[i - C] != 0);
+        if (T && tok >= T) rows_differ += (y[i] != 0) != (y[i - T * C] != 0);
     }
-    int64_t draws = T ? (N / T) * C : n;
+    int64_t draws = T ? (m->N / T) * C : n;
     double expect = 0.7 * draws, sd = sqrt(draws * 0.7 * 0.3), got = T ? (double)kept / T : (double)kept;
-    printf("    %-40s kept %.0f of %lld draws (expected %.0f +- %.0f)\n", T ? "dropout mask (channel)" : "dropout mask",
-           got, (long long)draws, expect, sd);
+    printf("    %-40s kept %.0f of %lld draws (expected %.0f +- %.0f)\n", label(o, "mask"), got,
+           (long long)draws, expect, sd);
     CHECK_MSG(bad == 0, "dropout: %lld elements not x / (1 - p) or 0, or not reproduced", (long long)bad);
     CHECK(fabs(got - expect) < 5 * sd);
     CHECK_MSG(shared == 0, "dropout channel mode: %lld masks differ within a row", (long long)shared);
     CHECK(!T || rows_differ > 0);
-    c.key++; /* another key, another mask */
-    dropout_loss(&c);
+    cpu_dropout(y3, x, m->N, m->C, o->v->T, DROP_KEY + 1, DROP_P); /* another key, another mask */
     int64_t moved = 0;
-    for (int64_t i = 0; i < n; i++) moved += (c.y[i] != 0) != (y2[i] != 0);
+    for (int64_t i = 0; i < n; i++) moved += (y3[i] != 0) != (y2[i] != 0);
     CHECK(moved > 0);
-    FREE_ALL(c.x, c.y, c.wo, dx, y2);
+    FREE_ALL(y2, y3);
 }
 
-static void test_dropout(void) { dropout_case(0, 311), dropout_case(24, 312); }
+static const OpDef DROPOUT = {.size = sizeof(Dropout), .build = dropout_build, .fwd = dropout_fwd, .bwd = dropout_bwd, .extra = dropout_extra};
 
 /* segment_reverse (docs/models.md §16): every segment turned around, its accumulating form, and
  * being its own adjoint: wo . rev(x) = rev(wo) . x. */
@@ -519,371 +805,279 @@ static void test_segment_reverse(void) {
     tu_seqs_free(&ts);
 }
 
-static double relu_loss(void *p) {
-    EwCtx *c = p;
-    cpu_relu_fwd(c->out, c->x, c->n);
-    return tu_dot(c->wo, c->out, c->n);
-}
-
-/* ReLU away from its kink (|x| >= 0.05), its backward in place (dx = dy), and the values. */
-static void test_relu(void) {
-    Rng r;
-    rng_init(&r, 311, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 3.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
-    real *dx = tu_zeros(n);
-    memcpy(dx, wo, sizeof(real) * (size_t)n);
-    cpu_relu_bwd(dx, dx, x, n);
-    fd_check("relu dx", relu_loss, &c, x, dx, n, 1000, &r);
-    cpu_relu_fwd(out, x, n);
-    for (int64_t i = 0; i < n; i++) CHECK(out[i] == (x[i] > 0 ? x[i] : 0));
-    FREE_ALL(x, wo, out, dx);
-}
-
+/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §15): values and dx. */
 typedef struct {
-    real *f, *x, *wo;
+    Op o;
+    Tensor *x, *f;
     int64_t P;
     int d;
-} PairCtx;
+} PairNli;
 
-static double pair_loss(void *p) {
-    PairCtx *c = p;
-    cpu_pair_nli_fwd(c->f, c->x, c->P, c->d);
-    return tu_dot(c->wo, c->f, 4 * c->P * c->d);
+static void pair_nli_build(Op *o) {
+    PairNli *m = (PairNli *)o;
+    m->P = 3, m->d = 5;
+    m->x = input(o, "x", 2 * m->P * m->d, NZ(0.1, 2.0), GRAD_SET);
+    m->f = output(o, "f", 4 * m->P * m->d, ZERO);
 }
 
-/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §15): values and dx. */
-static void test_pair_nli(void) {
-    Rng r;
-    rng_init(&r, 313, 0);
-    int64_t P = 3;
-    int d = 5;
-    real *x = rand_nz(&r, 2 * P * d, 0.1, 2.0), *wo = rand_nz(&r, 4 * P * d, 0.05, 1.0), *f = tu_zeros(4 * P * d);
-    PairCtx c = {f, x, wo, P, d};
-    real *dx = garbage(&r, 2 * P * d);
-    cpu_pair_nli_bwd(dx, wo, x, P, d);
-    fd_check("pair_nli dx", pair_loss, &c, x, dx, 2 * P * d, 1000, &r);
-    cpu_pair_nli_fwd(f, x, P, d);
-    for (int64_t p = 0; p < P; p++)
+static double pair_nli_fwd(Op *o) {
+    PairNli *m = (PairNli *)o;
+    cpu_pair_nli_fwd(m->f->v, m->x->v, m->P, m->d);
+    return 0;
+}
+
+static void pair_nli_bwd(Op *o) {
+    PairNli *m = (PairNli *)o;
+    cpu_pair_nli_bwd(m->x->d, m->f->d, m->x->v, m->P, m->d);
+}
+
+static void pair_nli_extra(Op *o) {
+    PairNli *m = (PairNli *)o;
+    int d = m->d;
+    for (int64_t p = 0; p < m->P; p++)
         for (int j = 0; j < d; j++) {
-            real u = x[2 * p * d + j], v = x[(2 * p + 1) * d + j], *o = f + 4 * p * d;
-            CHECK(o[j] == u && o[d + j] == v && o[2 * d + j] == u * v && o[3 * d + j] == u - v);
+            real u = m->x->v[2 * p * d + j], v = m->x->v[(2 * p + 1) * d + j], *f = m->f->v + 4 * p * d;
+            CHECK(f[j] == u && f[d + j] == v && f[2 * d + j] == u * v && f[3 * d + j] == u - v);
         }
-    FREE_ALL(x, wo, f, dx);
 }
 
-static double sigmoid_loss(void *p) {
-    EwCtx *c = p;
-    cpu_sigmoid_fwd(c->out, c->x, c->n);
-    return tu_dot(c->wo, c->out, c->n);
-}
-
-static void test_sigmoid(void) {
-    Rng r;
-    rng_init(&r, 307, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 6.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, 1};
-    cpu_sigmoid_fwd(out, x, n);
-    real *ref = tu_zeros(n);
-    for (int64_t i = 0; i < n; i++) ref[i] = (real)(1.0 / (1.0 + exp(-(double)x[i])));
-    check_equal("sigmoid value", out, ref, n);
-    real *dx = garbage(&r, n);
-    cpu_sigmoid_bwd(dx, wo, x, n);
-    fd_check("sigmoid dx", sigmoid_loss, &c, x, dx, n, 1000, &r);
-    FREE_ALL(x, wo, out, ref, dx);
-}
-
-static double logsig_loss(void *p) {
-    EwCtx *c = p;
-    cpu_logsigmoid_fwd(c->out, c->x, c->n, c->norm);
-    return tu_dot(c->wo, c->out, c->n);
-}
-
-static void logsigmoid_case(float normalizer, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t n = 157;
-    real *x = rand_nz(&r, n, 0.05, 8.0), *wo = rand_nz(&r, n, 0.05, 1.0), *out = tu_zeros(n);
-    EwCtx c = {out, x, NULL, wo, n, ACT_NONE, normalizer};
-    cpu_logsigmoid_fwd(out, x, n, normalizer);
-    real *ref = tu_zeros(n);
-    for (int64_t i = 0; i < n; i++)
-        ref[i] = (real)(-log1p(exp(-(double)x[i])) / (double)normalizer);
-    char name[96];
-    snprintf(name, sizeof name, "logsigmoid /%g value", (double)normalizer);
-    check_equal(name, out, ref, n);
-    real *dx = garbage(&r, n);
-    cpu_logsigmoid_bwd(dx, wo, x, n, normalizer);
-    snprintf(name, sizeof name, "logsigmoid /%g dx", (double)normalizer);
-    fd_check(name, logsig_loss, &c, x, dx, n, 1000, &r);
-    FREE_ALL(x, wo, out, ref, dx);
-}
-
-static void test_logsigmoid_16(void) { logsigmoid_case(16.0f, 304); }
-static void test_logsigmoid_1(void) { logsigmoid_case(1.0f, 305); }
+static const OpDef PAIR_FEATURES = {.size = sizeof(PairNli), .build = pair_nli_build, .fwd = pair_nli_fwd, .bwd = pair_nli_bwd, .extra = pair_nli_extra};
 
 /* The per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3, §10): dt =
- * softplus(dt_raw + dt_bias), g = -exp(A_log) dt; L = wdt . dt + wg . g, or wg . g alone when
- * dt is not kept (GDN: dt NULL, ddt NULL). */
+ * softplus(dt_raw + dt_bias), g = -exp(A_log) dt; both outputs, or g alone when dt is not kept
+ * (GDN: dt NULL, ddt NULL). */
 typedef struct {
-    real *dt, *g, *dt_raw, *A_log, *dt_bias, *wdt, *wg;
+    Op o;
+    Tensor *dt_raw, *A_log, *dt_bias, *dt, *g;
     int64_t N;
     int H;
-} DecayCtx;
+} Decay;
 
-static double decay_loss(void *p) {
-    DecayCtx *c = p;
-    cpu_decay_gates_fwd(c->dt, c->g, c->dt_raw, c->A_log, c->dt_bias, c->N, c->H);
-    return (c->dt ? tu_dot(c->wdt, c->dt, c->N * c->H) : 0) + tu_dot(c->wg, c->g, c->N * c->H);
+static void decay_build(Op *o) {
+    Decay *m = (Decay *)o;
+    m->N = 41, m->H = 3;
+    int64_t n = m->N * m->H;
+    m->dt_raw = input(o, "dt_raw", n, NZ(0.05, 4.0), GRAD_SET);
+    m->A_log = input(o, "A_log", m->H, NZ(0.1, 2.0), GRAD_ADD);
+    m->dt_bias = input(o, "dt_bias", m->H, NZ(0.1, 3.0), GRAD_ADD);
+    if (o->v->keep_dt) m->dt = output(o, "dt", n, ZERO);
+    m->g = output(o, "g", n, ZERO);
 }
 
-static void decay_gates_case(int keep_dt, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t N = 41;
-    int H = 3;
-    int64_t n = N * H;
-    const char *tag = keep_dt ? "decay_gates (dt kept)" : "decay_gates (no dt)";
-    char name[96];
-    real *dt_raw = rand_nz(&r, n, 0.05, 4.0), *A_log = rand_nz(&r, H, 0.1, 2.0);
-    real *dt_bias = rand_nz(&r, H, 0.1, 3.0);
-    real *wdt = rand_nz(&r, n, 0.05, 1.0), *wg = rand_nz(&r, n, 0.05, 1.0);
-    real *dt = keep_dt ? tu_zeros(n) : NULL, *g = tu_zeros(n);
-    DecayCtx c = {dt, g, dt_raw, A_log, dt_bias, wdt, wg, N, H};
-    cpu_decay_gates_fwd(dt, g, dt_raw, A_log, dt_bias, N, H);
+static double decay_fwd(Op *o) {
+    Decay *m = (Decay *)o;
+    cpu_decay_gates_fwd(V(m->dt), m->g->v, m->dt_raw->v, m->A_log->v, m->dt_bias->v, m->N, m->H);
+    return 0;
+}
+
+static void decay_bwd(Op *o) {
+    Decay *m = (Decay *)o;
+    cpu_decay_gates_bwd(m->dt_raw->d, m->A_log->d, m->dt_bias->d, D(m->dt), m->g->d, m->dt_raw->v,
+                        m->A_log->v, m->dt_bias->v, m->N, m->H);
+}
+
+static void decay_extra(Op *o) {
+    Decay *m = (Decay *)o;
+    int64_t n = m->N * m->H;
     real *rdt = tu_zeros(n), *rg = tu_zeros(n);
-    for (int64_t t = 0; t < N; t++)
-        for (int h = 0; h < H; h++) {
-            int64_t i = t * H + h;
-            double sp = log1p(exp((double)dt_raw[i] + (double)dt_bias[h]));
-            rdt[i] = (real)sp;
-            rg[i] = (real)(-exp((double)A_log[h]) * sp);
-        }
-    if (keep_dt) {
-        snprintf(name, sizeof name, "%s dt value", tag);
-        check_equal(name, dt, rdt, n);
-    }
-    snprintf(name, sizeof name, "%s g value", tag);
-    check_equal(name, g, rg, n);
-    real *ddr = garbage(&r, n), *pA = rand_nz(&r, H, 0.1, 1.0), *pdt = rand_nz(&r, H, 0.1, 1.0);
-    real *dA = tu_copy(pA, H), *ddt = tu_copy(pdt, H);
-    cpu_decay_gates_bwd(ddr, dA, ddt, keep_dt ? wdt : NULL, wg, dt_raw, A_log, dt_bias, N, H);
-    real *gA = diff(dA, pA, H), *gdt = diff(ddt, pdt, H);
-    snprintf(name, sizeof name, "%s ddt_raw", tag);
-    fd_check(name, decay_loss, &c, dt_raw, ddr, n, 1000, &r);
-    snprintf(name, sizeof name, "%s dA_log (+=)", tag);
-    fd_check(name, decay_loss, &c, A_log, gA, H, 1000, &r);
-    snprintf(name, sizeof name, "%s ddt_bias (+=)", tag);
-    fd_check(name, decay_loss, &c, dt_bias, gdt, H, 1000, &r);
-    FREE_ALL(dt_raw, A_log, dt_bias, wdt, wg, dt, g, rdt, rg, ddr, pA, pdt, dA, ddt, gA, gdt);
-}
-
-static void test_decay_gates_mamba2(void) { decay_gates_case(1, 307); }
-static void test_decay_gates_gdn(void) { decay_gates_case(0, 306); }
-
-/* The per-head scale y = s x (s per token and head) and the skip y += Dp x (Dp per head). */
-typedef struct {
-    real *y, *x, *s, *wo;
-    int64_t N;
-    int H, D, skip;
-} HeadCtx;
-
-static double head_loss(void *p) {
-    HeadCtx *c = p;
-    int64_t n = c->N * c->H * c->D;
-    if (c->skip) {
-        for (int64_t i = 0; i < n; i++) c->y[i] = 0;
-        cpu_head_skip_fwd(c->y, c->x, c->s, c->N, c->H, c->D);
-    } else {
-        cpu_head_scale_fwd(c->y, c->x, c->s, c->N, c->H, c->D);
-    }
-    return tu_dot(c->wo, c->y, n);
-}
-
-static void head_case(int skip, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t N = 23;
-    int H = 3, D = 5;
-    int64_t n = N * H * D, ns = skip ? H : N * H;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *sc = rand_nz(&r, ns, 0.05, 1.5);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = rand_nz(&r, n, 0.05, 1.0), *y0 = tu_copy(y, n);
-    HeadCtx c = {y, x, sc, wo, N, H, D, skip};
-    if (skip)
-        cpu_head_skip_fwd(y, x, sc, N, H, D);
-    else
-        cpu_head_scale_fwd(y, x, sc, N, H, D);
-    real *ref = tu_zeros(n);
     for (int64_t i = 0; i < n; i++) {
-        int64_t row = i / D;
-        ref[i] = skip ? y0[i] + sc[row % H] * x[i] : sc[row] * x[i];
+        int h = (int)(i % m->H);
+        double sp = log1p(exp((double)m->dt_raw->v[i] + (double)m->dt_bias->v[h]));
+        rdt[i] = (real)sp;
+        rg[i] = (real)(-exp((double)m->A_log->v[h]) * sp);
     }
-    check_equal(skip ? "head_skip value (+=)" : "head_scale value", y, ref, n);
-    real *px = rand_nz(&r, n, 0.1, 1.0), *dx = skip ? tu_copy(px, n) : garbage(&r, n);
-    real *ps = rand_nz(&r, ns, 0.1, 1.0), *ds = skip ? tu_copy(ps, ns) : garbage(&r, ns);
-    if (skip)
-        cpu_head_skip_bwd(dx, ds, wo, x, sc, N, H, D);
-    else
-        cpu_head_scale_bwd(dx, ds, wo, x, sc, N, H, D);
-    real *gx = skip ? diff(dx, px, n) : tu_copy(dx, n), *gs = skip ? diff(ds, ps, ns) : tu_copy(ds, ns);
-    fd_check(skip ? "head_skip dx (+=)" : "head_scale dx", head_loss, &c, x, gx, n, 1000, &r);
-    fd_check(skip ? "head_skip dDp (+=)" : "head_scale ds", head_loss, &c, sc, gs, ns, 1000, &r);
-    FREE_ALL(x, sc, wo, y, y0, ref, px, dx, ps, ds, gx, gs);
+    if (m->dt) check_equal(label(o, "dt value"), m->dt->v, rdt, n);
+    check_equal(label(o, "g value"), m->g->v, rg, n);
+    FREE_ALL(rdt, rg);
 }
 
-static void test_head_scale(void) { head_case(0, 308); }
-static void test_head_skip(void) { head_case(1, 309); }
+static const OpDef DECAY_GATES = {.size = sizeof(Decay), .build = decay_build, .fwd = decay_fwd, .bwd = decay_bwd, .extra = decay_extra};
+
+/* The per-head scale y = s x (s per token and head) and the skip y += Dp x (Dp per head; its
+ * forward adds to y0, its gradients accumulate). */
+typedef struct {
+    Op o;
+    Tensor *x, *s, *y;
+    real *y0;
+    int64_t N;
+    int H, D;
+} Head;
+
+static void head_build(Op *o) {
+    Head *m = (Head *)o;
+    int skip = o->v->skip;
+    m->N = 23, m->H = 3, m->D = 5;
+    int64_t n = m->N * m->H * m->D;
+    GradKind gk = skip ? GRAD_ADD : GRAD_SET;
+    m->x = input(o, "x", n, NZ(0.05, 1.5), gk);
+    m->s = input(o, skip ? "Dp" : "s", skip ? m->H : m->N * m->H, NZ(0.05, 1.5), gk);
+    m->y = output(o, "y", n, ZERO);
+    if (skip) m->y0 = aux(o, n, NZ(0.05, 1.0));
+}
+
+static double head_fwd(Op *o) {
+    Head *m = (Head *)o;
+    if (m->y0) {
+        memcpy(m->y->v, m->y0, sizeof(real) * (size_t)m->y->spec.n);
+        cpu_head_skip_fwd(m->y->v, m->x->v, m->s->v, m->N, m->H, m->D);
+    } else {
+        cpu_head_scale_fwd(m->y->v, m->x->v, m->s->v, m->N, m->H, m->D);
+    }
+    return 0;
+}
+
+static void head_bwd(Op *o) {
+    Head *m = (Head *)o;
+    if (m->y0)
+        cpu_head_skip_bwd(m->x->d, m->s->d, m->y->d, m->x->v, m->s->v, m->N, m->H, m->D);
+    else
+        cpu_head_scale_bwd(m->x->d, m->s->d, m->y->d, m->x->v, m->s->v, m->N, m->H, m->D);
+}
+
+static void head_ref(Op *o, real *ref) {
+    Head *m = (Head *)o;
+    for (int64_t i = 0; i < m->y->spec.n; i++) {
+        int64_t row = i / m->D;
+        ref[i] = m->y0 ? m->y0[i] + m->s->v[row % m->H] * m->x->v[i] : m->s->v[row] * m->x->v[i];
+    }
+}
+
+static const OpDef HEAD = {.size = sizeof(Head), .build = head_build, .fwd = head_fwd, .bwd = head_bwd, .ref = head_ref};
 
 /* B and C of a group go to each of its heads: head h reads group h / (H/G). */
 typedef struct {
-    real *out, *src, *wo;
+    Op o;
+    Tensor *src, *out;
     int64_t N;
     int H, G, K;
-} BcastCtx;
+} Bcast;
 
-static double bcast_loss(void *p) {
-    BcastCtx *c = p;
-    cpu_group_bcast_fwd(c->out, c->src, c->N, c->H, c->G, c->K);
-    return tu_dot(c->wo, c->out, c->N * c->H * c->K);
+static void bcast_build(Op *o) {
+    Bcast *m = (Bcast *)o;
+    m->N = 13, m->H = 6, m->G = 2, m->K = 4;
+    m->src = input(o, "src", m->N * m->G * m->K, NZ(0.05, 1.5), GRAD_SET);
+    m->out = output(o, "out", m->N * m->H * m->K, GARBAGE); /* overwritten */
 }
 
-static void test_group_bcast(void) {
-    Rng r;
-    rng_init(&r, 310, 0);
-    int64_t N = 13;
-    int H = 6, G = 2, K = 4;
-    int64_t no = N * H * K, ns = N * G * K;
-    real *src = rand_nz(&r, ns, 0.05, 1.5), *wo = rand_nz(&r, no, 0.05, 1.0), *out = garbage(&r, no);
-    BcastCtx c = {out, src, wo, N, H, G, K};
-    cpu_group_bcast_fwd(out, src, N, H, G, K);
-    real *ref = tu_zeros(no);
-    for (int64_t t = 0; t < N; t++)
+static double bcast_fwd(Op *o) {
+    Bcast *m = (Bcast *)o;
+    cpu_group_bcast_fwd(m->out->v, m->src->v, m->N, m->H, m->G, m->K);
+    return 0;
+}
+
+static void bcast_bwd(Op *o) {
+    Bcast *m = (Bcast *)o;
+    cpu_group_bcast_bwd(m->src->d, m->out->d, m->N, m->H, m->G, m->K);
+}
+
+static void bcast_ref(Op *o, real *ref) {
+    Bcast *m = (Bcast *)o;
+    int H = m->H, G = m->G, K = m->K;
+    for (int64_t t = 0; t < m->N; t++)
         for (int h = 0; h < H; h++)
-            for (int i = 0; i < K; i++) ref[(t * H + h) * K + i] = src[(t * G + h / (H / G)) * K + i];
-    check_equal("group_bcast value", out, ref, no);
-    real *ds = garbage(&r, ns);
-    cpu_group_bcast_bwd(ds, wo, N, H, G, K);
-    fd_check("group_bcast dsrc", bcast_loss, &c, src, ds, ns, 1000, &r);
-    FREE_ALL(src, wo, out, ref, ds);
+            for (int i = 0; i < K; i++) ref[(t * H + h) * K + i] = m->src->v[(t * G + h / (H / G)) * K + i];
 }
+
+static const OpDef GROUP_BCAST = {.size = sizeof(Bcast), .build = bcast_build, .fwd = bcast_fwd, .bwd = bcast_bwd, .ref = bcast_ref};
 
 /* ---------------------------------------------------------- time mixing ---- */
 
+/* Causal depthwise conv of 4 taps per segment (tap 3 = current token), plus the bias; without
+ * w the first difference x_t - x_{t-1}. */
 typedef struct {
-    real *y, *x, *w, *b, *wo;
-    const Seqs *s;
+    Op o;
+    Tensor *x, *w, *b, *y;
     int C;
-    Activation act;
-} ConvCtx;
+} Conv;
 
-static double conv_loss(void *p) {
-    ConvCtx *c = p;
-    cpu_conv_fwd(c->y, c->x, c->w, c->b, c->s, c->C, c->act);
-    return tu_dot(c->wo, c->y, c->s->ntok * c->C);
+static void conv_build(Op *o) {
+    Conv *m = (Conv *)o;
+    int C = m->C = 5;
+    m->x = fd_samples(input(o, "x", o->s->ntok * C, NZ(0.05, 1.5), GRAD_SET), 100000);
+    if (o->v->conv) m->w = input(o, "w", 4 * C, NZ(0.1, 1.0), GRAD_ADD);
+    m->b = o->v->bias ? input(o, "b", C, NZ(0.1, 1.0), GRAD_ADD) : absent(o, "b", C);
+    m->y = output(o, "y", o->s->ntok * C, ZERO);
 }
 
-static void conv_case(int with_w, int with_b, Activation act, const char *tag, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int C = 5;
-    int64_t n = s->ntok * C, nw = (int64_t)C * 4;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *w = with_w ? rand_nz(&r, nw, 0.1, 1.0) : NULL;
-    real *b = with_b ? rand_nz(&r, C, 0.1, 1.0) : NULL;
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
-    ConvCtx c = {y, x, w, b, wo, s, C, act};
-    /* forward value: causal, per segment, tap 3 = current token, plus the bias */
-    cpu_conv_fwd(y, x, w, b, s, C, act);
-    real *ref = tu_zeros(n);
+static double conv_fwd(Op *o) {
+    Conv *m = (Conv *)o;
+    cpu_conv_fwd(m->y->v, m->x->v, V(m->w), V(m->b), o->s, m->C, o->v->act);
+    return 0;
+}
+
+static void conv_bwd(Op *o) {
+    Conv *m = (Conv *)o;
+    cpu_conv_bwd(m->x->d, D(m->w), m->b->d, m->y->d, m->x->v, V(m->w), V(m->b), o->s, m->C, o->v->act);
+}
+
+/* The pre-activation of channel ch at token t of the segment starting at t0. */
+static double conv_at(const real *x, const real *w, int64_t t, int64_t t0, int C, int ch) {
+    double p = 0;
+    for (int back = 0; back < 4 && t - back >= t0; back++) {
+        double tap = w ? (double)w[ch * 4 + 3 - back] : (back == 0 ? 1 : back == 1 ? -1 : 0);
+        p += tap * (double)x[(t - back) * C + ch];
+    }
+    return p;
+}
+
+static double act_value(Activation act, double p) { return act == ACT_SILU ? p * sigmoid(p) : p; }
+
+static void conv_ref(Op *o, real *ref) {
+    Conv *m = (Conv *)o;
+    const Seqs *s = o->s;
     for (int seg = 0; seg < s->nseg; seg++)
         for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
-            for (int ch = 0; ch < C; ch++) {
-                double p = b ? (double)b[ch] : 0;
-                for (int back = 0; back < 4; back++) {
-                    if (t - back < s->cu[seg]) break;
-                    double tap = w ? (double)w[ch * 4 + 3 - back] : (back == 0 ? 1 : back == 1 ? -1 : 0);
-                    p += tap * (double)x[(t - back) * C + ch];
-                }
-                ref[t * C + ch] = (real)(act == ACT_SILU ? p / (1 + exp(-p)) : p);
+            for (int ch = 0; ch < m->C; ch++) {
+                double p = conv_at(m->x->v, V(m->w), t, s->cu[seg], m->C, ch) + (m->b->v ? (double)m->b->v[ch] : 0);
+                ref[t * m->C + ch] = (real)act_value(o->v->act, p);
             }
-    char name[96];
-    snprintf(name, sizeof name, "conv %s value", tag);
-    check_equal(name, y, ref, n);
-    real *dx = garbage(&r, n), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
-    real *pb = rand_nz(&r, C, 0.1, 1.0), *db = tu_copy(pb, C);
-    cpu_conv_bwd(dx, with_w ? dw : NULL, db, wo, x, w, b, s, C, act);
-    snprintf(name, sizeof name, "conv %s dx", tag);
-    fd_check(name, conv_loss, &c, x, dx, n, 100000, &r);
-    if (with_b) {
-        real *gb = diff(db, pb, C);
-        snprintf(name, sizeof name, "conv %s db (+=)", tag);
-        fd_check(name, conv_loss, &c, b, gb, C, 1000, &r);
-        rt_free(gb);
-    } else {
-        snprintf(name, sizeof name, "conv %s db untouched without a bias", tag);
-        check_equal(name, db, pb, C);
-    }
-    if (with_w) {
-        real *gw = diff(dw, pw, nw);
-        snprintf(name, sizeof name, "conv %s dw (+=)", tag);
-        fd_check(name, conv_loss, &c, w, gw, nw, 1000, &r);
-        rt_free(gw);
-    }
-    FREE_ALL(x, w, b, wo, y, ref, dx, pw, dw, pb, db);
-    tu_seqs_free(&ts);
 }
 
-static void test_conv_w_none(void) { conv_case(1, 0, ACT_NONE, "w, NONE", 401); }
-static void test_conv_w_silu(void) { conv_case(1, 0, ACT_SILU, "w, SILU", 402); }
-static void test_conv_diff_none(void) { conv_case(0, 0, ACT_NONE, "NULL w (diff), NONE", 403); }
-static void test_conv_diff_silu(void) { conv_case(0, 0, ACT_SILU, "NULL w (diff), SILU", 404); }
-static void test_conv_bias_none(void) { conv_case(1, 1, ACT_NONE, "w + bias, NONE", 405); }
-static void test_conv_bias_silu(void) { conv_case(1, 1, ACT_SILU, "w + bias, SILU", 406); }
+static const OpDef CONV = {.size = sizeof(Conv), .build = conv_build, .fwd = conv_fwd, .bwd = conv_bwd, .ref = conv_ref};
 
+/* y_t = a x_{t-1} + (1 - a) x_t with a = sigmoid(a_logit) per token and head; x_{-1} = 0. */
 typedef struct {
-    real *y, *x, *al, *wo;
-    const Seqs *s;
+    Op o;
+    Tensor *x, *al, *y;
     int H, D;
-} ShiftCtx;
+} Shift;
 
-static double shift_loss(void *p) {
-    ShiftCtx *c = p;
-    cpu_shift_fwd(c->y, c->x, c->al, c->s, c->H, c->D);
-    return tu_dot(c->wo, c->y, c->s->ntok * c->H * c->D);
+static void shift_build(Op *o) {
+    Shift *m = (Shift *)o;
+    m->H = 2, m->D = 3;
+    int64_t nh = o->s->ntok * m->H;
+    m->x = fd_samples(input(o, "x", nh * m->D, NZ(0.05, 1.5), GRAD_SET), 100000);
+    m->al = fd_samples(input(o, "a_logit", nh, NZ(0.05, 3.0), GRAD_SET), 100000);
+    m->y = output(o, "y", nh * m->D, ZERO);
 }
 
-static void test_shift(void) {
-    Rng r;
-    rng_init(&r, 405, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, D = 3;
-    int64_t n = s->ntok * H * D, nh = s->ntok * H;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *al = rand_nz(&r, nh, 0.05, 3.0);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
-    ShiftCtx c = {y, x, al, wo, s, H, D};
-    cpu_shift_fwd(y, x, al, s, H, D);
-    real *ref = tu_zeros(n);
-    for (int64_t t = 0; t < s->ntok; t++)
+static double shift_fwd(Op *o) {
+    Shift *m = (Shift *)o;
+    cpu_shift_fwd(m->y->v, m->x->v, m->al->v, o->s, m->H, m->D);
+    return 0;
+}
+
+static void shift_bwd(Op *o) {
+    Shift *m = (Shift *)o;
+    cpu_shift_bwd(m->x->d, m->al->d, m->y->d, m->x->v, m->al->v, o->s, m->H, m->D);
+}
+
+static void shift_ref(Op *o, real *ref) {
+    Shift *m = (Shift *)o;
+    int H = m->H, D = m->D;
+    const real *x = m->x->v;
+    for (int64_t t = 0; t < o->s->ntok; t++)
         for (int h = 0; h < H; h++) {
-            double a = 1.0 / (1.0 + exp(-(double)al[t * H + h]));
+            double a = sigmoid((double)m->al->v[t * H + h]);
             for (int d = 0; d < D; d++) {
                 int64_t i = (t * H + h) * D + d;
-                double prev = s->pos[t] >= 1 ? (double)x[i - H * D] : 0.0;
+                double prev = o->s->pos[t] >= 1 ? (double)x[i - H * D] : 0.0;
                 ref[i] = (real)(a * prev + (1 - a) * (double)x[i]);
             }
         }
-    check_equal("shift value", y, ref, n);
-    real *dx = garbage(&r, n), *da = garbage(&r, nh);
-    cpu_shift_bwd(dx, da, wo, x, al, s, H, D);
-    fd_check("shift dx", shift_loss, &c, x, dx, n, 100000, &r);
-    fd_check("shift da_logit", shift_loss, &c, al, da, nh, 100000, &r);
-    FREE_ALL(x, al, wo, y, ref, dx, da);
-    tu_seqs_free(&ts);
 }
+
+static const OpDef SHIFT = {.size = sizeof(Shift), .build = shift_build, .fwd = shift_fwd, .bwd = shift_bwd, .ref = shift_ref};
 
 static void test_revcumsum(void) {
     Rng r;
@@ -938,405 +1132,330 @@ static void test_rope_angles(void) {
     tu_seqs_free(&ts);
 }
 
-typedef struct {
-    real *y, *x, *ang, *wo;
-    int64_t N;
-    int H, D, per_head;
-} RotCtx;
-
-static double rot_loss(void *p) {
-    RotCtx *c = p;
-    cpu_rotate_fwd(c->y, c->x, c->ang, c->N, c->H, c->D, c->per_head);
-    return tu_dot(c->wo, c->y, c->N * c->H * c->D);
+/* Rotation of the pairs (j, j+P) of a head of 2P channels by angle a (in place in out). */
+static void rotate_pair(real *out, const real *x, int P, int j, double a) {
+    double x0 = (double)x[j], x1 = (double)x[j + P];
+    out[j] = (real)(x0 * cos(a) - x1 * sin(a));
+    out[j + P] = (real)(x0 * sin(a) + x1 * cos(a));
 }
 
-static void rotate_case(int per_head, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int64_t N = 21;
-    int H = 3, D = 8, P = D / 2;
-    int64_t n = N * H * D, na = per_head ? N * H * P : N * P;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *ang = rand_nz(&r, na, 0.05, 3.0);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *y = tu_zeros(n);
-    RotCtx c = {y, x, ang, wo, N, H, D, per_head};
-    cpu_rotate_fwd(y, x, ang, N, H, D, per_head);
-    real *ref = tu_zeros(n);
-    for (int64_t t = 0; t < N; t++)
+/* Angles per token shared by the heads, or per token and head (the only layout with dangle). */
+typedef struct {
+    Op o;
+    Tensor *x, *ang, *y;
+    int64_t N;
+    int H, D;
+} Rotate;
+
+static void rotate_build(Op *o) {
+    Rotate *m = (Rotate *)o;
+    m->N = 21, m->H = 3, m->D = 8;
+    int64_t na = o->v->per_head ? m->N * m->H * (m->D / 2) : m->N * (m->D / 2);
+    m->x = input(o, "x", m->N * m->H * m->D, NZ(0.05, 1.5), GRAD_SET);
+    m->ang = input(o, "angle", na, NZ(0.05, 3.0), o->v->per_head ? GRAD_ADD : GRAD_NONE);
+    m->y = output(o, "y", m->N * m->H * m->D, ZERO);
+}
+
+static double rotate_fwd(Op *o) {
+    Rotate *m = (Rotate *)o;
+    cpu_rotate_fwd(m->y->v, m->x->v, m->ang->v, m->N, m->H, m->D, o->v->per_head);
+    return 0;
+}
+
+static void rotate_bwd(Op *o) {
+    Rotate *m = (Rotate *)o;
+    cpu_rotate_bwd(m->x->d, m->ang->d, m->y->d, m->x->v, m->ang->v, m->N, m->H, m->D, o->v->per_head);
+}
+
+static void rotate_ref(Op *o, real *ref) {
+    Rotate *m = (Rotate *)o;
+    int H = m->H, D = m->D, P = D / 2;
+    for (int64_t t = 0; t < m->N; t++)
         for (int h = 0; h < H; h++)
             for (int j = 0; j < P; j++) {
-                double a = (double)ang[per_head ? (t * H + h) * P + j : t * P + j];
                 int64_t b = (t * H + h) * D;
-                double x0 = (double)x[b + j], x1 = (double)x[b + j + P];
-                ref[b + j] = (real)(x0 * cos(a) - x1 * sin(a));
-                ref[b + j + P] = (real)(x0 * sin(a) + x1 * cos(a));
+                rotate_pair(ref + b, m->x->v + b, P, j, (double)m->ang->v[o->v->per_head ? (t * H + h) * P + j : t * P + j]);
             }
-    const char *tag = per_head ? "per-head" : "shared";
-    char name[96];
-    snprintf(name, sizeof name, "rotate %s value", tag);
-    check_equal(name, y, ref, n);
-    real *dx = garbage(&r, n);
-    if (per_head) {
-        real *pa = rand_nz(&r, na, 0.1, 1.0), *da = tu_copy(pa, na);
-        cpu_rotate_bwd(dx, da, wo, x, ang, N, H, D, per_head);
-        real *ga = diff(da, pa, na);
-        snprintf(name, sizeof name, "rotate %s dangle (+=)", tag);
-        fd_check(name, rot_loss, &c, ang, ga, na, 1000, &r);
-        FREE_ALL(pa, da, ga);
-    } else {
-        /* the contract gives dangle only in the per-head layout */
-        cpu_rotate_bwd(dx, NULL, wo, x, ang, N, H, D, per_head);
-    }
-    snprintf(name, sizeof name, "rotate %s dx", tag);
-    fd_check(name, rot_loss, &c, x, dx, n, 1000, &r);
-    FREE_ALL(x, ang, wo, y, ref, dx);
 }
 
-static void test_rotate_shared(void) { rotate_case(0, 501); }
-static void test_rotate_per_head(void) { rotate_case(1, 502); }
+static const OpDef ROTATE = {.size = sizeof(Rotate), .build = rotate_build, .fwd = rotate_fwd, .bwd = rotate_bwd, .ref = rotate_ref};
 
+/* Selective RoPE's angles (docs/models.md §5): Phi = per-segment cumsum of (phi + exp(bias))
+ * times sigmoid(gate_logit), angle = temp Phi. */
 typedef struct {
-    real *angle, *Phi, *phi, *bias, *gl, *temp, *wo;
-    const Seqs *s;
+    Op o;
+    Tensor *phi, *bias, *gl, *temp, *angle;
+    real *Phi, *dangle;
     int H, P;
-} SelCtx;
+} SelAngles;
 
-static double sel_loss(void *p) {
-    SelCtx *c = p;
-    cpu_selrope_angles_fwd(c->angle, c->Phi, c->phi, c->bias, c->gl, c->temp, c->s, c->H, c->P);
-    return tu_dot(c->wo, c->angle, c->s->ntok * c->H * c->P);
+static void sel_angles_build(Op *o) {
+    SelAngles *m = (SelAngles *)o;
+    m->H = 2, m->P = 3;
+    int64_t N = o->s->ntok, HP = m->H * m->P;
+    m->phi = fd_samples(input(o, "phi", N * HP, NZ(0.05, 1.0), GRAD_SET), 100000);
+    if (o->v->bias) m->bias = input(o, "bias", HP, NZ(0.05, 1.0), GRAD_ADD);
+    if (o->v->gate) m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 100000);
+    m->temp = input(o, "temp", m->P, UNIFORM(0.05, 1.0), GRAD_ADD);
+    m->angle = output(o, "angle", N * HP, ZERO);
+    m->Phi = aux(o, N * HP, ZERO);
+    m->dangle = aux(o, N * HP, ZERO);
 }
 
-static void selrope_case(int with_bias, int with_gate, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, P = 3, HP = H * P;
-    int64_t N = s->ntok, n = N * HP, nh = N * H;
-    real *phi = rand_nz(&r, n, 0.05, 1.0);
-    real *bias = with_bias ? rand_nz(&r, HP, 0.05, 1.0) : NULL;
-    real *gl = with_gate ? rand_nz(&r, nh, 0.05, 3.0) : NULL;
-    real *temp = tu_rand(&r, P, 0.05, 1.0);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *angle = tu_zeros(n), *Phi = tu_zeros(n);
-    SelCtx c = {angle, Phi, phi, bias, gl, temp, wo, s, H, P};
-    char tag[64], name[128];
-    snprintf(tag, sizeof tag, "bias %s, gate %s", with_bias ? "on" : "off", with_gate ? "on" : "off");
+static double sel_angles_fwd(Op *o) {
+    SelAngles *m = (SelAngles *)o;
+    cpu_selrope_angles_fwd(m->angle->v, m->Phi, m->phi->v, V(m->bias), V(m->gl), m->temp->v, o->s, m->H, m->P);
+    return 0;
+}
 
-    cpu_selrope_angles_fwd(angle, Phi, phi, bias, gl, temp, s, H, P);
+static void sel_angles_bwd(Op *o) {
+    SelAngles *m = (SelAngles *)o;
+    memcpy(m->dangle, m->angle->d, sizeof(real) * (size_t)m->angle->spec.n); /* consumed as scratch */
+    cpu_selrope_angles_bwd(m->phi->d, D(m->bias), D(m->gl), m->temp->d, m->dangle, m->phi->v, V(m->bias),
+                           V(m->gl), m->temp->v, m->Phi, o->s, m->H, m->P);
+}
+
+/* The angle increment of channel (h, j) at token t: conv output pre, plus exp(bias), gated. */
+static double sel_increment(double pre, const real *bias, const real *gl, int64_t t, int H, int h, int ch) {
+    double inc = pre + (bias ? exp((double)bias[ch]) : 0.0);
+    return gl ? inc * sigmoid((double)gl[t * H + h]) : inc;
+}
+
+/* Phi and angle both against the cumulative sums. */
+static void sel_angles_extra(Op *o) {
+    SelAngles *m = (SelAngles *)o;
+    const Seqs *s = o->s;
+    int H = m->H, P = m->P, HP = H * P;
+    int64_t n = s->ntok * HP;
     real *rPhi = tu_zeros(n), *rang = tu_zeros(n);
     for (int seg = 0; seg < s->nseg; seg++)
-        for (int h = 0; h < H; h++)
-            for (int j = 0; j < P; j++) {
-                double acc = 0;
-                for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
-                    int64_t i = t * HP + h * P + j;
-                    double inc = (double)phi[i] + (bias ? exp((double)bias[h * P + j]) : 0.0);
-                    if (gl) inc *= 1.0 / (1.0 + exp(-(double)gl[t * H + h]));
-                    acc += inc;
-                    rPhi[i] = (real)acc;
-                    rang[i] = (real)((double)temp[j] * acc);
-                }
+        for (int ch = 0; ch < HP; ch++) {
+            double acc = 0;
+            for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
+                int64_t i = t * HP + ch;
+                acc += sel_increment((double)m->phi->v[i], V(m->bias), V(m->gl), t, H, ch / P, ch);
+                rPhi[i] = (real)acc;
+                rang[i] = (real)((double)m->temp->v[ch % P] * acc);
             }
-    snprintf(name, sizeof name, "selrope (%s) Phi value", tag);
-    check_equal(name, Phi, rPhi, n);
-    snprintf(name, sizeof name, "selrope (%s) angle value", tag);
-    check_equal(name, angle, rang, n);
-
-    real *dangle = tu_copy(wo, n); /* consumed as scratch */
-    real *dphi = garbage(&r, n), *dgl = with_gate ? garbage(&r, nh) : NULL;
-    real *pb = rand_nz(&r, HP, 0.1, 1.0), *db = tu_copy(pb, HP);
-    real *pt = rand_nz(&r, P, 0.1, 1.0), *dt = tu_copy(pt, P);
-    cpu_selrope_angles_bwd(dphi, with_bias ? db : NULL, dgl, dt, dangle, phi, bias, gl, temp, Phi,
-                           s, H, P);
-    snprintf(name, sizeof name, "selrope (%s) dphi", tag);
-    fd_check(name, sel_loss, &c, phi, dphi, n, 100000, &r);
-    if (with_bias) {
-        real *gb = diff(db, pb, HP);
-        snprintf(name, sizeof name, "selrope (%s) dbias (+=)", tag);
-        fd_check(name, sel_loss, &c, bias, gb, HP, 1000, &r);
-        rt_free(gb);
-    }
-    if (with_gate) {
-        snprintf(name, sizeof name, "selrope (%s) dgate_logit", tag);
-        fd_check(name, sel_loss, &c, gl, dgl, nh, 100000, &r);
-    }
-    real *gt = diff(dt, pt, P);
-    snprintf(name, sizeof name, "selrope (%s) dtemp (+=)", tag);
-    fd_check(name, sel_loss, &c, temp, gt, P, 1000, &r);
-    FREE_ALL(phi, bias, gl, temp, wo, angle, Phi, rPhi, rang, dangle, dphi, dgl, pb, db, pt, dt, gt);
-    tu_seqs_free(&ts);
+        }
+    check_equal(label(o, "Phi value"), m->Phi, rPhi, n);
+    check_equal(label(o, "angle value"), m->angle->v, rang, n);
+    FREE_ALL(rPhi, rang);
 }
 
-static void test_selrope_plain(void) { selrope_case(0, 0, 503); }
-static void test_selrope_bias(void) { selrope_case(1, 0, 504); }
-static void test_selrope_gate(void) { selrope_case(0, 1, 505); }
-static void test_selrope_bias_gate(void) { selrope_case(1, 1, 506); }
+static const OpDef SELROPE_ANGLES = {.size = sizeof(SelAngles), .build = sel_angles_build, .fwd = sel_angles_fwd, .bwd = sel_angles_bwd, .extra = sel_angles_extra};
 
-/* The fused op (docs/models.md §5 steps 3-8), L = wq . qo + wk . ko. */
+/* The fused op (docs/models.md §5 steps 3-8), L = wq . qo + wk . ko; without conv_w the first
+ * difference, without bias or gate their gradients untouched. */
 typedef struct {
-    real *qo, *ko, *Phi, *q, *k, *phi_raw, *w, *bias, *gl, *temp, *wq, *wk;
-    Activation act;
-    const Seqs *s;
+    Op o;
+    Tensor *q, *k, *phi_raw, *w, *bias, *gl, *temp, *qo, *ko;
+    real *Phi;
     int H, P;
-} SelFusedCtx;
+} SelFused;
 
-static double sel_fused_loss(void *p) {
-    SelFusedCtx *c = p;
-    cpu_selrope_fwd(&(SelRopeArgs){.s = c->s, .H = c->H, .P = c->P, .q = c->q, .k = c->k,
-                                    .phi_raw = c->phi_raw, .conv_w = c->w, .conv_act = c->act,
-                                    .bias = c->bias, .gate_logit = c->gl, .temp = c->temp,
-                                    .qo = c->qo, .ko = c->ko, .Phi = c->Phi});
-    int64_t n = c->s->ntok * c->H * 2 * c->P;
-    return tu_dot(c->wq, c->qo, n) + tu_dot(c->wk, c->ko, n);
+static void sel_fused_build(Op *o) {
+    SelFused *m = (SelFused *)o;
+    m->H = 2, m->P = 3;
+    int C = m->H * m->P;
+    int64_t N = o->s->ntok, n = N * C;
+    m->q = fd_samples(input(o, "q", 2 * n, NZ(0.05, 1.0), GRAD_SET), 300);
+    m->k = fd_samples(input(o, "k", 2 * n, NZ(0.05, 1.0), GRAD_SET), 300);
+    m->phi_raw = fd_samples(input(o, "phi_raw", n, NZ(0.05, 1.0), GRAD_SET), 300);
+    m->temp = input(o, "temp", m->P, UNIFORM(0.05, 1.0), GRAD_ADD);
+    m->w = o->v->conv ? input(o, "conv_w", 4 * C, NZ(0.1, 1.0), GRAD_ADD) : absent(o, "conv_w", 4 * C);
+    m->bias = o->v->bias ? input(o, "bias", C, NZ(0.05, 1.0), GRAD_ADD) : absent(o, "bias", C);
+    if (o->v->gate) m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 300);
+    m->qo = output(o, "qo", 2 * n, ZERO);
+    m->ko = output(o, "ko", 2 * n, ZERO);
+    m->Phi = aux(o, n, ZERO);
+}
+
+static SelRopeArgs sel_fused_args(SelFused *m) {
+    return (SelRopeArgs){.s = m->o.s, .H = m->H, .P = m->P, .q = m->q->v, .k = m->k->v, .phi_raw = m->phi_raw->v,
+                         .conv_w = m->w->v, .conv_act = m->o.v->act, .bias = m->bias->v, .gate_logit = V(m->gl),
+                         .temp = m->temp->v, .qo = m->qo->v, .ko = m->ko->v, .Phi = m->Phi};
+}
+
+static double sel_fused_fwd(Op *o) {
+    SelRopeArgs a = sel_fused_args((SelFused *)o);
+    cpu_selrope_fwd(&a);
+    return 0;
+}
+
+static void sel_fused_bwd(Op *o) {
+    SelFused *m = (SelFused *)o;
+    cpu_selrope_bwd(&(SelRopeGrads){.a = sel_fused_args(m), .dqo = m->qo->d, .dko = m->ko->d, .dq = m->q->d,
+                                    .dk = m->k->d, .dphi_raw = m->phi_raw->d, .dconv_w = m->w->d,
+                                    .dbias = m->bias->d, .dgate_logit = D(m->gl), .dtemp = m->temp->d});
 }
 
 /* qo from the definition in double: conv + act (or first difference), bias, gate, cumsum per
  * segment, rotation of the pairs (j, j+P) by temp_j Phi. */
-static void sel_fused_reference(real *qo, const SelFusedCtx *c) {
-    const Seqs *s = c->s;
-    int H = c->H, P = c->P, C = H * P;
+static void sel_fused_ref(Op *o, real *qo) {
+    SelFused *m = (SelFused *)o;
+    const Seqs *s = o->s;
+    int H = m->H, P = m->P, C = H * P;
     for (int seg = 0; seg < s->nseg; seg++)
         for (int ch = 0; ch < C; ch++) {
             int h = ch / P, j = ch % P;
             double Phi = 0;
             for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
-                double pre = 0;
-                for (int back = 0; back < 4 && t - back >= s->cu[seg]; back++) {
-                    double tap = c->w ? (double)c->w[ch * 4 + 3 - back]
-                                      : (back == 0 ? 1 : back == 1 ? -1 : 0);
-                    pre += tap * (double)c->phi_raw[(t - back) * C + ch];
-                }
-                double inc = c->act == ACT_SILU ? pre / (1 + exp(-pre)) : pre;
-                if (c->bias) inc += exp((double)c->bias[ch]);
-                if (c->gl) inc /= 1 + exp(-(double)c->gl[t * H + h]);
-                Phi += inc;
-                double a = (double)c->temp[j] * Phi;
+                double pre = act_value(o->v->act, conv_at(m->phi_raw->v, m->w->v, t, s->cu[seg], C, ch));
+                Phi += sel_increment(pre, m->bias->v, V(m->gl), t, H, h, ch);
                 int64_t b = (t * H + h) * 2 * P;
-                double x0 = (double)c->q[b + j], x1 = (double)c->q[b + j + P];
-                qo[b + j] = (real)(x0 * cos(a) - x1 * sin(a));
-                qo[b + j + P] = (real)(x0 * sin(a) + x1 * cos(a));
+                rotate_pair(qo + b, m->q->v + b, P, j, (double)m->temp->v[j] * Phi);
             }
         }
 }
 
-static void selrope_fused_case(int with_w, Activation act, int with_bias, int with_gate,
-                               uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, P = 3, C = H * P;
-    int64_t N = s->ntok, n = N * C, nq = 2 * n, nh = N * H;
-    real *q = rand_nz(&r, nq, 0.05, 1.0), *k = rand_nz(&r, nq, 0.05, 1.0);
-    real *phi_raw = rand_nz(&r, n, 0.05, 1.0), *temp = tu_rand(&r, P, 0.05, 1.0);
-    real *w = with_w ? rand_nz(&r, 4 * C, 0.1, 1.0) : NULL;
-    real *bias = with_bias ? rand_nz(&r, C, 0.05, 1.0) : NULL;
-    real *gl = with_gate ? rand_nz(&r, nh, 0.05, 3.0) : NULL;
-    real *wq = rand_nz(&r, nq, 0.05, 1.0), *wk = rand_nz(&r, nq, 0.05, 1.0);
-    real *qo = tu_zeros(nq), *ko = tu_zeros(nq), *Phi = tu_zeros(n), *ref = tu_zeros(nq);
-    SelFusedCtx c = {qo, ko, Phi, q, k, phi_raw, w, bias, gl, temp, wq, wk, act, s, H, P};
-    char tag[96], name[160];
-    snprintf(tag, sizeof tag, "%s %s%s%s", with_w ? "conv" : "diff",
-             act == ACT_SILU ? "silu" : "none", with_bias ? " bias" : "", with_gate ? " gate" : "");
+static const OpDef SELROPE_FUSED = {.size = sizeof(SelFused), .build = sel_fused_build, .fwd = sel_fused_fwd, .bwd = sel_fused_bwd, .ref = sel_fused_ref};
 
-    sel_fused_loss(&c);
-    sel_fused_reference(ref, &c);
-    snprintf(name, sizeof name, "selrope fused (%s) qo value", tag);
-    check_equal(name, qo, ref, nq);
-
-    real *dq = garbage(&r, nq), *dk = garbage(&r, nq), *dphi = garbage(&r, n);
-    real *dgl = with_gate ? garbage(&r, nh) : NULL;
-    real *pw = rand_nz(&r, 4 * C, 0.1, 1.0), *dw = tu_copy(pw, 4 * C);
-    real *pb = rand_nz(&r, C, 0.1, 1.0), *db = tu_copy(pb, C);
-    real *pt = rand_nz(&r, P, 0.1, 1.0), *dt = tu_copy(pt, P);
-    cpu_selrope_bwd(&(SelRopeGrads){
-        .a = {.s = s, .H = H, .P = P, .q = q, .k = k, .phi_raw = phi_raw, .conv_w = w,
-              .conv_act = act, .bias = bias, .gate_logit = gl, .temp = temp, .Phi = Phi},
-        .dqo = wq, .dko = wk, .dq = dq, .dk = dk, .dphi_raw = dphi, .dconv_w = dw, .dbias = db,
-        .dgate_logit = dgl, .dtemp = dt});
-    snprintf(name, sizeof name, "selrope fused (%s) dq", tag);
-    fd_check(name, sel_fused_loss, &c, q, dq, nq, 300, &r);
-    snprintf(name, sizeof name, "selrope fused (%s) dk", tag);
-    fd_check(name, sel_fused_loss, &c, k, dk, nq, 300, &r);
-    snprintf(name, sizeof name, "selrope fused (%s) dphi_raw", tag);
-    fd_check(name, sel_fused_loss, &c, phi_raw, dphi, n, 300, &r);
-    real *gw = diff(dw, pw, 4 * C), *gb = diff(db, pb, C), *gt = diff(dt, pt, P);
-    if (with_w) {
-        snprintf(name, sizeof name, "selrope fused (%s) dconv_w (+=)", tag);
-        fd_check(name, sel_fused_loss, &c, w, gw, 4 * C, 1000, &r);
-    } else {
-        snprintf(name, sizeof name, "selrope fused (%s) dconv_w untouched", tag);
-        CHECK_MSG(maxabs(gw, 4 * C) == 0, "%s", name);
-    }
-    if (with_bias) {
-        snprintf(name, sizeof name, "selrope fused (%s) dbias (+=)", tag);
-        fd_check(name, sel_fused_loss, &c, bias, gb, C, 1000, &r);
-    } else {
-        snprintf(name, sizeof name, "selrope fused (%s) dbias untouched", tag);
-        CHECK_MSG(maxabs(gb, C) == 0, "%s", name);
-    }
-    if (with_gate) {
-        snprintf(name, sizeof name, "selrope fused (%s) dgate_logit", tag);
-        fd_check(name, sel_fused_loss, &c, gl, dgl, nh, 300, &r);
-    }
-    snprintf(name, sizeof name, "selrope fused (%s) dtemp (+=)", tag);
-    fd_check(name, sel_fused_loss, &c, temp, gt, P, 1000, &r);
-    FREE_ALL(q, k, phi_raw, temp, w, bias, gl, wq, wk, qo, ko, Phi, ref, dq, dk, dphi, dgl, pw, dw,
-             pb, db, pt, dt, gw, gb, gt);
-    tu_seqs_free(&ts);
-}
-
-static void test_selrope_fused_conv_silu(void) { selrope_fused_case(1, ACT_SILU, 1, 1, 511); }
-static void test_selrope_fused_conv_none(void) { selrope_fused_case(1, ACT_NONE, 0, 1, 512); }
-static void test_selrope_fused_diff(void) { selrope_fused_case(0, ACT_NONE, 1, 0, 513); }
-static void test_selrope_fused_diff_plain(void) { selrope_fused_case(0, ACT_NONE, 0, 0, 514); }
-
+/* Per head h and column j: wn = scale_h w / ||w[h, :, j]||. */
 typedef struct {
-    real *wn, *w, *sc, *wo;
+    Op o;
+    Tensor *w, *sc, *wn;
     int H, Din, P;
-} WnCtx;
+} WeightNorm;
 
-static double wn_loss(void *p) {
-    WnCtx *c = p;
-    cpu_weightnorm_fwd(c->wn, c->w, c->sc, c->H, c->Din, c->P);
-    return tu_dot(c->wo, c->wn, (int64_t)c->H * c->Din * c->P);
+static void weightnorm_build(Op *o) {
+    WeightNorm *m = (WeightNorm *)o;
+    m->H = 2, m->Din = 7, m->P = 3;
+    int64_t n = (int64_t)m->H * m->Din * m->P;
+    m->w = input(o, "w", n, NZ(0.05, 1.0), GRAD_ADD);
+    m->sc = input(o, "scale", m->H, NZ(0.3, 2.0), GRAD_ADD);
+    m->wn = output(o, "wn", n, ZERO);
 }
 
-static void test_weightnorm(void) {
-    Rng r;
-    rng_init(&r, 507, 0);
-    int H = 2, Din = 7, P = 3;
-    int64_t n = (int64_t)H * Din * P;
-    real *w = rand_nz(&r, n, 0.05, 1.0), *sc = rand_nz(&r, H, 0.3, 2.0);
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *wn = tu_zeros(n);
-    WnCtx c = {wn, w, sc, wo, H, Din, P};
-    cpu_weightnorm_fwd(wn, w, sc, H, Din, P);
-    real *ref = tu_zeros(n);
-    for (int h = 0; h < H; h++)
+static double weightnorm_fwd(Op *o) {
+    WeightNorm *m = (WeightNorm *)o;
+    cpu_weightnorm_fwd(m->wn->v, m->w->v, m->sc->v, m->H, m->Din, m->P);
+    return 0;
+}
+
+static void weightnorm_bwd(Op *o) {
+    WeightNorm *m = (WeightNorm *)o;
+    cpu_weightnorm_bwd(m->w->d, m->sc->d, m->wn->d, m->w->v, m->sc->v, m->H, m->Din, m->P);
+}
+
+static void weightnorm_ref(Op *o, real *ref) {
+    WeightNorm *m = (WeightNorm *)o;
+    int Din = m->Din, P = m->P;
+    const real *w = m->w->v;
+    for (int h = 0; h < m->H; h++)
         for (int j = 0; j < P; j++) {
             double ss = 0;
             for (int i = 0; i < Din; i++) ss += pow((double)w[(h * Din + i) * P + j], 2);
             for (int i = 0; i < Din; i++)
-                ref[(h * Din + i) * P + j] = (real)((double)sc[h] * (double)w[(h * Din + i) * P + j] / sqrt(ss));
+                ref[(h * Din + i) * P + j] = (real)((double)m->sc->v[h] * (double)w[(h * Din + i) * P + j] / sqrt(ss));
         }
-    check_equal("weightnorm value", wn, ref, n);
-    real *pw = rand_nz(&r, n, 0.1, 1.0), *dw = tu_copy(pw, n);
-    real *ps = rand_nz(&r, H, 0.1, 1.0), *ds = tu_copy(ps, H);
-    cpu_weightnorm_bwd(dw, ds, wo, w, sc, H, Din, P);
-    real *gw = diff(dw, pw, n), *gs = diff(ds, ps, H);
-    fd_check("weightnorm dw (+=)", wn_loss, &c, w, gw, n, 1000, &r);
-    fd_check("weightnorm dscale (+=)", wn_loss, &c, sc, gs, H, 1000, &r);
-    FREE_ALL(w, sc, wo, wn, ref, pw, dw, ps, ds, gw, gs);
 }
 
+static const OpDef WEIGHTNORM = {.size = sizeof(WeightNorm), .build = weightnorm_build, .fwd = weightnorm_fwd, .bwd = weightnorm_bwd, .ref = weightnorm_ref};
+
+/* out[t, h] = x[t, h] w[h] per head. */
 typedef struct {
-    real *out, *x, *w, *wo;
+    Op o;
+    Tensor *x, *w, *out;
     int64_t N;
     int H, Din, P;
-} HmCtx;
+} HeadMatmul;
 
-static double hm_loss(void *p) {
-    HmCtx *c = p;
-    cpu_head_matmul_fwd(c->out, c->x, c->w, c->N, c->H, c->Din, c->P);
-    return tu_dot(c->wo, c->out, c->N * c->H * c->P);
+static void head_matmul_build(Op *o) {
+    HeadMatmul *m = (HeadMatmul *)o;
+    m->N = 17, m->H = 3, m->Din = 7, m->P = 4;
+    m->x = input(o, "x", m->N * m->H * m->Din, NZ(0.05, 1.0), GRAD_SET);
+    m->w = input(o, "w", (int64_t)m->H * m->Din * m->P, NZ(0.05, 1.0), GRAD_ADD);
+    m->out = output(o, "out", m->N * m->H * m->P, ZERO);
 }
 
-static void test_head_matmul(void) {
-    Rng r;
-    rng_init(&r, 508, 0);
-    int64_t N = 17;
-    int H = 3, Din = 7, P = 4;
-    int64_t nx = N * H * Din, nw = (int64_t)H * Din * P, no = N * H * P;
-    real *x = rand_nz(&r, nx, 0.05, 1.0), *w = rand_nz(&r, nw, 0.05, 1.0);
-    real *wo = rand_nz(&r, no, 0.05, 1.0), *out = tu_zeros(no);
-    HmCtx c = {out, x, w, wo, N, H, Din, P};
-    cpu_head_matmul_fwd(out, x, w, N, H, Din, P);
-    real *ref = tu_zeros(no);
-    for (int64_t t = 0; t < N; t++)
+static double head_matmul_fwd(Op *o) {
+    HeadMatmul *m = (HeadMatmul *)o;
+    cpu_head_matmul_fwd(m->out->v, m->x->v, m->w->v, m->N, m->H, m->Din, m->P);
+    return 0;
+}
+
+static void head_matmul_bwd(Op *o) {
+    HeadMatmul *m = (HeadMatmul *)o;
+    cpu_head_matmul_bwd(m->x->d, m->w->d, m->out->d, m->x->v, m->w->v, m->N, m->H, m->Din, m->P, o->accumulate);
+}
+
+static void head_matmul_ref(Op *o, real *ref) {
+    HeadMatmul *m = (HeadMatmul *)o;
+    int H = m->H, Din = m->Din, P = m->P;
+    for (int64_t t = 0; t < m->N; t++)
         for (int h = 0; h < H; h++)
             for (int j = 0; j < P; j++) {
                 double acc = 0;
                 for (int i = 0; i < Din; i++)
-                    acc += (double)x[(t * H + h) * Din + i] * (double)w[((int64_t)h * Din + i) * P + j];
+                    acc += (double)m->x->v[(t * H + h) * Din + i] * (double)m->w->v[((int64_t)h * Din + i) * P + j];
                 ref[(t * H + h) * P + j] = (real)acc;
             }
-    check_equal("head_matmul value", out, ref, no);
-    real *dx = garbage(&r, nx), *pw = rand_nz(&r, nw, 0.1, 1.0), *dw = tu_copy(pw, nw);
-    cpu_head_matmul_bwd(dx, dw, wo, x, w, N, H, Din, P, 0);
-    real *gw = diff(dw, pw, nw);
-    fd_check("head_matmul dx (accumulate=0)", hm_loss, &c, x, dx, nx, 1000, &r);
-    fd_check("head_matmul dw (+=)", hm_loss, &c, w, gw, nw, 1000, &r);
-    real *px = rand_nz(&r, nx, 0.1, 1.0), *dx2 = tu_copy(px, nx), *dw2 = tu_zeros(nw);
-    cpu_head_matmul_bwd(dx2, dw2, wo, x, w, N, H, Din, P, 1);
-    real *gx2 = diff(dx2, px, nx);
-    check_equal("head_matmul dx (accumulate=1) adds", gx2, dx, nx);
-    check_equal("head_matmul dw from zero", dw2, gw, nw);
-    FREE_ALL(x, w, wo, out, ref, dx, pw, dw, gw, px, dx2, dw2, gx2);
 }
+
+static const OpDef HEAD_MATMUL = {.size = sizeof(HeadMatmul), .build = head_matmul_build, .fwd = head_matmul_fwd, .bwd = head_matmul_bwd, .ref = head_matmul_ref, .accumulate = 1};
 
 /* ---------------------------------------------------------- mixers ---- */
 
 /* Gates of the mixer checks are weak (log decay in [-0.05, -0.002] per token, e^-1.7 over a
  * chunk on average) so that states and earlier tiles carried across chunk boundaries matter:
  * with log decays ~U(-1, 0) a chunk decays by ~e^-32 and the inter-chunk terms would be
- * invisible to the check.
- * Tokens at segment starts/ends and chunk boundaries of LENS (cu = 0, 70, 71, 104, 234). */
-static const int64_t EDGE_TOKENS[] = {0, 1, 63, 64, 69, 70, 71, 103, 104, 167, 168, 231, 232, 233};
-#define NEDGE ((int)(sizeof(EDGE_TOKENS) / sizeof(EDGE_TOKENS[0])))
+ * invisible to the check. Mixer gradients are checked by token rows (Spec.rowlen). */
+#define WEAK_DECAY UNIFORM(-0.05, -0.002)
 
-static void mixer_check(const char *what, tu_loss_fn f, void *ctx, real *x, const real *grad,
-                        int64_t n, int64_t rowlen, Rng *r) {
-    fd_check(what, f, ctx, x, grad, n, MIXER_SAMPLES, r);
-    fd_check_rows(what, f, ctx, x, grad, n, rowlen, EDGE_TOKENS, NEDGE);
-}
-
-/* L = wo . o of a linear-attention op (lin) or softmax attention (attn) whose inputs the
- * finite differences perturb in place. */
+/* GLA with a log decay per key channel, or one per head (Mamba2's SSD, scale 1); Gated
+ * DeltaNet, or with g absent the ungated delta rule (DeltaNet). */
 typedef struct {
-    LinAttnArgs lin;
-    AttnArgs attn;
-    real *wo;
-} MixCtx;
+    Op o;
+    Tensor *q, *k, *v, *g, *beta, *out;
+    real *states;
+    double scale;
+    int H, K, Vd;
+} LinAttn;
 
-static double gla_loss(void *p) {
-    MixCtx *c = p;
-    cpu_gla_fwd(&c->lin);
-    return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
+static void lin_attn_build(Op *o, double scale) {
+    LinAttn *m = (LinAttn *)o;
+    int H = m->H = 2, K = m->K = 8, Vd = m->Vd = 6;
+    int64_t N = o->s->ntok;
+    m->scale = scale;
+    m->q = by_rows(input(o, "q", N * H * K, NZ(0.05, 1.5), GRAD_SET), H * K);
+    m->k = by_rows(input(o, "k", N * H * K, NZ(0.05, 1.5), GRAD_SET), H * K);
+    m->v = by_rows(input(o, "v", N * H * Vd, NZ(0.05, 1.5), GRAD_SET), H * Vd);
+    m->out = output(o, "o", N * H * Vd, ZERO);
+    m->states = aux(o, chunk_states_size(o->s, H, K, Vd), ZERO);
 }
 
-/* GLA with a log decay per key channel, or one per head (Mamba2's SSD, scale 1). */
-static void gla_case(int per_head, const char *tag, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, K = 8, V = 6;
-    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, ng = per_head ? N * H : nk;
-    real *q = rand_nz(&r, nk, 0.05, 1.5), *k = rand_nz(&r, nk, 0.05, 1.5);
-    real *v = rand_nz(&r, nv, 0.05, 1.5), *g = tu_rand(&r, ng, -0.05, -0.002);
-    real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
-    real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
-    MixCtx c = {.lin = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                        .g = g, .g_per_head = per_head, .o = o, .states = states},
-                .wo = wo};
-    cpu_gla_fwd(&c.lin);
-    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv), *dg = garbage(&r, ng);
-    cpu_gla_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg});
-    char name[64];
-#define CHECK_GRAD(what, x, dx, n, row) \
-    (snprintf(name, sizeof name, "%s %s", tag, what), mixer_check(name, gla_loss, &c, x, dx, n, row, &r))
-    CHECK_GRAD("dq", q, dq, nk, (int64_t)H * K);
-    CHECK_GRAD("dk", k, dk, nk, (int64_t)H * K);
-    CHECK_GRAD("dv", v, dv, nv, (int64_t)H * V);
-    CHECK_GRAD("dg", g, dg, ng, ng / N);
-#undef CHECK_GRAD
-    FREE_ALL(q, k, v, g, wo, o, states, dq, dk, dv, dg);
-    tu_seqs_free(&ts);
+static LinAttnArgs lin_attn_args(LinAttn *m) {
+    return (LinAttnArgs){.s = m->o.s, .H = m->H, .K = m->K, .V = m->Vd, .scale = m->scale, .q = m->q->v,
+                         .k = m->k->v, .v = m->v->v, .g = V(m->g), .g_per_head = m->o.v->per_head,
+                         .beta = V(m->beta), .o = m->out->v, .states = m->states};
 }
 
-static void test_gla(void) { gla_case(0, "gla", 601); }
-static void test_gla_per_head(void) { gla_case(1, "gla per-head g", 602); }
+static LinAttnGrads lin_attn_grads(LinAttn *m) {
+    return (LinAttnGrads){.a = lin_attn_args(m), .dout = m->out->d, .dq = m->q->d, .dk = m->k->d,
+                          .dv = m->v->d, .dg = D(m->g), .dbeta = D(m->beta)};
+}
+
+static void gla_build(Op *o) {
+    LinAttn *m = (LinAttn *)o;
+    int per_head = o->v->per_head;
+    lin_attn_build(o, per_head ? 1.0 : 1.0 / sqrt(8.0));
+    int64_t row = per_head ? m->H : m->H * m->K;
+    m->g = by_rows(input(o, "g", o->s->ntok * row, WEAK_DECAY, GRAD_SET), row);
+}
+
+static double gla_fwd(Op *o) {
+    LinAttnArgs a = lin_attn_args((LinAttn *)o);
+    cpu_gla_fwd(&a);
+    return 0;
+}
+
+static void gla_bwd(Op *o) {
+    LinAttnGrads g = lin_attn_grads((LinAttn *)o);
+    cpu_gla_bwd(&g);
+}
+
+static const OpDef GLA = {.size = sizeof(LinAttn), .build = gla_build, .fwd = gla_fwd, .bwd = gla_bwd};
 
 static void l2normalise_rows(real *x, int64_t rows, int D) {
     for (int64_t r = 0; r < rows; r++) {
@@ -1346,153 +1465,163 @@ static void l2normalise_rows(real *x, int64_t rows, int D) {
     }
 }
 
-static double gdn_loss(void *p) {
-    MixCtx *c = p;
-    cpu_gdn_fwd(&c->lin);
-    return tu_dot(c->wo, c->lin.o, c->lin.s->ntok * c->lin.H * c->lin.V);
+static void gdn_build(Op *o) {
+    LinAttn *m = (LinAttn *)o;
+    lin_attn_build(o, 1.0 / sqrt(8.0));
+    int64_t nh = o->s->ntok * m->H;
+    l2normalise_rows(m->q->v, nh, m->K);
+    l2normalise_rows(m->k->v, nh, m->K);
+    m->beta = by_rows(input(o, "beta", nh, UNIFORM(0.05, 0.95), GRAD_SET), m->H);
+    if (o->v->gate) m->g = by_rows(input(o, "g", nh, WEAK_DECAY, GRAD_SET), m->H);
 }
 
-/* decay = 0: g == NULL, the ungated delta rule (DeltaNet); no dg. */
-static void gdn_grad_case(int decay, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, K = 8, V = 6;
-    int64_t N = s->ntok, nk = N * H * K, nv = N * H * V, nh = N * H;
-    real *q = rand_nz(&r, nk, 0.05, 1.5), *k = rand_nz(&r, nk, 0.05, 1.5);
-    l2normalise_rows(q, nh, K);
-    l2normalise_rows(k, nh, K);
-    real *v = rand_nz(&r, nv, 0.05, 1.5), *beta = tu_rand(&r, nh, 0.05, 0.95);
-    real *g = decay ? tu_rand(&r, nh, -0.05, -0.002) : NULL;
-    real *wo = rand_nz(&r, nv, 0.05, 1.0), *o = tu_zeros(nv);
-    real *states = tu_zeros(chunk_states_size(s, H, K, V));
-    double scale = 1.0 / sqrt((double)K);
-    MixCtx c = {.lin = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                        .g = g, .beta = beta, .o = o, .states = states},
-                .wo = wo};
-    cpu_gdn_fwd(&c.lin);
-    real *dq = garbage(&r, nk), *dk = garbage(&r, nk), *dv = garbage(&r, nv);
-    real *db = garbage(&r, nh), *dg = decay ? garbage(&r, nh) : NULL;
-    cpu_gdn_bwd(&(LinAttnGrads){.a = c.lin, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
-                                .dbeta = db});
-    mixer_check("gdn dq", gdn_loss, &c, q, dq, nk, (int64_t)H * K, &r);
-    mixer_check("gdn dk", gdn_loss, &c, k, dk, nk, (int64_t)H * K, &r);
-    mixer_check("gdn dv", gdn_loss, &c, v, dv, nv, (int64_t)H * V, &r);
-    mixer_check("gdn dbeta", gdn_loss, &c, beta, db, nh, H, &r);
-    if (decay) mixer_check("gdn dg", gdn_loss, &c, g, dg, nh, H, &r);
-    FREE_ALL(q, k, v, beta, g, wo, o, states, dq, dk, dv, db, dg);
-    tu_seqs_free(&ts);
+static double gdn_fwd(Op *o) {
+    LinAttnArgs a = lin_attn_args((LinAttn *)o);
+    cpu_gdn_fwd(&a);
+    return 0;
 }
 
-static void test_gdn(void) { gdn_grad_case(1, 602); }
-static void test_deltanet(void) { gdn_grad_case(0, 604); }
-
-static double fox_loss(void *p) {
-    MixCtx *c = p;
-    cpu_fox_fwd(&c->attn);
-    return tu_dot(c->wo, c->attn.o, c->attn.s->ntok * c->attn.H * c->attn.D);
+static void gdn_bwd(Op *o) {
+    LinAttnGrads g = lin_attn_grads((LinAttn *)o);
+    cpu_gdn_bwd(&g);
 }
 
-/* gated = 0: no forget gate (logf NULL, the Transformer), dlogf left alone. */
-static void fox_grad_case(int gated, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int H = 2, D = 8;
-    int64_t N = s->ntok, n = N * H * D, nh = N * H;
-    real *q = rand_nz(&r, n, 0.05, 1.5), *k = rand_nz(&r, n, 0.05, 1.5);
-    real *v = rand_nz(&r, n, 0.05, 1.5), *logf = gated ? tu_rand(&r, nh, -0.05, -0.002) : NULL;
-    real *wo = rand_nz(&r, n, 0.05, 1.0), *o = tu_zeros(n), *lse = tu_zeros(nh);
-    double scale = 1.0 / sqrt((double)D);
-    MixCtx c = {.attn = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v,
-                         .logf = logf, .o = o, .lse = lse},
-                .wo = wo};
-    cpu_fox_fwd(&c.attn);
-    real *o_saved = tu_copy(o, n), *lse_saved = tu_copy(lse, nh);
-    real *dq = garbage(&r, n), *dk = garbage(&r, n), *dv = garbage(&r, n), *df = garbage(&r, nh);
-    AttnArgs saved = c.attn;
-    saved.o = o_saved, saved.lse = lse_saved;
-    cpu_fox_bwd(&(AttnGrads){.a = saved, .dout = wo, .dq = dq, .dk = dk, .dv = dv, .dlogf = df});
-    mixer_check("fox dq", fox_loss, &c, q, dq, n, (int64_t)H * D, &r);
-    mixer_check("fox dk", fox_loss, &c, k, dk, n, (int64_t)H * D, &r);
-    mixer_check("fox dv", fox_loss, &c, v, dv, n, (int64_t)H * D, &r);
-    if (gated) mixer_check("fox dlogf", fox_loss, &c, logf, df, nh, H, &r);
-    FREE_ALL(q, k, v, logf, wo, o, lse, o_saved, lse_saved, dq, dk, dv, df);
-    tu_seqs_free(&ts);
+static const OpDef GDN = {.size = sizeof(LinAttn), .build = gdn_build, .fwd = gdn_fwd, .bwd = gdn_bwd};
+
+/* FoX attention; without a forget gate (logf absent, the Transformer) dlogf is left alone. */
+typedef struct {
+    Op o;
+    Tensor *q, *k, *v, *logf, *out;
+    real *lse;
+    int H, D;
+} Fox;
+
+static void fox_build(Op *o) {
+    Fox *m = (Fox *)o;
+    int H = m->H = 2, D = m->D = 8;
+    int64_t N = o->s->ntok;
+    m->q = by_rows(input(o, "q", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
+    m->k = by_rows(input(o, "k", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
+    m->v = by_rows(input(o, "v", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
+    m->logf = o->v->gate ? by_rows(input(o, "logf", N * H, WEAK_DECAY, GRAD_SET), H) : absent(o, "logf", N * H);
+    m->out = output(o, "o", N * H * D, ZERO);
+    m->lse = aux(o, N * H, ZERO);
 }
 
-static void test_fox(void) { fox_grad_case(1, 603); }
-static void test_fox_no_gate(void) { fox_grad_case(0, 604); }
+static AttnArgs fox_args(Fox *m) {
+    return (AttnArgs){.s = m->o.s, .H = m->H, .D = m->D, .scale = 1.0 / sqrt((double)m->D), .q = m->q->v,
+                      .k = m->k->v, .v = m->v->v, .logf = m->logf->v, .o = m->out->v, .lse = m->lse};
+}
 
+static double fox_fwd(Op *o) {
+    AttnArgs a = fox_args((Fox *)o);
+    cpu_fox_fwd(&a);
+    return 0;
+}
+
+static void fox_bwd(Op *o) {
+    Fox *m = (Fox *)o;
+    cpu_fox_bwd(&(AttnGrads){.a = fox_args(m), .dout = m->out->d, .dq = m->q->d, .dk = m->k->d, .dv = m->v->d,
+                             .dlogf = m->logf->d});
+}
+
+static const OpDef FOX = {.size = sizeof(Fox), .build = fox_build, .fwd = fox_fwd, .bwd = fox_bwd};
 
 /* ------------------------------------------------- LRU and RotRNN ---- */
 
 /* The complex scan (docs/models.md §13, §14), L = wo . h; weak decays (|lambda| in
  * [e^-0.05, e^-0.002]) so that states carried across chunks matter, angles in [-pi, pi]. */
 typedef struct {
-    CScanArgs a;
-    real *wo;
-} ScanCtx;
+    Op o;
+    Tensor *x, *loga, *angle, *h;
+    real *states;
+    int C;
+} CScan;
 
-static double cscan_loss(void *p) {
-    ScanCtx *c = p;
-    cpu_cscan_fwd(&c->a);
-    return tu_dot(c->wo, c->a.h, c->a.s->ntok * 2 * c->a.C);
+static void cscan_build(Op *o) {
+    CScan *m = (CScan *)o;
+    int C = m->C = 3;
+    m->x = by_rows(input(o, "x", o->s->ntok * 2 * C, NZ(0.05, 1.5), GRAD_SET), 2 * C);
+    m->loga = input(o, "loga", C, WEAK_DECAY, GRAD_SET);
+    m->angle = input(o, "angle", C, UNIFORM(-3.1, 3.1), GRAD_SET);
+    m->h = output(o, "h", o->s->ntok * 2 * C, ZERO);
+    m->states = aux(o, chunk_states_size(o->s, 1, C, 2), ZERO);
 }
 
-static void test_cscan(void) {
-    Rng r;
-    rng_init(&r, 701, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int C = 3;
-    int64_t n = s->ntok * 2 * C;
-    real *x = rand_nz(&r, n, 0.05, 1.5), *wo = rand_nz(&r, n, 0.05, 1.0), *h = tu_zeros(n);
-    real *loga = tu_rand(&r, C, -0.05, -0.002), *angle = tu_rand(&r, C, -3.1, 3.1);
-    real *states = tu_zeros(chunk_states_size(s, 1, C, 2));
-    ScanCtx c = {{.s = s, .C = C, .loga = loga, .angle = angle, .x = x, .h = h, .states = states}, wo};
-    cpu_cscan_fwd(&c.a);
-    real *dx = garbage(&r, n), *dla = garbage(&r, C), *dan = garbage(&r, C);
-    cpu_cscan_bwd(&(CScanGrads){.a = c.a, .dh = wo, .dx = dx, .dloga = dla, .dangle = dan});
-    mixer_check("cscan dx", cscan_loss, &c, x, dx, n, 2 * C, &r);
-    fd_check("cscan dloga", cscan_loss, &c, loga, dla, C, 100, &r);
-    fd_check("cscan dangle", cscan_loss, &c, angle, dan, C, 100, &r);
-    FREE_ALL(x, wo, h, loga, angle, states, dx, dla, dan);
-    tu_seqs_free(&ts);
+static CScanArgs cscan_args(CScan *m) {
+    return (CScanArgs){.s = m->o.s, .C = m->C, .loga = m->loga->v, .angle = m->angle->v, .x = m->x->v,
+                       .h = m->h->v, .states = m->states};
 }
 
-/* L = sum of random weights times every output of the LRU's weight op. */
+static double cscan_fwd(Op *o) {
+    CScanArgs a = cscan_args((CScan *)o);
+    cpu_cscan_fwd(&a);
+    return 0;
+}
+
+static void cscan_bwd(Op *o) {
+    CScan *m = (CScan *)o;
+    cpu_cscan_bwd(&(CScanGrads){.a = cscan_args(m), .dh = m->h->d, .dx = m->x->d, .dloga = m->loga->d,
+                                .dangle = m->angle->d});
+}
+
+static const OpDef CSCAN = {.size = sizeof(CScan), .build = cscan_build, .fwd = cscan_fwd, .bwd = cscan_bwd};
+
+/* The LRU's weight op, every output probed; C_re2, C_im2: the bidirectional layer's reverse
+ * readout (docs/models.md §16). */
 typedef struct {
-    LruWeights w;
-    real *wl, *wa, *wB, *wC, *wC2;
-} LruWCtx;
+    Op o;
+    Tensor *nu, *th, *gl, *Br, *Bi, *Cr, *Ci, *Cr2, *Ci2, *loga, *angle, *Bw, *Cw, *Cw2;
+    int N, d;
+} LruW;
 
-static double lru_w_loss(void *p) {
-    LruWCtx *c = p;
-    cpu_lru_weights_fwd(&c->w);
-    int64_t N = c->w.N, d = c->w.d;
-    return tu_dot(c->wl, c->w.loga, N) + tu_dot(c->wa, c->w.angle, N) + tu_dot(c->wB, c->w.Bw, 2 * N * d) +
-           tu_dot(c->wC, c->w.Cw, 2 * N * d) + tu_dot(c->wC2, c->w.Cw2, 2 * N * d);
+static void lru_w_build(Op *o) {
+    LruW *m = (LruW *)o;
+    int N = m->N = 5;
+    int64_t nB = (int64_t)N * (m->d = 7);
+    m->nu = input(o, "nu_log", N, UNIFORM(-3, 1), GRAD_ADD);
+    m->th = input(o, "theta_log", N, UNIFORM(-3, 1), GRAD_ADD);
+    m->gl = input(o, "gamma_log", N, UNIFORM(-2, 0), GRAD_ADD);
+    m->Br = input(o, "B_re", nB, NZ(0.05, 1), GRAD_ADD);
+    m->Bi = input(o, "B_im", nB, NZ(0.05, 1), GRAD_ADD);
+    m->Cr = input(o, "C_re", nB, NZ(0.05, 1), GRAD_ADD);
+    m->Ci = input(o, "C_im", nB, NZ(0.05, 1), GRAD_ADD);
+    m->Cr2 = input(o, "C_re2", nB, NZ(0.05, 1), GRAD_ADD);
+    m->Ci2 = input(o, "C_im2", nB, NZ(0.05, 1), GRAD_ADD);
+    m->loga = output(o, "loga", N, ZERO);
+    m->angle = output(o, "angle", N, ZERO);
+    m->Bw = output(o, "Bw", 2 * nB, ZERO);
+    m->Cw = output(o, "Cw", 2 * nB, ZERO);
+    m->Cw2 = output(o, "Cw2", 2 * nB, ZERO);
 }
 
-static void test_lru_weights(void) {
-    Rng r;
-    rng_init(&r, 702, 0);
-    int N = 5, d = 7;
-    int64_t nB = (int64_t)N * d;
-    real *nu = tu_rand(&r, N, -3, 1), *th = tu_rand(&r, N, -3, 1), *gl = tu_rand(&r, N, -2, 0);
-    real *Br = rand_nz(&r, nB, 0.05, 1), *Bi = rand_nz(&r, nB, 0.05, 1);
-    real *Cr = rand_nz(&r, nB, 0.05, 1), *Ci = rand_nz(&r, nB, 0.05, 1);
-    real *la = tu_zeros(N), *an = tu_zeros(N), *Bw = tu_zeros(2 * nB), *Cw = tu_zeros(2 * nB);
-    /* the bidirectional layer's reverse readout (docs/models.md §16) */
-    real *Cr2 = rand_nz(&r, nB, 0.05, 1), *Ci2 = rand_nz(&r, nB, 0.05, 1), *Cw2 = tu_zeros(2 * nB);
-    LruWCtx c = {{N, d, nu, th, gl, Br, Bi, Cr, Ci, la, an, Bw, Cw, Cr2, Ci2, Cw2}, rand_nz(&r, N, 0.1, 1),
-                 rand_nz(&r, N, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1), rand_nz(&r, 2 * nB, 0.1, 1),
-                 rand_nz(&r, 2 * nB, 0.1, 1)};
-    cpu_lru_weights_fwd(&c.w);
-    /* values: Re(C h) = h Cw^T and gamma B u = Bw u for one complex h, real u */
+static LruWeights lru_weights(LruW *m) {
+    return (LruWeights){.N = m->N, .d = m->d, .nu_log = m->nu->v, .theta_log = m->th->v, .gamma_log = m->gl->v,
+                        .B_re = m->Br->v, .B_im = m->Bi->v, .C_re = m->Cr->v, .C_im = m->Ci->v,
+                        .loga = m->loga->v, .angle = m->angle->v, .Bw = m->Bw->v, .Cw = m->Cw->v,
+                        .C_re2 = m->Cr2->v, .C_im2 = m->Ci2->v, .Cw2 = m->Cw2->v};
+}
+
+static double lru_w_fwd(Op *o) {
+    LruWeights w = lru_weights((LruW *)o);
+    cpu_lru_weights_fwd(&w);
+    return 0;
+}
+
+static void lru_w_bwd(Op *o) {
+    LruW *m = (LruW *)o;
+    cpu_lru_weights_bwd(&(LruWeightGrads){
+        .w = lru_weights(m), .dloga = m->loga->d, .dangle = m->angle->d, .dBw = m->Bw->d, .dCw = m->Cw->d,
+        .dnu_log = m->nu->d, .dtheta_log = m->th->d, .dgamma_log = m->gl->d, .dB_re = m->Br->d,
+        .dB_im = m->Bi->d, .dC_re = m->Cr->d, .dC_im = m->Ci->d, .dCw2 = m->Cw2->d, .dC_re2 = m->Cr2->d,
+        .dC_im2 = m->Ci2->d});
+}
+
+/* values: Re(C h) = h Cw^T and gamma B u = Bw u for one complex h, real u */
+static void lru_w_extra(Op *o) {
+    LruW *m = (LruW *)o;
+    int N = m->N, d = m->d;
+    const real *Cr = m->Cr->v, *Ci = m->Ci->v, *Cw = m->Cw->v, *Bw = m->Bw->v, *gl = m->gl->v;
     double worst = 0;
     for (int e = 0; e < d; e++) {
         double ref = 0, got = 0;
@@ -1504,238 +1633,306 @@ static void test_lru_weights(void) {
         worst = fmax(worst, fabs(ref - got));
     }
     for (int k = 0; k < N; k++) {
-        worst = fmax(worst, fabs(la[k] + exp(nu[k])) + fabs(an[k] - exp(th[k])));
+        worst = fmax(worst, fabs(m->loga->v[k] + exp(m->nu->v[k])) + fabs(m->angle->v[k] - exp(m->th->v[k])));
         for (int e = 0; e < d; e++)
-            worst = fmax(worst, fabs(Bw[2 * k * d + e] - exp(gl[k]) * Br[k * d + e]) +
-                                    fabs(Bw[(2 * k + 1) * d + e] - exp(gl[k]) * Bi[k * d + e]));
+            worst = fmax(worst, fabs(Bw[2 * k * d + e] - exp(gl[k]) * m->Br->v[k * d + e]) +
+                                    fabs(Bw[(2 * k + 1) * d + e] - exp(gl[k]) * m->Bi->v[k * d + e]));
     }
-    printf("    %-40s abs err %.2e\n", "lru_weights value", worst);
+    printf("    %-40s abs err %.2e\n", label(o, "value"), worst);
     CHECK(worst < 1e-12);
-    real *pre[9], *grad[9];
-    for (int i = 0; i < 9; i++) {
-        int64_t m = i < 3 ? N : nB;
-        pre[i] = rand_nz(&r, m, 0.1, 1), grad[i] = tu_copy(pre[i], m);
-    }
-    cpu_lru_weights_bwd(&(LruWeightGrads){.w = c.w, .dloga = c.wl, .dangle = c.wa, .dBw = c.wB,
-                                           .dCw = c.wC, .dnu_log = grad[0], .dtheta_log = grad[1],
-                                           .dgamma_log = grad[2], .dB_re = grad[3], .dB_im = grad[4],
-                                           .dC_re = grad[5], .dC_im = grad[6], .dCw2 = c.wC2,
-                                           .dC_re2 = grad[7], .dC_im2 = grad[8]});
-    real *xs[9] = {nu, th, gl, Br, Bi, Cr, Ci, Cr2, Ci2};
-    const char *names[9] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im",
-                            "dC_re2", "dC_im2"};
-    for (int i = 0; i < 9; i++) {
-        int64_t m = i < 3 ? N : nB;
-        real *gi = diff(grad[i], pre[i], m);
-        char name[64];
-        snprintf(name, sizeof name, "lru_weights %s (+=)", names[i]);
-        fd_check(name, lru_w_loss, &c, xs[i], gi, m, 1000, &r);
-        FREE_ALL(gi, pre[i], grad[i]);
-    }
-    FREE_ALL(nu, th, gl, Br, Bi, Cr, Ci, la, an, Bw, Cw, c.wl, c.wa, c.wB, c.wC);
-    FREE_ALL(Cr2, Ci2, Cw2, c.wC2);
 }
+
+static const OpDef LRU_WEIGHTS = {.size = sizeof(LruW), .build = lru_w_build, .fwd = lru_w_fwd, .bwd = lru_w_bwd, .extra = lru_w_extra};
 
 /* P = expm(M - M^T): orthogonal; a 2x2 rotation in closed form; dM through the Frechet
  * derivative against finite differences (L = W . P), for heads whose ||S||_1 needs several
  * squarings. */
 typedef struct {
-    real *P, *M, *W;
+    Op o;
+    Tensor *M, *P;
     int H, n;
-} ExpmCtx;
+} Expm;
 
-static double expm_loss(void *p) {
-    ExpmCtx *c = p;
-    cpu_orth_expm_fwd(c->P, c->M, NULL, c->H, c->n);
-    return tu_dot(c->W, c->P, (int64_t)c->H * c->n * c->n);
+static void expm_build(Op *o) {
+    Expm *m = (Expm *)o;
+    m->H = 2, m->n = 8;
+    m->M = input(o, "M", (int64_t)m->H * m->n * m->n, NORMAL(1.0), GRAD_ADD);
+    m->P = output(o, "P", (int64_t)m->H * m->n * m->n, ZERO);
 }
 
-static void test_orth_expm(void) {
-    Rng r;
-    rng_init(&r, 703, 0);
+static double expm_fwd(Op *o) {
+    Expm *m = (Expm *)o;
+    cpu_orth_expm_fwd(m->P->v, m->M->v, NULL, m->H, m->n);
+    return 0;
+}
+
+static void expm_bwd(Op *o) {
+    Expm *m = (Expm *)o;
+    cpu_orth_expm_bwd(m->M->d, m->P->d, m->M->v, NULL, m->H, m->n);
+}
+
+static void expm_extra(Op *o) {
+    Expm *m = (Expm *)o;
     real M2[4] = {0.3, 1.9, -0.4, 0.1}, P2[4]; /* S = [[0, 2.3], [-2.3, 0]] */
     cpu_orth_expm_fwd(P2, M2, NULL, 1, 2);
     double a = 2.3, e2 = fabs(P2[0] - cos(a)) + fabs(P2[1] - sin(a)) + fabs(P2[2] + sin(a)) + fabs(P2[3] - cos(a));
-    printf("    %-40s abs err %.2e\n", "orth_expm 2x2 rotation", e2);
+    printf("    %-40s abs err %.2e\n", label(o, "2x2 rotation"), e2);
     CHECK(e2 < 1e-13);
-    int H = 2, n = 8;
-    int64_t nm = (int64_t)H * n * n;
-    ExpmCtx c = {tu_zeros(nm), tu_randn(&r, nm, 1.0), rand_nz(&r, nm, 0.1, 1), H, n};
-    cpu_orth_expm_fwd(c.P, c.M, NULL, H, n);
+    int n = m->n;
+    const real *P = m->P->v;
     double orth = 0;
-    for (int h = 0; h < H; h++)
+    for (int h = 0; h < m->H; h++)
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 double acc = 0;
-                for (int k = 0; k < n; k++) acc += c.P[h * n * n + k * n + i] * c.P[h * n * n + k * n + j];
+                for (int k = 0; k < n; k++) acc += P[h * n * n + k * n + i] * P[h * n * n + k * n + j];
                 orth = fmax(orth, fabs(acc - (i == j)));
             }
-    printf("    %-40s abs err %.2e\n", "orth_expm P^T P = I", orth);
+    printf("    %-40s abs err %.2e\n", label(o, "P^T P = I"), orth);
     CHECK(orth < 1e-12);
-    real *pre = rand_nz(&r, nm, 0.1, 1), *dM = tu_copy(pre, nm);
-    cpu_orth_expm_bwd(dM, c.W, c.M, NULL, H, n);
-    real *gM = diff(dM, pre, nm);
-    fd_check("orth_expm dM (+=)", expm_loss, &c, c.M, gM, nm, 1000, &r);
-    FREE_ALL(c.P, c.M, c.W, pre, dM, gM);
 }
 
-/* RotRNN's weight op alone (any P), and chained with the basis: L(M) through expm. */
+static const OpDef ORTH_EXPM = {.size = sizeof(Expm), .build = expm_build, .fwd = expm_fwd, .bwd = expm_bwd, .extra = expm_extra};
+
+/* The basis P of RotRNN or the nnRNN: an input of its own, or (chain) P = expm(M - M^T) from
+ * the input M, whose gradient then comes from dP through orth_expm's backward. */
 typedef struct {
-    RotWeights w;
-    real *M, *wl, *wa, *wB, *wC, *wC2;
-    int chain; /* recompute P = expm(M - M^T) first */
-} RotWCtx;
+    Tensor *M;
+    real *P, *dP;
+    int H, n;
+} Basis;
 
-static double rot_w_loss(void *p) {
-    RotWCtx *c = p;
-    const RotWeights *w = &c->w;
-    if (c->chain) cpu_orth_expm_fwd((void *)w->P, c->M, NULL, w->H, w->n);
-    cpu_rotrnn_weights_fwd(w);
-    int64_t C = (int64_t)w->H * w->n / 2, nB = (int64_t)w->H * w->n * w->d;
-    return tu_dot(c->wl, w->loga, C) + tu_dot(c->wa, w->angle, C) + tu_dot(c->wB, w->Bw, nB) +
-           tu_dot(c->wC, w->Cw, nB) + tu_dot(c->wC2, w->Cw2, nB);
-}
-
-static void rotrnn_weights_case(int chain, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int H = 2, n = 4, d = 5;
-    int64_t nP = (int64_t)H * n * n, C = (int64_t)H * n / 2, nB = (int64_t)H * n * d;
-    real *M = tu_randn(&r, nP, 1), *P = rand_nz(&r, nP, 0.1, 1);
-    real *gl = tu_rand(&r, H, -3, 0), *th = tu_rand(&r, C, 0, 6.28), *B = rand_nz(&r, nB, 0.05, 1);
-    real *Cm = rand_nz(&r, nB, 0.05, 1), *xi = tu_zeros(H), *la = tu_zeros(C), *an = tu_zeros(C);
-    real *Bw = tu_zeros(nB), *Cw = tu_zeros(nB);
-    real *C2 = rand_nz(&r, nB, 0.05, 1), *Cw2 = tu_zeros(nB); /* the reverse readout (§16) */
-    RotWCtx c = {{H, n, d, P, gl, th, B, Cm, xi, la, an, Bw, Cw, C2, Cw2}, M, rand_nz(&r, C, 0.1, 1),
-                 rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1),
-                 rand_nz(&r, nB, 0.1, 1), chain};
-    rot_w_loss(&c);
-    if (!chain) { /* xi normalises: ||xi B_h||^2 = 1 - gamma^2 */
-        double worst = 0;
-        for (int h = 0; h < H; h++) {
-            double ss = 0, g = exp(-exp(gl[h]));
-            for (int i = 0; i < n * d; i++) ss += pow(xi[h] * B[h * n * d + i], 2);
-            worst = fmax(worst, fabs(ss - (1 - g * g)));
-        }
-        printf("    %-40s abs err %.2e\n", "rotrnn_weights xi", worst);
-        CHECK(worst < 1e-12);
-    }
-    real *dP = garbage(&r, nP), *dxi = garbage(&r, H);
-    real *pre[5] = {rand_nz(&r, H, 0.1, 1), rand_nz(&r, C, 0.1, 1), rand_nz(&r, nB, 0.1, 1),
-                    rand_nz(&r, nB, 0.1, 1), rand_nz(&r, nB, 0.1, 1)};
-    int64_t sizes[5] = {H, C, nB, nB, nB};
-    real *grad[5];
-    for (int i = 0; i < 5; i++) grad[i] = tu_copy(pre[i], sizes[i]);
-    cpu_rotrnn_weights_bwd(&(RotWeightGrads){.w = c.w, .dloga = c.wl, .dangle = c.wa, .dBw = c.wB,
-                                              .dCw = c.wC, .dP = dP, .dxi = dxi, .dgamma_log = grad[0],
-                                              .dtheta = grad[1], .dB = grad[2], .dC = grad[3],
-                                              .dCw2 = c.wC2, .dC2 = grad[4]});
-    const char *tag = chain ? "rotrnn expm+weights" : "rotrnn_weights";
-    char name[80];
-    if (chain) {
-        real *dM = tu_zeros(nP);
-        cpu_orth_expm_bwd(dM, dP, M, NULL, H, n);
-        snprintf(name, sizeof name, "%s dM", tag);
-        fd_check(name, rot_w_loss, &c, M, dM, nP, 1000, &r);
-        rt_free(dM);
+static void basis_build(Op *o, Basis *b, int H, int n, Init M) {
+    int64_t nP = (int64_t)H * n * n;
+    b->H = H, b->n = n;
+    if (o->v->chain) {
+        b->M = input(o, "M", nP, M, GRAD_ADD);
+        b->P = aux(o, nP, ZERO);
+        b->dP = aux(o, nP, GARBAGE);
     } else {
-        snprintf(name, sizeof name, "%s dP", tag);
-        fd_check(name, rot_w_loss, &c, P, dP, nP, 1000, &r);
+        Tensor *P = input(o, "P", nP, NZ(0.1, 1), GRAD_SET);
+        b->P = P->v, b->dP = P->d;
     }
-    real *xs[5] = {gl, th, B, Cm, C2};
-    const char *names[5] = {"dgamma_log", "dtheta", "dB", "dC", "dC2"};
-    for (int i = 0; i < 5; i++) {
-        real *gi = diff(grad[i], pre[i], sizes[i]);
-        snprintf(name, sizeof name, "%s %s (+=)", tag, names[i]);
-        fd_check(name, rot_w_loss, &c, xs[i], gi, sizes[i], 1000, &r);
-        FREE_ALL(gi, pre[i], grad[i]);
-    }
-    FREE_ALL(M, P, gl, th, B, Cm, xi, la, an, Bw, Cw, c.wl, c.wa, c.wB, c.wC, dP, dxi);
-    FREE_ALL(C2, Cw2, c.wC2);
 }
 
-static void test_rotrnn_weights(void) { rotrnn_weights_case(0, 704); }
-static void test_rotrnn_through_expm(void) { rotrnn_weights_case(1, 705); }
+static void basis_fwd(Basis *b) {
+    if (b->M) cpu_orth_expm_fwd(b->P, b->M->v, NULL, b->H, b->n);
+}
 
+static void basis_bwd(Basis *b) {
+    if (b->M) cpu_orth_expm_bwd(b->M->d, b->dP, b->M->v, NULL, b->H, b->n);
+}
 
-/* The nonlinear recurrence (docs/models.md §17), tanh or modReLU, over the segments; its step
- * form token by token against the forward. */
+/* RotRNN's weight op (every output probed, C2 the reverse readout of §16). */
 typedef struct {
-    RnnArgs a;
-    real *wo;
-} RnnCtx;
+    Op o;
+    Basis b;
+    Tensor *gl, *th, *B, *C, *C2, *loga, *angle, *Bw, *Cw, *Cw2;
+    real *xi, *dxi;
+    int d;
+} RotW;
 
-static double rnn_loss(void *p) {
-    RnnCtx *c = p;
-    cpu_rnn_fwd(&c->a);
-    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
+static void rot_w_build(Op *o) {
+    RotW *m = (RotW *)o;
+    int H = 2, n = 4;
+    int64_t C = (int64_t)H * n / 2, nB = (int64_t)H * n * (m->d = 5);
+    basis_build(o, &m->b, H, n, NORMAL(1.0));
+    m->gl = input(o, "gamma_log", H, UNIFORM(-3, 0), GRAD_ADD);
+    m->th = input(o, "theta", C, UNIFORM(0, 6.28), GRAD_ADD);
+    m->B = input(o, "B", nB, NZ(0.05, 1), GRAD_ADD);
+    m->C = input(o, "C", nB, NZ(0.05, 1), GRAD_ADD);
+    m->C2 = input(o, "C2", nB, NZ(0.05, 1), GRAD_ADD);
+    m->loga = output(o, "loga", C, ZERO);
+    m->angle = output(o, "angle", C, ZERO);
+    m->Bw = output(o, "Bw", nB, ZERO);
+    m->Cw = output(o, "Cw", nB, ZERO);
+    m->Cw2 = output(o, "Cw2", nB, ZERO);
+    m->xi = aux(o, H, ZERO);
+    m->dxi = aux(o, H, GARBAGE);
 }
 
-/* The backward from c's forward against finite differences: dz (overwritten), dW and the
- * modReLU bias (accumulated onto random values; tanh leaves the bias's gradient alone). */
-static void rnn_grad_checks(RnnCtx *c, const char *tag, const char *sub, real *z, real *Wm, real *b, Rng *r) {
-    int n = c->a.n;
-    int64_t nz = c->a.s->ntok * n, nw = (int64_t)n * n;
-    char name[80];
-    cpu_rnn_fwd(&c->a);
-    real *dz = garbage(r, nz), *preW = rand_nz(r, nw, 0.1, 1), *dW = tu_copy(preW, nw);
-    real *preb = rand_nz(r, n, 0.1, 1), *db = tu_copy(preb, n);
-    cpu_rnn_bwd(&(RnnGrads){.a = c->a, .dh = c->wo, .dz = dz, .dW = dW, .dbias = b ? db : NULL});
-    snprintf(name, sizeof name, "rnn %s%s dz", tag, sub);
-    mixer_check(name, rnn_loss, c, z, dz, nz, n, r);
-    real *gW = diff(dW, preW, nw), *gb = diff(db, preb, n);
-    snprintf(name, sizeof name, "rnn %s%s dW (+=)", tag, sub);
-    fd_check(name, rnn_loss, c, Wm, gW, nw, 100, r);
-    snprintf(name, sizeof name, b ? "rnn %s%s dbias (+=)" : "rnn %s%s leaves dbias", tag, sub);
-    if (b)
-        fd_check(name, rnn_loss, c, b, gb, n, 100, r);
-    else
-        check_equal(name, db, preb, n);
-    FREE_ALL(dz, preW, dW, preb, db, gW, gb);
+static RotWeights rot_weights(RotW *m) {
+    return (RotWeights){.H = m->b.H, .n = m->b.n, .d = m->d, .P = m->b.P, .gamma_log = m->gl->v,
+                        .theta = m->th->v, .B = m->B->v, .C = m->C->v, .xi = m->xi, .loga = m->loga->v,
+                        .angle = m->angle->v, .Bw = m->Bw->v, .Cw = m->Cw->v, .C2 = m->C2->v, .Cw2 = m->Cw2->v};
 }
 
-static void rnn_case(RnnAct act, const char *tag, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int n = 5;
-    int64_t N = s->ntok, nz = N * n;
-    real *z = tu_randn(&r, nz, 0.8), *wo = rand_nz(&r, nz, 0.05, 1.0), *h = tu_zeros(nz);
-    real *Wm = tu_randn(&r, (int64_t)n * n, act == RNN_MODRELU ? 0.3 : 0.5), *b = act == RNN_MODRELU ? tu_rand(&r, n, -0.3, 0.2) : NULL;
-    real *state = tu_zeros((int64_t)NSEG * n);
-    RnnCtx c = {{.s = s, .n = n, .act = act, .W = Wm, .bias = b, .z = z, .h = h, .state = state}, wo};
-    cpu_rnn_fwd(&c.a);
-    /* the step op, one row per segment, reproduces h and the final states */
-    real *hs = tu_zeros(nz), *st = tu_zeros((int64_t)NSEG * n), *hrow = tu_zeros((int64_t)NSEG * n);
-    int32_t pos[NSEG];
-    int64_t cu[NSEG + 1];
-    for (int i = 0; i <= NSEG; i++) cu[i] = i;
-    for (int t = 0; t < 130; t++) {
-        for (int seg = 0; seg < NSEG; seg++) {
-            if (t >= LENS[seg]) continue;
-            Seqs one = {.ntok = 1, .nseg = 1, .cu = cu, .pos = pos};
-            pos[0] = t;
-            RnnArgs st1 = {.s = &one, .n = n, .act = act, .W = Wm, .bias = b, .z = z + (s->cu[seg] + t) * n,
-                           .h = hrow + seg * n, .state = st + seg * n};
-            cpu_rnn_step(&st1);
-            memcpy(hs + (s->cu[seg] + t) * n, hrow + seg * n, sizeof(real) * (size_t)n);
-        }
+static double rot_w_fwd(Op *o) {
+    RotW *m = (RotW *)o;
+    basis_fwd(&m->b);
+    RotWeights w = rot_weights(m);
+    cpu_rotrnn_weights_fwd(&w);
+    return 0;
+}
+
+static void rot_w_bwd(Op *o) {
+    RotW *m = (RotW *)o;
+    cpu_rotrnn_weights_bwd(&(RotWeightGrads){
+        .w = rot_weights(m), .dloga = m->loga->d, .dangle = m->angle->d, .dBw = m->Bw->d, .dCw = m->Cw->d,
+        .dP = m->b.dP, .dxi = m->dxi, .dgamma_log = m->gl->d, .dtheta = m->th->d, .dB = m->B->d,
+        .dC = m->C->d, .dCw2 = m->Cw2->d, .dC2 = m->C2->d});
+    basis_bwd(&m->b);
+}
+
+/* xi normalises: ||xi B_h||^2 = 1 - gamma^2 */
+static void rot_w_extra(Op *o) {
+    RotW *m = (RotW *)o;
+    int nd = m->b.n * m->d;
+    double worst = 0;
+    for (int h = 0; h < m->b.H; h++) {
+        double ss = 0, g = exp(-exp(m->gl->v[h]));
+        for (int i = 0; i < nd; i++) ss += pow(m->xi[h] * m->B->v[h * nd + i], 2);
+        worst = fmax(worst, fabs(ss - (1 - g * g)));
     }
-    char name[80];
-    snprintf(name, sizeof name, "rnn %s step = forward", tag);
-    check_equal(name, hs, h, nz);
-    snprintf(name, sizeof name, "rnn %s final state", tag);
-    check_equal(name, st, state, (int64_t)NSEG * n);
-    c.a.state = NULL;
-    rnn_grad_checks(&c, tag, "", z, Wm, b, &r);
-    /* carried initial states (docs/models.md §19): the gradients with h0 fixed */
-    real *h0 = tu_randn(&r, (int64_t)NSEG * n, 0.5);
-    c.a.h0 = h0;
-    rnn_grad_checks(&c, tag, " h0", z, Wm, b, &r);
-    FREE_ALL(z, wo, h, Wm, b, state, hs, st, hrow, h0);
-    tu_seqs_free(&ts);
+    printf("    %-40s abs err %.2e\n", label(o, "xi"), worst);
+    CHECK(worst < 1e-12);
 }
+
+static const OpDef ROTRNN_WEIGHTS = {.size = sizeof(RotW), .build = rot_w_build, .fwd = rot_w_fwd, .bwd = rot_w_bwd, .extra = rot_w_extra};
+
+/* -------------------------------------------------- nonlinear RNNs ---- */
+
+/* The step form of a recurrence (decoding) against its forward: one token of one segment per
+ * call, from each segment's start; h and each segment's final state must match. */
+typedef struct {
+    void (*fwd)(Op *o, real *state); /* the forward, keeping each segment's final state */
+    void (*step)(Op *o, const Seqs *one, int64_t tok, real *h, real *state);
+    const real *h;                   /* the forward's h [ntok, n] */
+    int n, sw;                       /* widths of h and of a state */
+} Stepper;
+
+static void check_steps(Op *o, Stepper st) {
+    const Seqs *s = o->s;
+    int64_t nh = s->ntok * st.n, ns = (int64_t)NSEG * st.sw;
+    real *hs = tu_zeros(nh), *state = tu_zeros(ns), *final = tu_zeros(ns);
+    st.fwd(o, final);
+    int32_t pos[1];
+    int64_t cu[2] = {0, 1};
+    Seqs one = {.ntok = 1, .nseg = 1, .cu = cu, .pos = pos};
+    for (int seg = 0; seg < NSEG; seg++)
+        for (int64_t tok = s->cu[seg]; tok < s->cu[seg + 1]; tok++) {
+            pos[0] = (int32_t)(tok - s->cu[seg]);
+            st.step(o, &one, tok, hs + tok * st.n, state + seg * st.sw);
+        }
+    check_equal(label(o, "step = forward"), hs, st.h, nh);
+    check_equal(label(o, "final state"), state, final, ns);
+    FREE_ALL(hs, state, final);
+}
+
+/* The nonlinear recurrence (docs/models.md §17), tanh or modReLU, over the segments, from zero
+ * or (h0) carried initial states (§19). The modReLU bias accumulates its gradient; tanh has
+ * none and leaves dbias alone. */
+typedef struct {
+    Op o;
+    Tensor *z, *W, *b, *h;
+    real *h0;
+    int n;
+} Rnn;
+
+static void rnn_build(Op *o) {
+    Rnn *m = (Rnn *)o;
+    int n = m->n = 5, mod = o->v->rnn == RNN_MODRELU;
+    int64_t nz = o->s->ntok * n;
+    m->z = by_rows(input(o, "z", nz, NORMAL(0.8), GRAD_SET), n);
+    m->W = input(o, "W", (int64_t)n * n, NORMAL(mod ? 0.3 : 0.5), GRAD_ADD);
+    m->b = mod ? input(o, "bias", n, UNIFORM(-0.3, 0.2), GRAD_ADD) : absent(o, "bias", n);
+    m->h = output(o, "h", nz, ZERO);
+    if (o->v->h0) m->h0 = aux(o, (int64_t)NSEG * n, NORMAL(0.5));
+}
+
+static RnnArgs rnn_args(Rnn *m) {
+    return (RnnArgs){.s = m->o.s, .n = m->n, .act = m->o.v->rnn, .W = m->W->v, .bias = m->b->v, .z = m->z->v,
+                     .h = m->h->v, .h0 = m->h0};
+}
+
+static double rnn_fwd(Op *o) {
+    RnnArgs a = rnn_args((Rnn *)o);
+    cpu_rnn_fwd(&a);
+    return 0;
+}
+
+static void rnn_bwd(Op *o) {
+    Rnn *m = (Rnn *)o;
+    cpu_rnn_bwd(&(RnnGrads){.a = rnn_args(m), .dh = m->h->d, .dz = m->z->d, .dW = m->W->d, .dbias = m->b->d});
+}
+
+static void rnn_fwd_state(Op *o, real *state) {
+    RnnArgs a = rnn_args((Rnn *)o);
+    a.state = state;
+    cpu_rnn_fwd(&a);
+}
+
+static void rnn_step(Op *o, const Seqs *one, int64_t tok, real *h, real *state) {
+    Rnn *m = (Rnn *)o;
+    RnnArgs a = rnn_args(m);
+    a.s = one, a.z = m->z->v + tok * m->n, a.h = h, a.state = state;
+    cpu_rnn_step(&a);
+}
+
+static void rnn_extra(Op *o) {
+    Rnn *m = (Rnn *)o;
+    if (!m->h0) check_steps(o, (Stepper){rnn_fwd_state, rnn_step, m->h->v, m->n, m->n});
+}
+
+static const OpDef RNN = {.size = sizeof(Rnn), .build = rnn_build, .fwd = rnn_fwd, .bwd = rnn_bwd, .extra = rnn_extra};
+
+/* The LSTM recurrence (docs/models.md §18), from zero or (h0) carried (h, c) states. */
+typedef struct {
+    Op o;
+    Tensor *z, *W, *h;
+    real *gates, *c, *h0, *step_gates, *step_c;
+    int n;
+} Lstm;
+
+static void lstm_build(Op *o) {
+    Lstm *m = (Lstm *)o;
+    int n = m->n = 3;
+    int64_t nh = o->s->ntok * n;
+    m->z = by_rows(input(o, "z", 4 * nh, NORMAL(1.0), GRAD_SET), 4 * n);
+    m->W = input(o, "W", 4 * (int64_t)n * n, NORMAL(0.6), GRAD_ADD);
+    m->h = output(o, "h", nh, ZERO);
+    m->gates = aux(o, 4 * nh, ZERO);
+    m->c = aux(o, nh, ZERO);
+    m->step_gates = aux(o, 4 * n, ZERO);
+    m->step_c = aux(o, n, ZERO);
+    if (o->v->h0) m->h0 = aux(o, (int64_t)NSEG * 2 * n, NORMAL(0.5));
+}
+
+static LstmArgs lstm_args(Lstm *m) {
+    return (LstmArgs){.s = m->o.s, .n = m->n, .W = m->W->v, .z = m->z->v, .gates = m->gates, .c = m->c,
+                      .h = m->h->v, .h0 = m->h0};
+}
+
+static double lstm_fwd(Op *o) {
+    LstmArgs a = lstm_args((Lstm *)o);
+    cpu_lstm_fwd(&a);
+    return 0;
+}
+
+static void lstm_bwd(Op *o) {
+    Lstm *m = (Lstm *)o;
+    cpu_lstm_bwd(&(LstmGrads){.a = lstm_args(m), .dh = m->h->d, .dz = m->z->d, .dW = m->W->d});
+}
+
+static void lstm_fwd_state(Op *o, real *state) {
+    LstmArgs a = lstm_args((Lstm *)o);
+    a.state = state;
+    cpu_lstm_fwd(&a);
+}
+
+static void lstm_step(Op *o, const Seqs *one, int64_t tok, real *h, real *state) {
+    Lstm *m = (Lstm *)o;
+    LstmArgs a = lstm_args(m);
+    a.s = one, a.z = m->z->v + tok * 4 * m->n, a.gates = m->step_gates, a.c = m->step_c, a.h = h, a.state = state;
+    cpu_lstm_step(&a);
+}
+
+static void lstm_extra(Op *o) {
+    Lstm *m = (Lstm *)o;
+    if (!m->h0) check_steps(o, (Stepper){lstm_fwd_state, lstm_step, m->h->v, m->n, 2 * m->n});
+}
+
+static const OpDef LSTM = {.size = sizeof(Lstm), .build = lstm_build, .fwd = lstm_fwd, .bwd = lstm_bwd, .extra = lstm_extra};
 
 /* Carrying the state (docs/models.md §19): each segment run as two windows, the second from
  * the first's final state, equals the segment run whole (the second window's h and final
@@ -1789,268 +1986,234 @@ static void test_carry_split(void) {
     carry_split_case(1);
 }
 
-static void test_rnn_tanh(void) { rnn_case(RNN_TANH, "tanh", 706); }
-static void test_rnn_modrelu(void) { rnn_case(RNN_MODRELU, "modrelu", 707); }
-
-/* The LSTM recurrence (docs/models.md §18); its step form against the forward. */
+/* The nnRNN's Schur form V = P (Lambda + T) P^T (docs/models.md §17), P from its basis. */
 typedef struct {
-    LstmArgs a;
-    real *wo;
-} LstmCtx;
+    Basis b;
+    Tensor *gamma, *theta, *T;
+    real *K, *V, *work;
+} Schur;
 
-static double lstm_loss(void *p) {
-    LstmCtx *c = p;
-    cpu_lstm_fwd(&c->a);
-    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
-}
-
-static void test_lstm(void) {
-    Rng r;
-    rng_init(&r, 708, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int n = 3;
-    int64_t N = s->ntok, nh = N * n, nz = 4 * nh, nw = 4 * (int64_t)n * n;
-    real *z = tu_randn(&r, nz, 1.0), *wo = rand_nz(&r, nh, 0.05, 1.0), *h = tu_zeros(nh);
-    real *q = tu_zeros(nz), *cc = tu_zeros(nh), *Wm = tu_randn(&r, nw, 0.6), *state = tu_zeros((int64_t)NSEG * 2 * n);
-    LstmCtx c = {{.s = s, .n = n, .W = Wm, .z = z, .gates = q, .c = cc, .h = h, .state = state}, wo};
-    cpu_lstm_fwd(&c.a);
-    real *hs = tu_zeros(nh), *st = tu_zeros((int64_t)NSEG * 2 * n);
-    real *hrow = tu_zeros(n), *crow = tu_zeros(n), *qrow = tu_zeros(4 * n);
-    int32_t pos[1];
-    int64_t cu[2] = {0, 1};
-    for (int seg = 0; seg < NSEG; seg++)
-        for (int t = 0; t < LENS[seg]; t++) {
-            Seqs one = {.ntok = 1, .nseg = 1, .cu = cu, .pos = pos};
-            pos[0] = t;
-            LstmArgs a1 = {.s = &one, .n = n, .W = Wm, .z = z + (s->cu[seg] + t) * 4 * n, .gates = qrow, .c = crow,
-                           .h = hrow, .state = st + seg * 2 * n};
-            cpu_lstm_step(&a1);
-            memcpy(hs + (s->cu[seg] + t) * n, hrow, sizeof(real) * (size_t)n);
-        }
-    check_equal("lstm step = forward", hs, h, nh);
-    check_equal("lstm final state", st, state, (int64_t)NSEG * 2 * n);
-    c.a.state = NULL;
-    real *dz = garbage(&r, nz), *pre = rand_nz(&r, nw, 0.1, 1), *dW = tu_copy(pre, nw);
-    cpu_lstm_bwd(&(LstmGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW});
-    mixer_check("lstm dz", lstm_loss, &c, z, dz, nz, 4 * n, &r);
-    real *gW = diff(dW, pre, nw);
-    fd_check("lstm dW (+=)", lstm_loss, &c, Wm, gW, nw, 100, &r);
-    /* carried initial states (docs/models.md §19): the gradients with (h0, c0) fixed */
-    real *h0 = tu_randn(&r, (int64_t)NSEG * 2 * n, 0.5), *dW0 = tu_copy(pre, nw);
-    c.a.h0 = h0;
-    cpu_lstm_fwd(&c.a);
-    cpu_lstm_bwd(&(LstmGrads){.a = c.a, .dh = wo, .dz = dz, .dW = dW0});
-    mixer_check("lstm h0 dz", lstm_loss, &c, z, dz, nz, 4 * n, &r);
-    real *gW0 = diff(dW0, pre, nw);
-    fd_check("lstm h0 dW (+=)", lstm_loss, &c, Wm, gW0, nw, 100, &r);
-    FREE_ALL(z, wo, h, q, cc, Wm, state, hs, st, hrow, crow, qrow, dz, pre, dW, gW, h0, dW0, gW0);
-    tu_seqs_free(&ts);
-}
-
-/* The nnRNN's Schur form V = P (Lambda + T) P^T alone (any P), and chained with P = expm(M -
- * M^T): L = W . V. */
-typedef struct {
-    NnrnnWeights w;
-    real *M, *wv;
-    int chain;
-} NnWCtx;
-
-static void nn_w_forward(NnWCtx *c) {
-    if (c->chain) cpu_orth_expm_fwd((void *)c->w.P, c->M, NULL, 1, c->w.n);
-    cpu_nnrnn_weights_fwd(&c->w);
-}
-
-static double nn_w_loss(void *p) {
-    NnWCtx *c = p;
-    nn_w_forward(c);
-    return tu_dot(c->wv, c->w.V, (int64_t)c->w.n * c->w.n);
-}
-
-static void nnrnn_weights_case(int chain, uint64_t seed) {
-    Rng r;
-    rng_init(&r, seed, 0);
-    int n = 6;
+static void schur_build(Op *o, Schur *p, int n, Init gamma, Init T) {
     int64_t nn = (int64_t)n * n;
-    real *M = tu_randn(&r, nn, 0.7), *P = rand_nz(&r, nn, 0.1, 1), *gm = tu_rand(&r, n / 2, 0.5, 1.5);
-    real *th = tu_rand(&r, n / 2, 0, 6.28), *T = tu_randn(&r, nn, 0.5), *K = tu_zeros(nn), *V = tu_zeros(nn);
-    real *work = tu_zeros(2 * nn);
-    NnWCtx c = {{n, P, gm, th, T, K, V, work}, M, rand_nz(&r, nn, 0.1, 1), chain};
-    nn_w_loss(&c);
-    if (!chain) { /* V's value against the product written out */
-        double worst = 0;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) {
-                double acc = 0;
-                for (int a = 0; a < n; a++)
-                    for (int b = 0; b < n; b++) {
-                        double k = b < a ? T[a * n + b] : 0;
-                        if (a / 2 == b / 2) {
-                            double ang = th[a / 2];
-                            k += gm[a / 2] * (a == b ? cos(ang) : a < b ? -sin(ang) : sin(ang));
-                        }
-                        acc += P[i * n + a] * k * P[j * n + b];
-                    }
-                worst = fmax(worst, fabs(acc - V[i * n + j]));
-            }
-        printf("    %-40s abs err %.2e\n", "nnrnn_weights V", worst);
-        CHECK(worst < 1e-12);
-    }
-    real *dP = garbage(&r, nn);
-    real *pre[3] = {rand_nz(&r, n / 2, 0.1, 1), rand_nz(&r, n / 2, 0.1, 1), rand_nz(&r, nn, 0.1, 1)};
-    int64_t sizes[3] = {n / 2, n / 2, nn};
-    real *grad[3];
-    for (int i = 0; i < 3; i++) grad[i] = tu_copy(pre[i], sizes[i]);
-    cpu_nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = c.w, .dV = c.wv, .dP = dP, .dgamma = grad[0],
-                                               .dtheta = grad[1], .dT = grad[2]});
-    const char *tag = chain ? "nnrnn expm+weights" : "nnrnn_weights";
-    char name[80];
-    if (chain) {
-        real *dM = tu_zeros(nn);
-        cpu_orth_expm_bwd(dM, dP, M, NULL, 1, n);
-        snprintf(name, sizeof name, "%s dM", tag);
-        fd_check(name, nn_w_loss, &c, M, dM, nn, 1000, &r);
-        rt_free(dM);
-    } else {
-        snprintf(name, sizeof name, "%s dP", tag);
-        fd_check(name, nn_w_loss, &c, P, dP, nn, 1000, &r);
-    }
-    real *xs[3] = {gm, th, T};
-    const char *names[3] = {"dgamma", "dtheta", "dT"};
-    for (int i = 0; i < 3; i++) {
-        real *gi = diff(grad[i], pre[i], sizes[i]);
-        snprintf(name, sizeof name, "%s %s (+=)", tag, names[i]);
-        fd_check(name, nn_w_loss, &c, xs[i], gi, sizes[i], 1000, &r);
-        FREE_ALL(gi, pre[i], grad[i]);
-    }
-    FREE_ALL(M, P, gm, th, T, K, V, work, c.wv, dP);
+    basis_build(o, &p->b, 1, n, NORMAL(0.7));
+    p->gamma = input(o, "gamma", n / 2, gamma, GRAD_ADD);
+    p->theta = input(o, "theta", n / 2, UNIFORM(0, 6.28), GRAD_ADD);
+    p->T = input(o, "T", nn, T, GRAD_ADD);
+    p->K = aux(o, nn, ZERO);
+    p->work = aux(o, 2 * nn, ZERO);
 }
 
-static void test_nnrnn_weights(void) { nnrnn_weights_case(0, 709); }
-static void test_nnrnn_through_expm(void) { nnrnn_weights_case(1, 710); }
+static NnrnnWeights schur_weights(const Schur *p) {
+    return (NnrnnWeights){.n = p->b.n, .P = p->b.P, .gamma = p->gamma->v, .theta = p->theta->v, .T = p->T->v,
+                          .K = p->K, .V = p->V, .work = p->work};
+}
+
+static void schur_fwd(Schur *p) {
+    basis_fwd(&p->b);
+    NnrnnWeights w = schur_weights(p);
+    cpu_nnrnn_weights_fwd(&w);
+}
+
+static void schur_bwd(Schur *p, const real *dV) {
+    cpu_nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = schur_weights(p), .dV = dV, .dP = p->b.dP,
+                                               .dgamma = p->gamma->d, .dtheta = p->theta->d, .dT = p->T->d});
+    basis_bwd(&p->b);
+}
+
+/* The weight op alone (L = W . V) or chained with P = expm(M - M^T). */
+typedef struct {
+    Op o;
+    Schur p;
+    Tensor *V;
+} NnW;
+
+static void nn_w_build(Op *o) {
+    NnW *m = (NnW *)o;
+    schur_build(o, &m->p, 6, UNIFORM(0.5, 1.5), NORMAL(0.5));
+    m->V = output(o, "V", 36, ZERO);
+    m->p.V = m->V->v;
+}
+
+static double nn_w_fwd(Op *o) {
+    schur_fwd(&((NnW *)o)->p);
+    return 0;
+}
+
+static void nn_w_bwd(Op *o) {
+    NnW *m = (NnW *)o;
+    schur_bwd(&m->p, m->V->d);
+}
+
+/* V's value against the product written out */
+static void nn_w_extra(Op *o) {
+    NnW *m = (NnW *)o;
+    if (o->v->chain) return;
+    int n = m->p.b.n;
+    const real *P = m->p.b.P, *T = m->p.T->v, *gm = m->p.gamma->v, *th = m->p.theta->v;
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++) {
+                    double k = b < a ? T[a * n + b] : 0;
+                    if (a / 2 == b / 2) {
+                        double ang = th[a / 2];
+                        k += gm[a / 2] * (a == b ? cos(ang) : a < b ? -sin(ang) : sin(ang));
+                    }
+                    acc += P[i * n + a] * k * P[j * n + b];
+                }
+            worst = fmax(worst, fabs(acc - m->V->v[i * n + j]));
+        }
+    printf("    %-40s abs err %.2e\n", label(o, "V"), worst);
+    CHECK(worst < 1e-12);
+}
+
+static const OpDef NNRNN_WEIGHTS = {.size = sizeof(NnW), .build = nn_w_build, .fwd = nn_w_fwd, .bwd = nn_w_bwd, .extra = nn_w_extra};
 
 /* The whole nnRNN cell through its parameters: V from (M, gamma, theta, T), then the modReLU
  * recurrence; L = wo . h. */
 typedef struct {
-    NnWCtx w;
-    RnnArgs a;
-    real *wo;
-} NnCellCtx;
+    Op o;
+    Schur p;
+    Tensor *b, *h;
+    real *z, *dz, *dV;
+    int n;
+} NnCell;
 
-static double nn_cell_loss(void *p) {
-    NnCellCtx *c = p;
-    nn_w_forward(&c->w);
-    cpu_rnn_fwd(&c->a);
-    return tu_dot(c->wo, c->a.h, c->a.s->ntok * c->a.n);
+static void nn_cell_build(Op *o) {
+    NnCell *m = (NnCell *)o;
+    int n = m->n = 4;
+    int64_t nz = o->s->ntok * n;
+    schur_build(o, &m->p, n, UNIFORM(0.6, 0.95), NORMAL(0.3));
+    m->p.V = aux(o, (int64_t)n * n, ZERO);
+    m->dV = aux(o, (int64_t)n * n, ZERO);
+    m->b = input(o, "bias", n, UNIFORM(-0.2, 0.1), GRAD_ADD);
+    m->h = output(o, "h", nz, ZERO);
+    m->z = aux(o, nz, NORMAL(0.8));
+    m->dz = aux(o, nz, GARBAGE);
 }
 
-static void test_nnrnn_cell(void) {
-    Rng r;
-    rng_init(&r, 711, 0);
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int n = 4;
-    int64_t nn = (int64_t)n * n, nz = s->ntok * n;
-    real *M = tu_randn(&r, nn, 0.7), *P = tu_zeros(nn), *gm = tu_rand(&r, n / 2, 0.6, 0.95);
-    real *th = tu_rand(&r, n / 2, 0, 6.28), *T = tu_randn(&r, nn, 0.3), *K = tu_zeros(nn), *V = tu_zeros(nn);
-    real *work = tu_zeros(2 * nn), *z = tu_randn(&r, nz, 0.8), *h = tu_zeros(nz), *b = tu_rand(&r, n, -0.2, 0.1);
-    NnCellCtx c = {{{n, P, gm, th, T, K, V, work}, M, NULL, 1},
-                   {.s = s, .n = n, .act = RNN_MODRELU, .W = V, .bias = b, .z = z, .h = h},
-                   rand_nz(&r, nz, 0.05, 1)};
-    nn_cell_loss(&c);
-    real *dz = garbage(&r, nz), *dV = tu_zeros(nn), *db = tu_zeros(n), *dP = garbage(&r, nn);
-    real *dgm = tu_zeros(n / 2), *dth = tu_zeros(n / 2), *dT = tu_zeros(nn), *dM = tu_zeros(nn);
-    cpu_rnn_bwd(&(RnnGrads){.a = c.a, .dh = c.wo, .dz = dz, .dW = dV, .dbias = db});
-    cpu_nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = c.w.w, .dV = dV, .dP = dP, .dgamma = dgm, .dtheta = dth, .dT = dT});
-    cpu_orth_expm_bwd(dM, dP, M, NULL, 1, n);
-    fd_check("nnrnn cell dM", nn_cell_loss, &c, M, dM, nn, 1000, &r);
-    fd_check("nnrnn cell dgamma", nn_cell_loss, &c, gm, dgm, n / 2, 100, &r);
-    fd_check("nnrnn cell dtheta", nn_cell_loss, &c, th, dth, n / 2, 100, &r);
-    fd_check("nnrnn cell dT", nn_cell_loss, &c, T, dT, nn, 1000, &r);
-    fd_check("nnrnn cell dbias", nn_cell_loss, &c, b, db, n, 100, &r);
-    FREE_ALL(M, P, gm, th, T, K, V, work, z, h, b, c.wo, dz, dV, db, dP, dgm, dth, dT, dM);
-    tu_seqs_free(&ts);
+static RnnArgs nn_cell_args(NnCell *m) {
+    return (RnnArgs){.s = m->o.s, .n = m->n, .act = RNN_MODRELU, .W = m->p.V, .bias = m->b->v, .z = m->z,
+                     .h = m->h->v};
 }
+
+static double nn_cell_fwd(Op *o) {
+    NnCell *m = (NnCell *)o;
+    schur_fwd(&m->p);
+    RnnArgs a = nn_cell_args(m);
+    cpu_rnn_fwd(&a);
+    return 0;
+}
+
+static void nn_cell_bwd(Op *o) {
+    NnCell *m = (NnCell *)o;
+    memset(m->dV, 0, sizeof(real) * (size_t)(m->n * m->n));
+    cpu_rnn_bwd(&(RnnGrads){.a = nn_cell_args(m), .dh = m->h->d, .dz = m->dz, .dW = m->dV, .dbias = m->b->d});
+    schur_bwd(&m->p, m->dV);
+}
+
+static const OpDef NNRNN_CELL = {.size = sizeof(NnCell), .build = nn_cell_build, .fwd = nn_cell_fwd, .bwd = nn_cell_bwd};
 
 /* coef sum (w - target)^2 and its gradient added to g. */
+#define PEN_TARGET 1.0
+#define PEN_COEF 0.3
+
 typedef struct {
-    real *w;
-    int64_t n;
-} PenCtx;
+    Op o;
+    Tensor *w;
+    double value; /* returned by the backward's call */
+} Penalty;
 
-static double pen_loss(void *p) {
-    PenCtx *c = p;
-    return cpu_l2_penalty(NULL, c->w, c->n, 1.0, 0.3);
+static void penalty_build(Op *o) {
+    ((Penalty *)o)->w = input(o, "w", 9, NORMAL(1), GRAD_ADD);
 }
 
-static void test_l2_penalty(void) {
-    Rng r;
-    rng_init(&r, 712, 0);
-    int64_t n = 9;
-    real *w = tu_randn(&r, n, 1), *pre = rand_nz(&r, n, 0.1, 1), *g = tu_copy(pre, n);
-    PenCtx c = {w, n};
+static double penalty_fwd(Op *o) {
+    Penalty *m = (Penalty *)o;
+    return cpu_l2_penalty(NULL, m->w->v, m->w->spec.n, PEN_TARGET, PEN_COEF);
+}
+
+static void penalty_bwd(Op *o) {
+    Penalty *m = (Penalty *)o;
+    m->value = cpu_l2_penalty(m->w->d, m->w->v, m->w->spec.n, PEN_TARGET, PEN_COEF);
+}
+
+static void penalty_extra(Op *o) {
+    Penalty *m = (Penalty *)o;
     double ref = 0;
-    for (int64_t i = 0; i < n; i++) ref += 0.3 * (w[i] - 1) * (w[i] - 1);
-    double v = cpu_l2_penalty(g, w, n, 1.0, 0.3);
-    printf("    %-40s %.12g vs %.12g\n", "l2_penalty value", v, ref);
-    CHECK_CLOSE(v, ref, EXACT_TOL);
-    real *gd = diff(g, pre, n);
-    fd_check("l2_penalty grad (+=)", pen_loss, &c, w, gd, n, 100, &r);
-    FREE_ALL(w, pre, g, gd);
+    for (int64_t i = 0; i < m->w->spec.n; i++) ref += PEN_COEF * pow(m->w->v[i] - PEN_TARGET, 2);
+    printf("    %-40s %.12g vs %.12g\n", label(o, "value"), m->value, ref);
+    CHECK_CLOSE(m->value, ref, EXACT_TOL);
 }
+
+static const OpDef L2_PENALTY = {.size = sizeof(Penalty), .build = penalty_build, .fwd = penalty_fwd, .bwd = penalty_bwd, .extra = penalty_extra};
 
 /* ---------------------------------------------------------- loss ---- */
 
+/* The loss with grad_scale 0 (logits kept) is the forward; the backward's call with
+ * grad_scale CE_SCALE writes the scaled gradient over the logits, divided back here. */
+#define CE_SCALE 0.37f
+
 typedef struct {
-    real *logits, *work;
-    const int32_t *labels;
+    Op o;
+    Tensor *logits;
+    real *work;
+    int32_t labels[11];
     int64_t N;
     int V;
-} CeCtx;
+    double scaled_loss;
+} CrossEntropy;
 
-static double ce_loss(void *p) {
-    CeCtx *c = p;
-    memcpy(c->work, c->logits, sizeof(real) * (size_t)(c->N * c->V));
-    return cpu_cross_entropy(c->work, c->labels, c->N, c->V, 0.0f);
+static void ce_build(Op *o) {
+    CrossEntropy *m = (CrossEntropy *)o;
+    m->N = 11, m->V = 13;
+    for (int64_t i = 0; i < m->N; i++) m->labels[i] = (int32_t)rng_below(&o->r, (uint64_t)m->V);
+    m->labels[2] = m->labels[7] = -100;
+    m->labels[10] = m->V - 1;
+    m->logits = input(o, "logits", m->N * m->V, NZ(0.05, 4.0), GRAD_SET);
+    m->work = aux(o, m->N * m->V, ZERO);
 }
 
-static void test_cross_entropy(void) {
-    Rng r;
-    rng_init(&r, 701, 0);
-    int64_t N = 11;
-    int V = 13;
-    int64_t n = N * V;
-    int32_t labels[11];
-    for (int64_t i = 0; i < N; i++) labels[i] = (int32_t)rng_below(&r, (uint64_t)V);
-    labels[2] = labels[7] = -100;
-    labels[10] = V - 1;
-    real *logits = rand_nz(&r, n, 0.05, 4.0), *work = tu_zeros(n);
-    CeCtx c = {logits, work, labels, N, V};
-    /* loss value against a direct log-softmax */
+static double ce_fwd(Op *o) {
+    CrossEntropy *m = (CrossEntropy *)o;
+    memcpy(m->work, m->logits->v, sizeof(real) * (size_t)(m->N * m->V));
+    return cpu_cross_entropy(m->work, m->labels, m->N, m->V, 0.0f);
+}
+
+static void ce_bwd(Op *o) {
+    CrossEntropy *m = (CrossEntropy *)o;
+    int64_t n = m->N * m->V;
+    memcpy(m->logits->d, m->logits->v, sizeof(real) * (size_t)n);
+    m->scaled_loss = cpu_cross_entropy(m->logits->d, m->labels, m->N, m->V, CE_SCALE);
+    for (int64_t i = 0; i < n; i++) m->logits->d[i] /= (real)CE_SCALE;
+}
+
+/* the loss against a direct log-softmax, with either grad_scale; ignored rows get no gradient */
+static void ce_extra(Op *o) {
+    CrossEntropy *m = (CrossEntropy *)o;
+    int V = m->V;
+    const real *logits = m->logits->v;
     double ref = 0;
-    for (int64_t i = 0; i < N; i++) {
-        if (labels[i] == -100) continue;
+    for (int64_t i = 0; i < m->N; i++) {
+        if (m->labels[i] == -100) continue;
         double se = 0;
         for (int j = 0; j < V; j++) se += exp((double)logits[i * V + j]);
-        ref -= (double)logits[i * V + labels[i]] - log(se);
+        ref -= (double)logits[i * V + m->labels[i]] - log(se);
     }
-    double l0 = ce_loss(&c);
-    printf("    %-40s %.12g vs %.12g\n", "cross_entropy loss (grad_scale 0)", l0, ref);
+    double l0 = ce_fwd(o);
+    printf("    %-40s %.12g vs %.12g\n", label(o, "loss (grad_scale 0)"), l0, ref);
     CHECK_CLOSE(l0, ref, EXACT_TOL);
-    check_equal("cross_entropy grad_scale 0 keeps logits", work, logits, n);
-    float gs = 0.37f;
-    real *grad = tu_copy(logits, n);
-    double l1 = cpu_cross_entropy(grad, labels, N, V, gs);
-    printf("    %-40s %.12g vs %.12g\n", "cross_entropy loss (grad_scale 0.37)", l1, ref);
-    CHECK_CLOSE(l1, ref, EXACT_TOL);
+    check_equal(label(o, "grad_scale 0 keeps logits"), m->work, logits, m->N * V);
+    printf("    %-40s %.12g vs %.12g\n", label(o, "loss (grad_scale 0.37)"), m->scaled_loss, ref);
+    CHECK_CLOSE(m->scaled_loss, ref, EXACT_TOL);
     int ignored_zero = 1;
-    for (int j = 0; j < V; j++) ignored_zero &= grad[2 * V + j] == 0 && grad[7 * V + j] == 0;
+    for (int j = 0; j < V; j++) ignored_zero &= m->logits->d[2 * V + j] == 0 && m->logits->d[7 * V + j] == 0;
     CHECK_MSG(ignored_zero, "cross_entropy: rows with label -100 must have zero gradient");
-    for (int64_t i = 0; i < n; i++) grad[i] /= (real)gs;
-    fd_check("cross_entropy dlogits / grad_scale", ce_loss, &c, logits, grad, n, 1000, &r);
-    FREE_ALL(logits, work, grad);
 }
 
+static const OpDef CROSS_ENTROPY = {.size = sizeof(CrossEntropy), .build = ce_build, .fwd = ce_fwd, .bwd = ce_bwd, .extra = ce_extra};
 /* ---------------------------------------------------------- optimizer ---- */
 
 /* One torch.optim.AdamW step in double: p *= 1 - lr wd; m, v EMAs; bias-corrected update. */
@@ -2175,76 +2338,92 @@ static void test_sumsq_scale(void) {
     FREE_ALL(x, y, yr);
 }
 
+/* ---------------------------------------------------------- the cases ---- */
+
+static const OpCase CASES[] = {
+    {"matmul_bias", &MATMUL, 101, {.bias = 1}},
+    {"matmul_nobias", &MATMUL, 102, {0}},
+    {"embedding", &EMBEDDING, 104, {0}},
+    {"rmsnorm_g1", &RMSNORM, 201, {.groups = 1}},
+    {"rmsnorm_shared", &RMSNORM, 202, {.groups = 3}},
+    {"rmsnorm_per_group", &RMSNORM, 203, {.groups = 3, .per_group = 1}},
+    {"l2norm", &L2NORM, 204, {0}},
+    {"gate_mul_silu", &GATE_MUL, 301, {.act = ACT_SILU}},
+    {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},
+    {"silu", &SILU, 303, {.hi = 6.0}},
+    {"gelu", &GELU, 309, {.hi = 4.0}},
+    {"dropout", &DROPOUT, 311, {0}},
+    {"dropout_channel", &DROPOUT, 312, {.T = 24}},
+    {"relu", &RELU, 311, {.hi = 3.0}},
+    {"pair_nli", &PAIR_FEATURES, 313, {0}},
+    {"logsigmoid_16", &LOGSIGMOID, 304, {.hi = 8.0, .norm = 16.0f}},
+    {"logsigmoid_1", &LOGSIGMOID, 305, {.hi = 8.0, .norm = 1.0f}},
+    {"sigmoid", &SIGMOID, 307, {.hi = 6.0}},
+    {"decay_gates_gdn", &DECAY_GATES, 306, {0}},
+    {"decay_gates_mamba2", &DECAY_GATES, 307, {.keep_dt = 1}},
+    {"head_scale", &HEAD, 308, {0}},
+    {"head_skip", &HEAD, 309, {.skip = 1}},
+    {"group_bcast", &GROUP_BCAST, 310, {0}},
+    {"conv_w_none", &CONV, 401, {.conv = 1}},
+    {"conv_w_silu", &CONV, 402, {.conv = 1, .act = ACT_SILU}},
+    {"conv_diff_none", &CONV, 403, {0}},
+    {"conv_diff_silu", &CONV, 404, {.act = ACT_SILU}},
+    {"conv_bias_none", &CONV, 405, {.conv = 1, .bias = 1}},
+    {"conv_bias_silu", &CONV, 406, {.conv = 1, .bias = 1, .act = ACT_SILU}},
+    {"shift", &SHIFT, 405, {0}},
+    {"rotate_shared", &ROTATE, 501, {0}},
+    {"rotate_per_head", &ROTATE, 502, {.per_head = 1}},
+    {"selrope_plain", &SELROPE_ANGLES, 503, {0}},
+    {"selrope_bias", &SELROPE_ANGLES, 504, {.bias = 1}},
+    {"selrope_gate", &SELROPE_ANGLES, 505, {.gate = 1}},
+    {"selrope_bias_gate", &SELROPE_ANGLES, 506, {.bias = 1, .gate = 1}},
+    {"selrope_fused_conv_silu", &SELROPE_FUSED, 511, {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1}},
+    {"selrope_fused_conv_none", &SELROPE_FUSED, 512, {.conv = 1, .gate = 1}},
+    {"selrope_fused_diff", &SELROPE_FUSED, 513, {.bias = 1}},
+    {"selrope_fused_diff_plain", &SELROPE_FUSED, 514, {0}},
+    {"weightnorm", &WEIGHTNORM, 507, {0}},
+    {"head_matmul", &HEAD_MATMUL, 508, {0}},
+    {"gla", &GLA, 601, {0}},
+    {"gla_per_head", &GLA, 602, {.per_head = 1}},
+    {"gdn", &GDN, 602, {.gate = 1}},
+    {"deltanet", &GDN, 604, {0}},
+    {"fox", &FOX, 603, {.gate = 1}},
+    {"fox_no_gate", &FOX, 604, {0}},
+    {"cscan", &CSCAN, 701, {0}},
+    {"lru_weights", &LRU_WEIGHTS, 702, {0}},
+    {"orth_expm", &ORTH_EXPM, 703, {0}},
+    {"rotrnn_weights", &ROTRNN_WEIGHTS, 704, {0}},
+    {"rotrnn_through_expm", &ROTRNN_WEIGHTS, 705, {.chain = 1}},
+    {"rnn_tanh", &RNN, 706, {.rnn = RNN_TANH}},
+    {"rnn_tanh_h0", &RNN, 706, {.rnn = RNN_TANH, .h0 = 1}},
+    {"rnn_modrelu", &RNN, 707, {.rnn = RNN_MODRELU}},
+    {"rnn_modrelu_h0", &RNN, 707, {.rnn = RNN_MODRELU, .h0 = 1}},
+    {"lstm", &LSTM, 708, {0}},
+    {"lstm_h0", &LSTM, 708, {.h0 = 1}},
+    {"nnrnn_weights", &NNRNN_WEIGHTS, 709, {0}},
+    {"nnrnn_through_expm", &NNRNN_WEIGHTS, 710, {.chain = 1}},
+    {"nnrnn_cell", &NNRNN_CELL, 711, {.chain = 1}},
+    {"l2_penalty", &L2_PENALTY, 712, {0}},
+    {"cross_entropy", &CROSS_ENTROPY, 701, {0}},
+};
+#define NCASES ((int)(sizeof(CASES) / sizeof(CASES[0])))
+
+/* Checked against direct computations, outside the table. */
+static const TestCase DIRECT[] = {
+    {"add", test_add},
+    {"segment_reverse", test_segment_reverse},
+    {"revcumsum", test_revcumsum},
+    {"rope_angles", test_rope_angles},
+    {"carry_split", test_carry_split},
+    {"adamw", test_adamw},
+    {"rmsprop_update", test_rmsprop_update},
+    {"sumsq_scale", test_sumsq_scale},
+};
+#define NDIRECT ((int)(sizeof(DIRECT) / sizeof(DIRECT[0])))
+
 int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"matmul_bias", test_matmul_bias},
-        {"matmul_nobias", test_matmul_nobias},
-        {"add", test_add},
-        {"embedding", test_embedding},
-        {"rmsnorm_g1", test_rmsnorm_g1},
-        {"rmsnorm_shared", test_rmsnorm_shared},
-        {"rmsnorm_per_group", test_rmsnorm_per_group},
-        {"l2norm", test_l2norm},
-        {"gate_mul_silu", test_gate_mul_silu},
-        {"gate_mul_sigmoid", test_gate_mul_sigmoid},
-        {"silu", test_silu},
-        {"gelu", test_gelu},
-        {"dropout", test_dropout},
-        {"segment_reverse", test_segment_reverse},
-        {"relu", test_relu},
-        {"pair_nli", test_pair_nli},
-        {"logsigmoid_16", test_logsigmoid_16},
-        {"logsigmoid_1", test_logsigmoid_1},
-        {"sigmoid", test_sigmoid},
-        {"decay_gates_gdn", test_decay_gates_gdn},
-        {"conv_w_none", test_conv_w_none},
-        {"conv_w_silu", test_conv_w_silu},
-        {"conv_diff_none", test_conv_diff_none},
-        {"conv_diff_silu", test_conv_diff_silu},
-        {"conv_bias_none", test_conv_bias_none},
-        {"conv_bias_silu", test_conv_bias_silu},
-        {"shift", test_shift},
-        {"revcumsum", test_revcumsum},
-        {"rope_angles", test_rope_angles},
-        {"rotate_shared", test_rotate_shared},
-        {"rotate_per_head", test_rotate_per_head},
-        {"selrope_plain", test_selrope_plain},
-        {"selrope_bias", test_selrope_bias},
-        {"selrope_gate", test_selrope_gate},
-        {"selrope_bias_gate", test_selrope_bias_gate},
-        {"selrope_fused_conv_silu", test_selrope_fused_conv_silu},
-        {"selrope_fused_conv_none", test_selrope_fused_conv_none},
-        {"selrope_fused_diff", test_selrope_fused_diff},
-        {"selrope_fused_diff_plain", test_selrope_fused_diff_plain},
-        {"weightnorm", test_weightnorm},
-        {"head_matmul", test_head_matmul},
-        {"gla", test_gla},
-        {"gla_per_head", test_gla_per_head},
-        {"decay_gates_mamba2", test_decay_gates_mamba2},
-        {"head_scale", test_head_scale},
-        {"head_skip", test_head_skip},
-        {"group_bcast", test_group_bcast},
-        {"gdn", test_gdn},
-        {"deltanet", test_deltanet},
-        {"fox", test_fox},
-        {"fox_no_gate", test_fox_no_gate},
-        {"cscan", test_cscan},
-        {"lru_weights", test_lru_weights},
-        {"orth_expm", test_orth_expm},
-        {"rotrnn_weights", test_rotrnn_weights},
-        {"rotrnn_through_expm", test_rotrnn_through_expm},
-        {"rnn_tanh", test_rnn_tanh},
-        {"rnn_modrelu", test_rnn_modrelu},
-        {"lstm", test_lstm},
-        {"carry_split", test_carry_split},
-        {"nnrnn_weights", test_nnrnn_weights},
-        {"nnrnn_through_expm", test_nnrnn_through_expm},
-        {"nnrnn_cell", test_nnrnn_cell},
-        {"l2_penalty", test_l2_penalty},
-        {"cross_entropy", test_cross_entropy},
-        {"adamw", test_adamw},
-        {"rmsprop_update", test_rmsprop_update},
-        {"sumsq_scale", test_sumsq_scale},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+    TestRow rows[NCASES + NDIRECT];
+    for (int i = 0; i < NCASES; i++) rows[i] = (TestRow){CASES[i].name, run_case, &CASES[i]};
+    for (int i = 0; i < NDIRECT; i++) rows[NCASES + i] = th_row(&DIRECT[i]);
+    return th_run_rows(rows, NCASES + NDIRECT, argc, argv);
 }

@@ -20,13 +20,7 @@ static TrainConfig recipe(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c;
-    model_config_defaults(&c);
-    c.mixer = mixer;
-    c.vocab_size = 19;
-    c.hidden_size = 16;
-    c.num_layers = 1;
-    c.num_heads = 2;
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 19, .hidden = 16, .layers = 1, .heads = 2});
     c.head_dim = 8;
     c.intermediate_size = 32;
     c.pe.kind = pe;
@@ -236,14 +230,13 @@ static void test_accumulation_equals_full_batch(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"decay_groups", test_decay_groups},
-        {"adamw_step_groups", test_adamw_step_groups},
-        {"rmsprop_matches_torch", test_rmsprop_matches_torch},
-        {"rmsprop_step_groups", test_rmsprop_step_groups},
-        {"clipping", test_clipping},
-        {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"decay_groups", test_decay_groups},
+    {"adamw_step_groups", test_adamw_step_groups},
+    {"rmsprop_matches_torch", test_rmsprop_matches_torch},
+    {"rmsprop_step_groups", test_rmsprop_step_groups},
+    {"clipping", test_clipping},
+    {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
+};
+
+TH_MAIN(tests)

@@ -21,8 +21,6 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-static char tmp_dir[] = "/tmp/rotor_test_pathfinder_XXXXXX";
-
 enum { SIDE = 4, PIX = SIDE * SIDE, N_IMAGES = 25, FILE0_LINES = 13 };
 
 /* Image id's pixel p; pixel 0 is the id, so a row names its image. */
@@ -59,10 +57,10 @@ static void write_text(const char *path, const char *text) {
     RT_ASSERT(f && fwrite(text, 1, strlen(text), f) == strlen(text) && fclose(f) == 0);
 }
 
-/* tmp_dir/NAME/<sub>: metadata/0.npy (images 0..12 in imgs/0) and 1.npy (13..24 in imgs/1),
+/* th_tmp_dir()/NAME/<sub>: metadata/0.npy (images 0..12 in imgs/0) and 1.npy (13..24 in imgs/1),
  * LRA's eleven fields per line; image 3 is an empty file, as LRA's release has some. */
 static char *write_tree(const char *name, const char *sub) {
-    char *root = rt_sprintf("%s/%s", tmp_dir, name), *dir = rt_sprintf("%s/%s", root, sub);
+    char *root = rt_sprintf("%s/%s", th_tmp_dir(), name), *dir = rt_sprintf("%s/%s", root, sub);
     for (int f = 0; f < 2; f++) {
         char *imgs = rt_sprintf("%s/imgs/%d", dir, f), *meta = rt_sprintf("%s/metadata", dir);
         fs_mkdirs(imgs);
@@ -153,7 +151,7 @@ static void test_png_depths(void) {
         int maxv = (1 << depth) - 1;
         uint8_t px[3 * 5], *out = NULL;
         for (int i = 0; i < 15; i++) px[i] = (uint8_t)((i * 7) % (maxv + 1));
-        char *path = rt_sprintf("%s/depth%d.png", tmp_dir, depth);
+        char *path = rt_sprintf("%s/depth%d.png", th_tmp_dir(), depth);
         write_png(path, px, 3, 5, depth, 0);
         size_t n;
         uint8_t *bytes = (uint8_t *)fs_read_file(path, &n);
@@ -323,15 +321,11 @@ static void test_task_source(void) {
     rt_free(root);
 }
 
-int main(int argc, char **argv) {
-    RT_ASSERT(mkdtemp(tmp_dir));
-    static const TestCase tests[] = {
-        {"png_depths", test_png_depths},
-        {"splits", test_splits},
-        {"errors", test_errors},
-        {"task_source", test_task_source},
-    };
-    int rc = th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-    fs_remove_tree(tmp_dir);
-    return rc;
-}
+static const TestCase tests[] = {
+    {"png_depths", test_png_depths},
+    {"splits", test_splits},
+    {"errors", test_errors},
+    {"task_source", test_task_source},
+};
+
+TH_MAIN(tests)

@@ -196,14 +196,13 @@ static void test_check(void) {
     for (size_t i = 0; i < 3; i++) CHECK(sampling_check(&good[i], msg, sizeof msg) == NULL);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"greedy", test_greedy},
-        {"top_k_one_and_tiny_top_p_are_greedy", test_top_k_one_and_tiny_top_p_are_greedy},
-        {"frequencies", test_frequencies},
-        {"excluded_never_drawn", test_excluded_never_drawn},
-        {"streams", test_streams},
-        {"check", test_check},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"greedy", test_greedy},
+    {"top_k_one_and_tiny_top_p_are_greedy", test_top_k_one_and_tiny_top_p_are_greedy},
+    {"frequencies", test_frequencies},
+    {"excluded_never_drawn", test_excluded_never_drawn},
+    {"streams", test_streams},
+    {"check", test_check},
+};
+
+TH_MAIN(tests)

@@ -55,11 +55,10 @@ static void test_constant(void) {
     for (int64_t s = 100; s < 1000; s++) CHECK(lr_at(&tc, s) == 2e-3);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"cosine", test_cosine},
-        {"linear", test_linear},
-        {"constant", test_constant},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"cosine", test_cosine},
+    {"linear", test_linear},
+    {"constant", test_constant},
+};
+
+TH_MAIN(tests)

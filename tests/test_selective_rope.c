@@ -263,13 +263,12 @@ static void test_untied_decay_gla_differs_from_complex_recurrence(void) {
     CHECK_MSG(e > 1e-2, "per-channel decays should not match the complex-diagonal form (error %.3g)", e);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"rotation_preserves_norms", test_rotation_preserves_norms},
-        {"zero_phi_equals_rope_weight_norm", test_zero_phi_equals_rope_weight_norm},
-        {"zero_phi_equals_rope_low_rank", test_zero_phi_equals_rope_low_rank},
-        {"tied_decay_gla_equals_complex_recurrence", test_tied_decay_gla_equals_complex_recurrence},
-        {"untied_decay_gla_differs_from_complex_recurrence", test_untied_decay_gla_differs_from_complex_recurrence},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"rotation_preserves_norms", test_rotation_preserves_norms},
+    {"zero_phi_equals_rope_weight_norm", test_zero_phi_equals_rope_weight_norm},
+    {"zero_phi_equals_rope_low_rank", test_zero_phi_equals_rope_low_rank},
+    {"tied_decay_gla_equals_complex_recurrence", test_tied_decay_gla_equals_complex_recurrence},
+    {"untied_decay_gla_differs_from_complex_recurrence", test_untied_decay_gla_differs_from_complex_recurrence},
+};
+
+TH_MAIN(tests)

@@ -4,6 +4,7 @@
  * sparse 8 GB file), concurrent reads, and the speed of shard_read. */
 #include "data/shard.h"
 #include "harness.h"
+#include "testutil.h"
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
@@ -26,13 +27,6 @@ static char err[2048];
 /* ------------------------------------------------------------------------------------ */
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
-
-static char *make_tmpdir(void) {
-    char tmpl[] = "/tmp/rotor_test_shard_XXXXXX";
-    char *d = mkdtemp(tmpl);
-    RT_ASSERT(d);
-    return rt_strdup(d);
-}
 
 static ShardInfo make_info(int64_t vocab) {
     ShardInfo in;
@@ -208,7 +202,7 @@ static void build_shard(const char *path, const Spec *sp) {
 
 /* Writes, reopens and compares everything; vocab > 65536 stores 32-bit tokens. */
 static void roundtrip(int64_t vocab, hid_t expect_type) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard_000.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard_000.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
     Corpus c = write_random(path, vocab, 300, 400, (uint64_t)vocab);
     CHECK(fs_exists(path) && !fs_exists(tmp));
 
@@ -268,7 +262,7 @@ static void test_roundtrip_u32(void) { roundtrip(100000, H5T_STD_U32LE); }
 
 /* No documents, and only empty documents: /tokens has no storage (HADDR_UNDEF). */
 static void test_empty(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/empty.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/empty.h5", dir);
     for (int n_docs = 0; n_docs <= 3; n_docs += 3) {
         ShardInfo info = make_info(50);
         ShardWriter *w = shard_writer_open(path, &info, err, sizeof err);
@@ -294,7 +288,7 @@ static void test_empty(void) {
 
 /* PATH appears only at close; abort and a crash leave no PATH; bad ids are refused. */
 static void test_atomic(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
     ShardInfo info = make_info(1000);
     const int32_t doc[] = {1, 5, 999, 7};
 
@@ -347,7 +341,7 @@ static void test_atomic(void) {
 
 /* Malformed files: each refused with the file's name and the problem. */
 static void test_rejections(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/bad.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/bad.h5", dir);
     Spec sp;
 
     /* The builder's defaults, a user block, fixed-length space-padded strings and unsigned
@@ -497,7 +491,7 @@ static void open_and_read(const char *path, const Corpus *c) {
 /* A foreign exclusive lock (another process's writer), another HDF5 handle on the file in
  * this process, and HDF5_USE_FILE_LOCKING=FALSE. */
 static void test_locking(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir);
     Corpus c = write_random(path, 1000, 20, 50, 3);
     const char *env = getenv("HDF5_USE_FILE_LOCKING");
     char *saved_env = env ? rt_strdup(env) : NULL;
@@ -601,7 +595,7 @@ static int build_big_shard(const char *path, uint64_t n, const char *dir) {
 /* Offsets beyond 2^32 and an 8 GB /tokens, read back where it was written. */
 static void test_offsets_beyond_4g(void) {
     const uint64_t two32 = (uint64_t)1 << 32, n = two32 + 1000;
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/big.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/big.h5", dir);
     Shard *s = NULL;
     if (build_big_shard(path, n, dir)) {
         s = shard_open(path, err, sizeof err);
@@ -629,7 +623,7 @@ static void test_offsets_beyond_4g(void) {
 
 /* Random windows of 4097 tokens read by several threads at once equal the documents. */
 static void test_threads(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir);
     Corpus c = write_random(path, 30000, 4000, 500, 11);
     Shard *s = shard_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
@@ -662,7 +656,7 @@ static void test_threads(void) {
 /* shard_read speed from one thread: windows of 4097 tokens (a 4096-token sequence plus
  * its shifted target), at random places in a page-cached shard. */
 static void test_read_speed(void) {
-    char *dir = make_tmpdir(), *path = rt_sprintf("%s/shard.h5", dir);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir);
     for (int wide = 0; wide < 2; wide++) {
         int64_t vocab = wide ? 100000 : 32000;
         Corpus c = write_random(path, vocab, 8000, 1000, 13);
@@ -692,18 +686,19 @@ static void test_read_speed(void) {
     rt_free(dir);
 }
 
+static const TestCase tests[] = {
+    {"shard_roundtrip_u16", test_roundtrip_u16},
+    {"shard_roundtrip_u32", test_roundtrip_u32},
+    {"shard_empty", test_empty},
+    {"shard_atomic", test_atomic},
+    {"shard_rejections", test_rejections},
+    {"shard_locking", test_locking},
+    {"shard_offsets_beyond_4g", test_offsets_beyond_4g},
+    {"shard_threads", test_threads},
+    {"shard_read_speed", test_read_speed},
+};
+
 int main(int argc, char **argv) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* expected HDF5 failures stay quiet */
-    static const TestCase tests[] = {
-        {"shard_roundtrip_u16", test_roundtrip_u16},
-        {"shard_roundtrip_u32", test_roundtrip_u32},
-        {"shard_empty", test_empty},
-        {"shard_atomic", test_atomic},
-        {"shard_rejections", test_rejections},
-        {"shard_locking", test_locking},
-        {"shard_offsets_beyond_4g", test_offsets_beyond_4g},
-        {"shard_threads", test_threads},
-        {"shard_read_speed", test_read_speed},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+    return th_run(tests, TH_COUNT(tests), argc, argv);
 }

@@ -317,15 +317,14 @@ static void test_streams(void) {
     CHECK(same == 0);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"mqar_layout", test_mqar_layout},
-        {"mqar_power_law", test_mqar_power_law},
-        {"mqar_check", test_mqar_check},
-        {"group_word_problems", test_group_word_problems},
-        {"copy", test_copy},
-        {"copy_memory_layout", test_copy_memory_layout},
-        {"streams", test_streams},
-    };
-    return th_run(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"mqar_layout", test_mqar_layout},
+    {"mqar_power_law", test_mqar_power_law},
+    {"mqar_check", test_mqar_check},
+    {"group_word_problems", test_group_word_problems},
+    {"copy", test_copy},
+    {"copy_memory_layout", test_copy_memory_layout},
+    {"streams", test_streams},
+};
+
+TH_MAIN(tests)

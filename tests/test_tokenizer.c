@@ -562,19 +562,18 @@ static void test_train_errors(void) {
     CHECK_MSG(strstr(err, comma[0]) != NULL, "message: %s", err);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"tokenizer_mistral_basics", test_mistral_basics},
-        {"tokenizer_byte_fallback", test_byte_fallback},
-        {"tokenizer_round_trip", test_round_trip},
-        {"tokenizer_round_trip_exceptions", test_round_trip_exceptions},
-        {"tokenizer_invalid_utf8", test_invalid_utf8},
-        {"tokenizer_piece_id", test_piece_id},
-        {"tokenizer_errors", test_errors},
-        {"tokenizer_threads", test_threads},
-        {"tokenizer_train_bpe", test_train_bpe},
-        {"tokenizer_train_unigram", test_train_unigram},
-        {"tokenizer_train_errors", test_train_errors},
-    };
-    return th_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"tokenizer_mistral_basics", test_mistral_basics},
+    {"tokenizer_byte_fallback", test_byte_fallback},
+    {"tokenizer_round_trip", test_round_trip},
+    {"tokenizer_round_trip_exceptions", test_round_trip_exceptions},
+    {"tokenizer_invalid_utf8", test_invalid_utf8},
+    {"tokenizer_piece_id", test_piece_id},
+    {"tokenizer_errors", test_errors},
+    {"tokenizer_threads", test_threads},
+    {"tokenizer_train_bpe", test_train_bpe},
+    {"tokenizer_train_unigram", test_train_unigram},
+    {"tokenizer_train_errors", test_train_errors},
+};
+
+TH_MAIN(tests)

@@ -1,8 +1,10 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "util/error.h"
 
 real *tu_rand(Rng *r, int64_t n, double lo, double hi) {
@@ -37,6 +39,12 @@ double tu_rel_err(const real *a, const real *b, int64_t n, double floor) {
         if (!(d <= err)) err = d; /* propagates NaN */
     }
     return err / mx;
+}
+
+char *tu_temp_dir(void) {
+    char *d = rt_sprintf("%s/XXXXXX", th_tmp_dir());
+    RT_ASSERT(mkdtemp(d));
+    return d;
 }
 
 TestSeqs tu_seqs(const int *lens, int nseg) {
@@ -88,14 +96,19 @@ double tu_dot(const real *w, const real *y, int64_t n) {
     return acc;
 }
 
-ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
+ModelConfig tu_model(MixerKind mixer, TuModelSize z) {
     ModelConfig c;
     model_config_defaults(&c);
     c.mixer = mixer;
-    c.vocab_size = 13;
-    c.hidden_size = 16;
-    c.num_layers = num_layers;
-    c.num_heads = 2;
+    c.vocab_size = z.vocab;
+    c.hidden_size = z.hidden;
+    c.num_layers = z.layers;
+    c.num_heads = z.heads;
+    return c;
+}
+
+ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
+    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 13, .hidden = 16, .layers = num_layers, .heads = 2});
     c.intermediate_size = 24;
     c.expand_k = 0.5;
     c.expand_v = 1.0;
@@ -107,4 +120,13 @@ ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
     c.pe.phi_rank = 3;
     c.bos_id = 1;
     return c;
+}
+
+char *tu_ini_text(const RunConfig *c) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    run_config_write_ini(c, f);
+    fclose(f);
+    return text;
 }

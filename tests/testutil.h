@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "config/run_config.h"
 #include "cpu/real.h"
 #include "model/model_config.h"
 #include "util/rng.h"
@@ -16,6 +17,10 @@ real *tu_zeros(int64_t n);
 real *tu_copy(const real *x, int64_t n);
 /* max |a-b| / max(max|b|, floor) */
 double tu_rel_err(const real *a, const real *b, int64_t n, double floor);
+
+/* A new directory under the test program's temporary directory (th_tmp_dir, removed with
+ * it); rt_free the returned name. */
+char *tu_temp_dir(void);
 
 /* Segments from a list of lengths (sum = ntok); owns its arrays. */
 typedef struct {
@@ -33,9 +38,20 @@ typedef double (*tu_loss_fn)(void *ctx);
 double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t n, int samples,
                     double h, Rng *r);
 
+/* The sizes of a test model. */
+typedef struct {
+    int vocab, hidden, layers, heads;
+} TuModelSize;
+
+/* model_config_defaults with `mixer` and the sizes z. */
+ModelConfig tu_model(MixerKind mixer, TuModelSize z);
+
 /* The tests' tiny model of `mixer`: vocabulary 13, hidden 16, 2 heads, MLP 24, GDN head 8,
  * state 6 (RotRNN 8), gate rank 4, phi rank 3, init_std 0.3 (larger than 0.02 so that every path carries signal). */
 ModelConfig tu_tiny_model(MixerKind mixer, int num_layers);
+
+/* c written as INI into a heap string (free()). */
+char *tu_ini_text(const RunConfig *c);
 
 /* sum_i w[i] * y[i] in double (the probe loss of op-level gradient checks). */
 double tu_dot(const real *w, const real *y, int64_t n);

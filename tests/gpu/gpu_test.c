@@ -1,5 +1,7 @@
 #include "gpu_test.h"
 
+#include <stdarg.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,17 +111,15 @@ void *gt_act(const float *host, int64_t n) {
     return d;
 }
 
-void *gt_f32(const float *host, int64_t n) {
-    void *d = dev_alloc(sizeof(float) * (size_t)n);
-    gt_gpu->upload(d, host, sizeof(float) * (size_t)n);
+static void *upload(const void *host, size_t bytes) {
+    void *d = dev_alloc(bytes);
+    gt_gpu->upload(d, host, bytes);
     return d;
 }
 
-int32_t *gt_i32(const int32_t *host, int64_t n) {
-    void *d = dev_alloc(sizeof(int32_t) * (size_t)n);
-    gt_gpu->upload(d, host, sizeof(int32_t) * (size_t)n);
-    return d;
-}
+void *gt_f32(const float *host, int64_t n) { return upload(host, sizeof(float) * (size_t)n); }
+
+int32_t *gt_i32(const int32_t *host, int64_t n) { return upload(host, sizeof(int32_t) * (size_t)n); }
 
 float *gt_get_act(const void *dev, int64_t n) {
     uint16_t *b = rt_malloc(2 * (size_t)(n ? n : 1));
@@ -198,6 +198,15 @@ void gt_reset(void) {
     n_owned = 0;
     for (int i = 0; i < n_mirrors; i++) gt_gpu->seqs_release(mirrors[i]);
     n_mirrors = 0;
+}
+
+const char *gt_name(const char *fmt, ...) {
+    static char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
 }
 
 int gt_main(const TestCase *tests, int n, int argc, char **argv) {

@@ -48,6 +48,16 @@ Seqs *gt_seqs(const int *lens, int nseg);
 /* A decoding step's segments: B rows of one token each at positions pos[0, B). */
 Seqs *gt_step_seqs(const int32_t *pos, int B);
 
+/* A segment layout of a case: its name and segment lengths. */
+typedef struct {
+    const char *name;
+    int nseg;
+    int lens[8];
+} GtLayout;
+
+/* A case name formatted into a buffer that the next call reuses. */
+const char *gt_name(const char *fmt, ...);
+
 /* Records a failure (CHECK semantics) when the relative error exceeds tol, and prints
  * one line "  what: err=... tol=... ok|FAIL" either way (scripts/gpu_check.sh collects
  * them into its table). Returns the error. */
@@ -60,5 +70,7 @@ void gt_reset(void);
 
 /* main() of a GPU test program: picks the CUDA backend (or exits 77), runs the tests. */
 int gt_main(const TestCase *tests, int n, int argc, char **argv);
+#define GT_MAIN(tests) \
+    int main(int argc, char **argv) { return gt_main(tests, TH_COUNT(tests), argc, argv); }
 
 #endif

@@ -36,9 +36,6 @@
 #define TOL_ADAM_W 2e-6
 #define TOL_ADAM_MV 1e-5
 
-static char name_buf[200];
-#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
-
 static Rng irng; /* integers: tokens, labels */
 static int irng_ready;
 static int32_t rand_int(int32_t n) {
@@ -115,7 +112,7 @@ static void to_act_case(int64_t n, int off_dst, int off_src) {
     for (int64_t i = 0; i < n; i++)
         if (got[i] != bf16_bits(x[i]) && bad++ == 0) first = i;
     printf("  %-28s mismatches=%lld %s\n",
-           NAME("to_act n=%lld off=%d,%d", (long long)n, off_dst, off_src), (long long)bad,
+           gt_name("to_act n=%lld off=%d,%d", (long long)n, off_dst, off_src), (long long)bad,
            bad ? "FAIL" : "ok");
     if (bad) {
         uint32_t u;
@@ -146,7 +143,7 @@ static void test_copy(void) {
             float *x = gt_randn(n, 1);
             void *src = act_at(x, n, off), *dst = gt_garbage_act(n);
             gt_gpu->copy(dst, src, (size_t)n * gt_gpu->act_size);
-            gt_compare(NAME("copy n=%lld off=%d", (long long)n, off), gt_get_act(dst, n), gt_get_act(src, n), n, 0);
+            gt_compare(gt_name("copy n=%lld off=%d", (long long)n, off), gt_get_act(dst, n), gt_get_act(src, n), n, 0);
         }
     gt_reset();
 }
@@ -163,7 +160,7 @@ static void embedding_case(int V, int C, int64_t n, int off) {
     gt_cpu->embedding_fwd(ref, tok, E, n, C);
     void *out = gt_garbage_act(n * C);
     gt_gpu->embedding_fwd(out, dtok, act_at(E, (int64_t)V * C, off), n, C);
-    gt_compare(NAME("embedding_fwd V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
+    gt_compare(gt_name("embedding_fwd V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
                gt_get_act(out, n * C), ref, n * C, 0);
 
     float *dout = gt_randn(n * C, 1), *inc = gt_zeros((int64_t)V * C);
@@ -171,7 +168,7 @@ static void embedding_case(int V, int C, int64_t n, int off) {
     float *dE0 = gt_prefill(inc, (int64_t)V * C);
     void *dE = gt_f32(dE0, (int64_t)V * C);
     gt_gpu->embedding_bwd(dE, dtok, act_at(dout, n * C, off), n, C);
-    gt_compare(NAME("embedding_bwd dE V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
+    gt_compare(gt_name("embedding_bwd dE V=%d C=%d n=%lld off=%d", V, C, (long long)n, off),
                gt_get_f32(dE, (int64_t)V * C), gt_plus(dE0, inc, (int64_t)V * C), (int64_t)V * C,
                TOL_SUM);
 }
@@ -196,7 +193,7 @@ static void scatter_case(int64_t n, int C) {
     gt_cpu->scatter_rows(ref, rows, src, m, C);
     void *out = gt_act(base, n * C);
     gt_gpu->scatter_rows(out, gt_i32(rows, m), gt_act(src, m * C), m, C);
-    gt_compare(NAME("scatter_rows n=%lld C=%d", (long long)n, C), gt_get_act(out, n * C), ref, n * C, 0);
+    gt_compare(gt_name("scatter_rows n=%lld C=%d", (long long)n, C), gt_get_act(out, n * C), ref, n * C, 0);
 }
 
 static void test_scatter_rows(void) {
@@ -215,16 +212,16 @@ static void gate_mul_case(int64_t n, Activation act, int off) {
     void *gx = act_at(x, n, off), *gg = act_at(g, n, 0);
     void *out = gt_garbage_act(n);
     gt_gpu->gate_mul_fwd(out, gx, gg, n, act);
-    gt_compare(NAME("gate_mul_fwd %s n=%lld off=%d", act_name(act), (long long)n, off),
+    gt_compare(gt_name("gate_mul_fwd %s n=%lld off=%d", act_name(act), (long long)n, off),
                gt_get_act(out, n), ref, n, TOL_BF16);
 
     float *dout = gt_randn(n, 1), *rdx = gt_zeros(n), *rdg = gt_zeros(n);
     gt_cpu->gate_mul_bwd(rdx, rdg, dout, x, g, n, act);
     void *gdx = gt_garbage_act(n), *gdg = gt_garbage_act(n);
     gt_gpu->gate_mul_bwd(gdx, gdg, gt_act(dout, n), gx, gg, n, act);
-    gt_compare(NAME("gate_mul_bwd dx %s n=%lld off=%d", act_name(act), (long long)n, off),
+    gt_compare(gt_name("gate_mul_bwd dx %s n=%lld off=%d", act_name(act), (long long)n, off),
                gt_get_act(gdx, n), rdx, n, TOL_BF16);
-    gt_compare(NAME("gate_mul_bwd dg %s n=%lld off=%d", act_name(act), (long long)n, off),
+    gt_compare(gt_name("gate_mul_bwd dg %s n=%lld off=%d", act_name(act), (long long)n, off),
                gt_get_act(gdg, n), rdg, n, TOL_BF16);
 }
 
@@ -249,13 +246,13 @@ static void unary_case(int gelu, int64_t n, int off) {
     cpu_fwd(ref, x, n);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
     gpu_fwd(y, gx, n);
-    gt_compare(NAME("%s_fwd n=%lld off=%d", name, (long long)n, off), gt_get_act(y, n), ref, n,
+    gt_compare(gt_name("%s_fwd n=%lld off=%d", name, (long long)n, off), gt_get_act(y, n), ref, n,
                TOL_BF16);
     float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
     cpu_bwd(rdx, dy, x, n);
     void *gdx = gt_garbage_act(n);
     gpu_bwd(gdx, gt_act(dy, n), gx, n);
-    gt_compare(NAME("%s_bwd n=%lld off=%d", name, (long long)n, off), gt_get_act(gdx, n), rdx, n,
+    gt_compare(gt_name("%s_bwd n=%lld off=%d", name, (long long)n, off), gt_get_act(gdx, n), rdx, n,
                TOL_BF16);
 }
 
@@ -279,10 +276,10 @@ static void dropout_case(int64_t N, int C, int T, int off, double p) {
     gt_cpu->dropout(ref, x, N, C, T, key, p);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
     gt_gpu->dropout(y, gx, N, C, T, key, p);
-    gt_compare(NAME("dropout N=%lld C=%d T=%d off=%d p=%g", (long long)N, C, T, off, p), gt_get_act(y, n), ref, n,
+    gt_compare(gt_name("dropout N=%lld C=%d T=%d off=%d p=%g", (long long)N, C, T, off, p), gt_get_act(y, n), ref, n,
                TOL_BF16);
     gt_gpu->dropout(gx, gx, N, C, T, key, p); /* in place */
-    gt_compare(NAME("dropout in place N=%lld C=%d T=%d", (long long)N, C, T), gt_get_act(gx, n), ref, n, TOL_BF16);
+    gt_compare(gt_name("dropout in place N=%lld C=%d T=%d", (long long)N, C, T), gt_get_act(gx, n), ref, n, TOL_BF16);
 }
 
 static void test_dropout(void) {
@@ -298,12 +295,12 @@ static void relu_case(int64_t n, int off) {
     gt_cpu->relu_fwd(ref, x, n);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
     gt_gpu->relu_fwd(y, gx, n);
-    gt_compare(NAME("relu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n, TOL_BF16);
+    gt_compare(gt_name("relu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n, TOL_BF16);
     float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
     gt_cpu->relu_bwd(rdx, dy, x, n);
     void *gdx = gt_garbage_act(n);
     gt_gpu->relu_bwd(gdx, gt_act(dy, n), gx, n);
-    gt_compare(NAME("relu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n, TOL_BF16);
+    gt_compare(gt_name("relu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n, TOL_BF16);
 }
 
 /* the pair classifier's features [u, v, u v, u - v] and their backward */
@@ -312,12 +309,12 @@ static void pair_nli_case(int64_t P, int d) {
     gt_cpu->pair_nli_fwd(ref, x, P, d);
     void *gx = gt_act(x, 2 * P * d), *f = gt_garbage_act(4 * P * d);
     gt_gpu->pair_nli_fwd(f, gx, P, d);
-    gt_compare(NAME("pair_nli_fwd P=%lld d=%d", (long long)P, d), gt_get_act(f, 4 * P * d), ref, 4 * P * d, TOL_BF16);
+    gt_compare(gt_name("pair_nli_fwd P=%lld d=%d", (long long)P, d), gt_get_act(f, 4 * P * d), ref, 4 * P * d, TOL_BF16);
     float *df = gt_randn(4 * P * d, 1), *rdx = gt_zeros(2 * P * d);
     gt_cpu->pair_nli_bwd(rdx, df, x, P, d);
     void *gdx = gt_garbage_act(2 * P * d);
     gt_gpu->pair_nli_bwd(gdx, gt_act(df, 4 * P * d), gx, P, d);
-    gt_compare(NAME("pair_nli_bwd P=%lld d=%d", (long long)P, d), gt_get_act(gdx, 2 * P * d), rdx, 2 * P * d,
+    gt_compare(gt_name("pair_nli_bwd P=%lld d=%d", (long long)P, d), gt_get_act(gdx, 2 * P * d), rdx, 2 * P * d,
                TOL_BF16);
 }
 
@@ -337,13 +334,13 @@ static void logsigmoid_case(int64_t n, double normalizer, int off) {
     gt_cpu->logsigmoid_fwd(ref, x, n, normalizer);
     void *gx = act_at(x, n, off), *y = gt_garbage_f32(n);
     gt_gpu->logsigmoid_fwd(y, gx, n, normalizer);
-    gt_compare(NAME("logsigmoid_fwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
+    gt_compare(gt_name("logsigmoid_fwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
                gt_get_f32(y, n), ref, n, TOL_F32);
     float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
     gt_cpu->logsigmoid_bwd(rdx, dy, x, n, normalizer);
     void *gdx = gt_garbage_act(n);
     gt_gpu->logsigmoid_bwd(gdx, gt_f32(dy, n), gx, n, normalizer);
-    gt_compare(NAME("logsigmoid_bwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
+    gt_compare(gt_name("logsigmoid_bwd n=%lld norm=%g off=%d", (long long)n, normalizer, off),
                gt_get_act(gdx, n), rdx, n, TOL_BF16);
 }
 
@@ -362,13 +359,13 @@ static void sigmoid_case(int64_t n, int off) {
     gt_cpu->sigmoid_fwd(ref, x, n);
     void *gx = act_at(x, n, off), *y = gt_garbage_f32(n);
     gt_gpu->sigmoid_fwd(y, gx, n);
-    gt_compare(NAME("sigmoid_fwd n=%lld off=%d", (long long)n, off), gt_get_f32(y, n), ref, n,
+    gt_compare(gt_name("sigmoid_fwd n=%lld off=%d", (long long)n, off), gt_get_f32(y, n), ref, n,
                TOL_F32);
     float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
     gt_cpu->sigmoid_bwd(rdx, dy, x, n);
     void *gdx = gt_garbage_act(n);
     gt_gpu->sigmoid_bwd(gdx, gt_f32(dy, n), gx, n);
-    gt_compare(NAME("sigmoid_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n,
+    gt_compare(gt_name("sigmoid_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n,
                TOL_BF16);
 }
 
@@ -389,19 +386,19 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     void *gdr = gt_act(dt_raw, nh), *gA = gt_f32(A_log, H), *gdb = gt_f32(dt_bias, H);
     void *dt = gt_garbage_f32(nh), *g = gt_garbage_f32(nh);
     gt_gpu->decay_gates_fwd(dt, g, gdr, gA, gdb, N, H);
-    gt_compare(NAME("decay_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
-    gt_compare(NAME("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
+    gt_compare(gt_name("decay_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
+    gt_compare(gt_name("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
     float *ddt = gt_randn(nh, 1), *dg = gt_randn(nh, 1);
     float *rddr = gt_zeros(nh), *incA = gt_zeros(H), *incdt = gt_zeros(H);
     gt_cpu->decay_gates_bwd(rddr, incA, incdt, ddt, dg, dt_raw, A_log, dt_bias, N, H);
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
     void *gddr = gt_garbage_act(nh), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
     gt_gpu->decay_gates_bwd(gddr, gdA, gddt, gt_f32(ddt, nh), gt_f32(dg, nh), gdr, gA, gdb, N, H);
-    gt_compare(NAME("decay_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
+    gt_compare(gt_name("decay_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
                TOL_BF16);
-    gt_compare(NAME("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+    gt_compare(gt_name("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(NAME("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
                gt_plus(dt0, incdt, H), H, TOL_SUM);
 
     /* per-head scale v = s x and the D skip */
@@ -411,23 +408,23 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     gt_cpu->head_scale_fwd(ry, x, sc, N, H, D);
     void *gy = gt_garbage_act(nx);
     gt_gpu->head_scale_fwd(gy, gx, gs, N, H, D);
-    gt_compare(NAME("head_scale_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    gt_compare(gt_name("head_scale_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
     float *rdx = gt_zeros(nx), *rds = gt_zeros(nh);
     gt_cpu->head_scale_bwd(rdx, rds, dy, x, sc, N, H, D);
     void *gdx = gt_garbage_act(nx), *gds = gt_garbage_f32(nh);
     gt_gpu->head_scale_bwd(gdx, gds, gdy, gx, gs, N, H, D);
-    gt_compare(NAME("head_scale_bwd dx N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
-    gt_compare(NAME("head_scale_bwd ds N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gds, nh), rds, nh, TOL_SUM);
+    gt_compare(gt_name("head_scale_bwd dx N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(gt_name("head_scale_bwd ds N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gds, nh), rds, nh, TOL_SUM);
     gt_cpu->head_skip_fwd(ry, x, Dp, N, H, D); /* ry += D x, on top of the scale's output */
     gt_gpu->head_skip_fwd(gy, gx, gD, N, H, D);
-    gt_compare(NAME("head_skip_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    gt_compare(gt_name("head_skip_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
     float *incD = gt_zeros(H);
     gt_cpu->head_skip_bwd(rdx, incD, dy, x, Dp, N, H, D); /* rdx += D dy */
     float *D0 = gt_prefill(incD, H);
     void *gdD = gt_f32(D0, H);
     gt_gpu->head_skip_bwd(gdx, gdD, gdy, gx, gD, N, H, D);
-    gt_compare(NAME("head_skip_bwd dx+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
-    gt_compare(NAME("head_skip_bwd dD+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gdD, H),
+    gt_compare(gt_name("head_skip_bwd dx+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(gt_name("head_skip_bwd dD+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gdD, H),
                gt_plus(D0, incD, H), H, TOL_SUM);
 
     /* group broadcast of B, C */
@@ -436,12 +433,12 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     gt_cpu->group_bcast_fwd(rout, src, N, H, G, K);
     void *gout = gt_garbage_act(nk);
     gt_gpu->group_bcast_fwd(gout, gt_act(src, ns), N, H, G, K);
-    gt_compare(NAME("group_bcast_fwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gout, nk), rout, nk,
+    gt_compare(gt_name("group_bcast_fwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gout, nk), rout, nk,
                TOL_BF16);
     gt_cpu->group_bcast_bwd(rdsrc, dout, N, H, G, K);
     void *gdsrc = gt_garbage_act(ns);
     gt_gpu->group_bcast_bwd(gdsrc, gt_act(dout, nk), N, H, G, K);
-    gt_compare(NAME("group_bcast_bwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gdsrc, ns), rdsrc, ns,
+    gt_compare(gt_name("group_bcast_bwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gdsrc, ns), rdsrc, ns,
                TOL_BF16);
 }
 
@@ -464,7 +461,7 @@ static void decay_gates_case(int64_t N, int H) {
     void *ga = gt_act(a_raw, n), *gA = gt_f32(A_log, H), *gdt = gt_f32(dt_bias, H);
     void *g = gt_garbage_f32(n);
     gt_gpu->decay_gates_fwd(NULL, g, ga, gA, gdt, N, H);
-    gt_compare(NAME("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, n), rg, n,
+    gt_compare(gt_name("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, n), rg, n,
                TOL_F32);
 
     float *dg = gt_randn(n, 1);
@@ -473,11 +470,11 @@ static void decay_gates_case(int64_t N, int H) {
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
     void *gda = gt_garbage_act(n), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
     gt_gpu->decay_gates_bwd(gda, gdA, gddt, NULL, gt_f32(dg, n), ga, gA, gdt, N, H);
-    gt_compare(NAME("decay_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
+    gt_compare(gt_name("decay_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
                n, TOL_BF16);
-    gt_compare(NAME("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
+    gt_compare(gt_name("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(NAME("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
+    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
                gt_plus(dt0, incdt, H), H, TOL_SUM);
 }
 
@@ -508,10 +505,10 @@ static void rmsnorm_case(NormCase k) {
     void *y = gt_garbage_act(n), *rs = gt_garbage_f32(rows);
     gt_gpu->rmsnorm_fwd(y, rs, gx, gw, k.N, k.G, k.C, k.per_group, eps);
     gt_compare(
-        NAME("rmsnorm_fwd y N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
+        gt_name("rmsnorm_fwd y N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
         gt_get_act(y, n), ry, n, TOL_BF16);
     gt_compare(
-        NAME("rmsnorm_fwd rstd N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
+        gt_name("rmsnorm_fwd rstd N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
         gt_get_f32(rs, rows), rrs, rows, TOL_F32);
 
     float *dy = gt_randn(n, 1);
@@ -522,10 +519,10 @@ static void rmsnorm_case(NormCase k) {
         float *dw0 = gt_prefill(inc, wn);
         void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, wn);
         gt_gpu->rmsnorm_bwd(gdx, gdw, gdy, gx, gw, grs, k.N, k.G, k.C, k.per_group, acc);
-        gt_compare(NAME("rmsnorm_bwd dx N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
+        gt_compare(gt_name("rmsnorm_bwd dx N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
                         k.C, wk, k.w_off, acc),
                    gt_get_act(gdx, n), rdx, n, TOL_BF16);
-        gt_compare(NAME("rmsnorm_bwd dw N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
+        gt_compare(gt_name("rmsnorm_bwd dw N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
                         k.C, wk, k.w_off, acc),
                    gt_get_f32(gdw, wn), gt_plus(dw0, inc, wn), wn, TOL_SUM);
     }
@@ -543,12 +540,12 @@ static void add_rmsnorm_case(int64_t N, int C, int off) {
     void *h = gt_garbage_act(n), *y = gt_garbage_act(n), *rs = gt_garbage_f32(N);
     gt_gpu->add_rmsnorm_fwd(h, y, rs, act_at(a, n, off), gt_act(b, n), gt_act(w, C), N, C, eps);
     float *gh = gt_get_act(h, n);
-    gt_compare(NAME("add_rmsnorm_fwd h N=%lld C=%d off=%d", (long long)N, C, off), gh,
+    gt_compare(gt_name("add_rmsnorm_fwd h N=%lld C=%d off=%d", (long long)N, C, off), gh,
                round_all(rh, n), n, 0);
     gt_cpu->rmsnorm_fwd(ry, rrs, gh, w, N, 1, C, 0, eps);
-    gt_compare(NAME("add_rmsnorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off),
+    gt_compare(gt_name("add_rmsnorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off),
                gt_get_act(y, n), ry, n, TOL_BF16);
-    gt_compare(NAME("add_rmsnorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off),
+    gt_compare(gt_name("add_rmsnorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off),
                gt_get_f32(rs, N), rrs, N, TOL_F32);
 }
 
@@ -576,7 +573,7 @@ static void test_rmsnorm(void) {
         {50, 2, 256, 1, 1},                        /* misaligned weight: scalar */
         {1, 1, 8, 0, 0},       {3, 5, 1, 1, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rmsnorm_case(cases[i]);
+    for (int i = 0; i < TH_COUNT(cases); i++) rmsnorm_case(cases[i]);
     gt_reset();
 }
 
@@ -588,9 +585,9 @@ static void l2norm_case(int64_t N, int G, int D) {
     gt_cpu->l2norm_fwd(ry, rrn, x, N, G, D, 1e-6);
     void *y = gt_garbage_act(n), *rn = gt_garbage_f32(rows);
     gt_gpu->l2norm_fwd(y, rn, gt_act(x, n), N, G, D, 1e-6);
-    gt_compare(NAME("l2norm_fwd y N=%lld G=%d D=%d", (long long)N, G, D), gt_get_act(y, n), ry, n,
+    gt_compare(gt_name("l2norm_fwd y N=%lld G=%d D=%d", (long long)N, G, D), gt_get_act(y, n), ry, n,
                TOL_BF16);
-    gt_compare(NAME("l2norm_fwd rnorm N=%lld G=%d D=%d", (long long)N, G, D), gt_get_f32(rn, rows),
+    gt_compare(gt_name("l2norm_fwd rnorm N=%lld G=%d D=%d", (long long)N, G, D), gt_get_f32(rn, rows),
                rrn, rows, TOL_F32);
 
     float *yb = round_all(ry, n), *dy = gt_randn(n, 1); /* y as the model stores it: bf16 */
@@ -600,7 +597,7 @@ static void l2norm_case(int64_t N, int G, int D) {
         gt_cpu->l2norm_bwd(rdx, dy, yb, rrn, N, G, D, acc);
         void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n);
         gt_gpu->l2norm_bwd(gdx, gdy, gy, grn, N, G, D, acc);
-        gt_compare(NAME("l2norm_bwd dx N=%lld G=%d D=%d acc=%d", (long long)N, G, D, acc),
+        gt_compare(gt_name("l2norm_bwd dx N=%lld G=%d D=%d acc=%d", (long long)N, G, D, acc),
                    gt_get_act(gdx, n), rdx, n, TOL_BF16);
     }
 }
@@ -646,9 +643,9 @@ static void cross_entropy_case(int64_t N, int V) {
     double rloss = gt_cpu->cross_entropy(rx, lab, N, V, 0.0);
     void *gx = gt_act(x, N * V);
     double loss = gt_gpu->cross_entropy(gx, glab, N, V, 0.0);
-    gt_compare_scalar(NAME("cross_entropy loss N=%lld V=%d gs=0", (long long)N, V), loss, rloss,
+    gt_compare_scalar(gt_name("cross_entropy loss N=%lld V=%d gs=0", (long long)N, V), loss, rloss,
                       TOL_LOSS);
-    gt_compare(NAME("cross_entropy logits kept N=%lld V=%d", (long long)N, V),
+    gt_compare(gt_name("cross_entropy logits kept N=%lld V=%d", (long long)N, V),
                gt_get_act(gx, N * V), x, N * V, 0);
 
     /* loss and gradient in place */
@@ -656,9 +653,9 @@ static void cross_entropy_case(int64_t N, int V) {
     rloss = gt_cpu->cross_entropy(rx, lab, N, V, gs);
     gx = gt_act(x, N * V);
     loss = gt_gpu->cross_entropy(gx, glab, N, V, gs);
-    gt_compare_scalar(NAME("cross_entropy loss N=%lld V=%d", (long long)N, V), loss, rloss,
+    gt_compare_scalar(gt_name("cross_entropy loss N=%lld V=%d", (long long)N, V), loss, rloss,
                       TOL_LOSS);
-    gt_compare(NAME("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V), rx,
+    gt_compare(gt_name("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V), rx,
                N * V, TOL_BF16);
 }
 
@@ -688,12 +685,12 @@ static void token_logprobs_case(int64_t N, int V) {
     void *glogp = gt_garbage_f32(N);
     memset(gamax, 7, (size_t)N);
     gt_gpu->token_logprobs(gt_act(x, N * V), gt_i32(lab, N), N, V, glogp, gamax);
-    gt_compare(NAME("token_logprobs logp N=%lld V=%d", (long long)N, V), gt_get_f32(glogp, N),
+    gt_compare(gt_name("token_logprobs logp N=%lld V=%d", (long long)N, V), gt_get_f32(glogp, N),
                rlogp, N, TOL_F32);
     int64_t bad = 0;
     for (int64_t i = 0; i < N; i++) bad += gamax[i] != ramax[i];
     printf("  %-28s mismatches=%lld %s\n",
-           NAME("token_logprobs argmax N=%lld V=%d", (long long)N, V), (long long)bad,
+           gt_name("token_logprobs argmax N=%lld V=%d", (long long)N, V), (long long)bad,
            bad ? "FAIL" : "ok");
     CHECK_MSG(bad == 0, "token_logprobs: is_argmax differs on %lld rows", (long long)bad);
     CHECK(ramax[0] == 0 && ramax[2] == 1 && ramax[3] == 1 && ramax[4] == 0 && ramax[5] == 1 &&
@@ -713,7 +710,7 @@ static void sumsq_case(int64_t n, int off) {
     float *x = gt_randn(n, 1);
     double ref = gt_cpu->sumsq(x, n);
     double got = gt_gpu->sumsq(f32_at(x, n, off), n);
-    gt_compare_scalar(NAME("sumsq n=%lld off=%d", (long long)n, off), got, ref, TOL_F64);
+    gt_compare_scalar(gt_name("sumsq n=%lld off=%d", (long long)n, off), got, ref, TOL_F64);
 }
 
 static void test_sumsq(void) {
@@ -730,7 +727,7 @@ static void scale_case(int64_t n, int off, double s) {
     void *gx = f32_at(x, n, off);
     gt_gpu->scale(gx, n, s);
     /* one fp32 multiplication by (float)s on both sides: exact */
-    gt_compare(NAME("scale n=%lld off=%d", (long long)n, off), gt_get_f32(gx, n), ref, n, 0);
+    gt_compare(gt_name("scale n=%lld off=%d", (long long)n, off), gt_get_f32(gx, n), ref, n, 0);
 }
 
 static void test_scale(void) {
@@ -754,18 +751,18 @@ static void adamw_case(int64_t n, int off_w, int off_m, int off_a, double wd) {
         gt_cpu->adamw(w, NULL, m, v, g, n, lr, b1, b2, eps, wd, t);
         gt_gpu->adamw(gw, ga, gm, gv, f32_at(g, n, off_w), n, lr, b1, b2, eps, wd, t);
         if (ga)
-            gt_compare(NAME("adamw bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w,
+            gt_compare(gt_name("adamw bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w,
                             off_m, off_a),
                        gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
         if (t == 1 || t == 2 || t == 10) {
             gt_compare(
-                NAME("adamw w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_name("adamw w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
                 gt_get_f32(gw, n), w, n, TOL_ADAM_W);
             gt_compare(
-                NAME("adamw m t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_name("adamw m t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
                 gt_get_f32(gm, n), m, n, TOL_ADAM_MV);
             gt_compare(
-                NAME("adamw v t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
+                gt_name("adamw v t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_m, wd),
                 gt_get_f32(gv, n), v, n, TOL_ADAM_MV);
         }
     }
@@ -793,12 +790,12 @@ static void rmsprop_case(int64_t n, int off_w, int off_s, int off_a, double wd) 
         gt_cpu->rmsprop_update(w, NULL, sq, g, n, lr, alpha, eps, wd);
         gt_gpu->rmsprop_update(gw, ga, gs, f32_at(g, n, off_w), n, lr, alpha, eps, wd);
         if (ga)
-            gt_compare(NAME("rmsprop bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w, off_s, off_a),
+            gt_compare(gt_name("rmsprop bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w, off_s, off_a),
                        gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
         if (t == 1 || t == 2 || t == 10) {
-            gt_compare(NAME("rmsprop w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+            gt_compare(gt_name("rmsprop w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
                        gt_get_f32(gw, n), w, n, TOL_ADAM_W);
-            gt_compare(NAME("rmsprop square_avg t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+            gt_compare(gt_name("rmsprop square_avg t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
                        gt_get_f32(gs, n), sq, n, TOL_ADAM_MV);
         }
     }
@@ -814,29 +811,28 @@ static void test_rmsprop(void) {
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"to_act", test_to_act},
-        {"copy", test_copy},
-        {"embedding", test_embedding},
-        {"scatter_rows", test_scatter_rows},
-        {"gate_mul", test_gate_mul},
-        {"silu_gelu", test_silu_gelu},
-        {"dropout", test_dropout},
-        {"relu_pair", test_relu_pair},
-        {"logsigmoid", test_logsigmoid},
-        {"sigmoid", test_sigmoid},
-        {"decay_gates", test_decay_gates},
-        {"mamba2_ops", test_mamba2_ops},
-        {"add_rmsnorm", test_add_rmsnorm},
-        {"rmsnorm", test_rmsnorm},
-        {"l2norm", test_l2norm},
-        {"cross_entropy", test_cross_entropy},
-        {"token_logprobs", test_token_logprobs},
-        {"sumsq", test_sumsq},
-        {"scale", test_scale},
-        {"adamw", test_adamw},
-        {"rmsprop", test_rmsprop},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"to_act", test_to_act},
+    {"copy", test_copy},
+    {"embedding", test_embedding},
+    {"scatter_rows", test_scatter_rows},
+    {"gate_mul", test_gate_mul},
+    {"silu_gelu", test_silu_gelu},
+    {"dropout", test_dropout},
+    {"relu_pair", test_relu_pair},
+    {"logsigmoid", test_logsigmoid},
+    {"sigmoid", test_sigmoid},
+    {"decay_gates", test_decay_gates},
+    {"mamba2_ops", test_mamba2_ops},
+    {"add_rmsnorm", test_add_rmsnorm},
+    {"rmsnorm", test_rmsnorm},
+    {"l2norm", test_l2norm},
+    {"cross_entropy", test_cross_entropy},
+    {"token_logprobs", test_token_logprobs},
+    {"sumsq", test_sumsq},
+    {"scale", test_scale},
+    {"adamw", test_adamw},
+    {"rmsprop", test_rmsprop},
+};
+
+GT_MAIN(tests)

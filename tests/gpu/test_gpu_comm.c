@@ -120,13 +120,12 @@ static void run_model(int zero) {
 static void test_model_allreduce(void) { run_model(0); }
 static void test_model_zero(void) { run_model(1); }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"comm_allreduce_buckets", test_allreduce_buckets},
-        {"comm_zero_buckets", test_zero_buckets},
-        {"comm_allgather", test_allgather},
-        {"comm_model_allreduce", test_model_allreduce},
-        {"comm_model_zero", test_model_zero},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"comm_allreduce_buckets", test_allreduce_buckets},
+    {"comm_zero_buckets", test_zero_buckets},
+    {"comm_allgather", test_allgather},
+    {"comm_model_allreduce", test_model_allreduce},
+    {"comm_model_zero", test_model_zero},
+};
+
+GT_MAIN(tests)

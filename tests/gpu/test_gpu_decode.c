@@ -488,14 +488,13 @@ static void test_decode_models(void) {
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) decode_config(configs[i]);
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"segment_tail", test_segment_tail},   {"segment_cumsum", test_segment_cumsum},
-        {"cache_write", test_cache_write},     {"conv_step", test_conv_step},
-        {"shift_step", test_shift_step},       {"selrope_step", test_selrope_step},
-        {"gla_step", test_gla_step},           {"gdn_step", test_gdn_step},
-        {"attn_step", test_attn_step},         {"final_states", test_final_states},
-        {"decode_models", test_decode_models},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"segment_tail", test_segment_tail},   {"segment_cumsum", test_segment_cumsum},
+    {"cache_write", test_cache_write},     {"conv_step", test_conv_step},
+    {"shift_step", test_shift_step},       {"selrope_step", test_selrope_step},
+    {"gla_step", test_gla_step},           {"gdn_step", test_gdn_step},
+    {"attn_step", test_attn_step},         {"final_states", test_final_states},
+    {"decode_models", test_decode_models},
+};
+
+GT_MAIN(tests)

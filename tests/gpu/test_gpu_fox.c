@@ -15,19 +15,11 @@
 
 #include "gpu_test.h"
 
-typedef struct {
-    const int *lens;
-    int nseg;
-    const char *name;
-} Layout;
-
-static const int L_ONE[] = {64}, L_MIX[] = {1, 63, 64, 65, 130}, L_TWO[] = {300, 5},
-                 L_LONG[] = {1000}, L_4K[] = {4096};
-static const Layout LAYOUTS[] = {
-    {L_ONE, 1, "[64]"},
-    {L_MIX, 5, "[1,63,64,65,130]"},
-    {L_TWO, 2, "[300,5]"},
-    {L_LONG, 1, "[1000]"},
+static const GtLayout LAYOUTS[] = {
+    {"[64]", 1, {64}},
+    {"[1,63,64,65,130]", 5, {1, 63, 64, 65, 130}},
+    {"[300,5]", 2, {300, 5}},
+    {"[1000]", 1, {1000}},
 };
 
 typedef struct {
@@ -41,7 +33,7 @@ static const Gates MILD = {1, 2.0, 2.0, "mild"}, STRONG = {1, -2.0, 1.0, "strong
 
 static double logsigmoid(double x) { return fmin(x, 0.0) - log1p(exp(-fabs(x))); }
 
-static void fox_case(int H, int D, const Layout *L, const Gates *G) {
+static void fox_case(int H, int D, const GtLayout *L, const Gates *G) {
     Seqs *s = gt_seqs(L->lens, L->nseg);
     int64_t N = s->ntok, nx = N * H * D, nh = N * H;
     double scale = 1.0 / sqrt((double)D);
@@ -107,7 +99,7 @@ static void fox_case(int H, int D, const Layout *L, const Gates *G) {
 }
 
 static void shape_cases(int H, int D) {
-    for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++) {
+    for (int i = 0; i < TH_COUNT(LAYOUTS); i++) {
         fox_case(H, D, &LAYOUTS[i], &MILD);
         fox_case(H, D, &LAYOUTS[i], &STRONG);
         fox_case(H, D, &LAYOUTS[i], &NONE);
@@ -121,7 +113,7 @@ static void test_fox_h1_d128(void) { shape_cases(1, 128); }
 /* The 370M configuration at its context length: one 4096-token segment (64 key blocks
  * per query block, dQ summed from up to 64 CTAs). */
 static void test_fox_long(void) {
-    const Layout L = {L_4K, 1, "[4096]"};
+    const GtLayout L = {"[4096]", 1, {4096}};
     fox_case(16, 64, &L, &MILD);
     fox_case(16, 64, &L, &NONE);
 }
@@ -133,6 +125,4 @@ static const TestCase tests[] = {
     {"fox_long", test_fox_long},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

@@ -22,19 +22,12 @@
 
 #include "gpu_test.h"
 
-typedef struct {
-    int lens[8];
-    int nseg;
-    const char *name;
-} Layout;
-
-static const Layout LAYOUTS[] = {
-    {{64}, 1, "{64}"},
-    {{1, 63, 64, 65, 130}, 5, "{1,63,64,65,130}"},
-    {{300, 5}, 2, "{300,5}"},
-    {{1000}, 1, "{1000}"},
+static const GtLayout LAYOUTS[] = {
+    {"{64}", 1, {64}},
+    {"{1,63,64,65,130}", 5, {1, 63, 64, 65, 130}},
+    {"{300,5}", 2, {300, 5}},
+    {"{1000}", 1, {1000}},
 };
-#define NLAYOUTS ((int)(sizeof LAYOUTS / sizeof LAYOUTS[0]))
 
 /* Log decays g = -exp(A_log) softplus(.) <= 0, drawn uniformly in [lo, hi]; none: g == NULL. */
 typedef struct {
@@ -62,7 +55,7 @@ static void check_same(const char *what, const float *a, const float *b, int64_t
               (long long)bad, (long long)n);
 }
 
-static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
+static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
     char tag[160], what[224];
     snprintf(tag, sizeof tag, "H%d K%d V%d %s %s", H, K, V, ly->name, dec.name);
     Seqs *s = gt_seqs(ly->lens, ly->nseg);
@@ -140,7 +133,7 @@ static void gdn_case(int H, int K, int V, const Layout *ly, Decay dec) {
 }
 
 static void run_layouts(int H, int K, int V, Decay dec) {
-    for (int i = 0; i < NLAYOUTS; i++) gdn_case(H, K, V, &LAYOUTS[i], dec);
+    for (int i = 0; i < TH_COUNT(LAYOUTS); i++) gdn_case(H, K, V, &LAYOUTS[i], dec);
 }
 
 /* the tiny test config: one column tile, K tile and 16-column scan */
@@ -186,6 +179,4 @@ static const TestCase tests[] = {
     {"deltanet_h2_k256_v256", test_deltanet_h2_k256_v256},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

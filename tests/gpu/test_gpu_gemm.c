@@ -81,10 +81,9 @@ static void test_head_matmul(void) {
     check_head_matmul(1000, 16, 64, 32); /* FoX 370M */
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"matmul", test_matmul},
-        {"head_matmul", test_head_matmul},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"matmul", test_matmul},
+    {"head_matmul", test_head_matmul},
+};
+
+GT_MAIN(tests)

@@ -16,13 +16,7 @@
 
 #include "gpu_test.h"
 
-typedef struct {
-    const char *name;
-    int n;
-    int lens[5];
-} Layout;
-
-static const Layout layouts[] = {
+static const GtLayout layouts[] = {
     {"{64}", 1, {64}},
     {"{1,63,64,65,130}", 5, {1, 63, 64, 65, 130}},
     {"{300,5}", 2, {300, 5}},
@@ -80,11 +74,11 @@ static void compare(const char *what, const char *tag, const float *gpu, const f
 
 /* per_head: one log decay per head [N,H] for every key channel, scale 1 (Mamba2's SSD,
  * docs/models.md §10). */
-static void run_case_g(int H, int K, int V, const Layout *L, GateKind gate, int per_head) {
+static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, int per_head) {
     char tag[128];
     snprintf(tag, sizeof tag, "H=%d K=%d V=%d %s g=%s%s", H, K, V, L->name, gate_names[gate],
              per_head ? " per-head" : "");
-    Seqs *s = gt_seqs(L->lens, L->n);
+    Seqs *s = gt_seqs(L->lens, L->nseg);
     const int64_t N = s->ntok, nq = N * H * K, nv = N * H * V, ng = per_head ? N * H : nq;
     const int64_t ns = chunk_states_size(s, H, K, V);
     const double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
@@ -125,12 +119,12 @@ static void run_case_g(int H, int K, int V, const Layout *L, GateKind gate, int 
     gt_reset();
 }
 
-static void run_case(int H, int K, int V, const Layout *L, GateKind gate) {
+static void run_case(int H, int K, int V, const GtLayout *L, GateKind gate) {
     run_case_g(H, K, V, L, gate, 0);
 }
 
 static void run_all_layouts(int H, int K, int V) {
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+    for (int i = 0; i < TH_COUNT(layouts); i++)
         for (int gate = GATE_MILD; gate <= GATE_STRONG; gate++)
             run_case(H, K, V, &layouts[i], (GateKind)gate);
 }
@@ -152,7 +146,7 @@ static void test_gla_partial_tiles(void) {
 /* Mamba2's SSD: one decay per head; the tiny model's heads (state 16, head_dim 32) and the
  * 370M model's (state 128, head_dim 64, 32 heads). */
 static void test_gla_per_head(void) {
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+    for (int i = 0; i < TH_COUNT(layouts); i++)
         for (int gate = GATE_MILD; gate <= GATE_STRONG; gate++) {
             run_case_g(4, 16, 32, &layouts[i], (GateKind)gate, 1);
             run_case_g(32, 128, 64, &layouts[i], (GateKind)gate, 1);
@@ -167,6 +161,4 @@ static const TestCase tests[] = {
     {"gla_per_head", test_gla_per_head},
 };
 
-int main(int argc, char **argv) {
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+GT_MAIN(tests)

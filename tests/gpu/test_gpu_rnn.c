@@ -30,27 +30,17 @@
 #define TOL_F32 1e-5
 #define TOL_EXPM 3e-4
 
-typedef struct {
-    const char *name;
-    int n;
-    int lens[6];
-} Layout;
-
-static const Layout layouts[] = {
+static const GtLayout layouts[] = {
     {"{1}", 1, {1}},
     {"{1,63,64,65,130,7}", 6, {1, 63, 64, 65, 130, 7}},
     {"{5000}", 1, {5000}},
 };
-#define NLAYOUT ((int)(sizeof layouts / sizeof layouts[0]))
-
-static char name_buf[200];
-#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
 
 /* ---- the scan ---- */
 
-static void cscan_case(const Layout *lay, int C, double alo, double ahi) {
-    Seqs *s = gt_seqs(lay->lens, lay->n);
-    int64_t N = s->ntok, n = N * 2 * C, nf = (int64_t)lay->n * 2 * C, ns = chunk_states_size(s, 1, C, 2);
+static void cscan_case(const GtLayout *lay, int C, double alo, double ahi) {
+    Seqs *s = gt_seqs(lay->lens, lay->nseg);
+    int64_t N = s->ntok, n = N * 2 * C, nf = (int64_t)lay->nseg * 2 * C, ns = chunk_states_size(s, 1, C, 2);
     float *x = gt_randn(n, 1.0), *dh = gt_randn(n, 1.0);
     float *loga = gt_rand(C, alo, ahi), *angle = gt_rand(C, -3.14, 3.14);
     void *xd = gt_act(x, n), *lad = gt_f32(loga, C), *angd = gt_f32(angle, C);
@@ -63,8 +53,8 @@ static void cscan_case(const Layout *lay, int C, double alo, double ahi) {
                     .states = gt_garbage_f32(ns), .state = fd};
     gt_gpu->cscan_fwd(&ad);
     const char *tag = lay->name;
-    gt_compare(NAME("cscan_fwd h C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(hd, n), hc, n, TOL_BF16);
-    gt_compare(NAME("cscan_fwd final state C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(fd, nf), fc, nf,
+    gt_compare(gt_name("cscan_fwd h C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(hd, n), hc, n, TOL_BF16);
+    gt_compare(gt_name("cscan_fwd final state C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(fd, nf), fc, nf,
                TOL_STATE);
 
     float *dxc = gt_zeros(n), *dlac = gt_zeros(C), *danc = gt_zeros(C);
@@ -72,21 +62,21 @@ static void cscan_case(const Layout *lay, int C, double alo, double ahi) {
     ad.h = gt_act(hc, n);
     void *dxd = gt_garbage_act(n), *dlad = gt_garbage_f32(C), *dand = gt_garbage_f32(C);
     gt_gpu->cscan_bwd(&(CScanGrads){.a = ad, .dh = gt_act(dh, n), .dx = dxd, .dloga = dlad, .dangle = dand});
-    gt_compare(NAME("cscan_bwd dx C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(dxd, n), dxc, n, TOL_BF16);
-    gt_compare(NAME("cscan_bwd dloga C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dlad, C), dlac, C, TOL_SUM);
-    gt_compare(NAME("cscan_bwd dangle C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dand, C), danc, C, TOL_SUM);
+    gt_compare(gt_name("cscan_bwd dx C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(dxd, n), dxc, n, TOL_BF16);
+    gt_compare(gt_name("cscan_bwd dloga C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dlad, C), dlac, C, TOL_SUM);
+    gt_compare(gt_name("cscan_bwd dangle C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dand, C), danc, C, TOL_SUM);
     /* accumulate (the bidirectional layer's second scan, docs/models.md §16): onto the values there */
     float *pre = gt_randn(C, 1);
     void *dlaa = gt_f32(pre, C), *dana = gt_f32(pre, C);
     gt_gpu->cscan_bwd(&(CScanGrads){.a = ad, .dh = gt_act(dh, n), .dx = dxd, .dloga = dlaa, .dangle = dana,
                                     .accumulate = 1});
-    gt_compare(NAME("cscan_bwd dloga += C=%d %s", C, tag), gt_get_f32(dlaa, C), gt_plus(pre, dlac, C), C, TOL_SUM);
-    gt_compare(NAME("cscan_bwd dangle += C=%d %s", C, tag), gt_get_f32(dana, C), gt_plus(pre, danc, C), C, TOL_SUM);
+    gt_compare(gt_name("cscan_bwd dloga += C=%d %s", C, tag), gt_get_f32(dlaa, C), gt_plus(pre, dlac, C), C, TOL_SUM);
+    gt_compare(gt_name("cscan_bwd dangle += C=%d %s", C, tag), gt_get_f32(dana, C), gt_plus(pre, danc, C), C, TOL_SUM);
     gt_reset();
 }
 
 static void test_cscan(void) {
-    for (int l = 0; l < NLAYOUT; l++) {
+    for (int l = 0; l < TH_COUNT(layouts); l++) {
         cscan_case(&layouts[l], 300, -0.05, -0.001); /* states across many chunks */
         cscan_case(&layouts[l], 7, -3.0, -0.5);      /* gone within a chunk */
     }
@@ -109,8 +99,8 @@ static void test_cscan_step(void) {
         void *hd = gt_garbage_act(n);
         gt_gpu->cscan_step(&(CScanArgs){.s = s, .C = C, .loga = lad, .angle = angd, .x = gt_act(x, n), .h = hd,
                                         .state = sd});
-        gt_compare(NAME("cscan_step h step %d", t), gt_get_act(hd, n), hc, n, TOL_BF16);
-        gt_compare(NAME("cscan_step state step %d", t), gt_get_f32(sd, n), sc, n, TOL_F32);
+        gt_compare(gt_name("cscan_step h step %d", t), gt_get_act(hd, n), hc, n, TOL_BF16);
+        gt_compare(gt_name("cscan_step state step %d", t), gt_get_f32(sd, n), sc, n, TOL_F32);
     }
     gt_reset();
 }
@@ -154,7 +144,7 @@ static void test_lru_weights(void) {
     static const char *names[9] = {"dnu_log", "dtheta_log", "dgamma_log", "dB_re", "dB_im", "dC_re", "dC_im",
                                    "dC_re2", "dC_im2"};
     for (int i = 0; i < 9; i++)
-        gt_compare(NAME("lru_weights_bwd %s +=", names[i]), gt_get_f32(gd[i], sizes[i]),
+        gt_compare(gt_name("lru_weights_bwd %s +=", names[i]), gt_get_f32(gd[i], sizes[i]),
                    gt_plus(pre[i], gc[i], sizes[i]), sizes[i], TOL_F32);
     gt_reset();
 }
@@ -167,13 +157,13 @@ static void expm_case(int H, int n) {
     void *Md = gt_f32(M, nm), *work = gt_garbage_f32(orth_expm_work_size(H, n)), *Pd = gt_garbage_f32(nm);
     gt_cpu->orth_expm_fwd(Pc, M, NULL, H, n);
     gt_gpu->orth_expm_fwd(Pd, Md, work, H, n);
-    gt_compare(NAME("orth_expm P H=%d n=%d", H, n), gt_get_f32(Pd, nm), Pc, nm, TOL_EXPM);
+    gt_compare(gt_name("orth_expm P H=%d n=%d", H, n), gt_get_f32(Pd, nm), Pc, nm, TOL_EXPM);
     float *dMc = gt_zeros(nm);
     gt_cpu->orth_expm_bwd(dMc, dP, M, NULL, H, n);
     float *pre = gt_prefill(dMc, nm);
     void *dMd = gt_f32(pre, nm);
     gt_gpu->orth_expm_bwd(dMd, gt_f32(dP, nm), Md, work, H, n);
-    gt_compare(NAME("orth_expm dM += H=%d n=%d", H, n), gt_get_f32(dMd, nm), gt_plus(pre, dMc, nm), nm, TOL_EXPM);
+    gt_compare(gt_name("orth_expm dM += H=%d n=%d", H, n), gt_get_f32(dMd, nm), gt_plus(pre, dMc, nm), nm, TOL_EXPM);
     gt_reset();
 }
 
@@ -199,12 +189,12 @@ static void rotrnn_weights_case(int H, int n, int d) {
     gt_gpu->rotrnn_weights_fwd(&wd);
     char t[64];
     snprintf(t, sizeof t, "H=%d n=%d d=%d", H, n, d);
-    gt_compare(NAME("rotrnn_weights xi %s", t), gt_get_f32(wd.xi, H), wc.xi, H, TOL_F32);
-    gt_compare(NAME("rotrnn_weights loga %s", t), gt_get_f32(wd.loga, C), wc.loga, C, TOL_F32);
-    gt_compare(NAME("rotrnn_weights angle %s", t), gt_get_f32(wd.angle, C), wc.angle, C, TOL_F32);
-    gt_compare(NAME("rotrnn_weights Bw %s", t), gt_get_act(wd.Bw, nB), wc.Bw, nB, TOL_BF16);
-    gt_compare(NAME("rotrnn_weights Cw %s", t), gt_get_act(wd.Cw, nB), wc.Cw, nB, TOL_BF16);
-    gt_compare(NAME("rotrnn_weights Cw2 %s", t), gt_get_act(wd.Cw2, nB), wc.Cw2, nB, TOL_BF16);
+    gt_compare(gt_name("rotrnn_weights xi %s", t), gt_get_f32(wd.xi, H), wc.xi, H, TOL_F32);
+    gt_compare(gt_name("rotrnn_weights loga %s", t), gt_get_f32(wd.loga, C), wc.loga, C, TOL_F32);
+    gt_compare(gt_name("rotrnn_weights angle %s", t), gt_get_f32(wd.angle, C), wc.angle, C, TOL_F32);
+    gt_compare(gt_name("rotrnn_weights Bw %s", t), gt_get_act(wd.Bw, nB), wc.Bw, nB, TOL_BF16);
+    gt_compare(gt_name("rotrnn_weights Cw %s", t), gt_get_act(wd.Cw, nB), wc.Cw, nB, TOL_BF16);
+    gt_compare(gt_name("rotrnn_weights Cw2 %s", t), gt_get_act(wd.Cw2, nB), wc.Cw2, nB, TOL_BF16);
 
     float *dla = gt_randn(C, 1), *dan = gt_randn(C, 1), *dBw = gt_randn(nB, 1), *dCw = gt_randn(nB, 1);
     float *dCw2 = gt_randn(nB, 1);
@@ -220,10 +210,10 @@ static void rotrnn_weights_case(int H, int n, int d) {
     gt_gpu->rotrnn_weights_bwd(&(RotWeightGrads){wd, gt_f32(dla, C), gt_f32(dan, C), gt_f32(dBw, nB), gt_f32(dCw, nB),
                                                  dPd, gt_garbage_f32(H), gd[0], gd[1], gd[2], gd[3],
                                                  gt_f32(dCw2, nB), gd[4]});
-    gt_compare(NAME("rotrnn_weights_bwd dP %s", t), gt_get_f32(dPd, nP), dPc, nP, TOL_F32 * 10);
+    gt_compare(gt_name("rotrnn_weights_bwd dP %s", t), gt_get_f32(dPd, nP), dPc, nP, TOL_F32 * 10);
     static const char *names[5] = {"dgamma_log", "dtheta", "dB", "dC", "dC2"};
     for (int i = 0; i < 5; i++)
-        gt_compare(NAME("rotrnn_weights_bwd %s += %s", names[i], t), gt_get_f32(gd[i], sizes[i]),
+        gt_compare(gt_name("rotrnn_weights_bwd %s += %s", names[i], t), gt_get_f32(gd[i], sizes[i]),
                    gt_plus(pre[i], gc[i], sizes[i]), sizes[i], TOL_F32 * 10);
     gt_reset();
 }
@@ -238,8 +228,8 @@ static void test_rotrnn_weights(void) {
  * an addition ---- */
 
 static void test_segment_reverse(void) {
-    for (int l = 0; l < NLAYOUT; l++) {
-        Seqs *s = gt_seqs(layouts[l].lens, layouts[l].n);
+    for (int l = 0; l < TH_COUNT(layouts); l++) {
+        Seqs *s = gt_seqs(layouts[l].lens, layouts[l].nseg);
         int C = 6;
         int64_t n = s->ntok * C;
         float *x = gt_randn(n, 1), *y = gt_randn(n, 1), *ref = gt_zeros(n), *refa = gt_copy(y, n);
@@ -248,20 +238,19 @@ static void test_segment_reverse(void) {
         void *xd = gt_act(x, n), *yd = gt_garbage_act(n), *ya = gt_act(y, n);
         gt_gpu->segment_reverse(yd, xd, s, C, 0);
         gt_gpu->segment_reverse(ya, xd, s, C, 1);
-        gt_compare(NAME("segment_reverse %s", layouts[l].name), gt_get_act(yd, n), ref, n, TOL_BF16);
-        gt_compare(NAME("segment_reverse accumulate %s", layouts[l].name), gt_get_act(ya, n), refa, n, TOL_BF16);
+        gt_compare(gt_name("segment_reverse %s", layouts[l].name), gt_get_act(yd, n), ref, n, TOL_BF16);
+        gt_compare(gt_name("segment_reverse accumulate %s", layouts[l].name), gt_get_act(ya, n), refa, n, TOL_BF16);
     }
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"cscan", test_cscan},
-        {"cscan_step", test_cscan_step},
-        {"lru_weights", test_lru_weights},
-        {"orth_expm", test_orth_expm},
-        {"rotrnn_weights", test_rotrnn_weights},
-        {"segment_reverse", test_segment_reverse},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"cscan", test_cscan},
+    {"cscan_step", test_cscan_step},
+    {"lru_weights", test_lru_weights},
+    {"orth_expm", test_orth_expm},
+    {"rotrnn_weights", test_rotrnn_weights},
+    {"segment_reverse", test_segment_reverse},
+};
+
+GT_MAIN(tests)

@@ -26,28 +26,18 @@
 #define TOL_SUM 1e-2
 #define TOL_F32 1e-4
 
-typedef struct {
-    const char *name;
-    int n;
-    int lens[6];
-} Layout;
-
-static const Layout layouts[] = {
+static const GtLayout layouts[] = {
     {"{1}", 1, {1}},
     {"{1,63,64,65,130,7}", 6, {1, 63, 64, 65, 130, 7}},
     {"{3000}", 1, {3000}},
 };
-#define NLAYOUT ((int)(sizeof layouts / sizeof layouts[0]))
-
-static char name_buf[200];
-#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
 
 /* x rounded to bf16 (what the GPU reads). */
 static float *rounded(const float *x, int64_t n) { return gt_get_act(gt_act(x, n), n); }
 
-static void rnn_case(const Layout *lay, int n, RnnAct act, int carried) {
-    Seqs *s = gt_seqs(lay->lens, lay->n);
-    int64_t N = s->ntok, nz = N * n, nf = (int64_t)lay->n * n, nw = (int64_t)n * n;
+static void rnn_case(const GtLayout *lay, int n, RnnAct act, int carried) {
+    Seqs *s = gt_seqs(lay->lens, lay->nseg);
+    int64_t N = s->ntok, nz = N * n, nf = (int64_t)lay->nseg * n, nw = (int64_t)n * n;
     const char *an = act == RNN_MODRELU ? (carried ? "modrelu h0" : "modrelu") : (carried ? "tanh h0" : "tanh");
     float *h0 = carried ? gt_randn(nf, 0.5) : NULL;
     float *z = rounded(gt_randn(nz, 1.0), nz), *dh = gt_randn(nz, 1.0), *W = gt_randn(nw, 0.5 / sqrt(n));
@@ -59,8 +49,8 @@ static void rnn_case(const Layout *lay, int n, RnnAct act, int carried) {
     RnnArgs ad = {.s = s, .n = n, .act = act, .W = gt_f32(W, nw), .bias = b ? gt_f32(b, n) : NULL,
                   .z = gt_act(z, nz), .h = hd, .state = fd, .h0 = h0 ? gt_f32(h0, nf) : NULL};
     gt_gpu->rnn_fwd(&ad);
-    gt_compare(NAME("rnn_fwd %s h n=%d %s", an, n, lay->name), gt_get_act(hd, nz), hc, nz, TOL_BF16);
-    gt_compare(NAME("rnn_fwd %s final state n=%d %s", an, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
+    gt_compare(gt_name("rnn_fwd %s h n=%d %s", an, n, lay->name), gt_get_act(hd, nz), hc, nz, TOL_BF16);
+    gt_compare(gt_name("rnn_fwd %s final state n=%d %s", an, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
     ac.h = rounded(hc, nz);
     ac.state = NULL;
     float *dzc = gt_zeros(nz), *dWc = gt_zeros(nw), *dbc = gt_zeros(n);
@@ -71,17 +61,17 @@ static void rnn_case(const Layout *lay, int n, RnnAct act, int carried) {
     ad.state = NULL;
     void *dzd = gt_garbage_act(nz);
     gt_gpu->rnn_bwd(&(RnnGrads){.a = ad, .dh = gt_act(dh, nz), .dz = dzd, .dW = dWd, .dbias = b ? dbd : NULL});
-    gt_compare(NAME("rnn_bwd %s dz n=%d %s", an, n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
-    gt_compare(NAME("rnn_bwd %s dW += n=%d %s", an, n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw,
+    gt_compare(gt_name("rnn_bwd %s dz n=%d %s", an, n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
+    gt_compare(gt_name("rnn_bwd %s dW += n=%d %s", an, n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw,
                TOL_SUM);
     if (b)
-        gt_compare(NAME("rnn_bwd %s dbias += n=%d %s", an, n, lay->name), gt_get_f32(dbd, n), gt_plus(preb, dbc, n), n,
+        gt_compare(gt_name("rnn_bwd %s dbias += n=%d %s", an, n, lay->name), gt_get_f32(dbd, n), gt_plus(preb, dbc, n), n,
                    TOL_SUM);
     gt_reset();
 }
 
 static void test_rnn(void) {
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int a = 0; a < 2; a++) {
             rnn_case(&layouts[l], 48, (RnnAct)a, 0);
             rnn_case(&layouts[l], 1100, (RnnAct)a, 0); /* more units than threads */
@@ -104,15 +94,15 @@ static void test_rnn_step(void) {
         void *hd = gt_garbage_act(nh);
         gt_gpu->rnn_step(&(RnnArgs){.s = s, .n = n, .act = RNN_MODRELU, .W = Wd, .bias = bd, .z = gt_act(z, nh),
                                     .h = hd, .state = sd});
-        gt_compare(NAME("rnn_step h step %d", t), gt_get_act(hd, nh), hc, nh, TOL_BF16);
-        gt_compare(NAME("rnn_step state step %d", t), gt_get_f32(sd, nh), sc, nh, TOL_STATE);
+        gt_compare(gt_name("rnn_step h step %d", t), gt_get_act(hd, nh), hc, nh, TOL_BF16);
+        gt_compare(gt_name("rnn_step state step %d", t), gt_get_f32(sd, nh), sc, nh, TOL_STATE);
     }
     gt_reset();
 }
 
-static void lstm_case(const Layout *lay, int n, int carried) {
-    Seqs *s = gt_seqs(lay->lens, lay->n);
-    int64_t N = s->ntok, nh = N * n, nz = 4 * nh, nf = (int64_t)lay->n * 2 * n, nw = 4 * (int64_t)n * n;
+static void lstm_case(const GtLayout *lay, int n, int carried) {
+    Seqs *s = gt_seqs(lay->lens, lay->nseg);
+    int64_t N = s->ntok, nh = N * n, nz = 4 * nh, nf = (int64_t)lay->nseg * 2 * n, nw = 4 * (int64_t)n * n;
     float *h0 = carried ? gt_randn(nf, 0.5) : NULL;
     const char *cn = carried ? " h0" : "";
     float *z = rounded(gt_randn(nz, 1.0), nz), *dh = gt_randn(nh, 1.0), *W = gt_randn(nw, 0.5 / sqrt(n));
@@ -123,10 +113,10 @@ static void lstm_case(const Layout *lay, int n, int carried) {
     LstmArgs ad = {.s = s, .n = n, .W = gt_f32(W, nw), .z = gt_act(z, nz), .gates = qd, .c = cd, .h = hd, .state = fd,
                    .h0 = h0 ? gt_f32(h0, nf) : NULL};
     gt_gpu->lstm_fwd(&ad);
-    gt_compare(NAME("lstm_fwd h%s n=%d %s", cn, n, lay->name), gt_get_act(hd, nh), hc, nh, TOL_BF16);
-    gt_compare(NAME("lstm_fwd c%s n=%d %s", cn, n, lay->name), gt_get_f32(cd, nh), cc, nh, TOL_STATE);
-    gt_compare(NAME("lstm_fwd gates%s n=%d %s", cn, n, lay->name), gt_get_act(qd, nz), qc, nz, TOL_BF16);
-    gt_compare(NAME("lstm_fwd final state%s n=%d %s", cn, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
+    gt_compare(gt_name("lstm_fwd h%s n=%d %s", cn, n, lay->name), gt_get_act(hd, nh), hc, nh, TOL_BF16);
+    gt_compare(gt_name("lstm_fwd c%s n=%d %s", cn, n, lay->name), gt_get_f32(cd, nh), cc, nh, TOL_STATE);
+    gt_compare(gt_name("lstm_fwd gates%s n=%d %s", cn, n, lay->name), gt_get_act(qd, nz), qc, nz, TOL_BF16);
+    gt_compare(gt_name("lstm_fwd final state%s n=%d %s", cn, n, lay->name), gt_get_f32(fd, nf), fc, nf, TOL_STATE);
     ac.h = rounded(hc, nh), ac.gates = rounded(qc, nz), ac.state = NULL;
     float *dzc = gt_zeros(nz), *dWc = gt_zeros(nw);
     gt_cpu->lstm_bwd(&(LstmGrads){.a = ac, .dh = rounded(dh, nh), .dz = dzc, .dW = dWc});
@@ -135,13 +125,13 @@ static void lstm_case(const Layout *lay, int n, int carried) {
     ad.h = gt_act(ac.h, nh), ad.gates = gt_act(ac.gates, nz), ad.c = gt_f32(cc, nh), ad.state = NULL;
     void *dzd = gt_garbage_act(nz);
     gt_gpu->lstm_bwd(&(LstmGrads){.a = ad, .dh = gt_act(dh, nh), .dz = dzd, .dW = dWd});
-    gt_compare(NAME("lstm_bwd dz%s n=%d %s", cn, n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
-    gt_compare(NAME("lstm_bwd dW +=%s n=%d %s", cn, n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw, TOL_SUM);
+    gt_compare(gt_name("lstm_bwd dz%s n=%d %s", cn, n, lay->name), gt_get_act(dzd, nz), dzc, nz, TOL_BF16);
+    gt_compare(gt_name("lstm_bwd dW +=%s n=%d %s", cn, n, lay->name), gt_get_f32(dWd, nw), gt_plus(preW, dWc, nw), nw, TOL_SUM);
     gt_reset();
 }
 
 static void test_lstm(void) {
-    for (int l = 0; l < NLAYOUT; l++) lstm_case(&layouts[l], 40, 0), lstm_case(&layouts[l], 300, 0), lstm_case(&layouts[l], 40, 1);
+    for (int l = 0; l < TH_COUNT(layouts); l++) lstm_case(&layouts[l], 40, 0), lstm_case(&layouts[l], 300, 0), lstm_case(&layouts[l], 40, 1);
 }
 
 static void test_lstm_step(void) {
@@ -160,8 +150,8 @@ static void test_lstm_step(void) {
         void *hd = gt_garbage_act(nh);
         gt_gpu->lstm_step(&(LstmArgs){.s = s, .n = n, .W = Wd, .z = gt_act(z, nz), .gates = gt_garbage_act(nz),
                                       .c = gt_garbage_f32(nh), .h = hd, .state = sd});
-        gt_compare(NAME("lstm_step h step %d", t), gt_get_act(hd, nh), hc, nh, TOL_BF16);
-        gt_compare(NAME("lstm_step state step %d", t), gt_get_f32(sd, 2 * nh), sc, 2 * nh, TOL_STATE);
+        gt_compare(gt_name("lstm_step h step %d", t), gt_get_act(hd, nh), hc, nh, TOL_BF16);
+        gt_compare(gt_name("lstm_step state step %d", t), gt_get_f32(sd, 2 * nh), sc, 2 * nh, TOL_STATE);
     }
     gt_reset();
 }
@@ -180,7 +170,7 @@ static void test_nnrnn_weights(void) {
         NnrnnWeights wd = {n, gt_f32(P, nn), gt_f32(gm, n / 2), gt_f32(th, n / 2), gt_f32(T, nn), Kd, Vd,
                            gt_garbage_f32(2 * nn)};
         gt_gpu->nnrnn_weights_fwd(&wd);
-        gt_compare(NAME("nnrnn_weights V n=%d", n), gt_get_f32(Vd, nn), Vc, nn, TOL_F32);
+        gt_compare(gt_name("nnrnn_weights V n=%d", n), gt_get_f32(Vd, nn), Vc, nn, TOL_F32);
         float *dPc = gt_zeros(nn), *dgc = gt_zeros(n / 2), *dtc = gt_zeros(n / 2), *dTc = gt_zeros(nn);
         gt_cpu->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = wc, .dV = dV, .dP = dPc, .dgamma = dgc, .dtheta = dtc, .dT = dTc});
         float *pg = gt_prefill(dgc, n / 2), *pt = gt_prefill(dtc, n / 2), *pT = gt_prefill(dTc, nn);
@@ -188,10 +178,10 @@ static void test_nnrnn_weights(void) {
         void *dPd = gt_garbage_f32(nn);
         gt_gpu->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = wd, .dV = gt_f32(dV, nn), .dP = dPd, .dgamma = dgd,
                                                        .dtheta = dtd, .dT = dTd});
-        gt_compare(NAME("nnrnn_weights dP n=%d", n), gt_get_f32(dPd, nn), dPc, nn, TOL_F32);
-        gt_compare(NAME("nnrnn_weights dgamma += n=%d", n), gt_get_f32(dgd, n / 2), gt_plus(pg, dgc, n / 2), n / 2, TOL_F32);
-        gt_compare(NAME("nnrnn_weights dtheta += n=%d", n), gt_get_f32(dtd, n / 2), gt_plus(pt, dtc, n / 2), n / 2, TOL_F32);
-        gt_compare(NAME("nnrnn_weights dT += n=%d", n), gt_get_f32(dTd, nn), gt_plus(pT, dTc, nn), nn, TOL_F32);
+        gt_compare(gt_name("nnrnn_weights dP n=%d", n), gt_get_f32(dPd, nn), dPc, nn, TOL_F32);
+        gt_compare(gt_name("nnrnn_weights dgamma += n=%d", n), gt_get_f32(dgd, n / 2), gt_plus(pg, dgc, n / 2), n / 2, TOL_F32);
+        gt_compare(gt_name("nnrnn_weights dtheta += n=%d", n), gt_get_f32(dtd, n / 2), gt_plus(pt, dtc, n / 2), n / 2, TOL_F32);
+        gt_compare(gt_name("nnrnn_weights dT += n=%d", n), gt_get_f32(dTd, nn), gt_plus(pT, dTc, nn), nn, TOL_F32);
         gt_reset();
     }
 }
@@ -208,14 +198,13 @@ static void test_l2_penalty(void) {
     gt_reset();
 }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"rnn", test_rnn},
-        {"rnn_step", test_rnn_step},
-        {"lstm", test_lstm},
-        {"lstm_step", test_lstm_step},
-        {"nnrnn_weights", test_nnrnn_weights},
-        {"l2_penalty", test_l2_penalty},
-    };
-    return gt_main(tests, (int)(sizeof tests / sizeof tests[0]), argc, argv);
-}
+static const TestCase tests[] = {
+    {"rnn", test_rnn},
+    {"rnn_step", test_rnn_step},
+    {"lstm", test_lstm},
+    {"lstm_step", test_lstm_step},
+    {"nnrnn_weights", test_nnrnn_weights},
+    {"l2_penalty", test_l2_penalty},
+};
+
+GT_MAIN(tests)

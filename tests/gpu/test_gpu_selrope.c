@@ -34,29 +34,19 @@
  * P = 2); one token's term missing is ~1e-2. */
 #define TOL_DTEMP 5e-4
 
-typedef struct {
-    const char *name;
-    int nseg;
-    int lens[8];
-} Layout;
-
 /* {1}: a single token; then the lengths around the run size and the chunk size, the last
  * segment across the first tile boundary; segments ending at tokens 256 and 257 (the first
  * tokens of a tile, whose sums the previous tile's conv backward needs) and a segment across
  * the second tile boundary; one segment of 1000 tokens over four tiles. */
-static const Layout layouts[] = {
+static const GtLayout layouts[] = {
     {"segs{1}", 1, {1}},
     {"segs{1,2,3,63,64,65,300}", 7, {1, 2, 3, 63, 64, 65, 300}},
     {"segs{255,2,1,40,300}", 5, {255, 2, 1, 40, 300}},
     {"segs{254,3,1,2,1000}", 5, {254, 3, 1, 2, 1000}},
 };
-#define NLAYOUT ((int)(sizeof layouts / sizeof layouts[0]))
 
 typedef enum { CONV_SILU, CONV_NONE, CONV_DIFF } ConvKind;
 static const char *conv_names[] = {"conv+silu", "conv", "diff"};
-
-static char name_buf[240];
-#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
 
 static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int with_gate,
                          int with_dtemp) {
@@ -90,13 +80,13 @@ static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int 
                                        .gate_logit = ggl, .temp = gtemp, .qo = gqo, .ko = gko,
                                        .Phi = gPhi});
     float *Phi = gt_get_f32(gPhi, n);
-    gt_compare(NAME("selrope_fwd Phi %s", cfg), Phi, cPhi, n, TOL_SCAN);
+    gt_compare(gt_name("selrope_fwd Phi %s", cfg), Phi, cPhi, n, TOL_SCAN);
     float *angle = gt_zeros(n), *rqo = gt_zeros(nq), *rko = gt_zeros(nq);
     for (int64_t i = 0; i < n; i++) angle[i] = temp[i % P] * Phi[i];
     gt_cpu->rotate_fwd(rqo, q, angle, N, H, D, 1);
     gt_cpu->rotate_fwd(rko, k, angle, N, H, D, 1);
-    gt_compare(NAME("selrope_fwd qo %s", cfg), gt_get_act(gqo, nq), rqo, nq, TOL_BF16);
-    gt_compare(NAME("selrope_fwd ko %s", cfg), gt_get_act(gko, nq), rko, nq, TOL_BF16);
+    gt_compare(gt_name("selrope_fwd qo %s", cfg), gt_get_act(gqo, nq), rqo, nq, TOL_BF16);
+    gt_compare(gt_name("selrope_fwd ko %s", cfg), gt_get_act(gko, nq), rko, nq, TOL_BF16);
 
     /* ---- backward, from the CPU's Phi on both sides ---- */
     float *dqo = gt_rand(nq, -1, 1), *dko = gt_rand(nq, -1, 1);
@@ -118,34 +108,34 @@ static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int 
               .Phi = gt_f32(cPhi, n)},
         .dqo = gdqo, .dko = gdko, .dq = gdq, .dk = gdk, .dphi_raw = gdphi, .dconv_w = gdw,
         .dbias = gdb, .dgate_logit = with_gate ? gdgl : NULL, .dtemp = with_dtemp ? gdt : NULL});
-    gt_compare(NAME("selrope_bwd dq %s", cfg), gt_get_act(gdq, nq), cdq, nq, TOL_BF16);
-    gt_compare(NAME("selrope_bwd dk %s", cfg), gt_get_act(gdk, nq), cdk, nq, TOL_BF16);
-    gt_compare(NAME("selrope_bwd dphi_raw %s", cfg), gt_get_act(gdphi, n), cdphi, n, TOL_BF16);
+    gt_compare(gt_name("selrope_bwd dq %s", cfg), gt_get_act(gdq, nq), cdq, nq, TOL_BF16);
+    gt_compare(gt_name("selrope_bwd dk %s", cfg), gt_get_act(gdk, nq), cdk, nq, TOL_BF16);
+    gt_compare(gt_name("selrope_bwd dphi_raw %s", cfg), gt_get_act(gdphi, n), cdphi, n, TOL_BF16);
     if (with_gate)
-        gt_compare(NAME("selrope_bwd dgate_logit %s", cfg), gt_get_act(gdgl, nh), cdgl, nh,
+        gt_compare(gt_name("selrope_bwd dgate_logit %s", cfg), gt_get_act(gdgl, nh), cdgl, nh,
                    TOL_BF16);
     if (with_w)
-        gt_compare(NAME("selrope_bwd dconv_w+= %s", cfg), gt_get_f32(gdw, 4 * C),
+        gt_compare(gt_name("selrope_bwd dconv_w+= %s", cfg), gt_get_f32(gdw, 4 * C),
                    gt_plus(dw0, cdw, 4 * C), 4 * C, TOL_SUM);
     else
-        gt_compare(NAME("selrope_bwd dconv_w untouched %s", cfg), gt_get_f32(gdw, 4 * C), dw0,
+        gt_compare(gt_name("selrope_bwd dconv_w untouched %s", cfg), gt_get_f32(gdw, 4 * C), dw0,
                    4 * C, 0);
     if (with_bias)
-        gt_compare(NAME("selrope_bwd dbias+= %s", cfg), gt_get_f32(gdb, C), gt_plus(db0, cdb, C),
+        gt_compare(gt_name("selrope_bwd dbias+= %s", cfg), gt_get_f32(gdb, C), gt_plus(db0, cdb, C),
                    C, TOL_SUM);
     else
-        gt_compare(NAME("selrope_bwd dbias untouched %s", cfg), gt_get_f32(gdb, C), db0, C, 0);
+        gt_compare(gt_name("selrope_bwd dbias untouched %s", cfg), gt_get_f32(gdb, C), db0, C, 0);
     if (with_dtemp)
-        gt_compare(NAME("selrope_bwd dtemp+= %s", cfg), gt_get_f32(gdt, P), gt_plus(dt0, cdt, P),
+        gt_compare(gt_name("selrope_bwd dtemp+= %s", cfg), gt_get_f32(gdt, P), gt_plus(dt0, cdt, P),
                    P, TOL_DTEMP);
     else
-        gt_compare(NAME("selrope_bwd dtemp untouched %s", cfg), gt_get_f32(gdt, P), dt0, P, 0);
+        gt_compare(gt_name("selrope_bwd dtemp untouched %s", cfg), gt_get_f32(gdt, P), dt0, P, 0);
     gt_reset();
 }
 
 /* Every layout, conv variant and option combination for one head shape. */
 static void shape_cases(int H, int P) {
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int conv = CONV_SILU; conv <= CONV_DIFF; conv++)
             for (int opt = 0; opt < 8; opt++)
                 selrope_case(l, H, P, (ConvKind)conv, opt & 1, opt >> 1 & 1, opt >> 2 & 1);
@@ -164,4 +154,4 @@ static const TestCase tests[] = {
     {"h16_p32", test_h16_p32}, {"h3_p2", test_h3_p2},
 };
 
-int main(int argc, char **argv) { return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv); }
+GT_MAIN(tests)

@@ -31,22 +31,12 @@
 /* RoPE angles: pos * theta^(-2j/D) in fp64 rounded to fp32 on both sides. */
 #define TOL_ROPE 1e-6
 
-typedef struct {
-    const char *name;
-    int nseg;
-    int lens[8];
-} Layout;
-
-static const Layout layouts[] = {
+static const GtLayout layouts[] = {
     {"segs{1}", 1, {1}},
     {"segs{1,3,63,64,65,200}", 6, {1, 3, 63, 64, 65, 200}},
     {"segs{256,256,1,511,32,33}", 6, {256, 256, 1, 511, 32, 33}},
     {"segs{5000}", 1, {5000}},
 };
-#define NLAYOUT ((int)(sizeof layouts / sizeof layouts[0]))
-
-static char name_buf[200];
-#define NAME(...) (snprintf(name_buf, sizeof name_buf, __VA_ARGS__), name_buf)
 
 static Seqs *layout_seqs(int l) { return gt_seqs(layouts[l].lens, layouts[l].nseg); }
 
@@ -68,7 +58,7 @@ static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int
     gt_cpu->conv_fwd(cy, x, w, b, s, C, act);
     void *gy = gt_garbage_act(n);
     gt_gpu->conv_fwd(gy, gx, gw, gb, s, C, act);
-    gt_compare(NAME("conv_fwd y C=%d %s %s %s", C, wn, an, lay), gt_get_act(gy, n), cy, n,
+    gt_compare(gt_name("conv_fwd y C=%d %s %s %s", C, wn, an, lay), gt_get_act(gy, n), cy, n,
                TOL_BF16);
 
     float *cdx = gt_zeros(n), *cdw = gt_zeros(4 * C), *cdb = gt_zeros(C);
@@ -77,18 +67,18 @@ static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int
     void *gdx = gt_garbage_act(n), *gdw = gt_f32(dw0, 4 * C), *gdb = gt_f32(db0, C);
     gt_gpu->conv_bwd(gdx, with_dw ? gdw : NULL, gdb, gdy, gx, gw, gb, s, C, act);
     if (with_b)
-        gt_compare(NAME("conv_bwd db+= C=%d %s %s", C, an, lay), gt_get_f32(gdb, C),
+        gt_compare(gt_name("conv_bwd db+= C=%d %s %s", C, an, lay), gt_get_f32(gdb, C),
                    gt_plus(db0, cdb, C), C, TOL_SUM);
     else /* no bias: db stays as it was */
-        gt_compare(NAME("conv_bwd db untouched C=%d %s %s %s", C, wn, an, lay), gt_get_f32(gdb, C),
+        gt_compare(gt_name("conv_bwd db untouched C=%d %s %s %s", C, wn, an, lay), gt_get_f32(gdb, C),
                    db0, C, 0);
-    gt_compare(NAME("conv_bwd dx C=%d %s %s %s", C, wn, an, lay), gt_get_act(gdx, n), cdx, n,
+    gt_compare(gt_name("conv_bwd dx C=%d %s %s %s", C, wn, an, lay), gt_get_act(gdx, n), cdx, n,
                TOL_BF16);
     if (with_w && with_dw)
-        gt_compare(NAME("conv_bwd dw+= C=%d %s %s", C, an, lay), gt_get_f32(gdw, 4 * C),
+        gt_compare(gt_name("conv_bwd dw+= C=%d %s %s", C, an, lay), gt_get_f32(gdw, 4 * C),
                    gt_plus(dw0, cdw, 4 * C), 4 * C, TOL_SUM);
     else /* no weight (first difference) or no dw wanted: the buffer stays as it was */
-        gt_compare(NAME("conv_bwd dw untouched C=%d %s %s %s%s", C, wn, an, lay,
+        gt_compare(gt_name("conv_bwd dw untouched C=%d %s %s %s%s", C, wn, an, lay,
                         with_dw ? "" : " dw=NULL"),
                    gt_get_f32(gdw, 4 * C), dw0, 4 * C, 0);
     gt_reset();
@@ -96,7 +86,7 @@ static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int
 
 static void test_conv(void) {
     static const int Cs[] = {16, 96, 1024};
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int ci = 0; ci < 3; ci++)
             for (int with_w = 0; with_w <= 1; with_w++)
                 for (int a = 0; a <= 1; a++) {
@@ -120,23 +110,23 @@ static void shift_case(int l, int H, int D) {
     gt_cpu->shift_fwd(cy, x, al, s, H, D);
     void *gy = gt_garbage_act(n);
     gt_gpu->shift_fwd(gy, gx, gal, s, H, D);
-    gt_compare(NAME("shift_fwd y H=%d D=%d %s", H, D, lay), gt_get_act(gy, n), cy, n, TOL_BF16);
+    gt_compare(gt_name("shift_fwd y H=%d D=%d %s", H, D, lay), gt_get_act(gy, n), cy, n, TOL_BF16);
 
     float *cdx = gt_zeros(n), *cda = gt_zeros(N * H);
     gt_cpu->shift_bwd(cdx, cda, dy, x, al, s, H, D);
     void *gdx = gt_garbage_act(n), *gda = gt_garbage_act(N * H);
     gt_gpu->shift_bwd(gdx, gda, gdy, gx, gal, s, H, D);
-    gt_compare(NAME("shift_bwd dx H=%d D=%d %s", H, D, lay), gt_get_act(gdx, n), cdx, n,
+    gt_compare(gt_name("shift_bwd dx H=%d D=%d %s", H, D, lay), gt_get_act(gdx, n), cdx, n,
                TOL_BF16);
     /* a sum over D of products, then one bf16 rounding */
-    gt_compare(NAME("shift_bwd da_logit H=%d D=%d %s", H, D, lay), gt_get_act(gda, N * H), cda,
+    gt_compare(gt_name("shift_bwd da_logit H=%d D=%d %s", H, D, lay), gt_get_act(gda, N * H), cda,
                N * H, TOL_BF16);
     gt_reset();
 }
 
 static void test_shift(void) {
     static const int HD[][2] = {{4, 64}, {2, 32}, {3, 100}};
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int k = 0; k < 3; k++) shift_case(l, HD[k][0], HD[k][1]);
 }
 
@@ -151,15 +141,15 @@ static void revcumsum_case(int l, int C) {
     cpu_revcumsum(cy, x, s, C);
     void *gx = gt_f32(x, n), *gy = gt_garbage_f32(n);
     cuda_revcumsum(gy, gx, s, C);
-    gt_compare(NAME("revcumsum y C=%d %s", C, lay), gt_get_f32(gy, n), cy, n, TOL_SCAN);
+    gt_compare(gt_name("revcumsum y C=%d %s", C, lay), gt_get_f32(gy, n), cy, n, TOL_SCAN);
     cuda_revcumsum(gx, gx, s, C);
-    gt_compare(NAME("revcumsum in place C=%d %s", C, lay), gt_get_f32(gx, n), cy, n, TOL_SCAN);
+    gt_compare(gt_name("revcumsum in place C=%d %s", C, lay), gt_get_f32(gx, n), cy, n, TOL_SCAN);
     gt_reset();
 }
 
 static void test_revcumsum(void) {
     static const int Cs[] = {1, 16, 40};
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int k = 0; k < 3; k++) revcumsum_case(l, Cs[k]);
 }
 
@@ -167,7 +157,7 @@ static void test_revcumsum(void) {
 
 static void test_rope_angles(void) {
     static const int Ds[] = {16, 64, 128};
-    for (int l = 0; l < NLAYOUT; l++)
+    for (int l = 0; l < TH_COUNT(layouts); l++)
         for (int k = 0; k < 3; k++)
             for (int t = 0; t < 2; t++) {
                 double theta = t ? 10000.0 : 500000.0;
@@ -178,7 +168,7 @@ static void test_rope_angles(void) {
                 gt_cpu->rope_angles(ca, s, D, theta);
                 void *ga = gt_garbage_f32(n);
                 gt_gpu->rope_angles(ga, s, D, theta);
-                gt_compare(NAME("rope_angles D=%d theta=%g %s", D, theta, layouts[l].name),
+                gt_compare(gt_name("rope_angles D=%d theta=%g %s", D, theta, layouts[l].name),
                            gt_get_f32(ga, n), ca, n, TOL_ROPE);
                 gt_reset();
             }
@@ -194,7 +184,7 @@ static void rotate_case(int64_t N, int H, int D, int per_head, int with_dangle) 
     gt_cpu->rotate_fwd(cy, x, angle, N, H, D, per_head);
     void *gy = gt_garbage_act(n);
     gt_gpu->rotate_fwd(gy, gx, gangle, N, H, D, per_head);
-    gt_compare(NAME("rotate_fwd y N=%lld H=%d D=%d %s", (long long)N, H, D, mode),
+    gt_compare(gt_name("rotate_fwd y N=%lld H=%d D=%d %s", (long long)N, H, D, mode),
                gt_get_act(gy, n), cy, n, TOL_BF16);
 
     float *cdx = gt_zeros(n), *cdangle = gt_zeros(na);
@@ -202,11 +192,11 @@ static void rotate_case(int64_t N, int H, int D, int per_head, int with_dangle) 
     float *dangle0 = gt_prefill(cdangle, na);
     void *gdx = gt_garbage_act(n), *gdangle = gt_f32(dangle0, na);
     gt_gpu->rotate_bwd(gdx, with_dangle ? gdangle : NULL, gdy, gx, gangle, N, H, D, per_head);
-    gt_compare(NAME("rotate_bwd dx N=%lld H=%d D=%d %s%s", (long long)N, H, D, mode,
+    gt_compare(gt_name("rotate_bwd dx N=%lld H=%d D=%d %s%s", (long long)N, H, D, mode,
                     with_dangle ? "" : " dangle=NULL"),
                gt_get_act(gdx, n), cdx, n, TOL_BF16);
     if (with_dangle) /* fp32 products of bf16 inputs and fp32 sin/cos */
-        gt_compare(NAME("rotate_bwd dangle+= N=%lld H=%d D=%d", (long long)N, H, D),
+        gt_compare(gt_name("rotate_bwd dangle+= N=%lld H=%d D=%d", (long long)N, H, D),
                    gt_get_f32(gdangle, na), gt_plus(dangle0, cdangle, na), na, TOL_F32);
     gt_reset();
 }
@@ -232,7 +222,7 @@ static void weightnorm_case(int H, int Din, int P) {
     gt_cpu->weightnorm_fwd(cwn, w, scale, H, Din, P);
     void *gwn = gt_garbage_act(n);
     gt_gpu->weightnorm_fwd(gwn, gw, gscale, H, Din, P);
-    gt_compare(NAME("weightnorm_fwd wn H=%d Din=%d P=%d", H, Din, P), gt_get_act(gwn, n), cwn, n,
+    gt_compare(gt_name("weightnorm_fwd wn H=%d Din=%d P=%d", H, Din, P), gt_get_act(gwn, n), cwn, n,
                TOL_BF16);
 
     float *cdw = gt_zeros(n), *cdscale = gt_zeros(H);
@@ -241,9 +231,9 @@ static void weightnorm_case(int H, int Din, int P) {
     void *gdw = gt_f32(dw0, n), *gdscale = gt_f32(dscale0, H);
     gt_gpu->weightnorm_bwd(gdw, gdscale, gdwn, gw, gscale, H, Din, P);
     /* fp32 sums over Din (and P for dscale) of bf16 x fp32 products */
-    gt_compare(NAME("weightnorm_bwd dw+= H=%d Din=%d P=%d", H, Din, P), gt_get_f32(gdw, n),
+    gt_compare(gt_name("weightnorm_bwd dw+= H=%d Din=%d P=%d", H, Din, P), gt_get_f32(gdw, n),
                gt_plus(dw0, cdw, n), n, TOL_F32);
-    gt_compare(NAME("weightnorm_bwd dscale+= H=%d Din=%d P=%d", H, Din, P),
+    gt_compare(gt_name("weightnorm_bwd dscale+= H=%d Din=%d P=%d", H, Din, P),
                gt_get_f32(gdscale, H), gt_plus(dscale0, cdscale, H), H, TOL_F32);
     gt_reset();
 }
@@ -262,4 +252,4 @@ static const TestCase tests[] = {
     {"weightnorm", test_weightnorm},
 };
 
-int main(int argc, char **argv) { return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv); }
+GT_MAIN(tests)

@@ -107,18 +107,17 @@ static void test_train_rotrnn(void) { train_config("rotrnn", 0); }
 static void test_train_nnrnn(void) { train_config("nnrnn", 0), train_config("nnrnn", 1); }
 static void test_train_lstm(void) { train_config("lstm", 0), train_config("lstm", 1); }
 
-int main(int argc, char **argv) {
-    static const TestCase tests[] = {
-        {"train_gla_selective_pg", test_train_gla},
-        {"train_gdn_selective_pg", test_train_gdn},
-        {"train_fox_pro_selective_pg", test_train_fox},
-        {"train_transformer_selective_pg", test_train_transformer},
-        {"train_deltanet_selective_pg", test_train_deltanet},
-        {"train_mamba2", test_train_mamba2},
-        {"train_lru", test_train_lru},
-        {"train_rotrnn", test_train_rotrnn},
-        {"train_nnrnn", test_train_nnrnn},
-        {"train_lstm", test_train_lstm},
-    };
-    return gt_main(tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+static const TestCase tests[] = {
+    {"train_gla_selective_pg", test_train_gla},
+    {"train_gdn_selective_pg", test_train_gdn},
+    {"train_fox_pro_selective_pg", test_train_fox},
+    {"train_transformer_selective_pg", test_train_transformer},
+    {"train_deltanet_selective_pg", test_train_deltanet},
+    {"train_mamba2", test_train_mamba2},
+    {"train_lru", test_train_lru},
+    {"train_rotrnn", test_train_rotrnn},
+    {"train_nnrnn", test_train_nnrnn},
+    {"train_lstm", test_train_lstm},
+};
+
+GT_MAIN(tests)

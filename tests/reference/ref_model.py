@@ -107,6 +107,13 @@ def short_conv(x, weight, docs, act):
 
 # ----------------------------------------------------------------------------- naive mixer cores
 
+def _restart(x, start, t):
+    """x (batch first) with the rows whose document starts at token t zeroed; x itself when start is None."""
+    if start is None:
+        return x
+    return x * (~start[:, t]).to(x.dtype).view(-1, *[1] * (x.dim() - 1))
+
+
 def gla_naive(q, k, v, log_a, start):
     """docs/models.md §2 recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
     (q pre-scaled). The state is zeroed at document starts."""
@@ -114,9 +121,7 @@ def gla_naive(q, k, v, log_a, start):
     state = q.new_zeros(B, H, K, v.shape[-1])
     out = []
     for t in range(T):
-        a = torch.exp(log_a[:, t])
-        if start is not None:
-            a = a * (~start[:, t]).to(a.dtype)[:, None, None]
+        a = _restart(torch.exp(log_a[:, t]), start, t)
         state = a[..., None] * state + k[:, t, :, :, None] * v[:, t, :, None, :]
         out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
     return torch.stack(out, 1)
@@ -129,9 +134,7 @@ def gdn_naive(q, k, v, g, beta, start):
     state = q.new_zeros(B, H, K, v.shape[-1])
     out = []
     for t in range(T):
-        a = torch.exp(g[:, t])
-        if start is not None:
-            a = a * (~start[:, t]).to(a.dtype)[:, None]
+        a = _restart(torch.exp(g[:, t]), start, t)
         s = a[..., None, None] * state
         kt, bt = k[:, t], beta[:, t][..., None, None]
         s = s - bt * kt[..., :, None] * torch.einsum("bhk,bhkv->bhv", kt, s)[..., None, :]
@@ -147,8 +150,7 @@ def delta_naive(q, k, v, beta, start):
     state = q.new_zeros(B, H, K, v.shape[-1])
     out = []
     for t in range(T):
-        if start is not None:
-            state = state * (~start[:, t]).to(state.dtype)[:, None, None, None]
+        state = _restart(state, start, t)
         kt = k[:, t]
         err = v[:, t] - torch.einsum("bhk,bhkv->bhv", kt, state)
         state = state + beta[:, t][..., None, None] * kt[..., :, None] * err[..., None, :]
@@ -163,9 +165,7 @@ def ssd_naive(x, dt, A, B, C, start):
     state = x.new_zeros(Bsz, H, P, B.shape[-1])
     out = []
     for t in range(T):
-        a = torch.exp(dt[:, t] * A)
-        if start is not None:
-            a = a * (~start[:, t]).to(a.dtype)[:, None]
+        a = _restart(torch.exp(dt[:, t] * A), start, t)
         state = a[..., None, None] * state + (dt[:, t, :, None] * x[:, t])[..., None] * B[:, t, :, None, :]
         out.append(torch.einsum("bhpn,bhn->bhp", state, C[:, t]))
     return torch.stack(out, 1)
@@ -179,8 +179,7 @@ def cdiag_naive(b, loga, angle, start):
     h = b.new_zeros(b.shape[0], b.shape[2])
     out = []
     for t in range(b.shape[1]):
-        if start is not None:
-            h = h * (~start[:, t]).to(b.dtype)[:, None]
+        h = _restart(h, start, t)
         h = lam * h + b[:, t]
         out.append(h)
     return torch.stack(out, 1)
@@ -201,8 +200,7 @@ def rotrnn_naive(u, P, gamma, theta, xi, B, start):
     x = u.new_zeros(u.shape[0], H, n)
     out = []
     for t in range(u.shape[1]):
-        if start is not None:
-            x = x * (~start[:, t]).to(u.dtype)[:, None, None]
+        x = _restart(x, start, t)
         x = torch.einsum("hij,bhj->bhi", A, x) + xi[:, None] * torch.einsum("hid,bd->bhi", B, u[:, t])
         out.append(x)
     return torch.stack(out, 1)
@@ -756,8 +754,7 @@ def recurrence_naive(z, W, act, start, truncate=None):
     h = z.new_zeros(z.shape[0], z.shape[2])
     out = []
     for t in range(z.shape[1]):
-        if start is not None:
-            h = h * (~start[:, t]).to(z.dtype)[:, None]
+        h = _restart(h, start, t)
         if truncate is not None:
             h = torch.where(truncate[:, t, None], h.detach(), h)
         h = act(z[:, t] + h @ W.t())

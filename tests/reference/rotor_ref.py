@@ -328,41 +328,33 @@ def selftest_models(t):
     """Whole models of every mixer x pe variant: fast vs naive logits and parameter gradients."""
     gen = torch.Generator().manual_seed(1)
     B, T = 2, 140
+
+    def naive_vs_fast(cfg, name):
+        """The model's naive and fast forms: the same logits and gradients of the LM loss."""
+        model = rm.RotorLM(cfg).double()
+        rm.init_weights(model, gen, std=0.3)
+        ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+        outs = []
+        for naive in (True, False):
+            model.zero_grad()
+            logits = model(ids, naive=naive)
+            rm.lm_loss(logits, ids.roll(-1, 1)).backward()
+            outs.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                           if p.requires_grad}))
+        (a, ga), (b, gb) = outs
+        t.expect(name + " logits", float((a - b).abs().max() / a.abs().max()), 1e-8)
+        t.expect(name + " grads", max(rel_norm(gb[n], ga[n]) for n in ga), 1e-8)
+
     for mixer in ("gla", "gdn", "fox", "transformer", "deltanet"):
         for i, (pe_name, pe) in enumerate(PES.items()):
             cfg = tiny_config(mixer, pe, doc_mask=bool(i % 2 == 0), variant=i)
-            model = rm.RotorLM(cfg).double()
-            rm.init_weights(model, gen, std=0.3)
-            ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
-            outs = []
-            for naive in (True, False):
-                model.zero_grad()
-                logits = model(ids, naive=naive)
-                rm.lm_loss(logits, ids.roll(-1, 1)).backward()
-                outs.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
-                                               if p.requires_grad}))
-            (a, ga), (b, gb) = outs
-            name = f"model {mixer}/{pe_name} doc_mask={cfg['doc_mask']} variant={i % 2} fast vs naive"
-            t.expect(name + " logits", float((a - b).abs().max() / a.abs().max()), 1e-8)
-            t.expect(name + " grads", max(rel_norm(gb[n], ga[n]) for n in ga), 1e-8)
+            naive_vs_fast(cfg, f"model {mixer}/{pe_name} doc_mask={cfg['doc_mask']} variant={i % 2} fast vs naive")
     # LRU and RotRNN (NoPE only): the recurrences against their convolution forms (RotRNN's naive
     # form runs in the state's own basis, the convolution in the basis of P)
     for mixer in ("lru", "rotrnn"):
         for i in range(4):
             cfg = tiny_config(mixer, PES["nope"], doc_mask=bool(i // 2), variant=i)
-            model = rm.RotorLM(cfg).double()
-            rm.init_weights(model, gen, std=0.3)
-            ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
-            outs = []
-            for naive in (True, False):
-                model.zero_grad()
-                logits = model(ids, naive=naive)
-                rm.lm_loss(logits, ids.roll(-1, 1)).backward()
-                outs.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
-            (a, ga), (b, gb) = outs
-            name = f"model {mixer} doc_mask={cfg['doc_mask']} variant={i % 2} convolution vs recurrence"
-            t.expect(name + " logits", float((a - b).abs().max() / a.abs().max()), 1e-8)
-            t.expect(name + " grads", max(rel_norm(gb[n], ga[n]) for n in ga), 1e-8)
+            naive_vs_fast(cfg, f"model {mixer} doc_mask={cfg['doc_mask']} variant={i % 2} convolution vs recurrence")
 
 
 def selftest_properties(t):

@@ -1,0 +1,34 @@
+# Shared by the end-to-end tests on a tiny checkpoint trained on real text (eval_test.sh,
+# generate_cli.sh): sourced after `set -uo pipefail` with $rotor set; exits 77 (skipped) without
+# ../shared/data. Gives $here, $shared, $tok (the Mistral tokenizer), $out (removed on exit),
+# fail (counts into $fails), train_ckpt and finish.
+here=$(cd "$(dirname "$0")" && pwd)
+shared=$here/../../shared/data
+if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then echo "skipped: ../shared/data not found"; exit 77; fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export OMP_WAIT_POLICY=passive
+tok=$shared/tokenizer/mistral-7b-v0.1.model
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# train_ckpt CONFIG STEPS [OPTION...]: tiny Shakespeare tokenized into $out/shards, then
+# configs/tiny/CONFIG trained on it for STEPS steps into $out/run (documents masked, no
+# validation, OPTIONs added); sets $ckpt to the final checkpoint.
+train_ckpt() {
+  local config=$1 steps=$2
+  shift 2
+  "$rotor" data tokenize --tokenizer "$tok" --out "$out/shards" --text-docs paragraph --val-fraction 0.02 \
+    "$shared/text/tinyshakespeare.txt" >/dev/null || fail "tokenize"
+  "$rotor" train "$here/../configs/tiny/$config" --set run.dir="$out/run" --set model.vocab_size=32000 \
+    --set model.doc_mask=true --set data.train="$out/shards/train" --set data.val="$out/shards/val" \
+    --set data.tokenizer="$tok" --set train.steps="$steps" --set train.val_every=0 "$@" \
+    >"$out/train.log" || fail "train"
+  ckpt=$out/run/checkpoints/step_$(printf %08d "$steps")
+}
+
+# finish WHAT: the summary line and the exit status
+finish() {
+  [ $fails = 0 ] && echo "all $1 checks passed"
+  exit $((fails != 0))
+}
