@@ -241,7 +241,7 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     pe_bind_state(&l->pe, be, state, rows);
 }
 
-const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
+static const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
                              fox_forward, fox_backward, fox_bind_state, NULL, NULL};
 
 /* ---- the families: FoX (docs/models.md §4) and the Transformer (§4b) ---- */

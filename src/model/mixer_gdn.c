@@ -169,7 +169,7 @@ static void gdn_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     l->S = carve(state, F32S(be, rows * dm->H * dm->dk * dm->dv));
 }
 
-const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
+static const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
                              gdn_forward, gdn_backward, gdn_bind_state, NULL, NULL};
 
 /* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */

@@ -128,7 +128,7 @@ static void gla_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     l->S = carve(state, F32S(be, rows * dm->H * dm->dk * dm->dv));
 }
 
-const MixerImpl mixer_gla = {"gla",       gla_create,   gla_destroy,   gla_bind,
+static const MixerImpl mixer_gla = {"gla",       gla_create,   gla_destroy,   gla_bind,
                              gla_forward, gla_backward, gla_bind_state, NULL, NULL};
 
 /* ---- the family (docs/models.md §2) ---- */

@@ -104,7 +104,7 @@ static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     drnn_bind_state(&((LRU *)layer)->core, be, state, rows);
 }
 
-const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
+static const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
                              lru_forward, lru_backward, lru_bind_state, NULL, NULL};
 
 /* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */

@@ -96,7 +96,7 @@ static void lstm_bind_state(void *layer, const Backend *be, const ModelDims *dm,
 
 static int64_t lstm_carry_width(const void *layer) { return 2 * (int64_t)((const LstmLayer *)layer)->n; }
 
-const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,       lstm_forward,
+static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,       lstm_forward,
                               lstm_backward, lstm_bind_state, NULL,         lstm_carry_width};
 
 /* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's

@@ -221,7 +221,7 @@ static void mamba2_bind_state(void *layer, const Backend *be, const ModelDims *d
     acts_bind(l, mamba2_state, BUF_COUNT(mamba2_state), widths, 0, be, state, state, rows);
 }
 
-const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
+static const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
                                 mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL};
 
 /* ---- the family (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim,

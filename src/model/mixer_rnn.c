@@ -196,7 +196,7 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
 
 static int64_t rnn_carry_width(const void *layer) { return ((const RnnLayer *)layer)->n; }
 
-const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
+static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
                              rnn_backward, rnn_bind_state, rnn_penalty, rnn_carry_width};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's

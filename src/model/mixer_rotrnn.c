@@ -107,7 +107,7 @@ static void rotrnn_bind_state(void *layer, const Backend *be, const ModelDims *d
     drnn_bind_state(&((RotRNN *)layer)->core, be, state, rows);
 }
 
-const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
+static const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
                                 rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL};
 
 /* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */

@@ -221,9 +221,6 @@ typedef struct MixerImpl {
     int64_t (*carry_width)(const void *layer);
 } MixerImpl;
 
-extern const MixerImpl mixer_gla, mixer_gdn, mixer_fox, mixer_mamba2, mixer_lru, mixer_rotrnn,
-    mixer_rnn, mixer_lstm;
-
 /* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,
  * docs/models.md §14, §17; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §3, §10;
  * mixer_gdn.c). */
