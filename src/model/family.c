@@ -8,6 +8,8 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
+const BackboneNames FLA_BACKBONE = {"model", "attn_norm", "attn", "norm"};
+
 #define DECLARE(kind, desc) extern const Family desc;
 ROTOR_FAMILIES(DECLARE)
 #undef DECLARE
@@ -29,7 +31,8 @@ const Family *family_by_name(const char *name, MixerKind *kind) {
 
 const Family *family_by_model_type(const char *model_type, MixerKind *kind) {
     for (int k = 0; k < N_MIXERS; k++)
-        if (!strcmp(REGISTRY[k]->hf.model_type, model_type)) return *kind = (MixerKind)k, REGISTRY[k];
+        if (!strcmp(REGISTRY[k]->hf.model_type, model_type))
+            return *kind = (MixerKind)k, REGISTRY[k];
     return NULL;
 }
 
@@ -42,7 +45,8 @@ int family_reads_key(const Family *f, const char *key) {
 }
 
 /* "a", "a and b", "a, b and c" of the families that pass keep(f, key). */
-static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *), const char *key) {
+static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *),
+                       const char *key) {
     int total = 0, seen = 0;
     for (int k = 0; k < N_MIXERS; k++) total += keep(REGISTRY[k], key);
     size_t used = 0;
@@ -58,6 +62,8 @@ static void list_names(char *buf, size_t n, int (*keep)(const Family *, const ch
 static int carries(const Family *f, const char *key) { return (void)key, family_carries(f); }
 static int any(const Family *f, const char *key) { return (void)f, (void)key, 1; }
 
-void family_names_with_key(const char *key, char *buf, size_t n) { list_names(buf, n, family_reads_key, key); }
+void family_names_with_key(const char *key, char *buf, size_t n) {
+    list_names(buf, n, family_reads_key, key);
+}
 void family_names_carrying(char *buf, size_t n) { list_names(buf, n, carries, NULL); }
 void family_names(char *buf, size_t n) { list_names(buf, n, any, NULL); }

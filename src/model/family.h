@@ -14,7 +14,8 @@ struct MixerImpl;
 
 /* What a family takes beyond the keys of every family (Family.options). */
 enum {
-    FAMILY_BIDIRECTIONAL = 1, /* model.bidirectional: a second scan in reverse time (classifier head) */
+    FAMILY_BIDIRECTIONAL =
+        1, /* model.bidirectional: a second scan in reverse time (classifier head) */
     FAMILY_NONLINEARITY = 2,  /* model.nonlinearity */
     FAMILY_ORTH_INIT = 4,     /* model.orth_init, written to config.json as rotor_orth_init */
     FAMILY_DERIVED_HEADS = 8, /* config.json's num_heads is derived from the shape (fla's Mamba2) */
@@ -24,13 +25,20 @@ enum {
 #define PE_BIT(kind) (1u << (kind))
 #define PE_ANY (PE_BIT(PE_NOPE) | PE_BIT(PE_ROPE) | PE_BIT(PE_SELECTIVE))
 
+/* fla's names of the backbone's tensors: <root>.embeddings, <root>.layers.<l>.<block_norm> (the
+ * norm before the mixer) and .<module> (the mixer), <root>.<final_norm>.weight. */
+typedef struct {
+    const char *root, *block_norm, *module, *final_norm;
+} BackboneNames;
+/* model.*, attn_norm, attn, norm: fla's GLA, Gated DeltaNet, FoX, Transformer and DeltaNet, and
+ * rotor's families without an fla counterpart (family.c) */
+extern const BackboneNames FLA_BACKBONE;
+
 typedef struct Family {
     const char *name;            /* model.type */
     const char *section;         /* its section of docs/models.md, named in messages ("§10") */
     const struct MixerImpl *mix; /* its layer (model_internal.h) */
-    /* fla's names of the backbone's tensors: <root>.embeddings, <root>.layers.<l>.<block_norm>
-     * (the norm before the mixer) and .<module> (the mixer), <root>.<final_norm>.weight */
-    const char *root, *block_norm, *module, *final_norm;
+    const BackboneNames *names;  /* its tensors' names in checkpoints */
     int mlp;                     /* its prenorm blocks have an MLP */
     unsigned pe;                 /* PE_BIT of each pe.type it takes */
     unsigned options;            /* FAMILY_* */
@@ -45,7 +53,7 @@ typedef struct Family {
     void (*head_keys)(const ModelConfig *c, char *buf, size_t n);
     /* Forward FLOPs per token and layer outside the products with weights, at context T. */
     double (*mixing_flops)(const ModelConfig *c, const ModelDims *d, int T);
-    HfSchema hf;                 /* its config.json */
+    HfSchema hf; /* its config.json */
 } Family;
 
 const Family *family_of(MixerKind kind);

@@ -280,7 +280,7 @@ static const HfField fox_fields[] = {
 
 const Family family_fox = {
     .name = "fox", .section = "§4", .mix = &mixer_fox,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = fox_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", fox_fields, HF_COUNT(fox_fields),
@@ -297,7 +297,7 @@ static const HfField transformer_fields[] = {
 
 const Family family_transformer = {
     .name = "transformer", .section = "§4b", .mix = &mixer_fox,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = transformer_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"transformer", "TransformerForCausalLM", transformer_fields, HF_COUNT(transformer_fields),

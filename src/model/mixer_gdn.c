@@ -213,7 +213,7 @@ static const HfFixed gdn_fixed[] = {
 
 const Family family_gated_deltanet = {
     .name = "gated_deltanet", .section = "§3", .mix = &mixer_gdn,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = gdn_keys,
     .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
     .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", gdn_fields, HF_COUNT(gdn_fields), gdn_fixed,
@@ -235,7 +235,7 @@ static const HfFixed deltanet_fixed[] = {
 
 const Family family_deltanet = {
     .name = "deltanet", .section = "§3b", .mix = &mixer_gdn,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = deltanet_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
     .hf = {"delta_net", "DeltaNetForCausalLM", deltanet_fields, HF_COUNT(deltanet_fields), deltanet_fixed,

@@ -189,7 +189,7 @@ static const HfFixed gla_fixed[] = {
 
 const Family family_gla = {
     .name = "gla", .section = "§2", .mix = &mixer_gla,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = gla_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
     .hf = {"gla", "GLAForCausalLM", gla_fields, HF_COUNT(gla_fields), gla_fixed, HF_COUNT(gla_fixed), PE_NOPE},

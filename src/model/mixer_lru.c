@@ -136,7 +136,7 @@ static const HfField lru_fields[] = {
 /* no fla counterpart: GLA's backbone names */
 const Family family_lru = {
     .name = "lru", .section = "§13", .mix = &mixer_lru,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
     .dims = lru_dims, .head_keys = lru_head_keys, .mixing_flops = drnn_flops,
     .hf = {"lru", "LRUForCausalLM", lru_fields, HF_COUNT(lru_fields), NULL, 0, PE_NOPE},

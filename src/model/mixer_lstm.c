@@ -103,7 +103,7 @@ static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,
  * backbone names ---- */
 const Family family_lstm = {
     .name = "lstm", .section = "§18", .mix = &mixer_lstm,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_BIT(PE_NOPE),
     .dims = rnn_cell_dims, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,
     .hf = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0, PE_NOPE},

@@ -269,9 +269,12 @@ static const HfFixed mamba2_fixed[] = {
     {"rescale_prenorm_residual", "true", 0}, {"chunk_size", "256", 0},
 };
 
+/* fla's Mamba2: backbone.*, norm, mixer, norm_f */
+static const BackboneNames MAMBA2_BACKBONE = {"backbone", "norm", "mixer", "norm_f"};
+
 const Family family_mamba2 = {
     .name = "mamba2", .section = "§10", .mix = &mixer_mamba2,
-    .root = "backbone", .block_norm = "norm", .module = "mixer", .final_norm = "norm_f", .mlp = 0,
+    .names = &MAMBA2_BACKBONE, .mlp = 0,
     .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
     .dims = mamba2_dims, .head_keys = mamba2_head_keys, .mixing_flops = chunked_flops,
     .hf = {"mamba2", "Mamba2ForCausalLM", mamba2_fields, HF_COUNT(mamba2_fields), mamba2_fixed,

@@ -232,12 +232,12 @@ static const HfField nnrnn_fields[] = {
     HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
 };
 
-#define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                            \
-    {                                                                                                            \
-        .name = nm, .section = "§17", .mix = &mixer_rnn, .root = "model", .block_norm = "attn_norm",            \
-        .module = "attn", .final_norm = "norm", .mlp = 1, .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu,          \
-        .keys = keyset, .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,        \
-        .hf = {model_type, arch, fields, nfields, NULL, 0, PE_NOPE},                                             \
+#define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                              \
+    {                                                                                                               \
+        .name = nm, .section = "§17", .mix = &mixer_rnn, .names = &FLA_BACKBONE, .mlp = 1,                          \
+        .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu, .keys = keyset,                                               \
+        .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,                           \
+        .hf = {model_type, arch, fields, nfields, NULL, 0, PE_NOPE},                                                \
     }
 const Family family_rnn = RNN_FAMILY("rnn", rnn_keys, 0, rnn_cell_dims, "rnn", "RNNForCausalLM", NULL, 0);
 const Family family_rnn_orth =

@@ -142,7 +142,7 @@ static const HfField rotrnn_fields[] = {
 /* no fla counterpart: GLA's backbone names */
 const Family family_rotrnn = {
     .name = "rotrnn", .section = "§14", .mix = &mixer_rotrnn,
-    .root = "model", .block_norm = "attn_norm", .module = "attn", .final_norm = "norm", .mlp = 1,
+    .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
     .dims = rotrnn_dims, .head_keys = rotrnn_head_keys, .mixing_flops = drnn_flops,
     .hf = {"rotrnn", "RotRNNForCausalLM", rotrnn_fields, HF_COUNT(rotrnn_fields), NULL, 0, PE_NOPE},

@@ -9,22 +9,22 @@
 
 /* Each task's TaskImpl, defined beside its code (task_*.c); the order is that of `rotor train
  * --help`. */
-#define ROTOR_TASKS(X)                    \
-    X(task_mqar)                          \
-    X(task_state)                         \
-    X(task_copy)                          \
-    X(task_copy_memory)                   \
-    X(task_chars)                         \
-    X(task_mad_in_context_recall)         \
-    X(task_mad_noisy_in_context_recall)   \
-    X(task_mad_fuzzy_in_context_recall)   \
-    X(task_mad_selective_copying)         \
-    X(task_mad_compression)               \
-    X(task_mad_memorization)              \
-    X(task_seq_image)                     \
-    X(task_pathfinder)                    \
-    X(task_listops)                       \
-    X(task_text_bytes)                    \
+#define ROTOR_TASKS(X)                                                                             \
+    X(task_mqar)                                                                                   \
+    X(task_state)                                                                                  \
+    X(task_copy)                                                                                   \
+    X(task_copy_memory)                                                                            \
+    X(task_chars)                                                                                  \
+    X(task_mad_in_context_recall)                                                                  \
+    X(task_mad_noisy_in_context_recall)                                                            \
+    X(task_mad_fuzzy_in_context_recall)                                                            \
+    X(task_mad_selective_copying)                                                                  \
+    X(task_mad_compression)                                                                        \
+    X(task_mad_memorization)                                                                       \
+    X(task_seq_image)                                                                              \
+    X(task_pathfinder)                                                                             \
+    X(task_listops)                                                                                \
+    X(task_text_bytes)                                                                             \
     X(task_aan)
 
 #define DECLARE(impl) extern const TaskImpl impl;

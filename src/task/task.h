@@ -16,7 +16,8 @@
 
 /* TaskImpl.flags */
 enum {
-    TASK_CLASSIFIES = 1, /* each row carries one class: validation measures accuracy (docs/classification.md) */
+    TASK_CLASSIFIES =
+        1, /* each row carries one class: validation measures accuracy (docs/classification.md) */
     TASK_PAIRS = 2,      /* rows 2i, 2i + 1 are one example's two documents (the pair classifier) */
     TASK_TEXT = 4,       /* character-level text: bits per character, streams with carried states */
     TASK_AUTOENCODER = 8 /* trains the auto-encoder head (docs/models.md §12) */
@@ -64,10 +65,11 @@ typedef struct TaskImpl {
     const char *const *aliases; /* other task.type values it takes, NULL-terminated (or NULL) */
     const char *const *keys;    /* the [task] keys it reads, NULL-terminated */
     unsigned flags;             /* TASK_* */
-    int variant;                /* which of the tasks of one file it is (the MAD tasks' MadTask, ...) */
+    int variant; /* which of the tasks of one file it is (the MAD tasks' MadTask, ...) */
     /* Called for an alias: rewrites task.type to name and sets what the alias means. */
     void (*resolve_alias)(TaskConfig *t, const char *alias);
-    /* NULL, or derives the run's shape from the task (TaskShape); returns NULL or a message in msg. */
+    /* NULL, or derives the run's shape from the task (TaskShape); returns NULL or a message in msg.
+     */
     const char *(*shape)(TaskShape *s, char *msg, size_t n);
     /* Opens a split's rows; returns 0, or -1 with a message naming the key, file or value. */
     int (*open)(const TaskOpenArgs *a, TaskRows **rows, char *err, size_t errlen);

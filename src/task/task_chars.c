@@ -29,7 +29,9 @@ static void chars_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int
 }
 
 /* A checkpoint knows what its token ids mean, and refuses to resume on another vocabulary. */
-static json_t *chars_vocab_json(const TaskRows *t) { return char_text_vocab_json(((const CharRows *)t)->text); }
+static json_t *chars_vocab_json(const TaskRows *t) {
+    return char_text_vocab_json(((const CharRows *)t)->text);
+}
 
 static void chars_free(TaskRows *t) {
     char_text_free(((CharRows *)t)->text);
@@ -40,8 +42,9 @@ static int chars_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t e
     CharRows *c = rt_calloc(1, sizeof(CharRows));
     c->base.row = chars_row;
     c->base.vocab_json = chars_vocab_json;
-    c->base.vocab_changed = "the text's vocabulary differs from the one saved with the checkpoint (task.path or "
-                               "task.text_format changed)";
+    c->base.vocab_changed =
+        "the text's vocabulary differs from the one saved with the checkpoint (task.path or "
+        "task.text_format changed)";
     c->base.free = chars_free;
     if (!(c->text = char_text_open(&a->rc->task, err, errlen))) {
         rt_free(c);
@@ -56,7 +59,8 @@ static int chars_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t e
         c->base.windows = char_text_stream_windows(c->text, c->split, c->streams, c->T);
         c->base.examples = c->base.windows * c->streams;
         if (!c->base.windows)
-            bad = "the text holds fewer symbols than the carried-state streams (ranks x train.micro_batch x train.grad_accum) + 1";
+            bad = "the text holds fewer symbols than the carried-state streams (ranks x "
+                  "train.micro_batch x train.grad_accum) + 1";
     } else {
         c->base.examples = char_text_rows(c->text, c->split, c->T);
         if (!c->base.examples) bad = "the training text holds fewer than train.seq_len + 1 symbols";
@@ -88,12 +92,14 @@ static const char *chars_shape(TaskShape *s, char *msg, size_t n) {
  * start from the zero state, or with train.carry_state as task.eval_streams streams whose
  * windows carry the state (task/text_score.h). Mean loss, bits per character (loss / ln 2),
  * accuracy. */
-static json_t *score_text(Model *m, const RunConfig *rc, const CharText *text, DataSplit split, const char *name) {
+static json_t *score_text(Model *m, const RunConfig *rc, const CharText *text, DataSplit split,
+                          const char *name) {
     int T = rc->train.seq_len, B = TASK_EVAL_BATCH;
     TextScore sc = {0, 0, 0};
     if (rc->train.carry_state) {
         if (!char_text_stream_windows(text, split, rc->task.eval_streams, T))
-            rt_die("task.eval_streams = %d: the %s text holds fewer symbols than its streams + 1", rc->task.eval_streams, name);
+            rt_die("task.eval_streams = %d: the %s text holds fewer symbols than its streams + 1",
+                   rc->task.eval_streams, name);
         text_score_streams(m, text, split, T, rc->task.eval_streams, 0, rc->task.eval_streams, &sc);
     } else {
         TestRows t;
@@ -109,10 +115,12 @@ static json_t *score_text(Model *m, const RunConfig *rc, const CharText *text, D
     }
     int64_t n = sc.labels;
     double loss = sc.nll / (double)n, bpc = loss / M_LN2, acc = (double)sc.right / (double)n;
-    printf("chars %s: loss %.5f, %.4f bits per character, accuracy %.4f over %lld characters%s\n", name, loss, bpc, acc,
-           (long long)n, rc->train.carry_state ? " (carried states)" : "");
-    json_t *res = json_pack("{s:f, s:f, s:f, s:I}", "loss", loss, "bpc", bpc, "accuracy", acc, "characters", (json_int_t)n);
-    if (rc->train.carry_state) json_object_set_new(res, "streams", json_integer(rc->task.eval_streams));
+    printf("chars %s: loss %.5f, %.4f bits per character, accuracy %.4f over %lld characters%s\n",
+           name, loss, bpc, acc, (long long)n, rc->train.carry_state ? " (carried states)" : "");
+    json_t *res = json_pack("{s:f, s:f, s:f, s:I}", "loss", loss, "bpc", bpc, "accuracy", acc,
+                            "characters", (json_int_t)n);
+    if (rc->train.carry_state)
+        json_object_set_new(res, "streams", json_integer(rc->task.eval_streams));
     return res;
 }
 
@@ -121,17 +129,24 @@ static json_t *chars_evaluate(const TaskEvalArgs *a) {
     char err[2048];
     CharText *t = char_text_open(&a->rc->task, err, sizeof err);
     if (!t) rt_die("%s", err);
-    json_t *valid = score_text(a->m, a->rc, t, SPLIT_VAL, "valid"), *test = score_text(a->m, a->rc, t, SPLIT_TEST, "test");
-    json_t *res = json_pack("{s:o, s:o, s:s, s:i, s:o}", "valid", valid, "test", test, "text_format",
-                            a->rc->task.text_format, "vocab_size", char_text_vocab_size(t), "vocab", char_text_vocab_json(t));
+    json_t *valid = score_text(a->m, a->rc, t, SPLIT_VAL, "valid"),
+           *test = score_text(a->m, a->rc, t, SPLIT_TEST, "test");
+    json_t *res = json_pack("{s:o, s:o, s:s, s:i, s:o}", "valid", valid, "test", test,
+                            "text_format", a->rc->task.text_format, "vocab_size",
+                            char_text_vocab_size(t), "vocab", char_text_vocab_json(t));
     char_text_free(t);
     return res;
 }
 
-static const char *const chars_keys[] = {"path", "text_format", "valid_fraction", "test_fraction", "eval_streams",
-                                         "train_examples", NULL};
+static const char *const chars_keys[] = {
+    "path",           "text_format", "valid_fraction", "test_fraction", "eval_streams",
+    "train_examples", NULL};
 
 const TaskImpl task_chars = {
-    .name = "chars", .keys = chars_keys, .flags = TASK_TEXT, .shape = chars_shape, .open = chars_open,
+    .name = "chars",
+    .keys = chars_keys,
+    .flags = TASK_TEXT,
+    .shape = chars_shape,
+    .open = chars_open,
     .evaluate = chars_evaluate,
 };

@@ -23,7 +23,8 @@ static void class_free(TaskRows *t) {
     rt_free(t);
 }
 
-static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, char *err,
+                      size_t errlen) {
     ClassTask *cls = class_task_open(&a->rc->task, kind, a->opt, err, errlen);
     if (!cls) return -1;
     ClassRows *c = rt_calloc(1, sizeof(ClassRows));
@@ -36,7 +37,9 @@ static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, cha
     return 0;
 }
 
-static json_t *class_evaluate(const TaskEvalArgs *a) { return classify_eval(a->m, a->rc, a->which); }
+static json_t *class_evaluate(const TaskEvalArgs *a) {
+    return classify_eval(a->m, a->rc, a->which);
+}
 
 static int listops_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     return class_open(CLASS_LISTOPS, a, out, err, errlen);
@@ -48,20 +51,31 @@ static int aan_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t err
     return class_open(CLASS_AAN, a, out, err, errlen);
 }
 
-static const char *const listops_keys[] = {"path", "max_depth", "max_args", "min_length", "max_length",
-                                           "train_examples", "test_examples", NULL};
+static const char *const listops_keys[] = {"path",          "max_depth",  "max_args",
+                                           "min_length",    "max_length", "train_examples",
+                                           "test_examples", NULL};
 static const char *const text_keys[] = {"path", "classes", "train_examples", NULL};
 
 const TaskImpl task_listops = {
-    .name = "listops", .keys = listops_keys, .flags = TASK_CLASSIFIES, .open = listops_open, .evaluate = class_evaluate,
+    .name = "listops",
+    .keys = listops_keys,
+    .flags = TASK_CLASSIFIES,
+    .open = listops_open,
+    .evaluate = class_evaluate,
 };
 
 const TaskImpl task_text_bytes = {
-    .name = "text_bytes", .keys = text_keys, .flags = TASK_CLASSIFIES, .open = text_bytes_open,
+    .name = "text_bytes",
+    .keys = text_keys,
+    .flags = TASK_CLASSIFIES,
+    .open = text_bytes_open,
     .evaluate = class_evaluate,
 };
 
 const TaskImpl task_aan = {
-    .name = "aan", .keys = text_keys, .flags = TASK_CLASSIFIES | TASK_PAIRS, .open = aan_open,
+    .name = "aan",
+    .keys = text_keys,
+    .flags = TASK_CLASSIFIES | TASK_PAIRS,
+    .open = aan_open,
     .evaluate = class_evaluate,
 };

@@ -1,6 +1,6 @@
 /* task.type = copy: copying strings (Selective RoPE's Fig. 6, docs/synthetic.md): BOS, a string
- * of task.min_string_len..task.max_string_len letters, a separator, then the string again as labels (data/
- * synth_tasks.h). Tested per length of task.eval_lengths: the fraction of strings copied
+ * of task.min_string_len..task.max_string_len letters, a separator, then the string again as labels
+ * (data/ synth_tasks.h). Tested per length of task.eval_lengths: the fraction of strings copied
  * without an error (plotted). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,9 @@ static void copy_free(TaskRows *t) { rt_free(t); }
 
 static int copy_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     const TaskConfig *task = &a->rc->task;
-    if (task->min_len > task->max_len) return task_fail(err, errlen, "copy", "task.min_string_len is larger than task.max_string_len");
+    if (task->min_len > task->max_len)
+        return task_fail(err, errlen, "copy",
+                         "task.min_string_len is larger than task.max_string_len");
     CopyRows *c = rt_calloc(1, sizeof(CopyRows));
     c->min_len = task->min_len;
     c->max_len = task->max_len;
@@ -59,7 +61,8 @@ static json_t *copy_evaluate(const TaskEvalArgs *a) {
     json_t *per = json_object();
     double xs[64], ys[64];
     int n = 0;
-    for (char *save = NULL, *tokn = strtok_r(list, ", ", &save); tokn && n < 64; tokn = strtok_r(NULL, ", ", &save)) {
+    for (char *save = NULL, *tokn = strtok_r(list, ", ", &save); tokn && n < 64;
+         tokn = strtok_r(NULL, ", ", &save)) {
         int len = atoi(tokn);
         if (len < 1) rt_die("task.eval_lengths: '%s' is not a positive length", tokn);
         CopyTestRows *rows = rt_calloc(1, sizeof(CopyTestRows));
@@ -72,7 +75,8 @@ static json_t *copy_evaluate(const TaskEvalArgs *a) {
             RT_ASSERT(test_rows_score(&t, i, count) == (int64_t)count * (len + 1));
             for (int b = 0; b < count; b++) {
                 int ok = 1;
-                for (int k = 0; k < len; k++) ok &= t.greedy[b * (len + 1) + k]; /* the characters, not the '.' */
+                for (int k = 0; k < len; k++)
+                    ok &= t.greedy[b * (len + 1) + k]; /* the characters, not the '.' */
                 right += ok;
             }
         }
@@ -84,17 +88,21 @@ static json_t *copy_evaluate(const TaskEvalArgs *a) {
     }
     rt_free(list);
     char *path = rt_sprintf("%s/copy_accuracy.svg", rc->run.dir), title[128];
-    snprintf(title, sizeof title, "Copying: string accuracy by length (trained on %d-%d)", rc->task.min_len, rc->task.max_len);
+    snprintf(title, sizeof title, "Copying: string accuracy by length (trained on %d-%d)",
+             rc->task.min_len, rc->task.max_len);
     PlotSeries s = {"string accuracy", xs, ys, n};
     plot_svg(path, title, "string length", "accuracy", &s, 1, (PlotAxes){0, 1, 1});
     rt_free(path);
-    return json_pack("{s:o, s:i, s:i, s:i}", "string_accuracy", per, "examples_per_length", N, "train_min_len",
-                     rc->task.min_len, "train_max_len", rc->task.max_len);
+    return json_pack("{s:o, s:i, s:i, s:i}", "string_accuracy", per, "examples_per_length", N,
+                     "train_min_len", rc->task.min_len, "train_max_len", rc->task.max_len);
 }
 
-static const char *const copy_keys[] = {"min_string_len", "max_string_len", "eval_lengths", "train_examples", "test_examples",
-                                        NULL};
+static const char *const copy_keys[] = {"min_string_len", "max_string_len", "eval_lengths",
+                                        "train_examples", "test_examples",  NULL};
 
 const TaskImpl task_copy = {
-    .name = "copy", .keys = copy_keys, .open = copy_open, .evaluate = copy_evaluate,
+    .name = "copy",
+    .keys = copy_keys,
+    .open = copy_open,
+    .evaluate = copy_evaluate,
 };

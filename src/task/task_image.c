@@ -24,7 +24,8 @@ static void image_free(TaskRows *t) {
     rt_free(t);
 }
 
-static int image_open(int pathfinder, const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+static int image_open(int pathfinder, const TaskOpenArgs *a, TaskRows **out, char *err,
+                      size_t errlen) {
     ImageTaskArgs args = {&a->rc->task, a->opt->split, a->opt->seed, a->opt->seq_len, pathfinder};
     ImageTask *image = image_task_open(&args, err, errlen);
     if (!image) return -1;
@@ -43,42 +44,61 @@ static int image_open(int pathfinder, const TaskOpenArgs *a, TaskRows **out, cha
 static const char *image_shape(int pathfinder, TaskShape *s, char *msg, size_t n) {
     const char *type = s->rc->task.type;
     char err[1200];
-    if (!s->seq_len_given && image_task_pixels(&s->rc->task, pathfinder, &s->rc->train.seq_len, err, sizeof err)) {
+    if (!s->seq_len_given &&
+        image_task_pixels(&s->rc->task, pathfinder, &s->rc->train.seq_len, err, sizeof err)) {
         snprintf(msg, n, "task.type = %s: %s", type, err);
         return msg;
     }
     if (!s->vocab_size_given) s->rc->model.vocab_size = 256;
     if (s->rc->model.vocab_size < 256) {
-        snprintf(msg, n, "model.vocab_size = %d: task %s reads pixel intensities 0..255 as tokens, so it needs "
-                 "at least 256 (leave model.vocab_size out)", s->rc->model.vocab_size, type);
+        snprintf(
+            msg, n,
+            "model.vocab_size = %d: task %s reads pixel intensities 0..255 as tokens, so it needs "
+            "at least 256 (leave model.vocab_size out)",
+            s->rc->model.vocab_size, type);
         return msg;
     }
     return NULL;
 }
 
-static json_t *image_evaluate(const TaskEvalArgs *a) { return classify_eval(a->m, a->rc, a->which); }
+static json_t *image_evaluate(const TaskEvalArgs *a) {
+    return classify_eval(a->m, a->rc, a->which);
+}
 
 static int seq_image_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     return image_open(0, a, out, err, errlen);
 }
-static const char *seq_image_shape(TaskShape *s, char *msg, size_t n) { return image_shape(0, s, msg, n); }
+static const char *seq_image_shape(TaskShape *s, char *msg, size_t n) {
+    return image_shape(0, s, msg, n);
+}
 
 static int pathfinder_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     return image_open(1, a, out, err, errlen);
 }
-static const char *pathfinder_shape(TaskShape *s, char *msg, size_t n) { return image_shape(1, s, msg, n); }
+static const char *pathfinder_shape(TaskShape *s, char *msg, size_t n) {
+    return image_shape(1, s, msg, n);
+}
 
-static const char *const seq_image_keys[] = {"images", "labels", "test_images", "test_labels", "permute",
-                                             "permute_seed", "val_examples", "train_examples", NULL};
-static const char *const pathfinder_keys[] = {"path", "difficulty", "permute", "permute_seed", "val_examples",
-                                              "train_examples", NULL};
+static const char *const seq_image_keys[] = {"images",       "labels",         "test_images",
+                                             "test_labels",  "permute",        "permute_seed",
+                                             "val_examples", "train_examples", NULL};
+static const char *const pathfinder_keys[] = {
+    "path", "difficulty", "permute", "permute_seed", "val_examples", "train_examples", NULL};
 
 const TaskImpl task_seq_image = {
-    .name = "seq_image", .keys = seq_image_keys, .flags = TASK_CLASSIFIES, .shape = seq_image_shape,
-    .open = seq_image_open, .evaluate = image_evaluate,
+    .name = "seq_image",
+    .keys = seq_image_keys,
+    .flags = TASK_CLASSIFIES,
+    .shape = seq_image_shape,
+    .open = seq_image_open,
+    .evaluate = image_evaluate,
 };
 
 const TaskImpl task_pathfinder = {
-    .name = "pathfinder", .keys = pathfinder_keys, .flags = TASK_CLASSIFIES, .shape = pathfinder_shape,
-    .open = pathfinder_open, .evaluate = image_evaluate,
+    .name = "pathfinder",
+    .keys = pathfinder_keys,
+    .flags = TASK_CLASSIFIES,
+    .shape = pathfinder_shape,
+    .open = pathfinder_open,
+    .evaluate = image_evaluate,
 };

@@ -47,15 +47,16 @@ static double macro_recall(const int64_t *tp, const int64_t *fn, const int64_t *
 /* Test examples 0 .. N-1 of the run `seed` (rows of T tokens, a V-token vocabulary; the
  * backend's [act] elements take act_size bytes): "accuracy" (mad-lab's test accuracy),
  * "token_accuracy", counts and the task setting. */
-static json_t *mad_eval(Model *m, size_t act_size, const MadSpec *s, const TaskConfig *task, uint64_t seed, int T,
-                        int V, int N) {
+static json_t *mad_eval(Model *m, size_t act_size, const MadSpec *s, const TaskConfig *task,
+                        uint64_t seed, int T, int V, int N) {
     size_t cells = (size_t)FORWARD_ROWS * T;
     int32_t *tok = rt_malloc(sizeof(int32_t) * cells), *lab = rt_malloc(sizeof(int32_t) * cells);
     uint8_t *greedy = rt_malloc(cells);
     double *logp = rt_malloc(sizeof(double) * cells);
     unsigned char *raw = rt_malloc(cells * (size_t)V * act_size);
     float *logits = rt_malloc(sizeof(float) * cells * (size_t)V);
-    int64_t *tp = rt_malloc(sizeof(int64_t) * (size_t)V), *fn = rt_malloc(sizeof(int64_t) * (size_t)V),
+    int64_t *tp = rt_malloc(sizeof(int64_t) * (size_t)V),
+            *fn = rt_malloc(sizeof(int64_t) * (size_t)V),
             *fp = rt_malloc(sizeof(int64_t) * (size_t)V);
     int64_t right = 0, scored = 0;
     double weighted = 0;
@@ -93,17 +94,19 @@ static json_t *mad_eval(Model *m, size_t act_size, const MadSpec *s, const TaskC
         weighted += macro_recall(tp, fn, fp, V) * batch;
     }
     double acc = weighted / N, tok_acc = scored ? (double)right / (double)scored : 0;
-    printf("%s: accuracy %.4f (mad-lab's: class-averaged per batch of %d), token accuracy %.4f over %lld scored "
+    printf("%s: accuracy %.4f (mad-lab's: class-averaged per batch of %d), token accuracy %.4f "
+           "over %lld scored "
            "positions of %d test examples\n",
            task->type, acc, METRIC_BATCH, tok_acc, (long long)scored, N);
-    json_t *setting = json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:b, s:i, s:I}", "vocab", task->vocab, "seq_len",
-                                task->seq_len, "noise_vocab_size", task->noise_vocab_size, "frac_noise", task->frac_noise,
-                                "k_motif_size", task->k_motif_size, "v_motif_size", task->v_motif_size, "multi_query",
-                                task->multi_query, "num_tokens_to_copy", task->num_tokens_to_copy, "train_examples",
-                                (json_int_t)task->train_examples);
-    json_t *res = json_pack("{s:f, s:f, s:I, s:i, s:i, s:o}", "accuracy", acc, "token_accuracy", tok_acc,
-                            "scored_positions", (json_int_t)scored, "examples", N, "metric_batch", METRIC_BATCH,
-                            "setting", setting);
+    json_t *setting =
+        json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:b, s:i, s:I}", "vocab", task->vocab, "seq_len",
+                  task->seq_len, "noise_vocab_size", task->noise_vocab_size, "frac_noise",
+                  task->frac_noise, "k_motif_size", task->k_motif_size, "v_motif_size",
+                  task->v_motif_size, "multi_query", task->multi_query, "num_tokens_to_copy",
+                  task->num_tokens_to_copy, "train_examples", (json_int_t)task->train_examples);
+    json_t *res = json_pack("{s:f, s:f, s:I, s:i, s:i, s:o}", "accuracy", acc, "token_accuracy",
+                            tok_acc, "scored_positions", (json_int_t)scored, "examples", N,
+                            "metric_batch", METRIC_BATCH, "setting", setting);
     rt_free(tok);
     rt_free(lab);
     rt_free(greedy);
@@ -132,7 +135,8 @@ static void mad_free(TaskRows *t) {
     rt_free(t);
 }
 
-static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
+static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **out, char *err,
+                            size_t errlen) {
     const TaskConfig *task = &a->rc->task;
     MadRows *m = rt_calloc(1, sizeof(MadRows));
     m->base.row = mad_row;
@@ -142,7 +146,8 @@ static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **o
     const char *bad = mad_spec_make(&m->spec, variant, task, a->opt->seed);
     if (!bad && a->opt->seq_len != task->seq_len) bad = "train.seq_len differs from task.seq_len";
     if (!bad && mad_autoencoder(variant) != (a->rc->model.head == HEAD_AUTOENCODER))
-        bad = mad_autoencoder(variant) ? "the task needs model.head = autoencoder" : "the task needs model.head = lm";
+        bad = mad_autoencoder(variant) ? "the task needs model.head = autoencoder"
+                                       : "the task needs model.head = lm";
     if (bad) {
         mad_free(&m->base);
         return task_fail(err, errlen, task->type, bad);
@@ -157,17 +162,27 @@ static const char *mad_shape_variant(MadTask variant, TaskShape *s, char *msg, s
     const TaskConfig *task = &s->rc->task;
     int T = task->seq_len, V = task->vocab;
     ModelHead head = mad_autoencoder(variant) ? HEAD_AUTOENCODER : HEAD_LM;
-    const char *heads[] = {[HEAD_LM] = "lm", [HEAD_AUTOENCODER] = "autoencoder", [HEAD_CLASSIFIER] = "classifier"};
+    const char *heads[] = {
+        [HEAD_LM] = "lm", [HEAD_AUTOENCODER] = "autoencoder", [HEAD_CLASSIFIER] = "classifier"};
     const char *bad = NULL;
     if (s->seq_len_given && s->rc->train.seq_len != T)
-        snprintf(msg, n, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens (leave train.seq_len out)",
-                 s->rc->train.seq_len, task->type, task->seq_len, T), bad = msg;
+        snprintf(msg, n,
+                 "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens (leave "
+                 "train.seq_len out)",
+                 s->rc->train.seq_len, task->type, task->seq_len, T),
+            bad = msg;
     else if (s->vocab_size_given && s->rc->model.vocab_size != V)
-        snprintf(msg, n, "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave model.vocab_size out)",
-                 s->rc->model.vocab_size, task->type, task->vocab, V), bad = msg;
+        snprintf(msg, n,
+                 "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave "
+                 "model.vocab_size out)",
+                 s->rc->model.vocab_size, task->type, task->vocab, V),
+            bad = msg;
     else if (s->head_given && s->rc->model.head != head)
-        snprintf(msg, n, "model.head = %s: task %s trains the %s head, as mad-lab does (leave model.head out)",
-                 heads[s->rc->model.head], task->type, heads[head]), bad = msg;
+        snprintf(
+            msg, n,
+            "model.head = %s: task %s trains the %s head, as mad-lab does (leave model.head out)",
+            heads[s->rc->model.head], task->type, heads[head]),
+            bad = msg;
     s->rc->train.seq_len = T;
     s->rc->model.vocab_size = V;
     s->rc->model.head = head;
@@ -179,30 +194,49 @@ static json_t *mad_evaluate_variant(MadTask variant, const TaskEvalArgs *a) {
     MadSpec spec;
     const char *bad = mad_spec_make(&spec, variant, &rc->task, rc->train.seed);
     if (bad) rt_die("[task] %s: %s", rc->task.type, bad);
-    json_t *metrics = mad_eval(a->m, a->act_size, &spec, &rc->task, rc->train.seed, rc->train.seq_len,
-                               rc->model.vocab_size, rc->task.test_examples);
+    json_t *metrics = mad_eval(a->m, a->act_size, &spec, &rc->task, rc->train.seed,
+                               rc->train.seq_len, rc->model.vocab_size, rc->task.test_examples);
     mad_spec_free(&spec);
     return metrics;
 }
 
 /* One TaskImpl per MAD task, each its hooks bound to its MadTask. */
-#define MAD_TASK(impl, task_name, kind, keyset, extra_flags)                                                    \
-    static int impl##_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {                  \
-        return mad_open_variant(kind, a, out, err, errlen);                                                     \
-    }                                                                                                           \
-    static const char *impl##_shape(TaskShape *s, char *msg, size_t n) { return mad_shape_variant(kind, s, msg, n); } \
-    static json_t *impl##_evaluate(const TaskEvalArgs *a) { return mad_evaluate_variant(kind, a); }           \
-    const TaskImpl impl = {.name = task_name, .keys = keyset, .flags = extra_flags, .variant = kind,           \
-                           .shape = impl##_shape, .open = impl##_open, .evaluate = impl##_evaluate};
+#define MAD_TASK(impl, task_name, kind, keyset, extra_flags)                                       \
+    static int impl##_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {      \
+        return mad_open_variant(kind, a, out, err, errlen);                                        \
+    }                                                                                              \
+    static const char *impl##_shape(TaskShape *s, char *msg, size_t n) {                           \
+        return mad_shape_variant(kind, s, msg, n);                                                 \
+    }                                                                                              \
+    static json_t *impl##_evaluate(const TaskEvalArgs *a) {                                        \
+        return mad_evaluate_variant(kind, a);                                                      \
+    }                                                                                              \
+    const TaskImpl impl = {.name = task_name,                                                      \
+                           .keys = keyset,                                                         \
+                           .flags = extra_flags,                                                   \
+                           .variant = kind,                                                        \
+                           .shape = impl##_shape,                                                  \
+                           .open = impl##_open,                                                    \
+                           .evaluate = impl##_evaluate};
 
 /* mad-lab's MADConfig: every task reads every key (mad_spec_make) */
-static const char *const mad_keys[] = {"vocab", "seq_len", "noise_vocab_size", "frac_noise", "k_motif_size",
-                                       "v_motif_size", "multi_query", "num_tokens_to_copy", "train_examples",
-                                       "test_examples", NULL};
+static const char *const mad_keys[] = {"vocab",
+                                       "seq_len",
+                                       "noise_vocab_size",
+                                       "frac_noise",
+                                       "k_motif_size",
+                                       "v_motif_size",
+                                       "multi_query",
+                                       "num_tokens_to_copy",
+                                       "train_examples",
+                                       "test_examples",
+                                       NULL};
 
 MAD_TASK(task_mad_in_context_recall, "mad_in_context_recall", MAD_RECALL, mad_keys, 0)
-MAD_TASK(task_mad_noisy_in_context_recall, "mad_noisy_in_context_recall", MAD_NOISY_RECALL, mad_keys, 0)
-MAD_TASK(task_mad_fuzzy_in_context_recall, "mad_fuzzy_in_context_recall", MAD_FUZZY_RECALL, mad_keys, 0)
+MAD_TASK(task_mad_noisy_in_context_recall, "mad_noisy_in_context_recall", MAD_NOISY_RECALL,
+         mad_keys, 0)
+MAD_TASK(task_mad_fuzzy_in_context_recall, "mad_fuzzy_in_context_recall", MAD_FUZZY_RECALL,
+         mad_keys, 0)
 MAD_TASK(task_mad_selective_copying, "mad_selective_copying", MAD_SELECTIVE_COPY, mad_keys, 0)
 MAD_TASK(task_mad_compression, "mad_compression", MAD_COMPRESSION, mad_keys, TASK_AUTOENCODER)
 MAD_TASK(task_mad_memorization, "mad_memorization", MAD_MEMORIZATION, mad_keys, 0)

@@ -47,7 +47,8 @@ static int mqar_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t er
  * their distance from the key they ask for (plotted). */
 static json_t *mqar_evaluate(const TaskEvalArgs *a) {
     const RunConfig *rc = a->rc;
-    int T = rc->train.seq_len, D = rc->task.num_kv_pairs, N = rc->task.test_examples, B = TASK_EVAL_BATCH;
+    int T = rc->train.seq_len, D = rc->task.num_kv_pairs, N = rc->task.test_examples,
+        B = TASK_EVAL_BATCH;
     TestRows t;
     test_rows_open(&t, a->m, rc, SPLIT_TEST, T);
     const uint8_t *g = t.greedy;
@@ -78,25 +79,33 @@ static json_t *mqar_evaluate(const TaskEvalArgs *a) {
         if (!bin_n[k]) continue;
         xs[nb] = (k + 0.5) * T / MQAR_BINS;
         ys[nb] = (double)bin_right[k] / (double)bin_n[k];
-        json_array_append_new(jd, json_pack("{s:f, s:f, s:f, s:I}", "from", (double)k * T / MQAR_BINS, "to",
-                                            (double)(k + 1) * T / MQAR_BINS, "accuracy", ys[nb], "queries",
-                                            (json_int_t)bin_n[k]));
+        json_array_append_new(jd,
+                              json_pack("{s:f, s:f, s:f, s:I}", "from", (double)k * T / MQAR_BINS,
+                                        "to", (double)(k + 1) * T / MQAR_BINS, "accuracy", ys[nb],
+                                        "queries", (json_int_t)bin_n[k]));
         nb++;
     }
     char *path = rt_sprintf("%s/mqar_accuracy.svg", rc->run.dir), title[128];
-    snprintf(title, sizeof title, "MQAR (L = %d, D = %d): query accuracy by distance from its key", T, D);
+    snprintf(title, sizeof title, "MQAR (L = %d, D = %d): query accuracy by distance from its key",
+             T, D);
     PlotSeries s = {"query accuracy", xs, ys, nb};
     plot_svg(path, title, "query position - key position", "accuracy", &s, 1, PLOT_FRACTION);
     rt_free(path);
     test_rows_close(&t);
-    printf("mqar: accuracy %.4f over %d test examples (L = %d, D = %d, V = %d)\n", sum / N, N, T, D, rc->task.vocab);
-    return json_pack("{s:f, s:i, s:i, s:i, s:i, s:o}", "accuracy", sum / N, "examples", N, "seq_len", T,
-                     "num_kv_pairs", D, "vocab", rc->task.vocab, "accuracy_by_distance", jd);
+    printf("mqar: accuracy %.4f over %d test examples (L = %d, D = %d, V = %d)\n", sum / N, N, T, D,
+           rc->task.vocab);
+    return json_pack("{s:f, s:i, s:i, s:i, s:i, s:o}", "accuracy", sum / N, "examples", N,
+                     "seq_len", T, "num_kv_pairs", D, "vocab", rc->task.vocab,
+                     "accuracy_by_distance", jd);
 }
 
-static const char *const mqar_keys[] = {"vocab", "num_kv_pairs", "power_a", "random_non_queries", "train_examples",
-                                        "test_examples", NULL};
+static const char *const mqar_keys[] = {
+    "vocab",          "num_kv_pairs",  "power_a", "random_non_queries",
+    "train_examples", "test_examples", NULL};
 
 const TaskImpl task_mqar = {
-    .name = "mqar", .keys = mqar_keys, .open = mqar_open, .evaluate = mqar_evaluate,
+    .name = "mqar",
+    .keys = mqar_keys,
+    .open = mqar_open,
+    .evaluate = mqar_evaluate,
 };

@@ -7,8 +7,14 @@
 
 void test_rows_init(TestRows *t, Model *m, TaskRows *rows, uint64_t seed, int T) {
     size_t cells = (size_t)TASK_EVAL_BATCH * T;
-    *t = (TestRows){m, rows, seed, T, rt_malloc(sizeof(int32_t) * cells), rt_malloc(sizeof(int32_t) * cells),
-                    rt_malloc(cells), rt_malloc(sizeof(double) * cells)};
+    *t = (TestRows){m,
+                    rows,
+                    seed,
+                    T,
+                    rt_malloc(sizeof(int32_t) * cells),
+                    rt_malloc(sizeof(int32_t) * cells),
+                    rt_malloc(cells),
+                    rt_malloc(sizeof(double) * cells)};
 }
 
 void test_rows_open(TestRows *t, Model *m, const RunConfig *rc, DataSplit split, int T) {
@@ -41,7 +47,9 @@ void test_rows_close(TestRows *t) {
     rt_free(t->logp);
 }
 
-void test_example_rng(Rng *r, uint64_t seed, int64_t i) { task_example_rng(r, seed, STREAM_TEST, i); }
+void test_example_rng(Rng *r, uint64_t seed, int64_t i) {
+    task_example_rng(r, seed, STREAM_TEST, i);
+}
 
 int task_fail(char *err, size_t errlen, const char *type, const char *problem) {
     return rt_error(err, errlen, NULL, "[task] %s: %s", type, problem);

@@ -24,11 +24,13 @@ typedef struct {
     int streams;   /* carried-state streams (DataOptions.carry_streams), 0 = off */
 } TaskSource;
 
-static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err, size_t errlen) {
+static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int B, char *err,
+                           size_t errlen) {
     TaskSource *s = (TaskSource *)ds;
     if (s->pairs && B % 2)
         return rt_error(err, errlen, NULL,
-                        "%s: a batch of %d rows (train.micro_batch, or an evaluation batch): its rows come in pairs, "
+                        "%s: a batch of %d rows (train.micro_batch, or an evaluation batch): its "
+                        "rows come in pairs, "
                         "two documents per example, so it must be even",
                         ds->desc, B);
     for (int b = 0; b < B; b++) {
@@ -38,7 +40,8 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
         task_example_rng(&r, s->seed, s->split == SPLIT_TRAIN ? STREAM_TRAIN : STREAM_TEST, i);
         s->rows->row(s->rows, i, &r, tokens + (size_t)b * s->T, labels + (size_t)b * s->T);
     }
-    if (s->streams) /* the rows are one window of their streams: the first of a pass starts them afresh */
+    if (s->streams) /* the rows are one window of their streams: the first of a pass starts them
+                       afresh */
         ds->continues = (s->index / s->streams) % s->rows->windows != 0;
     s->index += (int64_t)s->world * B;
     return 0;
@@ -48,7 +51,8 @@ static int ts_next_labeled(DataSource *ds, int32_t *tokens, int32_t *labels, int
  * data whose vocabulary differs. */
 static json_t *ts_get_state(const DataSource *ds) {
     const TaskSource *s = (const TaskSource *)ds;
-    json_t *j = json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index", (json_int_t)s->index);
+    json_t *j = json_pack("{s:s, s:s, s:I}", "kind", "task", "task", ds->desc, "index",
+                          (json_int_t)s->index);
     if (s->rows->vocab_json) json_object_set_new(j, "vocab", s->rows->vocab_json(s->rows));
     if (s->streams) json_object_set_new(j, "carry_streams", json_integer(s->streams));
     return j;
@@ -58,9 +62,11 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
     TaskSource *s = (TaskSource *)ds;
     const char *kind, *task;
     json_int_t index;
-    if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index", &index) ||
+    if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index",
+                    &index) ||
         strcmp(kind, "task") || strcmp(task, ds->desc) || index < 0)
-        return rt_error(err, errlen, ds->desc, "the saved data position belongs to another data source");
+        return rt_error(err, errlen, ds->desc,
+                        "the saved data position belongs to another data source");
     if (s->rows->vocab_json) {
         json_t *vocab = s->rows->vocab_json(s->rows);
         int same = json_equal(vocab, json_object_get(st, "vocab"));
@@ -69,9 +75,11 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
     }
     json_int_t saved = json_integer_value(json_object_get(st, "carry_streams"));
     if (saved != s->streams)
-        return rt_error(err, errlen, ds->desc, "the checkpoint's data position is one of %lld carried-state streams; this run "
-                        "reads %d (train.carry_state, or ranks x micro_batch x grad_accum, changed)",
-                        (long long)saved, s->streams);
+        return rt_error(
+            err, errlen, ds->desc,
+            "the checkpoint's data position is one of %lld carried-state streams; this run "
+            "reads %d (train.carry_state, or ranks x micro_batch x grad_accum, changed)",
+            (long long)saved, s->streams);
     s->index = index;
     return 0;
 }
@@ -82,7 +90,8 @@ static void ts_destroy(DataSource *ds) {
     rt_free(s);
 }
 
-DataSource *task_source_open(const RunConfig *rc, const DataOptions *opt, char *err, size_t errlen) {
+DataSource *task_source_open(const RunConfig *rc, const DataOptions *opt, char *err,
+                             size_t errlen) {
     const TaskConfig *task = &rc->task;
     const TaskImpl *impl = task_of(task);
     if (!impl) {
@@ -106,8 +115,8 @@ DataSource *task_source_open(const RunConfig *rc, const DataOptions *opt, char *
         return NULL;
     }
     if (rc->model.vocab_size < s->rows->vocab) {
-        rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type, s->rows->vocab,
-                 rc->model.vocab_size);
+        rt_error(err, errlen, NULL, "task %s needs model.vocab_size >= %d, got %d", task->type,
+                 s->rows->vocab, rc->model.vocab_size);
         ts_destroy(&s->base);
         return NULL;
     }
