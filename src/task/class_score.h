@@ -1,8 +1,8 @@
 /* Scoring rows that carry one class each (classification runs: model.head = classifier, or
- * the seq_image, listops and text_bytes tasks; docs/classification.md): the labeled
+ * the tasks that classify, TASK_CLASSIFIES; docs/classification.md): the labeled
  * position's log-probability and whether its class is the first argmax of the model's
  * outputs (model_token_logprobs), tallied per class. The trainer's validation accuracy and
- * `rotor synth`'s test accuracy (eval/classify_eval.c) both count with it. */
+ * `rotor synth`'s test accuracy (task/classify_eval.c) both count with it. */
 #ifndef ROTOR_CLASS_SCORE_H
 #define ROTOR_CLASS_SCORE_H
 
