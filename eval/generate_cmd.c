@@ -48,35 +48,50 @@ typedef struct {
     char where[1100]; /* "--prompt" or FILE:LINE, for errors */
 } Prompt;
 
+static void free_prompts(Prompt *p, int n) {
+    for (int r = 0; r < n; r++) rt_free(p[r].text);
+    rt_free(p);
+}
+
 /* Reads the prompts of a JSONL file: blank lines are skipped; every other line must be an
- * object with a non-empty string "prompt". Dies naming the file and line at fault. */
-static Prompt *read_prompts(const char *path, int *count) {
+ * object with a non-empty string "prompt". NULL with the file and line at fault in err when
+ * it is not so (nothing is left allocated). */
+static Prompt *read_prompts(const char *path, int *count, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) rt_die("--prompts %s: %s", path, strerror(errno));
+    if (!f) {
+        rt_error(err, errlen, NULL, "--prompts %s: %s", path, strerror(errno));
+        return NULL;
+    }
     Prompt *p = NULL;
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, rc = 0;
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
-    for (long lineno = 1; (len = getline(&line, &line_cap, f)) >= 0; lineno++) {
+    for (long lineno = 1; !rc && (len = getline(&line, &line_cap, f)) >= 0; lineno++) {
         if (strspn(line, " \t\r\n") == (size_t)len) continue;
         json_error_t jerr;
         json_t *doc = json_loadb(line, (size_t)len, 0, &jerr);
-        if (!doc) rt_die("%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
         json_t *s = json_object_get(doc, "prompt");
-        if (!json_is_object(doc) || !json_is_string(s))
-            rt_die("%s:%ld: expected an object with a string \"prompt\"", path, lineno);
-        if (!json_string_length(s)) rt_die("%s:%ld: the prompt is empty", path, lineno);
-        if (n == cap) p = rt_realloc(p, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
-        p[n].text = rt_strdup(json_string_value(s));
-        snprintf(p[n].where, sizeof p[n].where, "%s:%ld", path, lineno);
-        n++;
+        if (!doc) rc = rt_error(err, errlen, NULL, "%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
+        else if (!json_is_object(doc) || !json_is_string(s))
+            rc = rt_error(err, errlen, NULL, "%s:%ld: expected an object with a string \"prompt\"", path, lineno);
+        else if (!json_string_length(s)) rc = rt_error(err, errlen, NULL, "%s:%ld: the prompt is empty", path, lineno);
+        else {
+            if (n == cap) p = rt_realloc(p, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
+            p[n].text = rt_strdup(json_string_value(s));
+            snprintf(p[n].where, sizeof p[n].where, "%s:%ld", path, lineno);
+            n++;
+        }
         json_decref(doc);
     }
-    if (ferror(f)) rt_die("--prompts %s: read error: %s", path, strerror(errno));
+    if (!rc && ferror(f)) rc = rt_error(err, errlen, NULL, "--prompts %s: read error: %s", path, strerror(errno));
+    if (!rc && !n) rc = rt_error(err, errlen, NULL, "--prompts %s: no prompts in the file", path);
     free(line);
     fclose(f);
-    if (!n) rt_die("--prompts %s: no prompts in the file", path);
+    if (rc) {
+        free_prompts(p, n);
+        return NULL;
+    }
     *count = n;
     return p;
 }
@@ -232,7 +247,8 @@ int generate_main(int argc, char **argv) {
     int rows = 1;
     Prompt *ps;
     if (o.prompts) {
-        ps = read_prompts(o.prompts, &rows);
+        char err[2048];
+        if (!(ps = read_prompts(o.prompts, &rows, err, sizeof err))) rt_die("%s", err);
     } else {
         ps = rt_calloc(1, sizeof *ps);
         ps->text = rt_strdup(o.prompt);
@@ -293,12 +309,9 @@ int generate_main(int argc, char **argv) {
             (double)st.state_bytes / (1024.0 * 1024.0), st.max_len, model_backend(m)->name, par_max_threads());
 
     free(prompt0_text);
-    for (int r = 0; r < rows; r++) {
-        rt_free(seqs[r]);
-        rt_free(ps[r].text);
-    }
+    for (int r = 0; r < rows; r++) rt_free(seqs[r]);
     rt_free(seqs);
-    rt_free(ps);
+    free_prompts(ps, rows);
     rt_free(lens);
     rt_free(res);
     rt_free(context_key);
