@@ -3,6 +3,7 @@
  * one JSON object per prompt. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,31 +168,31 @@ static void parse_options(int argc, char **argv, Options *o) {
                                         "--out",    "--device", "--threads", "--help",           NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (opt_is_help(argv[i])) {
             usage(stdout);
             exit(0);
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--ckpt"))) o->ckpt = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--prompt"))) o->prompt = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--prompts"))) o->prompts = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--max-new-tokens"))) {
-            int64_t n = cmd_parse_int("--max-new-tokens", v, 1);
+        } else if ((v = opt_value("generate", argc, argv, &i, "--ckpt"))) o->ckpt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompt"))) o->prompt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompts"))) o->prompts = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--max-new-tokens"))) {
+            int64_t n = opt_parse_int("--max-new-tokens", v, 1, INT64_MAX);
             o->max_new = n > INT_MAX / 2 ? INT_MAX / 2 : (int)n; /* the context caps it anyway */
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--temperature")))
-            o->sampling.temperature = cmd_parse_number("--temperature", v);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--top-k"))) {
-            int64_t k = cmd_parse_int("--top-k", v, INT_MIN); /* a negative k is sampling_check's error */
+        } else if ((v = opt_value("generate", argc, argv, &i, "--temperature")))
+            o->sampling.temperature = opt_parse_number("--temperature", v, -INFINITY, INFINITY);
+        else if ((v = opt_value("generate", argc, argv, &i, "--top-k"))) {
+            int64_t k = opt_parse_int("--top-k", v, INT_MIN, INT64_MAX); /* a negative k is sampling_check's error */
             o->sampling.top_k = k > INT_MAX ? INT_MAX : (int)k;
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--top-p")))
-            o->sampling.top_p = cmd_parse_number("--top-p", v);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--seed")))
-            o->sampling.seed = (uint64_t)cmd_parse_int("--seed", v, 0);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--out"))) o->out = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--device"))) o->device = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--threads")))
-            o->threads = (int)cmd_parse_int("--threads", v, 1);
+        } else if ((v = opt_value("generate", argc, argv, &i, "--top-p")))
+            o->sampling.top_p = opt_parse_number("--top-p", v, -INFINITY, INFINITY);
+        else if ((v = opt_value("generate", argc, argv, &i, "--seed")))
+            o->sampling.seed = (uint64_t)opt_parse_int("--seed", v, 0, INT64_MAX);
+        else if ((v = opt_value("generate", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--out"))) o->out = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--device"))) o->device = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--threads")))
+            o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
-        else cmd_die_unknown("generate", argv[i], known);
+        else opt_die_unknown("generate", argv[i], known);
     }
     if (!o->ckpt) {
         usage(stderr);
