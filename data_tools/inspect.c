@@ -1,4 +1,4 @@
-/* `rotor data inspect`: validates token shards (FORMATS.md "Token shards") and summarises
+/* `rotor data inspect`: validates token shards (docs/formats.md "Token shards") and summarises
  * them. Every shard is opened (shard_open checks attributes, datasets and offsets) and
  * scanned (every id below vocab_size); each document must be non-empty and start with BOS,
  * and with --tokenizer the shards must name that tokenizer's sha256 and vocabulary size.
@@ -165,7 +165,7 @@ static void problem(const char *fmt, ...) {
     problems++;
 }
 
-/* Each document non-empty and starting with BOS (FORMATS.md); 0 or -1 after reporting. */
+/* Each document non-empty and starting with BOS (docs/formats.md "Token shards"); 0 or -1 after reporting. */
 static int check_documents(const Shard *s) {
     const ShardInfo *in = shard_info(s);
     const uint64_t *off = shard_doc_offsets(s);

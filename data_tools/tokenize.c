@@ -1,5 +1,5 @@
 /* `rotor data tokenize`: documents from JSONL / text inputs -> HDF5 token shards
- * (FORMATS.md "Token shards") in OUT/train/ and OUT/val/, plus OUT/manifest.json.
+ * (docs/formats.md "Token shards") in OUT/train/ and OUT/val/, plus OUT/manifest.json.
  *
  * Pipeline, one block at a time: the main thread reads ~8 MB of documents; an OpenMP
  * `parallel for schedule(dynamic)` encodes them (tok_encode is thread-safe) and hashes them
@@ -43,7 +43,7 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: rotor data tokenize --tokenizer MODEL --out DIR [options] INPUT...\n\n"
-        "Tokenises documents into HDF5 token shards (FORMATS.md): DIR/train/shard_00000.h5, ...\n"
+        "Tokenises documents into HDF5 token shards (docs/formats.md): DIR/train/shard_00000.h5, ...\n"
         "and DIR/val/shard_00000.h5, ..., plus DIR/manifest.json. Every document is stored as\n"
         "BOS + its tokens (+ EOS with --append-eos); empty (whitespace-only) documents are\n"
         "skipped and counted. Encoding runs on all cores; the output does not depend on the\n"
@@ -180,7 +180,7 @@ static void close_shard(Split *sp) {
 }
 
 /* Appends one document to the split, opening a shard first and closing it once it reaches
- * shard_tokens (FORMATS.md: documents are never split across shards). */
+ * shard_tokens (docs/formats.md: documents are never split across shards). */
 static void add_document(Split *sp, const Args *a, const ShardInfo *info, const int32_t *ids,
                          size_t n) {
     char err[1024];

@@ -14,7 +14,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: rotor eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n\n"
-            "Zero-shot evaluation exactly as lm-evaluation-harness scores it (EVAL.md).\n"
+            "Zero-shot evaluation exactly as lm-evaluation-harness scores it (docs/evaluation.md).\n"
             "Runs under mpirun too: documents are split across the ranks.\n\n"
             "  --ckpt DIR          checkpoint directory (config.json, model.safetensors)\n"
             "  --tasks LIST        comma-separated, from: %s (or 'all')\n"

@@ -1,4 +1,4 @@
-/* `rotor synth CONFIG.ini`: trains a model on a synthetic task ([task] section, EVAL.md part
+/* `rotor synth CONFIG.ini`: trains a model on a synthetic task ([task] section, docs/evaluation.md part
  * B) with the ordinary trainer, then evaluates the final checkpoint on the task's test
  * stream (classification tasks: also the best validation's, train.keep_best) and writes
  * RUN_DIR/synth_results.json and accuracy plots:

@@ -1,4 +1,4 @@
-/* rotor: the single entry point, with subcommands (FORMATS.md "Commands"). */
+/* rotor: the single entry point, with subcommands (docs/formats.md "Commands"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -82,7 +82,7 @@ static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_
 static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
-/* parity, a3, s3, a5, s5: shorthands for state with that group (FORMATS.md names them). */
+/* parity, a3, s3, a5, s5: shorthands for state with that group (docs/evaluation.md part B). */
 static const Choice TASKS[] = {{"none", 0},
                                {"mqar", 1},
                                {"state", 2},
@@ -1026,7 +1026,7 @@ void run_config_print_help(FILE *f) {
         [T_BOOL] = "bool", [T_ENUM] = "enum", [T_ENUM_STR] = "enum", [T_STR] = "string"};
     RunConfig d;
     run_config_defaults(&d);
-    fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run]; "
+    fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run] [task]; "
                "override any key with --set section.key=value.\n");
     const char *section = NULL;
     for (size_t i = 0; i < NKEYS; i++) {

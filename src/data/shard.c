@@ -1,4 +1,4 @@
-/* Token shards (shard.h; FORMATS.md "Token shards").
+/* Token shards (shard.h; docs/formats.md "Token shards").
  *
  * Writing: documents are buffered in memory (a shard is at most a few GB by design) and
  * written at close as two contiguous, uncompressed datasets plus root attributes into

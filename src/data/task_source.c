@@ -1,4 +1,4 @@
-/* Training and test batches of a task (data.train = task; EVAL.md part B). Example i of a
+/* Training and test batches of a task (data.train = task; docs/evaluation.md part B). Example i of a
  * split of a synthetic task is generated from its own random stream, a function of (seed,
  * split, i): the train split cycles through task.train_examples examples (or never repeats
  * when it is 0), the validation and test splits read the test stream from its start. The
