@@ -17,8 +17,10 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "rotor %s: language-model pretraining with GLA, Gated DeltaNet and FoX mixers\n"
-            "          and NoPE / RoPE / Selective RoPE position embeddings.\n\n"
+            "rotor %s: language-model pretraining with Selective RoPE. Mixers (model.type): GLA,\n"
+            "          Gated DeltaNet, FoX, Transformer, DeltaNet, Mamba2, LRU, RotRNN, and the\n"
+            "          RNN, orthogonal RNN, expRNN, nnRNN and LSTM cells; position embeddings\n"
+            "          (pe.type): NoPE, RoPE, Selective RoPE.\n\n"
             "usage: rotor <command> [options]\n\n"
             "commands:\n"
             "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
