@@ -9,10 +9,3 @@ int64_t *chunk_bases(const Seqs *s) {
         b[i + 1] = b[i] + (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
     return b;
 }
-
-int64_t chunk_states_size(const Seqs *s, int H, int K, int V) {
-    int64_t *b = chunk_bases(s);
-    int64_t n = b[s->nseg] * H * (int64_t)K * V;
-    rt_free(b);
-    return n;
-}
