@@ -1,5 +1,8 @@
-/* Chunk bookkeeping shared by the chunked linear-attention kernels (GLA, Gated DeltaNet). */
-#include "cpu/cpu_ops.h"
+/* The chunk walk shared by the chunked kernels (chunks.h). */
+#include "cpu/chunks.h"
+
+#include <string.h>
+
 #include "util/error.h"
 
 int64_t *chunk_bases(const Seqs *s) {
@@ -8,4 +11,73 @@ int64_t *chunk_bases(const Seqs *s) {
     for (int i = 0; i < s->nseg; i++)
         b[i + 1] = b[i] + (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
     return b;
+}
+
+Chunk *chunk_list(const Seqs *s, int64_t *n) {
+    int64_t *bases = chunk_bases(s);
+    *n = bases[s->nseg];
+    Chunk *ch = rt_malloc(sizeof(Chunk) * (size_t)(*n ? *n : 1));
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int64_t k = bases[seg]; k < bases[seg + 1]; k++) {
+            int64_t first = s->cu[seg] + (k - bases[seg]) * CHUNK_SIZE;
+            int64_t left = s->cu[seg + 1] - first;
+            ch[k] = (Chunk){first, (int)(left < CHUNK_SIZE ? left : CHUNK_SIZE), seg};
+        }
+    rt_free(bases);
+    return ch;
+}
+
+void linattn_chunks_fwd(const LinAttnChunks *k, const LinAttnArgs *a) {
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    size_t kv = sizeof(real) * (size_t)K * V;
+    real *states = a->states, *state = a->state;
+    int64_t *bases = chunk_bases(s), n;
+    Chunk *ch = chunk_list(s, &n);
+#pragma omp parallel
+    {
+        void *work = k->work_new(K, V);
+        real *S = rt_alloc_aligned(kv);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int seg = 0; seg < s->nseg; seg++)
+            for (int h = 0; h < H; h++) {
+                memset(S, 0, kv);
+                for (int64_t c = bases[seg]; c < bases[seg + 1]; c++) {
+                    memcpy(states + (c * H + h) * (int64_t)K * V, S, kv);
+                    k->fwd(work, a, &ch[c], h, S);
+                }
+                if (state) memcpy(state + ((int64_t)seg * H + h) * K * V, S, kv);
+            }
+        rt_free(S);
+        k->work_free(work);
+    }
+    rt_free(ch);
+    rt_free(bases);
+}
+
+void linattn_chunks_bwd(const LinAttnChunks *k, const LinAttnGrads *g) {
+    const LinAttnArgs *a = &g->a;
+    const Seqs *s = a->s;
+    int H = a->H, K = a->K, V = a->V;
+    size_t kv = sizeof(real) * (size_t)K * V;
+    const real *states = a->states;
+    int64_t *bases = chunk_bases(s), n;
+    Chunk *ch = chunk_list(s, &n);
+#pragma omp parallel
+    {
+        void *work = k->work_new(K, V);
+        real *dS = rt_alloc_aligned(kv);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int seg = 0; seg < s->nseg; seg++)
+            for (int h = 0; h < H; h++) {
+                memset(dS, 0, kv);
+                for (int64_t c = bases[seg + 1] - 1; c >= bases[seg]; c--)
+                    k->bwd(work, g, &ch[c], h, states + (c * H + h) * (int64_t)K * V, dS);
+                if (k->bwd_end) k->bwd_end(g, seg, h);
+            }
+        rt_free(dS);
+        k->work_free(work);
+    }
+    rt_free(ch);
+    rt_free(bases);
 }
