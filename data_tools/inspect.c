@@ -157,10 +157,7 @@ static void problem(const char *fmt, ...) RT_PRINTF(1, 2);
 static void problem(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "rotor: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    rt_vprint("error", fmt, ap);
     va_end(ap);
     problems++;
 }
