@@ -56,17 +56,12 @@ static void work_free(void *work) {
 }
 
 /* Loads a chunk and computes every forward intermediate from its start state S0. */
-static void chunk_forward(Work *w, const LinAttnArgs *a, int64_t n0, int L, int h, const real *S0) {
-    int H = a->H, K = a->K, V = a->V;
-    const real *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g;
-    real scale = (real)a->scale;
+static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, const real *S0) {
+    int H = a->H, K = a->K, V = a->V, L = c->len;
+    int64_t n0 = c->first;
+    const real *beta = a->beta, *g = a->g;
+    linattn_load(a, c, h, w->Q, w->K, w->V);
     for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
-        for (int i = 0; i < K; i++) {
-            w->Q[t * K + i] = q[rk + i] * scale;
-            w->K[t * K + i] = k[rk + i];
-        }
-        memcpy(w->V + t * V, v + rv, sizeof(real) * V);
         w->beta[t] = beta[(n0 + t) * H + h];
         w->gam[t] = g ? g[(n0 + t) * H + h] + (t ? w->gam[t - 1] : 0) : 0;
     }
@@ -109,13 +104,11 @@ static void chunk_forward(Work *w, const LinAttnArgs *a, int64_t n0, int L, int 
 /* The chunk's output O = Qg S + P U, then S <- e^{gam_L} S + Kd^T U. */
 static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
     Work *w = work;
-    int H = a->H, K = a->K, V = a->V, L = c->len;
-    int64_t n0 = c->first;
-    real *o = a->o;
-    chunk_forward(w, a, n0, L, h, S);
+    int K = a->K, V = a->V, L = c->len;
+    chunk_forward(w, a, c, h, S);
     gemm(0, 0, L, V, K, 1, w->Qg, K, S, V, 0, w->dO, V);
     gemm(0, 0, L, V, L, 1, w->P, C_, w->U, V, 1, w->dO, V);
-    for (int t = 0; t < L; t++) memcpy(o + ((n0 + t) * H + h) * (int64_t)V, w->dO + t * V, sizeof(real) * V);
+    chunk_rows_put(a->o, w->dO, c, h, a->H, V);
     real eL = exp(w->gam[L - 1]);
     for (int i = 0; i < K * V; i++) S[i] *= eL;
     gemm(1, 0, K, V, L, 1, w->Kd, K, w->U, V, 1, S, V);
@@ -138,12 +131,10 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     const LinAttnArgs *a = &gr->a;
     int H = a->H, K = a->K, V = a->V, L = c->len;
     int64_t n0 = c->first;
-    double scale = a->scale;
-    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dbeta = gr->dbeta, *dg = gr->dg;
-    const real *dout = gr->dout, *g = a->g;
-    chunk_forward(w, a, n0, L, h, S0);
-    for (int t = 0; t < L; t++)
-        memcpy(w->dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V, sizeof(real) * V);
+    real *dbeta = gr->dbeta, *dg = gr->dg;
+    const real *g = a->g;
+    chunk_forward(w, a, c, h, S0);
+    chunk_rows_get(w->dO, gr->dout, c, h, H, V);
     memset(w->dgam, 0, sizeof(real) * C_);
     memset(w->dbeta, 0, sizeof(real) * C_);
     memset(w->dQ, 0, sizeof(real) * C_ * K);
@@ -228,15 +219,8 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     gemm(0, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dK, K);
     gemm(1, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dK, K);
 
-    for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K;
-        for (int i = 0; i < K; i++) {
-            dq[rk + i] = w->dQ[t * K + i] * (real)scale;
-            dk[rk + i] = w->dK[t * K + i];
-        }
-        memcpy(dv + ((n0 + t) * H + h) * (int64_t)V, w->dV + t * V, sizeof(real) * V);
-        dbeta[(n0 + t) * H + h] = w->dbeta[t];
-    }
+    linattn_store(gr, c, h, w->dQ, w->dK, w->dV);
+    for (int t = 0; t < L; t++) dbeta[(n0 + t) * H + h] = w->dbeta[t];
     real acc = 0;
     for (int t = L - 1; g && t >= 0; t--) {
         acc += w->dgam[t];

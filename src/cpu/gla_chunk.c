@@ -59,20 +59,17 @@ static void work_free(void *work) {
     rt_free(w);
 }
 
-/* Gathers rows n0..n0+L-1 of head h into the chunk buffers; B = in-chunk cumsum of g. */
-static void load_chunk(Work *w, const LinAttnArgs *a, int64_t n0, int L, int h) {
-    int H = a->H, K = a->K, V = a->V;
-    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
-    real scale = (real)a->scale;
-    for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
+/* The chunk's rows of head h into the work buffers; B = in-chunk cumsum of g. */
+static void load_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
+    int H = a->H, K = a->K;
+    const real *g = a->g;
+    linattn_load(a, c, h, w->Q, w->K, w->V);
+    for (int t = 0; t < c->len; t++) {
+        int64_t n = c->first + t;
         for (int i = 0; i < K; i++) {
-            w->Q[t * K + i] = q[rk + i] * scale;
-            w->K[t * K + i] = k[rk + i];
-            real gi = a->g_per_head ? g[(n0 + t) * H + h] : g[rk + i];
+            real gi = a->g_per_head ? g[n * H + h] : g[(n * H + h) * (int64_t)K + i];
             w->B[t * K + i] = gi + (t ? w->B[(t - 1) * K + i] : 0);
         }
-        memcpy(w->V + t * V, v + rv, sizeof(real) * V);
     }
 }
 
@@ -112,10 +109,8 @@ static void intra_scores(Work *w, int L, int K) {
 /* Rows of the chunk: the output (Q e^B) S + A V, then S <- e^{B_last} S + (K e^{B_last - B})^T V. */
 static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
     Work *w = work;
-    int H = a->H, K = a->K, V = a->V, L = c->len;
-    int64_t n0 = c->first;
-    real *o = a->o;
-    load_chunk(w, a, n0, L, h);
+    int K = a->K, V = a->V, L = c->len;
+    load_chunk(w, a, c, h);
     /* inter-chunk: (Q e^B) S */
     for (int t = 0; t < L; t++)
         for (int i = 0; i < K; i++) w->T1[t * K + i] = w->Q[t * K + i] * exp(w->B[t * K + i]);
@@ -123,7 +118,7 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
     /* intra-chunk: A V */
     intra_scores(w, L, K);
     gemm(0, 0, L, V, L, 1, w->A, CHUNK_SIZE, w->V, V, 1, w->T2, V);
-    for (int t = 0; t < L; t++) memcpy(o + ((n0 + t) * H + h) * (int64_t)V, w->T2 + t * V, sizeof(real) * V);
+    chunk_rows_put(a->o, w->T2, c, h, a->H, V);
     /* state: S = e^{B_last} S + (K e^{B_last - B})^T V */
     const real *Bl = w->B + (L - 1) * K;
     for (int t = 0; t < L; t++)
@@ -140,13 +135,9 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
 static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
     Work *w = work;
     const LinAttnArgs *a = &gr->a;
-    int H = a->H, K = a->K, V = a->V, L = c->len;
-    int64_t n0 = c->first;
-    double scale = a->scale;
-    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv;
-    const real *dout = gr->dout;
-    load_chunk(w, a, n0, L, h);
-    for (int t = 0; t < L; t++) memcpy(w->dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V, sizeof(real) * V);
+    int K = a->K, V = a->V, L = c->len;
+    load_chunk(w, a, c, h);
+    chunk_rows_get(w->dO, gr->dout, c, h, a->H, V);
     intra_scores(w, L, K);
     /* D = dO V^T (lower triangle incl. diagonal); dV = A^T dO */
     gemm(0, 1, L, L, V, 1, w->dO, V, w->V, V, 0, w->D, CHUNK_SIZE);
@@ -203,14 +194,7 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
                 }
             }
     }
-    for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K;
-        for (int i = 0; i < K; i++) {
-            dq[rk + i] = w->dQ[t * K + i] * (real)scale;
-            dk[rk + i] = w->dK[t * K + i];
-        }
-        memcpy(dv + ((n0 + t) * H + h) * (int64_t)V, w->dV + t * V, sizeof(real) * V);
-    }
+    linattn_store(gr, c, h, w->dQ, w->dK, w->dV);
 }
 
 /* d log alpha = reverse cumsum over the segment of q dq - k dk (per head: summed over the key
