@@ -5,7 +5,9 @@
 
 #include "util/error.h"
 
-int64_t *chunk_bases(const Seqs *s) {
+/* bases[0..nseg]: the number of segment seg's first chunk (bases[nseg] = the number of
+ * chunks), malloc'd. */
+static int64_t *chunk_bases(const Seqs *s) {
     int64_t *b = rt_malloc(sizeof(int64_t) * (size_t)(s->nseg + 1));
     b[0] = 0;
     for (int i = 0; i < s->nseg; i++)

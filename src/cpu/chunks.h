@@ -11,9 +11,6 @@ typedef struct {
     int len, seg;  /* tokens, segment */
 } Chunk;
 
-/* bases[0..nseg]: the number of segment seg's first chunk (bases[nseg] = the number of
- * chunks), malloc'd. */
-int64_t *chunk_bases(const Seqs *s);
 /* Every chunk in order, malloc'd; their count in *n. */
 Chunk *chunk_list(const Seqs *s, int64_t *n);
 
