@@ -1,7 +1,5 @@
 #include "dt_common.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
