@@ -14,12 +14,15 @@ root=$PWD
 scripts/setup.sh --deps
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_CUDA=OFF \
       -DROTOR_SANITIZE=ON >/dev/null
-# -L LABEL: only the programs of the tests so labelled (the target LABEL_tests)
+# -L LABEL: only the programs of the tests so labelled, where a target LABEL_tests names them
 target=all
 args=("$@")
 for ((k = 0; k + 1 < ${#args[@]}; k++)); do
     if [ "${args[k]}" = -L ]; then target=${args[k + 1]}_tests; fi
 done
+if [ "$target" != all ] && ! cmake --build build-sanitize --target help | grep -qw -- "$target"; then
+    target=all
+fi
 cmake --build build-sanitize -j"$(nproc)" --target "$target"
 
 logs=$root/build-sanitize/sanitizer-logs
