@@ -5,6 +5,7 @@
 #include "data_tools.h"
 #include "dt_common.h"
 #include "util/error.h"
+#include "util/options.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor data <subcommand> [options]\n\n"
@@ -24,7 +25,7 @@ int data_main(int argc, char **argv) {
         rt_die("missing subcommand after 'rotor data'");
     }
     const char *cmd = argv[0];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (opt_is_help(cmd) || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
     }
@@ -32,16 +33,5 @@ int data_main(int argc, char **argv) {
     if (!strcmp(cmd, "inspect")) return dt_inspect_main(argc, argv);
     if (!strcmp(cmd, "train-tokenizer")) return dt_train_tokenizer_main(argc, argv);
     static const char *const known[] = {"tokenize", "inspect", "train-tokenizer", NULL};
-    const char *best = NULL;
-    int best_d = 3;
-    for (int k = 0; known[k]; k++) {
-        int d = rt_edit_distance(cmd, known[k]);
-        if (d < best_d) best_d = d, best = known[k];
-    }
-    if (best)
-        rt_die("unknown data subcommand '%s'; did you mean '%s'? (see rotor data --help)", cmd,
-               best);
-    rt_die("unknown data subcommand '%s': use tokenize, inspect or train-tokenizer (see rotor data "
-           "--help)",
-           cmd);
+    opt_die_unknown_word("data", "data subcommand", cmd, known);
 }

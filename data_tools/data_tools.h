@@ -1,4 +1,4 @@
-/* `rotor data ...`: making and checking token shards (FORMATS.md).
+/* `rotor data ...`: making and checking token shards (docs/formats.md "Token shards").
  *   rotor data tokenize --tokenizer MODEL --out DIR INPUT...
  *   rotor data inspect PATH... [--tokenizer MODEL]
  *   rotor data train-tokenizer --out PREFIX --vocab-size N INPUT... */

@@ -1,60 +1,28 @@
 #include "dt_common.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
+#include "util/options.h"
 
-const char *dt_option(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    const char *arg = argv[*i];
-    if (strncmp(arg, name, n) || (arg[n] && arg[n] != '=')) return NULL;
-    if (arg[n] == '=') return arg + n + 1;
-    if (*i + 1 >= argc) rt_die("%s needs a value (see --help)", name);
-    return argv[++*i];
+void dt_read_args_init(DtReadArgs *a, int argc, DtTextDocs text_docs) {
+    *a = (DtReadArgs){.inputs = rt_malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1)),
+                      .docs = {.text_field = "text", .text_docs = text_docs}};
 }
 
-int dt_flag(const char *arg, const char *name) { return !strcmp(arg, name); }
-
-void dt_die_unknown_option(const char *cmd, const char *arg, const char *const *known) {
-    /* Compare the option name only, without any "=value". */
-    char name[128];
-    snprintf(name, sizeof name, "%s", arg);
-    char *eq = strchr(name, '=');
-    if (eq) *eq = '\0';
-    const char *best = NULL;
-    int best_d = 3; /* suggest only names within two edits */
-    for (int k = 0; known[k]; k++) {
-        int d = rt_edit_distance(name, known[k]);
-        if (d < best_d) best_d = d, best = known[k];
-    }
-    if (best_d == 0) rt_die("%s takes no value (see rotor data %s --help)", name, cmd);
-    if (best)
-        rt_die("unknown option '%s'; did you mean '%s'? (see rotor data %s --help)", name, best,
-               cmd);
-    rt_die("unknown option '%s' (see rotor data %s --help)", name, cmd);
+int dt_read_arg(DtReadArgs *a, const char *cmd, int argc, char **argv, int *i) {
+    const char *s = argv[*i], *v;
+    if (a->options_done || s[0] != '-' || !s[1]) a->inputs[a->n_inputs++] = argv[*i];
+    else if (!strcmp(s, "--")) a->options_done = 1;
+    else if ((v = opt_value(cmd, argc, argv, i, "--text-field"))) a->docs.text_field = v;
+    else if (!strcmp(s, "--skip-bad-lines")) a->docs.skip_bad_lines = 1;
+    else if ((v = opt_value(cmd, argc, argv, i, "--threads"))) a->threads = (int)opt_parse_int("--threads", v, 1, 4096);
+    else return 0;
+    return 1;
 }
 
-int64_t dt_parse_int(const char *opt, const char *value, int64_t lo, int64_t hi) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(value, &end, 10);
-    if (!*value || *end || errno) rt_die("%s: '%s' is not an integer", opt, value);
-    if (v < lo || v > hi)
-        rt_die("%s: %lld is out of range [%lld, %lld]", opt, v, (long long)lo, (long long)hi);
-    return v;
-}
-
-double dt_parse_double(const char *opt, const char *value, double lo, double hi) {
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (!*value || *end || errno || !isfinite(v)) rt_die("%s: '%s' is not a number", opt, value);
-    if (v < lo || v > hi) rt_die("%s: %g is out of range [%g, %g]", opt, v, lo, hi);
-    return v;
-}
+void dt_read_args_free(DtReadArgs *a) { rt_free(a->inputs); }
 
 static volatile sig_atomic_t caught_signal;
 

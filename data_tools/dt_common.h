@@ -1,7 +1,6 @@
-/* Shared pieces of the `rotor data` subcommands (internal to data_tools/): option parsing in
- * the style of src/cli/main.c ("--name value" or "--name=value"; unknown options are errors
- * that name the closest known option), strict number parsing, interrupt handling, and the
- * three subcommands' entry points. */
+/* Shared pieces of the `rotor data` subcommands (internal to data_tools/): the arguments
+ * that tokenize and train-tokenizer both take, interrupt handling, number formatting, and
+ * the three subcommands' entry points (their options go through util/options.h). */
 #ifndef ROTOR_DT_COMMON_H
 #define ROTOR_DT_COMMON_H
 
@@ -10,26 +9,31 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dt_input.h"
+
 /* Subcommands: argv[0] is the subcommand name; each returns the exit status. */
 int dt_tokenize_main(int argc, char **argv);
 int dt_inspect_main(int argc, char **argv);
 int dt_train_tokenizer_main(int argc, char **argv);
 
-/* ---- option parsing ---- */
-/* The value of "--name value" or "--name=value" at argv[*i] (advancing *i past a separate
- * value), or NULL when argv[*i] is not --name. Dies when the value is missing. */
-const char *dt_option(int argc, char **argv, int *i, const char *name);
-/* 1 when argv[i] is the flag --name (a flag takes no "=value"). */
-int dt_flag(const char *arg, const char *name);
-/* Dies: "unknown option 'ARG'; did you mean '--x'? (see rotor data CMD --help)", or, for a
- * known flag given "=value", that it takes no value. known: NULL-terminated list of the
- * command's options. */
-void dt_die_unknown_option(const char *cmd, const char *arg, const char *const *known)
-    __attribute__((noreturn));
-/* Strict parsers for option values: the whole string must be a number within [lo, hi];
- * otherwise they die naming the option and the value. */
-int64_t dt_parse_int(const char *opt, const char *value, int64_t lo, int64_t hi);
-double dt_parse_double(const char *opt, const char *value, double lo, double hi);
+/* ---- the arguments of the commands that read documents ---- */
+/* INPUT... (every argument after "--" is one too), --text-field NAME, --skip-bad-lines and
+ * --threads N. */
+typedef struct {
+    char **inputs;
+    int n_inputs;
+    DtDocOptions docs;
+    int threads;      /* 0: OMP_NUM_THREADS, else all cores */
+    int options_done; /* "--" seen */
+} DtReadArgs;
+
+/* Defaults for argc arguments: text field "text", plain text split as text_docs. */
+void dt_read_args_init(DtReadArgs *a, int argc, DtTextDocs text_docs);
+/* Takes argv[*i] (advancing *i past a separate value) when it is an INPUT or one of the
+ * options above: 1, or 0 for any other argument. cmd names the command for the hints
+ * ("data tokenize"). */
+int dt_read_arg(DtReadArgs *a, const char *cmd, int argc, char **argv, int *i);
+void dt_read_args_free(DtReadArgs *a);
 
 /* ---- interrupts ---- */
 /* Catches SIGINT and SIGTERM: instead of dying at once, the process records the signal so

@@ -1,4 +1,4 @@
-/* `rotor data inspect`: validates token shards (FORMATS.md "Token shards") and summarises
+/* `rotor data inspect`: validates token shards (docs/formats.md "Token shards") and summarises
  * them. Every shard is opened (shard_open checks attributes, datasets and offsets) and
  * scanned (every id below vocab_size); each document must be non-empty and start with BOS,
  * and with --tokenizer the shards must name that tokenizer's sha256 and vocabulary size.
@@ -16,6 +16,7 @@
 #include "dt_common.h"
 #include "tokenizer.h"
 #include "util/error.h"
+#include "util/options.h"
 #include "util/rng.h"
 
 static void usage(FILE *f) {
@@ -55,19 +56,19 @@ static void parse_args(int argc, char **argv, Args *a) {
         const char *s = argv[i], *v;
         if (s[0] != '-' || !s[1]) {
             a->paths[a->n_paths++] = argv[i];
-        } else if (dt_flag(s, "--help") || dt_flag(s, "-h")) {
+        } else if (opt_is_help(s)) {
             usage(stdout);
             exit(0);
-        } else if ((v = dt_option(argc, argv, &i, "--tokenizer"))) {
+        } else if ((v = opt_value("data inspect", argc, argv, &i, "--tokenizer"))) {
             a->tokenizer = v;
-        } else if ((v = dt_option(argc, argv, &i, "--sample-tokens"))) {
-            a->sample_tokens = dt_parse_int("--sample-tokens", v, 1, INT32_MAX);
-        } else if ((v = dt_option(argc, argv, &i, "--sample"))) {
-            a->samples = dt_parse_int("--sample", v, 0, 1000000);
-        } else if ((v = dt_option(argc, argv, &i, "--seed"))) {
-            a->seed = (uint64_t)dt_parse_int("--seed", v, 0, INT64_MAX);
+        } else if ((v = opt_value("data inspect", argc, argv, &i, "--sample-tokens"))) {
+            a->sample_tokens = opt_parse_int("--sample-tokens", v, 1, INT32_MAX);
+        } else if ((v = opt_value("data inspect", argc, argv, &i, "--sample"))) {
+            a->samples = opt_parse_int("--sample", v, 0, 1000000);
+        } else if ((v = opt_value("data inspect", argc, argv, &i, "--seed"))) {
+            a->seed = (uint64_t)opt_parse_int("--seed", v, 0, INT64_MAX);
         } else {
-            dt_die_unknown_option("inspect", s, known);
+            opt_die_unknown("data inspect", s, known);
         }
     }
     if (!a->n_paths)
@@ -156,15 +157,12 @@ static void problem(const char *fmt, ...) RT_PRINTF(1, 2);
 static void problem(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "rotor: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    rt_vprint("error", fmt, ap);
     va_end(ap);
     problems++;
 }
 
-/* Each document non-empty and starting with BOS (FORMATS.md); 0 or -1 after reporting. */
+/* Each document non-empty and starting with BOS (docs/formats.md "Token shards"); 0 or -1 after reporting. */
 static int check_documents(const Shard *s) {
     const ShardInfo *in = shard_info(s);
     const uint64_t *off = shard_doc_offsets(s);

@@ -1,5 +1,5 @@
 /* `rotor data tokenize`: documents from JSONL / text inputs -> HDF5 token shards
- * (FORMATS.md "Token shards") in OUT/train/ and OUT/val/, plus OUT/manifest.json.
+ * (docs/formats.md "Token shards") in OUT/train/ and OUT/val/, plus OUT/manifest.json.
  *
  * Pipeline, one block at a time: the main thread reads ~8 MB of documents; an OpenMP
  * `parallel for schedule(dynamic)` encodes them (tok_encode is thread-safe) and hashes them
@@ -31,6 +31,7 @@
 #include "dt_input.h"
 #include "tokenizer.h"
 #include "util/error.h"
+#include "util/options.h"
 #include "util/fsutil.h"
 #include "util/timer.h"
 
@@ -42,7 +43,7 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: rotor data tokenize --tokenizer MODEL --out DIR [options] INPUT...\n\n"
-        "Tokenises documents into HDF5 token shards (FORMATS.md): DIR/train/shard_00000.h5, ...\n"
+        "Tokenises documents into HDF5 token shards (docs/formats.md): DIR/train/shard_00000.h5, ...\n"
         "and DIR/val/shard_00000.h5, ..., plus DIR/manifest.json. Every document is stored as\n"
         "BOS + its tokens (+ EOS with --append-eos); empty (whitespace-only) documents are\n"
         "skipped and counted. Encoding runs on all cores; the output does not depend on the\n"
@@ -80,13 +81,11 @@ static void usage(FILE *f) {
 
 typedef struct {
     const char *tokenizer, *out;
-    DtDocOptions docs;
-    int append_eos, overwrite, threads;
+    DtReadArgs read;
+    int append_eos, overwrite;
     double val_fraction;
     uint64_t split_seed;
     int64_t shard_tokens;
-    char **inputs;
-    int n_inputs;
 } Args;
 
 static void parse_args(int argc, char **argv, Args *a) {
@@ -104,51 +103,39 @@ static void parse_args(int argc, char **argv, Args *a) {
                                         "--help",
                                         NULL};
     memset(a, 0, sizeof *a);
-    a->docs.text_field = "text";
-    a->docs.text_docs = DT_DOCS_FILE;
+    dt_read_args_init(&a->read, argc, DT_DOCS_FILE);
     a->val_fraction = 0.001;
     a->shard_tokens = 100000000;
-    a->inputs = rt_malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1));
-    int options_done = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
-        if (options_done || s[0] != '-' || !s[1]) {
-            a->inputs[a->n_inputs++] = argv[i];
-        } else if (!strcmp(s, "--")) {
-            options_done = 1;
-        } else if (dt_flag(s, "--help") || dt_flag(s, "-h")) {
+        if (dt_read_arg(&a->read, "data tokenize", argc, argv, &i)) continue;
+        if (opt_is_help(s)) {
             usage(stdout);
             exit(0);
-        } else if ((v = dt_option(argc, argv, &i, "--tokenizer"))) {
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--tokenizer"))) {
             a->tokenizer = v;
-        } else if ((v = dt_option(argc, argv, &i, "--out"))) {
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--out"))) {
             a->out = v;
-        } else if ((v = dt_option(argc, argv, &i, "--text-field"))) {
-            a->docs.text_field = v;
-        } else if ((v = dt_option(argc, argv, &i, "--text-docs"))) {
-            if (dt_parse_text_docs(v, &a->docs.text_docs))
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--text-docs"))) {
+            if (dt_parse_text_docs(v, &a->read.docs.text_docs))
                 rt_die("--text-docs: '%s' is not one of file, paragraph, line", v);
-        } else if (dt_flag(s, "--skip-bad-lines")) {
-            a->docs.skip_bad_lines = 1;
-        } else if (dt_flag(s, "--append-eos")) {
+        } else if (!strcmp(s, "--append-eos")) {
             a->append_eos = 1;
-        } else if ((v = dt_option(argc, argv, &i, "--val-fraction"))) {
-            a->val_fraction = dt_parse_double("--val-fraction", v, 0, 1);
-        } else if ((v = dt_option(argc, argv, &i, "--split-seed"))) {
-            a->split_seed = (uint64_t)dt_parse_int("--split-seed", v, 0, INT64_MAX);
-        } else if ((v = dt_option(argc, argv, &i, "--shard-tokens"))) {
-            a->shard_tokens = dt_parse_int("--shard-tokens", v, 1, INT64_MAX);
-        } else if ((v = dt_option(argc, argv, &i, "--threads"))) {
-            a->threads = (int)dt_parse_int("--threads", v, 1, 4096);
-        } else if (dt_flag(s, "--overwrite")) {
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--val-fraction"))) {
+            a->val_fraction = opt_parse_number("--val-fraction", v, 0, 1);
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--split-seed"))) {
+            a->split_seed = (uint64_t)opt_parse_int("--split-seed", v, 0, INT64_MAX);
+        } else if ((v = opt_value("data tokenize", argc, argv, &i, "--shard-tokens"))) {
+            a->shard_tokens = opt_parse_int("--shard-tokens", v, 1, INT64_MAX);
+        } else if (!strcmp(s, "--overwrite")) {
             a->overwrite = 1;
         } else {
-            dt_die_unknown_option("tokenize", s, known);
+            opt_die_unknown("data tokenize", s, known);
         }
     }
     if (!a->tokenizer) rt_die("missing --tokenizer MODEL (see rotor data tokenize --help)");
     if (!a->out) rt_die("missing --out DIR (see rotor data tokenize --help)");
-    if (!a->n_inputs) rt_die("no INPUT files given (see rotor data tokenize --help)");
+    if (!a->read.n_inputs) rt_die("no INPUT files given (see rotor data tokenize --help)");
 }
 
 /* ---- the two splits and their shards ---- */
@@ -193,7 +180,7 @@ static void close_shard(Split *sp) {
 }
 
 /* Appends one document to the split, opening a shard first and closing it once it reaches
- * shard_tokens (FORMATS.md: documents are never split across shards). */
+ * shard_tokens (docs/formats.md: documents are never split across shards). */
 static void add_document(Split *sp, const Args *a, const ShardInfo *info, const int32_t *ids,
                          size_t n) {
     char err[1024];
@@ -414,9 +401,9 @@ static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *
         "format", "rotor-tokens-manifest", "format_version", 1, "created_by",
         "rotor " ROTOR_VERSION " data tokenize", "tokenizer", "path", tok_path(tok), "sha256",
         tok_sha256(tok), "vocab_size", tok_vocab_size(tok), "bos_id", tok_bos_id(tok), "eos_id",
-        tok_eos_id(tok), "inputs", inputs, "options", "text_field", a->docs.text_field, "text_docs",
-        dt_text_docs_name(a->docs.text_docs), "append_eos", a->append_eos, "skip_bad_lines",
-        a->docs.skip_bad_lines, "val_fraction", a->val_fraction, "split_seed",
+        tok_eos_id(tok), "inputs", inputs, "options", "text_field", a->read.docs.text_field, "text_docs",
+        dt_text_docs_name(a->read.docs.text_docs), "append_eos", a->append_eos, "skip_bad_lines",
+        a->read.docs.skip_bad_lines, "val_fraction", a->val_fraction, "split_seed",
         (json_int_t)a->split_seed, "shard_tokens", (json_int_t)a->shard_tokens, "skipped",
         "empty_documents", (json_int_t)empty, "bad_lines", (json_int_t)bad, "input_bytes",
         (json_int_t)bytes, "text_bytes", (json_int_t)text_bytes, "splits", "train",
@@ -438,7 +425,7 @@ static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *
 int dt_tokenize_main(int argc, char **argv) {
     Args a;
     parse_args(argc, argv, &a);
-    if (a.threads) omp_set_num_threads(a.threads);
+    if (a.read.threads) omp_set_num_threads(a.read.threads);
 
     char err[1024];
     Tokenizer *tok = tok_load(a.tokenizer, err, sizeof err);
@@ -450,7 +437,7 @@ int dt_tokenize_main(int argc, char **argv) {
         rt_die("%s: the tokenizer has no EOS token (needed by --append-eos)", a.tokenizer);
 
     DtInputs in;
-    dt_inputs_expand(&in, a.inputs, a.n_inputs);
+    dt_inputs_expand(&in, a.read.inputs, a.read.n_inputs);
 
     ShardInfo info;
     memset(&info, 0, sizeof info);
@@ -458,7 +445,7 @@ int dt_tokenize_main(int argc, char **argv) {
     info.bos_id = tok_bos_id(tok);
     info.eos_id = tok_eos_id(tok);
     snprintf(info.tokenizer_sha256, sizeof info.tokenizer_sha256, "%s", tok_sha256(tok));
-    make_source(info.source, sizeof info.source, a.inputs, a.n_inputs);
+    make_source(info.source, sizeof info.source, a.read.inputs, a.read.n_inputs);
 
     const char *names[2] = {"train", "val"};
     for (int k = 0; k < 2; k++) {
@@ -473,7 +460,7 @@ int dt_tokenize_main(int argc, char **argv) {
     rt_free(manifest);
     dt_catch_interrupts();
 
-    DtDocReader *r = dt_docs_open(&in, &a.docs);
+    DtDocReader *r = dt_docs_open(&in, &a.read.docs);
     ValRule rule = val_rule(a.val_fraction);
     Block b;
     memset(&b, 0, sizeof b);
@@ -522,6 +509,6 @@ int dt_tokenize_main(int argc, char **argv) {
     }
     dt_inputs_free(&in);
     tok_free(tok);
-    rt_free(a.inputs);
+    dt_read_args_free(&a.read);
     return 0;
 }

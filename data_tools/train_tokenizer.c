@@ -15,6 +15,7 @@
 #include "dt_input.h"
 #include "tokenizer.h"
 #include "util/error.h"
+#include "util/options.h"
 #include "util/fsutil.h"
 #include "util/timer.h"
 
@@ -45,10 +46,7 @@ static void usage(FILE *f) {
 typedef struct {
     const char *out, *model_type;
     int64_t vocab_size, max_sentences;
-    int threads;
-    DtDocOptions docs;
-    char **inputs;
-    int n_inputs;
+    DtReadArgs read;
 } Args;
 
 static void parse_args(int argc, char **argv, Args *a) {
@@ -58,42 +56,30 @@ static void parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->model_type = "bpe";
     a->max_sentences = 2000000;
-    a->docs.text_field = "text";
-    a->docs.text_docs = DT_DOCS_LINE; /* text files: every line, as for JSONL documents */
-    a->inputs = rt_malloc(sizeof(char *) * (size_t)(argc > 0 ? argc : 1));
-    int options_done = 0;
+    dt_read_args_init(&a->read, argc, DT_DOCS_LINE); /* text files: every line, as for JSONL documents */
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
-        if (options_done || s[0] != '-' || !s[1]) {
-            a->inputs[a->n_inputs++] = argv[i];
-        } else if (!strcmp(s, "--")) {
-            options_done = 1;
-        } else if (dt_flag(s, "--help") || dt_flag(s, "-h")) {
+        if (dt_read_arg(&a->read, "data train-tokenizer", argc, argv, &i)) continue;
+        if (opt_is_help(s)) {
             usage(stdout);
             exit(0);
-        } else if ((v = dt_option(argc, argv, &i, "--out"))) {
+        } else if ((v = opt_value("data train-tokenizer", argc, argv, &i, "--out"))) {
             a->out = v;
-        } else if ((v = dt_option(argc, argv, &i, "--vocab-size"))) {
-            a->vocab_size = dt_parse_int("--vocab-size", v, 1, INT32_MAX);
-        } else if ((v = dt_option(argc, argv, &i, "--model-type"))) {
+        } else if ((v = opt_value("data train-tokenizer", argc, argv, &i, "--vocab-size"))) {
+            a->vocab_size = opt_parse_int("--vocab-size", v, 1, INT32_MAX);
+        } else if ((v = opt_value("data train-tokenizer", argc, argv, &i, "--model-type"))) {
             if (strcmp(v, "bpe") && strcmp(v, "unigram"))
                 rt_die("--model-type: '%s' is not one of bpe, unigram", v);
             a->model_type = v;
-        } else if ((v = dt_option(argc, argv, &i, "--max-sentences"))) {
-            a->max_sentences = dt_parse_int("--max-sentences", v, 1, INT64_MAX);
-        } else if ((v = dt_option(argc, argv, &i, "--text-field"))) {
-            a->docs.text_field = v;
-        } else if (dt_flag(s, "--skip-bad-lines")) {
-            a->docs.skip_bad_lines = 1;
-        } else if ((v = dt_option(argc, argv, &i, "--threads"))) {
-            a->threads = (int)dt_parse_int("--threads", v, 1, 4096);
+        } else if ((v = opt_value("data train-tokenizer", argc, argv, &i, "--max-sentences"))) {
+            a->max_sentences = opt_parse_int("--max-sentences", v, 1, INT64_MAX);
         } else {
-            dt_die_unknown_option("train-tokenizer", s, known);
+            opt_die_unknown("data train-tokenizer", s, known);
         }
     }
     if (!a->out) rt_die("missing --out PREFIX (see rotor data train-tokenizer --help)");
     if (!a->vocab_size) rt_die("missing --vocab-size N (see rotor data train-tokenizer --help)");
-    if (!a->n_inputs) rt_die("no INPUT files given (see rotor data train-tokenizer --help)");
+    if (!a->read.n_inputs) rt_die("no INPUT files given (see rotor data train-tokenizer --help)");
 }
 
 /* ---- the temporary text file ---- */
@@ -137,14 +123,14 @@ static FILE *create_tmp(void) {
 int dt_train_tokenizer_main(int argc, char **argv) {
     Args a;
     parse_args(argc, argv, &a);
-    int threads = a.threads ? a.threads : omp_get_max_threads();
+    int threads = a.read.threads ? a.read.threads : omp_get_max_threads();
     DtInputs in;
-    dt_inputs_expand(&in, a.inputs, a.n_inputs);
+    dt_inputs_expand(&in, a.read.inputs, a.read.n_inputs);
 
     /* The sentences: every non-blank line of every document, "\r" line ends dropped. */
     double t0 = rt_now();
     FILE *f = create_tmp();
-    DtDocReader *r = dt_docs_open(&in, &a.docs);
+    DtDocReader *r = dt_docs_open(&in, &a.read.docs);
     char *sample = rt_malloc(SAMPLE_BYTES);
     size_t sample_len = 0;
     int64_t lines = 0, bytes = 0;
@@ -193,8 +179,8 @@ int dt_train_tokenizer_main(int argc, char **argv) {
         size_t n = strlen(tmp_path);
         const char *why =
             !strncmp(err, tmp_path, n) && !strncmp(err + n, ": ", 2) ? err + n + 2 : err;
-        rt_die("%s (on %s lines of %s%s)", why, dt_commas(lines, c2), a.inputs[0],
-               a.n_inputs > 1 ? " and others" : "");
+        rt_die("%s (on %s lines of %s%s)", why, dt_commas(lines, c2), a.read.inputs[0],
+               a.read.n_inputs > 1 ? " and others" : "");
     }
     remove_tmp();
 
@@ -218,6 +204,6 @@ int dt_train_tokenizer_main(int argc, char **argv) {
     rt_free(model);
     rt_free(sample);
     dt_inputs_free(&in);
-    rt_free(a.inputs);
+    dt_read_args_free(&a.read);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* Zero-shot evaluation exactly as lm-evaluation-harness scores it (EVAL.md part A):
+/* Zero-shot evaluation exactly as lm-evaluation-harness scores it (docs/evaluation.md part A):
  * task adapters build (context, continuation) requests, requests are tokenised
  * whole-minus-prefix, a model gives each its log-likelihood, and the metrics follow. */
 #ifndef ROTOR_EVAL_H
@@ -61,12 +61,12 @@ void eval_task_free(EvalTask *t);
  * number of choices, the gold index and the raw choice strings (for acc_norm). */
 int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **context,
                        char **continuation, char *err, size_t errlen);
-/* HellaSwag's preprocess(t) (EVAL.md): strip, " [title]" -> ". ", delete non-greedy
+/* HellaSwag's preprocess(t) (docs/evaluation.md part A): strip, " [title]" -> ". ", delete non-greedy
  * "[...]" (not across newlines), one pass of "  " -> " ". New string. */
 char *eval_hellaswag_preprocess(const char *text);
 /* Python str.capitalize (first character title-cased, the rest lower-cased). */
 char *eval_capitalize(const char *text);
-/* Whole-minus-prefix tokenisation (EVAL.md scoring primitive steps 1-2): moves trailing
+/* Whole-minus-prefix tokenisation (docs/evaluation.md "Scoring a request", steps 1-2): moves trailing
  * whitespace of *context to the front of *continuation (reallocating both), then encodes
  * context + continuation and context alone; tokens = [BOS if add_bos] + context tokens +
  * whole[len(context tokens):] (the harness's _encode_pair), n_cont = len(whole) - len(context

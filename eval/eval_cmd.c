@@ -1,4 +1,5 @@
 /* `rotor eval`: zero-shot evaluation of a checkpoint on the paper's Table 3 tasks. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: rotor eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n\n"
-            "Zero-shot evaluation exactly as lm-evaluation-harness scores it (EVAL.md).\n"
+            "Zero-shot evaluation exactly as lm-evaluation-harness scores it (docs/evaluation.md).\n"
             "Runs under mpirun too: documents are split across the ranks.\n\n"
             "  --ckpt DIR          checkpoint directory (config.json, model.safetensors)\n"
             "  --tasks LIST        comma-separated, from: %s (or 'all')\n"
@@ -38,21 +39,21 @@ int eval_main(int argc, char **argv) {
     static const char *const opts[] = {"--ckpt", "--tasks", "--data-dir", "--tokenizer", "--limit", "--batch",
                                        "--no-bos", "--out", "--log-samples", "--device", "--threads", "--help", NULL};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (opt_is_help(argv[i])) {
             usage(stdout);
             return 0;
-        } else if ((v = cmd_option("eval", argc, argv, &i, "--ckpt"))) ckpt = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--tasks"))) tasks_arg = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--data-dir"))) data_dir = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--tokenizer"))) tok_path = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--limit"))) limit = cmd_parse_int("--limit", v, 1);
-        else if ((v = cmd_option("eval", argc, argv, &i, "--batch"))) batch = cmd_parse_int("--batch", v, 1);
-        else if ((v = cmd_option("eval", argc, argv, &i, "--out"))) out = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--log-samples"))) samples = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--device"))) device = v;
-        else if ((v = cmd_option("eval", argc, argv, &i, "--threads"))) threads = cmd_parse_int("--threads", v, 1);
+        } else if ((v = opt_value("eval", argc, argv, &i, "--ckpt"))) ckpt = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--tasks"))) tasks_arg = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--data-dir"))) data_dir = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--tokenizer"))) tok_path = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--limit"))) limit = opt_parse_int("--limit", v, 1, INT64_MAX);
+        else if ((v = opt_value("eval", argc, argv, &i, "--batch"))) batch = opt_parse_int("--batch", v, 1, INT_MAX);
+        else if ((v = opt_value("eval", argc, argv, &i, "--out"))) out = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--log-samples"))) samples = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--device"))) device = v;
+        else if ((v = opt_value("eval", argc, argv, &i, "--threads"))) threads = opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) add_bos = 0;
-        else cmd_die_unknown("eval", argv[i], opts);
+        else opt_die_unknown("eval", argv[i], opts);
     }
     if (!ckpt || !tasks_arg || !data_dir) {
         usage(stderr);

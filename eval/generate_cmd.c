@@ -3,6 +3,7 @@
  * one JSON object per prompt. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,35 +49,50 @@ typedef struct {
     char where[1100]; /* "--prompt" or FILE:LINE, for errors */
 } Prompt;
 
+static void free_prompts(Prompt *p, int n) {
+    for (int r = 0; r < n; r++) rt_free(p[r].text);
+    rt_free(p);
+}
+
 /* Reads the prompts of a JSONL file: blank lines are skipped; every other line must be an
- * object with a non-empty string "prompt". Dies naming the file and line at fault. */
-static Prompt *read_prompts(const char *path, int *count) {
+ * object with a non-empty string "prompt". NULL with the file and line at fault in err when
+ * it is not so (nothing is left allocated). */
+static Prompt *read_prompts(const char *path, int *count, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) rt_die("--prompts %s: %s", path, strerror(errno));
+    if (!f) {
+        rt_error(err, errlen, NULL, "--prompts %s: %s", path, strerror(errno));
+        return NULL;
+    }
     Prompt *p = NULL;
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, rc = 0;
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
-    for (long lineno = 1; (len = getline(&line, &line_cap, f)) >= 0; lineno++) {
+    for (long lineno = 1; !rc && (len = getline(&line, &line_cap, f)) >= 0; lineno++) {
         if (strspn(line, " \t\r\n") == (size_t)len) continue;
         json_error_t jerr;
         json_t *doc = json_loadb(line, (size_t)len, 0, &jerr);
-        if (!doc) rt_die("%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
         json_t *s = json_object_get(doc, "prompt");
-        if (!json_is_object(doc) || !json_is_string(s))
-            rt_die("%s:%ld: expected an object with a string \"prompt\"", path, lineno);
-        if (!json_string_length(s)) rt_die("%s:%ld: the prompt is empty", path, lineno);
-        if (n == cap) p = rt_realloc(p, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
-        p[n].text = rt_strdup(json_string_value(s));
-        snprintf(p[n].where, sizeof p[n].where, "%s:%ld", path, lineno);
-        n++;
+        if (!doc) rc = rt_error(err, errlen, NULL, "%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
+        else if (!json_is_object(doc) || !json_is_string(s))
+            rc = rt_error(err, errlen, NULL, "%s:%ld: expected an object with a string \"prompt\"", path, lineno);
+        else if (!json_string_length(s)) rc = rt_error(err, errlen, NULL, "%s:%ld: the prompt is empty", path, lineno);
+        else {
+            if (n == cap) p = rt_realloc(p, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
+            p[n].text = rt_strdup(json_string_value(s));
+            snprintf(p[n].where, sizeof p[n].where, "%s:%ld", path, lineno);
+            n++;
+        }
         json_decref(doc);
     }
-    if (ferror(f)) rt_die("--prompts %s: read error: %s", path, strerror(errno));
+    if (!rc && ferror(f)) rc = rt_error(err, errlen, NULL, "--prompts %s: read error: %s", path, strerror(errno));
+    if (!rc && !n) rc = rt_error(err, errlen, NULL, "--prompts %s: no prompts in the file", path);
     free(line);
     fclose(f);
-    if (!n) rt_die("--prompts %s: no prompts in the file", path);
+    if (rc) {
+        free_prompts(p, n);
+        return NULL;
+    }
     *count = n;
     return p;
 }
@@ -152,31 +168,31 @@ static void parse_options(int argc, char **argv, Options *o) {
                                         "--out",    "--device", "--threads", "--help",           NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (opt_is_help(argv[i])) {
             usage(stdout);
             exit(0);
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--ckpt"))) o->ckpt = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--prompt"))) o->prompt = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--prompts"))) o->prompts = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--max-new-tokens"))) {
-            int64_t n = cmd_parse_int("--max-new-tokens", v, 1);
+        } else if ((v = opt_value("generate", argc, argv, &i, "--ckpt"))) o->ckpt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompt"))) o->prompt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompts"))) o->prompts = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--max-new-tokens"))) {
+            int64_t n = opt_parse_int("--max-new-tokens", v, 1, INT64_MAX);
             o->max_new = n > INT_MAX / 2 ? INT_MAX / 2 : (int)n; /* the context caps it anyway */
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--temperature")))
-            o->sampling.temperature = cmd_parse_number("--temperature", v);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--top-k"))) {
-            int64_t k = cmd_parse_int("--top-k", v, INT_MIN); /* a negative k is sampling_check's error */
+        } else if ((v = opt_value("generate", argc, argv, &i, "--temperature")))
+            o->sampling.temperature = opt_parse_number("--temperature", v, -INFINITY, INFINITY);
+        else if ((v = opt_value("generate", argc, argv, &i, "--top-k"))) {
+            int64_t k = opt_parse_int("--top-k", v, INT_MIN, INT64_MAX); /* a negative k is sampling_check's error */
             o->sampling.top_k = k > INT_MAX ? INT_MAX : (int)k;
-        } else if ((v = cmd_option("generate", argc, argv, &i, "--top-p")))
-            o->sampling.top_p = cmd_parse_number("--top-p", v);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--seed")))
-            o->sampling.seed = (uint64_t)cmd_parse_int("--seed", v, 0);
-        else if ((v = cmd_option("generate", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--out"))) o->out = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--device"))) o->device = v;
-        else if ((v = cmd_option("generate", argc, argv, &i, "--threads")))
-            o->threads = (int)cmd_parse_int("--threads", v, 1);
+        } else if ((v = opt_value("generate", argc, argv, &i, "--top-p")))
+            o->sampling.top_p = opt_parse_number("--top-p", v, -INFINITY, INFINITY);
+        else if ((v = opt_value("generate", argc, argv, &i, "--seed")))
+            o->sampling.seed = (uint64_t)opt_parse_int("--seed", v, 0, INT64_MAX);
+        else if ((v = opt_value("generate", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--out"))) o->out = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--device"))) o->device = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--threads")))
+            o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
-        else cmd_die_unknown("generate", argv[i], known);
+        else opt_die_unknown("generate", argv[i], known);
     }
     if (!o->ckpt) {
         usage(stderr);
@@ -232,7 +248,8 @@ int generate_main(int argc, char **argv) {
     int rows = 1;
     Prompt *ps;
     if (o.prompts) {
-        ps = read_prompts(o.prompts, &rows);
+        char err[2048];
+        if (!(ps = read_prompts(o.prompts, &rows, err, sizeof err))) rt_die("%s", err);
     } else {
         ps = rt_calloc(1, sizeof *ps);
         ps->text = rt_strdup(o.prompt);
@@ -293,12 +310,9 @@ int generate_main(int argc, char **argv) {
             (double)st.state_bytes / (1024.0 * 1024.0), st.max_len, model_backend(m)->name, par_max_threads());
 
     free(prompt0_text);
-    for (int r = 0; r < rows; r++) {
-        rt_free(seqs[r]);
-        rt_free(ps[r].text);
-    }
+    for (int r = 0; r < rows; r++) rt_free(seqs[r]);
     rt_free(seqs);
-    rt_free(ps);
+    free_prompts(ps, rows);
     rt_free(lens);
     rt_free(res);
     rt_free(context_key);

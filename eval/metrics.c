@@ -1,11 +1,11 @@
-/* Metrics, results.json and the Table 3 markdown row (EVAL.md part A "Metrics"; FORMATS.md
- * "Eval results"). Per-document scores follow lm-evaluation-harness lm_eval/api/task.py
+/* Metrics, results.json and the Table 3 markdown row (docs/evaluation.md part A "Metrics";
+ * docs/formats.md "Evaluation results"). Per-document scores follow lm-evaluation-harness lm_eval/api/task.py
  * process_results (commit 4e7e0d47): pred = np.argmax(lls), pred_norm = np.argmax(lls /
  * completion_len) with completion_len = len(choice) in code points; for loglikelihood tasks
  * (LAMBADA) acc = is_greedy and the perplexity item is ll. Aggregation follows
  * lm_eval/api/metrics.py: mean; perplexity = exp(-mean(ll)); mean_stderr = sample_stddev /
  * sqrt(n) with sample_stddev using n - 1. The harness bootstraps the perplexity stderr; we
- * use the delta method, ppl * sample_stddev(ll) / sqrt(n) (EVAL.md allows it). With fewer
+ * use the delta method, ppl * sample_stddev(ll) / sqrt(n) (docs/evaluation.md says so). With fewer
  * than two documents a stderr is undefined (the harness writes "N/A"): NaN here, null in
  * results.json. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Scoring the requests with a model (EVAL.md part A, step 3): each request's input is its
+/* Scoring the requests with a model (docs/evaluation.md part A, "Scoring a request" step 3): each request's input is its
  * tokens without the last, left-truncated to the model's context; the log-probabilities of
  * the continuation tokens are summed (ll) and is_greedy says whether each was the argmax.
  * Requests are batched longest first (little padding; the harness orders them the same way)

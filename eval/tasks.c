@@ -1,4 +1,4 @@
-/* The six zero-shot tasks of EVAL.md part A: task files, the harness's request strings and
+/* The six zero-shot tasks of docs/evaluation.md part A: task files, the harness's request strings and
  * the whole-minus-prefix tokenisation. Every rule below reproduces lm-evaluation-harness
  * (EleutherAI/lm-evaluation-harness, checked at commit 4e7e0d47):
  *  - lm_eval/tasks/lambada/lambada_openai.yaml   doc_to_text "{{text.split(' ')[:-1]|join(' ')}}",
@@ -475,7 +475,7 @@ int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **cont
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Tokenisation (EVAL.md scoring primitive; lm_eval/api/model.py)                        */
+/* Tokenisation (docs/evaluation.md "Scoring a request"; lm_eval/api/model.py)                        */
 /* ------------------------------------------------------------------------------------ */
 
 /* TemplateLM.loglikelihood / _encode_pair, for a causal model:

@@ -6,13 +6,24 @@
 # not hidden by that test's pass.
 #   scripts/sanitize.sh              # every CPU test (about half an hour on 2 cores)
 #   scripts/sanitize.sh -R grad      # only tests whose name matches (ctest -R)
+#   scripts/sanitize.sh -L fast      # only the tests labelled fast (.ci/run): builds only
+#                                    # their programs (target fast_tests), a few minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 scripts/setup.sh --deps
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_CUDA=OFF \
       -DROTOR_SANITIZE=ON >/dev/null
-cmake --build build-sanitize -j"$(nproc)"
+# -L LABEL: only the programs of the tests so labelled, where a target LABEL_tests names them
+target=all
+args=("$@")
+for ((k = 0; k + 1 < ${#args[@]}; k++)); do
+    if [ "${args[k]}" = -L ]; then target=${args[k + 1]}_tests; fi
+done
+if [ "$target" != all ] && ! cmake --build build-sanitize --target help | grep -qw -- "$target"; then
+    target=all
+fi
+cmake --build build-sanitize -j"$(nproc)" --target "$target"
 
 logs=$root/build-sanitize/sanitizer-logs
 rm -rf "$logs"

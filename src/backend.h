@@ -131,11 +131,15 @@ struct Backend {
     int (*profile_read)(OpTime *rows, int max);
 };
 
+#define CHUNK_SIZE 64
+
 /* Number of [f32] elements gla_fwd/gdn_fwd store in `states` for a batch: one K x V state
  * per head at the start of every chunk of every segment. */
-int64_t chunk_states_size(const Seqs *s, int H, int K, int V);
-
-#define CHUNK_SIZE 64
+static inline int64_t chunk_states_size(const Seqs *s, int H, int K, int V) {
+    int64_t chunks = 0;
+    for (int i = 0; i < s->nseg; i++) chunks += (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
+    return chunks * H * (int64_t)K * V;
+}
 
 const Backend *backend_cpu(void);
 

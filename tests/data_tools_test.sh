@@ -46,8 +46,8 @@ expect_error "unknown option '--shard-token'; did you mean '--shard-tokens'" dat
 expect_error "unknown option '--sampel'; did you mean '--sample'" data inspect x --sampel 2
 expect_error "unknown option '--vocab-sise'; did you mean '--vocab-size'" data train-tokenizer --vocab-sise 9
 expect_error "missing --tokenizer" data tokenize --out o x.txt
-expect_error "--val-fraction: 2 is out of range" data tokenize --val-fraction 2
-expect_error "--shard-tokens: 'lots' is not an integer" data tokenize --shard-tokens lots
+expect_error "--val-fraction = '2': expected a number in \[0, 1\]" data tokenize --val-fraction 2
+expect_error "--shard-tokens = 'lots': expected an integer >= 1" data tokenize --shard-tokens lots
 expect_error "--text-docs: 'page' is not one of file, paragraph, line" data tokenize --text-docs page
 echo "not a model" >notmodel.model
 echo "some text" >t.txt

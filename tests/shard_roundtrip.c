@@ -1,6 +1,6 @@
 /* Test helper for tests/data_tools_test.sh: reads token shards with the plain HDF5 API
  * (independently of src/data/shard.c) and prints, per shard, one JSON line with what
- * FORMATS.md "Token shards" specifies: the root attributes, the /tokens datatype and
+ * docs/formats.md "Token shards" specifies: the root attributes, the /tokens datatype and
  * layout, checks of /doc_offsets, and every document decoded with the tokenizer.
  *
  *   shard_roundtrip MODEL SPLIT_SEED SHARD...

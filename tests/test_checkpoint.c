@@ -1023,6 +1023,7 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
     CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
+    json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",
                                                                                   "RotRNNForCausalLM"};

@@ -1,5 +1,5 @@
 /* Zero-shot task adapters (eval/tasks.c) and metrics (eval/metrics.c) against
- * lm-evaluation-harness semantics (EVAL.md part A).
+ * lm-evaluation-harness semantics (docs/evaluation.md part A).
  *
  * Pinned requests: for real documents of every task file in ../shared/data/eval (the
  * awkward ones: LAMBADA targets with quotes and newlines inside the last "word", PIQA

@@ -1,4 +1,4 @@
-/* The synthetic task generators (EVAL.md part B): MQAR layout and its power-law query gaps,
+/* The synthetic task generators (docs/evaluation.md part B): MQAR layout and its power-law query gaps,
  * group word problems against a brute-force running product over independently built
  * permutations, copy sequences well formed, nnRNN's copy-memory rows position by position, and
  * the train/test streams disjoint. */

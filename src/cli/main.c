@@ -1,4 +1,4 @@
-/* rotor: the single entry point, with subcommands (FORMATS.md "Commands"). */
+/* rotor: the single entry point, with subcommands (docs/formats.md "Commands"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +14,14 @@
 #include "train/optimizer.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/options.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "rotor %s: language-model pretraining with GLA, Gated DeltaNet and FoX mixers\n"
-            "          and NoPE / RoPE / Selective RoPE position embeddings.\n\n"
+            "rotor %s: language-model pretraining with Selective RoPE. Mixers (model.type): GLA,\n"
+            "          Gated DeltaNet, FoX, Transformer, DeltaNet, Mamba2, LRU, RotRNN, and the\n"
+            "          RNN, orthogonal RNN, expRNN, nnRNN and LSTM cells; position embeddings\n"
+            "          (pe.type): NoPE, RoPE, Selective RoPE.\n\n"
             "usage: rotor <command> [options]\n\n"
             "commands:\n"
             "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
@@ -62,17 +65,6 @@ static void info_usage(FILE *f) {
                "  --config-json PATH  also write the model's Hugging Face config.json to PATH\n");
 }
 
-static void die_unknown(const char *what, const char *got, const char *const *known) {
-    const char *best = NULL;
-    int bd = 3;
-    for (int i = 0; known[i]; i++) {
-        int d = rt_edit_distance(got, known[i]);
-        if (d < bd) bd = d, best = known[i];
-    }
-    if (best) rt_die("unknown %s '%s'; did you mean '%s'? (see rotor --help)", what, got, best);
-    rt_die("unknown %s '%s' (see rotor --help)", what, got);
-}
-
 typedef struct {
     const char *config;
     const char *sets[256];
@@ -81,34 +73,26 @@ typedef struct {
     const char *config_json; /* info */
 } Args;
 
-/* Value of "--name value" or "--name=value" at argv[*i], or NULL if argv[*i] is not --name. */
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) || (argv[*i][n] && argv[*i][n] != '=')) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (*i + 1 >= argc) rt_die("%s needs a value (see --help)", name);
-    return argv[++*i];
-}
-
 /* Parses CONFIG [--set k=v]... plus --resume X (train) or --config-json PATH (info). */
 static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help)(FILE *)) {
+    const char *cmd = is_train ? "train" : "info";
     memset(a, 0, sizeof(*a));
     static const char *const opts_train[] = {"--set", "--resume", "--help", NULL};
     static const char *const opts_info[] = {"--set", "--config-json", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+        if (opt_is_help(s)) {
             help(stdout);
             exit(0);
-        } else if ((v = option_value(argc, argv, &i, "--set"))) {
+        } else if ((v = opt_value(cmd, argc, argv, &i, "--set"))) {
             if (a->nsets == 256) rt_die("too many --set options (at most 256)");
             a->sets[a->nsets++] = v;
-        } else if (is_train && (v = option_value(argc, argv, &i, "--resume"))) {
+        } else if (is_train && (v = opt_value(cmd, argc, argv, &i, "--resume"))) {
             a->resume = v;
-        } else if (!is_train && (v = option_value(argc, argv, &i, "--config-json"))) {
+        } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--config-json"))) {
             a->config_json = v;
         } else if (s[0] == '-') {
-            die_unknown("option", s, is_train ? opts_train : opts_info);
+            opt_die_unknown(cmd, s, is_train ? opts_train : opts_info);
         } else if (!a->config) {
             a->config = s;
         } else {
@@ -175,7 +159,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (opt_is_help(cmd) || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
     }
@@ -203,5 +187,5 @@ int main(int argc, char **argv) {
         return status;
     }
     static const char *const commands[] = {"train", "info", "data", "eval", "generate", "synth", "version", NULL};
-    die_unknown("command", cmd, commands);
+    opt_die_unknown_word(NULL, "command", cmd, commands);
 }

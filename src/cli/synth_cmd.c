@@ -16,6 +16,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/options.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
@@ -30,18 +31,17 @@ int synth_main(int argc, char **argv) {
     const char *config = NULL;
     const char *sets[258] = {"data.train=task", "data.val=task"};
     int nsets = 2;
+    static const char *const known[] = {"--set", "--help", NULL};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        const char *v;
+        if (opt_is_help(argv[i])) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
-            if (nsets == 258) rt_die("too many --set options");
-            sets[nsets++] = argv[++i];
-        } else if (!strncmp(argv[i], "--set=", 6)) {
-            if (nsets == 258) rt_die("too many --set options");
-            sets[nsets++] = argv[i] + 6;
+        } else if ((v = opt_value("synth", argc, argv, &i, "--set"))) {
+            if (nsets == 258) rt_die("too many --set options (at most 256)");
+            sets[nsets++] = v;
         } else if (argv[i][0] == '-') {
-            rt_die("unknown option '%s' (see rotor synth --help)", argv[i]);
+            opt_die_unknown("synth", argv[i], known);
         } else if (!config) {
             config = argv[i];
         } else {

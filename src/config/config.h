@@ -1,5 +1,5 @@
-/* Everything a run is configured with: the [model] [pe] [train] [data] [run] sections of
- * the INI config (FORMATS.md), parsed and validated by src/config/run_config.c. */
+/* Everything a run is configured with: the [model] [pe] [train] [data] [run] [task] sections
+ * of the INI config (docs/formats.md "Configs"), parsed and validated by src/config/run_config.c. */
 #ifndef ROTOR_CONFIG_CONFIG_H
 #define ROTOR_CONFIG_CONFIG_H
 
@@ -72,7 +72,7 @@ typedef struct {
     double bucket_mb;     /* MiB of gradients per all-reduce started during the backward */
 } RunSection;
 
-/* A task of `rotor synth` (EVAL.md part B), synthetic or classification (data/image_task.h,
+/* A task of `rotor synth` (docs/evaluation.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
     char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "pathfinder", "listops", "text_bytes", "aan", "chars" (the shorthands parity, a3, ... become state) */

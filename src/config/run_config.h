@@ -1,5 +1,5 @@
-/* The run configuration: the [model] [pe] [train] [data] [run] sections of an INI file
- * (FORMATS.md "Configs") plus `--set section.key=value` overrides, parsed against one
+/* The run configuration: the [model] [pe] [train] [data] [run] [task] sections of an INI
+ * file (docs/formats.md "Configs") plus `--set section.key=value` overrides, parsed against one
  * schema table into a validated RunConfig (config/config.h). Every error message names
  * where it came from (file:line or --set), the key, the bad value and what is expected. */
 #ifndef ROTOR_RUN_CONFIG_H

@@ -27,10 +27,5 @@ void cpu_selrope_angles_bwd(void *dphi, void *dbias, void *dgate_logit, void *dt
                             void *dangle, const void *phi, const void *bias,
                             const void *gate_logit, const void *temp, const void *Phi,
                             const Seqs *s, int H, int P);
-/* Chunk numbering of the linear-attention kernels: chunks of all segments are numbered in
- * order, and the state block of (segment seg, its chunk c, head h) starts at
- * ((bases[seg] + c) * H + h) * K * V in `states`. Returns bases[0..nseg] (bases[nseg] =
- * total chunks), malloc'd. */
-int64_t *chunk_bases(const Seqs *s);
 
 #endif

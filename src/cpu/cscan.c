@@ -13,28 +13,8 @@
  * segment_reverse turns every segment around for the bidirectional scan (§16). */
 #include <string.h>
 
-#include "cpu/cpu_ops.h"
+#include "cpu/chunks.h"
 #include "util/error.h"
-
-typedef struct {
-    int64_t first; /* first token */
-    int len, seg;
-} Chunk;
-
-/* Every chunk of every segment in order (the numbering of chunk_bases). */
-static Chunk *chunk_list(const Seqs *s, int64_t *nchunk) {
-    int64_t *bases = chunk_bases(s);
-    *nchunk = bases[s->nseg];
-    Chunk *ch = rt_malloc(sizeof(Chunk) * (size_t)(*nchunk ? *nchunk : 1));
-    for (int seg = 0; seg < s->nseg; seg++)
-        for (int64_t k = bases[seg]; k < bases[seg + 1]; k++) {
-            int64_t first = s->cu[seg] + (k - bases[seg]) * CHUNK_SIZE;
-            int64_t left = s->cu[seg + 1] - first;
-            ch[k] = (Chunk){first, (int)(left < CHUNK_SIZE ? left : CHUNK_SIZE), seg};
-        }
-    rt_free(bases);
-    return ch;
-}
 
 /* lambda_c^p = exp(p (loga_c + i angle_c)) as (re, im). */
 static inline void eig_pow(real *re, real *im, real loga, real angle, double p) {

@@ -120,6 +120,15 @@ static void read_state(real *o, const real *q, const real *S, int K, int V, real
     }
 }
 
+/* The K x V decoding state of row r, head h (rh = r H + h), zeroed where the row starts a
+ * segment. */
+static real *row_state(const LinAttnArgs *a, int64_t rh) {
+    size_t kv = (size_t)a->K * a->V;
+    real *S = (real *)a->state + rh * kv;
+    if (a->s->pos[rh / a->H] == 0) memset(S, 0, sizeof(real) * kv);
+    return S;
+}
+
 void cpu_gla_step(const LinAttnArgs *a) {
     int64_t B = a->s->ntok;
     int H = a->H, K = a->K, V = a->V;
@@ -128,9 +137,8 @@ void cpu_gla_step(const LinAttnArgs *a) {
     for (int64_t r = 0; r < B; r++)
         for (int h = 0; h < H; h++) {
             int64_t rh = r * H + h;
-            real *S = (real *)a->state + rh * K * V;
+            real *S = row_state(a, rh);
             const real *kr = k + rh * K, *vr = v + rh * V;
-            if (a->s->pos[r] == 0) memset(S, 0, sizeof(real) * (size_t)K * V);
             /* S = diag(e^g) S + k^T v (docs/models.md §2) */
             for (int i = 0; i < K; i++) {
                 real e = exp(a->g_per_head ? g[rh] : g[rh * K + i]);
@@ -148,9 +156,8 @@ void cpu_gdn_step(const LinAttnArgs *a) {
     for (int64_t r = 0; r < B; r++)
         for (int h = 0; h < H; h++) {
             int64_t rh = r * H + h;
-            real *S = (real *)a->state + rh * K * V;
+            real *S = row_state(a, rh);
             const real *kr = k + rh * K, *vr = v + rh * V;
-            if (a->s->pos[r] == 0) memset(S, 0, sizeof(real) * (size_t)K * V);
             real eg = g ? exp(g[rh]) : 1, b = beta[rh];
             /* S = e^g (I - b k k^T) S + b k v^T (docs/models.md §3) */
             for (int j = 0; j < V; j++) {

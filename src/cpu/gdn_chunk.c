@@ -14,60 +14,54 @@
  */
 #include <string.h>
 
-#include "cpu/cpu_ops.h"
-#include "cpu/parallel.h"
+#include "cpu/chunks.h"
 #include "util/error.h"
 
 #define C_ CHUNK_SIZE
 
 typedef struct {
     real *Q, *K, *V, *beta, *gam;
-    real *Gam, *KK, *A, *Li, *T, *Kg, *W, *U, *P, *Qg, *Kd, *S;
+    real *Gam, *KK, *A, *Li, *T, *Kg, *W, *U, *P, *Qg, *Kd;
     real *dO, *dKd, *dU, *dQg, *dP, *dW, *dT, *dKg, *dLi, *tmp, *dA, *dQ, *dK, *dV;
-    real *dS, *dS0, *dgam, *dbeta;
+    real *dS0, *dgam, *dbeta;
 } Work;
 
-static Work work_alloc(int K, int V) {
-    Work w;
+static void *work_new(int K, int V) {
+    Work *w = rt_malloc(sizeof *w);
     size_t cc = C_ * C_, ck = (size_t)C_ * K, cv = (size_t)C_ * V, kv = (size_t)K * V;
-    real **mats[] = {&w.Gam, &w.KK, &w.A, &w.Li, &w.T, &w.P, &w.dP, &w.dT, &w.dLi, &w.tmp, &w.dA};
+    real **mats[] = {&w->Gam, &w->KK, &w->A, &w->Li, &w->T, &w->P, &w->dP, &w->dT, &w->dLi, &w->tmp, &w->dA};
     for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
         *mats[i] = rt_alloc_aligned(sizeof(real) * cc);
-    real **cks[] = {&w.Q, &w.K, &w.Kg, &w.W, &w.Qg, &w.Kd, &w.dKd, &w.dQg, &w.dW, &w.dKg, &w.dQ, &w.dK};
+    real **cks[] = {&w->Q, &w->K, &w->Kg, &w->W, &w->Qg, &w->Kd, &w->dKd, &w->dQg, &w->dW, &w->dKg, &w->dQ, &w->dK};
     for (size_t i = 0; i < sizeof(cks) / sizeof(cks[0]); i++)
         *cks[i] = rt_alloc_aligned(sizeof(real) * ck);
-    real **cvs[] = {&w.V, &w.U, &w.dO, &w.dU, &w.dV};
+    real **cvs[] = {&w->V, &w->U, &w->dO, &w->dU, &w->dV};
     for (size_t i = 0; i < sizeof(cvs) / sizeof(cvs[0]); i++)
         *cvs[i] = rt_alloc_aligned(sizeof(real) * cv);
-    w.S = rt_alloc_aligned(sizeof(real) * kv);
-    w.dS = rt_alloc_aligned(sizeof(real) * kv);
-    w.dS0 = rt_alloc_aligned(sizeof(real) * kv);
-    w.beta = rt_alloc_aligned(sizeof(real) * C_);
-    w.gam = rt_alloc_aligned(sizeof(real) * C_);
-    w.dgam = rt_alloc_aligned(sizeof(real) * C_);
-    w.dbeta = rt_alloc_aligned(sizeof(real) * C_);
+    w->dS0 = rt_alloc_aligned(sizeof(real) * kv);
+    w->beta = rt_alloc_aligned(sizeof(real) * C_);
+    w->gam = rt_alloc_aligned(sizeof(real) * C_);
+    w->dgam = rt_alloc_aligned(sizeof(real) * C_);
+    w->dbeta = rt_alloc_aligned(sizeof(real) * C_);
     return w;
 }
 
-static void work_free(Work *w) {
-    real *p[] = {w->Q,   w->K,   w->V,   w->beta, w->gam, w->Gam, w->KK,  w->A,    w->Li,
-                 w->T,   w->Kg,  w->W,   w->U,    w->P,   w->Qg,  w->Kd,  w->S,    w->dO,
-                 w->dKd, w->dU,  w->dQg, w->dP,   w->dW,  w->dT,  w->dKg, w->dLi,  w->tmp,
-                 w->dA,  w->dQ,  w->dK,  w->dV,   w->dS,  w->dS0, w->dgam, w->dbeta};
+static void work_free(void *work) {
+    Work *w = work;
+    real *p[] = {w->Q,  w->K,  w->V,   w->beta, w->gam, w->Gam,  w->KK,  w->A,   w->Li,   w->T,    w->Kg,
+                 w->W,  w->U,  w->P,   w->Qg,   w->Kd,  w->dO,   w->dKd, w->dU,  w->dQg,  w->dP,   w->dW,
+                 w->dT, w->dKg, w->dLi, w->tmp, w->dA,  w->dQ,   w->dK,  w->dV,  w->dS0,  w->dgam, w->dbeta};
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
+    rt_free(w);
 }
 
-/* Loads a chunk and computes every forward intermediate from S_0 (given in w->S). */
-static void chunk_forward(Work *w, const real *q, const real *k, const real *v,
-                          const real *beta, const real *g, int64_t n0, int L, int h, int H,
-                          int K, int V, real scale) {
+/* Loads a chunk and computes every forward intermediate from its start state S0. */
+static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, const real *S0) {
+    int H = a->H, K = a->K, V = a->V, L = c->len;
+    int64_t n0 = c->first;
+    const real *beta = a->beta, *g = a->g;
+    linattn_load(a, c, h, w->Q, w->K, w->V);
     for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
-        for (int i = 0; i < K; i++) {
-            w->Q[t * K + i] = q[rk + i] * scale;
-            w->K[t * K + i] = k[rk + i];
-        }
-        memcpy(w->V + t * V, v + rv, sizeof(real) * V);
         w->beta[t] = beta[(n0 + t) * H + h];
         w->gam[t] = g ? g[(n0 + t) * H + h] + (t ? w->gam[t - 1] : 0) : 0;
     }
@@ -101,48 +95,23 @@ static void chunk_forward(Work *w, const real *q, const real *k, const real *v,
     }
     gemm(0, 0, L, K, L, 1, w->T, C_, w->Kg, K, 0, w->W, K);
     gemm(0, 0, L, V, L, 1, w->T, C_, w->V, V, 0, w->U, V);
-    gemm(0, 0, L, V, K, -1, w->W, K, w->S, V, 1, w->U, V);
+    gemm(0, 0, L, V, K, -1, w->W, K, S0, V, 1, w->U, V);
     gemm(0, 1, L, L, K, 1, w->Q, K, w->K, K, 0, w->P, C_);
     for (int t = 0; t < L; t++)
         for (int s = 0; s < C_; s++) w->P[t * C_ + s] = s <= t ? w->P[t * C_ + s] * w->Gam[t * C_ + s] : 0;
 }
 
-void cpu_gdn_fwd(const LinAttnArgs *a) {
-    const Seqs *s = a->s;
-    int H = a->H, K = a->K, V = a->V;
-    double scale = a->scale;
-    real *o = a->o, *states = a->states;
-    const real *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g;
-    int64_t *bases = chunk_bases(s);
-#pragma omp parallel
-    {
-        Work w = work_alloc(K, V);
-#pragma omp for collapse(2) schedule(dynamic)
-        for (int seg = 0; seg < s->nseg; seg++)
-            for (int h = 0; h < H; h++) {
-                memset(w.S, 0, sizeof(real) * K * V);
-                int64_t c = bases[seg];
-                for (int64_t n0 = s->cu[seg]; n0 < s->cu[seg + 1]; n0 += C_, c++) {
-                    int L = (int)(s->cu[seg + 1] - n0 < C_ ? s->cu[seg + 1] - n0 : C_);
-                    memcpy(states + (c * H + h) * (int64_t)K * V, w.S, sizeof(real) * K * V);
-                    chunk_forward(&w, q, k, v, beta, g, n0, L, h, H, K, V, (real)scale);
-                    /* O = Qg S0 + P U */
-                    gemm(0, 0, L, V, K, 1, w.Qg, K, w.S, V, 0, w.dO, V);
-                    gemm(0, 0, L, V, L, 1, w.P, C_, w.U, V, 1, w.dO, V);
-                    for (int t = 0; t < L; t++)
-                        memcpy(o + ((n0 + t) * H + h) * (int64_t)V, w.dO + t * V, sizeof(real) * V);
-                    /* S = e^{gam_L} S + Kd^T U */
-                    real eL = exp(w.gam[L - 1]);
-                    for (int i = 0; i < K * V; i++) w.S[i] *= eL;
-                    gemm(1, 0, K, V, L, 1, w.Kd, K, w.U, V, 1, w.S, V);
-                }
-                if (a->state)
-                    memcpy((real *)a->state + ((int64_t)seg * H + h) * K * V, w.S,
-                           sizeof(real) * K * V);
-            }
-        work_free(&w);
-    }
-    rt_free(bases);
+/* The chunk's output O = Qg S + P U, then S <- e^{gam_L} S + Kd^T U. */
+static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
+    Work *w = work;
+    int K = a->K, V = a->V, L = c->len;
+    chunk_forward(w, a, c, h, S);
+    gemm(0, 0, L, V, K, 1, w->Qg, K, S, V, 0, w->dO, V);
+    gemm(0, 0, L, V, L, 1, w->P, C_, w->U, V, 1, w->dO, V);
+    chunk_rows_put(a->o, w->dO, c, h, a->H, V);
+    real eL = exp(w->gam[L - 1]);
+    for (int i = 0; i < K * V; i++) S[i] *= eL;
+    gemm(1, 0, K, V, L, 1, w->Kd, K, w->U, V, 1, S, V);
 }
 
 /* dgam_t += sum_s X_ts, dgam_s -= sum_t X_ts for X = D o M over the first L rows/cols. */
@@ -155,135 +124,113 @@ static void gam_pair_grad(real *dgam, const real *D, const real *M, int L) {
         }
 }
 
-void cpu_gdn_bwd(const LinAttnGrads *gr) {
+/* dq, dk, dv, dbeta and dg of the chunk's rows from S0 and dS (the gradient of the state
+ * after the chunk), and dS <- the gradient of S0. */
+static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+    Work *w = work;
     const LinAttnArgs *a = &gr->a;
-    const Seqs *s = a->s;
-    int H = a->H, K = a->K, V = a->V;
-    double scale = a->scale;
-    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dbeta = gr->dbeta, *dg = gr->dg;
-    const real *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *beta = a->beta, *g = a->g,
-               *states = a->states;
-    int64_t *bases = chunk_bases(s);
-#pragma omp parallel
-    {
-        Work w = work_alloc(K, V);
-#pragma omp for collapse(2) schedule(dynamic)
-        for (int seg = 0; seg < s->nseg; seg++)
-            for (int h = 0; h < H; h++) {
-                memset(w.dS, 0, sizeof(real) * K * V);
-                int64_t first = s->cu[seg], end = s->cu[seg + 1];
-                int64_t nch = (end - first + C_ - 1) / C_;
-                for (int64_t ci = nch - 1; ci >= 0; ci--) {
-                    int64_t n0 = first + ci * C_;
-                    int L = (int)(end - n0 < C_ ? end - n0 : C_);
-                    int64_t c = bases[seg] + ci;
-                    const real *S0 = states + (c * H + h) * (int64_t)K * V;
-                    memcpy(w.S, S0, sizeof(real) * K * V);
-                    chunk_forward(&w, q, k, v, beta, g, n0, L, h, H, K, V, (real)scale);
-                    for (int t = 0; t < L; t++)
-                        memcpy(w.dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V, sizeof(real) * V);
-                    memset(w.dgam, 0, sizeof(real) * C_);
-                    memset(w.dbeta, 0, sizeof(real) * C_);
-                    memset(w.dQ, 0, sizeof(real) * C_ * K);
-                    memset(w.dK, 0, sizeof(real) * C_ * K);
+    int H = a->H, K = a->K, V = a->V, L = c->len;
+    int64_t n0 = c->first;
+    real *dbeta = gr->dbeta, *dg = gr->dg;
+    const real *g = a->g;
+    chunk_forward(w, a, c, h, S0);
+    chunk_rows_get(w->dO, gr->dout, c, h, H, V);
+    memset(w->dgam, 0, sizeof(real) * C_);
+    memset(w->dbeta, 0, sizeof(real) * C_);
+    memset(w->dQ, 0, sizeof(real) * C_ * K);
+    memset(w->dK, 0, sizeof(real) * C_ * K);
 
-                    /* S_L = e^{gam_L} S0 + Kd^T U */
-                    real eL = exp(w.gam[L - 1]), sdot = 0;
-                    for (int i = 0; i < K * V; i++) {
-                        w.dS0[i] = eL * w.dS[i];
-                        sdot += S0[i] * w.dS[i];
-                    }
-                    w.dgam[L - 1] += eL * sdot;
-                    gemm(0, 1, L, K, V, 1, w.U, V, w.dS, V, 0, w.dKd, K);
-                    gemm(0, 0, L, V, K, 1, w.Kd, K, w.dS, V, 0, w.dU, V);
-                    for (int t = 0; t < L; t++) {
-                        real ed = exp(w.gam[L - 1] - w.gam[t]), x = 0;
-                        for (int i = 0; i < K; i++) {
-                            w.dK[t * K + i] += ed * w.dKd[t * K + i];
-                            x += w.Kd[t * K + i] * w.dKd[t * K + i];
-                        }
-                        w.dgam[L - 1] += x;
-                        w.dgam[t] -= x;
-                    }
-                    /* O = Qg S0 + P U */
-                    gemm(0, 1, L, K, V, 1, w.dO, V, S0, V, 0, w.dQg, K);
-                    gemm(1, 0, K, V, L, 1, w.Qg, K, w.dO, V, 1, w.dS0, V);
-                    gemm(0, 1, L, L, V, 1, w.dO, V, w.U, V, 0, w.dP, C_);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = t + 1; s2 < L; s2++) w.dP[t * C_ + s2] = 0;
-                    gemm(1, 0, L, V, L, 1, w.P, C_, w.dO, V, 1, w.dU, V);
-                    for (int t = 0; t < L; t++) {
-                        real eg = exp(w.gam[t]), x = 0;
-                        for (int i = 0; i < K; i++) {
-                            w.dQ[t * K + i] += eg * w.dQg[t * K + i];
-                            x += w.Qg[t * K + i] * w.dQg[t * K + i];
-                        }
-                        w.dgam[t] += x;
-                    }
-                    /* P = (Q K^T) o Gam: dQK = dP o Gam */
-                    if (g) gam_pair_grad(w.dgam, w.dP, w.P, L);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = 0; s2 < L; s2++) w.tmp[t * C_ + s2] = w.dP[t * C_ + s2] * w.Gam[t * C_ + s2];
-                    gemm(0, 0, L, K, L, 1, w.tmp, C_, w.K, K, 1, w.dQ, K);
-                    gemm(1, 0, L, K, L, 1, w.tmp, C_, w.Q, K, 1, w.dK, K);
-                    /* U = U~ - W S0 (dU~ = dU) */
-                    gemm(0, 1, L, K, V, -1, w.dU, V, S0, V, 0, w.dW, K);
-                    gemm(1, 0, K, V, L, -1, w.W, K, w.dU, V, 1, w.dS0, V);
-                    /* W = T Kg, U~ = T V */
-                    gemm(0, 1, L, L, K, 1, w.dW, K, w.Kg, K, 0, w.dT, C_);
-                    gemm(0, 1, L, L, V, 1, w.dU, V, w.V, V, 1, w.dT, C_);
-                    gemm(1, 0, L, K, L, 1, w.T, C_, w.dW, K, 0, w.dKg, K);
-                    gemm(1, 0, L, V, L, 1, w.T, C_, w.dU, V, 0, w.dV, V);
-                    for (int t = 0; t < L; t++) {
-                        real eg = exp(w.gam[t]), x = 0;
-                        for (int i = 0; i < K; i++) {
-                            w.dK[t * K + i] += eg * w.dKg[t * K + i];
-                            x += w.Kg[t * K + i] * w.dKg[t * K + i];
-                        }
-                        w.dgam[t] += x;
-                    }
-                    /* T = Li diag(beta) */
-                    memset(w.dLi, 0, sizeof(real) * C_ * C_);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = 0; s2 <= t; s2++) {
-                            w.dbeta[s2] += w.dT[t * C_ + s2] * w.Li[t * C_ + s2];
-                            w.dLi[t * C_ + s2] = w.dT[t * C_ + s2] * w.beta[s2];
-                        }
-                    /* Li = (I + A)^{-1}: dA = -Li^T dLi Li^T, strictly lower part */
-                    gemm(1, 0, L, L, L, 1, w.Li, C_, w.dLi, C_, 0, w.tmp, C_);
-                    gemm(0, 1, L, L, L, -1, w.tmp, C_, w.Li, C_, 0, w.dA, C_);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = t; s2 < L; s2++) w.dA[t * C_ + s2] = 0;
-                    /* A = diag(beta) (K K^T) o Gam, strictly lower */
-                    if (g) gam_pair_grad(w.dgam, w.dA, w.A, L);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = 0; s2 < t; s2++) {
-                            w.dbeta[t] += w.dA[t * C_ + s2] * w.KK[t * C_ + s2] * w.Gam[t * C_ + s2];
-                            w.tmp[t * C_ + s2] = w.dA[t * C_ + s2] * w.beta[t] * w.Gam[t * C_ + s2];
-                        }
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = t; s2 < L; s2++) w.tmp[t * C_ + s2] = 0;
-                    gemm(0, 0, L, K, L, 1, w.tmp, C_, w.K, K, 1, w.dK, K);
-                    gemm(1, 0, L, K, L, 1, w.tmp, C_, w.K, K, 1, w.dK, K);
-
-                    for (int t = 0; t < L; t++) {
-                        int64_t rk = ((n0 + t) * H + h) * (int64_t)K;
-                        for (int i = 0; i < K; i++) {
-                            dq[rk + i] = w.dQ[t * K + i] * (real)scale;
-                            dk[rk + i] = w.dK[t * K + i];
-                        }
-                        memcpy(dv + ((n0 + t) * H + h) * (int64_t)V, w.dV + t * V, sizeof(real) * V);
-                        dbeta[(n0 + t) * H + h] = w.dbeta[t];
-                    }
-                    real acc = 0;
-                    for (int t = L - 1; g && t >= 0; t--) {
-                        acc += w.dgam[t];
-                        dg[(n0 + t) * H + h] = acc;
-                    }
-                    memcpy(w.dS, w.dS0, sizeof(real) * K * V);
-                }
-            }
-        work_free(&w);
+    /* S_L = e^{gam_L} S0 + Kd^T U */
+    real eL = exp(w->gam[L - 1]), sdot = 0;
+    for (int i = 0; i < K * V; i++) {
+        w->dS0[i] = eL * dS[i];
+        sdot += S0[i] * dS[i];
     }
-    rt_free(bases);
+    w->dgam[L - 1] += eL * sdot;
+    gemm(0, 1, L, K, V, 1, w->U, V, dS, V, 0, w->dKd, K);
+    gemm(0, 0, L, V, K, 1, w->Kd, K, dS, V, 0, w->dU, V);
+    for (int t = 0; t < L; t++) {
+        real ed = exp(w->gam[L - 1] - w->gam[t]), x = 0;
+        for (int i = 0; i < K; i++) {
+            w->dK[t * K + i] += ed * w->dKd[t * K + i];
+            x += w->Kd[t * K + i] * w->dKd[t * K + i];
+        }
+        w->dgam[L - 1] += x;
+        w->dgam[t] -= x;
+    }
+    /* O = Qg S0 + P U */
+    gemm(0, 1, L, K, V, 1, w->dO, V, S0, V, 0, w->dQg, K);
+    gemm(1, 0, K, V, L, 1, w->Qg, K, w->dO, V, 1, w->dS0, V);
+    gemm(0, 1, L, L, V, 1, w->dO, V, w->U, V, 0, w->dP, C_);
+    for (int t = 0; t < L; t++)
+        for (int s2 = t + 1; s2 < L; s2++) w->dP[t * C_ + s2] = 0;
+    gemm(1, 0, L, V, L, 1, w->P, C_, w->dO, V, 1, w->dU, V);
+    for (int t = 0; t < L; t++) {
+        real eg = exp(w->gam[t]), x = 0;
+        for (int i = 0; i < K; i++) {
+            w->dQ[t * K + i] += eg * w->dQg[t * K + i];
+            x += w->Qg[t * K + i] * w->dQg[t * K + i];
+        }
+        w->dgam[t] += x;
+    }
+    /* P = (Q K^T) o Gam: dQK = dP o Gam */
+    if (g) gam_pair_grad(w->dgam, w->dP, w->P, L);
+    for (int t = 0; t < L; t++)
+        for (int s2 = 0; s2 < L; s2++) w->tmp[t * C_ + s2] = w->dP[t * C_ + s2] * w->Gam[t * C_ + s2];
+    gemm(0, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dQ, K);
+    gemm(1, 0, L, K, L, 1, w->tmp, C_, w->Q, K, 1, w->dK, K);
+    /* U = U~ - W S0 (dU~ = dU) */
+    gemm(0, 1, L, K, V, -1, w->dU, V, S0, V, 0, w->dW, K);
+    gemm(1, 0, K, V, L, -1, w->W, K, w->dU, V, 1, w->dS0, V);
+    /* W = T Kg, U~ = T V */
+    gemm(0, 1, L, L, K, 1, w->dW, K, w->Kg, K, 0, w->dT, C_);
+    gemm(0, 1, L, L, V, 1, w->dU, V, w->V, V, 1, w->dT, C_);
+    gemm(1, 0, L, K, L, 1, w->T, C_, w->dW, K, 0, w->dKg, K);
+    gemm(1, 0, L, V, L, 1, w->T, C_, w->dU, V, 0, w->dV, V);
+    for (int t = 0; t < L; t++) {
+        real eg = exp(w->gam[t]), x = 0;
+        for (int i = 0; i < K; i++) {
+            w->dK[t * K + i] += eg * w->dKg[t * K + i];
+            x += w->Kg[t * K + i] * w->dKg[t * K + i];
+        }
+        w->dgam[t] += x;
+    }
+    /* T = Li diag(beta) */
+    memset(w->dLi, 0, sizeof(real) * C_ * C_);
+    for (int t = 0; t < L; t++)
+        for (int s2 = 0; s2 <= t; s2++) {
+            w->dbeta[s2] += w->dT[t * C_ + s2] * w->Li[t * C_ + s2];
+            w->dLi[t * C_ + s2] = w->dT[t * C_ + s2] * w->beta[s2];
+        }
+    /* Li = (I + A)^{-1}: dA = -Li^T dLi Li^T, strictly lower part */
+    gemm(1, 0, L, L, L, 1, w->Li, C_, w->dLi, C_, 0, w->tmp, C_);
+    gemm(0, 1, L, L, L, -1, w->tmp, C_, w->Li, C_, 0, w->dA, C_);
+    for (int t = 0; t < L; t++)
+        for (int s2 = t; s2 < L; s2++) w->dA[t * C_ + s2] = 0;
+    /* A = diag(beta) (K K^T) o Gam, strictly lower */
+    if (g) gam_pair_grad(w->dgam, w->dA, w->A, L);
+    for (int t = 0; t < L; t++)
+        for (int s2 = 0; s2 < t; s2++) {
+            w->dbeta[t] += w->dA[t * C_ + s2] * w->KK[t * C_ + s2] * w->Gam[t * C_ + s2];
+            w->tmp[t * C_ + s2] = w->dA[t * C_ + s2] * w->beta[t] * w->Gam[t * C_ + s2];
+        }
+    for (int t = 0; t < L; t++)
+        for (int s2 = t; s2 < L; s2++) w->tmp[t * C_ + s2] = 0;
+    gemm(0, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dK, K);
+    gemm(1, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dK, K);
+
+    linattn_store(gr, c, h, w->dQ, w->dK, w->dV);
+    for (int t = 0; t < L; t++) dbeta[(n0 + t) * H + h] = w->dbeta[t];
+    real acc = 0;
+    for (int t = L - 1; g && t >= 0; t--) {
+        acc += w->dgam[t];
+        dg[(n0 + t) * H + h] = acc;
+    }
+    memcpy(dS, w->dS0, sizeof(real) * K * V);
 }
+
+static const LinAttnChunks GDN = {work_new, work_free, chunk_fwd, chunk_bwd, NULL};
+
+void cpu_gdn_fwd(const LinAttnArgs *a) { linattn_chunks_fwd(&GDN, a); }
+
+void cpu_gdn_bwd(const LinAttnGrads *g) { linattn_chunks_bwd(&GDN, g); }

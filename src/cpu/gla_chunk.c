@@ -17,8 +17,7 @@
  */
 #include <string.h>
 
-#include "cpu/cpu_ops.h"
-#include "cpu/parallel.h"
+#include "cpu/chunks.h"
 #include "util/error.h"
 
 #define SUB 16
@@ -28,54 +27,49 @@ typedef struct {
     real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
     real *Qs, *E, *Kf;      /* sub-chunk pieces */
     real *T1, *T2;          /* scratch [C, max(K,V)] */
-    real *S;                /* [K, V] running state */
-    real *dO, *D, *dQ, *dK, *dV, *dS, *G;
+    real *dO, *D, *dQ, *dK, *dV, *G;
 } Work;
 
-static Work work_alloc(int K, int V) {
-    Work w;
+static void *work_new(int K, int V) {
+    Work *w = rt_malloc(sizeof *w);
     int C = CHUNK_SIZE, M = K > V ? K : V;
-    w.Q = rt_alloc_aligned(sizeof(real) * C * K);
-    w.K = rt_alloc_aligned(sizeof(real) * C * K);
-    w.V = rt_alloc_aligned(sizeof(real) * C * V);
-    w.B = rt_alloc_aligned(sizeof(real) * C * K);
-    w.A = rt_alloc_aligned(sizeof(real) * C * C);
-    w.Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
-    w.E = rt_alloc_aligned(sizeof(real) * C * K);
-    w.Kf = rt_alloc_aligned(sizeof(real) * C * K);
-    w.T1 = rt_alloc_aligned(sizeof(real) * C * M);
-    w.T2 = rt_alloc_aligned(sizeof(real) * C * M);
-    w.S = rt_alloc_aligned(sizeof(real) * K * V);
-    w.dO = rt_alloc_aligned(sizeof(real) * C * V);
-    w.D = rt_alloc_aligned(sizeof(real) * C * C);
-    w.dQ = rt_alloc_aligned(sizeof(real) * C * K);
-    w.dK = rt_alloc_aligned(sizeof(real) * C * K);
-    w.dV = rt_alloc_aligned(sizeof(real) * C * V);
-    w.dS = rt_alloc_aligned(sizeof(real) * K * V);
-    w.G = rt_alloc_aligned(sizeof(real) * C * K);
+    w->Q = rt_alloc_aligned(sizeof(real) * C * K);
+    w->K = rt_alloc_aligned(sizeof(real) * C * K);
+    w->V = rt_alloc_aligned(sizeof(real) * C * V);
+    w->B = rt_alloc_aligned(sizeof(real) * C * K);
+    w->A = rt_alloc_aligned(sizeof(real) * C * C);
+    w->Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
+    w->E = rt_alloc_aligned(sizeof(real) * C * K);
+    w->Kf = rt_alloc_aligned(sizeof(real) * C * K);
+    w->T1 = rt_alloc_aligned(sizeof(real) * C * M);
+    w->T2 = rt_alloc_aligned(sizeof(real) * C * M);
+    w->dO = rt_alloc_aligned(sizeof(real) * C * V);
+    w->D = rt_alloc_aligned(sizeof(real) * C * C);
+    w->dQ = rt_alloc_aligned(sizeof(real) * C * K);
+    w->dK = rt_alloc_aligned(sizeof(real) * C * K);
+    w->dV = rt_alloc_aligned(sizeof(real) * C * V);
+    w->G = rt_alloc_aligned(sizeof(real) * C * K);
     return w;
 }
 
-static void work_free(Work *w) {
-    real *p[] = {w->Q, w->K, w->V, w->B, w->A, w->Qs, w->E, w->Kf, w->T1,
-                 w->T2, w->S, w->dO, w->D, w->dQ, w->dK, w->dV, w->dS, w->G};
+static void work_free(void *work) {
+    Work *w = work;
+    real *p[] = {w->Q, w->K, w->V, w->B, w->A, w->Qs, w->E, w->Kf, w->T1, w->T2, w->dO, w->D, w->dQ, w->dK, w->dV, w->G};
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
+    rt_free(w);
 }
 
-/* Gathers rows n0..n0+L-1 of head h into the chunk buffers; B = in-chunk cumsum of g. */
-static void load_chunk(Work *w, const LinAttnArgs *a, int64_t n0, int L, int h) {
-    int H = a->H, K = a->K, V = a->V;
-    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
-    real scale = (real)a->scale;
-    for (int t = 0; t < L; t++) {
-        int64_t rk = ((n0 + t) * H + h) * (int64_t)K, rv = ((n0 + t) * H + h) * (int64_t)V;
+/* The chunk's rows of head h into the work buffers; B = in-chunk cumsum of g. */
+static void load_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
+    int H = a->H, K = a->K;
+    const real *g = a->g;
+    linattn_load(a, c, h, w->Q, w->K, w->V);
+    for (int t = 0; t < c->len; t++) {
+        int64_t n = c->first + t;
         for (int i = 0; i < K; i++) {
-            w->Q[t * K + i] = q[rk + i] * scale;
-            w->K[t * K + i] = k[rk + i];
-            real gi = a->g_per_head ? g[(n0 + t) * H + h] : g[rk + i];
+            real gi = a->g_per_head ? g[n * H + h] : g[(n * H + h) * (int64_t)K + i];
             w->B[t * K + i] = gi + (t ? w->B[(t - 1) * K + i] : 0);
         }
-        memcpy(w->V + t * V, v + rv, sizeof(real) * V);
     }
 }
 
@@ -112,176 +106,128 @@ static void intra_scores(Work *w, int L, int K) {
     }
 }
 
-void cpu_gla_fwd(const LinAttnArgs *a) {
-    const Seqs *s = a->s;
-    int H = a->H, K = a->K, V = a->V;
-    real *o = a->o, *states = a->states;
-    int64_t *bases = chunk_bases(s);
-#pragma omp parallel
-    {
-        Work w = work_alloc(K, V);
-#pragma omp for collapse(2) schedule(dynamic)
-        for (int seg = 0; seg < s->nseg; seg++)
-            for (int h = 0; h < H; h++) {
-                memset(w.S, 0, sizeof(real) * K * V);
-                int64_t c = bases[seg];
-                for (int64_t n0 = s->cu[seg]; n0 < s->cu[seg + 1]; n0 += CHUNK_SIZE, c++) {
-                    int L = (int)(s->cu[seg + 1] - n0 < CHUNK_SIZE ? s->cu[seg + 1] - n0
-                                                                   : CHUNK_SIZE);
-                    load_chunk(&w, a, n0, L, h);
-                    memcpy(states + (c * H + h) * (int64_t)K * V, w.S, sizeof(real) * K * V);
-                    /* inter-chunk: (Q e^B) S */
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++)
-                            w.T1[t * K + i] = w.Q[t * K + i] * exp(w.B[t * K + i]);
-                    gemm(0, 0, L, V, K, 1, w.T1, K, w.S, V, 0, w.T2, V);
-                    /* intra-chunk: A V */
-                    intra_scores(&w, L, K);
-                    gemm(0, 0, L, V, L, 1, w.A, CHUNK_SIZE, w.V, V, 1, w.T2, V);
-                    for (int t = 0; t < L; t++)
-                        memcpy(o + ((n0 + t) * H + h) * (int64_t)V, w.T2 + t * V,
-                               sizeof(real) * V);
-                    /* state: S = e^{B_last} S + (K e^{B_last - B})^T V */
-                    const real *Bl = w.B + (L - 1) * K;
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++)
-                            w.T1[t * K + i] = w.K[t * K + i] * exp(Bl[i] - w.B[t * K + i]);
-                    for (int i = 0; i < K; i++) {
-                        real d = exp(Bl[i]);
-                        for (int j = 0; j < V; j++) w.S[i * V + j] *= d;
-                    }
-                    gemm(1, 0, K, V, L, 1, w.T1, K, w.V, V, 1, w.S, V);
-                }
-                if (a->state)
-                    memcpy((real *)a->state + ((int64_t)seg * H + h) * K * V, w.S,
-                           sizeof(real) * K * V);
-            }
-        work_free(&w);
+/* Rows of the chunk: the output (Q e^B) S + A V, then S <- e^{B_last} S + (K e^{B_last - B})^T V. */
+static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
+    Work *w = work;
+    int K = a->K, V = a->V, L = c->len;
+    load_chunk(w, a, c, h);
+    /* inter-chunk: (Q e^B) S */
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) w->T1[t * K + i] = w->Q[t * K + i] * exp(w->B[t * K + i]);
+    gemm(0, 0, L, V, K, 1, w->T1, K, S, V, 0, w->T2, V);
+    /* intra-chunk: A V */
+    intra_scores(w, L, K);
+    gemm(0, 0, L, V, L, 1, w->A, CHUNK_SIZE, w->V, V, 1, w->T2, V);
+    chunk_rows_put(a->o, w->T2, c, h, a->H, V);
+    /* state: S = e^{B_last} S + (K e^{B_last - B})^T V */
+    const real *Bl = w->B + (L - 1) * K;
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) w->T1[t * K + i] = w->K[t * K + i] * exp(Bl[i] - w->B[t * K + i]);
+    for (int i = 0; i < K; i++) {
+        real d = exp(Bl[i]);
+        for (int j = 0; j < V; j++) S[i * V + j] *= d;
     }
-    rt_free(bases);
+    gemm(1, 0, K, V, L, 1, w->T1, K, w->V, V, 1, S, V);
 }
 
-void cpu_gla_bwd(const LinAttnGrads *gr) {
+/* dq, dk, dv of the chunk's rows from S0 and dS (the gradient of the state after the chunk),
+ * and dS <- the gradient of S0. */
+static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+    Work *w = work;
     const LinAttnArgs *a = &gr->a;
-    const Seqs *s = a->s;
-    int H = a->H, K = a->K, V = a->V;
-    double scale = a->scale;
-    real *dq = gr->dq, *dk = gr->dk, *dv = gr->dv, *dg = gr->dg;
-    const real *dout = gr->dout, *q = a->q, *k = a->k, *states = a->states;
-    int64_t *bases = chunk_bases(s);
-    int64_t nchunks = bases[s->nseg];
-#pragma omp parallel
-    {
-        Work w = work_alloc(K, V);
-#pragma omp for collapse(2) schedule(dynamic)
-        for (int seg = 0; seg < s->nseg; seg++)
-            for (int h = 0; h < H; h++) {
-                memset(w.dS, 0, sizeof(real) * K * V);
-                int64_t first = s->cu[seg], end = s->cu[seg + 1];
-                int64_t nch = (end - first + CHUNK_SIZE - 1) / CHUNK_SIZE;
-                for (int64_t ci = nch - 1; ci >= 0; ci--) {
-                    int64_t n0 = first + ci * CHUNK_SIZE;
-                    int L = (int)(end - n0 < CHUNK_SIZE ? end - n0 : CHUNK_SIZE);
-                    int64_t c = bases[seg] + ci;
-                    RT_ASSERT(c < nchunks);
-                    load_chunk(&w, a, n0, L, h);
-                    const real *S0 = states + (c * H + h) * (int64_t)K * V;
-                    for (int t = 0; t < L; t++)
-                        memcpy(w.dO + t * V, dout + ((n0 + t) * H + h) * (int64_t)V,
-                               sizeof(real) * V);
-                    intra_scores(&w, L, K);
-                    /* D = dO V^T (lower triangle incl. diagonal); dV = A^T dO */
-                    gemm(0, 1, L, L, V, 1, w.dO, V, w.V, V, 0, w.D, CHUNK_SIZE);
-                    for (int t = 0; t < L; t++)
-                        for (int s2 = t + 1; s2 < L; s2++) w.D[t * CHUNK_SIZE + s2] = 0;
-                    gemm(1, 0, L, V, L, 1, w.A, CHUNK_SIZE, w.dO, V, 0, w.dV, V);
-                    /* inter-chunk terms */
-                    const real *Bl = w.B + (L - 1) * K;
-                    gemm(0, 1, L, K, V, 1, w.dO, V, S0, V, 0, w.dQ, K);
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++) w.dQ[t * K + i] *= exp(w.B[t * K + i]);
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++) {
-                            real e = exp(Bl[i] - w.B[t * K + i]);
-                            w.E[t * K + i] = e;
-                            w.T1[t * K + i] = w.K[t * K + i] * e;
-                        }
-                    gemm(0, 0, L, V, K, 1, w.T1, K, w.dS, V, 1, w.dV, V);
-                    gemm(0, 1, L, K, V, 1, w.V, V, w.dS, V, 0, w.dK, K);
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++) w.dK[t * K + i] *= w.E[t * K + i];
-                    /* dS <- e^{B_last} dS + (Q e^B)^T dO  (gradient w.r.t. this chunk's S_0) */
-                    for (int i = 0; i < K; i++) {
-                        real d = exp(Bl[i]);
-                        for (int j = 0; j < V; j++) w.dS[i * V + j] *= d;
-                    }
-                    for (int t = 0; t < L; t++)
-                        for (int i = 0; i < K; i++)
-                            w.T1[t * K + i] = w.Q[t * K + i] * exp(w.B[t * K + i]);
-                    gemm(1, 0, K, V, L, 1, w.T1, K, w.dO, V, 1, w.dS, V);
-                    /* intra-chunk terms through A, sub-chunk by sub-chunk */
-                    for (int r = 0; r < L; r += SUB) {
-                        int n = L - r < SUB ? L - r : SUB;
-                        subchunk_factors(&w, r, n, K);
-                        if (r) {
-                            /* dQ[I] += e^{B_t - B_r} (D[I,<r] Kf) */
-                            gemm(0, 0, n, K, r, 1, w.D + r * CHUNK_SIZE, CHUNK_SIZE, w.Kf, K, 0,
-                                 w.T1, K);
-                            for (int t = 0; t < n; t++)
-                                for (int i = 0; i < K; i++) {
-                                    real e = exp(w.B[(r + t) * K + i] - w.B[r * K + i]);
-                                    w.dQ[(r + t) * K + i] += w.T1[t * K + i] * e;
-                                }
-                            /* dK[<r] += (D[I,<r]^T Qs) E */
-                            gemm(1, 0, r, K, n, 1, w.D + r * CHUNK_SIZE, CHUNK_SIZE, w.Qs, K, 0,
-                                 w.G, K);
-                            for (int s2 = 0; s2 < r; s2++)
-                                for (int i = 0; i < K; i++)
-                                    w.dK[s2 * K + i] += w.G[s2 * K + i] * w.E[s2 * K + i];
-                        }
-                        for (int t = r; t < r + n; t++)
-                            for (int s2 = r; s2 <= t; s2++) {
-                                real d = w.D[t * CHUNK_SIZE + s2];
-                                for (int i = 0; i < K; i++) {
-                                    real e = exp(w.B[t * K + i] - w.B[s2 * K + i]);
-                                    w.dQ[t * K + i] += d * w.K[s2 * K + i] * e;
-                                    w.dK[s2 * K + i] += d * w.Q[t * K + i] * e;
-                                }
-                            }
-                    }
-                    for (int t = 0; t < L; t++) {
-                        int64_t rk = ((n0 + t) * H + h) * (int64_t)K;
-                        for (int i = 0; i < K; i++) {
-                            dq[rk + i] = w.dQ[t * K + i] * (real)scale;
-                            dk[rk + i] = w.dK[t * K + i];
-                        }
-                        memcpy(dv + ((n0 + t) * H + h) * (int64_t)V, w.dV + t * V,
-                               sizeof(real) * V);
-                    }
+    int K = a->K, V = a->V, L = c->len;
+    load_chunk(w, a, c, h);
+    chunk_rows_get(w->dO, gr->dout, c, h, a->H, V);
+    intra_scores(w, L, K);
+    /* D = dO V^T (lower triangle incl. diagonal); dV = A^T dO */
+    gemm(0, 1, L, L, V, 1, w->dO, V, w->V, V, 0, w->D, CHUNK_SIZE);
+    for (int t = 0; t < L; t++)
+        for (int s2 = t + 1; s2 < L; s2++) w->D[t * CHUNK_SIZE + s2] = 0;
+    gemm(1, 0, L, V, L, 1, w->A, CHUNK_SIZE, w->dO, V, 0, w->dV, V);
+    /* inter-chunk terms */
+    const real *Bl = w->B + (L - 1) * K;
+    gemm(0, 1, L, K, V, 1, w->dO, V, S0, V, 0, w->dQ, K);
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) w->dQ[t * K + i] *= exp(w->B[t * K + i]);
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) {
+            real e = exp(Bl[i] - w->B[t * K + i]);
+            w->E[t * K + i] = e;
+            w->T1[t * K + i] = w->K[t * K + i] * e;
+        }
+    gemm(0, 0, L, V, K, 1, w->T1, K, dS, V, 1, w->dV, V);
+    gemm(0, 1, L, K, V, 1, w->V, V, dS, V, 0, w->dK, K);
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) w->dK[t * K + i] *= w->E[t * K + i];
+    /* dS <- e^{B_last} dS + (Q e^B)^T dO  (gradient w.r.t. this chunk's S_0) */
+    for (int i = 0; i < K; i++) {
+        real d = exp(Bl[i]);
+        for (int j = 0; j < V; j++) dS[i * V + j] *= d;
+    }
+    for (int t = 0; t < L; t++)
+        for (int i = 0; i < K; i++) w->T1[t * K + i] = w->Q[t * K + i] * exp(w->B[t * K + i]);
+    gemm(1, 0, K, V, L, 1, w->T1, K, w->dO, V, 1, dS, V);
+    /* intra-chunk terms through A, sub-chunk by sub-chunk */
+    for (int r = 0; r < L; r += SUB) {
+        int n = L - r < SUB ? L - r : SUB;
+        subchunk_factors(w, r, n, K);
+        if (r) {
+            /* dQ[I] += e^{B_t - B_r} (D[I,<r] Kf) */
+            gemm(0, 0, n, K, r, 1, w->D + r * CHUNK_SIZE, CHUNK_SIZE, w->Kf, K, 0, w->T1, K);
+            for (int t = 0; t < n; t++)
+                for (int i = 0; i < K; i++) {
+                    real e = exp(w->B[(r + t) * K + i] - w->B[r * K + i]);
+                    w->dQ[(r + t) * K + i] += w->T1[t * K + i] * e;
                 }
-                /* d log alpha = reverse cumsum over the segment of q dq - k dk (per head:
-                 * summed over the key channels) */
-                if (a->g_per_head) {
-                    real acc = 0;
-                    for (int64_t n = end - 1; n >= first; n--) {
-                        for (int i = 0; i < K; i++) {
-                            int64_t idx = (n * H + h) * (int64_t)K + i;
-                            acc += q[idx] * dq[idx] - k[idx] * dk[idx];
-                        }
-                        dg[n * H + h] = acc;
-                    }
-                } else {
-                    for (int i = 0; i < K; i++) {
-                        real acc = 0;
-                        for (int64_t n = end - 1; n >= first; n--) {
-                            int64_t idx = (n * H + h) * (int64_t)K + i;
-                            acc += q[idx] * dq[idx] - k[idx] * dk[idx];
-                            dg[idx] = acc;
-                        }
-                    }
+            /* dK[<r] += (D[I,<r]^T Qs) E */
+            gemm(1, 0, r, K, n, 1, w->D + r * CHUNK_SIZE, CHUNK_SIZE, w->Qs, K, 0, w->G, K);
+            for (int s2 = 0; s2 < r; s2++)
+                for (int i = 0; i < K; i++) w->dK[s2 * K + i] += w->G[s2 * K + i] * w->E[s2 * K + i];
+        }
+        for (int t = r; t < r + n; t++)
+            for (int s2 = r; s2 <= t; s2++) {
+                real d = w->D[t * CHUNK_SIZE + s2];
+                for (int i = 0; i < K; i++) {
+                    real e = exp(w->B[t * K + i] - w->B[s2 * K + i]);
+                    w->dQ[t * K + i] += d * w->K[s2 * K + i] * e;
+                    w->dK[s2 * K + i] += d * w->Q[t * K + i] * e;
                 }
             }
-        work_free(&w);
     }
-    rt_free(bases);
+    linattn_store(gr, c, h, w->dQ, w->dK, w->dV);
 }
+
+/* d log alpha = reverse cumsum over the segment of q dq - k dk (per head: summed over the key
+ * channels). */
+static void segment_dg(const LinAttnGrads *gr, int seg, int h) {
+    const LinAttnArgs *a = &gr->a;
+    int H = a->H, K = a->K;
+    int64_t first = a->s->cu[seg], end = a->s->cu[seg + 1];
+    const real *q = a->q, *k = a->k, *dq = gr->dq, *dk = gr->dk;
+    real *dg = gr->dg;
+    if (a->g_per_head) {
+        real acc = 0;
+        for (int64_t n = end - 1; n >= first; n--) {
+            for (int i = 0; i < K; i++) {
+                int64_t idx = (n * H + h) * (int64_t)K + i;
+                acc += q[idx] * dq[idx] - k[idx] * dk[idx];
+            }
+            dg[n * H + h] = acc;
+        }
+    } else {
+        for (int i = 0; i < K; i++) {
+            real acc = 0;
+            for (int64_t n = end - 1; n >= first; n--) {
+                int64_t idx = (n * H + h) * (int64_t)K + i;
+                acc += q[idx] * dq[idx] - k[idx] * dk[idx];
+                dg[idx] = acc;
+            }
+        }
+    }
+}
+
+static const LinAttnChunks GLA = {work_new, work_free, chunk_fwd, chunk_bwd, segment_dg};
+
+void cpu_gla_fwd(const LinAttnArgs *a) { linattn_chunks_fwd(&GLA, a); }
+
+void cpu_gla_bwd(const LinAttnGrads *g) { linattn_chunks_bwd(&GLA, g); }

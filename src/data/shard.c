@@ -1,4 +1,4 @@
-/* Token shards (shard.h; FORMATS.md "Token shards").
+/* Token shards (shard.h; docs/formats.md "Token shards").
  *
  * Writing: documents are buffered in memory (a shard is at most a few GB by design) and
  * written at close as two contiguous, uncompressed datasets plus root attributes into
@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 
 #define SHARD_FORMAT "rotor-tokens"
 #define SHARD_FORMAT_VERSION 1
@@ -283,18 +283,6 @@ static int sync_file(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-/* fsync of the directory makes the rename durable; some file systems refuse it, which
- * leaves nothing more to do, so failures are ignored. */
-static void sync_dir(const char *path) {
-    char *copy = rt_strdup(path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    rt_free(copy);
-}
-
 static void writer_free(ShardWriter *w) {
     rt_free(w->tokens);
     rt_free(w->offsets);
@@ -311,7 +299,7 @@ int shard_writer_close(ShardWriter *w, char *err, size_t errlen) {
     if (rc == 0 && rename(w->tmp, w->path))
         rc = rt_error(err, errlen, w->tmp, "cannot rename to %s: %s", w->path, strerror(errno));
     if (rc == 0)
-        sync_dir(w->path);
+        fs_sync_parent(w->path); /* makes the rename durable; a file system that refuses leaves it as it is */
     else
         unlink(w->tmp);
     writer_free(w);

@@ -1,4 +1,4 @@
-/* Token shards (FORMATS.md): one HDF5 file per shard holding
+/* Token shards (docs/formats.md "Token shards"): one HDF5 file per shard holding
  *   /tokens       1-D H5T_STD_U16LE (H5T_STD_U32LE when vocab_size > 65536), contiguous,
  *                 uncompressed: all documents back to back, each BOS + tokens (+ EOS)
  *   /doc_offsets  1-D H5T_STD_U64LE, n_docs + 1 entries: document starts, last = n_tokens

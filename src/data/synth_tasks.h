@@ -1,4 +1,4 @@
-/* Synthetic tasks (EVAL.md part B): deterministic generators of (tokens, labels) sequences
+/* Synthetic tasks (docs/evaluation.md part B): deterministic generators of (tokens, labels) sequences
  * with the loss on marked positions only (label -100 elsewhere). Every example is a pure
  * function of (seed, stream, index), so train and test data come from disjoint streams
  * and any example can be regenerated. */

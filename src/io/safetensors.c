@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; rotor writes and reads the host's bytes as they are"
@@ -59,36 +60,6 @@ static int64_t shape_numel(const int64_t *shape, int ndim) {
 /* ------------------------------------------------------------------------------------ */
 /* Writing                                                                              */
 /* ------------------------------------------------------------------------------------ */
-
-static int write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync of the directory holding `path`, so that a rename into it is durable. Filesystems
- * that cannot sync directories answer EINVAL, which is not an error. */
-static int fsync_parent(const char *path) {
-    char *dir = rt_strdup(path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) strcpy(dir, ".");
-    else if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    rt_free(dir);
-    if (fd < 0) return -1;
-    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
-    close(fd);
-    return rc;
-}
 
 /* The JSON header for the tensors laid out back to back; NULL on a bad tensor. */
 static json_t *build_header(const char *path, const StTensor *t, int n, const char *const *meta_kv,
@@ -159,8 +130,8 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
         rt_error(err, errlen, tmp, "cannot create: %s", strerror(errno));
         goto done;
     }
-    int ok = write_all(fd, head, 8 + padded) == 0;
-    for (int i = 0; i < n && ok; i++) ok = write_all(fd, t[i].data, t[i].nbytes) == 0;
+    int ok = fs_write_all(fd, head, 8 + padded) == 0;
+    for (int i = 0; i < n && ok; i++) ok = fs_write_all(fd, t[i].data, t[i].nbytes) == 0;
     if (!ok || fsync(fd)) {
         rt_error(err, errlen, tmp, "write failed: %s", strerror(errno));
         close(fd);
@@ -177,7 +148,7 @@ int st_write(const char *path, const StTensor *t, int n, const char *const *meta
         unlink(tmp);
         goto done;
     }
-    if (fsync_parent(path)) {
+    if (fs_sync_parent(path)) {
         rt_error(err, errlen, path, "cannot sync its directory: %s", strerror(errno));
         goto done;
     }

@@ -1,4 +1,4 @@
-/* The Hugging Face config.json of a model (FORMATS.md "Checkpoints"): fla's config keys for
+/* The Hugging Face config.json of a model (docs/formats.md "Checkpoints"): fla's config keys for
  * GLAForCausalLM / GatedDeltaNetForCausalLM / ForgettingTransformerForCausalLM /
  * TransformerForCausalLM plus rotor's
  * "doc_mask", FoX-Pro flags and "position_embedding" object. The schema is shared with the

@@ -1,5 +1,5 @@
 /* The parameter table: every parameter of the model in one flat fp32 buffer, with the
- * fla/Hugging Face name and shape used in checkpoints (FORMATS.md), its initialiser and
+ * fla/Hugging Face name and shape used in checkpoints (docs/formats.md "Checkpoints"), its initialiser and
  * its optimizer group. Layers refer to their parameters by index. */
 #ifndef ROTOR_PARAMS_H
 #define ROTOR_PARAMS_H

@@ -31,55 +31,11 @@
 /* File system helpers                                                                  */
 /* ------------------------------------------------------------------------------------ */
 
-static int mkdir_p(const char *path) {
-    char *p = rt_strdup(path);
-    int rc = 0;
-    for (char *s = p + 1; rc == 0; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0755) && errno != EEXIST) rc = -1;
-        *s = c;
-        if (!c) break;
-    }
-    rt_free(p);
-    struct stat sb;
-    if (rc == 0 && stat(path, &sb)) rc = -1;
-    else if (rc == 0 && !S_ISDIR(sb.st_mode)) {
-        errno = ENOTDIR;
-        rc = -1;
-    }
-    return rc;
-}
-
-/* fsync of a directory, so that the entries created or renamed in it are durable.
- * Filesystems that cannot sync directories answer EINVAL, which is not an error. */
-static int fsync_dir(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
-    close(fd);
-    return rc;
-}
-
-/* Writes the n bytes at data to fd; 0, or -1 with errno set. */
-static int write_all(int fd, const void *data, size_t n) {
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Creates `path` holding `text`, fsynced. */
 static int write_text(const char *path, const char *text, char *err, size_t errlen) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return rt_error(err, errlen, NULL, "%s: cannot create: %s", path, strerror(errno));
-    if (write_all(fd, text, strlen(text)) || fsync(fd)) {
+    if (fs_write_all(fd, text, strlen(text)) || fsync(fd)) {
         int e = errno;
         close(fd);
         return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(e));
@@ -104,7 +60,7 @@ static int copy_file(const char *src, const char *dst, char *err, size_t errlen)
     while (!bad && (got = read(in, buf, CHUNK)) != 0) {
         if (got < 0 && errno == EINTR) continue;
         bad = got < 0 ? rt_error(err, errlen, NULL, "%s: read failed: %s", src, strerror(errno))
-                      : write_all(out, buf, (size_t)got) ? rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno)) : 0;
+                      : fs_write_all(out, buf, (size_t)got) ? rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno)) : 0;
     }
     if (!bad && fsync(out)) bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
     rt_free(buf);
@@ -390,7 +346,7 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
     char *final = rt_sprintf("%s/%s", ckdir, name);
     struct stat sb;
     int r = 0;
-    if (fsync_dir(tmp)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
+    if (fs_sync_dir(tmp)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
     int replacing = !r && lstat(final, &sb) == 0;
     if (replacing && (fs_remove_tree(old) || rename(final, old)))
         r = rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
@@ -398,7 +354,7 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
         r = rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
         if (replacing) rename(old, final); /* best effort: put the previous one back */
     }
-    if (!r && fsync_dir(ckdir)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+    if (!r && fs_sync_dir(ckdir)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
     rt_free(tmp);
     rt_free(old);
     rt_free(final);
@@ -460,7 +416,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     int ok = 1, r = -1;
 
     /* 1. rank 0 makes the temporary directory */
-    if (rank == 0 && mkdir_p(ckdir))
+    if (rank == 0 && fs_try_mkdirs(ckdir))
         ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
     else if (rank == 0 && (fs_remove_tree(tmp) || mkdir(tmp, 0755)))
         ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
@@ -481,7 +437,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
                                  JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
         if (ok) ok = !install_dir(ckdir, name, err, errlen);
         if (ok) ok = !write_text(latest_tmp, line, err, errlen);
-        if (ok && (rename(latest_tmp, latest) || fsync_dir(ckdir)))
+        if (ok && (rename(latest_tmp, latest) || fs_sync_dir(ckdir)))
             ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
         if (ok) prune(ckdir, name, keep);
         else fs_remove_tree(tmp);

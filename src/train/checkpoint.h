@@ -1,4 +1,4 @@
-/* Training checkpoints (FORMATS.md "Checkpoints"):
+/* Training checkpoints (docs/formats.md "Checkpoints"):
  *
  *   RUN_DIR/checkpoints/step_NNNNNNNN/   (step zero-padded to 8 digits, more when larger)
  *     model.safetensors      every parameter (trainable or not) as F32 under its fla name

@@ -1,5 +1,5 @@
 /* The run's outputs besides checkpoints: RUN_DIR/metrics.jsonl (one JSON object per logged
- * step, FORMATS.md), the live progress line, and SVG plots of loss, learning rate and
+ * step, docs/formats.md "Logs and plots"), the live progress line, and SVG plots of loss, learning rate and
  * validation accuracy. */
 #ifndef ROTOR_METRICS_H
 #define ROTOR_METRICS_H

@@ -5,13 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+void rt_vprint(const char *level, const char *fmt, va_list ap) {
+    fflush(stdout);
+    fprintf(stderr, "rotor: %s: ", level);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+}
+
 void rt_die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "rotor: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    rt_vprint("error", fmt, ap);
     va_end(ap);
     exit(1);
 }
@@ -19,10 +23,7 @@ void rt_die(const char *fmt, ...) {
 void rt_warn(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "rotor: warning: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    rt_vprint("warning", fmt, ap);
     va_end(ap);
 }
 

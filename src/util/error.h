@@ -3,6 +3,7 @@
 #ifndef ROTOR_ERROR_H
 #define ROTOR_ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -21,6 +22,9 @@ extern "C" {
 void rt_die(const char *fmt, ...) RT_NORETURN RT_PRINTF(1, 2);
 /* Prints "rotor: warning: <message>" to stderr. */
 void rt_warn(const char *fmt, ...) RT_PRINTF(1, 2);
+/* Prints "rotor: <level>: <message>" to stderr after flushing stdout (rt_die, rt_warn, and
+ * errors that are counted before the process gives up). */
+void rt_vprint(const char *level, const char *fmt, va_list ap) RT_PRINTF(2, 0);
 
 /* Internal invariant: a failure is a bug in rotor, not a user error. */
 #define RT_ASSERT(cond)                                                                  \

@@ -11,16 +11,67 @@
 
 #include "util/error.h"
 
-void fs_mkdirs(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) rt_die("cannot create directory %s: %s", buf, strerror(errno));
-        *p = '/';
+int fs_try_mkdirs(const char *path) {
+    if (!*path) {
+        errno = ENOENT;
+        return -1;
     }
-    if (mkdir(buf, 0777) && errno != EEXIST) rt_die("cannot create directory %s: %s", buf, strerror(errno));
+    char *p = rt_strdup(path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s) continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) && errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        *s = c;
+        if (!c) break;
+    }
+    int e = errno;
+    rt_free(p);
+    errno = e;
+    struct stat sb;
+    if (rc == 0 && stat(path, &sb)) rc = -1;
+    else if (rc == 0 && !S_ISDIR(sb.st_mode)) {
+        errno = ENOTDIR;
+        rc = -1;
+    }
+    return rc;
+}
+
+void fs_mkdirs(const char *path) {
+    if (fs_try_mkdirs(path)) rt_die("cannot create directory %s: %s", path, strerror(errno));
+}
+
+int fs_write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
+    close(fd);
+    return rc;
+}
+
+int fs_sync_parent(const char *path) {
+    char *copy = rt_strdup(path);
+    int rc = fs_sync_dir(dirname(copy));
+    int e = errno;
+    rt_free(copy);
+    errno = e;
+    return rc;
 }
 
 char *fs_read_file(const char *path, size_t *len) {
@@ -43,19 +94,6 @@ char *fs_read_file(const char *path, size_t *len) {
     return s;
 }
 
-static void write_all(int fd, const char *name, const void *data, size_t len) {
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            rt_die("cannot write %s: %s", name, strerror(errno));
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-}
-
 void fs_write_atomic(const char *path, const void *data, size_t len) {
     /* a device or a pipe (/dev/stdout, a FIFO) is written as it is: renaming over it would
      * replace it with a regular file */
@@ -63,24 +101,16 @@ void fs_write_atomic(const char *path, const void *data, size_t len) {
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         int fd = open(path, O_WRONLY);
         if (fd < 0) rt_die("cannot write %s: %s", path, strerror(errno));
-        write_all(fd, path, data, len);
-        if (close(fd)) rt_die("cannot write %s: %s", path, strerror(errno));
+        if (fs_write_all(fd, data, len) || close(fd)) rt_die("cannot write %s: %s", path, strerror(errno));
         return;
     }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) rt_die("cannot write %s: %s", tmp, strerror(errno));
-    write_all(fd, tmp, data, len);
-    if (fsync(fd) || close(fd)) rt_die("cannot write %s: %s", tmp, strerror(errno));
+    if (fs_write_all(fd, data, len) || fsync(fd) || close(fd)) rt_die("cannot write %s: %s", tmp, strerror(errno));
     if (rename(tmp, path)) rt_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    fs_sync_parent(path); /* a file system that cannot make the rename durable leaves it as it is */
 }
 
 int fs_exists(const char *path) {

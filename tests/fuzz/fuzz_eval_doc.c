@@ -1,4 +1,4 @@
-/* Fuzz target: a task document (one JSON line of a task file, EVAL.md part A). The first
+/* Fuzz target: a task document (one JSON line of a task file, docs/evaluation.md part A). The first
  * byte picks the task, the rest is the line. Every choice's (context, continuation) is
  * built, or the document is rejected with a message; built requests are tokenised
  * whole-minus-prefix with the Mistral tokenizer when ../shared/data is there (the context

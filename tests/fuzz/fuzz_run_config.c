@@ -1,4 +1,4 @@
-/* Fuzz target: a run config (INI text, FORMATS.md) is either accepted or rejected with a
+/* Fuzz target: a run config (INI text, docs/formats.md "Configs") is either accepted or rejected with a
  * message naming its origin; an accepted one, written back as INI, loads again and writes
  * the same INI. */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 """Independent PyTorch reference of the rotor model family (docs/models.md §1-5, §10, §12-14).
 
 The model is built from a Hugging-Face-style config dict and uses fla's tensor names
-(FORMATS.md), so `model.state_dict()` keys are exactly the checkpoint names.
+(docs/formats.md "Checkpoints"), so `model.state_dict()` keys are exactly the checkpoint names.
 
 `forward(input_ids, naive=True)` computes every mixer in its naive form (token-by-token recurrences
 for GLA and Gated DeltaNet, an explicit T x T masked softmax for FoX, a token loop for the Selective
