@@ -143,10 +143,6 @@ static const char *const chars_keys[] = {
     "train_examples", NULL};
 
 const TaskImpl task_chars = {
-    .name = "chars",
-    .keys = chars_keys,
-    .flags = TASK_TEXT,
-    .shape = chars_shape,
-    .open = chars_open,
+    .name = "chars", .keys = chars_keys, .flags = TASK_TEXT, .shape = chars_shape, .open = chars_open,
     .evaluate = chars_evaluate,
 };

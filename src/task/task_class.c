@@ -57,25 +57,16 @@ static const char *const listops_keys[] = {"path",          "max_depth",  "max_a
 static const char *const text_keys[] = {"path", "classes", "train_examples", NULL};
 
 const TaskImpl task_listops = {
-    .name = "listops",
-    .keys = listops_keys,
-    .flags = TASK_CLASSIFIES,
-    .open = listops_open,
+    .name = "listops", .keys = listops_keys, .flags = TASK_CLASSIFIES, .open = listops_open,
     .evaluate = class_evaluate,
 };
 
 const TaskImpl task_text_bytes = {
-    .name = "text_bytes",
-    .keys = text_keys,
-    .flags = TASK_CLASSIFIES,
-    .open = text_bytes_open,
+    .name = "text_bytes", .keys = text_keys, .flags = TASK_CLASSIFIES, .open = text_bytes_open,
     .evaluate = class_evaluate,
 };
 
 const TaskImpl task_aan = {
-    .name = "aan",
-    .keys = text_keys,
-    .flags = TASK_CLASSIFIES | TASK_PAIRS,
-    .open = aan_open,
+    .name = "aan", .keys = text_keys, .flags = TASK_CLASSIFIES | TASK_PAIRS, .open = aan_open,
     .evaluate = class_evaluate,
 };
