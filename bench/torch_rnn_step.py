@@ -3,7 +3,7 @@
 optimizer step of the same model in PyTorch, the way the nnRNN authors' code runs it -- a
 Python loop over time with one cuBLAS product h_{t-1} W^T per token (nnRNN/nnRNN_release
 RNN_Cell.py, LSTM.py) -- and, for an LSTM config, also cuDNN's fused nn.LSTM. rotor runs each
-recurrence as one persistent kernel per layer (kernels/rnn.cu); this measures that choice.
+recurrence as one persistent kernel per layer (kernels/ops/rnn.cu); this measures that choice.
 
 For each rotor CONFIG.ini: `rotor info CONFIG --config-json` gives the model (the reference
 model of tests/reference/ref_model.py: the same parameters, names and shapes as rotor's), at

@@ -1,6 +1,6 @@
 /* Every compute op of the Backend table, written once. BACKEND_OPS(X) expands
  * X(return type, name, (parameters)) for each op: src/backend.h makes the table's fields of
- * it, src/cpu/cpu_ops.h the prototypes of cpu_<name>, kernels/cuda_ops.h those of
+ * it, src/cpu/cpu_ops.h the prototypes of cpu_<name>, kernels/backend/cuda_ops.h those of
  * cuda_<name>, and each backend its table. Conventions (element types in brackets, layout,
  * accumulation) are stated at the top of src/backend.h; the math of each op in
  * docs/models.md. Included by backend.h only. */

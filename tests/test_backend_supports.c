@@ -2,7 +2,7 @@
  * will run (with its head sizes) and refuses, before allocating anything, a configuration
  * whose kernels the backend lacks, naming the config keys that set the sizes. The backend
  * here is the CPU's with a stand-in query that has a kernel-style limit (head sizes a
- * multiple of 16), as the CUDA backend's does (kernels/supports.cu). */
+ * multiple of 16), as the CUDA backend's does (kernels/backend/supports.cu). */
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 /* The decoding ops (docs/models.md §11): the state a prefill leaves (segment tails, the
  * forget gate's cumulative sum, KV-cache writes) and one token per row from that state
  * (short conv, shift, Selective RoPE, GLA, Gated DeltaNet, causal attention). The plain
- * references of kernels/decode.cu; the step of each is the recurrence its chunked or
+ * references of kernels/ops/decode.cu; the step of each is the recurrence its chunked or
  * blockwise op computes for a whole segment. */
 #include <string.h>
 

@@ -9,7 +9,7 @@ const Backend *backend_cuda(int local_rank, char *why, size_t why_size) {
     return NULL;
 }
 
-/* kernels/revcumsum.h: only reached through a CUDA backend, which this build cannot make */
+/* kernels/ops/revcumsum.h: only reached through a CUDA backend, which this build cannot make */
 void cuda_revcumsum(void *y, const void *x, const Seqs *s, int C) {
     (void)y, (void)x, (void)s, (void)C;
     rt_die("cuda_revcumsum: this build has no CUDA backend");

@@ -1,4 +1,4 @@
-/* GPU tests of the basic ops (kernels/elementwise.cu, kernels/norm.cu, kernels/loss_optim.cu)
+/* GPU tests of the basic ops (kernels/ops/elementwise.cu, kernels/ops/norm.cu, kernels/ops/loss_optim.cu)
  * against the CPU backend: the bf16 weight copy, add, embedding, output gates, SiLU,
  * log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
  * log-probabilities, sum of squares, scale and AdamW, forward and backward.

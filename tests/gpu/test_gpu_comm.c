@@ -1,4 +1,4 @@
-/* The NCCL collectives of the CUDA backend (kernels/comm_nccl.cu) on one GPU, a world of
+/* The NCCL collectives of the CUDA backend (kernels/backend/comm_nccl.cu) on one GPU, a world of
  * one rank. They run on a stream of their own, after the work queued on the compute stream
  * before them, and comm_wait queues the compute stream after them; what one GPU can check
  * is that this ordering neither deadlocks nor loses work: a rank's own sum leaves its

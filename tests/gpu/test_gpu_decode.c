@@ -1,6 +1,6 @@
-/* GPU tests of decoding (docs/models.md §11): every decoding op of kernels/decode.cu against
+/* GPU tests of decoding (docs/models.md §11): every decoding op of kernels/ops/decode.cu against
  * the CPU backend (src/cpu/decode_ops.c), the final states of the chunked gla_fwd / gdn_fwd
- * (kernels/gla.cu, gdn.cu), and tiny models of every mixer decoding on both backends.
+ * (kernels/ops/gla.cu, gdn.cu), and tiny models of every mixer decoding on both backends.
  *
  * The step ops run three steps in a row from random states, so each step reads what the
  * previous one wrote, with rows at position 0 (whose state must not be read: it is random),

@@ -1,5 +1,5 @@
-/* GPU tests of the LRU and RotRNN ops (kernels/cscan.cu, kernels/lru_weights.cu,
- * kernels/rotrnn.cu; docs/models.md §13, §14) against the CPU backend: the complex scan forward
+/* GPU tests of the LRU and RotRNN ops (kernels/ops/cscan.cu, kernels/ops/lru_weights.cu,
+ * kernels/ops/rotrnn.cu; docs/models.md §13, §14) against the CPU backend: the complex scan forward
  * (h and each segment's final state) and backward (dx, dloga, dangle) on several segment layouts
  * and decay strengths, its decoding step, the LRU's weights, expm(M - M^T) and its gradient
  * through the Frechet derivative, and RotRNN's weights, forward and backward (each with the

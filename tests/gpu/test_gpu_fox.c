@@ -1,4 +1,4 @@
-/* FoX forgetting attention on the GPU (kernels/fox.cu) against the CPU backend, forward
+/* FoX forgetting attention on the GPU (kernels/ops/fox.cu) against the CPU backend, forward
  * (o, lse) and backward (dq, dk, dv, dlogf), docs/models.md §4, and the same without a
  * forget gate (logf NULL: the Transformer's attention, §4b).
  *

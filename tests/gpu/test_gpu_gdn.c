@@ -1,4 +1,4 @@
-/* Chunked Gated DeltaNet on the GPU (kernels/gdn.cu) against the CPU backend
+/* Chunked Gated DeltaNet on the GPU (kernels/ops/gdn.cu) against the CPU backend
  * (src/cpu/gdn_chunk.c): gdn_fwd (o, states) and gdn_bwd (dq, dk, dv, dbeta, dg) for several
  * head shapes, segment layouts (single tokens, partial and exact chunks, one long segment)
  * and decay strengths, and without decay (g == NULL, DeltaNet: the kernels' DECAY = false

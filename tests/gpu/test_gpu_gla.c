@@ -1,4 +1,4 @@
-/* GPU tests of the chunked GLA kernels (kernels/gla.cu) against the CPU backend
+/* GPU tests of the chunked GLA kernels (kernels/ops/gla.cu) against the CPU backend
  * (src/cpu/gla_chunk.c): forward (o and the chunk-start states) and backward (dq, dk, dv,
  * dg) for several head sizes, segment layouts and gate strengths.
  *

@@ -1,4 +1,4 @@
-/* GPU tests of the nonlinear recurrences (kernels/rnn.cu; docs/models.md §17, §18) against the
+/* GPU tests of the nonlinear recurrences (kernels/ops/rnn.cu; docs/models.md §17, §18) against the
  * CPU backend: rnn_fwd (h and each segment's final state) and rnn_bwd (dz, dW, the modReLU
  * bias) with tanh and modReLU on several segment layouts, from zero or carried initial states
  * (h0, docs/models.md §19), rnn_step, the LSTM's forward, backward and step (also from

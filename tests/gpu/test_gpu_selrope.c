@@ -1,4 +1,4 @@
-/* GPU test of the fused Selective RoPE op (kernels/selrope.cu) against the CPU backend's
+/* GPU test of the fused Selective RoPE op (kernels/ops/selrope.cu) against the CPU backend's
  * reference (src/cpu/selrope.c): the forward (Phi, qo, ko) and the backward (dq, dk,
  * dphi_raw, dconv_w, dbias, dgate_logit, dtemp) for the head shapes of the tiny and 370M
  * configs, the angle conv variants of the configs (weight + SiLU, weight without activation,

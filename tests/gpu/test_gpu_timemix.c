@@ -1,4 +1,4 @@
-/* GPU tests of the time-mixing and rotary ops (kernels/timemix.cu, kernels/rotary.cu)
+/* GPU tests of the time-mixing and rotary ops (kernels/ops/timemix.cu, kernels/ops/rotary.cu)
  * against the CPU backend: short conv, FoX shift, reverse cumsum, RoPE angles, rotation and
  * the weight norm, forward and backward, on several segment layouts (a single token, short
  * segments around the chunk size, segments aligned with the 256-token scan tiles, one
