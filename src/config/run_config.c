@@ -272,13 +272,12 @@ static const Renamed RENAMED[] = {
  * tasks only (TaskImpl.keys): such a key is an error where the config's family or task does
  * not read it. */
 static bool key_scoped(const KeySpec *k) {
-    char names[8];
     if (!strcmp(k->section, "model")) {
         for (int f = 0; f < N_MIXERS; f++)
             if (family_reads_key(family_of((MixerKind)f), k->key)) return true;
         return false;
     }
-    return !strcmp(k->section, "task") && task_names_with_key(k->key, names, sizeof names) > 0;
+    return !strcmp(k->section, "task") && task_names_with_key(k->key, NULL, 0) > 0;
 }
 
 /* Whether the config's family or task reads k (always for keys of every family and task). */

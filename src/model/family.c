@@ -7,6 +7,7 @@
 
 #include "model/model_internal.h"
 #include "util/error.h"
+#include "util/name_list.h"
 
 const BackboneNames FLA_BACKBONE = {"model", "attn_norm", "attn", "norm"};
 
@@ -44,19 +45,13 @@ int family_reads_key(const Family *f, const char *key) {
     return 0;
 }
 
-/* "a", "a and b", "a, b and c" of the families that pass keep(f, key). */
-static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *),
-                       const char *key) {
-    int total = 0, seen = 0;
-    for (int k = 0; k < N_MIXERS; k++) total += keep(REGISTRY[k], key);
-    size_t used = 0;
-    buf[0] = 0;
-    for (int k = 0; k < N_MIXERS && used < n; k++) {
-        if (!keep(REGISTRY[k], key)) continue;
-        const char *sep = !seen ? "" : seen == total - 1 ? " and " : ", ";
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, REGISTRY[k]->name);
-        seen++;
-    }
+/* The names of the families that pass keep(f, key), joined. */
+static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *), const char *key) {
+    const char *names[N_MIXERS];
+    int count = 0;
+    for (int k = 0; k < N_MIXERS; k++)
+        if (keep(REGISTRY[k], key)) names[count++] = REGISTRY[k]->name;
+    name_list(buf, n, names, count);
 }
 
 static int carries(const Family *f, const char *key) { return (void)key, family_carries(f); }

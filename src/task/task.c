@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "util/error.h"
+#include "util/name_list.h"
 
 /* Each task's TaskImpl, defined beside its code (task_*.c); the order is that of `rotor train
  * --help`. */
@@ -76,19 +77,14 @@ static int listed(const TaskImpl *t, const char *key, unsigned flags) {
     return (!key || task_reads_key(t, key)) && (t->flags & flags) == flags;
 }
 
-/* "a", "a and b", "a, b and c" of the listed tasks; returns their count. */
+/* The names of the listed tasks, joined (buf may be NULL); returns their count. */
 static int list_names(const char *key, unsigned flags, char *buf, size_t n) {
-    int total = 0, seen = 0;
-    for (int i = 0; i < NTASKS; i++) total += listed(TASKS[i], key, flags);
-    size_t used = 0;
-    buf[0] = 0;
-    for (int i = 0; i < NTASKS && used < n; i++) {
-        if (!listed(TASKS[i], key, flags)) continue;
-        const char *sep = !seen ? "" : seen == total - 1 ? " and " : ", ";
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, TASKS[i]->name);
-        seen++;
-    }
-    return total;
+    const char *names[NTASKS];
+    int count = 0;
+    for (int i = 0; i < NTASKS; i++)
+        if (listed(TASKS[i], key, flags)) names[count++] = TASKS[i]->name;
+    if (buf) name_list(buf, n, names, count);
+    return count;
 }
 
 void task_names(char *buf, size_t n) { list_names(NULL, 0, buf, n); }

@@ -87,7 +87,8 @@ void task_resolve_alias(TaskConfig *t);
 const char *const *task_type_names(int *n);
 /* "mqar, state, ..., chars": the task names, for messages. */
 void task_names(char *buf, size_t n);
-/* The tasks that read [task] key (a name without "task."), for messages; 0 when none does. */
+/* The tasks that read [task] key (a name without "task."), for messages (buf may be NULL); returns
+ * their count. */
 int task_names_with_key(const char *key, char *buf, size_t n);
 /* The tasks with every bit of flags (TASK_*), for messages. */
 void task_names_with_flags(unsigned flags, char *buf, size_t n);
