@@ -52,6 +52,14 @@ static char *download(const Backend *be, const void *src, int64_t n) {
     return h;
 }
 
+/* What config.json's absent keys fall back to: the key table's defaults. */
+static const ModelConfig *hf_defaults(void) {
+    static ModelConfig d;
+    static int filled;
+    if (!filled) model_config_defaults(&d), filled = 1;
+    return &d;
+}
+
 static ModelConfig tiny_gla(void) {
     ModelConfig c = tu_tiny_model(MIXER_GLA, 2);
     c.pe.kind = PE_ROPE;
@@ -247,7 +255,7 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     char *cpath = rt_sprintf("%s/config.json", path);
     json_t *cj = json_load_file(cpath, 0, NULL);
     ModelConfig mc;
-    CHECK_MSG(cj && hf_config_from_json(cj, &mc, err, sizeof err) == 0, "%s: %s", label, err);
+    CHECK_MSG(cj && hf_config_from_json(cj, hf_defaults(), &mc, err, sizeof err) == 0, "%s: %s", label, err);
     /* config.json describes the same model: it writes back identically, and a model built
      * from it has the same parameters. */
     json_t *again = hf_config_to_json(&mc);
@@ -938,7 +946,7 @@ static void test_hf_roundtrip(void) {
             char *text = json_dumps(j, HF_CONFIG_JSON_FLAGS);
             json_decref(j);
             json_t *parsed = json_loads(text, 0, NULL);
-            CHECK_MSG(hf_config_from_json(parsed, &back, err, sizeof err) == 0, "%s: %s", label, err);
+            CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", label, err);
             CHECK_MSG(config_equal(&c, &back, label), "%s: round trip differs", label);
             /* What the PyTorch reference reads. */
             CHECK(!strcmp(json_string_value(json_object_get(parsed, "model_type")), types[mx]));
@@ -964,7 +972,7 @@ static void test_hf_roundtrip(void) {
     /* Mamba2 (NoPE only): fla's Mamba2Config keys, no MLP width, the derived num_heads */
     ModelConfig c = hf_case(MIXER_MAMBA2, 0), back;
     json_t *j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "mamba2: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "mamba2: %s", err);
     CHECK_MSG(config_equal(&c, &back, "mamba2"), "mamba2: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "mamba2"));
     CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Mamba2ForCausalLM"));
@@ -973,56 +981,56 @@ static void test_hf_roundtrip(void) {
     CHECK(json_integer_value(json_object_get(j, "n_groups")) == 2);
     CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "silu"));
     json_object_set_new(j, "num_heads", json_integer(4));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'num_heads' = 4"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_heads' = 4"));
     json_object_set_new(j, "use_bias", json_true());
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'use_bias'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'use_bias'"));
     json_decref(j);
     /* rotor's shapes: the classifier with the linear input, then broken keys */
     c = hf_case(MIXER_GLA, 0);
     c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.pool = POOL_LAST, c.input = INPUT_LINEAR, c.input_scale = 9;
     j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "classifier: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "classifier: %s", err);
     CHECK_MSG(config_equal(&c, &back, "classifier"), "classifier: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_head")), "classifier"));
     CHECK(json_integer_value(json_object_get(j, "num_labels")) == 3);
     json_object_set_new(j, "num_labels", json_integer(1));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'num_labels'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_labels'"));
     json_object_set_new(j, "num_labels", json_integer(3));
     json_object_set_new(j, "rotor_input_scale", json_real(-1));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_scale'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_scale'"));
     json_object_set_new(j, "rotor_head", json_string("regressor"));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_head'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_head'"));
     json_decref(j);
     /* the pair classifier's keys; an absent rotor_pair is none, a bad one or width is named */
     c.pair = PAIR_NLI, c.pair_mlp = 6, c.input_scale = 9;
     j = hf_config_to_json(&c);
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_pair")), "nli") &&
           json_integer_value(json_object_get(j, "rotor_pair_mlp")) == 6);
-    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
     json_object_set_new(j, "rotor_pair_mlp", json_integer(1));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
     json_object_set_new(j, "rotor_pair", json_string("dual"));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
     json_object_del(j, "rotor_pair");
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
     json_decref(j);
     /* the block keys (docs/models.md §16), then broken ones */
     c = hf_case(MIXER_LRU, 0);
     c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2, c.bidirectional = 1;
     j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "lra block: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "lra block: %s", err);
     CHECK_MSG(config_equal(&c, &back, "lra block"), "lra block: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "lra"));
     CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "gelu"));
     CHECK(!json_object_get(j, "intermediate_size") && !json_object_get(j, "rotor_dropout_mask"));
     json_object_set_new(j, "rotor_dropout", json_real(1.0));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_dropout'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_dropout'"));
     json_object_set_new(j, "rotor_dropout", json_real(0.2));
     json_object_set_new(j, "rotor_bidirectional", json_string("yes"));
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_bidirectional'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_bidirectional'"));
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
-    CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
     json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",
@@ -1030,14 +1038,14 @@ static void test_hf_roundtrip(void) {
     for (int i = 0; i < 2; i++) {
         c = hf_case(i ? MIXER_ROTRNN : MIXER_LRU, 0);
         j = hf_config_to_json(&c);
-        CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "%s: %s", lin_types[i], err);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", lin_types[i], err);
         CHECK_MSG(config_equal(&c, &back, lin_types[i]), "%s: round trip differs", lin_types[i]);
         CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), lin_types[i]));
         CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), lin_archs[i]));
         CHECK(json_integer_value(json_object_get(j, "state_size")) == 24);
         CHECK(json_real_value(json_object_get(j, i ? "gamma_min" : "r_min")) == 0.5);
         json_object_set_new(j, i ? "gamma_max" : "r_max", json_real(1.0));
-        CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, i ? "gamma_max < 1" : "r_max < 1"));
+        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, i ? "gamma_max < 1" : "r_max < 1"));
         json_decref(j);
     }
     /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §17, §18) */
@@ -1045,14 +1053,14 @@ static void test_hf_roundtrip(void) {
         const char *name = mixer_name((MixerKind)k);
         c = hf_case((MixerKind)k, 0);
         j = hf_config_to_json(&c);
-        CHECK_MSG(hf_config_from_json(j, &back, err, sizeof err) == 0, "%s: %s", name, err);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", name, err);
         CHECK_MSG(config_equal(&c, &back, name), "%s: round trip differs", name);
         CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), name));
         CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "rnn"));
         CHECK(!json_object_get(j, "intermediate_size"));
         if (k == MIXER_NNRNN) CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_orth_init")), "henaff"));
         json_object_set_new(j, "rotor_block", json_string("postnorm"));
-        CHECK(hf_config_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "'rotor_block'"));
+        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_block'"));
         json_decref(j);
     }
 }
@@ -1063,7 +1071,7 @@ static int from_text(const char *text, ModelConfig *c) {
     json_t *j = json_loads(text, 0, &je);
     RT_ASSERT(j);
     err[0] = '\0';
-    int r = hf_config_from_json(j, c, err, sizeof err);
+    int r = hf_config_from_json(j, hf_defaults(), c, err, sizeof err);
     json_decref(j);
     return r;
 }
@@ -1106,7 +1114,7 @@ static void test_hf_errors(void) {
         if (cases[i].value) json_object_set_new(obj, key, json_loads(cases[i].value, JSON_DECODE_ANY, NULL));
         else json_object_del(obj, key);
         err[0] = '\0';
-        CHECK_MSG(hf_config_from_json(j, &out, err, sizeof err) == -1, "%s accepted", cases[i].key);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &out, err, sizeof err) == -1, "%s accepted", cases[i].key);
         CHECK_ERR(cases[i].expect);
         json_decref(j);
     }

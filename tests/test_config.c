@@ -441,6 +441,41 @@ static void test_help(void) {
     free(buf);
 }
 
+/* The help's default column is the key table's; each key the defaults' INI writes (the default
+ * family's and task's) must hold the same value there. */
+static void test_help_defaults(void) {
+    char *help = NULL, *ini = NULL;
+    size_t hlen = 0, ilen = 0;
+    FILE *f = open_memstream(&help, &hlen);
+    run_config_print_help(f);
+    fclose(f);
+    RunConfig d;
+    run_config_defaults(&d);
+    f = open_memstream(&ini, &ilen);
+    run_config_write_ini(&d, f);
+    fclose(f);
+    int compared = 0;
+    char section[32] = "";
+    for (char *line = strtok(ini, "\n"); line; line = strtok(NULL, "\n")) {
+        char key[64], value[256] = "";
+        if (line[0] == ';' || sscanf(line, "[%31[^]]]", section) == 1 || sscanf(line, "%63s = %255[^\n]", key, value) < 1) continue;
+        char name[100], want[300];
+        snprintf(name, sizeof name, "\n  %s.%s ", section, key);
+        const char *h = strstr(help, name);
+        CHECK_MSG(h, "help lacks %s", name + 3);
+        if (!h || sscanf(h + strlen(name), "%*s %299s", want) != 1) continue;
+        if (!strcmp(want, "\"\"")) want[0] = '\0';
+        char *end1, *end2;
+        double a = strtod(value, &end1), b = strtod(want, &end2);
+        int same = (*value && !*end1 && *want && !*end2) ? a == b : !strcmp(value, want);
+        CHECK_MSG(same, "%s.%s: help says %s, the defaults hold %s", section, key, want, value);
+        compared++;
+    }
+    CHECK_MSG(compared > 60, "only %d keys compared", compared);
+    free(help);
+    free(ini);
+}
+
 static const TestCase tests[] = {
     {"defaults", test_defaults},
     {"full_file", test_full_file},
@@ -457,6 +492,7 @@ static const TestCase tests[] = {
     {"key_scopes", test_key_scopes},
     {"optimizer_and_copy_memory_keys", test_optimizer_and_copy_memory_keys},
     {"help", test_help},
+    {"help_defaults", test_help_defaults},
 };
 
 TH_MAIN(tests)

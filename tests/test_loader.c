@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/run_config.h"
 #include "data/datasource.h"
 #include "data/shard.h"
 #include "harness.h"

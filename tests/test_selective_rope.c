@@ -9,6 +9,7 @@
 #include <complex.h>
 #include <string.h>
 
+#include "config/run_config.h"
 #include "cpu/cpu_ops.h"
 #include "harness.h"
 #include "model/model_internal.h"

@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include "config/run_config.h"
 
 #include <math.h>
 #include <stdio.h>

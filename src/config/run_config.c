@@ -48,6 +48,7 @@ typedef struct {
     const char *section, *key;
     KeyType type;
     size_t offset, size;   /* the field inside RunConfig */
+    const char *def;       /* the default, as a config file would write it */
     int64_t min;           /* integer keys: smallest allowed value */
     FloatRange range;      /* float keys */
     const Choice *choices; /* enum keys: allowed values, {NULL} terminated */
@@ -81,167 +82,168 @@ static Choice TASKS[65];
 static const Choice DIFFICULTIES[] = {{"easy", 0}, {"intermediate", 1}, {"hard", 2}, {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
-#define K_INT(s, k, f, min, h) {s, k, T_INT, FIELD(f), min, R_ANY, NULL, h}
-#define K_I64(s, k, f, min, h) {s, k, T_I64, FIELD(f), min, R_ANY, NULL, h}
-#define K_U64(s, k, f, h) {s, k, T_U64, FIELD(f), 0, R_ANY, NULL, h}
-#define K_FLT(s, k, f, r, h) {s, k, T_FLOAT, FIELD(f), 0, r, NULL, h}
-#define K_BOOL(s, k, f, h) {s, k, T_BOOL, FIELD(f), 0, R_ANY, NULL, h}
-#define K_ENUM(s, k, f, ch, h) {s, k, T_ENUM, FIELD(f), 0, R_ANY, ch, h}
-#define K_ENUM_STR(s, k, f, ch, h) {s, k, T_ENUM_STR, FIELD(f), 0, R_ANY, ch, h}
-#define K_STR(s, k, f, h) {s, k, T_STR, FIELD(f), 0, R_ANY, NULL, h}
+#define K_INT(s, k, f, def, min, h) {s, k, T_INT, FIELD(f), def, min, R_ANY, NULL, h}
+#define K_I64(s, k, f, def, min, h) {s, k, T_I64, FIELD(f), def, min, R_ANY, NULL, h}
+#define K_U64(s, k, f, def, h) {s, k, T_U64, FIELD(f), def, 0, R_ANY, NULL, h}
+#define K_FLT(s, k, f, def, r, h) {s, k, T_FLOAT, FIELD(f), def, 0, r, NULL, h}
+#define K_BOOL(s, k, f, def, h) {s, k, T_BOOL, FIELD(f), def, 0, R_ANY, NULL, h}
+#define K_ENUM(s, k, f, def, ch, h) {s, k, T_ENUM, FIELD(f), def, 0, R_ANY, ch, h}
+#define K_ENUM_STR(s, k, f, def, ch, h) {s, k, T_ENUM_STR, FIELD(f), def, 0, R_ANY, ch, h}
+#define K_STR(s, k, f, def, h) {s, k, T_STR, FIELD(f), def, 0, R_ANY, NULL, h}
 
-/* Every key, grouped by section in SECTIONS order (the order of the INI output and help). */
+/* Every key with its default, grouped by section in SECTIONS order (the order of the INI output
+ * and help). Keys of one field (a family's own name for it) share its default. */
 static const KeySpec KEYS[] = {
-    K_ENUM("model", "type", model.mixer, MIXERS, "token mixer"),
-    K_ENUM("model", "head", model.head, HEADS, "output head: lm (next token), autoencoder (mad-lab's compression decoder; task.type = mad_compression sets it), or classifier (one class per sequence, labeled at its last token)"),
-    K_INT("model", "num_classes", model.num_classes, 2, "classifier: classes"),
-    K_ENUM("model", "pool", model.pool, POOLS, "classifier: the mean of a sequence's states, or its last token's"),
-    K_ENUM("model", "pair", model.pair, PAIRS, "classifier: none (one sequence per row), or rows 2i, 2i+1 are one example's two documents (task.type = aan), pooled into u, v and combined as [u, v, u*v, u-v] (nli) or [u, v] (concat) before an MLP"),
-    K_INT("model", "pair_mlp", model.pair_mlp, 2, "classifier with pairs: the widths of the MLP's two ReLU layers, pair_mlp and pair_mlp / 2 (LRA's mlp_dim)"),
-    K_ENUM("model", "input", model.input, INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
-    K_FLT("model", "input_scale", model.input_scale, R_POS, "linear input: token id v enters as v / input_scale"),
-    K_ENUM("model", "block", model.block, BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
-    K_FLT("model", "dropout", model.dropout, R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
-    K_ENUM("model", "dropout_mask", model.dropout_mask, DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
-    K_BOOL("model", "bidirectional", model.bidirectional, "with the classifier head: a second scan in reverse time with its own readout, summed"),
-    K_INT("model", "vocab_size", model.vocab_size, 2, "vocabulary size V"),
-    K_INT("model", "hidden_size", model.hidden_size, 1, "model width d"),
-    K_INT("model", "num_layers", model.num_layers, 1, "number of blocks L"),
-    K_INT("model", "num_heads", model.num_heads, 1, "mixer heads H"),
-    K_FLT("model", "hidden_ratio", model.hidden_ratio, R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
-    K_INT("model", "intermediate_size", model.intermediate_size, 0, "explicit MLP width, 0 = from hidden_ratio"),
-    K_FLT("model", "norm_eps", model.norm_eps, R_POS, "RMSNorm epsilon"),
-    K_FLT("model", "init_std", model.init_std, R_POS, "std of the normal init of weights"),
-    K_FLT("model", "expand_k", model.expand_k, R_POS, "key width = d * expand_k (fla's DeltaNet: 1)"),
-    K_FLT("model", "expand_v", model.expand_v, R_POS, "value width factor"),
-    K_BOOL("model", "short_conv", model.short_conv, "short conv on q, k, v"),
-    K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, 1, "rank of the gate projection"),
-    K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, R_POS, "gate logits divided by this"),
-    K_INT("model", "key_head_dim", model.head_dim, 1, "per-head key width (fla's head_dim)"),
-    K_INT("model", "value_head_dim", model.head_dim, 1, "per-head value width (fla's head_dim; heads = expand x hidden_size / value_head_dim)"),
-    K_BOOL("model", "use_gate", model.use_gate, "output gate swish(x W_g) (g_proj)"),
-    K_INT("model", "expand", model.expand, 1, "intermediate width = d * expand"),
-    K_INT("model", "state_size", model.state_size, 1, "SSM state size per group (the key width)"),
-    K_INT("model", "complex_state_size", model.state_size, 1, "complex state channels"),
-    K_INT("model", "real_state_size", model.state_size, 1, "real state width (num_heads x an even width)"),
-    K_INT("model", "n_groups", model.n_groups, 1, "groups of B, C (each read by heads / n_groups heads)"),
-    K_BOOL("model", "use_conv_bias", model.use_conv_bias, "bias in the conv over x, B, C"),
-    K_FLT("model", "r_min", model.r_min, R_UNIT, "smallest eigenvalue modulus |lambda| at init"),
-    K_FLT("model", "r_max", model.r_max, R_UNIT, "largest eigenvalue modulus |lambda| at init (< 1)"),
-    K_FLT("model", "gamma_min", model.r_min, R_UNIT, "smallest decay gamma at init (> 0)"),
-    K_FLT("model", "gamma_max", model.r_max, R_UNIT, "largest decay gamma at init (< 1)"),
-    K_FLT("model", "max_phase", model.max_phase, R_POS, "eigenvalue angles at init in [0, max_phase]"),
-    K_ENUM("model", "orth_init", model.orth_init, ORTH_INITS, "initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
-    K_ENUM("model", "nonlinearity", model.nonlinearity, NONLINEARITIES, "the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
-    K_BOOL("model", "output_gate", model.output_gate, "FoX-Pro: output gate"),
-    K_BOOL("model", "output_norm", model.output_norm, "FoX-Pro: output norm"),
-    K_BOOL("model", "qk_norm", model.qk_norm, "FoX-Pro and Transformer: QK norm"),
-    K_BOOL("model", "k_shift", model.k_shift, "FoX-Pro: key shift"),
-    K_BOOL("model", "v_shift", model.v_shift, "FoX-Pro: value shift"),
-    K_BOOL("model", "doc_mask", model.doc_mask, "restart every mixer at document starts (BOS)"),
-    K_INT("model", "bos_id", model.bos_id, -1, "beginning-of-document token id (-1: none; data.train = task sets -1)"),
-    K_INT("model", "eos_id", model.eos_id, -1, "end-of-document token id (-1: none; data.train = task sets -1)"),
+    K_ENUM("model", "type", model.mixer, "gla", MIXERS, "token mixer"),
+    K_ENUM("model", "head", model.head, "lm", HEADS, "output head: lm (next token), autoencoder (mad-lab's compression decoder; task.type = mad_compression sets it), or classifier (one class per sequence, labeled at its last token)"),
+    K_INT("model", "num_classes", model.num_classes, "10", 2, "classifier: classes"),
+    K_ENUM("model", "pool", model.pool, "mean", POOLS, "classifier: the mean of a sequence's states, or its last token's"),
+    K_ENUM("model", "pair", model.pair, "none", PAIRS, "classifier: none (one sequence per row), or rows 2i, 2i+1 are one example's two documents (task.type = aan), pooled into u, v and combined as [u, v, u*v, u-v] (nli) or [u, v] (concat) before an MLP"),
+    K_INT("model", "pair_mlp", model.pair_mlp, "512", 2, "classifier with pairs: the widths of the MLP's two ReLU layers, pair_mlp and pair_mlp / 2 (LRA's mlp_dim)"),
+    K_ENUM("model", "input", model.input, "embedding", INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
+    K_FLT("model", "input_scale", model.input_scale, "255", R_POS, "linear input: token id v enters as v / input_scale"),
+    K_ENUM("model", "block", model.block, "prenorm", BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
+    K_FLT("model", "dropout", model.dropout, "0", R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
+    K_ENUM("model", "dropout_mask", model.dropout_mask, "element", DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
+    K_BOOL("model", "bidirectional", model.bidirectional, "false", "with the classifier head: a second scan in reverse time with its own readout, summed"),
+    K_INT("model", "vocab_size", model.vocab_size, "32000", 2, "vocabulary size V"),
+    K_INT("model", "hidden_size", model.hidden_size, "1024", 1, "model width d"),
+    K_INT("model", "num_layers", model.num_layers, "24", 1, "number of blocks L"),
+    K_INT("model", "num_heads", model.num_heads, "4", 1, "mixer heads H"),
+    K_FLT("model", "hidden_ratio", model.hidden_ratio, "4", R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
+    K_INT("model", "intermediate_size", model.intermediate_size, "0", 0, "explicit MLP width, 0 = from hidden_ratio"),
+    K_FLT("model", "norm_eps", model.norm_eps, "1e-6", R_POS, "RMSNorm epsilon"),
+    K_FLT("model", "init_std", model.init_std, "0.02", R_POS, "std of the normal init of weights"),
+    K_FLT("model", "expand_k", model.expand_k, "0.5", R_POS, "key width = d * expand_k (fla's DeltaNet: 1)"),
+    K_FLT("model", "expand_v", model.expand_v, "1", R_POS, "value width factor"),
+    K_BOOL("model", "short_conv", model.short_conv, "true", "short conv on q, k, v"),
+    K_INT("model", "gate_low_rank_dim", model.gate_low_rank_dim, "16", 1, "rank of the gate projection"),
+    K_FLT("model", "gate_logit_normalizer", model.gate_logit_normalizer, "16", R_POS, "gate logits divided by this"),
+    K_INT("model", "key_head_dim", model.head_dim, "128", 1, "per-head key width (fla's head_dim)"),
+    K_INT("model", "value_head_dim", model.head_dim, "128", 1, "per-head value width (fla's head_dim; heads = expand x hidden_size / value_head_dim)"),
+    K_BOOL("model", "use_gate", model.use_gate, "false", "output gate swish(x W_g) (g_proj)"),
+    K_INT("model", "expand", model.expand, "2", 1, "intermediate width = d * expand"),
+    K_INT("model", "state_size", model.state_size, "128", 1, "SSM state size per group (the key width)"),
+    K_INT("model", "complex_state_size", model.state_size, "128", 1, "complex state channels"),
+    K_INT("model", "real_state_size", model.state_size, "128", 1, "real state width (num_heads x an even width)"),
+    K_INT("model", "n_groups", model.n_groups, "1", 1, "groups of B, C (each read by heads / n_groups heads)"),
+    K_BOOL("model", "use_conv_bias", model.use_conv_bias, "true", "bias in the conv over x, B, C"),
+    K_FLT("model", "r_min", model.r_min, "0.9", R_UNIT, "smallest eigenvalue modulus |lambda| at init"),
+    K_FLT("model", "r_max", model.r_max, "0.999", R_UNIT, "largest eigenvalue modulus |lambda| at init (< 1)"),
+    K_FLT("model", "gamma_min", model.r_min, "0.9", R_UNIT, "smallest decay gamma at init (> 0)"),
+    K_FLT("model", "gamma_max", model.r_max, "0.999", R_UNIT, "largest decay gamma at init (< 1)"),
+    K_FLT("model", "max_phase", model.max_phase, "6.28", R_POS, "eigenvalue angles at init in [0, max_phase]"),
+    K_ENUM("model", "orth_init", model.orth_init, "cayley", ORTH_INITS, "initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
+    K_ENUM("model", "nonlinearity", model.nonlinearity, "auto", NONLINEARITIES, "the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
+    K_BOOL("model", "output_gate", model.output_gate, "false", "FoX-Pro: output gate"),
+    K_BOOL("model", "output_norm", model.output_norm, "false", "FoX-Pro: output norm"),
+    K_BOOL("model", "qk_norm", model.qk_norm, "false", "FoX-Pro and Transformer: QK norm"),
+    K_BOOL("model", "k_shift", model.k_shift, "false", "FoX-Pro: key shift"),
+    K_BOOL("model", "v_shift", model.v_shift, "false", "FoX-Pro: value shift"),
+    K_BOOL("model", "doc_mask", model.doc_mask, "false", "restart every mixer at document starts (BOS)"),
+    K_INT("model", "bos_id", model.bos_id, "1", -1, "beginning-of-document token id (-1: none; data.train = task sets -1)"),
+    K_INT("model", "eos_id", model.eos_id, "2", -1, "end-of-document token id (-1: none; data.train = task sets -1)"),
 
-    K_ENUM("pe", "type", model.pe.kind, PES, "position embedding"),
-    K_FLT("pe", "rope_theta", model.pe.rope_theta, R_POS, "RoPE base"),
-    K_ENUM("pe", "phi_proj", model.pe.phi_proj, PHI_PROJS, "Selective RoPE angle projection"),
-    K_INT("pe", "phi_rank", model.pe.phi_rank, 1, "rank of the low_rank projection"),
-    K_ENUM("pe", "conv_act", model.pe.conv_act, CONV_ACTS, "activation of the angle short conv"),
-    K_BOOL("pe", "skip_conv", model.pe.skip_conv, "first difference instead of the angle conv"),
-    K_BOOL("pe", "bias", model.pe.bias, "add exp(b) to the angles"),
-    K_BOOL("pe", "phase_gate", model.pe.phase_gate, "per-head sigmoid gate on the angles"),
-    K_ENUM("pe", "temp_type", model.pe.temp_type, TEMP_TYPES, "temperature schedule"),
-    K_FLT("pe", "temp_theta", model.pe.temp_theta, R_POS,
+    K_ENUM("pe", "type", model.pe.kind, "nope", PES, "position embedding"),
+    K_FLT("pe", "rope_theta", model.pe.rope_theta, "500000", R_POS, "RoPE base"),
+    K_ENUM("pe", "phi_proj", model.pe.phi_proj, "weight_norm", PHI_PROJS, "Selective RoPE angle projection"),
+    K_INT("pe", "phi_rank", model.pe.phi_rank, "32", 1, "rank of the low_rank projection"),
+    K_ENUM("pe", "conv_act", model.pe.conv_act, "silu", CONV_ACTS, "activation of the angle short conv"),
+    K_BOOL("pe", "skip_conv", model.pe.skip_conv, "false", "first difference instead of the angle conv"),
+    K_BOOL("pe", "bias", model.pe.bias, "false", "add exp(b) to the angles"),
+    K_BOOL("pe", "phase_gate", model.pe.phase_gate, "false", "per-head sigmoid gate on the angles"),
+    K_ENUM("pe", "temp_type", model.pe.temp_type, "rope", TEMP_TYPES, "temperature schedule"),
+    K_FLT("pe", "temp_theta", model.pe.temp_theta, "500000", R_POS,
           "temperature base: >= 1 for rope; in (0,1) for tan, where the default is 0.995"),
-    K_FLT("pe", "temp_max", model.pe.temp_max, R_POS, "largest temperature"),
-    K_BOOL("pe", "temp_grad", model.pe.temp_grad, "train the temperatures"),
+    K_FLT("pe", "temp_max", model.pe.temp_max, "1", R_POS, "largest temperature"),
+    K_BOOL("pe", "temp_grad", model.pe.temp_grad, "false", "train the temperatures"),
 
-    K_INT("train", "seq_len", train.seq_len, 1, "context length T (also the model's max_seq_len)"),
-    K_INT("train", "micro_batch", train.micro_batch, 1, "rows per forward/backward"),
-    K_INT("train", "grad_accum", train.grad_accum, 1, "micro-batches per optimizer step"),
-    K_I64("train", "steps", train.steps, 1, "optimizer steps"),
-    K_FLT("train", "lr", train.lr, R_POS, "peak learning rate"),
-    K_FLT("train", "lr_start", train.lr_start, R_NONNEG, "learning rate at the start of warmup"),
-    K_FLT("train", "lr_min", train.lr_min, R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
-    K_FLT("train", "warmup_frac", train.warmup_frac, R_UNIT, "fraction of steps of linear warmup"),
-    K_ENUM("train", "schedule", train.schedule, SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
-    K_FLT("train", "plateau_factor", train.plateau_factor, R_UNIT, "multiply every learning rate by this at each validation whose loss is not the best so far (nnRNN's halving: 0.5), on top of the schedule; 0 = off"),
-    K_ENUM("train", "optimizer", train.optimizer, OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
-    K_FLT("train", "weight_decay", train.weight_decay, R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
-    K_FLT("train", "lr_recurrent", train.lr_recurrent, R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
-    K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, R_NONNEG, "weight decay of the recurrent parameters"),
-    K_FLT("train", "lr_orthogonal", train.lr_orthogonal, R_NONNEG, "peak lr of the orthogonal parameters (nnRNN's and expRNN's skew-symmetric generators: their \"LR orth\"), same schedule; 0 = train.lr"),
-    K_FLT("train", "weight_decay_orthogonal", train.weight_decay_orthogonal, R_NONNEG, "weight decay of the orthogonal parameters"),
-    K_FLT("train", "gamma_penalty", train.gamma_penalty, R_NONNEG, "nnRNN: delta of the penalty delta sum (1 - gamma)^2 on the eigenvalue moduli (the authors' alam)"),
-    K_FLT("train", "t_decay", train.t_decay, R_NONNEG, "nnRNN: L2 decay of the non-normal part T (the authors' Tdecay): t_decay T added to its gradient"),
-    K_FLT("train", "beta1", train.beta1, R_UNIT, "AdamW beta1"),
-    K_FLT("train", "beta2", train.beta2, R_UNIT, "AdamW beta2"),
-    K_FLT("train", "adam_eps", train.adam_eps, R_POS, "AdamW epsilon"),
-    K_FLT("train", "rmsprop_alpha", train.rmsprop_alpha, R_UNIT, "RMSprop: smoothing constant of the squared-gradient average"),
-    K_FLT("train", "rmsprop_eps", train.rmsprop_eps, R_POS, "RMSprop: epsilon added to the root of the average"),
-    K_FLT("train", "grad_clip", train.grad_clip, R_NONNEG, "global gradient-norm clip, 0 = off"),
-    K_U64("train", "seed", train.seed, "seed of initialisation and data order"),
-    K_I64("train", "val_every", train.val_every, 0, "steps between validations, 0 = never"),
-    K_INT("train", "val_batches", train.val_batches, 0, "micro-batches in the validation set"),
-    K_I64("train", "log_every", train.log_every, 1, "steps between metric lines"),
-    K_I64("train", "checkpoint_every", train.checkpoint_every, 0, "steps between checkpoints, 0 = only at the end"),
-    K_INT("train", "keep_checkpoints", train.keep_checkpoints, 0, "newest checkpoints kept, 0 = all"),
-    K_ENUM("train", "keep_best", train.keep_best, KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
-    K_INT("train", "max_bad_steps", train.max_bad_steps, 1, "consecutive non-finite steps before aborting"),
-    K_BOOL("train", "zero", train.zero, "ZeRO-1: shard the optimizer state across data-parallel ranks"),
-    K_BOOL("train", "carry_state", train.carry_state, "task.type = chars with a recurrent cell (rnn, rnn_orth, exprnn, nnrnn, lstm): truncated backpropagation through time, the text read as ranks x micro_batch x grad_accum streams whose windows continue from their previous window's state (nnRNN's language task); validations score the whole valid text as task.eval_streams streams"),
+    K_INT("train", "seq_len", train.seq_len, "2048", 1, "context length T (also the model's max_seq_len)"),
+    K_INT("train", "micro_batch", train.micro_batch, "8", 1, "rows per forward/backward"),
+    K_INT("train", "grad_accum", train.grad_accum, "1", 1, "micro-batches per optimizer step"),
+    K_I64("train", "steps", train.steps, "1000", 1, "optimizer steps"),
+    K_FLT("train", "lr", train.lr, "0.001", R_POS, "peak learning rate"),
+    K_FLT("train", "lr_start", train.lr_start, "1e-5", R_NONNEG, "learning rate at the start of warmup"),
+    K_FLT("train", "lr_min", train.lr_min, "0.0001", R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
+    K_FLT("train", "warmup_frac", train.warmup_frac, "0.1", R_UNIT, "fraction of steps of linear warmup"),
+    K_ENUM("train", "schedule", train.schedule, "cosine", SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
+    K_FLT("train", "plateau_factor", train.plateau_factor, "0", R_UNIT, "multiply every learning rate by this at each validation whose loss is not the best so far (nnRNN's halving: 0.5), on top of the schedule; 0 = off"),
+    K_ENUM("train", "optimizer", train.optimizer, "adamw", OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
+    K_FLT("train", "weight_decay", train.weight_decay, "0.1", R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
+    K_FLT("train", "lr_recurrent", train.lr_recurrent, "0", R_NONNEG, "peak lr of the recurrent parameters (RotRNN, LRU, nnRNN transitions), same schedule; 0 = train.lr"),
+    K_FLT("train", "weight_decay_recurrent", train.weight_decay_recurrent, "0", R_NONNEG, "weight decay of the recurrent parameters"),
+    K_FLT("train", "lr_orthogonal", train.lr_orthogonal, "0", R_NONNEG, "peak lr of the orthogonal parameters (nnRNN's and expRNN's skew-symmetric generators: their \"LR orth\"), same schedule; 0 = train.lr"),
+    K_FLT("train", "weight_decay_orthogonal", train.weight_decay_orthogonal, "0", R_NONNEG, "weight decay of the orthogonal parameters"),
+    K_FLT("train", "gamma_penalty", train.gamma_penalty, "0", R_NONNEG, "nnRNN: delta of the penalty delta sum (1 - gamma)^2 on the eigenvalue moduli (the authors' alam)"),
+    K_FLT("train", "t_decay", train.t_decay, "0", R_NONNEG, "nnRNN: L2 decay of the non-normal part T (the authors' Tdecay): t_decay T added to its gradient"),
+    K_FLT("train", "beta1", train.beta1, "0.9", R_UNIT, "AdamW beta1"),
+    K_FLT("train", "beta2", train.beta2, "0.95", R_UNIT, "AdamW beta2"),
+    K_FLT("train", "adam_eps", train.adam_eps, "1e-8", R_POS, "AdamW epsilon"),
+    K_FLT("train", "rmsprop_alpha", train.rmsprop_alpha, "0.99", R_UNIT, "RMSprop: smoothing constant of the squared-gradient average"),
+    K_FLT("train", "rmsprop_eps", train.rmsprop_eps, "1e-8", R_POS, "RMSprop: epsilon added to the root of the average"),
+    K_FLT("train", "grad_clip", train.grad_clip, "1", R_NONNEG, "global gradient-norm clip, 0 = off"),
+    K_U64("train", "seed", train.seed, "1234", "seed of initialisation and data order"),
+    K_I64("train", "val_every", train.val_every, "100", 0, "steps between validations, 0 = never"),
+    K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches in the validation set"),
+    K_I64("train", "log_every", train.log_every, "10", 1, "steps between metric lines"),
+    K_I64("train", "checkpoint_every", train.checkpoint_every, "0", 0, "steps between checkpoints, 0 = only at the end"),
+    K_INT("train", "keep_checkpoints", train.keep_checkpoints, "3", 0, "newest checkpoints kept, 0 = all"),
+    K_ENUM("train", "keep_best", train.keep_best, "none", KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
+    K_INT("train", "max_bad_steps", train.max_bad_steps, "5", 1, "consecutive non-finite steps before aborting"),
+    K_BOOL("train", "zero", train.zero, "false", "ZeRO-1: shard the optimizer state across data-parallel ranks"),
+    K_BOOL("train", "carry_state", train.carry_state, "false", "task.type = chars with a recurrent cell (rnn, rnn_orth, exprnn, nnrnn, lstm): truncated backpropagation through time, the text read as ranks x micro_batch x grad_accum streams whose windows continue from their previous window's state (nnRNN's language task); validations score the whole valid text as task.eval_streams streams"),
 
-    K_STR("data", "train", data.train, "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
-    K_STR("data", "val", data.val, "validation shards, empty = windows held out from train"),
-    K_STR("data", "tokenizer", data.tokenizer, "tokenizer model whose sha256 the shards must carry (optional)"),
-    K_INT("data", "prefetch", data.prefetch, 1, "micro-batches read ahead by the loader thread"),
+    K_STR("data", "train", data.train, "", "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
+    K_STR("data", "val", data.val, "", "validation shards, empty = windows held out from train"),
+    K_STR("data", "tokenizer", data.tokenizer, "", "tokenizer model whose sha256 the shards must carry (optional)"),
+    K_INT("data", "prefetch", data.prefetch, "4", 1, "micro-batches read ahead by the loader thread"),
 
-    K_STR("run", "dir", run.dir, "run directory (metrics, checkpoints, plots)"),
-    K_ENUM_STR("run", "device", run.device, DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
-    K_INT("run", "threads", run.threads, 0, "CPU threads per rank, 0 = all cores"),
-    K_FLT("run", "collective_timeout", run.collective_timeout, R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
-    K_FLT("run", "bucket_mb", run.bucket_mb, R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
+    K_STR("run", "dir", run.dir, "runs/default", "run directory (metrics, checkpoints, plots)"),
+    K_ENUM_STR("run", "device", run.device, "auto", DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
+    K_INT("run", "threads", run.threads, "0", 0, "CPU threads per rank, 0 = all cores"),
+    K_FLT("run", "collective_timeout", run.collective_timeout, "600", R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
+    K_FLT("run", "bucket_mb", run.bucket_mb, "25", R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
 
-    K_ENUM_STR("task", "type", task.type, TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
-    K_INT("task", "vocab", task.vocab, 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
-    K_INT("task", "num_kv_pairs", task.num_kv_pairs, 1, "mqar: key-value pairs per example"),
-    K_FLT("task", "power_a", task.power_a, R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
-    K_BOOL("task", "random_non_queries", task.random_non_queries, "mqar: random tokens between the queries instead of 0"),
-    K_STR("task", "group", task.group, "state: group of the word problems (S2, A3, S3, A5, S5)"),
-    K_INT("task", "test_len", task.test_len, 2, "state: test sequence length in tokens, BOS + test_len - 1 elements (train: train.seq_len)"),
-    K_INT("task", "min_string_len", task.min_len, 1, "copy: shortest training string"),
-    K_INT("task", "max_string_len", task.max_len, 1, "copy: longest training string"),
-    K_STR("task", "eval_lengths", task.eval_lengths, "copy: comma-separated string lengths evaluated"),
-    K_INT("task", "delay", task.delay, 1, "copy_memory: nnRNN's T, the blanks from the last symbol to the marker (train.seq_len = delay + 2 copy_length follows)"),
-    K_INT("task", "copy_length", task.copy_length, 1, "copy_memory: symbols to remember and copy"),
-    K_INT("task", "symbols", task.symbols, 1, "copy_memory: alphabet size, at most 8 (tokens 1..symbols; blank 0, marker 9)"),
-    K_INT("task", "seq_len", task.seq_len, 2, "mad: mad-lab's seq_len; train.seq_len and model.vocab_size follow the task"),
-    K_INT("task", "noise_vocab_size", task.noise_vocab_size, 0, "mad: noise tokens (the top of the non-special vocabulary)"),
-    K_FLT("task", "frac_noise", task.frac_noise, R_UNIT, "mad: probability that a slot is noise"),
-    K_INT("task", "k_motif_size", task.k_motif_size, 1, "mad fuzzy recall: tokens of the longest key"),
-    K_INT("task", "v_motif_size", task.v_motif_size, 1, "mad fuzzy recall: tokens of the longest value"),
-    K_BOOL("task", "multi_query", task.multi_query, "mad recall tasks: every repeated key is a query (else only the last, after a copy token)"),
-    K_INT("task", "num_tokens_to_copy", task.num_tokens_to_copy, 1, "mad selective copying: tokens to copy"),
-    K_INT("task", "max_depth", task.max_depth, 1, "listops: deepest node (the root is depth 1; nodes at max_depth are digits)"),
-    K_INT("task", "max_args", task.max_args, 2, "listops: an operator takes 2..max_args arguments"),
-    K_INT("task", "min_length", task.min_length, 0, "listops: expressions have more than min_length tokens"),
-    K_INT("task", "max_length", task.max_length, 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
-    K_INT("task", "classes", task.classes, 2, "text_bytes, aan: labels are 0..classes-1 (IMDB: 2, neg and pos; AAN: 2, linked or not)"),
-    K_STR("task", "path", task.path, "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); aan: directory of LRA's new_aan_pairs.{train,eval,test}.tsv; pathfinder: LRA's resolution directory (pathfinder32, ..., pathfinder128 = Path-X); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
-    K_ENUM_STR("task", "text_format", task.text_format, TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
-    K_FLT("task", "valid_fraction", task.valid_fraction, R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
-    K_FLT("task", "test_fraction", task.test_fraction, R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
-    K_INT("task", "eval_streams", task.eval_streams, 1, "chars with train.carry_state: validation and `rotor synth` read the valid and test texts as this many streams, each carrying its state from window to window (nnRNN's eval_batch_size)"),
-    K_ENUM_STR("task", "difficulty", task.difficulty, DIFFICULTIES, "pathfinder: LRA's split name, easy (curv_baseline), intermediate (curv_contour_length_9) or hard (curv_contour_length_14)"),
-    K_I64("task", "train_examples", task.train_examples, 0, "distinct training examples, cycled (0 = fresh ones forever)"),
-    K_INT("task", "test_examples", task.test_examples, 1, "test examples (per length for copy)"),
-    K_STR("task", "images", task.images, "seq_image: training images, an IDX file (MNIST format, plain or .gz) or a CIFAR-10 binary directory; train.seq_len follows its pixel count"),
-    K_STR("task", "labels", task.labels, "seq_image: the IDX labels file of task.images"),
-    K_STR("task", "test_images", task.test_images, "seq_image: the test split's IDX images (empty: task.images with train- replaced by t10k-)"),
-    K_STR("task", "test_labels", task.test_labels, "seq_image: the test split's IDX labels (empty: task.labels with train- replaced by t10k-)"),
-    K_BOOL("task", "permute", task.permute, "seq_image: read the pixels in a fixed random order (permuted pixel MNIST)"),
-    K_U64("task", "permute_seed", task.permute_seed, "seq_image: that order is NumPy's RandomState(permute_seed).permutation(pixels) (nnRNN's seed: 1234), the same for every image and split"),
-    K_I64("task", "val_examples", task.val_examples, 0, "seq_image: the last images of task.images held out for validation (0 = a tenth, as LRA)"),
+    K_ENUM_STR("task", "type", task.type, "none", TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
+    K_INT("task", "vocab", task.vocab, "8192", 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
+    K_INT("task", "num_kv_pairs", task.num_kv_pairs, "8", 1, "mqar: key-value pairs per example"),
+    K_FLT("task", "power_a", task.power_a, "0.01", R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
+    K_BOOL("task", "random_non_queries", task.random_non_queries, "false", "mqar: random tokens between the queries instead of 0"),
+    K_STR("task", "group", task.group, "S2", "state: group of the word problems (S2, A3, S3, A5, S5)"),
+    K_INT("task", "test_len", task.test_len, "513", 2, "state: test sequence length in tokens, BOS + test_len - 1 elements (train: train.seq_len)"),
+    K_INT("task", "min_string_len", task.min_len, "2", 1, "copy: shortest training string"),
+    K_INT("task", "max_string_len", task.max_len, "64", 1, "copy: longest training string"),
+    K_STR("task", "eval_lengths", task.eval_lengths, "2,4,8,16,32,64,128,256,512", "copy: comma-separated string lengths evaluated"),
+    K_INT("task", "delay", task.delay, "200", 1, "copy_memory: nnRNN's T, the blanks from the last symbol to the marker (train.seq_len = delay + 2 copy_length follows)"),
+    K_INT("task", "copy_length", task.copy_length, "10", 1, "copy_memory: symbols to remember and copy"),
+    K_INT("task", "symbols", task.symbols, "8", 1, "copy_memory: alphabet size, at most 8 (tokens 1..symbols; blank 0, marker 9)"),
+    K_INT("task", "seq_len", task.seq_len, "128", 2, "mad: mad-lab's seq_len; train.seq_len and model.vocab_size follow the task"),
+    K_INT("task", "noise_vocab_size", task.noise_vocab_size, "0", 0, "mad: noise tokens (the top of the non-special vocabulary)"),
+    K_FLT("task", "frac_noise", task.frac_noise, "0", R_UNIT, "mad: probability that a slot is noise"),
+    K_INT("task", "k_motif_size", task.k_motif_size, "1", 1, "mad fuzzy recall: tokens of the longest key"),
+    K_INT("task", "v_motif_size", task.v_motif_size, "1", 1, "mad fuzzy recall: tokens of the longest value"),
+    K_BOOL("task", "multi_query", task.multi_query, "true", "mad recall tasks: every repeated key is a query (else only the last, after a copy token)"),
+    K_INT("task", "num_tokens_to_copy", task.num_tokens_to_copy, "16", 1, "mad selective copying: tokens to copy"),
+    K_INT("task", "max_depth", task.max_depth, "10", 1, "listops: deepest node (the root is depth 1; nodes at max_depth are digits)"),
+    K_INT("task", "max_args", task.max_args, "10", 2, "listops: an operator takes 2..max_args arguments"),
+    K_INT("task", "min_length", task.min_length, "500", 0, "listops: expressions have more than min_length tokens"),
+    K_INT("task", "max_length", task.max_length, "2000", 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
+    K_INT("task", "classes", task.classes, "2", 2, "text_bytes, aan: labels are 0..classes-1 (IMDB: 2, neg and pos; AAN: 2, linked or not)"),
+    K_STR("task", "path", task.path, "", "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); aan: directory of LRA's new_aan_pairs.{train,eval,test}.tsv; pathfinder: LRA's resolution directory (pathfinder32, ..., pathfinder128 = Path-X); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
+    K_ENUM_STR("task", "text_format", task.text_format, "raw", TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
+    K_FLT("task", "valid_fraction", task.valid_fraction, "0.05", R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
+    K_FLT("task", "test_fraction", task.test_fraction, "0.05", R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
+    K_INT("task", "eval_streams", task.eval_streams, "10", 1, "chars with train.carry_state: validation and `rotor synth` read the valid and test texts as this many streams, each carrying its state from window to window (nnRNN's eval_batch_size)"),
+    K_ENUM_STR("task", "difficulty", task.difficulty, "hard", DIFFICULTIES, "pathfinder: LRA's split name, easy (curv_baseline), intermediate (curv_contour_length_9) or hard (curv_contour_length_14)"),
+    K_I64("task", "train_examples", task.train_examples, "0", 0, "distinct training examples, cycled (0 = fresh ones forever)"),
+    K_INT("task", "test_examples", task.test_examples, "1000", 1, "test examples (per length for copy)"),
+    K_STR("task", "images", task.images, "", "seq_image: training images, an IDX file (MNIST format, plain or .gz) or a CIFAR-10 binary directory; train.seq_len follows its pixel count"),
+    K_STR("task", "labels", task.labels, "", "seq_image: the IDX labels file of task.images"),
+    K_STR("task", "test_images", task.test_images, "", "seq_image: the test split's IDX images (empty: task.images with train- replaced by t10k-)"),
+    K_STR("task", "test_labels", task.test_labels, "", "seq_image: the test split's IDX labels (empty: task.labels with train- replaced by t10k-)"),
+    K_BOOL("task", "permute", task.permute, "false", "seq_image: read the pixels in a fixed random order (permuted pixel MNIST)"),
+    K_U64("task", "permute_seed", task.permute_seed, "1234", "seq_image: that order is NumPy's RandomState(permute_seed).permutation(pixels) (nnRNN's seed: 1234), the same for every image and split"),
+    K_I64("task", "val_examples", task.val_examples, "0", 0, "seq_image: the last images of task.images held out for validation (0 = a tenth, as LRA)"),
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -301,82 +303,6 @@ static int get_int(const RunConfig *c, const KeySpec *k) {
 static void set_int(RunConfig *c, const KeySpec *k, int v) {
     RT_ASSERT(k->size == sizeof(int));
     *(int *)field(c, k) = v;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Defaults                                                                             */
-/* ------------------------------------------------------------------------------------ */
-
-void run_config_defaults(RunConfig *c) {
-    memset(c, 0, sizeof(*c));
-    model_config_defaults(&c->model);
-    TrainConfig *t = &c->train;
-    t->seq_len = 2048;
-    t->micro_batch = 8;
-    t->grad_accum = 1;
-    t->steps = 1000;
-    t->lr = 1e-3;
-    t->lr_start = 1e-5;
-    t->lr_min = 1e-4;
-    t->warmup_frac = 0.1;
-    t->schedule = SCHEDULE_COSINE;
-    t->weight_decay = 0.1;
-    t->beta1 = 0.9;
-    t->beta2 = 0.95;
-    t->adam_eps = 1e-8;
-    t->optimizer = OPTIMIZER_ADAMW;
-    t->rmsprop_alpha = 0.99; /* torch.optim.RMSprop's defaults */
-    t->rmsprop_eps = 1e-8;
-    t->grad_clip = 1.0;
-    t->seed = 1234;
-    t->val_every = 100;
-    t->val_batches = 8;
-    t->log_every = 10;
-    t->checkpoint_every = 0;
-    t->keep_checkpoints = 3;
-    t->max_bad_steps = 5;
-    c->data.prefetch = 4;
-    strcpy(c->run.dir, "runs/default");
-    strcpy(c->run.device, "auto");
-    c->run.threads = 0;
-    c->run.collective_timeout = 600;
-    c->run.bucket_mb = 25;
-    strcpy(c->task.type, "none");
-    c->task.vocab = 8192;
-    c->task.num_kv_pairs = 8;
-    c->task.power_a = 0.01;
-    c->task.random_non_queries = 0;
-    strcpy(c->task.group, "S2");
-    c->task.test_len = 513;
-    c->task.min_len = 2;
-    c->task.max_len = 64;
-    strcpy(c->task.eval_lengths, "2,4,8,16,32,64,128,256,512");
-    c->task.seq_len = 128;
-    c->task.noise_vocab_size = 0;
-    c->task.frac_noise = 0;
-    c->task.k_motif_size = 1;
-    c->task.v_motif_size = 1;
-    c->task.multi_query = 1;
-    c->task.num_tokens_to_copy = 16;
-    strcpy(c->task.text_format, "raw");
-    c->task.valid_fraction = 0.05;
-    c->task.test_fraction = 0.05;
-    c->task.eval_streams = 10;
-    c->task.delay = 200; /* nnRNN's copytask.py defaults */
-    c->task.copy_length = 10;
-    c->task.symbols = 8;
-    c->task.max_depth = 10;
-    c->task.max_args = 10;
-    c->task.min_length = 500;
-    c->task.max_length = 2000;
-    c->task.classes = 2;
-    strcpy(c->task.difficulty, "hard");
-    c->task.train_examples = 0;
-    c->task.test_examples = 1000;
-    c->task.permute = 0;
-    c->task.permute_seed = 1234;
-    c->task.val_examples = 0;
-    c->model.max_seq_len = t->seq_len;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -548,6 +474,30 @@ static bool parse_value(const KeySpec *k, RunConfig *c, const char *v) {
         return true;
     }
     return false;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Defaults                                                                             */
+/* ------------------------------------------------------------------------------------ */
+
+/* Every key's default read from the table as a config file's value would be, so a default
+ * outside a key's type or range cannot exist; keys of one field must agree on it. The model's
+ * context length follows train.seq_len, as after loading. */
+void run_config_defaults(RunConfig *c) {
+    schema_init();
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        RT_ASSERT(parse_value(k, c, k->def) && value_ok(k, c));
+        for (size_t j = 0; j < i; j++) RT_ASSERT(KEYS[j].offset != k->offset || !strcmp(KEYS[j].def, k->def));
+    }
+    c->model.max_seq_len = c->train.seq_len;
+}
+
+void model_config_defaults(ModelConfig *m) {
+    RunConfig c;
+    run_config_defaults(&c);
+    memcpy(m, &c.model, sizeof(*m)); /* padding included: configs compare with memcmp */
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1038,14 +988,13 @@ void run_config_write_ini(const RunConfig *c, FILE *f) {
 
 /* One key's help line: name, type, default, meaning, its choices, and the families or tasks
  * that read it when only some do. */
-static void print_key_help(FILE *f, const KeySpec *k, const RunConfig *d) {
+static void print_key_help(FILE *f, const KeySpec *k) {
     static const char *const type_names[] = {
         [T_INT] = "int", [T_I64] = "int", [T_U64] = "int", [T_FLOAT] = "float",
         [T_BOOL] = "bool", [T_ENUM] = "enum", [T_ENUM_STR] = "enum", [T_STR] = "string"};
-    char name[2 * NAME_MAX_LEN + 2], buf[64];
+    char name[2 * NAME_MAX_LEN + 2];
     snprintf(name, sizeof name, "%s.%s", k->section, k->key);
-    const char *v = format_value(k, d, buf, sizeof buf);
-    fprintf(f, "  %-28s %-6s %-13s %s", name, type_names[k->type], *v ? v : "\"\"", k->help);
+    fprintf(f, "  %-28s %-6s %-13s %s", name, type_names[k->type], *k->def ? k->def : "\"\"", k->help);
     if (k->choices) {
         for (const Choice *ch = k->choices; ch->name; ch++)
             fprintf(f, "%s%s", ch == k->choices ? " (" : "|", ch->name);
@@ -1062,8 +1011,6 @@ static void print_key_help(FILE *f, const KeySpec *k, const RunConfig *d) {
 
 void run_config_print_help(FILE *f) {
     schema_init();
-    RunConfig d;
-    run_config_defaults(&d);
     fprintf(f, "Config keys: INI sections [model] [pe] [train] [data] [run] [task]; override any key with "
                "--set section.key=value.\nA key in [brackets] belongs to those model.type or task.type values "
                "only: setting it for another is an error.\n");
@@ -1073,7 +1020,7 @@ void run_config_print_help(FILE *f) {
             if (scoped && (!strcmp(SECTIONS[s], "model") || !strcmp(SECTIONS[s], "task")))
                 fprintf(f, " %s\n", !strcmp(SECTIONS[s], "model") ? "by model.type:" : "by task.type:");
             for (size_t i = 0; i < NKEYS; i++)
-                if (!strcmp(KEYS[i].section, SECTIONS[s]) && key_scoped(&KEYS[i]) == scoped) print_key_help(f, &KEYS[i], &d);
+                if (!strcmp(KEYS[i].section, SECTIONS[s]) && key_scoped(&KEYS[i]) == scoped) print_key_help(f, &KEYS[i]);
         }
     }
 }

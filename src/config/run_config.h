@@ -10,9 +10,11 @@
 
 #include "config/config.h"
 
-/* docs/models.md §6-7 defaults for every key (data.train is left empty, which validation rejects);
+/* Every key's default from the key table (data.train is left empty, which validation rejects);
  * the struct is zeroed first, so padding compares equal under memcmp. */
 void run_config_defaults(RunConfig *c);
+/* The [model] and [pe] part of those: the config a config.json's absent keys fall back to. */
+void model_config_defaults(ModelConfig *m);
 
 /* Loads defaults, then the INI file (path may be NULL: defaults only), then each override
  * "section.key=value" in order, then validates. On error returns -1 and writes into err a

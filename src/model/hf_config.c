@@ -385,9 +385,9 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t errlen) {
+int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen) {
     Errs e = {err, errlen};
-    model_config_defaults(out);
+    memcpy(out, defaults, sizeof(*out));
     if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
     const char *types[N_MIXERS];
     for (int k = 0; k < N_MIXERS; k++) types[k] = family_of((MixerKind)k)->hf.model_type;

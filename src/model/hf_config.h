@@ -11,7 +11,7 @@
  * DeltaNet head_dim, expand_v, use_short_conv; FoX qk_norm, use_output_gate; Transformer
  * qk_norm; every key of a
  * selective_rope position_embedding but gate_parametrization and d_conv. The other keys are
- * optional (absent or null: the model_config_defaults value; "position_embedding" absent:
+ * optional (absent or null: the default given, the key table's; "position_embedding" absent:
  * NoPE, RoPE with "rope_theta" for the Transformer, "doc_mask" absent: off), so that a config.json written by fla itself loads.
  * "intermediate_size" may be null or absent when "hidden_ratio" gives the width. Keys fixed
  * to one value by docs/models.md (conv_size 4, use_output_gate true for GLA, qkv_bias false,
@@ -68,13 +68,13 @@ typedef struct {
  * written explicitly (the derived MLP width). New reference. */
 json_t *hf_config_to_json(const ModelConfig *c);
 
-/* Fills *out from config.json: fields the file does not carry keep their
- * model_config_defaults values, and an "intermediate_size" equal to the width derived from
+/* Fills *out from config.json: fields the file does not carry take their values in *defaults
+ * (model_config_defaults: the key table's, config/run_config.h), and an "intermediate_size" equal to the width derived from
  * "hidden_ratio" becomes 0 (derived), so hf_config_to_json followed by hf_config_from_json
  * gives back a config identical in every field config.json carries. Integers are accepted
  * where floats are expected. Rejects an unknown model_type, a missing required key, a value
  * of the wrong type or range, and an inconsistent shape, with a message naming the key.
  * Returns 0, or -1 with the message in err (*out is then unspecified). */
-int hf_config_from_json(const json_t *j, ModelConfig *out, char *err, size_t errlen);
+int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen);
 
 #endif

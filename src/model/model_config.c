@@ -37,47 +37,6 @@ const char *block_name(BlockKind k) {
     return "?";
 }
 
-void model_config_defaults(ModelConfig *c) {
-    memset(c, 0, sizeof(*c));
-    c->num_classes = 10;
-    c->pair_mlp = 512;
-    c->input_scale = 255;
-    c->mixer = MIXER_GLA;
-    c->vocab_size = 32000;
-    c->hidden_size = 1024;
-    c->num_layers = 24;
-    c->num_heads = 4;
-    c->hidden_ratio = 4;
-    c->intermediate_size = 0;
-    c->norm_eps = 1e-6;
-    c->init_std = 0.02;
-    c->expand_k = 0.5;
-    c->expand_v = 1.0;
-    c->short_conv = 1;
-    c->gate_low_rank_dim = 16;
-    c->gate_logit_normalizer = 16;
-    c->head_dim = 128;
-    c->expand = 2;
-    c->state_size = 128;
-    c->n_groups = 1;
-    c->use_conv_bias = 1;
-    c->r_min = 0.9;
-    c->r_max = 0.999;
-    c->max_phase = 6.28;
-    c->doc_mask = 0;
-    c->bos_id = 1;
-    c->eos_id = 2;
-    c->max_seq_len = 4096;
-    c->pe.kind = PE_NOPE;
-    c->pe.rope_theta = 500000;
-    c->pe.phi_proj = PHI_WEIGHT_NORM;
-    c->pe.phi_rank = 32;
-    c->pe.conv_act = ACT_SILU;
-    c->pe.temp_type = TEMP_ROPE;
-    c->pe.temp_theta = 500000;
-    c->pe.temp_max = 1.0;
-}
-
 /* The block's keys (docs/models.md §16): a dropout probability, and bidirectional scans only
  * where a layer has them and the head reads whole sequences. */
 static const char *block_checks(const ModelConfig *c, const Family *f) {

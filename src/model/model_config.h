@@ -138,7 +138,5 @@ const char *mixer_name(MixerKind k);
 const char *pe_name(PEKind k);
 /* "prenorm", "lra". */
 const char *block_name(BlockKind k);
-/* docs/models.md defaults (GLA, NoPE, d=1024 ...); every field set. */
-void model_config_defaults(ModelConfig *c);
 
 #endif

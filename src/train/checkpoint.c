@@ -866,12 +866,13 @@ Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err,
     char *path = rt_sprintf("%s/config.json", ckpt_dir);
     json_error_t jerr;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    ModelConfig mc;
+    ModelConfig defaults, mc;
+    model_config_defaults(&defaults);
     Model *m = NULL;
     char msg[1024];
     if (!j) {
         rt_error(err, errlen, path, "%s (line %d)", jerr.text, jerr.line);
-    } else if (hf_config_from_json(j, &mc, msg, sizeof msg)) {
+    } else if (hf_config_from_json(j, &defaults, &mc, msg, sizeof msg)) {
         rt_error(err, errlen, path, "%s", msg);
     } else {
         m = model_create(&mc, be);
