@@ -29,17 +29,12 @@ dump)
     out=${2:?usage: compare_kernels.sh dump OUT [BUILD]}
     build=${3:-$root/build}
     command -v cuobjdump >/dev/null || { echo "cuobjdump not on PATH" >&2; exit 2; }
-    cmake -S "$root" -B "$build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
     mkdir -p "$out"
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
-    # one line per kernel translation unit: directory, then the command
-    python3 - "$build/compile_commands.json" "$root/kernels/" >"$work/tus" <<'EOF'
-import json, sys
-for e in json.load(open(sys.argv[1])):
-    if e["file"].startswith(sys.argv[2]) and e["file"].endswith(".cu"):
-        print(e["directory"] + "\t" + e["command"] + "\t" + e["file"])
-EOF
+    # shellcheck source=lib/kernel_tus.sh
+    . "$root/scripts/lib/kernel_tus.sh"
+    kernel_tus "$root" "$build" >"$work/tus"
     while IFS=$'\t' read -r dir command file; do
         name=$(basename "$file" .cu)
         keep="$work/$name"

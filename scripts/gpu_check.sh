@@ -38,6 +38,11 @@
 # (configs/nnrnn/paper: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
 # and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
+# "verify", in no default: the first thing of every lease (docs/gpu.md "The lease plan"),
+# every kernel test program, cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
+# GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
+# The summary is one table: each program, passed or not, its tests, its worst comparison
+# (err/tol, > 1 fails) and its seconds.
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
@@ -287,18 +292,68 @@ run_bundle() {
         export PMIX_MCA_mca_base_component_path
     fi
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$log" || true
-    local failed=0 parts=" ${GPU_CHECK_PARTS:-tests step bench e2e} " rcfile
+    local failed=0 parts=" ${GPU_CHECK_PARTS:-tests step bench e2e} " rcfile summary deadline=0
     rcfile="$(mktemp)"
-    # a hang (a kernel that never ends) costs one program, not the rest: a time limit each
+    summary="$(mktemp)" # per program: name, rc, tests, failed, worst err/tol, seconds
+    # a hang (a kernel that never ends) costs one program, not the rest: a time limit each;
+    # under a part's deadline (epoch seconds, 0 = none) a program gets at most what is left,
+    # and none once less than 10 s is (it counts as failed: not verified)
     limited() { # SECONDS NAME COMMAND...
-        local secs=$1 name=$2 rc
+        local secs=$1 name=$2 rc t0 out left
         shift 2
         echo "== $name" | tee -a "$log"
-        { rc=0; timeout -k 10 "$secs" "$@" 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } | tee -a "$log"
+        if [ "$deadline" -gt 0 ]; then
+            left=$((deadline - $(date +%s)))
+            if [ "$left" -lt 10 ]; then
+                echo "skipped: the part's time is spent" | tee -a "$log"
+                printf '%s not-run - - - 0\n' "$name" >>"$summary"
+                failed=1
+                return
+            fi
+            if [ "$secs" -gt "$left" ]; then secs=$left; fi
+        fi
+        out="$(mktemp)"
+        t0=$(date +%s.%N)
+        { rc=0; timeout -k 10 "$secs" "$@" 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } | tee -a "$log" "$out"
         rc=$(cat "$rcfile")
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "FAIL $name: timed out after $secs s" | tee -a "$log"; fi
         [ "$rc" = 0 ] || failed=1
+        # the worst of the program's comparisons: err/tol of its "err=E tol=T" lines
+        awk -v name="$name" -v rc="$rc" -v t0="$t0" -v t1="$(date +%s.%N)" '
+            /^(ok|FAIL) / { n++; if ($1 == "FAIL") f++ }
+            /^skipped/ { skipped = 1 }
+            {
+                e = ""; t = ""
+                for (i = 1; i <= NF; i++) {
+                    if ($i ~ /^err=/) e = substr($i, 5)
+                    if ($i ~ /^tol=/) t = substr($i, 5)
+                }
+                if (e != "" && t + 0 > 0 && e / t > w) w = e / t
+            }
+            END {
+                printf "%s %s %d %d %s %.0f\n", name, skipped && rc == 0 ? "skip" : rc, n, f,
+                       w == "" ? "-" : sprintf("%.3f", w), t1 - t0
+            }' "$out" >>"$summary"
+        rm -f "$out"
     }
+    # verify: what must pass after any change to the kernels, in 6 minutes of command time
+    # (docs/gpu.md "The lease plan"): every kernel test program, rotor's named errors with a
+    # GPU present, rotor end to end, and one profiled 370M GLA step. The last H100 run took
+    # about 70 s for the nine test programs it had (gemm 23 s, selrope 17 s, the rest < 7 s).
+    if [[ $parts == *" verify "* ]]; then
+        deadline=$(($(date +%s) + ${GPU_CHECK_VERIFY_LIMIT:-360}))
+        local t
+        for t in "$dir"/bin/${GPU_CHECK_TESTS:-test_gpu_*}; do
+            limited 90 "$(basename "$t")" "$t"
+        done
+        limited 60 cli_errors "$dir/bin/cli_errors.sh" "$dir/bin/rotor"
+        limited 180 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
+        cd "$dir"
+        limited 120 gpu_step bin/gpu_step --steps 3 --profile --json "${OUT:-/tmp}/gpu_step_verify.json" \
+            "${configs_370m[0]}"
+        cd - >/dev/null
+        deadline=0
+    fi
     if [[ $parts == *" tests "* ]]; then
         local san=()
         if [ -n "${GPU_CHECK_SANITIZER:-}" ]; then
@@ -392,9 +447,14 @@ run_bundle() {
     fi
     echo
     echo "---- summary ----"
-    awk '/^== /{prog=$2} /^(ok|FAIL) /{n[prog]++; if ($1=="FAIL") f[prog]++}
-         /^skipped/{s[prog]=1}
-         END {for (p in n) printf "%-24s %3d tests  %3d failed\n", p, n[p], f[p]; for (p in s) printf "%-24s skipped\n", p}' "$log" | sort
+    awk '
+        BEGIN { printf "%-24s %-10s %6s %7s %13s %8s\n", "program", "result", "tests", "failed", "worst err/tol", "seconds" }
+        {
+            r = $2 == "0" ? "passed" : $2 == "skip" ? "skipped" : $2 == "not-run" ? "NOT RUN" : \
+                $2 == "124" || $2 == "137" ? "TIMED OUT" : "FAILED"
+            printf "%-24s %-10s %6s %7s %13s %8s\n", $1, r, $3, $4, $5, $6; total += $6
+        }
+        END { printf "%-24s %-10s %6s %7s %13s %8d\n", "total", "", "", "", "", total }' "$summary"
     grep -E ' FAIL$' "$log" | sed 's/^/failed compare: /' || true
     grep -E 'tok/s' "$log" || true
     grep -E '^recompute ' "$log" || true

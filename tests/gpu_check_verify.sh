@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh's verify part without a GPU: a bundle of stand-in programs (one
+# passing and one failing with comparisons, one hanging, and stand-ins for cli_errors, gpu_e2e
+# and gpu_step) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
+# result, tests, worst err/tol and seconds; the hang must be cut at the part's deadline, the
+# programs after it reported as not run, and the exit status must say the part failed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bundle/bin" "$work/bundle/configs" "$work/dist" "$work/out"
+cd "$work/bundle/bin"
+printf '#!/bin/sh\necho "  a err=1e-5 tol=1e-4 ok"\necho "  b err=5e-3 tol=1e-2 ok"\necho "ok   a (0.1s)"\necho "ok   b (0.1s)"\n' >test_gpu_a
+printf '#!/bin/sh\necho "  q err=3e-2 tol=1e-2 FAIL"\necho "FAIL q (1 checks failed, 0.1s)"\nexit 1\n' >test_gpu_b
+printf '#!/bin/sh\necho "ok   z (0.1s)"\nexec sleep 60\n' >test_gpu_c
+printf '#!/bin/sh\necho ok cli\n' >cli_errors.sh
+cp cli_errors.sh gpu_e2e.sh
+cp cli_errors.sh gpu_step
+touch rotor
+chmod +x ./*
+tar -C "$work/bundle" -cJf "$work/dist/rotor-gpu.tar.xz" .
+rc=0
+GPU_CHECK_PARTS=verify GPU_CHECK_VERIFY_LIMIT=14 OUT="$work/out" \
+    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log" 2>&1 || rc=$?
+sed -n '/^---- summary/,$p' "$work/log"
+fail() { echo "FAIL: $1"; exit 1; }
+[ "$rc" = 1 ] || fail "exit status $rc, expected 1"
+row() { grep -E "^$1 " "$work/log" | tail -1 | tr -s ' '; }
+[ "$(row test_gpu_a)" = "test_gpu_a passed 2 0 0.500 0" ] || fail "test_gpu_a: $(row test_gpu_a)"
+[ "$(row test_gpu_b)" = "test_gpu_b FAILED 1 1 3.000 0" ] || fail "test_gpu_b: $(row test_gpu_b)"
+[[ "$(row test_gpu_c)" =~ ^"test_gpu_c TIMED OUT 1 0 - "1[0-5]$ ]] || fail "test_gpu_c: $(row test_gpu_c)"
+for p in cli_errors gpu_e2e gpu_step; do
+    [ "$(row "$p")" = "$p NOT RUN - - - 0" ] || fail "$p: $(row "$p")"
+done
+[ -s "$work/out/gpu_check.log" ] || fail "no gpu_check.log in \$OUT"
+echo "ok: verify's summary and deadline"
