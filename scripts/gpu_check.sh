@@ -43,6 +43,9 @@
 # GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
 # The summary is one table: each program, passed or not, its tests, its worst comparison
 # (err/tol, > 1 fails) and its seconds.
+# "multirank", in no default: tests/dist_train.sh's data-parallel equivalence and ZeRO-1
+# resumption on the one GPU, 2 and 3 ranks summing through MPI and host memory
+# (run.collectives = mpi).
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
@@ -123,7 +126,8 @@ bundle() {
         awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | grep -Ev '/(openmpi|pmix2)/' |
         grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas[^/]*|libnccl)\.so' |
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
-    cp "$root/scripts/gpu_e2e.sh" "$root/tests/cli_errors.sh" "$dir/bin/"
+    cp "$root/scripts/gpu_e2e.sh" "$root"/tests/{cli_errors.sh,dist_train.sh,compare_checkpoints.py} "$dir/bin/"
+    mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
     strip "$dir"/bin/test_gpu_* "$dir"/bin/{gpu_step,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
     XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
@@ -442,6 +446,15 @@ run_bundle() {
         done
         cd - >/dev/null
     fi
+    if [[ $parts == *" multirank "* ]]; then
+        # two and three ranks on the one GPU, their gradients summed by MPI through host memory
+        # (NCCL refuses several ranks on one device), against one rank with the accumulation
+        # of both; ZeRO-1 and its checkpoint resumed at 1 and 3 ranks. The tolerances are a
+        # first guess for bf16 kernels with atomic sums (the script prints what it measures).
+        limited 300 multirank env DIST_DEVICE=cuda DIST_COLLECTIVES=mpi DIST_PARTS="equivalence resume" \
+            DIST_RTOL=1e-2 DIST_WTOL=5e-2 DIST_CONFIG="$dir/configs/tiny/gla-selective.ini" PYTHON=python3 \
+            "$dir/bin/dist_train.sh" "$dir/bin/rotor"
+    fi
     if [[ $parts == *" e2e "* ]]; then
         limited 400 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
     fi
@@ -483,7 +496,8 @@ case "${1:-all}" in
         case " ${GPU_CHECK_PARTS:-bench} " in
             *" bench "* | *" flastep "* | *" decode "*) fla_download "$dir/wheels" ;;
         esac
-        cp "$root/scripts/gpu_e2e.sh" "$root/tests/cli_errors.sh" "$dir/bin/"
+        cp "$root/scripts/gpu_e2e.sh" "$root"/tests/{cli_errors.sh,dist_train.sh,compare_checkpoints.py} "$dir/bin/"
+        mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
         mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/nnrnn/paper/*.ini "$dir/configs/nnrnn/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"

@@ -31,6 +31,8 @@ expect_error "cannot read config file .$out/nope.ini.: No such file" train "$out
 expect_error "unknown command 'trian'; did you mean 'train'" trian "$cfg"
 expect_error "unknown option '--resum'; did you mean '--resume'" train "$cfg" --resum auto
 expect_error "$out/missing: no token shards \(\*.h5\) found" train "$cfg" --set data.train="$out/missing" --set run.dir="$out/run"
+expect_error "run.collectives = backend: the cpu backend has no collectives of its own" train "$cfg" \
+  --set run.device=cpu --set run.collectives=backend --set run.dir="$out/run"
 expect_error "unknown synthetic task 'markvo'" train "$cfg" --set data.train=synthetic:markvo --set run.dir="$out/run"
 # asking for cuda: without a usable GPU (CI) a clear error naming the key and the reason; with
 # one (scripts/gpu_check.sh runs this script), a head size its kernels lack (K = 8) is refused

@@ -160,7 +160,7 @@ static void test_lstm(void) { run_variants(MIXER_LSTM); }
 /* Buckets started in one backward with buckets of `elems` elements. */
 static int buckets_of(Setup *s, int64_t elems) {
     GradBuckets gb;
-    grad_buckets_init(&gb, s->m, grad_comm_init(backend_cpu()), NULL, (double)elems * (double)sizeof(real) / 1048576.0);
+    grad_buckets_init(&gb, s->m, grad_comm_init(backend_cpu(), COLLECTIVES_AUTO, 0), NULL, (double)elems * (double)sizeof(real) / 1048576.0);
     model_set_grad_ready(s->m, grad_buckets_ready, &gb);
     backward(s);
     model_set_grad_ready(s->m, NULL, NULL);

@@ -14,6 +14,11 @@ typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
  * (RUN_DIR/checkpoints/best; docs/classification.md "Best validation checkpoint"). */
 typedef enum { KEEP_BEST_NONE, KEEP_BEST_VAL_LOSS, KEEP_BEST_VAL_ACCURACY } KeepBest;
 
+/* What sums the gradients of the data-parallel ranks (dist/grad_comm.h): the backend's own
+ * collectives where a launcher started the run (auto), always (backend), or MPI on host
+ * memory, the backend's buffers copied through it (mpi: several ranks on one GPU). */
+typedef enum { COLLECTIVES_AUTO, COLLECTIVES_BACKEND, COLLECTIVES_MPI } Collectives;
+
 /* The update rule (train/optimizer.h, docs/models.md §7). */
 typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_RMSPROP } OptimizerKind;
 
@@ -70,6 +75,7 @@ typedef struct {
     int threads;          /* OpenMP threads per rank, 0 = all cores */
     double collective_timeout; /* seconds in one collective before the job is ended */
     double bucket_mb;     /* MiB of gradients per all-reduce started during the backward */
+    Collectives collectives; /* what sums the gradients */
 } RunSection;
 
 /* A task of `rotor synth` (docs/evaluation.md part B), synthetic or classification (data/image_task.h,

@@ -77,6 +77,7 @@ static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_
 static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
 static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}};
+static const Choice COLLECTIVES[] = {{"auto", COLLECTIVES_AUTO}, {"backend", COLLECTIVES_BACKEND}, {"mpi", COLLECTIVES_MPI}, {NULL, 0}};
 /* task.type: "none" and the task registry's names and aliases (task/task.h), filled by schema_init */
 static Choice TASKS[65];
 static const Choice DIFFICULTIES[] = {{"easy", 0}, {"intermediate", 1}, {"hard", 2}, {NULL, 0}};
@@ -203,6 +204,7 @@ static const KeySpec KEYS[] = {
     K_INT("run", "threads", run.threads, "0", 0, "CPU threads per rank, 0 = all cores"),
     K_FLT("run", "collective_timeout", run.collective_timeout, "600", R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, "25", R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
+    K_ENUM("run", "collectives", run.collectives, "auto", COLLECTIVES, "what sums the gradients of the data-parallel ranks: auto (the backend's own collectives, NCCL on cuda, when mpirun started the run; MPI otherwise), backend (always the backend's own), or mpi (MPI on host memory, a GPU's buffers copied through it: for several ranks on one GPU, which NCCL refuses; docs/distributed.md)"),
 
     K_ENUM_STR("task", "type", task.type, "none", TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, "8192", 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),

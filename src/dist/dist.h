@@ -2,7 +2,8 @@
  * `mpirun -np N` every rank trains on its own windows and the gradients are summed; a
  * process started without mpirun is rank 0 of 1 and every collective is a no-op copy.
  * Buffers passed to the collectives are host memory (the CPU backend's buffers); device
- * buffers go through the backend's communicator (NCCL, src/backend.h).
+ * buffers go through the backend's communicator (NCCL, src/backend.h), or are copied through
+ * host memory first (dist/grad_comm.c, run.collectives = mpi).
  *
  * A watchdog thread turns a hang into an error: when a collective has been waiting longer
  * than the timeout (a rank died or stopped), the process prints which collective and exits

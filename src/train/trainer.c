@@ -417,9 +417,9 @@ int train_run(const RunConfig *rc, const char *resume) {
     dist_set_timeout(rc->run.collective_timeout);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
-    tr.comm = grad_comm_init(be);
     tr.model = model_create(&rc->model, be);
     int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
+    tr.comm = grad_comm_init(be, rc->run.collectives, P);
     if (tc->zero && tr.world > 1) {
         tr.ranges = rt_malloc(sizeof(int64_t) * (size_t)(tr.world + 1));
         dist_partition(P, tr.world, 64, tr.ranges);
@@ -584,6 +584,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     close_data(&tr);
     rt_free(tr.ranges);
     optimizer_free(tr.opt);
+    grad_comm_free(&tr.comm);
     model_free(tr.model);
     return 0;
 }
