@@ -164,12 +164,7 @@ static void mamba2_forward(void *layer, const Ctx *c, const void *x, void *out) 
         .s = c->seqs, .H = H, .K = l->Ns, .V = l->P, .scale = 1.0, .q = l->q, .k = l->k,
         .v = l->v, .g = l->g, .g_per_head = 1, .o = l->y,
         .state = c->mode == PASS_TRAIN ? NULL : l->S};
-    if (c->mode == PASS_STEP) {
-        be->gla_step(&l->attn);
-    } else {
-        l->attn.states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, l->Ns, l->P)));
-        be->gla_fwd(&l->attn);
-    }
+    linattn_run(c, &l->attn, &l->states, 0);
     be->head_skip_fwd(l->y, l->xc, WM(c, l->D), N, H, l->P);
     be->gate_mul_fwd(l->u, l->y, l->z, (int64_t)N * I, ACT_SILU);
     be->rmsnorm_fwd(l->r, l->rstd, l->u, W(c, l->norm), N, l->G, I / l->G, 1, c->cfg->norm_eps);
