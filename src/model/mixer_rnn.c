@@ -15,6 +15,7 @@
 #include "util/error.h"
 
 typedef struct {
+    CellState cs; /* decoding or carried state: each row's [f32] n state */
     MixerKind kind;
     int n, d;
     int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent */
@@ -24,8 +25,6 @@ typedef struct {
      * and K; scratch: z, its gradient, the gradients at W and P, and the work of the matrix
      * exponential and the Schur form */
     void *h, *W, *P, *K, *z, *dz, *dW, *dP, *work;
-    void *S; /* decoding or carried state: each row's [f32] n state */
-    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, n], for the backward */
 } RnnLayer;
 
 enum { W_STATE, W_MATRIX, W_WORK }; /* widths: n per token; n^2; the work space */
@@ -87,6 +86,7 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     int d = cfg->hidden_size, n = dm->key_dim;
     MixerKind k = cfg->mixer;
     l->kind = k, l->n = n, l->d = d;
+    l->cs.width = n;
     l->Ub = l->V = l->M = l->T = l->gamma = l->theta = l->bmod = -1;
     int64_t su[2] = {n, d}, sw[2] = {n, n}, sb[1] = {n}, sp[1] = {n / 2};
     /* the input weights: Glorot normal, as the papers' code (xavier_normal_) */
@@ -115,12 +115,6 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     return l;
 }
 
-static void rnn_destroy(void *layer, const Backend *be) {
-    RnnLayer *l = layer;
-    if (be) growbuf_free(&l->h0, be);
-    rt_free(l);
-}
-
 static void rnn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
                      int64_t N) {
     RnnLayer *l = layer;
@@ -144,13 +138,8 @@ static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->nnrnn_weights_fwd(&l->w);
     }
     l->a = (RnnArgs){.s = c->seqs, .n = n, .act = l->bmod >= 0 ? RNN_MODRELU : RNN_TANH, .W = Wr,
-                     .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h,
-                     .state = c->mode == PASS_TRAIN && !c->carry ? NULL : l->S};
-    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
-        size_t bytes = F32(c, (int64_t)c->seqs->nseg * n);
-        l->a.h0 = growbuf_get(&l->h0, be, bytes);
-        be->copy((void *)l->a.h0, l->S, bytes);
-    }
+                     .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h};
+    l->a.state = cell_state(&l->cs, c, &l->a.h0);
     if (c->mode == PASS_STEP)
         be->rnn_step(&l->a);
     else
@@ -175,13 +164,6 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
 }
 
-static void rnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                           int64_t rows, int max_len) {
-    RnnLayer *l = layer;
-    (void)dm, (void)max_len;
-    l->S = carve(state, F32S(be, rows * l->n));
-}
-
 /* The nnRNN's penalties (docs/models.md §17): delta sum_i (1 - gamma_i)^2 and the L2 decay
  * (t_decay / 2) ||T||^2, whose gradient t_decay T is the coupled weight decay of the
  * authors' optimizer group of T. */
@@ -194,10 +176,8 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
-static int64_t rnn_carry_width(const void *layer) { return ((const RnnLayer *)layer)->n; }
-
-static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
-                             rnn_backward, rnn_bind_state, rnn_penalty, rnn_carry_width};
+static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   cell_destroy,    rnn_bind,      rnn_forward,
+                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

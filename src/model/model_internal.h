@@ -222,6 +222,25 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
  * overwrite. */
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
+/* The state of a nonlinear cell (RNN, LSTM: mixer_rnn.c, mixer_lstm.c), carried across
+ * batches or kept for decoding (docs/models.md §11, §19): width [f32] elements a row. The
+ * mixer's struct starts with it. */
+typedef struct {
+    int64_t width;
+    void *S;    /* each row's state */
+    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, width], for the backward */
+} CellState;
+
+/* The state the cell's op reads and writes in this pass (NULL: none), and in a carrying pass
+ * *h0 = the segments' initial states, copied from it (else NULL). */
+void *cell_state(CellState *cs, const Ctx *c, const void **h0);
+/* MixerImpl.destroy, .bind_state and .carry_width of a mixer whose struct starts with a
+ * CellState. */
+void cell_destroy(void *layer, const Backend *be);
+void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
+                     int max_len);
+int64_t cell_carry_width(const void *layer);
+
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
  * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c, mixer_rnn.c: the tanh RNNs,
  * expRNN and nnRNN, mixer_lstm.c) ---- */
