@@ -57,26 +57,23 @@ void init_dt_bias(const ParamInitArgs *a) {
 
 static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GDN *l = rt_calloc(1, sizeof(GDN));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H;
     double std = cfg->init_std;
     l->decay = cfg->mixer == MIXER_GDN;
     l->a = l->A_log = l->dt_bias = -1;
     qkv_declare_proj(&l->la.in, t, p, d, dm->key_dim, dm->value_dim, std);
-    if (l->decay) l->a = declare_linear(t, NAME("a_proj.weight"), H, d, std);
-    l->b = declare_linear(t, NAME("b_proj.weight"), H, d, std);
+    if (l->decay) l->a = declare_linear(t, pname(p, "a_proj.weight").s, H, d, std);
+    l->b = declare_linear(t, pname(p, "b_proj.weight").s, H, d, std);
     int64_t sh[1] = {H};
     if (l->decay) {
-        l->A_log = params_add(t, NAME("A_log"), 1, sh, gdn_init_a_log, 0, 0, 1);
-        l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, init_dt_bias, 0, 0, 1);
+        l->A_log = params_add(t, pname(p, "A_log").s, 1, sh, gdn_init_a_log, 0, 0, 1);
+        l->dt_bias = params_add(t, pname(p, "dt_bias").s, 1, sh, init_dt_bias, 0, 0, 1);
     }
     qkv_declare_conv(&l->la.in, t, p, cfg->short_conv, ACT_SILU, ACT_SILU, std);
     readout_declare_gate(&l->la.out, t, p, l->decay || cfg->use_gate ? ACT_SILU : ACT_NONE, d, H,
                          dm->dv, std);
-    readout_declare_norm(&l->la.out, t, NAME("o_norm.weight"), READOUT_NORM_SHARED);
+    readout_declare_norm(&l->la.out, t, pname(p, "o_norm.weight").s, READOUT_NORM_SHARED);
     readout_declare_out(&l->la.out, t, p, std);
-#undef NAME
     pe_declare(&l->la.pe, t, p, cfg, H, dm->dk);
     return l;
 }

@@ -28,20 +28,17 @@ static const BufDecl gla_bufs[] = {
 
 static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GLA *l = rt_calloc(1, sizeof(GLA));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, Kd = dm->key_dim, R = cfg->gate_low_rank_dim;
     double std = cfg->init_std;
     qkv_declare_proj(&l->la.in, t, p, d, Kd, dm->value_dim, std);
     readout_declare_gate(&l->la.out, t, p, ACT_SILU, d, dm->H, dm->dv, std);
     qkv_declare_conv(&l->la.in, t, p, cfg->short_conv, ACT_SILU, ACT_NONE, std);
     l->R = R;
-    l->gk0 = declare_linear(t, NAME("gk_proj.0.weight"), R, d, std);
-    l->gk1 = declare_linear(t, NAME("gk_proj.1.weight"), Kd, R, std);
-    l->gk1b = declare_vector(t, NAME("gk_proj.1.bias"), Kd, 0);
+    l->gk0 = declare_linear(t, pname(p, "gk_proj.0.weight").s, R, d, std);
+    l->gk1 = declare_linear(t, pname(p, "gk_proj.1.weight").s, Kd, R, std);
+    l->gk1b = declare_vector(t, pname(p, "gk_proj.1.bias").s, Kd, 0);
     readout_declare_out(&l->la.out, t, p, std);
-    readout_declare_norm(&l->la.out, t, NAME("g_norm_swish_gate.weight"), READOUT_NORM_SHARED);
-#undef NAME
+    readout_declare_norm(&l->la.out, t, pname(p, "g_norm_swish_gate.weight").s, READOUT_NORM_SHARED);
     pe_declare(&l->la.pe, t, p, cfg, dm->H, dm->dk);
     return l;
 }

@@ -30,8 +30,6 @@ static const BufDecl lstm_bufs[] = {
 
 static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     LstmLayer *l = rt_calloc(1, sizeof(LstmLayer));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, n = dm->key_dim;
     l->n = n, l->d = d;
     l->cs.width = 2 * (int64_t)n;
@@ -39,10 +37,9 @@ static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims 
     /* the nnRNN authors' LSTM: per gate a Linear(n + d, n), Glorot normal weights and
      * nn.Linear's default bias */
     double glorot = sqrt(2.0 / (2 * n + d));
-    l->wih = params_add(t, NAME("weight_ih"), 2, si, init_normal, glorot, 1, 1);
-    l->whh = params_add(t, NAME("weight_hh"), 2, sh, init_normal, glorot, 1, 1);
-    l->b = params_add(t, NAME("bias"), 1, sb, init_uniform, 1 / sqrt((double)n + d), 0, 1);
-#undef NAME
+    l->wih = params_add(t, pname(p, "weight_ih").s, 2, si, init_normal, glorot, 1, 1);
+    l->whh = params_add(t, pname(p, "weight_hh").s, 2, sh, init_normal, glorot, 1, 1);
+    l->b = params_add(t, pname(p, "bias").s, 1, sb, init_uniform, 1 / sqrt((double)n + d), 0, 1);
     return l;
 }
 

@@ -81,8 +81,6 @@ static void rnn_init_orth_log(const ParamInitArgs *a) {
 
 static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RnnLayer *l = rt_calloc(1, sizeof(RnnLayer));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, n = dm->key_dim;
     MixerKind k = cfg->mixer;
     l->kind = k, l->n = n, l->d = d;
@@ -92,26 +90,25 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     /* the input weights: Glorot normal, as the papers' code (xavier_normal_) */
     double glorot = sqrt(2.0 / (d + n));
     if (k == MIXER_EXPRNN) {
-        l->U = params_add(t, NAME("input_kernel.weight"), 2, su, init_normal, glorot, 1, 1);
+        l->U = params_add(t, pname(p, "input_kernel.weight").s, 2, su, init_normal, glorot, 1, 1);
         /* rotor's W is the transpose of the code's recurrent_kernel: the lower triangle */
-        l->M = declare_orthogonal(t, NAME("log_recurrent_kernel"), 2, sw, rnn_init_orth_log, -1);
+        l->M = declare_orthogonal(t, pname(p, "log_recurrent_kernel").s, 2, sw, rnn_init_orth_log, -1);
     } else {
-        l->U = params_add(t, NAME("U.weight"), 2, su, init_normal, glorot, 1, 1);
+        l->U = params_add(t, pname(p, "U.weight").s, 2, su, init_normal, glorot, 1, 1);
     }
     if (k == MIXER_RNN || k == MIXER_RNN_ORTH) { /* nn.Linear's default bias init */
-        l->Ub = params_add(t, NAME("U.bias"), 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
-        l->V = k == MIXER_RNN ? params_add(t, NAME("V.weight"), 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
-                              : params_add(t, NAME("V.weight"), 2, sw, rnn_init_orthogonal, 0, 1, 1);
+        l->Ub = params_add(t, pname(p, "U.bias").s, 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
+        l->V = k == MIXER_RNN ? params_add(t, pname(p, "V.weight").s, 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
+                              : params_add(t, pname(p, "V.weight").s, 2, sw, rnn_init_orthogonal, 0, 1, 1);
     }
     if (k == MIXER_NNRNN) {
-        l->M = declare_orthogonal(t, NAME("log_P"), 2, sw, rnn_init_orth_log, 1);
-        l->T = params_add(t, NAME("T"), 2, sw, init_zeros, 0, 0, 1);
-        l->gamma = params_add(t, NAME("gamma"), 1, sp, init_ones, 0, 0, 1);
-        l->theta = params_add(t, NAME("theta"), 1, sp, init_phase, 0, 0, 1);
+        l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
+        l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
+        l->gamma = params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
+        l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
     }
     if (rnn_modrelu(cfg))
-        l->bmod = params_add(t, NAME("nonlinearity.b"), 1, sb, init_uniform, 0.01, 0, 1);
-#undef NAME
+        l->bmod = params_add(t, pname(p, "nonlinearity.b").s, 1, sb, init_uniform, 0.01, 0, 1);
     return l;
 }
 
