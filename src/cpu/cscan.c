@@ -37,6 +37,48 @@ static inline void cmadd(real *zr, real *zi, real wr, real wi, real xr, real xi)
     *zi = i;
 }
 
+/* Pass 1: every chunk's scan from zero into st [nk, 2C]: forward on lambda (its last state),
+ * or backward on conj(lambda) (the G at its first token). */
+static void chunk_scans(real *st, const real *x, const real *lam, const Chunk *ch, int64_t nk,
+                        int C, int backward) {
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nk; k++)
+        for (int c = 0; c < C; c++) {
+            real zr = 0, zi = 0, li = backward ? -lam[2 * c + 1] : lam[2 * c + 1];
+            for (int64_t j = 0; j < ch[k].len; j++) {
+                int64_t t = backward ? ch[k].first + ch[k].len - 1 - j : ch[k].first + j;
+                cmadd(&zr, &zi, lam[2 * c], li, x[t * 2 * C + 2 * c], x[t * 2 * C + 2 * c + 1]);
+            }
+            st[k * 2 * C + 2 * c] = zr;
+            st[k * 2 * C + 2 * c + 1] = zi;
+        }
+}
+
+/* Pass 2: each segment carries its chunks' results along, replacing st[k] by the state
+ * entering chunk k (zero at a segment's first chunk in the scan's direction): forward
+ * h_in(k+1) = lambda^len(k) h_in(k) + last(k), backward with conj(lambda) from the right.
+ * final [nseg, 2C] (forward only, may be NULL): each segment's last state. */
+static void carry_chunks(real *st, real *final, const real *loga, const real *angle,
+                         const Chunk *ch, int64_t nk, int C, int backward) {
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        real zr = 0, zi = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            int64_t k = backward ? nk - 1 - j : j, step = backward ? -1 : 1;
+            if (j > 0 && ch[k].seg != ch[k - step].seg) zr = zi = 0;
+            real pr, pi, lr = st[k * 2 * C + 2 * c], li = st[k * 2 * C + 2 * c + 1];
+            eig_pow(&pr, &pi, loga[c], angle[c], ch[k].len);
+            st[k * 2 * C + 2 * c] = zr;
+            st[k * 2 * C + 2 * c + 1] = zi;
+            cmadd(&zr, &zi, pr, backward ? -pi : pi, lr, li);
+            if (final && (j == nk - 1 || ch[k + step].seg != ch[k].seg)) {
+                final[(int64_t)ch[k].seg * 2 * C + 2 * c] = zr;
+                final[(int64_t)ch[k].seg * 2 * C + 2 * c + 1] = zi;
+            }
+        }
+    }
+}
+
 void cpu_cscan_fwd(const CScanArgs *a) {
     const Seqs *s = a->s;
     int C = a->C;
@@ -46,31 +88,8 @@ void cpu_cscan_fwd(const CScanArgs *a) {
     Chunk *ch = chunk_list(s, &nk);
     const real *loga = a->loga, *angle = a->angle;
     real *lam = eigenvalues(loga, angle, C);
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < nk; k++)
-        for (int c = 0; c < C; c++) {
-            real zr = 0, zi = 0;
-            for (int64_t t = ch[k].first; t < ch[k].first + ch[k].len; t++)
-                cmadd(&zr, &zi, lam[2 * c], lam[2 * c + 1], x[t * 2 * C + 2 * c], x[t * 2 * C + 2 * c + 1]);
-            st[k * 2 * C + 2 * c] = zr;
-            st[k * 2 * C + 2 * c + 1] = zi;
-        }
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; c++) {
-        real zr = 0, zi = 0;
-        for (int64_t k = 0; k < nk; k++) {
-            if (k > 0 && ch[k].seg != ch[k - 1].seg) zr = zi = 0;
-            real pr, pi, lr = st[k * 2 * C + 2 * c], li = st[k * 2 * C + 2 * c + 1];
-            eig_pow(&pr, &pi, loga[c], angle[c], ch[k].len);
-            st[k * 2 * C + 2 * c] = zr;
-            st[k * 2 * C + 2 * c + 1] = zi;
-            cmadd(&zr, &zi, pr, pi, lr, li);
-            if (final && (k == nk - 1 || ch[k + 1].seg != ch[k].seg)) {
-                final[(int64_t)ch[k].seg * 2 * C + 2 * c] = zr;
-                final[(int64_t)ch[k].seg * 2 * C + 2 * c + 1] = zi;
-            }
-        }
-    }
+    chunk_scans(st, x, lam, ch, nk, C, 0);
+    carry_chunks(st, final, loga, angle, ch, nk, C, 0);
     /* a segment of no tokens has no chunk: its decoding state is zero */
     if (final)
         for (int seg = 0; seg < s->nseg; seg++)
@@ -99,29 +118,10 @@ void cpu_cscan_bwd(const CScanGrads *g) {
     Chunk *ch = chunk_list(s, &nk);
     const real *loga = a->loga, *angle = a->angle;
     real *lam = eigenvalues(loga, angle, C);
-    /* pass 1: G at each chunk's first token from zero after its last */
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < nk; k++)
-        for (int c = 0; c < C; c++) {
-            real zr = 0, zi = 0;
-            for (int64_t t = ch[k].first + ch[k].len - 1; t >= ch[k].first; t--)
-                cmadd(&zr, &zi, lam[2 * c], -lam[2 * c + 1], dh[t * 2 * C + 2 * c], dh[t * 2 * C + 2 * c + 1]);
-            st[k * 2 * C + 2 * c] = zr;
-            st[k * 2 * C + 2 * c + 1] = zi;
-        }
-    /* pass 2: the G entering each chunk from the right (zero after a segment's last chunk) */
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; c++) {
-        real zr = 0, zi = 0;
-        for (int64_t k = nk - 1; k >= 0; k--) {
-            if (k < nk - 1 && ch[k].seg != ch[k + 1].seg) zr = zi = 0;
-            real pr, pi, lr = st[k * 2 * C + 2 * c], li = st[k * 2 * C + 2 * c + 1];
-            eig_pow(&pr, &pi, loga[c], angle[c], ch[k].len);
-            st[k * 2 * C + 2 * c] = zr;
-            st[k * 2 * C + 2 * c + 1] = zi;
-            cmadd(&zr, &zi, pr, -pi, lr, li);
-        }
-    }
+    /* pass 1: G at each chunk's first token from zero after its last; pass 2: the G entering
+     * each chunk from the right (zero after a segment's last chunk) */
+    chunk_scans(st, dh, lam, ch, nk, C, 1);
+    carry_chunks(st, NULL, loga, angle, ch, nk, C, 1);
     /* pass 3: dx, and each chunk's share of w in fp64 */
     double *part = rt_malloc(sizeof(double) * 2 * (size_t)(nk ? nk : 1) * C);
 #pragma omp parallel for schedule(static)

@@ -129,46 +129,50 @@ static real *row_state(const LinAttnArgs *a, int64_t rh) {
     return S;
 }
 
-void cpu_gla_step(const LinAttnArgs *a) {
+/* S = diag(e^g) S + k^T v (docs/models.md §2), row r head h (rh = r H + h). */
+static void gla_update(const LinAttnArgs *a, int64_t rh, real *S) {
+    int K = a->K, V = a->V;
+    const real *g = a->g, *kr = (const real *)a->k + rh * K, *vr = (const real *)a->v + rh * V;
+    for (int i = 0; i < K; i++) {
+        real e = exp(a->g_per_head ? g[rh] : g[rh * K + i]);
+        for (int j = 0; j < V; j++) S[i * V + j] = e * S[i * V + j] + kr[i] * vr[j];
+    }
+}
+
+/* S = e^g (I - b k k^T) S + b k v^T (docs/models.md §3) */
+static void gdn_update(const LinAttnArgs *a, int64_t rh, real *S) {
+    int K = a->K, V = a->V;
+    const real *g = a->g, *kr = (const real *)a->k + rh * K, *vr = (const real *)a->v + rh * V;
+    real eg = g ? exp(g[rh]) : 1, b = ((const real *)a->beta)[rh];
+    for (int j = 0; j < V; j++) {
+        real kS = 0;
+        for (int i = 0; i < K; i++) kS += kr[i] * S[i * V + j];
+        for (int i = 0; i < K; i++)
+            S[i * V + j] = eg * (S[i * V + j] - b * kr[i] * kS) + b * kr[i] * vr[j];
+    }
+}
+
+/* One token per row of GLA (or, with the delta rule, Gated DeltaNet): each head's state
+ * updated, then read by q. */
+static void lin_step(const LinAttnArgs *a, int delta) {
     int64_t B = a->s->ntok;
     int H = a->H, K = a->K, V = a->V;
-    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t r = 0; r < B; r++)
         for (int h = 0; h < H; h++) {
             int64_t rh = r * H + h;
             real *S = row_state(a, rh);
-            const real *kr = k + rh * K, *vr = v + rh * V;
-            /* S = diag(e^g) S + k^T v (docs/models.md §2) */
-            for (int i = 0; i < K; i++) {
-                real e = exp(a->g_per_head ? g[rh] : g[rh * K + i]);
-                for (int j = 0; j < V; j++) S[i * V + j] = e * S[i * V + j] + kr[i] * vr[j];
-            }
-            read_state((real *)a->o + rh * V, q + rh * K, S, K, V, (real)a->scale);
+            if (delta)
+                gdn_update(a, rh, S);
+            else
+                gla_update(a, rh, S);
+            read_state((real *)a->o + rh * V, (const real *)a->q + rh * K, S, K, V, (real)a->scale);
         }
 }
 
-void cpu_gdn_step(const LinAttnArgs *a) {
-    int64_t B = a->s->ntok;
-    int H = a->H, K = a->K, V = a->V;
-    const real *q = a->q, *k = a->k, *v = a->v, *g = a->g, *beta = a->beta;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t r = 0; r < B; r++)
-        for (int h = 0; h < H; h++) {
-            int64_t rh = r * H + h;
-            real *S = row_state(a, rh);
-            const real *kr = k + rh * K, *vr = v + rh * V;
-            real eg = g ? exp(g[rh]) : 1, b = beta[rh];
-            /* S = e^g (I - b k k^T) S + b k v^T (docs/models.md §3) */
-            for (int j = 0; j < V; j++) {
-                real kS = 0;
-                for (int i = 0; i < K; i++) kS += kr[i] * S[i * V + j];
-                for (int i = 0; i < K; i++)
-                    S[i * V + j] = eg * (S[i * V + j] - b * kr[i] * kS) + b * kr[i] * vr[j];
-            }
-            read_state((real *)a->o + rh * V, q + rh * K, S, K, V, (real)a->scale);
-        }
-}
+void cpu_gla_step(const LinAttnArgs *a) { lin_step(a, 0); }
+
+void cpu_gdn_step(const LinAttnArgs *a) { lin_step(a, 1); }
 
 void cpu_attn_step(const AttnStepArgs *a) {
     int64_t B = a->s->ntok;

@@ -124,6 +124,20 @@ static void gam_pair_grad(real *dgam, const real *D, const real *M, int L) {
         }
 }
 
+/* The backward of Xg = e^{gam_t} X row by row (Qg, Kg): dX += e^{gam_t} dXg,
+ * dgam_t += <Xg_t, dXg_t>. */
+static void gated_rows_grad(real *dX, real *dgam, const real *Xg, const real *dXg, const real *gam,
+                            int L, int K) {
+    for (int t = 0; t < L; t++) {
+        real eg = exp(gam[t]), x = 0;
+        for (int i = 0; i < K; i++) {
+            dX[t * K + i] += eg * dXg[t * K + i];
+            x += Xg[t * K + i] * dXg[t * K + i];
+        }
+        dgam[t] += x;
+    }
+}
+
 /* dq, dk, dv, dbeta and dg of the chunk's rows from S0 and dS (the gradient of the state
  * after the chunk), and dS <- the gradient of S0. */
 static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
@@ -165,14 +179,7 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     for (int t = 0; t < L; t++)
         for (int s2 = t + 1; s2 < L; s2++) w->dP[t * C_ + s2] = 0;
     gemm(1, 0, L, V, L, 1, w->P, C_, w->dO, V, 1, w->dU, V);
-    for (int t = 0; t < L; t++) {
-        real eg = exp(w->gam[t]), x = 0;
-        for (int i = 0; i < K; i++) {
-            w->dQ[t * K + i] += eg * w->dQg[t * K + i];
-            x += w->Qg[t * K + i] * w->dQg[t * K + i];
-        }
-        w->dgam[t] += x;
-    }
+    gated_rows_grad(w->dQ, w->dgam, w->Qg, w->dQg, w->gam, L, K);
     /* P = (Q K^T) o Gam: dQK = dP o Gam */
     if (g) gam_pair_grad(w->dgam, w->dP, w->P, L);
     for (int t = 0; t < L; t++)
@@ -187,14 +194,7 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     gemm(0, 1, L, L, V, 1, w->dU, V, w->V, V, 1, w->dT, C_);
     gemm(1, 0, L, K, L, 1, w->T, C_, w->dW, K, 0, w->dKg, K);
     gemm(1, 0, L, V, L, 1, w->T, C_, w->dU, V, 0, w->dV, V);
-    for (int t = 0; t < L; t++) {
-        real eg = exp(w->gam[t]), x = 0;
-        for (int i = 0; i < K; i++) {
-            w->dK[t * K + i] += eg * w->dKg[t * K + i];
-            x += w->Kg[t * K + i] * w->dKg[t * K + i];
-        }
-        w->dgam[t] += x;
-    }
+    gated_rows_grad(w->dK, w->dgam, w->Kg, w->dKg, w->gam, L, K);
     /* T = Li diag(beta) */
     memset(w->dLi, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++)

@@ -10,31 +10,19 @@
  *   dxi/dgamma_log = -xi gamma^2 loga / (1 - gamma^2) (loga = -exp(gamma_log) = log gamma). */
 #include "cpu/cpu_ops.h"
 
-/* Cw [d, H n]: the columns of head h = C_h P_h (C_h its n columns of C). */
-static void head_readout(real *Cw, const real *C, const real *P, int H, int n, int d) {
+/* out = Cw [d, H n]: the columns of head h = C_h P_h (in = C, C_h its n columns); with `bwd`,
+ * its backward in C instead: out = dC += dCw_h P_h^T (in = dCw). */
+static void head_readout(real *out, const real *in, const real *P, int H, int n, int d, int bwd) {
     int Nn = H * n;
 #pragma omp parallel for schedule(static)
     for (int e = 0; e < d; e++)
         for (int r = 0; r < Nn; r++) {
-            int h = r / n, j = r % n;
-            const real *Ph = P + (int64_t)h * n * n, *Ce = C + (int64_t)e * Nn + h * n;
+            int h = r / n, m = r % n; /* the column j of Cw_h, or i of dC_h */
+            const real *Ph = P + (int64_t)h * n * n, *ie = in + (int64_t)e * Nn + h * n;
             double acc = 0;
-            for (int i = 0; i < n; i++) acc += (double)Ce[i] * Ph[i * n + j];
-            Cw[(int64_t)e * Nn + r] = (real)acc;
-        }
-}
-
-/* Its backward in C: dC_h += dCw_h P_h^T. */
-static void head_readout_bwd(real *dC, const real *dCw, const real *P, int H, int n, int d) {
-    int Nn = H * n;
-#pragma omp parallel for schedule(static)
-    for (int e = 0; e < d; e++)
-        for (int r = 0; r < Nn; r++) {
-            int h = r / n, i = r % n;
-            const real *Ph = P + (int64_t)h * n * n, *dCe = dCw + (int64_t)e * Nn + h * n;
-            double acc = 0;
-            for (int j = 0; j < n; j++) acc += (double)dCe[j] * Ph[i * n + j];
-            dC[(int64_t)e * Nn + r] += (real)acc;
+            for (int k = 0; k < n; k++) acc += (double)ie[k] * (bwd ? Ph[m * n + k] : Ph[k * n + m]);
+            real *o = out + (int64_t)e * Nn + r;
+            *o = bwd ? *o + (real)acc : (real)acc;
         }
 }
 
@@ -65,8 +53,8 @@ void cpu_rotrnn_weights_fwd(const RotWeights *w) {
             Bw[(int64_t)r * d + e] = (real)(xi[h] * acc);
         }
     }
-    head_readout(Cw, C, P, H, n, d);
-    if (w->Cw2) head_readout(w->Cw2, w->C2, P, H, n, d);
+    head_readout(Cw, C, P, H, n, d, 0);
+    if (w->Cw2) head_readout(w->Cw2, w->C2, P, H, n, d, 0);
 }
 
 void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
@@ -115,6 +103,6 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
                 dB[(int64_t)h * n * d + (int64_t)i * d + e] += (real)(xi[h] * acc - shrink * Bh[(int64_t)i * d + e]);
             }
     }
-    head_readout_bwd(dC, dCw, P, H, n, d);
-    if (w->Cw2) head_readout_bwd(g->dC2, g->dCw2, P, H, n, d);
+    head_readout(dC, dCw, P, H, n, d, 1);
+    if (w->Cw2) head_readout(g->dC2, g->dCw2, P, H, n, d, 1);
 }

@@ -327,9 +327,11 @@ struct Shard {
     const unsigned char *tokens; /* little-endian /tokens inside the mapping; any alignment */
 };
 
-/* The attribute `name` of the root group, checked to exist and hold a single value; its
- * datatype goes to *type. Returns the attribute or -1 with a message. */
-static hid_t open_attr(hid_t file, const char *path, const char *name, hid_t *type, char *err, size_t errlen) {
+/* The attribute `name` of the root group, checked to exist and hold a single value of class
+ * cls (`what` in messages: "an integer"); its datatype goes to *type. Returns the attribute or
+ * -1 with a message. */
+static hid_t open_attr(hid_t file, const char *path, const char *name, H5T_class_t cls, const char *what,
+                       hid_t *type, char *err, size_t errlen) {
     if (H5Aexists(file, name) <= 0) return rt_error(err, errlen, path, "missing root attribute %s", name);
     hid_t a = H5Aopen(file, name, H5P_DEFAULT);
     hid_t space = a < 0 ? H5I_INVALID_HID : H5Aget_space(a);
@@ -343,19 +345,23 @@ static hid_t open_attr(hid_t file, const char *path, const char *name, hid_t *ty
                    : rt_error(err, errlen, path, "attribute %s has %lld values, expected one", name,
                               (long long)npoints);
     }
+    if (H5Tget_class(*type) != cls) {
+        char tn[64];
+        rt_error(err, errlen, path, "attribute %s is a %s, expected %s", name, type_name(*type, tn), what);
+        H5Tclose(*type);
+        H5Aclose(a);
+        return -1;
+    }
     return a;
 }
 
 /* An integer attribute of any width and signedness, as int64. */
 static int get_int_attr(hid_t file, const char *path, const char *name, int64_t *v, char *err, size_t errlen) {
     hid_t t;
-    hid_t a = open_attr(file, path, name, &t, err, errlen);
+    hid_t a = open_attr(file, path, name, H5T_INTEGER, "an integer", &t, err, errlen);
     if (a < 0) return -1;
-    char tn[64];
     int rc = 0;
-    if (H5Tget_class(t) != H5T_INTEGER) {
-        rc = rt_error(err, errlen, path, "attribute %s is a %s, expected an integer", name, type_name(t, tn));
-    } else if (H5Tget_sign(t) == H5T_SGN_NONE) {
+    if (H5Tget_sign(t) == H5T_SGN_NONE) {
         uint64_t u;
         if (H5Aread(a, H5T_NATIVE_UINT64, &u) < 0)
             rc = rt_error(err, errlen, path, "cannot read attribute %s: %s", name, h5_error);
@@ -375,38 +381,33 @@ static int get_int_attr(hid_t file, const char *path, const char *name, int64_t 
 static int get_str_attr(hid_t file, const char *path, const char *name, char *buf, size_t cap, char *err,
                         size_t errlen) {
     hid_t t;
-    hid_t a = open_attr(file, path, name, &t, err, errlen);
+    hid_t a = open_attr(file, path, name, H5T_STRING, "a string", &t, err, errlen);
     if (a < 0) return -1;
-    char tn[64];
     int rc = 0;
-    if (H5Tget_class(t) != H5T_STRING) {
-        rc = rt_error(err, errlen, path, "attribute %s is a %s, expected a string", name, type_name(t, tn));
+    /* Read in the file's character set (HDF5 does not convert between sets); a fixed-length
+     * string becomes NUL-terminated, whatever its padding. */
+    int vlen = H5Tis_variable_str(t) > 0;
+    size_t fixed = vlen ? 0 : H5Tget_size(t);
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    char *s = NULL;
+    if (!vlen) s = rt_calloc(1, fixed + 1);
+    if (mt < 0 || H5Tset_cset(mt, H5Tget_cset(t)) < 0 ||
+        H5Tset_size(mt, vlen ? H5T_VARIABLE : fixed + 1) < 0 ||
+        (!vlen && H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0) || H5Aread(a, mt, vlen ? (void *)&s : s) < 0) {
+        rc = rt_error(err, errlen, path, "cannot read attribute %s: %s", name, h5_error);
     } else {
-        /* Read in the file's character set (HDF5 does not convert between sets); a
-         * fixed-length string becomes NUL-terminated, whatever its padding. */
-        int vlen = H5Tis_variable_str(t) > 0;
-        size_t fixed = vlen ? 0 : H5Tget_size(t);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        char *s = NULL;
-        if (!vlen) s = rt_calloc(1, fixed + 1);
-        if (mt < 0 || H5Tset_cset(mt, H5Tget_cset(t)) < 0 ||
-            H5Tset_size(mt, vlen ? H5T_VARIABLE : fixed + 1) < 0 ||
-            (!vlen && H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0) || H5Aread(a, mt, vlen ? (void *)&s : s) < 0) {
-            rc = rt_error(err, errlen, path, "cannot read attribute %s: %s", name, h5_error);
-        } else {
-            size_t len = s ? strlen(s) : 0;
-            if (len >= cap)
-                rc = rt_error(err, errlen, path, "attribute %s is %zu bytes long, at most %zu allowed", name, len,
-                              cap - 1);
-            else
-                memcpy(buf, s ? s : "", len + 1);
-        }
-        if (vlen)
-            H5free_memory(s);
+        size_t len = s ? strlen(s) : 0;
+        if (len >= cap)
+            rc = rt_error(err, errlen, path, "attribute %s is %zu bytes long, at most %zu allowed", name, len,
+                          cap - 1);
         else
-            rt_free(s);
-        if (mt >= 0) H5Tclose(mt);
+            memcpy(buf, s ? s : "", len + 1);
     }
+    if (vlen)
+        H5free_memory(s);
+    else
+        rt_free(s);
+    if (mt >= 0) H5Tclose(mt);
     H5Tclose(t);
     H5Aclose(a);
     return rc;

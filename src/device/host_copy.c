@@ -12,48 +12,53 @@ static int f32_is_double(const Backend *be) {
     return be->f32_size == sizeof(double);
 }
 
-void backend_download_f32(const Backend *be, float *host, const void *src, int64_t n) {
-    if (!f32_is_double(be)) {
-        be->download(host, src, sizeof(float) * (size_t)n);
+/* n values from a float array to a double one (to_double), or from double to float. */
+static void convert(void *dst, const void *src, int to_double, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (to_double)
+            ((double *)dst)[i] = ((const float *)src)[i];
+        else
+            ((float *)dst)[i] = (float)((const double *)src)[i];
+}
+
+/* dst = the n values at src: an upload (up) from a host array of floats or doubles
+ * (host_double) to [f32] elements, or the download back, through a converted copy where the
+ * types differ. */
+static void f32_copy(const Backend *be, void *dst, const void *src, int host_double, int64_t n, int up) {
+    if (f32_is_double(be) == host_double) {
+        size_t bytes = (host_double ? sizeof(double) : sizeof(float)) * (size_t)n;
+        if (up)
+            be->upload(dst, src, bytes);
+        else
+            be->download(dst, src, bytes);
         return;
     }
-    double *d = rt_malloc(sizeof(double) * (size_t)n);
-    be->download(d, src, sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) host[i] = (float)d[i];
-    rt_free(d);
+    size_t bytes = be->f32_size * (size_t)n;
+    void *tmp = rt_malloc(bytes);
+    if (up) {
+        convert(tmp, src, !host_double, n);
+        be->upload(dst, tmp, bytes);
+    } else {
+        be->download(tmp, src, bytes);
+        convert(dst, tmp, host_double, n);
+    }
+    rt_free(tmp);
+}
+
+void backend_download_f32(const Backend *be, float *host, const void *src, int64_t n) {
+    f32_copy(be, host, src, 0, n, 0);
 }
 
 void backend_upload_f32(const Backend *be, void *dst, const float *host, int64_t n) {
-    if (!f32_is_double(be)) {
-        be->upload(dst, host, sizeof(float) * (size_t)n);
-        return;
-    }
-    double *d = rt_malloc(sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) d[i] = host[i];
-    be->upload(dst, d, sizeof(double) * (size_t)n);
-    rt_free(d);
+    f32_copy(be, dst, host, 0, n, 1);
 }
 
 void backend_download_f64(const Backend *be, double *host, const void *src, int64_t n) {
-    if (f32_is_double(be)) {
-        be->download(host, src, sizeof(double) * (size_t)n);
-        return;
-    }
-    float *f = rt_malloc(sizeof(float) * (size_t)n);
-    be->download(f, src, sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) host[i] = f[i];
-    rt_free(f);
+    f32_copy(be, host, src, 1, n, 0);
 }
 
 void backend_upload_f64(const Backend *be, void *dst, const double *host, int64_t n) {
-    if (f32_is_double(be)) {
-        be->upload(dst, host, sizeof(double) * (size_t)n);
-        return;
-    }
-    float *f = rt_malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) f[i] = (float)host[i];
-    be->upload(dst, f, sizeof(float) * (size_t)n);
-    rt_free(f);
+    f32_copy(be, dst, host, 1, n, 1);
 }
 
 void act_to_f32(size_t act_size, float *dst, const void *src, int64_t n) {

@@ -30,13 +30,11 @@ static const BufDecl drnn_bufs[] = {
 };
 
 void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, int bidir) {
-    char name[PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "%sD", prefix);
     int64_t sh[1] = {d};
     r->C = C;
     r->d = d;
     r->bidir = bidir;
-    r->D = params_add(t, name, 1, sh, init_normal, 1.0, 0, 1);
+    r->D = params_add(t, pname(prefix, "D").s, 1, sh, init_normal, 1.0, 0, 1);
 }
 
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {

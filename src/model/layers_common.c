@@ -1,7 +1,9 @@
-/* Parameter declaration helpers and the grow-only state buffer shared by the mixers. */
+/* Parameter declaration helpers, the grow-only state buffer and the nonlinear cells' state
+ * shared by the mixers. */
 #include <stdio.h>
 
 #include "model/model_internal.h"
+#include "util/error.h"
 
 int declare_linear(ParamTable *t, const char *name, int64_t out, int64_t in, double std) {
     int64_t shape[2] = {out, in};
@@ -50,3 +52,29 @@ int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t 
 void init_phase(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->cfg->max_phase * rng_uniform(a->rng);
 }
+
+void *cell_state(CellState *cs, const Ctx *c, const void **h0) {
+    *h0 = NULL;
+    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
+        size_t bytes = F32(c, (int64_t)c->seqs->nseg * cs->width);
+        void *p = growbuf_get(&cs->h0, c->be, bytes);
+        c->be->copy(p, cs->S, bytes);
+        *h0 = p;
+    }
+    return c->mode == PASS_TRAIN && !c->carry ? NULL : cs->S;
+}
+
+void cell_destroy(void *layer, const Backend *be) {
+    CellState *cs = layer;
+    if (be) growbuf_free(&cs->h0, be);
+    rt_free(cs);
+}
+
+void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
+                     int max_len) {
+    CellState *cs = layer;
+    (void)dm, (void)max_len;
+    cs->S = carve(state, F32S(be, rows * cs->width));
+}
+
+int64_t cell_carry_width(const void *layer) { return ((const CellState *)layer)->width; }

@@ -71,30 +71,27 @@ static const BufDecl fox_bufs[] = {
 
 static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     FoX *l = rt_calloc(1, sizeof(FoX));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H, fox = cfg->mixer == MIXER_FOX;
     double std = cfg->init_std;
     qkv_declare_proj(&l->in, t, p, d, d, d, std);
     qkv_declare_conv(&l->in, t, p, 0, ACT_NONE, ACT_NONE, std);
     l->f = l->fb = l->qnorm = l->knorm = l->kshift = l->vshift = -1;
     if (fox) {
-        l->f = declare_linear(t, NAME("f_proj.weight"), H, d, std);
-        l->fb = declare_vector(t, NAME("f_proj.bias"), H, 0);
+        l->f = declare_linear(t, pname(p, "f_proj.weight").s, H, d, std);
+        l->fb = declare_vector(t, pname(p, "f_proj.bias").s, H, 0);
     }
     readout_declare_gate(&l->out, t, p, fox && cfg->output_gate ? ACT_SIGMOID : ACT_NONE, d, H,
                          dm->dv, std);
     readout_declare_out(&l->out, t, p, std);
-    readout_declare_norm(&l->out, t, NAME("o_norm.weight"),
+    readout_declare_norm(&l->out, t, pname(p, "o_norm.weight").s,
                          fox && cfg->output_norm ? READOUT_NORM_PER_HEAD : READOUT_NO_NORM);
     l->qk_per_head = fox;
     if (cfg->qk_norm) { /* fla: FoX [d] (read as [H, dh]); Transformer RMSNorm(head_dim) */
-        l->qnorm = declare_vector(t, NAME("q_norm.weight"), fox ? d : dm->dk, 1);
-        l->knorm = declare_vector(t, NAME("k_norm.weight"), fox ? d : dm->dk, 1);
+        l->qnorm = declare_vector(t, pname(p, "q_norm.weight").s, fox ? d : dm->dk, 1);
+        l->knorm = declare_vector(t, pname(p, "k_norm.weight").s, fox ? d : dm->dk, 1);
     }
-    if (fox && cfg->k_shift) l->kshift = declare_linear(t, NAME("k_shift_proj.weight"), H, d, std);
-    if (fox && cfg->v_shift) l->vshift = declare_linear(t, NAME("v_shift_proj.weight"), H, d, std);
-#undef NAME
+    if (fox && cfg->k_shift) l->kshift = declare_linear(t, pname(p, "k_shift_proj.weight").s, H, d, std);
+    if (fox && cfg->v_shift) l->vshift = declare_linear(t, pname(p, "v_shift_proj.weight").s, H, d, std);
     pe_declare(&l->pe, t, p, cfg, H, dm->dk);
     return l;
 }

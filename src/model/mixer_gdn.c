@@ -10,28 +10,20 @@
 #include "util/error.h"
 
 typedef struct {
+    LinAttnLayer la;          /* q, k, v, the position embedding, the readout and the core op */
     int decay;                /* Gated DeltaNet; else DeltaNet */
     int a, b, A_log, dt_bias; /* parameter ids of the gates (a, A_log, dt_bias: with decay) */
-    QKVPrologue in;
-    PosEmb pe;
-    Readout out;
-    GrowBuf states;
-    LinAttnArgs attn;   /* the core op's arguments, set by the forward for the backward */
-    /* saved: q, k after the position embedding (aliases of in.q1, in.k1 with NoPE), their
-     * L2-normalised forms and norms, the gate projections, beta and the log decay (araw,
-     * gd: with decay) */
-    void *qr, *kr, *qn, *kn, *qrn, *krn, *braw, *araw, *beta, *gd;
-    /* scratch: gradients of the above, of v1, and of q1, k1 before the position embedding */
-    void *dqn, *dkn, *dv1, *dbeta, *dgd, *dbraw, *daraw, *dqr, *dkr, *dq1, *dk1;
-    void *S;            /* decoding state: each row's [f32] H x K x V state */
+    /* saved: q, k L2-normalised and their norms, the gate projections, beta and the log decay
+     * (araw, gd: with decay) */
+    void *qn, *kn, *qrn, *krn, *braw, *araw, *beta, *gd;
+    /* scratch: gradients of the above */
+    void *dqn, *dkn, *dbeta, *dgd, *dbraw, *daraw;
 } GDN;
 
-enum { F_PE = 1, F_DECAY = 2 };     /* features: a position embedding rotates q, k; decay */
-enum { W_KEY, W_VALUE, W_HEADS };   /* widths */
+enum { F_DECAY = 1 };     /* feature: decay */
+enum { W_KEY, W_HEADS };  /* widths */
 
 static const BufDecl gdn_bufs[] = {
-    BUF_IF(GDN, qr, BUF_SAVED, BUF_ACT, W_KEY, F_PE, in.q1),
-    BUF_IF(GDN, kr, BUF_SAVED, BUF_ACT, W_KEY, F_PE, in.k1),
     BUF(GDN, qn, BUF_SAVED, BUF_ACT, W_KEY),
     BUF(GDN, kn, BUF_SAVED, BUF_ACT, W_KEY),
     BUF(GDN, qrn, BUF_SAVED, BUF_F32, W_HEADS),
@@ -42,15 +34,10 @@ static const BufDecl gdn_bufs[] = {
     BUF_OPT(GDN, gd, BUF_SAVED, BUF_F32, W_HEADS, F_DECAY),
     BUF(GDN, dqn, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF(GDN, dkn, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF(GDN, dv1, BUF_SCRATCH, BUF_ACT, W_VALUE),
     BUF(GDN, dbeta, BUF_SCRATCH, BUF_F32, W_HEADS),
     BUF_OPT(GDN, dgd, BUF_SCRATCH, BUF_F32, W_HEADS, F_DECAY),
     BUF(GDN, dbraw, BUF_SCRATCH, BUF_ACT, W_HEADS),
     BUF_OPT(GDN, daraw, BUF_SCRATCH, BUF_ACT, W_HEADS, F_DECAY),
-    BUF(GDN, dqr, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF(GDN, dkr, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF_IF(GDN, dq1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dqr),
-    BUF_IF(GDN, dk1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dkr),
 };
 
 /* A_log = log U(0, 16) (docs/models.md §3) */
@@ -70,45 +57,32 @@ void init_dt_bias(const ParamInitArgs *a) {
 
 static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GDN *l = rt_calloc(1, sizeof(GDN));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H;
     double std = cfg->init_std;
     l->decay = cfg->mixer == MIXER_GDN;
     l->a = l->A_log = l->dt_bias = -1;
-    qkv_declare_proj(&l->in, t, p, d, dm->key_dim, dm->value_dim, std);
-    if (l->decay) l->a = declare_linear(t, NAME("a_proj.weight"), H, d, std);
-    l->b = declare_linear(t, NAME("b_proj.weight"), H, d, std);
+    qkv_declare_proj(&l->la.in, t, p, d, dm->key_dim, dm->value_dim, std);
+    if (l->decay) l->a = declare_linear(t, pname(p, "a_proj.weight").s, H, d, std);
+    l->b = declare_linear(t, pname(p, "b_proj.weight").s, H, d, std);
     int64_t sh[1] = {H};
     if (l->decay) {
-        l->A_log = params_add(t, NAME("A_log"), 1, sh, gdn_init_a_log, 0, 0, 1);
-        l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, init_dt_bias, 0, 0, 1);
+        l->A_log = params_add(t, pname(p, "A_log").s, 1, sh, gdn_init_a_log, 0, 0, 1);
+        l->dt_bias = params_add(t, pname(p, "dt_bias").s, 1, sh, init_dt_bias, 0, 0, 1);
     }
-    qkv_declare_conv(&l->in, t, p, cfg->short_conv, ACT_SILU, ACT_SILU, std);
-    readout_declare_gate(&l->out, t, p, l->decay || cfg->use_gate ? ACT_SILU : ACT_NONE, d, H,
+    qkv_declare_conv(&l->la.in, t, p, cfg->short_conv, ACT_SILU, ACT_SILU, std);
+    readout_declare_gate(&l->la.out, t, p, l->decay || cfg->use_gate ? ACT_SILU : ACT_NONE, d, H,
                          dm->dv, std);
-    readout_declare_norm(&l->out, t, NAME("o_norm.weight"), READOUT_NORM_SHARED);
-    readout_declare_out(&l->out, t, p, std);
-#undef NAME
-    pe_declare(&l->pe, t, p, cfg, H, dm->dk);
+    readout_declare_norm(&l->la.out, t, pname(p, "o_norm.weight").s, READOUT_NORM_SHARED);
+    readout_declare_out(&l->la.out, t, p, std);
+    pe_declare(&l->la.pe, t, p, cfg, H, dm->dk);
     return l;
-}
-
-static void gdn_destroy(void *layer, const Backend *be) {
-    GDN *l = layer;
-    growbuf_free(&l->states, be);
-    rt_free(l);
 }
 
 static void gdn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
                      int64_t N) {
     GDN *l = layer;
-    int64_t widths[] = {[W_KEY] = dm->key_dim, [W_VALUE] = dm->value_dim, [W_HEADS] = dm->H};
-    qkv_bind(&l->in, be, sv, sc, N);
-    unsigned f = (l->pe.cfg.kind != PE_NOPE ? F_PE : 0) | (l->decay ? F_DECAY : 0);
-    acts_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, f, be, sv, sc, N);
-    readout_bind(&l->out, be, sv, sc, N);
-    pe_bind(&l->pe, be, sv, sc, N);
+    int64_t widths[] = {[W_KEY] = dm->key_dim, [W_HEADS] = dm->H};
+    linattn_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, l->decay ? F_DECAY : 0, be, dm, sv, sc, N);
 }
 
 static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
@@ -116,27 +90,22 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
     int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
-    qkv_forward(&l->in, c, x);
-    if (l->pe.cfg.kind != PE_NOPE) pe_forward(&l->pe, c, x, l->in.q1, l->in.k1, l->qr, l->kr);
-    be->l2norm_fwd(l->qn, l->qrn, l->qr, N, H, dm->dk, 1e-6);
-    be->l2norm_fwd(l->kn, l->krn, l->kr, N, H, dm->dk, 1e-6);
+    LinAttnLayer *la = &l->la;
+    linattn_qk_forward(la, c, x);
+    be->l2norm_fwd(l->qn, l->qrn, la->qr, N, H, dm->dk, 1e-6);
+    be->l2norm_fwd(l->kn, l->krn, la->kr, N, H, dm->dk, 1e-6);
     be->matmul_fwd(l->braw, x, W(c, l->b), NULL, N, H, d);
     be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H);
     if (l->decay) { /* without it gd stays NULL */
         be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
         be->decay_gates_fwd(NULL, l->gd, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     }
-    l->attn = (LinAttnArgs){
+    la->attn = (LinAttnArgs){
         .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
-        .q = l->qn, .k = l->kn, .v = l->in.v1, .g = l->gd, .beta = l->beta, .o = l->out.o_,
-        .state = c->mode == PASS_TRAIN ? NULL : l->S};
-    if (c->mode == PASS_STEP) {
-        be->gdn_step(&l->attn);
-    } else {
-        l->attn.states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, dm->dk, dm->dv)));
-        be->gdn_fwd(&l->attn);
-    }
-    readout_forward(&l->out, c, x, y);
+        .q = l->qn, .k = l->kn, .v = la->in.v1, .g = l->gd, .beta = l->beta, .o = la->out.o_,
+        .state = c->mode == PASS_TRAIN ? NULL : la->S};
+    linattn_run(c, &la->attn, &la->states, 1);
+    readout_forward(&la->out, c, x, y);
 }
 
 static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
@@ -144,33 +113,23 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
     int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
-    int have_dx = readout_backward(&l->out, c, x, dy, dx); /* no gate: dx not yet written */
-    be->gdn_bwd(&(LinAttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dqn, .dk = l->dkn,
-                                .dv = l->dv1, .dg = l->dgd, .dbeta = l->dbeta});
+    LinAttnLayer *la = &l->la;
+    int have_dx = readout_backward(&la->out, c, x, dy, dx); /* no gate: dx not yet written */
+    be->gdn_bwd(&(LinAttnGrads){.a = la->attn, .dout = la->out.do_, .dq = l->dqn, .dk = l->dkn,
+                                .dv = la->dv1, .dg = l->dgd, .dbeta = l->dbeta});
     be->sigmoid_bwd(l->dbraw, l->dbeta, l->braw, (int64_t)N * H);
     if (l->decay)
         be->decay_gates_bwd(l->daraw, G(c, l->A_log), G(c, l->dt_bias), NULL, l->dgd, l->araw,
                             WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, have_dx);
     if (l->decay) be->matmul_bwd(dx, G(c, l->a), NULL, l->daraw, x, W(c, l->a), N, H, d, 1);
-    be->l2norm_bwd(l->dqr, l->dqn, l->qn, l->qrn, N, H, dm->dk, 0);
-    be->l2norm_bwd(l->dkr, l->dkn, l->kn, l->krn, N, H, dm->dk, 0);
-    if (l->pe.cfg.kind != PE_NOPE)
-        pe_backward(&l->pe, c, x, l->in.q1, l->in.k1, l->dqr, l->dkr, l->dq1, l->dk1, dx);
-    qkv_backward(&l->in, c, x, l->dq1, l->dk1, l->dv1, dx);
+    be->l2norm_bwd(la->dqr, l->dqn, l->qn, l->qrn, N, H, dm->dk, 0);
+    be->l2norm_bwd(la->dkr, l->dkn, l->kn, l->krn, N, H, dm->dk, 0);
+    linattn_qk_backward(la, c, x, dx);
 }
 
-static void gdn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                           int64_t rows, int max_len) {
-    GDN *l = layer;
-    (void)max_len;
-    qkv_bind_state(&l->in, be, state, rows);
-    pe_bind_state(&l->pe, be, state, rows);
-    l->S = carve(state, F32S(be, rows * dm->H * dm->dk * dm->dv));
-}
-
-static const MixerImpl mixer_gdn = {"gdn",       gdn_create,   gdn_destroy,   gdn_bind,
-                             gdn_forward, gdn_backward, gdn_bind_state, NULL, NULL};
+static const MixerImpl mixer_gdn = {"gdn",       gdn_create,   linattn_destroy,    gdn_bind,
+                             gdn_forward, gdn_backward, linattn_bind_state, NULL, NULL};
 
 /* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */
 

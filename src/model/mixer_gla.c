@@ -8,75 +8,46 @@
 #include "util/error.h"
 
 typedef struct {
+    LinAttnLayer la;    /* q, k, v, the position embedding, the readout and the core op */
     int gk0, gk1, gk1b; /* parameter ids of the low-rank forget gate */
     int R;
-    QKVPrologue in;
-    PosEmb pe;
-    Readout out;
-    GrowBuf states;
-    LinAttnArgs attn;   /* the core op's arguments, set by the forward for the backward */
-    /* saved: the gate's rank-R projection, its logits, log alpha; q, k after the position
-     * embedding (aliases of in.q1, in.k1 with NoPE) */
-    void *z1, *z, *lg, *qr, *kr;
-    /* scratch: gradients of the above, of v1, and of q1, k1 before the position embedding */
-    void *dz1, *dz, *dlg, *dqr, *dkr, *dv1, *dq1, *dk1;
-    void *S;            /* decoding state: each row's [f32] H x K x V state */
+    /* saved: the gate's rank-R projection, its logits, log alpha; scratch: their gradients */
+    void *z1, *z, *lg, *dz1, *dz, *dlg;
 } GLA;
 
-enum { F_PE = 1 };                    /* features: a position embedding rotates q, k */
-enum { W_KEY, W_VALUE, W_RANK };      /* widths */
+enum { W_KEY, W_RANK }; /* widths */
 
 static const BufDecl gla_bufs[] = {
     BUF(GLA, z1, BUF_SAVED, BUF_ACT, W_RANK),
     BUF(GLA, z, BUF_SAVED, BUF_ACT, W_KEY),
     BUF(GLA, lg, BUF_SAVED, BUF_F32, W_KEY),
-    BUF_IF(GLA, qr, BUF_SAVED, BUF_ACT, W_KEY, F_PE, in.q1),
-    BUF_IF(GLA, kr, BUF_SAVED, BUF_ACT, W_KEY, F_PE, in.k1),
-    BUF(GLA, dqr, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF(GLA, dkr, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF(GLA, dv1, BUF_SCRATCH, BUF_ACT, W_VALUE),
     BUF(GLA, dlg, BUF_SCRATCH, BUF_F32, W_KEY),
     BUF(GLA, dz, BUF_SCRATCH, BUF_ACT, W_KEY),
     BUF(GLA, dz1, BUF_SCRATCH, BUF_ACT, W_RANK),
-    BUF_IF(GLA, dq1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dqr),
-    BUF_IF(GLA, dk1, BUF_SCRATCH, BUF_ACT, W_KEY, F_PE, dkr),
 };
 
 static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     GLA *l = rt_calloc(1, sizeof(GLA));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, Kd = dm->key_dim, R = cfg->gate_low_rank_dim;
     double std = cfg->init_std;
-    qkv_declare_proj(&l->in, t, p, d, Kd, dm->value_dim, std);
-    readout_declare_gate(&l->out, t, p, ACT_SILU, d, dm->H, dm->dv, std);
-    qkv_declare_conv(&l->in, t, p, cfg->short_conv, ACT_SILU, ACT_NONE, std);
+    qkv_declare_proj(&l->la.in, t, p, d, Kd, dm->value_dim, std);
+    readout_declare_gate(&l->la.out, t, p, ACT_SILU, d, dm->H, dm->dv, std);
+    qkv_declare_conv(&l->la.in, t, p, cfg->short_conv, ACT_SILU, ACT_NONE, std);
     l->R = R;
-    l->gk0 = declare_linear(t, NAME("gk_proj.0.weight"), R, d, std);
-    l->gk1 = declare_linear(t, NAME("gk_proj.1.weight"), Kd, R, std);
-    l->gk1b = declare_vector(t, NAME("gk_proj.1.bias"), Kd, 0);
-    readout_declare_out(&l->out, t, p, std);
-    readout_declare_norm(&l->out, t, NAME("g_norm_swish_gate.weight"), READOUT_NORM_SHARED);
-#undef NAME
-    pe_declare(&l->pe, t, p, cfg, dm->H, dm->dk);
+    l->gk0 = declare_linear(t, pname(p, "gk_proj.0.weight").s, R, d, std);
+    l->gk1 = declare_linear(t, pname(p, "gk_proj.1.weight").s, Kd, R, std);
+    l->gk1b = declare_vector(t, pname(p, "gk_proj.1.bias").s, Kd, 0);
+    readout_declare_out(&l->la.out, t, p, std);
+    readout_declare_norm(&l->la.out, t, pname(p, "g_norm_swish_gate.weight").s, READOUT_NORM_SHARED);
+    pe_declare(&l->la.pe, t, p, cfg, dm->H, dm->dk);
     return l;
-}
-
-static void gla_destroy(void *layer, const Backend *be) {
-    GLA *l = layer;
-    growbuf_free(&l->states, be);
-    rt_free(l);
 }
 
 static void gla_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
                      int64_t N) {
     GLA *l = layer;
-    int64_t widths[] = {[W_KEY] = dm->key_dim, [W_VALUE] = dm->value_dim, [W_RANK] = l->R};
-    qkv_bind(&l->in, be, sv, sc, N);
-    acts_bind(l, gla_bufs, BUF_COUNT(gla_bufs), widths, l->pe.cfg.kind != PE_NOPE ? F_PE : 0, be,
-              sv, sc, N);
-    readout_bind(&l->out, be, sv, sc, N);
-    pe_bind(&l->pe, be, sv, sc, N);
+    int64_t widths[] = {[W_KEY] = dm->key_dim, [W_RANK] = l->R};
+    linattn_bind(l, gla_bufs, BUF_COUNT(gla_bufs), widths, 0, be, dm, sv, sc, N);
 }
 
 static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
@@ -84,23 +55,18 @@ static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
     int N = (int)c->N, d = c->cfg->hidden_size, Kd = dm->key_dim, H = dm->H;
-    qkv_forward(&l->in, c, x);
+    linattn_qk_forward(&l->la, c, x);
     /* forget gate: log alpha = logsigmoid((x A) B + b) / normalizer */
     be->matmul_fwd(l->z1, x, W(c, l->gk0), NULL, N, l->R, d);
     be->matmul_fwd(l->z, l->z1, W(c, l->gk1), W(c, l->gk1b), N, Kd, l->R);
     be->logsigmoid_fwd(l->lg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
-    if (l->pe.cfg.kind != PE_NOPE) pe_forward(&l->pe, c, x, l->in.q1, l->in.k1, l->qr, l->kr);
-    l->attn = (LinAttnArgs){
+    LinAttnLayer *la = &l->la;
+    la->attn = (LinAttnArgs){
         .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
-        .q = l->qr, .k = l->kr, .v = l->in.v1, .g = l->lg, .o = l->out.o_,
-        .state = c->mode == PASS_TRAIN ? NULL : l->S};
-    if (c->mode == PASS_STEP) {
-        be->gla_step(&l->attn);
-    } else {
-        l->attn.states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, dm->dk, dm->dv)));
-        be->gla_fwd(&l->attn);
-    }
-    readout_forward(&l->out, c, x, y);
+        .q = la->qr, .k = la->kr, .v = la->in.v1, .g = l->lg, .o = la->out.o_,
+        .state = c->mode == PASS_TRAIN ? NULL : la->S};
+    linattn_run(c, &la->attn, &la->states, 0);
+    readout_forward(&la->out, c, x, y);
 }
 
 static void gla_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
@@ -108,28 +74,18 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
     int N = (int)c->N, d = c->cfg->hidden_size, Kd = dm->key_dim;
-    readout_backward(&l->out, c, x, dy, dx);
-    be->gla_bwd(&(LinAttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dqr, .dk = l->dkr,
-                                .dv = l->dv1, .dg = l->dlg});
+    LinAttnLayer *la = &l->la;
+    readout_backward(&la->out, c, x, dy, dx);
+    be->gla_bwd(&(LinAttnGrads){.a = la->attn, .dout = la->out.do_, .dq = la->dqr, .dk = la->dkr,
+                                .dv = la->dv1, .dg = l->dlg});
     be->logsigmoid_bwd(l->dz, l->dlg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     be->matmul_bwd(l->dz1, G(c, l->gk1), G(c, l->gk1b), l->dz, l->z1, W(c, l->gk1), N, Kd, l->R, 0);
     be->matmul_bwd(dx, G(c, l->gk0), NULL, l->dz1, x, W(c, l->gk0), N, l->R, d, 1);
-    if (l->pe.cfg.kind != PE_NOPE)
-        pe_backward(&l->pe, c, x, l->in.q1, l->in.k1, l->dqr, l->dkr, l->dq1, l->dk1, dx);
-    qkv_backward(&l->in, c, x, l->dq1, l->dk1, l->dv1, dx);
+    linattn_qk_backward(la, c, x, dx);
 }
 
-static void gla_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                           int64_t rows, int max_len) {
-    GLA *l = layer;
-    (void)max_len;
-    qkv_bind_state(&l->in, be, state, rows);
-    pe_bind_state(&l->pe, be, state, rows);
-    l->S = carve(state, F32S(be, rows * dm->H * dm->dk * dm->dv));
-}
-
-static const MixerImpl mixer_gla = {"gla",       gla_create,   gla_destroy,   gla_bind,
-                             gla_forward, gla_backward, gla_bind_state, NULL, NULL};
+static const MixerImpl mixer_gla = {"gla",       gla_create,   linattn_destroy,    gla_bind,
+                             gla_forward, gla_backward, linattn_bind_state, NULL, NULL};
 
 /* ---- the family (docs/models.md §2) ---- */
 

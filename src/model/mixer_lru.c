@@ -40,24 +40,21 @@ static void lru_init_gamma_log(const ParamInitArgs *a) {
 
 static void *lru_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     LRU *l = rt_calloc(1, sizeof(LRU));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, N = dm->key_dim / 2;
     int64_t sn[1] = {N}, sb[2] = {N, d}, sc[2] = {d, N};
-    l->nu_log = declare_recurrent(t, NAME("nu_log"), 1, sn, lru_init_nu_log, 0);
-    l->theta_log = declare_recurrent(t, NAME("theta_log"), 1, sn, lru_init_theta_log, 0);
-    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sn, lru_init_gamma_log, l->nu_log);
+    l->nu_log = declare_recurrent(t, pname(p, "nu_log").s, 1, sn, lru_init_nu_log, 0);
+    l->theta_log = declare_recurrent(t, pname(p, "theta_log").s, 1, sn, lru_init_theta_log, 0);
+    l->gamma_log = declare_recurrent(t, pname(p, "gamma_log").s, 1, sn, lru_init_gamma_log, l->nu_log);
     /* the paper's Glorot-style init: B ~ N(0, 1/(2d)) per part, C ~ N(0, 1/N) per part */
-    l->B_re = params_add(t, NAME("B_re"), 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
-    l->B_im = params_add(t, NAME("B_im"), 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
-    l->C_re = params_add(t, NAME("C_re"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
-    l->C_im = params_add(t, NAME("C_im"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+    l->B_re = params_add(t, pname(p, "B_re").s, 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
+    l->B_im = params_add(t, pname(p, "B_im").s, 2, sb, init_normal, 1 / sqrt(2.0 * d), 1, 1);
+    l->C_re = params_add(t, pname(p, "C_re").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+    l->C_im = params_add(t, pname(p, "C_im").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     l->C_re2 = l->C_im2 = -1;
     if (cfg->bidirectional) { /* the reverse scan's readout (docs/models.md §16), init as C */
-        l->C_re2 = params_add(t, NAME("C_re2"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
-        l->C_im2 = params_add(t, NAME("C_im2"), 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+        l->C_re2 = params_add(t, pname(p, "C_re2").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
+        l->C_im2 = params_add(t, pname(p, "C_im2").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     }
-#undef NAME
     drnn_declare(&l->core, t, p, N, d, cfg->bidirectional);
     return l;
 }

@@ -9,14 +9,13 @@
 #include "util/error.h"
 
 typedef struct {
+    CellState cs; /* decoding or carried state: each row's [f32] (h, c) */
     int n, d;
     int wih, whh, b; /* parameter ids */
     LstmArgs a;      /* the op's arguments, set by the forward for the backward */
     /* saved: the gates [N, 4n], the cells [f32][N, n], the states h; scratch: the input
      * projections and their gradient */
     void *gates, *c, *h, *z, *dz;
-    void *S; /* decoding or carried state: each row's [f32] (h, c) */
-    GrowBuf h0; /* a carrying pass: the segments' initial (h, c) [f32][nseg, 2n], for the backward */
 } LstmLayer;
 
 enum { W_STATE, W_GATES };
@@ -31,25 +30,17 @@ static const BufDecl lstm_bufs[] = {
 
 static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     LstmLayer *l = rt_calloc(1, sizeof(LstmLayer));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, n = dm->key_dim;
     l->n = n, l->d = d;
+    l->cs.width = 2 * (int64_t)n;
     int64_t si[2] = {4 * n, d}, sh[2] = {4 * n, n}, sb[1] = {4 * n};
     /* the nnRNN authors' LSTM: per gate a Linear(n + d, n), Glorot normal weights and
      * nn.Linear's default bias */
     double glorot = sqrt(2.0 / (2 * n + d));
-    l->wih = params_add(t, NAME("weight_ih"), 2, si, init_normal, glorot, 1, 1);
-    l->whh = params_add(t, NAME("weight_hh"), 2, sh, init_normal, glorot, 1, 1);
-    l->b = params_add(t, NAME("bias"), 1, sb, init_uniform, 1 / sqrt((double)n + d), 0, 1);
-#undef NAME
+    l->wih = params_add(t, pname(p, "weight_ih").s, 2, si, init_normal, glorot, 1, 1);
+    l->whh = params_add(t, pname(p, "weight_hh").s, 2, sh, init_normal, glorot, 1, 1);
+    l->b = params_add(t, pname(p, "bias").s, 1, sb, init_uniform, 1 / sqrt((double)n + d), 0, 1);
     return l;
-}
-
-static void lstm_destroy(void *layer, const Backend *be) {
-    LstmLayer *l = layer;
-    if (be) growbuf_free(&l->h0, be);
-    rt_free(l);
 }
 
 static void lstm_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
@@ -66,12 +57,8 @@ static void lstm_forward(void *layer, const Ctx *c, const void *x, void *y) {
     int N = (int)c->N, n = l->n;
     be->matmul_fwd(l->z, x, W(c, l->wih), W(c, l->b), N, 4 * n, l->d);
     l->a = (LstmArgs){.s = c->seqs, .n = n, .W = WM(c, l->whh), .z = l->z, .gates = l->gates, .c = l->c,
-                      .h = l->h, .state = c->mode == PASS_TRAIN && !c->carry ? NULL : l->S};
-    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
-        size_t bytes = F32(c, (int64_t)c->seqs->nseg * 2 * n);
-        l->a.h0 = growbuf_get(&l->h0, be, bytes);
-        be->copy((void *)l->a.h0, l->S, bytes);
-    }
+                      .h = l->h};
+    l->a.state = cell_state(&l->cs, c, &l->a.h0);
     if (c->mode == PASS_STEP)
         be->lstm_step(&l->a);
     else
@@ -87,17 +74,8 @@ static void lstm_backward(void *layer, const Ctx *c, const void *x, const void *
     be->matmul_bwd(dx, G(c, l->wih), G(c, l->b), l->dz, x, W(c, l->wih), N, 4 * n, l->d, 0);
 }
 
-static void lstm_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                            int64_t rows, int max_len) {
-    LstmLayer *l = layer;
-    (void)dm, (void)max_len;
-    l->S = carve(state, F32S(be, rows * 2 * l->n));
-}
-
-static int64_t lstm_carry_width(const void *layer) { return 2 * (int64_t)((const LstmLayer *)layer)->n; }
-
-static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   lstm_destroy,    lstm_bind,       lstm_forward,
-                              lstm_backward, lstm_bind_state, NULL,         lstm_carry_width};
+static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   cell_destroy,    lstm_bind,       lstm_forward,
+                              lstm_backward, cell_bind_state, NULL,         cell_carry_width};
 
 /* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

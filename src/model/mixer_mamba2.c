@@ -71,26 +71,23 @@ static void mamba2_init_a_log(const ParamInitArgs *a) {
 static void *mamba2_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm,
                            const char *p) {
     Mamba2 *l = rt_calloc(1, sizeof(Mamba2));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size;
     double std = cfg->init_std;
     l->I = dm->value_dim, l->H = dm->H, l->G = cfg->n_groups, l->Ns = dm->dk, l->P = dm->dv;
     l->GN = l->G * l->Ns;
     int conv_dim = l->I + 2 * l->GN;
-    l->in_proj = declare_linear(t, NAME("in_proj.weight"), l->I + conv_dim + l->H, d, std);
-    l->conv_w = declare_conv(t, NAME("conv1d.weight"), conv_dim, std);
-    l->conv_b = cfg->use_conv_bias ? declare_vector(t, NAME("conv1d.bias"), conv_dim, 0) : -1;
+    l->in_proj = declare_linear(t, pname(p, "in_proj.weight").s, l->I + conv_dim + l->H, d, std);
+    l->conv_w = declare_conv(t, pname(p, "conv1d.weight").s, conv_dim, std);
+    l->conv_b = cfg->use_conv_bias ? declare_vector(t, pname(p, "conv1d.bias").s, conv_dim, 0) : -1;
     int64_t sh[1] = {l->H};
-    l->dt_bias = params_add(t, NAME("dt_bias"), 1, sh, init_dt_bias, 0, 0, 1);
-    l->A_log = params_add(t, NAME("A_log"), 1, sh, mamba2_init_a_log, 0, 0, 1);
-    l->D = declare_vector(t, NAME("D"), l->H, 1);
-    l->norm = declare_vector(t, NAME("norm.weight"), l->I, 1);
+    l->dt_bias = params_add(t, pname(p, "dt_bias").s, 1, sh, init_dt_bias, 0, 0, 1);
+    l->A_log = params_add(t, pname(p, "A_log").s, 1, sh, mamba2_init_a_log, 0, 0, 1);
+    l->D = declare_vector(t, pname(p, "D").s, l->H, 1);
+    l->norm = declare_vector(t, pname(p, "norm.weight").s, l->I, 1);
     /* fla's rescale_prenorm_residual: kaiming_uniform(a=sqrt 5) / sqrt(L) = U(+-1/sqrt(I L)) */
     int64_t osh[2] = {d, l->I};
-    l->out_proj = params_add(t, NAME("out_proj.weight"), 2, osh, init_uniform,
+    l->out_proj = params_add(t, pname(p, "out_proj.weight").s, 2, osh, init_uniform,
                              1.0 / sqrt((double)l->I * cfg->num_layers), 1, 1);
-#undef NAME
     return l;
 }
 
@@ -164,12 +161,7 @@ static void mamba2_forward(void *layer, const Ctx *c, const void *x, void *out) 
         .s = c->seqs, .H = H, .K = l->Ns, .V = l->P, .scale = 1.0, .q = l->q, .k = l->k,
         .v = l->v, .g = l->g, .g_per_head = 1, .o = l->y,
         .state = c->mode == PASS_TRAIN ? NULL : l->S};
-    if (c->mode == PASS_STEP) {
-        be->gla_step(&l->attn);
-    } else {
-        l->attn.states = growbuf_get(&l->states, be, F32(c, chunk_states_size(c->seqs, H, l->Ns, l->P)));
-        be->gla_fwd(&l->attn);
-    }
+    linattn_run(c, &l->attn, &l->states, 0);
     be->head_skip_fwd(l->y, l->xc, WM(c, l->D), N, H, l->P);
     be->gate_mul_fwd(l->u, l->y, l->z, (int64_t)N * I, ACT_SILU);
     be->rmsnorm_fwd(l->r, l->rstd, l->u, W(c, l->norm), N, l->G, I / l->G, 1, c->cfg->norm_eps);

@@ -15,6 +15,7 @@
 #include "util/error.h"
 
 typedef struct {
+    CellState cs; /* decoding or carried state: each row's [f32] n state */
     MixerKind kind;
     int n, d;
     int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent */
@@ -24,8 +25,6 @@ typedef struct {
      * and K; scratch: z, its gradient, the gradients at W and P, and the work of the matrix
      * exponential and the Schur form */
     void *h, *W, *P, *K, *z, *dz, *dW, *dP, *work;
-    void *S; /* decoding or carried state: each row's [f32] n state */
-    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, n], for the backward */
 } RnnLayer;
 
 enum { W_STATE, W_MATRIX, W_WORK }; /* widths: n per token; n^2; the work space */
@@ -82,43 +81,35 @@ static void rnn_init_orth_log(const ParamInitArgs *a) {
 
 static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RnnLayer *l = rt_calloc(1, sizeof(RnnLayer));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, n = dm->key_dim;
     MixerKind k = cfg->mixer;
     l->kind = k, l->n = n, l->d = d;
+    l->cs.width = n;
     l->Ub = l->V = l->M = l->T = l->gamma = l->theta = l->bmod = -1;
     int64_t su[2] = {n, d}, sw[2] = {n, n}, sb[1] = {n}, sp[1] = {n / 2};
     /* the input weights: Glorot normal, as the papers' code (xavier_normal_) */
     double glorot = sqrt(2.0 / (d + n));
     if (k == MIXER_EXPRNN) {
-        l->U = params_add(t, NAME("input_kernel.weight"), 2, su, init_normal, glorot, 1, 1);
+        l->U = params_add(t, pname(p, "input_kernel.weight").s, 2, su, init_normal, glorot, 1, 1);
         /* rotor's W is the transpose of the code's recurrent_kernel: the lower triangle */
-        l->M = declare_orthogonal(t, NAME("log_recurrent_kernel"), 2, sw, rnn_init_orth_log, -1);
+        l->M = declare_orthogonal(t, pname(p, "log_recurrent_kernel").s, 2, sw, rnn_init_orth_log, -1);
     } else {
-        l->U = params_add(t, NAME("U.weight"), 2, su, init_normal, glorot, 1, 1);
+        l->U = params_add(t, pname(p, "U.weight").s, 2, su, init_normal, glorot, 1, 1);
     }
     if (k == MIXER_RNN || k == MIXER_RNN_ORTH) { /* nn.Linear's default bias init */
-        l->Ub = params_add(t, NAME("U.bias"), 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
-        l->V = k == MIXER_RNN ? params_add(t, NAME("V.weight"), 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
-                              : params_add(t, NAME("V.weight"), 2, sw, rnn_init_orthogonal, 0, 1, 1);
+        l->Ub = params_add(t, pname(p, "U.bias").s, 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
+        l->V = k == MIXER_RNN ? params_add(t, pname(p, "V.weight").s, 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
+                              : params_add(t, pname(p, "V.weight").s, 2, sw, rnn_init_orthogonal, 0, 1, 1);
     }
     if (k == MIXER_NNRNN) {
-        l->M = declare_orthogonal(t, NAME("log_P"), 2, sw, rnn_init_orth_log, 1);
-        l->T = params_add(t, NAME("T"), 2, sw, init_zeros, 0, 0, 1);
-        l->gamma = params_add(t, NAME("gamma"), 1, sp, init_ones, 0, 0, 1);
-        l->theta = params_add(t, NAME("theta"), 1, sp, init_phase, 0, 0, 1);
+        l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
+        l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
+        l->gamma = params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
+        l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
     }
     if (rnn_modrelu(cfg))
-        l->bmod = params_add(t, NAME("nonlinearity.b"), 1, sb, init_uniform, 0.01, 0, 1);
-#undef NAME
+        l->bmod = params_add(t, pname(p, "nonlinearity.b").s, 1, sb, init_uniform, 0.01, 0, 1);
     return l;
-}
-
-static void rnn_destroy(void *layer, const Backend *be) {
-    RnnLayer *l = layer;
-    if (be) growbuf_free(&l->h0, be);
-    rt_free(l);
 }
 
 static void rnn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
@@ -144,13 +135,8 @@ static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->nnrnn_weights_fwd(&l->w);
     }
     l->a = (RnnArgs){.s = c->seqs, .n = n, .act = l->bmod >= 0 ? RNN_MODRELU : RNN_TANH, .W = Wr,
-                     .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h,
-                     .state = c->mode == PASS_TRAIN && !c->carry ? NULL : l->S};
-    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
-        size_t bytes = F32(c, (int64_t)c->seqs->nseg * n);
-        l->a.h0 = growbuf_get(&l->h0, be, bytes);
-        be->copy((void *)l->a.h0, l->S, bytes);
-    }
+                     .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h};
+    l->a.state = cell_state(&l->cs, c, &l->a.h0);
     if (c->mode == PASS_STEP)
         be->rnn_step(&l->a);
     else
@@ -175,13 +161,6 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
 }
 
-static void rnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                           int64_t rows, int max_len) {
-    RnnLayer *l = layer;
-    (void)dm, (void)max_len;
-    l->S = carve(state, F32S(be, rows * l->n));
-}
-
 /* The nnRNN's penalties (docs/models.md §17): delta sum_i (1 - gamma_i)^2 and the L2 decay
  * (t_decay / 2) ||T||^2, whose gradient t_decay T is the coupled weight decay of the
  * authors' optimizer group of T. */
@@ -194,10 +173,8 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
-static int64_t rnn_carry_width(const void *layer) { return ((const RnnLayer *)layer)->n; }
-
-static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   rnn_destroy,    rnn_bind,      rnn_forward,
-                             rnn_backward, rnn_bind_state, rnn_penalty, rnn_carry_width};
+static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   cell_destroy,    rnn_bind,      rnn_forward,
+                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

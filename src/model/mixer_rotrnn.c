@@ -42,20 +42,17 @@ static void rotrnn_init_gamma_log(const ParamInitArgs *a) {
 
 static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RotRNN *l = rt_calloc(1, sizeof(RotRNN));
-    char name[PARAM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", p, s), name)
     int d = cfg->hidden_size, H = dm->H, n = dm->dk, Ns = dm->key_dim;
     l->H = H, l->n = n;
     int64_t sth[2] = {H, n / 2}, sg[1] = {H}, sm[3] = {H, n, n}, sb[3] = {H, n, d}, sc[2] = {d, Ns};
-    l->theta = declare_recurrent(t, NAME("theta"), 2, sth, init_phase, 0);
-    l->gamma_log = declare_recurrent(t, NAME("gamma_log"), 1, sg, rotrnn_init_gamma_log, 0);
-    l->M = declare_recurrent(t, NAME("M"), 3, sm, init_normal, 1.0);
+    l->theta = declare_recurrent(t, pname(p, "theta").s, 2, sth, init_phase, 0);
+    l->gamma_log = declare_recurrent(t, pname(p, "gamma_log").s, 1, sg, rotrnn_init_gamma_log, 0);
+    l->M = declare_recurrent(t, pname(p, "M").s, 3, sm, init_normal, 1.0);
     /* the authors' init: B and C ~ N(0, 1/(d + state_size)) */
-    l->B = params_add(t, NAME("B"), 3, sb, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
-    l->C = params_add(t, NAME("C"), 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
+    l->B = params_add(t, pname(p, "B").s, 3, sb, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
+    l->C = params_add(t, pname(p, "C").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
     /* the reverse scan's readout (docs/models.md §16), init as C */
-    l->C2 = cfg->bidirectional ? params_add(t, NAME("C2"), 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1) : -1;
-#undef NAME
+    l->C2 = cfg->bidirectional ? params_add(t, pname(p, "C2").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1) : -1;
     drnn_declare(&l->core, t, p, Ns / 2, d, cfg->bidirectional);
     return l;
 }

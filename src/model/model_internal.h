@@ -158,6 +158,38 @@ void readout_forward(Readout *r, const Ctx *c, const void *x, void *y);
  * a gate). */
 int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
+/* What GLA and (Gated) DeltaNet build around their chunked core op (linattn.c): the
+ * QKVPrologue, the position embedding of q and k, the Readout, the op's arguments and chunk
+ * states, and the decoding state. The mixer's struct starts with it. */
+typedef struct {
+    QKVPrologue in;
+    PosEmb pe;
+    Readout out;
+    GrowBuf states;
+    LinAttnArgs attn;   /* the core op's arguments, set by the forward for the backward */
+    void *qr, *kr;      /* saved: q, k after the position embedding (in.q1, in.k1 with NoPE) */
+    /* scratch: their gradients, v1's, and those of q1, k1 before the position embedding */
+    void *dqr, *dkr, *dv1, *dq1, *dk1;
+    void *S;            /* decoding state: each row's [f32] H x K x V state */
+} LinAttnLayer;
+
+/* Binds the LinAttnLayer's buffers and the mixer's own table (own, n, widths, features as
+ * acts_bind takes them). */
+void linattn_bind(void *layer, const BufDecl *own, int n, const int64_t *widths, unsigned features,
+                  const Backend *be, const ModelDims *dm, Carve *saved, Carve *scratch, int64_t N);
+/* q1, k1, v1 (QKVPrologue), then qr, kr (the position embedding). */
+void linattn_qk_forward(LinAttnLayer *la, const Ctx *c, const void *x);
+/* From dqr, dkr, dv1 (consumed as scratch): dx += the position embedding's and the
+ * projections' shares. */
+void linattn_qk_backward(LinAttnLayer *la, const Ctx *c, const void *x, void *dx);
+/* The chunked core op on *a with its chunk states in *states, or its step form in a
+ * PASS_STEP: GLA's ops, or with the delta rule Gated DeltaNet's (Mamba2 runs GLA's). */
+void linattn_run(const Ctx *c, LinAttnArgs *a, GrowBuf *states, int delta);
+/* MixerImpl.destroy and .bind_state of a mixer whose struct starts with a LinAttnLayer. */
+void linattn_destroy(void *layer, const Backend *be);
+void linattn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                        int64_t rows, int max_len);
+
 /* The core the LRU and RotRNN share (diag_rnn.c, docs/models.md §13, §14): for the mixer
  * input x [N, d], y = scan(x Bw^T) Cw^T + D x, the scan the complex diagonal recurrence of C
  * channels (cscan ops; its input and states h as [N, 2C] interleaved pairs) and D [d] a
@@ -189,6 +221,25 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
 /* dx (overwrite) from dy; dD accumulates; dBw, dCw, dloga, dangle (both scans' sums) and dCw2
  * overwrite. */
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
+
+/* The state of a nonlinear cell (RNN, LSTM: mixer_rnn.c, mixer_lstm.c), carried across
+ * batches or kept for decoding (docs/models.md §11, §19): width [f32] elements a row. The
+ * mixer's struct starts with it. */
+typedef struct {
+    int64_t width;
+    void *S;    /* each row's state */
+    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, width], for the backward */
+} CellState;
+
+/* The state the cell's op reads and writes in this pass (NULL: none), and in a carrying pass
+ * *h0 = the segments' initial states, copied from it (else NULL). */
+void *cell_state(CellState *cs, const Ctx *c, const void **h0);
+/* MixerImpl.destroy, .bind_state and .carry_width of a mixer whose struct starts with a
+ * CellState. */
+void cell_destroy(void *layer, const Backend *be);
+void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
+                     int max_len);
+int64_t cell_carry_width(const void *layer);
 
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
  * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c, mixer_rnn.c: the tanh RNNs,

@@ -5,6 +5,12 @@
 
 #include "util/error.h"
 
+ParamName pname(const char *prefix, const char *suffix) {
+    ParamName n;
+    snprintf(n.s, sizeof n.s, "%s%s", prefix, suffix);
+    return n;
+}
+
 int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
                double init_arg, int decay, int trainable) {
     RT_ASSERT(ndim >= 1 && ndim <= PARAM_MAX_DIMS);

@@ -65,6 +65,13 @@ typedef struct {
  * kernels and cuBLASLt get aligned pointers. Padding elements stay zero. */
 #define PARAM_ALIGN 64
 
+/* A layer's parameter name as a value: its prefix ("model.layers.3.attn.") and its own part
+ * ("q_proj.weight"), as pname(prefix, "q_proj.weight").s within one expression. */
+typedef struct {
+    char s[PARAM_NAME_MAX];
+} ParamName;
+ParamName pname(const char *prefix, const char *suffix);
+
 /* Appends a parameter; returns its index. Offsets are assigned in order. */
 int params_add(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
                double init_arg, int decay, int trainable);

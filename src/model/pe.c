@@ -37,31 +37,33 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
     const PEConfig *pc = &cfg->pe;
     int d = cfg->hidden_size, Din = d / H, P = pe->P;
     double std = cfg->init_std;
-    char name[PARAM_NAME_MAX];
-#define NAME(suffix) (snprintf(name, sizeof name, "%srotary.%s", prefix, suffix), name)
     if (pc->phi_proj == PHI_WEIGHT_NORM) {
         /* W_h [d/H, P], columns normalised: its scale is irrelevant, uniform init. */
         int64_t shape[3] = {H, Din, P};
-        pe->phi_w = params_add(t, NAME("phi_proj.weight"), 3, shape, init_uniform,
+        pe->phi_w = params_add(t, pname(prefix, "rotary.phi_proj.weight").s, 3, shape, init_uniform,
                                sqrt(6.0 / P), 1, 1);
         int64_t sh[1] = {H};
-        pe->phi_scale = params_add(t, NAME("phi_proj.scalar"), 1, sh, init_ones, 0, 0, 1);
+        pe->phi_scale =
+            params_add(t, pname(prefix, "rotary.phi_proj.scalar").s, 1, sh, init_ones, 0, 0, 1);
     } else {
-        pe->phi_w1 = declare_linear(t, NAME("phi_proj.0.weight"), pc->phi_rank, d, std);
-        pe->phi_w2 = declare_linear(t, NAME("phi_proj.1.weight"), (int64_t)H * P, pc->phi_rank, std);
+        pe->phi_w1 =
+            declare_linear(t, pname(prefix, "rotary.phi_proj.0.weight").s, pc->phi_rank, d, std);
+        pe->phi_w2 = declare_linear(t, pname(prefix, "rotary.phi_proj.1.weight").s, (int64_t)H * P,
+                                    pc->phi_rank, std);
     }
-    if (!pc->skip_conv) pe->conv_w = declare_conv(t, NAME("phi_conv1d.weight"), (int64_t)H * P, std);
+    if (!pc->skip_conv)
+        pe->conv_w = declare_conv(t, pname(prefix, "rotary.phi_conv1d.weight").s, (int64_t)H * P, std);
     if (pc->bias) {
         int64_t shape[4] = {1, 1, H, P};
-        pe->bias = params_add(t, NAME("phi_bias"), 4, shape, init_zeros, 0, 0, 1);
+        pe->bias = params_add(t, pname(prefix, "rotary.phi_bias").s, 4, shape, init_zeros, 0, 0, 1);
     }
     if (pc->phase_gate) {
-        pe->gate_w = declare_linear(t, NAME("phase_gate_proj.weight"), H, d, std);
-        pe->gate_b = declare_vector(t, NAME("phase_gate_proj.bias"), H, 0);
+        pe->gate_w = declare_linear(t, pname(prefix, "rotary.phase_gate_proj.weight").s, H, d, std);
+        pe->gate_b = declare_vector(t, pname(prefix, "rotary.phase_gate_proj.bias").s, H, 0);
     }
     int64_t tshape[4] = {1, 1, 1, P};
-    pe->temp = params_add(t, NAME("temperature"), 4, tshape, init_temperature, D, 0, pc->temp_grad);
-#undef NAME
+    pe->temp = params_add(t, pname(prefix, "rotary.temperature").s, 4, tshape, init_temperature, D, 0,
+                          pc->temp_grad);
 }
 
 enum { PE_LOW_RANK = 1, PE_WEIGHT_NORM = 2, PE_GATE = 4 }; /* features */

@@ -22,32 +22,24 @@ static const BufDecl qkv_bufs[] = {
 
 void qkv_declare_proj(QKVPrologue *p, ParamTable *t, const char *prefix, int d, int64_t Kd,
                       int64_t Vd, double std) {
-    char name[PARAM_NAME_MAX];
     p->widths[W_K] = Kd;
     p->widths[W_V] = Vd;
-    snprintf(name, sizeof name, "%sq_proj.weight", prefix);
-    p->q = declare_linear(t, name, Kd, d, std);
-    snprintf(name, sizeof name, "%sk_proj.weight", prefix);
-    p->k = declare_linear(t, name, Kd, d, std);
-    snprintf(name, sizeof name, "%sv_proj.weight", prefix);
-    p->v = declare_linear(t, name, Vd, d, std);
+    p->q = declare_linear(t, pname(prefix, "q_proj.weight").s, Kd, d, std);
+    p->k = declare_linear(t, pname(prefix, "k_proj.weight").s, Kd, d, std);
+    p->v = declare_linear(t, pname(prefix, "v_proj.weight").s, Vd, d, std);
 }
 
 void qkv_declare_conv(QKVPrologue *p, ParamTable *t, const char *prefix, int conv,
                       Activation conv_act, Activation plain_act, double std) {
-    char name[PARAM_NAME_MAX];
     RT_ASSERT(plain_act == ACT_NONE || plain_act == ACT_SILU);
     p->conv = conv;
     p->conv_act = conv_act;
     p->plain_act = plain_act;
     p->qconv = p->kconv = p->vconv = -1;
     if (!conv) return;
-    snprintf(name, sizeof name, "%sq_conv1d.weight", prefix);
-    p->qconv = declare_conv(t, name, p->widths[W_K], std);
-    snprintf(name, sizeof name, "%sk_conv1d.weight", prefix);
-    p->kconv = declare_conv(t, name, p->widths[W_K], std);
-    snprintf(name, sizeof name, "%sv_conv1d.weight", prefix);
-    p->vconv = declare_conv(t, name, p->widths[W_V], std);
+    p->qconv = declare_conv(t, pname(prefix, "q_conv1d.weight").s, p->widths[W_K], std);
+    p->kconv = declare_conv(t, pname(prefix, "k_conv1d.weight").s, p->widths[W_K], std);
+    p->vconv = declare_conv(t, pname(prefix, "v_conv1d.weight").s, p->widths[W_V], std);
 }
 
 static unsigned features(const QKVPrologue *p) {

@@ -21,15 +21,14 @@ static const BufDecl readout_bufs[] = {
 
 void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate,
                           int d, int H, int dv, double std) {
-    char name[PARAM_NAME_MAX];
     r->g = r->norm = r->o = -1;
     r->norm_kind = READOUT_NO_NORM;
     r->gate = gate;
     r->H = H, r->dv = dv, r->d = d;
     r->widths[W_HV] = (int64_t)H * dv;
     r->widths[W_H] = H;
-    snprintf(name, sizeof name, "%sg_proj.weight", prefix);
-    if (gate != ACT_NONE) r->g = declare_linear(t, name, (int64_t)H * dv, d, std);
+    if (gate != ACT_NONE)
+        r->g = declare_linear(t, pname(prefix, "g_proj.weight").s, (int64_t)H * dv, d, std);
 }
 
 void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind) {
@@ -39,9 +38,7 @@ void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNo
 }
 
 void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std) {
-    char name[PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "%so_proj.weight", prefix);
-    r->o = declare_linear(t, name, r->d, (int64_t)r->H * r->dv, std);
+    r->o = declare_linear(t, pname(prefix, "o_proj.weight").s, r->d, (int64_t)r->H * r->dv, std);
 }
 
 void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {

@@ -29,10 +29,8 @@ static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, cha
     if (!cls) return -1;
     ClassRows *c = rt_calloc(1, sizeof(ClassRows));
     c->cls = cls;
-    c->base.examples = class_task_size(cls);
-    c->base.vocab = class_task_vocab(cls);
-    c->base.row = class_row;
-    c->base.free = class_free;
+    c->base = (TaskRows){.examples = class_task_size(cls), .vocab = class_task_vocab(cls),
+                         .row = class_row, .free = class_free};
     *out = &c->base;
     return 0;
 }

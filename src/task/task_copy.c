@@ -33,9 +33,7 @@ static int copy_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t er
     c->min_len = task->min_len;
     c->max_len = task->max_len;
     c->T = a->opt->seq_len;
-    c->base.vocab = COPY_VOCAB;
-    c->base.row = copy_row;
-    c->base.free = copy_free;
+    c->base = (TaskRows){.vocab = COPY_VOCAB, .row = copy_row, .free = copy_free};
     *out = &c->base;
     return 0;
 }

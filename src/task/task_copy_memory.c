@@ -36,9 +36,8 @@ static int copy_memory_open(const TaskOpenArgs *a, TaskRows **out, char *err, si
     c->spec = spec;
     /* the marker is an input token, embedded or read as its value: the vocabulary holds it,
      * and the output of its id is never a target */
-    c->base.vocab = COPYMEM_INPUTS;
-    c->base.row = copy_memory_row_of;
-    c->base.free = copy_memory_free;
+    c->base = (TaskRows){.vocab = COPYMEM_INPUTS, .row = copy_memory_row_of,
+                         .free = copy_memory_free};
     *out = &c->base;
     return 0;
 }

@@ -31,10 +31,9 @@ static int image_open(int pathfinder, const TaskOpenArgs *a, TaskRows **out, cha
     if (!image) return -1;
     ImageRows *m = rt_calloc(1, sizeof(ImageRows));
     m->image = image;
-    m->base.examples = image_task_examples(image);
-    m->base.vocab = 256; /* the pixel intensities; class ids are below it */
-    m->base.row = image_row;
-    m->base.free = image_free;
+    /* vocab: the pixel intensities; class ids are below it */
+    m->base = (TaskRows){.examples = image_task_examples(image), .vocab = 256,
+                         .row = image_row, .free = image_free};
     *out = &m->base;
     return 0;
 }

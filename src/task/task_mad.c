@@ -139,9 +139,7 @@ static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **o
                             size_t errlen) {
     const TaskConfig *task = &a->rc->task;
     MadRows *m = rt_calloc(1, sizeof(MadRows));
-    m->base.row = mad_row;
-    m->base.free = mad_free;
-    m->base.vocab = task->vocab;
+    m->base = (TaskRows){.vocab = task->vocab, .row = mad_row, .free = mad_free};
     m->test = a->opt->split != SPLIT_TRAIN;
     const char *bad = mad_spec_make(&m->spec, variant, task, a->opt->seed);
     if (!bad && a->opt->seq_len != task->seq_len) bad = "train.seq_len differs from task.seq_len";
@@ -164,29 +162,25 @@ static const char *mad_shape_variant(MadTask variant, TaskShape *s, char *msg, s
     ModelHead head = mad_autoencoder(variant) ? HEAD_AUTOENCODER : HEAD_LM;
     const char *heads[] = {
         [HEAD_LM] = "lm", [HEAD_AUTOENCODER] = "autoencoder", [HEAD_CLASSIFIER] = "classifier"};
-    const char *bad = NULL;
-    if (s->seq_len_given && s->rc->train.seq_len != T)
-        snprintf(msg, n,
-                 "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens (leave "
-                 "train.seq_len out)",
-                 s->rc->train.seq_len, task->type, task->seq_len, T),
-            bad = msg;
-    else if (s->vocab_size_given && s->rc->model.vocab_size != V)
-        snprintf(msg, n,
-                 "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave "
-                 "model.vocab_size out)",
-                 s->rc->model.vocab_size, task->type, task->vocab, V),
-            bad = msg;
-    else if (s->head_given && s->rc->model.head != head)
-        snprintf(
-            msg, n,
-            "model.head = %s: task %s trains the %s head, as mad-lab does (leave model.head out)",
-            heads[s->rc->model.head], task->type, heads[head]),
-            bad = msg;
+    if (s->seq_len_given && s->rc->train.seq_len != T) {
+        snprintf(msg, n, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens "
+                 "(leave train.seq_len out)", s->rc->train.seq_len, task->type, task->seq_len, T);
+        return msg;
+    }
+    if (s->vocab_size_given && s->rc->model.vocab_size != V) {
+        snprintf(msg, n, "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave "
+                 "model.vocab_size out)", s->rc->model.vocab_size, task->type, task->vocab, V);
+        return msg;
+    }
+    if (s->head_given && s->rc->model.head != head) {
+        snprintf(msg, n, "model.head = %s: task %s trains the %s head, as mad-lab does (leave "
+                 "model.head out)", heads[s->rc->model.head], task->type, heads[head]);
+        return msg;
+    }
     s->rc->train.seq_len = T;
     s->rc->model.vocab_size = V;
     s->rc->model.head = head;
-    return bad;
+    return NULL;
 }
 
 static json_t *mad_evaluate_variant(MadTask variant, const TaskEvalArgs *a) {

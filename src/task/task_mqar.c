@@ -34,9 +34,7 @@ static int mqar_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t er
         rt_free(m);
         return task_fail(err, errlen, "mqar", bad);
     }
-    m->base.vocab = a->rc->task.vocab;
-    m->base.row = mqar_row;
-    m->base.free = mqar_free;
+    m->base = (TaskRows){.vocab = a->rc->task.vocab, .row = mqar_row, .free = mqar_free};
     *out = &m->base;
     return 0;
 }

@@ -37,9 +37,8 @@ static int state_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t e
         return task_fail(err, errlen, "state", bad);
     }
     s->T = a->opt->seq_len;
-    s->base.vocab = s->group.order + 1; /* elements and BOS */
-    s->base.row = state_row;
-    s->base.free = state_free;
+    /* vocab: the elements and BOS */
+    s->base = (TaskRows){.vocab = s->group.order + 1, .row = state_row, .free = state_free};
     *out = &s->base;
     return 0;
 }
