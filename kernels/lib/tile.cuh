@@ -66,8 +66,21 @@ __device__ __forceinline__ void cp_async_tile(bf16 *dst, int ld, const bf16 *src
     }
 }
 
+// Calls f(r, c, in) for each 16-byte vector of VEC elements of a ROWS x COLS tile (row r, first
+// column c; in: r < nrows and c < ncols), thread threadIdx.x taking every nt-th: the storers'
+// loop.
+template <int ROWS, int COLS, int VEC, class F>
+__device__ __forceinline__ void for_each_vector(int nrows, int ncols, int nt, F &&f) {
+    constexpr int PER = COLS / VEC, SH = log2i(PER);
+    for (int idx = threadIdx.x; idx < ROWS * PER; idx += nt) {
+        const int r = idx >> SH, c = (idx & (PER - 1)) * VEC;
+        f(r, c, r < nrows && c < ncols);
+    }
+}
+
 // Fills all ROWS x COLS entries of a shared tile of T (bf16 or float) at once: entries at rows
-// >= nrows or columns >= ncols are zero (ncols a multiple of 16 bytes' worth of T).
+// >= nrows or columns >= ncols are zero (ncols a multiple of 16 bytes' worth of T). Its own loop:
+// through for_each_vector the bounds test moves before the zero fill in the PTX.
 template <int ROWS, int COLS, class T>
 __device__ __forceinline__ void load_tile(T *dst, int ld, const T *src, int64_t stride, int nrows,
                                           int ncols, int nt) {
@@ -97,24 +110,20 @@ __device__ __forceinline__ void load_tile_bf16(bf16 *dst, int ld, const float *s
 template <int ROWS, int COLS, class T>
 __device__ __forceinline__ void store_tile(T *dst, int64_t stride, const T *src, int ld, int nrows,
                                            int ncols, int nt) {
-    constexpr int VEC = 16 / sizeof(T), PER = COLS / VEC, SH = log2i(PER);
-    for (int idx = threadIdx.x; idx < ROWS * PER; idx += nt) {
-        const int r = idx >> SH, c = (idx & (PER - 1)) * VEC;
-        if (r < nrows && c < ncols)
+    for_each_vector<ROWS, COLS, 16 / sizeof(T)>(nrows, ncols, nt, [&](int r, int c, bool in) {
+        if (in)
             *reinterpret_cast<uint4 *>(dst + r * stride + c) =
                 *reinterpret_cast<const uint4 *>(src + r * ld + c);
-    }
+    });
 }
 
 // The same from an fp32 shared tile to a bf16 matrix.
 template <int ROWS, int COLS>
 __device__ __forceinline__ void store_tile_bf16(bf16 *dst, int64_t stride, const float *src, int ld,
                                                 int nrows, int ncols, int nt) {
-    constexpr int PER = COLS / 8, SH = log2i(PER);
-    for (int idx = threadIdx.x; idx < ROWS * PER; idx += nt) {
-        const int r = idx >> SH, c = (idx & (PER - 1)) * 8;
-        if (r < nrows && c < ncols) store8(dst + r * stride + c, src + r * ld + c);
-    }
+    for_each_vector<ROWS, COLS, 8>(nrows, ncols, nt, [&](int r, int c, bool in) {
+        if (in) store8(dst + r * stride + c, src + r * ld + c);
+    });
 }
 
 } // namespace

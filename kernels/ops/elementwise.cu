@@ -145,6 +145,17 @@ struct Gelu {
     }
 };
 
+// ReLU: y = x where x > 0, else 0; dx = dy there, else 0. Its arguments are references: the
+// select then picks the loaded element itself (by value it compiles to other code).
+struct Relu {
+    static __device__ __forceinline__ bf16 fwd(const bf16 &x) {
+        return bf2f(x) > 0.f ? x : f2bf(0.f);
+    }
+    static __device__ __forceinline__ bf16 bwd(const bf16 &dy, const bf16 &x) {
+        return bf2f(x) > 0.f ? dy : f2bf(0.f);
+    }
+};
+
 // y = F::fwd(x) and dx = F::bwd(dy, x) over flat bf16 buffers.
 template <class F> struct ActFwd {
     static constexpr int VEC = 8;
@@ -166,31 +177,6 @@ template <class F> struct ActBwd {
         Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
 #pragma unroll
         for (int k = 0; k < V; k++) o.v[k] = F::bwd(dv.v[k], xv.v[k]);
-        st_vec<V>(dx + i, o);
-    }
-};
-
-// ReLU keeps loops of its own: as an ActFwd / ActBwd its select compiles to other code.
-struct ReluFwd {
-    static constexpr int VEC = 8;
-    bf16 *y;
-    const bf16 *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = bf2f(xv.v[k]) > 0.f ? xv.v[k] : f2bf(0.f);
-        st_vec<V>(y + i, o);
-    }
-};
-
-struct ReluBwd {
-    static constexpr int VEC = 8;
-    bf16 *dx;
-    const bf16 *dy, *x;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = bf2f(xv.v[k]) > 0.f ? dv.v[k] : f2bf(0.f);
         st_vec<V>(dx + i, o);
     }
 };
@@ -463,11 +449,11 @@ void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key,
 }
 
 void cuda_relu_fwd(void *y, const void *x, int64_t n) {
-    map(ReluFwd{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
+    map(ActFwd<Relu>{(bf16 *)y, (const bf16 *)x}, n, {{y, 2}, {x, 2}});
 }
 
 void cuda_relu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(ReluBwd{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(ActBwd<Relu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_pair_nli_fwd(void *f, const void *x, int64_t P, int d) {

@@ -360,36 +360,43 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     }
 }
 
-void selrope_check(const char *op, int H, int P, Activation act, const void *temp, const void *Phi,
-                   const void *q, const void *k, const void *phi_raw) {
+void selrope_check(const char *op, const SelRopeArgs *a) {
     char why[160];
-    if (!cuda_selrope_supports(H, P, why, sizeof why)) rt_die("%s: %s", op, why);
-    if (act != ACT_NONE && act != ACT_SILU)
-        rt_die("%s: conv activation %d unsupported (NONE or SILU)", op, (int)act);
-    cuda_check_aligned(temp, 8, op);
-    cuda_check_aligned(Phi, 8, op);
-    cuda_check_aligned(q, 4, op);
-    cuda_check_aligned(k, 4, op);
-    cuda_check_aligned(phi_raw, 4, op);
+    if (!cuda_selrope_supports(a->H, a->P, why, sizeof why)) rt_die("%s: %s", op, why);
+    if (a->conv_act != ACT_NONE && a->conv_act != ACT_SILU)
+        rt_die("%s: conv activation %d unsupported (NONE or SILU)", op, (int)a->conv_act);
+    cuda_check_aligned(a->temp, 8, op);
+    cuda_check_aligned(a->Phi, 8, op);
+    cuda_check_aligned(a->q, 4, op);
+    cuda_check_aligned(a->k, 4, op);
+    cuda_check_aligned(a->phi_raw, 4, op);
 }
 
-template <bool SILU> void selrope_fwd_launch(FwdArgs a, float *carry, dim3 grid) {
-    dim3 block(32, WARPS);
-    selrope_fwd_kernel<SILU, false><<<grid, block, 0, cuda_stream()>>>(a);
-    CUDA_LAUNCHED();
-    launch_scan_carry<false>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
-    a.tile_carry = carry;
-    selrope_fwd_kernel<SILU, true><<<grid, block, 0, cuda_stream()>>>(a);
-    CUDA_LAUNCHED();
+// The fields FwdArgs and BwdArgs share: the op's inputs and shape.
+template <class A> void set_inputs(A &a, const SelRopeArgs *args) {
+    a.q = (const bf16 *)args->q;
+    a.k = (const bf16 *)args->k;
+    a.phi_raw = (const bf16 *)args->phi_raw;
+    a.conv_w = (const bf16 *)args->conv_w;
+    a.bias = (const bf16 *)args->bias;
+    a.gl = (const bf16 *)args->gate_logit;
+    a.temp = (const float *)args->temp;
+    a.pos = args->s->dev_pos;
+    a.N = (int)args->s->ntok;
+    a.H = args->H;
+    a.P = args->P;
 }
 
-template <bool SILU> void selrope_bwd_launch(BwdArgs a, float *carry, dim3 grid) {
+// The three passes of the scan (top of the file): tile states, their carries into `carry`, and
+// the final pass from them.
+template <bool REV, class A>
+void launch_passes(void (*tiles)(A), void (*final_pass)(A), A a, float *carry, dim3 grid) {
     dim3 block(32, WARPS);
-    selrope_bwd_kernel<false, false><<<grid, block, 0, cuda_stream()>>>(a);
+    tiles<<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();
-    launch_scan_carry<true>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
+    launch_scan_carry<REV>(carry, a.tile_val, a.tile_flag, (int)grid.x, a.H * a.P);
     a.tile_carry = carry;
-    selrope_bwd_kernel<SILU, true><<<grid, block, 0, cuda_stream()>>>(a);
+    final_pass<<<grid, block, 0, cuda_stream()>>>(a);
     CUDA_LAUNCHED();
 }
 
@@ -408,99 +415,71 @@ int cuda_selrope_supports(int H, int P, char *why, size_t why_size) {
 }
 
 void cuda_selrope_fwd(const SelRopeArgs *args) {
-    void *qo = args->qo, *ko = args->ko, *Phi = args->Phi;
-    const void *q = args->q, *k = args->k, *phi_raw = args->phi_raw, *conv_w = args->conv_w,
-               *bias = args->bias, *gate_logit = args->gate_logit, *temp = args->temp;
-    const Activation conv_act = args->conv_act;
-    const Seqs *s = args->s;
-    const int H = args->H, P = args->P;
-    selrope_check("selrope_fwd", H, P, conv_act, temp, Phi, q, k, phi_raw);
-    cuda_check_aligned(qo, 4, "selrope_fwd");
-    cuda_check_aligned(ko, 4, "selrope_fwd");
-    int N = (int)s->ntok, C = H * P;
-    if (N == 0 || C == 0) return;
-    int ntile = (int)cdiv(N, TILE);
+    selrope_check("selrope_fwd", args);
+    cuda_check_aligned(args->qo, 4, "selrope_fwd");
+    cuda_check_aligned(args->ko, 4, "selrope_fwd");
+    FwdArgs a = {};
+    set_inputs(a, args);
+    const int C = a.H * a.P;
+    if (a.N == 0 || C == 0) return;
+    int ntile = (int)cdiv(a.N, TILE);
     size_t nval = (size_t)ntile * C; // even: every array below stays 8-byte aligned
     float *scratch = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * nval + sizeof(int) * ntile);
-    FwdArgs a = {};
-    a.qo = (bf16 *)qo;
-    a.ko = (bf16 *)ko;
-    a.Phi = (float *)Phi;
+    a.qo = (bf16 *)args->qo;
+    a.ko = (bf16 *)args->ko;
+    a.Phi = (float *)args->Phi;
     a.tile_val = scratch;
     a.tile_flag = (int *)(scratch + 2 * nval);
-    a.q = (const bf16 *)q;
-    a.k = (const bf16 *)k;
-    a.phi_raw = (const bf16 *)phi_raw;
-    a.conv_w = (const bf16 *)conv_w;
-    a.bias = (const bf16 *)bias;
-    a.gl = (const bf16 *)gate_logit;
-    a.temp = (const float *)temp;
-    a.pos = s->dev_pos;
-    a.N = N;
-    a.H = H;
-    a.P = P;
     dim3 grid((unsigned)ntile, (unsigned)cdiv(C, 64));
-    if (conv_act == ACT_SILU)
-        selrope_fwd_launch<true>(a, scratch + nval, grid);
+    if (args->conv_act == ACT_SILU)
+        launch_passes<false>(selrope_fwd_kernel<true, false>, selrope_fwd_kernel<true, true>, a,
+                             scratch + nval, grid);
     else
-        selrope_fwd_launch<false>(a, scratch + nval, grid);
+        launch_passes<false>(selrope_fwd_kernel<false, false>, selrope_fwd_kernel<false, true>, a,
+                             scratch + nval, grid);
 }
 
 void cuda_selrope_bwd(const SelRopeGrads *g) {
     const SelRopeArgs *args = &g->a;
-    void *dq = g->dq, *dk = g->dk, *dphi_raw = g->dphi_raw, *dconv_w = g->dconv_w,
-         *dbias = g->dbias, *dgate_logit = g->dgate_logit, *dtemp = g->dtemp;
-    const void *dqo = g->dqo, *dko = g->dko, *q = args->q, *k = args->k,
-               *phi_raw = args->phi_raw, *conv_w = args->conv_w, *bias = args->bias,
-               *gate_logit = args->gate_logit, *temp = args->temp, *Phi = args->Phi;
-    const Activation conv_act = args->conv_act;
-    const Seqs *s = args->s;
-    const int H = args->H, P = args->P;
     const char *op = "selrope_bwd";
-    selrope_check(op, H, P, conv_act, temp, Phi, q, k, phi_raw);
-    cuda_check_aligned(dq, 4, op);
-    cuda_check_aligned(dk, 4, op);
-    cuda_check_aligned(dqo, 4, op);
-    cuda_check_aligned(dko, 4, op);
-    cuda_check_aligned(dphi_raw, 4, op);
-    int N = (int)s->ntok, C = H * P;
-    if (N == 0 || C == 0) return;
-    int ntile = (int)cdiv(N, TILE);
+    selrope_check(op, args);
+    cuda_check_aligned(g->dq, 4, op);
+    cuda_check_aligned(g->dk, 4, op);
+    cuda_check_aligned(g->dqo, 4, op);
+    cuda_check_aligned(g->dko, 4, op);
+    cuda_check_aligned(g->dphi_raw, 4, op);
+    BwdArgs a = {};
+    set_inputs(a, args);
+    const int C = a.H * a.P;
+    if (a.N == 0 || C == 0) return;
+    int ntile = (int)cdiv(a.N, TILE);
     size_t nval = (size_t)ntile * C; // even: every array below stays 8-byte aligned
     // tile states [3][tile][C], carries, dbias and dtemp partials [tile][C], dconv_w partials
     // [tile][C][KW], then the flags [3][tile]
     size_t nfloat = nval * (3 + 1 + 2 + KW);
     float *scratch = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nfloat + sizeof(int) * 3 * ntile);
-    BwdArgs a = {};
-    a.dq = (bf16 *)dq;
-    a.dk = (bf16 *)dk;
-    a.dphi_raw = (bf16 *)dphi_raw;
-    a.dgl = gate_logit ? (bf16 *)dgate_logit : nullptr;
+    a.dq = (bf16 *)g->dq;
+    a.dk = (bf16 *)g->dk;
+    a.dphi_raw = (bf16 *)g->dphi_raw;
+    a.dgl = args->gate_logit ? (bf16 *)g->dgate_logit : nullptr;
     a.tile_val = scratch;
-    a.part_b = bias && dbias ? scratch + 4 * nval : nullptr;
-    a.part_t = dtemp ? scratch + 5 * nval : nullptr;
-    a.part_w = conv_w && dconv_w ? scratch + 6 * nval : nullptr;
+    a.part_b = args->bias && g->dbias ? scratch + 4 * nval : nullptr;
+    a.part_t = g->dtemp ? scratch + 5 * nval : nullptr;
+    a.part_w = args->conv_w && g->dconv_w ? scratch + 6 * nval : nullptr;
     a.tile_flag = (int *)(scratch + nfloat);
-    a.dqo = (const bf16 *)dqo;
-    a.dko = (const bf16 *)dko;
-    a.q = (const bf16 *)q;
-    a.k = (const bf16 *)k;
-    a.phi_raw = (const bf16 *)phi_raw;
-    a.conv_w = (const bf16 *)conv_w;
-    a.bias = (const bf16 *)bias;
-    a.gl = (const bf16 *)gate_logit;
-    a.temp = (const float *)temp;
-    a.Phi = (const float *)Phi;
-    a.pos = s->dev_pos;
-    a.N = N;
-    a.H = H;
-    a.P = P;
+    a.dqo = (const bf16 *)g->dqo;
+    a.dko = (const bf16 *)g->dko;
+    a.Phi = (const float *)args->Phi;
     dim3 grid((unsigned)ntile, (unsigned)cdiv(C, 64));
-    if (conv_act == ACT_SILU)
-        selrope_bwd_launch<true>(a, scratch + 3 * nval, grid);
+    // the first pass (the tile states of dPhi) needs no activation
+    if (args->conv_act == ACT_SILU)
+        launch_passes<true>(selrope_bwd_kernel<false, false>, selrope_bwd_kernel<true, true>, a,
+                            scratch + 3 * nval, grid);
     else
-        selrope_bwd_launch<false>(a, scratch + 3 * nval, grid);
-    if (a.part_w) cuda_colsum_add((float *)dconv_w, a.part_w, ntile, C * KW);
-    if (a.part_b) cuda_colsum_add((float *)dbias, a.part_b, ntile, C);
-    if (a.part_t) cuda_colsum_add((float *)dtemp, a.part_t, ntile * H, P); // rows tile * H + h
+        launch_passes<true>(selrope_bwd_kernel<false, false>, selrope_bwd_kernel<false, true>, a,
+                            scratch + 3 * nval, grid);
+    if (a.part_w) cuda_colsum_add((float *)g->dconv_w, a.part_w, ntile, C * KW);
+    if (a.part_b) cuda_colsum_add((float *)g->dbias, a.part_b, ntile, C);
+    if (a.part_t) // rows tile * H + h
+        cuda_colsum_add((float *)g->dtemp, a.part_t, ntile * a.H, a.P);
 }
