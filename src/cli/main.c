@@ -39,6 +39,9 @@ static void usage(FILE *f) {
             "        lm-evaluation-harness scores it\n"
             "  generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n"
             "        continue prompts with a checkpoint's model (greedy or sampled)\n"
+            "  serve --ckpt DIR [--port N] [options]\n"
+            "        serve a checkpoint over HTTP with OpenAI's completions API (for\n"
+            "        lm-evaluation-harness's local-completions model and OpenAI clients)\n"
             "  synth CONFIG.ini [--set section.key=value]...\n"
             "        train on a task (synthetic: MQAR, state tracking, copying, MAD, nnRNN's copy\n"
             "        memory; classification: pixel sequences, ListOps, byte-level text, Pathfinder,\n"
@@ -180,12 +183,13 @@ int main(int argc, char **argv) {
         return status;
     }
     if (!strcmp(cmd, "generate")) return generate_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve")) return serve_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) {
         dist_init(&argc, &argv);
         int status = synth_main(argc - 2, argv + 2);
         dist_finalize();
         return status;
     }
-    static const char *const commands[] = {"train", "info", "data", "eval", "generate", "synth", "version", NULL};
+    static const char *const commands[] = {"train", "info", "data", "eval", "generate", "serve", "synth", "version", NULL};
     opt_die_unknown_word(NULL, "command", cmd, commands);
 }
