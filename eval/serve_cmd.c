@@ -111,6 +111,9 @@ typedef struct {
 
 static void *model_thread(void *arg) {
     Server *s = arg;
+#ifdef _OPENMP
+    if (s->o->threads > 0) omp_set_num_threads(s->o->threads); /* a new thread starts from OpenMP's defaults */
+#endif
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->head && !s->stop) pthread_cond_wait(&s->work, &s->mu);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "config/run_config.h"
@@ -156,7 +157,14 @@ static int cmd_info(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    blas_select_kernels(argv);
+    /* OpenMP threads that spin while they wait collapse when another process takes a core
+     * (rotor generate --threads 2 beside one busy core: 292 against 2410 tok/s with one
+     * thread); sleeping ones cost little when the cores are free (docs/benchmarks.md,
+     * "Serving"). libgomp reads OMP_WAIT_POLICY once, when it loads: unless the user chose,
+     * rotor runs itself again with passive (OMP_WAIT_POLICY=active brings spinning back). */
+    int set_policy = !getenv("OMP_WAIT_POLICY") && !setenv("OMP_WAIT_POLICY", "passive", 1);
+    blas_select_kernels(argv); /* runs rotor again when it picks OpenBLAS's kernels: the policy goes along */
+    if (set_policy) execv("/proc/self/exe", argv); /* returns only when it fails: libgomp's default then */
     if (argc < 2) {
         usage(stderr);
         return 1;
