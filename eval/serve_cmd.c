@@ -1,7 +1,8 @@
 /* `rotor serve`: an HTTP server (libmicrohttpd, a thread per connection) for OpenAI-style
  * completion clients and lm-evaluation-harness's `local-completions` model. Connections parse
  * their requests themselves (eval/serve_request.c); completions go through a queue to the one
- * thread that runs the model (eval/serve_complete.c), in the order they arrived. SIGINT and
+ * thread that runs the model (eval/serve_complete.c), in the order they arrived, greedy
+ * generations waiting together as one batch. SIGINT and
  * SIGTERM stop it: requests under way are answered first, then it exits 0. */
 #include <errno.h>
 #include <limits.h>
@@ -109,25 +110,60 @@ typedef struct {
     int stop;
 } Server;
 
+/* Takes the first queued job and, when it is greedy generation, the queued jobs that can join
+ * its batch (serve_can_batch), up to --max-prompts rows; the others keep their places. */
+static int take_jobs(Server *s, Job **batch) {
+    Job *first = s->head, **link = &first->next;
+    int n = 1, rows = first->req->n_prompts * first->req->n;
+    batch[0] = first;
+    for (Job *j = first->next; j; j = *link) {
+        int r = j->req->n_prompts * j->req->n;
+        if (rows + r <= s->lim.max_rows && serve_can_batch(first->req, j->req)) {
+            *link = j->next;
+            batch[n++] = j;
+            rows += r;
+        } else link = &j->next;
+    }
+    s->head = first->next;
+    s->tail = NULL;
+    for (Job *j = s->head; j; j = j->next) s->tail = j;
+    return n;
+}
+
 static void *model_thread(void *arg) {
     Server *s = arg;
 #ifdef _OPENMP
     if (s->o->threads > 0) omp_set_num_threads(s->o->threads); /* a new thread starts from OpenMP's defaults */
 #endif
+    Job **batch = rt_malloc(sizeof(Job *) * (size_t)s->lim.max_rows);
+    const CompletionRequest **reqs = rt_malloc(sizeof(CompletionRequest *) * (size_t)s->lim.max_rows);
+    json_t **res = rt_malloc(sizeof(json_t *) * (size_t)s->lim.max_rows);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->head && !s->stop) pthread_cond_wait(&s->work, &s->mu);
         if (!s->head) break;
-        Job *j = s->head;
-        if (!(s->head = j->next)) s->tail = NULL;
+        int n = take_jobs(s, batch);
         pthread_mutex_unlock(&s->mu);
-        json_t *res = serve_complete(&s->sm, j->req);
+        int rows = 0;
+        for (int k = 0; k < n; k++) {
+            reqs[k] = batch[k]->req;
+            rows += reqs[k]->n_prompts * reqs[k]->n;
+        }
+        double t0 = rt_now();
+        serve_complete(&s->sm, reqs, n, res);
+        fprintf(stderr, "rotor serve: %d request%s, %d completion%s, %.1f ms\n", n, n > 1 ? "s" : "", rows,
+                rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
         pthread_mutex_lock(&s->mu);
-        j->res = res;
-        j->done = 1;
+        for (int k = 0; k < n; k++) {
+            batch[k]->res = res[k];
+            batch[k]->done = 1;
+        }
         pthread_cond_broadcast(&s->done);
     }
     pthread_mutex_unlock(&s->mu);
+    rt_free(res);
+    rt_free(reqs);
+    rt_free(batch);
     return NULL;
 }
 

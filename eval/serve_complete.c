@@ -315,22 +315,25 @@ static void complete_scoring(Response *res) {
     rt_free(rows);
 }
 
-/* Generation: every choice a row of one generate() batch; with logprobs a scoring pass over
- * prompt + completion (+ EOS) after it. */
-static void complete_generating(Response *res) {
-    const CompletionRequest *req = res->req;
-    const ServeModel *sm = res->sm;
-    int R = req->n_prompts * req->n, topn = req->logprobs > 0 ? req->logprobs : 0;
+/* Generation: every choice of the nres requests a row of one generate() batch (requests after
+ * the first only when serve_can_batch with it); with logprobs a scoring pass over prompt +
+ * completion (+ EOS) after it. */
+static void complete_generating(Response *res, int nres) {
+    const CompletionRequest *req = res[0].req;
+    const ServeModel *sm = res[0].sm;
+    int R = 0, topn = req->logprobs > 0 ? req->logprobs : 0;
+    for (int k = 0; k < nres; k++) R += res[k].req->n_prompts * res[k].req->n;
     int outputs = model_outputs(model_config(sm->m));
     int32_t **seqs = rt_malloc(sizeof(int32_t *) * (size_t)R);
     int *lens = rt_malloc(sizeof(int) * (size_t)R);
     GenerateRow *out = rt_calloc((size_t)R, sizeof(GenerateRow));
-    for (int r = 0; r < R; r++) {
-        const ServePrompt *p = &req->prompts[r / req->n];
-        seqs[r] = rt_malloc(sizeof(int32_t) * ((size_t)p->n + (size_t)req->max_tokens + 1));
-        memcpy(seqs[r], p->ids, sizeof(int32_t) * (size_t)p->n);
-        lens[r] = p->n;
-    }
+    for (int k = 0, r = 0; k < nres; k++)
+        for (int i = 0; i < res[k].req->n_prompts * res[k].req->n; i++, r++) {
+            const ServePrompt *p = &res[k].req->prompts[i / res[k].req->n];
+            seqs[r] = rt_malloc(sizeof(int32_t) * ((size_t)p->n + (size_t)req->max_tokens + 1));
+            memcpy(seqs[r], p->ids, sizeof(int32_t) * (size_t)p->n);
+            lens[r] = p->n;
+        }
     if (req->max_tokens > 0) {
         GenerateArgs ga = {req->max_tokens, sm->lim->context, tok_eos_id(sm->tok), sm->lim->vocab, req->sampling};
         GenerateStats st;
@@ -346,11 +349,12 @@ static void complete_generating(Response *res) {
                            outputs);
     }
     if (req->logprobs >= 0) score_rows(sm->m, rows, R, sm->lim->vocab, topn);
-    for (int r = 0; r < R; r++) {
-        add_choice(res, r, &cs[r], &rows[r], &rows[r]);
-        score_row_free(&rows[r]);
-        rt_free(seqs[r]);
-    }
+    for (int k = 0, r = 0; k < nres; k++)
+        for (int i = 0; i < res[k].req->n_prompts * res[k].req->n; i++, r++) {
+            add_choice(&res[k], i, &cs[r], &rows[r], &rows[r]);
+            score_row_free(&rows[r]);
+            rt_free(seqs[r]);
+        }
     rt_free(rows);
     rt_free(cs);
     rt_free(out);
@@ -358,17 +362,33 @@ static void complete_generating(Response *res) {
     rt_free(seqs);
 }
 
-json_t *serve_complete(const ServeModel *sm, const CompletionRequest *req) {
-    Response res = {sm, req, json_array(), 0, 0};
-    for (int i = 0; i < req->n_prompts; i++) res.prompt_tokens += req->prompts[i].n - req->prompts[i].added_bos;
-    if (serve_scores_prompt(req)) complete_scoring(&res);
-    else complete_generating(&res);
+int serve_can_batch(const CompletionRequest *a, const CompletionRequest *b) {
+    return !serve_scores_prompt(a) && !serve_scores_prompt(b) && a->sampling.temperature == 0 &&
+           b->sampling.temperature == 0 && a->max_tokens == b->max_tokens && a->logprobs == b->logprobs &&
+           a->echo == b->echo;
+}
+
+static json_t *response_json(const Response *res) {
     static long counter;
     char id[64];
     snprintf(id, sizeof id, "cmpl-rotor-%ld", ++counter);
     return json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I}}", "id", id, "object", "text_completion", "created",
-                     (json_int_t)time(NULL), "model", req->model ? req->model : sm->name, "choices", res.choices,
-                     "usage", "prompt_tokens", (json_int_t)res.prompt_tokens, "completion_tokens",
-                     (json_int_t)res.completion_tokens, "total_tokens",
-                     (json_int_t)(res.prompt_tokens + res.completion_tokens));
+                     (json_int_t)time(NULL), "model", res->req->model ? res->req->model : res->sm->name, "choices",
+                     res->choices, "usage", "prompt_tokens", (json_int_t)res->prompt_tokens, "completion_tokens",
+                     (json_int_t)res->completion_tokens, "total_tokens",
+                     (json_int_t)(res->prompt_tokens + res->completion_tokens));
+}
+
+void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n, json_t **out) {
+    Response *res = rt_malloc(sizeof(Response) * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        RT_ASSERT(k == 0 || serve_can_batch(reqs[0], reqs[k]));
+        res[k] = (Response){sm, reqs[k], json_array(), 0, 0};
+        for (int i = 0; i < reqs[k]->n_prompts; i++)
+            res[k].prompt_tokens += reqs[k]->prompts[i].n - reqs[k]->prompts[i].added_bos;
+    }
+    if (serve_scores_prompt(reqs[0])) complete_scoring(&res[0]);
+    else complete_generating(res, n);
+    for (int k = 0; k < n; k++) out[k] = response_json(&res[k]);
+    rt_free(res);
 }

@@ -4,7 +4,8 @@
 #  - echo log-probabilities give `rotor eval`'s per-request log-likelihoods (1e-4) and is_greedy,
 #    the harness's way (token_logprobs[ctxlen:-1], top-1 comparison);
 #  - a seeded sampled batch equals `rotor generate --prompts` with the same seed;
-#  - eight clients at once get the answers they get one at a time;
+#  - 15 clients at once get the answers they get one at a time (greedy generations that wait
+#    together run as one batch);
 #  - each bad input gets its 4xx naming the field or limit, and the server keeps answering;
 #    a client that leaves mid-request does not stop it; the API key is required;
 #  - SIGTERM stops it with status 0.
@@ -104,7 +105,8 @@ print("generation: as rotor generate's")
 # -- several clients at once
 reqs = [{"prompt": [s["tokens"][1:]], "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0}
         for s in samples[:6]] + [{"prompt": g["prompt"], "max_tokens": 6, "temperature": 0.8, "seed": k}
-                                 for k, g in enumerate(gen)]
+                                 for k, g in enumerate(gen)] + [
+        {"prompt": [g["prompt"], "KING"][:k % 2 + 1], "max_tokens": 6, "temperature": 0} for k, g in enumerate(gen * 2)]
 alone = [complete(r)["choices"] for r in reqs]
 together = [None] * len(reqs)
 def client(k):
