@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cmd_common.h"
+#include "cpu/real.h"
 #include "device/host_copy.h"
 #include "generate.h"
 
@@ -54,12 +55,13 @@ static int input_len(const ScoreRow *s) {
 /* One slot from its logits x[outputs]: lse, the label's log p, the top n among the first
  * `vocab` ids (ties: the lower id first, as the first argmax). */
 static void score_slot(ScoreRow *s, int q, const float *x, int outputs, int vocab, int topn) {
-    int arg = 0;
-    for (int j = 1; j < outputs; j++)
-        if (x[j] > x[arg]) arg = j;
+    float top = x[0];
+#pragma omp simd reduction(max : top)
+    for (int j = 1; j < outputs; j++) top = x[j] > top ? x[j] : top;
     double sum = 0;
-    for (int j = 0; j < outputs; j++) sum += exp((double)x[j] - (double)x[arg]);
-    double lse = (double)x[arg] + log(sum);
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < outputs; j++) sum += expf(x[j] - top); /* libmvec's SIMD expf (cpu/real.h) */
+    double lse = (double)top + log(sum);
     s->lse[q] = lse;
     if (q < s->slots - s->next) s->lp[q] = (double)x[s->seq[s->first + q]] - lse;
     int *id = s->top_id + (size_t)q * topn;
@@ -111,9 +113,12 @@ static void score_rows(Model *m, ScoreRow *rows, int n, int vocab, int topn) {
         model_forward(m, &bt, 0.0, &got);
         RT_ASSERT(got == M);
         void *raw = rt_malloc(act * (size_t)M * (size_t)outputs);
-        float *logits = rt_malloc(sizeof(float) * (size_t)M * (size_t)outputs);
         model_get_logits(m, raw);
-        act_to_f32(act, logits, raw, M * outputs);
+        float *logits = raw; /* fp32 logits as they are; bf16 or fp64 ones converted */
+        if (act != sizeof(float)) {
+            logits = rt_malloc(sizeof(float) * (size_t)M * (size_t)outputs);
+            act_to_f32(act, logits, raw, M * outputs);
+        }
         /* the labeled positions in order: row by row, each row's slots in order */
         int64_t k = 0;
         for (int b = 0; b < B; b++) {
@@ -125,8 +130,8 @@ static void score_rows(Model *m, ScoreRow *rows, int n, int vocab, int topn) {
             k += s->slots;
         }
         RT_ASSERT(k == M);
+        if (logits != raw) rt_free(logits);
         rt_free(raw);
-        rt_free(logits);
         rt_free(tok);
         rt_free(lab);
         i += B;
