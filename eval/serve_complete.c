@@ -287,35 +287,42 @@ static void add_choice(Response *res, int r, Completion *c, const ScoreRow *prom
     free(text);
 }
 
-/* echo / logprobs with max_tokens <= 1: one pass over the prompts. */
-static void complete_scoring(Response *res) {
-    const CompletionRequest *req = res->req;
-    const ServeModel *sm = res->sm;
-    int P = req->n_prompts, R = P * req->n, topn = req->logprobs > 0 ? req->logprobs : 0;
+/* echo / logprobs with max_tokens <= 1: one pass over the prompts of the nres requests; each
+ * request draws its token with its own sampler (its rows' streams as if it were alone). */
+static void complete_scoring(Response *res, int nres) {
+    const CompletionRequest *req = res[0].req;
+    const ServeModel *sm = res[0].sm;
+    int P = 0, topn = req->logprobs > 0 ? req->logprobs : 0;
+    for (int k = 0; k < nres; k++) P += res[k].req->n_prompts;
     int outputs = model_outputs(model_config(sm->m)), eos = tok_eos_id(sm->tok);
     ScoreRow *rows = rt_malloc(sizeof(ScoreRow) * (size_t)P);
-    for (int i = 0; i < P; i++) {
-        const ServePrompt *p = &req->prompts[i];
-        /* with echo every prompt token after the first; else only the next slot */
-        score_row_init(&rows[i], p->ids, p->n, req->echo ? 1 : p->n, req->max_tokens > 0, topn, outputs);
-    }
-    score_rows(sm->m, rows, P, sm->lim->vocab, topn);
-    Sampler *s = req->max_tokens > 0 ? sampler_create(&req->sampling, sm->lim->vocab, R) : NULL;
-    for (int r = 0; r < R; r++) {
-        const ServePrompt *p = &req->prompts[r / req->n];
-        ScoreRow *row = &rows[r / req->n];
-        int32_t *seq = rt_malloc(sizeof(int32_t) * ((size_t)p->n + 1));
-        memcpy(seq, p->ids, sizeof(int32_t) * (size_t)p->n);
-        Completion c = {seq, p->n, 0, 0};
-        if (s) {
-            int t = sampler_next(s, r, row->next_logits);
-            if (t == eos) c.eos = 1;
-            else seq[c.n++ + p->n] = t;
+    for (int k = 0, i = 0; k < nres; k++)
+        for (int j = 0; j < res[k].req->n_prompts; j++, i++) {
+            const ServePrompt *p = &res[k].req->prompts[j];
+            /* with echo every prompt token after the first; else only the next slot */
+            score_row_init(&rows[i], p->ids, p->n, req->echo ? 1 : p->n, req->max_tokens > 0, topn, outputs);
         }
-        add_choice(res, r, &c, row, row);
-        rt_free(seq);
+    score_rows(sm->m, rows, P, sm->lim->vocab, topn);
+    for (int k = 0, first = 0; k < nres; first += res[k++].req->n_prompts) {
+        const CompletionRequest *q = res[k].req;
+        int R = q->n_prompts * q->n;
+        Sampler *s = q->max_tokens > 0 ? sampler_create(&q->sampling, sm->lim->vocab, R) : NULL;
+        for (int r = 0; r < R; r++) {
+            const ServePrompt *p = &q->prompts[r / q->n];
+            ScoreRow *row = &rows[first + r / q->n];
+            int32_t *seq = rt_malloc(sizeof(int32_t) * ((size_t)p->n + 1));
+            memcpy(seq, p->ids, sizeof(int32_t) * (size_t)p->n);
+            Completion c = {seq, p->n, 0, 0};
+            if (s) {
+                int t = sampler_next(s, r, row->next_logits);
+                if (t == eos) c.eos = 1;
+                else seq[c.n++ + p->n] = t;
+            }
+            add_choice(&res[k], r, &c, row, row);
+            rt_free(seq);
+        }
+        if (s) sampler_free(s);
     }
-    if (s) sampler_free(s);
     for (int i = 0; i < P; i++) score_row_free(&rows[i]);
     rt_free(rows);
 }
@@ -368,9 +375,9 @@ static void complete_generating(Response *res, int nres) {
 }
 
 int serve_can_batch(const CompletionRequest *a, const CompletionRequest *b) {
-    return !serve_scores_prompt(a) && !serve_scores_prompt(b) && a->sampling.temperature == 0 &&
-           b->sampling.temperature == 0 && a->max_tokens == b->max_tokens && a->logprobs == b->logprobs &&
-           a->echo == b->echo;
+    if (a->max_tokens != b->max_tokens || a->logprobs != b->logprobs || a->echo != b->echo) return 0;
+    if (serve_scores_prompt(a)) return 1; /* serve_scores_prompt(b) too: the same three fields decide it */
+    return a->sampling.temperature == 0 && b->sampling.temperature == 0;
 }
 
 static json_t *response_json(const Response *res) {
@@ -392,7 +399,7 @@ void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, 
         for (int i = 0; i < reqs[k]->n_prompts; i++)
             res[k].prompt_tokens += reqs[k]->prompts[i].n - reqs[k]->prompts[i].added_bos;
     }
-    if (serve_scores_prompt(reqs[0])) complete_scoring(&res[0]);
+    if (serve_scores_prompt(reqs[0])) complete_scoring(res, n);
     else complete_generating(res, n);
     for (int k = 0; k < n; k++) out[k] = response_json(&res[k]);
     rt_free(res);
