@@ -1,8 +1,8 @@
 /* `rotor serve`: an HTTP server (libmicrohttpd, a thread per connection) for OpenAI-style
  * completion clients and lm-evaluation-harness's `local-completions` model. Connections parse
  * their requests themselves (eval/serve_request.c); completions go through a queue to the one
- * thread that runs the model (eval/serve_complete.c), in the order they arrived, greedy
- * generations waiting together as one batch. SIGINT and
+ * thread that runs the model (eval/serve_complete.c), in the order they arrived, those waiting
+ * together that can share a batch (serve_can_batch) as one. SIGINT and
  * SIGTERM stop it: requests under way are answered first, then it exits 0. */
 #include <errno.h>
 #include <limits.h>
@@ -110,8 +110,8 @@ typedef struct {
     int stop;
 } Server;
 
-/* Takes the first queued job and, when it is greedy generation, the queued jobs that can join
- * its batch (serve_can_batch), up to --max-prompts rows; the others keep their places. */
+/* Takes the first queued job and the queued jobs that can join its batch (serve_can_batch), up
+ * to --max-prompts rows; the others keep their places. */
 static int take_jobs(Server *s, Job **batch) {
     Job *first = s->head, **link = &first->next;
     int n = 1, rows = first->req->n_prompts * first->req->n;
