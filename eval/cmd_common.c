@@ -1,6 +1,7 @@
 #include "cmd_common.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,4 +39,22 @@ Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelCon
     if (add_bos && tok_bos_id(tok) != mc->bos_id)
         rt_die("tokenizer %s has BOS id %d, the model was trained with %d", path, tok_bos_id(tok), mc->bos_id);
     return tok;
+}
+
+char *cmd_decode(const Tokenizer *tok, const int32_t *ids, int n) {
+    char err[1024];
+    char *text = tok_decode(tok, ids, (size_t)n, err, sizeof err);
+    if (!text) rt_die("%s", err);
+    return text;
+}
+
+char *cmd_completion_text(const Tokenizer *tok, const int32_t *seq, int n_prompt, int n, const char *prompt_text) {
+    char *all = cmd_decode(tok, seq, n_prompt + n);
+    size_t np = strlen(prompt_text);
+    if (strncmp(all, prompt_text, np)) {
+        free(all);
+        return cmd_decode(tok, seq + n_prompt, n);
+    }
+    memmove(all, all + np, strlen(all + np) + 1);
+    return all;
 }

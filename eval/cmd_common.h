@@ -18,4 +18,12 @@ Model *cmd_load_model(const char *ckpt, const char *device);
  * the model's vocabulary or, with add_bos, when its BOS id is not the model's. */
 Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelConfig *mc, int add_bos);
 
+/* ids decoded to text (malloc'd); dies on an id the tokenizer does not have. */
+char *cmd_decode(const Tokenizer *tok, const int32_t *ids, int n);
+/* The text a completion adds to its prompt: decode(prompt + completion) past decode(prompt)
+ * (prompt_text). Decoding the completion alone would lose the space that SentencePiece drops
+ * at the start of a text; it is the answer only if the prompt's text is unexpectedly not a
+ * prefix. seq holds the n_prompt prompt tokens, then the n of the completion. Malloc'd. */
+char *cmd_completion_text(const Tokenizer *tok, const int32_t *seq, int n_prompt, int n, const char *prompt_text);
+
 #endif

@@ -1,5 +1,5 @@
 /* Running the zero-shot evaluation with a model (eval/run.c), and the commands of eval/:
- * `rotor eval` (eval/eval_cmd.c) and `rotor generate`. */
+ * `rotor eval` (eval/eval_cmd.c), `rotor generate` and `rotor serve`. */
 #ifndef ROTOR_EVAL_RUN_H
 #define ROTOR_EVAL_RUN_H
 
@@ -19,5 +19,7 @@ int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char
 int eval_main(int argc, char **argv);
 /* `rotor generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) ...` (eval/generate_cmd.c). */
 int generate_main(int argc, char **argv);
+/* `rotor serve --ckpt DIR ...`: the completions server (eval/serve_cmd.c). */
+int serve_main(int argc, char **argv);
 
 #endif

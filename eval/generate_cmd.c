@@ -97,27 +97,6 @@ static Prompt *read_prompts(const char *path, int *count, char *err, size_t errl
     return p;
 }
 
-static char *decode_or_die(const Tokenizer *tok, const int32_t *ids, int n) {
-    char err[1024];
-    char *text = tok_decode(tok, ids, (size_t)n, err, sizeof err);
-    if (!text) rt_die("%s", err);
-    return text;
-}
-
-/* The text a completion adds to its prompt: decode(prompt + completion) past decode(prompt).
- * Decoding the completion alone would lose the space that SentencePiece drops at the start
- * of a text; it is the answer only if the prompt's text is unexpectedly not a prefix. */
-static char *completion_text(const Tokenizer *tok, const int32_t *seq, int n_prompt, int n, const char *prompt_text) {
-    char *all = decode_or_die(tok, seq, n_prompt + n);
-    size_t np = strlen(prompt_text);
-    if (strncmp(all, prompt_text, np)) {
-        free(all);
-        return decode_or_die(tok, seq + n_prompt, n);
-    }
-    memmove(all, all + np, strlen(all + np) + 1);
-    return all;
-}
-
 /* Streaming one completion to stdout: after every token the whole completion is decoded
  * again and its new end printed, except a trailing U+FFFD: the bytes of a character whose
  * other byte pieces are still to come decode to it for now. */
@@ -136,7 +115,7 @@ static void stream_print(Stream *s, const char *text, size_t len) {
 
 static void stream_token(void *ctx, int row, const int32_t *seq, int n_prompt, int n) {
     Stream *s = ctx;
-    char *text = completion_text(s->tok, seq, n_prompt, n, s->prompt_text);
+    char *text = cmd_completion_text(s->tok, seq, n_prompt, n, s->prompt_text);
     size_t len = strlen(text);
     while (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3;
     stream_print(s, text, len);
@@ -275,15 +254,15 @@ int generate_main(int argc, char **argv) {
     GenerateArgs ga = {max_new, context, mc->eos_id, tok_vocab_size(tok), o.sampling};
     GenerateRow *res = rt_malloc(sizeof(GenerateRow) * (size_t)rows);
     GenerateStats st;
-    char *prompt0_text = decode_or_die(tok, seqs[0], lens[0]);
+    char *prompt0_text = cmd_decode(tok, seqs[0], lens[0]);
     Stream stream = {tok, prompt0_text, 0};
     generate(m, &ga, seqs, lens, rows, res, &st, o.prompts ? NULL : stream_token, &stream);
 
     /* the outputs: the rest of the streamed text, the JSON lines */
     int generated = 0, n_eos = 0;
     for (int r = 0; r < rows; r++) {
-        char *ptext = r ? decode_or_die(tok, seqs[r], lens[r]) : prompt0_text;
-        char *text = completion_text(tok, seqs[r], lens[r], res[r].n, ptext);
+        char *ptext = r ? cmd_decode(tok, seqs[r], lens[r]) : prompt0_text;
+        char *text = cmd_completion_text(tok, seqs[r], lens[r], res[r].n, ptext);
         if (!o.prompts) {
             stream_print(&stream, text, strlen(text));
             fputs("\n", stdout);

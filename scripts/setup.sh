@@ -20,6 +20,8 @@ packages=(
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
   libicu-dev                             # eval: Python str.capitalize (full Unicode case mapping)
+  libmicrohttpd-dev                      # rotor serve: the HTTP server
+  python3-venv                           # the harness test's virtual environment (lm-eval from PyPI)
   python3-matplotlib                     # bench/plot_profile.py (GPU op profiles as a plot)
   dataset-fashion-mnist                  # Fashion-MNIST's IDX files in /usr/share/datasets/fashion-mnist (configs/classify/)
 )

@@ -3,7 +3,7 @@
 # ../shared/data. Gives $here, $shared, $tok (the Mistral tokenizer), $out (removed on exit),
 # fail (counts into $fails), train_ckpt and finish.
 here=$(cd "$(dirname "$0")" && pwd)
-shared=$here/../../shared/data
+shared=${ROTOR_SHARED_DATA:-$here/../../shared/data} # ROTOR_SHARED_DATA: a checkout without ../shared
 if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then echo "skipped: ../shared/data not found"; exit 77; fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

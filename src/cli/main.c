@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "config/run_config.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f) {
             "        lm-evaluation-harness scores it\n"
             "  generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n"
             "        continue prompts with a checkpoint's model (greedy or sampled)\n"
+            "  serve --ckpt DIR [--port N] [options]\n"
+            "        serve a checkpoint over HTTP with OpenAI's completions API (for\n"
+            "        lm-evaluation-harness's local-completions model and OpenAI clients)\n"
             "  synth CONFIG.ini [--set section.key=value]...\n"
             "        train on a task (synthetic: MQAR, state tracking, copying, MAD, nnRNN's copy\n"
             "        memory; classification: pixel sequences, ListOps, byte-level text, Pathfinder,\n"
@@ -153,7 +157,14 @@ static int cmd_info(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    blas_select_kernels(argv);
+    /* OpenMP threads that spin while they wait collapse when another process takes a core
+     * (rotor generate --threads 2 beside one busy core: 292 against 2410 tok/s with one
+     * thread); sleeping ones cost little when the cores are free (docs/benchmarks.md,
+     * "Serving"). libgomp reads OMP_WAIT_POLICY once, when it loads: unless the user chose,
+     * rotor runs itself again with passive (OMP_WAIT_POLICY=active brings spinning back). */
+    int set_policy = !getenv("OMP_WAIT_POLICY") && !setenv("OMP_WAIT_POLICY", "passive", 1);
+    blas_select_kernels(argv); /* runs rotor again when it picks OpenBLAS's kernels: the policy goes along */
+    if (set_policy) execv("/proc/self/exe", argv); /* returns only when it fails: libgomp's default then */
     if (argc < 2) {
         usage(stderr);
         return 1;
@@ -180,12 +191,13 @@ int main(int argc, char **argv) {
         return status;
     }
     if (!strcmp(cmd, "generate")) return generate_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve")) return serve_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "synth")) {
         dist_init(&argc, &argv);
         int status = synth_main(argc - 2, argv + 2);
         dist_finalize();
         return status;
     }
-    static const char *const commands[] = {"train", "info", "data", "eval", "generate", "synth", "version", NULL};
+    static const char *const commands[] = {"train", "info", "data", "eval", "generate", "serve", "synth", "version", NULL};
     opt_die_unknown_word(NULL, "command", cmd, commands);
 }
