@@ -125,32 +125,35 @@ def same(a, b):  # texts exactly; log-probabilities to 1e-5 (a batch's arithmeti
 assert same(together, alone), "answers differ under concurrent clients"
 print(f"{len(reqs)} concurrent clients: ok")
 
-# -- bad input: 4xx naming the field or limit, and the server stays up
+# -- bad input: 4xx naming the field or limit, and the server stays up. A body is JSON text
+# (malformed on purpose) or a value sent as JSON.
 bad = [
     ("POST", "/v1/completions", '{"prompt": "a", ', 400, "not valid JSON"),
-    ("POST", "/v1/completions", '[1, 2]', 400, "JSON object"),
-    ("POST", "/v1/completions", '{"prompt": 12}', 400, "prompt"),
-    ("POST", "/v1/completions", '{"max_tokens": 3}', 400, "prompt is required"),
-    ("POST", "/v1/completions", '{"prompt": "a", "max_tokens": "many"}', 400, "max_tokens"),
-    ("POST", "/v1/completions", '{"prompt": "a", "max_tokens": 1000000000}', 400, "max_tokens"),
-    ("POST", "/v1/completions", '{"prompt": "a", "max_tokens": -1}', 400, "max_tokens"),
-    ("POST", "/v1/completions", '{"prompt": "a", "temperature": -1}', 400, "temperature"),
-    ("POST", "/v1/completions", '{"prompt": "a", "echo": "yes"}', 400, "echo"),
-    ("POST", "/v1/completions", '{"prompt": "a", "logprobs": 100}', 400, "logprobs"),
-    ("POST", "/v1/completions", '{"prompt": "a", "stream": true}', 400, "stream"),
-    ("POST", "/v1/completions", '{"prompt": "a", "stop": [1]}', 400, "stop"),
-    ("POST", "/v1/completions", json.dumps({"prompt": [5] * 300}), 400, "context is 256"),
-    ("POST", "/v1/completions", json.dumps({"prompt": [[5, 40000]]}), 400, "[0, 32000)"),
-    ("POST", "/v1/completions", json.dumps({"prompt": [[5, 6], "x"]}), 400, "prompt[1]"),
-    ("POST", "/v1/completions", json.dumps({"prompt": ["a"] * 9}), 400, "--max-prompts"),
-    ("POST", "/v1/completions", json.dumps({"prompt": ["a"] * 3, "n": 3}), 400, "--max-prompts"),
-    ("POST", "/v1/completions", json.dumps({"prompt": "a" * 70000}), 413, "--max-body"),
-    ("POST", "/tokenize", '{"text": "a"}', 400, "prompt"),
-    ("POST", "/detokenize", '{"tokens": [1, -3]}', 400, "tokens[1]"),
+    ("POST", "/v1/completions", [1, 2], 400, "JSON object"),
+    ("POST", "/v1/completions", {"prompt": 12}, 400, "prompt"),
+    ("POST", "/v1/completions", {"max_tokens": 3}, 400, "prompt is required"),
+    ("POST", "/v1/completions", {"prompt": "a", "max_tokens": "many"}, 400, "max_tokens"),
+    ("POST", "/v1/completions", {"prompt": "a", "max_tokens": 1000000000}, 400, "max_tokens"),
+    ("POST", "/v1/completions", {"prompt": "a", "max_tokens": -1}, 400, "max_tokens"),
+    ("POST", "/v1/completions", {"prompt": "a", "temperature": -1}, 400, "temperature"),
+    ("POST", "/v1/completions", {"prompt": "a", "echo": "yes"}, 400, "echo"),
+    ("POST", "/v1/completions", {"prompt": "a", "logprobs": 100}, 400, "logprobs"),
+    ("POST", "/v1/completions", {"prompt": "a", "stream": True}, 400, "stream"),
+    ("POST", "/v1/completions", {"prompt": "a", "stop": [1]}, 400, "stop"),
+    ("POST", "/v1/completions", {"prompt": [5] * 300}, 400, "context is 256"),
+    ("POST", "/v1/completions", {"prompt": [[5, 40000]]}, 400, "[0, 32000)"),
+    ("POST", "/v1/completions", {"prompt": [[5, 6], "x"]}, 400, "prompt[1]"),
+    ("POST", "/v1/completions", {"prompt": ["a"] * 9}, 400, "--max-prompts"),
+    ("POST", "/v1/completions", {"prompt": ["a"] * 3, "n": 3}, 400, "--max-prompts"),
+    ("POST", "/v1/completions", {"prompt": "a" * 70000}, 413, "--max-body"),
+    ("POST", "/tokenize", {"text": "a"}, 400, "prompt"),
+    ("POST", "/detokenize", {"tokens": [1, -3]}, 400, "tokens[1]"),
     ("GET", "/v1/completions", None, 405, "POST"),
     ("GET", "/v2/nothing", None, 404, "/v2/nothing"),
 ]
 for method, path, body, status, words in bad:
+    if body is not None and not isinstance(body, str):
+        body = json.dumps(body)
     s, res = call(method, path, raw=body)
     msg = res["error"]["message"]
     assert s == status and words in msg, (path, body and body[:60], s, msg)
