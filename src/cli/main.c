@@ -1,4 +1,5 @@
 /* rotor: the single entry point, with subcommands (docs/formats.md "Commands"). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
             "commands:\n"
             "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
             "        train a model; metrics, plots and checkpoints go to run.dir\n"
-            "  info CONFIG.ini [--set section.key=value]... [--config-json PATH]\n"
+            "  info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n"
             "        print the model's dimensions and parameter counts (and its config.json)\n"
             "  data tokenize --tokenizer MODEL --out DIR INPUT...\n"
             "        tokenise JSONL (.gz, .zst) or text files into HDF5 token shards\n"
@@ -64,9 +65,11 @@ static void train_usage(FILE *f) {
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH]\n\n"
+    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n\n"
                "Prints the model summary and parameter counts without allocating the model.\n"
-               "  --config-json PATH  also write the model's Hugging Face config.json to PATH\n");
+               "  --config-json PATH   also write the model's Hugging Face config.json to PATH\n"
+               "  --write-config PATH  also write the effective config (every key the model and task\n"
+               "                       read, defaults included) as INI to PATH\n");
 }
 
 typedef struct {
@@ -74,15 +77,16 @@ typedef struct {
     const char *sets[256];
     int nsets;
     const char *resume;      /* train */
-    const char *config_json; /* info */
+    const char *config_json;  /* info */
+    const char *write_config; /* info */
 } Args;
 
-/* Parses CONFIG [--set k=v]... plus --resume X (train) or --config-json PATH (info). */
+/* Parses CONFIG [--set k=v]... plus --resume X (train) or --config-json / --write-config PATH (info). */
 static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help)(FILE *)) {
     const char *cmd = is_train ? "train" : "info";
     memset(a, 0, sizeof(*a));
     static const char *const opts_train[] = {"--set", "--resume", "--help", NULL};
-    static const char *const opts_info[] = {"--set", "--config-json", "--help", NULL};
+    static const char *const opts_info[] = {"--set", "--config-json", "--write-config", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v;
         if (opt_is_help(s)) {
@@ -95,6 +99,8 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
             a->resume = v;
         } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--config-json"))) {
             a->config_json = v;
+        } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--write-config"))) {
+            a->write_config = v;
         } else if (s[0] == '-') {
             opt_die_unknown(cmd, s, is_train ? opts_train : opts_info);
         } else if (!a->config) {
@@ -152,6 +158,12 @@ static int cmd_info(int argc, char **argv) {
         if (json_dump_file(j, a.config_json, HF_CONFIG_JSON_FLAGS))
             rt_die("cannot write %s", a.config_json);
         json_decref(j);
+    }
+    if (a.write_config) {
+        FILE *f = fopen(a.write_config, "w");
+        if (!f) rt_die("cannot write %s: %s", a.write_config, strerror(errno));
+        run_config_write_ini(&rc, f);
+        if (fclose(f)) rt_die("cannot write %s: %s", a.write_config, strerror(errno));
     }
     return 0;
 }
