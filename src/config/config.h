@@ -50,7 +50,8 @@ typedef struct {
     double grad_clip;     /* global norm, 1.0; 0 disables */
     uint64_t seed;        /* initialisation and data order */
     int64_t val_every;    /* steps between validations, 0 = never */
-    int val_batches;      /* micro-batches in the fixed validation set */
+    int val_batches;      /* micro-batches of every rank in the fixed validation set */
+    int64_t val_tokens;   /* > 0: the validation set's tokens, whatever the ranks (trainer.c) */
     int64_t log_every;    /* steps between metric lines */
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */

@@ -185,7 +185,8 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "grad_clip", train.grad_clip, "1", R_NONNEG, "global gradient-norm clip, 0 = off"),
     K_U64("train", "seed", train.seed, "1234", "seed of initialisation and data order"),
     K_I64("train", "val_every", train.val_every, "100", 0, "steps between validations, 0 = never"),
-    K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches in the validation set"),
+    K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches of every rank in the validation set (val_batches x micro_batch x ranks windows); unused when val_tokens > 0"),
+    K_I64("train", "val_tokens", train.val_tokens, "0", 0, "validation set of this many tokens, the first ceil(val_tokens / seq_len) windows of the validation data, the same on any number of ranks (the Selective RoPE paper: 4M); 0 = val_batches"),
     K_I64("train", "log_every", train.log_every, "10", 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, "0", 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, "3", 0, "newest checkpoints kept, 0 = all"),
@@ -914,9 +915,10 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (m->eos_id >= m->vocab_size)
         return rt_error(err, errlen, origin, "model.eos_id = %d must be below model.vocab_size = %d", m->eos_id,
                        m->vocab_size);
-    if (t->val_every > 0 && t->val_batches < 1)
-        return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
-                       t->val_batches, t->val_every);
+    if (t->val_every > 0 && t->val_tokens == 0 && t->val_batches < 1)
+        return rt_error(err, errlen, origin,
+                        "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0 (or set train.val_tokens)",
+                        t->val_batches, t->val_every);
     const Family *fam = family_of(m->mixer);
     if (m->nonlinearity != RNN_NONLIN_AUTO && !family_reads_key(fam, "nonlinearity")) {
         char names[128];
