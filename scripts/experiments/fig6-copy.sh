@@ -8,13 +8,8 @@ describe() { echo "Selective RoPE Fig. 6: copying, GLA x NoPE/RoPE/Selective, tr
 default_seeds() { [[ $SCALE == paper ]] && echo 1 || echo 3; }
 GPU_TOK_S=0 # no measured rate for this model yet (docs/gpu.md)
 runs() {
-    local config=configs/synthetic/copy-gla-cpu-64.ini pe seed lr
+    local config=configs/synthetic/copy-gla-cpu-64.ini
     [[ $SCALE == paper ]] && config=configs/paper/selective-rope/copy-gla.ini
-    lr=$(awk -F' *= *' '$1 == "lr" {print $2; exit}' "$ROOT/$config")
-    for pe in nope rope selective; do
-        for seed in $(first_seeds "$SEEDS" 42 43 44 45 46); do
-            run "$pe-lr$lr-seed$seed" synth "$config" $(pe_keys "$pe") "train.seed=$seed"
-        done
-    done
+    pe_seed_runs "$config" "" $(first_seeds "$SEEDS" 42 43 44 45 46)
 }
 report() { plot length "$OUT" "Figure 6 (copying): string accuracy against length"; }

@@ -7,13 +7,8 @@ describe() { echo "Selective RoPE Fig. 8: A3, 2-layer DeltaNet x NoPE/RoPE/Selec
 default_seeds() { echo 5; }
 GPU_TOK_S=0 # no measured rate for this model yet (docs/gpu.md)
 runs() {
-    local config=configs/synthetic/a3-deltanet-cpu.ini pe seed lr
+    local config=configs/synthetic/a3-deltanet-cpu.ini
     [[ $SCALE == paper ]] && config=configs/paper/selective-rope/a3-deltanet.ini
-    lr=$(awk -F' *= *' '$1 == "lr" {print $2; exit}' "$ROOT/$config")
-    for pe in nope rope selective; do
-        for seed in $(first_seeds "$SEEDS" 555 666 777 888 999); do
-            run "$pe-lr$lr-seed$seed" synth "$config" $(pe_keys "$pe") "train.seed=$seed"
-        done
-    done
+    pe_seed_runs "$config" "" $(first_seeds "$SEEDS" 555 666 777 888 999)
 }
 report() { plot length "$OUT" "Figure 8 (A3): accuracy against length"; }

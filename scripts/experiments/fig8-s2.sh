@@ -14,15 +14,9 @@ configs() {
     fi
 }
 runs() {
-    local config pe seed lr
+    local config
     for config in $(configs); do
-        lr=$(awk -F' *= *' '$1 == "lr" {print $2; exit}' "$ROOT/$config")
-        for pe in nope rope selective; do
-            for seed in $(first_seeds "$SEEDS" 555 666 777 888 999); do
-                run "$(basename "$config" .ini)__$pe-lr$lr-seed$seed" synth "$config" \
-                    $(pe_keys "$pe") "train.seed=$seed"
-            done
-        done
+        pe_seed_runs "$config" "$(basename "$config" .ini)__" $(first_seeds "$SEEDS" 555 666 777 888 999)
     done
 }
 report() { plot length "$OUT" "Figure 8 (S2): accuracy against length"; }

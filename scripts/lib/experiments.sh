@@ -22,5 +22,22 @@ first_seeds() {
     echo "${@:1:n}"
 }
 
+# config_lr CONFIG: the config's train.lr as written in it
+config_lr() { awk -F' *= *' '$1 == "lr" {print $2; exit}' "$ROOT/$1"; }
+
+# pe_seed_runs CONFIG PREFIX SEED...: a `rotor synth` run of CONFIG at its own lr for each
+# position embedding (NoPE, RoPE, the config's Selective RoPE) and each seed, named
+# PREFIX + VARIANT-lrLR-seedSEED (PREFIX: "" or "MODEL__").
+pe_seed_runs() {
+    local config=$1 prefix=$2 lr pe seed
+    shift 2
+    lr=$(config_lr "$config")
+    for pe in nope rope selective; do
+        for seed in "$@"; do
+            run "$prefix$pe-lr$lr-seed$seed" synth "$config" $(pe_keys "$pe") "train.seed=$seed"
+        done
+    done
+}
+
 # plot KIND ARGS...: scripts/reproduce_plot.py (matplotlib from Debian's python3-matplotlib).
 plot() { /usr/bin/python3 "$ROOT/scripts/reproduce_plot.py" "$@"; }
