@@ -220,6 +220,7 @@ int main(int argc, char **argv) {
                     h.pool = sh == 2 || sh == 4 ? POOL_LAST : POOL_MEAN;
                     h.input = sh == 1 ? INPUT_LINEAR : INPUT_EMBEDDING;
                     h.input_scale = 36;
+                    h.input_offset = 12; /* values of both signs */
                     h.pair = sh == 3 ? PAIR_NLI : sh == 4 ? PAIR_CONCAT : PAIR_NONE;
                     h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),

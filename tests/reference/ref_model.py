@@ -962,8 +962,8 @@ class RotorLM(nn.Module):
         docs = Docs(input_ids, self.cfg, labels, truncate)
         bb = self.backbone if self.cfg["model_type"] == "mamba2" else self.model
         if hasattr(bb, "encoder"):
-            scale = self.cfg["rotor_input_scale"]
-            h = bb.encoder(input_ids[..., None].to(bb.encoder.weight.dtype) / scale)
+            scale, offset = self.cfg["rotor_input_scale"], self.cfg.get("rotor_input_offset", 0)
+            h = bb.encoder((input_ids[..., None].to(bb.encoder.weight.dtype) - offset) / scale)
         else:
             h = bb.embeddings(input_ids)
         for layer in bb.layers:
