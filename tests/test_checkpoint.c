@@ -797,10 +797,12 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
     case MIXER_RNN_ORTH:
     case MIXER_EXPRNN:
     case MIXER_NNRNN:
+    case MIXER_EURNN:
     case MIXER_LSTM: /* the papers' shape: the RNN layers alone */
         c.block = BLOCK_RNN;
         if (mixer == MIXER_EXPRNN || mixer == MIXER_NNRNN) c.orth_init = ORTH_INIT_HENAFF;
         if (mixer == MIXER_NNRNN) c.max_phase = 3.0;
+        if (mixer == MIXER_EURNN) c.capacity = 3;
         break;
     }
     PEConfig *pe = &c.pe;
@@ -1053,7 +1055,7 @@ static void test_hf_roundtrip(void) {
         json_decref(j);
     }
     /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §17, §18) */
-    for (int k = MIXER_RNN; k <= MIXER_LSTM; k++) {
+    for (int k = MIXER_RNN; k <= MIXER_EURNN; k++) {
         const char *name = mixer_name((MixerKind)k);
         c = hf_case((MixerKind)k, 0);
         j = hf_config_to_json(&c);

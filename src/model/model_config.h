@@ -102,6 +102,7 @@ typedef struct {
      * LRU's ring, RotRNN's gamma), angles in [0, max_phase] */
     double r_min, r_max, max_phase;
     OrthInit orth_init;        /* expRNN, nnRNN (docs/models.md §17) */
+    int capacity;              /* EURNN: layers of rotations (docs/models.md §17) */
     RnnNonlinearity nonlinearity; /* rnn, rnn_orth, exprnn, nnrnn (docs/models.md §17) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;
