@@ -152,9 +152,10 @@ static int list_split(const char *dir, const char *const *words, int nwords, Dat
             const char *rel = g.gl_pathv[i] + strlen(dir) + 1; /* word/file.wav */
             Entry *v = find(val, rel), *t = find(test, rel);
             if (v && t) {
+                rt_error(err, errlen, NULL, "%s is in both %s/%s (line %ld) and %s (line %ld)", rel, dir,
+                         val->path, v->line, test->path, t->line);
                 globfree(&g);
-                return rt_error(err, errlen, NULL, "%s is in both %s/%s (line %ld) and %s (line %ld)", rel,
-                                dir, val->path, v->line, test->path, t->line);
+                return -1;
             }
             if (v) v->seen = 1;
             if (t) t->seen = 1;
