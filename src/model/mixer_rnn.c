@@ -25,7 +25,7 @@ typedef struct {
     NnrnnWeights w;
     /* saved: the states h; the recurrent matrix W (expRNN, nnRNN, EURNN [f32][n, n]), the nnRNN's P
      * and K; scratch: z, its gradient, the gradients at W and P, and the work of the matrix
-     * exponential and the Schur form */
+     * exponential, the Schur form and EURNN's backward */
     void *h, *W, *P, *K, *z, *dz, *dW, *dP, *work;
 } RnnLayer;
 
@@ -203,6 +203,16 @@ static const char *nnrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, siz
     return rnn_cell_dims(c, o, msg, n);
 }
 
+/* EURNN rotates pairs of state channels */
+static const char *eurnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    if (c->hidden_size < 2) {
+        snprintf(msg, n, "model.hidden_size = %d: model.type = eurnn rotates pairs of state channels (at least 2)",
+                 c->hidden_size);
+        return msg;
+    }
+    return rnn_cell_dims(c, o, msg, n);
+}
+
 void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n) {
     snprintf(buf, n, "model.hidden_size = %d", c->hidden_size);
 }
@@ -237,6 +247,6 @@ const Family family_exprnn =
     RNN_FAMILY("exprnn", exprnn_keys, 1, rnn_cell_dims, "exprnn", "ExpRNNForCausalLM", NULL, 0);
 const Family family_nnrnn = RNN_FAMILY("nnrnn", nnrnn_keys, 1, nnrnn_dims, "nnrnn", "NnRNNForCausalLM", nnrnn_fields,
                                        HF_COUNT(nnrnn_fields));
-const Family family_eurnn = RNN_FAMILY("eurnn", eurnn_keys, 1, rnn_cell_dims, "eurnn", "EURNNForCausalLM", eurnn_fields,
+const Family family_eurnn = RNN_FAMILY("eurnn", eurnn_keys, 1, eurnn_dims, "eurnn", "EURNNForCausalLM", eurnn_fields,
                                        HF_COUNT(eurnn_fields));
 #undef RNN_FAMILY
