@@ -13,6 +13,7 @@
 
 #include "config/run_config.h"
 #include "io/safetensors.h"
+#include "model/family.h"
 #include "model/hf_config.h"
 #include "cpu/real.h"
 #include "model/model.h"
@@ -226,8 +227,7 @@ int main(int argc, char **argv) {
                 }
                 /* the recurrent cells run as two windows of 35 with carried states (docs/models.md
                  * §19: truncated BPTT), in the option's block (documents are not masked) */
-                if (!c.doc_mask && (c.mixer == MIXER_RNN || c.mixer == MIXER_RNN_ORTH || c.mixer == MIXER_EXPRNN ||
-                                    c.mixer == MIXER_NNRNN || c.mixer == MIXER_LSTM)) {
+                if (!c.doc_mask && family_carries(family_of(c.mixer))) {
                     ModelConfig h = c;
                     snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                     write_case(dir, &h, 3000 + (uint64_t)n, 2);
@@ -247,6 +247,7 @@ int main(int argc, char **argv) {
                     h.pool = sh == 2 || sh == 4 ? POOL_LAST : POOL_MEAN;
                     h.input = sh == 1 ? INPUT_LINEAR : INPUT_EMBEDDING;
                     h.input_scale = 36;
+                    h.input_offset = 12; /* values of both signs */
                     h.pair = sh == 3 ? PAIR_NLI : sh == 4 ? PAIR_CONCAT : PAIR_NONE;
                     h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
