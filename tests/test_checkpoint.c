@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
+#include "model/hf_remote.h"
 #include "model/model.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
@@ -262,6 +263,20 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     CHECK_MSG(json_equal(cj, again), "%s: config.json does not round trip", label);
     json_decref(again);
     json_decref(cj);
+    /* rotor's Hugging Face model ships its Python files, checksummed; fla's needs none */
+    char *state_path = rt_sprintf("%s/trainer_state.json", path);
+    json_t *state = json_load_file(state_path, 0, NULL);
+    rt_free(state_path);
+    for (int i = 0; i < HF_REMOTE_NFILES; i++) {
+        char *fpath = rt_sprintf("%s/%s", path, HF_REMOTE_FILES[i].name);
+        char *text = fs_read_file(fpath, NULL);
+        int listed = state && json_object_get(json_object_get(state, "files"), HF_REMOTE_FILES[i].name);
+        CHECK_MSG(hf_config_is_fla(cfg) ? !text && !listed : text && listed && !strcmp(text, HF_REMOTE_FILES[i].text),
+                  "%s: %s", label, HF_REMOTE_FILES[i].name);
+        rt_free(text);
+        rt_free(fpath);
+    }
+    json_decref(state);
     Model *mm = model_create(&mc, be);
     const ParamTable *t2 = model_params(mm);
     int same = t2->n == t->n;
@@ -301,6 +316,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
 static void test_roundtrip_gla(void) {
     ModelConfig c = tiny_gla();
     roundtrip(&c, "gla rope");
+    c.pe.kind = PE_NOPE; /* fla's own model */
+    roundtrip(&c, "gla nope");
 }
 
 static void test_roundtrip_gdn(void) {
