@@ -106,7 +106,7 @@ def check(case, atol):
     ok = worst <= atol and not bad
     ntok = sum(len(g["tokens"]) for g in gens)
     line = (f"{'ok' if ok else 'FAIL'} {name}: {cfg['model_type']} as {type(model).__name__}, {len(samples)} requests "
-            f"max |ll - rotor eval| {worst:.2g}, greedy {ntok} tokens x {len(gens)} prompts "
+            f"max |ll - rotor eval| {worst:.2g}, {ntok} greedy tokens of {len(gens)} prompt(s) "
             f"{'= rotor generate' if not bad else 'differ: ' + '; '.join(bad)} ({time.time() - start:.0f} s)")
     return ok, line
 

@@ -54,11 +54,12 @@ def heads(x, d):
 
 
 def recurrent_mode(T):
-    """fla's choice in its layers: the fused recurrent kernel for short inference inputs."""
+    """The fused recurrent kernel for inputs of up to 64 tokens without gradients, the chunked one
+    otherwise (fla's GatedDeltaNet's choice)."""
     return T <= 64 and not torch.is_grad_enabled()
 
 
-class RotorGLAttention(GatedLinearAttention):
+class RotorGatedLinearAttention(GatedLinearAttention):
     """docs/models.md §2 with the position embedding on q, k after the short conv."""
 
     def __init__(self, config, layer_idx):
@@ -130,7 +131,7 @@ class RotorDeltaNet(DeltaNet):
 
     def forward(self, x):
         q, k, v = delta_qkv(self, x)
-        op = fused_recurrent_delta_rule if x.shape[1] <= 64 else chunk_delta_rule
+        op = fused_recurrent_delta_rule if recurrent_mode(x.shape[1]) else chunk_delta_rule
         o, _ = op(q=q, k=k, v=v, beta=self.b_proj(x).sigmoid(), use_qk_l2norm_in_kernel=True)
         return delta_readout(self, x, o)
 
@@ -299,7 +300,7 @@ class RotorCausalLM(RotorPreTrainedModel, GenerationMixin):
 
 
 class RotorGLAForCausalLM(RotorCausalLM):
-    config_class, mixer = RotorGLAConfig, RotorGLAttention
+    config_class, mixer = RotorGLAConfig, RotorGatedLinearAttention
 
 
 class RotorGatedDeltaNetForCausalLM(RotorCausalLM):
