@@ -148,7 +148,7 @@ def main():
                 return F.cross_entropy(logits, labels[:, -1])
             return rm.lm_loss(logits, labels)
         variants = [("loop", model, lambda: model(ids, naive=True, labels=labels))]
-        if cfg["model_type"] == "lstm" and cfg.get("rotor_block") == "rnn" and cfg["num_hidden_layers"] == 1:
+        if cfg["model_type"].removeprefix("rotor_") == "lstm" and cfg.get("rotor_block") == "rnn" and cfg["num_hidden_layers"] == 1:
             # cuDNN's LSTM in place of the loop: same embedding and readout
             lstm = torch.nn.LSTM(cfg["hidden_size"], cfg["hidden_size"], batch_first=True).to(dev)
             fused = torch.nn.ModuleDict({"m": model, "lstm": lstm})

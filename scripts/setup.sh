@@ -3,6 +3,9 @@
 # Idempotent: a second run only rebuilds what changed.
 #   scripts/setup.sh            # dependencies + Release build
 #   scripts/setup.sh --deps     # dependencies only
+#   scripts/setup.sh --interop  # the virtual environment of scripts/check_interop.sh only:
+#                               # scripts/interop-requirements.txt from PyPI into
+#                               # build/interop-venv (or $ROTOR_INTEROP_VENV), about 6 GB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,14 @@ packages=(
   python3-matplotlib                     # bench/plot_profile.py (GPU op profiles as a plot)
   dataset-fashion-mnist                  # Fashion-MNIST's IDX files in /usr/share/datasets/fashion-mnist (configs/classify/)
 )
+
+if [ "${1:-}" = "--interop" ]; then
+  venv=${ROTOR_INTEROP_VENV:-build/interop-venv}
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q -r scripts/interop-requirements.txt
+  echo "setup: $venv holds $("$venv/bin/pip" freeze | grep -E '^(torch|triton|transformers|flash-linear-attention)==' | tr '\n' ' ')"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

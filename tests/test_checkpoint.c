@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
+#include "model/hf_remote.h"
 #include "model/model.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
@@ -262,6 +263,20 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     CHECK_MSG(json_equal(cj, again), "%s: config.json does not round trip", label);
     json_decref(again);
     json_decref(cj);
+    /* rotor's Hugging Face model ships its Python files, checksummed; fla's needs none */
+    char *state_path = rt_sprintf("%s/trainer_state.json", path);
+    json_t *state = json_load_file(state_path, 0, NULL);
+    rt_free(state_path);
+    for (int i = 0; i < HF_REMOTE_NFILES; i++) {
+        char *fpath = rt_sprintf("%s/%s", path, HF_REMOTE_FILES[i].name);
+        char *text = fs_read_file(fpath, NULL);
+        int listed = state && json_object_get(json_object_get(state, "files"), HF_REMOTE_FILES[i].name);
+        CHECK_MSG(hf_config_is_fla(cfg) ? !text && !listed : text && listed && !strcmp(text, HF_REMOTE_FILES[i].text),
+                  "%s: %s", label, HF_REMOTE_FILES[i].name);
+        rt_free(text);
+        rt_free(fpath);
+    }
+    json_decref(state);
     Model *mm = model_create(&mc, be);
     const ParamTable *t2 = model_params(mm);
     int same = t2->n == t->n;
@@ -301,6 +316,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
 static void test_roundtrip_gla(void) {
     ModelConfig c = tiny_gla();
     roundtrip(&c, "gla rope");
+    c.pe.kind = PE_NOPE; /* fla's own model */
+    roundtrip(&c, "gla nope");
 }
 
 static void test_roundtrip_gdn(void) {
@@ -938,6 +955,9 @@ static void test_hf_roundtrip(void) {
                                         "ForgettingTransformerForCausalLM",
                                         "TransformerForCausalLM", "DeltaNetForCausalLM"};
     static const char *const pe_types[] = {"nope", "rope", "selective_rope", "selective_rope"};
+    /* fla's own model computes NoPE GLA, Gated DeltaNet, DeltaNet and the RoPE Transformer (the
+     * FoX case has the Pro options fla lacks); every other case names rotor's model */
+    static const int fla_pe[] = {0, 0, -1, 1, 0};
     for (int mx = 0; mx < (int)(sizeof types / sizeof types[0]); mx++) {
         for (int v = 0; v < 4; v++) {
             char label[96];
@@ -951,9 +971,28 @@ static void test_hf_roundtrip(void) {
             json_t *parsed = json_loads(text, 0, NULL);
             CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", label, err);
             CHECK_MSG(config_equal(&c, &back, label), "%s: round trip differs", label);
-            /* What the PyTorch reference reads. */
-            CHECK(!strcmp(json_string_value(json_object_get(parsed, "model_type")), types[mx]));
-            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(parsed, "architectures"), 0)), archs[mx]));
+            /* What the PyTorch reference and transformers read. */
+            int fla = v == fla_pe[mx];
+            CHECK_MSG(hf_config_is_fla(&c) == fla, "%s", label);
+            char type[64], arch[64], auto_config[96];
+            snprintf(type, sizeof type, "%s%s", fla ? "" : "rotor_", types[mx]);
+            snprintf(arch, sizeof arch, "%s%s", fla ? "" : "Rotor", archs[mx]);
+            snprintf(auto_config, sizeof auto_config, "configuration_rotor.Rotor%.*sConfig",
+                     (int)(strlen(archs[mx]) - strlen("ForCausalLM")), archs[mx]);
+            CHECK_MSG(!strcmp(json_string_value(json_object_get(parsed, "model_type")), type), "%s", label);
+            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(parsed, "architectures"), 0)), arch));
+            const json_t *am = json_object_get(parsed, "auto_map");
+            CHECK_MSG(fla ? !am : am && !strcmp(json_string_value(json_object_get(am, "AutoConfig")), auto_config),
+                      "%s: auto_map", label);
+            if (am) {
+                char model[96];
+                snprintf(model, sizeof model, "modeling_rotor.%s", arch);
+                CHECK(!strcmp(json_string_value(json_object_get(am, "AutoModelForCausalLM")), model));
+            }
+            /* the same file with fla's model_type (as written before rotor's models) reads the same */
+            json_object_set_new(parsed, "model_type", json_string(types[mx]));
+            CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0 &&
+                          config_equal(&c, &back, label), "%s: fla's model_type: %s", label, err);
             CHECK(json_integer_value(json_object_get(parsed, "intermediate_size")) == dims.mlp_width);
             CHECK(json_is_false(json_object_get(parsed, "tie_word_embeddings")));
             CHECK(json_is_true(json_object_get(parsed, "doc_mask")));
@@ -972,13 +1011,23 @@ static void test_hf_roundtrip(void) {
             free(text);
         }
     }
-    /* Mamba2 (NoPE only): fla's Mamba2Config keys, no MLP width, the derived num_heads */
-    ModelConfig c = hf_case(MIXER_MAMBA2, 0), back;
+    /* plain FoX (no Pro options) is fla's ForgettingTransformer with NoPE only */
+    ModelConfig c = hf_case(MIXER_FOX, 0), back;
+    c.output_norm = c.k_shift = c.v_shift = 0;
+    CHECK(hf_config_is_fla(&c));
+    c.pe.kind = PE_ROPE;
+    CHECK(!hf_config_is_fla(&c));
+    /* Mamba2 (NoPE only): fla's Mamba2Config keys, no MLP width, the derived num_heads; two groups
+     * name rotor's model (fla's torch fallback orders the groups otherwise), one fla's */
+    c = hf_case(MIXER_MAMBA2, 0);
     json_t *j = hf_config_to_json(&c);
     CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "mamba2: %s", err);
     CHECK_MSG(config_equal(&c, &back, "mamba2"), "mamba2: round trip differs");
-    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "mamba2"));
-    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Mamba2ForCausalLM"));
+    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "rotor_mamba2"));
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "RotorMamba2ForCausalLM"));
+    c.n_groups = 1;
+    CHECK(hf_config_is_fla(&c));
+    c.n_groups = 2;
     CHECK(!json_object_get(j, "intermediate_size"));
     CHECK(json_integer_value(json_object_get(j, "num_heads")) == 8);
     CHECK(json_integer_value(json_object_get(j, "n_groups")) == 2);
@@ -995,6 +1044,7 @@ static void test_hf_roundtrip(void) {
     CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "classifier: %s", err);
     CHECK_MSG(config_equal(&c, &back, "classifier"), "classifier: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_head")), "classifier"));
+    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "rotor_gla")); /* NoPE, but not fla's LM */
     CHECK(json_integer_value(json_object_get(j, "num_labels")) == 3);
     json_object_set_new(j, "num_labels", json_integer(1));
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_labels'"));
@@ -1046,8 +1096,10 @@ static void test_hf_roundtrip(void) {
         j = hf_config_to_json(&c);
         CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", lin_types[i], err);
         CHECK_MSG(config_equal(&c, &back, lin_types[i]), "%s: round trip differs", lin_types[i]);
-        CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), lin_types[i]));
-        CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), lin_archs[i]));
+        CHECK(!strncmp(json_string_value(json_object_get(j, "model_type")), "rotor_", 6) &&
+              !strcmp(json_string_value(json_object_get(j, "model_type")) + 6, lin_types[i]));
+        CHECK(!strncmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Rotor", 5) &&
+              !strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)) + 5, lin_archs[i]));
         CHECK(json_integer_value(json_object_get(j, "state_size")) == 24);
         CHECK(json_real_value(json_object_get(j, i ? "gamma_min" : "r_min")) == 0.5);
         json_object_set_new(j, i ? "gamma_max" : "r_max", json_real(1.0));
@@ -1061,7 +1113,8 @@ static void test_hf_roundtrip(void) {
         j = hf_config_to_json(&c);
         CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", name, err);
         CHECK_MSG(config_equal(&c, &back, name), "%s: round trip differs", name);
-        CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), name));
+        CHECK(!strncmp(json_string_value(json_object_get(j, "model_type")), "rotor_", 6) &&
+              !strcmp(json_string_value(json_object_get(j, "model_type")) + 6, name));
         CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "rnn"));
         CHECK(!json_object_get(j, "intermediate_size"));
         if (k == MIXER_NNRNN) CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_orth_init")), "henaff"));

@@ -122,13 +122,49 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         json_object_set_new(o, "rotor_nonlinearity", json_string(rnn_modrelu(c) ? "modrelu" : "tanh"));
 }
 
+/* rotor's model of a family: model_type ROTOR_TYPE + fla's, architecture ROTOR_ARCH + fla's */
+#define ROTOR_TYPE "rotor_"
+#define ROTOR_ARCH "Rotor"
+#define ARCH_SUFFIX "ForCausalLM"
+
+int hf_fla_nope(const ModelConfig *c) { return c->pe.kind == PE_NOPE; }
+
+int hf_config_is_fla(const ModelConfig *c) {
+    const HfSchema *ms = &family_of(c->mixer)->hf;
+    return ms->fla_computes && c->head == HEAD_LM && c->input == INPUT_EMBEDDING && c->block == BLOCK_PRENORM &&
+           !c->bidirectional && ms->fla_computes(c);
+}
+
+/* model_type and architectures: fla's model, or rotor's with the auto_map of its Python files
+ * (hf_remote.h: configuration_rotor.py holds Rotor<name>Config, modeling_rotor.py
+ * Rotor<name>ForCausalLM) */
+static void put_names(json_t *o, const ModelConfig *c, const HfSchema *ms) {
+    if (hf_config_is_fla(c)) {
+        json_object_set_new(o, "model_type", json_string(ms->model_type));
+        json_object_set_new(o, "architectures", json_pack("[s]", ms->architecture));
+        return;
+    }
+    size_t n = strlen(ms->architecture), sn = strlen(ARCH_SUFFIX);
+    RT_ASSERT(n > sn && !strcmp(ms->architecture + n - sn, ARCH_SUFFIX));
+    char *type = rt_sprintf(ROTOR_TYPE "%s", ms->model_type);
+    char *arch = rt_sprintf(ROTOR_ARCH "%s", ms->architecture);
+    char *config = rt_sprintf("configuration_rotor." ROTOR_ARCH "%.*sConfig", (int)(n - sn), ms->architecture);
+    char *model = rt_sprintf("modeling_rotor.%s", arch);
+    json_object_set_new(o, "model_type", json_string(type));
+    json_object_set_new(o, "architectures", json_pack("[s]", arch));
+    json_object_set_new(o, "auto_map", json_pack("{s:s, s:s}", "AutoConfig", config, "AutoModelForCausalLM", model));
+    rt_free(type);
+    rt_free(arch);
+    rt_free(config);
+    rt_free(model);
+}
+
 json_t *hf_config_to_json(const ModelConfig *c) {
     ModelDims dims;
     RT_ASSERT(model_dims(c, &dims) == NULL);
     const HfSchema *ms = &family_of(c->mixer)->hf;
     json_t *o = json_object();
-    json_object_set_new(o, "model_type", json_string(ms->model_type));
-    json_object_set_new(o, "architectures", json_pack("[s]", ms->architecture));
+    put_names(o, c, ms);
     put_rotor_shape(o, c);
     put_fields(o, c, COMMON, HF_COUNT(COMMON));
     if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
@@ -390,15 +426,26 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
+/* model_type: fla's name of a family's model or rotor's (ROTOR_TYPE + fla's) */
+static int read_model_type(const json_t *j, MixerKind *kind, Errs *e) {
+    const json_t *v = json_object_get(j, "model_type");
+    if (!v) return fail(e, "config key 'model_type' is missing");
+    const char *name = json_is_string(v) ? json_string_value(v) : "";
+    if (!strncmp(name, ROTOR_TYPE, strlen(ROTOR_TYPE))) name += strlen(ROTOR_TYPE);
+    if (family_by_model_type(name, kind)) return 0;
+    char want[400] = "";
+    for (int k = 0; k < N_MIXERS; k++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\"", k ? ", " : "",
+                 family_of((MixerKind)k)->hf.model_type);
+    return fail(e, "config key 'model_type' = %s is not supported (expected %s, or one of them prefixed \"%s\")",
+                json_text(v), want, ROTOR_TYPE);
+}
+
 int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen) {
     Errs e = {err, errlen};
     memcpy(out, defaults, sizeof(*out));
     if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
-    const char *types[N_MIXERS];
-    for (int k = 0; k < N_MIXERS; k++) types[k] = family_of((MixerKind)k)->hf.model_type;
-    int mixer;
-    if (read_choice(j, "", "model_type", types, N_MIXERS, &mixer, &e)) return -1;
-    out->mixer = (MixerKind)mixer;
+    if (read_model_type(j, &out->mixer, &e)) return -1;
     const Family *fam = family_of(out->mixer);
     const HfSchema *ms = &fam->hf;
     /* rotor's auto-encoder head (docs/models.md §12) has no fla counterpart: its own key,

@@ -50,6 +50,7 @@ typedef struct {
 } HfFixed;
 
 typedef struct {
+    /* fla's model_type and architecture (or rotor's names for a family fla lacks) */
     const char *model_type, *architecture;
     const HfField *fields;
     size_t nfields;
@@ -57,6 +58,10 @@ typedef struct {
     size_t nfixed;
     PEKind default_pe; /* a config.json without "position_embedding" (fla's own files) */
     int derived_heads; /* num_heads is derived from the shape, written and checked (fla's Mamba2) */
+    /* Whether fla's own model of model_type computes exactly rotor's function for this config
+     * (a causal LM of prenorm blocks; hf_config_is_fla() checks that part); NULL: fla has none.
+     * Otherwise config.json names rotor's model of the family, shipped in the checkpoint. */
+    int (*fla_computes)(const ModelConfig *c);
 } HfSchema;
 #define HF_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -68,11 +73,20 @@ typedef struct {
  * written explicitly (the derived MLP width). New reference. */
 json_t *hf_config_to_json(const ModelConfig *c);
 
+/* HfSchema.fla_computes of fla's linear-attention layers, which have no position embedding */
+int hf_fla_nope(const ModelConfig *c);
+
+/* Whether config.json names fla's own model (model_type as fla spells it) rather than rotor's
+ * (model_type "rotor_" + fla's, architecture "Rotor" + fla's, and an "auto_map" naming the
+ * Python files of hf_remote.h, which the checkpoint then holds; docs/interop.md). */
+int hf_config_is_fla(const ModelConfig *c);
+
 /* Fills *out from config.json: fields the file does not carry take their values in *defaults
  * (model_config_defaults: the key table's, config/run_config.h), and an "intermediate_size" equal to the width derived from
  * "hidden_ratio" becomes 0 (derived), so hf_config_to_json followed by hf_config_from_json
  * gives back a config identical in every field config.json carries. Integers are accepted
- * where floats are expected. Rejects an unknown model_type, a missing required key, a value
+ * where floats are expected. model_type may be fla's or rotor's ("rotor_" + fla's)
+ * for every family. Rejects an unknown model_type, a missing required key, a value
  * of the wrong type or range, and an inconsistent shape, with a message naming the key.
  * Returns 0, or -1 with the message in err (*out is then unspecified). */
 int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen);

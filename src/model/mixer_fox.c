@@ -275,13 +275,19 @@ static const HfField fox_fields[] = {
     HF_FIELD("use_v_shift", HF_BOOL, HF_ANY, 0, v_shift),
 };
 
+/* fla's ForgettingAttention: no position embedding, output gate and QK-norm but not FoX-Pro's
+ * output norm and shifts */
+static int fox_fla_computes(const ModelConfig *c) {
+    return c->pe.kind == PE_NOPE && !c->output_norm && !c->k_shift && !c->v_shift;
+}
+
 const Family family_fox = {
     .name = "fox", .section = "§4", .mix = &mixer_fox,
     .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = fox_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", fox_fields, HF_COUNT(fox_fields),
-           attention_fixed, HF_COUNT(attention_fixed), PE_NOPE},
+           attention_fixed, HF_COUNT(attention_fixed), PE_NOPE, .fla_computes = fox_fla_computes},
 };
 
 static const char *const transformer_keys[] = {"num_heads", "qk_norm", NULL};
@@ -292,11 +298,14 @@ static const HfField transformer_fields[] = {
     HF_FIELD("rope_theta", HF_REAL, HF_POS, 0, pe.rope_theta),
 };
 
+/* fla's Attention always applies RoPE */
+static int transformer_fla_computes(const ModelConfig *c) { return c->pe.kind == PE_ROPE; }
+
 const Family family_transformer = {
     .name = "transformer", .section = "§4b", .mix = &mixer_fox,
     .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = transformer_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"transformer", "TransformerForCausalLM", transformer_fields, HF_COUNT(transformer_fields),
-           attention_fixed, HF_COUNT(attention_fixed), PE_ROPE},
+           attention_fixed, HF_COUNT(attention_fixed), PE_ROPE, .fla_computes = transformer_fla_computes},
 };

@@ -176,7 +176,7 @@ const Family family_gated_deltanet = {
     .pe = PE_ANY, .keys = gdn_keys,
     .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
     .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", gdn_fields, HF_COUNT(gdn_fields), gdn_fixed,
-           HF_COUNT(gdn_fixed), PE_NOPE},
+           HF_COUNT(gdn_fixed), PE_NOPE, .fla_computes = hf_fla_nope},
 };
 
 /* fla's DeltaNetConfig: key_dim = d expand_k, as GLA */
@@ -198,5 +198,5 @@ const Family family_deltanet = {
     .pe = PE_ANY, .keys = deltanet_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
     .hf = {"delta_net", "DeltaNetForCausalLM", deltanet_fields, HF_COUNT(deltanet_fields), deltanet_fixed,
-           HF_COUNT(deltanet_fixed), PE_NOPE},
+           HF_COUNT(deltanet_fixed), PE_NOPE, .fla_computes = hf_fla_nope},
 };

@@ -148,5 +148,6 @@ const Family family_gla = {
     .names = &FLA_BACKBONE, .mlp = 1,
     .pe = PE_ANY, .keys = gla_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
-    .hf = {"gla", "GLAForCausalLM", gla_fields, HF_COUNT(gla_fields), gla_fixed, HF_COUNT(gla_fixed), PE_NOPE},
+    .hf = {"gla", "GLAForCausalLM", gla_fields, HF_COUNT(gla_fields), gla_fixed, HF_COUNT(gla_fixed), PE_NOPE,
+           .fla_computes = hf_fla_nope},
 };

@@ -264,11 +264,17 @@ static const HfFixed mamba2_fixed[] = {
 /* fla's Mamba2: backbone.*, norm, mixer, norm_f */
 static const BackboneNames MAMBA2_BACKBONE = {"backbone", "norm", "mixer", "norm_f"};
 
+/* fla's torch fallback (its path without mamba_ssm's kernels) gives head h the B/C group
+ * h mod n_groups, its kernels group h / (H / n_groups) as rotor (docs/models.md §10): one group
+ * is the same function on both paths */
+static int mamba2_fla_computes(const ModelConfig *c) { return c->n_groups == 1; }
+
 const Family family_mamba2 = {
     .name = "mamba2", .section = "§10", .mix = &mixer_mamba2,
     .names = &MAMBA2_BACKBONE, .mlp = 0,
     .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
     .dims = mamba2_dims, .head_keys = mamba2_head_keys, .mixing_flops = chunked_flops,
     .hf = {"mamba2", "Mamba2ForCausalLM", mamba2_fields, HF_COUNT(mamba2_fields), mamba2_fixed,
-           HF_COUNT(mamba2_fixed), PE_NOPE, .derived_heads = 1},
+           HF_COUNT(mamba2_fixed), PE_NOPE, .derived_heads = 1,
+           .fla_computes = mamba2_fla_computes},
 };

@@ -16,6 +16,7 @@
 #include "dist/dist.h"
 #include "io/safetensors.h"
 #include "model/hf_config.h"
+#include "model/hf_remote.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
@@ -272,6 +273,18 @@ static int save_json(const char *dir, const char *name, json_t *j, size_t flags,
     return rc;
 }
 
+/* config.json, and the Python files of rotor's model where it names one (hf_remote.h). */
+static int save_hf_config(const char *dir, const ModelConfig *c, char *err, size_t errlen) {
+    if (save_json(dir, "config.json", hf_config_to_json(c), HF_CONFIG_JSON_FLAGS, err, errlen)) return -1;
+    for (int i = 0; !hf_config_is_fla(c) && i < HF_REMOTE_NFILES; i++) {
+        char *path = rt_sprintf("%s/%s", dir, HF_REMOTE_FILES[i].name);
+        int r = write_text(path, HF_REMOTE_FILES[i].text, err, errlen);
+        rt_free(path);
+        if (r) return -1;
+    }
+    return 0;
+}
+
 static int save_ini(const char *dir, const RunConfig *rc, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
@@ -425,7 +438,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
      * writes its optimizer slice */
     if (rank == 0)
         ok = !save_model(tmp, m, err, errlen) &&
-             !save_json(tmp, "config.json", hf_config_to_json(model_config(m)), HF_CONFIG_JSON_FLAGS, err, errlen) &&
+             !save_hf_config(tmp, model_config(m), err, errlen) &&
              !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen)) &&
              (!st->carry || !save_carry(tmp, st, err, errlen));
     if (ok && sharded) ok = !save_optimizer_shard(tmp, opt, t->total, err, errlen);

@@ -948,6 +948,8 @@ class RotorLM(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
+        # rotor's Hugging Face model of a family ("rotor_" + fla's model_type) computes the family's function
+        cfg = {**cfg, "model_type": cfg["model_type"].removeprefix("rotor_")}
         if cfg["model_type"] not in MIXERS:
             raise ValueError(f"unknown model_type {cfg['model_type']!r}")
         if cfg.get("tie_word_embeddings", False):
