@@ -77,7 +77,7 @@ for f in "$repo"/configs/tiny/*.ini; do
   case $name in
     mamba2) case_ mamba2-groups2 "$name.ini" refuse
             case_ mamba2-groups1 "$name.ini" load --set model.n_groups=1 ;;
-    lru | rotrnn | rnn | rnn_orth | exprnn | nnrnn | lstm) case_ "$name" "$name.ini" refuse ;;
+    lru | rotrnn | rnn | rnn_orth | exprnn | nnrnn | eurnn | lstm) case_ "$name" "$name.ini" refuse ;;
     *) case_ "$name" "$name.ini" load ;;
   esac
 done

@@ -64,5 +64,9 @@ class RotorNnRNNConfig(RotorConfig):
     model_type = "rotor_nnrnn"
 
 
+class RotorEURNNConfig(RotorConfig):
+    model_type = "rotor_eurnn"
+
+
 class RotorLSTMConfig(RotorConfig):
     model_type = "rotor_lstm"

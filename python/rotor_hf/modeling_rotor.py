@@ -25,7 +25,7 @@ from fla.ops.forgetting_attn import parallel_forgetting_attn
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 from fla.ops.gla import chunk_gla, fused_recurrent_gla
 
-from .configuration_rotor import (RotorConfig, RotorDeltaNetConfig, RotorExpRNNConfig,
+from .configuration_rotor import (RotorConfig, RotorDeltaNetConfig, RotorEURNNConfig, RotorExpRNNConfig,
                                   RotorForgettingTransformerConfig, RotorGatedDeltaNetConfig, RotorGLAConfig,
                                   RotorLRUConfig, RotorLSTMConfig, RotorMamba2Config, RotorNnRNNConfig,
                                   RotorRNNConfig, RotorRNNOrthConfig, RotorRotRNNConfig, RotorTransformerConfig)
@@ -359,6 +359,10 @@ class RotorExpRNNForCausalLM(RotorRefused):
 
 class RotorNnRNNForCausalLM(RotorRefused):
     config_class, why = RotorNnRNNConfig, f"nnRNN (docs/models.md §17): {NO_FLA_LAYER}"
+
+
+class RotorEURNNForCausalLM(RotorRefused):
+    config_class, why = RotorEURNNConfig, f"EURNN (docs/models.md §17): {NO_FLA_LAYER}"
 
 
 class RotorLSTMForCausalLM(RotorRefused):
