@@ -6,7 +6,8 @@
  *   exprnn    W = expm(M - M^T) (Lezcano-Casado and Martinez-Rubio 2019);
  *   nnrnn     W = P (Lambda + T) P^T, P = expm(M - M^T) (Kerg et al. 2019).
  * The input projection is one GEMM over all tokens, the recurrence the rnn ops; the nnRNN's
- * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. */
+ * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. With model.gamma_clamp the
+ * nnRNN's gamma is a constant: not trained, its gradient zeroed, no penalty on it. */
 #include <math.h>
 #include <stdio.h>
 
@@ -19,6 +20,7 @@ typedef struct {
     MixerKind kind;
     int n, d;
     int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent */
+    int gamma_fixed;                        /* model.gamma_clamp > 0: gamma is held */
     RnnArgs a; /* the op's arguments, set by the forward for the backward */
     NnrnnWeights w;
     /* saved: the states h; the recurrent matrix W (expRNN, nnRNN [f32][n, n]), the nnRNN's P
@@ -104,7 +106,9 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     if (k == MIXER_NNRNN) {
         l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
         l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
-        l->gamma = params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
+        l->gamma_fixed = cfg->gamma_clamp > 0;
+        l->gamma = l->gamma_fixed ? params_add(t, pname(p, "gamma").s, 1, sp, init_value, cfg->gamma_clamp, 0, 0)
+                                  : params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
         l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
     }
     if (rnn_modrelu(cfg))
@@ -156,6 +160,7 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     if (l->kind == MIXER_NNRNN) {
         be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = l->w, .dV = l->dW, .dP = l->dP, .dgamma = G(c, l->gamma),
                                                   .dtheta = G(c, l->theta), .dT = G(c, l->T)});
+        if (l->gamma_fixed) be->zero(G(c, l->gamma), F32(c, n / 2)); /* a held parameter's slot */
         be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, 1, n);
     }
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
@@ -169,7 +174,8 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
     if (l->kind != MIXER_NNRNN) return 0;
     const Backend *be = c->be;
     int64_t n = l->n;
-    return be->l2_penalty(grad ? G(c, l->gamma) : NULL, WM(c, l->gamma), n / 2, 1, delta) +
+    double pg = l->gamma_fixed ? 0 : be->l2_penalty(grad ? G(c, l->gamma) : NULL, WM(c, l->gamma), n / 2, 1, delta);
+    return pg +
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
@@ -203,10 +209,11 @@ double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T) { return
 
 static const char *const rnn_keys[] = {"nonlinearity", NULL};
 static const char *const exprnn_keys[] = {"nonlinearity", "orth_init", NULL};
-static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", NULL};
+static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", "gamma_clamp", NULL};
 /* the nnRNN's angles at init */
 static const HfField nnrnn_fields[] = {
     HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+    HF_FIELD("gamma_clamp", HF_REAL, HF_NONNEG, 0, gamma_clamp),
 };
 
 #define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                              \
