@@ -2,7 +2,7 @@
 """scripts/fisher_memory.py against closed forms: a scaled orthogonal W = gamma Q has
 J(k) = gamma^(2k) (1 - gamma^2) for any unit source; the delay line with sqrt(a) on its
 subdiagonal (Ganguli et al. 2008, the nnRNN paper's §3.2) has J(k) = a^k (a - 1) / (a^(k+1) - 1)
-for k < N and 0 after; and the paper's Table 6 sums of its eq. 2 matrices with d = 0."""
+for k < N and 0 after; and the paper's Table 6 sums of its eq. 2 matrices."""
 import os
 import sys
 
@@ -27,8 +27,10 @@ for a in (0.9, 1.0, 1.1):
     assert np.allclose(J[:n], want, rtol=1e-9), f"delay line a = {a}: {J[:4]} against {want[:4]}"
     assert np.all(J[n:] == 0), f"delay line a = {a}: memory after N = {n} steps"
 
+# Table 6: the d = 0 sums (nilpotent, N = 100 steps) to the paper's three digits; the d = 0.2 ones,
+# whose noise covariance has condition numbers up to 1e26, within 2.5% (docs/nnrnn.md)
 for (alpha, beta, d), paper in fm.TABLE6.items():
-    if d == 0:
-        total = fm.fisher_memory_curve(fm.paper_theta(100, alpha, beta, d), np.eye(100)[0], 100).sum()
-        assert abs(total - paper) < 0.051, f"Table 6 alpha {alpha} beta {beta} d {d}: {total:.3f}, the paper {paper}"
-print("fisher memory: scaled orthogonal, delay lines and Table 6 (d = 0) as their closed forms")
+    total = fm.fisher_memory_curve(fm.paper_theta(100, alpha, beta, d), np.eye(100)[0], 100 if d == 0 else 300).sum()
+    ok = abs(total - paper) < 0.051 if d == 0 else abs(total - paper) < 0.025 * paper
+    assert ok, f"Table 6 alpha {alpha} beta {beta} d {d}: {total:.3f}, the paper {paper}"
+print("fisher memory: scaled orthogonal, delay lines and Table 6 as their closed forms and the paper's sums")
