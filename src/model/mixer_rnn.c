@@ -179,8 +179,34 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
+/* The states' norm; the nnRNN's Schur form too: gamma_i, theta_i, the moduli of W's eigenvalues
+ * (the 2x2 blocks of K = Lambda + T with T's in-block entry t_i: trace 2 gamma cos, determinant
+ * gamma^2 + gamma t_i sin; docs/models.md §17) and |T|_F of its strictly lower triangle. */
+static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
+    RnnLayer *l = layer;
+    stats_state_norm(o, c, l->h, l->n, 1);
+    if (l->kind != MIXER_NNRNN) return;
+    int n = l->n, m = n / 2;
+    double *g = stats_param(c, l->gamma), *th = stats_param(c, l->theta), *T = stats_param(c, l->T);
+    double *mod = rt_malloc((size_t)n * sizeof(double)), tf = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) tf += T[(size_t)i * n + j] * T[(size_t)i * n + j];
+    for (int b = 0; b < m; b++) {
+        double t = T[(size_t)(2 * b + 1) * n + 2 * b], half_tr = g[b] * cos(th[b]);
+        double det = g[b] * g[b] + g[b] * t * sin(th[b]), disc = half_tr * half_tr - det;
+        if (disc < 0) mod[2 * b] = mod[2 * b + 1] = sqrt(det); /* a complex pair */
+        else mod[2 * b] = fabs(half_tr + sqrt(disc)), mod[2 * b + 1] = fabs(half_tr - sqrt(disc));
+    }
+    stats_summary(o, "gamma", g, m);
+    stats_summary(o, "theta", th, m);
+    stats_angle_hist(o, th, m);
+    stats_summary(o, "modulus", mod, n);
+    json_object_set_new(o, "T_norm", json_real(sqrt(tf)));
+    rt_free(g), rt_free(th), rt_free(T), rt_free(mod);
+}
+
 static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   cell_destroy,    rnn_bind,      rnn_forward,
-                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width};
+                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width, rnn_stats};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
