@@ -20,12 +20,13 @@ paper's Table 6 (the d = 0 rows agree to the paper's three digits, the d = 0.2 r
 2.5%). checkpoint: the recurrent W of a trained nnRNN / expRNN / RNN checkpoint
 (rotor's model.safetensors, docs/models.md §17, one layer) with the source u = U w, the input
 direction of a scalar input (model.input = linear: its encoder weight w through the input
-matrix U); prints J(k) for k < steps and its sum.
+matrix U); prints J(k) for k < steps and its sum, C summed over the same `steps` terms (the
+noise a state has seen after a sequence of that length: a trained W may have eigenvalues of
+modulus 1 or more, where the infinite sum diverges).
 """
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -37,27 +38,36 @@ TABLE6 = {(0.95, 0.0, 0.0): 3.03, (1.00, 0.0, 0.0): 5.19, (1.05, 0.0, 0.0): 12.1
           (0.95, 0.005, 0.2): 12.1, (1.00, 0.005, 0.2): 16.3, (1.05, 0.005, 0.2): 20.4}
 
 
-def noise_factor(W, tol=1e-13, max_terms=100000):
-    """Upper triangular R with R^T R = C = sum_j W^j (W^j)^T: the QR of the stacked (W^j)^T,
-    summed until a term is below tol of the largest. C itself is too ill-conditioned to invert
-    in float64 for the paper's d = 0.2 matrices (condition numbers to 1e26); R's is its square
-    root, and Householder QR is backward stable."""
-    blocks, term, top = [np.eye(len(W))], np.eye(len(W)), 1.0
-    for _ in range(max_terms):
+def noise_factor(W, horizon=None, tol=1e-13):
+    """Upper triangular R with R^T R = C = sum_j W^j (W^j)^T, j < horizon, or until a term is
+    below tol of the largest when horizon is None (then W must be stable: spectral radius < 1,
+    or nilpotent). C itself is too ill-conditioned to invert in float64 for the paper's d = 0.2
+    matrices (condition numbers to 1e26); R's is its square root. R is updated by a QR of
+    [R; (W^j)^T, ...] every 64 terms (Householder QR: backward stable; memory 65 n^2)."""
+    if horizon is None:
+        rho = max(abs(np.linalg.eigvals(W)))
+        if rho >= 1 - 1e-9 and np.abs(np.linalg.matrix_power(W, len(W))).max() > 0:
+            sys.exit(f"fisher_memory: W has spectral radius {rho:.6f} >= 1, so the stationary noise "
+                     "covariance is infinite: give a finite horizon (the checkpoint command's --steps)")
+    R, term, top, j, batch = np.eye(len(W)), np.eye(len(W)), 1.0, 1, []
+    while horizon is None or j < horizon:
         term = W @ term
-        blocks.append(term.T)
         size = np.abs(term).max() ** 2
         top = max(top, size)
-        if size <= tol * top:
-            return np.linalg.qr(np.vstack(blocks), mode="r")
-    sys.exit(f"fisher_memory: the noise covariance did not converge in {max_terms} terms "
-             f"(spectral radius {max(abs(np.linalg.eigvals(W))):.4f}: W must be stable)")
+        if horizon is None and size <= tol * top:
+            break
+        batch.append(term.T)
+        if len(batch) == 64:  # bounded memory, few QRs
+            R, batch = np.linalg.qr(np.vstack([R] + batch), mode="r"), []
+        j += 1
+    return np.linalg.qr(np.vstack([R] + batch), mode="r") if batch else R
 
 
-def fisher_memory_curve(W, u, steps):
-    """J(k) = |R^-T W^k u|^2 for k = 0 .. steps-1 (eq. 7 of the supplement, unit noise)."""
+def fisher_memory_curve(W, u, steps, horizon=None):
+    """J(k) = |R^-T W^k u|^2 for k = 0 .. steps-1 (eq. 7 of the supplement, unit noise; C over
+    `horizon` terms, or all)."""
     from scipy.linalg import solve_triangular
-    R = noise_factor(W)
+    R = noise_factor(W, horizon)
     J, x = np.empty(steps), np.asarray(u, dtype=float)
     for k in range(steps):
         y = solve_triangular(R, x, trans="T")
@@ -102,44 +112,31 @@ def fig1(out_png, table_md, n=100, steps=200):
     print(text, end="")
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], np.float32)
-            .reshape(v["shape"]).astype(np.float64) for k, v in head.items() if k != "__metadata__"}
-
-
 def checkpoint_w(t, prefix="model.layers.0.attn."):
-    """The recurrent matrix W of rotor's nonlinear RNN layer (docs/models.md §17)."""
+    """The recurrent matrix W and input matrix U of rotor's nonlinear RNN layer (docs/models.md §17)."""
     from scipy.linalg import expm
+    from nnrnn_schur import schur_form
     if prefix + "V.weight" in t:
         return t[prefix + "V.weight"], t[prefix + "U.weight"]
     if prefix + "log_recurrent_kernel" in t:
         M = t[prefix + "log_recurrent_kernel"]
         return expm(M - M.T), t[prefix + "input_kernel.weight"]
     if prefix + "log_P" in t:
-        M, T, g, th = (t[prefix + k] for k in ("log_P", "T", "gamma", "theta"))
-        K = np.tril(T, k=-1)
-        for i, (gi, ti) in enumerate(zip(g, th)):
-            K[2 * i:2 * i + 2, 2 * i:2 * i + 2] += gi * np.array([[np.cos(ti), -np.sin(ti)], [np.sin(ti), np.cos(ti)]])
+        M = t[prefix + "log_P"]
         P = expm(M - M.T)
-        return P @ K @ P.T, t[prefix + "U.weight"]
+        return P @ schur_form(t, prefix) @ P.T, t[prefix + "U.weight"]
     sys.exit(f"fisher_memory: no rnn, rnn_orth, exprnn or nnrnn layer under {prefix} in the checkpoint")
 
 
 def checkpoint(ckpt, steps, plot):
-    path = os.path.join(ckpt, "model.safetensors")
-    if not os.path.isfile(path):
-        sys.exit(f"fisher_memory: {path}: no such file (give a checkpoint directory, RUN/checkpoints/step_N)")
-    t = read_safetensors(path)
+    from nnrnn_schur import load_checkpoint
+    t = load_checkpoint(ckpt)
     W, U = checkpoint_w(t)
     if "model.encoder.weight" not in t:
-        sys.exit(f"fisher_memory: {path}: no model.encoder.weight (the source direction needs a scalar "
+        sys.exit(f"fisher_memory: {ckpt}: no model.encoder.weight (the source direction needs a scalar "
                  "input, model.input = linear)")
     u = U @ t["model.encoder.weight"][:, 0]
-    J = fisher_memory_curve(W, u, steps)
+    J = fisher_memory_curve(W, u, steps, horizon=steps)
     print(json.dumps({"checkpoint": ckpt, "J": [round(x, 6) for x in J], "J_tot": J.sum(),
                       "spectral_radius": float(max(abs(np.linalg.eigvals(W))))}))
     if plot:

@@ -13,19 +13,14 @@ for clamp in 0.958 0; do
     --set model.gamma_clamp=$clamp --set run.threads=1 --set run.dir="$out/$clamp" >"$out/$clamp.log"
 done
 /usr/bin/python3 - "$out/0.958/checkpoints/step_00000040/model.safetensors" \
-    "$out/0/checkpoints/step_00000040/model.safetensors" <<'PY'
-import json, struct, sys
+    "$out/0/checkpoints/step_00000040/model.safetensors" "$(dirname "$0")/reference" <<'PY'
+import sys
 import numpy as np
 
-def tensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], np.float32)
-            for k, v in head.items() if k != "__metadata__"}
+sys.path.insert(0, sys.argv[3])
+import ref_safetensors  # noqa: E402
 
-clamped, free = (tensors(p) for p in sys.argv[1:3])
+clamped, free = (ref_safetensors.load(p)[0] for p in sys.argv[1:3])
 g = clamped["model.layers.0.attn.gamma"]
 assert np.all(g == np.float32(0.958)), f"clamped gamma moved: {g.min()} .. {g.max()}"
 assert np.abs(clamped["model.layers.0.attn.T"]).max() > 0, "T did not train under the clamp"

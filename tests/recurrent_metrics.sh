@@ -14,18 +14,16 @@ trap 'rm -rf "$out"' EXIT
   --set task.test_examples=64 --set run.threads=1 --set run.dir="$out/rotrnn" >"$out/rotrnn.log"
 "$rotor" synth "$configs/nnrnn/copy-cpu.ini" --set task.delay=30 --set train.steps=40 --set train.val_every=20 \
   --set model.gamma_clamp=0.958 --set run.threads=1 --set run.dir="$out/nnrnn" >"$out/nnrnn.log"
-/usr/bin/python3 - "$out" <<'PY'
-import json, math, struct, sys
+/usr/bin/python3 - "$out" "$(dirname "$0")/../scripts" <<'PY'
+import json, math, sys
 import numpy as np
 
 out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from nnrnn_schur import fold, load_checkpoint, schur_form  # noqa: E402
 
 def tensors(run, step):
-    raw = open(f"{out}/{run}/checkpoints/step_{step:08d}/model.safetensors", "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    return {k: np.frombuffer(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], np.float32)
-            .reshape(v["shape"]).astype(np.float64) for k, v in head.items() if k != "__metadata__"}
+    return load_checkpoint(f"{out}/{run}/checkpoints/step_{step:08d}")
 
 def last_stats(run):
     recs = [json.loads(l) for l in open(f"{out}/{run}/metrics.jsonl") if '"recurrent"' in l]
@@ -36,9 +34,7 @@ def close(a, b, what):
     assert math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6), f"{what}: metrics {a}, checkpoint {b}"
 
 def hist(theta):
-    a = np.mod(theta, 2 * np.pi)
-    a = np.where(a > np.pi, 2 * np.pi - a, a)
-    return np.bincount(np.minimum((a / np.pi * 16).astype(int), 15), minlength=16).tolist()
+    return np.bincount(np.minimum((fold(theta) / np.pi * 16).astype(int), 15), minlength=16).tolist()
 
 step, layers = last_stats("rotrnn")
 t = tensors("rotrnn", step)
@@ -55,11 +51,9 @@ for l, o in enumerate(layers):
 step, (o,) = last_stats("nnrnn")
 t = tensors("nnrnn", step)
 p = "model.layers.0.attn."
-g, th, T = t[p + "gamma"], t[p + "theta"], np.tril(t[p + "T"], -1)
+T = np.tril(t[p + "T"], -1)
 assert all(math.isclose(o[k], 0.958, rel_tol=1e-7) for k in ("gamma_min", "gamma_max")), f"nnrnn gamma: {o}"
-K = T.copy()
-for i, (gi, ti) in enumerate(zip(g, th)):
-    K[2 * i:2 * i + 2, 2 * i:2 * i + 2] += gi * np.array([[np.cos(ti), -np.sin(ti)], [np.sin(ti), np.cos(ti)]])
+K = schur_form(t, p)
 mod = np.abs(np.linalg.eigvals(K))
 for k, v in (("modulus_min", mod.min()), ("modulus_max", mod.max()), ("modulus_mean", mod.mean())):
     close(o[k], v, f"nnrnn {k}")
