@@ -155,7 +155,7 @@ def main():
 
             def cudnn():
                 bb = model.model
-                x = bb.encoder(ids[..., None].float() / cfg["rotor_input_scale"]) if hasattr(bb, "encoder") \
+                x = bb.encoder((ids[..., None].float() - cfg.get("rotor_input_offset", 0)) / cfg["rotor_input_scale"]) if hasattr(bb, "encoder") \
                     else bb.embeddings(ids)
                 h, _ = lstm(x)
                 if classify:

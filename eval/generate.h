@@ -18,6 +18,10 @@ typedef struct {
     int eos_id;            /* drawing it ends the row (it is not part of the completion); -1: none */
     int vocab;             /* tokens are drawn among the first `vocab` logits (the tokenizer's pieces) */
     SamplingArgs sampling; /* row r draws from the random stream (seed, r) */
+    /* Or, when not NULL, row r's own settings and stream (row_sampling[r].seed,
+     * row_stream[r]): the rows of several requests in one batch (sampling.h). */
+    const SamplingArgs *row_sampling;
+    const uint64_t *row_stream;
 } GenerateArgs;
 
 typedef struct {

@@ -251,7 +251,7 @@ int generate_main(int argc, char **argv) {
     if (o.out && !jsonl) rt_die("--out %s: %s", o.out, strerror(errno));
     const char *jsonl_name = o.out ? o.out : "stdout";
 
-    GenerateArgs ga = {max_new, context, mc->eos_id, tok_vocab_size(tok), o.sampling};
+    GenerateArgs ga = {max_new, context, mc->eos_id, tok_vocab_size(tok), o.sampling, NULL, NULL};
     GenerateRow *res = rt_malloc(sizeof(GenerateRow) * (size_t)rows);
     GenerateStats st;
     char *prompt0_text = cmd_decode(tok, seqs[0], lens[0]);

@@ -13,9 +13,9 @@ typedef struct {
 } Cand;
 
 struct Sampler {
-    SamplingArgs a;
+    SamplingArgs *a; /* [rows]: row r's settings */
     int vocab;
-    Rng *rng;  /* [rows]: row r draws from stream r */
+    Rng *rng;  /* [rows]: row r's stream */
     Cand *c;   /* [vocab]: the candidates */
     double *w; /* [vocab]: scratch of the top-k selection */
 };
@@ -32,21 +32,39 @@ const char *sampling_check(const SamplingArgs *a, char *msg, int msglen) {
     return msg;
 }
 
-Sampler *sampler_create(const SamplingArgs *a, int vocab, int rows) {
+Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab, int rows) {
     char msg[256];
-    RT_ASSERT(!sampling_check(a, msg, sizeof msg) && vocab > 0 && rows > 0);
+    RT_ASSERT(vocab > 0 && rows > 0);
     Sampler *s = rt_calloc(1, sizeof *s);
-    s->a = *a;
+    s->a = rt_malloc(sizeof(SamplingArgs) * (size_t)rows);
     s->vocab = vocab;
     s->rng = rt_malloc(sizeof(Rng) * (size_t)rows);
-    for (int r = 0; r < rows; r++) rng_init(&s->rng[r], a->seed, (uint64_t)r);
+    for (int r = 0; r < rows; r++) {
+        RT_ASSERT(!sampling_check(&args[r], msg, sizeof msg));
+        s->a[r] = args[r];
+        rng_init(&s->rng[r], args[r].seed, stream[r]);
+    }
     s->c = rt_malloc(sizeof(Cand) * (size_t)vocab);
     s->w = rt_malloc(sizeof(double) * (size_t)vocab);
     return s;
 }
 
+Sampler *sampler_create(const SamplingArgs *a, int vocab, int rows) {
+    SamplingArgs *args = rt_malloc(sizeof(SamplingArgs) * (size_t)rows);
+    uint64_t *stream = rt_malloc(sizeof(uint64_t) * (size_t)rows);
+    for (int r = 0; r < rows; r++) {
+        args[r] = *a;
+        stream[r] = (uint64_t)r;
+    }
+    Sampler *s = sampler_create_rows(args, stream, vocab, rows);
+    rt_free(stream);
+    rt_free(args);
+    return s;
+}
+
 void sampler_free(Sampler *s) {
     if (!s) return;
+    rt_free(s->a);
     rt_free(s->rng);
     rt_free(s->c);
     rt_free(s->w);
@@ -90,7 +108,7 @@ static int cand_cmp(const void *pa, const void *pb) {
 }
 
 int sampler_next(Sampler *s, int row, const float *logits) {
-    const SamplingArgs *a = &s->a;
+    const SamplingArgs *a = &s->a[row];
     int V = s->vocab;
     if (a->temperature == 0) return argmax_first(logits, V);
     double inv_t = 1.0 / a->temperature, thr = -INFINITY;

@@ -11,7 +11,9 @@
  * Random numbers: row r of a sampler draws from the stream rng_init(seed, r) (util/rng.h),
  * one uniform number per sampled token, and from nothing else. A row's tokens therefore
  * depend on its seed, its index and its own logits only: prompt i of a batch gets the
- * tokens it would get alone as row i, whatever the other rows are. */
+ * tokens it would get alone as row i, whatever the other rows are. A sampler can also give
+ * each row its own settings and stream (sampler_create_rows): the rows of several requests
+ * then draw in one batch what each request draws alone. */
 #ifndef ROTOR_SAMPLING_H
 #define ROTOR_SAMPLING_H
 
@@ -33,6 +35,8 @@ typedef struct Sampler Sampler;
 /* A sampler of `rows` independent rows over the first `vocab` logits of a row (a model's
  * vocabulary may be padded past its tokenizer's). The settings must pass sampling_check. */
 Sampler *sampler_create(const SamplingArgs *a, int vocab, int rows);
+/* Row r with its own settings args[r] and stream rng_init(args[r].seed, stream[r]). */
+Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab, int rows);
 void sampler_free(Sampler *s);
 
 /* The next token of row r from its logits [vocab]; advances the row's random stream

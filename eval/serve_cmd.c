@@ -144,15 +144,16 @@ static void *model_thread(void *arg) {
         if (!s->head) break;
         int n = take_jobs(s, batch);
         pthread_mutex_unlock(&s->mu);
-        int rows = 0;
+        int rows = 0, sampled = 0;
         for (int k = 0; k < n; k++) {
             reqs[k] = batch[k]->req;
             rows += reqs[k]->n_prompts * reqs[k]->n;
+            sampled += reqs[k]->max_tokens > 0 && reqs[k]->sampling.temperature > 0;
         }
         double t0 = rt_now();
         serve_complete(&s->sm, reqs, n, res);
-        fprintf(stderr, "rotor serve: %d request%s, %d completion%s, %.1f ms\n", n, n > 1 ? "s" : "", rows,
-                rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
+        fprintf(stderr, "rotor serve: %d request%s (%d sampled), %d completion%s, %.1f ms\n", n, n > 1 ? "s" : "",
+                sampled, rows, rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
         pthread_mutex_lock(&s->mu);
         for (int k = 0; k < n; k++) {
             batch[k]->res = res[k];

@@ -328,8 +328,9 @@ static void complete_scoring(Response *res, int nres) {
 }
 
 /* Generation: every choice of the nres requests a row of one generate() batch (requests after
- * the first only when serve_can_batch with it); with logprobs a scoring pass over prompt +
- * completion (+ EOS) after it. */
+ * the first only when serve_can_batch with it), each row with its request's sampling settings
+ * and the stream it has when its request runs alone (its index in the request); with logprobs
+ * a scoring pass over prompt + completion (+ EOS) after it. */
 static void complete_generating(Response *res, int nres) {
     const CompletionRequest *req = res[0].req;
     const ServeModel *sm = res[0].sm;
@@ -339,18 +340,25 @@ static void complete_generating(Response *res, int nres) {
     int32_t **seqs = rt_malloc(sizeof(int32_t *) * (size_t)R);
     int *lens = rt_malloc(sizeof(int) * (size_t)R);
     GenerateRow *out = rt_calloc((size_t)R, sizeof(GenerateRow));
+    SamplingArgs *sampling = rt_malloc(sizeof(SamplingArgs) * (size_t)R);
+    uint64_t *stream = rt_malloc(sizeof(uint64_t) * (size_t)R);
     for (int k = 0, r = 0; k < nres; k++)
         for (int i = 0; i < res[k].req->n_prompts * res[k].req->n; i++, r++) {
             const ServePrompt *p = &res[k].req->prompts[i / res[k].req->n];
             seqs[r] = rt_malloc(sizeof(int32_t) * ((size_t)p->n + (size_t)req->max_tokens + 1));
             memcpy(seqs[r], p->ids, sizeof(int32_t) * (size_t)p->n);
             lens[r] = p->n;
+            sampling[r] = res[k].req->sampling;
+            stream[r] = (uint64_t)i;
         }
     if (req->max_tokens > 0) {
-        GenerateArgs ga = {req->max_tokens, sm->lim->context, tok_eos_id(sm->tok), sm->lim->vocab, req->sampling};
+        GenerateArgs ga = {req->max_tokens, sm->lim->context, tok_eos_id(sm->tok), sm->lim->vocab, req->sampling,
+                           sampling, stream};
         GenerateStats st;
         generate(sm->m, &ga, seqs, lens, R, out, &st, NULL, NULL);
     }
+    rt_free(stream);
+    rt_free(sampling);
     Completion *cs = rt_malloc(sizeof(Completion) * (size_t)R);
     ScoreRow *rows = rt_calloc((size_t)R, sizeof(ScoreRow));
     for (int r = 0; r < R; r++) {
@@ -375,9 +383,8 @@ static void complete_generating(Response *res, int nres) {
 }
 
 int serve_can_batch(const CompletionRequest *a, const CompletionRequest *b) {
-    if (a->max_tokens != b->max_tokens || a->logprobs != b->logprobs || a->echo != b->echo) return 0;
-    if (serve_scores_prompt(a)) return 1; /* serve_scores_prompt(b) too: the same three fields decide it */
-    return a->sampling.temperature == 0 && b->sampling.temperature == 0;
+    /* every row samples with its own request's settings and stream: only the shape matters */
+    return a->max_tokens == b->max_tokens && a->logprobs == b->logprobs && a->echo == b->echo;
 }
 
 static json_t *response_json(const Response *res) {

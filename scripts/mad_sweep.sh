@@ -42,42 +42,20 @@ done
 # shellcheck source=scripts/pe_variants.sh
 source "$root/scripts/pe_variants.sh"
 
-# mad-lab's changes to each task's baseline (configs/tasks/*.yml of athms/mad-lab)
-grid() {
-    local n="train_examples=6400 train_examples=3200 train_examples=1600 train_examples=800"
-    case $1 in
-        mad_in_context_recall|mad_fuzzy_in_context_recall)
-            echo "vocab=32 vocab=64 vocab=128 seq_len=256 seq_len=512 seq_len=1024 $n" ;;
-        mad_noisy_in_context_recall)
-            echo "vocab=48 vocab=80 vocab=144 seq_len=256 seq_len=512 seq_len=1024 $n frac_noise=0.4 frac_noise=0.6 frac_noise=0.8" ;;
-        mad_selective_copying)
-            echo "vocab=32 vocab=64 vocab=128 seq_len=512 seq_len=1024 $n num_tokens_to_copy=32 num_tokens_to_copy=64 num_tokens_to_copy=96" ;;
-        mad_compression) echo "vocab=32 vocab=64 vocab=128 seq_len=64 seq_len=128 seq_len=256 $n" ;;
-        mad_memorization) echo "vocab=512 vocab=1024 vocab=2048 vocab=4096 vocab=8192" ;;
-    esac
-}
-
-# key CONFIG SECTION KEY: the value of a key in an INI file
-key() { awk -F' *= *' -v s="[$2]" -v k="$3" '/^\[/ {in_s = ($0 == s)} in_s && $1 == k {print $2; exit}' "$1"; }
+# shellcheck source=scripts/lib/mad_grid.sh
+source "$root/scripts/lib/mad_grid.sh"
 
 mkdir -p "$out"
 for config in $configs; do
     [[ -f $config ]] || { echo "mad_sweep.sh: $config: no such config" >&2; exit 2; }
-    task=$(key "$config" task type)
+    task=$(ini_key "$config" task type)
     [[ $task == mad_* ]] || { echo "mad_sweep.sh: $config: task.type = $task is not a MAD task" >&2; exit 2; }
-    steps=$(key "$config" train steps) batch=$(key "$config" train micro_batch) n=$(key "$config" task train_examples)
     list=$settings
-    [[ $settings == all ]] && list="baseline $(grid "$task")"
+    [[ $settings == all ]] && list="baseline $(mad_grid "$task")"
     for setting in $list; do
         extra=()
-        if [[ $setting != baseline ]]; then
-            [[ $setting == *=* ]] || { echo "mad_sweep.sh: setting '$setting' is neither baseline nor KEY=VALUE" >&2; exit 2; }
-            extra=(--set "task.$setting")
-            if [[ $setting == train_examples=* ]]; then # the same epochs: steps x new batches per epoch / old
-                m=${setting#*=}
-                extra+=(--set "train.steps=$(( steps * ((m + batch - 1) / batch) / ((n + batch - 1) / batch) ))")
-            fi
-        fi
+        keys=$(mad_setting_keys "$config" "$setting") || { echo "mad_sweep.sh: $config" >&2; exit 2; }
+        for k in $keys; do extra+=(--set "$k"); done
         for pe in $pes; do
             pe_args=$(pe_sets "$pe")
             for lr in $lrs; do

@@ -19,8 +19,11 @@ TASKS = [("mad_compression", "Compress"), ("mad_fuzzy_in_context_recall", "Fuzzy
          ("mad_noisy_in_context_recall", "Noisy Recall"), ("mad_selective_copying", "Selective Copy")]
 
 
-def main(out):
-    acc = defaultdict(list)  # (variant, task, setting, lr, wd) -> accuracies over seeds
+def scores(out):
+    """(acc, best, score): every run's accuracies over seeds by (variant, task, setting, lr, wd);
+    the best lr/wd point by (variant, task, setting) as (mean, lr, wd, seeds); and by
+    (variant, task) the best accuracy of each of its settings."""
+    acc = defaultdict(list)
     for task, _ in TASKS:
         for setting in sorted(os.listdir(os.path.join(out, task))) if os.path.isdir(os.path.join(out, task)) else []:
             sdir = os.path.join(out, task, setting)
@@ -33,15 +36,20 @@ def main(out):
                     acc[(m["pe"], task, setting, float(m["lr"]), float(m["wd"]))].append(res["metrics"]["accuracy"])
     if not acc:
         sys.exit(f"mad_table.py: no finished runs under {out}")
-    best = {}  # (variant, task, setting) -> (mean accuracy, lr, wd, seeds)
+    best = {}
     for (pe, task, setting, lr, wd), xs in acc.items():
         mean = sum(xs) / len(xs)
         key = (pe, task, setting)
         if key not in best or mean > best[key][0]:
             best[key] = (mean, lr, wd, len(xs))
-    score = defaultdict(list)  # (variant, task) -> best accuracy per setting
+    score = defaultdict(list)
     for (pe, task, _), (mean, _, _, _) in best.items():
         score[(pe, task)].append(mean)
+    return acc, best, score
+
+
+def main(out):
+    acc, best, score = scores(out)
     variants = sorted({pe for pe, _ in score})
 
     print(f"# MAD: {len(acc)} lr/wd points in {out}\n")

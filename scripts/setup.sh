@@ -17,6 +17,7 @@ packages=(
   libssl-dev                             # sha256 of tokenizer files
   libxxhash-dev                          # deterministic train/validation split
   libpng-dev                             # LRA's Pathfinder images (task.type = pathfinder)
+  libsndfile1-dev                        # Speech Commands' WAV files (task.type = speech_commands)
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun
   python3 python3-numpy python3-torch    # the independent PyTorch reference used by the tests
   libicu-dev                             # eval: Python str.capitalize (full Unicode case mapping)

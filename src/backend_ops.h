@@ -278,6 +278,19 @@ typedef struct {
 /* [f32] elements of the scratch orth_expm_fwd/bwd take for H matrices of n x n. */
 static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H * n * n; }
 
+/* The angles of EURNN's L layers of rotations on n channels (eurnn_weights_fwd): layer l
+ * (from 0) rotates the pairs (p, p + 1), p = l % 2, l % 2 + 2, ..., p + 1 < n. The CPU and
+ * the CUDA kernels share these. */
+#ifdef __CUDACC__
+#define EURNN_FN static inline __host__ __device__
+#else
+#define EURNN_FN static inline
+#endif
+EURNN_FN int eurnn_layer_pairs(int n, int l) { return (n - l % 2) / 2; }
+EURNN_FN int64_t eurnn_angles(int n, int L) {
+    return (int64_t)((L + 1) / 2) * eurnn_layer_pairs(n, 0) + (int64_t)(L / 2) * eurnn_layer_pairs(n, 1);
+}
+
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                        \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */     \
@@ -454,6 +467,13 @@ static inline int64_t orth_expm_work_size(int H, int n) { return 6 * (int64_t)H 
     X(void, lstm_bwd, (const LstmGrads *g))                                                   \
     X(void, nnrnn_weights_fwd, (const NnrnnWeights *w))                                       \
     X(void, nnrnn_weights_bwd, (const NnrnnWeightGrads *g))                                   \
+    /* EURNN's recurrent matrix W [f32][n, n] = R_{L-1} ... R_1 R_0 (§17): R_l rotates the rows \
+     * of each pair of layer l (eurnn_layer_pairs), (x_p, x_q) -> (c x_p - s x_q, s x_p + c x_q), \
+     * by its angle of theta [f32], eurnn_angles(n, L) of them, layer after layer. */            \
+    X(void, eurnn_weights_fwd, (void *W, const void *theta, int n, int L))                    \
+    /* dtheta [f32] += the gradient at theta from dW [f32], W as the forward left it; work    \
+     * [f32] scratch of 2 n^2 elements. */                                                    \
+    X(void, eurnn_weights_bwd, (void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n, int L)) \
     /* Returns coef sum_i (w_i - target)^2 over n [f32] values (fp64, on the host); g [f32]   \
      * += its gradient 2 coef (w - target) when g is not NULL. The nnRNN's penalties (§17). */ \
     X(double, l2_penalty, (void *g, const void *w, int64_t n, double target, double coef))   \

@@ -3,12 +3,17 @@
  * batch.safetensors and this implementation's logits, loss and every parameter gradient
  * in expected.safetensors. Built twice: fp32 (the product) and fp64, whose tensors are F64
  * so that the comparison is exact up to double rounding.
- *   reference_cases OUTDIR   -> OUTDIR/<case>/... and the case names on stdout */
+ *   reference_cases OUTDIR   -> OUTDIR/<case>/... and the case names on stdout
+ *   reference_cases OUTDIR CONFIG.ini...   -> the model of each config as it sets it (an
+ *       experiment's widths, vocabulary and Selective RoPE options), with NoPE, RoPE and
+ *       its own position embedding: the gradients at the settings of the papers' runs */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config/run_config.h"
 #include "io/safetensors.h"
+#include "model/family.h"
 #include "model/hf_config.h"
 #include "cpu/real.h"
 #include "model/model.h"
@@ -91,7 +96,7 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
         if (tok[i] == cfg->bos_id) tok[i] = (tok[i] + 1) % V;
         lab[i] = rng_uniform(&r) < 0.1 ? -100 : (int32_t)rng_below(&r, (uint64_t)V);
     }
-    tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
+    if (cfg->bos_id >= 0) tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
     int classify = cfg->head == HEAD_CLASSIFIER;
     if (classify) /* one sequence per row labeled at its last token (70 and 51 tokens), then pads;
                    * with model.pair the two rows are one pair, labeled with its class */
@@ -159,8 +164,31 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
     model_free(m);
 }
 
+/* The model of each config, under NoPE, RoPE and the config's own position embedding. */
+static void write_config_cases(const char *outdir, char **configs, int n) {
+    for (int i = 0; i < n; i++) {
+        RunConfig rc;
+        char err[2048], dir[1200];
+        die_if(run_config_load(&rc, configs[i], NULL, 0, err, sizeof err), err);
+        const char *base = strrchr(configs[i], '/') ? strrchr(configs[i], '/') + 1 : configs[i];
+        for (int k = 0; k < 3; k++) {
+            ModelConfig c = rc.model;
+            if (c.max_seq_len < 70) c.max_seq_len = 70; /* write_case's rows */
+            if (k < 2) c.pe.kind = k ? PE_ROPE : PE_NOPE;
+            if (k < 2 && rc.model.pe.kind == c.pe.kind) continue; /* the config's own comes last */
+            snprintf(dir, sizeof dir, "%s/%.*s-%s", outdir, (int)(strlen(base) - 4), base, pe_name(c.pe.kind));
+            write_case(dir, &c, 500 + (uint64_t)(3 * i + k), 1);
+            printf("%s\n", dir);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) rt_die("usage: reference_cases OUTDIR");
+    if (argc < 2) rt_die("usage: reference_cases OUTDIR [CONFIG.ini...]");
+    if (argc > 2) {
+        write_config_cases(argv[1], argv + 2, argc - 2);
+        return 0;
+    }
     int n = 0, extra = 0;
     for (int mixer = 0; mixer < N_MIXERS; mixer++)
         for (int option = 0; option < 2; option++)
@@ -199,8 +227,7 @@ int main(int argc, char **argv) {
                 }
                 /* the recurrent cells run as two windows of 35 with carried states (docs/models.md
                  * §19: truncated BPTT), in the option's block (documents are not masked) */
-                if (!c.doc_mask && (c.mixer == MIXER_RNN || c.mixer == MIXER_RNN_ORTH || c.mixer == MIXER_EXPRNN ||
-                                    c.mixer == MIXER_NNRNN || c.mixer == MIXER_LSTM)) {
+                if (!c.doc_mask && family_carries(family_of(c.mixer))) {
                     ModelConfig h = c;
                     snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                     write_case(dir, &h, 3000 + (uint64_t)n, 2);
@@ -220,6 +247,7 @@ int main(int argc, char **argv) {
                     h.pool = sh == 2 || sh == 4 ? POOL_LAST : POOL_MEAN;
                     h.input = sh == 1 ? INPUT_LINEAR : INPUT_EMBEDDING;
                     h.input_scale = 36;
+                    h.input_offset = 12; /* values of both signs */
                     h.pair = sh == 3 ? PAIR_NLI : sh == 4 ? PAIR_CONCAT : PAIR_NONE;
                     h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),

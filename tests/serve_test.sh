@@ -4,8 +4,9 @@
 #  - echo log-probabilities give `rotor eval`'s per-request log-likelihoods (1e-4) and is_greedy,
 #    the harness's way (token_logprobs[ctxlen:-1], top-1 comparison);
 #  - a seeded sampled batch equals `rotor generate --prompts` with the same seed;
-#  - 15 clients at once get the answers they get one at a time (scoring requests and greedy
-#    generations that wait together run as one batch);
+#  - 15 clients at once get the answers they get one at a time (scoring requests and
+#    generations that wait together run as one batch); sampled requests with different seeds
+#    and settings that wait behind a long one run as one batch and answer as they do alone;
 #  - each bad input gets its 4xx naming the field or limit, and the server keeps answering;
 #    a client that leaves mid-request does not stop it; the API key is required;
 #  - SIGTERM stops it with status 0.
@@ -29,7 +30,7 @@ port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/v1.*|\1|p' "$out/serve.out")
 [ -n "$port" ] || { cat "$out/serve.err"; fail "the server did not start"; finish serve; }
 
 /usr/bin/python3 - "$port" "$out" <<'PY' || fail "server checks"
-import http.client, json, socket, sys, threading
+import http.client, json, socket, sys, threading, time
 
 port, out = int(sys.argv[1]), sys.argv[2]
 KEY = {"Authorization": "Bearer sekret"}
@@ -125,6 +126,24 @@ def same(a, b):  # texts exactly; log-probabilities to 1e-5 (a batch's arithmeti
 assert same(together, alone), "answers differ under concurrent clients"
 print(f"{len(reqs)} concurrent clients: ok")
 
+# -- sampled requests batched: five with their own seeds and settings queue behind a long
+# greedy generation (another max_tokens: not in their batch), then run as one batch
+burst = [{"prompt": [g["prompt"]] * (k % 2 + 1), "max_tokens": 5, "temperature": 0.5 + 0.2 * k, "top_k": 10 * k,
+          "top_p": 1 - 0.05 * k, "seed": 100 + k} for k, g in enumerate((gen * 5)[:5])]
+alone = [complete(r)["choices"] for r in burst]
+together = [None] * len(burst)
+def burst_client(k):
+    together[k] = complete(burst[k])["choices"]
+long_req = threading.Thread(target=complete, args=({"prompt": gen[0]["prompt"], "max_tokens": 150, "temperature": 0},))
+long_req.start()
+time.sleep(0.05)
+threads = [threading.Thread(target=burst_client, args=(k,)) for k in range(len(burst))]
+for t in threads: t.start()
+for t in threads: t.join()
+long_req.join()
+assert same(together, alone), "sampled answers differ when batched"
+print(f"{len(burst)} sampled requests at once: ok")
+
 # -- bad input: 4xx naming the field or limit, and the server stays up. A body is JSON text
 # (malformed on purpose) or a value sent as JSON.
 bad = [
@@ -178,4 +197,6 @@ wait $pid
 status=$?
 [ $status = 0 ] || fail "SIGTERM: exit status $status"
 grep -q "SIGTERM, stopping" "$out/serve.err" || fail "no SIGTERM message"
+grep -Eq "requests \((5|[1-9][0-9]+) sampled\)" "$out/serve.err" ||
+  fail "the five sampled requests queued together did not run as one batch: $(grep sampled "$out/serve.err" | tail -3)"
 finish serve

@@ -158,7 +158,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
                 (double)b->f);                                                       \
         return 0;                                                                    \
     }
-    EQ(mixer) EQ(head) EQ(num_classes) EQ(pool) EQ(pair) EQ(pair_mlp) EQ(input) EQ(input_scale) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
+    EQ(mixer) EQ(head) EQ(num_classes) EQ(pool) EQ(pair) EQ(pair_mlp) EQ(input) EQ(input_scale) EQ(input_offset) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
     EQ(intermediate_size) EQ(norm_eps) EQ(init_std) EQ(expand_k) EQ(expand_v) EQ(short_conv)
     EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(use_gate) EQ(output_gate) EQ(output_norm)
     EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
@@ -341,6 +341,7 @@ static void test_roundtrip_heads(void) {
     c.pool = POOL_LAST;
     c.input = INPUT_LINEAR;
     c.input_scale = 36;
+    c.input_offset = 5;
     roundtrip(&c, "gla classifier last pool, linear input");
     c.pair = PAIR_NLI; /* LRA's dual encoder: the MLP's parameters and rotor_pair round trip */
     c.pair_mlp = 12;
@@ -796,10 +797,12 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
     case MIXER_RNN_ORTH:
     case MIXER_EXPRNN:
     case MIXER_NNRNN:
+    case MIXER_EURNN:
     case MIXER_LSTM: /* the papers' shape: the RNN layers alone */
         c.block = BLOCK_RNN;
         if (mixer == MIXER_EXPRNN || mixer == MIXER_NNRNN) c.orth_init = ORTH_INIT_HENAFF;
         if (mixer == MIXER_NNRNN) c.max_phase = 3.0;
+        if (mixer == MIXER_EURNN) c.capacity = 3;
         break;
     }
     PEConfig *pe = &c.pe;
@@ -996,6 +999,9 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "num_labels", json_integer(1));
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_labels'"));
     json_object_set_new(j, "num_labels", json_integer(3));
+    json_object_set_new(j, "rotor_input_offset", json_string("half"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_offset'"));
+    json_object_del(j, "rotor_input_offset");
     json_object_set_new(j, "rotor_input_scale", json_real(-1));
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_scale'"));
     json_object_set_new(j, "rotor_head", json_string("regressor"));
@@ -1049,7 +1055,7 @@ static void test_hf_roundtrip(void) {
         json_decref(j);
     }
     /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §17, §18) */
-    for (int k = MIXER_RNN; k <= MIXER_LSTM; k++) {
+    for (int k = MIXER_RNN; k <= MIXER_EURNN; k++) {
         const char *name = mixer_name((MixerKind)k);
         c = hf_case((MixerKind)k, 0);
         j = hf_config_to_json(&c);

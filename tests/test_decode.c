@@ -104,6 +104,7 @@ static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_decoding), r
 static void test_rnn(void) { rnn_variants(MIXER_RNN); }
 static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
 static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
+static void test_eurnn(void) { rnn_variants(MIXER_EURNN); }
 static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
 static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
 
@@ -169,7 +170,7 @@ static const TestCase tests[] = {
     {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
     {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
     {"decode_lru", test_lru}, {"decode_rotrnn", test_rotrnn},
-    {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn},
+    {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn}, {"decode_eurnn", test_eurnn},
     {"decode_nnrnn", test_nnrnn}, {"decode_lstm", test_lstm},
     {"decode_memory_flat", test_memory_flat},
 };

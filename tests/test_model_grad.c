@@ -112,6 +112,7 @@ static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_model), run_
 static void test_rnn(void) { rnn_variants(MIXER_RNN); }
 static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
 static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
+static void test_eurnn(void) { rnn_variants(MIXER_EURNN); }
 static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
 static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
 
@@ -364,7 +365,7 @@ static const TestCase tests[] = {
     {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
     {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
     {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
-    {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn},
+    {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn}, {"model_grad_eurnn", test_eurnn},
     {"model_grad_lstm", test_lstm},
     {"model_penalty", test_penalty},
     {"model_grad_autoencoder", test_autoencoder},

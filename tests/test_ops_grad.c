@@ -191,6 +191,7 @@ typedef struct {
     RnnAct rnn;
     double hi;      /* elementwise ops: |x| in [0.05, hi] */
     float norm;     /* logsigmoid's normalizer */
+    int n, layers;  /* eurnn_weights: channels and layers of rotations */
 } Variant;
 
 typedef struct OpDef OpDef;
@@ -2071,6 +2072,68 @@ static void nn_w_extra(Op *o) {
 
 static const OpDef NNRNN_WEIGHTS = {.size = sizeof(NnW), .build = nn_w_build, .fwd = nn_w_fwd, .bwd = nn_w_bwd, .extra = nn_w_extra};
 
+/* EURNN's W = R_{L-1} ... R_0 from its angles (docs/models.md §17). */
+typedef struct {
+    Op o;
+    Tensor *theta, *W;
+    real *work;
+} EuW;
+
+static void eu_w_build(Op *o) {
+    EuW *m = (EuW *)o;
+    int n = o->v->n, L = o->v->layers;
+    m->theta = input(o, "theta", eurnn_angles(n, L), UNIFORM(-3.14, 3.14), GRAD_ADD);
+    m->W = output(o, "W", (int64_t)n * n, ZERO);
+    m->work = aux(o, 2 * (int64_t)n * n, ZERO);
+}
+
+static double eu_w_fwd(Op *o) {
+    EuW *m = (EuW *)o;
+    cpu_eurnn_weights_fwd(m->W->v, m->theta->v, o->v->n, o->v->layers);
+    return 0;
+}
+
+static void eu_w_bwd(Op *o) {
+    EuW *m = (EuW *)o;
+    cpu_eurnn_weights_bwd(m->theta->d, m->W->d, m->W->v, m->theta->v, m->work, o->v->n, o->v->layers);
+}
+
+/* W against the product of the layers' rotation matrices, each written out in full */
+static void eu_w_extra(Op *o) {
+    EuW *m = (EuW *)o;
+    int n = o->v->n;
+    size_t nn = (size_t)n * n;
+    double *A = calloc(nn, sizeof(double)), *R = calloc(nn, sizeof(double)), *B = calloc(nn, sizeof(double));
+    for (int i = 0; i < n; i++) A[i * n + i] = 1;
+    const real *th = m->theta->v;
+    for (int l = 0; l < o->v->layers; l++) {
+        memset(R, 0, nn * sizeof(double));
+        for (int i = 0; i < n; i++) R[i * n + i] = 1;
+        for (int p = l % 2, k = 0; p + 1 < n; p += 2, k++) {
+            R[p * n + p] = R[(p + 1) * n + p + 1] = cos(th[k]);
+            R[p * n + p + 1] = -sin(th[k]);
+            R[(p + 1) * n + p] = sin(th[k]);
+        }
+        th += eurnn_layer_pairs(n, l);
+        for (int i = 0; i < n; i++) /* B = R A */
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int k = 0; k < n; k++) acc += R[i * n + k] * A[k * n + j];
+                B[i * n + j] = acc;
+            }
+        memcpy(A, B, nn * sizeof(double));
+    }
+    double worst = 0;
+    for (size_t i = 0; i < nn; i++) worst = fmax(worst, fabs(A[i] - m->W->v[i]));
+    printf("    %-40s abs err %.2e\n", label(o, "W"), worst);
+    CHECK(worst < 1e-12);
+    free(A);
+    free(R);
+    free(B);
+}
+
+static const OpDef EURNN_WEIGHTS = {.size = sizeof(EuW), .build = eu_w_build, .fwd = eu_w_fwd, .bwd = eu_w_bwd, .extra = eu_w_extra};
+
 /* The whole nnRNN cell through its parameters: V from (M, gamma, theta, T), then the modReLU
  * recurrence; L = wo . h. */
 typedef struct {
@@ -2404,6 +2467,8 @@ static const OpCase CASES[] = {
     {"nnrnn_through_expm", &NNRNN_WEIGHTS, 710, {.chain = 1}},
     {"nnrnn_cell", &NNRNN_CELL, 711, {.chain = 1}},
     {"l2_penalty", &L2_PENALTY, 712, {0}},
+    {"eurnn_weights_odd", &EURNN_WEIGHTS, 713, {.n = 7, .layers = 3}},
+    {"eurnn_weights_even", &EURNN_WEIGHTS, 714, {.n = 6, .layers = 4}},
     {"cross_entropy", &CROSS_ENTROPY, 701, {0}},
 };
 #define NCASES ((int)(sizeof(CASES) / sizeof(CASES[0])))

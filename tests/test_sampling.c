@@ -2,7 +2,9 @@
  * tiny top-p are greedy at any temperature; seeded draws follow softmax(logits / T),
  * restricted and renormalised to the top-k set and the nucleus as Hugging Face's warpers
  * define them (a naive reference here); excluded tokens never come out; the streams are
- * reproducible, differ by seed and by row, and a row's draws do not depend on other rows. */
+ * reproducible, differ by seed and by row, and a row's draws do not depend on other rows;
+ * rows with their own settings and streams (several requests in one batch) draw what each
+ * draws in its own sampler. */
 #include <math.h>
 #include <string.h>
 
@@ -181,6 +183,32 @@ static void test_streams(void) {
     sampler_free(batch);
 }
 
+/* sampler_create_rows: row 0 with settings A and stream 2, row 1 with settings B and stream 0
+ * draw, interleaved, what row 2 of a sampler of A and row 0 of a sampler of B draw. */
+static void test_rows_own_settings(void) {
+    enum { V = 64, N = 200 };
+    float y[V];
+    random_logits(y, V, 5);
+    for (int i = 0; i < V; i++) y[i] *= 0.2f;
+    const SamplingArgs args[2] = {{0.8, 20, 1, 7}, {1.3, 0, 0.9, 9}};
+    const uint64_t stream[2] = {2, 0};
+    Sampler *both = sampler_create_rows(args, stream, V, 2), *sa = sampler_create(&args[0], V, 3),
+            *sb = sampler_create(&args[1], V, 1);
+    int a[N], b[N], ra[N], rb[N];
+    for (int i = 0; i < N; i++) {
+        ra[i] = sampler_next(both, 0, y);
+        rb[i] = sampler_next(both, 1, y);
+    }
+    draw(sa, 2, y, a, N);
+    draw(sb, 0, y, b, N);
+    CHECK(!memcmp(a, ra, sizeof a));
+    CHECK(!memcmp(b, rb, sizeof b));
+    CHECK(memcmp(ra, rb, sizeof ra) != 0);
+    sampler_free(both);
+    sampler_free(sa);
+    sampler_free(sb);
+}
+
 static void test_check(void) {
     char msg[256];
     const struct { SamplingArgs a; const char *name; } bad[] = {
@@ -202,6 +230,7 @@ static const TestCase tests[] = {
     {"frequencies", test_frequencies},
     {"excluded_never_drawn", test_excluded_never_drawn},
     {"streams", test_streams},
+    {"rows_own_settings", test_rows_own_settings},
     {"check", test_check},
 };
 

@@ -64,10 +64,11 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->num_heads = 1 + on, c->state_size = 8;
     else if (family_carries(family_of(c->mixer))) { /* the recurrent cells: the papers' model shape: the RNN layers alone, and the
                                          * other activation (modReLU for the tanh cells, tanh for
-                                         * expRNN and nnRNN) */
+                                         * expRNN, nnRNN and EURNN) */
         c->block = on ? BLOCK_RNN : BLOCK_PRENORM, c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;
         if (on && c->mixer != MIXER_LSTM)
-            c->nonlinearity = c->mixer == MIXER_EXPRNN || c->mixer == MIXER_NNRNN ? RNN_NONLIN_TANH : RNN_NONLIN_MODRELU;
+            c->nonlinearity = family_of(c->mixer)->modrelu ? RNN_NONLIN_TANH : RNN_NONLIN_MODRELU;
+        if (c->mixer == MIXER_EURNN) c->capacity = on ? 5 : 2; /* odd: the last layer rotates the even pairs */
     }
     else
         c->short_conv = on;
@@ -89,6 +90,7 @@ const char *mixer_option_name(const ModelConfig *c, int on) {
     case MIXER_EXPRNN: return on ? "exprnn-rnnblock-henaff-tanh" : "exprnn-prenorm-cayley";
     case MIXER_NNRNN: return on ? "nnrnn-rnnblock-henaff-tanh" : "nnrnn-prenorm-cayley";
     case MIXER_LSTM: return on ? "lstm-rnnblock" : "lstm-prenorm";
+    case MIXER_EURNN: return on ? "eurnn-rnnblock-tanh-L5" : "eurnn-prenorm-L2";
     }
     return "?";
 }

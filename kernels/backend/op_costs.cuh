@@ -314,6 +314,20 @@ ROTOR_COST(cuda_rotrnn_weights_bwd, const RotWeightGrads *g) {
 }
 ROTOR_COST_END
 
+// EURNN: L layers rotating every row pair of W, 6 flops per element pair; W is read and
+// written once per layer (backward: Y and D, and dW and W once).
+ROTOR_COST(cuda_eurnn_weights_fwd, void *, const void *, int n, int L) {
+    double nn = (double)n * n;
+    return costs::make(3 * nn * L, 2 * costs::F * nn * L);
+}
+ROTOR_COST_END
+
+ROTOR_COST(cuda_eurnn_weights_bwd, void *, const void *, const void *, const void *, void *, int n, int L) {
+    double nn = (double)n * n;
+    return costs::make(10 * nn * L, 4 * costs::F * nn * (L + 1));
+}
+ROTOR_COST_END
+
 ROTOR_COST(cuda_rotate_fwd, void *, const void *, const void *, int64_t N, int H, int D,
            int per_head) {
     double n = (double)N;

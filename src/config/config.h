@@ -50,7 +50,8 @@ typedef struct {
     double grad_clip;     /* global norm, 1.0; 0 disables */
     uint64_t seed;        /* initialisation and data order */
     int64_t val_every;    /* steps between validations, 0 = never */
-    int val_batches;      /* micro-batches in the fixed validation set */
+    int val_batches;      /* micro-batches of every rank in the fixed validation set */
+    int64_t val_tokens;   /* > 0: the validation set's tokens, whatever the ranks (trainer.c) */
     int64_t log_every;    /* steps between metric lines */
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
@@ -81,7 +82,7 @@ typedef struct {
 /* A task of `rotor synth` (docs/evaluation.md part B), synthetic or classification (data/image_task.h,
  * data/class_task.h, docs/classification.md): data.train = task trains on it. */
 typedef struct {
-    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "pathfinder", "listops", "text_bytes", "aan", "chars" (the shorthands parity, a3, ... become state) */
+    char type[32];          /* "none", "mqar", "state", "copy", "copy_memory", "mad_*", "seq_image", "pathfinder", "listops", "text_bytes", "aan", "speech_commands", "chars" (the shorthands parity, a3, ... become state) */
     int vocab;              /* mqar, mad: vocabulary V (mqar: keys [1, V/2), values [V/2, V)) */
     int num_kv_pairs;       /* mqar: D */
     double power_a;         /* mqar: query gaps ~ (g+1)^(a-1) */
@@ -103,7 +104,7 @@ typedef struct {
     int max_depth, max_args;        /* listops: LRA's generator limits */
     int min_length, max_length;     /* listops: expressions have more than min_length and fewer than max_length tokens */
     int classes;                    /* text_bytes: labels 0..classes-1 */
-    char path[1024];                /* listops, text_bytes, aan, pathfinder: the directory of the files read (listops: instead of generating); chars: the text file or directory */
+    char path[1024];                /* listops, text_bytes, aan, pathfinder, speech_commands: the directory of the files read (listops: instead of generating); chars: the text file or directory */
     char difficulty[16];            /* pathfinder: LRA's easy, intermediate or hard */
     int64_t train_examples; /* distinct training examples cycled through (0 = fresh ones forever) */
     int test_examples;      /* test examples (per length for copy) */
@@ -114,6 +115,9 @@ typedef struct {
     int permute;            /* seq_image: pixels in a fixed random order */
     uint64_t permute_seed;  /* seq_image: the seed of that order */
     int64_t val_examples;   /* seq_image: the last ones of the training file, held out (0 = a tenth) */
+    char words[4];          /* speech_commands: "35" (every word) or "10" (the ten commands) */
+    int sample_stride;      /* speech_commands: every sample_stride-th sample is read (1: 16 kHz, 2: 8 kHz) */
+    int64_t max_examples;   /* speech_commands: clips read per split, a fixed sample (0 = all) */
 } TaskConfig;
 
 typedef struct {

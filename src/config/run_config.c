@@ -80,6 +80,7 @@ static const Choice DEVICES[] = {{"cpu", 0}, {"cuda", 1}, {"auto", 2}, {NULL, 0}
 static const Choice COLLECTIVES[] = {{"auto", COLLECTIVES_AUTO}, {"backend", COLLECTIVES_BACKEND}, {"mpi", COLLECTIVES_MPI}, {NULL, 0}};
 /* task.type: "none" and the task registry's names and aliases (task/task.h), filled by schema_init */
 static Choice TASKS[65];
+static const Choice SPEECH_WORDS[] = {{"35", 35}, {"10", 10}, {NULL, 0}};
 static const Choice DIFFICULTIES[] = {{"easy", 0}, {"intermediate", 1}, {"hard", 2}, {NULL, 0}};
 
 #define FIELD(f) offsetof(RunConfig, f), sizeof(((RunConfig *)0)->f)
@@ -101,8 +102,9 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "pool", model.pool, "mean", POOLS, "classifier: the mean of a sequence's states, or its last token's"),
     K_ENUM("model", "pair", model.pair, "none", PAIRS, "classifier: none (one sequence per row), or rows 2i, 2i+1 are one example's two documents (task.type = aan), pooled into u, v and combined as [u, v, u*v, u-v] (nli) or [u, v] (concat) before an MLP"),
     K_INT("model", "pair_mlp", model.pair_mlp, "512", 2, "classifier with pairs: the widths of the MLP's two ReLU layers, pair_mlp and pair_mlp / 2 (LRA's mlp_dim)"),
-    K_ENUM("model", "input", model.input, "embedding", INPUTS, "input encoder: a learned embedding per token, or linear (token id / input_scale times a learned vector plus a bias: pixels)"),
-    K_FLT("model", "input_scale", model.input_scale, "255", R_POS, "linear input: token id v enters as v / input_scale"),
+    K_ENUM("model", "input", model.input, "embedding", INPUTS, "input encoder: a learned embedding per token, or linear ((token id - input_offset) / input_scale times a learned vector plus a bias: pixels, audio samples)"),
+    K_FLT("model", "input_scale", model.input_scale, "255", R_POS, "linear input: token id v enters as (v - input_offset) / input_scale"),
+    K_FLT("model", "input_offset", model.input_offset, "0", R_NONNEG, "linear input: the token id of value 0 (0 for pixels; 32768 for speech_commands' 16-bit samples s, carried as s + 32768)"),
     K_ENUM("model", "block", model.block, "prenorm", BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
     K_FLT("model", "dropout", model.dropout, "0", R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
     K_ENUM("model", "dropout_mask", model.dropout_mask, "element", DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
@@ -136,6 +138,7 @@ static const KeySpec KEYS[] = {
     K_FLT("model", "max_phase", model.max_phase, "6.28", R_POS, "eigenvalue angles at init in [0, max_phase]"),
     K_FLT("model", "gamma_clamp", model.gamma_clamp, "0", R_NONNEG, "nnRNN: 0 = the eigenvalue moduli gamma_i are learned; else all held at this value (not trained, no gamma_penalty: the nnRNN supplement's Table 7)"),
     K_ENUM("model", "orth_init", model.orth_init, "cayley", ORTH_INITS, "initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
+    K_INT("model", "capacity", model.capacity, "2", 1, "eurnn: layers of 2x2 rotations of channel pairs in W (Jing et al.'s capacity L; L = hidden_size spans every rotation)"),
     K_ENUM("model", "nonlinearity", model.nonlinearity, "auto", NONLINEARITIES, "the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),
     K_BOOL("model", "output_gate", model.output_gate, "false", "FoX-Pro: output gate"),
     K_BOOL("model", "output_norm", model.output_norm, "false", "FoX-Pro: output norm"),
@@ -186,7 +189,8 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "grad_clip", train.grad_clip, "1", R_NONNEG, "global gradient-norm clip, 0 = off"),
     K_U64("train", "seed", train.seed, "1234", "seed of initialisation and data order"),
     K_I64("train", "val_every", train.val_every, "100", 0, "steps between validations, 0 = never"),
-    K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches in the validation set"),
+    K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches of every rank in the validation set (val_batches x micro_batch x ranks windows); unused when val_tokens > 0"),
+    K_I64("train", "val_tokens", train.val_tokens, "0", 0, "validation set of this many tokens, the first ceil(val_tokens / seq_len) windows of the validation data, the same on any number of ranks (the Selective RoPE paper: 4M); 0 = val_batches"),
     K_I64("train", "log_every", train.log_every, "10", 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, "0", 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, "3", 0, "newest checkpoints kept, 0 = all"),
@@ -207,7 +211,7 @@ static const KeySpec KEYS[] = {
     K_FLT("run", "bucket_mb", run.bucket_mb, "25", R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
     K_ENUM("run", "collectives", run.collectives, "auto", COLLECTIVES, "what sums the gradients of the data-parallel ranks: auto (the backend's own collectives, NCCL on cuda, when mpirun started the run; MPI otherwise), backend (always the backend's own), or mpi (MPI on host memory, a GPU's buffers copied through it: for several ranks on one GPU, which NCCL refuses; docs/distributed.md)"),
 
-    K_ENUM_STR("task", "type", task.type, "none", TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
+    K_ENUM_STR("task", "type", task.type, "none", TASKS, "task of `rotor synth` (data.train = task): synthetic (copy_memory: nnRNN's copy task), classification (seq_image = images as pixel sequences, pathfinder, listops, text_bytes, aan = document pairs, speech_commands = raw 16 kHz waveforms), or chars (character-level language modelling on text files); parity, a3, s3, a5, s5 = state with that group"),
     K_INT("task", "vocab", task.vocab, "8192", 2, "mqar: vocabulary (keys [1, V/2), values [V/2, V)); mad: mad-lab's vocab_size"),
     K_INT("task", "num_kv_pairs", task.num_kv_pairs, "8", 1, "mqar: key-value pairs per example"),
     K_FLT("task", "power_a", task.power_a, "0.01", R_POS, "mqar: query gaps distributed as (g+1)^(a-1)"),
@@ -232,7 +236,7 @@ static const KeySpec KEYS[] = {
     K_INT("task", "min_length", task.min_length, "500", 0, "listops: expressions have more than min_length tokens"),
     K_INT("task", "max_length", task.max_length, "2000", 2, "listops: expressions have fewer than max_length tokens (generated: train.seq_len >= max_length - 1)"),
     K_INT("task", "classes", task.classes, "2", 2, "text_bytes, aan: labels are 0..classes-1 (IMDB: 2, neg and pos; AAN: 2, linked or not)"),
-    K_STR("task", "path", task.path, "", "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); aan: directory of LRA's new_aan_pairs.{train,eval,test}.tsv; pathfinder: LRA's resolution directory (pathfinder32, ..., pathfinder128 = Path-X); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
+    K_STR("task", "path", task.path, "", "listops: directory of LRA's basic_{train,val,test}.tsv; text_bytes: aclImdb directory, or of {train,val,test}.tsv (label<TAB>text); aan: directory of LRA's new_aan_pairs.{train,eval,test}.tsv; pathfinder: LRA's resolution directory (pathfinder32, ..., pathfinder128 = Path-X); speech_commands: the Speech Commands directory (word/*.wav, validation_list.txt, testing_list.txt); empty: listops is generated; chars: a text file, or a directory of {train,valid,test}.txt or ptb.char.{train,valid,test}.txt"),
     K_ENUM_STR("task", "text_format", task.text_format, "raw", TEXT_FORMATS, "chars: raw (every UTF-8 character a symbol) or ptb (nnRNN's reading of PTB's character files: each line's whitespace-separated symbols, then <eos>)"),
     K_FLT("task", "valid_fraction", task.valid_fraction, "0.05", R_UNIT, "chars, one file: the fraction of its symbols before the test part held out for validation"),
     K_FLT("task", "test_fraction", task.test_fraction, "0.05", R_UNIT, "chars, one file: the fraction of its symbols at its end held out for testing"),
@@ -247,6 +251,9 @@ static const KeySpec KEYS[] = {
     K_BOOL("task", "permute", task.permute, "false", "seq_image: read the pixels in a fixed random order (permuted pixel MNIST)"),
     K_U64("task", "permute_seed", task.permute_seed, "1234", "seq_image: that order is NumPy's RandomState(permute_seed).permutation(pixels) (nnRNN's seed: 1234), the same for every image and split"),
     K_I64("task", "val_examples", task.val_examples, "0", 0, "seq_image: the last images of task.images held out for validation (0 = a tenth, as LRA)"),
+    K_ENUM_STR("task", "words", task.words, "35", SPEECH_WORDS, "speech_commands: 35 (every word: SC35, class ids in S4's ALL_CLASSES order) or 10 (yes no up down left right on off stop go: SC10)"),
+    K_INT("task", "sample_stride", task.sample_stride, "1", 1, "speech_commands: read every sample_stride-th sample, S4's sr (1: 16 kHz, rows of 16000; 2: 8 kHz, 8000)"),
+    K_I64("task", "max_examples", task.max_examples, "0", 0, "speech_commands: clips read per split, the first of a fixed shuffle of it (0 = all; CPU-scale runs)"),
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -915,9 +922,10 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
     if (m->eos_id >= m->vocab_size)
         return rt_error(err, errlen, origin, "model.eos_id = %d must be below model.vocab_size = %d", m->eos_id,
                        m->vocab_size);
-    if (t->val_every > 0 && t->val_batches < 1)
-        return rt_error(err, errlen, origin, "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0",
-                       t->val_batches, t->val_every);
+    if (t->val_every > 0 && t->val_tokens == 0 && t->val_batches < 1)
+        return rt_error(err, errlen, origin,
+                        "train.val_batches = %d must be >= 1 when train.val_every = %" PRId64 " > 0 (or set train.val_tokens)",
+                        t->val_batches, t->val_every);
     const Family *fam = family_of(m->mixer);
     if (m->nonlinearity != RNN_NONLIN_AUTO && !family_reads_key(fam, "nonlinearity")) {
         char names[128];

@@ -18,6 +18,7 @@
     X(RNN_ORTH, family_rnn_orth)           \
     X(EXPRNN, family_exprnn)               \
     X(NNRNN, family_nnrnn)                 \
-    X(LSTM, family_lstm)
+    X(LSTM, family_lstm)                   \
+    X(EURNN, family_eurnn)
 
 #endif

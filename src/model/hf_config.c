@@ -108,6 +108,7 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     if (c->input == INPUT_LINEAR) {
         json_object_set_new(o, "rotor_input", json_string("linear"));
         json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
+        if (c->input_offset != 0) json_object_set_new(o, "rotor_input_offset", json_real(c->input_offset));
     }
     if (c->block != BLOCK_PRENORM) json_object_set_new(o, "rotor_block", json_string(block_name(c->block)));
     if (c->dropout > 0) {
@@ -328,7 +329,7 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
 
 /* rotor's model shapes without an fla counterpart (docs/models.md §12, §15, §16), each key absent
  * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool, and
- * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale), and
+ * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale and, when not 0, rotor_input_offset), and
  * the block keys. */
 static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
     static const char *const heads[] = {"lm", "autoencoder", "classifier"};
@@ -381,6 +382,10 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
             return fail(e, "config key 'rotor_input_scale' must be a positive number for rotor_input \"linear\", got %s",
                         sc ? json_text(sc) : "nothing");
         out->input_scale = json_number_value(sc);
+        const json_t *off = json_object_get(j, "rotor_input_offset"); /* absent: 0 */
+        if (off && (!json_is_number(off) || !(json_number_value(off) >= 0)))
+            return fail(e, "config key 'rotor_input_offset' must be a number >= 0, got %s", json_text(off));
+        out->input_offset = off ? json_number_value(off) : 0;
     }
     return 0;
 }

@@ -4,7 +4,9 @@
  *   rnn       W a free matrix (Glorot init), U with a bias;
  *   rnn_orth  W a free matrix (random orthogonal init), U with a bias;
  *   exprnn    W = expm(M - M^T) (Lezcano-Casado and Martinez-Rubio 2019);
- *   nnrnn     W = P (Lambda + T) P^T, P = expm(M - M^T) (Kerg et al. 2019).
+ *   nnrnn     W = P (Lambda + T) P^T, P = expm(M - M^T) (Kerg et al. 2019);
+ *   eurnn     W = R_{L-1} ... R_0, L = model.capacity layers of 2 x 2 rotations of channel
+ *             pairs (Jing et al. 2017's tunable-space EURNN, real-valued).
  * The input projection is one GEMM over all tokens, the recurrence the rnn ops; the nnRNN's
  * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. With model.gamma_clamp the
  * nnRNN's gamma is a constant: not trained, its gradient zeroed, no penalty on it. */
@@ -18,14 +20,14 @@
 typedef struct {
     CellState cs; /* decoding or carried state: each row's [f32] n state */
     MixerKind kind;
-    int n, d;
-    int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent */
-    int gamma_fixed;                        /* model.gamma_clamp > 0: gamma is held */
+    int n, d, L; /* L: EURNN's layers of rotations */
+    int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent (theta: nnRNN's or EURNN's angles) */
+    int gamma_fixed;                        /* model.gamma_clamp > 0: the nnRNN's gamma is held */
     RnnArgs a; /* the op's arguments, set by the forward for the backward */
     NnrnnWeights w;
-    /* saved: the states h; the recurrent matrix W (expRNN, nnRNN [f32][n, n]), the nnRNN's P
+    /* saved: the states h; the recurrent matrix W (expRNN, nnRNN, EURNN [f32][n, n]), the nnRNN's P
      * and K; scratch: z, its gradient, the gradients at W and P, and the work of the matrix
-     * exponential and the Schur form */
+     * exponential, the Schur form and EURNN's backward */
     void *h, *W, *P, *K, *z, *dz, *dW, *dP, *work;
 } RnnLayer;
 
@@ -45,7 +47,7 @@ static const BufDecl rnn_bufs[] = {
 };
 
 static unsigned features(const RnnLayer *l) {
-    return l->kind == MIXER_NNRNN ? F_EXP | F_NN : l->kind == MIXER_EXPRNN ? F_EXP : 0;
+    return l->kind == MIXER_NNRNN ? F_EXP | F_NN : l->kind == MIXER_EXPRNN || l->kind == MIXER_EURNN ? F_EXP : 0;
 }
 
 /* A Haar-random orthogonal matrix (rnn_orth's V): Gram-Schmidt on the rows of a Gaussian
@@ -111,6 +113,11 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
                                   : params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
         l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
     }
+    if (k == MIXER_EURNN) { /* the angles U(-pi, pi), as the EUNN code initialises them */
+        l->L = cfg->capacity;
+        int64_t sa[1] = {eurnn_angles(n, l->L)};
+        l->theta = declare_recurrent(t, pname(p, "theta").s, 1, sa, init_uniform, M_PI);
+    }
     if (rnn_modrelu(cfg))
         l->bmod = params_add(t, pname(p, "nonlinearity.b").s, 1, sb, init_uniform, 0.01, 0, 1);
     return l;
@@ -132,6 +139,7 @@ static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     be->matmul_fwd(l->z, x, W(c, l->U), l->Ub >= 0 ? W(c, l->Ub) : NULL, N, n, l->d);
     const void *Wr = l->V >= 0 ? WM(c, l->V) : l->W;
     if (l->kind == MIXER_EXPRNN) be->orth_expm_fwd(l->W, WM(c, l->M), l->work, 1, n);
+    if (l->kind == MIXER_EURNN) be->eurnn_weights_fwd(l->W, WM(c, l->theta), n, l->L);
     if (l->kind == MIXER_NNRNN) {
         be->orth_expm_fwd(l->P, WM(c, l->M), l->work, 1, n);
         l->w = (NnrnnWeights){.n = n, .P = l->P, .gamma = WM(c, l->gamma), .theta = WM(c, l->theta),
@@ -157,6 +165,7 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->rnn_bwd(&(RnnGrads){.a = l->a, .dh = dy, .dz = l->dz, .dW = dW,
                             .dbias = l->bmod >= 0 ? G(c, l->bmod) : NULL});
     if (l->kind == MIXER_EXPRNN) be->orth_expm_bwd(G(c, l->M), l->dW, WM(c, l->M), l->work, 1, n);
+    if (l->kind == MIXER_EURNN) be->eurnn_weights_bwd(G(c, l->theta), l->dW, l->W, WM(c, l->theta), l->work, n, l->L);
     if (l->kind == MIXER_NNRNN) {
         be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = l->w, .dV = l->dW, .dP = l->dP, .dgamma = G(c, l->gamma),
                                                   .dtheta = G(c, l->theta), .dT = G(c, l->T)});
@@ -226,6 +235,16 @@ static const char *nnrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, siz
     return rnn_cell_dims(c, o, msg, n);
 }
 
+/* EURNN rotates pairs of state channels */
+static const char *eurnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
+    if (c->hidden_size < 2) {
+        snprintf(msg, n, "model.hidden_size = %d: model.type = eurnn rotates pairs of state channels (at least 2)",
+                 c->hidden_size);
+        return msg;
+    }
+    return rnn_cell_dims(c, o, msg, n);
+}
+
 void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n) {
     snprintf(buf, n, "model.hidden_size = %d", c->hidden_size);
 }
@@ -236,10 +255,15 @@ double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T) { return
 static const char *const rnn_keys[] = {"nonlinearity", NULL};
 static const char *const exprnn_keys[] = {"nonlinearity", "orth_init", NULL};
 static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", "gamma_clamp", NULL};
+static const char *const eurnn_keys[] = {"nonlinearity", "capacity", NULL};
 /* the nnRNN's angles at init */
 static const HfField nnrnn_fields[] = {
     HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
     HF_FIELD("gamma_clamp", HF_REAL, HF_NONNEG, 0, gamma_clamp),
+};
+/* EURNN's layers of rotations */
+static const HfField eurnn_fields[] = {
+    HF_FIELD("capacity", HF_INT, HF_POS, 1, capacity),
 };
 
 #define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                              \
@@ -256,4 +280,6 @@ const Family family_exprnn =
     RNN_FAMILY("exprnn", exprnn_keys, 1, rnn_cell_dims, "exprnn", "ExpRNNForCausalLM", NULL, 0);
 const Family family_nnrnn = RNN_FAMILY("nnrnn", nnrnn_keys, 1, nnrnn_dims, "nnrnn", "NnRNNForCausalLM", nnrnn_fields,
                                        HF_COUNT(nnrnn_fields));
+const Family family_eurnn = RNN_FAMILY("eurnn", eurnn_keys, 1, eurnn_dims, "eurnn", "EURNNForCausalLM", eurnn_fields,
+                                       HF_COUNT(eurnn_fields));
 #undef RNN_FAMILY

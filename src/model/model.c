@@ -210,10 +210,10 @@ Model *model_create(const ModelConfig *cfg, const Backend *be) {
     m->grads = be->alloc(bytes);
     be->zero(m->master, bytes);
     be->zero(m->grads, bytes);
-    if (m->emb_b >= 0) { /* token v's value v / input_scale, as [act] */
+    if (m->emb_b >= 0) { /* token v's value (v - input_offset) / input_scale, as [act] */
         int V = cfg->vocab_size;
         double *v = rt_malloc(sizeof(double) * (size_t)V);
-        for (int i = 0; i < V; i++) v[i] = i / cfg->input_scale;
+        for (int i = 0; i < V; i++) v[i] = (i - cfg->input_offset) / cfg->input_scale;
         void *f = be->alloc((size_t)V * be->f32_size);
         backend_upload_f64(be, f, v, V);
         m->values = be->alloc((size_t)V * be->act_size);

@@ -46,7 +46,7 @@ typedef enum { POOL_MEAN, POOL_LAST } PoolKind;
  * an MLP of two ReLU layers gives the pair's logits. */
 typedef enum { PAIR_NONE, PAIR_NLI, PAIR_CONCAT } PairKind;
 /* How tokens enter the backbone: a learned embedding per token id, or a linear map of the
- * token id read as a value, id / input_scale (pixels; docs/models.md §15). */
+ * token id read as a value, (id - input_offset) / input_scale (pixels, audio samples; docs/models.md §15). */
 typedef enum { INPUT_EMBEDDING, INPUT_LINEAR } InputKind;
 /* The residual block around the mixer (docs/models.md §1, §16, §17): prenorm, h += Mixer(RMSNorm(h))
  * then h += SwiGLU-MLP(RMSNorm(h)) (Mamba2: no MLP), a final norm before the head; lra, the
@@ -73,7 +73,8 @@ typedef struct {
     PairKind pair;         /* classifier: one sequence per row, or pairs of rows */
     int pair_mlp;          /* classifier with pairs: the MLP's widths, pair_mlp and pair_mlp / 2 */
     InputKind input;
-    double input_scale;    /* INPUT_LINEAR: the value of token id v is v / input_scale */
+    double input_scale;    /* INPUT_LINEAR: the value of token id v is (v - input_offset) / input_scale */
+    double input_offset;   /* INPUT_LINEAR: 0 for pixels; 32768 for 16-bit audio samples carried as s + 32768 */
     BlockKind block;
     double dropout;        /* probability of dropping, in [0, 1); training passes only */
     DropoutMask dropout_mask;
@@ -103,6 +104,7 @@ typedef struct {
     OrthInit orth_init;        /* expRNN, nnRNN (docs/models.md §17) */
     /* nnRNN (docs/models.md §17): 0, or every eigenvalue modulus gamma_i held at this value */
     double gamma_clamp;
+    int capacity;              /* EURNN: layers of rotations (docs/models.md §17) */
     RnnNonlinearity nonlinearity; /* rnn, rnn_orth, exprnn, nnrnn (docs/models.md §17) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */
     int output_gate, output_norm, qk_norm, k_shift, v_shift;

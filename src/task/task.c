@@ -26,7 +26,8 @@
     X(task_pathfinder)                                                                             \
     X(task_listops)                                                                                \
     X(task_text_bytes)                                                                             \
-    X(task_aan)
+    X(task_aan)                                                                                    \
+    X(task_speech_commands)
 
 #define DECLARE(impl) extern const TaskImpl impl;
 ROTOR_TASKS(DECLARE)

@@ -57,6 +57,7 @@ typedef struct {
     GradBuckets buckets;
     DataSource *train, *val;
     json_t *val_start;      /* the validation source's initial position */
+    int64_t val_windows;    /* windows of the validation set, all ranks together */
     int classifies;         /* rows carry one class each: validation measures accuracy */
     int text_task;          /* the task is character-level text: validations also log bits per character */
     BestValidation best;    /* of train.keep_best, so far */
@@ -118,6 +119,28 @@ static Validation validate_streams(Trainer *tr) {
     return (Validation){sums[0] / (sums[1] > 0 ? sums[1] : 1), NAN};
 }
 
+/* The validation set's windows, all ranks together: train.val_tokens' ceil(val_tokens / T),
+ * the same on any number of ranks, or val_batches micro-batches of every rank. */
+static int64_t validation_windows(const RunConfig *rc, int world) {
+    const TrainConfig *t = &rc->train;
+    if (t->val_tokens > 0) return (t->val_tokens + t->seq_len - 1) / t->seq_len;
+    return (int64_t)t->val_batches * t->micro_batch * world;
+}
+
+/* Rows of b that are validation windows (a prefix): the source serves rank r the windows
+ * r*B .. r*B+B-1 of each global micro-batch of world*B (data/datasource.h), so the windows
+ * 0 .. val_windows-1 are the ranks' first rows up to that index; the rows after it, in the
+ * last global micro-batch, are dropped. Returns their labels' count. */
+static int64_t keep_validation_rows(const Trainer *tr, int64_t k, Batch *b, int64_t valid) {
+    int64_t first = (k * tr->world + tr->rank) * b->B;
+    int64_t rows = tr->val_windows - first;
+    if (rows >= b->B) return valid;
+    b->B = rows > 0 ? (int)rows : 0;
+    valid = 0;
+    for (int64_t i = 0; i < (int64_t)b->B * b->T; i++) valid += b->labels[i] != -100;
+    return valid;
+}
+
 /* Loss (and accuracy) over the fixed validation windows of all ranks. A classification
  * run scores its rows as `rotor synth` scores the test rows (task/class_score.h): the loss
  * is then the mean of -log p(class). */
@@ -128,9 +151,13 @@ static Validation validate(Trainer *tr) {
     double sums[3] = {0, 0, 0}; /* loss, labels, rows right */
     ClassScore sc;
     if (tr->classifies) class_score_init(&sc, model_outputs(&tr->rc->model));
-    for (int i = 0; i < tr->rc->train.val_batches; i++) {
+    int64_t global_batch = (int64_t)tr->world * tr->rc->train.micro_batch;
+    int64_t batches = (tr->val_windows + global_batch - 1) / global_batch;
+    for (int64_t k = 0; k < batches; k++) {
         Batch b;
-        sums[1] += (double)next_batch(tr, tr->val, 0, &b);
+        int64_t valid = keep_validation_rows(tr, k, &b, next_batch(tr, tr->val, 0, &b));
+        if (!b.B) continue;
+        sums[1] += (double)valid;
         if (tr->classifies) class_score_batch(&sc, tr->model, &b);
         else sums[0] += model_forward(tr->model, &b, 0.0, NULL);
     }
@@ -277,12 +304,12 @@ static void open_data(Trainer *tr) {
     const RunConfig *rc = tr->rc;
     char err[2048];
     int T = rc->train.seq_len;
-    /* without a validation set, every rank's validation windows are held out of train */
-    int64_t val_windows = (int64_t)rc->train.val_batches * rc->train.micro_batch * tr->world;
+    /* without a validation set, the validation windows are held out of train */
+    tr->val_windows = validation_windows(rc, tr->world);
     int synthetic = !strncmp(rc->data.train, "synthetic:", 10) || !strcmp(rc->data.train, "task");
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
     int carry = rc->train.carry_state;
-    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? val_windows : 0,
+    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? tr->val_windows : 0,
                        rc->data.prefetch, carry ? tr->world * rc->train.micro_batch * rc->train.grad_accum : 0};
     tr->train = open_source(rc->data.train, rc, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);

@@ -2,7 +2,8 @@
  * CPU backend: rnn_fwd (h and each segment's final state) and rnn_bwd (dz, dW, the modReLU
  * bias) with tanh and modReLU on several segment layouts, from zero or carried initial states
  * (h0, docs/models.md §19), rnn_step, the LSTM's forward, backward and step (also from
- * carried states), the nnRNN's Schur form and its gradient, and l2_penalty.
+ * carried states), the nnRNN's Schur form and its gradient, EURNN's layers of rotations and
+ * their gradient (kernels/ops/eurnn.cu), and l2_penalty.
  *
  * Both backends read the same bf16-rounded inputs z (the CPU gets them back from the GPU), so
  * the trajectories differ only by the rounding of the sums; recurrent matrices are scaled to
@@ -186,6 +187,27 @@ static void test_nnrnn_weights(void) {
     }
 }
 
+/* EURNN's W from L layers of rotations, odd and even widths, a few and many layers */
+static void test_eurnn_weights(void) {
+    int sizes[3][2] = {{7, 3}, {130, 2}, {257, 40}};
+    for (int k = 0; k < 3; k++) {
+        int n = sizes[k][0], L = sizes[k][1];
+        int64_t nn = (int64_t)n * n, na = eurnn_angles(n, L);
+        float *th = gt_rand(na, -3.14, 3.14), *dW = gt_randn(nn, 1.0), *Wc = gt_zeros(nn), *dtc = gt_zeros(na);
+        gt_cpu->eurnn_weights_fwd(Wc, th, n, L);
+        void *thd = gt_f32(th, na), *Wd = gt_garbage_f32(nn);
+        gt_gpu->eurnn_weights_fwd(Wd, thd, n, L);
+        gt_compare(gt_name("eurnn_weights W n=%d L=%d", n, L), gt_get_f32(Wd, nn), Wc, nn, TOL_F32);
+        gt_cpu->eurnn_weights_bwd(dtc, dW, Wc, th, gt_zeros(2 * nn), n, L);
+        float *pt = gt_prefill(dtc, na);
+        void *dtd = gt_f32(pt, na);
+        gt_gpu->eurnn_weights_bwd(dtd, gt_f32(dW, nn), Wd, thd, gt_garbage_f32(2 * nn), n, L);
+        gt_compare(gt_name("eurnn_weights dtheta += n=%d L=%d", n, L), gt_get_f32(dtd, na), gt_plus(pt, dtc, na), na,
+                   TOL_F32);
+        gt_reset();
+    }
+}
+
 static void test_l2_penalty(void) {
     int64_t n = 70000;
     float *w = gt_randn(n, 1.0), *gc = gt_zeros(n);
@@ -204,6 +226,7 @@ static const TestCase tests[] = {
     {"lstm", test_lstm},
     {"lstm_step", test_lstm_step},
     {"nnrnn_weights", test_nnrnn_weights},
+    {"eurnn_weights", test_eurnn_weights},
     {"l2_penalty", test_l2_penalty},
 };
 

@@ -765,8 +765,10 @@ def recurrence_naive(z, W, act, start, truncate=None):
 class RNNMixer(nn.Module):
     """docs/models.md §17, the nnRNN paper's cells: rnn and rnn_orth (W = V.weight, U with a
     bias), exprnn (W = expm(M - M^T)), nnrnn (W = P (Lambda + T) P^T with P = expm(M - M^T),
-    Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower); tanh or modReLU
-    (rotor_nonlinearity; by default tanh for the first two, modReLU for the others)."""
+    Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower), eurnn (W = R_{L-1} ... R_0,
+    R_l the rotation matrix of layer l's channel pairs (l % 2 + 2m, l % 2 + 2m + 1), L the
+    config's capacity); tanh or modReLU (rotor_nonlinearity; by default tanh for the first two,
+    modReLU for the others)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -778,6 +780,10 @@ class RNNMixer(nn.Module):
         elif self.kind == "exprnn":
             self.input_kernel = nn.Linear(d, n, bias=False)
             self.log_recurrent_kernel = nn.Parameter(torch.zeros(n, n))
+        elif self.kind == "eurnn":
+            self.U = nn.Linear(d, n, bias=False)
+            self.pairs = [torch.arange(l % 2, n - 1, 2) for l in range(cfg["capacity"])]
+            self.theta = nn.Parameter(torch.zeros(sum(len(p) for p in self.pairs)))
         else:
             self.U = nn.Linear(d, n, bias=False)
             self.log_P = nn.Parameter(torch.zeros(n, n))
@@ -785,7 +791,7 @@ class RNNMixer(nn.Module):
             self.gamma = nn.Parameter(torch.ones(n // 2))
             self.theta = nn.Parameter(torch.zeros(n // 2))
         # model.nonlinearity: by default modReLU for exprnn and nnrnn, tanh for rnn and rnn_orth
-        self.modrelu = cfg.get("rotor_nonlinearity", "modrelu" if self.kind in ("exprnn", "nnrnn") else "tanh") == "modrelu"
+        self.modrelu = cfg.get("rotor_nonlinearity", "modrelu" if self.kind in ("exprnn", "nnrnn", "eurnn") else "tanh") == "modrelu"
         if self.modrelu:
             self.nonlinearity = ModReLU(n)
 
@@ -795,6 +801,17 @@ class RNNMixer(nn.Module):
         if self.kind == "exprnn":
             M = self.log_recurrent_kernel
             return torch.matrix_exp(M - M.t())
+        if self.kind == "eurnn":
+            n = self.U.weight.shape[0]
+            W, off = torch.eye(n, dtype=self.theta.dtype), 0
+            for p in self.pairs:
+                th = self.theta[off:off + len(p)]
+                off += len(p)
+                R = torch.eye(n, dtype=W.dtype)
+                R[p, p], R[p, p + 1] = torch.cos(th), -torch.sin(th)
+                R[p + 1, p], R[p + 1, p + 1] = torch.sin(th), torch.cos(th)
+                W = R @ W
+            return W
         P = torch.matrix_exp(self.log_P - self.log_P.t())
         n = P.shape[0]
         c, s = self.gamma * torch.cos(self.theta), self.gamma * torch.sin(self.theta)
@@ -845,7 +862,7 @@ class LSTMMixer(nn.Module):
 MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer": FoXMixer,
           "transformer": FoXMixer, "delta_net": DeltaNetMixer, "mamba2": Mamba2Mixer, "lru": LRUMixer,
           "rotrnn": RotRNNMixer, "rnn": RNNMixer, "rnn_orth": RNNMixer, "exprnn": RNNMixer, "nnrnn": RNNMixer,
-          "lstm": LSTMMixer}
+          "eurnn": RNNMixer, "lstm": LSTMMixer}
 
 
 class Block(nn.Module):
@@ -962,8 +979,8 @@ class RotorLM(nn.Module):
         docs = Docs(input_ids, self.cfg, labels, truncate)
         bb = self.backbone if self.cfg["model_type"] == "mamba2" else self.model
         if hasattr(bb, "encoder"):
-            scale = self.cfg["rotor_input_scale"]
-            h = bb.encoder(input_ids[..., None].to(bb.encoder.weight.dtype) / scale)
+            scale, offset = self.cfg["rotor_input_scale"], self.cfg.get("rotor_input_offset", 0)
+            h = bb.encoder((input_ids[..., None].to(bb.encoder.weight.dtype) - offset) / scale)
         else:
             h = bb.embeddings(input_ids)
         for layer in bb.layers:

@@ -1,0 +1,23 @@
+# Selective RoPE paper, Figure 5: prefill throughput at batch 1 against sequence length, GLA
+# with NoPE, RoPE and Selective RoPE (the paper: its Triton kernels against torch.compile on a
+# B200). rotor's decoder prefill (bench/decode_bench): paper scale the 370M GLA configs on a
+# GPU, 1k-32k tokens; CPU a small GLA (d 256, 2 layers), 1k-8k tokens; docs/reproduction.md.
+source "$ROOT/scripts/lib/experiments.sh"
+describe() { echo "Selective RoPE Fig. 5: prefill tokens/s against length, GLA x NoPE/RoPE/Selective"; }
+default_seeds() { echo 1; }
+runs() { :; } # a benchmark: no training
+report() {
+    local bench args=()
+    bench=$(dirname "$ROTOR")/bench/decode_bench
+    [[ -x $bench ]] || { echo "no $bench (build the bench/ targets)" >&2; exit 2; }
+    if [[ $SCALE == paper ]]; then
+        args=(--device cuda --lengths 1024,2048,4096,8192,16384,32768
+              "$ROOT"/configs/gla-370m-{nope,rope,selective}.ini)
+    else
+        args=(--device cpu --lengths 1024,2048,4096,8192 --set model.hidden_size=256
+              "$ROOT"/configs/tiny/gla-{nope,rope,selective}.ini)
+    fi
+    [[ -f $OUT/prefill.json ]] ||
+        "$bench" --batches 1 --prompt 64 --steps 4 --reps 3 --out "$OUT/prefill.json" "${args[@]}" > "$OUT/prefill.log"
+    plot prefill "$OUT" "Figure 5: prefill throughput, batch 1"
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Rebuilds a figure or table of the papers: runs the experiment's sweep (its learning rates,
+# seeds and lengths), then draws the figure in the paper's form and writes a Markdown table
+# with the paper's numbers beside rotor's.
+#
+#   scripts/reproduce.sh EXPERIMENT [--scale cpu|paper] [--seeds N] [--jobs N] [--plan]
+#                        [--out DIR] [--rotor PATH] [--launch CMD] [--publish]
+#                        [--set SECTION.KEY=VALUE]...
+#   scripts/reproduce.sh --help        # this text and every experiment
+#
+# --scale cpu (default): the documented reduction of the experiment that finishes in hours
+#   on 2 cores (docs/reproduction.md). --scale paper: the paper's settings; the run plan is
+#   printed first (runs, tokens, GPU-hours at the measured tokens per second).
+# --seeds N: the first N seeds of the experiment's list (default: the experiment's own).
+# --jobs N: runs at a time (default 1); each gets nproc / N threads at --scale cpu.
+# --plan: print the plan (every config is read by `rotor info`, so a bad key fails here,
+#   not hours later) and stop.
+# --out DIR: where runs, figure and table go (default runs/reproduce/EXPERIMENT/SCALE).
+#   A run that finished before (DIR/runs/NAME.done) is skipped: run the same command again
+#   to resume after an interruption. A run that fails is reported and the others go on.
+# --launch CMD: put CMD before each training command, e.g. --launch "mpirun -np 8" for a
+#   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
+# --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
+#   quick check of the whole pipeline with --set train.steps=20.
+# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*.
+#
+# An experiment is scripts/experiments/EXPERIMENT.sh (docs/reproduction.md, "Adding an
+# experiment"): describe, default_seeds, runs (NAME COMMAND CONFIG SETS, tab-separated),
+# report and optionally prepare (data the runs read), with ROOT, ROTOR, SCALE, SEEDS and OUT set;
+# GPU_TOK_S (one GPU's tokens/s; or a function gpu_rate NAME for each run) and RANKS
+# (data-parallel ranks a paper run assumes) size the plan.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+EXPERIMENTS="$ROOT/scripts/experiments"
+
+list_experiments() {
+    local f
+    for f in "$EXPERIMENTS"/*.sh; do
+        # shellcheck disable=SC1090
+        (source "$f"; printf '  %-16s %s\n' "$(basename "$f" .sh)" "$(describe)")
+    done
+}
+usage() {
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+    echo
+    echo "experiments:"
+    list_experiments
+    exit "${1:-0}"
+}
+die() { echo "reproduce.sh: $*" >&2; exit 2; }
+
+[[ $# -ge 1 ]] || usage 2
+[[ $1 == -h || $1 == --help ]] && usage
+EXPERIMENT=$1
+shift
+[[ -f $EXPERIMENTS/$EXPERIMENT.sh ]] ||
+    die "unknown experiment '$EXPERIMENT'; the experiments: $(cd "$EXPERIMENTS" && ls ./*.sh | sed 's|^\./||; s|\.sh$||' | tr '\n' ' ')"
+SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" PUBLISH=0 LAUNCH="" EXTRA_SETS=""
+ROTOR="$ROOT/build/rotor"
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --scale) SCALE=${2:-}; shift 2 ;;
+        --seeds) SEEDS=${2:-}; shift 2 ;;
+        --jobs) JOBS=${2:-}; shift 2 ;;
+        --plan) PLAN_ONLY=1; shift ;;
+        --out) OUT=${2:-}; shift 2 ;;
+        --rotor) ROTOR=${2:-}; shift 2 ;;
+        --launch) LAUNCH=${2:-}; shift 2 ;;
+        --set) [[ ${2:-} == *.*=* ]] || die "--set takes SECTION.KEY=VALUE, not '${2:-}'"
+               EXTRA_SETS+=" $2"; shift 2 ;;
+        --publish) PUBLISH=1; shift ;;
+        -h|--help) usage ;;
+        *) die "unknown option '$1' (see --help)" ;;
+    esac
+done
+[[ $SCALE == cpu || $SCALE == paper ]] || die "--scale must be cpu or paper, not '$SCALE'"
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, not '$JOBS'"
+[[ -z $SEEDS || $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds must be a positive integer, not '$SEEDS'"
+[[ -x $ROTOR ]] || die "no rotor binary at $ROTOR (build it: scripts/setup.sh, or give --rotor)"
+ROTOR=$(cd "$(dirname "$ROTOR")" && pwd)/$(basename "$ROTOR")
+OUT=${OUT:-$ROOT/runs/reproduce/$EXPERIMENT/$SCALE}
+mkdir -p "$OUT/runs"
+OUT=$(cd "$OUT" && pwd)
+
+# shellcheck disable=SC1090
+source "$EXPERIMENTS/$EXPERIMENT.sh"
+SEEDS=${SEEDS:-$(default_seeds)}
+export ROOT ROTOR SCALE SEEDS OUT
+
+runs_file="$OUT/runs.tsv"
+runs | while IFS=$'\t' read -r name command config sets; do
+    printf '%s\t%s\t%s\t%s\n' "$name" "$command" "$config" "$sets$EXTRA_SETS"
+done > "$runs_file"
+# Every run's effective config, read by rotor itself: the plan's tokens, and a bad key or
+# value reported before anything trains. Runs that differ only in lr, weight decay or seed
+# have the same tokens: one `rotor info` serves them all.
+declare -A tokens_of
+plan_line() {
+    local name=$1 command=$2 config=$3 sets=$4
+    local args=() s shape="$config"
+    for s in $sets; do
+        args+=(--set "$s")
+        [[ $s == train.lr=* || $s == train.weight_decay=* || $s == train.seed=* ]] || shape+=" $s"
+    done
+    if [[ -z ${tokens_of[$shape]:-} ]]; then
+        local ini="$OUT/plan.ini"
+        "$ROTOR" info "$ROOT/$config" "${args[@]}" --write-config "$ini" > /dev/null ||
+            die "run $name: rotor info $config ${args[*]} failed"
+        tokens_of[$shape]=$(python3 - "$ini" <<'EOF'
+import configparser, sys
+cp = configparser.ConfigParser(comment_prefixes=(";",), interpolation=None)
+cp.read(sys.argv[1])
+t = cp["train"]
+print(t["steps"], int(t["steps"]) * int(t["micro_batch"]) * int(t["grad_accum"]) * int(t["seq_len"]))
+EOF
+)
+    fi
+    local st=${tokens_of[$shape]} rate=${GPU_TOK_S:-0}
+    if declare -F gpu_rate > /dev/null; then rate=$(gpu_rate "$name"); fi
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$command" "${st% *}" "${st#* }" "$rate"
+}
+plan="$OUT/plan.tsv"
+: > "$plan"
+while IFS=$'\t' read -r name command config sets; do
+    [[ -n $name ]] || continue
+    [[ $command == synth || $command == train ]] || die "run $name: command '$command' (synth or train)"
+    plan_line "$name" "$command" "$config" "${sets:-}" >> "$plan"
+done < "$runs_file"
+ranks=1
+[[ $SCALE == paper ]] && ranks=${RANKS:-1}
+python3 - "$plan" "$OUT" "$SCALE" "$EXPERIMENT" "$ranks" <<'EOF'
+import os, sys
+plan, out, scale, exp, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+rows = [l.rstrip("\n").split("\t") for l in open(plan) if l.strip()]
+for r in rows:  # tokens of every rank
+    r[3] = str(int(r[3]) * ranks)
+done = sum(os.path.exists(os.path.join(out, "runs", r[0] + ".done")) for r in rows)
+tokens = sum(int(r[3]) for r in rows)
+if ranks > 1:
+    print(f"(each run on {ranks} data-parallel ranks: the configs' global batch assumes them)")
+print(f"{exp} at --scale {scale}: {len(rows)} runs ({done} done before), {tokens:,} training tokens")
+for r in rows[:8]:
+    print(f"  {r[0]:<48} {r[1]:<5} {int(r[2]):>8} steps {int(r[3]):>16,} tokens")
+if len(rows) > 8:
+    print(f"  ... and {len(rows) - 8} more ({plan})")
+rated = [r for r in rows if float(r[4]) > 0]
+if rated:
+    hours = sum(int(r[3]) / float(r[4]) for r in rated) / 3600
+    rates = sorted({f"{float(r[4]):,.0f}" for r in rated})
+    print(f"  at {' / '.join(rates)} tokens/s per GPU (docs/gpu.md): {hours:,.1f} GPU-hours"
+          + (f" for the {len(rated)} runs with a measured rate" if len(rated) < len(rows) else ""))
+if len(rated) < len(rows):
+    print(f"  {len(rows) - len(rated)} runs: no measured GPU rate for their models (docs/gpu.md), GPU-hours unknown")
+EOF
+[[ $PLAN_ONLY == 1 ]] && exit 0
+if declare -F prepare > /dev/null; then prepare; fi
+
+# One run: rotor COMMAND CONFIG with the run's sets; NAME.done marks it finished.
+threads=1
+[[ $SCALE == cpu ]] && threads=$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))
+run_one() {
+    local name=$1 command=$2 config=$3 sets=$4
+    local dir="$OUT/runs/$name" args=() s
+    [[ -f $dir.done ]] && return 0
+    for s in $sets; do args+=(--set "$s"); done
+    [[ $SCALE == cpu ]] && args+=(--set "run.threads=$threads")
+    mkdir -p "$(dirname "$dir")"
+    echo "== $name"
+    # shellcheck disable=SC2086 # LAUNCH is a command line
+    if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1; then
+        touch "$dir.done"
+    else
+        echo "   $name failed: see $dir.log" >&2
+        return 1
+    fi
+}
+export -f run_one
+export threads LAUNCH
+failed=0
+if [[ -s $runs_file ]]; then
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    xargs -d '\n' -P "$JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r n c f s <<< "$1"; run_one "$n" "$c" "$f" "$s"' _ {} \
+        < "$runs_file" || failed=1
+fi
+report
+if [[ $PUBLISH == 1 ]]; then
+    dest="$ROOT/docs/figures/reproduction"
+    mkdir -p "$dest"
+    for f in figure.png figure.svg table.md; do
+        [[ -f $OUT/$f ]] && cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"
+    done
+fi
+echo "figure: $OUT/figure.png, table: $OUT/table.md"
+[[ $failed == 0 ]] || { echo "reproduce.sh: some runs failed (their logs are beside them in $OUT/runs)" >&2; exit 1; }
