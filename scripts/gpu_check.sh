@@ -35,7 +35,7 @@
 # the prefix per token; JSON in $OUT), and bench/fla_generate.py on fla's models at the same
 # shapes (GPU_CHECK_FLA_MODELS and GPU_CHECK_FLA_LIMIT apply), with a table of the ratios.
 # "rnn", in no default: the nonlinear RNN cells at the nnRNN paper's shapes
-# (configs/nnrnn/paper: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
+# (configs/paper/nnrnn, the fixed-hidden-units rows: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
 # and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
 # "verify", in no default: the first thing of every lease (docs/gpu.md "The lease plan"),
@@ -115,7 +115,7 @@ bundle() {
        "$root/bench/torch_rnn_step.py" "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
     fla_download "$dir/wheels"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
-    mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/nnrnn/paper/*.ini "$dir/configs/nnrnn/"
+    mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
     cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
     cp -r "$shared/tokenizer" "$shared/eval" "$dir/data/"
     cp "$shared/text/tinyshakespeare.txt" "$dir/data/text/"
@@ -499,7 +499,7 @@ case "${1:-all}" in
         cp "$root/scripts/gpu_e2e.sh" "$root"/tests/{cli_errors.sh,dist_train.sh,compare_checkpoints.py} "$dir/bin/"
         mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
-        mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/nnrnn/paper/*.ini "$dir/configs/nnrnn/"
+        mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
         run_bundle "$dir"
         ;;

@@ -10,7 +10,9 @@ The key is section.key, or a product of keys and numbers (train.micro_batch*trai
 for a value the paper states as one number. Values are compared after rotor has read the
 config (`rotor info CONFIG --write-config`), so defaults count: a key missing from the
 config is checked at the value rotor would use. Numbers compare to a relative 1e-9;
-anything else compares as text.
+anything else compares as text. rotor runs in tests/paper_values/stub/, whose data/ holds tiny
+stand-ins for the files that configs name by relative path and that rotor reads to derive a
+shape (PTB's characters: the vocabulary); no row may check a value derived from them.
 
 Every config under configs/paper/ must have rows in some table (else the test fails), so a
 new paper config cannot skip the check; configs named *-authors-code.ini follow the
@@ -24,6 +26,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STUB = os.path.join(ROOT, "tests", "paper_values", "stub")
 
 
 def read_table(path):
@@ -48,8 +51,8 @@ def effective_config(rotor, config, cache):
             cache[config] = f"no such config {config}"
             return cache[config]
         with tempfile.NamedTemporaryFile("r", suffix=".ini") as out:
-            r = subprocess.run([rotor, "info", path, "--write-config", out.name],
-                               capture_output=True, text=True)
+            r = subprocess.run([os.path.abspath(rotor), "info", path, "--write-config", out.name],
+                               capture_output=True, text=True, cwd=STUB)
             if r.returncode:
                 cache[config] = f"rotor info {config} failed: {r.stderr.strip()}"
             else:

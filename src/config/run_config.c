@@ -136,6 +136,7 @@ static const KeySpec KEYS[] = {
     K_FLT("model", "gamma_min", model.r_min, "0.9", R_UNIT, "smallest decay gamma at init (> 0)"),
     K_FLT("model", "gamma_max", model.r_max, "0.999", R_UNIT, "largest decay gamma at init (< 1)"),
     K_FLT("model", "max_phase", model.max_phase, "6.28", R_POS, "eigenvalue angles at init in [0, max_phase]"),
+    K_FLT("model", "gamma_clamp", model.gamma_clamp, "0", R_NONNEG, "nnRNN: 0 = the eigenvalue moduli gamma_i are learned; else all held at this value (not trained, no gamma_penalty: the nnRNN supplement's Table 7)"),
     K_ENUM("model", "orth_init", model.orth_init, "cayley", ORTH_INITS, "initial orthogonal matrix, 2x2 rotations by Cayley's or Henaff's angles"),
     K_INT("model", "capacity", model.capacity, "2", 1, "eurnn: layers of 2x2 rotations of channel pairs in W (Jing et al.'s capacity L; L = hidden_size spans every rotation)"),
     K_ENUM("model", "nonlinearity", model.nonlinearity, "auto", NONLINEARITIES, "the cell's activation; auto = tanh for rnn and rnn_orth, modrelu (with its own bias) for exprnn and nnrnn (nnRNN's scripts give every cell modrelu)"),

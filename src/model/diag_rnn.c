@@ -2,8 +2,10 @@
  * input matmul into interleaved complex pairs, the complex scan, the output matmul, and the
  * per-channel skip D x (head_skip with d heads of one channel); bidirectional, the reverse scan
  * and its readout (docs/models.md §16). */
+#include <math.h>
 #include <stdio.h>
 
+#include "device/host_copy.h"
 #include "model/model_internal.h"
 #include "util/error.h"
 
@@ -111,3 +113,16 @@ const char *drnn_check_init(const ModelConfig *c, const DrnnInitKeys *k, char *m
 
 /* a complex multiply-add per pair of state reals, per scan */
 double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 4.0 * dm->key_dim * (1 + c->bidirectional); }
+
+void drnn_stats(const DiagRnn *r, const Ctx *c, json_t *o, int heads) {
+    double *loga = rt_malloc((size_t)r->C * sizeof(double)), *angle = rt_malloc((size_t)r->C * sizeof(double));
+    backend_download_f64(c->be, loga, r->loga, r->C);
+    backend_download_f64(c->be, angle, r->angle, r->C);
+    for (int i = 0; i < r->C; i++) loga[i] = exp(loga[i]);
+    stats_summary(o, "modulus", loga, r->C);
+    stats_summary(o, "theta", angle, r->C);
+    stats_angle_hist(o, angle, r->C);
+    stats_state_norm(o, c, r->h, 2 * (int64_t)r->C, heads);
+    rt_free(loga);
+    rt_free(angle);
+}

@@ -239,7 +239,7 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
 }
 
 static const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
-                             fox_forward, fox_backward, fox_bind_state, NULL, NULL};
+                             fox_forward, fox_backward, fox_bind_state, NULL, NULL, NULL};
 
 /* ---- the families: FoX (docs/models.md §4) and the Transformer (§4b) ---- */
 

@@ -129,7 +129,7 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
 }
 
 static const MixerImpl mixer_gdn = {"gdn",       gdn_create,   linattn_destroy,    gdn_bind,
-                             gdn_forward, gdn_backward, linattn_bind_state, NULL, NULL};
+                             gdn_forward, gdn_backward, linattn_bind_state, NULL, NULL, NULL};
 
 /* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */
 

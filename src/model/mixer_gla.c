@@ -85,7 +85,7 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
 }
 
 static const MixerImpl mixer_gla = {"gla",       gla_create,   linattn_destroy,    gla_bind,
-                             gla_forward, gla_backward, linattn_bind_state, NULL, NULL};
+                             gla_forward, gla_backward, linattn_bind_state, NULL, NULL, NULL};
 
 /* ---- the family (docs/models.md §2) ---- */
 

@@ -101,8 +101,10 @@ static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     drnn_bind_state(&((LRU *)layer)->core, be, state, rows);
 }
 
+static void lru_stats(void *layer, const Ctx *c, json_t *o) { drnn_stats(&((LRU *)layer)->core, c, o, 1); }
+
 static const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
-                             lru_forward, lru_backward, lru_bind_state, NULL, NULL};
+                             lru_forward, lru_backward, lru_bind_state, NULL, NULL, lru_stats};
 
 /* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
 

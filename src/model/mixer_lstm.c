@@ -75,7 +75,7 @@ static void lstm_backward(void *layer, const Ctx *c, const void *x, const void *
 }
 
 static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   cell_destroy,    lstm_bind,       lstm_forward,
-                              lstm_backward, cell_bind_state, NULL,         cell_carry_width};
+                              lstm_backward, cell_bind_state, NULL,         cell_carry_width, NULL};
 
 /* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

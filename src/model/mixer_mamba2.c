@@ -214,7 +214,7 @@ static void mamba2_bind_state(void *layer, const Backend *be, const ModelDims *d
 }
 
 static const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
-                                mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL};
+                                mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL, NULL};
 
 /* ---- the family (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim,
  * dk = state_size, dv = head_dim; blocks without an MLP ---- */

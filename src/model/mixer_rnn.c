@@ -8,7 +8,8 @@
  *   eurnn     W = R_{L-1} ... R_0, L = model.capacity layers of 2 x 2 rotations of channel
  *             pairs (Jing et al. 2017's tunable-space EURNN, real-valued).
  * The input projection is one GEMM over all tokens, the recurrence the rnn ops; the nnRNN's
- * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. */
+ * penalties delta ||1 - gamma||^2 and the L2 decay of T are rnn_penalty. With model.gamma_clamp the
+ * nnRNN's gamma is a constant: not trained, its gradient zeroed, no penalty on it. */
 #include <math.h>
 #include <stdio.h>
 
@@ -21,6 +22,7 @@ typedef struct {
     MixerKind kind;
     int n, d, L; /* L: EURNN's layers of rotations */
     int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent (theta: nnRNN's or EURNN's angles) */
+    int gamma_fixed;                        /* model.gamma_clamp > 0: the nnRNN's gamma is held */
     RnnArgs a; /* the op's arguments, set by the forward for the backward */
     NnrnnWeights w;
     /* saved: the states h; the recurrent matrix W (expRNN, nnRNN, EURNN [f32][n, n]), the nnRNN's P
@@ -106,7 +108,9 @@ static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     if (k == MIXER_NNRNN) {
         l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
         l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
-        l->gamma = params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
+        l->gamma_fixed = cfg->gamma_clamp > 0;
+        l->gamma = l->gamma_fixed ? params_add(t, pname(p, "gamma").s, 1, sp, init_value, cfg->gamma_clamp, 0, 0)
+                                  : params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
         l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
     }
     if (k == MIXER_EURNN) { /* the angles U(-pi, pi), as the EUNN code initialises them */
@@ -165,6 +169,7 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     if (l->kind == MIXER_NNRNN) {
         be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = l->w, .dV = l->dW, .dP = l->dP, .dgamma = G(c, l->gamma),
                                                   .dtheta = G(c, l->theta), .dT = G(c, l->T)});
+        if (l->gamma_fixed) be->zero(G(c, l->gamma), F32(c, n / 2)); /* a held parameter's slot */
         be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, 1, n);
     }
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
@@ -178,12 +183,39 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
     if (l->kind != MIXER_NNRNN) return 0;
     const Backend *be = c->be;
     int64_t n = l->n;
-    return be->l2_penalty(grad ? G(c, l->gamma) : NULL, WM(c, l->gamma), n / 2, 1, delta) +
+    double pg = l->gamma_fixed ? 0 : be->l2_penalty(grad ? G(c, l->gamma) : NULL, WM(c, l->gamma), n / 2, 1, delta);
+    return pg +
            be->l2_penalty(grad ? G(c, l->T) : NULL, WM(c, l->T), n * n, 0, t_decay / 2);
 }
 
+/* The states' norm; the nnRNN's Schur form too: gamma_i, theta_i, the moduli of W's eigenvalues
+ * (the 2x2 blocks of K = Lambda + T with T's in-block entry t_i: trace 2 gamma cos, determinant
+ * gamma^2 + gamma t_i sin; docs/models.md §17) and |T|_F of its strictly lower triangle. */
+static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
+    RnnLayer *l = layer;
+    stats_state_norm(o, c, l->h, l->n, 1);
+    if (l->kind != MIXER_NNRNN) return;
+    int n = l->n, m = n / 2;
+    double *g = stats_param(c, l->gamma), *th = stats_param(c, l->theta), *T = stats_param(c, l->T);
+    double *mod = rt_malloc((size_t)n * sizeof(double)), tf = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) tf += T[(size_t)i * n + j] * T[(size_t)i * n + j];
+    for (int b = 0; b < m; b++) {
+        double t = T[(size_t)(2 * b + 1) * n + 2 * b], half_tr = g[b] * cos(th[b]);
+        double det = g[b] * g[b] + g[b] * t * sin(th[b]), disc = half_tr * half_tr - det;
+        if (disc < 0) mod[2 * b] = mod[2 * b + 1] = sqrt(det); /* a complex pair */
+        else mod[2 * b] = fabs(half_tr + sqrt(disc)), mod[2 * b + 1] = fabs(half_tr - sqrt(disc));
+    }
+    stats_summary(o, "gamma", g, m);
+    stats_summary(o, "theta", th, m);
+    stats_angle_hist(o, th, m);
+    stats_summary(o, "modulus", mod, n);
+    json_object_set_new(o, "T_norm", json_real(sqrt(tf)));
+    rt_free(g), rt_free(th), rt_free(T), rt_free(mod);
+}
+
 static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   cell_destroy,    rnn_bind,      rnn_forward,
-                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width};
+                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width, rnn_stats};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
@@ -222,11 +254,12 @@ double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T) { return
 
 static const char *const rnn_keys[] = {"nonlinearity", NULL};
 static const char *const exprnn_keys[] = {"nonlinearity", "orth_init", NULL};
-static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", NULL};
+static const char *const nnrnn_keys[] = {"nonlinearity", "orth_init", "max_phase", "gamma_clamp", NULL};
 static const char *const eurnn_keys[] = {"nonlinearity", "capacity", NULL};
 /* the nnRNN's angles at init */
 static const HfField nnrnn_fields[] = {
     HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+    HF_FIELD("gamma_clamp", HF_REAL, HF_NONNEG, 0, gamma_clamp),
 };
 /* EURNN's layers of rotations */
 static const HfField eurnn_fields[] = {

@@ -104,8 +104,14 @@ static void rotrnn_bind_state(void *layer, const Backend *be, const ModelDims *d
     drnn_bind_state(&((RotRNN *)layer)->core, be, state, rows);
 }
 
+/* gamma_h (modulus_*), the angles and the state's norm, per head too (the paper's Fig. 3) */
+static void rotrnn_stats(void *layer, const Ctx *c, json_t *o) {
+    RotRNN *l = layer;
+    drnn_stats(&l->core, c, o, l->H);
+}
+
 static const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
-                                rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL};
+                                rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL, rotrnn_stats};
 
 /* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
 

@@ -811,6 +811,18 @@ double model_penalty(Model *m, double delta, double t_decay, int grad) {
     return sum;
 }
 
+json_t *model_recurrent_stats(Model *m) {
+    if (!m->mix->stats || m->N <= 0) return NULL;
+    Ctx c = make_ctx(m);
+    json_t *layers = json_array();
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        json_t *o = json_object();
+        m->mix->stats(m->blocks[l].mixer, &c, o);
+        json_array_append_new(layers, o);
+    }
+    return layers;
+}
+
 void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }
 
 int64_t model_num_params(const Model *m) { return params_count(&m->params); }

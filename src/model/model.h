@@ -3,6 +3,7 @@
 #ifndef ROTOR_MODEL_H
 #define ROTOR_MODEL_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -46,6 +47,10 @@ void model_init_weights(Model *m, uint64_t seed);
  * grad, adds their gradient to the gradients. 0 for the other mixers. */
 double model_penalty(Model *m, double delta, double t_decay, int grad);
 void model_zero_grads(Model *m);
+/* The recurrent mixers' statistics (MixerImpl.stats: eigenvalue moduli and angles, the states'
+ * norm at the last forward), one object per layer, for the metrics of a validation; NULL for
+ * the other mixers or before any forward. */
+json_t *model_recurrent_stats(Model *m);
 
 /* Forward pass; keeps the activations needed by model_backward. Returns the summed
  * cross-entropy over the non-ignored labels (fp64) and, if n_valid is not NULL, their

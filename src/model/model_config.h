@@ -102,6 +102,8 @@ typedef struct {
      * LRU's ring, RotRNN's gamma), angles in [0, max_phase] */
     double r_min, r_max, max_phase;
     OrthInit orth_init;        /* expRNN, nnRNN (docs/models.md §17) */
+    /* nnRNN (docs/models.md §17): 0, or every eigenvalue modulus gamma_i held at this value */
+    double gamma_clamp;
     int capacity;              /* EURNN: layers of rotations (docs/models.md §17) */
     RnnNonlinearity nonlinearity; /* rnn, rnn_orth, exprnn, nnrnn (docs/models.md §17) */
     /* FoX "Pro" flags (qk_norm also for the Transformer) */

@@ -2,6 +2,7 @@
 #ifndef ROTOR_MODEL_INTERNAL_H
 #define ROTOR_MODEL_INTERNAL_H
 
+#include <jansson.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -213,6 +214,10 @@ typedef struct {
 
 /* Declares D [d] ~ N(0, 1) (no weight decay) under prefix; bidir from cfg->bidirectional. */
 void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, int bidir);
+/* MixerImpl.stats of the LRU and RotRNN: the eigenvalues' moduli (modulus_*: the LRU's nu,
+ * RotRNN's gamma) and angles (theta_*, theta_hist) of the last forward and the norm of its
+ * forward states, in `heads` heads (RotRNN; 1: the LRU). */
+void drnn_stats(const DiagRnn *r, const Ctx *c, json_t *o, int heads);
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
 void drnn_bind_state(DiagRnn *r, const Backend *be, Carve *state, int64_t rows);
 /* y = scan(x Bw^T) Cw^T + D x, bidirectional + rscan(x Bw^T) Cw2^T (rscan: the same recurrence
@@ -240,6 +245,20 @@ void cell_destroy(void *layer, const Backend *be);
 void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
                      int max_len);
 int64_t cell_carry_width(const void *layer);
+
+/* Statistics of a recurrent layer for the metrics (layer_stats.c, MixerImpl.stats). */
+enum { STATS_ANGLE_BINS = 16 };
+/* A host copy of parameter idx (its [f32] master) as doubles; the caller frees it. */
+double *stats_param(const Ctx *c, int idx);
+/* o.<name>_mean, _min, _max of x[0, n). */
+void stats_summary(json_t *o, const char *name, const double *x, int64_t n);
+/* o.theta_hist: STATS_ANGLE_BINS counts of the angles folded into [0, pi] (a conjugate pair's
+ * angle), equal bins. */
+void stats_angle_hist(json_t *o, const double *theta, int64_t n);
+/* From the last forward's states h [c->N, width] ([act]): o.state_norm, the mean over tokens of
+ * |h_t|, and with groups > 1 (heads of width / groups channels) o.state_norm_head, the mean
+ * over tokens and heads of the head's norm. */
+void stats_state_norm(json_t *o, const Ctx *c, const void *h, int64_t width, int groups);
 
 /* ---- mixers (mixer_gla.c, mixer_gdn.c: GDN and DeltaNet, mixer_fox.c: FoX and the
  * Transformer, mixer_mamba2.c, mixer_lru.c, mixer_rotrnn.c, mixer_rnn.c: the tanh RNNs,
@@ -270,6 +289,10 @@ typedef struct MixerImpl {
     /* NULL for a mixer that cannot carry its state across batches (Ctx.carry); else the
      * [f32] elements of a row's state, which bind_state carves as one [rows, width] buffer. */
     int64_t (*carry_width)(const void *layer);
+    /* NULL, or adds the layer's statistics to o for the metrics of a validation: its
+     * recurrence's moduli and angles now and its states' norm at the last forward
+     * (layer_stats.c; docs/models.md §13, §14, §17) */
+    void (*stats)(void *layer, const Ctx *c, json_t *o);
 } MixerImpl;
 
 /* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,

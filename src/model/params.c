@@ -77,6 +77,10 @@ void init_ones(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = 1;
 }
 
+void init_value(const ParamInitArgs *a) {
+    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->p->init_arg;
+}
+
 void init_uniform(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->p->init_arg * (2 * rng_uniform(a->rng) - 1);
 }

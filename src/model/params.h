@@ -29,6 +29,7 @@ struct ParamInitArgs {
 void init_normal(const ParamInitArgs *a);  /* N(0, init_arg) */
 void init_zeros(const ParamInitArgs *a);
 void init_ones(const ParamInitArgs *a);
+void init_value(const ParamInitArgs *a);   /* every element init_arg */
 void init_uniform(const ParamInitArgs *a); /* U(-init_arg, init_arg) */
 
 #define PARAM_NAME_MAX 128

@@ -570,6 +570,8 @@ int train_run(const RunConfig *rc, const char *resume) {
                 if (tr.text_task) /* character-level text: bits per character */
                     json_object_set_new(j, "val_bpc", json_real(val.loss / M_LN2));
                 char acc[64] = "", kept[160] = "";
+                json_t *rec = model_recurrent_stats(tr.model); /* state norms, moduli, angles */
+                if (rec) json_object_set_new(j, "recurrent", rec);
                 if (tr.classifies) {
                     json_object_set_new(j, "val_accuracy", json_real(val.accuracy));
                     snprintf(acc, sizeof acc, ", accuracy %.4f", val.accuracy);

@@ -1,0 +1,38 @@
+# RotRNN paper, Table 1: Long Range Arena test accuracy (at the best validation) of RotRNN and
+# the LRU. Paper: configs/paper/rotrnn/TASK.ini (Table 3 / Appendix B.2) for the six tasks, the
+# LRU at the same settings (model.type = lru); LRA's release under data/ of the directory this
+# runs in (docs/classification.md); 3 seeds (the paper does not say how many). CPU: ListOps
+# with expressions of 11..127 tokens, configs/classify/listops-{rotrnn,lru}-cpu.ini, 2 seeds
+# (docs/rotrnn.md, "CPU-scale comparison").
+source "$ROOT/scripts/lib/experiments.sh"
+# lru_keys CONFIG: the LRU's state at the RotRNN config's width (N reals: N / 2 complex channels,
+# the equivalence of the paper's §4.1)
+lru_keys() {
+    echo "model.type=lru model.complex_state_size=$(( $(awk -F' *= *' '$1 == "real_state_size" {print $2; exit}' "$ROOT/$1") / 2 ))"
+}
+describe() { echo "RotRNN Table 1: LRA, RotRNN and the LRU (CPU: short ListOps)"; }
+default_seeds() { [[ $SCALE == paper ]] && echo 3 || echo 2; }
+GPU_TOK_S=0 # no measured GPU rate for RotRNN or the LRU yet (docs/gpu.md)
+runs() {
+    local task m config lr seed
+    if [[ $SCALE == paper ]]; then
+        for task in listops text retrieval image pathfinder pathx; do
+            config=configs/paper/rotrnn/$task.ini
+            lr=$(config_lr "$config")
+            for m in rotrnn lru; do
+                for seed in $(first_seeds "$SEEDS" 0 1 2); do
+                    run "${m}__$task-lr$lr-seed$seed" synth "$config" $([[ $m == lru ]] && lru_keys "$config") "train.seed=$seed"
+                done
+            done
+        done
+        return
+    fi
+    for m in rotrnn lru; do
+        config=configs/classify/listops-$m-cpu.ini
+        lr=$(config_lr "$config")
+        for seed in $(first_seeds "$SEEDS" 0 1 2); do
+            run "${m}__listops128-lr$lr-seed$seed" synth "$config" "train.seed=$seed"
+        done
+    done
+}
+report() { /usr/bin/python3 "$ROOT/scripts/rnnpaper_report.py" lra "$OUT"; }

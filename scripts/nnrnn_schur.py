@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The learned Schur form of an nnRNN checkpoint (the nnRNN paper's Fig. 3 and 5, §5.3, and the
+gamma of its supplement §F / Table 7):
+
+    /usr/bin/python3 scripts/nnrnn_schur.py RUN/checkpoints/step_N OUT.png [--json OUT.json]
+
+W = P Theta P^T with Theta = Lambda + T (docs/models.md §17): Lambda the 2x2 blocks
+gamma_i R(theta_i), T strictly lower triangular. Draws Theta (a), the distribution of the angles
+theta_i folded into [0, pi] (the paper's insets), and the mean |entry| of Theta along its k-th
+subdiagonal (Fig. 3(c): a delay line shows as a peak at k = 1). Prints (and with --json writes)
+the mean gamma (the paper: 0.958 on PTB, about 1 on the copy task), the moduli of Theta's
+eigenvalues (the block's determinant gamma^2 + gamma t sin theta, not gamma, once T's in-block
+entries train), |T|_F and the mean |entry| per subdiagonal. Reads layer 0 of rotor's
+model.safetensors (tests/reference/ref_safetensors.py)."""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "reference"))
+import ref_safetensors  # noqa: E402
+
+
+def load_checkpoint(ckpt):
+    """The tensors of RUN/checkpoints/step_N/model.safetensors as float64."""
+    path = os.path.join(ckpt, "model.safetensors")
+    if not os.path.isfile(path):
+        sys.exit(f"{path}: no such file (give a checkpoint directory, RUN/checkpoints/step_N)")
+    tensors, _ = ref_safetensors.load(path)
+    return {k: v.astype(np.float64) for k, v in tensors.items()}
+
+
+def schur_form(t, prefix="model.layers.0.attn."):
+    """Theta = Lambda + T of an nnRNN layer: gamma_i R(theta_i) on the pairs (2i, 2i+1) plus the
+    strictly lower triangle of the parameter T (its other entries are never read)."""
+    missing = [k for k in ("gamma", "theta", "T") if prefix + k not in t]
+    if missing:
+        sys.exit(f"no nnRNN layer under {prefix}: {', '.join(prefix + k for k in missing)} missing")
+    g, th = t[prefix + "gamma"], t[prefix + "theta"]
+    K = np.tril(t[prefix + "T"], -1)
+    for i, (gi, ti) in enumerate(zip(g, th)):
+        K[2 * i:2 * i + 2, 2 * i:2 * i + 2] += gi * np.array([[np.cos(ti), -np.sin(ti)], [np.sin(ti), np.cos(ti)]])
+    return K
+
+
+def fold(theta):
+    """Angles into [0, pi]: theta and -theta give the same conjugate pair."""
+    a = np.mod(theta, 2 * np.pi)
+    return np.where(a > np.pi, 2 * np.pi - a, a)
+
+
+def summary(t, prefix="model.layers.0.attn."):
+    K = schur_form(t, prefix)
+    n = len(K)
+    T = np.tril(t[prefix + "T"], -1)
+    moduli = np.abs(np.linalg.eigvals(K))
+    return {"gamma_mean": float(t[prefix + "gamma"].mean()), "modulus_mean": float(moduli.mean()),
+            "modulus_min": float(moduli.min()), "modulus_max": float(moduli.max()),
+            "T_norm": float(np.linalg.norm(T)),
+            "subdiagonal_mean_abs": [float(np.abs(np.diagonal(K, -k)).mean()) for k in range(1, n)]}
+
+
+def draw(t, out, prefix="model.layers.0.attn."):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    K, s = schur_form(t, prefix), summary(t, prefix)
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.3))
+    lim = max(np.abs(K).max(), 1e-12)
+    im = a.imshow(K, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    fig.colorbar(im, ax=a, fraction=0.046)
+    a.set_title(f"Θ = Λ + T (γ̄ = {s['gamma_mean']:.3f}, |T|_F = {s['T_norm']:.3g})")
+    b.hist(fold(t[prefix + "theta"]), bins=24, range=(0, np.pi))
+    b.set(xlabel="θ_i folded into [0, π]", ylabel="count", title="rotation angles")
+    c.plot(np.arange(1, len(K)), s["subdiagonal_mean_abs"])
+    c.set(xlabel="k (subdiagonal)", ylabel="mean |Θ entry|", xscale="log", title="lower triangle by subdiagonal")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    fig.savefig(os.path.splitext(out)[0] + ".svg")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoint")
+    ap.add_argument("png")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    t = load_checkpoint(a.checkpoint)
+    s = summary(t)
+    draw(t, a.png)
+    if a.json:
+        json.dump(s, open(a.json, "w"), indent=1)
+    print(json.dumps({k: v for k, v in s.items() if k != "subdiagonal_mean_abs"}))
+
+
+if __name__ == "__main__":
+    main()
