@@ -2,7 +2,8 @@
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
 # before anything trains; a tiny fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
-# with one row per variant and model; running it again trains nothing.
+# with one row per variant and model; running it again trains nothing; a run stopped by a
+# signal (rotor synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
 set -uo pipefail
 rotor=$1
@@ -43,6 +44,22 @@ n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
 repro fig8-s2 "${tiny[@]}" > "$out/again.log" 2>&1 || fail "the second fig8-s2"
 grep -q "6 runs (6 done before)" "$out/again.log" || fail "the second sweep does not see the finished runs"
 ! grep -q "^== " "$out/again.log" || fail "the second sweep trained again"
+
+# a run stopped by SIGTERM part way: rotor synth evaluates nothing and exits 1, and the
+# sweep does not mark it finished
+long=(--seeds 1 --out "$out/stop" --set train.steps=1000000 --set train.log_every=1 --set task.test_examples=16)
+setsid "$root/scripts/reproduce.sh" fig8-a3 "${long[@]}" --rotor "$rotor" > "$out/stop.log" 2>&1 &
+driver=$! # its own process group: the sweep and its runs stop together below
+log=$out/stop/runs/nope-lr3e-3-seed555.log
+for _ in $(seq 300); do grep -q "^step " "$log" 2>/dev/null && break; sleep 0.2; done
+pkill -TERM -f "run.dir=$out/stop/runs/nope-lr3e-3-seed555" || fail "no run to stop"
+for _ in $(seq 100); do grep -q "stopped before train.steps" "$log" 2>/dev/null && break; sleep 0.2; done
+grep -q "stopped before train.steps" "$log" || fail "rotor synth did not say it stopped: $(tail -2 "$log")"
+[ ! -e "$out/stop/runs/nope-lr3e-3-seed555/synth_results.json" ] || fail "a stopped run was evaluated"
+[ ! -e "$out/stop/runs/nope-lr3e-3-seed555.done" ] || fail "a stopped run was marked finished"
+kill -TERM -- -"$driver" 2>/dev/null
+wait "$driver" 2>/dev/null
+for _ in $(seq 50); do pgrep -f "run.dir=$out/stop/" > /dev/null || break; sleep 0.2; done
 
 [ $fails = 0 ] && echo "all reproduce.sh checks passed"
 exit $((fails != 0))

@@ -61,7 +61,12 @@ int synth_main(int argc, char **argv) {
         task_names(names, sizeof names);
         rt_die("%s: rotor synth needs a [task] section (task.type = %s)", config, names);
     }
-    train_run(&rc, NULL);
+    if (train_run(&rc, NULL)) { /* stopped by a signal: a model trained part way is not evaluated */
+        if (dist_rank() == 0)
+            fprintf(stderr, "rotor synth: stopped before train.steps = %lld; %s is not evaluated (rotor synth starts "
+                            "afresh: run it again)\n", (long long)rc.train.steps, rc.run.dir);
+        return 1;
+    }
     if (dist_rank() != 0) return 0;
     char *ckpt = checkpoint_find_latest(rc.run.dir);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);

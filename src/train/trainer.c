@@ -509,6 +509,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     int64_t tokens_per_step = (int64_t)tr.world * tc->micro_batch * tc->seq_len * tc->grad_accum;
     double flops_per_token = model_flops_per_token(tr.model, tc->seq_len);
     double t_begin = rt_now(), t_last = t_begin;
+    int stopped = 0; /* a signal ended the run before train.steps */
     int64_t tokens_last = tokens;
     int bad_steps = 0;
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
@@ -600,6 +601,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         if (best) keep_best(&tr);
         if (stopping && !last) {
             if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
+            stopped = 1;
             break;
         }
     }
@@ -607,7 +609,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
-        printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
+        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
     }
     close_carry(&tr);
     close_data(&tr);
@@ -615,5 +617,5 @@ int train_run(const RunConfig *rc, const char *resume) {
     optimizer_free(tr.opt);
     grad_comm_free(&tr.comm);
     model_free(tr.model);
-    return 0;
+    return stopped;
 }
