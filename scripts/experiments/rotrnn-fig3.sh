@@ -5,11 +5,6 @@
 # paper does not say how many). CPU: configs/classify/listops-{rotrnn,lru}-cpu.ini (2 layers)
 # and one layer, validating every 50 steps, 2 seeds.
 source "$ROOT/scripts/lib/experiments.sh"
-# lru_keys CONFIG: the LRU's state at the RotRNN config's width (N reals: N / 2 complex channels,
-# the equivalence of the paper's §4.1)
-lru_keys() {
-    echo "model.type=lru model.complex_state_size=$(( $(awk -F' *= *' '$1 == "real_state_size" {print $2; exit}' "$ROOT/$1") / 2 ))"
-}
 describe() { echo "RotRNN Fig. 3: state norm during training on ListOps, RotRNN and the LRU"; }
 default_seeds() { [[ $SCALE == paper ]] && echo 3 || echo 2; }
 GPU_TOK_S=0 # no measured GPU rate for RotRNN or the LRU yet (docs/gpu.md)

@@ -39,5 +39,11 @@ pe_seed_runs() {
     done
 }
 
+# lru_keys CONFIG: the LRU in place of a RotRNN config, with its state at the same width (N
+# reals: N / 2 complex channels, the equivalence of the RotRNN paper's §4.1)
+lru_keys() {
+    echo "model.type=lru model.complex_state_size=$(( $(awk -F' *= *' '$1 == "real_state_size" {print $2; exit}' "$ROOT/$1") / 2 ))"
+}
+
 # plot KIND ARGS...: scripts/reproduce_plot.py (matplotlib from Debian's python3-matplotlib).
 plot() { /usr/bin/python3 "$ROOT/scripts/reproduce_plot.py" "$@"; }
