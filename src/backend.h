@@ -88,7 +88,7 @@ struct Backend {
     size_t (*peak_memory)(void);
 
     /* ---- compute: every op of src/backend_ops.h ---- */
-#define ROTOR_OP_FIELD(ret, name, params) ret(*name) params;
+#define ROTOR_OP_FIELD(ret, name, params, args) ret(*name) params;
     BACKEND_OPS(ROTOR_OP_FIELD)
 #undef ROTOR_OP_FIELD
 

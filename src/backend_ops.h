@@ -1,7 +1,8 @@
 /* Every compute op of the Backend table, written once. BACKEND_OPS(X) expands
- * X(return type, name, (parameters)) for each op: src/backend.h makes the table's fields of
- * it, src/cpu/cpu_ops.h the prototypes of cpu_<name>, kernels/backend/cuda_ops.h those of
- * cuda_<name>, and each backend its table. Conventions (element types in brackets, layout,
+ * X(return type, name, (parameters), (their names)) for each op: src/backend.h makes the
+ * table's fields of it, src/cpu/cpu_ops.h the prototypes of cpu_<name>,
+ * kernels/backend/cuda_ops.h those of cuda_<name>, each backend its table, src/device/op_costs.h
+ * the cost model's prototypes and the op profilers their timed calls. Conventions (element types in brackets, layout,
  * accumulation) are stated at the top of src/backend.h; the math of each op in
  * docs/models.md. Included by backend.h only. */
 #ifndef ROTOR_BACKEND_OPS_H
@@ -294,71 +295,80 @@ EURNN_FN int64_t eurnn_angles(int n, int L) {
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                        \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */     \
-    X(void, to_act, (void *dst, const void *src, int64_t n))                                  \
+    X(void, to_act, (void *dst, const void *src, int64_t n), (dst, src, n))                   \
                                                                                               \
     /* ---- dense ---- */                                                                     \
     /* out[M,N] = x[M,K] w[N,K]^T (+ bias[N] if bias). */                                     \
     X(void, matmul_fwd,                                                                       \
-      (void *out, const void *x, const void *w, const void *bias, int M, int N, int K))       \
+      (void *out, const void *x, const void *w, const void *bias, int M, int N, int K),       \
+      (out, x, w, bias, M, N, K))                                                             \
     /* dx[M,K] (=, or += if accumulate) dout w; dw[N,K] += dout^T x; dbias[N] += sum_rows     \
      * dout. dx or dbias may be NULL. */                                                      \
     X(void, matmul_bwd,                                                                       \
       (void *dx, void *dw, void *dbias, const void *dout, const void *x, const void *w, int M, \
-       int N, int K, int accumulate))                                                         \
+       int N, int K, int accumulate), (dx, dw, dbias, dout, x, w, M, N, K, accumulate))       \
     /* out[n,:] = E[tok[n],:]; tokens [i32] */                                                \
-    X(void, embedding_fwd, (void *out, const int32_t *tok, const void *E, int64_t n, int C))  \
-    X(void, embedding_bwd, (void *dE, const int32_t *tok, const void *dout, int64_t n, int C)) \
+    X(void, embedding_fwd, (void *out, const int32_t *tok, const void *E, int64_t n, int C),  \
+      (out, tok, E, n, C))                                                                    \
+    X(void, embedding_bwd, (void *dE, const int32_t *tok, const void *dout, int64_t n, int C), \
+      (dE, tok, dout, n, C))                                                                  \
     /* out[rows[i],:] = src[i,:] [act] for n distinct rows [i32]; other rows untouched. */    \
-    X(void, scatter_rows, (void *out, const int32_t *rows, const void *src, int64_t n, int C)) \
+    X(void, scatter_rows, (void *out, const int32_t *rows, const void *src, int64_t n, int C), \
+      (out, rows, src, n, C))                                                                 \
                                                                                               \
     /* ---- normalisation ---- */                                                             \
     /* x [N, G, C] -> y = x * rstd * w, rstd [f32][N*G]; w has G*C entries if w_per_group     \
      * else C (shared by all groups). docs/models.md §1 RMSNorm. */                           \
     X(void, rmsnorm_fwd,                                                                      \
       (void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,            \
-       int w_per_group, double eps))                                                          \
+       int w_per_group, double eps), (y, rstd, x, w, N, G, C, w_per_group, eps))              \
     /* The residual add fused with the norm that reads its result: h = a + b [N, C] (the      \
      * residual stream, rounded to [act]), then y, rstd = rmsnorm_fwd of h with G = 1. */     \
     X(void, add_rmsnorm_fwd,                                                                  \
       (void *h, void *y, void *rstd, const void *a, const void *b, const void *w, int64_t N,  \
-       int C, double eps))                                                                    \
+       int C, double eps), (h, y, rstd, a, b, w, N, C, eps))                                  \
     X(void, rmsnorm_bwd,                                                                      \
       (void *dx, void *dw, const void *dy, const void *x, const void *w, const void *rstd,    \
-       int64_t N, int G, int C, int w_per_group, int accumulate))                             \
+       int64_t N, int G, int C, int w_per_group, int accumulate),                             \
+      (dx, dw, dy, x, w, rstd, N, G, C, w_per_group, accumulate))                             \
     /* y = x / sqrt(sum x^2 + eps) per group of D; rnorm [f32][N*G] = 1/sqrt(...). */         \
-    X(void, l2norm_fwd, (void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps)) \
+    X(void, l2norm_fwd, (void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps), \
+      (y, rnorm, x, N, G, D, eps))                                                            \
     X(void, l2norm_bwd,                                                                       \
       (void *dx, const void *dy, const void *y, const void *rnorm, int64_t N, int G, int D,   \
-       int accumulate))                                                                       \
+       int accumulate), (dx, dy, y, rnorm, N, G, D, accumulate))                              \
                                                                                               \
     /* ---- elementwise ---- */                                                               \
     /* out = x * act(g) (act = SILU: swish, SIGMOID); dx, dg overwrite. SwiGLU is             \
      * gate_mul(up, gate, SILU). */                                                           \
-    X(void, gate_mul_fwd, (void *out, const void *x, const void *g, int64_t n, Activation act)) \
+    X(void, gate_mul_fwd, (void *out, const void *x, const void *g, int64_t n, Activation act), \
+      (out, x, g, n, act))                                                                    \
     X(void, gate_mul_bwd,                                                                     \
       (void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,         \
-       Activation act))                                                                       \
-    X(void, silu_fwd, (void *y, const void *x, int64_t n))                                    \
-    X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
-    /* y = gelu(x) = x Phi(x), the exact (erf) form; the auto-encoder head (docs/models.md   \
+       Activation act), (dx, dg, dout, x, g, n, act))                                         \
+    X(void, silu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
+    X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
+    /* y = gelu(x) = x Phi(x), the exact (erf) form; the auto-encoder head (docs/models.md    \
      * §12). */                                                                               \
-    X(void, gelu_fwd, (void *y, const void *x, int64_t n))                                    \
-    X(void, gelu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
+    X(void, gelu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
+    X(void, gelu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
     /* Inverted dropout (docs/models.md §16) over x [N, C]: y = x keep / (1 - p), keep =      \
      * dropout_keep(key, i, dropout_threshold(p)) of util/dropout_mask.h with i = n C + c     \
      * (T = 0), or i = (n / T) C + c (T > 0: one draw per channel of each row of T tokens).   \
      * y may be x. Its own backward: dx = dropout(dy) with the same arguments. */             \
-    X(void, dropout, (void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p)) \
-    /* y = max(x, 0); dx = dy where x > 0, else 0 (dx may be dy): the pair classifier's MLP    \
+    X(void, dropout, (void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p), \
+      (y, x, N, C, T, key, p))                                                                \
+    /* y = max(x, 0); dx = dy where x > 0, else 0 (dx may be dy): the pair classifier's MLP   \
      * (docs/models.md §15). */                                                               \
-    X(void, relu_fwd, (void *y, const void *x, int64_t n))                                    \
-    X(void, relu_bwd, (void *dx, const void *dy, const void *x, int64_t n))                   \
+    X(void, relu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
+    X(void, relu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
     /* The pair classifier's features (docs/models.md §15): x [2P, d] holds each pair's       \
      * pooled u = x[2p], v = x[2p+1]; f [P, 4d] row p = [u, v, u*v, u-v] (LRA's NLI           \
      * interaction). The backward overwrites dx [2P, d]: du = df_0 + v df_2 + df_3,           \
      * dv = df_1 + u df_2 - df_3 (df_k the k-th d-wide block of df's row). */                 \
-    X(void, pair_nli_fwd, (void *f, const void *x, int64_t P, int d))                         \
-    X(void, pair_nli_bwd, (void *dx, const void *df, const void *x, int64_t P, int d))        \
+    X(void, pair_nli_fwd, (void *f, const void *x, int64_t P, int d), (f, x, P, d))           \
+    X(void, pair_nli_bwd, (void *dx, const void *df, const void *x, int64_t P, int d),        \
+      (dx, df, x, P, d))                                                                      \
                                                                                               \
     /* ---- time mixing helpers (all respect segments) ---- */                                \
     /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), plus bias [C]   \
@@ -367,137 +377,157 @@ EURNN_FN int64_t eurnn_angles(int n, int L) {
      * when NULL). */                                                                         \
     X(void, conv_fwd,                                                                         \
       (void *y, const void *x, const void *w, const void *b, const Seqs *s, int C,            \
-       Activation act))                                                                       \
+       Activation act), (y, x, w, b, s, C, act))                                              \
     X(void, conv_bwd,                                                                         \
       (void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,            \
-       const void *b, const Seqs *s, int C, Activation act))                                  \
-    /* y[cu[s] + i, :] (=, or += if accumulate) x[cu[s+1] - 1 - i, :] for x, y [N, C]        \
+       const void *b, const Seqs *s, int C, Activation act),                                  \
+      (dx, dw, db, dy, x, w, b, s, C, act))                                                   \
+    /* y[cu[s] + i, :] (=, or += if accumulate) x[cu[s+1] - 1 - i, :] for x, y [N, C]         \
      * (y != x): every segment in reverse time order (the bidirectional scan, docs/models.md  \
      * §16). Its own backward: the reversal is its own inverse. */                            \
-    X(void, segment_reverse, (void *y, const void *x, const Seqs *s, int C, int accumulate))  \
+    X(void, segment_reverse, (void *y, const void *x, const Seqs *s, int C, int accumulate),  \
+      (y, x, s, C, accumulate))                                                               \
     /* FoX data-dependent shift (docs/models.md §4): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
      * a = sigmoid(a_logit) [N,H] per head, x [N,H,D], x_{-1} = 0 at a segment start. */      \
     X(void, shift_fwd,                                                                        \
-      (void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D))             \
+      (void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D),             \
+      (y, x, a_logit, s, H, D))                                                               \
     X(void, shift_bwd,                                                                        \
       (void *dx, void *da_logit, const void *dy, const void *x, const void *a_logit,          \
-       const Seqs *s, int H, int D))                                                          \
+       const Seqs *s, int H, int D), (dx, da_logit, dy, x, a_logit, s, H, D))                 \
                                                                                               \
-    /* ---- position embeddings (docs/models.md §5), half-split pairs (j, j+D/2) ---- */       \
+    /* ---- position embeddings (docs/models.md §5), half-split pairs (j, j+D/2) ---- */      \
     /* angle [f32][N, D/2] = pos * theta^(-2j/D). */                                          \
-    X(void, rope_angles, (void *angle, const Seqs *s, int D, double theta))                   \
+    X(void, rope_angles, (void *angle, const Seqs *s, int D, double theta),                   \
+      (angle, s, D, theta))                                                                   \
     /* y = rotate(x, angle): x [N,H,D]; angle [f32] is [N, H, D/2] if per_head else           \
      * [N, D/2] shared by the heads. */                                                       \
     X(void, rotate_fwd,                                                                       \
-      (void *y, const void *x, const void *angle, int64_t N, int H, int D, int per_head))     \
+      (void *y, const void *x, const void *angle, int64_t N, int H, int D, int per_head),     \
+      (y, x, angle, N, H, D, per_head))                                                       \
     /* dx = rotate(dy, -angle); dangle [f32] += d/dangle if not NULL (per_head layout). */    \
     X(void, rotate_bwd,                                                                       \
       (void *dx, void *dangle, const void *dy, const void *x, const void *angle, int64_t N,   \
-       int H, int D, int per_head))                                                           \
-    X(void, selrope_fwd, (const SelRopeArgs *a))                                              \
-    X(void, selrope_bwd, (const SelRopeGrads *g))                                             \
+       int H, int D, int per_head), (dx, dangle, dy, x, angle, N, H, D, per_head))            \
+    X(void, selrope_fwd, (const SelRopeArgs *a), (a))                                         \
+    X(void, selrope_bwd, (const SelRopeGrads *g), (g))                                        \
     /* Weight-normalised per-head projection weight (docs/models.md §5 weight_norm):          \
      * wn[h,:,j] = s[h] * w[h,:,j] / ||w[h,:,j]||, w [H, Din, P]. */                          \
-    X(void, weightnorm_fwd, (void *wn, const void *w, const void *scale, int H, int Din, int P)) \
+    X(void, weightnorm_fwd, (void *wn, const void *w, const void *scale, int H, int Din, int P), \
+      (wn, w, scale, H, Din, P))                                                              \
     X(void, weightnorm_bwd,                                                                   \
       (void *dw, void *dscale, const void *dwn, const void *w, const void *scale, int H,      \
-       int Din, int P))                                                                       \
+       int Din, int P), (dw, dscale, dwn, w, scale, H, Din, P))                               \
     /* Per-head projection: out[n,h,:] = x[n,h,:] (Din) . w[h] (Din x P); x [N,H,Din],        \
      * out [N,H,P]. */                                                                        \
     X(void, head_matmul_fwd,                                                                  \
-      (void *out, const void *x, const void *w, int64_t N, int H, int Din, int P))            \
+      (void *out, const void *x, const void *w, int64_t N, int H, int Din, int P),            \
+      (out, x, w, N, H, Din, P))                                                              \
     X(void, head_matmul_bwd,                                                                  \
       (void *dx, void *dw, const void *dout, const void *x, const void *w, int64_t N, int H,  \
-       int Din, int P, int accumulate))                                                       \
+       int Din, int P, int accumulate), (dx, dw, dout, x, w, N, H, Din, P, accumulate))       \
                                                                                               \
     /* ---- gates ---- */                                                                     \
     /* y = logsigmoid(x) / normalizer [f32]. */                                               \
-    X(void, logsigmoid_fwd, (void *y, const void *x, int64_t n, double normalizer))           \
-    X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer)) \
-    /* y = sigmoid(x) [f32] (the delta rule's beta, docs/models.md §3, §3b); dy [f32]. */    \
-    X(void, sigmoid_fwd, (void *y, const void *x, int64_t n))                                 \
-    X(void, sigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n))                \
+    X(void, logsigmoid_fwd, (void *y, const void *x, int64_t n, double normalizer),           \
+      (y, x, n, normalizer))                                                                  \
+    X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer), \
+      (dx, dy, x, n, normalizer))                                                             \
+    /* y = sigmoid(x) [f32] (the delta rule's beta, docs/models.md §3, §3b); dy [f32]. */     \
+    X(void, sigmoid_fwd, (void *y, const void *x, int64_t n), (y, x, n))                      \
+    X(void, sigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n)) \
     /* The per-head decay of Gated DeltaNet (docs/models.md §3) and Mamba2 (§10): the time    \
      * step dt = softplus(dt_raw + dt_bias) and the log decay g = -exp(A_log) dt [f32];       \
-     * dt_raw [N,H], A_log and dt_bias [f32][H]. dt may be NULL (not kept: GDN). */          \
+     * dt_raw [N,H], A_log and dt_bias [f32][H]. dt may be NULL (not kept: GDN). */           \
     X(void, decay_gates_fwd,                                                                  \
       (void *dt, void *g, const void *dt_raw, const void *A_log, const void *dt_bias,         \
-       int64_t N, int H))                                                                     \
-    /* ddt_raw (overwrite) from ddt (NULL: dt unused) and dg [f32]; dA_log, ddt_bias [f32]   \
+       int64_t N, int H), (dt, g, dt_raw, A_log, dt_bias, N, H))                              \
+    /* ddt_raw (overwrite) from ddt (NULL: dt unused) and dg [f32]; dA_log, ddt_bias [f32]    \
      * accumulate. */                                                                         \
     X(void, decay_gates_bwd,                                                                  \
       (void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt, const void *dg,          \
-       const void *dt_raw, const void *A_log, const void *dt_bias, int64_t N, int H))         \
-    /* ---- Mamba2 (docs/models.md §10) ---- */                                              \
+       const void *dt_raw, const void *A_log, const void *dt_bias, int64_t N, int H),         \
+      (ddt_raw, dA_log, ddt_bias, ddt, dg, dt_raw, A_log, dt_bias, N, H))                     \
+    /* ---- Mamba2 (docs/models.md §10) ---- */                                               \
     /* y[n,h,:] = s[n,h] x[n,h,:] with s [f32][N,H]; x, y [N,H,D]. */                         \
-    X(void, head_scale_fwd, (void *y, const void *x, const void *s, int64_t N, int H, int D)) \
+    X(void, head_scale_fwd, (void *y, const void *x, const void *s, int64_t N, int H, int D), \
+      (y, x, s, N, H, D))                                                                     \
     /* dx = s dy, ds [f32][N,H] = sum_d dy x (both overwrite). */                             \
     X(void, head_scale_bwd,                                                                   \
       (void *dx, void *ds, const void *dy, const void *x, const void *s, int64_t N, int H,    \
-       int D))                                                                                \
+       int D), (dx, ds, dy, x, s, N, H, D))                                                   \
     /* The skip y[n,h,:] += Dp[h] x[n,h,:], Dp [f32][H]. */                                   \
-    X(void, head_skip_fwd, (void *y, const void *x, const void *Dp, int64_t N, int H, int D)) \
+    X(void, head_skip_fwd, (void *y, const void *x, const void *Dp, int64_t N, int H, int D), \
+      (y, x, Dp, N, H, D))                                                                    \
     /* dx += Dp[h] dy; dDp [f32][H] += sum over tokens and channels of dy x. */               \
     X(void, head_skip_bwd,                                                                    \
       (void *dx, void *dDp, const void *dy, const void *x, const void *Dp, int64_t N, int H,  \
-       int D))                                                                                \
+       int D), (dx, dDp, dy, x, Dp, N, H, D))                                                 \
     /* out[n,h,:] = src[n, h / (H/G), :]: each of G groups [N,G,K] read by H/G consecutive    \
      * heads, out [N,H,K]. */                                                                 \
-    X(void, group_bcast_fwd, (void *out, const void *src, int64_t N, int H, int G, int K))    \
+    X(void, group_bcast_fwd, (void *out, const void *src, int64_t N, int H, int G, int K),    \
+      (out, src, N, H, G, K))                                                                 \
     /* dsrc[n,g,:] = sum over the heads h of group g of dout[n,h,:] (overwrite). */           \
-    X(void, group_bcast_bwd, (void *dsrc, const void *dout, int64_t N, int H, int G, int K))  \
+    X(void, group_bcast_bwd, (void *dsrc, const void *dout, int64_t N, int H, int G, int K),  \
+      (dsrc, dout, N, H, G, K))                                                               \
                                                                                               \
-    /* ---- LRU and RotRNN (docs/models.md §13, §14) ---- */                                 \
-    X(void, cscan_fwd, (const CScanArgs *a))                                                  \
-    X(void, cscan_bwd, (const CScanGrads *g))                                                 \
-    X(void, lru_weights_fwd, (const LruWeights *w))                                           \
-    X(void, lru_weights_bwd, (const LruWeightGrads *g))                                       \
+    /* ---- LRU and RotRNN (docs/models.md §13, §14) ---- */                                  \
+    X(void, cscan_fwd, (const CScanArgs *a), (a))                                             \
+    X(void, cscan_bwd, (const CScanGrads *g), (g))                                            \
+    X(void, lru_weights_fwd, (const LruWeights *w), (w))                                      \
+    X(void, lru_weights_bwd, (const LruWeightGrads *g), (g))                                  \
     /* P_h = expm(M_h - M_h^T) for H matrices [f32][H, n, n]; work [f32] scratch of           \
      * orth_expm_work_size(H, n) elements. */                                                 \
-    X(void, orth_expm_fwd, (void *P, const void *M, void *work, int H, int n))                \
+    X(void, orth_expm_fwd, (void *P, const void *M, void *work, int H, int n),                \
+      (P, M, work, H, n))                                                                     \
     /* dM [f32] += the gradient at M from dP [f32], through the Frechet derivative of expm. */ \
-    X(void, orth_expm_bwd, (void *dM, const void *dP, const void *M, void *work, int H, int n)) \
-    X(void, rotrnn_weights_fwd, (const RotWeights *w))                                        \
-    X(void, rotrnn_weights_bwd, (const RotWeightGrads *g))                                    \
+    X(void, orth_expm_bwd, (void *dM, const void *dP, const void *M, void *work, int H, int n), \
+      (dM, dP, M, work, H, n))                                                                \
+    X(void, rotrnn_weights_fwd, (const RotWeights *w), (w))                                   \
+    X(void, rotrnn_weights_bwd, (const RotWeightGrads *g), (g))                               \
                                                                                               \
     /* ---- nonlinear RNNs: tanh/modReLU RNN, expRNN, nnRNN, LSTM (docs/models.md §17, §18) ---- */ \
-    X(void, rnn_fwd, (const RnnArgs *a))                                                      \
-    X(void, rnn_bwd, (const RnnGrads *g))                                                     \
-    X(void, lstm_fwd, (const LstmArgs *a))                                                    \
-    X(void, lstm_bwd, (const LstmGrads *g))                                                   \
-    X(void, nnrnn_weights_fwd, (const NnrnnWeights *w))                                       \
-    X(void, nnrnn_weights_bwd, (const NnrnnWeightGrads *g))                                   \
+    X(void, rnn_fwd, (const RnnArgs *a), (a))                                                 \
+    X(void, rnn_bwd, (const RnnGrads *g), (g))                                                \
+    X(void, lstm_fwd, (const LstmArgs *a), (a))                                               \
+    X(void, lstm_bwd, (const LstmGrads *g), (g))                                              \
+    X(void, nnrnn_weights_fwd, (const NnrnnWeights *w), (w))                                  \
+    X(void, nnrnn_weights_bwd, (const NnrnnWeightGrads *g), (g))                              \
     /* EURNN's recurrent matrix W [f32][n, n] = R_{L-1} ... R_1 R_0 (§17): R_l rotates the rows \
      * of each pair of layer l (eurnn_layer_pairs), (x_p, x_q) -> (c x_p - s x_q, s x_p + c x_q), \
-     * by its angle of theta [f32], eurnn_angles(n, L) of them, layer after layer. */            \
-    X(void, eurnn_weights_fwd, (void *W, const void *theta, int n, int L))                    \
+     * by its angle of theta [f32], eurnn_angles(n, L) of them, layer after layer. */         \
+    X(void, eurnn_weights_fwd, (void *W, const void *theta, int n, int L), (W, theta, n, L))  \
     /* dtheta [f32] += the gradient at theta from dW [f32], W as the forward left it; work    \
      * [f32] scratch of 2 n^2 elements. */                                                    \
-    X(void, eurnn_weights_bwd, (void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n, int L)) \
+    X(void, eurnn_weights_bwd, (void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n, int L), \
+      (dtheta, dW, W, theta, work, n, L))                                                     \
     /* Returns coef sum_i (w_i - target)^2 over n [f32] values (fp64, on the host); g [f32]   \
      * += its gradient 2 coef (w - target) when g is not NULL. The nnRNN's penalties (§17). */ \
-    X(double, l2_penalty, (void *g, const void *w, int64_t n, double target, double coef))   \
+    X(double, l2_penalty, (void *g, const void *w, int64_t n, double target, double coef),    \
+      (g, w, n, target, coef))                                                                \
                                                                                               \
     /* ---- mixers ---- */                                                                    \
-    X(void, gla_fwd, (const LinAttnArgs *a))                                                  \
-    X(void, gla_bwd, (const LinAttnGrads *g))                                                 \
-    X(void, gdn_fwd, (const LinAttnArgs *a))                                                  \
-    X(void, gdn_bwd, (const LinAttnGrads *g))                                                 \
-    X(void, fox_fwd, (const AttnArgs *a))                                                     \
-    X(void, fox_bwd, (const AttnGrads *g))                                                    \
+    X(void, gla_fwd, (const LinAttnArgs *a), (a))                                             \
+    X(void, gla_bwd, (const LinAttnGrads *g), (g))                                            \
+    X(void, gdn_fwd, (const LinAttnArgs *a), (a))                                             \
+    X(void, gdn_bwd, (const LinAttnGrads *g), (g))                                            \
+    X(void, fox_fwd, (const AttnArgs *a), (a))                                                \
+    X(void, fox_bwd, (const AttnGrads *g), (g))                                               \
                                                                                               \
     /* ---- decoding (docs/models.md §11) ---- */                                             \
     /* tail[seg, j, :] = x[cu[seg+1] - W + j, :] for j < W, zero where that is before the     \
      * segment's start: the last W rows of each segment; x [N,C], tail [nseg, W, C], [f32]    \
      * elements if f32 else [act]. */                                                         \
     X(void, segment_tail,                                                                     \
-      (void *tail, const void *x, const Seqs *s, int C, int W, int f32))                      \
+      (void *tail, const void *x, const Seqs *s, int C, int W, int f32),                      \
+      (tail, x, s, C, W, f32))                                                                \
     /* y [f32][N,C] = cumulative sum of x [f32] over each segment. */                         \
-    X(void, segment_cumsum, (void *y, const void *x, const Seqs *s, int C))                   \
+    X(void, segment_cumsum, (void *y, const void *x, const Seqs *s, int C), (y, x, s, C))     \
     /* cache[seg, pos[n], :] = x[n, :] for every token n of segment seg; cache [nseg, cap, C], \
      * [f32] elements if f32 else [act]. */                                                   \
     X(void, cache_write,                                                                      \
-      (void *cache, const void *x, const Seqs *s, int cap, int C, int f32))                   \
+      (void *cache, const void *x, const Seqs *s, int cap, int C, int f32),                   \
+      (cache, x, s, cap, C, f32))                                                             \
     /* The step ops: s holds B rows of one token each (s->ntok = s->nseg = B) at positions    \
      * s->pos; each row reads its decoding state and advances it by its token. A row at       \
      * position 0 starts a sequence: it reads a zero state, as the forward ops do at a        \
@@ -506,51 +536,54 @@ EURNN_FN int64_t eurnn_angles(int n, int L) {
      * inputs, oldest first. */                                                               \
     X(void, conv_step,                                                                        \
       (void *y, const void *x, const void *w, const void *b, void *tail, const Seqs *s, int C, \
-       Activation act))                                                                       \
+       Activation act), (y, x, w, b, tail, s, C, act))                                        \
     /* shift_fwd for one token per row: prev [act][B,H,D] the row's previous x. */            \
     X(void, shift_step,                                                                       \
-      (void *y, const void *x, const void *a_logit, void *prev, const Seqs *s, int H, int D)) \
+      (void *y, const void *x, const void *a_logit, void *prev, const Seqs *s, int H, int D), \
+      (y, x, a_logit, prev, s, H, D))                                                         \
     /* selrope_fwd for one token per row, with a->Phi and a->tail the rows' state. */         \
-    X(void, selrope_step, (const SelRopeArgs *a))                                             \
+    X(void, selrope_step, (const SelRopeArgs *a), (a))                                        \
     /* gla_fwd / gdn_fwd for one token per row from and into a->state; a->states unused. */   \
-    X(void, gla_step, (const LinAttnArgs *a))                                                 \
-    X(void, gdn_step, (const LinAttnArgs *a))                                                 \
-    /* cscan_fwd for one token per row from and into a->state; a->states unused. */          \
-    X(void, cscan_step, (const CScanArgs *a))                                                 \
-    /* rnn_fwd / lstm_fwd for one token per row from and into a->state. */                   \
-    X(void, rnn_step, (const RnnArgs *a))                                                     \
-    X(void, lstm_step, (const LstmArgs *a))                                                   \
+    X(void, gla_step, (const LinAttnArgs *a), (a))                                            \
+    X(void, gdn_step, (const LinAttnArgs *a), (a))                                            \
+    /* cscan_fwd for one token per row from and into a->state; a->states unused. */           \
+    X(void, cscan_step, (const CScanArgs *a), (a))                                            \
+    /* rnn_fwd / lstm_fwd for one token per row from and into a->state. */                    \
+    X(void, rnn_step, (const RnnArgs *a), (a))                                                \
+    X(void, lstm_step, (const LstmArgs *a), (a))                                              \
     /* Causal attention for one token per row over its KV cache (AttnStepArgs). */            \
-    X(void, attn_step, (const AttnStepArgs *a))                                               \
+    X(void, attn_step, (const AttnStepArgs *a), (a))                                          \
                                                                                               \
     /* ---- loss ---- */                                                                      \
     /* Softmax cross-entropy over logits [N,V] with labels [i32] (-100 ignored): returns the  \
      * summed loss in fp64 on the host and, if grad_scale != 0, replaces the logits by        \
      * grad_scale * dloss/dlogits (rows with ignored labels become 0). */                     \
     X(double, cross_entropy,                                                                  \
-      (void *logits, const int32_t *labels, int64_t N, int V, double grad_scale))             \
-    /* Per-row log-probability of the label and whether the label is the first argmax        \
+      (void *logits, const int32_t *labels, int64_t N, int V, double grad_scale),             \
+      (logits, labels, N, V, grad_scale))                                                     \
+    /* Per-row log-probability of the label and whether the label is the first argmax         \
      * (evaluation): logp [f32][N], is_argmax [N] host bytes; rows with label -100 give 0     \
      * and 1. */                                                                              \
     X(void, token_logprobs,                                                                   \
       (const void *logits, const int32_t *labels, int64_t N, int V, void *logp,               \
-       uint8_t *is_argmax))                                                                   \
+       uint8_t *is_argmax), (logits, labels, N, V, logp, is_argmax))                          \
                                                                                               \
     /* ---- optimizer ---- */                                                                 \
     /* Sum of squares of n [f32] values, in fp64 on the host. */                              \
-    X(double, sumsq, (const void *x, int64_t n))                                              \
+    X(double, sumsq, (const void *x, int64_t n), (x, n))                                      \
     /* x *= s over n [f32] values. */                                                         \
-    X(void, scale, (void *x, int64_t n, double s))                                            \
+    X(void, scale, (void *x, int64_t n, double s), (x, n, s))                                 \
     /* AdamW on [f32] master weights w with moments m, v, gradient g (docs/models.md §7),     \
      * step t >= 1; w_act, when not NULL, receives the updated weights as [act] in the same   \
      * pass. */                                                                               \
     X(void, adamw,                                                                            \
       (void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,           \
-       double beta1, double beta2, double eps, double weight_decay, int64_t t))               \
+       double beta1, double beta2, double eps, double weight_decay, int64_t t),               \
+      (w, w_act, m, v, g, n, lr, beta1, beta2, eps, weight_decay, t))                         \
     /* RMSprop as torch.optim.RMSprop without momentum, not centered (docs/models.md §7), on  \
      * [f32] master weights w with square average sq and gradient g; w_act as for adamw. */   \
     X(void, rmsprop_update,                                                                   \
       (void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,     \
-       double eps, double weight_decay))
+       double eps, double weight_decay), (w, w_act, sq, g, n, lr, alpha, eps, weight_decay))  \
 
 #endif

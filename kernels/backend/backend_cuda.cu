@@ -204,10 +204,10 @@ static double peak_bandwidth(const cudaDeviceProp *p) {
 static Backend cuda_backend; // filled by backend_cuda() on the first call
 
 template <> struct Cost<cu_zero> {
-    static OpCost of(void *, size_t bytes) { return costs::make(0, (double)bytes); }
+    static OpCost of(void *, size_t bytes) { return OpCost{0, (double)bytes, ""}; }
 };
 template <> struct Cost<cuda_upload> {
-    static OpCost of(void *, const void *, size_t bytes) { return costs::make(0, (double)bytes); }
+    static OpCost of(void *, const void *, size_t bytes) { return OpCost{0, (double)bytes, ""}; }
 };
 
 // The fixed fields of the table: the device's own are set by backend_cuda(), the ops (with
@@ -237,7 +237,7 @@ static void fill_table(Backend *b) {
 // The ops of the table, plain or timed by the profiler (profile.cuh); the memset of the
 // gradients and the uploads of a step are timed too.
 static void cu_profile(int on) {
-#define ROTOR_SET_OP(ret, op, params) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
+#define ROTOR_SET_OP(ret, op, params, args) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
     BACKEND_OPS(ROTOR_SET_OP)
 #undef ROTOR_SET_OP
     cuda_backend.zero = on ? timed<cu_zero>("zero") : cu_zero;

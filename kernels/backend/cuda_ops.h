@@ -7,7 +7,7 @@
 
 #include "backend.h"
 
-#define ROTOR_CUDA_OP(ret, name, params) ret cuda_##name params;
+#define ROTOR_CUDA_OP(ret, name, params, args) ret cuda_##name params;
 BACKEND_OPS(ROTOR_CUDA_OP)
 #undef ROTOR_CUDA_OP
 

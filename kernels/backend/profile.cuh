@@ -1,19 +1,14 @@
-// The CUDA backend's op profiler (Backend.profile, bench/gpu_step --profile): while it is on,
+// The CUDA backend's op profiler (Backend.profile, bench/step_bench --profile): while it is on,
 // every op of the table runs between two CUDA events on the compute stream, and its device
 // time is summed per op and shape, with the floating-point operations and the fewest bytes
-// the op must move (op_costs.cuh) for achieved TFLOP/s and GB/s.
+// the op must move (the cost model of src/device/op_costs.h, op_costs.cuh) for achieved
+// TFLOP/s and GB/s.
 #pragma once
 
 #include <type_traits>
 
 #include "backend.h"
-
-// What one call of an op must do: its FLOPs, the bytes it must read and write at least
-// (each input once, each output once), and a label for its shape ("" groups all calls).
-struct OpCost {
-    double flops = 0, bytes = 0;
-    char shape[40] = "";
-};
+#include "device/op_costs.h"
 
 // Cost<F>::of(args) of op F; ops without a specialisation report time only.
 template <auto F> struct Cost {

@@ -5,7 +5,9 @@
 #include "cpu/blas_setup.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
+#include "cpu/profile.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <pmmintrin.h>
@@ -15,12 +17,21 @@
 static void *cpu_alloc(size_t bytes) { return rt_alloc_aligned(bytes); }
 static void cpu_release(void *p) { rt_free(p); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+/* The profiler also times the zeroing of the gradients (the memset of a step). */
+static void timed_zero(void *p, size_t bytes) {
+    OpCost cost = {.bytes = (double)bytes};
+    double t0 = rt_now();
+    cpu_zero(p, bytes);
+    cpu_profile_record("zero", &cost, rt_now() - t0);
+}
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 static void cpu_synchronize(void) {}
 static size_t cpu_peak_memory(void) { return 0; }
 void cpu_to_act(void *dst, const void *src, int64_t n) {
     if (dst != src) memcpy(dst, src, sizeof(real) * (size_t)n);
 }
+
+static void cpu_profile(int on);
 
 static Backend cpu_backend = {
     .name = "cpu",
@@ -35,10 +46,17 @@ static Backend cpu_backend = {
     .copy = cpu_copy,
     .synchronize = cpu_synchronize,
     .peak_memory = cpu_peak_memory,
-#define ROTOR_CPU_OP(ret, name, params) .name = cpu_##name,
+    .profile = cpu_profile,
+    .profile_read = cpu_profile_read,
+#define ROTOR_CPU_OP(ret, name, params, args) .name = cpu_##name,
     BACKEND_OPS(ROTOR_CPU_OP)
 #undef ROTOR_CPU_OP
 };
+
+static void cpu_profile(int on) {
+    cpu_profile_ops(&cpu_backend, on);
+    cpu_backend.zero = on ? timed_zero : cpu_zero;
+}
 
 /* Decayed gates and softmax tails produce subnormal floats, on which x86 arithmetic (exp,
  * GEMM) runs tens of times slower; their contribution is below fp32 resolution anyway.

@@ -7,7 +7,7 @@
 #include "backend.h"
 #include "cpu/real.h"
 
-#define ROTOR_CPU_OP(ret, name, params) ret cpu_##name params;
+#define ROTOR_CPU_OP(ret, name, params, args) ret cpu_##name params;
 BACKEND_OPS(ROTOR_CPU_OP)
 #undef ROTOR_CPU_OP
 
