@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The baseline of bench/gpu_step.c: one full optimizer step of flash-linear-attention's own
+"""The baseline of bench/step_bench.c: one full optimizer step of flash-linear-attention's own
 Hugging Face models (flash-linear-attention + fla-core 0.6.0) at the shapes of rotor's 370M
-configs, micro-batch 4 x seq_len 4096, timed the way gpu_step times rotor's:
+configs, micro-batch 4 x seq_len 4096, timed the way step_bench times rotor's:
 
     gla  GLAForCausalLM                    configs/gla-370m-selective-pg.ini
     gdn  GatedDeltaNetForCausalLM          configs/gdn-370m-selective-pg.ini
@@ -26,7 +26,7 @@ random ids, the same batch every step (fla shifts the labels inside the model). 
 no torch.compile. After --warmup steps (the first one compiles and autotunes the Triton
 kernels), each of --steps steps is timed between two CUDA events; the median is reported,
 with tokens/s and the peak of torch.cuda.max_memory_allocated() over the timed steps (weights,
-gradients, AdamW moments, activations; gpu_step's peak is its memory pool's over all steps). One line per model:
+gradients, AdamW moments, activations; step_bench's peak is its memory pool's over all steps). One line per model:
 
     fla_step model=<m> shape=<B>x<T> ms=<x> tok_s=<y> peak_gib=<z> params=<n> loss=<l> [note=...]
 

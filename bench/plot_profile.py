@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots the op profiles of `bench/gpu_step --profile --json FILE` runs: for every config, one
+"""Plots the op profiles of `bench/step_bench --profile --json FILE` runs: for every config, one
 stacked bar per run (e.g. before and after a change), the step's device time split into
 GEMMs, mixer kernels, Selective RoPE, optimizer, the other ops (norms, convs, gates, loss)
 and the time between ops, so that a change's effect can be seen at a glance.

@@ -5,7 +5,7 @@
 # (bench/gpu_mixers, bench/fla_mixers.py), and `rotor` end to end (scripts/gpu_e2e.sh:
 # training under mpirun with NCCL, resume, zero-shot eval on GPU against CPU); ends with a
 # short table. On request (part flastep) also fla's own 370M models' training step
-# (bench/fla_step.py) against gpu_step's, and (part decode) prefill and decoding of the 370M
+# (bench/fla_step.py) against step_bench's, and (part decode) prefill and decoding of the 370M
 # configs (bench/decode_bench) against fla's models' (bench/fla_generate.py). docs/gpu.md
 # records the results.
 #
@@ -26,7 +26,7 @@
 # the 370M step benchmark (Selective RoPE configs with their op profile, JSON in $OUT, the
 # GLA and GDN ones also at 16384 x 1, and the NoPE configs), the mixer benchmark against
 # fla, the end-to-end checks; and "flastep", in no default: the step of fla's GLA, GDN and
-# FoX models at the same shapes, compared with gpu_step's when "step" runs with it
+# FoX models at the same shapes, compared with step_bench's when "step" runs with it
 # (GPU_CHECK_PARTS="step flastep"). Triton compiles and autotunes fla's kernels for minutes
 # (more than 5 for GLA alone on an H100): GPU_CHECK_FLA_MODELS (default gla,gdn,fox) and
 # GPU_CHECK_FLA_LIMIT (seconds, default 540) fit it into a time limit. "decode", in no
@@ -35,7 +35,7 @@
 # the prefix per token; JSON in $OUT), and bench/fla_generate.py on fla's models at the same
 # shapes (GPU_CHECK_FLA_MODELS and GPU_CHECK_FLA_LIMIT apply), with a table of the ratios.
 # "rnn", in no default: the nonlinear RNN cells at the nnRNN paper's shapes
-# (configs/paper/nnrnn, the fixed-hidden-units rows: copy, psMNIST and PTB characters at truncation 150), gpu_step's step
+# (configs/paper/nnrnn, the fixed-hidden-units rows: copy, psMNIST and PTB characters at truncation 150), step_bench's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
 # and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
 # "verify", in no default: the first thing of every lease (docs/gpu.md "The lease plan"),
@@ -67,7 +67,7 @@ fla_wheels=("fla-core==$fla_version" "flash-linear-attention==$fla_version")
 build_gpu() {
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DROTOR_CUDA=ON \
           -DROTOR_CUDA_ARCHS=90a-real -DROTOR_NATIVE=OFF -DROTOR_SHARED_CORE=ON >/dev/null
-    cmake --build "$build" -j"$(nproc)" --target rotor gpu_step gpu_mixers decode_bench \
+    cmake --build "$build" -j"$(nproc)" --target rotor step_bench gpu_mixers decode_bench \
           $(cd "$root/tests/gpu" && ls test_gpu_*.c | sed 's/\.c$//')
 }
 
@@ -110,7 +110,7 @@ bundle() {
     local dir shared="$root/../shared/data"
     dir="$(mktemp -d)"
     mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny" "$dir/data/text"
-    cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/bench/gpu_mixers" \
+    cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/bench/gpu_mixers" \
        "$build/bench/decode_bench" "$build/rotor" "$root"/bench/fla_{mixers,step,generate,common}.py \
        "$root/bench/torch_rnn_step.py" "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
     fla_download "$dir/wheels"
@@ -128,7 +128,7 @@ bundle() {
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
     cp "$root/scripts/gpu_e2e.sh" "$root"/tests/{cli_errors.sh,dist_train.sh,compare_checkpoints.py} "$dir/bin/"
     mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
-    strip "$dir"/bin/test_gpu_* "$dir"/bin/{gpu_step,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
+    strip "$dir"/bin/test_gpu_* "$dir"/bin/{step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
     XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
     rm -rf "$dir"
@@ -174,7 +174,7 @@ mixer_table() {
 }
 
 # The flastep part's table from a log: per stack (gla, gdn, fox), the step ms and tokens/s of
-# rotor with Selective RoPE (gpu_step's line for configs/<stack>-370m-*.ini, after
+# rotor with Selective RoPE (step_bench's line for configs/<stack>-370m-*.ini, after
 # "== gpu_step"; fox-pro is no fla model) and without a position embedding (after
 # "== gpu_step_nope"), of fla's own model (bench/fla_step.py's "fla_step model=<stack> ..."
 # lines), and fla ms / rotor ms for both (> 1: rotor faster); "-" where rotor's side did not run, fla's FAIL
@@ -353,7 +353,7 @@ run_bundle() {
         limited 60 cli_errors "$dir/bin/cli_errors.sh" "$dir/bin/rotor"
         limited 180 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
         cd "$dir"
-        limited 120 gpu_step bin/gpu_step --steps 3 --profile --json "${OUT:-/tmp}/gpu_step_verify.json" \
+        limited 120 gpu_step bin/step_bench --steps 3 --profile --json "${OUT:-/tmp}/gpu_step_verify.json" \
             "${configs_370m[0]}"
         cd - >/dev/null
         deadline=0
@@ -371,13 +371,13 @@ run_bundle() {
     fi
     if [[ $parts == *" step "* ]]; then
         cd "$dir" # the configs by their short names in the table
-        limited 300 gpu_step bin/gpu_step --steps 3 --profile --json "${OUT:-/tmp}/gpu_step.json" \
+        limited 300 gpu_step bin/step_bench --steps 3 --profile --json "${OUT:-/tmp}/gpu_step.json" \
             "${configs_370m[@]}"
         # GDN and GLA on one long sequence: a linear-time mixer should keep its tokens/s
-        limited 200 gpu_step_long bin/gpu_step --steps 2 --shape 16384x1 --profile \
+        limited 200 gpu_step_long bin/step_bench --steps 2 --shape 16384x1 --profile \
             --json "${OUT:-/tmp}/gpu_step_16k.json" "${configs_370m[@]:0:2}"
         # the same models without a position embedding, as fla's models are (the step table)
-        limited 200 gpu_step_nope bin/gpu_step --steps 3 --json "${OUT:-/tmp}/gpu_step_nope.json" \
+        limited 200 gpu_step_nope bin/step_bench --steps 3 --json "${OUT:-/tmp}/gpu_step_nope.json" \
             "${configs_nope[@]}"
         cd - >/dev/null
     fi
@@ -395,7 +395,7 @@ run_bundle() {
         if [ -n "$table" ]; then printf '%s\n' "$table" | tee -a "$log"; fi
     fi
     if [[ $parts == *" flastep "* ]]; then
-        # fla's GLA, GDN and FoX models at gpu_step's shapes, from the same unzipped wheels as
+        # fla's GLA, GDN and FoX models at step_bench's shapes, from the same unzipped wheels as
         # fla_mixers. --bypass-hopper-guard: fla 0.6.0 refuses GDN's backward on Hopper with
         # this machine's Triton 3.6 (fla #640: wrong gradients, fixed in Triton 3.7.1, too large
         # a wheel to carry); the step is timed anyway, and its line says so. Triton compiles
@@ -438,7 +438,7 @@ run_bundle() {
                 ptb150) sets=(--set model.vocab_size=50) ;;
                 *) sets=() ;;
             esac
-            limited 300 "gpu_step_rnn_$task" bin/gpu_step --steps 3 --profile "${sets[@]}" \
+            limited 300 "gpu_step_rnn_$task" bin/step_bench --steps 3 --profile "${sets[@]}" \
                 --json "${OUT:-/tmp}/gpu_step_rnn_$task.json" configs/nnrnn/"$task"-*.ini
             limited 300 "torch_rnn_step_$task" bash -c \
                 'python3 bin/torch_rnn_step.py --rotor bin/rotor "$@"; rc=$?; [ "$rc" = 77 ] && rc=0; exit "$rc"' \
@@ -489,7 +489,7 @@ case "${1:-all}" in
     all)
         build_gpu
         dir="$(mktemp -d)"
-        mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/gpu_step" "$build/rotor" "$dir/bin/"
+        mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/rotor" "$dir/bin/"
         cp "$build/bench/gpu_mixers" "$build/bench/decode_bench" \
            "$root"/bench/fla_{mixers,step,generate,common}.py "$root/bench/torch_rnn_step.py" \
            "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"

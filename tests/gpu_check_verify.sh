@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh's verify part without a GPU: a bundle of stand-in programs (one
 # passing and one failing with comparisons, one hanging, and stand-ins for cli_errors, gpu_e2e
-# and gpu_step) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
+# and step_bench) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
 # result, tests, worst err/tol and seconds; the hang must be cut at the part's deadline, the
 # programs after it reported as not run, and the exit status must say the part failed.
 set -euo pipefail
@@ -15,7 +15,7 @@ printf '#!/bin/sh\necho "  q err=3e-2 tol=1e-2 FAIL"\necho "FAIL q (1 checks fai
 printf '#!/bin/sh\necho "ok   z (0.1s)"\nexec sleep 60\n' >test_gpu_c
 printf '#!/bin/sh\necho ok cli\n' >cli_errors.sh
 cp cli_errors.sh gpu_e2e.sh
-cp cli_errors.sh gpu_step
+cp cli_errors.sh step_bench
 touch rotor
 chmod +x ./*
 tar -C "$work/bundle" -cJf "$work/dist/rotor-gpu.tar.xz" .

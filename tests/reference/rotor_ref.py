@@ -7,8 +7,9 @@
       code's expected.safetensors (logits, loss, grad.<param>). The reference recomputes them in float64
       with naive mixers (token recurrences for GLA/GDN/DeltaNet, explicit T x T softmax for FoX) and autograd.
       Exit 0 when every case passes.
-  rotor_ref.py bench --config config.json --batch B --seq T --steps N [--warmup W] [--threads 2]
-      AdamW training steps in float32 with the chunked mixers; prints one JSON line.
+  rotor_ref.py bench --config config.json --batch B --seq T --steps N [--warmup W] [--threads 2] [--compile]
+      AdamW training steps in float32 with the chunked mixers (through torch.compile with --compile);
+      prints one JSON line with tokens/s, the torch version and its BLAS.
   rotor_ref.py make-case --config config.json --out DIR [--batch B] [--seq T] [--seed S] [--std S]
       Writes a check case whose expected.safetensors comes from this reference (for testing tools).
   rotor_ref.py loglik --ckpt DIR --samples FILE [--atol 1e-4]
@@ -19,6 +20,7 @@
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -172,6 +174,15 @@ def cmd_make_case(args):
 
 # ----------------------------------------------------------------------------- bench
 
+def torch_blas():
+    """The BLAS torch was built with and the CPU kernels it dispatches to, from its build
+    configuration ("mkl, AVX2")."""
+    show = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", show)
+    isa = re.search(r"CPU capability usage: (\w+)", show)
+    return ", ".join(m.group(1) for m in (blas, isa) if m) or "unknown"
+
+
 def cmd_bench(args):
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)  # decayed gates / softmax tails underflow; denormals stall the CPU
@@ -185,15 +196,20 @@ def cmd_bench(args):
               {"params": [p for n, p in named if rm.no_weight_decay(n, p)], "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
     data = torch.randint(0, cfg["vocab_size"], (args.warmup + args.steps, args.batch, args.seq + 1))
+    forward = model
+    if args.compile:
+        if not hasattr(torch, "compile"):
+            sys.exit(f"rotor_ref.py bench --compile: torch {torch.__version__} has no torch.compile")
+        forward = torch.compile(model)  # compiled by the warm-up steps
 
     def step(tokens):
-        logits = model(tokens[:, :-1], naive=False)
+        logits = forward(tokens[:, :-1], naive=False)
         loss = rm.lm_loss(logits.float(), tokens[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        return float(loss)
+        return float(loss.detach())
 
     for i in range(args.warmup):
         step(data[i])
@@ -206,7 +222,8 @@ def cmd_bench(args):
         "tokens_per_s": args.batch * args.seq / dt, "step_ms": dt * 1e3,
         "mixer": cfg["model_type"], "pe": cfg["position_embedding"]["type"],
         "batch": args.batch, "seq": args.seq, "params": sum(p.numel() for p in model.parameters()),
-        "threads": args.threads,
+        "threads": args.threads, "torch": torch.__version__, "compile": args.compile,
+        "blas": torch_blas(),
     }))
     return 0
 
@@ -512,6 +529,7 @@ def main(argv=None):
     b.add_argument("--warmup", type=int, default=2)
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--compile", action="store_true", help="the model through torch.compile (PyTorch 2)")
     m = sub.add_parser("make-case", help="write a check case computed by this reference")
     m.add_argument("--config", required=True)
     m.add_argument("--out", required=True)
