@@ -179,9 +179,16 @@ export -f run_one
 export threads LAUNCH
 failed=0
 if [[ -s $runs_file ]]; then
+    # The runs in a process group of their own, so that stopping the sweep (SIGTERM, SIGINT)
+    # stops them too: each run then checkpoints, is not marked finished, and the next sweep
+    # starts it again.
     # shellcheck disable=SC2016 # expanded by the inner bash
-    xargs -d '\n' -P "$JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r n c f s <<< "$1"; run_one "$n" "$c" "$f" "$s"' _ {} \
-        < "$runs_file" || failed=1
+    setsid xargs -d '\n' -P "$JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r n c f s <<< "$1"; run_one "$n" "$c" "$f" "$s"' _ {} \
+        < "$runs_file" &
+    workers=$!
+    trap 'kill -TERM -- -"$workers" 2>/dev/null; wait "$workers"; exit 143' TERM INT
+    wait "$workers" || failed=1
+    trap - TERM INT
 fi
 report
 if [[ $PUBLISH == 1 ]]; then

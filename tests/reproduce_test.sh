@@ -49,7 +49,7 @@ grep -q "6 runs (6 done before)" "$out/again.log" || fail "the second sweep does
 # sweep does not mark it finished
 long=(--seeds 1 --out "$out/stop" --set train.steps=1000000 --set train.log_every=1 --set task.test_examples=16)
 setsid "$root/scripts/reproduce.sh" fig8-a3 "${long[@]}" --rotor "$rotor" > "$out/stop.log" 2>&1 &
-driver=$! # its own process group: the sweep and its runs stop together below
+driver=$!
 log=$out/stop/runs/nope-lr3e-3-seed555.log
 for _ in $(seq 300); do grep -q "^step " "$log" 2>/dev/null && break; sleep 0.2; done
 pkill -TERM -f "run.dir=$out/stop/runs/nope-lr3e-3-seed555" || fail "no run to stop"
@@ -57,9 +57,15 @@ for _ in $(seq 100); do grep -q "stopped before train.steps" "$log" 2>/dev/null 
 grep -q "stopped before train.steps" "$log" || fail "rotor synth did not say it stopped: $(tail -2 "$log")"
 [ ! -e "$out/stop/runs/nope-lr3e-3-seed555/synth_results.json" ] || fail "a stopped run was evaluated"
 [ ! -e "$out/stop/runs/nope-lr3e-3-seed555.done" ] || fail "a stopped run was marked finished"
-kill -TERM -- -"$driver" 2>/dev/null
+# stopping the sweep itself (its process, not its group) stops the run it started next
+for _ in $(seq 300); do pgrep -f "run.dir=$out/stop/runs/rope" > /dev/null && break; sleep 0.2; done
+pgrep -f "run.dir=$out/stop/runs/rope" > /dev/null || fail "the sweep did not go on to its next run"
+kill -TERM "$driver"
 wait "$driver" 2>/dev/null
-for _ in $(seq 50); do pgrep -f "run.dir=$out/stop/" > /dev/null || break; sleep 0.2; done
+for _ in $(seq 100); do pgrep -f "run.dir=$out/stop/" > /dev/null || break; sleep 0.2; done
+pgrep -f "run.dir=$out/stop/" > /dev/null && fail "runs went on after the sweep was stopped"
+[ -z "$(ls "$out"/stop/runs/*.done 2>/dev/null)" ] || fail "a run of the stopped sweep was marked finished"
+pkill -TERM -f "run.dir=$out/stop/" 2>/dev/null || true
 
 [ $fails = 0 ] && echo "all reproduce.sh checks passed"
 exit $((fails != 0))
