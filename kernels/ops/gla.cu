@@ -613,21 +613,23 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     for (int e = threadIdx.x; e < HK; e += SCAN_THREADS) row[e] += carry[e];
 }
 
-void check_args(const char *op, const Seqs *s, int H, int K, int V, const void *const *ptrs,
-                int n) {
+// The launchers' start: dies on sizes the kernels do not support, more chunks than the grid
+// takes or a misaligned buffer among ptrs (n of them); false when there is no chunk to run.
+// Kernels above 48 KB of dynamic shared memory must opt in, once per process.
+bool prepare_launch(const char *op, const Seqs *s, int H, int K, int V, const void *const *ptrs,
+                    int n) {
     char why[160];
     if (!cuda_gla_supports(H, K, V, why, sizeof why)) rt_die("%s: %s", op, why);
     if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the grid", op, (long long)s->nchunk);
     for (int i = 0; i < n; i++) cuda_check_aligned(ptrs[i], 16, op);
-}
-
-// Kernels above 48 KB of dynamic shared memory must opt in, once per process.
-void opt_in_smem_once(const char *op) {
-    static bool done;
-    if (done) return;
-    cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
-    cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
-    done = true;
+    if (s->nchunk == 0) return false;
+    static bool opted_in;
+    if (!opted_in) {
+        cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
+        cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
+        opted_in = true;
+    }
+    return true;
 }
 
 void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const Seqs *s, int H,
@@ -680,9 +682,7 @@ void cuda_gla_fwd(const LinAttnArgs *a) {
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
     const void *ptrs[] = {o, states, q, k, v, g, a->state};
-    check_args("gla_fwd", s, H, K, V, ptrs, 7);
-    if (s->nchunk == 0) return;
-    opt_in_smem_once("gla_fwd");
+    if (!prepare_launch("gla_fwd", s, H, K, V, ptrs, 7)) return;
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
@@ -715,9 +715,7 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
     const void *ptrs[] = {dq, dk, dv, dg, dout, q, k, v, g, states};
-    check_args("gla_bwd", s, H, K, V, ptrs, 10);
-    if (s->nchunk == 0) return;
-    opt_in_smem_once("gla_bwd");
+    if (!prepare_launch("gla_bwd", s, H, K, V, ptrs, 10)) return;
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
