@@ -8,6 +8,28 @@
 
 #define IDX(n, h, d, H, D) ((((int64_t)(n)) * (H) + (h)) * (D) + (d))
 
+/* The readout o_t = scale S_t^T q_t backwards at one token of one head (q, dq: K values;
+ * dout: V; St, dS: K x V): dq = scale St dout, and dS += scale q dout^T. */
+static void readout_bwd(real *dq, double *dS, const double *St, const real *q, const real *dout,
+                        int K, int V, double scale) {
+    for (int i = 0; i < K; i++) {
+        double acc = 0;
+        for (int j = 0; j < V; j++) {
+            acc += St[i * V + j] * (double)dout[j];
+            dS[i * V + j] += scale * (double)q[i] * (double)dout[j];
+        }
+        dq[i] = (real)(acc * scale);
+    }
+}
+
+/* The number of tokens of the longest segment. */
+static int64_t longest_segment(const Seqs *s) {
+    int64_t len = 0;
+    for (int seg = 0; seg < s->nseg; seg++)
+        if (s->cu[seg + 1] - s->cu[seg] > len) len = s->cu[seg + 1] - s->cu[seg];
+    return len;
+}
+
 /* GLA: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = scale q_t S_t (docs/models.md §2). */
 void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const real *g,
                    const Seqs *s, int H, int K, int V, double scale) {
@@ -35,10 +57,8 @@ void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const r
 void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, const real *q,
                    const real *k, const real *v, const real *g, const Seqs *s, int H, int K,
                    int V, double scale) {
-    int64_t maxlen = 0;
-    for (int seg = 0; seg < s->nseg; seg++)
-        if (s->cu[seg + 1] - s->cu[seg] > maxlen) maxlen = s->cu[seg + 1] - s->cu[seg];
-    double *S = rt_malloc(sizeof(double) * (size_t)(maxlen + 1) * K * V); /* S[t+1] after token t */
+    /* S[t+1] after token t */
+    double *S = rt_malloc(sizeof(double) * (size_t)(longest_segment(s) + 1) * K * V);
     double *dS = rt_malloc(sizeof(double) * K * V);
     for (int seg = 0; seg < s->nseg; seg++)
         for (int h = 0; h < H; h++) {
@@ -56,14 +76,8 @@ void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, con
             for (int64_t t = len - 1; t >= 0; t--) {
                 int64_t n = n0 + t;
                 const double *St = S + (t + 1) * K * V, *Sp = S + t * K * V;
-                for (int i = 0; i < K; i++) {
-                    double acc = 0;
-                    for (int j = 0; j < V; j++) {
-                        acc += St[i * V + j] * (double)dout[IDX(n, h, j, H, V)];
-                        dS[i * V + j] += scale * (double)q[IDX(n, h, i, H, K)] * (double)dout[IDX(n, h, j, H, V)];
-                    }
-                    dq[IDX(n, h, i, H, K)] = (real)(acc * scale);
-                }
+                readout_bwd(dq + IDX(n, h, 0, H, K), dS, St, q + IDX(n, h, 0, H, K),
+                            dout + IDX(n, h, 0, H, V), K, V, scale);
                 for (int i = 0; i < K; i++) {
                     double acc = 0, da = 0, a = exp((double)g[IDX(n, h, i, H, K)]);
                     for (int j = 0; j < V; j++) {
@@ -134,10 +148,7 @@ void naive_gdn_fwd(real *o, const real *q, const real *k, const real *v, const r
 void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const real *dout,
                    const real *q, const real *k, const real *v, const real *beta, const real *g,
                    const Seqs *s, int H, int K, int V, double scale) {
-    int64_t maxlen = 0;
-    for (int seg = 0; seg < s->nseg; seg++)
-        if (s->cu[seg + 1] - s->cu[seg] > maxlen) maxlen = s->cu[seg + 1] - s->cu[seg];
-    double *S = rt_malloc(sizeof(double) * (size_t)(maxlen + 1) * K * V);
+    double *S = rt_malloc(sizeof(double) * (size_t)(longest_segment(s) + 1) * K * V);
     double *dS = rt_malloc(sizeof(double) * K * V), *dSp = rt_malloc(sizeof(double) * K * V);
     double *kk = rt_malloc(sizeof(double) * K), *vv = rt_malloc(sizeof(double) * V);
     double *kdS = rt_malloc(sizeof(double) * V), *kSp = rt_malloc(sizeof(double) * V);
@@ -158,14 +169,8 @@ void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const re
                 double b = (double)beta[n * H + h], eg = decay(g, n * H + h);
                 load_vec(kk, k + IDX(n, h, 0, H, K), K);
                 load_vec(vv, v + IDX(n, h, 0, H, V), V);
-                for (int i = 0; i < K; i++) {
-                    double acc = 0;
-                    for (int j = 0; j < V; j++) {
-                        acc += St[i * V + j] * (double)dout[IDX(n, h, j, H, V)];
-                        dS[i * V + j] += scale * (double)q[IDX(n, h, i, H, K)] * (double)dout[IDX(n, h, j, H, V)];
-                    }
-                    dq[IDX(n, h, i, H, K)] = (real)(acc * scale);
-                }
+                readout_bwd(dq + IDX(n, h, 0, H, K), dS, St, q + IDX(n, h, 0, H, K),
+                            dout + IDX(n, h, 0, H, V), K, V, scale);
                 /* S_t = eg Sp - eg b k (k^T Sp) + b k v^T */
                 for (int j = 0; j < V; j++) {
                     double a = 0, c = 0;

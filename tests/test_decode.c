@@ -89,24 +89,13 @@ static double check_decoding(const ModelConfig *cfg, const char *label) {
     return worst;
 }
 
-static void test_gla(void) { run_pe_variants(MIXER_GLA, 0, check_decoding), run_pe_variants(MIXER_GLA, 1, check_decoding); }
-static void test_gdn(void) { run_pe_variants(MIXER_GDN, 0, check_decoding), run_pe_variants(MIXER_GDN, 1, check_decoding); }
-static void test_deltanet(void) { run_pe_variants(MIXER_DELTANET, 0, check_decoding), run_pe_variants(MIXER_DELTANET, 1, check_decoding); }
-static void test_fox(void) { run_pe_variants(MIXER_FOX, 0, check_decoding), run_pe_variants(MIXER_FOX, 1, check_decoding); }
-static void test_transformer(void) {
-    run_pe_variants(MIXER_TRANSFORMER, 0, check_decoding), run_pe_variants(MIXER_TRANSFORMER, 1, check_decoding);
-}
-static void test_mamba2(void) { run_pe_variants(MIXER_MAMBA2, 0, check_decoding), run_pe_variants(MIXER_MAMBA2, 1, check_decoding); }
-static void test_lru(void) { run_pe_variants(MIXER_LRU, 0, check_decoding), run_pe_variants(MIXER_LRU, 1, check_decoding); }
-static void test_rotrnn(void) { run_pe_variants(MIXER_ROTRNN, 0, check_decoding), run_pe_variants(MIXER_ROTRNN, 1, check_decoding); }
-/* the nonlinear RNNs (docs/models.md §17, §18) in prenorm blocks and as rnn blocks */
-static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_decoding), run_pe_variants(k, 1, check_decoding); }
-static void test_rnn(void) { rnn_variants(MIXER_RNN); }
-static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
-static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
-static void test_eurnn(void) { rnn_variants(MIXER_EURNN); }
-static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
-static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
+static void test_gla(void) { run_both_options(MIXER_GLA, check_decoding); }
+static void test_gdn(void) { run_both_options(MIXER_GDN, check_decoding); }
+static void test_deltanet(void) { run_both_options(MIXER_DELTANET, check_decoding); }
+static void test_fox(void) { run_both_options(MIXER_FOX, check_decoding); }
+static void test_transformer(void) { run_both_options(MIXER_TRANSFORMER, check_decoding); }
+static void test_mamba2(void) { run_both_options(MIXER_MAMBA2, check_decoding); }
+/* the LRU, RotRNN and the nonlinear RNNs: run_variant_tests */
 
 /* ---- memory ---- */
 
@@ -169,10 +158,9 @@ static const TestCase tests[] = {
     {"decode_gla", test_gla},           {"decode_gdn", test_gdn},
     {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
     {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
-    {"decode_lru", test_lru}, {"decode_rotrnn", test_rotrnn},
-    {"decode_rnn", test_rnn}, {"decode_rnn_orth", test_rnn_orth}, {"decode_exprnn", test_exprnn}, {"decode_eurnn", test_eurnn},
-    {"decode_nnrnn", test_nnrnn}, {"decode_lstm", test_lstm},
     {"decode_memory_flat", test_memory_flat},
 };
 
-TH_MAIN(tests)
+int main(int argc, char **argv) {
+    return run_variant_tests(tests, TH_COUNT(tests), "decode", check_decoding, argc, argv);
+}

@@ -105,16 +105,7 @@ static void test_deltanet_plain(void) { run_pe_variants(MIXER_DELTANET, 0, check
 static void test_deltanet_conv(void) { run_pe_variants(MIXER_DELTANET, 1, check_model); }
 static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0, check_model); }
 static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1, check_model); }
-static void test_lru(void) { run_pe_variants(MIXER_LRU, 0, check_model), run_pe_variants(MIXER_LRU, 1, check_model); }
-static void test_rotrnn(void) { run_pe_variants(MIXER_ROTRNN, 0, check_model), run_pe_variants(MIXER_ROTRNN, 1, check_model); }
-/* the nonlinear RNNs (docs/models.md §17, §18) in prenorm blocks and as rnn blocks */
-static void rnn_variants(MixerKind k) { run_pe_variants(k, 0, check_model), run_pe_variants(k, 1, check_model); }
-static void test_rnn(void) { rnn_variants(MIXER_RNN); }
-static void test_rnn_orth(void) { rnn_variants(MIXER_RNN_ORTH); }
-static void test_exprnn(void) { rnn_variants(MIXER_EXPRNN); }
-static void test_eurnn(void) { rnn_variants(MIXER_EURNN); }
-static void test_nnrnn(void) { rnn_variants(MIXER_NNRNN); }
-static void test_lstm(void) { rnn_variants(MIXER_LSTM); }
+/* the LRU, RotRNN and the nonlinear RNNs, both options in one test each: run_variant_tests */
 
 /* The nnRNN's penalties through model_penalty (docs/models.md §17), as the trainer adds them:
  * the gradient it adds equals the finite differences of the value it returns, in every
@@ -363,10 +354,6 @@ static const TestCase tests[] = {
     {"model_grad_deltanet_plain", test_deltanet_plain},
     {"model_grad_deltanet_conv", test_deltanet_conv},
     {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
-    {"model_grad_lru", test_lru}, {"model_grad_rotrnn", test_rotrnn},
-    {"model_grad_rnn", test_rnn}, {"model_grad_rnn_orth", test_rnn_orth},
-    {"model_grad_exprnn", test_exprnn}, {"model_grad_nnrnn", test_nnrnn}, {"model_grad_eurnn", test_eurnn},
-    {"model_grad_lstm", test_lstm},
     {"model_penalty", test_penalty},
     {"model_grad_autoencoder", test_autoencoder},
     {"model_grad_classifier", test_classifier},
@@ -376,4 +363,6 @@ static const TestCase tests[] = {
     {"model_grad_carry", test_carry},
 };
 
-TH_MAIN(tests)
+int main(int argc, char **argv) {
+    return run_variant_tests(tests, TH_COUNT(tests), "model_grad", check_model, argc, argv);
+}

@@ -47,31 +47,53 @@ static void test_decay_groups(void) {
     }
 }
 
+/* The parameter-group tests' model: the tiny GLA with weights from `seed`, its parameter 2 in
+ * the recurrent group and 3 in the orthogonal one. */
+static Model *group_model(uint64_t seed) {
+    ModelConfig c = tiny(MIXER_GLA, PE_SELECTIVE);
+    Model *m = model_create(&c, backend_cpu());
+    model_init_weights(m, seed);
+    ParamTable *t = (ParamTable *)model_params(m);
+    params_set_recurrent(t, 2);
+    params_set_orthogonal(t, 3);
+    return m;
+}
+
+/* recipe() with the groups' own settings: the peak learning rate GROUP_LR, the recurrent group
+ * at 0.3 of it with weight decay 0.05, the orthogonal group at 0.1 of it with 0.02. */
+#define GROUP_LR 1e-2
+static TrainConfig group_recipe(void) {
+    TrainConfig tc = recipe();
+    tc.lr = GROUP_LR;
+    tc.lr_recurrent = 0.3 * GROUP_LR;
+    tc.weight_decay_recurrent = 0.05;
+    tc.lr_orthogonal = 0.1 * GROUP_LR;
+    tc.weight_decay_orthogonal = 0.02;
+    return tc;
+}
+
+/* Parameter p's learning rate as a fraction of the peak, and its weight decay, in those groups
+ * (the others: the peak, and recipe()'s 0.1 where they decay). */
+static double group_lr_scale(const ParamInfo *p) {
+    return p->orthogonal ? 0.1 : p->recurrent ? 0.3 : 1;
+}
+static double group_weight_decay(const ParamInfo *p) {
+    return p->orthogonal ? 0.02 : p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
+}
+
 /* One AdamW step: decayed parameters shrink by lr*wd*w on top of the Adam step, the others
  * move by the Adam step alone; frozen parameters do not move. */
 static void test_adamw_step_groups(void) {
-    ModelConfig c = tiny(MIXER_GLA, PE_SELECTIVE);
-    Model *m = model_create(&c, backend_cpu());
-    model_init_weights(m, 3);
+    Model *m = group_model(3);
     const ParamTable *t = model_params(m);
     const real *w = model_weights(m);
     real *g = model_grads(m);
     real *w0 = tu_copy(w, t->total);
     for (int64_t i = 0; i < t->total; i++) g[i] = (real)(i % 7 - 3) * 0.01f;
-    TrainConfig tc = recipe();
-    /* two parameters as a recurrent group: lr x 0.3 and their own decay; one as the
-     * orthogonal group: lr x 0.1 and its own decay */
-    tc.lr = 1e-2; /* the schedule's peak: the step below runs at it */
-    tc.lr_recurrent = 0.3e-2;
-    tc.weight_decay_recurrent = 0.05;
-    tc.lr_orthogonal = 1e-3;
-    tc.weight_decay_orthogonal = 0.02;
-    ParamTable *tw = (ParamTable *)t;
-    params_set_recurrent(tw, 2);
-    params_set_recurrent(tw, t->n - 1);
-    params_set_orthogonal(tw, 3);
+    TrainConfig tc = group_recipe();
+    params_set_recurrent((ParamTable *)t, t->n - 1); /* a second recurrent parameter */
     Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_ADAMW, 0, t->total);
-    optimizer_step(opt, m, &tc, 1e-2);
+    optimizer_step(opt, m, &tc, GROUP_LR);
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
         for (int64_t j = 0; j < p->numel; j++) {
@@ -79,8 +101,7 @@ static void test_adamw_step_groups(void) {
             double gk = g[k], expect = w0[k];
             if (p->trainable) {
                 /* first step: m^ = g, v^ = g^2, so the Adam step is g / (|g| + eps) */
-                double lr = p->orthogonal ? 1e-3 : p->recurrent ? 0.3e-2 : 1e-2;
-                double wd = p->orthogonal ? 0.02 : p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
+                double lr = GROUP_LR * group_lr_scale(p), wd = group_weight_decay(p);
                 expect -= lr * wd * w0[k] + lr * gk / (fabs(gk) + 1e-8);
             }
             CHECK_MSG(fabs(w[k] - expect) < 1e-6, "%s[%lld]: %g vs %g", p->name, (long long)j, (double)w[k], expect);
@@ -119,38 +140,27 @@ static void test_rmsprop_matches_torch(void) {
  * rate (scaled like the schedule) and its weight decay added to the gradient; frozen
  * parameters do not move. */
 static void test_rmsprop_step_groups(void) {
-    ModelConfig c = tiny(MIXER_GLA, PE_SELECTIVE);
-    Model *m = model_create(&c, backend_cpu());
-    model_init_weights(m, 4);
+    Model *m = group_model(4);
     const ParamTable *t = model_params(m);
     const real *w = model_weights(m);
     real *g = model_grads(m);
-    TrainConfig tc = recipe();
+    TrainConfig tc = group_recipe();
     tc.optimizer = OPTIMIZER_RMSPROP;
     tc.rmsprop_alpha = 0.9;
     tc.rmsprop_eps = 1e-8;
-    tc.lr = 1e-2;
-    tc.lr_recurrent = 0.3e-2;
-    tc.weight_decay_recurrent = 0.05;
-    tc.lr_orthogonal = 1e-3;
-    tc.weight_decay_orthogonal = 0.02;
-    ParamTable *tw = (ParamTable *)t;
-    params_set_recurrent(tw, 2);
-    params_set_orthogonal(tw, 3);
-    params_set_orthogonal(tw, t->n - 1);
+    params_set_orthogonal((ParamTable *)t, t->n - 1); /* a second orthogonal parameter */
     double *rw = rt_malloc(sizeof(double) * (size_t)t->total), *rs = rt_calloc((size_t)t->total, sizeof(double));
     for (int64_t i = 0; i < t->total; i++) rw[i] = w[i];
     Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_RMSPROP, 0, t->total);
     CHECK(opt->spec->nstate == 1 && !strcmp(opt->spec->state_names[0], "square_avg"));
-    static const double lrs[2] = {1e-2, 0.5e-2};
+    static const double lrs[2] = {GROUP_LR, 0.5 * GROUP_LR};
     for (int step = 0; step < 2; step++) {
         for (int64_t i = 0; i < t->total; i++) g[i] = (real)((i * (step + 3)) % 11 - 5) * 0.01f;
         optimizer_step(opt, m, &tc, lrs[step]);
         for (int i = 0; i < t->n; i++) {
             const ParamInfo *p = &t->p[i];
             if (!p->trainable) continue;
-            double scale = p->orthogonal ? 0.1 : p->recurrent ? 0.3 : 1;
-            double wd = p->orthogonal ? 0.02 : p->recurrent ? 0.05 : p->decay ? 0.1 : 0;
+            double scale = group_lr_scale(p), wd = group_weight_decay(p);
             for (int64_t k = p->offset; k < p->offset + p->numel; k++) {
                 double gk = g[k] + wd * rw[k];
                 rs[k] = 0.9 * rs[k] + 0.1 * gk * gk;

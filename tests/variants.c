@@ -1,6 +1,7 @@
 #include "variants.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "model/family.h"
 #include "testutil.h"
@@ -106,4 +107,41 @@ void run_pe_variants(MixerKind mixer, int option, VariantCheck check) {
         double e = check(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
+}
+
+void run_both_options(MixerKind mixer, VariantCheck check) {
+    run_pe_variants(mixer, 0, check);
+    run_pe_variants(mixer, 1, check);
+}
+
+/* The mixers of run_variant_tests. */
+static const MixerKind BOTH_OPTION_MIXERS[] = {MIXER_LRU,      MIXER_ROTRNN, MIXER_RNN,
+                                               MIXER_RNN_ORTH, MIXER_EXPRNN, MIXER_EURNN,
+                                               MIXER_NNRNN,    MIXER_LSTM};
+#define N_BOTH_OPTION_MIXERS ((int)(sizeof BOTH_OPTION_MIXERS / sizeof BOTH_OPTION_MIXERS[0]))
+
+typedef struct {
+    MixerKind mixer;
+    VariantCheck check;
+} MixerTest;
+
+static void run_mixer_test(const void *arg) {
+    const MixerTest *t = arg;
+    run_both_options(t->mixer, t->check);
+}
+
+int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
+                      int argc, char **argv) {
+    MixerTest mixer_tests[N_BOTH_OPTION_MIXERS];
+    char names[N_BOTH_OPTION_MIXERS][64];
+    TestRow *rows = malloc(sizeof(TestRow) * (size_t)(n + N_BOTH_OPTION_MIXERS));
+    for (int i = 0; i < n; i++) rows[i] = th_row(&tests[i]);
+    for (int i = 0; i < N_BOTH_OPTION_MIXERS; i++) {
+        mixer_tests[i] = (MixerTest){BOTH_OPTION_MIXERS[i], check};
+        snprintf(names[i], sizeof names[i], "%s_%s", prefix, mixer_name(BOTH_OPTION_MIXERS[i]));
+        rows[n + i] = (TestRow){names[i], run_mixer_test, &mixer_tests[i]};
+    }
+    int rc = th_run_rows(rows, n + N_BOTH_OPTION_MIXERS, argc, argv);
+    free(rows);
+    return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef ROTOR_TEST_VARIANTS_H
 #define ROTOR_TEST_VARIANTS_H
 
+#include "harness.h"
 #include "model/model_config.h"
 
 #define N_PE_VARIANTS 6
@@ -29,5 +30,13 @@ const char *mixer_option_name(const ModelConfig *c, int on);
  * every position embedding that applies, and prints each variant's worst error. */
 typedef double (*VariantCheck)(const ModelConfig *cfg, const char *label);
 void run_pe_variants(MixerKind mixer, int option, VariantCheck check);
+/* run_pe_variants with the option off, then on. */
+void run_both_options(MixerKind mixer, VariantCheck check);
+
+/* main() of a whole-model test program: the tests of `tests`, then one test per mixer whose
+ * tests take both options at once (the LRU, RotRNN and the nonlinear RNNs, docs/models.md §13,
+ * §14, §17, §18), named <prefix>_<mixer name>, running run_both_options with check. */
+int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
+                      int argc, char **argv);
 
 #endif

@@ -289,7 +289,58 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     }
 }
 
-// ---- forward output ----
+// ---- forward output and dv ----
+
+// The block of gla_fwd_o_kernel and gla_bwd_dv_kernel: shared memory (the fp32 tile Bf: B, then
+// the staging of the output; two bf16 tiles), chunk blockIdx.x, head blockIdx.y, the nv value
+// columns from v0 of v-tile blockIdx.z, and the row offset krow0 of the chunk's first token in
+// the [N, H, K] arrays.
+struct VTileBlock {
+    float *Bf;
+    bf16 *Xh, *Yh;
+    int64_t c;
+    int h, v0, warp;
+    Chunk ch;
+    int nv;
+    int64_t krow0;
+    __device__ VTileBlock(unsigned char *smem, const int *chunks, const int *cu, int H, int K,
+                          int V)
+        : Bf(reinterpret_cast<float *>(smem)), Xh(reinterpret_cast<bf16 *>(Bf + FTILE)),
+          Yh(Xh + HTILE), c(blockIdx.x), h(blockIdx.y), v0(blockIdx.z * TILE),
+          warp(threadIdx.x >> 5), ch(chunk_at(chunks, cu, c)), nv(min(TILE, V - v0)),
+          krow0(((int64_t)ch.first * H + h) * K) {}
+};
+
+// acc += (X o F) S over K in 64-channel tiles: X the block's chunk rows of x, S the block's
+// columns of the chunk's fp32 [K, V] slot of `states`, F = scale e^B (the forward's q) or
+// e^{B_last - B} (the backward's k, BWD).
+template <bool BWD>
+__device__ __forceinline__ void
+decayed_state_mma(FragC (&acc)[4], const VTileBlock &b, const float *g, const bf16 *x,
+                  const float *states, int H, int K, int V, float scale) {
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int nk = min(TILE, K - k0);
+        __syncthreads();
+        load_tile<CHUNK, TILE>(b.Bf, LDF, g + b.krow0 + k0, (int64_t)H * K, b.ch.len, nk,
+                               TILE_THREADS);
+        load_tile<CHUNK, TILE>(b.Xh, LDH, x + b.krow0 + k0, (int64_t)H * K, b.ch.len, nk,
+                               TILE_THREADS);
+        load_tile_bf16(b.Yh, LDH, states + ((b.c * H + b.h) * K + k0) * V + b.v0, V, CHUNK, TILE,
+                       nk, b.nv, TILE_THREADS);
+        __syncthreads();
+        cumsum_rows(b.Bf);
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
+            int t = idx >> 6, i = idx & 63;
+            const float xt = bf2f(b.Xh[t * LDH + i]);
+            b.Xh[t * LDH + i] =
+                f2bf(BWD ? xt * __expf(b.Bf[(CHUNK - 1) * LDF + i] - b.Bf[t * LDF + i])
+                         : xt * scale * __expf(b.Bf[t * LDF + i]));
+        }
+        __syncthreads();
+        strip_mma<false>(acc, b.Xh, b.Yh, b.warp);
+    }
+}
 
 // o[:, v-tile] = (scale Q e^B) S_start + A V for chunk blockIdx.x, head blockIdx.y. GDN's
 // output pass (gdn.cu) has this form with one gate per row, which scales Q once for all of K.
@@ -298,48 +349,23 @@ __global__ void __launch_bounds__(TILE_THREADS)
                      const float *A, const int *chunks, const int *cu, int H, int K, int V,
                      float scale) {
     extern __shared__ __align__(128) unsigned char smem[];
-    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of o
-    bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
-    bf16 *Yh = Xh + HTILE;
-    const int64_t c = blockIdx.x;
-    const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
-    const Chunk ch = chunk_at(chunks, cu, c);
-    const int nv = min(TILE, V - v0);
-    const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
+    const VTileBlock b(smem, chunks, cu, H, K, V);
     FragC acc[4]; // rows 16 m, columns 16 warp
     for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
-    if (!ch.seg_first) // S_start = 0 at a segment start
-        for (int k0 = 0; k0 < K; k0 += TILE) {
-            const int nk = min(TILE, K - k0);
-            __syncthreads();
-            load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk,
-                                   TILE_THREADS);
-            load_tile<CHUNK, TILE>(Xh, LDH, q + krow0 + k0, (int64_t)H * K, ch.len, nk,
-                                   TILE_THREADS);
-            load_tile_bf16(Yh, LDH, states + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk,
-                           nv, TILE_THREADS);
-            __syncthreads();
-            cumsum_rows(Bf);
-            __syncthreads();
-            for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
-                int t = idx >> 6, i = idx & 63;
-                Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) * scale * __expf(Bf[t * LDF + i]));
-            }
-            __syncthreads();
-            strip_mma<false>(acc, Xh, Yh, warp);
-        }
+    if (!b.ch.seg_first) // S_start = 0 at a segment start
+        decayed_state_mma<false>(acc, b, g, q, states, H, K, V, scale);
     __syncthreads();
-    load_tile_bf16(Xh, LDH, A + (c * H + h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK, CHUNK,
-                   TILE_THREADS);
-    load_tile<CHUNK, TILE>(Yh, LDH, v + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                           ch.len, nv, TILE_THREADS);
+    load_tile_bf16(b.Xh, LDH, A + (b.c * H + b.h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK,
+                   CHUNK, TILE_THREADS);
+    load_tile<CHUNK, TILE>(b.Yh, LDH, v + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                           (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
     __syncthreads();
     for (int m = 0; m < 4; m++) // A is zero above the diagonal blocks
-        mma_acc<false, false>(acc[m], Xh, LDH, 16 * m, Yh, LDH, 16 * warp, 16 * (m + 1));
-    strip_store(Bf, acc, warp);
+        mma_acc<false, false>(acc[m], b.Xh, LDH, 16 * m, b.Yh, LDH, 16 * b.warp, 16 * (m + 1));
+    strip_store(b.Bf, acc, b.warp);
     __syncthreads();
-    store_tile_bf16<CHUNK, TILE>(o + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
-                                 ch.len, nv, TILE_THREADS);
+    store_tile_bf16<CHUNK, TILE>(o + ((int64_t)b.ch.first * H + b.h) * V + b.v0, (int64_t)H * V,
+                                 b.Bf, LDF, b.ch.len, b.nv, TILE_THREADS);
 }
 
 // ---- backward ----
@@ -349,51 +375,24 @@ __global__ void __launch_bounds__(TILE_THREADS)
     gla_bwd_dv_kernel(bf16 *dv, const bf16 *k, const bf16 *dout, const float *g, const float *G,
                       const float *A, const int *chunks, const int *cu, int H, int K, int V) {
     extern __shared__ __align__(128) unsigned char smem[];
-    float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of dv
-    bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
-    bf16 *Yh = Xh + HTILE;
-    const int64_t c = blockIdx.x;
-    const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
-    const Chunk ch = chunk_at(chunks, cu, c);
-    const int nv = min(TILE, V - v0);
-    const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
+    const VTileBlock b(smem, chunks, cu, H, K, V);
     FragC acc[4]; // rows 16 m, columns 16 warp
     for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
-    load_tile_bf16(Xh, LDH, A + (c * H + h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK, CHUNK,
-                   TILE_THREADS);
-    load_tile<CHUNK, TILE>(Yh, LDH, dout + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                           ch.len, nv, TILE_THREADS);
+    load_tile_bf16(b.Xh, LDH, A + (b.c * H + b.h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK,
+                   CHUNK, TILE_THREADS);
+    load_tile<CHUNK, TILE>(b.Yh, LDH, dout + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                           (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
     __syncthreads();
     // A^T is A read column-major; block (m, kk) of A^T is zero for kk < m.
     for (int m = 0; m < 4; m++)
-        mma_acc<true, false>(acc[m], Xh + 16 * m * LDH, LDH, 16 * m, Yh + 16 * m * LDH, LDH,
-                             16 * warp, 16 * (4 - m));
-    if (!ch.seg_last)
-        for (int k0 = 0; k0 < K; k0 += TILE) {
-            const int nk = min(TILE, K - k0);
-            __syncthreads();
-            load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk,
-                                   TILE_THREADS);
-            load_tile<CHUNK, TILE>(Xh, LDH, k + krow0 + k0, (int64_t)H * K, ch.len, nk,
-                                   TILE_THREADS);
-            load_tile_bf16(Yh, LDH, G + ((c * H + h) * K + k0) * V + v0, V, CHUNK, TILE, nk, nv,
-                           TILE_THREADS);
-            __syncthreads();
-            cumsum_rows(Bf);
-            __syncthreads();
-            for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
-                int t = idx >> 6, i = idx & 63;
-                Xh[t * LDH + i] = f2bf(bf2f(Xh[t * LDH + i]) *
-                                       __expf(Bf[(CHUNK - 1) * LDF + i] - Bf[t * LDF + i]));
-            }
-            __syncthreads();
-            strip_mma<false>(acc, Xh, Yh, warp);
-        }
+        mma_acc<true, false>(acc[m], b.Xh + 16 * m * LDH, LDH, 16 * m, b.Yh + 16 * m * LDH, LDH,
+                             16 * b.warp, 16 * (4 - m));
+    if (!b.ch.seg_last) decayed_state_mma<true>(acc, b, g, k, G, H, K, V, 1.f);
     // Bf is not read after the last barrier: reuse it as the staging tile.
-    strip_store(Bf, acc, warp);
+    strip_store(b.Bf, acc, b.warp);
     __syncthreads();
-    store_tile_bf16<CHUNK, TILE>(dv + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V, Bf, LDF,
-                                 ch.len, nv, TILE_THREADS);
+    store_tile_bf16<CHUNK, TILE>(dv + ((int64_t)b.ch.first * H + b.h) * V + b.v0, (int64_t)H * V,
+                                 b.Bf, LDF, b.ch.len, b.nv, TILE_THREADS);
 }
 
 constexpr int DQK_THREADS = 256; // 8 warps
@@ -614,21 +613,23 @@ __global__ void __launch_bounds__(SCAN_THREADS)
     for (int e = threadIdx.x; e < HK; e += SCAN_THREADS) row[e] += carry[e];
 }
 
-void check_args(const char *op, const Seqs *s, int H, int K, int V, const void *const *ptrs,
-                int n) {
+// The launchers' start: dies on sizes the kernels do not support, more chunks than the grid
+// takes or a misaligned buffer among ptrs (n of them); false when there is no chunk to run.
+// Kernels above 48 KB of dynamic shared memory must opt in, once per process.
+bool prepare_launch(const char *op, const Seqs *s, int H, int K, int V, const void *const *ptrs,
+                    int n) {
     char why[160];
     if (!cuda_gla_supports(H, K, V, why, sizeof why)) rt_die("%s: %s", op, why);
     if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the grid", op, (long long)s->nchunk);
     for (int i = 0; i < n; i++) cuda_check_aligned(ptrs[i], 16, op);
-}
-
-// Kernels above 48 KB of dynamic shared memory must opt in, once per process.
-void opt_in_smem_once(const char *op) {
-    static bool done;
-    if (done) return;
-    cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
-    cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
-    done = true;
+    if (s->nchunk == 0) return false;
+    static bool opted_in;
+    if (!opted_in) {
+        cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
+        cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
+        opted_in = true;
+    }
+    return true;
 }
 
 void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const Seqs *s, int H,
@@ -681,9 +682,7 @@ void cuda_gla_fwd(const LinAttnArgs *a) {
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
     const void *ptrs[] = {o, states, q, k, v, g, a->state};
-    check_args("gla_fwd", s, H, K, V, ptrs, 7);
-    if (s->nchunk == 0) return;
-    opt_in_smem_once("gla_fwd");
+    if (!prepare_launch("gla_fwd", s, H, K, V, ptrs, 7)) return;
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
@@ -716,9 +715,7 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
     const void *ptrs[] = {dq, dk, dv, dg, dout, q, k, v, g, states};
-    check_args("gla_bwd", s, H, K, V, ptrs, 10);
-    if (s->nchunk == 0) return;
-    opt_in_smem_once("gla_bwd");
+    if (!prepare_launch("gla_bwd", s, H, K, V, ptrs, 10)) return;
     cudaStream_t st = cuda_stream();
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
