@@ -7,7 +7,8 @@
  *   step_bench [--device cuda|cpu] [--steps N] [--shape TxB] [--set section.key=value]...
  *              [--profile] [--json FILE] CONFIG.ini...
  * --device: cuda (the default; prints "skipped: no GPU" and exits 77 without one) or cpu (at
- * run.threads of each config). --shape runs every config at seq_len T x micro_batch B
+ * run.threads of each config; the baselines are measured again for a config whose thread
+ * count differs from theirs). --shape runs every config at seq_len T x micro_batch B
  * instead of its own; --set overrides a key of every config (model.vocab_size for a chars
  * config whose text is elsewhere). --profile then times one more step op by op
  * (Backend.profile: each op between CUDA events, or host clock readings on the CPU) and
@@ -26,6 +27,7 @@
 
 #include "config/run_config.h"
 #include "cpu/blas_setup.h"
+#include "cpu/parallel.h"
 #include "device/device.h"
 #include "model/model.h"
 #include "train/optimizer.h"
@@ -39,8 +41,9 @@ typedef struct {
     int nsets;
     FILE *json;
     const char *device; /* "cuda" or "cpu" */
-    double gemm;      /* FLOP/s of the GEMM baseline */
-    double bandwidth; /* bytes/s of the memory baseline */
+    double gemm;          /* FLOP/s of the GEMM baseline */
+    double bandwidth;     /* bytes/s of the memory baseline */
+    int baseline_threads; /* the CPU threads they were measured with */
 } Options;
 
 /* FLOP/s of an n^3 GEMM (out = x w^T) on the backend, the best of `reps` calls after one to
@@ -84,6 +87,20 @@ static double bandwidth(const Backend *be, size_t bytes, int reps) {
     }
     be->release(x);
     return 2.0 * (double)n * (double)be->f32_size / best;
+}
+
+/* The GEMM and memory baselines at the threads the steps will use (an 8192^3 GEMM and 2 GiB
+ * on a GPU, 2048^3 and 512 MiB on a CPU); prints them. */
+static void measure_baselines(const Backend *be, Options *o) {
+    int cpu = !strcmp(o->device, "cpu"), n = cpu ? 2048 : 8192;
+    o->gemm = gemm_rate(be, n, cpu ? 5 : 20);
+    o->bandwidth = bandwidth(be, (size_t)1 << (cpu ? 29 : 31), cpu ? 5 : 20);
+    o->baseline_threads = par_max_threads();
+    char threads[32] = "";
+    if (cpu) snprintf(threads, sizeof threads, " at %d threads", o->baseline_threads);
+    printf("device %s: GEMM %d^3 %.1f GFLOP/s, memory %.1f GB/s%s (dense peak %.1f TFLOP/s, %.2f TB/s)\n",
+           be->device, n, o->gemm / 1e9, o->bandwidth / 1e9, threads, be->peak_flops / 1e12,
+           be->peak_bandwidth / 1e12);
 }
 
 /* One optimizer step as the trainer takes it; returns the mean loss per token. */
@@ -155,7 +172,7 @@ static void profile_step(const Backend *be, Model *m, Optimizer *opt, const Trai
     if (json) fprintf(json, "]");
 }
 
-static void bench_config(const Backend *be, const char *path, const Options *o, int first) {
+static void bench_config(const Backend *be, const char *path, Options *o, int first) {
     RunConfig rc;
     char err[2048];
     if (run_config_load(&rc, path, o->sets, o->nsets, err, sizeof err)) rt_die("%s", err);
@@ -163,6 +180,7 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
 #ifdef _OPENMP
     if (!strcmp(o->device, "cpu") && rc.run.threads > 0) omp_set_num_threads(rc.run.threads);
 #endif
+    if (par_max_threads() != o->baseline_threads) measure_baselines(be, o);
     const TrainConfig *tc = &rc.train;
     int Bm = tc->micro_batch, T = tc->seq_len, V = rc.model.vocab_size;
     Model *m = model_create(&rc.model, be);
@@ -198,9 +216,10 @@ static void bench_config(const Backend *be, const char *path, const Options *o, 
     if (o->json)
         fprintf(o->json, "%s\n  {\"config\": \"%s\", \"micro_batch\": %d, \"seq_len\": %d, "
                          "\"step_ms\": %.4f, \"tokens_per_s\": %.1f, \"mfu\": %.5f, "
-                         "\"peak_gib\": %.4f, \"model_buffers_gib\": %.4f, \"loss\": %.5f",
+                         "\"peak_gib\": %.4f, \"model_buffers_gib\": %.4f, \"loss\": %.5f, "
+                         "\"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f",
                 first ? "" : ",", path, Bm, T, 1e3 * dt, tps, mfu, peak_gib,
-                counted / (1 << 30), loss);
+                counted / (1 << 30), loss, o->gemm / 1e9, o->bandwidth / 1e9);
     if (o->profile) {
         if (!be->profile) rt_die("step_bench --profile: the %s backend offers no op profile", be->name);
         profile_step(be, m, opt, tc, &b, 1e3 * dt, o);
@@ -262,12 +281,7 @@ int main(int argc, char **argv) {
         }
     }
     if (json_path && !(o.json = fopen(json_path, "w"))) rt_die("step_bench: cannot write %s", json_path);
-    int gemm_n = cpu ? 2048 : 8192;
-    o.gemm = gemm_rate(be, gemm_n, cpu ? 5 : 20);
-    o.bandwidth = bandwidth(be, (size_t)1 << (cpu ? 29 : 31), cpu ? 5 : 20);
-    printf("device %s: GEMM %d^3 %.1f GFLOP/s, memory %.1f GB/s (dense peak %.1f TFLOP/s, %.2f TB/s)\n",
-           be->device, gemm_n, o.gemm / 1e9, o.bandwidth / 1e9, be->peak_flops / 1e12,
-           be->peak_bandwidth / 1e12);
+    measure_baselines(be, &o);
     if (o.json)
         fprintf(o.json, "{\"device\": \"%s\", \"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f, "
                         "\"peak_tflops\": %.2f, \"peak_tb_per_s\": %.3f, \"steps\": %d, \"configs\": [",
