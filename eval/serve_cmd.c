@@ -42,13 +42,16 @@ static void usage(FILE *f) {
             "  --max-prompts N      completions per request at most, prompts x n (default 64)\n"
             "  --max-tokens N       max_tokens at most (default: the checkpoint's context)\n"
             "  --max-logprobs N     logprobs at most (default 20)\n"
+            "  --pass-tokens N      tokens per scoring forward pass at most, several requests' prompts\n"
+            "                       together (default 512 on the CPU, where the logits of a small pass\n"
+            "                       stay in cache; 4096 on a GPU)\n"
             "  --device D           cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
             "  --threads N          CPU threads (default: all cores)\n");
 }
 
 typedef struct {
     const char *ckpt, *host, *api_key, *name, *tokenizer, *device;
-    int port, threads, add_bos, max_prompts, max_tokens, max_logprobs;
+    int port, threads, add_bos, max_prompts, max_tokens, max_logprobs, pass_tokens;
     int64_t max_body;
 } Options;
 
@@ -57,7 +60,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                    .max_logprobs = 20, .max_body = 16 << 20};
     static const char *const known[] = {"--ckpt",      "--host",       "--port",       "--api-key",   "--name",
                                         "--tokenizer", "--no-bos",     "--max-body",   "--max-prompts",
-                                        "--max-tokens", "--max-logprobs", "--device",  "--threads",   "--help",
+                                        "--max-tokens", "--max-logprobs", "--pass-tokens", "--device",  "--threads",   "--help",
                                         NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
@@ -78,6 +81,8 @@ static void parse_options(int argc, char **argv, Options *o) {
             o->max_tokens = (int)opt_parse_int("--max-tokens", v, 1, INT_MAX / 2);
         else if ((v = opt_value("serve", argc, argv, &i, "--max-logprobs")))
             o->max_logprobs = (int)opt_parse_int("--max-logprobs", v, 0, 1000);
+        else if ((v = opt_value("serve", argc, argv, &i, "--pass-tokens")))
+            o->pass_tokens = (int)opt_parse_int("--pass-tokens", v, 1, 1 << 20);
         else if ((v = opt_value("serve", argc, argv, &i, "--device"))) o->device = v;
         else if ((v = opt_value("serve", argc, argv, &i, "--threads")))
             o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
@@ -328,6 +333,7 @@ int serve_main(int argc, char **argv) {
     Tokenizer *tok = cmd_load_tokenizer(o.ckpt, o.tokenizer, mc, o.add_bos);
     s.lim = (ServeLimits){mc->max_seq_len, tok_vocab_size(tok), o.add_bos, o.max_prompts,
                           o.max_tokens ? o.max_tokens : mc->max_seq_len, o.max_logprobs};
+    if (s.lim.max_logprobs > s.lim.vocab) s.lim.max_logprobs = s.lim.vocab; /* no more alternatives than ids */
     char *name = NULL;
     if (!o.name) { /* the checkpoint directory's name: RUN/checkpoints/step_N gives RUN/step_N */
         const char *end = o.ckpt + strlen(o.ckpt);
@@ -336,7 +342,8 @@ int serve_main(int argc, char **argv) {
         while (b > o.ckpt && b[-1] != '/') b--;
         name = rt_sprintf("%.*s", (int)(end - b), b);
     }
-    s.sm = (ServeModel){m, tok, &s.lim, o.name ? o.name : name};
+    int pass_tokens = o.pass_tokens ? o.pass_tokens : !strcmp(model_backend(m)->name, "cpu") ? 512 : 4096;
+    s.sm = (ServeModel){m, tok, &s.lim, o.name ? o.name : name, pass_tokens};
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work, NULL);
     pthread_cond_init(&s.done, NULL);

@@ -7,13 +7,8 @@
 #include <time.h>
 
 #include "cmd_common.h"
-#include "cpu/real.h"
 #include "device/host_copy.h"
 #include "generate.h"
-
-/* Tokens per scoring forward pass at most (more when one row is longer): the logits of a pass
- * are [tokens, vocab] on the host. */
-#define PASS_TOKENS 2048
 
 /* One row of a scoring pass over tokens seq[0, len): slot q < len - first holds token
  * first + q (first >= 1); with next, one more slot holds the distribution after the last
@@ -24,7 +19,7 @@ typedef struct {
     int slots;       /* len - first + next */
     double *lp;      /* [slots] log p(token), the next slot's unused */
     double *lse;     /* [slots] log-sum-exp of the slot's logits: log p(t) = logit(t) - lse */
-    int *top_id;     /* [slots * topn] most likely ids first */
+    int32_t *top_id; /* [slots * topn] most likely ids first */
     double *top_lp;  /* [slots * topn] */
     float *next_logits; /* [outputs] with next */
 } ScoreRow;
@@ -35,7 +30,7 @@ static void score_row_init(ScoreRow *s, const int32_t *seq, int len, int first, 
     size_t k = (size_t)(s->slots ? s->slots : 1);
     s->lp = rt_calloc(k, sizeof(double));
     s->lse = rt_calloc(k, sizeof(double));
-    s->top_id = rt_calloc(k * (size_t)(topn ? topn : 1), sizeof(int));
+    s->top_id = rt_calloc(k * (size_t)(topn ? topn : 1), sizeof(int32_t));
     s->top_lp = rt_calloc(k * (size_t)(topn ? topn : 1), sizeof(double));
     if (next) s->next_logits = rt_malloc(sizeof(float) * (size_t)outputs);
 }
@@ -52,43 +47,30 @@ static int input_len(const ScoreRow *s) {
     return s->slots ? s->len - 1 + s->next : 0;
 }
 
-/* One slot from its logits x[outputs]: lse, the label's log p, the top n among the first
- * `vocab` ids (ties: the lower id first, as the first argmax). */
-static void score_slot(ScoreRow *s, int q, const float *x, int outputs, int vocab, int topn) {
-    float top = x[0];
-#pragma omp simd reduction(max : top)
-    for (int j = 1; j < outputs; j++) top = x[j] > top ? x[j] : top;
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < outputs; j++) sum += expf(x[j] - top); /* libmvec's SIMD expf (cpu/real.h) */
-    double lse = (double)top + log(sum);
-    s->lse[q] = lse;
-    if (q < s->slots - s->next) s->lp[q] = (double)x[s->seq[s->first + q]] - lse;
-    int *id = s->top_id + (size_t)q * topn;
-    double *lp = s->top_lp + (size_t)q * topn;
-    int have = 0;
-    for (int j = 0; j < vocab; j++) {
-        if (have == topn && x[j] <= x[id[have - 1]]) continue;
-        int at = have < topn ? have++ : topn - 1;
-        while (at > 0 && x[j] > x[id[at - 1]]) {
-            id[at] = id[at - 1];
-            at--;
-        }
-        id[at] = j;
-    }
-    for (int k = 0; k < have; k++) lp[k] = (double)x[id[k]] - lse;
+static int by_input_len_desc(const void *a, const void *b) {
+    const ScoreRow *x = *(ScoreRow *const *)a, *y = *(ScoreRow *const *)b;
+    int lx = input_len(x), ly = input_len(y);
+    return lx != ly ? (lx < ly ? 1 : -1) : (x < y ? -1 : x > y);
 }
 
-/* Scores the rows in forward passes of about PASS_TOKENS tokens (right-padded; the padding
- * has no label). */
-static void score_rows(Model *m, ScoreRow *rows, int n, int vocab, int topn) {
-    const int outputs = model_outputs(model_config(m));
+/* Scores the rows in forward passes of sm->pass_tokens tokens at most (more when one row is
+ * longer), longest rows first (as `rotor eval` does: little padding, which has no label). The backend reduces each labeled
+ * position's logits to what the response holds (model_logit_scores); only a next slot's
+ * logits come to the host whole. */
+static void score_rows(const ServeModel *sm, ScoreRow *row_list, int n, int topn) {
+    Model *m = sm->m;
+    const int vocab = sm->lim->vocab, outputs = model_outputs(model_config(m)), k = topn ? topn : 1;
     const size_t act = model_backend(m)->act_size;
+    RT_ASSERT(k <= vocab);
+    ScoreRow **rows = rt_malloc(sizeof(ScoreRow *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) rows[i] = &row_list[i];
+    qsort(rows, (size_t)n, sizeof(ScoreRow *), by_input_len_desc);
+    void *raw = rt_malloc(act * (size_t)outputs);
     for (int i = 0; i < n;) {
         int T = 0, B = 0;
         while (i + B < n) {
-            int L = input_len(&rows[i + B]), t = L > T ? L : T;
-            if (B && (int64_t)t * (B + 1) > PASS_TOKENS) break;
+            int L = input_len(rows[i + B]), t = L > T ? L : T;
+            if (B && (int64_t)t * (B + 1) > sm->pass_tokens) break;
             T = t;
             B++;
         }
@@ -99,7 +81,7 @@ static void score_rows(Model *m, ScoreRow *rows, int n, int vocab, int topn) {
         int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)B * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)B * T);
         int64_t M = 0;
         for (int b = 0; b < B; b++) {
-            const ScoreRow *s = &rows[i + b];
+            const ScoreRow *s = rows[i + b];
             int L = input_len(s);
             for (int p = 0; p < T; p++) {
                 int in = p < L, labeled = in && p >= s->first - 1;
@@ -109,33 +91,36 @@ static void score_rows(Model *m, ScoreRow *rows, int n, int vocab, int topn) {
             }
         }
         Batch bt = {B, T, tok, lab, NULL};
-        int64_t got = 0;
-        model_forward(m, &bt, 0.0, &got);
-        RT_ASSERT(got == M);
-        void *raw = rt_malloc(act * (size_t)M * (size_t)outputs);
-        model_get_logits(m, raw);
-        float *logits = raw; /* fp32 logits as they are; bf16 or fp64 ones converted */
-        if (act != sizeof(float)) {
-            logits = rt_malloc(sizeof(float) * (size_t)M * (size_t)outputs);
-            act_to_f32(act, logits, raw, M * outputs);
-        }
+        RT_ASSERT(model_forward_logits(m, &bt) == M);
+        LogitScores sc = {rt_malloc(sizeof(double) * (size_t)M), rt_malloc(sizeof(double) * (size_t)M),
+                          rt_malloc(sizeof(int32_t) * (size_t)(M * k)), rt_malloc(sizeof(double) * (size_t)(M * k))};
+        model_logit_scores(m, vocab, k, &sc);
         /* the labeled positions in order: row by row, each row's slots in order */
-        int64_t k = 0;
+        int64_t q = 0;
         for (int b = 0; b < B; b++) {
-            ScoreRow *s = &rows[i + b];
-            int64_t base = k;
-#pragma omp parallel for schedule(dynamic, 8)
-            for (int q = 0; q < s->slots; q++) score_slot(s, q, logits + (size_t)(base + q) * outputs, outputs, vocab, topn);
-            if (s->next) memcpy(s->next_logits, logits + (size_t)(base + s->slots - 1) * outputs, sizeof(float) * outputs);
-            k += s->slots;
+            ScoreRow *s = rows[i + b];
+            size_t slots = (size_t)s->slots;
+            memcpy(s->lse, sc.lse + q, sizeof(double) * slots);
+            memcpy(s->lp, sc.label_lp + q, sizeof(double) * slots);
+            memcpy(s->top_id, sc.top_id + q * k, sizeof(int32_t) * slots * (size_t)k);
+            memcpy(s->top_lp, sc.top_lp + q * k, sizeof(double) * slots * (size_t)k);
+            if (s->next) {
+                model_get_logit_row(m, q + s->slots - 1, raw);
+                act_to_f32(act, s->next_logits, raw, outputs);
+            }
+            q += s->slots;
         }
-        RT_ASSERT(k == M);
-        if (logits != raw) rt_free(logits);
-        rt_free(raw);
+        RT_ASSERT(q == M);
+        rt_free(sc.lse);
+        rt_free(sc.label_lp);
+        rt_free(sc.top_id);
+        rt_free(sc.top_lp);
         rt_free(tok);
         rt_free(lab);
         i += B;
     }
+    rt_free(raw);
+    rt_free(rows);
 }
 
 /* ---- the response ---- */
@@ -165,17 +150,11 @@ static json_t *token_string(const Tokenizer *tok, int id) {
     return j ? j : json_string("");
 }
 
-static int64_t code_points(const char *s) {
-    int64_t n = 0;
-    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
 /* One logprobs entry: a token, its log p (NAN: null) and its slot's top list (NULL: null). */
 typedef struct {
     int id;
     double lp;
-    const int *top_id;
+    const int32_t *top_id;
     const double *top_lp;
 } Entry;
 
@@ -184,13 +163,32 @@ static void entries_add(Entry *e, int *n, const ScoreRow *s, int q, int id, int 
                         s->top_lp + (size_t)q * topn};
 }
 
-static json_t *logprobs_json(const Tokenizer *tok, const Entry *e, int n, int topn) {
+/* The entries' text_offset: where each token's text begins in the choice's text, in
+ * characters (OpenAI's text_offset; vLLM's too). The returned tokens follow the prompt's
+ * n_before tokens (without echo), which are decoded with them so that the text of each starts
+ * where it does after its prompt; their text is then left out of the offsets. */
+static int64_t *text_offsets(const Tokenizer *tok, const int32_t *before, int n_before, const Entry *e, int n) {
+    int32_t *ids = rt_malloc(sizeof(int32_t) * (size_t)(n_before + n + 1));
+    int64_t *at = rt_malloc(sizeof(int64_t) * (size_t)(n_before + n + 1));
+    memcpy(ids, before, sizeof(int32_t) * (size_t)n_before);
+    for (int i = 0; i < n; i++) ids[n_before + i] = e[i].id;
+    char err[512];
+    char *text = tok_decode_spans(tok, ids, (size_t)(n_before + n), at, err, sizeof err);
+    if (!text) rt_die("%s", err); /* the ids were checked against the vocabulary */
+    int64_t base = n_before ? (n ? at[n_before] : 0) : 0;
+    int64_t *off = rt_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) off[i] = at[n_before + i] - base;
+    free(text);
+    rt_free(at);
+    rt_free(ids);
+    return off;
+}
+
+static json_t *logprobs_json(const Tokenizer *tok, const Entry *e, int n, int topn, const int64_t *offsets) {
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
-    int64_t off = 0;
     for (int i = 0; i < n; i++) {
         json_t *s = token_string(tok, e[i].id);
-        json_array_append_new(offs, json_integer(off));
-        off += code_points(json_string_value(s));
+        json_array_append_new(offs, json_integer(offsets[i]));
         json_array_append_new(tokens, s);
         json_array_append_new(lps, isnan(e[i].lp) ? json_null() : json_real(e[i].lp));
         if (!e[i].top_id) {
@@ -275,7 +273,10 @@ static void add_choice(Response *res, int r, Completion *c, const ScoreRow *prom
                 e[n - 1].lp = (double)row->next_logits[id] - row->lse[row->slots - 1];
             } else entries_add(e, &n, row, p->n + k - row->first, id, topn);
         }
-        lp = logprobs_json(tok, e, n, topn);
+        int n_before = req->echo ? 0 : p->n - p->added_bos; /* the prompt's tokens, not the BOS it was given */
+        int64_t *offsets = text_offsets(tok, c->seq + p->added_bos, n_before, e, n);
+        lp = logprobs_json(tok, e, n, topn, offsets);
+        rt_free(offsets);
         rt_free(e);
     }
     char *full = req->echo ? rt_sprintf("%s%s", p->text, text) : NULL;
@@ -302,7 +303,7 @@ static void complete_scoring(Response *res, int nres) {
             /* with echo every prompt token after the first; else only the next slot */
             score_row_init(&rows[i], p->ids, p->n, req->echo ? 1 : p->n, req->max_tokens > 0, topn, outputs);
         }
-    score_rows(sm->m, rows, P, sm->lim->vocab, topn);
+    score_rows(sm, rows, P, topn);
     for (int k = 0, first = 0; k < nres; first += res[k++].req->n_prompts) {
         const CompletionRequest *q = res[k].req;
         int R = q->n_prompts * q->n;
@@ -368,7 +369,7 @@ static void complete_generating(Response *res, int nres) {
             score_row_init(&rows[r], seqs[r], lens[r] + out[r].n + out[r].eos, req->echo ? 1 : lens[r], 0, topn,
                            outputs);
     }
-    if (req->logprobs >= 0) score_rows(sm->m, rows, R, sm->lim->vocab, topn);
+    if (req->logprobs >= 0) score_rows(sm, rows, R, topn);
     for (int k = 0, r = 0; k < nres; k++)
         for (int i = 0; i < res[k].req->n_prompts * res[k].req->n; i++, r++) {
             add_choice(&res[k], i, &cs[r], &rows[r], &rows[r]);

@@ -20,6 +20,7 @@ typedef struct {
     const Tokenizer *tok;
     const ServeLimits *lim;
     const char *name; /* the model's name in responses */
+    int pass_tokens;  /* tokens per scoring forward pass at most (more when one prompt is longer) */
 } ServeModel;
 
 /* 1 when requests a and b can run as the rows of one batch with the answers each gets alone:

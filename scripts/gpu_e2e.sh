@@ -6,7 +6,8 @@
 #  2. the same run resumed from its step-100 checkpoint: steps 101-200 must track the
 #     straight run (checkpoint save and load of the mixed-precision model);
 #  3. `rotor eval` of that checkpoint on all six zero-shot tasks on the CPU and on the GPU:
-#     every request's log-likelihood must agree within bf16 tolerance.
+#     every request's log-likelihood must agree within bf16 tolerance;
+#  4. `rotor serve` on the GPU answers the harness's loglikelihood requests as rotor eval does.
 # Prints "ok NAME" / "FAIL NAME" per check; exit status 0 only if all passed.
 #   scripts/gpu_e2e.sh ROTOR CONFIG_DIR DATA_DIR
 # ROTOR is the program, CONFIG_DIR holds tiny/*.ini, DATA_DIR is ../shared/data's layout
@@ -104,4 +105,38 @@ print(f"{len(a)} requests: worst |ll difference| / allowance {worst:.3f}, "
 sys.exit(1 if bad or greedy_diff > 0.02 * len(a) else 0)
 PY
 check "eval log-likelihoods: $device matches cpu within bf16 tolerance" $?
+
+# 4. `rotor serve --device $device`: the harness's loglikelihood requests (echo, logprobs 1)
+# give rotor eval's log-likelihoods and is_greedy on the same device (the backend's
+# logit_scores), within the bf16 allowance (other batches, other roundings)
+"$rotor" serve --ckpt "$ckpt" --device "$device" --port 0 >"$work/serve.out" 2>"$work/serve.err" &
+serve_pid=$!
+for _ in $(seq 150); do grep -q "on http://" "$work/serve.out" && break; sleep 0.2; done
+port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/v1.*|\1|p' "$work/serve.out")
+python3 - "${port:-0}" "$work/samples_$device.jsonl" <<'PY'
+import http.client, json, sys
+port, samples = int(sys.argv[1]), [json.loads(l) for l in open(sys.argv[2])]
+worst, bad, greedy_diff = 0.0, 0, 0
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+for i in range(0, len(samples), 8):
+    batch = samples[i:i + 8]
+    conn.request("POST", "/v1/completions", json.dumps({"prompt": [s["tokens"][1:] for s in batch], "max_tokens": 1,
+                 "echo": True, "logprobs": 1, "temperature": 0}), {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    res = json.loads(r.read())
+    assert r.status == 200, res
+    for s, c in zip(batch, sorted(res["choices"], key=lambda c: c["index"])):
+        ctx = len(s["tokens"]) - 1 - s["n_continuation"]
+        lps, tops = c["logprobs"]["token_logprobs"][ctx:-1], c["logprobs"]["top_logprobs"][ctx:-1]
+        d, allowed = abs(sum(lps) - s["ll"]), 0.05 * s["n_continuation"] + 0.01 * abs(s["ll"])
+        worst, bad = max(worst, d / allowed), bad + (d > allowed)
+        greedy_diff += all(t == max(top.values()) for t, top in zip(lps, tops)) != s["is_greedy"]
+print(f"rotor serve: {len(samples)} requests: worst |ll difference| / allowance {worst:.3f}, {bad} over, "
+      f"is_greedy differs on {greedy_diff}")
+sys.exit(1 if bad or greedy_diff > 0.02 * len(samples) else 0)
+PY
+check "rotor serve --device $device scores as rotor eval" $?
+kill -TERM "$serve_pid" 2>/dev/null
+wait "$serve_pid"
+check "rotor serve stops on SIGTERM with status 0" $?
 exit $((fails != 0))

@@ -292,6 +292,21 @@ EURNN_FN int64_t eurnn_angles(int n, int L) {
     return (int64_t)((L + 1) / 2) * eurnn_layer_pairs(n, 0) + (int64_t)(L / 2) * eurnn_layer_pairs(n, 1);
 }
 
+/* What a completions server returns of each row n of logits [N,V] (eval/serve_complete.c):
+ * lse[n] = log sum_j exp x[n,j] over all V, label_lp[n] = x[n,labels[n]] - lse[n] (0 for
+ * label -100), and the k largest of x[n, 0..vocab) in order, ties to the lower id (the first
+ * argmax first): top_id[n*k + r] and top_lp[n*k + r] = x - lse. 1 <= k <= vocab <= V. Every
+ * output is a device buffer, [f32] or int32. */
+typedef struct {
+    const void *logits;     /* [act][N,V] */
+    const int32_t *labels;  /* [N] */
+    int64_t N;
+    int V, vocab, k;
+    void *lse, *label_lp;   /* [f32][N] */
+    int32_t *top_id;        /* [N*k] */
+    void *top_lp;           /* [f32][N*k] */
+} LogitScoresArgs;
+
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                        \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */     \
@@ -567,6 +582,8 @@ EURNN_FN int64_t eurnn_angles(int n, int L) {
     X(void, token_logprobs,                                                                   \
       (const void *logits, const int32_t *labels, int64_t N, int V, void *logp,               \
        uint8_t *is_argmax), (logits, labels, N, V, logp, is_argmax))                          \
+    /* LogitScoresArgs: a completions server's per-row statistics. */                         \
+    X(void, logit_scores, (const LogitScoresArgs *a), (a))                                    \
                                                                                               \
     /* ---- optimizer ---- */                                                                 \
     /* Sum of squares of n [f32] values, in fp64 on the host. */                              \

@@ -72,6 +72,22 @@ lp = res["choices"][0]["logprobs"]
 assert res["choices"][0]["text"] == "ROMEO:" and "".join(lp["tokens"]) == " ROMEO:", res  # not the BOS it added
 assert all(len(x) == len(lp["tokens"]) for x in (lp["token_logprobs"], lp["top_logprobs"], lp["text_offset"]))
 assert all(len(top) == 3 for top in lp["top_logprobs"]), lp
+def offsets_ok(text, lp):  # each token's text stands where text_offset puts it, in characters
+    offs, toks = lp["text_offset"], lp["tokens"]
+    assert offs == sorted(offs) and all(0 <= o <= len(text) for o in offs), (offs, text)
+    for o, t in zip(offs, toks):
+        if t.startswith("bytes:") or t in ("<s>", "</s>"):
+            continue
+        if o == 0 and t.startswith(" ") and not text.startswith(" "):
+            t = t[1:]  # the space SentencePiece drops at the start of a text
+        assert text[o:o + len(t)] == t, (o, t, text, offs, toks)
+    return True
+offsets_ok("ROMEO:", lp)
+for body in ({"prompt": "Café — naïve,\nthe  ROMEO: lines", "max_tokens": 0, "echo": True, "logprobs": 1},
+             {"prompt": "ROMEO: the", "max_tokens": 8, "temperature": 0, "logprobs": 2},
+             {"prompt": "ROMEO: the", "max_tokens": 8, "temperature": 0, "logprobs": 0, "echo": True}):
+    ch = complete(body)["choices"][0]
+    assert ch["logprobs"]["text_offset"][0] == 0 and offsets_ok(ch["text"], ch["logprobs"]), ch
 res = complete({"prompt": [1, 1052], "max_tokens": 0, "echo": True, "logprobs": 1})
 assert res["choices"][0]["logprobs"]["token_logprobs"][0] is None, res  # nothing precedes a prompt's own BOS
 res = complete({"prompt": ["To be", "or not"], "max_tokens": 4, "temperature": 0, "n": 2, "stop": ["\n"]})

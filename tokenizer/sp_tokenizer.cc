@@ -187,6 +187,40 @@ char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, si
     }
 }
 
+char *tok_decode_spans(const Tokenizer *t, const int32_t *ids, size_t n, int64_t *char_begin, char *err,
+                       size_t errlen) {
+    try {
+        std::vector<int> v(ids, ids + n);
+        for (size_t i = 0; i < n; i++)
+            if (!id_in_range(t, v[i])) {
+                set_error(err, errlen, "%s: token id %d at position %zu is out of range [0, %d)",
+                          t->path.c_str(), v[i], i, t->sp.GetPieceSize());
+                return nullptr;
+            }
+        auto spt = t->sp.DecodeIdsAsImmutableProto(v);
+        spt.ConvertToUnicodeSpans();
+        if (spt.pieces_size() != n) {
+            set_error(err, errlen, "%s: decode gave %zu pieces for %zu ids", t->path.c_str(),
+                      spt.pieces_size(), n);
+            return nullptr;
+        }
+        for (size_t i = 0; i < n; i++) char_begin[i] = spt.pieces((int)i).begin();
+        const std::string &text = spt.text();
+        auto *out = static_cast<char *>(malloc(text.size() + 1));
+        if (!out) {
+            set_error(err, errlen, "%s: out of memory", t->path.c_str());
+            return nullptr;
+        }
+        memcpy(out, text.data(), text.size());
+        out[text.size()] = '\0';
+        return out;
+    } catch (...) {
+        set_error(err, errlen, "%s: decode failed: %s", t->path.c_str(),
+                  current_exception_message());
+        return nullptr;
+    }
+}
+
 const char *tok_id_to_piece(const Tokenizer *t, int id) {
     // IdToPiece returns a reference into the model proto, which lives as long as t.
     return id_in_range(t, id) ? t->sp.IdToPiece(id).c_str() : nullptr;

@@ -214,6 +214,65 @@ __global__ void __launch_bounds__(ROW_THREADS)
     }
 }
 
+// A logit and its id, ordered by value, then by the lower id (the first argmax first).
+struct Ranked {
+    float v;
+    int i;
+};
+__device__ __forceinline__ bool ranked_before(Ranked a, Ranked b) {
+    return a.v > b.v || (a.v == b.v && a.i < b.i);
+}
+__device__ __forceinline__ Ranked warp_first(Ranked a) {
+    for (int o = 16; o > 0; o >>= 1) {
+        Ranked b = {__shfl_xor_sync(FULL_MASK, a.v, o), __shfl_xor_sync(FULL_MASK, a.i, o)};
+        if (ranked_before(b, a)) a = b;
+    }
+    return a;
+}
+// The first over the block (blockDim.x a multiple of 32); every thread gets it. sh is free
+// again when it returns.
+__device__ __forceinline__ Ranked block_first(Ranked a, Ranked *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    a = warp_first(a);
+    if (lane == 0) sh[warp] = a;
+    __syncthreads();
+    Ranked r = warp_first(lane < nw ? sh[lane] : Ranked{-INFINITY, INT_MAX});
+    __syncthreads();
+    return r;
+}
+
+// Row n (LogitScoresArgs): lse and the label's log p from one online softmax; the top k in k
+// rounds, round r taking the first of the logits ranked after round r-1's pick.
+template <int VEC>
+__global__ void __launch_bounds__(ROW_THREADS)
+    logit_scores_kernel(const bf16 *logits, const int32_t *labels, int V, int vocab, int k,
+                        float *lse, float *label_lp, int32_t *top_id, float *top_lp) {
+    __shared__ Soft sh[32];
+    __shared__ Ranked shr[32];
+    int64_t n = blockIdx.x;
+    const bf16 *x = logits + n * V;
+    Soft a = block_soft(row_soft<VEC>(x, V / VEC), sh);
+    float l = a.m + logf(a.s);
+    int y = labels[n];
+    if (threadIdx.x == 0) {
+        lse[n] = l;
+        label_lp[n] = y == -100 ? 0.f : y >= 0 && y < V ? bf2f(x[y]) - l : NAN;
+    }
+    Ranked prev = {INFINITY, -1};
+    for (int r = 0; r < k; r++) {
+        Ranked b = {-INFINITY, INT_MAX};
+        for (int j = threadIdx.x; j < vocab; j += blockDim.x) {
+            Ranked c = {bf2f(x[j]), j};
+            if (ranked_before(prev, c) && ranked_before(c, b)) b = c;
+        }
+        prev = block_first(b, shr);
+        if (threadIdx.x == 0) {
+            top_id[n * k + r] = prev.i;
+            top_lp[n * k + r] = prev.v - l;
+        }
+    }
+}
+
 // Threads for one softmax row of `units` vectors.
 int row_threads(int units) {
     int t = (int)cdiv(units, 32) * 32;
@@ -330,6 +389,24 @@ double cuda_cross_entropy(void *logits, const int32_t *labels, int64_t N, int V,
     sum_kernel<float><<<1, SUM_THREADS, 0, cuda_stream()>>>(total, loss, N);
     CUDA_LAUNCHED();
     return download_double(total);
+}
+
+void cuda_logit_scores(const LogitScoresArgs *a) {
+    if (a->N <= 0) return;
+    check_rows("logit_scores", a->N, a->V);
+    if (a->k < 1 || a->k > a->vocab || a->vocab > a->V)
+        rt_die("logit_scores: k=%d vocab=%d V=%d unsupported", a->k, a->vocab, a->V);
+    bool vec = row_vec(a->logits, a->V);
+    int threads = row_threads(vec ? a->V / 8 : a->V);
+    if (vec)
+        logit_scores_kernel<8><<<(unsigned)a->N, threads, 0, cuda_stream()>>>(
+            (const bf16 *)a->logits, a->labels, a->V, a->vocab, a->k, (float *)a->lse,
+            (float *)a->label_lp, a->top_id, (float *)a->top_lp);
+    else
+        logit_scores_kernel<1><<<(unsigned)a->N, threads, 0, cuda_stream()>>>(
+            (const bf16 *)a->logits, a->labels, a->V, a->vocab, a->k, (float *)a->lse,
+            (float *)a->label_lp, a->top_id, (float *)a->top_lp);
+    CUDA_LAUNCHED();
 }
 
 void cuda_token_logprobs(const void *logits, const int32_t *labels, int64_t N, int V, void *logp,

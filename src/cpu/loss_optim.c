@@ -3,6 +3,23 @@
 #include "cpu/parallel.h"
 #include "util/error.h"
 
+/* The largest of x[0, V) (logits hold no NaN). */
+static real row_max(const real *x, int V) {
+    real mx = x[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < V; j++) mx = maxr(mx, x[j]);
+    return mx;
+}
+
+/* sum_j exp(x[j] - shift) over x[0, V), accumulated in fp64 (the fp32 build's expf is
+ * libmvec's SIMD one, cpu/real.h). */
+static double row_sum_exp(const real *x, int V, real shift) {
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < V; j++) sum += (double)exp(x[j] - shift);
+    return sum;
+}
+
 double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V, double grad_scale) {
     real *logits = logits_;
     double *part = par_partials();
@@ -19,13 +36,10 @@ double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
                 continue;
             }
             RT_ASSERT(y >= 0 && y < V);
-            real mx = x[0];
-            for (int j = 1; j < V; j++) mx = maxr(mx, x[j]);
+            real mx = row_max(x, V);
             real xy = x[y];
             if (grad_scale == 0) {
-                double sum = 0;
-                for (int j = 0; j < V; j++) sum += (double)exp(x[j] - mx);
-                *total += (double)mx + log(sum) - (double)xy;
+                *total += (double)mx + log(row_sum_exp(x, V, mx)) - (double)xy;
                 continue;
             }
             /* one exp per logit: x <- exp(x - max), then scale by 1/sum */
@@ -59,13 +73,47 @@ void cpu_token_logprobs(const void *logits_, const int32_t *labels, int64_t N, i
             continue;
         }
         RT_ASSERT(y >= 0 && y < V);
+        real mx = row_max(x, V);
         int arg = 0; /* the first maximum, as torch.argmax */
-        for (int j = 1; j < V; j++)
-            if (x[j] > x[arg]) arg = j;
-        double sum = 0;
-        for (int j = 0; j < V; j++) sum += (double)exp(x[j] - x[arg]);
-        logp[n] = (real)((double)x[y] - (double)x[arg] - log(sum));
+        while (x[arg] != mx) arg++;
+        logp[n] = (real)((double)x[y] - (double)mx - log(row_sum_exp(x, V, mx)));
         is_argmax[n] = arg == y;
+    }
+}
+
+/* The k largest of x[0, vocab) into id[0, k) in order, ties to the lower id: an insertion
+ * list, with blocks whose largest cannot enter it passed over in one vector reduction. */
+static void row_top(const real *x, int vocab, int k, int32_t *id) {
+    enum { BLOCK = 128 };
+    int have = 0;
+    for (int j0 = 0; j0 < vocab; j0 += BLOCK) {
+        int j1 = j0 + BLOCK < vocab ? j0 + BLOCK : vocab;
+        if (have == k && row_max(x + j0, j1 - j0) <= x[id[k - 1]]) continue;
+        for (int j = j0; j < j1; j++) {
+            if (have == k && x[j] <= x[id[k - 1]]) continue;
+            int at = have < k ? have++ : k - 1;
+            for (; at > 0 && x[j] > x[id[at - 1]]; at--) id[at] = id[at - 1];
+            id[at] = j;
+        }
+    }
+}
+
+void cpu_logit_scores(const LogitScoresArgs *a) {
+    RT_ASSERT(a->k >= 1 && a->k <= a->vocab && a->vocab <= a->V);
+    const real *logits = a->logits;
+    real *lse = a->lse, *label_lp = a->label_lp, *top_lp = a->top_lp;
+#pragma omp parallel for schedule(dynamic, 8)
+    for (int64_t n = 0; n < a->N; n++) {
+        const real *x = logits + n * a->V;
+        int32_t y = a->labels[n], *id = a->top_id + n * a->k;
+        RT_ASSERT(y == -100 || (y >= 0 && y < a->V));
+        row_top(x, a->vocab, a->k, id);
+        real mx = x[id[0]]; /* the top one is the largest, but for the outputs past vocab */
+        if (a->vocab < a->V) mx = maxr(mx, row_max(x + a->vocab, a->V - a->vocab));
+        double l = (double)mx + log(row_sum_exp(x, a->V, mx));
+        lse[n] = (real)l;
+        label_lp[n] = y == -100 ? 0 : (real)((double)x[y] - l);
+        for (int r = 0; r < a->k; r++) top_lp[n * a->k + r] = (real)((double)x[id[r]] - l);
     }
 }
 

@@ -537,7 +537,8 @@ static void check_token(const Model *m, int32_t t, int64_t n) {
                (long long)n, m->cfg.vocab_size);
 }
 
-double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid) {
+/* The forward pass up to the LM head's logits at the labeled positions (m->M of them). */
+static void forward_to_logits(Model *m, const Batch *b, double grad_scale) {
     const Backend *be = m->be;
     int64_t N = (int64_t)b->B * b->T;
     for (int64_t n = 0; n < N; n++) {
@@ -565,10 +566,19 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     m->drop_on = m->cfg.dropout > 0 && (m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0));
     if (m->drop_on) m->drop_key = dropout_site_key(m->drop_seed, m->drop_stream++);
     forward_pass(m, PASS_TRAIN, 0);
-    if (n_valid) *n_valid = M;
+}
+
+double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid) {
+    forward_to_logits(m, b, grad_scale);
+    if (n_valid) *n_valid = m->M;
     m->have_grad_logits = grad_scale > 0;
-    return be->cross_entropy(m->logits, m->lab_dev, M, m->outputs,
-                             m->have_grad_logits ? grad_scale : 0.0);
+    return m->be->cross_entropy(m->logits, m->lab_dev, m->M, m->outputs, m->have_grad_logits ? grad_scale : 0.0);
+}
+
+int64_t model_forward_logits(Model *m, const Batch *b) {
+    forward_to_logits(m, b, 0.0);
+    m->have_grad_logits = 0;
+    return m->M;
 }
 
 /* ---- carried states (docs/models.md §19) ---- */
@@ -764,13 +774,36 @@ void model_get_logits(Model *m, void *host) {
 
 int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy) {
     const Backend *be = m->be;
-    model_forward(m, b, 0.0, NULL);
-    int64_t N = m->M;
+    int64_t N = model_forward_logits(m, b);
     void *dev = be->alloc((size_t)(N ? N : 1) * be->f32_size);
     be->token_logprobs(m->logits, m->lab_dev, N, m->outputs, dev, greedy);
     backend_download_f64(be, logp, dev, N);
     be->release(dev);
     return N;
+}
+
+void model_logit_scores(Model *m, int vocab, int k, const LogitScores *out) {
+    const Backend *be = m->be;
+    int64_t N = m->M, Nk = N * k;
+    RT_ASSERT(!m->have_grad_logits);
+    if (N == 0) return;
+    void *lse = be->alloc((size_t)N * be->f32_size), *label_lp = be->alloc((size_t)N * be->f32_size);
+    void *top_lp = be->alloc((size_t)Nk * be->f32_size), *top_id = be->alloc((size_t)Nk * sizeof(int32_t));
+    be->logit_scores(&(LogitScoresArgs){m->logits, m->lab_dev, N, m->outputs, vocab, k, lse, label_lp, top_id, top_lp});
+    backend_download_f64(be, out->lse, lse, N);
+    backend_download_f64(be, out->label_lp, label_lp, N);
+    backend_download_f64(be, out->top_lp, top_lp, Nk);
+    be->download(out->top_id, top_id, (size_t)Nk * sizeof(int32_t));
+    be->release(lse);
+    be->release(label_lp);
+    be->release(top_lp);
+    be->release(top_id);
+}
+
+void model_get_logit_row(Model *m, int64_t row, void *host) {
+    RT_ASSERT(!m->have_grad_logits && row >= 0 && row < m->M);
+    size_t bytes = (size_t)m->outputs * m->be->act_size;
+    m->be->download(host, (const char *)m->logits + (size_t)row * bytes, bytes);
 }
 
 /* ---- parameters ---- */

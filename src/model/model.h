@@ -58,6 +58,9 @@ json_t *model_recurrent_stats(Model *m);
  * logits are replaced by grad_scale * dloss/dlogits and a model_backward call may follow;
  * with grad_scale == 0 only the loss is computed. */
 double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_valid);
+/* Forward pass for scoring: as model_forward with grad_scale 0, without the loss (the
+ * logits stay for model_get_logits). Returns the number of positions with a label. */
+int64_t model_forward_logits(Model *m, const Batch *b);
 /* Backward pass of the last forward: accumulates (+=) into the gradient buffer. */
 void model_backward(Model *m);
 /* Announces, during model_backward, that elements [lo, hi) of the flat gradient buffer are
@@ -83,8 +86,19 @@ void model_set_dropout_use(Model *m, DropoutUse u);
 void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream);
 /* Logits of the last forward at the positions with a label, in order: host copy [M,
  * model_outputs(cfg)] of [act] elements. Only valid after model_forward with grad_scale == 0 (otherwise they were
- * replaced by their gradient). */
+ * replaced by their gradient). model_forward_logits is the scoring forward. */
 void model_get_logits(Model *m, void *host);
+/* What a completions server returns of each labeled position of the last
+ * model_forward_logits (LogitScoresArgs, src/backend_ops.h), into host arrays: lse and the
+ * label's log p [M], the k most likely of the first `vocab` ids and their log p [M*k]. */
+typedef struct {
+    double *lse, *label_lp;
+    int32_t *top_id;
+    double *top_lp;
+} LogitScores;
+void model_logit_scores(Model *m, int vocab, int k, const LogitScores *out);
+/* The logits of labeled position `row` of the last model_forward_logits: host [outputs] of [act]. */
+void model_get_logit_row(Model *m, int64_t row, void *host);
 /* Forward pass for scoring: for each position with a label, in order, logp = log
  * p(label | the tokens up to it) and greedy = the label is the first argmax. Returns the
  * number of such positions. */

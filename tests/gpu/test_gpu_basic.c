@@ -704,6 +704,43 @@ static void test_token_logprobs(void) {
     gt_reset();
 }
 
+/* ---- a completions server's statistics: logit_scores ---- */
+
+static void logit_scores_case(int64_t N, int V, int vocab, int k) {
+    float *x;
+    int64_t nv;
+    int32_t *lab = ce_inputs(N, V, &x, &nv); /* bf16 values: ties among the top are common */
+    x[0 * V + 5] = 20, x[0 * V + 9] = 20;   /* a planted tie at the top: id 5 first */
+    x[2 * V + vocab - 1] = 30;               /* the top at the last id of the vocabulary */
+    if (vocab < V) x[4 * V + V - 1] = 40;    /* an output past the vocabulary: in lse, not in the top */
+    float *rlse = gt_zeros(N), *rlp = gt_zeros(N), *rtop = gt_zeros(N * k);
+    int32_t *rid = calloc((size_t)(N * k), sizeof(int32_t)), *gid = calloc((size_t)(N * k), sizeof(int32_t));
+    gt_cpu->logit_scores(&(LogitScoresArgs){x, lab, N, V, vocab, k, rlse, rlp, rid, rtop});
+    void *glse = gt_garbage_f32(N), *glp = gt_garbage_f32(N), *gtop = gt_garbage_f32(N * k);
+    int32_t *gid_dev = gt_i32(gid, N * k);
+    gt_gpu->logit_scores(&(LogitScoresArgs){gt_act(x, N * V), gt_i32(lab, N), N, V, vocab, k, glse, glp, gid_dev, gtop});
+    gt_gpu->download(gid, gid_dev, sizeof(int32_t) * (size_t)(N * k));
+    gt_compare(gt_name("logit_scores lse N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(glse, N), rlse, N, TOL_F32);
+    gt_compare(gt_name("logit_scores label N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(glp, N), rlp, N, TOL_F32);
+    gt_compare(gt_name("logit_scores top N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(gtop, N * k), rtop, N * k,
+               TOL_F32);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < N * k; i++) bad += gid[i] != rid[i];
+    printf("  %-28s mismatches=%lld %s\n", gt_name("logit_scores ids N=%lld V=%d k=%d", (long long)N, V, k),
+           (long long)bad, bad ? "FAIL" : "ok");
+    CHECK_MSG(bad == 0, "logit_scores: top ids differ at %lld places", (long long)bad);
+    CHECK(rid[0] == 5 && (k == 1 || rid[1] == 9) && rid[2 * k] == vocab - 1); /* the planted rows as meant */
+    free(rid);
+    free(gid);
+}
+
+static void test_logit_scores(void) {
+    logit_scores_case(257, 32000, 32000, 1);
+    logit_scores_case(64, 32000, 31990, 20);
+    logit_scores_case(40, 1001, 1000, 5); /* scalar */
+    gt_reset();
+}
+
 /* ---- optimizer: sumsq, scale, adamw, rmsprop_update ---- */
 
 static void sumsq_case(int64_t n, int off) {
@@ -829,6 +866,7 @@ static const TestCase tests[] = {
     {"l2norm", test_l2norm},
     {"cross_entropy", test_cross_entropy},
     {"token_logprobs", test_token_logprobs},
+    {"logit_scores", test_logit_scores},
     {"sumsq", test_sumsq},
     {"scale", test_scale},
     {"adamw", test_adamw},
