@@ -33,7 +33,7 @@ int tok_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, in
 /* Decodes ids to UTF-8 (malloc'd, NUL-terminated); ids out of range are an error (NULL). */
 char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, size_t errlen);
 /* tok_decode, and where each id's text begins in it: char_begin[i], in Unicode characters
- * (an id that adds no text, such as EOS, or a byte inside a character: where the next begins). */
+ * (SentencePiece's spans; the byte pieces of one character all begin where it does). */
 char *tok_decode_spans(const Tokenizer *t, const int32_t *ids, size_t n, int64_t *char_begin, char *err,
                        size_t errlen);
 /* The piece string of an id (valid while t lives), NULL when out of range; the id of a
