@@ -156,7 +156,8 @@ int tok_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, in
     }
 }
 
-char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, size_t errlen) {
+char *tok_decode_spans(const Tokenizer *t, const int32_t *ids, size_t n, int64_t *char_begin, char *err,
+                       size_t errlen) {
     try {
         std::vector<int> v(ids, ids + n);
         for (size_t i = 0; i < n; i++)
@@ -165,13 +166,18 @@ char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, si
                           t->path.c_str(), v[i], i, t->sp.GetPieceSize());
                 return nullptr;
             }
-        std::string text;
-        const auto status = t->sp.Decode(v, &text);
-        if (!status.ok()) {
-            set_error(err, errlen, "%s: decode failed: %s", t->path.c_str(),
-                      status.ToString().c_str());
-            return nullptr;
+        // the text SentencePiece's Decode(ids, &text) gives, with the pieces' spans
+        auto spt = t->sp.DecodeIdsAsImmutableProto(v);
+        if (char_begin) {
+            spt.ConvertToUnicodeSpans();
+            if (spt.pieces_size() != n) {
+                set_error(err, errlen, "%s: decode gave %zu pieces for %zu ids", t->path.c_str(),
+                          spt.pieces_size(), n);
+                return nullptr;
+            }
+            for (size_t i = 0; i < n; i++) char_begin[i] = spt.pieces((int)i).begin();
         }
+        const std::string &text = spt.text();
         auto *out = static_cast<char *>(malloc(text.size() + 1));
         if (!out) {
             set_error(err, errlen, "%s: out of memory", t->path.c_str());
@@ -187,38 +193,8 @@ char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, si
     }
 }
 
-char *tok_decode_spans(const Tokenizer *t, const int32_t *ids, size_t n, int64_t *char_begin, char *err,
-                       size_t errlen) {
-    try {
-        std::vector<int> v(ids, ids + n);
-        for (size_t i = 0; i < n; i++)
-            if (!id_in_range(t, v[i])) {
-                set_error(err, errlen, "%s: token id %d at position %zu is out of range [0, %d)",
-                          t->path.c_str(), v[i], i, t->sp.GetPieceSize());
-                return nullptr;
-            }
-        auto spt = t->sp.DecodeIdsAsImmutableProto(v);
-        spt.ConvertToUnicodeSpans();
-        if (spt.pieces_size() != n) {
-            set_error(err, errlen, "%s: decode gave %zu pieces for %zu ids", t->path.c_str(),
-                      spt.pieces_size(), n);
-            return nullptr;
-        }
-        for (size_t i = 0; i < n; i++) char_begin[i] = spt.pieces((int)i).begin();
-        const std::string &text = spt.text();
-        auto *out = static_cast<char *>(malloc(text.size() + 1));
-        if (!out) {
-            set_error(err, errlen, "%s: out of memory", t->path.c_str());
-            return nullptr;
-        }
-        memcpy(out, text.data(), text.size());
-        out[text.size()] = '\0';
-        return out;
-    } catch (...) {
-        set_error(err, errlen, "%s: decode failed: %s", t->path.c_str(),
-                  current_exception_message());
-        return nullptr;
-    }
+char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, size_t errlen) {
+    return tok_decode_spans(t, ids, n, nullptr, err, errlen);
 }
 
 const char *tok_id_to_piece(const Tokenizer *t, int id) {

@@ -33,7 +33,8 @@ int tok_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, in
 /* Decodes ids to UTF-8 (malloc'd, NUL-terminated); ids out of range are an error (NULL). */
 char *tok_decode(const Tokenizer *t, const int32_t *ids, size_t n, char *err, size_t errlen);
 /* tok_decode, and where each id's text begins in it: char_begin[i], in Unicode characters
- * (SentencePiece's spans; the byte pieces of one character all begin where it does). */
+ * (SentencePiece's spans; the byte pieces of one character all begin where it does); NULL
+ * char_begin: tok_decode. */
 char *tok_decode_spans(const Tokenizer *t, const int32_t *ids, size_t n, int64_t *char_begin, char *err,
                        size_t errlen);
 /* The piece string of an id (valid while t lives), NULL when out of range; the id of a
