@@ -132,13 +132,19 @@ __device__ __forceinline__ Soft warp_soft(Soft a) {
     }
     return a;
 }
-// Merged over the block (blockDim.x a multiple of 32); every thread gets the same result.
-__device__ __forceinline__ Soft block_soft(Soft a, Soft *sh) {
+// a reduced over the block (blockDim.x a multiple of 32) through its warp reduction Warp (an
+// xor tree: every lane ends with the same value); every thread gets the result. A second
+// reduction into the same sh needs a barrier between them (or another sh).
+template <class T, T (*Warp)(T)>
+__device__ __forceinline__ T block_reduce(T a, T *sh, T empty) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    a = warp_soft(a);
+    a = Warp(a);
     if (lane == 0) sh[warp] = a;
     __syncthreads();
-    return warp_soft(lane < nw ? sh[lane] : soft_empty());
+    return Warp(lane < nw ? sh[lane] : empty);
+}
+__device__ __forceinline__ Soft block_soft(Soft a, Soft *sh) {
+    return block_reduce<Soft, warp_soft>(a, sh, soft_empty());
 }
 
 template <int VEC> __device__ __forceinline__ Soft row_soft(const bf16 *x, int units) {
@@ -229,26 +235,15 @@ __device__ __forceinline__ Ranked warp_first(Ranked a) {
     }
     return a;
 }
-// The first over the block (blockDim.x a multiple of 32); every thread gets it. sh is free
-// again when it returns.
-__device__ __forceinline__ Ranked block_first(Ranked a, Ranked *sh) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    a = warp_first(a);
-    if (lane == 0) sh[warp] = a;
-    __syncthreads();
-    Ranked r = warp_first(lane < nw ? sh[lane] : Ranked{-INFINITY, INT_MAX});
-    __syncthreads();
-    return r;
-}
-
 // Row n (LogitScoresArgs): lse and the label's log p from one online softmax; the top k in k
-// rounds, round r taking the first of the logits ranked after round r-1's pick.
+// rounds, round r taking the first of the logits ranked after round r-1's pick (the rounds
+// reduce into two shared buffers in turn: round r + 1's barrier frees round r's).
 template <int VEC>
 __global__ void __launch_bounds__(ROW_THREADS)
     logit_scores_kernel(const bf16 *logits, const int32_t *labels, int V, int vocab, int k,
                         float *lse, float *label_lp, int32_t *top_id, float *top_lp) {
     __shared__ Soft sh[32];
-    __shared__ Ranked shr[32];
+    __shared__ Ranked shr[2][32];
     int64_t n = blockIdx.x;
     const bf16 *x = logits + n * V;
     Soft a = block_soft(row_soft<VEC>(x, V / VEC), sh);
@@ -265,7 +260,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
             Ranked c = {bf2f(x[j]), j};
             if (ranked_before(prev, c) && ranked_before(c, b)) b = c;
         }
-        prev = block_first(b, shr);
+        prev = block_reduce<Ranked, warp_first>(b, shr[r & 1], Ranked{-INFINITY, INT_MAX});
         if (threadIdx.x == 0) {
             top_id[n * k + r] = prev.i;
             top_lp[n * k + r] = prev.v - l;
