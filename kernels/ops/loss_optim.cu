@@ -355,7 +355,9 @@ struct RMSprop {
         Pack<float, V> wv = ld_vec<V>(w + i), sv = ld_vec<V>(sq + i), gv = ld_vec<V>(g + i);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            float gi = gv.v[k] + wd * wv.v[k];
+            // rounded as the CPU reference, not fused: g + wd w cancels where the decay meets
+            // the gradient, and one rounding more or less moves such a step by ~lr
+            float gi = __fadd_rn(gv.v[k], __fmul_rn(wd, wv.v[k]));
             sv.v[k] = alpha * sv.v[k] + alpha1 * gi * gi;
             wv.v[k] -= lr * gi / (sqrtf(sv.v[k]) + eps);
         }

@@ -179,8 +179,8 @@ double gt_compare(const char *what, const float *gpu, const float *cpu, int64_t 
     return err;
 }
 
-double gt_compare_scalar(const char *what, double gpu, double cpu, double tol) {
-    double err = fabs(gpu - cpu) / fmax(fabs(cpu), 1e-6);
+double gt_compare_scalar(const char *what, double gpu, double cpu, double floor, double tol) {
+    double err = fabs(gpu - cpu) / fmax(fabs(cpu), floor);
     int ok = err <= tol;
     printf("  %-28s err=%.3e tol=%.1e %s\n", what, err, tol, ok ? "ok" : "FAIL");
     if (!ok) th_failures++;

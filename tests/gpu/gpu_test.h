@@ -62,8 +62,9 @@ const char *gt_name(const char *fmt, ...);
  * one line "  what: err=... tol=... ok|FAIL" either way (scripts/gpu_check.sh collects
  * them into its table). Returns the error. */
 double gt_compare(const char *what, const float *gpu, const float *cpu, int64_t n, double tol);
-/* Same for a host double (losses, norms): |gpu - cpu| / max(|cpu|, 1e-6). */
-double gt_compare_scalar(const char *what, double gpu, double cpu, double tol);
+/* Same for a host double (losses, norms): |gpu - cpu| / max(|cpu|, floor); floor is the
+ * magnitude below which the error counts as absolute. */
+double gt_compare_scalar(const char *what, double gpu, double cpu, double floor, double tol);
 
 /* Frees everything the gt_* functions allocated; every test calls it at the end. */
 void gt_reset(void);

@@ -637,6 +637,9 @@ static void cross_entropy_case(int64_t N, int V) {
     int32_t *lab = ce_inputs(N, V, &x, &nv);
     int32_t *glab = gt_i32(lab, N);
     double gs = 1.0 / (double)nv;
+    /* The loss is a sum of nv rows, compared relative to itself or, below one nat per row,
+     * to nv: a row whose label dominates (N = 1) has loss log(s), s = 1 + 1e-3, which fp32
+     * holds to ~1e-7 absolute, 1e-4 of the loss (H200, 2026-11-28). */
 
     /* loss only: the logits stay untouched */
     float *rx = gt_copy(x, N * V);
@@ -644,7 +647,7 @@ static void cross_entropy_case(int64_t N, int V) {
     void *gx = gt_act(x, N * V);
     double loss = gt_gpu->cross_entropy(gx, glab, N, V, 0.0);
     gt_compare_scalar(gt_name("cross_entropy loss N=%lld V=%d gs=0", (long long)N, V), loss, rloss,
-                      TOL_LOSS);
+                      (double)nv, TOL_LOSS);
     gt_compare(gt_name("cross_entropy logits kept N=%lld V=%d", (long long)N, V),
                gt_get_act(gx, N * V), x, N * V, 0);
 
@@ -654,7 +657,7 @@ static void cross_entropy_case(int64_t N, int V) {
     gx = gt_act(x, N * V);
     loss = gt_gpu->cross_entropy(gx, glab, N, V, gs);
     gt_compare_scalar(gt_name("cross_entropy loss N=%lld V=%d", (long long)N, V), loss, rloss,
-                      TOL_LOSS);
+                      (double)nv, TOL_LOSS);
     gt_compare(gt_name("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V), rx,
                N * V, TOL_BF16);
 }
@@ -747,7 +750,7 @@ static void sumsq_case(int64_t n, int off) {
     float *x = gt_randn(n, 1);
     double ref = gt_cpu->sumsq(x, n);
     double got = gt_gpu->sumsq(f32_at(x, n, off), n);
-    gt_compare_scalar(gt_name("sumsq n=%lld off=%d", (long long)n, off), got, ref, TOL_F64);
+    gt_compare_scalar(gt_name("sumsq n=%lld off=%d", (long long)n, off), got, ref, 1e-6, TOL_F64);
 }
 
 static void test_sumsq(void) {

@@ -1,7 +1,7 @@
 /* End to end on the GPU: a tiny model (each mixer, with Selective RoPE + phase gate where it
  * takes a position embedding) trained 50 steps on the CUDA backend tracks the same training on the CPU backend (same
- * initialisation, same batches, same AdamW), within bf16 tolerance. The nnRNN and the LSTM also
- * train with carried states (docs/models.md §19): each step's rows start from the states the
+ * initialisation, same batches, same AdamW), within bf16 tolerance. The LSTM also trains
+ * with carried states (docs/models.md §19): each step's rows start from the states the
  * previous step's left. */
 #include <math.h>
 #include <stdio.h>
@@ -31,19 +31,19 @@ static void make_batch(Rng *r, const int32_t *next, int V, int32_t *tok, int32_t
     }
 }
 
-/* One optimizer step: loss per token, gradient clipped at norm 1, AdamW at lr 3e-3. */
-static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b) {
+/* One optimizer step: loss per token, gradient clipped at norm 1, AdamW at lr. */
+static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b, double lr) {
     model_zero_grads(m);
     double loss = model_forward(m, b, 1.0 / (ROWS * LEN), NULL) / (ROWS * LEN);
     model_backward(m);
     int64_t n = model_params(m)->total;
     double gn = sqrt(grad_sumsq(m, 0, n));
     if (gn > 1.0) grads_scale(m, 0, n, 1.0 / (gn + 1e-6));
-    optimizer_step(opt, m, tc, 3e-3);
+    optimizer_step(opt, m, tc, lr);
     return loss;
 }
 
-static void train_config(const char *name, int carried) {
+static void train_config(const char *name, int carried, double lr) {
     char path[1024], err[2048];
     const char *root = getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
     snprintf(path, sizeof path, "%s/configs/tiny/%s.ini", root ? root : ROTOR_SOURCE_DIR, name);
@@ -71,8 +71,8 @@ static void train_config(const char *name, int carried) {
     double first = 0, worst = 0, lc = 0, lg = 0;
     for (int s = 0; s < STEPS; s++) {
         make_batch(&r, next, V, tok, lab);
-        lc = train_step(mc, oc, &rc.train, &b);
-        lg = train_step(mg, og, &rc.train, &b);
+        lc = train_step(mc, oc, &rc.train, &b, lr);
+        lg = train_step(mg, og, &rc.train, &b, lr);
         if (s == 0) first = lc;
         worst = fmax(worst, fabs(lg - lc) / lc);
         if (s % 10 == 0 || s == STEPS - 1) printf("    %s step %2d: loss cpu %.4f gpu %.4f\n", name, s, lc, lg);
@@ -96,16 +96,23 @@ static void train_config(const char *name, int carried) {
     model_free(mg);
 }
 
-static void test_train_gla(void) { train_config("gla-selective-pg", 0); }
-static void test_train_gdn(void) { train_config("gdn-selective-pg", 0); }
-static void test_train_fox(void) { train_config("fox-pro-selective-pg", 0); }
-static void test_train_transformer(void) { train_config("transformer-selective-pg", 0); }
-static void test_train_deltanet(void) { train_config("deltanet-selective-pg", 0); }
-static void test_train_mamba2(void) { train_config("mamba2", 0); }
-static void test_train_lru(void) { train_config("lru", 0); }
-static void test_train_rotrnn(void) { train_config("rotrnn", 0); }
-static void test_train_nnrnn(void) { train_config("nnrnn", 0), train_config("nnrnn", 1); }
-static void test_train_lstm(void) { train_config("lstm", 0), train_config("lstm", 1); }
+/* AdamW at 3e-3; the LSTM learns the map at that rate too slowly to pass the loss check in
+ * 50 steps (4.16 -> 3.43 on both backends), at 1e-2 it falls to 1.49. Carried states are
+ * trained with the LSTM alone: a carried nnRNN on these unrelated rows diverges on the CPU
+ * by itself (modReLU bounds no state: 4.16 -> 37 by step 10 at 3e-3, and a 0.1 % change of
+ * the learning rate moves the loss by 80 %), so its trajectories say nothing about the GPU;
+ * the nnRNN's carried-state ops (rnn_fwd / rnn_bwd from h0) are compared one by one in
+ * test_gpu_rnncells. */
+static void test_train_gla(void) { train_config("gla-selective-pg", 0, 3e-3); }
+static void test_train_gdn(void) { train_config("gdn-selective-pg", 0, 3e-3); }
+static void test_train_fox(void) { train_config("fox-pro-selective-pg", 0, 3e-3); }
+static void test_train_transformer(void) { train_config("transformer-selective-pg", 0, 3e-3); }
+static void test_train_deltanet(void) { train_config("deltanet-selective-pg", 0, 3e-3); }
+static void test_train_mamba2(void) { train_config("mamba2", 0, 3e-3); }
+static void test_train_lru(void) { train_config("lru", 0, 3e-3); }
+static void test_train_rotrnn(void) { train_config("rotrnn", 0, 3e-3); }
+static void test_train_nnrnn(void) { train_config("nnrnn", 0, 3e-3); }
+static void test_train_lstm(void) { train_config("lstm", 0, 1e-2), train_config("lstm", 1, 1e-2); }
 
 static const TestCase tests[] = {
     {"train_gla_selective_pg", test_train_gla},
