@@ -16,6 +16,9 @@ OUT/table.md, the paper's numbers beside rotor's where the paper prints numbers.
     rnnpaper_report.py fig3    OUT    RotRNN Fig. 3: the state norm of every layer during
                                       training (scripts/plot_recurrent.py); table: its mean and
                                       spread over layers and seeds at the last validation
+    rnnpaper_report.py schur   OUT    nnRNN Fig. 3 / 5: the learned Schur form of each task's
+                                      last checkpoint (scripts/nnrnn_schur.py); table: mean gamma,
+                                      eigenvalue moduli, the non-normal part, the angles' spread
 
 Means are over seeds (the runs that differ only in SEED). Needs matplotlib (Debian's
 python3-matplotlib)."""
@@ -189,8 +192,103 @@ def fig3_report(out):
     write_table(out, lines)
 
 
+# nnRNN §5.3 and supplement §E, per task: what Fig. 3 / 5 show of the learned Θ
+PAPER_SCHUR = {
+    "copy": "γ̄ ~ 1; T ~ 0 (2x2 rotation blocks alone); angles roughly uniform",
+    "ptb": "γ̄ ~ 0.958; T structured, a delay line at k = 1; angles strongly aligned",
+    "psmnist": "angles flat (close to uniform); T weaker than on PTB, not absent",
+}
+
+
+def schur_task(variant):
+    """The paper's task a run's variant stands for (CPU scale: characters for PTB, permuted
+    Fashion-MNIST for psMNIST)."""
+    for key, task in (("copy", "copy"), ("ptb", "ptb"), ("shakespeare", "ptb"), ("mnist", "psmnist")):
+        if key in variant:
+            return task
+    return None
+
+
+def last_checkpoint(run_dir):
+    steps = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*")))
+    if not steps:
+        sys.exit(f"rnnpaper_report: {run_dir} has no checkpoint (checkpoints/step_N)")
+    return steps[-1]
+
+
+def schur_stats(t):
+    """nnrnn_schur's summary, and: |T|_F against |Λ|_F, the mean |entry| of T off the 2x2 blocks,
+    the delay line (Θ's first subdiagonal outside the blocks, at odd rows) against the rest of T,
+    and the angles' distance from uniform on [0, π] (Kolmogorov-Smirnov: 0 uniform, 1 one angle)."""
+    import numpy as np
+    import nnrnn_schur
+    p = "model.layers.0.attn."
+    s = nnrnn_schur.summary(t, p)
+    n = len(t[p + "T"])
+    lower = np.tril(np.ones((n, n), bool), -1)
+    for i in range(0, n, 2):
+        lower[i + 1, i] = False  # the in-block entry t_i belongs to the block's eigenvalues
+    T = np.where(lower, t[p + "T"], 0.0)
+    delay = np.array([abs(T[i + 1, i]) for i in range(1, n - 1, 2)])
+    rest = lower.copy()
+    for i in range(1, n - 1, 2):
+        rest[i + 1, i] = False
+    a = np.sort(nnrnn_schur.fold(t[p + "theta"])) / np.pi
+    m = len(a)
+    ks = max(np.max(np.arange(1, m + 1) / m - a), np.max(a - np.arange(m) / m))
+    return dict(s, T_ratio=float(np.linalg.norm(T) / np.sqrt(2 * np.sum(t[p + "gamma"] ** 2))),
+                T_off_mean=float(np.abs(T[lower]).mean()), delay_mean=float(delay.mean()),
+                rest_mean=float(np.abs(T[rest]).mean()), angle_ks=float(ks))
+
+
+def schur_report(out):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import nnrnn_schur
+    p = "model.layers.0.attn."
+    g = runs(out)
+    tasks = sorted(g.items(), key=lambda kv: list(PAPER_SCHUR).index(schur_task(kv[0][1]) or "copy"))
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(15, 4.2 * len(tasks)), squeeze=False)
+    lines = ["| task (run) | seeds | γ̄ | eigenvalue moduli: mean (min, max) | ‖T‖_F / ‖Λ‖_F | "
+             "mean abs(T) off the blocks: delay line / rest | angles' KS distance from uniform | the paper (Fig. 3 / 5) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row, ((model, variant), dirs) in zip(axes, tasks):
+        ts = [nnrnn_schur.load_checkpoint(last_checkpoint(d)) for d in dirs]
+        st = [schur_stats(t) for t in ts]
+        K = nnrnn_schur.schur_form(ts[0], p)
+        lim = max(np.abs(K).max(), 1e-12)
+        im = row[0].imshow(K, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        fig.colorbar(im, ax=row[0], fraction=0.046)
+        row[0].set_title(f"{variant}: Θ = Λ + T (γ̄ = {st[0]['gamma_mean']:.3f})")
+        row[1].hist(np.concatenate([nnrnn_schur.fold(t[p + "theta"]) for t in ts]), bins=24, range=(0, np.pi))
+        row[1].set(xlabel="θ_i folded into [0, π]", ylabel="count", title=f"{variant}: rotation angles")
+        for s in st:
+            row[2].plot(np.arange(1, len(K)), s["subdiagonal_mean_abs"], color="C0", linewidth=1)
+        row[2].set(xlabel="k (subdiagonal)", ylabel="mean |Θ entry|", xscale="log",
+                   title=f"{variant}: lower triangle by subdiagonal")
+        avg = {k: mean([s[k] for s in st]) for k in ("gamma_mean", "modulus_mean", "T_ratio", "delay_mean",
+                                                     "rest_mean", "angle_ks")}
+        lines.append(f"| {schur_task(variant)} ({variant}) | {len(dirs)} | {avg['gamma_mean']:.3f} | "
+                     f"{avg['modulus_mean']:.3f} ({min(s['modulus_min'] for s in st):.3f}, "
+                     f"{max(s['modulus_max'] for s in st):.3f}) | {avg['T_ratio']:.3f} | "
+                     f"{avg['delay_mean']:.4f} / {avg['rest_mean']:.4f} | {avg['angle_ks']:.3f} | "
+                     f"{PAPER_SCHUR.get(schur_task(variant), '')} |")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out, "figure." + ext), dpi=100)
+    lines.append("\nΛ: the 2x2 blocks γ_i R(θ_i); T: the lower triangle outside them (the in-block entries t_i "
+                 "are part of the blocks' eigenvalues, docs/models.md §17). The delay line is T's first "
+                 "subdiagonal between neighbouring blocks. The figure shows the first seed's Θ; the paper prints "
+                 "no numbers but γ̄.")
+    write_table(out, lines)
+
+
 def main(argv):
-    kinds = {"copy": copy_report, "psmnist": psmnist_report, "ptb": ptb_report, "lra": lra_report, "fig3": fig3_report}
+    kinds = {"copy": copy_report, "psmnist": psmnist_report, "ptb": ptb_report, "lra": lra_report, "fig3": fig3_report,
+             "schur": schur_report}
     if len(argv) != 3 or argv[1] not in kinds:
         sys.exit(__doc__)
     kinds[argv[1]](argv[2])
