@@ -2,7 +2,8 @@
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
 # before anything trains; a tiny fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
-# with one row per variant and model; running it again trains nothing; a run stopped by a
+# with one row per variant and model; running it again trains nothing; rotrnn-table2 refuses a
+# missing dataset and runs on a synthetic one; a run stopped by a
 # signal (rotor synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
 set -uo pipefail
@@ -44,6 +45,20 @@ n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
 repro fig8-s2 "${tiny[@]}" > "$out/again.log" 2>&1 || fail "the second fig8-s2"
 grep -q "6 runs (6 done before)" "$out/again.log" || fail "the second sweep does not see the finished runs"
 ! grep -q "^== " "$out/again.log" || fail "the second sweep trained again"
+
+# rotrnn-table2 without its dataset stops before training, naming the variable; on a synthetic
+# tree in Speech Commands' layout (tests/speech_tones.py) it trains RotRNN and the LRU and
+# writes the table with the paper's 95.2 beside each
+if ROTOR_SPEECH_COMMANDS=$out/none repro rotrnn-table2 --seeds 1 --out "$out/t2none" > "$out/t2none.log" 2>&1; then
+    fail "rotrnn-table2 ran without its dataset"
+fi
+grep -q "ROTOR_SPEECH_COMMANDS" "$out/t2none.log" || fail "the missing dataset's error: $(tail -2 "$out/t2none.log")"
+/usr/bin/python3 "$root/tests/speech_tones.py" "$out/sc" --words 10 --train 8 --val 2 --test 4 > /dev/null
+ROTOR_SPEECH_COMMANDS=$out/sc repro rotrnn-table2 --seeds 1 --out "$out/t2" --set task.words=10 \
+    --set model.num_classes=10 --set task.sample_stride=16 --set task.max_examples=0 --set train.steps=10 \
+    --set train.val_every=5 --set train.val_batches=2 > "$out/t2.log" 2>&1 || { fail "rotrnn-table2 on tones"; tail -5 "$out/t2.log"; }
+rows=$(grep -c "^| \(rotrnn\|lru\) | speech35 | 1 | [0-9.]* | 95.2 |" "$out/t2/table.md" 2>/dev/null)
+[ "$rows" = 2 ] || fail "rotrnn-table2's table has $rows model rows with the paper's 95.2, not 2"
 
 # a run stopped by SIGTERM part way: rotor synth evaluates nothing and exits 1, and the
 # sweep does not mark it finished
