@@ -46,6 +46,12 @@
 # "multirank", in no default: tests/dist_train.sh's data-parallel equivalence and ZeRO-1
 # resumption on the one GPU, 2 and 3 ranks summing through MPI and host memory
 # (run.collectives = mpi).
+# "repro", in no default: CPU-scale experiments of scripts/reproduce.sh trained on the GPU
+# (run.device = cuda), GPU_CHECK_REPRO (default fig7-mqar) naming them, GPU_CHECK_REPRO_JOBS
+# (default 8) runs at a time, each experiment in at most GPU_CHECK_REPRO_LIMIT seconds (480),
+# GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run; the finished runs come back
+# as $OUT/repro-EXPERIMENT.tar.xz, drawn where matplotlib is with `scripts/reproduce.sh
+# EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a lent GPU").
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
@@ -128,6 +134,9 @@ bundle() {
         while read -r lib; do cp -L "$lib" "$dir/lib/"; done
     cp "$root/scripts/gpu_e2e.sh" "$root"/tests/{cli_errors.sh,dist_train.sh,compare_checkpoints.py} "$dir/bin/"
     mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
+    # scripts/reproduce.sh with its experiments and every config, as in the repository (part repro)
+    mkdir -p "$dir/root/scripts" && cp -r "$root/configs" "$dir/root/"
+    cp -r "$root"/scripts/{reproduce.sh,pe_variants.sh,lib,experiments} "$dir/root/scripts/"
     strip "$dir"/bin/test_gpu_* "$dir"/bin/{step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
     XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
@@ -456,6 +465,31 @@ run_bundle() {
             DIST_RTOL=1e-2 DIST_WTOL=5e-2 DIST_CONFIG="$dir/configs/tiny/gla-selective.ini" PYTHON=python3 \
             "$dir/bin/dist_train.sh" "$dir/bin/rotor"
     fi
+    if [[ $parts == *" repro "* ]]; then
+        # run.device = cuda trains in bf16 where the CPU trains in fp32 (docs/models.md §9). A run
+        # the limit cuts off is not marked finished: the same sweep elsewhere trains it again.
+        local e w sets=()
+        for w in ${GPU_CHECK_REPRO_SETS:-}; do sets+=(--set "$w"); done
+        for e in ${GPU_CHECK_REPRO:-fig7-mqar}; do
+            limited "${GPU_CHECK_REPRO_LIMIT:-480}" "repro_$e" env ROTOR_SHARED_DATA="$dir/data" \
+                "$dir/root/scripts/reproduce.sh" "$e" --train-only --jobs "${GPU_CHECK_REPRO_JOBS:-8}" \
+                --rotor "$dir/bin/rotor" --out "$dir/repro/$e" \
+                --set "run.device=${GPU_CHECK_REPRO_DEVICE:-cuda}" "${sets[@]}"
+            # the runs without checkpoints and plots, by Python's tarfile (the machine may lack xz)
+            [ -d "$dir/repro/$e/runs" ] && python3 - "$dir/repro/$e" "${OUT:-/tmp}/repro-$e.tar.xz" <<'PY' | tee -a "$log"
+import os, sys, tarfile
+out, done = sys.argv[1], 0
+def keep(info):
+    parts = info.name.split("/")
+    return None if "checkpoints" in parts or info.name.endswith(".svg") else info
+with tarfile.open(sys.argv[2], "w:xz") as tar:
+    tar.add(os.path.join(out, "runs"), arcname="runs", filter=keep)
+for _, _, files in os.walk(os.path.join(out, "runs")):
+    done += sum(f.endswith(".done") for f in files)
+print(f"{os.path.basename(out)}: {done} runs finished, in {sys.argv[2]}")
+PY
+        done
+    fi
     if [[ $parts == *" e2e "* ]]; then
         limited 400 gpu_e2e "$dir/bin/gpu_e2e.sh" "$dir/bin/rotor" "$dir/configs" "$dir/data"
     fi
@@ -502,6 +536,7 @@ case "${1:-all}" in
         cp -r "$root/configs/tiny" "$dir/configs/" && cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
         mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
         ln -s "$(cd "$root/../shared/data" && pwd)" "$dir/data"
+        ln -s "$root" "$dir/root"
         run_bundle "$dir"
         ;;
     *) echo "usage: scripts/gpu_check.sh [bundle | run [DIR]]" >&2; exit 2 ;;

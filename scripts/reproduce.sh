@@ -5,7 +5,7 @@
 #
 #   scripts/reproduce.sh EXPERIMENT [--scale cpu|paper] [--seeds N] [--jobs N] [--plan]
 #                        [--out DIR] [--rotor PATH] [--launch CMD] [--publish]
-#                        [--set SECTION.KEY=VALUE]...
+#                        [--train-only | --report-only] [--set SECTION.KEY=VALUE]...
 #   scripts/reproduce.sh --help        # this text and every experiment
 #
 # --scale cpu (default): the documented reduction of the experiment that finishes in hours
@@ -23,6 +23,10 @@
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
 #   quick check of the whole pipeline with --set train.steps=20.
 # --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*.
+# --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
+#   such as a lent GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
+#   nothing, draw the figure and table from the runs finished in DIR (those of a --train-only
+#   sweep elsewhere, unpacked there).
 #
 # An experiment is scripts/experiments/EXPERIMENT.sh (docs/reproduction.md, "Adding an
 # experiment"): describe, default_seeds, runs (NAME COMMAND CONFIG SETS, tab-separated),
@@ -42,13 +46,21 @@ list_experiments() {
     done
 }
 usage() {
-    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"
     echo
     echo "experiments:"
     list_experiments
     exit "${1:-0}"
 }
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
+# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*
+publish() {
+    local dest="$ROOT/docs/figures/reproduction" f
+    mkdir -p "$dest"
+    for f in figure.png figure.svg table.md; do
+        if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
+    done
+}
 
 [[ $# -ge 1 ]] || usage 2
 [[ $1 == -h || $1 == --help ]] && usage
@@ -56,7 +68,7 @@ EXPERIMENT=$1
 shift
 [[ -f $EXPERIMENTS/$EXPERIMENT.sh ]] ||
     die "unknown experiment '$EXPERIMENT'; the experiments: $(cd "$EXPERIMENTS" && ls ./*.sh | sed 's|^\./||; s|\.sh$||' | tr '\n' ' ')"
-SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" PUBLISH=0 LAUNCH="" EXTRA_SETS=""
+SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" PUBLISH=0 LAUNCH="" EXTRA_SETS="" STAGES=both
 ROTOR="$ROOT/build/rotor"
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -70,6 +82,10 @@ while [[ $# -gt 0 ]]; do
         --set) [[ ${2:-} == *.*=* ]] || die "--set takes SECTION.KEY=VALUE, not '${2:-}'"
                EXTRA_SETS+=" $2"; shift 2 ;;
         --publish) PUBLISH=1; shift ;;
+        --train-only) [[ $STAGES == both ]] || die "--train-only and --report-only exclude each other"
+                      STAGES=train; shift ;;
+        --report-only) [[ $STAGES == both ]] || die "--train-only and --report-only exclude each other"
+                       STAGES=report; shift ;;
         -h|--help) usage ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
@@ -154,6 +170,12 @@ if len(rated) < len(rows):
     print(f"  {len(rows) - len(rated)} runs: no measured GPU rate for their models (docs/gpu.md), GPU-hours unknown")
 EOF
 [[ $PLAN_ONLY == 1 ]] && exit 0
+if [[ $STAGES == report ]]; then
+    report
+    [[ $PUBLISH == 1 ]] && publish
+    echo "figure: $OUT/figure.png, table: $OUT/table.md"
+    exit 0
+fi
 if declare -F prepare > /dev/null; then prepare; fi
 
 # One run: rotor COMMAND CONFIG with the run's sets; NAME.done marks it finished.
@@ -190,13 +212,9 @@ if [[ -s $runs_file ]]; then
     wait "$workers" || failed=1
     trap - TERM INT
 fi
-report
-if [[ $PUBLISH == 1 ]]; then
-    dest="$ROOT/docs/figures/reproduction"
-    mkdir -p "$dest"
-    for f in figure.png figure.svg table.md; do
-        [[ -f $OUT/$f ]] && cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"
-    done
+if [[ $STAGES == both ]]; then
+    report
+    [[ $PUBLISH == 1 ]] && publish
+    echo "figure: $OUT/figure.png, table: $OUT/table.md"
 fi
-echo "figure: $OUT/figure.png, table: $OUT/table.md"
 [[ $failed == 0 ]] || { echo "reproduce.sh: some runs failed (their logs are beside them in $OUT/runs)" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
 # before anything trains; a tiny fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
-# with one row per variant and model; running it again trains nothing; rotrnn-table2 refuses a
+# with one row per variant and model; running it again trains nothing; --report-only trains
+# nothing and --train-only draws nothing; rotrnn-table2 refuses a
 # missing dataset and runs on a synthetic one; a run stopped by a
 # signal (rotor synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
@@ -45,6 +46,17 @@ n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
 repro fig8-s2 "${tiny[@]}" > "$out/again.log" 2>&1 || fail "the second fig8-s2"
 grep -q "6 runs (6 done before)" "$out/again.log" || fail "the second sweep does not see the finished runs"
 ! grep -q "^== " "$out/again.log" || fail "the second sweep trained again"
+
+# --report-only draws from the finished runs and trains nothing; --train-only draws nothing
+rm -f "$out/s2/figure.png" "$out/s2/table.md"
+repro fig8-s2 "${tiny[@]}" --report-only > "$out/report.log" 2>&1 || fail "--report-only: $(tail -2 "$out/report.log")"
+[ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.png" ] || fail "--report-only drew no figure or table"
+! grep -q "^== " "$out/report.log" || fail "--report-only trained"
+repro fig8-s2 --seeds 1 --out "$out/s2t" --set train.steps=5 --set train.val_every=0 --set task.test_examples=16 \
+    --train-only > "$out/train.log" 2>&1 || fail "--train-only: $(tail -2 "$out/train.log")"
+[ ! -e "$out/s2t/table.md" ] || fail "--train-only drew a table"
+n=$(ls "$out"/s2t/runs/*.done 2>/dev/null | wc -l)
+[ "$n" = 6 ] || fail "--train-only finished $n runs, not 6"
 
 # rotrnn-table2 without its dataset stops before training, naming the variable; on a synthetic
 # tree in Speech Commands' layout (tests/speech_tones.py) it trains RotRNN and the LRU and
