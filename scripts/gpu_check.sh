@@ -51,7 +51,8 @@
 # (default 8) runs at a time, each experiment in at most GPU_CHECK_REPRO_LIMIT seconds (480),
 # GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run; the finished runs come back
 # as $OUT/repro-EXPERIMENT.tar.xz, drawn where matplotlib is with `scripts/reproduce.sh
-# EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a lent GPU").
+# EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a lent GPU");
+# GPU_CHECK_REPRO_DEVICE=cpu tries the part on a machine without a GPU.
 # GPU_CHECK_TESTS (a glob, default test_gpu_*) chooses the kernel test programs.
 # GPU_CHECK_SANITIZER=memcheck (or racecheck, synccheck, initcheck) runs the kernel tests
 # under compute-sanitizer with that tool.
