@@ -136,8 +136,8 @@ def psmnist_report(out):
         lines.append(f"| {model} ({variant}) | {len(dirs)} | {fmt(mean([best(r).get('val_accuracy') for r in rs]), '.3f')} | "
                      f"{fmt(mean([best(r).get('test_accuracy') for r in rs]), '.3f')} | "
                      f"{fmt(mean([r.get('last', {}).get('test_accuracy') for r in rs]), '.3f')} |")
-    lines.append("\nThe paper gives psMNIST as curves only (Fig. 2, supplement Fig. 4 right: nnRNN, expRNN and "
-                 "RNN-orth on top, the LSTM below them, the RNN lowest).")
+    lines.append("\nThe paper gives psMNIST as curves only (Fig. 2, supplement Fig. 4 right; §5.1: the nnRNN "
+                 "matches the orthogonal RNNs, expRNN and RNN-orth, and the RNN and the LSTM do less well).")
     write_table(out, lines)
 
 
