@@ -27,22 +27,32 @@ static int64_t max_segment(const Seqs *s) {
 }
 
 /* S[t][u] = scale q_(i0+t).k_u + c_(i0+t) - c_u for the bq query rows of the block and the
- * nk = i0 + bq keys they see (no c term when c is NULL), -INFINITY above the causal
- * diagonal. Rows/cols are relative to the segment; ld is the row stride of q/k (H*D) and of
- * S (lds). */
+ * keys u <= i0 + t each sees (no c term when c is NULL); the columns past a row's causal
+ * diagonal, up to nk = i0 + bq, hold the bare product, for the caller to overwrite. Rows/cols
+ * are relative to the segment; ld is the row stride of q/k (H*D) and of S (lds). */
 static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, const real *c,
                          int64_t i0, int bq, int D, int ld, real scale) {
     int64_t nk = i0 + bq;
     gemm(0, 1, bq, (int)nk, D, scale, Qp + i0 * ld, ld, Kp, ld, 0, S, (int)lds);
-    for (int t = 0; t < bq; t++) {
-        real *row = S + t * lds;
-        if (c) {
-            real ci = c[i0 + t];
+    for (int t = 0; c && t < bq; t++) {
+        real *row = S + t * lds, ci = c[i0 + t];
 #pragma omp simd
-            for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
-        }
-        for (int64_t u = i0 + t + 1; u < nk; u++) row[u] = -INFINITY;
+        for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
     }
+}
+
+/* P = exp(row - m) over the keys u < nv a row sees, 0 for the rest up to nk (not exp(-inf):
+ * glibc's SIMD exp takes a scalar path for every lane of a vector that holds one such
+ * argument); returns the sum of the P. */
+static real row_exp(real *row, real m, int64_t nv, int64_t nk) {
+    real sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t u = 0; u < nv; u++) {
+        row[u] = exp(row[u] - m);
+        sum += row[u];
+    }
+    for (int64_t u = nv; u < nk; u++) row[u] = 0;
+    return sum;
 }
 
 /* c[t] = cumulative sum of log f over the segment starting at token `first`, head h. */
@@ -75,16 +85,11 @@ void cpu_fox_fwd(const AttnArgs *a) {
                     int64_t nk = i0 + bq;
                     block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
                     for (int t = 0; t < bq; t++) {
+                        int64_t nv = i0 + t + 1; /* the keys row t sees */
                         real *row = S + t * lds, mx = row[0];
-                        for (int64_t u = 1; u < nk; u++) mx = maxr(mx, row[u]);
-                        real sum = 0;
-#pragma omp simd reduction(+ : sum)
-                        for (int64_t u = 0; u < nk; u++) {
-                            row[u] = exp(row[u] - mx);
-                            sum += row[u];
-                        }
-                        real inv = (real)1 / sum;
-                        for (int64_t u = 0; u < nk; u++) row[u] *= inv;
+                        for (int64_t u = 1; u < nv; u++) mx = maxr(mx, row[u]);
+                        real sum = row_exp(row, mx, nv, nk), inv = (real)1 / sum;
+                        for (int64_t u = 0; u < nv; u++) row[u] *= inv;
                         lse[(first + i0 + t) * H + h] = mx + log(sum);
                     }
                     gemm(0, 0, bq, D, (int)nk, 1, S, (int)lds, Vp, ld, 0, o + (first + i0) * ld + h * D, ld);
@@ -134,11 +139,8 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                     int bq = (int)(len - i0 < QB ? len - i0 : QB);
                     int64_t nk = i0 + bq;
                     block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
-                    for (int t = 0; t < bq; t++) {
-                        real l = lse[(first + i0 + t) * H + h], *row = S + t * lds;
-#pragma omp simd
-                        for (int64_t u = 0; u < nk; u++) row[u] = exp(row[u] - l);
-                    }
+                    for (int t = 0; t < bq; t++)
+                        row_exp(S + t * lds, lse[(first + i0 + t) * H + h], i0 + t + 1, nk);
                     /* dV += P^T dO_i ; dP = dO_i V^T */
                     gemm(1, 0, (int)nk, D, bq, 1, S, (int)lds, dOp + i0 * ld, ld, 1, dVp, ld);
                     gemm(0, 1, bq, (int)nk, D, 1, dOp + i0 * ld, ld, Vp, ld, 0, dP, (int)lds);

@@ -55,6 +55,12 @@ static void work_free(void *work) {
     rt_free(w);
 }
 
+/* y += a x over n entries (distinct rows: restrict spares the vector loop GCC's aliasing
+ * check, which sent it to the scalar one). */
+static inline void row_axpy(real a, const real *restrict x, real *restrict y, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* Loads a chunk and computes every forward intermediate from its start state S0. */
 static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, const real *S0) {
     int H = a->H, K = a->K, V = a->V, L = c->len;
@@ -72,15 +78,12 @@ static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, 
     memset(w->A, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++)
         for (int s = 0; s < t; s++) w->A[t * C_ + s] = w->beta[t] * w->KK[t * C_ + s] * w->Gam[t * C_ + s];
-    /* Li = (I + A)^{-1} by forward substitution (A strictly lower triangular) */
+    /* Li = (I + A)^{-1} by forward substitution (A strictly lower triangular), row by row:
+     * Li_t = e_t - sum_{u<t} A_tu Li_u, where row u is zero past column u */
     memset(w->Li, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++) {
+        for (int u = 0; u < t; u++) row_axpy(-w->A[t * C_ + u], w->Li + u * C_, w->Li + t * C_, u + 1);
         w->Li[t * C_ + t] = 1;
-        for (int s = 0; s < t; s++) {
-            real acc = 0;
-            for (int u = s; u < t; u++) acc += w->A[t * C_ + u] * w->Li[u * C_ + s];
-            w->Li[t * C_ + s] = -acc;
-        }
     }
     memset(w->T, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++)
@@ -114,13 +117,28 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
     gemm(1, 0, K, V, L, 1, w->Kd, K, w->U, V, 1, S, V);
 }
 
-/* dgam_t += sum_s X_ts, dgam_s -= sum_t X_ts for X = D o M over the first L rows/cols. */
-static void gam_pair_grad(real *dgam, const real *D, const real *M, int L) {
-    for (int t = 0; t < L; t++)
+/* dgam_t += sum_s X_ts, dgam_s -= sum_t X_ts for X = D o M over the first L rows/cols
+ * (the column sums across a row as one vector, the row's sum after it). */
+static void gam_pair_grad(real *restrict dgam, const real *restrict D, const real *restrict M, int L) {
+    for (int t = 0; t < L; t++) {
+        real row = 0;
         for (int s = 0; s < L; s++) {
             real x = D[t * C_ + s] * M[t * C_ + s];
-            dgam[t] += x;
+            row += x;
             dgam[s] -= x;
+        }
+        dgam[t] += row;
+    }
+}
+
+/* The backward of T = Li diag(beta) over the lower triangle: dbeta_s += sum_t dT_ts Li_ts,
+ * dLi = dT diag(beta). */
+static void scale_cols_grad(real *restrict dbeta, real *restrict dLi, const real *restrict dT,
+                            const real *restrict Li, const real *restrict beta, int L) {
+    for (int t = 0; t < L; t++)
+        for (int s = 0; s <= t; s++) {
+            dbeta[s] += dT[t * C_ + s] * Li[t * C_ + s];
+            dLi[t * C_ + s] = dT[t * C_ + s] * beta[s];
         }
 }
 
@@ -197,11 +215,7 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     gated_rows_grad(w->dK, w->dgam, w->Kg, w->dKg, w->gam, L, K);
     /* T = Li diag(beta) */
     memset(w->dLi, 0, sizeof(real) * C_ * C_);
-    for (int t = 0; t < L; t++)
-        for (int s2 = 0; s2 <= t; s2++) {
-            w->dbeta[s2] += w->dT[t * C_ + s2] * w->Li[t * C_ + s2];
-            w->dLi[t * C_ + s2] = w->dT[t * C_ + s2] * w->beta[s2];
-        }
+    scale_cols_grad(w->dbeta, w->dLi, w->dT, w->Li, w->beta, L);
     /* Li = (I + A)^{-1}: dA = -Li^T dLi Li^T, strictly lower part */
     gemm(1, 0, L, L, L, 1, w->Li, C_, w->dLi, C_, 0, w->tmp, C_);
     gemm(0, 1, L, L, L, -1, w->tmp, C_, w->Li, C_, 0, w->dA, C_);

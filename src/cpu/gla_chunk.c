@@ -7,7 +7,9 @@
  * and the state S_0 advances by S <- e^{B_last} S + sum_s (k_s e^{B_last - B_s})^T v_s.
  * Every exponent is kept <= 0: the intra-chunk scores are computed per 16-row sub-chunk I
  * against a reference row r_I (its first row): A[I, s<r_I] = (q e^{B_t - B_r}) (k e^{B_r - B_s})^T,
- * and the 16x16 diagonal blocks element by element (fla's secondary chunking).
+ * and the 16x16 diagonal blocks element by element (fla's secondary chunking). There the
+ * factors e^{B_t - B_s} = alpha_t e^{B_{t-1} - B_s} of row t come from row t-1's times the
+ * gate alpha_t = e^{g_t}: products of gates in (0, 1], with no exp per pair.
  *
  * Backward: dq, dk, dv from the same pieces; the gate gradient uses the identity
  * d B_t[i] = q_t[i] dq_t[i] - k_t[i] dk_t[i] (every term depends on B only through
@@ -24,8 +26,10 @@
 
 typedef struct {
     real *Q, *K, *V, *B;    /* chunk rows: scaled q, k, v, cumulative log gates */
+    real *Al;               /* chunk rows: the gates alpha = e^g */
     real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
     real *Qs, *E, *Kf;      /* sub-chunk pieces */
+    real *Kt, *P;           /* [K, SUB] a sub-chunk's K transposed; [SUB, K] diagonal factors */
     real *T1, *T2;          /* scratch [C, max(K,V)] */
     real *dO, *D, *dQ, *dK, *dV, *G;
 } Work;
@@ -37,6 +41,9 @@ static void *work_new(int K, int V) {
     w->K = rt_alloc_aligned(sizeof(real) * C * K);
     w->V = rt_alloc_aligned(sizeof(real) * C * V);
     w->B = rt_alloc_aligned(sizeof(real) * C * K);
+    w->Al = rt_alloc_aligned(sizeof(real) * C * K);
+    w->Kt = rt_alloc_aligned(sizeof(real) * K * SUB);
+    w->P = rt_alloc_aligned(sizeof(real) * K * SUB);
     w->A = rt_alloc_aligned(sizeof(real) * C * C);
     w->Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
     w->E = rt_alloc_aligned(sizeof(real) * C * K);
@@ -54,12 +61,12 @@ static void *work_new(int K, int V) {
 
 static void work_free(void *work) {
     Work *w = work;
-    real *p[] = {w->Q, w->K, w->V, w->B, w->A, w->Qs, w->E, w->Kf, w->T1, w->T2, w->dO, w->D, w->dQ, w->dK, w->dV, w->G};
+    real *p[] = {w->Q, w->K, w->V, w->B, w->Al, w->Kt, w->P, w->A, w->Qs, w->E, w->Kf, w->T1, w->T2, w->dO, w->D, w->dQ, w->dK, w->dV, w->G};
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
     rt_free(w);
 }
 
-/* The chunk's rows of head h into the work buffers; B = in-chunk cumsum of g. */
+/* The chunk's rows of head h into the work buffers; B = in-chunk cumsum of g, Al = e^g. */
 static void load_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
     int H = a->H, K = a->K;
     const real *g = a->g;
@@ -69,6 +76,7 @@ static void load_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
         for (int i = 0; i < K; i++) {
             real gi = a->g_per_head ? g[n * H + h] : g[(n * H + h) * (int64_t)K + i];
             w->B[t * K + i] = gi + (t ? w->B[(t - 1) * K + i] : 0);
+            w->Al[t * K + i] = exp(gi);
         }
     }
 }
@@ -88,21 +96,36 @@ static void subchunk_factors(Work *w, int r, int n, int K) {
         }
 }
 
-/* A[t][s] for s <= t < L (zeros above the diagonal). */
+/* A[t][s] for s <= t < L (zeros above the diagonal). In a diagonal block the factors are
+ * kept transposed, P[i][s] = e^{B_t[i] - B_s[i]} for the block's columns s (0 for s > t),
+ * and row t's scores summed over i for all columns at once: a loop over s inside one over i,
+ * with no sum across a vector's lanes. */
 static void intra_scores(Work *w, int L, int K) {
     memset(w->A, 0, sizeof(real) * CHUNK_SIZE * CHUNK_SIZE);
     for (int r = 0; r < L; r += SUB) {
         int n = L - r < SUB ? L - r : SUB;
         subchunk_factors(w, r, n, K);
         if (r) gemm(0, 1, n, r, K, 1, w->Qs, K, w->Kf, K, 0, w->A + r * CHUNK_SIZE, CHUNK_SIZE);
-        for (int t = r; t < r + n; t++)
-            for (int s = r; s <= t; s++) {
-                real acc = 0;
-                for (int i = 0; i < K; i++)
-                    acc += w->Q[t * K + i] * w->K[s * K + i] *
-                           exp(w->B[t * K + i] - w->B[s * K + i]);
-                w->A[t * CHUNK_SIZE + s] = acc;
+        for (int i = 0; i < K; i++)
+            for (int s = 0; s < SUB; s++) {
+                w->Kt[i * SUB + s] = s < n ? w->K[(r + s) * K + i] : 0;
+                w->P[i * SUB + s] = 0;
             }
+        for (int t = 0; t < n; t++) {
+            real acc[SUB] __attribute__((aligned(64))) = {0};
+            const real *Qt = w->Q + (r + t) * K, *At = w->Al + (r + t) * K;
+            for (int i = 0; i < K; i++) {
+                real *p = w->P + i * SUB;
+                const real *kt = w->Kt + i * SUB;
+#pragma omp simd
+                for (int s = 0; s < SUB; s++) {
+                    real f = p[s] * At[i]; /* then a select: a conditional load would not vectorise */
+                    p[s] = f = s == t ? 1 : f;
+                    acc[s] += Qt[i] * kt[s] * f;
+                }
+            }
+            for (int s = 0; s <= t; s++) w->A[(r + t) * CHUNK_SIZE + r + s] = acc[s];
+        }
     }
 }
 
@@ -128,6 +151,21 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
         for (int j = 0; j < V; j++) S[i * V + j] *= d;
     }
     gemm(1, 0, K, V, L, 1, w->T1, K, w->V, V, 1, S, V);
+}
+
+/* One pair s <= t of a diagonal block in the backward: its factors p = e^{B_t - B_s} from
+ * row t-1's (1 where s = t), then dq_t += d k_s p and dk_s += d q_t p with d = D[t][s].
+ * (Distinct rows of distinct buffers: restrict spares the vector loop an aliasing check that
+ * sent it to the scalar one.) */
+static inline void diag_pair_bwd(real d, int first, const real *restrict alpha, const real *restrict q,
+                                 const real *restrict k, real *restrict p, real *restrict dq,
+                                 real *restrict dk, int K) {
+    for (int i = 0; i < K; i++) {
+        real f = p[i] * alpha[i];
+        p[i] = f = first ? 1 : f;
+        dq[i] += d * k[i] * f;
+        dk[i] += d * q[i] * f;
+    }
 }
 
 /* dq, dk, dv of the chunk's rows from S0 and dS (the gradient of the state after the chunk),
@@ -184,15 +222,13 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
             for (int s2 = 0; s2 < r; s2++)
                 for (int i = 0; i < K; i++) w->dK[s2 * K + i] += w->G[s2 * K + i] * w->E[s2 * K + i];
         }
-        for (int t = r; t < r + n; t++)
-            for (int s2 = r; s2 <= t; s2++) {
-                real d = w->D[t * CHUNK_SIZE + s2];
-                for (int i = 0; i < K; i++) {
-                    real e = exp(w->B[t * K + i] - w->B[s2 * K + i]);
-                    w->dQ[t * K + i] += d * w->K[s2 * K + i] * e;
-                    w->dK[s2 * K + i] += d * w->Q[t * K + i] * e;
-                }
-            }
+        /* the diagonal block, its factors P[s][i] = e^{B_t[i] - B_s[i]} row by row */
+        for (int t = r; t < r + n; t++) {
+            const real *At = w->Al + t * K;
+            for (int s2 = r; s2 <= t; s2++)
+                diag_pair_bwd(w->D[t * CHUNK_SIZE + s2], s2 == t, At, w->Q + t * K, w->K + s2 * K,
+                              w->P + (s2 - r) * K, w->dQ + t * K, w->dK + s2 * K, K);
+        }
     }
     linattn_store(gr, c, h, w->dQ, w->dK, w->dV);
 }
@@ -215,14 +251,16 @@ static void segment_dg(const LinAttnGrads *gr, int seg, int h) {
             dg[n * H + h] = acc;
         }
     } else {
-        for (int i = 0; i < K; i++) {
-            real acc = 0;
-            for (int64_t n = end - 1; n >= first; n--) {
-                int64_t idx = (n * H + h) * (int64_t)K + i;
-                acc += q[idx] * dq[idx] - k[idx] * dk[idx];
-                dg[idx] = acc;
+        /* row by row (a row's channels are contiguous), one running sum per channel */
+        real *acc = rt_calloc((size_t)K, sizeof(real));
+        for (int64_t n = end - 1; n >= first; n--) {
+            int64_t row = (n * H + h) * (int64_t)K;
+            for (int i = 0; i < K; i++) {
+                acc[i] += q[row + i] * dq[row + i] - k[row + i] * dk[row + i];
+                dg[row + i] = acc[i];
             }
         }
+        rt_free(acc);
     }
 }
 
