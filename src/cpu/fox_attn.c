@@ -41,14 +41,20 @@ static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, c
     }
 }
 
-/* P = exp(row - m) over the keys u < nv a row sees, 0 for the rest up to nk (not exp(-inf):
- * glibc's SIMD exp takes a scalar path for every lane of a vector that holds one such
- * argument); returns the sum of the P. */
+/* P = exp(row - m) over the keys u < nv a row sees, 0 for the rest up to nk; returns the sum
+ * of the P. glibc's SIMD exp takes a slow scalar path for every lane of a vector that holds
+ * an argument below about -87.3 (a result outside fp32's normal range), which strongly
+ * decayed keys at long context supply in bulk: the arguments are floored at -87 first, in a
+ * loop of their own (in one loop GCC would move the floor past the exp), so that a far key
+ * weighs e^-87 = 1.6e-38 instead of a subnormal or 0, far below a row's rounding (its sum is
+ * >= 1). Not exp(-inf) for the keys past the diagonal, for the same reason. */
 static real row_exp(real *row, real m, int64_t nv, int64_t nk) {
     real sum = 0;
+#pragma omp simd
+    for (int64_t u = 0; u < nv; u++) row[u] = maxr(row[u] - m, (real)-87);
 #pragma omp simd reduction(+ : sum)
     for (int64_t u = 0; u < nv; u++) {
-        row[u] = exp(row[u] - m);
+        row[u] = exp(row[u]);
         sum += row[u];
     }
     for (int64_t u = nv; u < nk; u++) row[u] = 0;
