@@ -29,7 +29,8 @@ typedef struct {
     real *Al;               /* chunk rows: the gates alpha = e^g */
     real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
     real *Qs, *E, *Kf;      /* sub-chunk pieces */
-    real *Kt, *P;           /* [K, SUB] a sub-chunk's K transposed; [SUB, K] diagonal factors */
+    real *Kt, *P;           /* [K, SUB] a sub-chunk's K transposed; the diagonal block's factors
+                             * e^{B_t - B_s}, [K, SUB] in intra_scores, [SUB, K] in chunk_bwd */
     real *T1, *T2;          /* scratch [C, max(K,V)] */
     real *dO, *D, *dQ, *dK, *dV, *G;
 } Work;
