@@ -265,7 +265,8 @@ static void test_pair_scoring(void) {
         differ |= p && (a[0] != logits[0] || a[1] != logits[1]);
     }
     CHECK(differ); /* the pairs are told apart */
-    json_t *res = classify_eval(m, &rc, "");
+    TaskEvalArgs ea = {.m = m, .rc = &rc, .which = ""};
+    json_t *res = classify_eval(&ea, rc.task.path);
     CHECK(json_integer_value(json_object_get(res, "examples")) == PAIRS);
     CHECK_CLOSE(json_real_value(json_object_get(res, "accuracy")), (double)right / PAIRS, 1e-12);
     CHECK_CLOSE(json_real_value(json_object_get(res, "majority_share")), 0.5, 1e-12);

@@ -205,7 +205,7 @@ static void test_block(void) {
         x.doc_mask = cases[i].doc_mask;
         if (x.bidirectional) x.head = HEAD_CLASSIFIER, x.num_classes = 5;
         char label[128];
-        snprintf(label, sizeof label, "%s %s dropout %.2f %s%s%s", mixer_name(x.mixer), block_name(x.block),
+        snprintf(label, sizeof label, "%s %s dropout %.2f %s%s%s", mixer_name(x.mixer), BLOCK_NAMES.names[x.block],
                  x.dropout, x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
                  x.bidirectional ? " bidirectional" : "", x.doc_mask ? " docmask" : "");
         double e = check_model(&x, label);

@@ -60,15 +60,11 @@ static const char *const SECTIONS[] = {"model", "pe", "train", "data", "run", "t
 
 /* model.type: the family registry's names (model/family.h), filled by schema_init */
 static Choice MIXERS[N_MIXERS + 1];
-static const Choice ORTH_INITS[] = {{"cayley", ORTH_INIT_CAYLEY}, {"henaff", ORTH_INIT_HENAFF}, {NULL, 0}};
-static const Choice NONLINEARITIES[] = {{"auto", RNN_NONLIN_AUTO}, {"tanh", RNN_NONLIN_TANH}, {"modrelu", RNN_NONLIN_MODRELU}, {NULL, 0}};
-static const Choice HEADS[] = {{"lm", HEAD_LM}, {"autoencoder", HEAD_AUTOENCODER}, {"classifier", HEAD_CLASSIFIER}, {NULL, 0}};
-static const Choice POOLS[] = {{"mean", POOL_MEAN}, {"last", POOL_LAST}, {NULL, 0}};
-static const Choice PAIRS[] = {{"none", PAIR_NONE}, {"nli", PAIR_NLI}, {"concat", PAIR_CONCAT}, {NULL, 0}};
-static const Choice INPUTS[] = {{"embedding", INPUT_EMBEDDING}, {"linear", INPUT_LINEAR}, {NULL, 0}};
-static const Choice BLOCKS[] = {{"prenorm", BLOCK_PRENORM}, {"lra", BLOCK_LRA}, {"rnn", BLOCK_RNN}, {NULL, 0}};
-static const Choice DROPOUT_MASKS[] = {{"element", DROPOUT_ELEMENT}, {"channel", DROPOUT_CHANNEL}, {NULL, 0}};
-static const Choice PES[] = {{"nope", PE_NOPE}, {"rope", PE_ROPE}, {"selective", PE_SELECTIVE}, {NULL, 0}};
+/* the [model] section's choices, from their spellings in model/model_config.c (schema_init) */
+#define MAX_MODEL_CHOICES 4
+static Choice ORTH_INITS[MAX_MODEL_CHOICES + 1], NONLINEARITIES[MAX_MODEL_CHOICES + 1], HEADS[MAX_MODEL_CHOICES + 1],
+    POOLS[MAX_MODEL_CHOICES + 1], PAIRS[MAX_MODEL_CHOICES + 1], INPUTS[MAX_MODEL_CHOICES + 1],
+    BLOCKS[MAX_MODEL_CHOICES + 1], DROPOUT_MASKS[MAX_MODEL_CHOICES + 1], PES[MAX_MODEL_CHOICES + 1];
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
@@ -257,7 +253,23 @@ static const KeySpec KEYS[] = {
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
+/* table: the set's names with their indices as values, {NULL} terminated */
+static void choices_of(Choice *table, const NameSet *set) {
+    RT_ASSERT(set->n <= MAX_MODEL_CHOICES);
+    for (int i = 0; i < set->n; i++) table[i] = (Choice){set->names[i], i};
+    table[set->n] = (Choice){NULL, 0};
+}
+
 static void schema_init(void) {
+    choices_of(ORTH_INITS, &ORTH_INIT_NAMES);
+    choices_of(NONLINEARITIES, &NONLINEARITY_NAMES);
+    choices_of(HEADS, &HEAD_NAMES);
+    choices_of(POOLS, &POOL_NAMES);
+    choices_of(PAIRS, &PAIR_NAMES);
+    choices_of(INPUTS, &INPUT_NAMES);
+    choices_of(BLOCKS, &BLOCK_NAMES);
+    choices_of(DROPOUT_MASKS, &DROPOUT_MASK_NAMES);
+    choices_of(PES, &PE_NAMES);
     for (int k = 0; k < N_MIXERS; k++) MIXERS[k] = (Choice){family_of((MixerKind)k)->name, k};
     int n;
     const char *const *names = task_type_names(&n);

@@ -79,17 +79,32 @@ static void carry_chunks(real *st, real *final, const real *loga, const real *an
     }
 }
 
+/* The chunks of a's segments with their entering states in a->states: passes 1 and 2 over
+ * the inputs u (x, or dh in reverse for the backward), final as carry_chunks takes it. */
+typedef struct {
+    Chunk *ch;
+    int64_t nk;
+    real *lam; /* the eigenvalues (eigenvalues()) */
+} ChunkStates;
+
+static ChunkStates chunk_states(const CScanArgs *a, const real *u, real *final, int reverse) {
+    ChunkStates cs;
+    cs.ch = chunk_list(a->s, &cs.nk);
+    cs.lam = eigenvalues(a->loga, a->angle, a->C);
+    chunk_scans(a->states, u, cs.lam, cs.ch, cs.nk, a->C, reverse);
+    carry_chunks(a->states, final, a->loga, a->angle, cs.ch, cs.nk, a->C, reverse);
+    return cs;
+}
+
 void cpu_cscan_fwd(const CScanArgs *a) {
     const Seqs *s = a->s;
     int C = a->C;
     const real *x = a->x;
     real *h = a->h, *st = a->states, *final = a->state;
-    int64_t nk;
-    Chunk *ch = chunk_list(s, &nk);
-    const real *loga = a->loga, *angle = a->angle;
-    real *lam = eigenvalues(loga, angle, C);
-    chunk_scans(st, x, lam, ch, nk, C, 0);
-    carry_chunks(st, final, loga, angle, ch, nk, C, 0);
+    ChunkStates cs = chunk_states(a, x, final, 0);
+    const Chunk *ch = cs.ch;
+    const real *lam = cs.lam;
+    int64_t nk = cs.nk;
     /* a segment of no tokens has no chunk: its decoding state is zero */
     if (final)
         for (int seg = 0; seg < s->nseg; seg++)
@@ -104,8 +119,8 @@ void cpu_cscan_fwd(const CScanArgs *a) {
                 h[t * 2 * C + 2 * c + 1] = zi;
             }
         }
-    rt_free(lam);
-    rt_free(ch);
+    rt_free(cs.lam);
+    rt_free(cs.ch);
 }
 
 void cpu_cscan_bwd(const CScanGrads *g) {
@@ -114,14 +129,12 @@ void cpu_cscan_bwd(const CScanGrads *g) {
     int C = a->C;
     const real *h = a->h, *dh = g->dh;
     real *dx = g->dx, *st = a->states;
-    int64_t nk;
-    Chunk *ch = chunk_list(s, &nk);
-    const real *loga = a->loga, *angle = a->angle;
-    real *lam = eigenvalues(loga, angle, C);
     /* pass 1: G at each chunk's first token from zero after its last; pass 2: the G entering
      * each chunk from the right (zero after a segment's last chunk) */
-    chunk_scans(st, dh, lam, ch, nk, C, 1);
-    carry_chunks(st, NULL, loga, angle, ch, nk, C, 1);
+    ChunkStates cs = chunk_states(a, dh, NULL, 1);
+    const Chunk *ch = cs.ch;
+    const real *lam = cs.lam;
+    int64_t nk = cs.nk;
     /* pass 3: dx, and each chunk's share of w in fp64 */
     double *part = rt_malloc(sizeof(double) * 2 * (size_t)(nk ? nk : 1) * C);
 #pragma omp parallel for schedule(static)
@@ -152,8 +165,8 @@ void cpu_cscan_bwd(const CScanGrads *g) {
         dangle[c] = (g->accumulate ? dangle[c] : 0) + (real)wi;
     }
     rt_free(part);
-    rt_free(lam);
-    rt_free(ch);
+    rt_free(cs.lam);
+    rt_free(cs.ch);
 }
 
 void cpu_cscan_step(const CScanArgs *a) {

@@ -1,6 +1,8 @@
 /* Mamba2's small ops around the SSD (docs/models.md §10): the per-head scale v = dt x, the D
  * skip, and the broadcast of B and C from groups to heads (the time step and log decay are
  * decay_gates, src/cpu/elementwise.c). */
+#include <string.h>
+
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 
@@ -58,15 +60,13 @@ void cpu_head_skip_bwd(void *dx_, void *dDp_, const void *dy_, const void *x_, c
     }
 }
 
-void cpu_group_bcast_fwd(void *out_, const void *src_, int64_t N, int H, int G, int K) {
-    real *out = out_;
-    const real *src = src_;
+/* row (n, h) of out is row (n, h / (H / G)) of src */
+void cpu_group_bcast_fwd(void *out, const void *src, int64_t N, int H, int G, int K) {
     int per = H / G;
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < N; n++)
         for (int h = 0; h < H; h++)
-            for (int i = 0; i < K; i++)
-                out[(n * H + h) * K + i] = src[(n * G + h / per) * K + i];
+            memcpy((real *)out + (n * H + h) * K, (const real *)src + (n * G + h / per) * K, sizeof(real) * (size_t)K);
 }
 
 void cpu_group_bcast_bwd(void *dsrc_, const void *dout_, int64_t N, int H, int G, int K) {

@@ -45,7 +45,16 @@ void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int6
     acts_bind(r, drnn_bufs, BUF_COUNT(drnn_bufs), widths, r->bidir ? F_BIDIR : 0, be, saved, scratch, N);
 }
 
-void drnn_bind_state(DiagRnn *r, const Backend *be, Carve *state, int64_t rows) {
+void drnn_destroy(void *layer, const Backend *be) {
+    DiagRnn *r = layer;
+    growbuf_free(&r->states, be);
+    rt_free(r);
+}
+
+void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
+                     int max_len) {
+    DiagRnn *r = layer;
+    (void)dm, (void)max_len;
     r->S = carve(state, F32S(be, rows * 2 * r->C));
 }
 

@@ -9,7 +9,7 @@
 #include "util/error.h"
 #include "util/name_list.h"
 
-const BackboneNames FLA_BACKBONE = {"model", "attn_norm", "attn", "norm"};
+static const BackboneNames FLA_BACKBONE = {"model", "attn_norm", "attn", "norm"};
 
 #define DECLARE(kind, desc) extern const Family desc;
 ROTOR_FAMILIES(DECLARE)
@@ -36,6 +36,8 @@ const Family *family_by_model_type(const char *model_type, MixerKind *kind) {
             return *kind = (MixerKind)k, REGISTRY[k];
     return NULL;
 }
+
+const BackboneNames *family_backbone(const Family *f) { return f->names ? f->names : &FLA_BACKBONE; }
 
 int family_carries(const Family *f) { return f->mix->carry_width != NULL; }
 

@@ -30,16 +30,14 @@ enum {
 typedef struct {
     const char *root, *block_norm, *module, *final_norm;
 } BackboneNames;
-/* model.*, attn_norm, attn, norm: fla's GLA, Gated DeltaNet, FoX, Transformer and DeltaNet, and
- * rotor's families without an fla counterpart (family.c) */
-extern const BackboneNames FLA_BACKBONE;
 
 typedef struct Family {
     const char *name;            /* model.type */
     const char *section;         /* its section of docs/models.md, named in messages ("§10") */
     const struct MixerImpl *mix; /* its layer (model_internal.h) */
-    const BackboneNames *names;  /* its tensors' names in checkpoints */
-    int mlp;                     /* its prenorm blocks have an MLP */
+    const BackboneNames *names;  /* its tensors' names in checkpoints; NULL: fla's model.*, attn_norm,
+                                  * attn, norm (family_backbone) */
+    int no_mlp;                  /* its prenorm blocks have no MLP (Mamba2's) */
     unsigned pe;                 /* PE_BIT of each pe.type it takes */
     unsigned options;            /* FAMILY_* */
     int modrelu;                 /* model.nonlinearity = auto is modReLU (else tanh) */
@@ -57,6 +55,9 @@ typedef struct Family {
 } Family;
 
 const Family *family_of(MixerKind kind);
+/* Its tensors' names in checkpoints: Family.names, or those of fla's GLA, Gated DeltaNet,
+ * FoX, Transformer and DeltaNet, which rotor's families without an fla counterpart take too. */
+const BackboneNames *family_backbone(const Family *f);
 /* The family of a model.type name (case-blind), or NULL; *kind is set when found. */
 const Family *family_by_name(const char *name, MixerKind *kind);
 /* The family of a config.json model_type, or NULL; *kind is set when found. */

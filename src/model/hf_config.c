@@ -38,6 +38,13 @@ static const HfField SELECTIVE[] = {
     HF_FIELD("temp_grad", HF_BOOL, HF_ANY, 1, pe.temp_grad),
 };
 
+/* position_embedding's choices as fla's Selective RoPE code spells them, in the orders of
+ * PEKind, PhiProj, {ACT_NONE, ACT_SILU} and TempKind */
+static const NameSet PE_TYPES = NAME_SET("nope", "rope", "selective_rope");
+static const NameSet PHI_PROJS = NAME_SET("full-rank", "low-rank");
+static const NameSet CONV_ACTS = NAME_SET(NULL, "silu");
+static const NameSet TEMP_TYPES = NAME_SET("rope", "rfa");
+
 static const HfFixed COMMON_FIXED[] = {
     {"tie_word_embeddings", "false", 1}, {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
     {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
@@ -72,22 +79,18 @@ static void put_fixed(json_t *o, const HfFixed *f, size_t n) {
 static json_t *pe_to_json(const ModelConfig *c) {
     const PEConfig *pe = &c->pe;
     json_t *o = json_object();
+    json_object_set_new(o, "type", json_string(PE_TYPES.names[pe->kind]));
     switch (pe->kind) {
-    case PE_NOPE:
-        json_object_set_new(o, "type", json_string("nope"));
-        break;
+    case PE_NOPE: break;
     case PE_ROPE:
-        json_object_set_new(o, "type", json_string("rope"));
         put_fields(o, c, ROPE, HF_COUNT(ROPE));
         break;
     case PE_SELECTIVE:
         RT_ASSERT(pe->conv_act == ACT_NONE || pe->conv_act == ACT_SILU);
-        json_object_set_new(o, "type", json_string("selective_rope"));
-        json_object_set_new(o, "phi_parametrization",
-                            json_string(pe->phi_proj == PHI_LOW_RANK ? "low-rank" : "full-rank"));
+        json_object_set_new(o, "phi_parametrization", json_string(PHI_PROJS.names[pe->phi_proj]));
         put_fields(o, c, SELECTIVE, HF_COUNT(SELECTIVE));
         json_object_set_new(o, "conv_act", pe->conv_act == ACT_SILU ? json_string("silu") : json_null());
-        json_object_set_new(o, "temp_type", json_string(pe->temp_type == TEMP_TAN ? "rfa" : "rope"));
+        json_object_set_new(o, "temp_type", json_string(TEMP_TYPES.names[pe->temp_type]));
         put_fixed(o, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED));
         break;
     }
@@ -95,31 +98,31 @@ static json_t *pe_to_json(const ModelConfig *c) {
 }
 
 static void put_rotor_shape(json_t *o, const ModelConfig *c) {
-    if (c->head == HEAD_AUTOENCODER) json_object_set_new(o, "rotor_head", json_string("autoencoder"));
+    if (c->head == HEAD_AUTOENCODER) json_object_set_new(o, "rotor_head", json_string(HEAD_NAMES.names[HEAD_AUTOENCODER]));
     if (c->head == HEAD_CLASSIFIER) {
-        json_object_set_new(o, "rotor_head", json_string("classifier"));
+        json_object_set_new(o, "rotor_head", json_string(HEAD_NAMES.names[HEAD_CLASSIFIER]));
         json_object_set_new(o, "num_labels", json_integer(c->num_classes));
-        json_object_set_new(o, "rotor_pool", json_string(c->pool == POOL_LAST ? "last" : "mean"));
+        json_object_set_new(o, "rotor_pool", json_string(POOL_NAMES.names[c->pool]));
         if (c->pair != PAIR_NONE) {
-            json_object_set_new(o, "rotor_pair", json_string(c->pair == PAIR_NLI ? "nli" : "concat"));
+            json_object_set_new(o, "rotor_pair", json_string(PAIR_NAMES.names[c->pair]));
             json_object_set_new(o, "rotor_pair_mlp", json_integer(c->pair_mlp));
         }
     }
     if (c->input == INPUT_LINEAR) {
-        json_object_set_new(o, "rotor_input", json_string("linear"));
+        json_object_set_new(o, "rotor_input", json_string(INPUT_NAMES.names[INPUT_LINEAR]));
         json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
         if (c->input_offset != 0) json_object_set_new(o, "rotor_input_offset", json_real(c->input_offset));
     }
-    if (c->block != BLOCK_PRENORM) json_object_set_new(o, "rotor_block", json_string(block_name(c->block)));
+    if (c->block != BLOCK_PRENORM) json_object_set_new(o, "rotor_block", json_string(BLOCK_NAMES.names[c->block]));
     if (c->dropout > 0) {
         json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
-        if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string("channel"));
+        if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string(DROPOUT_MASK_NAMES.names[DROPOUT_CHANNEL]));
     }
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
     if (family_reads_key(family_of(c->mixer), "orth_init"))
-        json_object_set_new(o, "rotor_orth_init", json_string(c->orth_init == ORTH_INIT_HENAFF ? "henaff" : "cayley"));
+        json_object_set_new(o, "rotor_orth_init", json_string(ORTH_INIT_NAMES.names[c->orth_init]));
     if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §17) */
-        json_object_set_new(o, "rotor_nonlinearity", json_string(rnn_modrelu(c) ? "modrelu" : "tanh"));
+        json_object_set_new(o, "rotor_nonlinearity", json_string(NONLINEARITY_NAMES.names[rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH]));
 }
 
 /* rotor's model of a family: model_type ROTOR_TYPE + fla's, architecture ROTOR_ARCH + fla's */
@@ -283,8 +286,10 @@ static int check_fixed(const json_t *o, const char *prefix, const HfFixed *f, si
 
 /* A string-valued key that must be one of names[] (a NULL entry stands for JSON null);
  * stores the index. */
-static int read_choice(const json_t *o, const char *prefix, const char *key, const char *const *names, int n,
-                       int *idx, Errs *e) {
+static int read_choice(const json_t *o, const char *prefix, const char *key, const NameSet *set, int *idx,
+                       Errs *e) {
+    const char *const *names = set->names;
+    int n = set->n;
     *idx = 0; /* also on failure, where callers do not read it */
     const json_t *v = json_object_get(o, key);
     if (!v) return fail(e, "config key '%s%s' is missing", prefix, key);
@@ -310,18 +315,14 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     if (!json_is_object(pe))
         return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
     static const char *const P = "position_embedding.";
-    static const char *const types[] = {"nope", "rope", "selective_rope"};
     int kind = 0;
-    if (read_choice(pe, P, "type", types, 3, &kind, e)) return -1;
+    if (read_choice(pe, P, "type", &PE_TYPES, &kind, e)) return -1;
     out->pe.kind = (PEKind)kind;
     if (kind == PE_ROPE) return read_fields(pe, P, ROPE, HF_COUNT(ROPE), out, e);
     if (kind != PE_SELECTIVE) return 0;
-    static const char *const projs[] = {"full-rank", "low-rank"}; /* PhiProj order */
-    static const char *const acts[] = {NULL, "silu"};              /* ACT_NONE, ACT_SILU */
-    static const char *const temps[] = {"rope", "rfa"};            /* TempKind order */
     int proj, act, temp;
-    if (read_choice(pe, P, "phi_parametrization", projs, 2, &proj, e) ||
-        read_choice(pe, P, "conv_act", acts, 2, &act, e) || read_choice(pe, P, "temp_type", temps, 2, &temp, e) ||
+    if (read_choice(pe, P, "phi_parametrization", &PHI_PROJS, &proj, e) ||
+        read_choice(pe, P, "conv_act", &CONV_ACTS, &act, e) || read_choice(pe, P, "temp_type", &TEMP_TYPES, &temp, e) ||
         read_fields(pe, P, SELECTIVE, HF_COUNT(SELECTIVE), out, e) ||
         check_fixed(pe, P, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED), e))
         return -1;
@@ -337,11 +338,9 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
 /* The block keys (docs/models.md §16, §17), each absent at its default: rotor_block "lra" or "rnn",
  * rotor_dropout (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
-    static const char *const blocks[] = {"prenorm", "lra", "rnn"};
-    static const char *const masks[] = {"element", "channel"};
     int v;
     if (json_object_get(j, "rotor_block")) {
-        if (read_choice(j, "", "rotor_block", blocks, 3, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_block", &BLOCK_NAMES, &v, e)) return -1;
         out->block = (BlockKind)v;
     }
     const json_t *p = json_object_get(j, "rotor_dropout");
@@ -351,7 +350,7 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
         out->dropout = json_number_value(p);
     }
     if (json_object_get(j, "rotor_dropout_mask")) {
-        if (read_choice(j, "", "rotor_dropout_mask", masks, 2, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_dropout_mask", &DROPOUT_MASK_NAMES, &v, e)) return -1;
         out->dropout_mask = (DropoutMask)v;
     }
     const json_t *b = json_object_get(j, "rotor_bidirectional");
@@ -368,24 +367,18 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
  * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale and, when not 0, rotor_input_offset), and
  * the block keys. */
 static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
-    static const char *const heads[] = {"lm", "autoencoder", "classifier"};
-    static const char *const pools[] = {"mean", "last"};
-    static const char *const pairs[] = {"none", "nli", "concat"};
-    static const char *const inputs[] = {"embedding", "linear"};
-    static const char *const orth_inits[] = {"cayley", "henaff"};
-    static const char *const nonlinearities[] = {"auto", "tanh", "modrelu"}; /* RnnNonlinearity's order */
     int v;
     if (read_rotor_block(j, out, e)) return -1;
     if (json_object_get(j, "rotor_nonlinearity")) {
-        if (read_choice(j, "", "rotor_nonlinearity", nonlinearities, 3, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_nonlinearity", &NONLINEARITY_NAMES, &v, e)) return -1;
         out->nonlinearity = (RnnNonlinearity)v;
     }
     if (json_object_get(j, "rotor_orth_init")) {
-        if (read_choice(j, "", "rotor_orth_init", orth_inits, 2, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_orth_init", &ORTH_INIT_NAMES, &v, e)) return -1;
         out->orth_init = (OrthInit)v;
     }
     if (json_object_get(j, "rotor_head")) {
-        if (read_choice(j, "", "rotor_head", heads, 3, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_head", &HEAD_NAMES, &v, e)) return -1;
         out->head = (ModelHead)v;
     }
     if (out->head == HEAD_CLASSIFIER) {
@@ -394,10 +387,10 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
             return fail(e, "config key 'num_labels' must be an integer >= 2 for rotor_head \"classifier\", got %s",
                         n ? json_text(n) : "nothing");
         out->num_classes = (int)json_integer_value(n);
-        if (read_choice(j, "", "rotor_pool", pools, 2, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_pool", &POOL_NAMES, &v, e)) return -1;
         out->pool = (PoolKind)v;
         if (json_object_get(j, "rotor_pair")) {
-            if (read_choice(j, "", "rotor_pair", pairs, 3, &v, e)) return -1;
+            if (read_choice(j, "", "rotor_pair", &PAIR_NAMES, &v, e)) return -1;
             out->pair = (PairKind)v;
         }
     }
@@ -405,11 +398,11 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
         const json_t *w = json_object_get(j, "rotor_pair_mlp");
         if (!json_is_integer(w) || json_integer_value(w) < 2 || json_integer_value(w) > INT_MAX)
             return fail(e, "config key 'rotor_pair_mlp' must be an integer >= 2 for rotor_pair \"%s\", got %s",
-                        pairs[out->pair], w ? json_text(w) : "nothing");
+                        PAIR_NAMES.names[out->pair], w ? json_text(w) : "nothing");
         out->pair_mlp = (int)json_integer_value(w);
     }
     if (json_object_get(j, "rotor_input")) {
-        if (read_choice(j, "", "rotor_input", inputs, 2, &v, e)) return -1;
+        if (read_choice(j, "", "rotor_input", &INPUT_NAMES, &v, e)) return -1;
         out->input = (InputKind)v;
     }
     if (out->input == INPUT_LINEAR) {
@@ -466,7 +459,7 @@ int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfi
      * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0, mlp = fam->mlp && out->block == BLOCK_PRENORM;
+    int explicit_width = 0, mlp = !fam->no_mlp && out->block == BLOCK_PRENORM;
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",

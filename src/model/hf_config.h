@@ -64,6 +64,8 @@ typedef struct {
     int (*fla_computes)(const ModelConfig *c);
 } HfSchema;
 #define HF_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* A table and its length, as HfSchema takes them. */
+#define HF_TABLE(a) (a), HF_COUNT(a)
 
 /* json_dump* flags for config.json: indented, every float with 17 significant digits so
  * that it parses back to the same double. */

@@ -282,12 +282,10 @@ static int fox_fla_computes(const ModelConfig *c) {
 }
 
 const Family family_fox = {
-    .name = "fox", .section = "§4", .mix = &mixer_fox,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_ANY, .keys = fox_keys,
+    .name = "fox", .section = "§4", .mix = &mixer_fox, .pe = PE_ANY, .keys = fox_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
-    .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", fox_fields, HF_COUNT(fox_fields),
-           attention_fixed, HF_COUNT(attention_fixed), PE_NOPE, .fla_computes = fox_fla_computes},
+    .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", HF_TABLE(fox_fields),
+           HF_TABLE(attention_fixed), PE_NOPE, .fla_computes = fox_fla_computes},
 };
 
 static const char *const transformer_keys[] = {"num_heads", "qk_norm", NULL};
@@ -302,10 +300,8 @@ static const HfField transformer_fields[] = {
 static int transformer_fla_computes(const ModelConfig *c) { return c->pe.kind == PE_ROPE; }
 
 const Family family_transformer = {
-    .name = "transformer", .section = "§4b", .mix = &mixer_fox,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_ANY, .keys = transformer_keys,
+    .name = "transformer", .section = "§4b", .mix = &mixer_fox, .pe = PE_ANY, .keys = transformer_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
-    .hf = {"transformer", "TransformerForCausalLM", transformer_fields, HF_COUNT(transformer_fields),
-           attention_fixed, HF_COUNT(attention_fixed), PE_ROPE, .fla_computes = transformer_fla_computes},
+    .hf = {"transformer", "TransformerForCausalLM", HF_TABLE(transformer_fields),
+           HF_TABLE(attention_fixed), PE_ROPE, .fla_computes = transformer_fla_computes},
 };

@@ -171,12 +171,10 @@ static const HfFixed gdn_fixed[] = {
 };
 
 const Family family_gated_deltanet = {
-    .name = "gated_deltanet", .section = "§3", .mix = &mixer_gdn,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_ANY, .keys = gdn_keys,
+    .name = "gated_deltanet", .section = "§3", .mix = &mixer_gdn, .pe = PE_ANY, .keys = gdn_keys,
     .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
-    .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", gdn_fields, HF_COUNT(gdn_fields), gdn_fixed,
-           HF_COUNT(gdn_fixed), PE_NOPE, .fla_computes = hf_fla_nope},
+    .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", HF_TABLE(gdn_fields), HF_TABLE(gdn_fixed),
+           PE_NOPE, .fla_computes = hf_fla_nope},
 };
 
 /* fla's DeltaNetConfig: key_dim = d expand_k, as GLA */
@@ -193,10 +191,8 @@ static const HfFixed deltanet_fixed[] = {
 };
 
 const Family family_deltanet = {
-    .name = "deltanet", .section = "§3b", .mix = &mixer_gdn,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_ANY, .keys = deltanet_keys,
+    .name = "deltanet", .section = "§3b", .mix = &mixer_gdn, .pe = PE_ANY, .keys = deltanet_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
-    .hf = {"delta_net", "DeltaNetForCausalLM", deltanet_fields, HF_COUNT(deltanet_fields), deltanet_fixed,
-           HF_COUNT(deltanet_fixed), PE_NOPE, .fla_computes = hf_fla_nope},
+    .hf = {"delta_net", "DeltaNetForCausalLM", HF_TABLE(deltanet_fields), HF_TABLE(deltanet_fixed),
+           PE_NOPE, .fla_computes = hf_fla_nope},
 };

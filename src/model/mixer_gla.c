@@ -144,10 +144,8 @@ static const HfFixed gla_fixed[] = {
 };
 
 const Family family_gla = {
-    .name = "gla", .section = "§2", .mix = &mixer_gla,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_ANY, .keys = gla_keys,
+    .name = "gla", .section = "§2", .mix = &mixer_gla, .pe = PE_ANY, .keys = gla_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
-    .hf = {"gla", "GLAForCausalLM", gla_fields, HF_COUNT(gla_fields), gla_fixed, HF_COUNT(gla_fixed), PE_NOPE,
+    .hf = {"gla", "GLAForCausalLM", HF_TABLE(gla_fields), HF_TABLE(gla_fixed), PE_NOPE,
            .fla_computes = hf_fla_nope},
 };

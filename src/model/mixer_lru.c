@@ -12,9 +12,9 @@
 #include "util/error.h"
 
 typedef struct {
+    DiagRnn core; /* first: drnn_destroy, drnn_bind_state */
     int nu_log, theta_log, gamma_log, B_re, B_im, C_re, C_im; /* parameter ids */
     int C_re2, C_im2;                                          /* bidirectional, else -1 */
-    DiagRnn core;
     LruWeights w; /* the weight op's arguments, set by the forward for the backward */
 } LRU;
 
@@ -59,12 +59,6 @@ static void *lru_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     return l;
 }
 
-static void lru_destroy(void *layer, const Backend *be) {
-    LRU *l = layer;
-    growbuf_free(&l->core.states, be);
-    rt_free(l);
-}
-
 static void lru_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
                      int64_t N) {
     (void)dm;
@@ -95,16 +89,10 @@ static void lru_backward(void *layer, const Ctx *c, const void *x, const void *d
     c->be->lru_weights_bwd(&g);
 }
 
-static void lru_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                           int64_t rows, int max_len) {
-    (void)dm, (void)max_len;
-    drnn_bind_state(&((LRU *)layer)->core, be, state, rows);
-}
-
 static void lru_stats(void *layer, const Ctx *c, json_t *o) { drnn_stats(&((LRU *)layer)->core, c, o, 1); }
 
-static const MixerImpl mixer_lru = {"cscan",     lru_create,   lru_destroy,   lru_bind,
-                             lru_forward, lru_backward, lru_bind_state, NULL, NULL, lru_stats};
+static const MixerImpl mixer_lru = {"cscan",     lru_create,   drnn_destroy,   lru_bind,
+                             lru_forward, lru_backward, drnn_bind_state, NULL, NULL, lru_stats};
 
 /* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
 
@@ -126,17 +114,13 @@ static const char *const lru_keys[] = {"complex_state_size", "r_min", "r_max", "
 /* rotor's own (no fla counterpart); the init ranges are kept so that a checkpoint's
  * config.json restates its run config */
 static const HfField lru_fields[] = {
-    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
-    HF_FIELD("r_min", HF_REAL, HF_NONNEG, 0, r_min),
-    HF_FIELD("r_max", HF_REAL, HF_POS, 0, r_max),
-    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size), HF_FIELD("r_min", HF_REAL, HF_NONNEG, 0, r_min),
+    HF_FIELD("r_max", HF_REAL, HF_POS, 0, r_max),          HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
 };
 
 /* no fla counterpart: GLA's backbone names */
 const Family family_lru = {
-    .name = "lru", .section = "§13", .mix = &mixer_lru,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
+    .name = "lru", .section = "§13", .mix = &mixer_lru, .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
     .dims = lru_dims, .head_keys = lru_head_keys, .mixing_flops = drnn_flops,
-    .hf = {"lru", "LRUForCausalLM", lru_fields, HF_COUNT(lru_fields), NULL, 0, PE_NOPE},
+    .hf = {"lru", "LRUForCausalLM", HF_TABLE(lru_fields), NULL, 0, PE_NOPE},
 };

@@ -80,9 +80,7 @@ static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   cell_destroy,
 /* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
 const Family family_lstm = {
-    .name = "lstm", .section = "§18", .mix = &mixer_lstm,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_BIT(PE_NOPE),
+    .name = "lstm", .section = "§18", .mix = &mixer_lstm, .pe = PE_BIT(PE_NOPE),
     .dims = rnn_cell_dims, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,
     .hf = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0, PE_NOPE},
 };

@@ -248,8 +248,7 @@ static void mamba2_head_keys(const ModelConfig *c, char *buf, size_t n) {
 static const char *const mamba2_keys[] = {"expand", "value_head_dim", "state_size", "n_groups", "use_conv_bias", NULL};
 static const HfField mamba2_fields[] = {
     HF_FIELD("head_dim", HF_INT, HF_POS, 1, head_dim),
-    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
-    HF_FIELD("expand", HF_INT, HF_POS, 1, expand),
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),        HF_FIELD("expand", HF_INT, HF_POS, 1, expand),
     HF_FIELD("n_groups", HF_INT, HF_POS, 1, n_groups),
     HF_FIELD("use_conv_bias", HF_BOOL, HF_ANY, 0, use_conv_bias),
 };
@@ -270,11 +269,9 @@ static const BackboneNames MAMBA2_BACKBONE = {"backbone", "norm", "mixer", "norm
 static int mamba2_fla_computes(const ModelConfig *c) { return c->n_groups == 1; }
 
 const Family family_mamba2 = {
-    .name = "mamba2", .section = "§10", .mix = &mixer_mamba2,
-    .names = &MAMBA2_BACKBONE, .mlp = 0,
-    .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
+    .name = "mamba2", .section = "§10", .mix = &mixer_mamba2, .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
+    .names = &MAMBA2_BACKBONE, .no_mlp = 1,
     .dims = mamba2_dims, .head_keys = mamba2_head_keys, .mixing_flops = chunked_flops,
-    .hf = {"mamba2", "Mamba2ForCausalLM", mamba2_fields, HF_COUNT(mamba2_fields), mamba2_fixed,
-           HF_COUNT(mamba2_fixed), PE_NOPE, .derived_heads = 1,
-           .fla_computes = mamba2_fla_computes},
+    .hf = {"mamba2", "Mamba2ForCausalLM", HF_TABLE(mamba2_fields), HF_TABLE(mamba2_fixed), PE_NOPE,
+           .derived_heads = 1, .fla_computes = mamba2_fla_computes},
 };

@@ -266,20 +266,20 @@ static const HfField eurnn_fields[] = {
     HF_FIELD("capacity", HF_INT, HF_POS, 1, capacity),
 };
 
-#define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, fields, nfields)                              \
+/* fields: HF_TABLE(its config.json fields), or NULL, 0 */
+#define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, ...)                                           \
     {                                                                                                               \
-        .name = nm, .section = "§17", .mix = &mixer_rnn, .names = &FLA_BACKBONE, .mlp = 1,                          \
-        .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu, .keys = keyset,                                               \
-        .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,                           \
-        .hf = {model_type, arch, fields, nfields, NULL, 0, PE_NOPE},                                                \
+        .name = nm, .section = "§17", .mix = &mixer_rnn, .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu,              \
+        .keys = keyset, .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,           \
+        .hf = {model_type, arch, __VA_ARGS__, NULL, 0, PE_NOPE},                                                    \
     }
 const Family family_rnn = RNN_FAMILY("rnn", rnn_keys, 0, rnn_cell_dims, "rnn", "RNNForCausalLM", NULL, 0);
 const Family family_rnn_orth =
     RNN_FAMILY("rnn_orth", rnn_keys, 0, rnn_cell_dims, "rnn_orth", "RNNOrthForCausalLM", NULL, 0);
 const Family family_exprnn =
     RNN_FAMILY("exprnn", exprnn_keys, 1, rnn_cell_dims, "exprnn", "ExpRNNForCausalLM", NULL, 0);
-const Family family_nnrnn = RNN_FAMILY("nnrnn", nnrnn_keys, 1, nnrnn_dims, "nnrnn", "NnRNNForCausalLM", nnrnn_fields,
-                                       HF_COUNT(nnrnn_fields));
-const Family family_eurnn = RNN_FAMILY("eurnn", eurnn_keys, 1, eurnn_dims, "eurnn", "EURNNForCausalLM", eurnn_fields,
-                                       HF_COUNT(eurnn_fields));
+const Family family_nnrnn =
+    RNN_FAMILY("nnrnn", nnrnn_keys, 1, nnrnn_dims, "nnrnn", "NnRNNForCausalLM", HF_TABLE(nnrnn_fields));
+const Family family_eurnn =
+    RNN_FAMILY("eurnn", eurnn_keys, 1, eurnn_dims, "eurnn", "EURNNForCausalLM", HF_TABLE(eurnn_fields));
 #undef RNN_FAMILY

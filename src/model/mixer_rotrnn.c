@@ -14,10 +14,10 @@
 #include "util/error.h"
 
 typedef struct {
+    DiagRnn core; /* first: drnn_destroy, drnn_bind_state */
     int theta, gamma_log, M, B, C; /* parameter ids */
     int C2;                        /* bidirectional, else -1 */
     int H, n;                      /* heads, state channels per head */
-    DiagRnn core;
     RotWeights w; /* the weight op's arguments, set by the forward for the backward */
     /* saved (per layer): the bases P [f32][H, n, n] and xi [f32][H]; scratch: their
      * gradients and the matrix exponential's work space */
@@ -57,12 +57,6 @@ static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     return l;
 }
 
-static void rotrnn_destroy(void *layer, const Backend *be) {
-    RotRNN *l = layer;
-    growbuf_free(&l->core.states, be);
-    rt_free(l);
-}
-
 static void rotrnn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
                         int64_t N) {
     RotRNN *l = layer;
@@ -98,20 +92,14 @@ static void rotrnn_backward(void *layer, const Ctx *c, const void *x, const void
     c->be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, l->H, l->n);
 }
 
-static void rotrnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
-                              int64_t rows, int max_len) {
-    (void)dm, (void)max_len;
-    drnn_bind_state(&((RotRNN *)layer)->core, be, state, rows);
-}
-
 /* gamma_h (modulus_*), the angles and the state's norm, per head too (the paper's Fig. 3) */
 static void rotrnn_stats(void *layer, const Ctx *c, json_t *o) {
     RotRNN *l = layer;
     drnn_stats(&l->core, c, o, l->H);
 }
 
-static const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   rotrnn_destroy,   rotrnn_bind,
-                                rotrnn_forward, rotrnn_backward, rotrnn_bind_state, NULL, NULL, rotrnn_stats};
+static const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   drnn_destroy,   rotrnn_bind,
+                                rotrnn_forward, rotrnn_backward, drnn_bind_state, NULL, NULL, rotrnn_stats};
 
 /* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
 
@@ -136,17 +124,13 @@ static void rotrnn_head_keys(const ModelConfig *c, char *buf, size_t n) {
 
 static const char *const rotrnn_keys[] = {"num_heads", "real_state_size", "gamma_min", "gamma_max", "max_phase", "bidirectional", NULL};
 static const HfField rotrnn_fields[] = {
-    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
-    HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),
-    HF_FIELD("gamma_max", HF_REAL, HF_POS, 0, r_max),
-    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size), HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),
+    HF_FIELD("gamma_max", HF_REAL, HF_POS, 0, r_max),      HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
 };
 
 /* no fla counterpart: GLA's backbone names */
 const Family family_rotrnn = {
-    .name = "rotrnn", .section = "§14", .mix = &mixer_rotrnn,
-    .names = &FLA_BACKBONE, .mlp = 1,
-    .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
+    .name = "rotrnn", .section = "§14", .mix = &mixer_rotrnn, .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
     .dims = rotrnn_dims, .head_keys = rotrnn_head_keys, .mixing_flops = drnn_flops,
-    .hf = {"rotrnn", "RotRNNForCausalLM", rotrnn_fields, HF_COUNT(rotrnn_fields), NULL, 0, PE_NOPE},
+    .hf = {"rotrnn", "RotRNNForCausalLM", HF_TABLE(rotrnn_fields), NULL, 0, PE_NOPE},
 };

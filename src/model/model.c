@@ -124,8 +124,8 @@ static Model *model_declare(const ModelConfig *cfg) {
     if (err) rt_die("%s", err);
     m->fam = family_of(cfg->mixer);
     m->mix = m->fam->mix;
-    m->mlp = m->fam->mlp && cfg->block == BLOCK_PRENORM;
-    const Family *f = m->fam;
+    m->mlp = !m->fam->no_mlp && cfg->block == BLOCK_PRENORM;
+    const BackboneNames *nm = family_backbone(m->fam);
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
     double std = cfg->init_std;
@@ -133,15 +133,15 @@ static Model *model_declare(const ModelConfig *cfg) {
     char name[PARAM_NAME_MAX], prefix[PARAM_NAME_MAX];
     m->emb_b = -1;
     if (cfg->input == INPUT_LINEAR) { /* docs/models.md §15: a token's value times w, plus b */
-        snprintf(name, sizeof name, "%s.encoder.weight", f->names->root);
+        snprintf(name, sizeof name, "%s.encoder.weight", nm->root);
         m->emb = params_add(t, name, 2, lsh, init_normal, std, 1, 1);
         /* a zero bias would give pixel value 0 an all-zero input, where the first RMSNorm's
          * derivative is 1/sqrt(eps): N(0, init_std) as the weight */
         int64_t bsh[1] = {d};
-        snprintf(name, sizeof name, "%s.encoder.bias", f->names->root);
+        snprintf(name, sizeof name, "%s.encoder.bias", nm->root);
         m->emb_b = params_add(t, name, 1, bsh, init_normal, std, 0, 1);
     } else {
-        snprintf(name, sizeof name, "%s.embeddings.weight", f->names->root);
+        snprintf(name, sizeof name, "%s.embeddings.weight", nm->root);
         m->emb = params_add(t, name, 2, esh, init_normal, std, 1, 1);
     }
     m->blocks = rt_calloc((size_t)cfg->num_layers, sizeof(Block));
@@ -149,29 +149,29 @@ static Model *model_declare(const ModelConfig *cfg) {
         Block *b = &m->blocks[l];
         b->first = t->n;
         b->attn_norm = b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
-        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", f->names->root, l, f->names->block_norm);
+        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", nm->root, l, nm->block_norm);
         if (cfg->block != BLOCK_RNN) b->attn_norm = declare_vector(t, name, d, 1);
-        snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", f->names->root, l, f->names->module);
+        snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", nm->root, l, nm->module);
         b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
         b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
         if (cfg->block == BLOCK_LRA) { /* the GLU's gate, flax Dense's lecun-normal scale */
-            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.weight", f->names->root, l);
+            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.weight", nm->root, l);
             b->glu_w = declare_linear(t, name, d, d, 1 / sqrt((double)d));
-            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.bias", f->names->root, l);
+            snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.bias", nm->root, l);
             b->glu_b = declare_vector(t, name, d, 0);
         }
         if (!m->mlp) continue;
-        snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", f->names->root, l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", nm->root, l);
         b->mlp_norm = declare_vector(t, name, d, 1);
-        snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", f->names->root, l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", nm->root, l);
         b->w_gate = declare_linear(t, name, I, d, std);
-        snprintf(name, sizeof name, "%s.layers.%d.mlp.up_proj.weight", f->names->root, l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.up_proj.weight", nm->root, l);
         b->w_up = declare_linear(t, name, I, d, std);
-        snprintf(name, sizeof name, "%s.layers.%d.mlp.down_proj.weight", f->names->root, l);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp.down_proj.weight", nm->root, l);
         b->w_down = declare_linear(t, name, d, I, std);
     }
     m->tail_first = t->n;
-    snprintf(name, sizeof name, "%s.%s.weight", f->names->root, f->names->final_norm);
+    snprintf(name, sizeof name, "%s.%s.weight", nm->root, nm->final_norm);
     m->final_norm = cfg->block != BLOCK_RNN ? declare_vector(t, name, d, 1) : -1;
     m->lm_head = -1;
     m->outputs = model_outputs(cfg);

@@ -15,26 +15,22 @@ const char *model_head_keys(const ModelConfig *c) {
     return s;
 }
 
-const char *pe_name(PEKind k) {
-    switch (k) {
-    case PE_NOPE: return "nope";
-    case PE_ROPE: return "rope";
-    case PE_SELECTIVE: return "selective";
-    }
-    return "?";
-}
+const NameSet PE_NAMES = NAME_SET([PE_NOPE] = "nope", [PE_ROPE] = "rope", [PE_SELECTIVE] = "selective");
+const NameSet HEAD_NAMES =
+    NAME_SET([HEAD_LM] = "lm", [HEAD_AUTOENCODER] = "autoencoder", [HEAD_CLASSIFIER] = "classifier");
+const NameSet POOL_NAMES = NAME_SET([POOL_MEAN] = "mean", [POOL_LAST] = "last");
+const NameSet PAIR_NAMES = NAME_SET([PAIR_NONE] = "none", [PAIR_NLI] = "nli", [PAIR_CONCAT] = "concat");
+const NameSet INPUT_NAMES = NAME_SET([INPUT_EMBEDDING] = "embedding", [INPUT_LINEAR] = "linear");
+const NameSet BLOCK_NAMES = NAME_SET([BLOCK_PRENORM] = "prenorm", [BLOCK_LRA] = "lra", [BLOCK_RNN] = "rnn");
+const NameSet DROPOUT_MASK_NAMES = NAME_SET([DROPOUT_ELEMENT] = "element", [DROPOUT_CHANNEL] = "channel");
+const NameSet ORTH_INIT_NAMES = NAME_SET([ORTH_INIT_CAYLEY] = "cayley", [ORTH_INIT_HENAFF] = "henaff");
+const NameSet NONLINEARITY_NAMES =
+    NAME_SET([RNN_NONLIN_AUTO] = "auto", [RNN_NONLIN_TANH] = "tanh", [RNN_NONLIN_MODRELU] = "modrelu");
+
+const char *pe_name(PEKind k) { return (unsigned)k < (unsigned)PE_NAMES.n ? PE_NAMES.names[k] : "?"; }
 
 int model_outputs(const ModelConfig *c) {
     return c->head == HEAD_CLASSIFIER ? c->num_classes : c->vocab_size;
-}
-
-const char *block_name(BlockKind k) {
-    switch (k) {
-    case BLOCK_PRENORM: return "prenorm";
-    case BLOCK_LRA: return "lra";
-    case BLOCK_RNN: return "rnn";
-    }
-    return "?";
 }
 
 /* The block's keys (docs/models.md §16): a dropout probability, and bidirectional scans only
@@ -89,7 +85,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
         return msg;
     }
     /* lra: its GLU replaces the MLP; rnn and Mamba2's blocks: none (mlp_width 0) */
-    if (c->block != BLOCK_PRENORM || !f->mlp) return NULL;
+    if (c->block != BLOCK_PRENORM || f->no_mlp) return NULL;
     if (c->intermediate_size > MAX_WIDTH) return "model.intermediate_size must be at most 2^24";
     if (c->intermediate_size > 0) {
         o->mlp_width = c->intermediate_size;

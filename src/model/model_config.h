@@ -132,15 +132,26 @@ const char *model_dims(const ModelConfig *c, ModelDims *out);
 /* The config keys that set the mixer's head sizes, with their values ("model.hidden_size =
  * 64, model.num_heads = 4, model.expand_k = 0.5, model.expand_v = 1"), in static storage. */
 const char *model_head_keys(const ModelConfig *c);
-/* Canonical names: "gla", "gated_deltanet", "fox", "transformer", "deltanet", "mamba2", "lru",
- * "rotrnn", "rnn", "rnn_orth", "exprnn", "nnrnn", "lstm"; "nope",
- * "rope", "selective". */
 /* Whether a nonlinear RNN cell of the config uses modReLU (else tanh), model.nonlinearity
  * resolved for its type. */
 int rnn_modrelu(const ModelConfig *c);
+
+/* The spellings of a choice, indexed by its enum's values. */
+typedef struct {
+    const char *const *names;
+    int n;
+} NameSet;
+#define NAME_SET(...)                                                                           \
+    {(const char *const[]){__VA_ARGS__},                                                        \
+     (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))}
+/* The [model] section's choices, as the run config's values, config.json's rotor_* keys and
+ * messages spell them (model_config.c). */
+extern const NameSet PE_NAMES, HEAD_NAMES, POOL_NAMES, PAIR_NAMES, INPUT_NAMES, BLOCK_NAMES,
+    DROPOUT_MASK_NAMES, ORTH_INIT_NAMES, NONLINEARITY_NAMES;
+
+/* model.type: "gla", "gated_deltanet", ... (the family descriptors) */
 const char *mixer_name(MixerKind k);
+/* pe.type: "nope", "rope", "selective" */
 const char *pe_name(PEKind k);
-/* "prenorm", "lra". */
-const char *block_name(BlockKind k);
 
 #endif

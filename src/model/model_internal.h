@@ -219,7 +219,10 @@ void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, i
  * forward states, in `heads` heads (RotRNN; 1: the LRU). */
 void drnn_stats(const DiagRnn *r, const Ctx *c, json_t *o, int heads);
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
-void drnn_bind_state(DiagRnn *r, const Backend *be, Carve *state, int64_t rows);
+/* MixerImpl.destroy and .bind_state of a mixer whose struct starts with a DiagRnn. */
+void drnn_destroy(void *layer, const Backend *be);
+void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
+                     int max_len);
 /* y = scan(x Bw^T) Cw^T + D x, bidirectional + rscan(x Bw^T) Cw2^T (rscan: the same recurrence
  * from each segment's end back to its start); decoding passes keep the rows' states (Ctx.mode). */
 void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);

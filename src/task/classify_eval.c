@@ -2,7 +2,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "task/task.h"
 #include "task/class_score.h"
@@ -10,7 +9,10 @@
 
 #define EVAL_BATCH 32
 
-json_t *classify_eval(Model *m, const RunConfig *rc, const char *which) {
+json_t *classify_eval(const TaskEvalArgs *a, const char *source) {
+    Model *m = a->m;
+    const RunConfig *rc = a->rc;
+    const char *which = a->which;
     int T = rc->train.seq_len, V = model_outputs(&rc->model); /* classes, or the vocabulary */
     DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0, 0};
     char err[2048];
@@ -51,8 +53,7 @@ json_t *classify_eval(Model *m, const RunConfig *rc, const char *which) {
     rt_free(lab);
     class_score_free(&sc);
     datasource_free(ds);
-    const TaskConfig *t = &rc->task;
-    const char *source = t->path[0] ? t->path : !strcmp(t->type, "seq_image") ? t->images : "generated";
+    if (!source[0]) source = "generated";
     return json_pack("{s:f, s:I, s:i, s:i, s:f, s:o, s:s}", "accuracy", acc, "examples", (json_int_t)examples,
                      "classes", classes, "majority_class", top, "majority_share", prior,
                      "per_class_accuracy", per, "source", source);

@@ -7,8 +7,7 @@
 
 #include <jansson.h>
 
-#include "model/model.h"
-#include "config/config.h"
+#include "task/task.h"
 
 /* Every row of the test split of data.train = task, scored in one teacher-forced pass per
  * batch: a row is right when the argmax of the model's distribution at its labeled
@@ -16,7 +15,8 @@
  * prediction outside the classes counts as wrong. With model.pair an example is two rows
  * (task aan) and is scored once. Prints one line, starting with `which` (the checkpoint
  * scored; may be empty). Returns the metrics object of synth_results.json: "accuracy",
- * "examples" and "per_class_accuracy" (indexed by class id). */
-json_t *classify_eval(Model *m, const RunConfig *rc, const char *which);
+ * "examples", "per_class_accuracy" (indexed by class id) and "source": source, the file or
+ * directory the task read its test split from, or "generated" where source is empty. */
+json_t *classify_eval(const TaskEvalArgs *a, const char *source);
 
 #endif

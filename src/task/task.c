@@ -91,3 +91,35 @@ static int list_names(const char *key, unsigned flags, char *buf, size_t n) {
 void task_names(char *buf, size_t n) { list_names(NULL, 0, buf, n); }
 int task_names_with_key(const char *key, char *buf, size_t n) { return list_names(key, 0, buf, n); }
 void task_names_with_flags(unsigned flags, char *buf, size_t n) { list_names(NULL, flags, buf, n); }
+
+void task_rows_free(TaskRows *t) {
+    if (!t) return;
+    if (t->release) t->release(t);
+    rt_free(t);
+}
+
+typedef struct {
+    TaskRows base;
+    void *set;
+    void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels);
+    void (*set_free)(void *set);
+} IndexedRows;
+
+static void indexed_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int32_t *labels) {
+    const IndexedRows *x = (const IndexedRows *)t;
+    (void)r;
+    x->set_row(x->set, i, tokens, labels);
+}
+
+static void indexed_release(TaskRows *t) {
+    IndexedRows *x = (IndexedRows *)t;
+    x->set_free(x->set);
+}
+
+TaskRows *indexed_rows(void *set, void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
+                       void (*set_free)(void *set), int64_t examples, int vocab) {
+    IndexedRows *x = rt_calloc(1, sizeof(IndexedRows));
+    *x = (IndexedRows){{.examples = examples, .vocab = vocab, .row = indexed_row, .release = indexed_release},
+                       set, set_row, set_free};
+    return &x->base;
+}

@@ -49,8 +49,18 @@ struct TaskRows {
      * as "vocab", which a resume must match; vocab_changed says what changed when it does not */
     json_t *(*vocab_json)(const TaskRows *t);
     const char *vocab_changed;
-    void (*free)(TaskRows *t);
+    /* NULL, or frees what the rows own besides their struct (task_rows_free frees that) */
+    void (*release)(TaskRows *t);
 };
+
+/* Frees rows (and what they own); NULL is a no-op. */
+void task_rows_free(TaskRows *t);
+
+/* Rows of a data set read by index (the classification tasks): row i is set_row(set, i, ...),
+ * whatever the random stream (set may keep state, such as its order for the pass);
+ * set_free(set) when the rows are freed. */
+TaskRows *indexed_rows(void *set, void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
+                       void (*set_free)(void *set), int64_t examples, int vocab);
 
 /* What a task's test split is scored with (TaskImpl.evaluate). */
 typedef struct {

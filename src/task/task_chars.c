@@ -33,10 +33,7 @@ static json_t *chars_vocab_json(const TaskRows *t) {
     return char_text_vocab_json(((const CharRows *)t)->text);
 }
 
-static void chars_free(TaskRows *t) {
-    char_text_free(((CharRows *)t)->text);
-    rt_free(t);
-}
+static void chars_release(TaskRows *t) { char_text_free(((CharRows *)t)->text); }
 
 static int chars_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     CharRows *c = rt_calloc(1, sizeof(CharRows));
@@ -45,7 +42,7 @@ static int chars_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t e
     c->base.vocab_changed =
         "the text's vocabulary differs from the one saved with the checkpoint (task.path or "
         "task.text_format changed)";
-    c->base.free = chars_free;
+    c->base.release = chars_release;
     if (!(c->text = char_text_open(&a->rc->task, err, errlen))) {
         rt_free(c);
         return -1;
@@ -67,7 +64,7 @@ static int chars_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t e
     }
     c->base.vocab = char_text_vocab_size(c->text);
     if (bad) {
-        chars_free(&c->base);
+        task_rows_free(&c->base);
         return task_fail(err, errlen, "chars", bad);
     }
     *out = &c->base;

@@ -9,34 +9,21 @@
 #include "task/task.h"
 #include "util/error.h"
 
-typedef struct {
-    TaskRows base;
-    ClassTask *cls;
-} ClassRows;
-
-static void class_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int32_t *labels) {
-    class_task_row(((const ClassRows *)t)->cls, i, tokens, labels);
+static void class_row(void *cls, int64_t i, int32_t *tokens, int32_t *labels) {
+    class_task_row(cls, i, tokens, labels);
 }
-
-static void class_free(TaskRows *t) {
-    class_task_free(((ClassRows *)t)->cls);
-    rt_free(t);
-}
+static void class_free(void *cls) { class_task_free(cls); }
 
 static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, char *err,
                       size_t errlen) {
     ClassTask *cls = class_task_open(&a->rc->task, kind, a->opt, err, errlen);
     if (!cls) return -1;
-    ClassRows *c = rt_calloc(1, sizeof(ClassRows));
-    c->cls = cls;
-    c->base = (TaskRows){.examples = class_task_size(cls), .vocab = class_task_vocab(cls),
-                         .row = class_row, .free = class_free};
-    *out = &c->base;
+    *out = indexed_rows(cls, class_row, class_free, class_task_size(cls), class_task_vocab(cls));
     return 0;
 }
 
 static json_t *class_evaluate(const TaskEvalArgs *a) {
-    return classify_eval(a->m, a->rc, a->which);
+    return classify_eval(a, a->rc->task.path);
 }
 
 static int listops_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {

@@ -22,8 +22,6 @@ static void copy_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int3
     copy_train_sequence(r, c->min_len, c->max_len, c->T, tokens, labels);
 }
 
-static void copy_free(TaskRows *t) { rt_free(t); }
-
 static int copy_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     const TaskConfig *task = &a->rc->task;
     if (task->min_len > task->max_len)
@@ -33,7 +31,7 @@ static int copy_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t er
     c->min_len = task->min_len;
     c->max_len = task->max_len;
     c->T = a->opt->seq_len;
-    c->base = (TaskRows){.vocab = COPY_VOCAB, .row = copy_row, .free = copy_free};
+    c->base = (TaskRows){.vocab = COPY_VOCAB, .row = copy_row};
     *out = &c->base;
     return 0;
 }
@@ -64,7 +62,7 @@ static json_t *copy_evaluate(const TaskEvalArgs *a) {
         int len = atoi(tokn);
         if (len < 1) rt_die("task.eval_lengths: '%s' is not a positive length", tokn);
         CopyTestRows *rows = rt_calloc(1, sizeof(CopyTestRows));
-        *rows = (CopyTestRows){{.row = copy_test_row, .free = copy_free}, rc->train.seed, len};
+        *rows = (CopyTestRows){{.row = copy_test_row}, rc->train.seed, len};
         TestRows t;
         test_rows_init(&t, a->m, &rows->base, rc->train.seed, 2 * len + 3);
         int right = 0;

@@ -24,8 +24,6 @@ static void copy_memory_row_of(const TaskRows *t, int64_t i, Rng *r, int32_t *to
     copy_memory_example(&((const CopyMemRows *)t)->spec, r, tokens, labels);
 }
 
-static void copy_memory_free(TaskRows *t) { rt_free(t); }
-
 static int copy_memory_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     CopyMemSpec spec = copy_memory_spec(&a->rc->task);
     const char *bad = copy_memory_check(&spec);
@@ -36,8 +34,7 @@ static int copy_memory_open(const TaskOpenArgs *a, TaskRows **out, char *err, si
     c->spec = spec;
     /* the marker is an input token, embedded or read as its value: the vocabulary holds it,
      * and the output of its id is never a target */
-    c->base = (TaskRows){.vocab = COPYMEM_INPUTS, .row = copy_memory_row_of,
-                         .free = copy_memory_free};
+    c->base = (TaskRows){.vocab = COPYMEM_INPUTS, .row = copy_memory_row_of};
     *out = &c->base;
     return 0;
 }

@@ -10,31 +10,18 @@
 #include "task/task.h"
 #include "util/error.h"
 
-typedef struct {
-    TaskRows base;
-    ImageTask *image;
-} ImageRows;
-
-static void image_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int32_t *labels) {
-    image_task_example(((const ImageRows *)t)->image, i, tokens, labels);
+static void image_row(void *image, int64_t i, int32_t *tokens, int32_t *labels) {
+    image_task_example(image, i, tokens, labels);
 }
-
-static void image_free(TaskRows *t) {
-    image_task_free(((ImageRows *)t)->image);
-    rt_free(t);
-}
+static void image_free(void *image) { image_task_free(image); }
 
 static int image_open(int pathfinder, const TaskOpenArgs *a, TaskRows **out, char *err,
                       size_t errlen) {
     ImageTaskArgs args = {&a->rc->task, a->opt->split, a->opt->seed, a->opt->seq_len, pathfinder};
     ImageTask *image = image_task_open(&args, err, errlen);
     if (!image) return -1;
-    ImageRows *m = rt_calloc(1, sizeof(ImageRows));
-    m->image = image;
     /* vocab: the pixel intensities; class ids are below it */
-    m->base = (TaskRows){.examples = image_task_examples(image), .vocab = 256,
-                         .row = image_row, .free = image_free};
-    *out = &m->base;
+    *out = indexed_rows(image, image_row, image_free, image_task_examples(image), 256);
     return 0;
 }
 
@@ -61,7 +48,8 @@ static const char *image_shape(int pathfinder, TaskShape *s, char *msg, size_t n
 }
 
 static json_t *image_evaluate(const TaskEvalArgs *a) {
-    return classify_eval(a->m, a->rc, a->which);
+    const TaskConfig *t = &a->rc->task; /* pathfinder's directory, or seq_image's images */
+    return classify_eval(a, t->path[0] ? t->path : t->images);
 }
 
 static int seq_image_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {

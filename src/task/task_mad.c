@@ -130,16 +130,13 @@ static void mad_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int32
     mad_example(&m->spec, r, m->test, tokens, labels);
 }
 
-static void mad_free(TaskRows *t) {
-    mad_spec_free(&((MadRows *)t)->spec);
-    rt_free(t);
-}
+static void mad_release(TaskRows *t) { mad_spec_free(&((MadRows *)t)->spec); }
 
 static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **out, char *err,
                             size_t errlen) {
     const TaskConfig *task = &a->rc->task;
     MadRows *m = rt_calloc(1, sizeof(MadRows));
-    m->base = (TaskRows){.vocab = task->vocab, .row = mad_row, .free = mad_free};
+    m->base = (TaskRows){.vocab = task->vocab, .row = mad_row, .release = mad_release};
     m->test = a->opt->split != SPLIT_TRAIN;
     const char *bad = mad_spec_make(&m->spec, variant, task, a->opt->seed);
     if (!bad && a->opt->seq_len != task->seq_len) bad = "train.seq_len differs from task.seq_len";
@@ -147,7 +144,7 @@ static int mad_open_variant(MadTask variant, const TaskOpenArgs *a, TaskRows **o
         bad = mad_autoencoder(variant) ? "the task needs model.head = autoencoder"
                                        : "the task needs model.head = lm";
     if (bad) {
-        mad_free(&m->base);
+        task_rows_free(&m->base);
         return task_fail(err, errlen, task->type, bad);
     }
     *out = &m->base;
@@ -160,8 +157,6 @@ static const char *mad_shape_variant(MadTask variant, TaskShape *s, char *msg, s
     const TaskConfig *task = &s->rc->task;
     int T = task->seq_len, V = task->vocab;
     ModelHead head = mad_autoencoder(variant) ? HEAD_AUTOENCODER : HEAD_LM;
-    const char *heads[] = {
-        [HEAD_LM] = "lm", [HEAD_AUTOENCODER] = "autoencoder", [HEAD_CLASSIFIER] = "classifier"};
     if (s->seq_len_given && s->rc->train.seq_len != T) {
         snprintf(msg, n, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens "
                  "(leave train.seq_len out)", s->rc->train.seq_len, task->type, task->seq_len, T);
@@ -174,7 +169,7 @@ static const char *mad_shape_variant(MadTask variant, TaskShape *s, char *msg, s
     }
     if (s->head_given && s->rc->model.head != head) {
         snprintf(msg, n, "model.head = %s: task %s trains the %s head, as mad-lab does (leave "
-                 "model.head out)", heads[s->rc->model.head], task->type, heads[head]);
+                 "model.head out)", HEAD_NAMES.names[s->rc->model.head], task->type, HEAD_NAMES.names[head]);
         return msg;
     }
     s->rc->train.seq_len = T;

@@ -24,8 +24,6 @@ static void mqar_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int3
     mqar_example(&((const MqarRows *)t)->spec, r, tokens, labels);
 }
 
-static void mqar_free(TaskRows *t) { rt_free(t); }
-
 static int mqar_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     MqarRows *m = rt_calloc(1, sizeof(MqarRows));
     m->spec = mqar_spec(a->rc, a->opt->seq_len);
@@ -34,7 +32,7 @@ static int mqar_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t er
         rt_free(m);
         return task_fail(err, errlen, "mqar", bad);
     }
-    m->base = (TaskRows){.vocab = a->rc->task.vocab, .row = mqar_row, .free = mqar_free};
+    m->base = (TaskRows){.vocab = a->rc->task.vocab, .row = mqar_row};
     *out = &m->base;
     return 0;
 }

@@ -40,7 +40,7 @@ int64_t test_rows_score(TestRows *t, int64_t first, int n) {
 }
 
 void test_rows_close(TestRows *t) {
-    t->rows->free(t->rows);
+    task_rows_free(t->rows);
     rt_free(t->tok);
     rt_free(t->lab);
     rt_free(t->greedy);

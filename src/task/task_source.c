@@ -86,7 +86,7 @@ static int ts_set_state(DataSource *ds, const json_t *st, char *err, size_t errl
 
 static void ts_destroy(DataSource *ds) {
     TaskSource *s = (TaskSource *)ds;
-    if (s->rows) s->rows->free(s->rows);
+    task_rows_free(s->rows);
     rt_free(s);
 }
 

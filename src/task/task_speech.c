@@ -41,10 +41,7 @@ static void speech_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, in
     labels[s->T - 1] = s->set.labels[k];
 }
 
-static void speech_free(TaskRows *t) {
-    speech_set_free(&((SpeechRows *)t)->set);
-    rt_free(t);
-}
+static void speech_release(TaskRows *t) { speech_set_free(&((SpeechRows *)t)->set); }
 
 static int speech_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     const TaskConfig *task = &a->rc->task;
@@ -63,7 +60,7 @@ static int speech_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t 
     s->seed = a->opt->seed;
     s->stride = task->sample_stride;
     s->T = T;
-    s->base = (TaskRows){.examples = s->set.n, .vocab = SPEECH_VOCAB, .row = speech_row, .free = speech_free};
+    s->base = (TaskRows){.examples = s->set.n, .vocab = SPEECH_VOCAB, .row = speech_row, .release = speech_release};
     *out = &s->base;
     return 0;
 }
@@ -99,7 +96,7 @@ static const char *speech_shape(TaskShape *s, char *msg, size_t n) {
     return NULL;
 }
 
-static json_t *speech_evaluate(const TaskEvalArgs *a) { return classify_eval(a->m, a->rc, a->which); }
+static json_t *speech_evaluate(const TaskEvalArgs *a) { return classify_eval(a, a->rc->task.path); }
 
 static const char *const speech_keys[] = {"path", "words", "sample_stride", "max_examples", NULL};
 

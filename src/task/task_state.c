@@ -24,21 +24,18 @@ static void state_row(const TaskRows *t, int64_t i, Rng *r, int32_t *tokens, int
     state_example(&s->group, r, s->T, tokens, labels);
 }
 
-static void state_free(TaskRows *t) {
-    group_free(&((StateRows *)t)->group);
-    rt_free(t);
-}
+static void state_release(TaskRows *t) { group_free(&((StateRows *)t)->group); }
 
 static int state_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     StateRows *s = rt_calloc(1, sizeof(StateRows));
     const char *bad = group_make(&s->group, a->rc->task.group);
     if (bad) {
-        state_free(&s->base);
+        task_rows_free(&s->base);
         return task_fail(err, errlen, "state", bad);
     }
     s->T = a->opt->seq_len;
     /* vocab: the elements and BOS */
-    s->base = (TaskRows){.vocab = s->group.order + 1, .row = state_row, .free = state_free};
+    s->base = (TaskRows){.vocab = s->group.order + 1, .row = state_row, .release = state_release};
     *out = &s->base;
     return 0;
 }
