@@ -29,15 +29,28 @@ static int64_t max_segment(const Seqs *s) {
 /* S[t][u] = scale q_(i0+t).k_u + c_(i0+t) - c_u for the bq query rows of the block and the
  * keys u <= i0 + t each sees (no c term when c is NULL); the columns past a row's causal
  * diagonal, up to nk = i0 + bq, hold the bare product, for the caller to overwrite. Rows/cols
- * are relative to the segment; ld is the row stride of q/k (H*D) and of S (lds). */
+ * are relative to the segment; ld is the row stride of q/k (H*D) and of S (lds). With rmax,
+ * rmax[t] = the largest score row t sees, found in the same pass. */
 static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, const real *c,
-                         int64_t i0, int bq, int D, int ld, real scale) {
+                         int64_t i0, int bq, int D, int ld, real scale, real *rmax) {
     int64_t nk = i0 + bq;
     gemm(0, 1, bq, (int)nk, D, scale, Qp + i0 * ld, ld, Kp, ld, 0, S, (int)lds);
-    for (int t = 0; c && t < bq; t++) {
-        real *row = S + t * lds, ci = c[i0 + t];
+    for (int t = 0; (c || rmax) && t < bq; t++) {
+        real *row = S + t * lds, ci = c ? c[i0 + t] : 0, mx = -INFINITY;
+        if (c && rmax) {
+#pragma omp simd reduction(max : mx)
+            for (int64_t u = 0; u <= i0 + t; u++) {
+                row[u] += ci - c[u];
+                mx = maxr(mx, row[u]);
+            }
+        } else if (c) {
 #pragma omp simd
-        for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
+            for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
+        } else {
+#pragma omp simd reduction(max : mx)
+            for (int64_t u = 0; u <= i0 + t; u++) mx = maxr(mx, row[u]);
+        }
+        if (rmax) rmax[t] = mx;
     }
 }
 
@@ -89,16 +102,18 @@ void cpu_fox_fwd(const AttnArgs *a) {
                 for (int64_t i0 = 0; i0 < len; i0 += QB) {
                     int bq = (int)(len - i0 < QB ? len - i0 : QB);
                     int64_t nk = i0 + bq;
-                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
+                    /* each row's largest score, and 1 / the sum of its exp: o = (P V) inv */
+                    real mx[QB], inv[QB];
+                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale, mx);
                     for (int t = 0; t < bq; t++) {
-                        int64_t nv = i0 + t + 1; /* the keys row t sees */
-                        real *row = S + t * lds, mx = row[0];
-                        for (int64_t u = 1; u < nv; u++) mx = maxr(mx, row[u]);
-                        real sum = row_exp(row, mx, nv, nk), inv = (real)1 / sum;
-                        for (int64_t u = 0; u < nv; u++) row[u] *= inv;
-                        lse[(first + i0 + t) * H + h] = mx + log(sum);
+                        real sum = row_exp(S + t * lds, mx[t], i0 + t + 1, nk);
+                        inv[t] = (real)1 / sum;
+                        lse[(first + i0 + t) * H + h] = mx[t] + log(sum);
                     }
-                    gemm(0, 0, bq, D, (int)nk, 1, S, (int)lds, Vp, ld, 0, o + (first + i0) * ld + h * D, ld);
+                    real *Ob = o + (first + i0) * ld + h * D;
+                    gemm(0, 0, bq, D, (int)nk, 1, S, (int)lds, Vp, ld, 0, Ob, ld);
+                    for (int t = 0; t < bq; t++)
+                        for (int d = 0; d < D; d++) Ob[t * ld + d] *= inv[t];
                 }
             }
         rt_free(S);
@@ -144,7 +159,7 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                 for (int64_t i0 = 0; i0 < len; i0 += QB) {
                     int bq = (int)(len - i0 < QB ? len - i0 : QB);
                     int64_t nk = i0 + bq;
-                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale);
+                    block_scores(S, lds, Qp, Kp, c, i0, bq, D, ld, (real)scale, NULL);
                     for (int t = 0; t < bq; t++)
                         row_exp(S + t * lds, lse[(first + i0 + t) * H + h], i0 + t + 1, nk);
                     /* dV += P^T dO_i ; dP = dO_i V^T */
