@@ -49,7 +49,11 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     model_set_dropout_use(m, DROPOUT_ALWAYS);
     Rng r;
     rng_init(&r, 99, 0);
-    double step = modrelu_continuous(m, &r) ? 1e-7 : 2e-5;
+    /* modReLU's small step raises the difference's rounding floor, about 1e-16 |L| / step, to
+     * ~1e-6 of a parameter whose gradients are small (the norms' weights at one thread: 1.2e-6),
+     * so its tolerance is 1e-5; a gradient wrong anywhere is off by far more */
+    int modrelu = modrelu_continuous(m, &r);
+    double step = modrelu ? 1e-7 : 2e-5, tol = modrelu ? 1e-5 : 1e-6;
     int B = cfg->pair != PAIR_NONE ? 4 : 2, T = 70; /* pairs: two pairs of rows */
     int32_t *tok = rt_malloc(sizeof(int32_t) * B * T), *lab = rt_malloc(sizeof(int32_t) * B * T);
     for (int i = 0; i < B * T; i++) {
@@ -84,7 +88,7 @@ static double check_model(const ModelConfig *cfg, const char *label) {
         const ParamInfo *pi = &t->p[i];
         if (!pi->trainable) continue;
         double e = tu_gradcheck(probe_loss, &p, w + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
-        CHECK_MSG(e < 1e-6, "%s: %s gradient error %.3g", label, pi->name, e);
+        CHECK_MSG(e < tol, "%s: %s gradient error %.3g", label, pi->name, e);
         if (e > worst) worst = e;
     }
     rt_free(tok);
