@@ -36,16 +36,14 @@ static void block_scores(real *S, int64_t lds, const real *Qp, const real *Kp, c
     int64_t nk = i0 + bq;
     gemm(0, 1, bq, (int)nk, D, scale, Qp + i0 * ld, ld, Kp, ld, 0, S, (int)lds);
     for (int t = 0; (c || rmax) && t < bq; t++) {
-        real *row = S + t * lds, ci = c ? c[i0 + t] : 0, mx = -INFINITY;
-        if (c && rmax) {
+        real *row = S + t * lds, mx = -INFINITY;
+        if (c) {
+            real ci = c[i0 + t];
 #pragma omp simd reduction(max : mx)
             for (int64_t u = 0; u <= i0 + t; u++) {
                 row[u] += ci - c[u];
                 mx = maxr(mx, row[u]);
             }
-        } else if (c) {
-#pragma omp simd
-            for (int64_t u = 0; u <= i0 + t; u++) row[u] += ci - c[u];
         } else {
 #pragma omp simd reduction(max : mx)
             for (int64_t u = 0; u <= i0 + t; u++) mx = maxr(mx, row[u]);

@@ -40,10 +40,10 @@ static const HfField SELECTIVE[] = {
 
 /* position_embedding's choices as fla's Selective RoPE code spells them, in the orders of
  * PEKind, PhiProj, {ACT_NONE, ACT_SILU} and TempKind */
-static const NameSet PE_TYPES = NAME_SET("nope", "rope", "selective_rope");
-static const NameSet PHI_PROJS = NAME_SET("full-rank", "low-rank");
-static const NameSet CONV_ACTS = NAME_SET(NULL, "silu");
-static const NameSet TEMP_TYPES = NAME_SET("rope", "rfa");
+static const NameSet FLA_PE_TYPES = NAME_SET("nope", "rope", "selective_rope");
+static const NameSet FLA_PHI_PROJS = NAME_SET("full-rank", "low-rank");
+static const NameSet FLA_CONV_ACTS = NAME_SET(NULL, "silu");
+static const NameSet FLA_TEMP_TYPES = NAME_SET("rope", "rfa");
 
 static const HfFixed COMMON_FIXED[] = {
     {"tie_word_embeddings", "false", 1}, {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
@@ -76,10 +76,17 @@ static void put_fixed(json_t *o, const HfFixed *f, size_t n) {
     }
 }
 
+/* o[key] = the name of choice `value` of set (JSON null for a NULL name) */
+static void put_name(json_t *o, const char *key, const NameSet *set, int value) {
+    RT_ASSERT(value >= 0 && value < set->n);
+    const char *name = set->names[value];
+    json_object_set_new(o, key, name ? json_string(name) : json_null());
+}
+
 static json_t *pe_to_json(const ModelConfig *c) {
     const PEConfig *pe = &c->pe;
     json_t *o = json_object();
-    json_object_set_new(o, "type", json_string(PE_TYPES.names[pe->kind]));
+    put_name(o, "type", &FLA_PE_TYPES, pe->kind);
     switch (pe->kind) {
     case PE_NOPE: break;
     case PE_ROPE:
@@ -87,10 +94,10 @@ static json_t *pe_to_json(const ModelConfig *c) {
         break;
     case PE_SELECTIVE:
         RT_ASSERT(pe->conv_act == ACT_NONE || pe->conv_act == ACT_SILU);
-        json_object_set_new(o, "phi_parametrization", json_string(PHI_PROJS.names[pe->phi_proj]));
+        put_name(o, "phi_parametrization", &FLA_PHI_PROJS, pe->phi_proj);
         put_fields(o, c, SELECTIVE, HF_COUNT(SELECTIVE));
-        json_object_set_new(o, "conv_act", pe->conv_act == ACT_SILU ? json_string("silu") : json_null());
-        json_object_set_new(o, "temp_type", json_string(TEMP_TYPES.names[pe->temp_type]));
+        put_name(o, "conv_act", &FLA_CONV_ACTS, pe->conv_act == ACT_SILU);
+        put_name(o, "temp_type", &FLA_TEMP_TYPES, pe->temp_type);
         put_fixed(o, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED));
         break;
     }
@@ -98,31 +105,30 @@ static json_t *pe_to_json(const ModelConfig *c) {
 }
 
 static void put_rotor_shape(json_t *o, const ModelConfig *c) {
-    if (c->head == HEAD_AUTOENCODER) json_object_set_new(o, "rotor_head", json_string(HEAD_NAMES.names[HEAD_AUTOENCODER]));
+    if (c->head != HEAD_LM) put_name(o, "rotor_head", &HEAD_NAMES, c->head);
     if (c->head == HEAD_CLASSIFIER) {
-        json_object_set_new(o, "rotor_head", json_string(HEAD_NAMES.names[HEAD_CLASSIFIER]));
         json_object_set_new(o, "num_labels", json_integer(c->num_classes));
-        json_object_set_new(o, "rotor_pool", json_string(POOL_NAMES.names[c->pool]));
+        put_name(o, "rotor_pool", &POOL_NAMES, c->pool);
         if (c->pair != PAIR_NONE) {
-            json_object_set_new(o, "rotor_pair", json_string(PAIR_NAMES.names[c->pair]));
+            put_name(o, "rotor_pair", &PAIR_NAMES, c->pair);
             json_object_set_new(o, "rotor_pair_mlp", json_integer(c->pair_mlp));
         }
     }
     if (c->input == INPUT_LINEAR) {
-        json_object_set_new(o, "rotor_input", json_string(INPUT_NAMES.names[INPUT_LINEAR]));
+        put_name(o, "rotor_input", &INPUT_NAMES, c->input);
         json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
         if (c->input_offset != 0) json_object_set_new(o, "rotor_input_offset", json_real(c->input_offset));
     }
-    if (c->block != BLOCK_PRENORM) json_object_set_new(o, "rotor_block", json_string(BLOCK_NAMES.names[c->block]));
+    if (c->block != BLOCK_PRENORM) put_name(o, "rotor_block", &BLOCK_NAMES, c->block);
     if (c->dropout > 0) {
         json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
-        if (c->dropout_mask == DROPOUT_CHANNEL) json_object_set_new(o, "rotor_dropout_mask", json_string(DROPOUT_MASK_NAMES.names[DROPOUT_CHANNEL]));
+        if (c->dropout_mask != DROPOUT_ELEMENT) put_name(o, "rotor_dropout_mask", &DROPOUT_MASK_NAMES, c->dropout_mask);
     }
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
     if (family_reads_key(family_of(c->mixer), "orth_init"))
-        json_object_set_new(o, "rotor_orth_init", json_string(ORTH_INIT_NAMES.names[c->orth_init]));
+        put_name(o, "rotor_orth_init", &ORTH_INIT_NAMES, c->orth_init);
     if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §17) */
-        json_object_set_new(o, "rotor_nonlinearity", json_string(NONLINEARITY_NAMES.names[rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH]));
+        put_name(o, "rotor_nonlinearity", &NONLINEARITY_NAMES, rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH);
 }
 
 /* rotor's model of a family: model_type ROTOR_TYPE + fla's, architecture ROTOR_ARCH + fla's */
@@ -316,13 +322,13 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
         return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
     static const char *const P = "position_embedding.";
     int kind = 0;
-    if (read_choice(pe, P, "type", &PE_TYPES, &kind, e)) return -1;
+    if (read_choice(pe, P, "type", &FLA_PE_TYPES, &kind, e)) return -1;
     out->pe.kind = (PEKind)kind;
     if (kind == PE_ROPE) return read_fields(pe, P, ROPE, HF_COUNT(ROPE), out, e);
     if (kind != PE_SELECTIVE) return 0;
     int proj, act, temp;
-    if (read_choice(pe, P, "phi_parametrization", &PHI_PROJS, &proj, e) ||
-        read_choice(pe, P, "conv_act", &CONV_ACTS, &act, e) || read_choice(pe, P, "temp_type", &TEMP_TYPES, &temp, e) ||
+    if (read_choice(pe, P, "phi_parametrization", &FLA_PHI_PROJS, &proj, e) ||
+        read_choice(pe, P, "conv_act", &FLA_CONV_ACTS, &act, e) || read_choice(pe, P, "temp_type", &FLA_TEMP_TYPES, &temp, e) ||
         read_fields(pe, P, SELECTIVE, HF_COUNT(SELECTIVE), out, e) ||
         check_fixed(pe, P, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED), e))
         return -1;
