@@ -19,10 +19,11 @@ TASKS = [("mad_compression", "Compress"), ("mad_fuzzy_in_context_recall", "Fuzzy
          ("mad_noisy_in_context_recall", "Noisy Recall"), ("mad_selective_copying", "Selective Copy")]
 
 
-def scores(out):
+def scores(out, names=None):
     """(acc, best, score): every run's accuracies over seeds by (variant, task, setting, lr, wd);
     the best lr/wd point by (variant, task, setting) as (mean, lr, wd, seeds); and by
-    (variant, task) the best accuracy of each of its settings."""
+    (variant, task) the best accuracy of each of its settings. NAMES (TASK/SETTING/RUN), when
+    given, are the runs to read; the others in OUT are left out."""
     acc = defaultdict(list)
     for task, _ in TASKS:
         for setting in sorted(os.listdir(os.path.join(out, task))) if os.path.isdir(os.path.join(out, task)) else []:
@@ -30,7 +31,7 @@ def scores(out):
             for name in sorted(os.listdir(sdir)):
                 m = NAME.match(name)
                 path = os.path.join(sdir, name, "synth_results.json")
-                if m and os.path.isfile(path):
+                if m and os.path.isfile(path) and (names is None or f"{task}/{setting}/{name}" in names):
                     with open(path) as f:
                         res = json.load(f)
                     acc[(m["pe"], task, setting, float(m["lr"]), float(m["wd"]))].append(res["metrics"]["accuracy"])

@@ -17,7 +17,9 @@
 #   not hours later) and stop.
 # --out DIR: where runs, figure and table go (default runs/reproduce/EXPERIMENT/SCALE).
 #   A run that finished before (DIR/runs/NAME.done) is skipped: run the same command again
-#   to resume after an interruption. A run that fails is reported and the others go on.
+#   to resume after an interruption. A finished run whose settings have changed since (its
+#   command, its config's values or its --set keys) is run again, its old directory kept as
+#   NAME.superseded. A run that fails is reported and the others go on.
 # --launch CMD: put CMD before each training command, e.g. --launch "mpirun -np 8" for a
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
@@ -104,6 +106,14 @@ source "$EXPERIMENTS/$EXPERIMENT.sh"
 SEEDS=${SEEDS:-$(default_seeds)}
 export ROOT ROTOR SCALE SEEDS OUT
 
+# run_fingerprint COMMAND CONFIG SETS: what a run is (its command, its config's lines other
+# than comments, its sets), as NAME.done records it
+run_fingerprint() {
+    { printf '%s\n%s\n%s\n' "$1" "$2" "$3"; grep -v '^[[:space:]]*\([;#]\|$\)' "$ROOT/$2"; } |
+        sha256sum | cut -d' ' -f1
+}
+export -f run_fingerprint
+
 runs_file="$OUT/runs.tsv"
 runs | while IFS=$'\t' read -r name command config sets; do
     printf '%s\t%s\t%s\t%s\n' "$name" "$command" "$config" "$sets$EXTRA_SETS"
@@ -134,7 +144,8 @@ EOF
     fi
     local st=${tokens_of[$shape]} rate=${GPU_TOK_S:-0}
     if declare -F gpu_rate > /dev/null; then rate=$(gpu_rate "$name"); fi
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$command" "${st% *}" "${st#* }" "$rate"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$command" "${st% *}" "${st#* }" "$rate" \
+        "$(run_fingerprint "$command" "$config" "$sets")"
 }
 plan="$OUT/plan.tsv"
 : > "$plan"
@@ -151,7 +162,12 @@ plan, out, scale, exp, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4
 rows = [l.rstrip("\n").split("\t") for l in open(plan) if l.strip()]
 for r in rows:  # tokens of every rank
     r[3] = str(int(r[3]) * ranks)
-done = sum(os.path.exists(os.path.join(out, "runs", r[0] + ".done")) for r in rows)
+def finished(r):  # NAME.done holds the run's fingerprint: the same settings as planned now
+    try:
+        return open(os.path.join(out, "runs", r[0] + ".done")).read().strip() == r[5]
+    except OSError:
+        return False
+done = sum(finished(r) for r in rows)
 tokens = sum(int(r[3]) for r in rows)
 if ranks > 1:
     print(f"(each run on {ranks} data-parallel ranks: the configs' global batch assumes them)")
@@ -178,20 +194,29 @@ if [[ $STAGES == report ]]; then
 fi
 if declare -F prepare > /dev/null; then prepare; fi
 
-# One run: rotor COMMAND CONFIG with the run's sets; NAME.done marks it finished.
+# One run: rotor COMMAND CONFIG with the run's sets; NAME.done marks it finished and holds
+# its fingerprint.
 threads=1
 [[ $SCALE == cpu ]] && threads=$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))
 run_one() {
     local name=$1 command=$2 config=$3 sets=$4
-    local dir="$OUT/runs/$name" args=() s
-    [[ -f $dir.done ]] && return 0
+    local dir="$OUT/runs/$name" args=() s fingerprint
+    fingerprint=$(run_fingerprint "$command" "$config" "$sets")
+    if [[ -f $dir.done ]]; then
+        [[ $(< "$dir.done") == "$fingerprint" ]] && return 0
+        echo "== $name finished with other settings than now: run again (the old run: $name.superseded)"
+        rm -rf "$dir.superseded" "$dir.superseded.log"
+        mv "$dir" "$dir.superseded"
+        if [[ -f $dir.log ]]; then mv "$dir.log" "$dir.superseded.log"; fi
+        rm "$dir.done"
+    fi
     for s in $sets; do args+=(--set "$s"); done
     [[ $SCALE == cpu ]] && args+=(--set "run.threads=$threads")
     mkdir -p "$(dirname "$dir")"
     echo "== $name"
     # shellcheck disable=SC2086 # LAUNCH is a command line
     if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1; then
-        touch "$dir.done"
+        echo "$fingerprint" > "$dir.done"
     else
         echo "   $name failed: see $dir.log" >&2
         return 1

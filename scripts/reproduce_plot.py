@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mad_table  # noqa: E402
+from reproduce_runs import planned_finished  # noqa: E402
 
 NAME = re.compile(r"^(?:(?P<model>.+)__)?(?P<pe>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
 
@@ -79,15 +80,13 @@ LM_COLUMNS = [("lambada_openai", "perplexity", "LMB. ppl"), ("lambada_openai", "
 
 
 def finished(out):
-    """(name match, results) of every finished synth run in OUT/runs."""
+    """(name match, results) of every finished synth run of OUT's plan."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(out, "runs", "*", "synth_results.json"))):
-        m = NAME.match(os.path.basename(os.path.dirname(path)))
+    for name in planned_finished(out):
+        m = NAME.match(name)
         if m:
-            with open(path) as f:
+            with open(os.path.join(out, "runs", name, "synth_results.json")) as f:
                 runs.append((m, json.load(f)))
-    if not runs:
-        sys.exit(f"reproduce_plot.py: no finished runs under {out}/runs")
     return runs
 
 
@@ -196,7 +195,7 @@ def mqar_report(out, title):
 
 
 def mad_report(out, title):
-    _, _, score = mad_table.scores(os.path.join(out, "runs"))
+    _, _, score = mad_table.scores(os.path.join(out, "runs"), set(planned_finished(out)))
     variants = [v for v in PAPER_TABLE2 if any((v, t) in score for t, _ in mad_table.TASKS)]
     names = [n for _, n in mad_table.TASKS] + ["Average"]
     lines = [f"# {title}", "", "Cell: rotor's accuracy (%) / the paper's. rotor: the mean over the task's "
@@ -244,8 +243,7 @@ def final_val_loss(run_dir):
 
 def lm_report(out, rotor, eval_dir, limit, title):
     best = {}  # (family, pe) -> (val loss, run name)
-    for done in sorted(glob.glob(os.path.join(out, "runs", "*.done"))):
-        name = os.path.basename(done)[:-5]
+    for name in planned_finished(out):
         m = NAME.match(name)
         if not m:
             continue
@@ -253,8 +251,6 @@ def lm_report(out, rotor, eval_dir, limit, title):
         key = (m["model"], m["pe"])
         if key not in best or loss < best[key][0]:
             best[key] = (loss, name)
-    if not best:
-        sys.exit(f"reproduce_plot.py: no finished runs under {out}/runs")
     os.makedirs(os.path.join(out, "eval"), exist_ok=True)
     heads = [h for _, _, h in LM_COLUMNS] + ["Avg."]
     lines = [f"# {title}", "", f"Per model and position embedding the lr of the lowest final validation loss; "

@@ -31,6 +31,9 @@ import statistics
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reproduce_runs import planned_finished  # noqa: E402
+
 NAME = re.compile(r"^(?:(?P<model>.+)__)?(?P<variant>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
 
 # nnRNN Table 1 (test BPC; fixed # params ~1.32M, fixed # hidden units N = 1024) and Table 7
@@ -52,14 +55,12 @@ PAPER_ACCURACY = {
 
 
 def runs(out):
-    """{(model, variant): [run_dir, ...]} of the finished runs."""
+    """{(model, variant): [run_dir, ...]} of the finished runs of the plan."""
     groups = defaultdict(list)
-    for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
-        m = NAME.match(os.path.basename(d))
-        if m and os.path.isdir(d) and os.path.exists(d + ".done"):
-            groups[(m["model"] or "", m["variant"])].append(d)
-    if not groups:
-        sys.exit(f"rnnpaper_report: no finished runs in {out}/runs")
+    for name in planned_finished(out):
+        m = NAME.match(name)
+        if m:
+            groups[(m["model"] or "", m["variant"])].append(os.path.join(out, "runs", name))
     return groups
 
 
@@ -187,7 +188,6 @@ def speech_report(out):
 
 
 def fig3_report(out):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import plot_recurrent
     g = runs(out)
     args = [f"{model} {variant}={d}" for (model, variant), dirs in sorted(g.items()) for d in dirs]
@@ -257,7 +257,6 @@ def schur_stats(t):
 
 
 def schur_report(out):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

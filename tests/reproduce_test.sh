@@ -2,7 +2,8 @@
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
 # before anything trains; a tiny fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
-# with one row per variant and model; running it again trains nothing; --report-only trains
+# with one row per variant and model; running it again trains nothing, and with a changed
+# setting trains every run again; --report-only reads only the runs of its plan, trains
 # nothing and --train-only draws nothing; rotrnn-table2 refuses a
 # missing dataset and runs on a synthetic one; a run stopped by a
 # signal (rotor synth exits 1 without evaluating) is not counted as finished.
@@ -46,10 +47,22 @@ n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
 repro fig8-s2 "${tiny[@]}" > "$out/again.log" 2>&1 || fail "the second fig8-s2"
 grep -q "6 runs (6 done before)" "$out/again.log" || fail "the second sweep does not see the finished runs"
 ! grep -q "^== " "$out/again.log" || fail "the second sweep trained again"
+# a finished run whose settings changed is run again, its old directory kept beside it
+repro fig8-s2 "${tiny[@]}" --set train.log_every=7 > "$out/changed.log" 2>&1 || fail "the changed fig8-s2"
+grep -q "6 runs (0 done before)" "$out/changed.log" || fail "the changed sweep counts its runs done: $(grep runs "$out/changed.log")"
+n=$(grep -c "finished with other settings than now" "$out/changed.log")
+[ "$n" = 6 ] || fail "$n changed runs were run again, not 6"
+n=$(ls -d "$out"/s2/runs/*.superseded 2>/dev/null | wc -l)
+[ "$n" = 6 ] || fail "$n superseded run directories kept, not 6"
 
 # --report-only draws from the finished runs and trains nothing; --train-only draws nothing
 rm -f "$out/s2/figure.png" "$out/s2/table.md"
-repro fig8-s2 "${tiny[@]}" --report-only > "$out/report.log" 2>&1 || fail "--report-only: $(tail -2 "$out/report.log")"
+if repro fig8-s2 "${tiny[@]}" --report-only > "$out/stale.log" 2>&1; then
+    fail "--report-only drew the runs of other settings than its plan's"
+fi
+grep -q "no finished runs of .*plan.tsv" "$out/stale.log" || fail "the stale report's error: $(tail -1 "$out/stale.log")"
+repro fig8-s2 "${tiny[@]}" --set train.log_every=7 --report-only > "$out/report.log" 2>&1 ||
+    fail "--report-only: $(tail -2 "$out/report.log")"
 [ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.png" ] || fail "--report-only drew no figure or table"
 ! grep -q "^== " "$out/report.log" || fail "--report-only trained"
 repro fig8-s2 --seeds 1 --out "$out/s2t" --set train.steps=5 --set train.val_every=0 --set task.test_examples=16 \
