@@ -1,6 +1,8 @@
 /* RotRNN's orthogonal bases (docs/models.md §14): P_h = expm(S_h), S_h = M_h - M_h^T, and the
  * gradient at M through the Frechet derivative of expm. Computed in fp64 whatever `real` is
- * (the matrices are small and made once per pass); the work argument is for the CUDA kernels.
+ * (the matrices are made once per pass); the work argument is for the CUDA kernels. The
+ * products are BLAS's: n = 256 for an exprnn / nnrnn layer of that width. The heads run in
+ * parallel when there are several (RotRNN), a single matrix on BLAS's threads.
  *
  * expm by scaling and squaring: s squarings with ||S||_1 / 2^s <= 1/2, then the Taylor series
  * of degree 12 by Horner's rule (remainder below 1e-14 relative).
@@ -9,6 +11,7 @@
  * L(S^T, .), so dS = L(S^T, dP) = L(-S, dP), and dM = dS - dS^T. L(X, E) is the upper right
  * block of expm([[X, E], [0, X]]); block matrices [[A, L], [0, A]] are kept as pairs (A, L),
  * multiplied as (A, L)(B, K) = (AB, AK + LB), through the same Horner steps and squarings. */
+#include <cblas.h>
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -18,14 +21,7 @@
 
 /* C = A B, n x n. */
 static void mm(double *C, const double *A, const double *B, int n) {
-    for (int i = 0; i < n; i++) {
-        double *c = C + (size_t)i * n;
-        memset(c, 0, sizeof(double) * (size_t)n);
-        for (int k = 0; k < n; k++) {
-            double a = A[(size_t)i * n + k];
-            for (int j = 0; j < n; j++) c[j] += a * B[(size_t)k * n + j];
-        }
-    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, A, n, B, n, 0, C, n);
 }
 
 /* Squarings s with ||X||_1 / 2^s <= 1/2 (||.||_1 the largest column sum of |X|). */
@@ -79,7 +75,7 @@ void cpu_orth_expm_fwd(void *P_, const void *M_, void *work, int H, int n) {
     real *P = P_;
     const real *M = M_;
     size_t nn = (size_t)n * n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (H > 1)
     for (int h = 0; h < H; h++) {
         double *buf = rt_malloc(sizeof(double) * 6 * nn), *X = buf, *A = buf + nn;
         const real *m = M + h * nn;
@@ -96,7 +92,7 @@ void cpu_orth_expm_bwd(void *dM_, const void *dP_, const void *M_, void *work, i
     real *dM = dM_;
     const real *dP = dP_, *M = M_;
     size_t nn = (size_t)n * n;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (H > 1)
     for (int h = 0; h < H; h++) {
         double *buf = rt_malloc(sizeof(double) * 8 * nn), *X = buf, *E = buf + nn;
         double *A = buf + 2 * nn, *L = buf + 3 * nn;
