@@ -18,8 +18,8 @@
 # --out DIR: where runs, figure and table go (default runs/reproduce/EXPERIMENT/SCALE).
 #   A run that finished before (DIR/runs/NAME.done) is skipped: run the same command again
 #   to resume after an interruption. A finished run whose settings have changed since (its
-#   command, its config's values or its --set keys) is run again, its old directory kept as
-#   NAME.superseded. A run that fails is reported and the others go on.
+#   command, its config's values or its keys other than run.*) is run again, its old
+#   directory kept as NAME.superseded. A run that fails is reported and the others go on.
 # --launch CMD: put CMD before each training command, e.g. --launch "mpirun -np 8" for a
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
@@ -106,11 +106,16 @@ source "$EXPERIMENTS/$EXPERIMENT.sh"
 SEEDS=${SEEDS:-$(default_seeds)}
 export ROOT ROTOR SCALE SEEDS OUT
 
-# run_fingerprint COMMAND CONFIG SETS: what a run is (its command, its config's lines other
-# than comments, its sets), as NAME.done records it
+# run_fingerprint COMMAND CONFIG SETS: what a run is, as NAME.done records it: its command,
+# its config's lines other than comments and its sets other than run.* (where and how it
+# runs, e.g. the run.device=cuda of a sweep trained on a lent GPU and drawn here)
 run_fingerprint() {
-    { printf '%s\n%s\n%s\n' "$1" "$2" "$3"; grep -v '^[[:space:]]*\([;#]\|$\)' "$ROOT/$2"; } |
-        sha256sum | cut -d' ' -f1
+    local s
+    {
+        printf '%s\n%s\n' "$1" "$2"
+        for s in $3; do [[ $s == run.* ]] || echo "$s"; done
+        grep -v '^[[:space:]]*\([;#]\|$\)' "$ROOT/$2"
+    } | sha256sum | cut -d' ' -f1
 }
 export -f run_fingerprint
 
