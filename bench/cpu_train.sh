@@ -13,10 +13,12 @@
 #   torch-compile  environment build/bench-venv, made here on first use; the same with the
 #                  model through torch.compile (compiled by the warm-up steps)
 # A side that cannot run here (no Debian torch, no network for the venv) is reported skipped.
-# Configs (--configs, comma-separated): the tiny configs' families at d = 256, 4 layers,
-# 4 heads, vocabulary 4096, 4 rows of 512 tokens (gla-selective, gdn-selective, fox-selective,
-# gla-nope, fox-pro-selective-pg-bias), and mid-gla / mid-gdn / mid-fox: the same families at
-# d = 512, 8 layers, 1 row of 2048. Default: the five tiny ones and mid-gla.
+# Configs (--configs, comma-separated): any config of configs/tiny/ by its name, at d = 256,
+# 4 layers, 4 heads (for the families that have heads), vocabulary 4096, 4 rows of 512 tokens,
+# and mid-gla / mid-gdn / mid-fox: those families at d = 512, 8 layers, 8 heads, 1 row of 2048.
+# Default: gla-selective, gdn-selective, fox-selective, gla-nope, fox-pro-selective-pg-bias and
+# mid-gla; `families`: one tiny config of every family (the Selective RoPE variant where a
+# family has position embeddings).
 # Each round runs every config on every side in turn (the first side rotates per round), so
 # a load that comes and goes falls on all sides; the table gives min / median / max tok/s
 # over the rounds and rotor's median over each side's. The machine (CPU, ISA, the BLAS
@@ -26,6 +28,8 @@ cd "$(dirname "$0")/.."
 rounds=3 steps=8 threads=$(nproc) out=
 sides=rotor,torch-debian,torch-eager,torch-compile
 configs=gla-selective,gdn-selective,fox-selective,gla-nope,fox-pro-selective-pg-bias,mid-gla
+families=gla-selective,gdn-selective,fox-selective,fox-pro-selective,transformer-selective,deltanet-selective
+families+=,mamba2,lru,rotrnn,rnn,rnn_orth,lstm,nnrnn,exprnn,eurnn
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -42,6 +46,7 @@ out=${out:-$(mktemp -d)}
 mkdir -p "$out"
 : >"$out/results.jsonl"
 IFS=, read -r -a side_list <<<"$sides"
+[ "$configs" = families ] && configs=$families
 IFS=, read -r -a config_list <<<"$configs"
 
 # ---- the sides' interpreters
@@ -66,15 +71,19 @@ done
 
 # ---- the configs' keys
 config_sets() { # prints the config file and its --set arguments, one per line
-  local name=$1 fam
+  local name=$1 fam heads file
   case "$name" in
-    mid-*) fam=${name#mid-}-selective
-      printf '%s\n' "configs/tiny/$fam.ini" model.hidden_size=512 model.num_layers=8 model.num_heads=8 \
-        train.seq_len=2048 train.micro_batch=1 ;;
-    *) fam=$name
-      printf '%s\n' "configs/tiny/$fam.ini" model.hidden_size=256 model.num_layers=4 model.num_heads=4 \
-        train.seq_len=512 train.micro_batch=4 ;;
+    mid-*) fam=${name#mid-}-selective heads=8
+      file=configs/tiny/$fam.ini
+      printf '%s\n' "$file" model.hidden_size=512 model.num_layers=8 train.seq_len=2048 train.micro_batch=1 ;;
+    *) fam=$name heads=4
+      file=configs/tiny/$fam.ini
+      printf '%s\n' "$file" model.hidden_size=256 model.num_layers=4 train.seq_len=512 train.micro_batch=4 ;;
   esac
+  # heads for the families that read model.num_heads (rotor's effective config lists the keys a
+  # family reads)
+  if [ -f "$file" ] && build/rotor info "$file" --write-config "$out/effective.ini" >/dev/null &&
+     grep -q '^num_heads = ' "$out/effective.ini"; then echo "model.num_heads=$heads"; fi
   [[ $fam == gdn-* ]] && echo model.key_head_dim=64
   printf '%s\n' model.vocab_size=4096 "run.threads=$threads"
 }

@@ -179,18 +179,63 @@ def fox_parallel(q, k, v, log_f, start=None, block=256):
     return torch.cat(outs, 2).transpose(1, 2)
 
 
-def cdiag_conv(b, loga, angle, start=None):
-    """The LRU / RotRNN scan (docs/models.md §13, §14) in its convolution form: per complex
-    channel, h_t = sum_{s <= t, same document} lambda^(t-s) b_s with lambda = exp(loga + i angle),
-    as one T x T product (the scan unrolled, not run). b complex [B, T, C]; loga, angle [C]."""
-    T = b.shape[1]
-    t = torch.arange(T, device=b.device)
-    lag = (t[:, None] - t[None, :]).to(loga.dtype)  # [T, T]
-    causal = lag >= 0
-    kern = torch.exp(lag.clamp_min(0)[..., None] * torch.complex(loga, angle))  # [T, T, C]
-    mask = causal.expand(b.shape[0], T, T)
+def ssd_chunk(x, dt, A, Bm, Cm, start=None, chunk=64):
+    """Chunked Mamba2 SSD (docs/models.md §10), Mamba2's own chunked form: per head
+    h_t = e^{dt_t A} h_{t-1} + (dt_t x_t)^T B_t, y_t = h_t C_t. Inside a chunk with inclusive
+    log decays G (G_t = sum dt A), y = ((C B^T) o e^{G_i - G_j})_{j<=i} (dt x) + e^G C h0; the
+    state leaving it is e^{G_C} h0 + (dt x e^{G_C - G})^T B. x [B,T,H,P], dt [B,T,H], A [H],
+    Bm and Cm [B,T,H,N]."""
+    Bsz, T, H, P = x.shape
+    N = math.ceil(T / chunk)
+    xd, Bc, Cc = (_chunk(t, N, chunk) for t in (x * dt[..., None], Bm, Cm))  # [B,H,N,C,*]
+    G = _chunk((dt * A)[..., None], N, chunk)[..., 0].cumsum(-1)  # [B,H,N,C]
+    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=x.device).tril()
+    L = torch.exp((G[..., :, None] - G[..., None, :]).masked_fill(~tril, NEG_INF))
+    gam = torch.exp(G)
+    x_dec = xd * torch.exp(G[..., -1:] - G)[..., None]  # the inputs decayed to the chunk end
+    decay = torch.exp(G[..., -1])  # [B,H,N]
     if start is not None:
-        doc = start.long().cumsum(1)
-        mask = mask & (doc[:, :, None] == doc[:, None, :])
-    kern = kern[None] * mask[..., None].to(kern.dtype)
-    return torch.einsum("btsc,bsc->btc", kern, b)
+        same, first, last, keep = _doc_masks(start, N, chunk)
+        L = L * same
+        gam = gam * first
+        x_dec = x_dec * last[..., None]
+        decay = decay * keep
+    y = ((Cc @ Bc.transpose(-1, -2)) * L) @ xd
+    hx = x_dec.transpose(-1, -2) @ Bc  # [B,H,N,P,N]: each chunk's own contribution to the state
+    state = x.new_zeros(Bsz, H, P, Bm.shape[-1])
+    states = []
+    for dec_n, hx_n in zip(decay.unbind(2), hx.unbind(2)):
+        states.append(state)
+        state = dec_n[..., None, None] * state + hx_n
+    y = y + (Cc * gam[..., None]) @ torch.stack(states, 2).transpose(-1, -2)
+    return y.reshape(Bsz, H, N * chunk, P)[:, :, :T].transpose(1, 2)
+
+
+def cdiag_chunk(b, loga, angle, start=None, chunk=32):
+    """The LRU / RotRNN scan (docs/models.md §13, §14) chunked: per complex channel
+    h_t = lambda h_{t-1} + b_t with lambda = exp(loga + i angle), zeroed at document starts.
+    Inside a chunk, h_i = sum_{j<=i, same document} lambda^(i-j) b_j + lambda^(i+1) h0 (h0 the
+    state entering it, reaching i when no document starts before i in the chunk); the chunks'
+    entering states by a loop over chunks. b complex [B, T, C]; loga, angle [C]."""
+    Bsz, T, Ch = b.shape
+    N = math.ceil(T / chunk)
+    bc = _chunk(b[:, :, None], N, chunk)[:, 0]  # [B,N,L,C]
+    lam = torch.complex(loga, angle)
+    i = torch.arange(chunk, device=b.device)
+    lag = i[:, None] - i[None, :]
+    kern = torch.exp(lag.clamp_min(0).to(loga.dtype)[..., None] * lam) * (lag >= 0)[..., None]  # [L,L,C]
+    reach = torch.exp((i + 1).to(loga.dtype)[:, None] * lam)  # lambda^(i+1) [L,C]
+    if start is None:
+        y = torch.einsum("ijc,bnjc->bnic", kern, bc)
+        reach = reach.expand(Bsz, N, chunk, Ch)
+    else:
+        same, first, _, _ = _doc_masks(start, N, chunk)
+        y = torch.einsum("bnij,ijc,bnjc->bnic", same[:, 0].to(kern.dtype), kern, bc)
+        reach = reach * first[:, 0, ..., None]
+    h = b.new_zeros(Bsz, Ch)
+    outs = []
+    for y_n, reach_n in zip(y.unbind(1), reach.unbind(1)):  # y_n [B,L,C]
+        y_n = y_n + reach_n * h[:, None]
+        outs.append(y_n)
+        h = y_n[:, -1]
+    return torch.cat(outs, 1)[:, :T]

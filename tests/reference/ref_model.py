@@ -656,7 +656,8 @@ class Mamba2Mixer(nn.Module):
         xs = xs.view(Bsz, T, H, P)
         Bm = Bm.view(Bsz, T, G, N).repeat_interleave(H // G, 2)
         Cm = Cm.view(Bsz, T, G, N).repeat_interleave(H // G, 2)
-        y = ssd_naive(xs, dt, -torch.exp(self.A_log), Bm, Cm, docs.start) + self.D[:, None] * xs
+        ssd = ssd_naive if naive else ref_fast.ssd_chunk
+        y = ssd(xs, dt, -torch.exp(self.A_log), Bm, Cm, docs.start) + self.D[:, None] * xs
         u = (y.reshape(Bsz, T, I) * F.silu(z)).view(Bsz, T, G, I // G)
         u = u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.out_proj(u.reshape(Bsz, T, I) * self.norm.weight)
@@ -682,7 +683,7 @@ class LRUMixer(nn.Module):
         Bc = torch.complex(self.B_re, self.B_im) * torch.exp(self.gamma_log)[:, None]
         b = torch.einsum("nd,btd->btn", Bc, x.to(Bc.dtype))
         loga, angle = -torch.exp(self.nu_log), torch.exp(self.theta_log)
-        scan = cdiag_naive if naive else ref_fast.cdiag_conv
+        scan = cdiag_naive if naive else ref_fast.cdiag_chunk
         h = scan(b, loga, angle, docs.start)
         y = torch.einsum("dn,btn->btd", torch.complex(self.C_re, self.C_im), h).real + self.D * x
         if self.bidirectional:  # g_t = lambda g_{t+1} + b_t from each segment's last token
@@ -730,7 +731,7 @@ class RotRNNMixer(nn.Module):
             zin = xi[:, None] * torch.einsum("hji,hjd,btd->bthi", P, self.B, u)  # xi P^T B u
             zin = zin.reshape(Bsz, T, H * n // 2, 2)
             loga = torch.log(gamma)[:, None].expand(H, n // 2).reshape(-1)
-            z = ref_fast.cdiag_conv(torch.complex(zin[..., 0], zin[..., 1]), loga, self.theta.reshape(-1),
+            z = ref_fast.cdiag_chunk(torch.complex(zin[..., 0], zin[..., 1]), loga, self.theta.reshape(-1),
                                     docs.start)
             z = torch.stack([z.real, z.imag], -1).view(Bsz, T, H, n)
             x = torch.einsum("hij,bthj->bthi", P, z)

@@ -264,6 +264,9 @@ def tiny_config(mixer, pe, doc_mask=True, variant=0):
     elif mixer == "rotrnn":  # docs/models.md §14; variant: one head or two
         cfg.update(model_type="rotrnn", state_size=8, num_heads=1 + variant % 2, gamma_min=0.9, gamma_max=0.999,
                    max_phase=6.28)
+    elif mixer == "mamba2":  # docs/models.md §10; variant: one group or two
+        cfg.update(model_type="mamba2", expand=2, head_dim=8, state_size=8, n_groups=1 + variant % 2,
+                   use_conv_bias=bool(variant % 2))
     elif mixer == "deltanet":
         cfg.update(model_type="delta_net", expand_k=1, expand_v=1, use_short_conv=not variant % 2,
                    use_gate=bool(variant % 2), conv_size=4, use_beta=True, use_output_norm=True, qk_norm="l2",
@@ -334,6 +337,15 @@ def selftest_cores(t):
         _compare_cores(t, "gateless attention parallel vs explicit" + sfx,
                        lambda *a: rm.fox_naive(*a, None, start),
                        lambda *a: ref_fast.fox_parallel(*a, None, start), [q, k, rn(B, T, H, K)])
+        dt = torch.nn.functional.softplus(rn(B, T, H)) * 0.02  # decays near 0.98 a step: states
+        A = -torch.exp(rn(H) * 0.3)  # carried over a whole chunk still weigh
+        _compare_cores(t, "mamba2 ssd chunk vs recurrent" + sfx, lambda *a: rm.ssd_naive(*a, start),
+                       lambda *a: ref_fast.ssd_chunk(*a, start), [v, dt, A, rn(B, T, H, K), rn(B, T, H, K)])
+        C = H * K  # complex channels with decays from 0.99 to 0.25 a step and any phase
+        b = torch.complex(rn(B, T, C), rn(B, T, C))
+        _compare_cores(t, "lru/rotrnn scan chunk vs recurrent" + sfx, lambda *a: rm.cdiag_naive(*a, start),
+                       lambda *a: ref_fast.cdiag_chunk(*a, start),
+                       [b, -torch.rand(C, generator=gen, dtype=torch.float64) * 1.4 - 0.01, rn(C) * 3])
 
     # log-space chunked GLA stays finite in float32 with extreme decays (exp(-30 * 64) underflows safely)
     q, k, v = (torch.randn(1, 128, 1, 8, generator=gen) for _ in range(3))
@@ -366,12 +378,12 @@ def selftest_models(t):
         for i, (pe_name, pe) in enumerate(PES.items()):
             cfg = tiny_config(mixer, pe, doc_mask=bool(i % 2 == 0), variant=i)
             naive_vs_fast(cfg, f"model {mixer}/{pe_name} doc_mask={cfg['doc_mask']} variant={i % 2} fast vs naive")
-    # LRU and RotRNN (NoPE only): the recurrences against their convolution forms (RotRNN's naive
-    # form runs in the state's own basis, the convolution in the basis of P)
-    for mixer in ("lru", "rotrnn"):
+    # Mamba2, LRU and RotRNN (NoPE only): the recurrences against their chunked forms (RotRNN's
+    # naive form runs in the state's own basis, the chunked scan in the basis of P)
+    for mixer in ("mamba2", "lru", "rotrnn"):
         for i in range(4):
             cfg = tiny_config(mixer, PES["nope"], doc_mask=bool(i // 2), variant=i)
-            naive_vs_fast(cfg, f"model {mixer} doc_mask={cfg['doc_mask']} variant={i % 2} convolution vs recurrence")
+            naive_vs_fast(cfg, f"model {mixer} doc_mask={cfg['doc_mask']} variant={i % 2} chunked vs recurrence")
 
 
 def selftest_properties(t):
