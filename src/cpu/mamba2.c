@@ -5,6 +5,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
+#include "util/error.h"
 
 void cpu_head_scale_fwd(void *y_, const void *x_, const void *s_, int64_t N, int H, int D) {
     real *y = y_;
@@ -33,31 +34,41 @@ void cpu_head_skip_fwd(void *y_, const void *x_, const void *Dp_, int64_t N, int
     real *y = y_;
     const real *x = x_, *Dp = Dp_;
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < N * H; r++)
-        for (int d = 0; d < D; d++) y[r * D + d] += Dp[r % H] * x[r * D + d];
+    for (int64_t n = 0; n < N; n++)
+        for (int h = 0; h < H; h++) {
+            int64_t r = (n * H + h) * (int64_t)D;
+            for (int d = 0; d < D; d++) y[r + d] += Dp[h] * x[r + d];
+        }
 }
 
+/* One pass over the rows (not one a head: the LRU has d heads of one channel). Each thread
+ * sums every head's d Dp over its rows into its own row of partials, added in thread order
+ * as par_sum does. */
 void cpu_head_skip_bwd(void *dx_, void *dDp_, const void *dy_, const void *x_, const void *Dp_,
                        int64_t N, int H, int D) {
     real *dx = dx_, *dDp = dDp_;
     const real *dy = dy_, *x = x_, *Dp = Dp_;
-    for (int h = 0; h < H; h++) {
-        double *part = par_partials();
+    int T = par_max_threads();
+    double *part = rt_calloc((size_t)T * H, sizeof(double));
 #pragma omp parallel
-        {
-            double acc = 0;
+    {
+        double *acc = part + (size_t)par_thread() * H;
 #pragma omp for schedule(static)
-            for (int64_t n = 0; n < N; n++) {
+        for (int64_t n = 0; n < N; n++)
+            for (int h = 0; h < H; h++) {
                 int64_t r = (n * H + h) * (int64_t)D;
                 for (int d = 0; d < D; d++) {
                     dx[r + d] += Dp[h] * dy[r + d];
-                    acc += (double)(dy[r + d] * x[r + d]);
+                    acc[h] += (double)(dy[r + d] * x[r + d]);
                 }
             }
-            part[par_thread()] = acc;
-        }
-        dDp[h] += (real)par_sum(part);
     }
+    for (int h = 0; h < H; h++) {
+        double total = 0;
+        for (int t = 0; t < T; t++) total += part[(size_t)t * H + h];
+        dDp[h] += (real)total;
+    }
+    rt_free(part);
 }
 
 /* row (n, h) of out is row (n, h / (H / G)) of src */
