@@ -161,18 +161,15 @@ while IFS=$'\t' read -r name command config sets; do
 done < "$runs_file"
 ranks=1
 [[ $SCALE == paper ]] && ranks=${RANKS:-1}
-python3 - "$plan" "$OUT" "$SCALE" "$EXPERIMENT" "$ranks" <<'EOF'
+python3 - "$plan" "$OUT" "$SCALE" "$EXPERIMENT" "$ranks" "$ROOT/scripts" <<'EOF'
 import os, sys
 plan, out, scale, exp, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+sys.path.insert(0, sys.argv[6])
+from reproduce_runs import finished_runs
 rows = [l.rstrip("\n").split("\t") for l in open(plan) if l.strip()]
 for r in rows:  # tokens of every rank
     r[3] = str(int(r[3]) * ranks)
-def finished(r):  # NAME.done holds the run's fingerprint: the same settings as planned now
-    try:
-        return open(os.path.join(out, "runs", r[0] + ".done")).read().strip() == r[5]
-    except OSError:
-        return False
-done = sum(finished(r) for r in rows)
+done = len(finished_runs(out))
 tokens = sum(int(r[3]) for r in rows)
 if ranks > 1:
     print(f"(each run on {ranks} data-parallel ranks: the configs' global batch assumes them)")
@@ -211,7 +208,7 @@ run_one() {
         [[ $(< "$dir.done") == "$fingerprint" ]] && return 0
         echo "== $name finished with other settings than now: run again (the old run: $name.superseded)"
         rm -rf "$dir.superseded" "$dir.superseded.log"
-        mv "$dir" "$dir.superseded"
+        if [[ -d $dir ]]; then mv "$dir" "$dir.superseded"; fi
         if [[ -f $dir.log ]]; then mv "$dir.log" "$dir.superseded.log"; fi
         rm "$dir.done"
     fi

@@ -4,7 +4,7 @@ import os
 import sys
 
 
-def planned_finished(out):
+def finished_runs(out):
     """The names of the runs of OUT's plan (OUT/plan.tsv) that finished with the plan's
     settings: OUT/runs/NAME.done holds the fingerprint plan.tsv gives the run (its sixth
     column). Runs of an earlier plan left in OUT/runs (another lr grid, changed settings)
@@ -19,6 +19,12 @@ def planned_finished(out):
                         names.append(cols[0])
             except OSError:
                 pass
+    return names
+
+
+def planned_finished(out):
+    """finished_runs(OUT) for a report: none is an error."""
+    names = finished_runs(out)
     if not names:
         sys.exit(f"no finished runs of {out}/plan.tsv")
     return names
