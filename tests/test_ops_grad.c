@@ -1404,8 +1404,9 @@ static const OpDef HEAD_MATMUL = {.size = sizeof(HeadMatmul), .build = head_matm
  * invisible to the check. Mixer gradients are checked by token rows (Spec.rowlen). */
 #define WEAK_DECAY UNIFORM(-0.05, -0.002)
 
-/* GLA with a log decay per key channel, or one per head (Mamba2's SSD, scale 1); Gated
- * DeltaNet, or with g absent the ungated delta rule (DeltaNet). */
+/* GLA with a log decay per key channel, or one per head (Mamba2's SSD, which passes scale 1;
+ * tested with another so that the scale's place in its kernel counts); Gated DeltaNet, or with
+ * g absent the ungated delta rule (DeltaNet). */
 typedef struct {
     Op o;
     Tensor *q, *k, *v, *g, *beta, *out;
@@ -1440,7 +1441,7 @@ static LinAttnGrads lin_attn_grads(LinAttn *m) {
 static void gla_build(Op *o) {
     LinAttn *m = (LinAttn *)o;
     int per_head = o->v->per_head;
-    lin_attn_build(o, per_head ? 1.0 : 1.0 / sqrt(8.0));
+    lin_attn_build(o, per_head ? 0.5 : 1.0 / sqrt(8.0));
     int64_t row = per_head ? m->H : m->H * m->K;
     m->g = by_rows(input(o, "g", o->s->ntok * row, WEAK_DECAY, GRAD_SET), row);
 }

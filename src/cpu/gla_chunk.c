@@ -15,7 +15,8 @@
  * d B_t[i] = q_t[i] dq_t[i] - k_t[i] dk_t[i] (every term depends on B only through
  * e^{B_t - B_s} times q_t k_s), so d log alpha = reverse cumsum over the segment.
  * With g_per_head (Mamba2, docs/models.md §10) one log decay per head serves every key
- * channel, and its gradient is the sum of the channels' gradients.
+ * channel, its gradient the sum of the channels' gradients; the chunk's pieces are then
+ * scalar per row and the chunk is computed whole (chunk_fwd_scalar below).
  */
 #include <string.h>
 
@@ -75,7 +76,7 @@ static void load_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
     for (int t = 0; t < c->len; t++) {
         int64_t n = c->first + t;
         for (int i = 0; i < K; i++) {
-            real gi = a->g_per_head ? g[n * H + h] : g[(n * H + h) * (int64_t)K + i];
+            real gi = g[(n * H + h) * (int64_t)K + i];
             w->B[t * K + i] = gi + (t ? w->B[(t - 1) * K + i] : 0);
             w->Al[t * K + i] = exp(gi);
         }
@@ -265,8 +266,107 @@ static void segment_dg(const LinAttnGrads *gr, int seg, int h) {
     }
 }
 
+/* With one log decay per head (g_per_head: Mamba2's SSD, docs/models.md §10) every factor is
+ * a scalar of the row: A = (Q K^T) o M with M_ts = e^{b_t - b_s} for s <= t (exponents <= 0),
+ * the whole chunk by GEMMs with no secondary chunking, reading q, k, v, dout and writing o,
+ * dq, dk, dv in place (rows of head h: stride H K or H V), the scale in the GEMMs' alpha.
+ * b = in-chunk cumsum of the head's g (in B's first len entries). */
+typedef struct {
+    const real *q, *k, *v, *b; /* the chunk's first row of head h; b */
+    const real *eb, *ebl;      /* e^{b_t}, e^{b_last - b_t} */
+    int lk, lv;                /* row strides: H K, H V */
+    real scale, bl;            /* q's scale; b_last */
+} ScalarChunk;
+
+static ScalarChunk scalar_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, int h) {
+    const real *g = a->g;
+    real acc = 0, *eb = w->E, *ebl = w->E + CHUNK_SIZE;
+    int L = c->len;
+    for (int t = 0; t < L; t++) w->B[t] = acc += g[(c->first + t) * a->H + h];
+#pragma omp simd
+    for (int t = 0; t < L; t++) {
+        eb[t] = exp(w->B[t]);
+        ebl[t] = exp(acc - w->B[t]);
+    }
+    int64_t row = c->first * a->H + h;
+    return (ScalarChunk){.q = (const real *)a->q + row * a->K, .k = (const real *)a->k + row * a->K,
+                         .v = (const real *)a->v + row * a->V, .b = w->B, .eb = eb, .ebl = ebl,
+                         .lk = a->H * a->K, .lv = a->H * a->V, .scale = (real)a->scale, .bl = acc};
+}
+
+/* out[t] = f e[t] x[t] (rows of stride lx, lo) */
+static void rows_times(real *out, int lo, const real *x, int lx, const real *e, real f, int L, int D) {
+    for (int t = 0; t < L; t++) {
+        real et = f * e[t];
+#pragma omp simd
+        for (int i = 0; i < D; i++) out[t * lo + i] = x[t * lx + i] * et;
+    }
+}
+
+/* X[t][s] *= e^{b_t - b_s} for s <= t < L, 0 for s > t (rows of stride CHUNK_SIZE; whole
+ * rows with a select, so that no exp runs outside the vector loop) */
+static void decay_mask(real *X, const real *b, int L) {
+    for (int t = 0; t < L; t++) {
+        real *row = X + t * CHUNK_SIZE, bt = b[t];
+#pragma omp simd
+        for (int s = 0; s < L; s++) {
+            real f = exp(s <= t ? bt - b[s] : 0);
+            row[s] = s <= t ? row[s] * f : 0;
+        }
+    }
+}
+
+static void chunk_fwd_scalar(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
+    Work *w = work;
+    int K = a->K, V = a->V, L = c->len;
+    ScalarChunk x = scalar_chunk(w, a, c, h);
+    real *o = (real *)a->o + (c->first * a->H + h) * V;
+    /* o = (Q e^b) S + A V */
+    rows_times(w->T1, K, x.q, x.lk, x.eb, x.scale, L, K);
+    gemm(0, 0, L, V, K, 1, w->T1, K, S, V, 0, o, x.lv);
+    gemm(0, 1, L, L, K, x.scale, x.q, x.lk, x.k, x.lk, 0, w->A, CHUNK_SIZE);
+    decay_mask(w->A, x.b, L);
+    gemm(0, 0, L, V, L, 1, w->A, CHUNK_SIZE, x.v, x.lv, 1, o, x.lv);
+    /* S = e^{b_last} S + (K e^{b_last - b})^T V */
+    real d = exp(x.bl);
+    for (int i = 0; i < K * V; i++) S[i] *= d;
+    rows_times(w->T1, K, x.k, x.lk, x.ebl, 1, L, K);
+    gemm(1, 0, K, V, L, 1, w->T1, K, x.v, x.lv, 1, S, V);
+}
+
+/* With Dm = (dO V^T) o M: dQ = e^b (dO S0^T) + Dm K, dK = e^{b_last - b} (V dS^T) + Dm^T Q,
+ * dV = A^T dO + (K e^{b_last - b}) dS, then dS <- e^{b_last} dS + (Q e^b)^T dO. */
+static void chunk_bwd_scalar(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+    Work *w = work;
+    const LinAttnArgs *a = &gr->a;
+    int K = a->K, V = a->V, L = c->len;
+    ScalarChunk x = scalar_chunk(w, a, c, h);
+    int64_t row = c->first * a->H + h;
+    const real *dO = (const real *)gr->dout + row * V;
+    real *dq = (real *)gr->dq + row * K, *dk = (real *)gr->dk + row * K, *dv = (real *)gr->dv + row * V;
+    gemm(0, 1, L, L, K, x.scale, x.q, x.lk, x.k, x.lk, 0, w->A, CHUNK_SIZE);
+    decay_mask(w->A, x.b, L);
+    gemm(0, 1, L, L, V, 1, dO, x.lv, x.v, x.lv, 0, w->D, CHUNK_SIZE);
+    decay_mask(w->D, x.b, L);
+    gemm(1, 0, L, V, L, 1, w->A, CHUNK_SIZE, dO, x.lv, 0, dv, x.lv);
+    rows_times(w->T1, K, x.k, x.lk, x.ebl, 1, L, K);
+    gemm(0, 0, L, V, K, 1, w->T1, K, dS, V, 1, dv, x.lv);
+    /* dq = scale dQ */
+    gemm(0, 1, L, K, V, 1, dO, x.lv, S0, V, 0, w->T1, K);
+    rows_times(dq, x.lk, w->T1, K, x.eb, x.scale, L, K);
+    gemm(0, 0, L, K, L, x.scale, w->D, CHUNK_SIZE, x.k, x.lk, 1, dq, x.lk);
+    gemm(0, 1, L, K, V, 1, x.v, x.lv, dS, V, 0, w->T1, K);
+    rows_times(dk, x.lk, w->T1, K, x.ebl, 1, L, K);
+    gemm(1, 0, L, K, L, x.scale, w->D, CHUNK_SIZE, x.q, x.lk, 1, dk, x.lk);
+    real d = exp(x.bl);
+    for (int i = 0; i < K * V; i++) dS[i] *= d;
+    rows_times(w->T1, K, x.q, x.lk, x.eb, x.scale, L, K);
+    gemm(1, 0, K, V, L, 1, w->T1, K, dO, x.lv, 1, dS, V);
+}
+
 static const LinAttnChunks GLA = {work_new, work_free, chunk_fwd, chunk_bwd, segment_dg};
+static const LinAttnChunks GLA_PER_HEAD = {work_new, work_free, chunk_fwd_scalar, chunk_bwd_scalar, segment_dg};
 
-void cpu_gla_fwd(const LinAttnArgs *a) { linattn_chunks_fwd(&GLA, a); }
+void cpu_gla_fwd(const LinAttnArgs *a) { linattn_chunks_fwd(a->g_per_head ? &GLA_PER_HEAD : &GLA, a); }
 
-void cpu_gla_bwd(const LinAttnGrads *g) { linattn_chunks_bwd(&GLA, g); }
+void cpu_gla_bwd(const LinAttnGrads *g) { linattn_chunks_bwd(g->a.g_per_head ? &GLA_PER_HEAD : &GLA, g); }
