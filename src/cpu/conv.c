@@ -82,51 +82,47 @@ void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *
             memcpy(dr, dyr, sizeof(real) * (size_t)C);
         }
     }
-    /* dx[m] = sum_t w[:, t] dpre[m + back] where token m + back is in m's segment */
-#pragma omp parallel for schedule(static)
-    for (int64_t m = 0; m < N; m++) {
-        real *dxr = dx + m * C;
-        memset(dxr, 0, sizeof(real) * (size_t)C);
-        for (int t = 0; t < KW; t++) {
-            int back = KW - 1 - t;
-            int64_t n = m + back;
-            if (n >= N || pos[n] < back) continue;
-            const real *dr = dpre + n * C, *wr = wt + t * C;
-#pragma omp simd
-            for (int c = 0; c < C; c++) dxr[c] += wr[c] * dr[c];
-        }
-    }
-    if (w_ && dw) {
-        /* dw[c, t] = sum_n dpre[n, c] x[n - back, c], per-thread partials added in order */
-        int nthr = par_max_threads();
-        real *partial = rt_calloc((size_t)nthr * (size_t)(C * KW), sizeof(real));
+    /* One pass over the rows m: dx[m] = sum_t w[:, t] dpre[m + back] where token m + back is in
+     * m's segment; dw[c, t] = sum_n dpre[n, c] x[n - back, c] and db[c] = sum_n dpre[n, c] as
+     * per-thread partials, added in thread order */
+    int want_dw = w_ && dw, want_db = b && db, nthr = par_max_threads(), width = C * (KW + 1);
+    real *partial = rt_calloc((size_t)nthr * (size_t)width, sizeof(real));
 #pragma omp parallel
-        {
-            real *acc = partial + (size_t)par_thread() * (size_t)(C * KW);
+    {
+        real *acc = partial + (size_t)par_thread() * (size_t)width, *bacc = acc + KW * C;
 #pragma omp for schedule(static)
-            for (int64_t n = 0; n < N; n++)
-                for (int t = 0; t < KW; t++) {
-                    int back = KW - 1 - t;
-                    if (pos[n] < back) continue;
-                    const real *xr = x + (n - back) * C, *dr = dpre + n * C;
+        for (int64_t m = 0; m < N; m++) {
+            real *dxr = dx + m * C;
+            const real *dm = dpre + m * C;
+            memset(dxr, 0, sizeof(real) * (size_t)C);
+            for (int t = 0; t < KW; t++) {
+                int back = KW - 1 - t;
+                int64_t n = m + back;
+                if (n < N && pos[n] >= back) {
+                    const real *dr = dpre + n * C, *wr = wt + t * C;
+#pragma omp simd
+                    for (int c = 0; c < C; c++) dxr[c] += wr[c] * dr[c];
+                }
+                if (want_dw && pos[m] >= back) {
+                    const real *xr = x + (m - back) * C;
                     real *ar = acc + t * C;
 #pragma omp simd
-                    for (int c = 0; c < C; c++) ar[c] += dr[c] * xr[c];
+                    for (int c = 0; c < C; c++) ar[c] += dm[c] * xr[c];
                 }
+            }
+            if (want_db) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) bacc[c] += dm[c];
+            }
         }
-        for (int t = 0; t < nthr; t++)
-            for (int k = 0; k < KW; k++)
-                for (int c = 0; c < C; c++)
-                    dw[c * KW + k] += partial[(size_t)t * (size_t)(C * KW) + (size_t)(k * C + c)];
-        rt_free(partial);
     }
-    if (b && db) /* db[c] = sum_n dpre[n, c], channels in parallel, tokens in order */
-#pragma omp parallel for schedule(static)
-        for (int c = 0; c < C; c++) {
-            real acc = 0;
-            for (int64_t n = 0; n < N; n++) acc += dpre[n * C + c];
-            db[c] += acc;
-        }
+    for (int t = 0; t < nthr; t++) {
+        const real *acc = partial + (size_t)t * (size_t)width;
+        for (int k = 0; want_dw && k < KW; k++)
+            for (int c = 0; c < C; c++) dw[c * KW + k] += acc[k * C + c];
+        for (int c = 0; want_db && c < C; c++) db[c] += acc[KW * C + c];
+    }
+    rt_free(partial);
     rt_free(dpre);
     rt_free(wt);
 }
