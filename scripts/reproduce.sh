@@ -6,7 +6,15 @@
 #   scripts/reproduce.sh EXPERIMENT [--scale cpu|paper] [--seeds N] [--jobs N] [--plan]
 #                        [--out DIR] [--rotor PATH] [--launch CMD] [--publish]
 #                        [--train-only | --report-only] [--set SECTION.KEY=VALUE]...
+#   scripts/reproduce.sh GROUP [the same options]
 #   scripts/reproduce.sh --help        # this text and every experiment
+#
+# GROUP: all (every experiment), selective-rope (fig* and table*), rotrnn, nnrnn, or a
+#   comma-separated list of experiments: each in turn with the same options, the next one
+#   started whatever became of the last one's runs, then the group's totals (runs, runs
+#   done, training tokens, GPU-hours) and the experiments that stopped with an error. With
+#   a group, --out DIR is where each experiment's directory goes, DIR/EXPERIMENT/SCALE
+#   (default runs/reproduce); a resumed group skips what finished.
 #
 # --scale cpu (default): the documented reduction of the experiment that finishes in hours
 #   on 2 cores (docs/reproduction.md). --scale paper: the paper's settings; the run plan is
@@ -68,6 +76,54 @@ publish() {
 [[ $1 == -h || $1 == --help ]] && usage
 EXPERIMENT=$1
 shift
+
+# group_members GROUP: the group's experiments, or fails for a single experiment
+group_members() {
+    local pattern
+    case $1 in
+        all) pattern='*' ;;
+        selective-rope) pattern='@(fig|table)*' ;;
+        rotrnn|nnrnn) pattern="$1-*" ;;
+        *,*) tr ',' '\n' <<< "$1"; return 0 ;;
+        *) return 1 ;;
+    esac
+    (shopt -s extglob; cd "$EXPERIMENTS" && for f in $pattern.sh; do echo "${f%.sh}"; done)
+}
+if members=$(group_members "$EXPERIMENT"); then
+    scale=cpu base=$ROOT/runs/reproduce options=()
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --out) base=${2:-}; shift 2 ;;
+            --scale) scale=${2:-}; options+=("$1" "$scale"); shift 2 ;;
+            *) options+=("$1"); shift ;;
+        esac
+    done
+    for e in $members; do
+        [[ -f $EXPERIMENTS/$e.sh ]] || die "unknown experiment '$e' in '$EXPERIMENT'"
+    done
+    failed=()
+    for e in $members; do
+        echo "=== $e"
+        "$0" "$e" "${options[@]}" --out "$base/$e/$scale" || failed+=("$e")
+    done
+    # shellcheck disable=SC2086 # members: one experiment a word
+    python3 - "$base" "$scale" "$EXPERIMENT" $members <<'EOF'
+import os, sys
+base, scale, group, members = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+runs = done = tokens = unrated = 0
+hours = 0.0
+for e in members:
+    f = os.path.join(base, e, scale, "plan_totals")
+    if os.path.exists(f):  # absent where the experiment's plan failed
+        r, d, t, h, u = open(f).read().split()
+        runs, done, tokens, hours, unrated = runs + int(r), done + int(d), tokens + int(t), hours + float(h), unrated + int(u)
+print(f"=== {group} at --scale {scale}: {len(members)} experiments, {runs} runs ({done} done before), "
+      f"{tokens:,} training tokens"
+      + (f", {hours:,.1f} GPU-hours for the {runs - unrated} runs with a measured rate" if runs > unrated else ""))
+EOF
+    [[ ${#failed[@]} == 0 ]] || die "stopped with an error: ${failed[*]} (see above)"
+    exit 0
+fi
 [[ -f $EXPERIMENTS/$EXPERIMENT.sh ]] ||
     die "unknown experiment '$EXPERIMENT'; the experiments: $(cd "$EXPERIMENTS" && ls ./*.sh | sed 's|^\./||; s|\.sh$||' | tr '\n' ' ')"
 SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" PUBLISH=0 LAUNCH="" EXTRA_SETS="" STAGES=both
@@ -186,6 +242,9 @@ if rated:
           + (f" for the {len(rated)} runs with a measured rate" if len(rated) < len(rows) else ""))
 if len(rated) < len(rows):
     print(f"  {len(rows) - len(rated)} runs: no measured GPU rate for their models (docs/gpu.md), GPU-hours unknown")
+hours = sum(int(r[3]) / float(r[4]) for r in rated) / 3600
+with open(os.path.join(out, "plan_totals"), "w") as f:  # what a group's totals add up
+    f.write(f"{len(rows)} {done} {tokens} {hours} {len(rows) - len(rated)}\n")
 EOF
 [[ $PLAN_ONLY == 1 ]] && exit 0
 if [[ $STAGES == report ]]; then

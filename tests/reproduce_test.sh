@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
-# before anything trains; a tiny fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
+# before anything trains; a group of two experiments plans both and adds them up; a tiny
+# fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
 # with one row per variant and model; running it again trains nothing, and with a changed
 # setting trains every run again; --report-only reads only the runs of its plan, trains
 # nothing and --train-only draws nothing; rotrnn-table2 refuses a
@@ -30,6 +31,23 @@ for name in fig5-prefill fig6-copy fig8-s2 fig8-a3 table3-lm; do
         { fail "$name: the paper-scale plan failed"; tail -3 "$out/paper-$name.log"; }
 done
 grep -q "GPU-hours" "$out/paper-table3-lm.log" || fail "table3-lm's paper plan gives no GPU-hours"
+
+# a group runs its experiments in turn, each in DIR/EXPERIMENT/SCALE, and adds up their plans;
+# a member that does not exist stops it before anything runs
+grep -q "GROUP: all" <<< "$help" || fail "--help does not describe the groups"
+repro fig8-s2,fig8-a3 --plan --out "$out/group" > "$out/group.log" 2>&1 || fail "a group's plan: $(tail -2 "$out/group.log")"
+for name in fig8-s2 fig8-a3; do
+    grep -q "^=== $name$" "$out/group.log" || fail "the group did not run $name"
+    [ -s "$out/group/$name/cpu/plan.tsv" ] || fail "no plan of $name in the group's directory"
+done
+want=$(( $(sed -n 's/^fig8-\(s2\|a3\) at --scale cpu: \([0-9]*\) runs.*/\2/p' "$out/group.log" | paste -sd+) ))
+grep -q "^=== fig8-s2,fig8-a3 at --scale cpu: 2 experiments, $want runs" "$out/group.log" ||
+    fail "the group's totals: $(tail -1 "$out/group.log") (the plans add up to $want runs)"
+if repro fig8-s2,no-such-experiment --plan --out "$out/group2" > "$out/group2.log" 2>&1; then
+    fail "a group with an unknown experiment passed"
+fi
+grep -q "unknown experiment 'no-such-experiment'" "$out/group2.log" || fail "the unknown member's error: $(tail -1 "$out/group2.log")"
+[ ! -e "$out/group2" ] || fail "a group with an unknown member planned something"
 
 if repro fig8-s2 --plan --out "$out/bad" --set train.no_such_key=1 > "$out/bad.log" 2>&1; then
     fail "a plan with an unknown key passed"
