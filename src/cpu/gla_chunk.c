@@ -48,7 +48,7 @@ static void *work_new(int K, int V) {
     w->P = rt_alloc_aligned(sizeof(real) * K * SUB);
     w->A = rt_alloc_aligned(sizeof(real) * C * C);
     w->Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
-    w->E = rt_alloc_aligned(sizeof(real) * C * K);
+    w->E = rt_alloc_aligned(sizeof(real) * C * (K > 2 ? K : 2)); /* per head: e^b and e^{b_last - b} */
     w->Kf = rt_alloc_aligned(sizeof(real) * C * K);
     w->T1 = rt_alloc_aligned(sizeof(real) * C * M);
     w->T2 = rt_alloc_aligned(sizeof(real) * C * M);
