@@ -104,6 +104,7 @@ if members=$(group_members "$EXPERIMENT"); then
     failed=()
     for e in $members; do
         echo "=== $e"
+        rm -f "$base/$e/$scale/plan_totals" # an earlier plan's, where this one fails
         "$0" "$e" "${options[@]}" --out "$base/$e/$scale" || failed+=("$e")
     done
     # shellcheck disable=SC2086 # members: one experiment a word

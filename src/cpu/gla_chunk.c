@@ -38,7 +38,8 @@ typedef struct {
 
 static void *work_new(int K, int V) {
     Work *w = rt_malloc(sizeof *w);
-    int C = CHUNK_SIZE, M = K > V ? K : V;
+    /* E also holds the per-head path's e^b and e^{b_last - b}: 2 chunk rows at least */
+    int C = CHUNK_SIZE, M = K > V ? K : V, KE = K > 2 ? K : 2;
     w->Q = rt_alloc_aligned(sizeof(real) * C * K);
     w->K = rt_alloc_aligned(sizeof(real) * C * K);
     w->V = rt_alloc_aligned(sizeof(real) * C * V);
@@ -48,7 +49,7 @@ static void *work_new(int K, int V) {
     w->P = rt_alloc_aligned(sizeof(real) * K * SUB);
     w->A = rt_alloc_aligned(sizeof(real) * C * C);
     w->Qs = rt_alloc_aligned(sizeof(real) * SUB * K);
-    w->E = rt_alloc_aligned(sizeof(real) * C * (K > 2 ? K : 2)); /* per head: e^b and e^{b_last - b} */
+    w->E = rt_alloc_aligned(sizeof(real) * C * KE);
     w->Kf = rt_alloc_aligned(sizeof(real) * C * K);
     w->T1 = rt_alloc_aligned(sizeof(real) * C * M);
     w->T2 = rt_alloc_aligned(sizeof(real) * C * M);
