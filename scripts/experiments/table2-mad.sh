@@ -17,7 +17,7 @@ variant_keys() {
 }
 # CPU training steps of a task (batch 32; memorization's 128). Compression: 8000 steps (20
 # epochs of mad-lab's 12,800 examples; mad-lab trains 200), where its test accuracy at lr 1e-3
-# went from 37-51 % at 2000 steps to 87-89 % (docs/reproduction.md, "table2-mad"). The others
+# went from 34-51 % at 2000 steps to 87-94 % (docs/reproduction.md, "table2-mad"). The others
 # stay at 2000 until the same check has run for them.
 cpu_steps() { [[ $1 == compression ]] && echo 8000 || echo 2000; }
 TASKS="compression fuzzy-in-context-recall in-context-recall memorization noisy-in-context-recall selective-copying"
