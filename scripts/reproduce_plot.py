@@ -160,11 +160,10 @@ def mqar_report(out, title):
     runs = finished(out)
     acc = defaultdict(list)  # (model, L, D, width, pe, lr) -> accuracies over seeds
     for m, res in runs:
-        g = re.match(r"^(?P<cfg>.+)-L(?P<L>\d+)-d(?P<d>\d+)$", m["model"] or "")
+        g = re.match(r"^(?P<cfg>.+)-L(?P<L>\d+)-kv(?P<kv>\d+)-d(?P<d>\d+)$", m["model"] or "")
         if not g:
             continue
-        kv = res["metrics"].get("num_kv_pairs", "")
-        acc[(g["cfg"], int(g["L"]), kv, int(g["d"]), m["pe"], float(m["lr"]))].append(res["metrics"]["accuracy"])
+        acc[(g["cfg"], int(g["L"]), int(g["kv"]), int(g["d"]), m["pe"], float(m["lr"]))].append(res["metrics"]["accuracy"])
     best = {}  # (model, L, kv, width, pe) -> (mean, lr, seeds, min, max)
     for (cfg, L, kv, d, pe, lr), xs in acc.items():
         k = (cfg, L, kv, d, pe)
@@ -183,7 +182,7 @@ def mqar_report(out, title):
             pts = [(w, best[(cfg, L, kv, w, pe)]) for w in widths if (cfg, L, kv, w, pe) in best]
             label = f"{cfg.replace('mqar-', '')} / {pe}"
             ax.plot([w for w, _ in pts], [b[0] for _, b in pts], marker="o", label=label)
-            cells = {w: f"{b[0]:.3f} ({b[3]:.2f}, {b[4]:.2f}; {b[1]:g})" for w, b in pts}
+            cells = {w: f"{b[0]:.3f} ({b[3]:.3f}, {b[4]:.3f}; {b[1]:g})" for w, b in pts}
             lines.append(f"| {label} | " + " | ".join(cells.get(w, "—") for w in widths) + " |")
         lines.append("")
         ax.set_xscale("log", base=2)
