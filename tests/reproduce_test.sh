@@ -2,9 +2,9 @@
 # scripts/reproduce.sh end to end: --help lists every experiment; every plan reads its configs
 # through rotor (CPU scale; paper scale for the experiments with few runs); a bad key fails
 # before anything trains; a group of two experiments plans both and adds them up; a tiny
-# fig8-s2 sweep (1 seed, 20 steps) writes its figure and table
-# with one row per variant and model; running it again trains nothing, and with a changed
-# setting trains every run again; --report-only reads only the runs of its plan, trains
+# fig8-s2 sweep (1 seed, 20 steps) writes its figure and table with one row per variant and
+# model; running it again trains nothing, and with a changed setting trains every run again; a
+# tiny fig7-mqar sweep writes a table section per setting with its widths; --report-only reads only the runs of its plan, trains
 # nothing and --train-only draws nothing; rotrnn-table2 refuses a
 # missing dataset and runs on a synthetic one; a run stopped by a
 # signal (rotor synth exits 1 without evaluating) is not counted as finished.
@@ -72,6 +72,16 @@ n=$(grep -c "finished with other settings than now" "$out/changed.log")
 [ "$n" = 6 ] || fail "$n changed runs were run again, not 6"
 n=$(ls -d "$out"/s2/runs/*.superseded 2>/dev/null | wc -l)
 [ "$n" = 6 ] || fail "$n superseded run directories kept, not 6"
+
+# fig7-mqar's table: one section per (length, pairs) setting, a column per width of its
+# points (scripts/experiments/fig7-mqar.sh, CPU_POINTS), a row per variant
+repro fig7-mqar --seeds 1 --out "$out/mqar" --set train.steps=5 --set train.val_every=0 \
+    --set task.test_examples=16 > "$out/mqar.log" 2>&1 || { fail "fig7-mqar tiny sweep"; tail -5 "$out/mqar.log"; }
+grep -q "^## L = 64, 4 key-value pairs" "$out/mqar/table.md" || fail "fig7-mqar's table has no (64, 4) section"
+grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| model | d = 64 | d = 128 |$" ||
+    fail "fig7-mqar's (64, 16) section has not the widths 64 and 128"
+rows=$(grep -c "^| gla-cpu / \(nope\|rope\|selective\) | [0-9.]* (" "$out/mqar/table.md")
+[ "$rows" = 6 ] || fail "fig7-mqar's table has $rows variant rows, not 6 (3 PEs x 2 settings)"
 
 # --report-only draws from the finished runs and trains nothing; --train-only draws nothing
 rm -f "$out/s2/figure.png" "$out/s2/table.md"
