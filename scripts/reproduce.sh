@@ -4,8 +4,9 @@
 # with the paper's numbers beside rotor's.
 #
 #   scripts/reproduce.sh EXPERIMENT [--scale cpu|paper] [--seeds N] [--jobs N] [--plan]
-#                        [--out DIR] [--rotor PATH] [--launch CMD] [--publish]
-#                        [--train-only | --report-only] [--set SECTION.KEY=VALUE]...
+#                        [--out DIR] [--results DIR] [--only REGEX] [--rotor PATH]
+#                        [--launch CMD] [--publish] [--train-only | --report-only]
+#                        [--set SECTION.KEY=VALUE]...
 #   scripts/reproduce.sh GROUP [the same options]
 #   scripts/reproduce.sh --help        # this text and every experiment
 #
@@ -28,11 +29,19 @@
 #   to resume after an interruption. A finished run whose settings have changed since (its
 #   command, its config's values or its keys other than run.*) is run again, its old
 #   directory kept as NAME.superseded. A run that fails is reported and the others go on.
+# --results DIR: the results store (default results/reproduce/EXPERIMENT/SCALE, committed):
+#   a planned run that the store holds finished with the same settings is taken from it
+#   instead of trained, so a sweep resumes on another machine (a fresh clone draws the figure
+#   with --report-only). Each run that finishes is saved there (its .done, *.json, *.jsonl:
+#   no checkpoints) when --results or --publish is given (scripts/reproduce_runs.py).
+# --only REGEX: train only the planned runs whose names match the extended regular
+#   expression (e.g. 'kv16-d64' or '^mad_fuzzy'); the report draws every finished run.
 # --launch CMD: put CMD before each training command, e.g. --launch "mpirun -np 8" for a
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
 #   quick check of the whole pipeline with --set train.steps=20.
-# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*.
+# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.* and
+#   save the finished runs in the results store.
 # --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
 #   such as a lent GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
 #   nothing, draw the figure and table from the runs finished in DIR (those of a --train-only
@@ -70,6 +79,7 @@ publish() {
     for f in figure.png figure.svg table.md; do
         if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
     done
+    python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS"
 }
 
 [[ $# -ge 1 ]] || usage 2
@@ -127,7 +137,7 @@ EOF
 fi
 [[ -f $EXPERIMENTS/$EXPERIMENT.sh ]] ||
     die "unknown experiment '$EXPERIMENT'; the experiments: $(cd "$EXPERIMENTS" && ls ./*.sh | sed 's|^\./||; s|\.sh$||' | tr '\n' ' ')"
-SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" PUBLISH=0 LAUNCH="" EXTRA_SETS="" STAGES=both
+SCALE=cpu SEEDS="" JOBS=1 PLAN_ONLY=0 OUT="" RESULTS="" SAVE=0 ONLY="" PUBLISH=0 LAUNCH="" EXTRA_SETS="" STAGES=both
 ROTOR="$ROOT/build/rotor"
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -136,11 +146,13 @@ while [[ $# -gt 0 ]]; do
         --jobs) JOBS=${2:-}; shift 2 ;;
         --plan) PLAN_ONLY=1; shift ;;
         --out) OUT=${2:-}; shift 2 ;;
+        --results) RESULTS=${2:-}; SAVE=1; shift 2 ;;
+        --only) ONLY=${2:-}; shift 2 ;;
         --rotor) ROTOR=${2:-}; shift 2 ;;
         --launch) LAUNCH=${2:-}; shift 2 ;;
         --set) [[ ${2:-} == *.*=* ]] || die "--set takes SECTION.KEY=VALUE, not '${2:-}'"
                EXTRA_SETS+=" $2"; shift 2 ;;
-        --publish) PUBLISH=1; shift ;;
+        --publish) PUBLISH=1 SAVE=1; shift ;;
         --train-only) [[ $STAGES == both ]] || die "--train-only and --report-only exclude each other"
                       STAGES=train; shift ;;
         --report-only) [[ $STAGES == both ]] || die "--train-only and --report-only exclude each other"
@@ -152,16 +164,19 @@ done
 [[ $SCALE == cpu || $SCALE == paper ]] || die "--scale must be cpu or paper, not '$SCALE'"
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, not '$JOBS'"
 [[ -z $SEEDS || $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds must be a positive integer, not '$SEEDS'"
+[[ -z $ONLY ]] || awk -v re="$ONLY" 'BEGIN { exit ("" ~ re) * 0 }' 2> /dev/null ||
+    die "--only: '$ONLY' is not an extended regular expression"
 [[ -x $ROTOR ]] || die "no rotor binary at $ROTOR (build it: scripts/setup.sh, or give --rotor)"
 ROTOR=$(cd "$(dirname "$ROTOR")" && pwd)/$(basename "$ROTOR")
 OUT=${OUT:-$ROOT/runs/reproduce/$EXPERIMENT/$SCALE}
 mkdir -p "$OUT/runs"
 OUT=$(cd "$OUT" && pwd)
+RESULTS=${RESULTS:-$ROOT/results/reproduce/$EXPERIMENT/$SCALE}
 
 # shellcheck disable=SC1090
 source "$EXPERIMENTS/$EXPERIMENT.sh"
 SEEDS=${SEEDS:-$(default_seeds)}
-export ROOT ROTOR SCALE SEEDS OUT
+export ROOT ROTOR SCALE SEEDS OUT RESULTS SAVE
 
 # run_fingerprint COMMAND CONFIG SETS: what a run is, as NAME.done records it: its command,
 # its config's lines other than comments and its sets other than run.* (where and how it
@@ -216,6 +231,7 @@ while IFS=$'\t' read -r name command config sets; do
     [[ $command == synth || $command == train ]] || die "run $name: command '$command' (synth or train)"
     plan_line "$name" "$command" "$config" "${sets:-}" >> "$plan"
 done < "$runs_file"
+python3 "$ROOT/scripts/reproduce_runs.py" restore "$OUT" "$RESULTS"
 ranks=1
 [[ $SCALE == paper ]] && ranks=${RANKS:-1}
 python3 - "$plan" "$OUT" "$SCALE" "$EXPERIMENT" "$ranks" "$ROOT/scripts" <<'EOF'
@@ -279,6 +295,7 @@ run_one() {
     # shellcheck disable=SC2086 # LAUNCH is a command line
     if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1; then
         echo "$fingerprint" > "$dir.done"
+        [[ $SAVE == 0 ]] || python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS" "$name"
     else
         echo "   $name failed: see $dir.log" >&2
         return 1
@@ -293,7 +310,7 @@ if [[ -s $runs_file ]]; then
     # starts it again.
     # shellcheck disable=SC2016 # expanded by the inner bash
     setsid xargs -d '\n' -P "$JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r n c f s <<< "$1"; run_one "$n" "$c" "$f" "$s"' _ {} \
-        < "$runs_file" &
+        < <(awk -F'\t' -v re="$ONLY" '$1 ~ re' "$runs_file") &
     workers=$!
     trap 'kill -TERM -- -"$workers" 2>/dev/null; wait "$workers"; exit 143' TERM INT
     wait "$workers" || failed=1

@@ -261,6 +261,9 @@ def lm_report(out, rotor, eval_dir, limit, title):
         res_path = os.path.join(out, "eval", name + ".json")
         if not os.path.isfile(res_path):
             ckpts = sorted(glob.glob(os.path.join(out, "runs", name, "checkpoints", "step_*")))
+            if not ckpts:  # a run taken from the results store, which keeps no checkpoints
+                sys.exit(f"{out}/runs/{name}: the lr-best run has no checkpoint to evaluate and no "
+                         f"{res_path}; train it again here (delete {out}/runs/{name}.done)")
             cmd = [rotor, "eval", "--ckpt", ckpts[-1], "--tasks", "all", "--data-dir", eval_dir, "--out", res_path]
             if limit:
                 cmd += ["--limit", str(limit)]

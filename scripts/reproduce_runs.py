@@ -1,7 +1,31 @@
 """The runs of a scripts/reproduce.sh output directory that a report reads (imported by
-scripts/reproduce_plot.py and scripts/rnnpaper_report.py)."""
+scripts/reproduce_plot.py and scripts/rnnpaper_report.py), and the results store that keeps
+finished runs across machines:
+
+  python3 scripts/reproduce_runs.py restore OUT STORE       # planned runs STORE holds, into OUT
+  python3 scripts/reproduce_runs.py save OUT STORE [NAME]   # OUT's finished runs (or NAME) into STORE
+
+A store (results/reproduce/EXPERIMENT/SCALE in the repository) holds per finished run what the
+reports read: NAME.done (the run's fingerprint), NAME/*.json and NAME/*.jsonl (results and
+metrics; no checkpoints, no plots) and eval/NAME.json where the report evaluated it."""
+import glob
 import os
+import shutil
 import sys
+
+
+def plan_rows(out):
+    """(name, fingerprint) of every run of OUT/plan.tsv (its first and sixth columns)."""
+    with open(os.path.join(out, "plan.tsv")) as f:
+        return [(c[0], c[5]) for c in (line.rstrip("\n").split("\t") for line in f) if len(c) > 5]
+
+
+def read_done(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def finished_runs(out):
@@ -9,17 +33,7 @@ def finished_runs(out):
     settings: OUT/runs/NAME.done holds the fingerprint plan.tsv gives the run (its sixth
     column). Runs of an earlier plan left in OUT/runs (another lr grid, changed settings)
     are not among them."""
-    names = []
-    with open(os.path.join(out, "plan.tsv")) as f:
-        for line in f:
-            cols = line.rstrip("\n").split("\t")
-            try:
-                with open(os.path.join(out, "runs", cols[0] + ".done")) as done:
-                    if done.read().strip() == cols[5]:
-                        names.append(cols[0])
-            except OSError:
-                pass
-    return names
+    return [name for name, fp in plan_rows(out) if read_done(os.path.join(out, "runs", name + ".done")) == fp]
 
 
 def planned_finished(out):
@@ -28,3 +42,45 @@ def planned_finished(out):
     if not names:
         sys.exit(f"no finished runs of {out}/plan.tsv")
     return names
+
+
+def copy_results(src_run, dst_run):
+    """The files of a run directory a report reads: *.json and *.jsonl."""
+    os.makedirs(dst_run, exist_ok=True)
+    for path in glob.glob(os.path.join(src_run, "*.json")) + glob.glob(os.path.join(src_run, "*.jsonl")):
+        shutil.copy2(path, dst_run)
+
+
+def copy_run(src, dst, name):
+    """Run NAME of the directory holding runs SRC into DST: results, eval and .done last (a
+    run is finished only once its files are there)."""
+    copy_results(os.path.join(src, "runs", name), os.path.join(dst, "runs", name))
+    ev = os.path.join(src, "eval", name + ".json")
+    if os.path.exists(ev):
+        os.makedirs(os.path.dirname(os.path.join(dst, "eval", name + ".json")), exist_ok=True)
+        shutil.copy2(ev, os.path.join(dst, "eval", name + ".json"))
+    shutil.copy2(os.path.join(src, "runs", name + ".done"), os.path.join(dst, "runs", name + ".done"))
+
+
+def restore(out, store):
+    """Every planned run that OUT has not finished and STORE holds with the plan's fingerprint,
+    copied into OUT; prints each one."""
+    for name, fp in plan_rows(out):
+        if read_done(os.path.join(out, "runs", name + ".done")) is None and \
+                read_done(os.path.join(store, "runs", name + ".done")) == fp:
+            copy_run(store, out, name)
+            print(f"== {name}: restored from {store}")
+
+
+def save(out, store, names):
+    for name in names:
+        copy_run(out, store, name)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "restore":
+        restore(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "save":
+        save(sys.argv[2], sys.argv[3], sys.argv[4:] or finished_runs(sys.argv[2]))
+    else:
+        sys.exit(__doc__)
