@@ -4,10 +4,11 @@
 # before anything trains; a group of two experiments plans both and adds them up; a tiny
 # fig8-s2 sweep (1 seed, 20 steps) writes its figure and table with one row per variant and
 # model; running it again trains nothing, and with a changed setting trains every run again; a
-# tiny fig7-mqar sweep writes a table section per setting with its widths; --report-only reads only the runs of its plan, trains
-# nothing and --train-only draws nothing; rotrnn-table2 refuses a
-# missing dataset and runs on a synthetic one; a run stopped by a
-# signal (rotor synth exits 1 without evaluating) is not counted as finished.
+# results store (--results) takes finished runs to another output directory and --only trains
+# a part of the plan; a tiny fig7-mqar sweep writes a table section per setting with its
+# widths; --report-only reads only the runs of its plan, trains nothing and --train-only draws
+# nothing; rotrnn-table2 refuses a missing dataset and runs on a synthetic one; a run stopped
+# by a signal (rotor synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
 set -uo pipefail
 rotor=$1
@@ -55,7 +56,8 @@ fi
 grep -q "no_such_key" "$out/bad.log" || fail "the bad key's error does not name it: $(tail -2 "$out/bad.log")"
 [ -z "$(ls "$out/bad/runs" 2>/dev/null | grep -v plan)" ] || fail "a run started despite the bad key"
 
-tiny=(--seeds 1 --out "$out/s2" --set train.steps=20 --set train.val_every=0 --set task.test_examples=16)
+sweep=(--seeds 1 --set train.steps=20 --set train.val_every=0 --set task.test_examples=16)
+tiny=("${sweep[@]}" --out "$out/s2")
 repro fig8-s2 "${tiny[@]}" > "$out/s2.log" 2>&1 || { fail "fig8-s2 tiny sweep"; tail -5 "$out/s2.log"; }
 for f in figure.png figure.svg table.md; do [ -s "$out/s2/$f" ] || fail "no $f"; done
 rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/s2/table.md")
@@ -72,6 +74,29 @@ n=$(grep -c "finished with other settings than now" "$out/changed.log")
 [ "$n" = 6 ] || fail "$n changed runs were run again, not 6"
 n=$(ls -d "$out"/s2/runs/*.superseded 2>/dev/null | wc -l)
 [ "$n" = 6 ] || fail "$n superseded run directories kept, not 6"
+
+# the results store: --only trains part of the plan and --results saves what finished (no
+# checkpoints); a sweep elsewhere takes those runs from the store and trains only the rest;
+# a run stored with other settings is trained, not taken
+store=(--results "$out/store")
+repro fig8-s2 "${sweep[@]}" --out "$out/part" "${store[@]}" --only 'transformer' > "$out/part.log" 2>&1 || fail "the --only sweep"
+n=$(grep -c "^== s2-transformer" "$out/part.log"); m=$(grep -c "^== " "$out/part.log")
+[ "$n" = 3 ] && [ "$m" = 3 ] || fail "--only 'transformer' trained $m runs, $n of them transformers (not 3 of 3)"
+n=$(ls "$out"/store/runs/*.done 2>/dev/null | wc -l)
+[ "$n" = 3 ] || fail "the store holds $n finished runs, not 3"
+[ -z "$(find "$out/store" -path '*checkpoints*')" ] || fail "the store keeps checkpoints"
+repro fig8-s2 "${sweep[@]}" --out "$out/elsewhere" "${store[@]}" > "$out/elsewhere.log" 2>&1 || fail "the sweep elsewhere"
+n=$(grep -c "^== s2-transformer.*: restored from $out/store" "$out/elsewhere.log")
+[ "$n" = 3 ] || fail "$n runs taken from the store, not 3"
+grep -q "6 runs (3 done before)" "$out/elsewhere.log" || fail "the sweep elsewhere does not count the stored runs done"
+n=$(grep -c "^== s2-gla-cpu__[a-z]*-lr[^:]*$" "$out/elsewhere.log")
+[ "$n" = 3 ] || fail "the sweep elsewhere trained $n runs, not the 3 the store lacked"
+rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/elsewhere/table.md")
+[ "$rows" = 6 ] || fail "the table beside the store has $rows variant rows, not 6"
+repro fig8-s2 "${sweep[@]}" --out "$out/other" "${store[@]}" --set train.log_every=7 > "$out/other.log" 2>&1 || fail "the changed sweep with a store"
+! grep -q "restored from" "$out/other.log" || fail "a run stored with other settings was taken from the store"
+if repro fig8-s2 "${tiny[@]}" --only 'a(' > "$out/badre.log" 2>&1; then fail "--only with a bad regular expression passed"; fi
+grep -q "not an extended regular expression" "$out/badre.log" || fail "--only's error: $(tail -1 "$out/badre.log")"
 
 # fig7-mqar's table: one section per (length, pairs) setting, a column per width of its
 # points (scripts/experiments/fig7-mqar.sh, CPU_POINTS), a row per variant
