@@ -6,7 +6,8 @@
  *   reference_cases OUTDIR   -> OUTDIR/<case>/... and the case names on stdout
  *   reference_cases OUTDIR CONFIG.ini...   -> the model of each config as it sets it (an
  *       experiment's widths, vocabulary and Selective RoPE options), with NoPE, RoPE and
- *       its own position embedding: the gradients at the settings of the papers' runs */
+ *       Selective RoPE with and without its phase gate and bias: the gradients at the
+ *       settings of the papers' runs */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -164,20 +165,25 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
     model_free(m);
 }
 
-/* The model of each config, under NoPE, RoPE and the config's own position embedding. */
+/* The model of each config under NoPE, RoPE and, where the config's own position embedding is
+ * Selective RoPE, each of its (phase gate, bias) combinations at the config's other Selective
+ * RoPE settings: Table 2's four Selective rows (docs/models.md §5). */
 static void write_config_cases(const char *outdir, char **configs, int n) {
+    static const char *const suffix[] = {"nope", "rope", "selective", "selective-pg", "selective-bias",
+                                         "selective-pg-bias"};
     for (int i = 0; i < n; i++) {
         RunConfig rc;
         char err[2048], dir[1200];
         die_if(run_config_load(&rc, configs[i], NULL, 0, err, sizeof err), err);
         const char *base = strrchr(configs[i], '/') ? strrchr(configs[i], '/') + 1 : configs[i];
-        for (int k = 0; k < 3; k++) {
+        int cases = rc.model.pe.kind == PE_SELECTIVE ? 6 : 2;
+        for (int k = 0; k < cases; k++) {
             ModelConfig c = rc.model;
             if (c.max_seq_len < 70) c.max_seq_len = 70; /* write_case's rows */
             if (k < 2) c.pe.kind = k ? PE_ROPE : PE_NOPE;
-            if (k < 2 && rc.model.pe.kind == c.pe.kind) continue; /* the config's own comes last */
-            snprintf(dir, sizeof dir, "%s/%.*s-%s", outdir, (int)(strlen(base) - 4), base, pe_name(c.pe.kind));
-            write_case(dir, &c, 500 + (uint64_t)(3 * i + k), 1);
+            else c.pe.phase_gate = (k - 2) & 1, c.pe.bias = (k - 2) >> 1;
+            snprintf(dir, sizeof dir, "%s/%.*s-%s", outdir, (int)(strlen(base) - 4), base, suffix[k]);
+            write_case(dir, &c, 500 + (uint64_t)(6 * i + k), 1);
             printf("%s\n", dir);
         }
     }
