@@ -137,7 +137,12 @@ bundle() {
     mkdir -p "$dir/bin/reference" && cp "$root/tests/reference/ref_safetensors.py" "$dir/bin/reference/"
     # scripts/reproduce.sh with its experiments and every config, as in the repository (part repro)
     mkdir -p "$dir/root/scripts" && cp -r "$root/configs" "$dir/root/"
-    cp -r "$root"/scripts/{reproduce.sh,pe_variants.sh,lib,experiments} "$dir/root/scripts/"
+    cp -r "$root"/scripts/{reproduce.sh,reproduce_runs.py,pe_variants.sh,lib,experiments} "$dir/root/scripts/"
+    # the commit the runs' provenance.json names (the bundle is no git checkout)
+    git -C "$root" rev-parse HEAD > "$dir/root/COMMIT" 2>/dev/null || true
+    if [[ -s $dir/root/COMMIT && -n $(git -C "$root" status --porcelain --untracked-files=no) ]]; then
+        sed -i 's/$/-dirty/' "$dir/root/COMMIT"
+    fi
     strip "$dir"/bin/test_gpu_* "$dir"/bin/{step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
     XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .

@@ -21,7 +21,8 @@
 #   on 2 cores (docs/reproduction.md). --scale paper: the paper's settings; the run plan is
 #   printed first (runs, tokens, GPU-hours at the measured tokens per second).
 # --seeds N: the first N seeds of the experiment's list (default: the experiment's own).
-# --jobs N: runs at a time (default 1); each gets nproc / N threads at --scale cpu.
+# --jobs N: runs at a time (default 1); each gets nproc / N threads at --scale cpu (a
+#   --set run.threads=N overrides it).
 # --plan: print the plan (every config is read by `rotor info`, so a bad key fails here,
 #   not hours later) and stop.
 # --out DIR: where runs, figure and table go (default runs/reproduce/EXPERIMENT/SCALE).
@@ -29,6 +30,8 @@
 #   to resume after an interruption. A finished run whose settings have changed since (its
 #   command, its config's values or its keys other than run.*) is run again, its old
 #   directory kept as NAME.superseded. A run that fails is reported and the others go on.
+#   A finished run's NAME/provenance.json says where it trained: the commit, the CPU (and
+#   GPU), the date, its wall time and its command.
 # --results DIR: the results store (default results/reproduce/EXPERIMENT/SCALE, committed):
 #   a planned run that the store holds finished with the same settings is taken from it
 #   instead of trained, so a sweep resumes on another machine (a fresh clone draws the figure
@@ -288,12 +291,16 @@ run_one() {
         if [[ -f $dir.log ]]; then mv "$dir.log" "$dir.superseded.log"; fi
         rm "$dir.done"
     fi
-    for s in $sets; do args+=(--set "$s"); done
+    # the threads first, so that a --set run.threads=N of the command line wins
     [[ $SCALE == cpu ]] && args+=(--set "run.threads=$threads")
+    for s in $sets; do args+=(--set "$s"); done
     mkdir -p "$(dirname "$dir")"
     echo "== $name"
+    local started=$SECONDS
     # shellcheck disable=SC2086 # LAUNCH is a command line
     if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1; then
+        python3 "$ROOT/scripts/reproduce_runs.py" provenance "$dir" "$ROOT" $((SECONDS - started)) \
+            $LAUNCH "$ROTOR" "$command" "$config" "${args[@]}"
         echo "$fingerprint" > "$dir.done"
         [[ $SAVE == 0 ]] || python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS" "$name"
     else

@@ -4,13 +4,19 @@ finished runs across machines:
 
   python3 scripts/reproduce_runs.py restore OUT STORE       # planned runs STORE holds, into OUT
   python3 scripts/reproduce_runs.py save OUT STORE [NAME]   # OUT's finished runs (or NAME) into STORE
+  python3 scripts/reproduce_runs.py provenance RUN_DIR ROOT SECONDS COMMAND...
+                                                            # RUN_DIR/provenance.json
 
 A store (results/reproduce/EXPERIMENT/SCALE in the repository) holds per finished run what the
 reports read: NAME.done (the run's fingerprint), NAME/*.json and NAME/*.jsonl (results and
 metrics; no checkpoints, no plots) and eval/NAME.json where the report evaluated it."""
+import datetime
 import glob
+import json
 import os
+import platform
 import shutil
+import subprocess
 import sys
 
 
@@ -72,6 +78,30 @@ def restore(out, store):
             print(f"== {name}: restored from {store}")
 
 
+def provenance(run_dir, root, seconds, command):
+    """Where and how a run trained, beside its results (runs of one seed differ in their last
+    digits between machines: a different CPU takes other BLAS kernels)."""
+    def out_of(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), None) \
+        if os.path.exists("/proc/cpuinfo") else platform.processor()
+    commit = out_of(["git", "-C", root, "rev-parse", "HEAD"])
+    if commit and out_of(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"]):
+        commit += "-dirty"
+    if not commit and os.path.exists(os.path.join(root, "COMMIT")):  # scripts/gpu_check.sh's bundle
+        commit = open(os.path.join(root, "COMMIT")).read().strip() or None
+    gpus = out_of(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    record = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "wall_s": int(seconds), "commit": commit, "host": platform.node(), "cpu": cpu,
+              "cores": os.cpu_count(), "gpus": gpus.splitlines() if gpus else [], "command": command}
+    with open(os.path.join(run_dir, "provenance.json"), "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
 def save(out, store, names):
     for name in names:
         copy_run(out, store, name)
@@ -82,5 +112,7 @@ if __name__ == "__main__":
         restore(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "save":
         save(sys.argv[2], sys.argv[3], sys.argv[4:] or finished_runs(sys.argv[2]))
+    elif len(sys.argv) >= 6 and sys.argv[1] == "provenance":
+        provenance(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:
         sys.exit(__doc__)

@@ -85,6 +85,16 @@ n=$(grep -c "^== s2-transformer" "$out/part.log"); m=$(grep -c "^== " "$out/part
 n=$(ls "$out"/store/runs/*.done 2>/dev/null | wc -l)
 [ "$n" = 3 ] || fail "the store holds $n finished runs, not 3"
 [ -z "$(find "$out/store" -path '*checkpoints*')" ] || fail "the store keeps checkpoints"
+n=0
+for f in "$out"/store/runs/*/provenance.json; do
+    python3 - "$f" <<'EOF' && n=$((n + 1)) || fail "$f: $(cat "$f")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["commit"] and p["cpu"] and p["wall_s"] >= 0 and p["finished"], p
+assert "synth" in p["command"] and "train.steps=20" in p["command"], p["command"]
+EOF
+done
+[ "$n" = 3 ] || fail "$n stored runs say where they trained (provenance.json), not 3"
 repro fig8-s2 "${sweep[@]}" --out "$out/elsewhere" "${store[@]}" > "$out/elsewhere.log" 2>&1 || fail "the sweep elsewhere"
 n=$(grep -c "^== s2-transformer.*: restored from $out/store" "$out/elsewhere.log")
 [ "$n" = 3 ] || fail "$n runs taken from the store, not 3"
