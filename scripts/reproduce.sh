@@ -183,12 +183,18 @@ export ROOT ROTOR SCALE SEEDS OUT RESULTS SAVE
 
 # run_fingerprint COMMAND CONFIG SETS: what a run is, as NAME.done records it: its command,
 # its config's lines other than comments and its sets other than run.* (where and how it
-# runs, e.g. the run.device=cuda of a sweep trained on a lent GPU and drawn here)
+# runs, e.g. the run.device=cuda of a sweep trained on a lent GPU and drawn here), with the
+# output directory and the repository as placeholders in them (data.train=$OUT/data/train),
+# so that a run is the same run in any directory and on any machine
 run_fingerprint() {
     local s
     {
         printf '%s\n%s\n' "$1" "$2"
-        for s in $3; do [[ $s == run.* ]] || echo "$s"; done
+        for s in $3; do
+            [[ $s == run.* ]] && continue
+            s=${s//"$OUT"/'$OUT'}
+            echo "${s//"$ROOT"/'$ROOT'}"
+        done
         grep -v '^[[:space:]]*\([;#]\|$\)' "$ROOT/$2"
     } | sha256sum | cut -d' ' -f1
 }

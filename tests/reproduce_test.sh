@@ -32,6 +32,11 @@ for name in fig5-prefill fig6-copy fig8-s2 fig8-a3 table3-lm; do
         { fail "$name: the paper-scale plan failed"; tail -3 "$out/paper-$name.log"; }
 done
 grep -q "GPU-hours" "$out/paper-table3-lm.log" || fail "table3-lm's paper plan gives no GPU-hours"
+# a run is the same run in another output directory (table3-lm's sets name OUT's data), so a
+# results store serves any clone
+repro table3-lm --plan --out "$out/plan-again" > /dev/null 2>&1 || fail "table3-lm's second plan"
+cmp -s <(cut -f1,6 "$out/plan-table3-lm/plan.tsv") <(cut -f1,6 "$out/plan-again/plan.tsv") ||
+    fail "table3-lm's fingerprints depend on the output directory"
 
 # a group runs its experiments in turn, each in DIR/EXPERIMENT/SCALE, and adds up their plans;
 # a member that does not exist stops it before anything runs
