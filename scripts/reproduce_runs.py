@@ -80,7 +80,8 @@ def restore(out, store):
 
 def provenance(run_dir, root, seconds, command):
     """Where and how a run trained, beside its results (runs of one seed differ in their last
-    digits between machines: a different CPU takes other BLAS kernels)."""
+    digits between machines: another CPU takes other BLAS kernels and other -march=native
+    code)."""
     def out_of(cmd):
         try:
             return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
@@ -94,9 +95,14 @@ def provenance(run_dir, root, seconds, command):
     if not commit and os.path.exists(os.path.join(root, "COMMIT")):  # scripts/gpu_check.sh's bundle
         commit = open(os.path.join(root, "COMMIT")).read().strip() or None
     gpus = out_of(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    backend = None  # rotor's "backend: ..." line (the CPU's BLAS kernels, or the GPU) in RUN_DIR.log
+    if os.path.exists(run_dir + ".log"):
+        backend = next((line[len("backend:"):].strip() for line in open(run_dir + ".log", errors="replace")
+                        if line.startswith("backend:")), None)
     record = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "wall_s": int(seconds), "commit": commit, "host": platform.node(), "cpu": cpu,
-              "cores": os.cpu_count(), "gpus": gpus.splitlines() if gpus else [], "command": command}
+              "cores": os.cpu_count(), "gpus": gpus.splitlines() if gpus else [], "backend": backend,
+              "command": command}
     with open(os.path.join(run_dir, "provenance.json"), "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
