@@ -21,11 +21,17 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 repro() { "$root/scripts/reproduce.sh" "$@" --rotor "$rotor"; }
 
 help=$("$root/scripts/reproduce.sh" --help) || fail "--help"
+shared=${ROTOR_SHARED_DATA:-$root/../shared/data}
 for f in "$root"/scripts/experiments/*.sh; do
     name=$(basename "$f" .sh)
     grep -q "^  $name " <<< "$help" || fail "--help does not list $name"
-    repro "$name" --plan --out "$out/plan-$name" > "$out/plan-$name.log" 2>&1 ||
-        { fail "$name: the CPU-scale plan failed"; tail -3 "$out/plan-$name.log"; }
+    if ! repro "$name" --plan --out "$out/plan-$name" > "$out/plan-$name.log" 2>&1; then
+        if [ ! -d "$shared" ] && grep -qF "$shared" "$out/plan-$name.log"; then
+            echo "skipped: $name's plan reads $shared, which is not there"
+        else
+            fail "$name: the CPU-scale plan failed"; tail -3 "$out/plan-$name.log"
+        fi
+    fi
 done
 for name in fig5-prefill fig6-copy fig8-s2 fig8-a3 table3-lm; do
     repro "$name" --scale paper --plan --out "$out/paper-$name" > "$out/paper-$name.log" 2>&1 ||
