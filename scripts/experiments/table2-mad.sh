@@ -3,7 +3,7 @@
 # 6 optimizer settings (lr 1e-4, 5e-4, 1e-3 x weight decay 0, 0.1); a cell is the mean over
 # the task's settings of the best run. CPU: each task's baseline setting at CPU size
 # (configs/synthetic/mad-*-cpu.ini) trained cpu_steps TASK steps, lr 5e-4 and 1e-3 (the top
-# of the paper's grid), weight decay 0; docs/reproduction.md.
+# of the paper's grid), weight decay 0, cpu_seeds TASK seeds; docs/reproduction.md.
 source "$ROOT/scripts/lib/experiments.sh"
 source "$ROOT/scripts/lib/mad_grid.sh"
 describe() { echo "Selective RoPE Table 2: MAD, GLA x NoPE/RoPE/Selective (+pg, +bias, +both)"; }
@@ -21,16 +21,21 @@ variant_keys() {
 # copying; memorization 2000 (1000 epochs of its 256 examples: its loss is near 0 by step
 # 700). docs/reproduction.md, "table2-mad".
 cpu_steps() { [[ $1 == memorization ]] && echo 2000 || echo 8000; }
+# CPU seeds of a task: fuzzy recall at least 3, where one run of the same config and seed
+# moved by up to 18 points between two CPUs (its loss stays near a uniform guess), as much as
+# the spread of the variants; docs/reproduction.md, "table2-mad".
+cpu_seeds() { [[ $1 == fuzzy-in-context-recall && $SEEDS -lt 3 ]] && echo 3 || echo "$SEEDS"; }
 TASKS="compression fuzzy-in-context-recall in-context-recall memorization noisy-in-context-recall selective-copying"
 runs() {
-    local name config task settings setting lrs wds extra pe lr wd seed
+    local name config task settings setting lrs wds extra pe lr wd seed seeds
     for name in $TASKS; do
         if [[ $SCALE == paper ]]; then
-            config=configs/synthetic/mad/$name.ini lrs="1e-4 5e-4 1e-3" wds="0 0.1" extra=""
+            config=configs/synthetic/mad/$name.ini lrs="1e-4 5e-4 1e-3" wds="0 0.1" extra="" seeds=$SEEDS
             task=$(ini_key "$ROOT/$config" task type)
             settings="baseline $(mad_grid "$task")"
         else
             config=configs/synthetic/mad-$name-cpu.ini lrs="5e-4 1e-3" wds=0 extra="train.steps=$(cpu_steps "$name")"
+            seeds=$(cpu_seeds "$name")
             task=$(ini_key "$ROOT/$config" task type)
             settings=baseline
         fi
@@ -40,7 +45,7 @@ runs() {
             for pe in $VARIANTS; do
                 for lr in $lrs; do
                     for wd in $wds; do
-                        for seed in $(first_seeds "$SEEDS" 0 1 2 3 4); do
+                        for seed in $(first_seeds "$seeds" 0 1 2 3 4); do
                             run "$task/$setting/$pe-lr$lr-wd$wd-seed$seed" synth "$config" $(variant_keys "$pe") \
                                 $extra $keys "train.lr=$lr" "train.weight_decay=$wd" "train.seed=$seed"
                         done
