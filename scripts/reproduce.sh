@@ -167,7 +167,7 @@ done
 [[ $SCALE == cpu || $SCALE == paper ]] || die "--scale must be cpu or paper, not '$SCALE'"
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, not '$JOBS'"
 [[ -z $SEEDS || $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds must be a positive integer, not '$SEEDS'"
-[[ -z $ONLY ]] || awk -v re="$ONLY" 'BEGIN { exit ("" ~ re) * 0 }' 2> /dev/null ||
+[[ -z $ONLY ]] || awk -v re="$ONLY" 'BEGIN { "" ~ re }' 2> /dev/null ||
     die "--only: '$ONLY' is not an extended regular expression"
 [[ -x $ROTOR ]] || die "no rotor binary at $ROTOR (build it: scripts/setup.sh, or give --rotor)"
 ROTOR=$(cd "$(dirname "$ROTOR")" && pwd)/$(basename "$ROTOR")
