@@ -4,15 +4,20 @@
 # and step_bench) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
 # result, tests, worst err/tol and seconds; the hang must be cut at the part's deadline, the
 # programs after it reported as not run, and the exit status must say the part failed.
+# Then the tests part under a stand-in compute-sanitizer (racecheck): the programs in
+# GPU_CHECK_TESTS's order (one with a test-name filter), in small mode, test_gpu_comm without
+# NCCL's API errors, and
+# GPU_CHECK_TESTS_LIMIT ending the part.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bundle/bin" "$work/bundle/configs" "$work/dist" "$work/out"
 cd "$work/bundle/bin"
-printf '#!/bin/sh\necho "  a err=1e-5 tol=1e-4 ok"\necho "  b err=5e-3 tol=1e-2 ok"\necho "ok   a (0.1s)"\necho "ok   b (0.1s)"\n' >test_gpu_a
+printf '#!/bin/sh\necho "small=${ROTOR_GPU_TEST_SMALL:-0}"\necho "  a err=1e-5 tol=1e-4 ok"\necho "  b err=5e-3 tol=1e-2 ok"\necho "ok   a (0.1s)"\necho "ok   b (0.1s)"\n' >test_gpu_a
 printf '#!/bin/sh\necho "  q err=3e-2 tol=1e-2 FAIL"\necho "FAIL q (1 checks failed, 0.1s)"\nexit 1\n' >test_gpu_b
 printf '#!/bin/sh\necho "ok   z (0.1s)"\nexec sleep 60\n' >test_gpu_c
+printf '#!/bin/sh\necho "small=${ROTOR_GPU_TEST_SMALL:-0} filter=$*"\necho "ok   c (0.1s)"\n' >test_gpu_comm
 printf '#!/bin/sh\necho ok cli\n' >cli_errors.sh
 cp cli_errors.sh gpu_e2e.sh
 cp cli_errors.sh step_bench
@@ -33,4 +38,29 @@ for p in cli_errors gpu_e2e gpu_step; do
     [ "$(row "$p")" = "$p NOT RUN - - - 0" ] || fail "$p: $(row "$p")"
 done
 [ -s "$work/out/gpu_check.log" ] || fail "no gpu_check.log in \$OUT"
+grep -q '^small=0$' "$work/log" || fail "verify ran in small mode"
 echo "ok: verify's summary and deadline"
+
+# the tests part under racecheck, with a stand-in sanitizer that names its arguments
+mkdir -p "$work/san" "$work/out2"
+printf '#!/bin/sh\necho "sanitizer $*"\nwhile [ "${1#--}" != "$1" ]; do shift 2; done\nexec "$@"\n' >"$work/san/compute-sanitizer"
+chmod +x "$work/san/compute-sanitizer"
+rc=0
+PATH="$work/san:$PATH" GPU_CHECK_PARTS=tests GPU_CHECK_SANITIZER=racecheck GPU_CHECK_TESTS_LIMIT=14 \
+    GPU_CHECK_TESTS="test_gpu_comm:zero test_gpu_[ab] test_gpu_c" OUT="$work/out2" \
+    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log2" 2>&1 || rc=$?
+sed -n '/^---- summary/,$p' "$work/log2"
+[ "$rc" = 1 ] || fail "tests part: exit status $rc, expected 1"
+order=$(grep -E '^== ' "$work/log2" | tr '\n' ' ')
+[ "$order" = "== test_gpu_comm:zero == test_gpu_a == test_gpu_b == test_gpu_c == cli_errors " ] ||
+    fail "tests part: order $order"
+grep -q "^sanitizer --tool racecheck --error-exitcode 3 --report-api-errors no .*/test_gpu_comm zero$" "$work/log2" ||
+    fail "test_gpu_comm not run without API errors, on its tests named zero"
+grep -q "^small=1 filter=zero$" "$work/log2" || fail "test_gpu_comm's filter not passed"
+grep -q "^sanitizer --tool racecheck --error-exitcode 3 .*/bin/test_gpu_a$" "$work/log2" ||
+    fail "test_gpu_a not run under the sanitizer"
+[ "$(grep -c '^small=1' "$work/log2")" = 2 ] || fail "racecheck not in small mode"
+log2row() { grep -E "^$1 " "$work/log2" | tail -1 | tr -s ' '; }
+[[ "$(log2row test_gpu_c)" =~ ^"test_gpu_c TIMED OUT 1 0 - "1[0-5]$ ]] || fail "test_gpu_c: $(log2row test_gpu_c)"
+[ "$(log2row cli_errors)" = "cli_errors NOT RUN - - - 0" ] || fail "cli_errors: $(log2row cli_errors)"
+echo "ok: the tests part's order, small mode, NCCL's API errors and deadline"

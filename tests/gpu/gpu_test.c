@@ -1,6 +1,7 @@
 #include "gpu_test.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -209,6 +210,12 @@ const char *gt_name(const char *fmt, ...) {
     return buf;
 }
 
+static int small_mode;
+
+int gt_small(void) { return small_mode; }
+
+int gt_layout_count(int n) { return small_mode && n > 2 ? 2 : n; }
+
 int gt_main(const TestCase *tests, int n, int argc, char **argv) {
     char why[256] = "";
     gt_gpu = backend_cuda(0, why, sizeof why);
@@ -217,6 +224,9 @@ int gt_main(const TestCase *tests, int n, int argc, char **argv) {
         return 77;
     }
     gt_cpu = backend_cpu();
+    const char *small = getenv("ROTOR_GPU_TEST_SMALL");
+    small_mode = small && strcmp(small, "0") != 0 && *small;
+    if (small_mode) printf("small mode (ROTOR_GPU_TEST_SMALL): two layouts per case, no long cases\n");
     rng_init(&rng, 20261122, 0);
     int rc = th_run(tests, n, argc, argv);
     rt_free(owned);

@@ -66,6 +66,14 @@ double gt_compare(const char *what, const float *gpu, const float *cpu, int64_t 
  * magnitude below which the error counts as absolute. */
 double gt_compare_scalar(const char *what, double gpu, double cpu, double floor, double tol);
 
+/* Small mode (ROTOR_GPU_TEST_SMALL=1, which scripts/gpu_check.sh sets under racecheck, where
+ * every shared-memory access is checked and kernels run ~100x slower): the cases run only
+ * the first two segment layouts of their table, a short one and the one with ragged chunk
+ * tails, and skip their long-context cases. Every kernel configuration (head sizes, tiles)
+ * still runs. gt_layout_count(n) is n, or at most 2 in small mode. */
+int gt_small(void);
+int gt_layout_count(int n);
+
 /* Frees everything the gt_* functions allocated; every test calls it at the end. */
 void gt_reset(void);
 

@@ -76,7 +76,7 @@ static void cscan_case(const GtLayout *lay, int C, double alo, double ahi) {
 }
 
 static void test_cscan(void) {
-    for (int l = 0; l < TH_COUNT(layouts); l++) {
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++) {
         cscan_case(&layouts[l], 300, -0.05, -0.001); /* states across many chunks */
         cscan_case(&layouts[l], 7, -3.0, -0.5);      /* gone within a chunk */
     }
@@ -228,7 +228,7 @@ static void test_rotrnn_weights(void) {
  * an addition ---- */
 
 static void test_segment_reverse(void) {
-    for (int l = 0; l < TH_COUNT(layouts); l++) {
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++) {
         Seqs *s = gt_seqs(layouts[l].lens, layouts[l].nseg);
         int C = 6;
         int64_t n = s->ntok * C;

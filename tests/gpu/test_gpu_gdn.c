@@ -133,7 +133,7 @@ static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
 }
 
 static void run_layouts(int H, int K, int V, Decay dec) {
-    for (int i = 0; i < TH_COUNT(LAYOUTS); i++) gdn_case(H, K, V, &LAYOUTS[i], dec);
+    for (int i = 0; i < gt_layout_count(TH_COUNT(LAYOUTS)); i++) gdn_case(H, K, V, &LAYOUTS[i], dec);
 }
 
 /* the tiny test config: one column tile, K tile and 16-column scan */

@@ -124,7 +124,7 @@ static void run_case(int H, int K, int V, const GtLayout *L, GateKind gate) {
 }
 
 static void run_all_layouts(int H, int K, int V) {
-    for (int i = 0; i < TH_COUNT(layouts); i++)
+    for (int i = 0; i < gt_layout_count(TH_COUNT(layouts)); i++)
         for (int gate = GATE_MILD; gate <= GATE_STRONG; gate++)
             run_case(H, K, V, &layouts[i], (GateKind)gate);
 }
@@ -146,7 +146,7 @@ static void test_gla_partial_tiles(void) {
 /* Mamba2's SSD: one decay per head; the tiny model's heads (state 16, head_dim 32) and the
  * 370M model's (state 128, head_dim 64, 32 heads). */
 static void test_gla_per_head(void) {
-    for (int i = 0; i < TH_COUNT(layouts); i++)
+    for (int i = 0; i < gt_layout_count(TH_COUNT(layouts)); i++)
         for (int gate = GATE_MILD; gate <= GATE_STRONG; gate++) {
             run_case_g(4, 16, 32, &layouts[i], (GateKind)gate, 1);
             run_case_g(32, 128, 64, &layouts[i], (GateKind)gate, 1);

@@ -72,7 +72,7 @@ static void rnn_case(const GtLayout *lay, int n, RnnAct act, int carried) {
 }
 
 static void test_rnn(void) {
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int a = 0; a < 2; a++) {
             rnn_case(&layouts[l], 48, (RnnAct)a, 0);
             rnn_case(&layouts[l], 1100, (RnnAct)a, 0); /* more units than threads */
@@ -132,7 +132,7 @@ static void lstm_case(const GtLayout *lay, int n, int carried) {
 }
 
 static void test_lstm(void) {
-    for (int l = 0; l < TH_COUNT(layouts); l++) lstm_case(&layouts[l], 40, 0), lstm_case(&layouts[l], 300, 0), lstm_case(&layouts[l], 40, 1);
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++) lstm_case(&layouts[l], 40, 0), lstm_case(&layouts[l], 300, 0), lstm_case(&layouts[l], 40, 1);
 }
 
 static void test_lstm_step(void) {

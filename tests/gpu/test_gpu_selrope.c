@@ -135,7 +135,7 @@ static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int 
 
 /* Every layout, conv variant and option combination for one head shape. */
 static void shape_cases(int H, int P) {
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int conv = CONV_SILU; conv <= CONV_DIFF; conv++)
             for (int opt = 0; opt < 8; opt++)
                 selrope_case(l, H, P, (ConvKind)conv, opt & 1, opt >> 1 & 1, opt >> 2 & 1);

@@ -86,7 +86,7 @@ static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int
 
 static void test_conv(void) {
     static const int Cs[] = {16, 96, 1024};
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int ci = 0; ci < 3; ci++)
             for (int with_w = 0; with_w <= 1; with_w++)
                 for (int a = 0; a <= 1; a++) {
@@ -126,7 +126,7 @@ static void shift_case(int l, int H, int D) {
 
 static void test_shift(void) {
     static const int HD[][2] = {{4, 64}, {2, 32}, {3, 100}};
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int k = 0; k < 3; k++) shift_case(l, HD[k][0], HD[k][1]);
 }
 
@@ -149,7 +149,7 @@ static void revcumsum_case(int l, int C) {
 
 static void test_revcumsum(void) {
     static const int Cs[] = {1, 16, 40};
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int k = 0; k < 3; k++) revcumsum_case(l, Cs[k]);
 }
 
@@ -157,7 +157,7 @@ static void test_revcumsum(void) {
 
 static void test_rope_angles(void) {
     static const int Ds[] = {16, 64, 128};
-    for (int l = 0; l < TH_COUNT(layouts); l++)
+    for (int l = 0; l < gt_layout_count(TH_COUNT(layouts)); l++)
         for (int k = 0; k < 3; k++)
             for (int t = 0; t < 2; t++) {
                 double theta = t ? 10000.0 : 500000.0;
