@@ -43,6 +43,11 @@
 # GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
 # The summary is one table: each program, passed or not, its tests, its worst comparison
 # (err/tol, > 1 fails) and its seconds.
+# "ncu", in no default: bench/gpu_mixers (the 370M shapes, one repetition) under Nsight
+# Compute with the clocks as found, the kernels of GLA, GDN, FoX and Selective RoPE
+# (GPU_CHECK_NCU_KERNELS, a regular expression on their names, narrows it); bench/ncu_table.py
+# prints one line per kernel (time, throughputs, tensor pipe, occupancy, stalls) and the raw
+# CSV goes to $OUT/ncu-mixers.csv.
 # "multirank", in no default: tests/dist_train.sh's data-parallel equivalence and ZeRO-1
 # resumption on the one GPU, 2 and 3 ranks summing through MPI and host memory
 # (run.collectives = mpi).
@@ -124,7 +129,7 @@ bundle() {
     mkdir -p "$dir/bin" "$dir/lib" "$dir/configs/tiny" "$dir/data/text"
     cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/bench/gpu_mixers" \
        "$build/bench/decode_bench" "$build/rotor" "$root"/bench/fla_{mixers,step,generate,common}.py \
-       "$root/bench/torch_rnn_step.py" "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
+       "$root"/bench/{torch_rnn_step,ncu_table}.py "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
     fla_download "$dir/wheels"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
     mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
@@ -489,6 +494,17 @@ run_bundle() {
         done
         cd - >/dev/null
     fi
+    if [[ $parts == *" ncu "* ]]; then
+        local ncu rep
+        ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1 || true)
+        rep="$(mktemp -d)/mixers"
+        limited 300 ncu_mixers "${ncu:-ncu}" --clock-control none \
+            --kernel-name "regex:${GPU_CHECK_NCU_KERNELS:-gla_|gdn_|fox_|selrope_}" \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --export "$rep" --force-overwrite "$dir/bin/gpu_mixers" --reps 1
+        limited 120 ncu_table bash -c '"$1" --import "$2.ncu-rep" --csv --page raw --print-units base >"$3" &&
+            python3 "$4" "$3"' _ "${ncu:-ncu}" "$rep" "${OUT:-/tmp}/ncu-mixers.csv" "$dir/bin/ncu_table.py"
+    fi
     if [[ $parts == *" multirank "* ]]; then
         # two and three ranks on the one GPU, their gradients summed by MPI through host memory
         # (NCCL refuses several ranks on one device), against one rank with the accumulation
@@ -559,7 +575,7 @@ case "${1:-all}" in
         dir="$(mktemp -d)"
         mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/rotor" "$dir/bin/"
         cp "$build/bench/gpu_mixers" "$build/bench/decode_bench" \
-           "$root"/bench/fla_{mixers,step,generate,common}.py "$root/bench/torch_rnn_step.py" \
+           "$root"/bench/fla_{mixers,step,generate,common}.py "$root"/bench/{torch_rnn_step,ncu_table}.py \
            "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
         case " ${GPU_CHECK_PARTS:-bench} " in
             *" bench "* | *" flastep "* | *" decode "*) fla_download "$dir/wheels" ;;

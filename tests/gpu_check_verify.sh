@@ -21,6 +21,8 @@ printf '#!/bin/sh\necho "small=${ROTOR_GPU_TEST_SMALL:-0} filter=$*"\necho "ok  
 printf '#!/bin/sh\necho ok cli\n' >cli_errors.sh
 cp cli_errors.sh gpu_e2e.sh
 cp cli_errors.sh step_bench
+printf '#!/bin/sh\necho "mixers $*"\n' >gpu_mixers
+cp "$root/bench/ncu_table.py" .
 touch rotor
 chmod +x ./*
 tar -C "$work/bundle" -cJf "$work/dist/rotor-gpu.tar.xz" .
@@ -64,3 +66,28 @@ log2row() { grep -E "^$1 " "$work/log2" | tail -1 | tr -s ' '; }
 [[ "$(log2row test_gpu_c)" =~ ^"test_gpu_c TIMED OUT 1 0 - "1[0-5]$ ]] || fail "test_gpu_c: $(log2row test_gpu_c)"
 [ "$(log2row cli_errors)" = "cli_errors NOT RUN - - - 0" ] || fail "cli_errors: $(log2row cli_errors)"
 echo "ok: the tests part's order, small mode, NCCL's API errors and deadline"
+
+# the ncu part: the profile of gpu_mixers, then its raw page through bench/ncu_table.py
+mkdir -p "$work/out3"
+cat >"$work/san/ncu" <<EOF
+#!/bin/sh
+case " \$* " in
+*" --import "*) cat "$root/tests/data/ncu_raw_sample.csv" ;;
+*) echo "ncu \$*"; while [ "\$1" != --force-overwrite ]; do shift; done; shift; exec "\$@" ;;
+esac
+EOF
+chmod +x "$work/san/ncu"
+rc=0
+PATH="$work/san:$PATH" GPU_CHECK_PARTS=ncu OUT="$work/out3" "$root/scripts/gpu_check.sh" run "$work/dist" \
+    >"$work/log3" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$work/log3"; fail "ncu part: exit status $rc"; }
+grep -q '^ncu --clock-control none --kernel-name regex:gla_|gdn_|fox_|selrope_ .*--section WarpStateStats' "$work/log3" ||
+    fail "ncu part: not profiled with the clocks as found and the mixers' kernels"
+grep -q '^mixers --reps 1$' "$work/log3" || fail "ncu part: gpu_mixers not run once"
+row3() { grep -E "^$1 " "$work/log3" | tr -s ' '; }
+[ "$(row3 gla_bwd_dqdk_kernel)" = "gla_bwd_dqdk_kernel 3 1100.0 3.30 41 - - - - - 168 - - barrier=3.4 long_scoreboard=1.3" ] ||
+    fail "ncu table: $(row3 gla_bwd_dqdk_kernel)"
+[ "$(row3 gla_scan_kernel)" = "gla_scan_kernel 1 50.0 0.05 5 - - - - - 32 - - long_scoreboard=9.0 wait=2.0" ] ||
+    fail "ncu table: $(row3 gla_scan_kernel)"
+cmp -s "$work/out3/ncu-mixers.csv" "$root/tests/data/ncu_raw_sample.csv" || fail "ncu part: no raw CSV in \$OUT"
+echo "ok: the ncu part's profile and table"
