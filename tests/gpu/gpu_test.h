@@ -69,9 +69,10 @@ double gt_compare_scalar(const char *what, double gpu, double cpu, double floor,
 /* Small mode (ROTOR_GPU_TEST_SMALL=1, which scripts/gpu_check.sh sets under racecheck, where
  * every shared-memory access is checked and kernels run ~100x slower): the cases run only
  * the first two segment layouts of their table, a short one and the one with ragged chunk
- * tails, and skip their long-context cases (the recurrences of test_gpu_rnncells: a few steps).
- * Every kernel configuration (head sizes, tiles) still runs. gt_layout_count(n) is n, or at most
- * 2 in small mode. */
+ * tails, and skip their long-context cases; test_gpu_rnncells' recurrences take 6 steps,
+ * test_gpu_train's models 2 training steps (their loss is not checked to fall) and
+ * test_gpu_decode's models 3 decoding steps. Every kernel configuration (head sizes, tiles)
+ * still runs. gt_layout_count(n) is n, or at most 2 in small mode. */
 int gt_small(void);
 int gt_layout_count(int n);
 

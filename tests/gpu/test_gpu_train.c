@@ -68,14 +68,16 @@ static void train_config(const char *name, int carried, double lr) {
         gt_cpu->zero(carry_c, bc), gt_gpu->zero(carry_g, bg);
         model_set_carry(mc, carry_c, ROWS), model_set_carry(mg, carry_g, ROWS);
     }
+    /* small mode (gpu_test.h): 2 steps race every kernel of a step; the loss cannot fall yet */
+    const int steps = gt_small() ? 2 : STEPS;
     double first = 0, worst = 0, lc = 0, lg = 0;
-    for (int s = 0; s < STEPS; s++) {
+    for (int s = 0; s < steps; s++) {
         make_batch(&r, next, V, tok, lab);
         lc = train_step(mc, oc, &rc.train, &b, lr);
         lg = train_step(mg, og, &rc.train, &b, lr);
         if (s == 0) first = lc;
         worst = fmax(worst, fabs(lg - lc) / lc);
-        if (s % 10 == 0 || s == STEPS - 1) printf("    %s step %2d: loss cpu %.4f gpu %.4f\n", name, s, lc, lg);
+        if (s % 10 == 0 || s == steps - 1) printf("    %s step %2d: loss cpu %.4f gpu %.4f\n", name, s, lc, lg);
     }
     /* bf16 activations perturb each step by ~1e-3 relative; over 50 steps of training the
      * trajectories separate slowly: 3% of the loss at any step. */
@@ -83,8 +85,10 @@ static void train_config(const char *name, int carried, double lr) {
     snprintf(what, sizeof what, "train %s%s loss", name, carried ? " carried" : "");
     printf("  %-28s err=%.3e tol=3.0e-02 %s\n", what, worst, worst <= 0.03 ? "ok" : "FAIL");
     CHECK(worst <= 0.03);
-    CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f", name, lg, first);
-    CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f", name, lc, first);
+    if (!gt_small()) {
+        CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f", name, lg, first);
+        CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f", name, lc, first);
+    }
     if (carried) {
         model_set_carry(mc, NULL, 0), model_set_carry(mg, NULL, 0);
         gt_cpu->release(carry_c), gt_gpu->release(carry_g);
