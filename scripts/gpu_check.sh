@@ -54,7 +54,9 @@
 # "repro", in no default: CPU-scale experiments of scripts/reproduce.sh trained on the GPU
 # (run.device = cuda), GPU_CHECK_REPRO (default fig7-mqar) naming them, GPU_CHECK_REPRO_JOBS
 # (default 8) runs at a time, each experiment in at most GPU_CHECK_REPRO_LIMIT seconds (480),
-# GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run; the finished runs come back
+# GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run; the runs the results store
+# holds finished (results/reproduce, carried in the bundle) are taken from it, the others
+# trained; the finished runs come back
 # as $OUT/repro-EXPERIMENT.tar.xz, drawn where matplotlib is with `scripts/reproduce.sh
 # EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a lent GPU");
 # GPU_CHECK_REPRO_DEVICE=cpu tries the part on a machine without a GPU.
@@ -148,6 +150,10 @@ bundle() {
     # scripts/reproduce.sh with its experiments and every config, as in the repository (part repro)
     mkdir -p "$dir/root/scripts" && cp -r "$root/configs" "$dir/root/"
     cp -r "$root"/scripts/{reproduce.sh,reproduce_runs.py,pe_variants.sh,lib,experiments} "$dir/root/scripts/"
+    # the results store: a planned run it holds finished is taken from it, not trained again
+    if [ -d "$root/results/reproduce" ]; then
+        mkdir -p "$dir/root/results" && cp -r "$root/results/reproduce" "$dir/root/results/"
+    fi
     # the commit the runs' provenance.json names (the bundle is no git checkout)
     git -C "$root" rev-parse HEAD > "$dir/root/COMMIT" 2>/dev/null || true
     if [[ -s $dir/root/COMMIT && -n $(git -C "$root" status --porcelain --untracked-files=no) ]]; then
@@ -522,7 +528,7 @@ run_bundle() {
         for e in ${GPU_CHECK_REPRO:-fig7-mqar}; do
             limited "${GPU_CHECK_REPRO_LIMIT:-480}" "repro_$e" env ROTOR_SHARED_DATA="$dir/data" \
                 "$dir/root/scripts/reproduce.sh" "$e" --train-only --jobs "${GPU_CHECK_REPRO_JOBS:-8}" \
-                --rotor "$dir/bin/rotor" --out "$dir/repro/$e" \
+                --rotor "$dir/bin/rotor" --out "$dir/repro/$e" --results "$dir/root/results/reproduce/$e/cpu" \
                 --set "run.device=${GPU_CHECK_REPRO_DEVICE:-cuda}" "${sets[@]}"
             # the runs without checkpoints and plots, by Python's tarfile (the machine may lack xz)
             [ -d "$dir/repro/$e/runs" ] && python3 - "$dir/repro/$e" "${OUT:-/tmp}/repro-$e.tar.xz" <<'PY' | tee -a "$log"

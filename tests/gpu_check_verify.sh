@@ -6,8 +6,10 @@
 # programs after it reported as not run, and the exit status must say the part failed.
 # Then the tests part under a stand-in compute-sanitizer (racecheck): the programs in
 # GPU_CHECK_TESTS's order (one with a test-name filter), in small mode, test_gpu_comm without
-# NCCL's API errors, and
-# GPU_CHECK_TESTS_LIMIT ending the part.
+# NCCL's API errors, and GPU_CHECK_TESTS_LIMIT ending the part. Then the ncu part under a
+# stand-in ncu whose report is tests/data/ncu_raw_sample.csv: bench/ncu_table.py's table. Last
+# the repro part with a stand-in reproduce.sh: the bundle's results store given, the runs
+# packed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -23,6 +25,14 @@ cp cli_errors.sh gpu_e2e.sh
 cp cli_errors.sh step_bench
 printf '#!/bin/sh\necho "mixers $*"\n' >gpu_mixers
 cp "$root/bench/ncu_table.py" .
+mkdir -p ../root/scripts ../root/results/reproduce/fig7-mqar/cpu
+cat >../root/scripts/reproduce.sh <<'EOF'
+#!/bin/sh
+echo "reproduce $*"
+while [ "$1" != --out ]; do shift; done
+mkdir -p "$2/runs/a" && touch "$2/runs/a.done" "$2/runs/a/synth_results.json"
+EOF
+chmod +x ../root/scripts/reproduce.sh
 touch rotor
 chmod +x ./*
 tar -C "$work/bundle" -cJf "$work/dist/rotor-gpu.tar.xz" .
@@ -91,3 +101,14 @@ row3() { grep -E "^$1 " "$work/log3" | tr -s ' '; }
     fail "ncu table: $(row3 gla_scan_kernel)"
 cmp -s "$work/out3/ncu-mixers.csv" "$root/tests/data/ncu_raw_sample.csv" || fail "ncu part: no raw CSV in \$OUT"
 echo "ok: the ncu part's profile and table"
+
+# the repro part: reproduce.sh with the bundle's results store, the finished runs packed
+mkdir -p "$work/out4"
+rc=0
+GPU_CHECK_PARTS=repro OUT="$work/out4" "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log4" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$work/log4"; fail "repro part: exit status $rc"; }
+grep -q "^reproduce fig7-mqar --train-only --jobs 8 --rotor .*/bin/rotor --out .*/repro/fig7-mqar --results .*/root/results/reproduce/fig7-mqar/cpu --set run.device=cuda$" "$work/log4" ||
+    fail "repro part: $(grep '^reproduce' "$work/log4")"
+grep -q "^fig7-mqar: 1 runs finished" "$work/log4" || fail "repro part: the finished runs not counted"
+tar -tJf "$work/out4/repro-fig7-mqar.tar.xz" | grep -q "^runs/a.done$" || fail "repro part: no runs/a.done packed"
+echo "ok: the repro part takes the bundle's results store and packs the runs"
