@@ -137,7 +137,7 @@ bundle() {
     mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
     cp "${configs_370m[@]/#/$root/}" "${configs_nope[@]/#/$root/}" "$dir/configs/"
     cp -r "$shared/tokenizer" "$shared/eval" "$dir/data/"
-    cp "$shared/text/tinyshakespeare.txt" "$dir/data/text/"
+    cp "$shared"/text/*.txt "$dir/data/text/" # tiny Shakespeare, WikiText-2 (table3-lm at CPU scale)
     bundle_openmpi "$dir"
     # shared libraries beyond glibc, CUDA's and NCCL (the GPU machine has the toolkit, the
     # driver and NCCL; these are hundreds of MB)
