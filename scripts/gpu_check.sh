@@ -403,13 +403,13 @@ run_bundle() {
         deadline=0
     fi
     if [[ $parts == *" tests "* ]]; then
-        local san=() api small=${GPU_CHECK_SMALL:-}
+        local san=() api small=${GPU_CHECK_SMALL:-} smallenv=()
         if [ -n "${GPU_CHECK_TESTS_LIMIT:-}" ]; then deadline=$(($(date +%s) + GPU_CHECK_TESTS_LIMIT)); fi
         if [ -n "${GPU_CHECK_SANITIZER:-}" ]; then
             san=(compute-sanitizer --tool "$GPU_CHECK_SANITIZER" --error-exitcode 3)
             [ "$GPU_CHECK_SANITIZER" != racecheck ] || small=${small:-1}
         fi
-        [ "${small:-0}" = 0 ] || export ROTOR_GPU_TEST_SMALL=1
+        [ "${small:-0}" = 0 ] || smallenv=(env ROTOR_GPU_TEST_SMALL=1)
         for t in $(test_programs "$dir"); do
             # NCCL's communicator set-up asks cudaFuncGetAttributes of kernels it has no
             # image for on this GPU and ignores the error (NVIDIA/nccl#1864), which the
@@ -417,7 +417,7 @@ run_bundle() {
             # API calls abort on any error themselves, and its memory errors still count
             api=()
             if [ ${#san[@]} -gt 0 ] && [ "$(basename "${t%%:*}")" = test_gpu_comm ]; then api=(--report-api-errors no); fi
-            limited 150 "$(basename "$t")" "${san[@]}" "${api[@]}" "${t%%:*}" $(test_filter "$t")
+            limited 150 "$(basename "$t")" "${smallenv[@]}" "${san[@]}" "${api[@]}" "${t%%:*}" $(test_filter "$t")
         done
         # rotor's named errors with a GPU present: an unsupported head size is refused at start-up
         limited 120 cli_errors "$dir/bin/cli_errors.sh" "$dir/bin/rotor"
