@@ -9,7 +9,8 @@ numbers).
                                             mean over seeds with min-max band, the training
                                             length dashed; one panel per model
     reproduce_plot.py mqar    OUT TITLE     MQAR accuracy against width, the lr with the best
-                                            mean over seeds, one panel per (length, pairs)
+                                            mean over seeds (bars: its seeds' min and max),
+                                            one panel per (length, pairs)
     reproduce_plot.py mad     OUT TITLE     Table 2: rotor's MAD scores beside the paper's
     reproduce_plot.py lm      OUT ROTOR EVAL_DIR LIMIT TITLE
                                             Table 3: per model and position embedding the lr of
@@ -178,10 +179,15 @@ def mqar_report(out, title):
         widths = sorted({k[3] for k in best if (k[1], k[2]) == (L, kv)})
         lines += [f"## L = {L}, {kv} key-value pairs", "",
                   "| model | " + " | ".join(f"d = {w}" for w in widths) + " |", "|---|" + "---|" * len(widths)]
-        for cfg, pe in series:
+        for i, (cfg, pe) in enumerate(series):
             pts = [(w, best[(cfg, L, kv, w, pe)]) for w in widths if (cfg, L, kv, w, pe) in best]
             label = f"{cfg.replace('mqar-', '')} / {pe}"
-            ax.plot([w for w, _ in pts], [b[0] for _, b in pts], marker="o", label=label)
+            # the series side by side at each width (a small factor on the log axis), so
+            # that their seeds' ranges do not hide one another
+            shift = 2 ** (0.04 * (i - (len(series) - 1) / 2))
+            ax.errorbar([w * shift for w, _ in pts], [b[0] for _, b in pts],
+                        yerr=[[b[0] - b[3] for _, b in pts], [b[4] - b[0] for _, b in pts]],
+                        marker="o", capsize=3, label=label)
             cells = {w: f"{b[0]:.3f} ({b[3]:.3f}, {b[4]:.3f}; {b[1]:g})" for w, b in pts}
             lines.append(f"| {label} | " + " | ".join(cells.get(w, "—") for w in widths) + " |")
         lines.append("")

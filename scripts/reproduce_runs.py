@@ -57,14 +57,19 @@ def copy_results(src_run, dst_run):
         shutil.copy2(path, dst_run)
 
 
-def copy_run(src, dst, name):
-    """Run NAME of the directory holding runs SRC into DST: results, eval and .done last (a
-    run is finished only once its files are there)."""
-    copy_results(os.path.join(src, "runs", name), os.path.join(dst, "runs", name))
+def copy_eval(src, dst, name):
+    """Run NAME's evaluation (eval/NAME.json, where a report made one) from SRC into DST."""
     ev = os.path.join(src, "eval", name + ".json")
     if os.path.exists(ev):
         os.makedirs(os.path.dirname(os.path.join(dst, "eval", name + ".json")), exist_ok=True)
         shutil.copy2(ev, os.path.join(dst, "eval", name + ".json"))
+
+
+def copy_run(src, dst, name):
+    """Run NAME of the directory holding runs SRC into DST: results, eval and .done last (a
+    run is finished only once its files are there)."""
+    copy_results(os.path.join(src, "runs", name), os.path.join(dst, "runs", name))
+    copy_eval(src, dst, name)
     shutil.copy2(os.path.join(src, "runs", name + ".done"), os.path.join(dst, "runs", name + ".done"))
 
 
@@ -109,7 +114,15 @@ def provenance(run_dir, root, seconds, command):
 
 
 def save(out, store, names):
+    """OUT's finished runs NAMES into STORE. A run STORE already holds with the same
+    fingerprint stays as stored (OUT's copy may be one restored from it, or an older one
+    whose provenance says less); only an evaluation STORE lacks is added to it."""
     for name in names:
+        done = read_done(os.path.join(store, "runs", name + ".done"))
+        if done is not None and done == read_done(os.path.join(out, "runs", name + ".done")):
+            if not os.path.exists(os.path.join(store, "eval", name + ".json")):
+                copy_eval(out, store, name)
+            continue
         copy_run(out, store, name)
 
 

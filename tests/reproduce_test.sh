@@ -5,8 +5,8 @@
 # fig8-s2 sweep (1 seed, 20 steps) writes its figure and table with one row per variant and
 # model; running it again trains nothing, and with a changed setting trains every run again; a
 # results store (--results) takes finished runs to another output directory and --only trains
-# a part of the plan; a tiny fig7-mqar sweep writes a table section per setting with its
-# widths; --report-only reads only the runs of its plan, trains nothing and --train-only draws
+# a part of the plan, and saving again keeps a stored run of the same fingerprint; a tiny
+# fig7-mqar sweep writes a table section per setting with its widths; --report-only reads only the runs of its plan, trains nothing and --train-only draws
 # nothing; rotrnn-table2 refuses a missing dataset and runs on a synthetic one; a run stopped
 # by a signal (rotor synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
@@ -114,6 +114,16 @@ n=$(grep -c "^== s2-gla-cpu__[a-z]*-lr[^:]*$" "$out/elsewhere.log")
 [ "$n" = 3 ] || fail "the sweep elsewhere trained $n runs, not the 3 the store lacked"
 rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/elsewhere/table.md")
 [ "$rows" = 6 ] || fail "the table beside the store has $rows variant rows, not 6"
+[ "$(ls "$out"/store/runs/*.done | wc -l)" = 6 ] || fail "the sweep elsewhere did not save its 3 runs to the store"
+# saving again keeps a stored run whose fingerprint is the same (the copy in the output
+# directory may be an older one that says less of where it trained)
+stored=$(ls "$out"/store/runs/s2-transformer*/provenance.json | head -1)
+python3 - "$stored" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1])); p["kept"] = True; json.dump(p, open(sys.argv[1], "w"))
+EOF
+python3 "$root/scripts/reproduce_runs.py" save "$out/elsewhere" "$out/store" || fail "saving the sweep elsewhere again"
+grep -q '"kept"' "$stored" || fail "saving again overwrote a stored run of the same fingerprint"
 repro fig8-s2 "${sweep[@]}" --out "$out/other" "${store[@]}" --set train.log_every=7 > "$out/other.log" 2>&1 || fail "the changed sweep with a store"
 ! grep -q "restored from" "$out/other.log" || fail "a run stored with other settings was taken from the store"
 if repro fig8-s2 "${tiny[@]}" --only 'a(' > "$out/badre.log" 2>&1; then fail "--only with a bad regular expression passed"; fi
@@ -124,8 +134,8 @@ grep -q "not an extended regular expression" "$out/badre.log" || fail "--only's 
 repro fig7-mqar --seeds 1 --out "$out/mqar" --set train.steps=5 --set train.val_every=0 \
     --set task.test_examples=16 > "$out/mqar.log" 2>&1 || { fail "fig7-mqar tiny sweep"; tail -5 "$out/mqar.log"; }
 grep -q "^## L = 64, 4 key-value pairs" "$out/mqar/table.md" || fail "fig7-mqar's table has no (64, 4) section"
-grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| model | d = 64 | d = 128 |$" ||
-    fail "fig7-mqar's (64, 16) section has not the widths 64 and 128"
+grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| model | d = 32 | d = 64 | d = 128 |$" ||
+    fail "fig7-mqar's (64, 16) section has not the widths 32, 64 and 128"
 rows=$(grep -c "^| gla-cpu / \(nope\|rope\|selective\) | [0-9.]* (" "$out/mqar/table.md")
 [ "$rows" = 6 ] || fail "fig7-mqar's table has $rows variant rows, not 6 (3 PEs x 2 settings)"
 
