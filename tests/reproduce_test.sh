@@ -6,9 +6,10 @@
 # model; running it again trains nothing, and with a changed setting trains every run again; a
 # results store (--results) takes finished runs to another output directory and --only trains
 # a part of the plan, and saving again keeps a stored run of the same fingerprint; a tiny
-# fig7-mqar sweep writes a table section per setting with its widths; --report-only reads only the runs of its plan, trains nothing and --train-only draws
-# nothing; rotrnn-table2 refuses a missing dataset and runs on a synthetic one; a run stopped
-# by a signal (rotor synth exits 1 without evaluating) is not counted as finished.
+# fig7-mqar sweep writes a table section per setting with its widths; --report-only reads
+# only the runs of its plan, trains nothing and --train-only draws nothing; rotrnn-table2
+# refuses a missing dataset and runs on a synthetic one; a run stopped by a signal (rotor
+# synth exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
 set -uo pipefail
 rotor=$1
