@@ -52,8 +52,9 @@
 #
 # An experiment is scripts/experiments/EXPERIMENT.sh (docs/reproduction.md, "Adding an
 # experiment"): describe, default_seeds, runs (NAME COMMAND CONFIG SETS, tab-separated),
-# report and optionally prepare (data the runs read), with ROOT, ROTOR, SCALE, SEEDS and OUT set;
-# GPU_TOK_S (one GPU's tokens/s; or a function gpu_rate NAME for each run) and RANKS
+# report and optionally prepare (data the runs read) and finish_run NAME DIR THREADS (after a
+# run trains, before it counts as finished: e.g. evaluating it into DIR, whose *.json the
+# results store keeps), with ROOT, ROTOR, SCALE, SEEDS and OUT set; GPU_TOK_S (one GPU's tokens/s; or a function gpu_rate NAME for each run) and RANKS
 # (data-parallel ranks a paper run assumes) size the plan.
 set -euo pipefail
 
@@ -114,11 +115,11 @@ if members=$(group_members "$EXPERIMENT"); then
     for e in $members; do
         [[ -f $EXPERIMENTS/$e.sh ]] || die "unknown experiment '$e' in '$EXPERIMENT'"
     done
-    failed=()
+    stopped=()
     for e in $members; do
         echo "=== $e"
         rm -f "$base/$e/$scale/plan_totals" # an earlier plan's, where this one fails
-        "$0" "$e" "${options[@]}" --out "$base/$e/$scale" || failed+=("$e")
+        "$0" "$e" "${options[@]}" --out "$base/$e/$scale" || stopped+=("$e")
     done
     # shellcheck disable=SC2086 # members: one experiment a word
     python3 - "$base" "$scale" "$EXPERIMENT" $members <<'EOF'
@@ -135,7 +136,7 @@ print(f"=== {group} at --scale {scale}: {len(members)} experiments, {runs} runs 
       f"{tokens:,} training tokens"
       + (f", {hours:,.1f} GPU-hours for the {runs - unrated} runs with a measured rate" if runs > unrated else ""))
 EOF
-    [[ ${#failed[@]} == 0 ]] || die "stopped with an error: ${failed[*]} (see above)"
+    [[ ${#stopped[@]} == 0 ]] || die "stopped with an error: ${stopped[*]} (see above)"
     exit 0
 fi
 [[ -f $EXPERIMENTS/$EXPERIMENT.sh ]] ||
@@ -298,13 +299,18 @@ run_one() {
         rm "$dir.done"
     fi
     # the threads first, so that a --set run.threads=N of the command line wins
+    local run_threads=$threads
     [[ $SCALE == cpu ]] && args+=(--set "run.threads=$threads")
-    for s in $sets; do args+=(--set "$s"); done
+    for s in $sets; do
+        args+=(--set "$s")
+        [[ $s == run.threads=* ]] && run_threads=${s#*=}
+    done
     mkdir -p "$(dirname "$dir")"
     echo "== $name"
     local started=$SECONDS
     # shellcheck disable=SC2086 # LAUNCH is a command line
-    if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1; then
+    if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1 &&
+        { ! declare -F finish_run > /dev/null || finish_run "$name" "$dir" "$run_threads" >> "$dir.log" 2>&1; }; then
         python3 "$ROOT/scripts/reproduce_runs.py" provenance "$dir" "$ROOT" $((SECONDS - started)) \
             $LAUNCH "$ROTOR" "$command" "$config" "${args[@]}"
         echo "$fingerprint" > "$dir.done"
@@ -315,6 +321,7 @@ run_one() {
     fi
 }
 export -f run_one
+if declare -F finish_run > /dev/null; then export -f finish_run; fi
 export threads LAUNCH
 failed=0
 if [[ -s $runs_file ]]; then

@@ -12,22 +12,19 @@ numbers).
                                             mean over seeds (bars: its seeds' min and max),
                                             one panel per (length, pairs)
     reproduce_plot.py mad     OUT TITLE     Table 2: rotor's MAD scores beside the paper's
-    reproduce_plot.py lm      OUT ROTOR EVAL_DIR LIMIT TITLE
-                                            Table 3: per model and position embedding the lr of
-                                            the lowest final validation loss, scored by `rotor
-                                            eval` (LIMIT documents a task, 0 = all), beside the
-                                            paper's numbers
+    reproduce_plot.py lm      OUT TITLE     Table 3: per model and position embedding the lr of
+                                            the lowest final validation loss, its zero-shot
+                                            scores (RUN/lm_eval.json, `rotor eval`'s results
+                                            written as the run finished) beside the paper's
     reproduce_plot.py prefill OUT TITLE     Figure 5: prefill tokens/s against length
 
 Run names follow scripts/synth_table.py ([MODEL__]VARIANT-lrLR-seedSEED) and, for MAD,
 scripts/mad_table.py (TASK/SETTING/VARIANT-lrLR-wdWD-seedSEED). Needs matplotlib (Debian's
 python3-matplotlib, installed by scripts/setup.sh)."""
-import glob
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 
@@ -246,7 +243,7 @@ def final_val_loss(run_dir):
     return vals[-1] if vals else float("inf")
 
 
-def lm_report(out, rotor, eval_dir, limit, title):
+def lm_report(out, title):
     best = {}  # (family, pe) -> (val loss, run name)
     for name in planned_finished(out):
         m = NAME.match(name)
@@ -256,26 +253,25 @@ def lm_report(out, rotor, eval_dir, limit, title):
         key = (m["model"], m["pe"])
         if key not in best or loss < best[key][0]:
             best[key] = (loss, name)
-    os.makedirs(os.path.join(out, "eval"), exist_ok=True)
+    evals = {}  # run name -> its lm_eval.json, written by table3-lm's finish_run
+    for _, name in best.values():
+        path = os.path.join(out, "runs", name, "lm_eval.json")
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: the lr-best run {name} has no evaluation; train it again "
+                     f"(delete {out}/runs/{name}.done)")
+        with open(path) as f:
+            evals[name] = json.load(f)
+    samples = [n for e in evals.values() for n in e["n-samples"].values()]
+    docs = (f"the first {max(n['effective'] for n in samples)} documents"
+            if any(n["effective"] < n["original"] for n in samples) else "every document")
     heads = [h for _, _, h in LM_COLUMNS] + ["Avg."]
     lines = [f"# {title}", "", f"Per model and position embedding the lr of the lowest final validation loss; "
-             f"`rotor eval` on {'all' if limit == 0 else f'the first {limit}'} documents of each task. "
+             f"`rotor eval` on {docs} of each task. "
              "Cell: rotor / the paper (accuracies in %).", "",
              "| model | PE | lr | val loss | " + " | ".join(heads) + " |", "|---|---|---|---|" + "---|" * len(heads)]
     avgs = defaultdict(dict)
     for (fam, pe), (loss, name) in sorted(best.items()):
-        res_path = os.path.join(out, "eval", name + ".json")
-        if not os.path.isfile(res_path):
-            ckpts = sorted(glob.glob(os.path.join(out, "runs", name, "checkpoints", "step_*")))
-            if not ckpts:  # a run taken from the results store, which keeps no checkpoints
-                sys.exit(f"{out}/runs/{name}: the lr-best run has no checkpoint to evaluate and no "
-                         f"{res_path}; train it again here (delete {out}/runs/{name}.done)")
-            cmd = [rotor, "eval", "--ckpt", ckpts[-1], "--tasks", "all", "--data-dir", eval_dir, "--out", res_path]
-            if limit:
-                cmd += ["--limit", str(limit)]
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        with open(res_path) as f:
-            res = json.load(f)["results"]
+        res = evals[name]["results"]
         vals = [res[t][k] * (1 if k == "perplexity" else 100) for t, k, _ in LM_COLUMNS]
         vals.append(statistics.mean(vals[1:]))
         avgs[fam][pe] = vals[-1]
@@ -336,14 +332,11 @@ def prefill_report(out, title):
 
 def main(argv):
     kinds = {"length": (length_report, 2), "mqar": (mqar_report, 2), "mad": (mad_report, 2),
-             "lm": (lm_report, 5), "prefill": (prefill_report, 2)}
+             "lm": (lm_report, 2), "prefill": (prefill_report, 2)}
     if len(argv) < 2 or argv[1] not in kinds or len(argv) - 2 != kinds[argv[1]][1]:
         sys.exit(__doc__)
     fn, _ = kinds[argv[1]]
-    args = argv[2:]
-    if argv[1] == "lm":
-        args[3] = int(args[3])
-    fn(*args)
+    fn(*argv[2:])
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@
 # a part of the plan, and saving again keeps a stored run of the same fingerprint; a tiny
 # fig7-mqar sweep writes a table section per setting with its widths; --report-only reads
 # only the runs of its plan, trains nothing and --train-only draws nothing; rotrnn-table2
-# refuses a missing dataset and runs on a synthetic one; a run stopped by a signal (rotor
-# synth exits 1 without evaluating) is not counted as finished.
+# refuses a missing dataset and runs on a synthetic one; table3-lm scores each run as it
+# finishes and draws its table from the store alone; a run stopped by a signal (rotor synth
+# exits 1 without evaluating) is not counted as finished.
 #   tests/reproduce_test.sh build/rotor
 set -uo pipefail
 rotor=$1
@@ -135,8 +136,8 @@ grep -q "not an extended regular expression" "$out/badre.log" || fail "--only's 
 repro fig7-mqar --seeds 1 --out "$out/mqar" --set train.steps=5 --set train.val_every=0 \
     --set task.test_examples=16 > "$out/mqar.log" 2>&1 || { fail "fig7-mqar tiny sweep"; tail -5 "$out/mqar.log"; }
 grep -q "^## L = 64, 4 key-value pairs" "$out/mqar/table.md" || fail "fig7-mqar's table has no (64, 4) section"
-grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| model | d = 32 | d = 64 | d = 128 |$" ||
-    fail "fig7-mqar's (64, 16) section has not the widths 32, 64 and 128"
+grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| model | d = 32 | d = 64 |$" ||
+    fail "fig7-mqar's (64, 16) section has not the widths 32 and 64"
 rows=$(grep -c "^| gla-cpu / \(nope\|rope\|selective\) | [0-9.]* (" "$out/mqar/table.md")
 [ "$rows" = 6 ] || fail "fig7-mqar's table has $rows variant rows, not 6 (3 PEs x 2 settings)"
 
@@ -174,6 +175,32 @@ ROTOR_SPEECH_COMMANDS=$out/sc repro rotrnn-table2 --seeds 1 --out "$out/t2" --se
     --set train.val_every=5 --set train.val_batches=2 > "$out/t2.log" 2>&1 || { fail "rotrnn-table2 on tones"; tail -5 "$out/t2.log"; }
 rows=$(grep -c "^| \(rotrnn\|lru\) | speech35 | 1 | [0-9.]* | 95.2 |" "$out/t2/table.md" 2>/dev/null)
 [ "$rows" = 2 ] || fail "rotrnn-table2's table has $rows model rows with the paper's 95.2, not 2"
+
+# table3-lm: each run is scored as it finishes (finish_run: RUN/lm_eval.json, which the store
+# keeps), so the table is drawn from the store alone, without checkpoints; a run whose scoring
+# fails is not marked finished
+if [ -f "$shared/tokenizer/mistral-7b-v0.1.model" ] && [ -d "$shared/eval" ]; then
+    lm=(--set train.steps=3 --set train.val_every=3 --set train.val_batches=1 --results "$out/lmstore")
+    repro table3-lm "${lm[@]}" --only '^gla__(nope|selective)-lr2e-3-' --out "$out/lm" > "$out/lm.log" 2>&1 ||
+        { fail "table3-lm tiny sweep"; tail -5 "$out/lm.log"; }
+    n=$(ls "$out"/lmstore/runs/*/lm_eval.json 2>/dev/null | wc -l)
+    [ "$n" = 2 ] || fail "the store holds $n runs' evaluations, not 2"
+    rows=$(grep -c "^| gla | \(nope\|selective\) | 2e-3 | [0-9.]* | [0-9.]* / " "$out/lm/table.md" 2>/dev/null)
+    [ "$rows" = 2 ] || fail "table3-lm's table has $rows rows of rotor's scores beside the paper's, not 2"
+    grep -q "the first 200 documents" "$out/lm/table.md" 2>/dev/null || fail "table3-lm's table does not say how many documents"
+    repro table3-lm "${lm[@]}" --out "$out/lm2" --report-only > "$out/lm2.log" 2>&1 ||
+        fail "table3-lm drawn from the store: $(tail -2 "$out/lm2.log")"
+    cmp -s "$out/lm/table.md" "$out/lm2/table.md" || fail "table3-lm's table from the store differs from the sweep's"
+    mkdir -p "$out/noeval"
+    ln -s "$shared/tokenizer" "$shared/text" "$out/noeval/"
+    if ROTOR_SHARED_DATA=$out/noeval repro table3-lm --set train.steps=3 --only '^gla__nope-lr2e-3-' --out "$out/lm3" \
+        --results "$out/lmstore3" > "$out/lm3.log" 2>&1; then
+        fail "table3-lm passed without its evaluation data"
+    fi
+    [ ! -e "$out/lm3/runs/gla__nope-lr2e-3-seed1234.done" ] || fail "a run whose evaluation failed was marked finished"
+else
+    echo "skipped: table3-lm end to end needs $shared/tokenizer and $shared/eval"
+fi
 
 # a run stopped by SIGTERM part way: rotor synth evaluates nothing and exits 1, and the
 # sweep does not mark it finished
