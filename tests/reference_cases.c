@@ -167,22 +167,35 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
 
 /* The model of each config under NoPE, RoPE and, where the config's own position embedding is
  * Selective RoPE, each of its (phase gate, bias) combinations at the config's other Selective
- * RoPE settings: Table 2's four Selective rows (docs/models.md §5). */
+ * RoPE settings: Table 2's four Selective rows (docs/models.md §5). A config may carry keys
+ * after commas, CONFIG.ini,section.key=value,...: the model of a sweep's setting (a case named
+ * CONFIG+value+value-PE). */
 static void write_config_cases(const char *outdir, char **configs, int n) {
     static const char *const suffix[] = {"nope", "rope", "selective", "selective-pg", "selective-bias",
                                          "selective-pg-bias"};
     for (int i = 0; i < n; i++) {
         RunConfig rc;
-        char err[2048], dir[1200];
-        die_if(run_config_load(&rc, configs[i], NULL, 0, err, sizeof err), err);
-        const char *base = strrchr(configs[i], '/') ? strrchr(configs[i], '/') + 1 : configs[i];
+        char err[2048], dir[1200], path[1024], name[512];
+        const char *sets[16];
+        int nsets = 0;
+        snprintf(path, sizeof path, "%s", configs[i]);
+        for (char *c = strchr(path, ','); c; c = strchr(c + 1, ',')) {
+            if (nsets == 16) rt_die("%s: more than 16 keys", configs[i]);
+            *c = 0;
+            sets[nsets++] = c + 1;
+        }
+        die_if(run_config_load(&rc, path, sets, nsets, err, sizeof err), err);
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        int len = snprintf(name, sizeof name, "%.*s", (int)(strlen(base) - 4), base);
+        for (int j = 0; j < nsets && len < (int)sizeof name; j++)
+            len += snprintf(name + len, sizeof name - (size_t)len, "+%s", strchr(sets[j], '=') + 1);
         int cases = rc.model.pe.kind == PE_SELECTIVE ? 6 : 2;
         for (int k = 0; k < cases; k++) {
             ModelConfig c = rc.model;
             if (c.max_seq_len < 70) c.max_seq_len = 70; /* write_case's rows */
             if (k < 2) c.pe.kind = k ? PE_ROPE : PE_NOPE;
             else c.pe.phase_gate = (k - 2) & 1, c.pe.bias = (k - 2) >> 1;
-            snprintf(dir, sizeof dir, "%s/%.*s-%s", outdir, (int)(strlen(base) - 4), base, suffix[k]);
+            snprintf(dir, sizeof dir, "%s/%s-%s", outdir, name, suffix[k]);
             write_case(dir, &c, 500 + (uint64_t)(6 * i + k), 1);
             printf("%s\n", dir);
         }
