@@ -9,7 +9,8 @@ finished runs across machines:
 
 A store (results/reproduce/EXPERIMENT/SCALE in the repository) holds per finished run what the
 reports read: NAME.done (the run's fingerprint), NAME/*.json and NAME/*.jsonl (results and
-metrics; no checkpoints, no plots) and eval/NAME.json where the report evaluated it."""
+metrics, and what an experiment's finish_run wrote there, e.g. table3-lm's lm_eval.json; no
+checkpoints, no plots)."""
 import datetime
 import glob
 import json
@@ -57,19 +58,10 @@ def copy_results(src_run, dst_run):
         shutil.copy2(path, dst_run)
 
 
-def copy_eval(src, dst, name):
-    """Run NAME's evaluation (eval/NAME.json, where a report made one) from SRC into DST."""
-    ev = os.path.join(src, "eval", name + ".json")
-    if os.path.exists(ev):
-        os.makedirs(os.path.dirname(os.path.join(dst, "eval", name + ".json")), exist_ok=True)
-        shutil.copy2(ev, os.path.join(dst, "eval", name + ".json"))
-
-
 def copy_run(src, dst, name):
-    """Run NAME of the directory holding runs SRC into DST: results, eval and .done last (a
-    run is finished only once its files are there)."""
+    """Run NAME of the directory holding runs SRC into DST: results and .done last (a run is
+    finished only once its files are there)."""
     copy_results(os.path.join(src, "runs", name), os.path.join(dst, "runs", name))
-    copy_eval(src, dst, name)
     shutil.copy2(os.path.join(src, "runs", name + ".done"), os.path.join(dst, "runs", name + ".done"))
 
 
@@ -116,12 +108,10 @@ def provenance(run_dir, root, seconds, command):
 def save(out, store, names):
     """OUT's finished runs NAMES into STORE. A run STORE already holds with the same
     fingerprint stays as stored (OUT's copy may be one restored from it, or an older one
-    whose provenance says less); only an evaluation STORE lacks is added to it."""
+    whose provenance says less)."""
     for name in names:
         done = read_done(os.path.join(store, "runs", name + ".done"))
         if done is not None and done == read_done(os.path.join(out, "runs", name + ".done")):
-            if not os.path.exists(os.path.join(store, "eval", name + ".json")):
-                copy_eval(out, store, name)
             continue
         copy_run(out, store, name)
 
