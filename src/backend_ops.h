@@ -354,13 +354,15 @@ typedef struct {
        int accumulate), (dx, dy, y, rnorm, N, G, D, accumulate))                              \
                                                                                               \
     /* ---- elementwise ---- */                                                               \
-    /* out = x * act(g) (act = SILU: swish, SIGMOID); dx, dg overwrite. SwiGLU is             \
-     * gate_mul(up, gate, SILU). */                                                           \
+    /* out = x * act(g) (act = SILU: swish, SIGMOID, NONE: x * g); dx, dg overwrite. SwiGLU   \
+     * is gate_mul(up, gate, SILU). */                                                        \
     X(void, gate_mul_fwd, (void *out, const void *x, const void *g, int64_t n, Activation act), \
       (out, x, g, n, act))                                                                    \
     X(void, gate_mul_bwd,                                                                     \
       (void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,         \
        Activation act), (dx, dg, dout, x, g, n, act))                                         \
+    /* y = a + b over n values; y may be a or b (BaseConv's skip, docs/models.md §20). */      \
+    X(void, add, (void *y, const void *a, const void *b, int64_t n), (y, a, b, n))            \
     X(void, silu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
     X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
     /* y = gelu(x) = x Phi(x), the exact (erf) form; the auto-encoder head (docs/models.md    \

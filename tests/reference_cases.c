@@ -275,5 +275,21 @@ int main(int argc, char **argv) {
                     printf("%s\n", dir);
                 }
             }
+    /* the hybrids of model.mixers and model.mlp (docs/models.md §20) on three GLA layers */
+    for (int hy = 0; hy < N_HYBRIDS; hy++)
+        for (int k = 0; k < N_PE_VARIANTS; k++) {
+            if (hy && k != 0 && k != 3) continue;
+            ModelConfig c = tu_model(MIXER_GLA, (TuModelSize){.vocab = 37, .hidden = 32, .layers = 3, .heads = 2});
+            c.gate_low_rank_dim = 8;
+            c.init_std = 0.2;
+            c.max_seq_len = 70;
+            c.pe.phi_rank = 5;
+            apply_hybrid(&c, hy);
+            apply_pe_variant(&c, k);
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], hybrid_name(hy), pe_variant_name(&c, k));
+            write_case(dir, &c, 4000 + (uint64_t)extra++, 1);
+            printf("%s\n", dir);
+        }
     return 0;
 }

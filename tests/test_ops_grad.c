@@ -605,7 +605,7 @@ static void gate_mul_ref(Op *o, real *ref) {
     GateMul *m = (GateMul *)o;
     for (int64_t i = 0; i < 157; i++) {
         double g = (double)m->g->v[i], s = sigmoid(g);
-        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU ? g * s : s));
+        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU ? g * s : o->v->act == ACT_NONE ? g : s));
     }
 }
 
@@ -2414,6 +2414,7 @@ static const OpCase CASES[] = {
     {"l2norm", &L2NORM, 204, {0}},
     {"gate_mul_silu", &GATE_MUL, 301, {.act = ACT_SILU}},
     {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},
+    {"gate_mul_none", &GATE_MUL, 311, {.act = ACT_NONE}},
     {"silu", &SILU, 303, {.hi = 6.0}},
     {"gelu", &GELU, 309, {.hi = 4.0}},
     {"dropout", &DROPOUT, 311, {0}},

@@ -114,6 +114,32 @@ void run_both_options(MixerKind mixer, VariantCheck check) {
     run_pe_variants(mixer, 1, check);
 }
 
+void apply_hybrid(ModelConfig *c, int k) {
+    snprintf(c->mixers, sizeof c->mixers, "%s", k == 1 ? "gla base_conv" : "base_conv gla");
+    c->mlp = k == 2 ? MLP_NONE : MLP_IDENTITY;
+    c->short_conv = k == 2;
+}
+
+const char *hybrid_name(int k) {
+    static const char *const names[N_HYBRIDS] = {"base_conv+gla-identity", "gla+base_conv-identity",
+                                                 "base_conv+gla-conv-nomlp"};
+    return names[k];
+}
+
+void run_hybrid_variants(VariantCheck check) {
+    for (int h = 0; h < N_HYBRIDS; h++)
+        for (int k = 0; k < N_PE_VARIANTS; k++) {
+            if (h && k != 0 && k != 3) continue; /* the other shapes: NoPE and Selective RoPE's options */
+            ModelConfig x = tu_tiny_model(MIXER_GLA, 3);
+            apply_hybrid(&x, h);
+            apply_pe_variant(&x, k);
+            char label[160];
+            snprintf(label, sizeof label, "%s %s", hybrid_name(h), pe_variant_name(&x, k));
+            double e = check(&x, label);
+            printf("    %-45s worst %.2e\n", label, e);
+        }
+}
+
 /* The mixers of run_variant_tests. */
 static const MixerKind BOTH_OPTION_MIXERS[] = {MIXER_LRU,      MIXER_ROTRNN, MIXER_RNN,
                                                MIXER_RNN_ORTH, MIXER_EXPRNN, MIXER_EURNN,
@@ -130,18 +156,24 @@ static void run_mixer_test(const void *arg) {
     run_both_options(t->mixer, t->check);
 }
 
+static void run_hybrid_test(const void *arg) { run_hybrid_variants(((const MixerTest *)arg)->check); }
+
 int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
                       int argc, char **argv) {
     MixerTest mixer_tests[N_BOTH_OPTION_MIXERS];
     char names[N_BOTH_OPTION_MIXERS][64];
-    TestRow *rows = malloc(sizeof(TestRow) * (size_t)(n + N_BOTH_OPTION_MIXERS));
+    TestRow *rows = malloc(sizeof(TestRow) * (size_t)(n + N_BOTH_OPTION_MIXERS + 1));
     for (int i = 0; i < n; i++) rows[i] = th_row(&tests[i]);
     for (int i = 0; i < N_BOTH_OPTION_MIXERS; i++) {
         mixer_tests[i] = (MixerTest){BOTH_OPTION_MIXERS[i], check};
         snprintf(names[i], sizeof names[i], "%s_%s", prefix, mixer_name(BOTH_OPTION_MIXERS[i]));
         rows[n + i] = (TestRow){names[i], run_mixer_test, &mixer_tests[i]};
     }
-    int rc = th_run_rows(rows, n + N_BOTH_OPTION_MIXERS, argc, argv);
+    char hybrid[64];
+    snprintf(hybrid, sizeof hybrid, "%s_hybrid", prefix);
+    MixerTest hybrid_test = {MIXER_GLA, check};
+    rows[n + N_BOTH_OPTION_MIXERS] = (TestRow){hybrid, run_hybrid_test, &hybrid_test};
+    int rc = th_run_rows(rows, n + N_BOTH_OPTION_MIXERS + 1, argc, argv);
     free(rows);
     return rc;
 }

@@ -33,9 +33,19 @@ void run_pe_variants(MixerKind mixer, int option, VariantCheck check);
 /* run_pe_variants with the option off, then on. */
 void run_both_options(MixerKind mixer, VariantCheck check);
 
+/* The hybrids of model.mixers and model.mlp (docs/models.md §20), on GLA: k = 0 Zoology's
+ * (BaseConv then GLA without short conv, h += RMSNorm(h) for the MLP), 1 the other order, 2 with
+ * GLA's short conv and no MLP. run_hybrid_variants runs check on the three-layer tiny model of
+ * each, hybrid 0 under every position embedding, the others under NoPE and one Selective RoPE. */
+#define N_HYBRIDS 3
+void apply_hybrid(ModelConfig *c, int k);
+const char *hybrid_name(int k);
+void run_hybrid_variants(VariantCheck check);
+
 /* main() of a whole-model test program: the tests of `tests`, then one test per mixer whose
  * tests take both options at once (the LRU, RotRNN and the nonlinear RNNs, docs/models.md §13,
- * §14, §17, §18), named <prefix>_<mixer name>, running run_both_options with check. */
+ * §14, §17, §18), named <prefix>_<mixer name>, running run_both_options with check, and
+ * <prefix>_hybrid running run_hybrid_variants. */
 int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
                       int argc, char **argv);
 

@@ -78,26 +78,41 @@ struct ToAct {
     }
 };
 
-// act(g) and act'(g) for the output gates (SILU: swish, SIGMOID), as src/cpu/elementwise.c.
-__device__ __forceinline__ float act_value(float g, bool silu) {
+// act(g) and act'(g) for the gates (SILU: swish, SIGMOID, NONE: the plain product), as
+// src/cpu/elementwise.c.
+__device__ __forceinline__ float act_value(float g, Activation act) {
+    if (act == ACT_NONE) return g;
     float s = sigmoidf_(g);
-    return silu ? g * s : s;
+    return act == ACT_SILU ? g * s : s;
 }
-__device__ __forceinline__ float act_deriv(float g, bool silu) {
+__device__ __forceinline__ float act_deriv(float g, Activation act) {
+    if (act == ACT_NONE) return 1.f;
     float s = sigmoidf_(g);
-    return silu ? s * (1.f + g * (1.f - s)) : s * (1.f - s);
+    return act == ACT_SILU ? s * (1.f + g * (1.f - s)) : s * (1.f - s);
 }
 
 struct GateMulFwd {
     static constexpr int VEC = 8;
     bf16 *out;
     const bf16 *x, *g;
-    bool silu;
+    Activation act;
     template <int V> __device__ void run(int64_t i) const {
         Pack<bf16, V> xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), o;
 #pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(xv.v[k]) * act_value(bf2f(gv.v[k]), silu));
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(xv.v[k]) * act_value(bf2f(gv.v[k]), act));
         st_vec<V>(out + i, o);
+    }
+};
+
+struct Add {
+    static constexpr int VEC = 8;
+    bf16 *y;
+    const bf16 *a, *b;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> av = ld_vec<V>(a + i), bv = ld_vec<V>(b + i), o;
+#pragma unroll
+        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(av.v[k]) + bf2f(bv.v[k]));
+        st_vec<V>(y + i, o);
     }
 };
 
@@ -105,14 +120,14 @@ struct GateMulBwd {
     static constexpr int VEC = 8;
     bf16 *dx, *dg;
     const bf16 *dout, *x, *g;
-    bool silu;
+    Activation act;
     template <int V> __device__ void run(int64_t i) const {
         Pack<bf16, V> dv = ld_vec<V>(dout + i), xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), ox, og;
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float d = bf2f(dv.v[k]), gk = bf2f(gv.v[k]);
-            ox.v[k] = f2bf(d * act_value(gk, silu));
-            og.v[k] = f2bf(d * bf2f(xv.v[k]) * act_deriv(gk, silu));
+            ox.v[k] = f2bf(d * act_value(gk, act));
+            og.v[k] = f2bf(d * bf2f(xv.v[k]) * act_deriv(gk, act));
         }
         st_vec<V>(dx + i, ox);
         st_vec<V>(dg + i, og);
@@ -126,7 +141,7 @@ struct Silu {
         return f2bf(a * sigmoidf_(a));
     }
     static __device__ __forceinline__ bf16 bwd(bf16 dy, bf16 x) {
-        return f2bf(bf2f(dy) * act_deriv(bf2f(x), true));
+        return f2bf(bf2f(dy) * act_deriv(bf2f(x), ACT_SILU));
     }
 };
 
@@ -388,8 +403,8 @@ void launch_rows(const char *op, int64_t n, int C, bool aligned, void (*vec)(P..
 }
 
 void check_act(Activation act, const char *op) {
-    if (act != ACT_SILU && act != ACT_SIGMOID)
-        rt_die("%s: activation %d unsupported (SILU or SIGMOID)", op, (int)act);
+    if (act != ACT_NONE && act != ACT_SILU && act != ACT_SIGMOID)
+        rt_die("%s: activation %d unsupported (NONE, SILU or SIGMOID)", op, (int)act);
 }
 
 } // namespace
@@ -415,16 +430,19 @@ void cuda_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t 
 
 void cuda_gate_mul_fwd(void *out, const void *x, const void *g, int64_t n, Activation act) {
     check_act(act, "gate_mul_fwd");
-    map(GateMulFwd{(bf16 *)out, (const bf16 *)x, (const bf16 *)g, act == ACT_SILU}, n,
+    map(GateMulFwd{(bf16 *)out, (const bf16 *)x, (const bf16 *)g, act}, n,
         {{out, 2}, {x, 2}, {g, 2}});
 }
 
 void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, const void *g,
                        int64_t n, Activation act) {
     check_act(act, "gate_mul_bwd");
-    map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g,
-                   act == ACT_SILU},
+    map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g, act},
         n, {{dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
+}
+
+void cuda_add(void *y, const void *a, const void *b, int64_t n) {
+    map(Add{(bf16 *)y, (const bf16 *)a, (const bf16 *)b}, n, {{y, 2}, {a, 2}, {b, 2}});
 }
 
 void cuda_silu_fwd(void *y, const void *x, int64_t n) {

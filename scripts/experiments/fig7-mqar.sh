@@ -31,6 +31,12 @@ paper_models() {
     echo "configs/paper/selective-rope/mqar-mamba2.ini nope"
     echo "configs/paper/selective-rope/mqar-transformer.ini rope"
 }
+# rotor's GLA block, and the authors' Zoology GLA model (BaseConv + GLA, no MLP; its config's
+# header, docs/reproduction.md "A difference in the model")
+cpu_models() {
+    echo "configs/synthetic/mqar-gla-cpu.ini nope rope selective"
+    echo "configs/synthetic/mqar-gla-zoology-authors-code-cpu.ini nope rope selective"
+}
 runs() {
     local points="" models config pes pe point len kv width lr lrs seed extra="" setting w
     if [[ $SCALE == paper ]]; then
@@ -39,7 +45,7 @@ runs() {
         done
         lrs=$PAPER_LRS models=$(paper_models)
     else
-        points=$CPU_POINTS lrs=$CPU_LRS models="configs/synthetic/mqar-gla-cpu.ini nope rope selective"
+        points=$CPU_POINTS lrs=$CPU_LRS models=$(cpu_models)
         extra=$CPU_WARMUP
     fi
     while read -r config pes; do

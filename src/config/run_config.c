@@ -64,7 +64,7 @@ static Choice MIXERS[N_MIXERS + 1];
 #define MAX_MODEL_CHOICES 4
 static Choice ORTH_INITS[MAX_MODEL_CHOICES + 1], NONLINEARITIES[MAX_MODEL_CHOICES + 1], HEADS[MAX_MODEL_CHOICES + 1],
     POOLS[MAX_MODEL_CHOICES + 1], PAIRS[MAX_MODEL_CHOICES + 1], INPUTS[MAX_MODEL_CHOICES + 1],
-    BLOCKS[MAX_MODEL_CHOICES + 1], DROPOUT_MASKS[MAX_MODEL_CHOICES + 1], PES[MAX_MODEL_CHOICES + 1];
+    BLOCKS[MAX_MODEL_CHOICES + 1], MLPS[MAX_MODEL_CHOICES + 1], DROPOUT_MASKS[MAX_MODEL_CHOICES + 1], PES[MAX_MODEL_CHOICES + 1];
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
@@ -102,6 +102,8 @@ static const KeySpec KEYS[] = {
     K_FLT("model", "input_scale", model.input_scale, "255", R_POS, "linear input: token id v enters as (v - input_offset) / input_scale"),
     K_FLT("model", "input_offset", model.input_offset, "0", R_NONNEG, "linear input: the token id of value 0 (0 for pixels; 32768 for speech_commands' 16-bit samples s, carried as s + 32768)"),
     K_ENUM("model", "block", model.block, "prenorm", BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
+    K_ENUM("model", "mlp", model.mlp, "auto", MLPS, "what follows the mixer in a prenorm block: auto (swiglu; none for mamba2), swiglu (h += SwiGLU-MLP(RMSNorm(h))), identity (h += RMSNorm(h): Zoology's state_mixer = Identity, docs/models.md §20) or none"),
+    K_STR("model", "mixers", model.mixers, "", "the layers' mixers, a cycle over the layers as Zoology's Hybrid: \"base_conv gla\" makes layers 0, 2, ... BaseConv (docs/models.md §20) and 1, 3, ... model.type; empty: model.type in every layer"),
     K_FLT("model", "dropout", model.dropout, "0", R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
     K_ENUM("model", "dropout_mask", model.dropout_mask, "element", DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
     K_BOOL("model", "bidirectional", model.bidirectional, "false", "with the classifier head: a second scan in reverse time with its own readout, summed"),
@@ -268,6 +270,7 @@ static void schema_init(void) {
     choices_of(PAIRS, &PAIR_NAMES);
     choices_of(INPUTS, &INPUT_NAMES);
     choices_of(BLOCKS, &BLOCK_NAMES);
+    choices_of(MLPS, &MLP_NAMES);
     choices_of(DROPOUT_MASKS, &DROPOUT_MASK_NAMES);
     choices_of(PES, &PE_NAMES);
     for (int k = 0; k < N_MIXERS; k++) MIXERS[k] = (Choice){family_of((MixerKind)k)->name, k};

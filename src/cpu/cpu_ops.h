@@ -12,7 +12,6 @@ BACKEND_OPS(ROTOR_CPU_OP)
 #undef ROTOR_CPU_OP
 
 /* ---- pieces and helpers of the ops above, outside the table ---- */
-void cpu_add(void *out, const void *a, const void *b, int64_t n);
 /* Reverse cumulative sum over each segment, [f32] x [N, C] -> y (in place allowed): the
  * reference of the CUDA backend's scan inside fox_bwd (d log f). */
 void cpu_revcumsum(void *y, const void *x, const Seqs *s, int C);

@@ -6,11 +6,14 @@
 #include "util/dropout_mask.h"
 #include "util/error.h"
 
+/* act(g) and act'(g) of the gates: swish, sigmoid, or none (the plain product) */
 static inline real act_value(real g, Activation act) {
+    if (act == ACT_NONE) return g;
     return act == ACT_SILU ? g * sigmoidr(g) : sigmoidr(g);
 }
 
 static inline real act_deriv(real g, Activation act) {
+    if (act == ACT_NONE) return 1;
     real s = sigmoidr(g);
     return act == ACT_SILU ? s * ((real)1 + g * ((real)1 - s)) : s * ((real)1 - s);
 }
@@ -18,7 +21,7 @@ static inline real act_deriv(real g, Activation act) {
 void cpu_gate_mul_fwd(void *out_, const void *x_, const void *g_, int64_t n, Activation act) {
     real *out = out_;
     const real *x = x_, *g = g_;
-    RT_ASSERT(act == ACT_SILU || act == ACT_SIGMOID);
+    RT_ASSERT(act == ACT_NONE || act == ACT_SILU || act == ACT_SIGMOID);
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * act_value(g[i], act);
 }

@@ -121,6 +121,10 @@ OpCost op_cost_gate_mul_bwd(const CostUnits *u, void *dx, void *dg, const void *
     return cost_make(0, 5 * u->act * (double)n);
 }
 
+OpCost op_cost_add(const CostUnits *u, void *y, const void *a, const void *b, int64_t n) {
+    return cost_make((double)n, 3 * u->act * (double)n);
+}
+
 OpCost op_cost_silu_fwd(const CostUnits *u, void *y, const void *x, int64_t n) {
     return cost_make(0, 2 * u->act * (double)n);
 }

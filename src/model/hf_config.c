@@ -120,6 +120,8 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         if (c->input_offset != 0) json_object_set_new(o, "rotor_input_offset", json_real(c->input_offset));
     }
     if (c->block != BLOCK_PRENORM) put_name(o, "rotor_block", &BLOCK_NAMES, c->block);
+    if (c->mlp != MLP_AUTO) put_name(o, "rotor_mlp", &MLP_NAMES, c->mlp);
+    if (c->mixers[0]) json_object_set_new(o, "rotor_mixers", json_string(c->mixers));
     if (c->dropout > 0) {
         json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
         if (c->dropout_mask != DROPOUT_ELEMENT) put_name(o, "rotor_dropout_mask", &DROPOUT_MASK_NAMES, c->dropout_mask);
@@ -138,10 +140,17 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
 
 int hf_fla_nope(const ModelConfig *c) { return c->pe.kind == PE_NOPE; }
 
+/* fla's blocks: the family's mixer in every layer and its own MLP (model.mlp = auto's). */
+static int fla_layers(const ModelConfig *c) {
+    ModelConfig own = *c;
+    own.mlp = MLP_AUTO;
+    return !c->mixers[0] && model_mlp(c) == model_mlp(&own);
+}
+
 int hf_config_is_fla(const ModelConfig *c) {
     const HfSchema *ms = &family_of(c->mixer)->hf;
     return ms->fla_computes && c->head == HEAD_LM && c->input == INPUT_EMBEDDING && c->block == BLOCK_PRENORM &&
-           !c->bidirectional && ms->fla_computes(c);
+           !c->bidirectional && fla_layers(c) && ms->fla_computes(c);
 }
 
 /* model_type and architectures: fla's model, or rotor's with the auto_map of its Python files
@@ -341,13 +350,25 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* The block keys (docs/models.md §16, §17), each absent at its default: rotor_block "lra" or "rnn",
- * rotor_dropout (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
+/* The block keys (docs/models.md §16, §17, §20), each absent at its default: rotor_block "lra" or
+ * "rnn", rotor_mlp, rotor_mixers, rotor_dropout (with rotor_dropout_mask "channel"),
+ * rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
     int v;
     if (json_object_get(j, "rotor_block")) {
         if (read_choice(j, "", "rotor_block", &BLOCK_NAMES, &v, e)) return -1;
         out->block = (BlockKind)v;
+    }
+    if (json_object_get(j, "rotor_mlp")) {
+        if (read_choice(j, "", "rotor_mlp", &MLP_NAMES, &v, e)) return -1;
+        out->mlp = (MlpKind)v;
+    }
+    const json_t *mx = json_object_get(j, "rotor_mixers");
+    if (mx) {
+        if (!json_is_string(mx) || json_string_length(mx) >= sizeof out->mixers)
+            return fail(e, "config key 'rotor_mixers' must be a string of under %zu characters, got %s",
+                        sizeof out->mixers, json_text(mx));
+        snprintf(out->mixers, sizeof out->mixers, "%s", json_string_value(mx));
     }
     const json_t *p = json_object_get(j, "rotor_dropout");
     if (p) {
@@ -465,7 +486,7 @@ int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfi
      * ratio gives it. */
     const json_t *inter = json_object_get(j, "intermediate_size");
     const json_t *ratio = json_object_get(j, "hidden_ratio");
-    int explicit_width = 0, mlp = !fam->no_mlp && out->block == BLOCK_PRENORM;
+    int explicit_width = 0, mlp = model_mlp(out) == MLP_SWIGLU;
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",

@@ -21,6 +21,7 @@ typedef struct {
     int first;                                     /* its first parameter's id */
     int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP or norm) */
     int glu_w, glu_b;                              /* the lra block's GLU (-1 without) */
+    const MixerImpl *mix;                          /* the family's layer, or BaseConv (model.mixers) */
     void *mixer;
     /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
      * the MLP's gate and up projections; the block input is h[l]. The lra block: the mixer
@@ -34,8 +35,8 @@ struct Model {
     const Backend *be;
     ParamTable params;
     const Family *fam;
-    const MixerImpl *mix;
-    int mlp;                      /* the blocks have an MLP (prenorm blocks but Mamba2's) */
+    const MixerImpl *mix;         /* the family's layer */
+    MlpKind mlp;                  /* what follows the mixer in the blocks (model_mlp) */
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
     int tail_first;               /* the first parameter after the blocks */
@@ -124,7 +125,7 @@ static Model *model_declare(const ModelConfig *cfg) {
     if (err) rt_die("%s", err);
     m->fam = family_of(cfg->mixer);
     m->mix = m->fam->mix;
-    m->mlp = !m->fam->no_mlp && cfg->block == BLOCK_PRENORM;
+    m->mlp = model_mlp(cfg);
     const BackboneNames *nm = family_backbone(m->fam);
     ParamTable *t = &m->params;
     int d = cfg->hidden_size, I = m->dims.mlp_width;
@@ -152,7 +153,8 @@ static Model *model_declare(const ModelConfig *cfg) {
         snprintf(name, sizeof name, "%s.layers.%d.%s.weight", nm->root, l, nm->block_norm);
         if (cfg->block != BLOCK_RNN) b->attn_norm = declare_vector(t, name, d, 1);
         snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", nm->root, l, nm->module);
-        b->mixer = m->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
+        b->mix = model_layer_mixer(cfg, l) == LAYER_BASE_CONV ? &mixer_base_conv : m->mix;
+        b->mixer = b->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
         b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
         if (cfg->block == BLOCK_LRA) { /* the GLU's gate, flax Dense's lecun-normal scale */
             snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.weight", nm->root, l);
@@ -160,9 +162,10 @@ static Model *model_declare(const ModelConfig *cfg) {
             snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.bias", nm->root, l);
             b->glu_b = declare_vector(t, name, d, 0);
         }
-        if (!m->mlp) continue;
+        if (m->mlp == MLP_NONE) continue;
         snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", nm->root, l);
         b->mlp_norm = declare_vector(t, name, d, 1);
+        if (m->mlp == MLP_IDENTITY) continue;
         snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", nm->root, l);
         b->w_gate = declare_linear(t, name, I, d, std);
         snprintf(name, sizeof name, "%s.layers.%d.mlp.up_proj.weight", nm->root, l);
@@ -232,7 +235,7 @@ Model *model_create(const ModelConfig *cfg, const Backend *be) {
 
 /* Frees a model that model_declare made and nothing allocated buffers for. */
 static void model_undeclare(Model *m) {
-    for (int l = 0; l < m->cfg.num_layers; l++) m->mix->destroy(m->blocks[l].mixer, NULL);
+    for (int l = 0; l < m->cfg.num_layers; l++) m->blocks[l].mix->destroy(m->blocks[l].mixer, NULL);
     if (m->head) m->head->destroy(m->hd, NULL);
     rt_free(m->blocks);
     params_free(&m->params);
@@ -263,7 +266,7 @@ static void release_activations(Model *m) {
 void model_free(Model *m) {
     if (!m) return;
     release_activations(m);
-    for (int l = 0; l < m->cfg.num_layers; l++) m->mix->destroy(m->blocks[l].mixer, m->be);
+    for (int l = 0; l < m->cfg.num_layers; l++) m->blocks[l].mix->destroy(m->blocks[l].mixer, m->be);
     if (m->head) m->head->destroy(m->hd, m->be);
     rt_free(m->blocks);
     if (m->weights != m->master) m->be->release(m->weights);
@@ -294,14 +297,16 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
             b->g = carve(sv, A * N * d);
             b->z = carve(sv, A * N * d);
         }
-        if (m->mlp) {
+        if (m->mlp == MLP_SWIGLU || m->mlp == MLP_IDENTITY) {
             b->hm = carve(sv, A * N * d);
             b->rsm = carve(sv, F * N);
+        }
+        if (m->mlp == MLP_SWIGLU) {
             b->gate = carve(sv, A * N * I);
             b->up = carve(sv, A * N * I);
         }
         Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
-        m->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
+        b->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
     }
     m->xf = m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
@@ -492,22 +497,27 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
         be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
     }
     if (m->cfg.block == BLOCK_RNN) /* h[l+1] = Mixer(h[l]); the head reads xf = h[L] */
-        for (int l = 0; l < L; l++) m->mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
+        for (int l = 0; l < L; l++) m->blocks[l].mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
     NormOut first = norm_reading(m, 0);
     if (m->cfg.block != BLOCK_RNN) be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
     for (int l = 0; l < L && m->cfg.block != BLOCK_RNN; l++) {
         Block *bl = &m->blocks[l];
         NormOut next = norm_reading(m, l + 1);
         if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
-            m->mix->forward(bl->mixer, &c, m->xn, bl->r);
+            bl->mix->forward(bl->mixer, &c, m->xn, bl->r);
             lra_forward(m, &c, bl, l);
             be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
             continue;
         }
-        m->mix->forward(bl->mixer, &c, m->xn, m->ya);
+        bl->mix->forward(bl->mixer, &c, m->xn, m->ya);
         drop(m, m->ya, m->ya, l, 0);
-        if (!m->mlp) { /* h[l+1] = h[l] + Mixer */
+        if (m->mlp == MLP_NONE) { /* h[l+1] = h[l] + Mixer */
             be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
+            continue;
+        }
+        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer (docs/models.md §20) */
+            be->add_rmsnorm_fwd(bl->hm, m->dx, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
+            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
             continue;
         }
         be->add_rmsnorm_fwd(bl->hm, m->xn, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
@@ -584,9 +594,12 @@ int64_t model_forward_logits(Model *m, const Batch *b) {
 /* ---- carried states (docs/models.md §19) ---- */
 
 int64_t model_carry_width(const Model *m) {
-    if (!m->mix->carry_width) return 0;
     int64_t w = 0;
-    for (int l = 0; l < m->cfg.num_layers; l++) w += m->mix->carry_width(m->blocks[l].mixer);
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        const Block *b = &m->blocks[l];
+        if (!b->mix->carry_width) return 0;
+        w += b->mix->carry_width(b->mixer);
+    }
     return w;
 }
 
@@ -618,7 +631,7 @@ static void carry_transfer(Model *m, void *block, int rows, float *host, int up)
     int64_t W = model_carry_width(m), col = 0;
     Carve st = {block, 0};
     for (int l = 0; l < m->cfg.num_layers; l++) {
-        int64_t w = m->mix->carry_width(m->blocks[l].mixer);
+        int64_t w = m->blocks[l].mix->carry_width(m->blocks[l].mixer);
         char *region = carve(&st, F32S(be, (int64_t)rows * w));
         float *tmp = rt_malloc(sizeof(float) * (size_t)(rows * w));
         if (!up) backend_download_f32(be, tmp, region, rows * w);
@@ -645,7 +658,7 @@ void model_carry_upload(Model *m, void *state, int rows, const float *host) {
 size_t model_bind_decode_state(Model *m, void *base, int rows, int max_len) {
     Carve st = {base, 0};
     for (int l = 0; l < m->cfg.num_layers; l++)
-        m->mix->bind_state(m->blocks[l].mixer, m->be, &m->dims, &st, rows, max_len);
+        m->blocks[l].mix->bind_state(m->blocks[l].mixer, m->be, &m->dims, &st, rows, max_len);
     return st.used;
 }
 
@@ -691,7 +704,7 @@ static void *backward_rnn_blocks(Model *m, const Ctx *c) {
     void *dh = m->dx, *dx = m->dh;
     grads_ready(m, block_start(m, m->cfg.num_layers), m->params.total);
     for (int l = m->cfg.num_layers - 1; l >= 0; l--) {
-        m->mix->backward(m->blocks[l].mixer, c, m->h[l], dh, dx);
+        m->blocks[l].mix->backward(m->blocks[l].mixer, c, m->h[l], dh, dx);
         void *t = dh;
         dh = dx, dx = t;
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
@@ -735,7 +748,10 @@ void model_backward(Model *m) {
             lra_backward(m, &c, bl, l);
             dmix = m->dmlp_in;
         }
-        if (m->mlp) {
+        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm): d/dhm = dh + RMSNorm'(dh) */
+            be->copy(m->dmlp_in, m->dh, (size_t)N * d * be->act_size);
+            be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
+        } else if (m->mlp == MLP_SWIGLU) {
             /* MLP: h[l+1] = hm + Drop(down(swish(gate) * up)), dh holds d/dh[l+1] and becomes d/dhm */
             const void *dmlp = m->dh;
             if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
@@ -750,7 +766,7 @@ void model_backward(Model *m) {
         /* mixer: hm (h[l+1] without an MLP) = h[l] + Drop(Mixer(xa)); dh becomes d/dh[l] */
         if (bl->glu_w < 0 && m->drop_on) drop(m, m->ya, m->dh, l, 0), dmix = m->ya;
         be->rmsnorm_fwd(m->xn, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps); /* recomputed */
-        m->mix->backward(bl->mixer, &c, m->xn, dmix, m->dx);
+        bl->mix->backward(bl->mixer, &c, m->xn, dmix, m->dx);
         be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
@@ -840,7 +856,10 @@ double model_penalty(Model *m, double delta, double t_decay, int grad) {
     if (!m->mix->penalty) return 0;
     Ctx c = make_ctx(m);
     double sum = 0;
-    for (int l = 0; l < m->cfg.num_layers; l++) sum += m->mix->penalty(m->blocks[l].mixer, &c, delta, t_decay, grad);
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        Block *b = &m->blocks[l];
+        if (b->mix->penalty) sum += b->mix->penalty(b->mixer, &c, delta, t_decay, grad);
+    }
     return sum;
 }
 
@@ -850,7 +869,7 @@ json_t *model_recurrent_stats(Model *m) {
     json_t *layers = json_array();
     for (int l = 0; l < m->cfg.num_layers; l++) {
         json_t *o = json_object();
-        m->mix->stats(m->blocks[l].mixer, &c, o);
+        if (m->blocks[l].mix->stats) m->blocks[l].mix->stats(m->blocks[l].mixer, &c, o);
         json_array_append_new(layers, o);
     }
     return layers;
@@ -872,5 +891,7 @@ double model_flops_per_token(const Model *m, int T) {
      * embedding table and the norm/bias vectors */
     double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
     double per_layer = m->fam->mixing_flops(c, dm, T);
-    return 6.0 * matmul_params + 3.0 * per_layer * c->num_layers;
+    int family_layers = 0; /* BaseConv layers (model.mixers) mix only by their weights' products */
+    for (int l = 0; l < c->num_layers; l++) family_layers += m->blocks[l].mix == m->mix;
+    return 6.0 * matmul_params + 3.0 * per_layer * family_layers;
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "model/family.h"
 #include "model/model_internal.h"
@@ -22,6 +23,8 @@ const NameSet POOL_NAMES = NAME_SET([POOL_MEAN] = "mean", [POOL_LAST] = "last");
 const NameSet PAIR_NAMES = NAME_SET([PAIR_NONE] = "none", [PAIR_NLI] = "nli", [PAIR_CONCAT] = "concat");
 const NameSet INPUT_NAMES = NAME_SET([INPUT_EMBEDDING] = "embedding", [INPUT_LINEAR] = "linear");
 const NameSet BLOCK_NAMES = NAME_SET([BLOCK_PRENORM] = "prenorm", [BLOCK_LRA] = "lra", [BLOCK_RNN] = "rnn");
+const NameSet MLP_NAMES = NAME_SET([MLP_AUTO] = "auto", [MLP_SWIGLU] = "swiglu", [MLP_IDENTITY] = "identity",
+                                   [MLP_NONE] = "none");
 const NameSet DROPOUT_MASK_NAMES = NAME_SET([DROPOUT_ELEMENT] = "element", [DROPOUT_CHANNEL] = "channel");
 const NameSet ORTH_INIT_NAMES = NAME_SET([ORTH_INIT_CAYLEY] = "cayley", [ORTH_INIT_HENAFF] = "henaff");
 const NameSet NONLINEARITY_NAMES =
@@ -55,6 +58,76 @@ static const char *block_checks(const ModelConfig *c, const Family *f) {
     return NULL;
 }
 
+MlpKind model_mlp(const ModelConfig *c) {
+    if (c->mlp != MLP_AUTO) return c->mlp;
+    return c->block != BLOCK_PRENORM || family_of(c->mixer)->no_mlp ? MLP_NONE : MLP_SWIGLU;
+}
+
+/* The entries of model.mixers: their count, and in *base_conv the bits of those that are
+ * BaseConv; NULL, or a message naming the entry that is neither base_conv nor model.type. */
+static const char *parse_mixers(const ModelConfig *c, int *n, unsigned *base_conv) {
+    static char msg[256];
+    const char *type = mixer_name(c->mixer), *p = c->mixers;
+    *n = 0, *base_conv = 0;
+    while (*p) {
+        size_t len = strcspn(p, " ,");
+        if (len) {
+            int conv = len == 9 && !strncmp(p, "base_conv", 9);
+            if (!conv && !(len == strlen(type) && !strncasecmp(p, type, len))) {
+                snprintf(msg, sizeof msg, "model.mixers = \"%s\": \"%.*s\" is neither base_conv nor model.type (%s)",
+                         c->mixers, (int)len, p, type);
+                return msg;
+            }
+            if (*n == MAX_LAYER_MIXERS) {
+                snprintf(msg, sizeof msg, "model.mixers = \"%s\": at most %d entries", c->mixers, MAX_LAYER_MIXERS);
+                return msg;
+            }
+            if (conv) *base_conv |= 1u << *n;
+            ++*n;
+        }
+        p += len + (p[len] != 0);
+    }
+    return NULL;
+}
+
+LayerMixer model_layer_mixer(const ModelConfig *c, int l) {
+    int n;
+    unsigned base_conv;
+    if (parse_mixers(c, &n, &base_conv) || n == 0) return LAYER_FAMILY;
+    return base_conv >> (l % n) & 1 ? LAYER_BASE_CONV : LAYER_FAMILY;
+}
+
+/* model.mlp and model.mixers (docs/models.md §20): what the block and the family allow. */
+static const char *layer_checks(const ModelConfig *c, const Family *f) {
+    static char msg[256];
+    if (c->mlp != MLP_AUTO && c->mlp != MLP_NONE) {
+        if (c->block != BLOCK_PRENORM) {
+            snprintf(msg, sizeof msg, "model.mlp = %s needs model.block = prenorm (got %s)", MLP_NAMES.names[c->mlp],
+                     BLOCK_NAMES.names[c->block]);
+            return msg;
+        }
+        if (f->no_mlp) {
+            snprintf(msg, sizeof msg, "model.mlp = %s: model.type = %s's blocks have no MLP (auto or none)",
+                     MLP_NAMES.names[c->mlp], f->name);
+            return msg;
+        }
+    }
+    int n;
+    unsigned base_conv;
+    const char *bad = parse_mixers(c, &n, &base_conv);
+    if (bad || !base_conv) return bad;
+    if (base_conv == (1u << n) - 1) {
+        snprintf(msg, sizeof msg, "model.mixers = \"%s\" has no %s layer (model.type)", c->mixers, f->name);
+        return msg;
+    }
+    if (c->block != BLOCK_PRENORM) {
+        snprintf(msg, sizeof msg, "model.mixers = \"%s\": BaseConv layers need model.block = prenorm (got %s)",
+                 c->mixers, BLOCK_NAMES.names[c->block]);
+        return msg;
+    }
+    return NULL;
+}
+
 const char *model_dims(const ModelConfig *c, ModelDims *o) {
     static char msg[256];
     memset(o, 0, sizeof(*o));
@@ -67,6 +140,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     if (c->vocab_size <= 1) return "model.vocab_size must be at least 2";
     if (c->vocab_size > MAX_WIDTH) return "model.vocab_size must be at most 2^24";
     const char *bad = block_checks(c, f);
+    if (!bad) bad = layer_checks(c, f);
     if (!bad) bad = f->dims(c, o, msg, sizeof msg);
     if (bad) return bad;
     if (!(f->pe & PE_BIT(c->pe.kind))) {
@@ -84,8 +158,8 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
                  H, d);
         return msg;
     }
-    /* lra: its GLU replaces the MLP; rnn and Mamba2's blocks: none (mlp_width 0) */
-    if (c->block != BLOCK_PRENORM || f->no_mlp) return NULL;
+    /* lra: its GLU replaces the MLP; rnn and Mamba2's blocks, identity and none: no width */
+    if (model_mlp(c) != MLP_SWIGLU) return NULL;
     if (c->intermediate_size > MAX_WIDTH) return "model.intermediate_size must be at most 2^24";
     if (c->intermediate_size > 0) {
         o->mlp_width = c->intermediate_size;

@@ -54,6 +54,14 @@ typedef enum { INPUT_EMBEDDING, INPUT_LINEAR } InputKind;
  * rnn, h = Mixer(h) with no norm, no residual, no MLP and no final norm (the single-RNN-layer
  * models of nnRNN and expRNN). */
 typedef enum { BLOCK_PRENORM, BLOCK_LRA, BLOCK_RNN } BlockKind;
+/* What follows the mixer in a prenorm block (docs/models.md §1, §20): auto (SwiGLU, or nothing
+ * for a family whose blocks have no MLP: Mamba2, and outside prenorm blocks), the SwiGLU MLP,
+ * identity (Zoology's state_mixer = Identity: h += Norm(h), the norm's output added back), or
+ * nothing. */
+typedef enum { MLP_AUTO, MLP_SWIGLU, MLP_IDENTITY, MLP_NONE } MlpKind;
+/* The mixer of a layer (docs/models.md §20): the family's (model.type), or Zoology's BaseConv. */
+typedef enum { LAYER_FAMILY, LAYER_BASE_CONV } LayerMixer;
+enum { MAX_LAYER_MIXERS = 8 };
 /* What one dropout draw covers (docs/models.md §16): one element of one token, or one channel
  * of a whole batch row (every position of the row shares it, as the papers' nn.Dropout with
  * broadcast_dims over time). */
@@ -76,6 +84,10 @@ typedef struct {
     double input_scale;    /* INPUT_LINEAR: the value of token id v is (v - input_offset) / input_scale */
     double input_offset;   /* INPUT_LINEAR: 0 for pixels; 32768 for 16-bit audio samples carried as s + 32768 */
     BlockKind block;
+    MlpKind mlp;
+    /* model.mixers: the layers' mixers as a cycle over the layers, Zoology's Hybrid (layer l
+     * takes entry l mod n); "" = model.type in every layer (model_layer_mixer) */
+    char mixers[64];
     double dropout;        /* probability of dropping, in [0, 1); training passes only */
     DropoutMask dropout_mask;
     int bidirectional;     /* LRU, RotRNN with the classifier: a second scan in reverse time */
@@ -118,6 +130,11 @@ typedef struct {
 /* Logits per scored position: num_classes for the classifier, else vocab_size. */
 int model_outputs(const ModelConfig *c);
 
+/* The MLP of the blocks, model.mlp = auto resolved. */
+MlpKind model_mlp(const ModelConfig *c);
+/* The mixer of layer l (model.mixers). */
+LayerMixer model_layer_mixer(const ModelConfig *c, int l);
+
 /* Per-head dimensions of the mixer's q/k (key) and v (value); mlp_width 0: blocks without
  * an MLP (Mamba2). Mamba2: dk = state_size, dv = head_dim. LRU and RotRNN: dk = dv = the
  * real state width per head (LRU: one head of 2 state_size reals; RotRNN: state_size /
@@ -146,7 +163,7 @@ typedef struct {
      (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))}
 /* The [model] section's choices, as the run config's values, config.json's rotor_* keys and
  * messages spell them (model_config.c). */
-extern const NameSet PE_NAMES, HEAD_NAMES, POOL_NAMES, PAIR_NAMES, INPUT_NAMES, BLOCK_NAMES,
+extern const NameSet PE_NAMES, HEAD_NAMES, POOL_NAMES, PAIR_NAMES, INPUT_NAMES, BLOCK_NAMES, MLP_NAMES,
     DROPOUT_MASK_NAMES, ORTH_INIT_NAMES, NONLINEARITY_NAMES;
 
 /* model.type: "gla", "gated_deltanet", ... (the family descriptors) */

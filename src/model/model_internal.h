@@ -298,6 +298,10 @@ typedef struct MixerImpl {
     void (*stats)(void *layer, const Ctx *c, json_t *o);
 } MixerImpl;
 
+/* Zoology's BaseConv (mixer_base_conv.c, docs/models.md §20): a layer of model.mixers, not a
+ * family. */
+extern const MixerImpl mixer_base_conv;
+
 /* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,
  * docs/models.md §14, §17; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §3, §10;
  * mixer_gdn.c). */

@@ -204,7 +204,9 @@ static void test_scatter_rows(void) {
 
 /* ---- gate_mul, silu ---- */
 
-static const char *act_name(Activation a) { return a == ACT_SILU ? "silu" : "sigmoid"; }
+static const char *act_name(Activation a) {
+    return a == ACT_SILU ? "silu" : a == ACT_SIGMOID ? "sigmoid" : "none";
+}
 
 static void gate_mul_case(int64_t n, Activation act, int off) {
     float *x = gt_randn(n, 1), *g = gt_randn(n, 3), *ref = gt_zeros(n);
@@ -226,12 +228,32 @@ static void gate_mul_case(int64_t n, Activation act, int off) {
 }
 
 static void test_gate_mul(void) {
-    for (int a = 0; a < 2; a++) {
-        Activation act = a ? ACT_SIGMOID : ACT_SILU;
+    static const Activation acts[] = {ACT_SILU, ACT_SIGMOID, ACT_NONE};
+    for (int a = 0; a < 3; a++) {
+        Activation act = acts[a];
         gate_mul_case(300 * 2816 + 3, act, 0);
         gate_mul_case(300 * 2816 + 3, act, 1);
         gate_mul_case(5, act, 0);
     }
+    gt_reset();
+}
+
+/* ---- add ---- */
+
+static void add_case(int64_t n, int off, int in_place) {
+    float *a = gt_randn(n, 1), *b = gt_randn(n, 2), *ref = gt_zeros(n);
+    gt_cpu->add(ref, a, b, n);
+    void *ga = act_at(a, n, off), *gb = act_at(b, n, 0);
+    void *y = in_place ? ga : gt_garbage_act(n);
+    gt_gpu->add(y, ga, gb, n);
+    gt_compare(gt_name("add n=%lld off=%d%s", (long long)n, off, in_place ? " in place" : ""),
+               gt_get_act(y, n), ref, n, TOL_BF16);
+}
+
+static void test_add(void) {
+    add_case(300 * 2816 + 3, 0, 0);
+    add_case(300 * 2816 + 3, 1, 1);
+    add_case(5, 0, 0);
     gt_reset();
 }
 
@@ -857,6 +879,7 @@ static const TestCase tests[] = {
     {"embedding", test_embedding},
     {"scatter_rows", test_scatter_rows},
     {"gate_mul", test_gate_mul},
+    {"add", test_add},
     {"silu_gelu", test_silu_gelu},
     {"dropout", test_dropout},
     {"relu_pair", test_relu_pair},

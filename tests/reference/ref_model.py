@@ -866,19 +866,52 @@ MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer":
           "eurnn": RNNMixer, "lstm": LSTMMixer}
 
 
-class Block(nn.Module):
-    """docs/models.md §1 pre-norm block."""
+class BaseConv(nn.Module):
+    """docs/models.md §20, Zoology's BaseConv: conv(x) * (x W^T + b) + x, conv a depthwise causal
+    kernel-4 conv with bias."""
 
     def __init__(self, cfg):
         super().__init__()
+        d = cfg["hidden_size"]
+        self.conv = nn.Module()  # conv.weight [d, 1, 4], conv.bias [d]: init_weights sets them
+        self.conv.weight = nn.Parameter(torch.empty(d, 1, 4))
+        self.conv.bias = nn.Parameter(torch.empty(d))
+        self.projection = nn.Linear(d, d)
+
+    def forward(self, x, docs, naive):
+        return (short_conv(x, self.conv.weight, docs, None) + self.conv.bias) * self.projection(x) + x
+
+
+def layer_mixers(cfg):
+    """The mixer class of each layer: rotor_mixers cycled over the layers (docs/models.md §20)."""
+    own = MIXERS[cfg["model_type"]]
+    names = cfg.get("rotor_mixers", "").replace(",", " ").split()
+    if not names:
+        return [own] * cfg["num_hidden_layers"]
+    return [BaseConv if names[i % len(names)] == "base_conv" else own for i in range(cfg["num_hidden_layers"])]
+
+
+class Block(nn.Module):
+    """docs/models.md §1 pre-norm block; rotor_mlp "identity" adds RMSNorm(h) in place of the MLP's
+    output, "none" leaves the MLP out (§20)."""
+
+    def __init__(self, cfg, mixer):
+        super().__init__()
         d, eps = cfg["hidden_size"], cfg["norm_eps"]
         self.attn_norm = RMSNorm(d, eps)
-        self.attn = MIXERS[cfg["model_type"]](cfg)
-        self.mlp_norm = RMSNorm(d, eps)
-        self.mlp = MLP(d, int(cfg["intermediate_size"]))
+        self.attn = mixer(cfg)
+        self.kind = cfg.get("rotor_mlp", "auto")
+        if self.kind != "none":
+            self.mlp_norm = RMSNorm(d, eps)
+        if self.kind in ("auto", "swiglu"):
+            self.mlp = MLP(d, int(cfg["intermediate_size"]))
 
     def forward(self, h, docs, naive):
         h = h + self.attn(self.attn_norm(h), docs, naive)
+        if self.kind == "none":
+            return h
+        if self.kind == "identity":
+            return h + self.mlp_norm(h)
         return h + self.mlp(self.mlp_norm(h))
 
 
@@ -938,8 +971,11 @@ class Backbone(nn.Module):
             self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
         kind = cfg.get("rotor_block", "prenorm")
         rnn = kind == "rnn"
-        block = Mamba2Block if mamba2 else RNNBlock if rnn else LRABlock if kind == "lra" else Block
-        self.layers = nn.ModuleList(block(cfg) for _ in range(cfg["num_hidden_layers"]))
+        if mamba2 or rnn or kind == "lra":
+            block = Mamba2Block if mamba2 else RNNBlock if rnn else LRABlock
+            self.layers = nn.ModuleList(block(cfg) for _ in range(cfg["num_hidden_layers"]))
+        else:
+            self.layers = nn.ModuleList(Block(cfg, mixer) for mixer in layer_mixers(cfg))
         if not rnn:  # rnn blocks: the head reads the last block's h
             setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
 
@@ -1096,6 +1132,9 @@ def init_weights(model, gen, std=None):
                 m.B.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.C.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.D.normal_(0.0, 1.0, generator=gen)
+            elif isinstance(m, BaseConv):  # docs/models.md §20: PyTorch's Conv1d init, U(+-1/sqrt(4))
+                m.conv.weight.uniform_(-0.5, 0.5, generator=gen)
+                m.conv.bias.uniform_(-0.5, 0.5, generator=gen)
             if isinstance(m, SelectiveRoPE):
                 if m.use_bias:
                     m.phi_bias.zero_()
