@@ -118,6 +118,7 @@ void apply_hybrid(ModelConfig *c, int k) {
     snprintf(c->mixers, sizeof c->mixers, "%s", k == 1 ? "gla base_conv" : "base_conv gla");
     c->mlp = k == 2 ? MLP_NONE : MLP_IDENTITY;
     c->short_conv = k == 2;
+    c->tie_embeddings = k == 0;
 }
 
 const char *hybrid_name(int k) {

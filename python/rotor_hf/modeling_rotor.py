@@ -254,9 +254,10 @@ class RotorBackbone(nn.Module):
         return self.norm(h)
 
 
-# rotor's model shapes beside the causal LM (docs/models.md §12, §15, §16): config.json keys
+# rotor's model shapes beside the causal LM (docs/models.md §12, §15, §16, §20): config.json keys
 ROTOR_SHAPES = {"rotor_head": "its head", "rotor_input": "its linear input encoder",
-                "rotor_block": "its block", "rotor_bidirectional": "its bidirectional scan"}
+                "rotor_block": "its block", "rotor_bidirectional": "its bidirectional scan",
+                "rotor_mlp": "its blocks' MLP", "rotor_mixers": "its layers' mixers (BaseConv layers)"}
 
 
 def refusal(config, why):
@@ -275,7 +276,7 @@ class RotorCausalLM(RotorPreTrainedModel, GenerationMixin):
 
     def __init__(self, config):
         for key, what in ROTOR_SHAPES.items():
-            if getattr(config, key, None) not in (None, "lm", "embedding", "prenorm", False):
+            if getattr(config, key, None) not in (None, "lm", "embedding", "prenorm", "auto", "swiglu", "", False):
                 raise refusal(config, f"{what} ({key} = {getattr(config, key)!r}) has no Hugging Face model here")
         super().__init__(config)
         self.model = RotorBackbone(config, self.mixer)

@@ -27,6 +27,7 @@ CPU_POINTS="64:4:64 64:16:32 64:16:64"
 # model config and the position embeddings it runs with
 paper_models() {
     echo "configs/paper/selective-rope/mqar-gla.ini nope rope selective"
+    echo "configs/paper/selective-rope/mqar-gla-zoology-authors-code.ini nope rope selective"
     echo "configs/paper/selective-rope/mqar-deltanet.ini nope"
     echo "configs/paper/selective-rope/mqar-mamba2.ini nope"
     echo "configs/paper/selective-rope/mqar-transformer.ini rope"

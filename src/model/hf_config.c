@@ -24,6 +24,7 @@ static const HfField COMMON[] = {
     HF_FIELD("eos_token_id", HF_INT, HF_TOKEN, 0, eos_id),
     HF_FIELD("max_position_embeddings", HF_INT, HF_POS, 0, max_seq_len),
     HF_FIELD("doc_mask", HF_BOOL, HF_ANY, 0, doc_mask),
+    HF_FIELD("tie_word_embeddings", HF_BOOL, HF_ANY, 0, tie_embeddings),
 };
 static const HfField ROPE[] = {
     HF_FIELD("theta", HF_REAL, HF_POS, 0, pe.rope_theta),
@@ -46,7 +47,7 @@ static const NameSet FLA_CONV_ACTS = NAME_SET(NULL, "silu");
 static const NameSet FLA_TEMP_TYPES = NAME_SET("rope", "rfa");
 
 static const HfFixed COMMON_FIXED[] = {
-    {"tie_word_embeddings", "false", 1}, {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
+    {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
     {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
 };
 static const HfFixed SELECTIVE_FIXED[] = {
@@ -140,11 +141,12 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
 
 int hf_fla_nope(const ModelConfig *c) { return c->pe.kind == PE_NOPE; }
 
-/* fla's blocks: the family's mixer in every layer and its own MLP (model.mlp = auto's). */
+/* fla's blocks: the family's mixer in every layer and its own MLP (model.mlp = auto's), and
+ * an untied LM head (rotor does not check fla's tying). */
 static int fla_layers(const ModelConfig *c) {
     ModelConfig own = *c;
     own.mlp = MLP_AUTO;
-    return !c->mixers[0] && model_mlp(c) == model_mlp(&own);
+    return !c->mixers[0] && model_mlp(c) == model_mlp(&own) && !c->tie_embeddings;
 }
 
 int hf_config_is_fla(const ModelConfig *c) {

@@ -1,5 +1,7 @@
 /* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
- * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10); the lra
+ * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10); a layer's
+ * mixer is the family's or BaseConv, and the MLP SwiGLU, identity (h += RMSNorm(h)) or none
+ * (model.mixers, model.mlp: §20); the lra
  * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§16); model.block = rnn:
  * embedding -> L x [h = Mixer(h)] -> head (§17).
  * Activations needed by the backward are kept per layer; activation gradients use one
@@ -39,6 +41,7 @@ struct Model {
     MlpKind mlp;                  /* what follows the mixer in the blocks (model_mlp) */
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
+    int unembed;                  /* the LM head's weight: lm_head, or emb when tied (§20) */
     int tail_first;               /* the first parameter after the blocks */
     int emb_b;                    /* the linear input encoder's bias, else -1 */
     /* the linear input encoder: the token values [act][V] and the table of every token's
@@ -183,8 +186,9 @@ static Model *model_declare(const ModelConfig *cfg) {
                                             : NULL;
     if (m->head)
         m->hd = m->head->create(t, cfg);
-    else
+    else if (!cfg->tie_embeddings)
         m->lm_head = declare_linear(t, "lm_head.weight", cfg->vocab_size, d, std);
+    m->unembed = cfg->tie_embeddings ? m->emb : m->lm_head;
     return m;
 }
 
@@ -538,7 +542,7 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
         be->embedding_fwd(m->xsel, m->rows_dev, m->xf, M, d);
         x_head = m->xsel;
     }
-    be->matmul_fwd(m->logits, x_head, W(&c, m->lm_head), NULL, (int)M, V, d);
+    be->matmul_fwd(m->logits, x_head, W(&c, m->unembed), NULL, (int)M, V, d);
 }
 
 static void check_token(const Model *m, int32_t t, int64_t n) {
@@ -725,11 +729,11 @@ void model_backward(Model *m) {
     if (m->head) {
         m->head->backward(m->hd, &c, m->logits, m->dx);
     } else if (M < N) { /* scatter the rows' gradient back (rows without a label get zero) */
-        be->matmul_bwd(m->dmlp_in, G(&c, m->lm_head), NULL, m->logits, m->xsel, W(&c, m->lm_head), (int)M, V, d, 0);
+        be->matmul_bwd(m->dmlp_in, G(&c, m->unembed), NULL, m->logits, m->xsel, W(&c, m->unembed), (int)M, V, d, 0);
         be->zero(m->dx, (size_t)N * d * be->act_size);
         be->scatter_rows(m->dx, m->rows_dev, m->dmlp_in, M, d);
     } else {
-        be->matmul_bwd(m->dx, G(&c, m->lm_head), NULL, m->logits, m->xf, W(&c, m->lm_head), (int)N, V, d, 0);
+        be->matmul_bwd(m->dx, G(&c, m->unembed), NULL, m->logits, m->xf, W(&c, m->unembed), (int)N, V, d, 0);
     }
     void *dh0 = m->dh; /* d loss / d h[0] */
     if (m->cfg.block == BLOCK_RNN) {
@@ -880,8 +884,9 @@ void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total 
 int64_t model_num_params(const Model *m) { return params_count(&m->params); }
 
 int64_t model_num_params_non_embedding(const Model *m) {
-    int head = m->lm_head >= 0 ? m->lm_head : m->head->unembedding(m->hd);
-    return model_num_params(m) - m->params.p[m->emb].numel - m->params.p[head].numel;
+    int head = m->head ? m->head->unembedding(m->hd) : m->unembed;
+    int64_t unembed = head == m->emb ? 0 : m->params.p[head].numel; /* tied: counted once */
+    return model_num_params(m) - m->params.p[m->emb].numel - unembed;
 }
 
 double model_flops_per_token(const Model *m, int T) {
@@ -890,6 +895,7 @@ double model_flops_per_token(const Model *m, int T) {
     /* 6 flops per weight used in a matmul (forward 2, backward 4): everything but the
      * embedding table and the norm/bias vectors */
     double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
+    if (m->unembed == m->emb) matmul_params += (double)m->params.p[m->emb].numel; /* the tied LM head */
     double per_layer = m->fam->mixing_flops(c, dm, T);
     int family_layers = 0; /* BaseConv layers (model.mixers) mix only by their weights' products */
     for (int l = 0; l < c->num_layers; l++) family_layers += m->blocks[l].mix == m->mix;

@@ -97,9 +97,13 @@ LayerMixer model_layer_mixer(const ModelConfig *c, int l) {
     return base_conv >> (l % n) & 1 ? LAYER_BASE_CONV : LAYER_FAMILY;
 }
 
-/* model.mlp and model.mixers (docs/models.md §20): what the block and the family allow. */
+/* model.mlp, model.mixers and model.tie_embeddings (docs/models.md §20): what the block, the
+ * family and the head allow. */
 static const char *layer_checks(const ModelConfig *c, const Family *f) {
     static char msg[256];
+    if (c->tie_embeddings && (c->head != HEAD_LM || c->input != INPUT_EMBEDDING))
+        return "model.tie_embeddings = true needs the LM head (model.head = lm) and an embedding table "
+               "(model.input = embedding)";
     if (c->mlp != MLP_AUTO && c->mlp != MLP_NONE) {
         if (c->block != BLOCK_PRENORM) {
             snprintf(msg, sizeof msg, "model.mlp = %s needs model.block = prenorm (got %s)", MLP_NAMES.names[c->mlp],

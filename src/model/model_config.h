@@ -85,6 +85,7 @@ typedef struct {
     double input_offset;   /* INPUT_LINEAR: 0 for pixels; 32768 for 16-bit audio samples carried as s + 32768 */
     BlockKind block;
     MlpKind mlp;
+    int tie_embeddings;    /* the LM head's weight is the embedding table (docs/models.md §1, §20) */
     /* model.mixers: the layers' mixers as a cycle over the layers, Zoology's Hybrid (layer l
      * takes entry l mod n); "" = model.type in every layer (model_layer_mixer) */
     char mixers[64];

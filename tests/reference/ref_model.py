@@ -981,7 +981,7 @@ class Backbone(nn.Module):
 
 
 class RotorLM(nn.Module):
-    """Embedding -> L blocks -> final RMSNorm -> untied LM head (docs/models.md §1)."""
+    """Embedding -> L blocks -> final RMSNorm -> LM head, untied (docs/models.md §1) or tied (§20)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -989,8 +989,6 @@ class RotorLM(nn.Module):
         cfg = {**cfg, "model_type": cfg["model_type"].removeprefix("rotor_")}
         if cfg["model_type"] not in MIXERS:
             raise ValueError(f"unknown model_type {cfg['model_type']!r}")
-        if cfg.get("tie_word_embeddings", False):
-            raise ValueError("tie_word_embeddings must be false (docs/models.md §1: untied LM head)")
         if cfg.get("rotor_dropout", 0):
             raise ValueError("rotor_dropout: the reference runs without dropout")
         if cfg.get("hidden_act", "swish") not in (("gelu",) if cfg.get("rotor_block") == "lra" else ("swish", "silu")):
@@ -1009,7 +1007,7 @@ class RotorLM(nn.Module):
             self.decoder = nn.Sequential(RMSNorm(d, eps), nn.Linear(d, d), nn.GELU(),
                                          RMSNorm(d, eps), nn.Linear(d, d), nn.GELU())
             self.unembed = nn.Sequential(RMSNorm(d, eps), nn.Linear(d, cfg["vocab_size"]))
-        else:
+        elif not cfg.get("tie_word_embeddings", False):  # tied (docs/models.md §20): the embedding table
             self.lm_head = nn.Linear(d, cfg["vocab_size"], bias=False)
 
     def forward(self, input_ids, naive=False, labels=None, truncate=None):
@@ -1036,7 +1034,7 @@ class RotorLM(nn.Module):
                 logits = logits.repeat_interleave(2, dim=0)
             return logits
         if not self.autoencoder:
-            return self.lm_head(x)
+            return self.lm_head(x) if hasattr(self, "lm_head") else x @ bb.embeddings.weight.t()
         T = x.shape[1]
         dec = x[:, -1:, :] + sincos_positions(T, x.shape[2]).to(x.dtype)
         return self.unembed(self.decoder(dec))
