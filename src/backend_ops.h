@@ -346,6 +346,16 @@ typedef struct {
       (void *dx, void *dw, const void *dy, const void *x, const void *w, const void *rstd,    \
        int64_t N, int G, int C, int w_per_group, int accumulate),                             \
       (dx, dw, dy, x, w, rstd, N, G, C, w_per_group, accumulate))                             \
+    /* LayerNorm of x [N, C] (docs/models.md §20): y = (x - mean) rstd w + b, mean and rstd   \
+     * [f32][N] = 1/sqrt(var + eps) (the biased variance). Its backward: dx (=, or += if      \
+     * accumulate); dw, db [f32] accumulate. */                                               \
+    X(void, layernorm_fwd,                                                                    \
+      (void *y, void *mean, void *rstd, const void *x, const void *w, const void *b, int64_t N, \
+       int C, double eps), (y, mean, rstd, x, w, b, N, C, eps))                               \
+    X(void, layernorm_bwd,                                                                    \
+      (void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,            \
+       const void *mean, const void *rstd, int64_t N, int C, int accumulate),                 \
+      (dx, dw, db, dy, x, w, mean, rstd, N, C, accumulate))                                   \
     /* y = x / sqrt(sum x^2 + eps) per group of D; rnorm [f32][N*G] = 1/sqrt(...). */         \
     X(void, l2norm_fwd, (void *y, void *rnorm, const void *x, int64_t N, int G, int D, double eps), \
       (y, rnorm, x, N, G, D, eps))                                                            \

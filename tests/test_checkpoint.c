@@ -13,6 +13,7 @@
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
+#include "variants.h"
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -166,6 +167,11 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
     EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
     EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional) EQ(orth_init)
+    EQ(mlp) EQ(norm) EQ(tie_embeddings) EQ(embed_dropout)
+    if (strcmp(a->mixers, b->mixers)) {
+        printf("    model.mixers: \"%s\" != \"%s\"\n", a->mixers, b->mixers);
+        return 0;
+    }
 #undef EQ
     /* Both start from model_config_defaults (zeroed padding): a field the list above misses
      * still shows up here. */
@@ -379,6 +385,13 @@ static void test_roundtrip_heads(void) {
         c.dropout_mask = DROPOUT_CHANNEL;
         c.bidirectional = 1;
         roundtrip(&c, i ? "rotrnn lra block, bidirectional classifier" : "lru lra block, bidirectional classifier");
+    }
+    /* the hybrids (docs/models.md §20): Zoology's GLA with its embedding dropout, and the others */
+    for (int k = 0; k < N_HYBRIDS; k++) {
+        c = tu_tiny_model(MIXER_GLA, 3);
+        apply_hybrid(&c, k);
+        c.embed_dropout = k == 0 ? 0.1 : 0;
+        roundtrip(&c, hybrid_name(k));
     }
 }
 

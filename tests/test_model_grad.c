@@ -180,37 +180,40 @@ static void test_classifier(void) {
 }
 
 /* The block of docs/models.md §16: the lra block and dropout (element and channel masks, fixed
- * by the stream) on the LRU, RotRNN and GLA, and the bidirectional LRU and RotRNN under the
+ * by the stream; also the embedding's dropout of §20) on the LRU, RotRNN, GLA and Mamba2, and
+ * the bidirectional LRU and RotRNN under the
  * classifier (rows of 70 and 45 tokens, so that the reverse scan starts at each sequence's
  * last token, not in its pads), with and without documents. */
 static void test_block(void) {
     static const struct {
         MixerKind mixer;
         BlockKind block;
-        double dropout;
+        double dropout, embed_dropout;
         DropoutMask mask;
         int bidir, doc_mask;
     } cases[] = {
-        {MIXER_LRU, BLOCK_LRA, 0, DROPOUT_ELEMENT, 0, 0},
-        {MIXER_ROTRNN, BLOCK_LRA, 0.25, DROPOUT_CHANNEL, 0, 1},
-        {MIXER_GLA, BLOCK_PRENORM, 0.25, DROPOUT_ELEMENT, 0, 0},
-        {MIXER_MAMBA2, BLOCK_PRENORM, 0.25, DROPOUT_CHANNEL, 0, 0},
-        {MIXER_LRU, BLOCK_LRA, 0.25, DROPOUT_ELEMENT, 1, 0},
-        {MIXER_ROTRNN, BLOCK_LRA, 0.25, DROPOUT_CHANNEL, 1, 1},
-        {MIXER_LRU, BLOCK_PRENORM, 0, DROPOUT_ELEMENT, 1, 1},
+        {MIXER_LRU, BLOCK_LRA, 0, 0, DROPOUT_ELEMENT, 0, 0},
+        {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 0, 1},
+        {MIXER_GLA, BLOCK_PRENORM, 0.25, 0, DROPOUT_ELEMENT, 0, 0},
+        {MIXER_GLA, BLOCK_PRENORM, 0, 0.25, DROPOUT_ELEMENT, 0, 0},  /* the embedding's alone (§20) */
+        {MIXER_MAMBA2, BLOCK_PRENORM, 0.25, 0.25, DROPOUT_CHANNEL, 0, 0},
+        {MIXER_LRU, BLOCK_LRA, 0.25, 0, DROPOUT_ELEMENT, 1, 0},
+        {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 1, 1},
+        {MIXER_LRU, BLOCK_PRENORM, 0, 0, DROPOUT_ELEMENT, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ModelConfig x = tu_tiny_model(cases[i].mixer, 2);
         apply_mixer_option(&x, 1);
         x.block = cases[i].block;
         x.dropout = cases[i].dropout;
+        x.embed_dropout = cases[i].embed_dropout;
         x.dropout_mask = cases[i].mask;
         x.bidirectional = cases[i].bidir;
         x.doc_mask = cases[i].doc_mask;
         if (x.bidirectional) x.head = HEAD_CLASSIFIER, x.num_classes = 5;
         char label[128];
-        snprintf(label, sizeof label, "%s %s dropout %.2f %s%s%s", mixer_name(x.mixer), BLOCK_NAMES.names[x.block],
-                 x.dropout, x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
+        snprintf(label, sizeof label, "%s %s dropout %.2f embed %.2f %s%s%s", mixer_name(x.mixer),
+                 BLOCK_NAMES.names[x.block], x.dropout, x.embed_dropout, x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
                  x.bidirectional ? " bidirectional" : "", x.doc_mask ? " docmask" : "");
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);

@@ -532,6 +532,54 @@ static void rmsnorm_ref(Op *o, real *ref) {
 
 static const OpDef RMSNORM = {.size = sizeof(RmsNorm), .build = rmsnorm_build, .fwd = rmsnorm_fwd, .bwd = rmsnorm_bwd, .ref = rmsnorm_ref, .accumulate = 1};
 
+/* LayerNorm: y = (x - mean) rstd w + b per row of C */
+typedef struct {
+    Op o;
+    Tensor *x, *w, *b, *y;
+    real *mean, *rstd;
+    int64_t N;
+    int C;
+} LayerNorm;
+
+static void layernorm_build(Op *o) {
+    LayerNorm *m = (LayerNorm *)o;
+    m->N = 13, m->C = 10;
+    m->x = input(o, "x", m->N * m->C, NZ(0.05, 1.5), GRAD_SET);
+    m->w = input(o, "w", m->C, NZ(0.3, 1.5), GRAD_ADD);
+    m->b = input(o, "b", m->C, NZ(0.05, 1.0), GRAD_ADD);
+    m->y = output(o, "y", m->N * m->C, ZERO);
+    m->mean = aux(o, m->N, ZERO);
+    m->rstd = aux(o, m->N, ZERO);
+}
+
+static double layernorm_fwd(Op *o) {
+    LayerNorm *m = (LayerNorm *)o;
+    cpu_layernorm_fwd(m->y->v, m->mean, m->rstd, m->x->v, m->w->v, m->b->v, m->N, m->C, NORM_EPS);
+    return 0;
+}
+
+static void layernorm_bwd(Op *o) {
+    LayerNorm *m = (LayerNorm *)o;
+    cpu_layernorm_bwd(m->x->d, m->w->d, m->b->d, m->y->d, m->x->v, m->w->v, m->mean, m->rstd, m->N, m->C,
+                      o->accumulate);
+}
+
+static void layernorm_ref(Op *o, real *ref) {
+    LayerNorm *m = (LayerNorm *)o;
+    const real *x = m->x->v;
+    int C = m->C;
+    for (int64_t row = 0; row < m->N; row++) {
+        double mu = 0, var = 0;
+        for (int j = 0; j < C; j++) mu += (double)x[row * C + j] / C;
+        for (int j = 0; j < C; j++) var += ((double)x[row * C + j] - mu) * ((double)x[row * C + j] - mu) / C;
+        for (int j = 0; j < C; j++)
+            ref[row * C + j] = (real)(((double)x[row * C + j] - mu) / sqrt(var + (double)NORM_EPS) *
+                                          (double)m->w->v[j] + (double)m->b->v[j]);
+    }
+}
+
+static const OpDef LAYERNORM = {.size = sizeof(LayerNorm), .build = layernorm_build, .fwd = layernorm_fwd, .bwd = layernorm_bwd, .ref = layernorm_ref, .accumulate = 1};
+
 typedef struct {
     Op o;
     Tensor *x, *y;
@@ -2411,6 +2459,7 @@ static const OpCase CASES[] = {
     {"rmsnorm_g1", &RMSNORM, 201, {.groups = 1}},
     {"rmsnorm_shared", &RMSNORM, 202, {.groups = 3}},
     {"rmsnorm_per_group", &RMSNORM, 203, {.groups = 3, .per_group = 1}},
+    {"layernorm", &LAYERNORM, 210, {0}},
     {"l2norm", &L2NORM, 204, {0}},
     {"gate_mul_silu", &GATE_MUL, 301, {.act = ACT_SILU}},
     {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},

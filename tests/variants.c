@@ -119,6 +119,7 @@ void apply_hybrid(ModelConfig *c, int k) {
     c->mlp = k == 2 ? MLP_NONE : MLP_IDENTITY;
     c->short_conv = k == 2;
     c->tie_embeddings = k == 0;
+    c->norm = k == 0 ? NORM_LAYER : NORM_RMS;
 }
 
 const char *hybrid_name(int k) {

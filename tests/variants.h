@@ -34,8 +34,8 @@ void run_pe_variants(MixerKind mixer, int option, VariantCheck check);
 void run_both_options(MixerKind mixer, VariantCheck check);
 
 /* The hybrids of model.mixers and model.mlp (docs/models.md §20), on GLA: k = 0 Zoology's
- * (BaseConv then GLA without short conv, h += RMSNorm(h) for the MLP, the LM head tied to the
- * embedding), 1 the other order, 2 with
+ * (BaseConv then GLA without short conv, h += Norm(h) for the MLP, LayerNorms, the LM head tied
+ * to the embedding), 1 the other order, 2 with
  * GLA's short conv and no MLP. run_hybrid_variants runs check on the three-layer tiny model of
  * each, hybrid 0 under every position embedding, the others under NoPE and one Selective RoPE. */
 #define N_HYBRIDS 3

@@ -104,18 +104,6 @@ struct GateMulFwd {
     }
 };
 
-struct Add {
-    static constexpr int VEC = 8;
-    bf16 *y;
-    const bf16 *a, *b;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> av = ld_vec<V>(a + i), bv = ld_vec<V>(b + i), o;
-#pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = f2bf(bf2f(av.v[k]) + bf2f(bv.v[k]));
-        st_vec<V>(y + i, o);
-    }
-};
-
 struct GateMulBwd {
     static constexpr int VEC = 8;
     bf16 *dx, *dg;
@@ -184,16 +172,23 @@ template <class F> struct ActFwd {
     }
 };
 
-template <class F> struct ActBwd {
+// y = F::of(a, b) elementwise: an activation's backward (BwdOf), the sum.
+template <class F> struct Zip {
     static constexpr int VEC = 8;
-    bf16 *dx;
-    const bf16 *dy, *x;
+    bf16 *y;
+    const bf16 *a, *b;
     template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> dv = ld_vec<V>(dy + i), xv = ld_vec<V>(x + i), o;
+        Pack<bf16, V> av = ld_vec<V>(a + i), bv = ld_vec<V>(b + i), o;
 #pragma unroll
-        for (int k = 0; k < V; k++) o.v[k] = F::bwd(dv.v[k], xv.v[k]);
-        st_vec<V>(dx + i, o);
+        for (int k = 0; k < V; k++) o.v[k] = F::of(av.v[k], bv.v[k]);
+        st_vec<V>(y + i, o);
     }
+};
+template <class F> struct BwdOf {
+    static __device__ __forceinline__ bf16 of(bf16 dy, bf16 x) { return F::bwd(dy, x); }
+};
+struct Sum {
+    static __device__ __forceinline__ bf16 of(bf16 a, bf16 b) { return f2bf(bf2f(a) + bf2f(b)); }
 };
 
 struct Dropout {
@@ -442,7 +437,7 @@ void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, cons
 }
 
 void cuda_add(void *y, const void *a, const void *b, int64_t n) {
-    map(Add{(bf16 *)y, (const bf16 *)a, (const bf16 *)b}, n, {{y, 2}, {a, 2}, {b, 2}});
+    map(Zip<Sum>{(bf16 *)y, (const bf16 *)a, (const bf16 *)b}, n, {{y, 2}, {a, 2}, {b, 2}});
 }
 
 void cuda_silu_fwd(void *y, const void *x, int64_t n) {
@@ -450,7 +445,7 @@ void cuda_silu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_silu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(ActBwd<Silu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Silu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
@@ -458,7 +453,7 @@ void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_gelu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(ActBwd<Gelu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Gelu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p) {
@@ -471,7 +466,7 @@ void cuda_relu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_relu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(ActBwd<Relu>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Relu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_pair_nli_fwd(void *f, const void *x, int64_t P, int d) {

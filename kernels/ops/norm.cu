@@ -1,6 +1,6 @@
 // RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and FoX QK norms), the
-// block norms fused with the residual add before them, and L2 normalisation (GDN q/k,
-// docs/models.md §3; Selective RoPE inputs, docs/models.md §5).
+// block norms fused with the residual add before them, LayerNorm (§20) and L2 normalisation (GDN
+// q/k, docs/models.md §3; Selective RoPE inputs, docs/models.md §5).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -214,6 +214,117 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
+// LayerNorm (docs/models.md §20): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the row held
+// in registers for the two sums; one row per lane group.
+template <int VEC, int NV>
+__global__ void __launch_bounds__(THREADS)
+    layernorm_fwd_kernel(bf16 *y, float *mean, float *rstd, const bf16 *x, const bf16 *w, const bf16 *b,
+                         int64_t rows, int C, int W, float eps) {
+    int li = threadIdx.x & (W - 1), units = C / VEC;
+    int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    bool active = r < rows;
+    Pack<bf16, VEC> xv[NV];
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (active && u < units) {
+            xv[j] = ld_vec<VEC>(x + r * C + u * VEC);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) s += bf2f(xv[j].v[k]);
+        }
+    }
+    float mu = group_sum(s, W) / (float)C, ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (active && u < units)
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                float d = bf2f(xv[j].v[k]) - mu;
+                ss += d * d;
+            }
+    }
+    ss = group_sum(ss, W);
+    if (!active) return;
+    float rs = 1.f / sqrtf(ss / (float)C + eps);
+    if (li == 0) mean[r] = mu, rstd[r] = rs;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (u < units) {
+            Pack<bf16, VEC> wv = ld_vec<VEC>(w + u * VEC), bv = ld_vec<VEC>(b + u * VEC), o;
+#pragma unroll
+            for (int k = 0; k < VEC; k++)
+                o.v[k] = f2bf((bf2f(xv[j].v[k]) - mu) * rs * bf2f(wv.v[k]) + bf2f(bv.v[k]));
+            st_vec<VEC>(y + r * C + u * VEC, o);
+        }
+    }
+}
+
+// LayerNorm's dx: with xh = (x - mean) rs and g = dy w, dx = rs (g - mean_c(g) - xh mean_c(g xh));
+// one row per lane group.
+template <int VEC, int NV>
+__global__ void __launch_bounds__(THREADS)
+    layernorm_bwd_dx_kernel(bf16 *dx, const bf16 *dy, const bf16 *x, const bf16 *w, const float *mean,
+                            const float *rstd, int64_t rows, int C, int W, int accumulate) {
+    int li = threadIdx.x & (W - 1), units = C / VEC;
+    int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    bool active = r < rows;
+    float mu = active ? mean[r] : 0.f, rs = active ? rstd[r] : 0.f, sg = 0.f, sgx = 0.f;
+    Pack<bf16, VEC> xv[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (active && u < units) {
+            xv[j] = ld_vec<VEC>(x + r * C + u * VEC);
+            Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC), wv = ld_vec<VEC>(w + u * VEC);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                float g = bf2f(dv.v[k]) * bf2f(wv.v[k]);
+                sg += g;
+                sgx += g * (bf2f(xv[j].v[k]) - mu) * rs;
+            }
+        }
+    }
+    sg = group_sum(sg, W) / (float)C;
+    sgx = group_sum(sgx, W) / (float)C;
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (u < units) {
+            bf16 *dxp = dx + r * C + u * VEC;
+            Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC), wv = ld_vec<VEC>(w + u * VEC), o, old;
+            if (accumulate) old = ld_vec<VEC>(dxp);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) {
+                float xh = (bf2f(xv[j].v[k]) - mu) * rs;
+                float v = rs * (bf2f(dv.v[k]) * bf2f(wv.v[k]) - sg - xh * sgx);
+                o.v[k] = f2bf(accumulate ? bf2f(old.v[k]) + v : v);
+            }
+            st_vec<VEC>(dxp, o);
+        }
+    }
+}
+
+// LayerNorm's dw and db per chunk of rows: column c of chunk blockIdx.y sums dy xh into
+// part[chunk][C] and dy into part[chunks + chunk][C] (dw_reduce_kernel adds the chunks).
+__global__ void layernorm_bwd_param_kernel(float *part, const bf16 *dy, const bf16 *x, const float *mean,
+                                           const float *rstd, int64_t N, int C, int64_t per_chunk) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int64_t r0 = (int64_t)blockIdx.y * per_chunk, r1 = r0 + per_chunk < N ? r0 + per_chunk : N;
+    float pw = 0.f, pb = 0.f;
+    for (int64_t r = r0; r < r1; r++) {
+        float d = bf2f(dy[r * C + c]);
+        pw += d * (bf2f(x[r * C + c]) - mean[r]) * rstd[r];
+        pb += d;
+    }
+    part[(int64_t)blockIdx.y * C + c] = pw;
+    part[((int64_t)gridDim.y + blockIdx.y) * C + c] = pb;
+}
+
 // Lanes per row W, vector width and vectors per lane NV (powers of two) for rows of C.
 struct Shape {
     int vec, units, W, nv;
@@ -327,6 +438,40 @@ void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const v
     CUDA_LAUNCHED();
     dw_reduce_kernel<<<(unsigned)cdiv((int64_t)Gw * C, THREADS), THREADS, 0, cuda_stream()>>>(
         (float *)dw, part, nbg, Gw, C);
+    CUDA_LAUNCHED();
+}
+
+void cuda_layernorm_fwd(void *y, void *mean, void *rstd, const void *x, const void *w, const void *b,
+                        int64_t N, int C, double eps) {
+    launch_rows("layernorm_fwd", N, C, {y, x, w, b}, [&](auto V, auto NV, unsigned nb, int W) {
+        layernorm_fwd_kernel<decltype(V)::value, decltype(NV)::value><<<nb, THREADS, 0, cuda_stream()>>>(
+            (bf16 *)y, (float *)mean, (float *)rstd, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, N, C, W,
+            (float)eps);
+    });
+}
+
+void cuda_layernorm_bwd(void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,
+                        const void *mean, const void *rstd, int64_t N, int C, int accumulate) {
+    if (N <= 0) return;
+    launch_rows("layernorm_bwd", N, C, {dx, dy, x, w}, [&](auto V, auto NV, unsigned nb, int W) {
+        layernorm_bwd_dx_kernel<decltype(V)::value, decltype(NV)::value><<<nb, THREADS, 0, cuda_stream()>>>(
+            (bf16 *)dx, (const bf16 *)dy, (const bf16 *)x, (const bf16 *)w, (const float *)mean,
+            (const float *)rstd, N, C, W, accumulate);
+    });
+    int64_t chunks = cdiv(N, (int64_t)64);
+    if (chunks > 1024) chunks = 1024;
+    int64_t per_chunk = cdiv(N, chunks);
+    chunks = cdiv(N, per_chunk);
+    float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)chunks * (size_t)C);
+    dim3 grid((unsigned)cdiv((int64_t)C, THREADS), (unsigned)chunks);
+    layernorm_bwd_param_kernel<<<grid, THREADS, 0, cuda_stream()>>>(part, (const bf16 *)dy, (const bf16 *)x,
+                                                                  (const float *)mean, (const float *)rstd, N, C,
+                                                                  per_chunk);
+    CUDA_LAUNCHED();
+    unsigned rb = (unsigned)cdiv((int64_t)C, THREADS);
+    dw_reduce_kernel<<<rb, THREADS, 0, cuda_stream()>>>((float *)dw, part, (int)chunks, 1, C);
+    CUDA_LAUNCHED();
+    dw_reduce_kernel<<<rb, THREADS, 0, cuda_stream()>>>((float *)db, part + chunks * C, (int)chunks, 1, C);
     CUDA_LAUNCHED();
 }
 

@@ -257,7 +257,8 @@ class RotorBackbone(nn.Module):
 # rotor's model shapes beside the causal LM (docs/models.md §12, §15, §16, §20): config.json keys
 ROTOR_SHAPES = {"rotor_head": "its head", "rotor_input": "its linear input encoder",
                 "rotor_block": "its block", "rotor_bidirectional": "its bidirectional scan",
-                "rotor_mlp": "its blocks' MLP", "rotor_mixers": "its layers' mixers (BaseConv layers)"}
+                "rotor_norm": "its LayerNorms", "rotor_mlp": "its blocks' MLP", "rotor_mixers": "its layers' mixers (BaseConv layers)",
+                "tie_word_embeddings": "its tied LM head"}
 
 
 def refusal(config, why):
@@ -276,7 +277,7 @@ class RotorCausalLM(RotorPreTrainedModel, GenerationMixin):
 
     def __init__(self, config):
         for key, what in ROTOR_SHAPES.items():
-            if getattr(config, key, None) not in (None, "lm", "embedding", "prenorm", "auto", "swiglu", "", False):
+            if getattr(config, key, None) not in (None, "lm", "embedding", "prenorm", "rmsnorm", "auto", "swiglu", "", False):
                 raise refusal(config, f"{what} ({key} = {getattr(config, key)!r}) has no Hugging Face model here")
         super().__init__(config)
         self.model = RotorBackbone(config, self.mixer)

@@ -64,7 +64,7 @@ static Choice MIXERS[N_MIXERS + 1];
 #define MAX_MODEL_CHOICES 4
 static Choice ORTH_INITS[MAX_MODEL_CHOICES + 1], NONLINEARITIES[MAX_MODEL_CHOICES + 1], HEADS[MAX_MODEL_CHOICES + 1],
     POOLS[MAX_MODEL_CHOICES + 1], PAIRS[MAX_MODEL_CHOICES + 1], INPUTS[MAX_MODEL_CHOICES + 1],
-    BLOCKS[MAX_MODEL_CHOICES + 1], MLPS[MAX_MODEL_CHOICES + 1], DROPOUT_MASKS[MAX_MODEL_CHOICES + 1], PES[MAX_MODEL_CHOICES + 1];
+    BLOCKS[MAX_MODEL_CHOICES + 1], MLPS[MAX_MODEL_CHOICES + 1], NORMS[MAX_MODEL_CHOICES + 1], DROPOUT_MASKS[MAX_MODEL_CHOICES + 1], PES[MAX_MODEL_CHOICES + 1];
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
@@ -103,9 +103,11 @@ static const KeySpec KEYS[] = {
     K_FLT("model", "input_offset", model.input_offset, "0", R_NONNEG, "linear input: the token id of value 0 (0 for pixels; 32768 for speech_commands' 16-bit samples s, carried as s + 32768)"),
     K_ENUM("model", "block", model.block, "prenorm", BLOCKS, "residual block: prenorm (h += Mixer(RMSNorm(h)), then h += SwiGLU-MLP(RMSNorm(h))), lra (the S5/LRU/RotRNN code's h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))), no MLP; docs/models.md §16) or rnn (h = Mixer(h) alone, no norm, residual, MLP or final norm: the nnRNN/expRNN models, §17)"),
     K_ENUM("model", "mlp", model.mlp, "auto", MLPS, "what follows the mixer in a prenorm block: auto (swiglu; none for mamba2), swiglu (h += SwiGLU-MLP(RMSNorm(h))), identity (h += RMSNorm(h): Zoology's state_mixer = Identity, docs/models.md §20) or none"),
+    K_ENUM("model", "norm", model.norm, "rmsnorm", NORMS, "the backbone's norms (the blocks' and the final one): rmsnorm, or layernorm with a bias (Zoology's; docs/models.md §20); the mixers' own norms stay RMSNorms"),
     K_BOOL("model", "tie_embeddings", model.tie_embeddings, "false", "the LM head's weight is the embedding table (Zoology's models; config.json tie_word_embeddings; docs/models.md §20)"),
     K_STR("model", "mixers", model.mixers, "", "the layers' mixers, a cycle over the layers as Zoology's Hybrid: \"base_conv gla\" makes layers 0, 2, ... BaseConv (docs/models.md §20) and 1, 3, ... model.type; empty: model.type in every layer"),
     K_FLT("model", "dropout", model.dropout, "0", R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
+    K_FLT("model", "embed_dropout", model.embed_dropout, "0", R_UNIT, "dropout probability of the embedding's output in training passes (Zoology's embed_dropout, docs/models.md §20); 0 = none"),
     K_ENUM("model", "dropout_mask", model.dropout_mask, "element", DROPOUT_MASKS, "one dropout draw per element, or per channel of a batch row shared by all its positions (the papers' code)"),
     K_BOOL("model", "bidirectional", model.bidirectional, "false", "with the classifier head: a second scan in reverse time with its own readout, summed"),
     K_INT("model", "vocab_size", model.vocab_size, "32000", 2, "vocabulary size V"),
@@ -114,7 +116,7 @@ static const KeySpec KEYS[] = {
     K_INT("model", "num_heads", model.num_heads, "4", 1, "mixer heads H"),
     K_FLT("model", "hidden_ratio", model.hidden_ratio, "4", R_POS, "MLP ratio (width 256*ceil(int(d*ratio*2/3)/256))"),
     K_INT("model", "intermediate_size", model.intermediate_size, "0", 0, "explicit MLP width, 0 = from hidden_ratio"),
-    K_FLT("model", "norm_eps", model.norm_eps, "1e-6", R_POS, "RMSNorm epsilon"),
+    K_FLT("model", "norm_eps", model.norm_eps, "1e-6", R_POS, "epsilon of the backbone's norms and the mixers' RMSNorms"),
     K_FLT("model", "init_std", model.init_std, "0.02", R_POS, "std of the normal init of weights"),
     K_FLT("model", "expand_k", model.expand_k, "0.5", R_POS, "key width = d * expand_k (fla's DeltaNet: 1)"),
     K_FLT("model", "expand_v", model.expand_v, "1", R_POS, "value width factor"),
@@ -272,6 +274,7 @@ static void schema_init(void) {
     choices_of(INPUTS, &INPUT_NAMES);
     choices_of(BLOCKS, &BLOCK_NAMES);
     choices_of(MLPS, &MLP_NAMES);
+    choices_of(NORMS, &NORM_NAMES);
     choices_of(DROPOUT_MASKS, &DROPOUT_MASK_NAMES);
     choices_of(PES, &PE_NAMES);
     for (int k = 0; k < N_MIXERS; k++) MIXERS[k] = (Choice){family_of((MixerKind)k)->name, k};

@@ -1,5 +1,6 @@
-/* RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and QK norms) and
- * L2 normalisation (GDN q/k, Selective RoPE input slices). */
+/* RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and QK norms),
+ * LayerNorm (§20: Zoology's block norms) and L2 normalisation (GDN q/k, Selective RoPE input
+ * slices). */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -68,6 +69,67 @@ void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, cons
     }
     for (int t = 0; t < nthr; t++)
         for (int c = 0; c < wn; c++) dw[c] += partial[(size_t)t * (size_t)wn + (size_t)c];
+    rt_free(partial);
+}
+
+void cpu_layernorm_fwd(void *y_, void *mean_, void *rstd_, const void *x_, const void *w_, const void *b_,
+                       int64_t N, int C, double eps) {
+    real *y = y_, *mean = mean_, *rstd = rstd_;
+    const real *x = x_, *w = w_, *b = b_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < N; r++) {
+        const real *xr = x + r * C;
+        real *yr = y + r * C;
+        real s = 0, ss = 0;
+#pragma omp simd reduction(+ : s)
+        for (int c = 0; c < C; c++) s += xr[c];
+        real mu = s / (real)C;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < C; c++) ss += (xr[c] - mu) * (xr[c] - mu);
+        real rs = (real)1 / sqrt(ss / (real)C + (real)eps);
+        mean[r] = mu, rstd[r] = rs;
+#pragma omp simd
+        for (int c = 0; c < C; c++) yr[c] = (xr[c] - mu) * rs * w[c] + b[c];
+    }
+}
+
+/* With xh = (x - mean) rstd and g = dy w: dx = rstd (g - mean_c(g) - xh mean_c(g xh)),
+ * dw += dy xh, db += dy. */
+void cpu_layernorm_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_, const void *w_,
+                       const void *mean_, const void *rstd_, int64_t N, int C, int accumulate) {
+    real *dx = dx_, *dw = dw_, *db = db_;
+    const real *dy = dy_, *x = x_, *w = w_, *mean = mean_, *rstd = rstd_;
+    int nthr = par_max_threads();
+    real *partial = rt_calloc((size_t)nthr * 2 * (size_t)C, sizeof(real));
+#pragma omp parallel
+    {
+        real *accw = partial + (size_t)par_thread() * 2 * (size_t)C, *accb = accw + C;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < N; r++) {
+            const real *xr = x + r * C, *dyr = dy + r * C;
+            real mu = mean[r], rs = rstd[r], sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+            for (int c = 0; c < C; c++) {
+                real g = dyr[c] * w[c];
+                sg += g;
+                sgx += g * (xr[c] - mu) * rs;
+            }
+            sg /= (real)C, sgx /= (real)C;
+            real *dxr = dx + r * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) {
+                real xh = (xr[c] - mu) * rs, v = rs * (dyr[c] * w[c] - sg - xh * sgx);
+                dxr[c] = accumulate ? dxr[c] + v : v;
+                accw[c] += dyr[c] * xh;
+                accb[c] += dyr[c];
+            }
+        }
+    }
+    for (int t = 0; t < nthr; t++)
+        for (int c = 0; c < C; c++) {
+            dw[c] += partial[(size_t)t * 2 * (size_t)C + (size_t)c];
+            db[c] += partial[(size_t)t * 2 * (size_t)C + (size_t)C + (size_t)c];
+        }
     rt_free(partial);
 }
 

@@ -100,6 +100,17 @@ OpCost op_cost_rmsnorm_bwd(const CostUnits *u, void *dx, void *dw, const void *d
                               u->f32 * (double)N * G);
 }
 
+OpCost op_cost_layernorm_fwd(const CostUnits *u, void *y, void *mean, void *rstd, const void *x,
+                             const void *w, const void *b, int64_t N, int C, double eps) {
+    return cost_make(0, 2 * u->act * (double)N * C + 2 * u->f32 * (double)N);
+}
+
+OpCost op_cost_layernorm_bwd(const CostUnits *u, void *dx, void *dw, void *db, const void *dy,
+                             const void *x, const void *w, const void *mean, const void *rstd,
+                             int64_t N, int C, int accumulate) {
+    return cost_make(0, (3 + (accumulate ? 1 : 0)) * u->act * (double)N * C + 2 * u->f32 * (double)N);
+}
+
 OpCost op_cost_l2norm_fwd(const CostUnits *u, void *y, void *rnorm, const void *x, int64_t N,
                           int G, int D, double eps) {
     return cost_make(0, 2 * u->act * (double)N * G * D + u->f32 * (double)N * G);

@@ -122,7 +122,9 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     }
     if (c->block != BLOCK_PRENORM) put_name(o, "rotor_block", &BLOCK_NAMES, c->block);
     if (c->mlp != MLP_AUTO) put_name(o, "rotor_mlp", &MLP_NAMES, c->mlp);
+    if (c->norm != NORM_RMS) put_name(o, "rotor_norm", &NORM_NAMES, c->norm);
     if (c->mixers[0]) json_object_set_new(o, "rotor_mixers", json_string(c->mixers));
+    if (c->embed_dropout > 0) json_object_set_new(o, "rotor_embed_dropout", json_real(c->embed_dropout));
     if (c->dropout > 0) {
         json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
         if (c->dropout_mask != DROPOUT_ELEMENT) put_name(o, "rotor_dropout_mask", &DROPOUT_MASK_NAMES, c->dropout_mask);
@@ -141,12 +143,12 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
 
 int hf_fla_nope(const ModelConfig *c) { return c->pe.kind == PE_NOPE; }
 
-/* fla's blocks: the family's mixer in every layer and its own MLP (model.mlp = auto's), and
- * an untied LM head (rotor does not check fla's tying). */
+/* fla's blocks: the family's mixer in every layer, its own MLP (model.mlp = auto's), RMSNorms
+ * and an untied LM head (rotor does not check fla's tying). */
 static int fla_layers(const ModelConfig *c) {
     ModelConfig own = *c;
     own.mlp = MLP_AUTO;
-    return !c->mixers[0] && model_mlp(c) == model_mlp(&own) && !c->tie_embeddings;
+    return !c->mixers[0] && model_mlp(c) == model_mlp(&own) && !c->tie_embeddings && c->norm == NORM_RMS;
 }
 
 int hf_config_is_fla(const ModelConfig *c) {
@@ -353,13 +355,17 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
 }
 
 /* The block keys (docs/models.md §16, §17, §20), each absent at its default: rotor_block "lra" or
- * "rnn", rotor_mlp, rotor_mixers, rotor_dropout (with rotor_dropout_mask "channel"),
+ * "rnn", rotor_norm, rotor_mlp, rotor_mixers, rotor_dropout, rotor_embed_dropout (with rotor_dropout_mask "channel"),
  * rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
     int v;
     if (json_object_get(j, "rotor_block")) {
         if (read_choice(j, "", "rotor_block", &BLOCK_NAMES, &v, e)) return -1;
         out->block = (BlockKind)v;
+    }
+    if (json_object_get(j, "rotor_norm")) {
+        if (read_choice(j, "", "rotor_norm", &NORM_NAMES, &v, e)) return -1;
+        out->norm = (NormKind)v;
     }
     if (json_object_get(j, "rotor_mlp")) {
         if (read_choice(j, "", "rotor_mlp", &MLP_NAMES, &v, e)) return -1;
@@ -372,11 +378,14 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
                         sizeof out->mixers, json_text(mx));
         snprintf(out->mixers, sizeof out->mixers, "%s", json_string_value(mx));
     }
-    const json_t *p = json_object_get(j, "rotor_dropout");
-    if (p) {
+    static const char *const rates[] = {"rotor_dropout", "rotor_embed_dropout"};
+    double *fields[] = {&out->dropout, &out->embed_dropout};
+    for (int i = 0; i < 2; i++) {
+        const json_t *p = json_object_get(j, rates[i]);
+        if (!p) continue;
         if (!json_is_number(p) || !(json_number_value(p) >= 0 && json_number_value(p) < 1))
-            return fail(e, "config key 'rotor_dropout' must be a number in [0, 1), got %s", json_text(p));
-        out->dropout = json_number_value(p);
+            return fail(e, "config key '%s' must be a number in [0, 1), got %s", rates[i], json_text(p));
+        *fields[i] = json_number_value(p);
     }
     if (json_object_get(j, "rotor_dropout_mask")) {
         if (read_choice(j, "", "rotor_dropout_mask", &DROPOUT_MASK_NAMES, &v, e)) return -1;

@@ -22,6 +22,7 @@
 typedef struct {
     int first;                                     /* its first parameter's id */
     int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP or norm) */
+    int attn_norm_b, mlp_norm_b;                   /* the LayerNorms' biases (-1: RMSNorm) */
     int glu_w, glu_b;                              /* the lra block's GLU (-1 without) */
     const MixerImpl *mix;                          /* the family's layer, or BaseConv (model.mixers) */
     void *mixer;
@@ -41,6 +42,7 @@ struct Model {
     MlpKind mlp;                  /* what follows the mixer in the blocks (model_mlp) */
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
+    int final_norm_b;             /* the final LayerNorm's bias, -1 with RMSNorm */
     int unembed;                  /* the LM head's weight: lm_head, or emb when tied (§20) */
     int tail_first;               /* the first parameter after the blocks */
     int emb_b;                    /* the linear input encoder's bias, else -1 */
@@ -84,7 +86,7 @@ struct Model {
      * current pass whether it drops and its key */
     DropoutUse drop_use;
     uint64_t drop_seed, drop_stream, drop_key;
-    int drop_on;
+    int drop_on, drop_embed; /* the blocks' dropout, the embedding's (model.embed_dropout) */
 
     /* carried states (model_set_carry): the bound block and its rows, or NULL */
     void *carry;
@@ -120,6 +122,14 @@ void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream) {
     m->drop_stream = stream;
 }
 
+/* Declares a backbone norm <name>.weight (ones), and for a LayerNorm (model.norm, docs/models.md
+ * §20) <name>.bias (zeros) into *bias, else *bias = -1; returns the weight's id. */
+static int declare_norm(ParamTable *t, const char *name, const ModelConfig *cfg, int *bias) {
+    int w = declare_vector(t, pname(name, ".weight").s, cfg->hidden_size, 1);
+    *bias = cfg->norm == NORM_LAYER ? declare_vector(t, pname(name, ".bias").s, cfg->hidden_size, 0) : -1;
+    return w;
+}
+
 /* Declares every parameter (names, shapes, initialisers) without allocating buffers. */
 static Model *model_declare(const ModelConfig *cfg) {
     Model *m = rt_calloc(1, sizeof(Model));
@@ -153,8 +163,8 @@ static Model *model_declare(const ModelConfig *cfg) {
         Block *b = &m->blocks[l];
         b->first = t->n;
         b->attn_norm = b->mlp_norm = b->w_gate = b->w_up = b->w_down = -1;
-        snprintf(name, sizeof name, "%s.layers.%d.%s.weight", nm->root, l, nm->block_norm);
-        if (cfg->block != BLOCK_RNN) b->attn_norm = declare_vector(t, name, d, 1);
+        snprintf(name, sizeof name, "%s.layers.%d.%s", nm->root, l, nm->block_norm);
+        if (cfg->block != BLOCK_RNN) b->attn_norm = declare_norm(t, name, cfg, &b->attn_norm_b);
         snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", nm->root, l, nm->module);
         b->mix = model_layer_mixer(cfg, l) == LAYER_BASE_CONV ? &mixer_base_conv : m->mix;
         b->mixer = b->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
@@ -166,8 +176,8 @@ static Model *model_declare(const ModelConfig *cfg) {
             b->glu_b = declare_vector(t, name, d, 0);
         }
         if (m->mlp == MLP_NONE) continue;
-        snprintf(name, sizeof name, "%s.layers.%d.mlp_norm.weight", nm->root, l);
-        b->mlp_norm = declare_vector(t, name, d, 1);
+        snprintf(name, sizeof name, "%s.layers.%d.mlp_norm", nm->root, l);
+        b->mlp_norm = declare_norm(t, name, cfg, &b->mlp_norm_b);
         if (m->mlp == MLP_IDENTITY) continue;
         snprintf(name, sizeof name, "%s.layers.%d.mlp.gate_proj.weight", nm->root, l);
         b->w_gate = declare_linear(t, name, I, d, std);
@@ -177,8 +187,9 @@ static Model *model_declare(const ModelConfig *cfg) {
         b->w_down = declare_linear(t, name, d, I, std);
     }
     m->tail_first = t->n;
-    snprintf(name, sizeof name, "%s.%s.weight", nm->root, nm->final_norm);
-    m->final_norm = cfg->block != BLOCK_RNN ? declare_vector(t, name, d, 1) : -1;
+    snprintf(name, sizeof name, "%s.%s", nm->root, nm->final_norm);
+    m->final_norm = m->final_norm_b = -1;
+    if (cfg->block != BLOCK_RNN) m->final_norm = declare_norm(t, name, cfg, &m->final_norm_b);
     m->lm_head = -1;
     m->outputs = model_outputs(cfg);
     m->head = cfg->head == HEAD_AUTOENCODER ? &head_autoencoder
@@ -292,10 +303,11 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     size_t A = be->act_size, F = be->f32_size;
     int64_t d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->outputs;
     int L = m->cfg.num_layers;
+    int stats = m->cfg.norm == NORM_LAYER ? 2 : 1; /* a norm's rstd per token, and a LayerNorm's mean */
     for (int l = 0; l <= L; l++) m->h[l] = carve(sv, A * N * d);
     for (int l = 0; l < L; l++) {
         Block *b = &m->blocks[l];
-        b->rsa = carve(sv, F * N);
+        b->rsa = carve(sv, F * N * stats);
         if (b->glu_w >= 0) {
             b->r = carve(sv, A * N * d);
             b->g = carve(sv, A * N * d);
@@ -303,7 +315,7 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
         }
         if (m->mlp == MLP_SWIGLU || m->mlp == MLP_IDENTITY) {
             b->hm = carve(sv, A * N * d);
-            b->rsm = carve(sv, F * N);
+            b->rsm = carve(sv, F * N * stats);
         }
         if (m->mlp == MLP_SWIGLU) {
             b->gate = carve(sv, A * N * I);
@@ -314,7 +326,7 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
     }
     m->xf = m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
-    m->rsf = carve(sv, F * N);
+    m->rsf = carve(sv, F * N * stats);
     m->xsel = carve(sv, A * N * d);
     m->logits = carve(sv, A * N * V);
     m->rope_angle = m->cfg.pe.kind == PE_ROPE ? carve(sv, F * N * (m->dims.dk / 2)) : NULL;
@@ -406,15 +418,49 @@ static void build_segments(Model *m, const Batch *b) {
  * block the final norm (its output, rstd and weight index). */
 typedef struct {
     void *y, *rstd;
-    int w;
+    int w, b;
 } NormOut;
 
 static NormOut norm_reading(Model *m, int l) {
     if (l < m->cfg.num_layers) {
         Block *b = &m->blocks[l];
-        return (NormOut){m->xn, b->rsa, b->attn_norm};
+        return (NormOut){m->xn, b->rsa, b->attn_norm, b->attn_norm_b};
     }
-    return (NormOut){m->xf, m->rsf, m->final_norm};
+    return (NormOut){m->xf, m->rsf, m->final_norm, m->final_norm_b};
+}
+
+/* The backbone norms over the pass's N tokens (model.norm, docs/models.md §1, §20): RMSNorm
+ * (bias -1; stats = rstd [f32][N]) or LayerNorm (stats = rstd, then mean). */
+static void *norm_mean(const Model *m, void *stats) { return (char *)stats + F32S(m->be, m->N); }
+
+static void norm_fwd(Model *m, const Ctx *c, void *y, void *stats, const void *x, int w, int b) {
+    int d = m->cfg.hidden_size;
+    if (b < 0)
+        m->be->rmsnorm_fwd(y, stats, x, W(c, w), m->N, 1, d, 0, m->cfg.norm_eps);
+    else
+        m->be->layernorm_fwd(y, norm_mean(m, stats), stats, x, W(c, w), W(c, b), m->N, d, m->cfg.norm_eps);
+}
+
+/* h = a + s (the residual stream), then y = Norm(h). */
+static void add_norm_fwd(Model *m, const Ctx *c, void *h, void *y, void *stats, const void *a, const void *s,
+                         int w, int b) {
+    if (b < 0) {
+        m->be->add_rmsnorm_fwd(h, y, stats, a, s, W(c, w), m->N, m->cfg.hidden_size, m->cfg.norm_eps);
+        return;
+    }
+    m->be->add(h, a, s, m->N * m->cfg.hidden_size);
+    norm_fwd(m, c, y, stats, h, w, b);
+}
+
+/* dx (=, or += with accumulate) from dy of y = Norm(x); the weight's (and bias') gradients accumulate. */
+static void norm_bwd(Model *m, const Ctx *c, void *dx, const void *dy, const void *x, const void *stats, int w,
+                     int b, int accumulate) {
+    int d = m->cfg.hidden_size;
+    if (b < 0)
+        m->be->rmsnorm_bwd(dx, G(c, w), dy, x, W(c, w), stats, m->N, 1, d, 0, accumulate);
+    else
+        m->be->layernorm_bwd(dx, G(c, w), G(c, b), dy, x, W(c, w), norm_mean(m, (void *)stats), stats, m->N, d,
+                             accumulate);
 }
 
 static Ctx make_ctx(Model *m) {
@@ -445,7 +491,8 @@ static void prepare_pass(Model *m, int64_t N) {
 }
 
 /* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md §16);
- * nothing otherwise (then y must be x). Its own backward. */
+ * nothing otherwise (then y must be x). Its own backward. The embedding's dropout (§20) is
+ * drop_embedding. */
 static void drop(Model *m, void *y, const void *x, int l, int s) {
     const Backend *be = m->be;
     int d = m->cfg.hidden_size;
@@ -453,6 +500,16 @@ static void drop(Model *m, void *y, const void *x, int l, int s) {
     if (!m->drop_on) return;
     uint64_t key = dropout_site_key(m->drop_key, 2 * (uint64_t)l + (uint64_t)s);
     be->dropout(y, x, m->N, d, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key, m->cfg.dropout);
+}
+
+/* x = dropout(x) [N, d] of the embedding's output, model.embed_dropout, when the pass drops
+ * (Zoology's embed_dropout, docs/models.md §20): the site after the blocks' 2 L. Its own
+ * backward, on d/dh[0]. */
+static void drop_embedding(Model *m, void *x) {
+    if (!m->drop_embed) return;
+    uint64_t key = dropout_site_key(m->drop_key, 2 * (uint64_t)m->cfg.num_layers);
+    m->be->dropout(x, x, m->N, m->cfg.hidden_size, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key,
+                   m->cfg.embed_dropout);
 }
 
 /* The lra block's forward after its mixer (docs/models.md §16): bl->r holds the mixer output;
@@ -492,7 +549,6 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     c.max_len = max_len;
     c.carry = mode == PASS_TRAIN && m->carry;
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
-    double eps = m->cfg.norm_eps;
     int L = m->cfg.num_layers;
     if (m->emb_b >= 0) { /* the linear encoder's table: value_v w + b for every token v */
         be->matmul_fwd(m->table, m->values, W(&c, m->emb), W(&c, m->emb_b), m->cfg.vocab_size, d, 1);
@@ -500,38 +556,39 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     } else {
         be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
     }
+    drop_embedding(m, m->h[0]);
     if (m->cfg.block == BLOCK_RNN) /* h[l+1] = Mixer(h[l]); the head reads xf = h[L] */
         for (int l = 0; l < L; l++) m->blocks[l].mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
     NormOut first = norm_reading(m, 0);
-    if (m->cfg.block != BLOCK_RNN) be->rmsnorm_fwd(first.y, first.rstd, m->h[0], W(&c, first.w), N, 1, d, 0, eps);
+    if (m->cfg.block != BLOCK_RNN) norm_fwd(m, &c, first.y, first.rstd, m->h[0], first.w, first.b);
     for (int l = 0; l < L && m->cfg.block != BLOCK_RNN; l++) {
         Block *bl = &m->blocks[l];
         NormOut next = norm_reading(m, l + 1);
         if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
             bl->mix->forward(bl->mixer, &c, m->xn, bl->r);
             lra_forward(m, &c, bl, l);
-            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
+            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
             continue;
         }
         bl->mix->forward(bl->mixer, &c, m->xn, m->ya);
         drop(m, m->ya, m->ya, l, 0);
         if (m->mlp == MLP_NONE) { /* h[l+1] = h[l] + Mixer */
-            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, W(&c, next.w), N, d, eps);
+            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
             continue;
         }
         if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer (docs/models.md §20) */
-            be->add_rmsnorm_fwd(bl->hm, m->dx, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
-            be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
+            add_norm_fwd(m, &c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
+            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
             continue;
         }
-        be->add_rmsnorm_fwd(bl->hm, m->xn, bl->rsm, m->h[l], m->ya, W(&c, bl->mlp_norm), N, d, eps);
+        add_norm_fwd(m, &c, bl->hm, m->xn, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
         be->matmul_fwd(bl->gate, m->xn, W(&c, bl->w_gate), NULL, (int)N, I, d);
         be->matmul_fwd(bl->up, m->xn, W(&c, bl->w_up), NULL, (int)N, I, d);
         be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU);
         /* the MLP output goes to the scratch dx, then into the residual stream */
         be->matmul_fwd(m->dx, m->act, W(&c, bl->w_down), NULL, (int)N, d, I);
         drop(m, m->dx, m->dx, l, 1);
-        be->add_rmsnorm_fwd(m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, W(&c, next.w), N, d, eps);
+        add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
     }
     if (m->head) {
         m->head->forward(m->hd, &c, m->xf, m->rows, M, m->T, m->logits);
@@ -577,8 +634,10 @@ static void forward_to_logits(Model *m, const Batch *b, double grad_scale) {
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)M);
     be->upload(m->lab_dev, m->lab_sel, sizeof(int32_t) * (size_t)M);
     /* docs/models.md §16: the forwards that prepare a backward drop, unless told otherwise */
-    m->drop_on = m->cfg.dropout > 0 && (m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0));
-    if (m->drop_on) m->drop_key = dropout_site_key(m->drop_seed, m->drop_stream++);
+    int drops = m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0);
+    m->drop_on = drops && m->cfg.dropout > 0;
+    m->drop_embed = drops && m->cfg.embed_dropout > 0;
+    if (m->drop_on || m->drop_embed) m->drop_key = dropout_site_key(m->drop_seed, m->drop_stream++);
     forward_pass(m, PASS_TRAIN, 0);
 }
 
@@ -681,7 +740,7 @@ void model_decode_pass(Model *m, const DecodePass *p, float *logits) {
     for (int i = 0; i < p->nseg; i++) m->rows[i] = (int32_t)(p->cu[i + 1] - 1);
     m->M = p->nseg;
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)m->M);
-    m->drop_on = 0;
+    m->drop_on = m->drop_embed = 0;
     forward_pass(m, p->mode, p->max_len);
     int64_t n = m->M * m->cfg.vocab_size;
     void *raw = rt_malloc((size_t)n * be->act_size);
@@ -723,7 +782,6 @@ void model_backward(Model *m) {
     Ctx c = make_ctx(m);
     int64_t N = m->N;
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size, L = m->cfg.num_layers;
-    double eps = m->cfg.norm_eps;
     /* the head (LM or auto-encoder, on the M labeled rows) and final norm: dh = d loss / d h[L] */
     int64_t M = m->M;
     if (m->head) {
@@ -740,7 +798,7 @@ void model_backward(Model *m) {
         dh0 = backward_rnn_blocks(m, &c);
         L = 0; /* no prenorm blocks */
     } else {
-        be->rmsnorm_bwd(m->dh, G(&c, m->final_norm), m->dx, m->h[L], W(&c, m->final_norm), m->rsf, N, 1, d, 0, 0);
+        norm_bwd(m, &c, m->dh, m->dx, m->h[L], m->rsf, m->final_norm, m->final_norm_b, 0);
         grads_ready(m, block_start(m, L), m->params.total);
     }
     for (int l = L - 1; l >= 0; l--) {
@@ -754,7 +812,7 @@ void model_backward(Model *m) {
         }
         if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm): d/dhm = dh + RMSNorm'(dh) */
             be->copy(m->dmlp_in, m->dh, (size_t)N * d * be->act_size);
-            be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
+            norm_bwd(m, &c, m->dh, m->dmlp_in, bl->hm, bl->rsm, bl->mlp_norm, bl->mlp_norm_b, 1);
         } else if (m->mlp == MLP_SWIGLU) {
             /* MLP: h[l+1] = hm + Drop(down(swish(gate) * up)), dh holds d/dh[l+1] and becomes d/dhm */
             const void *dmlp = m->dh;
@@ -762,18 +820,19 @@ void model_backward(Model *m) {
             be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
             be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
             be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
-            be->rmsnorm_fwd(m->xn, bl->rsm, bl->hm, W(&c, bl->mlp_norm), N, 1, d, 0, eps); /* recomputed */
+            norm_fwd(m, &c, m->xn, bl->rsm, bl->hm, bl->mlp_norm, bl->mlp_norm_b); /* recomputed */
             be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
             be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
-            be->rmsnorm_bwd(m->dh, G(&c, bl->mlp_norm), m->dmlp_in, bl->hm, W(&c, bl->mlp_norm), bl->rsm, N, 1, d, 0, 1);
+            norm_bwd(m, &c, m->dh, m->dmlp_in, bl->hm, bl->rsm, bl->mlp_norm, bl->mlp_norm_b, 1);
         }
         /* mixer: hm (h[l+1] without an MLP) = h[l] + Drop(Mixer(xa)); dh becomes d/dh[l] */
         if (bl->glu_w < 0 && m->drop_on) drop(m, m->ya, m->dh, l, 0), dmix = m->ya;
-        be->rmsnorm_fwd(m->xn, bl->rsa, m->h[l], W(&c, bl->attn_norm), N, 1, d, 0, eps); /* recomputed */
+        norm_fwd(m, &c, m->xn, bl->rsa, m->h[l], bl->attn_norm, bl->attn_norm_b); /* recomputed */
         bl->mix->backward(bl->mixer, &c, m->xn, dmix, m->dx);
-        be->rmsnorm_bwd(m->dh, G(&c, bl->attn_norm), m->dx, m->h[l], W(&c, bl->attn_norm), bl->rsa, N, 1, d, 0, 1);
+        norm_bwd(m, &c, m->dh, m->dx, m->h[l], bl->rsa, bl->attn_norm, bl->attn_norm_b, 1);
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
+    drop_embedding(m, dh0);
     if (m->emb_b >= 0) {
         int V = m->cfg.vocab_size;
         be->zero(m->dtable, (size_t)V * d * be->f32_size);

@@ -25,6 +25,7 @@ const NameSet INPUT_NAMES = NAME_SET([INPUT_EMBEDDING] = "embedding", [INPUT_LIN
 const NameSet BLOCK_NAMES = NAME_SET([BLOCK_PRENORM] = "prenorm", [BLOCK_LRA] = "lra", [BLOCK_RNN] = "rnn");
 const NameSet MLP_NAMES = NAME_SET([MLP_AUTO] = "auto", [MLP_SWIGLU] = "swiglu", [MLP_IDENTITY] = "identity",
                                    [MLP_NONE] = "none");
+const NameSet NORM_NAMES = NAME_SET([NORM_RMS] = "rmsnorm", [NORM_LAYER] = "layernorm");
 const NameSet DROPOUT_MASK_NAMES = NAME_SET([DROPOUT_ELEMENT] = "element", [DROPOUT_CHANNEL] = "channel");
 const NameSet ORTH_INIT_NAMES = NAME_SET([ORTH_INIT_CAYLEY] = "cayley", [ORTH_INIT_HENAFF] = "henaff");
 const NameSet NONLINEARITY_NAMES =
@@ -42,6 +43,10 @@ static const char *block_checks(const ModelConfig *c, const Family *f) {
     static char msg[256];
     if (!(c->dropout >= 0 && c->dropout < 1)) {
         snprintf(msg, sizeof msg, "model.dropout = %g must be in [0, 1)", c->dropout);
+        return msg;
+    }
+    if (!(c->embed_dropout >= 0 && c->embed_dropout < 1)) {
+        snprintf(msg, sizeof msg, "model.embed_dropout = %g must be in [0, 1)", c->embed_dropout);
         return msg;
     }
     if (!c->bidirectional) return NULL;
@@ -97,10 +102,12 @@ LayerMixer model_layer_mixer(const ModelConfig *c, int l) {
     return base_conv >> (l % n) & 1 ? LAYER_BASE_CONV : LAYER_FAMILY;
 }
 
-/* model.mlp, model.mixers and model.tie_embeddings (docs/models.md §20): what the block, the
- * family and the head allow. */
+/* model.norm, model.mlp, model.mixers and model.tie_embeddings (docs/models.md §20): what the
+ * block, the family and the head allow. */
 static const char *layer_checks(const ModelConfig *c, const Family *f) {
     static char msg[256];
+    if (c->norm == NORM_LAYER && c->block == BLOCK_RNN)
+        return "model.norm = layernorm: model.block = rnn has no norms";
     if (c->tie_embeddings && (c->head != HEAD_LM || c->input != INPUT_EMBEDDING))
         return "model.tie_embeddings = true needs the LM head (model.head = lm) and an embedding table "
                "(model.input = embedding)";

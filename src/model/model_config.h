@@ -59,6 +59,9 @@ typedef enum { BLOCK_PRENORM, BLOCK_LRA, BLOCK_RNN } BlockKind;
  * identity (Zoology's state_mixer = Identity: h += Norm(h), the norm's output added back), or
  * nothing. */
 typedef enum { MLP_AUTO, MLP_SWIGLU, MLP_IDENTITY, MLP_NONE } MlpKind;
+/* The backbone's norms (the blocks' and the final one; docs/models.md §1, §20): RMSNorm, or
+ * LayerNorm with a bias (Zoology's). The mixers' own norms stay RMSNorms. */
+typedef enum { NORM_RMS, NORM_LAYER } NormKind;
 /* The mixer of a layer (docs/models.md §20): the family's (model.type), or Zoology's BaseConv. */
 typedef enum { LAYER_FAMILY, LAYER_BASE_CONV } LayerMixer;
 enum { MAX_LAYER_MIXERS = 8 };
@@ -85,11 +88,13 @@ typedef struct {
     double input_offset;   /* INPUT_LINEAR: 0 for pixels; 32768 for 16-bit audio samples carried as s + 32768 */
     BlockKind block;
     MlpKind mlp;
+    NormKind norm;
     int tie_embeddings;    /* the LM head's weight is the embedding table (docs/models.md §1, §20) */
     /* model.mixers: the layers' mixers as a cycle over the layers, Zoology's Hybrid (layer l
      * takes entry l mod n); "" = model.type in every layer (model_layer_mixer) */
     char mixers[64];
     double dropout;        /* probability of dropping, in [0, 1); training passes only */
+    double embed_dropout;  /* the same of the embedding's output (Zoology's embed_dropout, §20) */
     DropoutMask dropout_mask;
     int bidirectional;     /* LRU, RotRNN with the classifier: a second scan in reverse time */
     int vocab_size;
@@ -164,7 +169,7 @@ typedef struct {
      (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))}
 /* The [model] section's choices, as the run config's values, config.json's rotor_* keys and
  * messages spell them (model_config.c). */
-extern const NameSet PE_NAMES, HEAD_NAMES, POOL_NAMES, PAIR_NAMES, INPUT_NAMES, BLOCK_NAMES, MLP_NAMES,
+extern const NameSet PE_NAMES, HEAD_NAMES, POOL_NAMES, PAIR_NAMES, INPUT_NAMES, BLOCK_NAMES, MLP_NAMES, NORM_NAMES,
     DROPOUT_MASK_NAMES, ORTH_INIT_NAMES, NONLINEARITY_NAMES;
 
 /* model.type: "gla", "gated_deltanet", ... (the family descriptors) */

@@ -550,6 +550,52 @@ static void rmsnorm_case(NormCase k) {
     }
 }
 
+/* LayerNorm (docs/models.md §20) against the CPU's: y, mean, rstd; dx (both accumulate modes),
+ * dw and db (accumulated onto prefilled values). off misaligns w (the scalar path). */
+static void layernorm_case(int64_t N, int C, int off) {
+    int64_t n = N * C;
+    double eps = 1e-5;
+    float *x = gt_randn(n, 1.5), *w = gt_rand(C, 0.5, 1.5), *b = gt_randn(C, 0.5);
+    float *ry = gt_zeros(n), *rmu = gt_zeros(N), *rrs = gt_zeros(N);
+    gt_cpu->layernorm_fwd(ry, rmu, rrs, x, w, b, N, C, eps);
+    void *gx = gt_act(x, n), *gw = act_at(w, C, off), *gb = gt_act(b, C);
+    void *y = gt_garbage_act(n), *mu = gt_garbage_f32(N), *rs = gt_garbage_f32(N);
+    gt_gpu->layernorm_fwd(y, mu, rs, gx, gw, gb, N, C, eps);
+    gt_compare(gt_name("layernorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off), gt_get_act(y, n), ry, n,
+               TOL_BF16);
+    gt_compare(gt_name("layernorm_fwd mean N=%lld C=%d off=%d", (long long)N, C, off), gt_get_f32(mu, N), rmu,
+               N, TOL_F32);
+    gt_compare(gt_name("layernorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off), gt_get_f32(rs, N), rrs,
+               N, TOL_F32);
+
+    float *dy = gt_randn(n, 1);
+    void *gdy = gt_act(dy, n), *gmu = gt_f32(rmu, N), *grs = gt_f32(rrs, N);
+    for (int acc = 0; acc < 2; acc++) {
+        float *dx0 = acc ? gt_randn(n, 1) : gt_zeros(n), *rdx = gt_copy(dx0, n);
+        float *incw = gt_zeros(C), *incb = gt_zeros(C);
+        gt_cpu->layernorm_bwd(rdx, incw, incb, dy, x, w, rmu, rrs, N, C, acc);
+        float *dw0 = gt_prefill(incw, C), *db0 = gt_prefill(incb, C);
+        void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, C), *gdb = gt_f32(db0, C);
+        gt_gpu->layernorm_bwd(gdx, gdw, gdb, gdy, gx, gw, gmu, grs, N, C, acc);
+        gt_compare(gt_name("layernorm_bwd dx N=%lld C=%d off=%d acc=%d", (long long)N, C, off, acc),
+                   gt_get_act(gdx, n), rdx, n, TOL_BF16);
+        gt_compare(gt_name("layernorm_bwd dw N=%lld C=%d off=%d acc=%d", (long long)N, C, off, acc),
+                   gt_get_f32(gdw, C), gt_plus(dw0, incw, C), C, TOL_SUM);
+        gt_compare(gt_name("layernorm_bwd db N=%lld C=%d off=%d acc=%d", (long long)N, C, off, acc),
+                   gt_get_f32(gdb, C), gt_plus(db0, incb, C), C, TOL_SUM);
+    }
+}
+
+static void test_layernorm(void) {
+    layernorm_case(300, 1024, 0);  /* hidden 1024, vectors */
+    layernorm_case(4096, 64, 0);   /* many rows: several chunks of the parameter sums */
+    layernorm_case(300, 1024, 1);  /* misaligned weight: scalar, 32 per lane */
+    layernorm_case(37, 100, 0);    /* C % 8 != 0 */
+    layernorm_case(50, 2048, 0);   /* largest C */
+    layernorm_case(1, 8, 0);
+    gt_reset();
+}
+
 /* The residual add fused with RMSNorm: h must be the bf16 rounding of the fp32 sum exactly
  * (the same two roundings on both sides); y and rstd are the norm of that rounded h, so they
  * are compared with the CPU's norm of the GPU's h. off misaligns a (the scalar path). */
@@ -888,6 +934,7 @@ static const TestCase tests[] = {
     {"decay_gates", test_decay_gates},
     {"mamba2_ops", test_mamba2_ops},
     {"add_rmsnorm", test_add_rmsnorm},
+    {"layernorm", test_layernorm},
     {"rmsnorm", test_rmsnorm},
     {"l2norm", test_l2norm},
     {"cross_entropy", test_cross_entropy},

@@ -239,6 +239,25 @@ class RMSNorm(nn.Module):
         return rms_norm(x, self.weight, self.eps)
 
 
+class LayerNorm(nn.Module):
+    """docs/models.md §20 (model.norm = layernorm): (x - mean) / sqrt(var + eps) w + b, the biased variance."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+
+
+def backbone_norm(cfg):
+    """The blocks' and the final norm: RMSNorm, or LayerNorm with rotor_norm "layernorm" (§20)."""
+    norm = LayerNorm if cfg.get("rotor_norm", "rmsnorm") == "layernorm" else RMSNorm
+    return norm(cfg["hidden_size"], cfg["norm_eps"])
+
+
 class ShortConv(nn.Module):
     """Holds a depthwise conv weight [C, 1, K] (fla's ShortConvolution name: `<name>.weight`)."""
 
@@ -892,17 +911,17 @@ def layer_mixers(cfg):
 
 
 class Block(nn.Module):
-    """docs/models.md §1 pre-norm block; rotor_mlp "identity" adds RMSNorm(h) in place of the MLP's
+    """docs/models.md §1 pre-norm block; rotor_mlp "identity" adds Norm(h) in place of the MLP's
     output, "none" leaves the MLP out (§20)."""
 
     def __init__(self, cfg, mixer):
         super().__init__()
-        d, eps = cfg["hidden_size"], cfg["norm_eps"]
-        self.attn_norm = RMSNorm(d, eps)
+        d = cfg["hidden_size"]
+        self.attn_norm = backbone_norm(cfg)
         self.attn = mixer(cfg)
         self.kind = cfg.get("rotor_mlp", "auto")
         if self.kind != "none":
-            self.mlp_norm = RMSNorm(d, eps)
+            self.mlp_norm = backbone_norm(cfg)
         if self.kind in ("auto", "swiglu"):
             self.mlp = MLP(d, int(cfg["intermediate_size"]))
 
@@ -927,7 +946,7 @@ class LRABlock(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.attn_norm = RMSNorm(cfg["hidden_size"], cfg["norm_eps"])
+        self.attn_norm = backbone_norm(cfg)
         self.attn = MIXERS[cfg["model_type"]](cfg)
         self.glu = GLU(cfg["hidden_size"])
 
@@ -952,7 +971,7 @@ class Mamba2Block(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.norm = RMSNorm(cfg["hidden_size"], cfg["norm_eps"])
+        self.norm = backbone_norm(cfg)
         self.mixer = Mamba2Mixer(cfg)
 
     def forward(self, h, docs, naive):
@@ -977,7 +996,7 @@ class Backbone(nn.Module):
         else:
             self.layers = nn.ModuleList(Block(cfg, mixer) for mixer in layer_mixers(cfg))
         if not rnn:  # rnn blocks: the head reads the last block's h
-            setattr(self, "norm_f" if mamba2 else "norm", RMSNorm(cfg["hidden_size"], cfg["norm_eps"]))
+            setattr(self, "norm_f" if mamba2 else "norm", backbone_norm(cfg))
 
 
 class RotorLM(nn.Module):
@@ -989,8 +1008,8 @@ class RotorLM(nn.Module):
         cfg = {**cfg, "model_type": cfg["model_type"].removeprefix("rotor_")}
         if cfg["model_type"] not in MIXERS:
             raise ValueError(f"unknown model_type {cfg['model_type']!r}")
-        if cfg.get("rotor_dropout", 0):
-            raise ValueError("rotor_dropout: the reference runs without dropout")
+        if cfg.get("rotor_dropout", 0) or cfg.get("rotor_embed_dropout", 0):
+            raise ValueError("rotor_dropout, rotor_embed_dropout: the reference runs without dropout")
         if cfg.get("hidden_act", "swish") not in (("gelu",) if cfg.get("rotor_block") == "lra" else ("swish", "silu")):
             raise ValueError(f"hidden_act {cfg['hidden_act']!r} is not supported")
         self.cfg = cfg
@@ -1092,8 +1111,10 @@ def init_weights(model, gen, std=None):
                     m.bias.zero_()
                 if m is getattr(getattr(model, "model", None), "encoder", None):  # docs/models.md §15
                     m.bias.normal_(0.0, std, generator=gen)
-            elif isinstance(m, RMSNorm):
+            elif isinstance(m, (RMSNorm, LayerNorm)):
                 m.weight.fill_(1.0)
+                if isinstance(m, LayerNorm):
+                    m.bias.zero_()
             elif isinstance(m, WeightNormProj):
                 m.weight.uniform_(-1.0, 1.0, generator=gen)
                 m.scalar.fill_(1.0)
