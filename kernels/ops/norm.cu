@@ -214,6 +214,23 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
+// Lane li's vectors of a row (units li, li + W, ... below `units`) into xv when the row is
+// active; returns their sum.
+template <int VEC, int NV>
+__device__ __forceinline__ float load_row_sum(Pack<bf16, VEC> (&xv)[NV], const bf16 *xr, int li, int W, int units,
+                                              bool active) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (!active || u >= units) continue;
+        xv[j] = ld_vec<VEC>(xr + u * VEC);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) s += bf2f(xv[j].v[k]);
+    }
+    return s;
+}
+
 // LayerNorm (docs/models.md §20): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the row held
 // in registers for the two sums; one row per lane group.
 template <int VEC, int NV>
@@ -224,17 +241,7 @@ __global__ void __launch_bounds__(THREADS)
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
     bool active = r < rows;
     Pack<bf16, VEC> xv[NV];
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < NV; j++) {
-        int u = li + j * W;
-        if (active && u < units) {
-            xv[j] = ld_vec<VEC>(x + r * C + u * VEC);
-#pragma unroll
-            for (int k = 0; k < VEC; k++) s += bf2f(xv[j].v[k]);
-        }
-    }
-    float mu = group_sum(s, W) / (float)C, ss = 0.f;
+    float mu = group_sum(load_row_sum<VEC, NV>(xv, x + r * C, li, W, units, active), W) / (float)C, ss = 0.f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         int u = li + j * W;
