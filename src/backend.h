@@ -43,6 +43,10 @@ typedef struct {
 
 typedef enum { ACT_NONE = 0, ACT_SILU = 1, ACT_SIGMOID = 2 } Activation;
 
+/* Taps of the short convs of the q/k/v prologue, Mamba2 and Selective RoPE (fla's conv_size,
+ * Mamba2's d_conv): the conv ops' K; the widest K they take. */
+#define SHORT_CONV_TAPS 4
+
 /* One row of an op profile (Backend.profile_read): the calls of one op at one shape. */
 typedef struct {
     char op[24];

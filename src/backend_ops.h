@@ -398,17 +398,17 @@ typedef struct {
       (dx, df, x, P, d))                                                                      \
                                                                                               \
     /* ---- time mixing helpers (all respect segments) ---- */                                \
-    /* Depthwise causal conv, kernel 4, weight [C,4] (tap 3 = current token), plus bias [C]   \
-     * when not NULL, then act (NONE or SILU). A NULL weight means the fixed first difference \
-     * x_t - x_{t-1} (Selective RoPE skip_conv). x, y [N, C]. db [f32] accumulates (ignored   \
-     * when NULL). */                                                                         \
+    /* Depthwise causal conv of K taps (1 to 4), weight [C,K] (tap K-1 = current token),     \
+     * plus bias [C] when not NULL, then act (NONE or SILU). A NULL weight means the fixed    \
+     * first difference x_t - x_{t-1} (Selective RoPE skip_conv; K = 4). x, y [N, C]. dw, db  \
+     * [f32] accumulate (ignored when NULL). */                                               \
     X(void, conv_fwd,                                                                         \
-      (void *y, const void *x, const void *w, const void *b, const Seqs *s, int C,            \
-       Activation act), (y, x, w, b, s, C, act))                                              \
+      (void *y, const void *x, const void *w, const void *b, const Seqs *s, int C, int K,     \
+       Activation act), (y, x, w, b, s, C, K, act))                                           \
     X(void, conv_bwd,                                                                         \
       (void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,            \
-       const void *b, const Seqs *s, int C, Activation act),                                  \
-      (dx, dw, db, dy, x, w, b, s, C, act))                                                   \
+       const void *b, const Seqs *s, int C, int K, Activation act),                           \
+      (dx, dw, db, dy, x, w, b, s, C, K, act))                                                \
     /* y[cu[s] + i, :] (=, or += if accumulate) x[cu[s+1] - 1 - i, :] for x, y [N, C]         \
      * (y != x): every segment in reverse time order (the bidirectional scan, docs/models.md  \
      * §16). Its own backward: the reversal is its own inverse. */                            \
@@ -560,10 +560,10 @@ typedef struct {
      * position 0 starts a sequence: it reads a zero state, as the forward ops do at a        \
      * segment start. */                                                                      \
     /* conv_fwd for one token per row: x, y [B,C]; tail [act][B,3,C] the row's previous three \
-     * inputs, oldest first. */                                                               \
+     * inputs, oldest first (for any K). */                                                   \
     X(void, conv_step,                                                                        \
       (void *y, const void *x, const void *w, const void *b, void *tail, const Seqs *s, int C, \
-       Activation act), (y, x, w, b, tail, s, C, act))                                        \
+       int K, Activation act), (y, x, w, b, tail, s, C, K, act))                              \
     /* shift_fwd for one token per row: prev [act][B,H,D] the row's previous x. */            \
     X(void, shift_step,                                                                       \
       (void *y, const void *x, const void *a_logit, void *prev, const Seqs *s, int H, int D), \

@@ -167,7 +167,7 @@ static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *
     EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
     EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
     EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional) EQ(orth_init)
-    EQ(mlp) EQ(norm) EQ(tie_embeddings) EQ(embed_dropout)
+    EQ(mlp) EQ(norm) EQ(tie_embeddings) EQ(embed_dropout) EQ(base_conv_kernel)
     if (strcmp(a->mixers, b->mixers)) {
         printf("    model.mixers: \"%s\" != \"%s\"\n", a->mixers, b->mixers);
         return 0;
@@ -1100,6 +1100,21 @@ static void test_hf_roundtrip(void) {
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
+    json_decref(j);
+    /* Zoology's shape (docs/models.md §20): the hybrid's keys round trip, BaseConv's taps among
+     * them; a broken count is refused, an absent one is Zoology's 3 */
+    c = hf_case(MIXER_GLA, 0);
+    apply_hybrid(&c, 2);
+    j = hf_config_to_json(&c);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "hybrid: %s", err);
+    CHECK_MSG(config_equal(&c, &back, "hybrid"), "hybrid: round trip differs");
+    CHECK(json_integer_value(json_object_get(j, "rotor_base_conv_kernel")) == 4);
+    json_object_set_new(j, "rotor_base_conv_kernel", json_integer(5));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_base_conv_kernel'"));
+    json_object_set_new(j, "rotor_base_conv_kernel", json_string("3"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_base_conv_kernel'"));
+    json_object_del(j, "rotor_base_conv_kernel");
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.base_conv_kernel == 3);
     json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",

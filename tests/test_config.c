@@ -271,6 +271,11 @@ static void test_impossible_shapes(void) {
     expect_error("[model]\ntype = lru\nbidirectional = true\n", set, "model.bidirectional",
                  "model.head = classifier", NULL);
     expect_error("[model]\nblock = postnorm\n", set, "model.block = 'postnorm'", "prenorm, lra", NULL);
+    expect_error("[model]\ntype = gla\nmixers = base_conv gla\nbase_conv_kernel = 5\n", set, "model.base_conv_kernel = 5",
+                 "1 to 4 taps", NULL);
+    expect_error("[model]\ntype = gla\nbase_conv_kernel = 0\n", set, "model.base_conv_kernel", NULL);
+    expect_error("[model]\ntype = gla\nmixers = base_conv\n", set, "model.mixers = \"base_conv\" has no gla layer", NULL);
+    expect_error("[model]\ntype = gla\nmixers = conv gla\n", set, "\"conv\" is neither base_conv nor model.type", NULL);
     /* The same shapes are fine without a rotary embedding. */
     RunConfig c;
     const char *ok = "[model]\ntype = fox\nhidden_size = 96\nnum_heads = 32\n[data]\ntrain = x\n";

@@ -186,6 +186,7 @@ typedef struct {
 typedef struct {
     int bias, gate, conv, per_head, chain, h0, skip, keep_dt, per_group;
     int groups;     /* rmsnorm: G */
+    int taps;       /* conv with a weight: its taps K (0: 4) */
     int T;          /* dropout: rows of T tokens share the mask of a channel (0: none) */
     Activation act;
     RnnAct rnn;
@@ -1031,39 +1032,40 @@ static const OpDef GROUP_BCAST = {.size = sizeof(Bcast), .build = bcast_build, .
 
 /* ---------------------------------------------------------- time mixing ---- */
 
-/* Causal depthwise conv of 4 taps per segment (tap 3 = current token), plus the bias; without
+/* Causal depthwise conv of K taps per segment (tap K-1 = current token), plus the bias; without
  * w the first difference x_t - x_{t-1}. */
 typedef struct {
     Op o;
     Tensor *x, *w, *b, *y;
-    int C;
+    int C, K;
 } Conv;
 
 static void conv_build(Op *o) {
     Conv *m = (Conv *)o;
     int C = m->C = 5;
+    m->K = o->v->taps ? o->v->taps : 4;
     m->x = fd_samples(input(o, "x", o->s->ntok * C, NZ(0.05, 1.5), GRAD_SET), 100000);
-    if (o->v->conv) m->w = input(o, "w", 4 * C, NZ(0.1, 1.0), GRAD_ADD);
+    if (o->v->conv) m->w = input(o, "w", m->K * C, NZ(0.1, 1.0), GRAD_ADD);
     m->b = o->v->bias ? input(o, "b", C, NZ(0.1, 1.0), GRAD_ADD) : absent(o, "b", C);
     m->y = output(o, "y", o->s->ntok * C, ZERO);
 }
 
 static double conv_fwd(Op *o) {
     Conv *m = (Conv *)o;
-    cpu_conv_fwd(m->y->v, m->x->v, V(m->w), V(m->b), o->s, m->C, o->v->act);
+    cpu_conv_fwd(m->y->v, m->x->v, V(m->w), V(m->b), o->s, m->C, m->K, o->v->act);
     return 0;
 }
 
 static void conv_bwd(Op *o) {
     Conv *m = (Conv *)o;
-    cpu_conv_bwd(m->x->d, D(m->w), m->b->d, m->y->d, m->x->v, V(m->w), V(m->b), o->s, m->C, o->v->act);
+    cpu_conv_bwd(m->x->d, D(m->w), m->b->d, m->y->d, m->x->v, V(m->w), V(m->b), o->s, m->C, m->K, o->v->act);
 }
 
 /* The pre-activation of channel ch at token t of the segment starting at t0. */
-static double conv_at(const real *x, const real *w, int64_t t, int64_t t0, int C, int ch) {
+static double conv_at(const real *x, const real *w, int64_t t, int64_t t0, int C, int K, int ch) {
     double p = 0;
-    for (int back = 0; back < 4 && t - back >= t0; back++) {
-        double tap = w ? (double)w[ch * 4 + 3 - back] : (back == 0 ? 1 : back == 1 ? -1 : 0);
+    for (int back = 0; back < (w ? K : 2) && t - back >= t0; back++) {
+        double tap = w ? (double)w[ch * K + K - 1 - back] : (back == 0 ? 1 : -1);
         p += tap * (double)x[(t - back) * C + ch];
     }
     return p;
@@ -1077,7 +1079,7 @@ static void conv_ref(Op *o, real *ref) {
     for (int seg = 0; seg < s->nseg; seg++)
         for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
             for (int ch = 0; ch < m->C; ch++) {
-                double p = conv_at(m->x->v, V(m->w), t, s->cu[seg], m->C, ch) + (m->b->v ? (double)m->b->v[ch] : 0);
+                double p = conv_at(m->x->v, V(m->w), t, s->cu[seg], m->C, m->K, ch) + (m->b->v ? (double)m->b->v[ch] : 0);
                 ref[t * m->C + ch] = (real)act_value(o->v->act, p);
             }
 }
@@ -1350,7 +1352,7 @@ static void sel_fused_ref(Op *o, real *qo) {
             int h = ch / P, j = ch % P;
             double Phi = 0;
             for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
-                double pre = act_value(o->v->act, conv_at(m->phi_raw->v, m->w->v, t, s->cu[seg], C, ch));
+                double pre = act_value(o->v->act, conv_at(m->phi_raw->v, m->w->v, t, s->cu[seg], C, 4, ch));
                 Phi += sel_increment(pre, m->bias->v, V(m->gl), t, H, h, ch);
                 int64_t b = (t * H + h) * 2 * P;
                 rotate_pair(qo + b, m->q->v + b, P, j, (double)m->temp->v[j] * Phi);
@@ -2484,6 +2486,9 @@ static const OpCase CASES[] = {
     {"conv_diff_silu", &CONV, 404, {.act = ACT_SILU}},
     {"conv_bias_none", &CONV, 405, {.conv = 1, .bias = 1}},
     {"conv_bias_silu", &CONV, 406, {.conv = 1, .bias = 1, .act = ACT_SILU}},
+    {"conv_k3_bias_none", &CONV, 407, {.conv = 1, .taps = 3, .bias = 1}},
+    {"conv_k2_silu", &CONV, 408, {.conv = 1, .taps = 2, .act = ACT_SILU}},
+    {"conv_k1_bias_none", &CONV, 409, {.conv = 1, .taps = 1, .bias = 1}},
     {"shift", &SHIFT, 405, {0}},
     {"rotate_shared", &ROTATE, 501, {0}},
     {"rotate_per_head", &ROTATE, 502, {.per_head = 1}},

@@ -120,11 +120,12 @@ void apply_hybrid(ModelConfig *c, int k) {
     c->short_conv = k == 2;
     c->tie_embeddings = k == 0;
     c->norm = k == 0 ? NORM_LAYER : NORM_RMS;
+    c->base_conv_kernel = k == 2 ? 4 : 3; /* Zoology's 3, and the widest */
 }
 
 const char *hybrid_name(int k) {
     static const char *const names[N_HYBRIDS] = {"base_conv+gla-identity", "gla+base_conv-identity",
-                                                 "base_conv+gla-conv-nomlp"};
+                                                 "base_conv4+gla-conv-nomlp"};
     return names[k];
 }
 

@@ -1,4 +1,4 @@
-// The depthwise causal short conv of kernel 4 (docs/models.md §2, §3, §5 step 3) as device pieces, shared
+// The depthwise causal short conv of up to 4 taps (docs/models.md §2, §3, §5 step 3, §20) as device pieces, shared
 // by the conv kernels (timemix.cu), the fused Selective RoPE kernels (selrope.cu) and the
 // decoding steps (decode.cu): a thread holds 2 adjacent channels c, c+1 (a float2) and slides
 // along the tokens.
@@ -8,31 +8,38 @@
 #include "util/error.h"
 
 // The launch conditions of the conv kernels (timemix.cu, decode.cu): C even (a thread holds a
-// channel pair), act NONE or SILU, and the pair-wise accessed buffers a, b, c 4-byte aligned.
-inline void conv_check(const char *op, const void *a, const void *b, const void *c, int C,
+// channel pair), 1 to 4 taps, act NONE or SILU, and the pair-wise accessed buffers a, b, c
+// 4-byte aligned.
+inline void conv_check(const char *op, const void *a, const void *b, const void *c, int C, int K,
                        Activation act) {
     if (C % 2) rt_die("%s: C=%d channels must be even", op, C);
+    if (K < 1 || K > SHORT_CONV_TAPS) rt_die("%s: K=%d taps (1 to %d)", op, K, SHORT_CONV_TAPS);
     if (act != ACT_NONE && act != ACT_SILU) rt_die("%s: activation %d unsupported", op, (int)act);
     cuda_check_aligned(a, 4, op);
     cuda_check_aligned(b, 4, op);
     cuda_check_aligned(c, 4, op);
 }
 
-// Tap t multiplies the token 3 - t back; a NULL weight gives the first difference (taps 0, 0,
-// -1, 1).
+// Tap t multiplies the token 3 - t back. A weight [C, K] of K < KW taps fills the last K taps,
+// the first KW - K are 0 (the conv of K taps); a NULL weight gives the first difference (taps
+// 0, 0, -1, 1).
 constexpr int KW = 4;
+static_assert(KW == SHORT_CONV_TAPS, "the widest conv the ops take");
 
 struct Taps {
     float2 t[KW];
 };
 
-__device__ __forceinline__ Taps load_taps(const bf16 *w, int c) {
+__device__ __forceinline__ Taps load_taps(const bf16 *w, int c, int K = KW) {
     Taps k;
 #pragma unroll
-    for (int t = 0; t < KW; t++)
-        k.t[t] = w ? f2(bf2f(w[c * KW + t]), bf2f(w[(c + 1) * KW + t]))
-                   : f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
-                        t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f);
+    for (int t = 0; t < KW; t++) {
+        int j = t - (KW - K); // the weight's tap
+        k.t[t] = !w ? f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
+                         t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f)
+                 : j < 0 ? f2(0.f, 0.f)
+                         : f2(bf2f(w[c * K + j]), bf2f(w[(c + 1) * K + j]));
+    }
     return k;
 }
 
@@ -54,9 +61,10 @@ __device__ __forceinline__ float dsilu1(float p) {
 }
 
 // The weight gradient of a block (32, 8) covering 64 channels: g[t] holds the thread's sums for
-// its channels c, c+1 and tap t; the sums over the 8 warps go to part[blockIdx.x][C][KW]
-// (one of the block's 64 x 4 entries per thread). Every thread of the block must call it.
-__device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g)[KW], int C) {
+// its channels c, c+1 and tap t; the sums over the 8 warps of the weight's K taps (the last K of
+// g) go to part[blockIdx.x][C][K] (one of the block's 64 x K entries per thread, the rest idle).
+// Every thread of the block must call it.
+__device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g)[KW], int C, int K = KW) {
     constexpr int WARPS = 8;
     static_assert(WARPS * 32 == 64 * KW, "one entry per thread");
     __shared__ float red[WARPS][32][2 * KW]; // [warp][lane][channel of lane * KW + tap]
@@ -66,9 +74,10 @@ __device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g
         red[threadIdx.y][threadIdx.x][KW + t] = g[t].y;
     }
     __syncthreads();
-    int kk = threadIdx.y * 32 + threadIdx.x, lc = kk / KW, tap = kk % KW;
+    int kk = threadIdx.y * 32 + threadIdx.x, lc = kk / K, tap = kk % K;
+    if (lc >= 64) return;
     float s = 0.f;
-    for (int r = 0; r < WARPS; r++) s += red[r][lc / 2][(lc % 2) * KW + tap];
+    for (int r = 0; r < WARPS; r++) s += red[r][lc / 2][(lc % 2) * KW + tap + (KW - K)];
     int cg = blockIdx.y * 64 + lc;
-    if (cg < C) part[((int64_t)blockIdx.x * C + cg) * KW + tap] = s;
+    if (cg < C) part[((int64_t)blockIdx.x * C + cg) * K + tap] = s;
 }

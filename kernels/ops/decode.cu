@@ -105,7 +105,7 @@ __device__ __forceinline__ void push_tail(bf16 *t, int C, const Tail &w, float2 
 // tail, as conv_fwd_kernel (timemix.cu) at the row's position (short_conv.cuh).
 template <bool SILU>
 __global__ void conv_step_kernel(bf16 *y, bf16 *tail, const bf16 *x, const bf16 *w,
-                                 const bf16 *b, const int32_t *pos, int64_t npairs, int C) {
+                                 const bf16 *b, const int32_t *pos, int64_t npairs, int C, int K) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= npairs) return;
     const int64_t r = i / (C / 2);
@@ -113,7 +113,7 @@ __global__ void conv_step_kernel(bf16 *y, bf16 *tail, const bf16 *x, const bf16 
     bf16 *t = tail + r * 3 * C + c;
     const Tail w3 = load_tail(t, C, pos[r] == 0);
     const float2 xc = ld2(x + r * C + c);
-    float2 pre = conv_pre(load_taps(w, c), KW - 1, xc, w3.t2, w3.t1, w3.t0);
+    float2 pre = conv_pre(load_taps(w, c, K), KW - 1, xc, w3.t2, w3.t1, w3.t0);
     if (b) pre = pre + ld2(b + c);
     if (SILU) pre = f2(silu1(pre.x), silu1(pre.y));
     st2(y + r * C + c, pre);
@@ -481,8 +481,8 @@ void cuda_cache_write(void *cache, const void *x, const Seqs *s, int cap, int C,
 }
 
 void cuda_conv_step(void *y, const void *x, const void *w, const void *b, void *tail,
-                    const Seqs *s, int C, Activation act) {
-    conv_check("conv_step", y, x, tail, C, act);
+                    const Seqs *s, int C, int K, Activation act) {
+    conv_check("conv_step", y, x, tail, C, K, act);
     cuda_check_aligned(b, 4, "conv_step");
     const int64_t npairs = s->ntok * C / 2;
     if (npairs == 0) return;
@@ -490,11 +490,11 @@ void cuda_conv_step(void *y, const void *x, const void *w, const void *b, void *
     if (act == ACT_SILU)
         conv_step_kernel<true><<<blocks, 256, 0, cuda_stream()>>>(
             (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b,
-            s->dev_pos, npairs, C);
+            s->dev_pos, npairs, C, K);
     else
         conv_step_kernel<false><<<blocks, 256, 0, cuda_stream()>>>(
             (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b,
-            s->dev_pos, npairs, C);
+            s->dev_pos, npairs, C, K);
     CUDA_LAUNCHED();
 }
 
@@ -512,7 +512,7 @@ void cuda_selrope_step(const SelRopeArgs *a) {
     char why[160];
     const int H = a->H, P = a->P, C = H * P;
     if (!cuda_selrope_supports(H, P, why, sizeof why)) rt_die("%s: %s", op, why);
-    conv_check(op, a->phi_raw, a->tail, a->qo, C, a->conv_act);
+    conv_check(op, a->phi_raw, a->tail, a->qo, C, SHORT_CONV_TAPS, a->conv_act);
     const void *ptrs[] = {a->ko, a->q, a->k};
     for (const void *p : ptrs) cuda_check_aligned(p, 4, op);
     cuda_check_aligned(a->Phi, 8, op);

@@ -12,7 +12,7 @@
 
 namespace {
 
-// ---- short conv, kernel 4 (short_conv.cuh) ----
+// ---- short conv of K <= 4 taps (short_conv.cuh) ----
 // A block covers 64 channels (a lane holds 2) and CONV_WARPS runs of CONV_RUN tokens, one run
 // per warp; a thread slides along its run keeping the last inputs in registers.
 constexpr int CONV_RUN = 32;
@@ -23,11 +23,11 @@ static_assert(CONV_WARPS == 8, "store_taps_partial reduces blocks of 8 warps");
 template <bool SILU>
 __global__ void __launch_bounds__(32 * CONV_WARPS)
     conv_fwd_kernel(bf16 *__restrict__ y, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
-                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C) {
+                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C, int K) {
     int c = 2 * (blockIdx.y * 32 + threadIdx.x);
     int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
     if (c >= C || n0 >= N) return;
-    Taps k = load_taps(w, c);
+    Taps k = load_taps(w, c, K);
     float2 z = f2(0.f, 0.f), bias = b ? ld2(b + c) : z;
     float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
     float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
@@ -48,20 +48,20 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
 // dpre = dy * act'(pre) at every token of the run and the 3 after it (recomputing pre), then
 //   dx[m] = sum_t w_t dpre[m + 3 - t] over the taps whose token m + 3 - t is in m's segment,
 //   dw[c, t] = sum_n dpre[n] x[n - (3 - t)] over the taps inside n's segment,
-// the dw sums reduced over the block into dw_part[tile][C][4]; with a bias b, the sums of
+// the dw sums of the weight's K taps reduced over the block into dw_part[tile][C][K]; with a bias b, the sums of
 // dpre (its gradient) into db_part[tile][C].
 template <bool SILU, bool DW>
 __global__ void __launch_bounds__(32 * CONV_WARPS)
     conv_bwd_kernel(bf16 *__restrict__ dx, float *__restrict__ dw_part, float *__restrict__ db_part,
                     const bf16 *__restrict__ dy, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
-                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C) {
+                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C, int K) {
     int c = 2 * (blockIdx.y * 32 + threadIdx.x);
     int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
     float2 z = f2(0.f, 0.f);
     float2 g[KW] = {z, z, z, z}; // dw sums by tap
     float2 gb = z;               // db sum
     if (c < C && n0 < N) {
-        Taps k = load_taps(w, c);
+        Taps k = load_taps(w, c, K);
         float2 bias = b ? ld2(b + c) : z;
         float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
         float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
             p1 = p;
         }
     }
-    if constexpr (DW) store_taps_partial(dw_part, g, C);
+    if constexpr (DW) store_taps_partial(dw_part, g, C, K);
     if (db_part) { // the 8 warps' sums of the block's 64 channels
         __shared__ float2 redb[CONV_WARPS][32];
         redb[threadIdx.y][threadIdx.x] = gb;
@@ -118,18 +118,18 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
 
 template <bool SILU>
 void conv_bwd_launch(bf16 *dx, float *dw, float *db, const bf16 *dy, const bf16 *x, const bf16 *w,
-                     const bf16 *b, const Seqs *s, int C, dim3 grid, dim3 block) {
+                     const bf16 *b, const Seqs *s, int C, int K, dim3 grid, dim3 block) {
     int N = (int)s->ntok;
     float *bpart = db ? (float *)cuda_scratch(SCRATCH_B, sizeof(float) * grid.x * (size_t)C) : nullptr;
     if (dw) {
-        float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * grid.x * (size_t)C * KW);
+        float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * grid.x * (size_t)C * K);
         conv_bwd_kernel<SILU, true>
-            <<<grid, block, 0, cuda_stream()>>>(dx, part, bpart, dy, x, w, b, s->dev_pos, N, C);
+            <<<grid, block, 0, cuda_stream()>>>(dx, part, bpart, dy, x, w, b, s->dev_pos, N, C, K);
         CUDA_LAUNCHED();
-        cuda_colsum_add(dw, part, (int)grid.x, C * KW);
+        cuda_colsum_add(dw, part, (int)grid.x, C * K);
     } else {
         conv_bwd_kernel<SILU, false>
-            <<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x, w, b, s->dev_pos, N, C);
+            <<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x, w, b, s->dev_pos, N, C, K);
         CUDA_LAUNCHED();
     }
     if (db) cuda_colsum_add(db, bpart, (int)grid.x, C);
@@ -261,24 +261,24 @@ __global__ void __launch_bounds__(32 * SCAN_WARPS)
 } // namespace
 
 void cuda_conv_fwd(void *y, const void *x, const void *w, const void *b, const Seqs *s, int C,
-                   Activation act) {
-    conv_check("conv_fwd", y, x, w, C, act);
+                   int K, Activation act) {
+    conv_check("conv_fwd", y, x, w, C, K, act);
     cuda_check_aligned(b, 4, "conv_fwd");
     int N = (int)s->ntok;
     if (N == 0) return;
     dim3 grid((unsigned)cdiv(N, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
     if (act == ACT_SILU)
         conv_fwd_kernel<true><<<grid, block, 0, cuda_stream()>>>(
-            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C);
+            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C, K);
     else
         conv_fwd_kernel<false><<<grid, block, 0, cuda_stream()>>>(
-            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C);
+            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C, K);
     CUDA_LAUNCHED();
 }
 
 void cuda_conv_bwd(void *dx, void *dw, void *db, const void *dy, const void *x, const void *w,
-                   const void *b, const Seqs *s, int C, Activation act) {
-    conv_check("conv_bwd", dx, dy, x, C, act);
+                   const void *b, const Seqs *s, int C, int K, Activation act) {
+    conv_check("conv_bwd", dx, dy, x, C, K, act);
     cuda_check_aligned(b, 4, "conv_bwd");
     if (s->ntok == 0) return;
     dim3 grid((unsigned)cdiv(s->ntok, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
@@ -286,10 +286,10 @@ void cuda_conv_bwd(void *dx, void *dw, void *db, const void *dy, const void *x, 
     float *dbf = b ? (float *)db : nullptr;
     if (act == ACT_SILU)
         conv_bwd_launch<true>((bf16 *)dx, dwf, dbf, (const bf16 *)dy, (const bf16 *)x,
-                              (const bf16 *)w, (const bf16 *)b, s, C, grid, block);
+                              (const bf16 *)w, (const bf16 *)b, s, C, K, grid, block);
     else
         conv_bwd_launch<false>((bf16 *)dx, dwf, dbf, (const bf16 *)dy, (const bf16 *)x,
-                               (const bf16 *)w, (const bf16 *)b, s, C, grid, block);
+                               (const bf16 *)w, (const bf16 *)b, s, C, K, grid, block);
 }
 
 void cuda_shift_fwd(void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D) {

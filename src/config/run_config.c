@@ -105,6 +105,7 @@ static const KeySpec KEYS[] = {
     K_ENUM("model", "mlp", model.mlp, "auto", MLPS, "what follows the mixer in a prenorm block: auto (swiglu; none for mamba2), swiglu (h += SwiGLU-MLP(RMSNorm(h))), identity (h += RMSNorm(h): Zoology's state_mixer = Identity, docs/models.md §20) or none"),
     K_ENUM("model", "norm", model.norm, "rmsnorm", NORMS, "the backbone's norms (the blocks' and the final one): rmsnorm, or layernorm with a bias (Zoology's; docs/models.md §20); the mixers' own norms stay RMSNorms"),
     K_BOOL("model", "tie_embeddings", model.tie_embeddings, "false", "the LM head's weight is the embedding table (Zoology's models; config.json tie_word_embeddings; docs/models.md §20)"),
+    K_INT("model", "base_conv_kernel", model.base_conv_kernel, "3", 1, "the taps of BaseConv's depthwise causal conv, 1 to 4 (Zoology's kernel_size, its default 3; docs/models.md §20)"),
     K_STR("model", "mixers", model.mixers, "", "the layers' mixers, a cycle over the layers as Zoology's Hybrid: \"base_conv gla\" makes layers 0, 2, ... BaseConv (docs/models.md §20) and 1, 3, ... model.type; empty: model.type in every layer"),
     K_FLT("model", "dropout", model.dropout, "0", R_UNIT, "dropout probability in training passes (prenorm: after the mixer and after the MLP; lra: after the GELU and after the GLU); 0 = none"),
     K_FLT("model", "embed_dropout", model.embed_dropout, "0", R_UNIT, "dropout probability of the embedding's output in training passes (Zoology's embed_dropout, docs/models.md §20); 0 = none"),

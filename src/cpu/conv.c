@@ -6,15 +6,17 @@
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-#define KW 4 /* kernel width of every short conv */
+#define KW SHORT_CONV_TAPS /* the widest short conv: a conv of K < KW taps is one of KW whose oldest KW - K are 0 */
 
-/* The taps transposed to [KW][C] so the inner loops run over contiguous channels; a NULL
- * weight gives the first difference (taps 0, 0, -1, 1). */
-static real *taps_by_offset(const real *w, int C) {
+/* The K taps of w [C, K] transposed to [KW][C], zeros in front, so the inner loops run over
+ * contiguous channels; a NULL weight gives the first difference (taps 0, 0, -1, 1). */
+static real *taps_by_offset(const real *w, int C, int K) {
+    RT_ASSERT(K >= 1 && K <= KW);
     real *wt = rt_alloc_aligned(sizeof(real) * (size_t)(KW * C));
     for (int c = 0; c < C; c++)
         for (int t = 0; t < KW; t++)
-            wt[t * C + c] = w ? w[c * KW + t] : (t == KW - 1 ? 1 : t == KW - 2 ? -1 : 0);
+            wt[t * C + c] = w ? (t < KW - K ? 0 : w[c * K + t - (KW - K)])
+                              : (t == KW - 1 ? 1 : t == KW - 2 ? -1 : 0);
     return wt;
 }
 
@@ -39,11 +41,11 @@ static void add_bias(real *pre, const real *b, int C) {
 }
 
 void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const void *b_, const Seqs *s, int C,
-                  Activation act) {
+                  int K, Activation act) {
     real *y = y_;
     const real *x = x_, *b = b_;
     RT_ASSERT(act == ACT_NONE || act == ACT_SILU);
-    real *wt = taps_by_offset(w_, C);
+    real *wt = taps_by_offset(w_, C, K);
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < s->ntok; n++) {
         real *yr = y + n * C;
@@ -58,12 +60,12 @@ void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const void *b_, cons
 }
 
 void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_,
-                  const void *w_, const void *b_, const Seqs *s, int C, Activation act) {
+                  const void *w_, const void *b_, const Seqs *s, int C, int K, Activation act) {
     real *dx = dx_, *dw = dw_, *db = db_;
     const real *dy = dy_, *x = x_, *b = b_;
     const int32_t *pos = s->pos;
     int64_t N = s->ntok;
-    real *wt = taps_by_offset(w_, C);
+    real *wt = taps_by_offset(w_, C, K);
     /* d pre-activation */
     real *dpre = rt_alloc_aligned(sizeof(real) * (size_t)(N * C));
 #pragma omp parallel for schedule(static)
@@ -118,8 +120,8 @@ void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *
     }
     for (int t = 0; t < nthr; t++) {
         const real *acc = partial + (size_t)t * (size_t)width;
-        for (int k = 0; want_dw && k < KW; k++)
-            for (int c = 0; c < C; c++) dw[c * KW + k] += acc[k * C + c];
+        for (int k = KW - K; want_dw && k < KW; k++) /* the K real taps */
+            for (int c = 0; c < C; c++) dw[c * K + k - (KW - K)] += acc[k * C + c];
         for (int c = 0; want_db && c < C; c++) db[c] += acc[KW * C + c];
     }
     rt_free(partial);

@@ -8,7 +8,7 @@
 #include "cpu/cpu_ops.h"
 #include "util/error.h"
 
-#define KW 4 /* kernel width of every short conv */
+#define KW SHORT_CONV_TAPS /* the widest short conv */
 
 void cpu_segment_tail(void *tail_, const void *x_, const Seqs *s, int C, int W, int f32) {
     (void)f32; /* both element types are `real` here */
@@ -47,10 +47,11 @@ void cpu_cache_write(void *cache_, const void *x_, const Seqs *s, int cap, int C
 }
 
 void cpu_conv_step(void *y_, const void *x_, const void *w_, const void *b_, void *tail_,
-                   const Seqs *s, int C, Activation act) {
+                   const Seqs *s, int C, int K, Activation act) {
     real *y = y_, *tail = tail_;
     const real *x = x_, *w = w_, *b = b_;
     RT_ASSERT(act == ACT_NONE || act == ACT_SILU);
+    RT_ASSERT(K >= 1 && K <= KW);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < s->ntok; r++) {
         real *t = tail + r * (KW - 1) * C;
@@ -58,8 +59,9 @@ void cpu_conv_step(void *y_, const void *x_, const void *w_, const void *b_, voi
         for (int c = 0; c < C; c++) {
             real xc = x[r * C + c], pre;
             if (w) {
-                pre = w[c * KW + KW - 1] * xc;
-                for (int j = 0; j < KW - 1; j++) pre += w[c * KW + j] * t[j * C + c];
+                /* tail entry j is KW - 1 - j tokens back: tap j - (KW - K) of w [C, K] */
+                pre = w[c * K + K - 1] * xc;
+                for (int j = KW - K; j < KW - 1; j++) pre += w[c * K + j - (KW - K)] * t[j * C + c];
             } else { /* the first difference */
                 pre = xc - t[(KW - 2) * C + c];
             }
@@ -94,7 +96,7 @@ void cpu_selrope_step(const SelRopeArgs *a) {
     real *angle = rt_alloc_aligned(sizeof(real) * (size_t)(B * C));
     real *Phi = a->Phi;
     const real *bias = a->bias, *gl = a->gate_logit, *temp = a->temp;
-    cpu_conv_step(phi, a->phi_raw, a->conv_w, NULL, a->tail, a->s, C, a->conv_act);
+    cpu_conv_step(phi, a->phi_raw, a->conv_w, NULL, a->tail, a->s, C, SHORT_CONV_TAPS, a->conv_act);
     for (int64_t r = 0; r < B; r++)
         for (int h = 0; h < H; h++) {
             if (a->s->pos[r] == 0) memset(Phi + r * C + h * P, 0, sizeof(real) * (size_t)P);

@@ -10,7 +10,7 @@ void cpu_selrope_fwd(const SelRopeArgs *a) {
     int64_t N = s->ntok, n = N * H * P;
     real *phi = rt_alloc_aligned(sizeof(real) * (size_t)n);
     real *angle = rt_alloc_aligned(sizeof(real) * (size_t)n);
-    cpu_conv_fwd(phi, a->phi_raw, a->conv_w, NULL, s, H * P, a->conv_act);
+    cpu_conv_fwd(phi, a->phi_raw, a->conv_w, NULL, s, H * P, SHORT_CONV_TAPS, a->conv_act);
     cpu_selrope_angles_fwd(angle, a->Phi, phi, a->bias, a->gate_logit, a->temp, s, H, P);
     cpu_rotate_fwd(a->qo, a->q, angle, N, H, 2 * P, 1);
     cpu_rotate_fwd(a->ko, a->k, angle, N, H, 2 * P, 1);
@@ -33,10 +33,10 @@ void cpu_selrope_bwd(const SelRopeGrads *g) {
     for (int64_t i = 0; i < n; i++) angle[i] = tp[i % P] * Phi[i];
     cpu_rotate_bwd(g->dq, dangle, g->dqo, a->q, angle, N, H, 2 * P, 1);
     cpu_rotate_bwd(g->dk, dangle, g->dko, a->k, angle, N, H, 2 * P, 1);
-    cpu_conv_fwd(phi, a->phi_raw, a->conv_w, NULL, s, H * P, a->conv_act);
+    cpu_conv_fwd(phi, a->phi_raw, a->conv_w, NULL, s, H * P, SHORT_CONV_TAPS, a->conv_act);
     cpu_selrope_angles_bwd(dphi, a->bias ? g->dbias : NULL, a->gate_logit ? g->dgate_logit : NULL,
                            g->dtemp, dangle, phi, a->bias, a->gate_logit, a->temp, Phi, s, H, P);
-    cpu_conv_bwd(g->dphi_raw, g->dconv_w, NULL, dphi, a->phi_raw, a->conv_w, NULL, s, H * P, a->conv_act);
+    cpu_conv_bwd(g->dphi_raw, g->dconv_w, NULL, dphi, a->phi_raw, a->conv_w, NULL, s, H * P, SHORT_CONV_TAPS, a->conv_act);
     rt_free(angle);
     rt_free(dangle);
     rt_free(phi);

@@ -189,13 +189,13 @@ OpCost op_cost_logsigmoid_bwd(const CostUnits *u, void *dx, const void *dy, cons
 }
 
 OpCost op_cost_conv_fwd(const CostUnits *u, void *y, const void *x, const void *w,
-                        const void *b, const Seqs *s, int C, Activation act) {
+                        const void *b, const Seqs *s, int C, int K, Activation act) {
     return cost_make(0, 2 * u->act * (double)s->ntok * C);
 }
 
 OpCost op_cost_conv_bwd(const CostUnits *u, void *dx, void *dw, void *db, const void *dy,
                         const void *x, const void *w, const void *b, const Seqs *s, int C,
-                        Activation act) {
+                        int K, Activation act) {
     return cost_make(0, 3 * u->act * (double)s->ntok * C);
 }
 
@@ -407,7 +407,8 @@ OpCost op_cost_cache_write(const CostUnits *u, void *cache, const void *x, const
 }
 
 OpCost op_cost_conv_step(const CostUnits *u, void *y, const void *x, const void *w,
-                         const void *b, void *tail, const Seqs *s, int C, Activation act) {
+                         const void *b, void *tail, const Seqs *s, int C, int K,
+                         Activation act) {
     return cost_make(0, 8 * u->act * (double)s->ntok * C);
 }
 

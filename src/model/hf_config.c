@@ -123,7 +123,10 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     if (c->block != BLOCK_PRENORM) put_name(o, "rotor_block", &BLOCK_NAMES, c->block);
     if (c->mlp != MLP_AUTO) put_name(o, "rotor_mlp", &MLP_NAMES, c->mlp);
     if (c->norm != NORM_RMS) put_name(o, "rotor_norm", &NORM_NAMES, c->norm);
-    if (c->mixers[0]) json_object_set_new(o, "rotor_mixers", json_string(c->mixers));
+    if (c->mixers[0]) {
+        json_object_set_new(o, "rotor_mixers", json_string(c->mixers));
+        json_object_set_new(o, "rotor_base_conv_kernel", json_integer(c->base_conv_kernel));
+    }
     if (c->embed_dropout > 0) json_object_set_new(o, "rotor_embed_dropout", json_real(c->embed_dropout));
     if (c->dropout > 0) {
         json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
@@ -355,8 +358,8 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
 }
 
 /* The block keys (docs/models.md §16, §17, §20), each absent at its default: rotor_block "lra" or
- * "rnn", rotor_norm, rotor_mlp, rotor_mixers, rotor_dropout, rotor_embed_dropout (with rotor_dropout_mask "channel"),
- * rotor_bidirectional true. */
+ * "rnn", rotor_norm, rotor_mlp, rotor_mixers (with rotor_base_conv_kernel), rotor_dropout, rotor_embed_dropout
+ * (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
     int v;
     if (json_object_get(j, "rotor_block")) {
@@ -377,6 +380,13 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
             return fail(e, "config key 'rotor_mixers' must be a string of under %zu characters, got %s",
                         sizeof out->mixers, json_text(mx));
         snprintf(out->mixers, sizeof out->mixers, "%s", json_string_value(mx));
+    }
+    const json_t *bk = json_object_get(j, "rotor_base_conv_kernel");
+    if (bk) {
+        if (!json_is_integer(bk) || json_integer_value(bk) < 1 || json_integer_value(bk) > SHORT_CONV_TAPS)
+            return fail(e, "config key 'rotor_base_conv_kernel' must be an integer from 1 to %d, got %s",
+                        SHORT_CONV_TAPS, json_text(bk));
+        out->base_conv_kernel = (int)json_integer_value(bk);
     }
     static const char *const rates[] = {"rotor_dropout", "rotor_embed_dropout"};
     double *fields[] = {&out->dropout, &out->embed_dropout};

@@ -16,7 +16,7 @@ int declare_vector(ParamTable *t, const char *name, int64_t n, int ones) {
 }
 
 int declare_conv(ParamTable *t, const char *name, int64_t C, double std) {
-    int64_t shape[3] = {C, 1, 4};
+    int64_t shape[3] = {C, 1, SHORT_CONV_TAPS};
     return params_add(t, name, 3, shape, init_normal, std, 1, 1);
 }
 

@@ -119,20 +119,21 @@ static void *in_g(const Ctx *c, const Mamba2 *l, int row0) {
 static void conv_slice(const Ctx *c, const Mamba2 *l, int c0, int C, void *y, const void *x,
                        void *tail) {
     const void *b = l->conv_b >= 0 ? (char *)W(c, l->conv_b) + ACT(c, c0) : NULL;
-    const void *w = (char *)W(c, l->conv_w) + ACT(c, 4 * (int64_t)c0);
+    const void *w = (char *)W(c, l->conv_w) + ACT(c, SHORT_CONV_TAPS * (int64_t)c0);
     if (c->mode == PASS_STEP) {
-        c->be->conv_step(y, x, w, b, tail, c->seqs, C, ACT_SILU);
+        c->be->conv_step(y, x, w, b, tail, c->seqs, C, SHORT_CONV_TAPS, ACT_SILU);
         return;
     }
-    c->be->conv_fwd(y, x, w, b, c->seqs, C, ACT_SILU);
+    c->be->conv_fwd(y, x, w, b, c->seqs, C, SHORT_CONV_TAPS, ACT_SILU);
     if (c->mode == PASS_PREFILL) c->be->segment_tail(tail, x, c->seqs, C, 3, 0);
 }
 static void conv_slice_bwd(const Ctx *c, const Mamba2 *l, int c0, int C, void *dx, const void *dy,
                            const void *x) {
     const void *b = l->conv_b >= 0 ? (char *)W(c, l->conv_b) + ACT(c, c0) : NULL;
     void *db = l->conv_b >= 0 ? (char *)G(c, l->conv_b) + F32(c, c0) : NULL;
-    c->be->conv_bwd(dx, (char *)G(c, l->conv_w) + F32(c, 4 * (int64_t)c0), db, dy, x,
-                    (char *)W(c, l->conv_w) + ACT(c, 4 * (int64_t)c0), b, c->seqs, C, ACT_SILU);
+    int64_t w0 = SHORT_CONV_TAPS * (int64_t)c0;
+    c->be->conv_bwd(dx, (char *)G(c, l->conv_w) + F32(c, w0), db, dy, x, (char *)W(c, l->conv_w) + ACT(c, w0),
+                    b, c->seqs, C, SHORT_CONV_TAPS, ACT_SILU);
 }
 
 /* q = C and k = B broadcast from the groups to the heads, v = dt x. */

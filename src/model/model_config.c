@@ -123,6 +123,11 @@ static const char *layer_checks(const ModelConfig *c, const Family *f) {
             return msg;
         }
     }
+    if (c->base_conv_kernel < 1 || c->base_conv_kernel > SHORT_CONV_TAPS) {
+        snprintf(msg, sizeof msg, "model.base_conv_kernel = %d: BaseConv's conv takes 1 to %d taps", c->base_conv_kernel,
+                 SHORT_CONV_TAPS);
+        return msg;
+    }
     int n;
     unsigned base_conv;
     const char *bad = parse_mixers(c, &n, &base_conv);

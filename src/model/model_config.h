@@ -93,6 +93,7 @@ typedef struct {
     /* model.mixers: the layers' mixers as a cycle over the layers, Zoology's Hybrid (layer l
      * takes entry l mod n); "" = model.type in every layer (model_layer_mixer) */
     char mixers[64];
+    int base_conv_kernel;  /* BaseConv's conv taps, 1 to 4 (Zoology's kernel_size, §20) */
     double dropout;        /* probability of dropping, in [0, 1); training passes only */
     double embed_dropout;  /* the same of the embedding's output (Zoology's embed_dropout, §20) */
     DropoutMask dropout_mask;

@@ -74,9 +74,9 @@ static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const voi
     if (!p->conv) {
         c->be->silu_fwd(y, x, c->N * C);
     } else if (c->mode == PASS_STEP) {
-        c->be->conv_step(y, x, W(c, conv_w), NULL, tail, c->seqs, (int)C, p->conv_act);
+        c->be->conv_step(y, x, W(c, conv_w), NULL, tail, c->seqs, (int)C, SHORT_CONV_TAPS, p->conv_act);
     } else {
-        c->be->conv_fwd(y, x, W(c, conv_w), NULL, c->seqs, (int)C, p->conv_act);
+        c->be->conv_fwd(y, x, W(c, conv_w), NULL, c->seqs, (int)C, SHORT_CONV_TAPS, p->conv_act);
         if (c->mode == PASS_PREFILL) c->be->segment_tail(tail, x, c->seqs, (int)C, 3, 0);
     }
 }
@@ -84,7 +84,8 @@ static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const voi
 static void transform_bwd(const QKVPrologue *p, const Ctx *c, void *dx, const void *dy,
                           const void *x, int conv_w, int64_t C) {
     if (p->conv)
-        c->be->conv_bwd(dx, G(c, conv_w), NULL, dy, x, W(c, conv_w), NULL, c->seqs, (int)C, p->conv_act);
+        c->be->conv_bwd(dx, G(c, conv_w), NULL, dy, x, W(c, conv_w), NULL, c->seqs, (int)C, SHORT_CONV_TAPS,
+                        p->conv_act);
     else
         c->be->silu_bwd(dx, dy, x, c->N * C);
 }

@@ -105,24 +105,24 @@ static void test_cache_write(void) {
 static const int32_t STEP_POS[] = {0, 1, 2, 3, 700};
 #define STEP_ROWS 5
 
-static void conv_step_case(int C, int with_w, Activation act, int with_b) {
+static void conv_step_case(int C, int K, int with_w, Activation act, int with_b) {
     char tag[96];
-    snprintf(tag, sizeof tag, "C=%d %s %s%s", C, with_w ? "weight" : "difference",
+    snprintf(tag, sizeof tag, "C=%d K=%d %s %s%s", C, K, with_w ? "weight" : "difference",
              act == ACT_SILU ? "silu" : "none", with_b ? " bias" : "");
     const int B = STEP_ROWS;
     const int64_t nx = (int64_t)B * C, nt = 3 * nx;
-    float *w = with_w ? gt_randn(4 * (int64_t)C, 0.5) : NULL, *b = with_b ? gt_randn(C, 0.5) : NULL;
+    float *w = with_w ? gt_randn(K * (int64_t)C, 0.5) : NULL, *b = with_b ? gt_randn(C, 0.5) : NULL;
     float *tc = gt_randn(nt, 1.0);
-    void *td = gt_act(tc, nt), *wd = w ? gt_act(w, 4 * (int64_t)C) : NULL,
+    void *td = gt_act(tc, nt), *wd = w ? gt_act(w, K * (int64_t)C) : NULL,
          *bd = b ? gt_act(b, C) : NULL;
     for (int t = 0; t < STEPS; t++) {
         int32_t pos[STEP_ROWS];
         advance(pos, STEP_POS, B, t);
         Seqs *s = gt_step_seqs(pos, B);
         float *x = gt_randn(nx, 1.0), *yc = gt_rand(nx, -1, 1);
-        gt_cpu->conv_step(yc, x, w, b, tc, s, C, act);
+        gt_cpu->conv_step(yc, x, w, b, tc, s, C, K, act);
         void *yd = gt_garbage_act(nx);
-        gt_gpu->conv_step(yd, gt_act(x, nx), wd, bd, td, s, C, act);
+        gt_gpu->conv_step(yd, gt_act(x, nx), wd, bd, td, s, C, K, act);
         compare("conv_step y", tag, gt_get_act(yd, nx), yc, nx, 1e-2);
         compare("conv_step tail", tag, gt_get_act(td, nt), tc, nt, 0);
     }
@@ -133,7 +133,9 @@ static void test_conv_step(void) {
     for (int with_w = 0; with_w <= 1; with_w++)
         for (int silu = 0; silu <= 1; silu++)
             for (int with_b = 0; with_b <= 1; with_b++)
-                conv_step_case(96, with_w, silu ? ACT_SILU : ACT_NONE, with_b);
+                conv_step_case(96, 4, with_w, silu ? ACT_SILU : ACT_NONE, with_b);
+    conv_step_case(96, 3, 1, ACT_NONE, 1); /* BaseConv's */
+    conv_step_case(96, 1, 1, ACT_SILU, 0);
 }
 
 static void test_shift_step(void) {

@@ -43,29 +43,31 @@ static Seqs *layout_seqs(int l) { return gt_seqs(layouts[l].lens, layouts[l].nse
 
 /* ---- short conv ---- */
 
-static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int with_b) {
+/* A conv of K taps (K < 4: BaseConv's; the weight's own layout [C, K]). */
+static void conv_case(int l, int C, int K, int with_w, Activation act, int with_dw, int with_b) {
     Seqs *s = layout_seqs(l);
     int64_t N = s->ntok, n = N * C;
     const char *an = act == ACT_SILU ? "silu" : "none";
-    const char *wn = with_b ? "w+b" : with_w ? "w" : "diff";
+    char wn[16];
+    snprintf(wn, sizeof wn, "%s K=%d", with_b ? "w+b" : with_w ? "w" : "diff", K);
     const char *lay = layouts[l].name;
     float *x = gt_rand(n, -1, 1), *dy = gt_rand(n, -1, 1);
-    float *w = with_w ? gt_rand(4 * C, -0.5, 0.5) : NULL, *b = with_b ? gt_rand(C, -0.5, 0.5) : NULL;
-    void *gx = gt_act(x, n), *gdy = gt_act(dy, n), *gw = w ? gt_act(w, 4 * C) : NULL;
+    float *w = with_w ? gt_rand(K * C, -0.5, 0.5) : NULL, *b = with_b ? gt_rand(C, -0.5, 0.5) : NULL;
+    void *gx = gt_act(x, n), *gdy = gt_act(dy, n), *gw = w ? gt_act(w, K * C) : NULL;
     void *gb = b ? gt_act(b, C) : NULL;
 
     float *cy = gt_zeros(n);
-    gt_cpu->conv_fwd(cy, x, w, b, s, C, act);
+    gt_cpu->conv_fwd(cy, x, w, b, s, C, K, act);
     void *gy = gt_garbage_act(n);
-    gt_gpu->conv_fwd(gy, gx, gw, gb, s, C, act);
+    gt_gpu->conv_fwd(gy, gx, gw, gb, s, C, K, act);
     gt_compare(gt_name("conv_fwd y C=%d %s %s %s", C, wn, an, lay), gt_get_act(gy, n), cy, n,
                TOL_BF16);
 
-    float *cdx = gt_zeros(n), *cdw = gt_zeros(4 * C), *cdb = gt_zeros(C);
-    gt_cpu->conv_bwd(cdx, with_dw ? cdw : NULL, cdb, dy, x, w, b, s, C, act);
-    float *dw0 = gt_prefill(cdw, 4 * C), *db0 = gt_prefill(cdb, C);
-    void *gdx = gt_garbage_act(n), *gdw = gt_f32(dw0, 4 * C), *gdb = gt_f32(db0, C);
-    gt_gpu->conv_bwd(gdx, with_dw ? gdw : NULL, gdb, gdy, gx, gw, gb, s, C, act);
+    float *cdx = gt_zeros(n), *cdw = gt_zeros(K * C), *cdb = gt_zeros(C);
+    gt_cpu->conv_bwd(cdx, with_dw ? cdw : NULL, cdb, dy, x, w, b, s, C, K, act);
+    float *dw0 = gt_prefill(cdw, K * C), *db0 = gt_prefill(cdb, C);
+    void *gdx = gt_garbage_act(n), *gdw = gt_f32(dw0, K * C), *gdb = gt_f32(db0, C);
+    gt_gpu->conv_bwd(gdx, with_dw ? gdw : NULL, gdb, gdy, gx, gw, gb, s, C, K, act);
     if (with_b)
         gt_compare(gt_name("conv_bwd db+= C=%d %s %s", C, an, lay), gt_get_f32(gdb, C),
                    gt_plus(db0, cdb, C), C, TOL_SUM);
@@ -75,12 +77,12 @@ static void conv_case(int l, int C, int with_w, Activation act, int with_dw, int
     gt_compare(gt_name("conv_bwd dx C=%d %s %s %s", C, wn, an, lay), gt_get_act(gdx, n), cdx, n,
                TOL_BF16);
     if (with_w && with_dw)
-        gt_compare(gt_name("conv_bwd dw+= C=%d %s %s", C, an, lay), gt_get_f32(gdw, 4 * C),
-                   gt_plus(dw0, cdw, 4 * C), 4 * C, TOL_SUM);
+        gt_compare(gt_name("conv_bwd dw+= C=%d %s %s %s", C, wn, an, lay), gt_get_f32(gdw, K * C),
+                   gt_plus(dw0, cdw, K * C), K * C, TOL_SUM);
     else /* no weight (first difference) or no dw wanted: the buffer stays as it was */
         gt_compare(gt_name("conv_bwd dw untouched C=%d %s %s %s%s", C, wn, an, lay,
                         with_dw ? "" : " dw=NULL"),
-                   gt_get_f32(gdw, 4 * C), dw0, 4 * C, 0);
+                   gt_get_f32(gdw, K * C), dw0, K * C, 0);
     gt_reset();
 }
 
@@ -92,8 +94,10 @@ static void test_conv(void) {
                 for (int a = 0; a <= 1; a++) {
                     Activation act = a ? ACT_SILU : ACT_NONE;
                     /* C=96 without activation: dw = NULL */
-                    conv_case(l, Cs[ci], with_w, act, !(Cs[ci] == 96 && !a), 0);
-                    if (with_w) conv_case(l, Cs[ci], 1, act, 1, 1); /* Mamba2's conv bias */
+                    conv_case(l, Cs[ci], 4, with_w, act, !(Cs[ci] == 96 && !a), 0);
+                    if (with_w) conv_case(l, Cs[ci], 4, 1, act, 1, 1); /* Mamba2's conv bias */
+                    /* BaseConv's (3 taps, a bias, no activation); 1 tap: the weight-only edge */
+                    if (with_w) conv_case(l, Cs[ci], a ? 1 : 3, 1, act, 1, !a);
                 }
 }
 

@@ -887,13 +887,13 @@ MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer":
 
 class BaseConv(nn.Module):
     """docs/models.md §20, Zoology's BaseConv: conv(x) * (x W^T + b) + x, conv a depthwise causal
-    kernel-4 conv with bias."""
+    conv of rotor_base_conv_kernel taps (Zoology's kernel_size, 3 when absent) with bias."""
 
     def __init__(self, cfg):
         super().__init__()
-        d = cfg["hidden_size"]
-        self.conv = nn.Module()  # conv.weight [d, 1, 4], conv.bias [d]: init_weights sets them
-        self.conv.weight = nn.Parameter(torch.empty(d, 1, 4))
+        d, K = cfg["hidden_size"], cfg.get("rotor_base_conv_kernel", 3)
+        self.conv = nn.Module()  # conv.weight [d, 1, K], conv.bias [d]: init_weights sets them
+        self.conv.weight = nn.Parameter(torch.empty(d, 1, K))
         self.conv.bias = nn.Parameter(torch.empty(d))
         self.projection = nn.Linear(d, d)
 
@@ -1151,9 +1151,10 @@ def init_weights(model, gen, std=None):
                 m.B.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.C.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.D.normal_(0.0, 1.0, generator=gen)
-            elif isinstance(m, BaseConv):  # docs/models.md §20: PyTorch's Conv1d init, U(+-1/sqrt(4))
-                m.conv.weight.uniform_(-0.5, 0.5, generator=gen)
-                m.conv.bias.uniform_(-0.5, 0.5, generator=gen)
+            elif isinstance(m, BaseConv):  # docs/models.md §20: PyTorch's Conv1d init, U(+-1/sqrt(K))
+                bound = m.conv.weight.shape[-1] ** -0.5
+                m.conv.weight.uniform_(-bound, bound, generator=gen)
+                m.conv.bias.uniform_(-bound, bound, generator=gen)
             if isinstance(m, SelectiveRoPE):
                 if m.use_bias:
                     m.phi_bias.zero_()
