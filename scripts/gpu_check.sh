@@ -54,7 +54,9 @@
 # "repro", in no default: CPU-scale experiments of scripts/reproduce.sh trained on the GPU
 # (run.device = cuda), GPU_CHECK_REPRO (default fig7-mqar) naming them, GPU_CHECK_REPRO_JOBS
 # (default 8) runs at a time, each experiment in at most GPU_CHECK_REPRO_LIMIT seconds (480),
-# GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run; the runs the results store
+# GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run, GPU_CHECK_REPRO_SCALE
+# (default cpu; paper: the paper-scale plan) and GPU_CHECK_REPRO_ONLY (reproduce.sh's --only
+# REGEX, e.g. a few paper-scale runs that fit the lease); the runs the results store
 # holds finished (results/reproduce, carried in the bundle) are taken from it, the others
 # trained; the finished runs come back
 # as $OUT/repro-EXPERIMENT.tar.xz, drawn where matplotlib is with `scripts/reproduce.sh
@@ -523,12 +525,13 @@ run_bundle() {
     if [[ $parts == *" repro "* ]]; then
         # run.device = cuda trains in bf16 where the CPU trains in fp32 (docs/models.md §9). A run
         # the limit cuts off is not marked finished: the same sweep elsewhere trains it again.
-        local e w sets=()
+        local e w sets=() scale=${GPU_CHECK_REPRO_SCALE:-cpu}
         for w in ${GPU_CHECK_REPRO_SETS:-}; do sets+=(--set "$w"); done
+        [ -n "${GPU_CHECK_REPRO_ONLY:-}" ] && sets+=(--only "$GPU_CHECK_REPRO_ONLY")
         for e in ${GPU_CHECK_REPRO:-fig7-mqar}; do
             limited "${GPU_CHECK_REPRO_LIMIT:-480}" "repro_$e" env ROTOR_SHARED_DATA="$dir/data" \
-                "$dir/root/scripts/reproduce.sh" "$e" --train-only --jobs "${GPU_CHECK_REPRO_JOBS:-8}" \
-                --rotor "$dir/bin/rotor" --out "$dir/repro/$e" --results "$dir/root/results/reproduce/$e/cpu" \
+                "$dir/root/scripts/reproduce.sh" "$e" --scale "$scale" --train-only --jobs "${GPU_CHECK_REPRO_JOBS:-8}" \
+                --rotor "$dir/bin/rotor" --out "$dir/repro/$e" --results "$dir/root/results/reproduce/$e/$scale" \
                 --set "run.device=${GPU_CHECK_REPRO_DEVICE:-cuda}" "${sets[@]}"
             # the runs without checkpoints and plots, by Python's tarfile (the machine may lack xz)
             [ -d "$dir/repro/$e/runs" ] && python3 - "$dir/repro/$e" "${OUT:-/tmp}/repro-$e.tar.xz" <<'PY' | tee -a "$log"

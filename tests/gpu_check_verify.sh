@@ -107,8 +107,16 @@ mkdir -p "$work/out4"
 rc=0
 GPU_CHECK_PARTS=repro OUT="$work/out4" "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log4" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { cat "$work/log4"; fail "repro part: exit status $rc"; }
-grep -q "^reproduce fig7-mqar --train-only --jobs 8 --rotor .*/bin/rotor --out .*/repro/fig7-mqar --results .*/root/results/reproduce/fig7-mqar/cpu --set run.device=cuda$" "$work/log4" ||
+grep -q "^reproduce fig7-mqar --scale cpu --train-only --jobs 8 --rotor .*/bin/rotor --out .*/repro/fig7-mqar --results .*/root/results/reproduce/fig7-mqar/cpu --set run.device=cuda$" "$work/log4" ||
     fail "repro part: $(grep '^reproduce' "$work/log4")"
 grep -q "^fig7-mqar: 1 runs finished" "$work/log4" || fail "repro part: the finished runs not counted"
 tar -tJf "$work/out4/repro-fig7-mqar.tar.xz" | grep -q "^runs/a.done$" || fail "repro part: no runs/a.done packed"
 echo "ok: the repro part takes the bundle's results store and packs the runs"
+# the same at paper scale, narrowed to some runs: the paper-scale store, --only passed on
+rc=0
+GPU_CHECK_PARTS=repro GPU_CHECK_REPRO_SCALE=paper GPU_CHECK_REPRO_ONLY='zoology.*-seed0$' OUT="$work/out4" \
+    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log5" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$work/log5"; fail "repro part at paper scale: exit status $rc"; }
+grep -q "^reproduce fig7-mqar --scale paper --train-only --jobs 8 --rotor .*/bin/rotor --out .*/repro/fig7-mqar --results .*/root/results/reproduce/fig7-mqar/paper --set run.device=cuda --only zoology\.\*-seed0\$$" "$work/log5" ||
+    fail "repro part at paper scale: $(grep '^reproduce' "$work/log5")"
+echo "ok: the repro part at paper scale, narrowed by GPU_CHECK_REPRO_ONLY"
