@@ -189,7 +189,10 @@ def mqar_report(out, title):
             lines.append(f"| {label} | " + " | ".join(cells.get(w, "—") for w in widths) + " |")
         lines.append("")
         ax.set_xscale("log", base=2)
-        ax.set(title=f"L = {L}, {kv} pairs", xlabel="model width", ylabel="accuracy", ylim=(-0.02, 1.02))
+        # half an octave either side of the widths: one width alone keeps its series close
+        ax.set_xticks(widths, [str(w) for w in widths])
+        ax.set(title=f"L = {L}, {kv} pairs", xlabel="model width", ylabel="accuracy", ylim=(-0.02, 1.02),
+               xlim=(min(widths) / 2 ** 0.5, max(widths) * 2 ** 0.5))
         ax.legend(fontsize=7)
     fig.suptitle(title)
     save(fig, out)
