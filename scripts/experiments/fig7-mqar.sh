@@ -3,8 +3,8 @@
 # values from 1e-3 to 1e-2). Paper: GLA with NoPE / RoPE / Selective RoPE beside DeltaNet,
 # Mamba2 and Transformer++, (L, KV pairs) = (64, 4), (128, 8), (256, 16), (512, 64), widths
 # 64-512. CPU: GLA's three variants at the (L, pairs, width) points CPU_POINTS, 3 learning
-# rates in Appendix B.2.3's range, 3 seeds, 3000 steps with a 1200-step warmup (CPU_WARMUP);
-# docs/reproduction.md.
+# rates in Appendix B.2.3's range, 3 seeds, 3000 steps with a 1200-step warmup (CPU_WARMUP),
+# and the authors' Zoology model at ZOOLOGY_CPU_POINTS for 12,000 steps; docs/reproduction.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 7: MQAR accuracy against width, lr-best, GLA x PE and baselines"; }
 default_seeds() { [[ $SCALE == paper ]] && echo 1 || echo 3; }
