@@ -22,6 +22,7 @@ Run names follow scripts/synth_table.py ([MODEL__]VARIANT-lrLR-seedSEED) and, fo
 scripts/mad_table.py (TASK/SETTING/VARIANT-lrLR-wdWD-seedSEED). Needs matplotlib (Debian's
 python3-matplotlib, installed by scripts/setup.sh)."""
 import json
+import math
 import os
 import re
 import statistics
@@ -200,21 +201,30 @@ def mqar_report(out, title):
 
 
 def mad_report(out, title):
-    _, _, score = mad_table.scores(os.path.join(out, "runs"), set(planned_finished(out)))
+    acc, best, score = mad_table.scores(os.path.join(out, "runs"), set(planned_finished(out)))
     variants = [v for v in PAPER_TABLE2 if any((v, t) in score for t, _ in mad_table.TASKS)]
     names = [n for _, n in mad_table.TASKS] + ["Average"]
     lines = [f"# {title}", "", "Cell: rotor's accuracy (%) / the paper's. rotor: the mean over the task's "
-             "settings (count) of the best lr x weight-decay run.", "",
+             "settings (count) of the best lr x weight-decay run (the mean over its seeds).", "",
              "| variant | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    ours = {}
+    ours, spread = {}, {}
     for v in variants:
-        vals = []
+        vals, lows, highs = [], [], []
         for task, _ in mad_table.TASKS:
             xs = score.get((v, task))
             vals.append((100 * statistics.mean(xs), len(xs)) if xs else None)
+            # the seeds' lowest and highest at each setting's best point, averaged over the settings
+            seeds = [acc[(v, task, s, lr, wd)] for (pe, t, s), (_, lr, wd, _) in best.items() if (pe, t) == (v, task)]
+            lows.append(100 * statistics.mean(min(x) for x in seeds) if seeds else 0)
+            highs.append(100 * statistics.mean(max(x) for x in seeds) if seeds else 0)
         full = [x for x in vals if x]
         vals.append((statistics.mean(x[0] for x in full), None) if len(full) == len(mad_table.TASKS) else None)
         ours[v] = vals
+        # no bar where the seeds agree or there is no run (NaN draws nothing)
+        lows.append(0), highs.append(0)  # the average column has no seeds' range
+        agree = [not x or lo == hi for x, lo, hi in zip(vals, lows, highs)]
+        spread[v] = [[math.nan if a else x[0] - lo for a, x, lo in zip(agree, vals, lows)],
+                     [math.nan if a else hi - x[0] for a, x, hi in zip(agree, vals, highs)]]
         cells = []
         for x, p in zip(vals, PAPER_TABLE2[v]):
             if x is None:
@@ -222,15 +232,25 @@ def mad_report(out, title):
             else:
                 cells.append(f"{x[0]:.1f}{f' ({x[1]})' if x[1] else ''} / {p:.1f}")
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    lines += ["", "## The runs behind each cell", "",
+              "Each task setting's best lr x weight-decay point: its seeds' mean accuracy (%) (lowest, highest).", "",
+              "| task | setting | variant | lr | weight decay | seeds | accuracy |", "|---|---|---|---|---|---|---|"]
+    order = {t: i for i, (t, _) in enumerate(mad_table.TASKS)}
+    for (v, task, setting), (mean, lr, wd, n) in sorted(best.items(), key=lambda kv: (
+            order[kv[0][1]], kv[0][2], variants.index(kv[0][0]) if kv[0][0] in variants else len(variants))):
+        xs = acc[(v, task, setting, lr, wd)]
+        lines.append(f"| {task} | {setting} | {v} | {lr:g} | {wd:g} | {n} | "
+                     f"{100 * mean:.1f} ({100 * min(xs):.1f}, {100 * max(xs):.1f}) |")
     fig, axes = plt.subplots(1, 2, figsize=(13, 4), sharey=True)
     width = 0.8 / max(1, len(variants))
     for ax, (label, src) in zip(axes, (("rotor", ours), ("paper", PAPER_TABLE2))):
         for i, v in enumerate(variants):
             ys = [x[0] if isinstance(x, tuple) else (x if x is not None else 0) for x in src[v]]
-            ax.bar([j + i * width for j in range(len(names))], ys, width, label=v)
+            err = spread[v] if src is ours and not all(map(math.isnan, spread[v][0])) else None
+            ax.bar([j + i * width for j in range(len(names))], ys, width, label=v, yerr=err, capsize=2)
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, rotation=30, fontsize=8)
-        ax.set(title=label, ylabel="accuracy (%)")
-    axes[1].legend(fontsize=7)
+        ax.set(title=label if src is not ours else f"{label} (bars: the seeds' lowest to highest)", ylabel="accuracy (%)")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.suptitle(title)
     save(fig, out)
     write_table(out, lines)

@@ -6,7 +6,8 @@
 # model; running it again trains nothing, and with a changed setting trains every run again; a
 # results store (--results) takes finished runs to another output directory and --only trains
 # a part of the plan, and saving again keeps a stored run of the same fingerprint; a tiny
-# fig7-mqar sweep writes a table section per setting with its widths; --report-only reads
+# fig7-mqar sweep writes a table section per setting with its widths; a tiny table2-mad
+# sweep writes Table 2 and the runs behind its cells with their seeds' range; --report-only reads
 # only the runs of its plan, trains nothing and --train-only draws nothing; rotrnn-table2
 # refuses a missing dataset and runs on a synthetic one; table3-lm scores each run as it
 # finishes and draws its table from the store alone; a run stopped by a signal (rotor synth
@@ -140,6 +141,15 @@ grep -A2 "^## L = 64, 16 key-value pairs" "$out/mqar/table.md" | grep -q "^| mod
     fail "fig7-mqar's (64, 16) section has not the widths 32 and 64"
 rows=$(grep -c "^| gla-cpu / \(nope\|rope\|selective\) | [0-9.]* (" "$out/mqar/table.md")
 [ "$rows" = 6 ] || fail "fig7-mqar's table has $rows variant rows, not 6 (3 PEs x 2 settings)"
+
+# table2-mad's table: a Table 2 row per variant with a cell per task (a dash where it has no
+# run), and below it each cell's best lr with its seeds' mean (lowest, highest)
+repro table2-mad --seeds 2 --only '^mad_memorization/baseline/(nope|rope)-lr1e-3' --out "$out/mad" \
+    --set train.steps=3 --set task.test_examples=16 > "$out/mad.log" 2>&1 || { fail "table2-mad tiny sweep"; tail -5 "$out/mad.log"; }
+grep -q "^| nope | — / 82.0 | — / 8.5 | — / 87.3 | [0-9.]* (1) / 38.7 | " "$out/mad/table.md" ||
+    fail "table2-mad's nope row: $(grep '^| nope |' "$out/mad/table.md")"
+rows=$(grep -cE "^\| mad_memorization \| baseline \| (nope|rope) \| 0.001 \| 0 \| 2 \| [0-9.]+ \([0-9.]+, [0-9.]+\) \|$" "$out/mad/table.md")
+[ "$rows" = 2 ] || fail "table2-mad's table has $rows runs rows with 2 seeds and their range, not 2"
 
 # --report-only draws from the finished runs and trains nothing; --train-only draws nothing
 rm -f "$out/s2/figure.png" "$out/s2/table.md"
