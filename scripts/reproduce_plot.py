@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mad_table  # noqa: E402
-from reproduce_runs import planned_finished  # noqa: E402
+from reproduce_runs import plan_rows, planned_finished  # noqa: E402
 
 NAME = re.compile(r"^(?:(?P<model>.+)__)?(?P<pe>.+?)-lr(?P<lr>.+)-seed(?P<seed>\d+)$")
 
@@ -267,15 +267,16 @@ def final_val_loss(run_dir):
 
 
 def lm_report(out, title):
+    loss = {}  # (family, pe, lr) -> final validation loss
     best = {}  # (family, pe) -> (val loss, run name)
     for name in planned_finished(out):
         m = NAME.match(name)
         if not m:
             continue
-        loss = final_val_loss(os.path.join(out, "runs", name))
+        loss[(m["model"], m["pe"], m["lr"])] = final_val_loss(os.path.join(out, "runs", name))
         key = (m["model"], m["pe"])
-        if key not in best or loss < best[key][0]:
-            best[key] = (loss, name)
+        if key not in best or loss[(m["model"], m["pe"], m["lr"])] < best[key][0]:
+            best[key] = (loss[(m["model"], m["pe"], m["lr"])], name)
     evals = {}  # run name -> its lm_eval.json, written by table3-lm's finish_run
     for _, name in best.values():
         path = os.path.join(out, "runs", name, "lm_eval.json")
@@ -292,8 +293,13 @@ def lm_report(out, title):
              f"`rotor eval` on {docs} of each task. "
              "Cell: rotor / the paper (accuracies in %).", "",
              "| model | PE | lr | val loss | " + " | ".join(heads) + " |", "|---|---|---|---|" + "---|" * len(heads)]
+    # Table 3's order of models and embeddings; others after them
+    fams = list(dict.fromkeys(fam for (fam, _) in PAPER_TABLE3))
+    pes = list(dict.fromkeys(pe for (_, pe) in PAPER_TABLE3))
+    order = lambda fam_pe: (fams.index(fam_pe[0]) if fam_pe[0] in fams else len(fams), fam_pe[0],  # noqa: E731
+                            pes.index(fam_pe[1]) if fam_pe[1] in pes else len(pes), fam_pe[1])
     avgs = defaultdict(dict)
-    for (fam, pe), (loss, name) in sorted(best.items()):
+    for (fam, pe), (val, name) in sorted(best.items(), key=lambda kv: order(kv[0])):
         res = evals[name]["results"]
         vals = [res[t][k] * (1 if k == "perplexity" else 100) for t, k, _ in LM_COLUMNS]
         vals.append(statistics.mean(vals[1:]))
@@ -302,16 +308,29 @@ def lm_report(out, title):
         cells = [f"{v:.2f} / {p:.2f}" if i == 0 else f"{v:.1f} / {p:.1f}"
                  for i, (v, p) in enumerate(zip(vals, paper))] if paper else [f"{v:.1f}" for v in vals]
         lr = NAME.match(name)["lr"]
-        lines.append(f"| {fam} | {pe} | {lr} | {loss:.3f} | " + " | ".join(cells) + " |")
-    fig, ax = plt.subplots(figsize=(8, 4))
-    pes = list(dict.fromkeys(pe for (_, pe) in PAPER_TABLE3))
-    for i, fam in enumerate(sorted(avgs)):
-        ax.plot(range(len(pes)), [avgs[fam].get(pe, float("nan")) for pe in pes], marker="o", label=f"{fam} rotor")
-        ax.plot(range(len(pes)), [PAPER_TABLE3[(fam, pe)][-1] for pe in pes], ls="--", marker="x",
-                label=f"{fam} paper", color=f"C{i}")
-    ax.set_xticks(range(len(pes)), pes, rotation=20, fontsize=8)
-    ax.set(ylabel="average accuracy (%)", title=title)
-    ax.legend(fontsize=7, ncol=2)
+        lines.append(f"| {fam} | {pe} | {lr} | {val:.3f} | " + " | ".join(cells) + " |")
+    lrs = sorted({m["lr"] for m in (NAME.match(n) for n, _ in plan_rows(out)) if m}, key=float)
+    lines += ["", "## Every run's final validation loss", "",
+              "| model | PE | " + " | ".join(f"lr {lr}" for lr in lrs) + " |", "|---|---|" + "---|" * len(lrs)]
+    for fam, pe in sorted(best, key=order):
+        lines.append(f"| {fam} | {pe} | " + " | ".join(
+            f"{loss[(fam, pe, lr)]:.3f}" if (fam, pe, lr) in loss else "—" for lr in lrs) + " |")
+    # left: what ranks the variants at a scale where the tasks sit at chance; right: Table 3's average
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(13, 4))
+    for i, fam in enumerate(sorted(avgs, key=lambda f: order((f, "")))):
+        ax_loss.plot(range(len(pes)), [best[(fam, pe)][0] if (fam, pe) in best else float("nan") for pe in pes],
+                     marker="o", label=fam, color=f"C{i}")
+        ax_acc.plot(range(len(pes)), [avgs[fam].get(pe, float("nan")) for pe in pes], marker="o",
+                    label=f"{fam} rotor", color=f"C{i}")
+        ax_acc.plot(range(len(pes)), [PAPER_TABLE3[(fam, pe)][-1] for pe in pes], ls="--", marker="x",
+                    label=f"{fam} paper", color=f"C{i}")
+    for ax in (ax_loss, ax_acc):
+        ax.set_xticks(range(len(pes)), pes, rotation=20, fontsize=8)
+    ax_loss.set(ylabel="final validation loss (rotor, lr-best)", title="validation loss")
+    ax_acc.set(ylabel="average accuracy (%)", title="zero-shot average")
+    ax_loss.legend(fontsize=7)
+    ax_acc.legend(fontsize=7, ncol=2)
+    fig.suptitle(title)
     save(fig, out)
     write_table(out, lines)
 

@@ -198,6 +198,9 @@ if [ -f "$shared/tokenizer/mistral-7b-v0.1.model" ] && [ -d "$shared/eval" ]; th
     rows=$(grep -c "^| gla | \(nope\|selective\) | 2e-3 | [0-9.]* | [0-9.]* / " "$out/lm/table.md" 2>/dev/null)
     [ "$rows" = 2 ] || fail "table3-lm's table has $rows rows of rotor's scores beside the paper's, not 2"
     grep -q "the first 200 documents" "$out/lm/table.md" 2>/dev/null || fail "table3-lm's table does not say how many documents"
+    # every run's validation loss, a column per lr of the plan (a dash for a run not trained)
+    rows=$(grep -c "^| gla | \(nope\|selective\) | [0-9.]* | — |$" "$out/lm/table.md" 2>/dev/null)
+    [ "$rows" = 2 ] || fail "table3-lm's every-run section has $rows rows with lr 2e-3's loss and no 8e-3 run, not 2"
     repro table3-lm "${lm[@]}" --out "$out/lm2" --report-only > "$out/lm2.log" 2>&1 ||
         fail "table3-lm drawn from the store: $(tail -2 "$out/lm2.log")"
     cmp -s "$out/lm/table.md" "$out/lm2/table.md" || fail "table3-lm's table from the store differs from the sweep's"
