@@ -305,8 +305,10 @@ def lm_report(out, title):
         vals.append(statistics.mean(vals[1:]))
         avgs[fam][pe] = vals[-1]
         paper = PAPER_TABLE3.get((fam, pe))
-        cells = [f"{v:.2f} / {p:.2f}" if i == 0 else f"{v:.1f} / {p:.1f}"
-                 for i, (v, p) in enumerate(zip(vals, paper))] if paper else [f"{v:.1f}" for v in vals]
+        # LAMBADA's perplexity first: a small model's runs to 1e8, written 1.91e+08
+        ppl = f"{vals[0]:.2f}" if vals[0] < 1e4 else f"{vals[0]:.2e}"
+        cells = [f"{ppl} / {paper[0]:.2f}" if paper else ppl] + [
+            f"{v:.1f} / {p:.1f}" if paper else f"{v:.1f}" for v, p in zip(vals[1:], (paper or vals)[1:])]
         lr = NAME.match(name)["lr"]
         lines.append(f"| {fam} | {pe} | {lr} | {val:.3f} | " + " | ".join(cells) + " |")
     lrs = sorted({m["lr"] for m in (NAME.match(n) for n, _ in plan_rows(out)) if m}, key=float)

@@ -195,7 +195,7 @@ if [ -f "$shared/tokenizer/mistral-7b-v0.1.model" ] && [ -d "$shared/eval" ]; th
         { fail "table3-lm tiny sweep"; tail -5 "$out/lm.log"; }
     n=$(ls "$out"/lmstore/runs/*/lm_eval.json 2>/dev/null | wc -l)
     [ "$n" = 2 ] || fail "the store holds $n runs' evaluations, not 2"
-    rows=$(grep -c "^| gla | \(nope\|selective\) | 2e-3 | [0-9.]* | [0-9.]* / " "$out/lm/table.md" 2>/dev/null)
+    rows=$(grep -c "^| gla | \(nope\|selective\) | 2e-3 | [0-9.]* | [0-9.e+]* / " "$out/lm/table.md" 2>/dev/null)
     [ "$rows" = 2 ] || fail "table3-lm's table has $rows rows of rotor's scores beside the paper's, not 2"
     grep -q "the first 200 documents" "$out/lm/table.md" 2>/dev/null || fail "table3-lm's table does not say how many documents"
     # every run's validation loss, a column per lr of the plan (a dash for a run not trained)
