@@ -221,7 +221,8 @@ def mad_report(out, title):
         vals.append((statistics.mean(x[0] for x in full), None) if len(full) == len(mad_table.TASKS) else None)
         ours[v] = vals
         # no bar where the seeds agree or there is no run (NaN draws nothing)
-        lows.append(0), highs.append(0)  # the average column has no seeds' range
+        lows.append(0)  # the average column has no seeds' range
+        highs.append(0)
         agree = [not x or lo == hi for x, lo, hi in zip(vals, lows, highs)]
         spread[v] = [[math.nan if a else x[0] - lo for a, x, lo in zip(agree, vals, lows)],
                      [math.nan if a else hi - x[0] for a, x, hi in zip(agree, vals, highs)]]
@@ -273,10 +274,10 @@ def lm_report(out, title):
         m = NAME.match(name)
         if not m:
             continue
-        loss[(m["model"], m["pe"], m["lr"])] = final_val_loss(os.path.join(out, "runs", name))
+        val = loss[(m["model"], m["pe"], m["lr"])] = final_val_loss(os.path.join(out, "runs", name))
         key = (m["model"], m["pe"])
-        if key not in best or loss[(m["model"], m["pe"], m["lr"])] < best[key][0]:
-            best[key] = (loss[(m["model"], m["pe"], m["lr"])], name)
+        if key not in best or val < best[key][0]:
+            best[key] = (val, name)
     evals = {}  # run name -> its lm_eval.json, written by table3-lm's finish_run
     for _, name in best.values():
         path = os.path.join(out, "runs", name, "lm_eval.json")
@@ -306,9 +307,9 @@ def lm_report(out, title):
         avgs[fam][pe] = vals[-1]
         paper = PAPER_TABLE3.get((fam, pe))
         # LAMBADA's perplexity first: a small model's runs to 1e8, written 1.91e+08
-        ppl = f"{vals[0]:.2f}" if vals[0] < 1e4 else f"{vals[0]:.2e}"
-        cells = [f"{ppl} / {paper[0]:.2f}" if paper else ppl] + [
-            f"{v:.1f} / {p:.1f}" if paper else f"{v:.1f}" for v, p in zip(vals[1:], (paper or vals)[1:])]
+        cells = [f"{vals[0]:.2f}" if vals[0] < 1e4 else f"{vals[0]:.2e}"] + [f"{v:.1f}" for v in vals[1:]]
+        if paper:
+            cells = [f"{c} / {p:.2f}" if i == 0 else f"{c} / {p:.1f}" for i, (c, p) in enumerate(zip(cells, paper))]
         lr = NAME.match(name)["lr"]
         lines.append(f"| {fam} | {pe} | {lr} | {val:.3f} | " + " | ".join(cells) + " |")
     lrs = sorted({m["lr"] for m in (NAME.match(n) for n, _ in plan_rows(out)) if m}, key=float)
