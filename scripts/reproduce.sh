@@ -39,6 +39,8 @@
 #   no checkpoints) when --results or --publish is given (scripts/reproduce_runs.py).
 # --only REGEX: train only the planned runs whose names match the extended regular
 #   expression (e.g. 'kv16-d64' or '^mad_fuzzy'); the report draws every finished run.
+#   Sweeps with disjoint --only may share one --out, e.g. one pinned to each core
+#   (taskset -c 0 ... --only '^mad_fuzzy' beside taskset -c 1 ... --only '^mad_memorization').
 # --launch CMD: put CMD before each training command, e.g. --launch "mpirun -np 8" for a
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
@@ -201,10 +203,17 @@ run_fingerprint() {
 }
 export -f run_fingerprint
 
-runs_file="$OUT/runs.tsv"
+# This sweep's own files in a directory of its own: two sweeps of one OUT (disjoint --only,
+# one per core or GPU) would otherwise write each other's runs, plan and config. OUT's
+# runs.tsv and plan.tsv are replaced whole (a rename), never seen half written.
+own=$(mktemp -d "$OUT/.sweep.XXXXXX")
+trap 'rm -rf "$own"' EXIT
+publish_file() { cp "$own/$1" "$own/$1.copy" && mv "$own/$1.copy" "$OUT/$1"; }
+runs_file="$own/runs.tsv"
 runs | while IFS=$'\t' read -r name command config sets; do
     printf '%s\t%s\t%s\t%s\n' "$name" "$command" "$config" "$sets$EXTRA_SETS"
 done > "$runs_file"
+publish_file runs.tsv
 # Every run's effective config, read by rotor itself: the plan's tokens, and a bad key or
 # value reported before anything trains. Runs that differ only in lr, weight decay or seed
 # have the same tokens: one `rotor info` serves them all.
@@ -217,7 +226,7 @@ plan_line() {
         [[ $s == train.lr=* || $s == train.weight_decay=* || $s == train.seed=* ]] || shape+=" $s"
     done
     if [[ -z ${tokens_of[$shape]:-} ]]; then
-        local ini="$OUT/plan.ini"
+        local ini="$own/plan.ini"
         "$ROTOR" info "$ROOT/$config" "${args[@]}" --write-config "$ini" > /dev/null ||
             die "run $name: rotor info $config ${args[*]} failed"
         tokens_of[$shape]=$(python3 - "$ini" <<'EOF'
@@ -235,12 +244,12 @@ EOF
         "$(run_fingerprint "$command" "$config" "$sets")"
 }
 plan="$OUT/plan.tsv"
-: > "$plan"
 while IFS=$'\t' read -r name command config sets; do
     [[ -n $name ]] || continue
     [[ $command == synth || $command == train ]] || die "run $name: command '$command' (synth or train)"
-    plan_line "$name" "$command" "$config" "${sets:-}" >> "$plan"
-done < "$runs_file"
+    plan_line "$name" "$command" "$config" "${sets:-}"
+done < "$runs_file" > "$own/plan.tsv"
+publish_file plan.tsv
 python3 "$ROOT/scripts/reproduce_runs.py" restore "$OUT" "$RESULTS"
 ranks=1
 [[ $SCALE == paper ]] && ranks=${RANKS:-1}

@@ -46,6 +46,17 @@ grep -q "GPU-hours" "$out/paper-table3-lm.log" || fail "table3-lm's paper plan g
 repro table3-lm --plan --out "$out/plan-again" > /dev/null 2>&1 || fail "table3-lm's second plan"
 cmp -s <(cut -f1,6 "$out/plan-table3-lm/plan.tsv") <(cut -f1,6 "$out/plan-again/plan.tsv") ||
     fail "table3-lm's fingerprints depend on the output directory"
+# two sweeps of one output directory (disjoint --only, one per core) planned at once: each
+# writes its own files, so OUT's plan and runs lists are whole, once each, and nothing of
+# theirs is left behind
+repro table2-mad --plan --out "$out/plan-twice" > "$out/plan-twice-1.log" 2>&1 & first=$!
+repro table2-mad --plan --out "$out/plan-twice" > "$out/plan-twice-2.log" 2>&1 || fail "the second of two plans at once"
+wait "$first" || fail "the first of two plans at once"
+cmp -s "$out/plan-table2-mad/plan.tsv" "$out/plan-twice/plan.tsv" ||
+    fail "two plans at once: plan.tsv has $(wc -l < "$out/plan-twice/plan.tsv") lines, one plan $(wc -l < "$out/plan-table2-mad/plan.tsv")"
+cmp -s <(cut -f1 "$out/plan-table2-mad/runs.tsv") <(cut -f1 "$out/plan-twice/runs.tsv") ||
+    fail "two plans at once: runs.tsv differs from one plan's"
+[ -z "$(find "$out/plan-twice" -maxdepth 1 -name '.sweep.*')" ] || fail "a plan left its own directory in OUT"
 
 # a group runs its experiments in turn, each in DIR/EXPERIMENT/SCALE, and adds up their plans;
 # a member that does not exist stops it before anything runs
