@@ -208,6 +208,7 @@ export -f run_fingerprint
 # runs.tsv and plan.tsv are replaced whole (a rename), never seen half written.
 own=$(mktemp -d "$OUT/.sweep.XXXXXX")
 trap 'rm -rf "$own"' EXIT
+trap 'exit 143' TERM INT # by way of the EXIT trap
 publish_file() { cp "$own/$1" "$own/$1.copy" && mv "$own/$1.copy" "$OUT/$1"; }
 runs_file="$own/runs.tsv"
 runs | while IFS=$'\t' read -r name command config sets; do
@@ -343,7 +344,7 @@ if [[ -s $runs_file ]]; then
     workers=$!
     trap 'kill -TERM -- -"$workers" 2>/dev/null; wait "$workers"; exit 143' TERM INT
     wait "$workers" || failed=1
-    trap - TERM INT
+    trap 'exit 143' TERM INT
 fi
 if [[ $STAGES == both ]]; then
     report

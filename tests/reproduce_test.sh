@@ -246,6 +246,8 @@ wait "$driver" 2>/dev/null
 for _ in $(seq 100); do pgrep -f "run.dir=$out/stop/" > /dev/null || break; sleep 0.2; done
 pgrep -f "run.dir=$out/stop/" > /dev/null && fail "runs went on after the sweep was stopped"
 [ -z "$(ls "$out"/stop/runs/*.done 2>/dev/null)" ] || fail "a run of the stopped sweep was marked finished"
+for _ in $(seq 50); do [ -z "$(find "$out/stop" -maxdepth 1 -name '.sweep.*')" ] && break; sleep 0.2; done
+[ -z "$(find "$out/stop" -maxdepth 1 -name '.sweep.*')" ] || fail "the stopped sweep left its own directory in OUT"
 pkill -TERM -f "run.dir=$out/stop/" 2>/dev/null || true
 
 [ $fails = 0 ] && echo "all reproduce.sh checks passed"
