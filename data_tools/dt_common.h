@@ -17,8 +17,8 @@ int dt_inspect_main(int argc, char **argv);
 int dt_train_tokenizer_main(int argc, char **argv);
 
 /* ---- the arguments of the commands that read documents ---- */
-/* INPUT... (every argument after "--" is one too), --text-field NAME, --skip-bad-lines and
- * --threads N. */
+/* INPUT... (every argument after "--" is one too), --text-field NAME, --skip-bad-lines,
+ * --skip-binary and --threads N. */
 typedef struct {
     char **inputs;
     int n_inputs;

@@ -26,7 +26,8 @@ static void usage(FILE *f) {
             "source; then the totals, the vocabulary usage, the document lengths and samples.\n"
             "PATH is a shard file, a directory (its *.h5 files, recursively: e.g. the --out\n"
             "directory of `rotor data tokenize`, with train/ and val/) or a glob ('dir/*.h5').\n"
-            "The exit status is 1 when any shard is invalid; every problem is printed.\n\n"
+            "The exit status is 1 when any shard is invalid (every problem is printed), or when a\n"
+            "PATH names no file (a glob matching none): then nothing is inspected.\n\n"
             "options:\n"
             "  --tokenizer MODEL    the SentencePiece model the shards were made with: their\n"
             "                       tokenizer_sha256 and vocab_size must match it; pieces of the\n"
@@ -88,6 +89,12 @@ static void names_add(Names *l, char *owned) {
     l->v[l->n++] = owned;
 }
 
+static void names_free(Names *l) {
+    for (int k = 0; k < l->n; k++) rt_free(l->v[k]);
+    rt_free(l->v);
+    *l = (Names){0};
+}
+
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -120,8 +127,9 @@ static void find_shards(const char *dir, Names *out, Names *unfinished) {
     closedir(d);
 }
 
-/* The shard files PATH stands for (see usage), sorted; 0 when there are none. */
-static int expand_path(const char *spec, Names *out, Names *unfinished) {
+/* The shard files PATH stands for (see usage), sorted: their number, or -1 when PATH names
+ * nothing (no such file, a glob matching none), with the reason in *why. */
+static int expand_path(const char *spec, Names *out, Names *unfinished, const char **why) {
     int before = out->n;
     struct stat sb;
     if (!stat(spec, &sb)) {
@@ -134,16 +142,21 @@ static int expand_path(const char *spec, Names *out, Names *unfinished) {
             names_add(out, copy); /* a file: opened as a shard whatever its name */
         }
     } else {
+        int stat_errno = errno;
         glob_t g;
-        if (glob(spec, 0, NULL, &g) == 0) {
-            for (size_t k = 0; k < g.gl_pathc; k++) {
-                if (!stat(g.gl_pathv[k], &sb) && S_ISDIR(sb.st_mode))
-                    find_shards(g.gl_pathv[k], out, unfinished);
-                else
-                    names_add(out, rt_strdup(g.gl_pathv[k]));
-            }
-            globfree(&g);
+        if (glob(spec, 0, NULL, &g)) {
+            *why = strpbrk(spec, "*?[")   ? "no file matches this glob"
+                   : stat_errno == ENOENT ? "no such file or directory"
+                                          : strerror(stat_errno);
+            return -1;
         }
+        for (size_t k = 0; k < g.gl_pathc; k++) {
+            if (!stat(g.gl_pathv[k], &sb) && S_ISDIR(sb.st_mode))
+                find_shards(g.gl_pathv[k], out, unfinished);
+            else
+                names_add(out, rt_strdup(g.gl_pathv[k]));
+        }
+        globfree(&g);
     }
     if (out->n > before) qsort(out->v + before, (size_t)(out->n - before), sizeof(char *), compare_names);
     return out->n - before;
@@ -270,10 +283,27 @@ int dt_inspect_main(int argc, char **argv) {
     if (a.tokenizer && !(tok = tok_load(a.tokenizer, err, sizeof err))) rt_die("%s", err);
 
     Names files = {0}, unfinished = {0};
-    for (int k = 0; k < a.n_paths; k++)
-        if (!expand_path(a.paths[k], &files, &unfinished))
+    int missing = 0; /* PATHs naming nothing: then nothing is inspected */
+    for (int k = 0; k < a.n_paths; k++) {
+        const char *why = NULL;
+        int n = expand_path(a.paths[k], &files, &unfinished, &why);
+        if (n < 0) {
+            problem("%s: %s", a.paths[k], why);
+            missing++;
+        } else if (!n) {
             problem("%s: no token shards (*.h5) found: give a shard file, a directory or a glob",
                     a.paths[k]);
+        }
+    }
+    if (missing) {
+        fprintf(stderr, "rotor: error: %d of %d PATH(s) name no file; nothing inspected\n", missing,
+                a.n_paths);
+        names_free(&files);
+        names_free(&unfinished);
+        rt_free(a.paths);
+        tok_free(tok);
+        return 1;
+    }
     for (int k = 0; k < unfinished.n; k++)
         rt_warn("%s: an unfinished shard (a write in progress or interrupted); ignored",
                 unfinished.v[k]);
@@ -380,18 +410,16 @@ int dt_inspect_main(int argc, char **argv) {
     rt_free(shards);
     rt_free(counts);
     rt_free(shard_counts);
-    for (int k = 0; k < files.n; k++) rt_free(files.v[k]);
-    for (int k = 0; k < unfinished.n; k++) rt_free(unfinished.v[k]);
-    rt_free(files.v);
-    rt_free(unfinished.v);
-    rt_free(a.paths);
-    tok_free(tok);
-    if (problems) {
+    if (!files.n && problems)
+        fprintf(stderr, "rotor: error: no shard file found in the PATH(s) given\n");
+    else if (problems)
         fprintf(stderr,
                 "rotor: error: %d of %d shard file(s) invalid, %d problem(s) in all; see "
                 "above\n",
                 files.n - n_valid, files.n, problems);
-        return 1;
-    }
-    return 0;
+    names_free(&files);
+    names_free(&unfinished);
+    rt_free(a.paths);
+    tok_free(tok);
+    return problems ? 1 : 0;
 }

@@ -12,10 +12,13 @@
  * below --val-fraction, a function of its content only (so the order of the inputs does not
  * matter, and exact duplicates share a split).
  *
- * Failure safety: shards are written as PATH.tmp and renamed when complete (shard.h). On
- * SIGINT / SIGTERM the loops stop at the next safe point, and on any fatal error an atexit
- * handler runs; both abort the open writers, which deletes their PATH.tmp. Closed shards
- * stay; the manifest is written (atomically) only after a complete run. */
+ * Failure safety: every input is checked to be readable text (dt_inputs_keep_text) before
+ * anything is written, and the output directory is only touched (created, old shards and
+ * manifest deleted) when the first shard is opened, so a refused input, or a bad line in the
+ * first block, leaves it as it was. Shards are written as PATH.tmp and renamed when complete
+ * (shard.h). On SIGINT / SIGTERM the loops stop at the next safe point, and on any fatal
+ * error an atexit handler runs; both abort the open writers, which deletes their PATH.tmp.
+ * Closed shards stay; the manifest is written (atomically) only after a complete run. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -52,7 +55,10 @@ static void usage(FILE *f) {
         "in sorted order):\n"
         "  *.jsonl, *.json, *.ndjson   one JSON object per line, the document in --text-field\n"
         "  ... .gz / .zst              the same (or text) compressed with gzip / zstd\n"
-        "  anything else               plain UTF-8 text, split by --text-docs\n\n"
+        "  anything else               plain UTF-8 text, split by --text-docs\n"
+        "An input is refused as not text when it holds a NUL byte, or when more than 8 bytes\n"
+        "and 0.1%% of its first MiB (after decompression) are not UTF-8; the message names the\n"
+        "byte offset and line. A text input's few invalid bytes are read as U+FFFD each.\n\n"
         "options:\n"
         "  --tokenizer MODEL     SentencePiece model file (required)\n"
         "  --out DIR             output directory (required; created if missing)\n"
@@ -61,8 +67,11 @@ static void usage(FILE *f) {
         "                          file       each file is one document\n"
         "                          paragraph  documents are separated by blank lines\n"
         "                          line       each line is one document\n"
-        "  --skip-bad-lines      skip (and count) JSONL lines that are not JSON objects\n"
-        "                        with a string --text-field, instead of stopping\n"
+        "  --skip-bad-lines      skip (and count) JSONL lines that are not UTF-8 JSON objects\n"
+        "                        with a string --text-field free of \\u0000, instead of stopping\n"
+        "  --skip-binary         skip inputs that are not text, with a warning naming each,\n"
+        "                        instead of stopping (an error still when none is left); a\n"
+        "                        NUL byte past the first MiB skips the rest of its input\n"
         "  --append-eos          end every document with EOS as well\n"
         "  --val-fraction F      fraction of documents for validation, in [0, 1] (default\n"
         "                        0.001); chosen by a hash of the document's text, so a\n"
@@ -74,8 +83,10 @@ static void usage(FILE *f) {
         "  --overwrite           delete the shards already in DIR/train and DIR/val first\n"
         "                        (without it, such shards are an error)\n"
         "  --help                show this help\n\n"
-        "Progress goes to stderr (one line rewritten in place on a terminal). On an error or\n"
-        "SIGINT/SIGTERM the unfinished shards are deleted; complete ones stay, and\n"
+        "Progress goes to stderr (one line rewritten in place on a terminal). Every input is\n"
+        "checked (readable, text) before anything is written, and DIR is only touched when\n"
+        "the first shard is written, so a refused input leaves DIR as it was. On a later error\n"
+        "or SIGINT/SIGTERM the unfinished shards are deleted; complete ones stay, and\n"
         "DIR/manifest.json is written only when the whole run succeeds.\n");
 }
 
@@ -94,6 +105,7 @@ static void parse_args(int argc, char **argv, Args *a) {
                                         "--text-field",
                                         "--text-docs",
                                         "--skip-bad-lines",
+                                        "--skip-binary",
                                         "--append-eos",
                                         "--val-fraction",
                                         "--split-seed",
@@ -161,6 +173,55 @@ static void abort_open_shards(void) {
         }
 }
 
+/* ---- the output directory ---- */
+
+static int is_shard_file(const char *name) {
+    size_t n = strlen(name);
+    return (n > 3 && !strcmp(name + n - 3, ".h5")) || (n > 7 && !strcmp(name + n - 7, ".h5.tmp"));
+}
+
+/* The shard files (*.h5, *.h5.tmp) already in dir (none when it does not exist yet): an
+ * error without overwrite; with it, deleted when unlink_them is set. Returns their number. */
+static int old_shards(const char *dir, int overwrite, int unlink_them) {
+    DIR *d = opendir(dir);
+    if (!d && errno == ENOENT) return 0;
+    if (!d) rt_die("cannot read the directory %s: %s", dir, strerror(errno));
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d))) {
+        if (!is_shard_file(e->d_name)) continue;
+        char *path = rt_sprintf("%s/%s", dir, e->d_name);
+        if (!overwrite) {
+            closedir(d);
+            rt_die("%s already holds shards (e.g. %s): pass --overwrite to replace them, or "
+                   "choose another --out",
+                   dir, path);
+        }
+        if (unlink_them && unlink(path)) rt_die("cannot delete %s: %s", path, strerror(errno));
+        rt_free(path);
+        found++;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Makes the output directory ready for the first shard: DIR/train and DIR/val created, the
+ * old shards deleted (--overwrite), the old manifest too. Done only then, so that a run that
+ * fails before (a bad line in the first block) leaves DIR as it was. */
+static void start_output(const Args *a) {
+    static int started;
+    if (started) return;
+    started = 1;
+    for (int k = 0; k < 2; k++) {
+        fs_mkdirs(splits[k].dir);
+        int deleted = old_shards(splits[k].dir, a->overwrite, 1);
+        if (deleted) fprintf(stderr, "tokenize: --overwrite: deleted %d shard file(s) in %s\n", deleted, splits[k].dir);
+    }
+    char *manifest = rt_sprintf("%s/manifest.json", a->out);
+    if (unlink(manifest) && errno != ENOENT) rt_die("cannot delete the old %s: %s", manifest, strerror(errno));
+    rt_free(manifest);
+}
+
 static char *shard_name(const Split *sp) {
     return rt_sprintf("%s/shard_%05zu.h5", sp->name, json_array_size(sp->shards));
 }
@@ -185,6 +246,7 @@ static void add_document(Split *sp, const Args *a, const ShardInfo *info, const 
                          size_t n) {
     char err[1024];
     if (!sp->writer) {
+        start_output(a);
         char *name = shard_name(sp);
         char *path = rt_sprintf("%s/%s", a->out, name);
         sp->writer = shard_writer_open(path, info, err, sizeof err);
@@ -201,39 +263,6 @@ static void add_document(Split *sp, const Args *a, const ShardInfo *info, const 
     sp->docs++;
     sp->tokens += (int64_t)n;
     if (shard_writer_tokens(sp->writer) >= a->shard_tokens) close_shard(sp);
-}
-
-/* ---- the output directory ---- */
-
-static int is_shard_file(const char *name) {
-    size_t n = strlen(name);
-    return (n > 3 && !strcmp(name + n - 3, ".h5")) || (n > 7 && !strcmp(name + n - 7, ".h5.tmp"));
-}
-
-/* Creates dir; shard files (*.h5, *.h5.tmp) already in it are an error, or deleted when
- * overwrite is set. */
-static void prepare_dir(const char *dir, int overwrite) {
-    fs_mkdirs(dir);
-    DIR *d = opendir(dir);
-    if (!d) rt_die("cannot read the directory %s: %s", dir, strerror(errno));
-    struct dirent *e;
-    int found = 0;
-    while ((e = readdir(d))) {
-        if (!is_shard_file(e->d_name)) continue;
-        char *path = rt_sprintf("%s/%s", dir, e->d_name);
-        if (!overwrite) {
-            closedir(d);
-            rt_die("%s already holds shards (e.g. %s): pass --overwrite to replace them, or "
-                   "choose another --out",
-                   dir, path);
-        }
-        if (unlink(path)) rt_die("cannot delete %s: %s", path, strerror(errno));
-        rt_free(path);
-        found++;
-    }
-    closedir(d);
-    if (found)
-        fprintf(stderr, "tokenize: --overwrite: deleted %d shard file(s) in %s\n", found, dir);
 }
 
 /* ShardInfo.source: "rotor data tokenize: " and the inputs as given, shortened with " ..."
@@ -297,8 +326,11 @@ static int read_block(Block *b, DtDocReader *r, int64_t *empty) {
     b->text_len = 0;
     const char *text;
     size_t len;
+    char err[1024];
     while (b->text_len < BLOCK_BYTES && b->n < BLOCK_DOCS && !dt_interrupted()) {
-        if (!dt_docs_next(r, &text, &len)) return b->n > 0;
+        int got = dt_docs_next(r, &text, &len, err, sizeof err);
+        if (got < 0) rt_die("%s", err);
+        if (!got) return b->n > 0;
         if (dt_is_blank(text, len)) {
             (*empty)++;
             continue;
@@ -391,21 +423,41 @@ static json_t *split_json(const Split *sp) {
                      (json_int_t)sp->tokens, "shards", sp->shards);
 }
 
-static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *in, int64_t empty,
-                           int64_t bad, int64_t bytes, int64_t text_bytes) {
-    json_t *inputs = json_array();
-    for (int k = 0; k < in->n; k++) json_array_append_new(inputs, json_string(in->paths[k]));
+/* What the run skipped: documents, lines, and the inputs that are not text. */
+typedef struct {
+    int64_t empty_documents, bad_lines;
+    const DtInputs *not_text;          /* found before reading */
+    const char *const *not_text_later; /* found while reading: a NUL byte past the first MiB */
+    int n_not_text_later;
+} Skipped;
+
+static json_t *paths_json(char *const *paths, int n) {
+    json_t *a = json_array();
+    for (int k = 0; k < n; k++) json_array_append_new(a, json_string(paths[k]));
+    return a;
+}
+
+static json_t *not_text_json(const Skipped *sk) {
+    json_t *a = paths_json(sk->not_text->paths, sk->not_text->n);
+    for (int k = 0; k < sk->n_not_text_later; k++) json_array_append_new(a, json_string(sk->not_text_later[k]));
+    return a;
+}
+
+static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *in, const Skipped *sk,
+                           int64_t bytes, int64_t text_bytes) {
+    json_t *inputs = paths_json(in->paths, in->n);
     json_t *m = json_pack(
         "{s:s, s:i, s:s, s:{s:s, s:s, s:i, s:i, s:i}, s:o, "
-        "s:{s:s, s:s, s:b, s:b, s:f, s:I, s:I}, s:{s:I, s:I}, s:I, s:I, s:{s:o, s:o}}",
+        "s:{s:s, s:s, s:b, s:b, s:b, s:f, s:I, s:I}, s:{s:I, s:I, s:o}, s:I, s:I, s:{s:o, s:o}}",
         "format", "rotor-tokens-manifest", "format_version", 1, "created_by",
         "rotor " ROTOR_VERSION " data tokenize", "tokenizer", "path", tok_path(tok), "sha256",
         tok_sha256(tok), "vocab_size", tok_vocab_size(tok), "bos_id", tok_bos_id(tok), "eos_id",
         tok_eos_id(tok), "inputs", inputs, "options", "text_field", a->read.docs.text_field, "text_docs",
         dt_text_docs_name(a->read.docs.text_docs), "append_eos", a->append_eos, "skip_bad_lines",
-        a->read.docs.skip_bad_lines, "val_fraction", a->val_fraction, "split_seed",
-        (json_int_t)a->split_seed, "shard_tokens", (json_int_t)a->shard_tokens, "skipped",
-        "empty_documents", (json_int_t)empty, "bad_lines", (json_int_t)bad, "input_bytes",
+        a->read.docs.skip_bad_lines, "skip_binary", a->read.docs.skip_binary, "val_fraction", a->val_fraction,
+        "split_seed", (json_int_t)a->split_seed, "shard_tokens", (json_int_t)a->shard_tokens, "skipped",
+        "empty_documents", (json_int_t)sk->empty_documents, "bad_lines", (json_int_t)sk->bad_lines,
+        "not_text_inputs", not_text_json(sk), "input_bytes",
         (json_int_t)bytes, "text_bytes", (json_int_t)text_bytes, "splits", "train",
         split_json(&splits[0]), "val", split_json(&splits[1]));
     if (!m) rt_die("cannot write %s/manifest.json: a path or option is not valid UTF-8", a->out);
@@ -436,8 +488,9 @@ int dt_tokenize_main(int argc, char **argv) {
     if (a.append_eos && tok_eos_id(tok) < 0)
         rt_die("%s: the tokenizer has no EOS token (needed by --append-eos)", a.tokenizer);
 
-    DtInputs in;
+    DtInputs in, not_text;
     dt_inputs_expand(&in, a.read.inputs, a.read.n_inputs);
+    dt_inputs_keep_text(&in, a.read.docs.skip_binary, &not_text);
 
     ShardInfo info;
     memset(&info, 0, sizeof info);
@@ -452,12 +505,8 @@ int dt_tokenize_main(int argc, char **argv) {
         splits[k].name = names[k];
         splits[k].dir = rt_sprintf("%s/%s", a.out, names[k]);
         splits[k].shards = json_array();
-        prepare_dir(splits[k].dir, a.overwrite);
+        old_shards(splits[k].dir, a.overwrite, 0); /* refused now, deleted by start_output */
     }
-    char *manifest = rt_sprintf("%s/manifest.json", a.out);
-    if (unlink(manifest) && errno != ENOENT)
-        rt_die("cannot delete the old %s: %s", manifest, strerror(errno));
-    rt_free(manifest);
     dt_catch_interrupts();
 
     DtDocReader *r = dt_docs_open(&in, &a.read.docs);
@@ -487,14 +536,17 @@ int dt_tokenize_main(int argc, char **argv) {
 
     int64_t bytes = dt_docs_bytes(r), bad = dt_docs_bad_lines(r);
     if (!splits[0].docs && !splits[1].docs) rt_warn("the inputs hold no documents");
-    write_manifest(&a, tok, &in, empty, bad, bytes, text_bytes);
+    start_output(&a); /* when no shard was written */
+    Skipped skipped = {empty, bad, &not_text, NULL, 0};
+    skipped.not_text_later = dt_docs_skipped(r, &skipped.n_not_text_later);
+    write_manifest(&a, tok, &in, &skipped, bytes, text_bytes);
     double secs = rt_now() - p.t0;
     if (p.tty) fprintf(stderr, "\r\033[K");
     char c1[32], c2[32], c3[32], c4[32];
     printf("tokenize: %d input file(s), %.1f MB in %.1f s (%.2f MB/s), %s empty documents "
-           "skipped, %s bad lines skipped\n",
+           "skipped, %s bad lines skipped, %d input(s) skipped as not text\n",
            in.n, (double)bytes / 1e6, secs, secs > 0 ? (double)bytes / 1e6 / secs : 0.0,
-           dt_commas(empty, c1), dt_commas(bad, c2));
+           dt_commas(empty, c1), dt_commas(bad, c2), not_text.n + skipped.n_not_text_later);
     for (int k = 0; k < 2; k++)
         printf("  %-5s %s documents, %s tokens, %zu shard(s) in %s\n", splits[k].name,
                dt_commas(splits[k].docs, c3), dt_commas(splits[k].tokens, c4),
@@ -508,6 +560,7 @@ int dt_tokenize_main(int argc, char **argv) {
         rt_free(splits[k].dir);
     }
     dt_inputs_free(&in);
+    dt_inputs_free(&not_text);
     tok_free(tok);
     dt_read_args_free(&a.read);
     return 0;

@@ -39,6 +39,8 @@ static void usage(FILE *f) {
             "                        2000000; SentencePiece samples at most 2000000 of them)\n"
             "  --text-field NAME     JSONL field holding the text (default: text)\n"
             "  --skip-bad-lines      skip (and count) JSONL lines without a usable text field\n"
+            "  --skip-binary         skip inputs that are not text (as `rotor data tokenize`\n"
+            "                        judges them), with a warning naming each\n"
             "  --threads N           training threads (default: OMP_NUM_THREADS, else all cores)\n"
             "  --help                show this help\n");
 }
@@ -52,7 +54,8 @@ typedef struct {
 static void parse_args(int argc, char **argv, Args *a) {
     static const char *const known[] = {"--out",           "--vocab-size", "--model-type",
                                         "--max-sentences", "--text-field", "--skip-bad-lines",
-                                        "--threads",       "--help",       NULL};
+                                        "--skip-binary",   "--threads",    "--help",
+                                        NULL};
     memset(a, 0, sizeof *a);
     a->model_type = "bpe";
     a->max_sentences = 2000000;
@@ -124,8 +127,9 @@ int dt_train_tokenizer_main(int argc, char **argv) {
     Args a;
     parse_args(argc, argv, &a);
     int threads = a.read.threads ? a.read.threads : omp_get_max_threads();
-    DtInputs in;
+    DtInputs in, not_text;
     dt_inputs_expand(&in, a.read.inputs, a.read.n_inputs);
+    dt_inputs_keep_text(&in, a.read.docs.skip_binary, &not_text);
 
     /* The sentences: every non-blank line of every document, "\r" line ends dropped. */
     double t0 = rt_now();
@@ -136,7 +140,10 @@ int dt_train_tokenizer_main(int argc, char **argv) {
     int64_t lines = 0, bytes = 0;
     const char *text;
     size_t len;
-    while (lines < a.max_sentences && dt_docs_next(r, &text, &len)) {
+    char err[2048];
+    int got;
+    while (lines < a.max_sentences && (got = dt_docs_next(r, &text, &len, err, sizeof err))) {
+        if (got < 0) rt_die("%s", err);
         const char *p = text, *end = text + len;
         while (p < end && lines < a.max_sentences) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -172,7 +179,6 @@ int dt_train_tokenizer_main(int argc, char **argv) {
             "with %d thread(s)...\n",
             a.model_type, dt_commas(a.vocab_size, c1), dt_commas(lines, c2), (double)bytes / 1e6,
             threads);
-    char err[2048];
     const char *tmp = tmp_path;
     if (tok_train(&tmp, 1, a.out, (int)a.vocab_size, a.model_type, threads, err, sizeof err)) {
         /* The message names the temporary file: name the inputs instead. */
@@ -204,6 +210,7 @@ int dt_train_tokenizer_main(int argc, char **argv) {
     rt_free(model);
     rt_free(sample);
     dt_inputs_free(&in);
+    dt_inputs_free(&not_text);
     dt_read_args_free(&a.read);
     return 0;
 }

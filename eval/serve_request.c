@@ -5,7 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 #define MAX_STOP 16
+
+/* Replaces every byte of s that starts no valid UTF-8 character by '?': a message may quote a
+ * client's bytes (jansson's parse errors do) or be cut inside a character, and JSON strings
+ * must be UTF-8. */
+static void make_utf8(char *s) {
+    for (size_t n = strlen(s), i = 0; i < n;) {
+        size_t k = utf8_char_len(s + i, n - i);
+        if (!k) s[i] = '?';
+        i += k ? k : 1;
+    }
+}
 
 int serve_fail(ServeError *e, int status, const char *param, const char *fmt, ...) {
     e->status = status;
@@ -14,6 +27,8 @@ int serve_fail(ServeError *e, int status, const char *param, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    make_utf8(e->param);
+    make_utf8(e->msg);
     return -1;
 }
 

@@ -5,7 +5,7 @@
 # every document; the Python below rebuilds the documents expected from the inputs and
 # compares. What decoding cannot give back exactly, by SentencePiece's design:
 #   - U+2581 "▁" (its whitespace marker) decodes as a space;
-#   - an invalid UTF-8 byte (plain text inputs) is encoded as U+FFFD;
+#   - an invalid UTF-8 byte (a few are allowed in plain text inputs) is read as U+FFFD;
 #   - NUL characters are stored (as the byte piece <0x00>) but tok_decode's C string ends
 #     there, so no test document holds one.
 # Tests that need the Mistral tokenizer and texts of ../shared/data skip without them.
@@ -52,6 +52,14 @@ expect_error "--text-docs: 'page' is not one of file, paragraph, line" data toke
 echo "not a model" >notmodel.model
 echo "some text" >t.txt
 expect_error "notmodel.model: not a valid SentencePiece model" data tokenize --tokenizer notmodel.model --out o t.txt
+# inspect: a PATH naming nothing is an error naming it, and nothing else is inspected
+expect_error "^rotor: error: nosuch.h5: no such file or directory" data inspect nosuch.h5
+expect_error "nodir/\*.h5: no file matches this glob" data inspect 'nodir/*.h5'
+msg=$("$rotor" data inspect nosuch.h5 2>&1)
+grep -q "0 of 0" <<<"$msg" && fail "inspect nosuch.h5 still reports '0 of 0': $msg" || ok "inspect nosuch.h5: no shard count reported"
+# train-tokenizer reads its inputs as tokenize does: an executable is not text
+expect_error "^rotor: error: /bin/ls: not text: a NUL byte at byte [0-9]+ \(line 1\) \(--skip-binary skips" \
+  data train-tokenizer --out tt/x --vocab-size 300 /bin/ls
 
 if [ ! -f "$data/tokenizer/mistral-7b-v0.1.model" ] || [ ! -d "$data/text" ]; then
   echo "skipped: ../shared/data not found (tokenisation round trips, inspect, train-tokenizer)"
@@ -258,7 +266,7 @@ else
 fi
 head -c 20000 corpus.jsonl.gz >cut.jsonl.gz
 expect_error "cut.jsonl.gz: gzip error: unexpected end of file" data tokenize --tokenizer "$model" --out cg cut.jsonl.gz
-[ -z "$(find cg -name '*.h5*')" ] && ok "a failed run leaves no shard files" || fail "failed run left $(find cg -name '*.h5*')"
+[ -z "$(find cg -name '*.h5*' 2>/dev/null)" ] && ok "a failed run leaves no shard files" || fail "failed run left $(find cg -name '*.h5*')"
 
 # ---- plain text in the three --text-docs modes; CRLF, blank lines, invalid UTF-8 ----
 printf 'first para\r\nstill first\r\n \r\n\r\nsecond \xe2\x96\x81 para\n\t\n\xff byte\nno newline at end' >odd.txt
@@ -336,7 +344,7 @@ else fail "--overwrite"; fi
 # ---- bad input ----
 printf '{"text": "fine"}\n\n{"text": "also fine"}\n{"text": oops}\n{"text": "after"}\n' >bad.jsonl
 expect_error "bad.jsonl:4: invalid JSON: .*skip-bad-lines" data tokenize --tokenizer "$model" --out b bad.jsonl
-[ -z "$(find b -name '*.h5*')" ] && ok "no shard files after the error" || fail "error left $(find b -name '*.h5*')"
+[ -z "$(find b -name '*.h5*' 2>/dev/null)" ] && ok "no shard files after the error" || fail "error left $(find b -name '*.h5*')"
 if "$rotor" data tokenize --tokenizer "$model" --out b --skip-bad-lines --val-fraction 0 bad.jsonl >/dev/null 2>b.err &&
    grep -q "bad.jsonl:4: invalid JSON" b.err &&
    /usr/bin/python3 -c 'import json,sys; m=json.load(open("b/manifest.json")); assert m["skipped"]["bad_lines"] == 1 and m["splits"]["train"]["documents"] == 3'; then
@@ -352,6 +360,61 @@ expect_error "input missing.jsonl: No such file or directory" data tokenize --to
 touch x.parquet
 expect_error "x.parquet: Parquet is not read directly: convert it to JSONL" data tokenize --tokenizer "$model" --out n x.parquet
 
+# ---- inputs that are not text (dt_input.h): refused before anything is written (as are bad
+# lines of the first block: the output directory is touched when the first shard is written) ----
+expect_error "^rotor: error: /bin/ls: not text: a NUL byte at byte [0-9]+ \(line 1\) \(--skip-binary skips such inputs\)" \
+  data tokenize --tokenizer "$model" --out bin /bin/ls
+[ ! -e bin ] && ok "a refused input: the output directory is not even created" || fail "refused /bin/ls left $(find bin)"
+printf 'first line\nsecond\0line\nthird\n' >mid_nul.txt                 # the NUL is byte 17, on line 2
+expect_error "mid_nul.txt: not text: a NUL byte at byte 17 \(line 2\)" data tokenize --tokenizer "$model" --out bin mid_nul.txt
+printf '\xff\xfeh\0i\0' >utf16.txt
+expect_error "utf16.txt: not text: a NUL byte at byte 3 .*UTF-16 byte order mark" data tokenize --tokenizer "$model" --out bin utf16.txt
+for i in $(seq 30); do printf 'caf\xe9 cr\xe8me br\xfbl\xe9e\n'; done >latin1.txt # 120 invalid bytes in 540
+expect_error "latin1.txt: not UTF-8 text: 120 of its 540 bytes start no valid UTF-8 character \(at most 8 may\), the first at byte 3 \(line 1\): 0xe9 0x20" \
+  data tokenize --tokenizer "$model" --out bin latin1.txt
+gzip -c /bin/ls >ls.jsonl.gz
+expect_error "ls.jsonl.gz: not text: a NUL byte at byte [0-9]+ of the decompressed data" data tokenize --tokenizer "$model" --out bin ls.jsonl.gz
+printf '{"text": "fine"}\n{"text": "caf\xe9"}\n' >bad_utf8.jsonl
+expect_error "bad_utf8.jsonl:2: not UTF-8: column 14 starts no valid UTF-8 character \(0xe9 0x22 0x7d\)" \
+  data tokenize --tokenizer "$model" --out bin bad_utf8.jsonl
+printf '{"text": "a\\u0000b"}\n' >nul_field.jsonl
+expect_error "nul_field.jsonl:1: field 'text' holds a NUL character \(\\\\u0000\) at byte 1 of its text" \
+  data tokenize --tokenizer "$model" --out bin nul_field.jsonl
+# a complete earlier run in the directory survives a refused run, even with --overwrite
+if tok --out keep --val-fraction 0 t.txt && cp keep/manifest.json keep.manifest &&
+   ! "$rotor" data tokenize --tokenizer "$model" --out keep --overwrite t.txt /bin/ls >/dev/null 2>&1 &&
+   cmp -s keep/manifest.json keep.manifest && [ "$(ls keep/train)" = shard_00000.h5 ]; then
+  ok "a refused run leaves the output directory as it was (shards, manifest)"
+else fail "a refused run changed the output directory: $(ls -R keep)"; fi
+# --skip-binary: each skipped input named in a warning, the good ones tokenized, listed in the manifest
+if "$rotor" data tokenize --tokenizer "$model" --out sb --skip-binary --val-fraction 0 t.txt /bin/ls mid_nul.txt \
+     latin1.txt >/dev/null 2>sb.err &&
+   [ "$(grep -c 'rotor: warning: .*not \(UTF-8 \)\?text: .*; input skipped$' sb.err)" = 3 ] &&
+   grep -q "^rotor: warning: /bin/ls: not text" sb.err && grep -q "^rotor: warning: mid_nul.txt: not text" sb.err &&
+   grep -q "^rotor: warning: latin1.txt: not UTF-8 text" sb.err &&
+   /usr/bin/python3 -c 'import json; m=json.load(open("sb/manifest.json")); assert m["inputs"] == ["t.txt"], m["inputs"]
+assert m["skipped"]["not_text_inputs"] == ["/bin/ls", "mid_nul.txt", "latin1.txt"], m["skipped"]
+assert m["splits"]["train"]["documents"] == 1 and m["options"]["skip_binary"]'; then
+  ok "--skip-binary skips and names the inputs that are not text"
+else fail "--skip-binary: $(cat sb.err)"; fi
+expect_error "no input left: the 2 input\(s\) are not text and were skipped \(--skip-binary\)" \
+  data tokenize --tokenizer "$model" --out bin --skip-binary /bin/ls latin1.txt
+[ ! -e bin ] && ok "refused runs wrote nothing" || fail "refused runs left $(find bin)"
+# A NUL past the first MiB is found while reading, here with the first block of 262144
+# documents already in the open shard: the run fails, and leaves no partial shard.
+/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(b"w\n" * 600000 + b"\0tail\n")' >late_nul.txt
+expect_error "late_nul.txt: not text: a NUL byte at byte 1200000 \(line 600001\)" \
+  data tokenize --tokenizer "$model" --out late --text-docs line late_nul.txt
+[ -z "$(find late -name '*.h5*')" ] && [ ! -e late/manifest.json ] && ok "a failure mid-shard leaves no shard file" ||
+  fail "a failure mid-shard left $(find late -type f)"
+if "$rotor" data tokenize --tokenizer "$model" --out late --skip-binary --val-fraction 0 --text-docs line late_nul.txt \
+     >/dev/null 2>late.err &&
+   grep -q "late_nul.txt: not text: a NUL byte at byte 1200000 (line 600001); the rest of the input skipped (its first 600000 documents were read)" late.err &&
+   /usr/bin/python3 -c 'import json; m=json.load(open("late/manifest.json")); assert m["splits"]["train"]["documents"] == 600000
+assert m["skipped"]["not_text_inputs"] == ["late_nul.txt"]'; then
+  ok "--skip-binary: a NUL past the first MiB skips the rest of the input, the documents before it kept"
+else fail "--skip-binary, late NUL: $(cat late.err)"; fi
+
 # ---- inspect ----
 if out=$("$rotor" data inspect j --tokenizer "$model" --sample 2 2>&1); then
   docs=$(/usr/bin/python3 -c 'import json; m=json.load(open("j/manifest.json")); print(sum(s["documents"] for s in m["splits"].values()))')
@@ -365,6 +428,7 @@ cp j/train/shard_00000.h5 trunc.h5
 truncate -s $(($(stat -c %s trunc.h5) / 2)) trunc.h5
 expect_error "trunc.h5: .*(truncated|eof)" data inspect trunc.h5
 expect_error "1 of 3 shard file\(s\) invalid" data inspect j trunc.h5
+expect_error "nosuch.h5: no such file or directory" data inspect j nosuch.h5
 
 # ---- train-tokenizer, and a tokenizer mismatch ----
 if "$rotor" data train-tokenizer --out st/small --vocab-size 500 "$data/text/tinyshakespeare.txt" >tt.out 2>&1 &&

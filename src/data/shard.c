@@ -479,8 +479,9 @@ static int read_offsets(hid_t file, Shard *s, char *err, size_t errlen) {
     hid_t ds = open_dataset(file, p, "doc_offsets", H5T_STD_U64LE, "uint64 (little-endian)", n_docs + 1, what,
                             err, errlen);
     if (ds < 0) return -1;
-    /* The size comes from the file: allocate without dying on absurd values. */
-    s->offsets = (uint64_t)n_docs < SIZE_MAX / sizeof(uint64_t) ? malloc(((size_t)n_docs + 1) * sizeof(uint64_t))
+    /* The size comes from the file: allocate without dying on absurd values. Zeroed, as HDF5
+     * leaves the entries without storage in the file (never written, fill time never) as they are. */
+    s->offsets = (uint64_t)n_docs < SIZE_MAX / sizeof(uint64_t) ? calloc((size_t)n_docs + 1, sizeof(uint64_t))
                                                                 : NULL;
     int rc = 0;
     if (!s->offsets)
@@ -502,8 +503,8 @@ static int read_offsets(hid_t file, Shard *s, char *err, size_t errlen) {
     return 0;
 }
 
-/* Checks /tokens (type, length, contiguous and uncompressed, in this file) and returns
- * its byte address in *addr (HADDR_UNDEF when it has no storage, allowed if empty). */
+/* Checks /tokens (type, length, contiguous and uncompressed, stored in this file) and returns
+ * its byte address in *addr (meaningless when it has no storage, allowed if empty). */
 static int locate_tokens(hid_t file, Shard *s, haddr_t *addr, char *err, size_t errlen) {
     const char *p = s->path;
     char what[64], want[64];
@@ -526,8 +527,10 @@ static int locate_tokens(hid_t file, Shard *s, haddr_t *addr, char *err, size_t 
                       layout < H5D_NLAYOUTS ? layouts[layout] : "in an unknown layout", nfilters);
     else if (nexternal)
         rc = rt_error(err, errlen, p, "/tokens is stored in external file(s); shards need it in the shard");
+    /* Without storage H5Dget_offset answers HADDR_UNDEF plus the user block's size, which wraps
+     * around to a plausible address when the file has one: ask for the bytes allocated instead. */
     *addr = H5Dget_offset(ds);
-    if (rc == 0 && *addr == HADDR_UNDEF && s->info.n_tokens)
+    if (rc == 0 && s->info.n_tokens && H5Dget_storage_size(ds) / s->width < (hsize_t)s->info.n_tokens)
         rc = rt_error(err, errlen, p, "/tokens has no storage in the file (never written)");
     if (dcpl >= 0) H5Pclose(dcpl);
     H5Dclose(ds);
