@@ -6,11 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config/run_config.h"
 #include "device/device.h"
 #include "train/checkpoint.h"
 
-Model *cmd_load_model(const char *ckpt, const char *device) {
+Model *cmd_load_model(const char *ckpt, const char *device, int verify) {
     struct stat sb;
     if (stat(ckpt, &sb)) rt_die("--ckpt %s: %s", ckpt, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) rt_die("--ckpt %s: not a directory", ckpt);
@@ -21,16 +20,15 @@ Model *cmd_load_model(const char *ckpt, const char *device) {
                ckpt);
     rt_free(cfg);
     char err[2048];
-    Model *m = checkpoint_load_model(ckpt, backend_select(device, "--device"), err, sizeof err);
-    if (!m) rt_die("%s", err);
+    Model *m = checkpoint_load_model(ckpt, backend_select(device, "--device"), verify, err, sizeof err);
+    if (!m) rt_die("%s%s", err, verify ? " (--no-verify loads the checkpoint without checking its files)" : "");
     return m;
 }
 
 Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelConfig *mc, int add_bos) {
-    char err[2048];
-    RunConfig rc;
-    if (!path && !checkpoint_read_config(ckpt, &rc, err, sizeof err) && rc.data.tokenizer[0]) path = rc.data.tokenizer;
-    if (!path) rt_die("%s names no tokenizer (its rotor.ini has no data.tokenizer): give --tokenizer MODEL", ckpt);
+    char err[2048], *found = NULL;
+    if (!path && checkpoint_find_tokenizer(ckpt, &found, err, sizeof err)) rt_die("%s: give --tokenizer MODEL", err);
+    if (!path) path = found;
     Tokenizer *tok = tok_load(path, err, sizeof err);
     if (!tok) rt_die("%s", err);
     if (tok_vocab_size(tok) > mc->vocab_size)
@@ -38,6 +36,7 @@ Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelCon
                mc->vocab_size);
     if (add_bos && tok_bos_id(tok) != mc->bos_id)
         rt_die("tokenizer %s has BOS id %d, the model was trained with %d", path, tok_bos_id(tok), mc->bos_id);
+    rt_free(found);
     return tok;
 }
 

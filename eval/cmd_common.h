@@ -1,4 +1,4 @@
-/* What the commands over a checkpoint (`rotor eval`, `rotor generate`) share: loading a
+/* What the commands over a checkpoint (`rotor eval`, `rotor generate`, `rotor serve`) share: loading a
  * checkpoint's model and tokenizer with the checks that they fit each other. Every failure
  * dies with a message naming the option, file or value at fault. */
 #ifndef ROTOR_CMD_COMMON_H
@@ -11,11 +11,13 @@
 
 /* The model of checkpoint directory ckpt (config.json, model.safetensors) on the backend
  * `device` (cpu, cuda or auto; errors name --device). Dies when ckpt is not a directory or
- * not a checkpoint. */
-Model *cmd_load_model(const char *ckpt, const char *device);
+ * not a checkpoint, or, with verify, when a file of it differs from the checksum recorded
+ * when it was written (the message names the file and --no-verify). */
+Model *cmd_load_model(const char *ckpt, const char *device, int verify);
 /* The tokenizer at `path`, or, when path is NULL, the one the checkpoint's run trained with
- * (data.tokenizer of its rotor.ini). Dies when there is none, when it has more pieces than
- * the model's vocabulary or, with add_bos, when its BOS id is not the model's. */
+ * (checkpoint_find_tokenizer: its copy in the checkpoint, or the file it records). Dies when
+ * there is none (naming --tokenizer), when it has more pieces than the model's vocabulary or,
+ * with add_bos, when its BOS id is not the model's. */
 Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelConfig *mc, int add_bos);
 
 /* ids decoded to text (malloc'd); dies on an id the tokenizer does not have. */

@@ -19,10 +19,11 @@ static void usage(FILE *f) {
             "  --ckpt DIR          checkpoint directory (config.json, model.safetensors)\n"
             "  --tasks LIST        comma-separated, from: %s (or 'all')\n"
             "  --data-dir DIR      folder of the task files TASK.jsonl\n"
-            "  --tokenizer MODEL   SentencePiece model (default: data.tokenizer of the checkpoint's rotor.ini)\n"
+            "  --tokenizer MODEL   SentencePiece model (default: the one its run trained with)\n"
             "  --limit N           first N documents of each task (default: all)\n"
             "  --batch N           requests per forward pass (default 8)\n"
             "  --no-bos            do not prepend BOS to the requests (default: prepend)\n"
+            "  --no-verify         load the checkpoint without checking its files' recorded sha256s\n"
             "  --out FILE          results JSON, shaped like lm-evaluation-harness's (default results.json)\n"
             "  --log-samples FILE  one JSON line per request: task, doc, choice, context, continuation,\n"
             "                      tokens, ll, is_greedy\n"
@@ -35,9 +36,9 @@ int eval_main(int argc, char **argv) {
     const char *ckpt = NULL, *tasks_arg = NULL, *data_dir = NULL, *tok_path = NULL, *out = "results.json",
                *samples = NULL, *device = "auto", *v;
     int64_t limit = 0, batch = 8, threads = 0;
-    int add_bos = 1;
+    int add_bos = 1, verify = 1;
     static const char *const opts[] = {"--ckpt", "--tasks", "--data-dir", "--tokenizer", "--limit", "--batch",
-                                       "--no-bos", "--out", "--log-samples", "--device", "--threads", "--help", NULL};
+                                       "--no-bos", "--no-verify", "--out", "--log-samples", "--device", "--threads", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         if (opt_is_help(argv[i])) {
             usage(stdout);
@@ -53,6 +54,7 @@ int eval_main(int argc, char **argv) {
         else if ((v = opt_value("eval", argc, argv, &i, "--device"))) device = v;
         else if ((v = opt_value("eval", argc, argv, &i, "--threads"))) threads = opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) add_bos = 0;
+        else if (!strcmp(argv[i], "--no-verify")) verify = 0;
         else opt_die_unknown("eval", argv[i], opts);
     }
     if (!ckpt || !tasks_arg || !data_dir) {
@@ -62,7 +64,7 @@ int eval_main(int argc, char **argv) {
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads((int)threads);
 #endif
-    Model *m = cmd_load_model(ckpt, device);
+    Model *m = cmd_load_model(ckpt, device, verify);
     const ModelConfig *mc = model_config(m);
     if (mc->head != HEAD_LM)
         rt_die("%s has the auto-encoder head (config.json rotor_head): zero-shot scoring needs a "

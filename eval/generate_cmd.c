@@ -35,8 +35,9 @@ static void usage(FILE *f) {
             "                          in (0, 1]; 1: all (default 1). Applied after --top-k\n"
             "  --seed S                random seed (default 0); prompt i of a batch draws from its own\n"
             "                          stream (S, i), so its completion does not depend on the others\n"
-            "  --tokenizer MODEL       SentencePiece model (default: data.tokenizer of the checkpoint's rotor.ini)\n"
+            "  --tokenizer MODEL       SentencePiece model (default: the one its run trained with)\n"
             "  --no-bos                do not prepend BOS to the prompts (default: prepend)\n"
+            "  --no-verify             load the checkpoint without checking its files' recorded sha256s\n"
             "  --out FILE.jsonl        the JSON lines go to FILE instead of stdout; with --prompt, its\n"
             "                          line is written there too (the text still streams to stdout)\n"
             "  --device D              cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
@@ -135,15 +136,15 @@ static json_t *row_json(int index, const char *prompt, const char *completion, c
 
 typedef struct {
     const char *ckpt, *prompt, *prompts, *tokenizer, *out, *device;
-    int max_new, threads, add_bos;
+    int max_new, threads, add_bos, verify;
     SamplingArgs sampling;
 } Options;
 
 /* Reads and checks the options; --help prints the usage and exits. */
 static void parse_options(int argc, char **argv, Options *o) {
-    *o = (Options){.device = "auto", .max_new = 128, .add_bos = 1, .sampling = {1.0, 0, 1.0, 0}};
+    *o = (Options){.device = "auto", .max_new = 128, .add_bos = 1, .verify = 1, .sampling = {1.0, 0, 1.0, 0}};
     static const char *const known[] = {"--ckpt",   "--prompt", "--prompts", "--max-new-tokens", "--temperature",
-                                        "--top-k",  "--top-p",  "--seed",    "--tokenizer",      "--no-bos",
+                                        "--top-k",  "--top-p",  "--seed",    "--tokenizer",      "--no-bos", "--no-verify",
                                         "--out",    "--device", "--threads", "--help",           NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
@@ -171,6 +172,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if ((v = opt_value("generate", argc, argv, &i, "--threads")))
             o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
+        else if (!strcmp(argv[i], "--no-verify")) o->verify = 0;
         else opt_die_unknown("generate", argv[i], known);
     }
     if (!o->ckpt) {
@@ -237,7 +239,7 @@ int generate_main(int argc, char **argv) {
 #ifdef _OPENMP
     if (o.threads > 0) omp_set_num_threads(o.threads);
 #endif
-    Model *m = cmd_load_model(o.ckpt, o.device);
+    Model *m = cmd_load_model(o.ckpt, o.device, o.verify);
     const ModelConfig *mc = model_config(m);
     Tokenizer *tok = cmd_load_tokenizer(o.ckpt, o.tokenizer, mc, o.add_bos);
     char *context_key;

@@ -36,8 +36,9 @@ static void usage(FILE *f) {
             "  --port N             port (default 8000; 0: any free port, printed at start)\n"
             "  --api-key KEY        require the header 'Authorization: Bearer KEY' (GET /health excepted)\n"
             "  --name NAME          the model's name in responses (default: the checkpoint directory's)\n"
-            "  --tokenizer MODEL    SentencePiece model (default: data.tokenizer of the checkpoint's rotor.ini)\n"
+            "  --tokenizer MODEL    SentencePiece model (default: the one its run trained with)\n"
             "  --no-bos             do not prepend BOS to the prompts (default: prepend, as rotor eval does)\n"
+            "  --no-verify          load the checkpoint without checking its files' recorded sha256s\n"
             "  --max-body BYTES     request bodies at most (default 16777216); larger ones get 413\n"
             "  --max-prompts N      completions per request at most, prompts x n (default 64)\n"
             "  --max-tokens N       max_tokens at most (default: the checkpoint's context)\n"
@@ -51,15 +52,15 @@ static void usage(FILE *f) {
 
 typedef struct {
     const char *ckpt, *host, *api_key, *name, *tokenizer, *device;
-    int port, threads, add_bos, max_prompts, max_tokens, max_logprobs, pass_tokens;
+    int port, threads, add_bos, verify, max_prompts, max_tokens, max_logprobs, pass_tokens;
     int64_t max_body;
 } Options;
 
 static void parse_options(int argc, char **argv, Options *o) {
-    *o = (Options){.host = "127.0.0.1", .device = "auto", .port = 8000, .add_bos = 1, .max_prompts = 64,
+    *o = (Options){.host = "127.0.0.1", .device = "auto", .port = 8000, .add_bos = 1, .verify = 1, .max_prompts = 64,
                    .max_logprobs = 20, .max_body = 16 << 20};
     static const char *const known[] = {"--ckpt",      "--host",       "--port",       "--api-key",   "--name",
-                                        "--tokenizer", "--no-bos",     "--max-body",   "--max-prompts",
+                                        "--tokenizer", "--no-bos", "--no-verify",     "--max-body",   "--max-prompts",
                                         "--max-tokens", "--max-logprobs", "--pass-tokens", "--device",  "--threads",   "--help",
                                         NULL};
     const char *v;
@@ -87,6 +88,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if ((v = opt_value("serve", argc, argv, &i, "--threads")))
             o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
         else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
+        else if (!strcmp(argv[i], "--no-verify")) o->verify = 0;
         else opt_die_unknown("serve", argv[i], known);
     }
     if (!o->ckpt) {
@@ -325,7 +327,7 @@ int serve_main(int argc, char **argv) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
 #endif
     Server s = {.o = &o};
-    Model *m = cmd_load_model(o.ckpt, o.device);
+    Model *m = cmd_load_model(o.ckpt, o.device, o.verify);
     const ModelConfig *mc = model_config(m);
     if (mc->head != HEAD_LM)
         rt_die("%s has the auto-encoder head (config.json rotor_head): serving needs a language model's "

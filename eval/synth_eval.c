@@ -48,7 +48,7 @@ json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *
     TrainerState st;
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) rt_die("%s", err);
     json_decref(st.data_state);
-    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
+    Model *m = checkpoint_load_model(ckpt, be, 1, err, sizeof err);
     if (!m) rt_die("%s", err);
     if (st.best.metric != KEEP_BEST_NONE && st.best.step == st.step)
         snprintf(which, sizeof which, "%s checkpoint (step %lld, %s %.4f)", what, (long long)st.step,
@@ -70,7 +70,7 @@ json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *
 /* The metrics of a synthetic task's test stream for the checkpoint ckpt. */
 json_t *synth_eval_task(const RunConfig *rc, const Backend *be, const char *ckpt) {
     char err[2048];
-    Model *m = checkpoint_load_model(ckpt, be, err, sizeof err);
+    Model *m = checkpoint_load_model(ckpt, be, 1, err, sizeof err);
     if (!m) rt_die("%s", err);
     const TaskImpl *task = task_of(&rc->task);
     RT_ASSERT(task);
@@ -88,7 +88,7 @@ json_t *synth_eval_best(const RunConfig *rc, const Backend *be) {
     json_t *best = NULL;
     if (rc->train.keep_best != KEEP_BEST_NONE && fs_exists(dir)) {
         TrainerState st;
-        if (checkpoint_verify(dir, err, sizeof err) || checkpoint_read_state(dir, &st, err, sizeof err)) rt_die("%s", err);
+        if (checkpoint_verify(dir, 1, err, sizeof err) || checkpoint_read_state(dir, &st, err, sizeof err)) rt_die("%s", err);
         json_decref(st.data_state);
         printf("best checkpoint (step %lld, %s %.4f):\n", (long long)st.step, run_config_keep_best_name(st.best.metric),
                st.best.value);

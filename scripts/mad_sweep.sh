@@ -67,6 +67,8 @@ for config in $configs; do
                             continue
                         fi
                         echo "== $dir"
+                        # a run stopped before it finished starts again: its directory is the sweep's own
+                        if [[ -d $dir ]]; then echo "   (stopped before it finished: started again)"; rm -rf "$dir"; fi
                         mkdir -p "$(dirname "$dir")"
                         # shellcheck disable=SC2086 # rotor may be a command line, pe_args several options
                         $rotor synth "$config" $pe_args --set "train.lr=$lr" --set "train.weight_decay=$wd" \

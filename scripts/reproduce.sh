@@ -317,6 +317,8 @@ run_one() {
     done
     mkdir -p "$(dirname "$dir")"
     echo "== $name"
+    # a run that was stopped before it finished starts again: its directory is the sweep's own
+    if [[ -d $dir ]]; then echo "   (stopped before it finished: started again)"; rm -rf "$dir"; fi
     local started=$SECONDS
     # shellcheck disable=SC2086 # LAUNCH is a command line
     if $LAUNCH "$ROTOR" "$command" "$ROOT/$config" "${args[@]}" --set "run.dir=$dir" > "$dir.log" 2>&1 &&

@@ -59,6 +59,8 @@ for config in "${configs[@]}"; do
                     continue
                 fi
                 echo "== $dir"
+                # a run stopped before it finished starts again: its directory is the sweep's own
+                if [[ -d $dir ]]; then echo "   (stopped before it finished: started again)"; rm -rf "$dir"; fi
                 # shellcheck disable=SC2086 # rotor may be a command line, pe_args several options
                 $rotor synth "$config" $pe_args --set "train.lr=$lr" --set "train.seed=$seed" \
                     --set "run.dir=$dir" "${sets[@]}" > "$dir.log" 2>&1 ||

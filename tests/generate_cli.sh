@@ -94,8 +94,12 @@ cfg["eos_token_id"] = eos
 json.dump(cfg, open(sys.argv[2], "w"), indent=2)
 print(json.dumps(row["tokens"][:row["tokens"].index(eos)]))
 PY
-"$rotor" generate --ckpt "$out/eos_ckpt" --prompt "$p1" "${greedy[@]}" --out "$out/eos.jsonl" >/dev/null 2>"$out/eos.err" \
-  || fail "generate with EOS: $(cat "$out/eos.err")"
+# the edited config.json no longer matches its recorded sha256: refused, unless --no-verify
+"$rotor" generate --ckpt "$out/eos_ckpt" --prompt "$p1" "${greedy[@]}" >/dev/null 2>"$out/eos.err" &&
+  fail "generate loaded an edited config.json without --no-verify"
+grep -Eq "config.json: .*(sha256|bytes).*--no-verify" "$out/eos.err" || fail "the edited config.json: $(cat "$out/eos.err")"
+"$rotor" generate --ckpt "$out/eos_ckpt" --no-verify --prompt "$p1" "${greedy[@]}" --out "$out/eos.jsonl" >/dev/null \
+  2>"$out/eos.err" || fail "generate with EOS: $(cat "$out/eos.err")"
 /usr/bin/python3 - "$out/eos.jsonl" "$out/eos_want.json" <<'PY' || fail "EOS did not end the completion"
 import json, sys
 row = json.loads(open(sys.argv[1]).readline())

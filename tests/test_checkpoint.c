@@ -193,13 +193,14 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
                        {0.25, 1.0 / 3.0}, NULL, 0, 0};
     CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
 
-    char *path = checkpoint_find_latest(dir);
+    char *path;
+    CHECK_MSG(checkpoint_find_latest(dir, 1, &path, err, sizeof err) == 0, "%s: %s", label, err);
     char *want = rt_sprintf("%s/checkpoints/step_00001234", dir);
     CHECK_MSG(path && !strcmp(path, want), "%s: latest %s", label, path ? path : "(null)");
 
     Trainee b = trainee(cfg, 99, 0);
     TrainerState got = {0};
-    CHECK_MSG(path && checkpoint_load(path, b.m, b.opt, &got, err, sizeof err) == 0, "%s: %s", label, err);
+    CHECK_MSG(path && checkpoint_load(path, &(CheckpointLoad){.model = b.m, .opt = b.opt, .state = &got}, err, sizeof err) == 0, "%s: %s", label, err);
 
     const ParamTable *t = model_params(a.m);
     const Backend *be = backend_cpu();
@@ -407,7 +408,8 @@ static void set_latest(const char *dir, const char *text) {
 
 /* checkpoint_find_latest is dir/checkpoints/<name> (NULL: no checkpoint). */
 static void check_latest(const char *dir, const char *name) {
-    char *got = checkpoint_find_latest(dir);
+    char *got;
+    CHECK_MSG(checkpoint_find_latest(dir, 1, &got, err, sizeof err) == 0, "%s", err);
     char *want = name ? rt_sprintf("%s/checkpoints/%s", dir, name) : NULL;
     CHECK_MSG(got == want || (got && want && !strcmp(got, want)), "latest is %s, expected %s", got ? got : "(null)",
               want ? want : "(null)");
@@ -464,7 +466,7 @@ static void test_latest(void) {
     rt_free(p);
     Trainee x = trainee(&c, 3, 0);
     p = rt_sprintf("%s/checkpoints/step_00000010", dir);
-    CHECK_MSG(checkpoint_load(p, x.m, x.opt, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(p, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err, sizeof err) == 0, "%s", err);
     rt_free(p);
     const Backend *be = backend_cpu();
     int64_t n = model_params(x.m)->total;
@@ -490,15 +492,46 @@ static void test_checksum_fallback(void) {
     Trainee a = trainee(&c, 1, 3);
     for (int s = 10; s <= 30; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 0) == 0, "%s", err);
     char *ck30 = rt_sprintf("%s/checkpoints/step_00000030", dir);
-    CHECK_MSG(checkpoint_verify(ck30, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_verify(ck30, 1, err, sizeof err) == 0, "%s", err);
     /* flip one byte of the weights: same size, every file present */
     char *p = rt_sprintf("%s/model.safetensors", ck30);
     size_t n;
     char *data = read_file(p, &n);
     data[n - 3] ^= 0x40;
     write_file(p, data, n);
-    CHECK(checkpoint_verify(ck30, err, sizeof err) != 0 && strstr(err, "model.safetensors") && strstr(err, "sha256"));
+    CHECK(checkpoint_verify(ck30, 1, err, sizeof err) != 0 && strstr(err, "model.safetensors") && strstr(err, "sha256"));
+    CHECK_MSG(checkpoint_verify(ck30, 0, err, sizeof err) == 0, "without hashes: %s", err); /* sizes still match */
     check_latest(dir, "step_00000020");
+    /* the loader checks too: the damaged weights are refused by name, the targets untouched */
+    Trainee x = trainee(&c, 9, 0);
+    const Backend *be = backend_cpu();
+    int64_t total = model_params(x.m)->total;
+    char *before = download(be, model_weights(x.m), total);
+    CHECK(checkpoint_load(ck30, &(CheckpointLoad){.model = x.m, .verify = 1}, err, sizeof err) != 0 &&
+          strstr(err, "model.safetensors") && strstr(err, "sha256"));
+    char *after = download(be, model_weights(x.m), total);
+    CHECK(!memcmp(before, after, be->f32_size * (size_t)total));
+    CHECK(checkpoint_load_model(ck30, be, 1, err, sizeof err) == NULL && strstr(err, "model.safetensors"));
+    rt_free(before);
+    rt_free(after);
+    trainee_free(&x);
+    /* a file cut short is named with both sizes, without hashing */
+    char *ck20 = rt_sprintf("%s/checkpoints/step_00000020", dir), *opt20 = rt_sprintf("%s/optimizer.safetensors", ck20);
+    CHECK(truncate(opt20, 100) == 0);
+    CHECK(checkpoint_verify(ck20, 0, err, sizeof err) != 0 && strstr(err, "optimizer.safetensors") && strstr(err, "100 bytes"));
+    check_latest(dir, "step_00000010");
+    /* a trainer state cut short */
+    char *ck10 = rt_sprintf("%s/checkpoints/step_00000010", dir), *st10 = rt_sprintf("%s/trainer_state.json", ck10);
+    CHECK(truncate(st10, 40) == 0);
+    CHECK(checkpoint_verify(ck10, 0, err, sizeof err) != 0 && strstr(err, "trainer_state.json") && strstr(err, "cut short"));
+    /* none intact: an error naming the directory, no path */
+    char *got = (char *)1;
+    CHECK(checkpoint_find_latest(dir, 1, &got, err, sizeof err) != 0 && got == NULL && strstr(err, "none of its 3") &&
+          strstr(err, "--no-verify"));
+    rt_free(st10);
+    rt_free(ck10);
+    rt_free(ck20);
+    rt_free(opt20);
     rt_free(data);
     rt_free(p);
     rt_free(ck30);
@@ -547,7 +580,7 @@ static void test_sharded_moments(void) {
         Trainee x = trainee(&c, 9, 0);
         optimizer_free(x.opt);
         x.opt = optimizer_create(be, OPTIMIZER_ADAMW, cuts[k][0], cuts[k][1]);
-        CHECK_MSG(checkpoint_load(ck, x.m, x.opt, NULL, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err, sizeof err) == 0, "%s", err);
         int64_t len = cuts[k][1] - cuts[k][0];
         real *mx = (real *)download(be, x.opt->state[0], len), *vx = (real *)download(be, x.opt->state[1], len);
         int bad = 0;
@@ -563,7 +596,7 @@ static void test_sharded_moments(void) {
     char *r1 = rt_sprintf("%s/optimizer.rank00001-of-00002.safetensors", ck);
     unlink(r1);
     Trainee y = trainee(&c, 9, 0);
-    CHECK(checkpoint_load(ck, y.m, y.opt, NULL, err, sizeof err) != 0 && strstr(err, "incomplete"));
+    CHECK(checkpoint_load(ck, &(CheckpointLoad){.model = y.m, .opt = y.opt}, err, sizeof err) != 0 && strstr(err, "incomplete"));
     trainee_free(&y);
     rt_free(r1);
     rt_free(full);
@@ -608,15 +641,16 @@ static void test_keep(void) {
     /* checkpoints/best: the files of its step, verified, outliving that step's pruning,
      * replaced by the next best; a step that is gone cannot become the best */
     CHECK_MSG(checkpoint_keep_best(dir, 30, err, sizeof err) == 0, "%s", err);
-    CHECK(checkpoint_keep_best(dir, 20, err, sizeof err) != 0 && strstr(err, "step_00000020: not a complete checkpoint"));
+    CHECK(checkpoint_keep_best(dir, 20, err, sizeof err) != 0 && strstr(err, "step_00000020: no such checkpoint directory"));
     for (int s = 50; s <= 60; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 2) == 0, "%s", err);
     list_checkpoints(dir, names, sizeof names);
     CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after the best's step was pruned: %s", names);
     char *best = rt_sprintf("%s/checkpoints/best", dir);
     TrainerState got;
-    CHECK_MSG(checkpoint_verify(best, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_verify(best, 1, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(checkpoint_read_state(best, &got, err, sizeof err) == 0 && got.step == 30, "%s", err);
-    char *latest = checkpoint_find_latest(dir);
+    char *latest;
+    CHECK_MSG(checkpoint_find_latest(dir, 1, &latest, err, sizeof err) == 0, "%s", err);
     CHECK(latest && strstr(latest, "step_00000060"));
     CHECK_MSG(checkpoint_keep_best(dir, 60, err, sizeof err) == 0, "%s", err);
     CHECK(checkpoint_read_state(best, &got, err, sizeof err) == 0 && got.step == 60);
@@ -672,7 +706,7 @@ static void rewrite(const char *path, const StFile *src, const char *const *meta
 static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const char *s1, const char *s2) {
     TrainerState st = {0};
     err[0] = '\0';
-    int r = checkpoint_load(ckpt, x->m, with_opt ? x->opt : NULL, with_opt ? &st : NULL, err, sizeof err);
+    int r = checkpoint_load(ckpt, &(CheckpointLoad){.model = x->m, .opt = with_opt ? x->opt : NULL, .state = with_opt ? &st : NULL}, err, sizeof err);
     CHECK_MSG(r == -1, "load succeeded, expected an error with '%s'", s1);
     CHECK_ERR(s1);
     CHECK_ERR(s2);
@@ -754,7 +788,7 @@ static void test_corrupt(void) {
     CHECK(!memcmp(before, after, be->f32_size * (size_t)n));
     CHECK(x.opt->t == 9);
     TrainerState st = {0};
-    CHECK_MSG(checkpoint_load(ck, x.m, x.opt, &st, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt, .state = &st}, err, sizeof err) == 0, "%s", err);
     CHECK(st.step == 1 && x.opt->t == 3 && st.data_state == NULL);
 
     rt_free(after);
@@ -892,7 +926,7 @@ static void test_rmsprop_state(void) {
     st_close(of);
     real *sa = (real *)download(be, a.opt->state[0], P);
     Trainee b = trainee_of(&c, 8, 0, OPTIMIZER_RMSPROP);
-    CHECK_MSG(checkpoint_load(ck, b.m, b.opt, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) == 0, "%s", err);
     real *sb = (real *)download(be, b.opt->state[0], P);
     int bad = 0;
     for (int i = 0; i < t->n; i++)
@@ -902,13 +936,13 @@ static void test_rmsprop_state(void) {
     rt_free(sb);
     /* the other optimizer's state is refused both ways */
     Trainee w = trainee(&c, 8, 0);
-    CHECK(checkpoint_load(ck, w.m, w.opt, NULL, err, sizeof err) != 0);
+    CHECK(checkpoint_load(ck, &(CheckpointLoad){.model = w.m, .opt = w.opt}, err, sizeof err) != 0);
     CHECK_ERR("optimizer.safetensors");
     CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
     char *dir2 = tu_temp_dir();
     CHECK_MSG(save_step(dir2, &w, &rc, 4, 0) == 0, "%s", err);
     char *ck2 = rt_sprintf("%s/checkpoints/step_00000004", dir2);
-    CHECK(checkpoint_load(ck2, b.m, b.opt, NULL, err, sizeof err) != 0);
+    CHECK(checkpoint_load(ck2, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) != 0);
     CHECK_ERR("holds the state of optimizer adamw, but train.optimizer = rmsprop");
     /* ZeRO-1 slices of two ranks, loaded into other slicings */
     unlink(opath);
@@ -931,7 +965,7 @@ static void test_rmsprop_state(void) {
     int64_t cuts[][2] = {{0, P}, {P / 2, P}, {cut - 3, cut + 3}};
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
         Optimizer *o = optimizer_create(be, OPTIMIZER_RMSPROP, cuts[k][0], cuts[k][1]);
-        CHECK_MSG(checkpoint_load(ck, b.m, o, NULL, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = o}, err, sizeof err) == 0, "%s", err);
         int64_t len = cuts[k][1] - cuts[k][0];
         real *sx = (real *)download(be, o->state[0], len);
         int diff = 0;
@@ -942,7 +976,7 @@ static void test_rmsprop_state(void) {
         optimizer_free(o);
     }
     Optimizer *o = optimizer_create(be, OPTIMIZER_ADAMW, 0, P);
-    CHECK(checkpoint_load(ck, b.m, o, NULL, err, sizeof err) != 0);
+    CHECK(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = o}, err, sizeof err) != 0);
     CHECK_ERR("optimizer.rank0000");
     CHECK_ERR("holds the state of optimizer rmsprop, but train.optimizer = adamw");
     optimizer_free(o);

@@ -16,9 +16,9 @@
 static Model *load(const char *name, RunConfig *rc) {
     char dir[512], err[2048];
     snprintf(dir, sizeof dir, DATA "/%s/step_00000001", name);
-    CHECK_MSG(checkpoint_verify(dir, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_verify(dir, 1, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(checkpoint_read_config(dir, rc, err, sizeof err) == 0, "%s", err);
-    Model *m = checkpoint_load_model(dir, backend_select("cpu", "test"), err, sizeof err);
+    Model *m = checkpoint_load_model(dir, backend_select("cpu", "test"), 1, err, sizeof err);
     CHECK_MSG(m != NULL, "%s", err);
     return m;
 }

@@ -56,11 +56,14 @@ static void usage(FILE *f) {
 
 static void train_usage(FILE *f) {
     fprintf(f,
-            "usage: rotor train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n\n"
+            "usage: rotor train CONFIG.ini [--set section.key=value]... [--resume auto|DIR] [--overwrite]\n\n"
             "  --set section.key=value  override one config key (repeatable, applied in order)\n"
-            "  --resume auto            continue from the newest complete checkpoint in run.dir\n"
-            "                           (start fresh if there is none)\n"
-            "  --resume DIR             continue from the checkpoint directory DIR\n\n");
+            "  --resume auto            continue from the newest intact checkpoint in run.dir\n"
+            "                           (start fresh if there is none; fail if none of them is intact)\n"
+            "  --resume DIR             continue from the checkpoint directory DIR\n"
+            "  --no-verify              resume without checking the checkpoint files' sha256s\n"
+            "  --overwrite              start fresh even if run.dir holds a run: the old run is moved\n"
+            "                           aside to RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n\n");
     run_config_print_help(f);
 }
 
@@ -76,16 +79,16 @@ typedef struct {
     const char *config;
     const char *sets[256];
     int nsets;
-    const char *resume;      /* train */
+    TrainStart start;         /* train */
     const char *config_json;  /* info */
     const char *write_config; /* info */
 } Args;
 
-/* Parses CONFIG [--set k=v]... plus --resume X (train) or --config-json / --write-config PATH (info). */
+/* Parses CONFIG [--set k=v]... plus --resume X, --no-verify, --overwrite (train) or --config-json / --write-config PATH (info). */
 static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help)(FILE *)) {
     const char *cmd = is_train ? "train" : "info";
     memset(a, 0, sizeof(*a));
-    static const char *const opts_train[] = {"--set", "--resume", "--help", NULL};
+    static const char *const opts_train[] = {"--set", "--resume", "--no-verify", "--overwrite", "--help", NULL};
     static const char *const opts_info[] = {"--set", "--config-json", "--write-config", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v;
@@ -96,7 +99,11 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
             if (a->nsets == 256) rt_die("too many --set options (at most 256)");
             a->sets[a->nsets++] = v;
         } else if (is_train && (v = opt_value(cmd, argc, argv, &i, "--resume"))) {
-            a->resume = v;
+            a->start.resume = v;
+        } else if (is_train && !strcmp(s, "--no-verify")) {
+            a->start.no_verify = 1;
+        } else if (is_train && !strcmp(s, "--overwrite")) {
+            a->start.overwrite = 1;
         } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--config-json"))) {
             a->config_json = v;
         } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--write-config"))) {
@@ -113,6 +120,9 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
         help(stderr);
         rt_die("missing CONFIG.ini");
     }
+    if (a->start.resume && a->start.overwrite)
+        rt_die("--resume and --overwrite cannot be used together: --overwrite starts afresh");
+    if (a->start.no_verify && !a->start.resume) rt_die("--no-verify applies to --resume: give --resume auto|DIR");
 }
 
 static void load_config(const Args *a, RunConfig *rc) {
@@ -127,7 +137,7 @@ static int cmd_train(int argc, char **argv) {
     load_config(&a, &rc);
     /* a run a signal stopped exits 0 too: its checkpoint is written and --resume auto goes on
      * (scripts/slurm.sbatch requeues it on the message) */
-    train_run(&rc, a.resume);
+    train_run(&rc, &a.start);
     dist_finalize();
     return 0;
 }

@@ -19,19 +19,22 @@
 #include "util/options.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]...\n\n"
+    fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]... [--overwrite]\n\n"
                "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
                "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
                "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
                "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
-               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n");
+               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n"
+               "  --overwrite  train afresh even if run.dir holds a run: the old run is moved aside to\n"
+               "               RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n");
 }
 
 int synth_main(int argc, char **argv) {
     const char *config = NULL;
     const char *sets[258] = {"data.train=task", "data.val=task"};
     int nsets = 2;
-    static const char *const known[] = {"--set", "--help", NULL};
+    static const char *const known[] = {"--set", "--overwrite", "--help", NULL};
+    TrainStart start = {0};
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (opt_is_help(argv[i])) {
@@ -40,6 +43,8 @@ int synth_main(int argc, char **argv) {
         } else if ((v = opt_value("synth", argc, argv, &i, "--set"))) {
             if (nsets == 258) rt_die("too many --set options (at most 256)");
             sets[nsets++] = v;
+        } else if (!strcmp(argv[i], "--overwrite")) {
+            start.overwrite = 1;
         } else if (argv[i][0] == '-') {
             opt_die_unknown("synth", argv[i], known);
         } else if (!config) {
@@ -61,14 +66,15 @@ int synth_main(int argc, char **argv) {
         task_names(names, sizeof names);
         rt_die("%s: rotor synth needs a [task] section (task.type = %s)", config, names);
     }
-    if (train_run(&rc, NULL)) { /* stopped by a signal: a model trained part way is not evaluated */
+    if (train_run(&rc, &start)) { /* stopped by a signal: a model trained part way is not evaluated */
         if (dist_rank() == 0)
             fprintf(stderr, "rotor synth: stopped before train.steps = %lld; %s is not evaluated (rotor synth starts "
-                            "afresh: run it again)\n", (long long)rc.train.steps, rc.run.dir);
+                            "afresh: run it again with --overwrite)\n", (long long)rc.train.steps, rc.run.dir);
         return 1;
     }
     if (dist_rank() != 0) return 0;
-    char *ckpt = checkpoint_find_latest(rc.run.dir);
+    char *ckpt;
+    if (checkpoint_find_latest(rc.run.dir, 1, &ckpt, err, sizeof err)) rt_die("%s", err);
     if (!ckpt) rt_die("%s: no checkpoint after training", rc.run.dir);
     const Backend *be = backend_select(rc.run.device, "run.device");
     json_t *metrics, *last = NULL, *best = NULL;
@@ -76,7 +82,7 @@ int synth_main(int argc, char **argv) {
         last = synth_eval_classify(&rc, be, ckpt, "last", &metrics);
         char *best_dir = rt_sprintf("%s/checkpoints/" CHECKPOINT_BEST, rc.run.dir);
         if (rc.train.keep_best != KEEP_BEST_NONE && fs_exists(best_dir)) {
-            if (checkpoint_verify(best_dir, err, sizeof err)) rt_die("%s", err);
+            if (checkpoint_verify(best_dir, 1, err, sizeof err)) rt_die("%s", err);
             json_t *best_metrics;
             best = synth_eval_classify(&rc, be, best_dir, "best", &best_metrics);
             json_object_set_new(best, "selected_by", json_string(run_config_keep_best_name(rc.train.keep_best)));

@@ -1017,6 +1017,31 @@ void run_config_write_ini(const RunConfig *c, FILE *f) {
     }
 }
 
+void run_config_write_changed(const RunConfig *c, FILE *f) {
+    schema_init();
+    RunConfig d;
+    run_config_defaults(&d);
+    const char *section = NULL;
+    int col = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const KeySpec *k = &KEYS[i];
+        char buf[64], dbuf[64];
+        const char *v = key_applies(k, c) ? format_value(k, c, buf, sizeof buf) : NULL;
+        if (!v || !strcmp(v, format_value(k, &d, dbuf, sizeof dbuf))) continue;
+        int width = (int)(strlen(k->key) + strlen(v)) + 5;
+        if (!section || strcmp(section, k->section)) {
+            col = fprintf(f, "%s  [%s]", section ? "\n" : "", k->section) - (section ? 1 : 0);
+            section = k->section;
+        } else if (col + width > 100) {
+            col = fprintf(f, ",\n   ") - 2;
+        } else {
+            col += fprintf(f, ",");
+        }
+        col += fprintf(f, " %s = %s", k->key, v);
+    }
+    if (section) fputc('\n', f);
+}
+
 /* One key's help line: name, type, default, meaning, its choices, and the families or tasks
  * that read it when only some do. */
 static void print_key_help(FILE *f, const KeySpec *k) {

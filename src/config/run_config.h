@@ -52,6 +52,11 @@ const char *run_config_keep_best_name(KeepBest k);
  * back a memcmp-identical RunConfig when the keys it does not read hold their defaults. */
 void run_config_write_ini(const RunConfig *c, FILE *f);
 
+/* The keys of the effective config whose values differ from their defaults, a line per
+ * section ("  [train] steps = 300, lr = 0.003, ...", wrapped at 100 columns): a summary that
+ * fits a screen. */
+void run_config_write_changed(const RunConfig *c, FILE *f);
+
 /* Help text listing every section.key with its type, default and a one-line description
  * (for `rotor train --help`). */
 void run_config_print_help(FILE *f);

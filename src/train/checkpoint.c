@@ -79,32 +79,6 @@ static int64_t parse_step_name(const char *name) {
     return strtoll(d, NULL, 10);
 }
 
-/* trainer_state.json of a checkpoint directory, or NULL. */
-static json_t *load_state(const char *dir) {
-    char *p = rt_sprintf("%s/trainer_state.json", dir);
-    json_t *j = json_load_file(p, JSON_REJECT_DUPLICATES, NULL);
-    rt_free(p);
-    return j;
-}
-
-/* A checkpoint is complete when its trainer state parses and every file it lists exists
- * (the state is written last, after every other file). */
-static int is_complete(const char *dir) {
-    json_t *j = load_state(dir);
-    const json_t *files = j ? json_object_get(j, "files") : NULL;
-    int ok = json_is_object(files) && json_object_size(files) > 0;
-    const char *name;
-    const json_t *v;
-    json_object_foreach((json_t *)files, name, v) {
-        char *p = rt_sprintf("%s/%s", dir, name);
-        struct stat sb;
-        ok = ok && json_is_string(v) && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-        rt_free(p);
-    }
-    json_decref(j);
-    return ok;
-}
-
 typedef struct {
     int64_t step;
     char name[32];
@@ -115,8 +89,9 @@ static int cmp_step_desc(const void *a, const void *b) {
     return x->step < y->step ? 1 : x->step > y->step ? -1 : strcmp(x->name, y->name);
 }
 
-/* The complete step_* checkpoints in ckdir, newest (highest step) first. */
-static CkptEntry *list_complete(const char *ckdir, int *count) {
+/* The step_* checkpoints in ckdir, newest (highest step) first; with `complete`, only those
+ * whose files are all present with their recorded sizes (checkpoint_verify without hashes). */
+static CkptEntry *list_steps(const char *ckdir, int complete, int *count) {
     *count = 0;
     DIR *d = opendir(ckdir);
     if (!d) return NULL;
@@ -126,10 +101,10 @@ static CkptEntry *list_complete(const char *ckdir, int *count) {
     while ((e = readdir(d))) {
         int64_t step = parse_step_name(e->d_name);
         if (step < 0) continue;
-        char *path = rt_sprintf("%s/%s", ckdir, e->d_name);
-        int complete = is_complete(path);
+        char *path = rt_sprintf("%s/%s", ckdir, e->d_name), err[1024];
+        int skip = complete && checkpoint_verify(path, 0, err, sizeof err);
         rt_free(path);
-        if (!complete) continue;
+        if (skip) continue;
         if (n == cap) list = rt_realloc(list, sizeof(CkptEntry) * (size_t)(cap = cap ? 2 * cap : 16));
         list[n].step = step;
         strcpy(list[n].name, e->d_name); /* parse_step_name allows at most 23 characters */
@@ -235,30 +210,33 @@ static int save_optimizer_shard(const char *dir, const Optimizer *opt, int64_t t
     return rc;
 }
 
-/* sha256 of every file of the directory (but the trainer state), as {name: hex}. */
-static json_t *file_checksums(const char *dir, char *err, size_t errlen) {
+/* The sha256 and the size of every file of the directory (but the trainer state): the
+ * trainer state's "files" {name: hex} and "file_sizes" {name: bytes}. */
+static int file_records(const char *dir, json_t **files, json_t **sizes, char *err, size_t errlen) {
     DIR *d = opendir(dir);
-    if (!d) {
-        rt_error(err, errlen, dir, "cannot list: %s", strerror(errno));
-        return NULL;
-    }
-    json_t *files = json_object();
+    if (!d) return rt_error(err, errlen, dir, "cannot list: %s", strerror(errno));
+    *files = json_object();
+    *sizes = json_object();
+    int r = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (!r && (e = readdir(d))) {
         if (e->d_name[0] == '.' || !strcmp(e->d_name, "trainer_state.json")) continue;
         char *p = rt_sprintf("%s/%s", dir, e->d_name);
         char hex[65];
-        int bad = sha256_file(p, hex, err, errlen);
+        struct stat sb;
+        if (stat(p, &sb)) r = rt_error(err, errlen, p, "cannot stat: %s", strerror(errno));
+        else r = sha256_file(p, hex, err, errlen);
         rt_free(p);
-        if (bad) {
-            json_decref(files);
-            files = NULL;
-            break;
-        }
-        json_object_set_new(files, e->d_name, json_string(hex));
+        if (r) break;
+        json_object_set_new(*files, e->d_name, json_string(hex));
+        json_object_set_new(*sizes, e->d_name, json_integer((json_int_t)sb.st_size));
     }
     closedir(d);
-    return files;
+    if (r) {
+        json_decref(*files);
+        json_decref(*sizes);
+    }
+    return r;
 }
 
 /* Writes dir/name from the JSON value (dumped with `flags`). Steals the reference. */
@@ -299,7 +277,8 @@ static int save_ini(const char *dir, const RunConfig *rc, char *err, size_t errl
     return r;
 }
 
-static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, json_t *files, int sharded) {
+static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, json_t *files, json_t *sizes,
+                                  json_t *tokenizer, int sharded) {
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)st->seed);
     json_t *j = json_object();
@@ -320,7 +299,9 @@ static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, 
     json_object_set_new(j, "plateau", json_pack("{s:f, s:o}", "lr_scale", st->plateau.lr_scale, "best_val_loss",
                                                 isnan(st->plateau.best_val_loss) ? json_null()
                                                                                  : json_real(st->plateau.best_val_loss)));
+    json_object_set_new(j, "tokenizer", tokenizer);
     json_object_set_new(j, "files", files);
+    json_object_set_new(j, "file_sizes", sizes);
     return j;
 }
 
@@ -340,12 +321,16 @@ static void prune(const char *ckdir, const char *current, int keep) {
     }
     if (keep <= 0) return;
     int n;
-    CkptEntry *list = list_complete(ckdir, &n);
+    CkptEntry *list = list_steps(ckdir, 1, &n);
     for (int i = keep; i < n; i++) {
         if (!strcmp(list[i].name, current)) continue;
-        char *p = rt_sprintf("%s/%s", ckdir, list[i].name);
-        if (fs_remove_tree(p)) rt_warn("cannot delete the old checkpoint %s: %s", p, strerror(errno));
+        /* renamed first, so that a process killed while deleting leaves a .tmp-* directory
+         * (removed by the next save), never a step_* directory with some of its files */
+        char *p = rt_sprintf("%s/%s", ckdir, list[i].name), *gone = rt_sprintf("%s/.tmp-old-%s", ckdir, list[i].name);
+        if (fs_remove_tree(gone) || rename(p, gone) || fs_remove_tree(gone))
+            rt_warn("cannot delete the old checkpoint %s: %s", p, strerror(errno));
         rt_free(p);
+        rt_free(gone);
     }
     rt_free(list);
 }
@@ -375,6 +360,38 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
 }
 
 #define CARRY_FILE "carry_state.safetensors"
+
+/* The copy of data.tokenizer in a checkpoint, made when the model is at most
+ * TOKENIZER_COPY_MAX bytes (SentencePiece models are 0.2-5 MB), as Hugging Face checkpoints
+ * hold theirs. */
+#define TOKENIZER_COPY "tokenizer.model"
+#define TOKENIZER_COPY_MAX (64 << 20)
+
+/* data.tokenizer's record in the trainer state, {"path": its absolute path, "sha256",
+ * "copy": TOKENIZER_COPY or null}, the model copied into dir when it is small; JSON null
+ * for a run without data.tokenizer. */
+static int save_tokenizer(const char *dir, const RunConfig *rc, json_t **rec, char *err, size_t errlen) {
+    *rec = json_null();
+    if (!rc->data.tokenizer[0]) return 0;
+    char *abs = realpath(rc->data.tokenizer, NULL), hex[65];
+    if (!abs) return rt_error(err, errlen, NULL, "data.tokenizer = %s: %s", rc->data.tokenizer, strerror(errno));
+    struct stat sb;
+    int r = stat(abs, &sb) ? rt_error(err, errlen, abs, "cannot stat: %s", strerror(errno))
+                           : sha256_file(abs, hex, err, errlen);
+    int copy = !r && sb.st_size <= TOKENIZER_COPY_MAX;
+    if (copy) {
+        char *dst = rt_sprintf("%s/" TOKENIZER_COPY, dir);
+        r = copy_file(abs, dst, err, errlen);
+        rt_free(dst);
+    }
+    if (!r) {
+        json_decref(*rec);
+        *rec = json_pack("{s:s, s:s, s:o}", "path", abs, "sha256", hex, "copy",
+                         copy ? json_string(TOKENIZER_COPY) : json_null());
+    }
+    free(abs);
+    return r;
+}
 
 static int save_carry(const char *dir, const TrainerState *st, char *err, size_t errlen) {
     char *path = rt_sprintf("%s/" CARRY_FILE, dir), streams[32];
@@ -427,6 +444,7 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
     char line[40];
     snprintf(line, sizeof line, "%s\n", name);
     int ok = 1, r = -1;
+    json_t *tokenizer = NULL; /* rank 0: data.tokenizer's record (save_tokenizer) */
 
     /* 1. rank 0 makes the temporary directory */
     if (rank == 0 && fs_try_mkdirs(ckdir))
@@ -440,14 +458,18 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
         ok = !save_model(tmp, m, err, errlen) &&
              !save_hf_config(tmp, model_config(m), err, errlen) &&
              !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen)) &&
-             (!st->carry || !save_carry(tmp, st, err, errlen));
+             (!st->carry || !save_carry(tmp, st, err, errlen)) && !save_tokenizer(tmp, rc, &tokenizer, err, errlen);
     if (ok && sharded) ok = !save_optimizer_shard(tmp, opt, t->total, err, errlen);
     if (!all_ok(ok)) goto failed_rm;
     /* 3. rank 0 records the checksums, renames the directory into place, updates latest */
     if (rank == 0) {
-        json_t *files = file_checksums(tmp, err, errlen);
-        ok = files && !save_json(tmp, "trainer_state.json", trainer_state_json(st, opt, files, sharded),
-                                 JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
+        json_t *files = NULL, *sizes = NULL;
+        ok = !file_records(tmp, &files, &sizes, err, errlen);
+        if (ok) {
+            json_t *state = trainer_state_json(st, opt, files, sizes, tokenizer, sharded);
+            tokenizer = NULL; /* the state holds it now */
+            ok = !save_json(tmp, "trainer_state.json", state, JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
+        }
         if (ok) ok = !install_dir(ckdir, name, err, errlen);
         if (ok) ok = !write_text(latest_tmp, line, err, errlen);
         if (ok && (rename(latest_tmp, latest) || fs_sync_dir(ckdir)))
@@ -464,6 +486,7 @@ failed_rm:
 failed:
     if (ok) rt_error(err, errlen, NULL, "checkpoint %s was not written: another rank failed (its message says why)", final);
 out:
+    json_decref(tokenizer);
     rt_free(ckdir);
     rt_free(tmp);
     rt_free(final);
@@ -478,7 +501,7 @@ int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t er
     char *tmp = rt_sprintf("%s/.tmp-" CHECKPOINT_BEST, ckdir), *old = rt_sprintf("%s/.tmp-old-" CHECKPOINT_BEST, ckdir);
     int r = 0;
     DIR *d = NULL;
-    if (!is_complete(src)) r = rt_error(err, errlen, NULL, "%s: not a complete checkpoint", src);
+    if (checkpoint_verify(src, 0, err, errlen)) r = -1;
     else if (fs_remove_tree(tmp) || mkdir(tmp, 0755))
         r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
     else if (!(d = opendir(src)))
@@ -507,43 +530,62 @@ int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t er
 /* Finding                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-int checkpoint_verify(const char *dir, char *err, size_t errlen) {
-    json_t *j = load_state(dir);
-    const json_t *files = j ? json_object_get(j, "files") : NULL;
-    if (!json_is_object(files)) {
-        json_decref(j);
-        return rt_error(err, errlen, dir, "trainer_state.json is missing, unreadable or lists no files");
-    }
+int checkpoint_verify(const char *dir, int hashes, char *err, size_t errlen) {
+    char *path = rt_sprintf("%s/trainer_state.json", dir);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *files = json_object_get(j, "files"), *sizes = json_object_get(j, "file_sizes");
+    struct stat sd;
     int r = 0;
+    if (stat(dir, &sd) || !S_ISDIR(sd.st_mode))
+        r = rt_error(err, errlen, dir, "no such checkpoint directory%s", fs_exists(dir) ? " (not a directory)" : "");
+    else if (!j && !fs_exists(path)) r = rt_error(err, errlen, path, "missing: not a complete checkpoint");
+    else if (!j) r = rt_error(err, errlen, path, "%s (line %d): damaged or cut short", jerr.text, jerr.line);
+    else if (!json_is_object(files) || !json_object_size(files))
+        r = rt_error(err, errlen, path, "lists no files (\"files\")");
     const char *name;
-    const json_t *v;
-    json_object_foreach((json_t *)files, name, v) {
+    json_t *v;
+    json_object_foreach(r ? NULL : files, name, v) {
         char *p = rt_sprintf("%s/%s", dir, name), hex[65];
-        if (!json_is_string(v)) r = rt_error(err, errlen, dir, "trainer_state.json: the checksum of %s is not a string", name);
-        else if (sha256_file(p, hex, err, errlen)) r = -1;
-        else if (strcmp(hex, json_string_value(v)))
-            r = rt_error(err, errlen, p, "sha256 %s differs from %s recorded when it was written (corrupt file)", hex,
+        const json_t *size = json_object_get(sizes, name);
+        struct stat sb;
+        if (!*name || strchr(name, '/') || !json_is_string(v) || strlen(json_string_value(v)) != 64)
+            r = rt_error(err, errlen, path, "\"files\": \"%s\" is not a file name with a sha256", name);
+        else if (stat(p, &sb))
+            r = errno == ENOENT ? rt_error(err, errlen, p, "missing, though %s lists it", path)
+                                : rt_error(err, errlen, p, "cannot stat: %s", strerror(errno));
+        else if (!S_ISREG(sb.st_mode)) r = rt_error(err, errlen, p, "not a regular file");
+        else if (json_is_integer(size) && sb.st_size != json_integer_value(size))
+            r = rt_error(err, errlen, p, "%lld bytes, but %lld when it was written (changed since: cut short, damaged or edited)",
+                         (long long)sb.st_size, (long long)json_integer_value(size));
+        else if (hashes && sha256_file(p, hex, err, errlen)) r = -1;
+        else if (hashes && strcmp(hex, json_string_value(v)))
+            r = rt_error(err, errlen, p, "sha256 %s differs from %s recorded when it was written (changed since: damaged or edited)", hex,
                          json_string_value(v));
         rt_free(p);
         if (r) break;
     }
     json_decref(j);
+    rt_free(path);
     return r;
 }
 
-char *checkpoint_find_latest(const char *run_dir) {
-    char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
-    char *path = rt_sprintf("%s/latest", ckdir);
-    char *named = fs_read_file(path, NULL);
-    rt_free(path);
-    /* candidates: the one `latest` names, then every complete one, newest first */
+int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *err, size_t errlen) {
+    *found = NULL;
+    char *ckdir = rt_sprintf("%s/checkpoints", run_dir), *latest = rt_sprintf("%s/latest", ckdir);
+    char *named = fs_read_file(latest, NULL);
+    /* candidates: the one `latest` names, then every step_* directory, newest first */
     int n;
-    CkptEntry *list = list_complete(ckdir, &n);
+    CkptEntry *list = list_steps(ckdir, 0, &n);
     char **cand = rt_calloc((size_t)n + 1, sizeof(char *));
     int nc = 0;
     if (named) {
         named[strcspn(named, "\r\n")] = '\0';
-        if (parse_step_name(named) >= 0) cand[nc++] = rt_sprintf("%s/%s", ckdir, named);
+        char *p = rt_sprintf("%s/%s", ckdir, named);
+        if (parse_step_name(named) < 0) rt_warn("%s: \"%.64s\" is not a checkpoint's name; ignored", latest, named);
+        else if (!fs_exists(p)) rt_warn("%s names %s, which does not exist; taking the newest checkpoint there is", latest, p);
+        else cand[nc++] = p, p = NULL;
+        rt_free(p);
         rt_free(named);
     }
     for (int i = 0; i < n; i++) {
@@ -552,19 +594,24 @@ char *checkpoint_find_latest(const char *run_dir) {
         else cand[nc++] = p;
     }
     rt_free(list);
-    char *found = NULL;
     for (int i = 0; i < nc; i++) {
-        char err[1024];
-        if (!found && is_complete(cand[i]) && !checkpoint_verify(cand[i], err, sizeof err)) {
-            found = cand[i];
+        char why[1024];
+        if (!*found && !checkpoint_verify(cand[i], hashes, why, sizeof why)) {
+            *found = cand[i];
             continue;
         }
-        if (!found && is_complete(cand[i])) rt_warn("%s; falling back to an older checkpoint", err);
+        if (!*found) rt_warn("skipping the checkpoint %s: %s", strrchr(cand[i], '/') + 1, why);
         rt_free(cand[i]);
     }
+    int r = 0;
+    if (!*found && nc)
+        r = rt_error(err, errlen, NULL, "%s: none of its %d checkpoint%s is intact (each one's fault is above), so "
+                     "nothing was resumed or changed; load one anyway with --resume DIR --no-verify, or start afresh "
+                     "with --overwrite (which moves this run aside)", ckdir, nc, nc > 1 ? "s" : "");
     rt_free(cand);
+    rt_free(latest);
     rt_free(ckdir);
-    return found;
+    return r;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -828,8 +875,11 @@ int checkpoint_read_state(const char *ckpt_dir, TrainerState *st, char *err, siz
     return r;
 }
 
-int checkpoint_load(const char *ckpt_dir, Model *m, Optimizer *opt, TrainerState *st, char *err,
-                    size_t errlen) {
+int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, size_t errlen) {
+    if (to->verify && checkpoint_verify(ckpt_dir, 1, err, errlen)) return -1;
+    Model *m = to->model;
+    Optimizer *opt = to->opt;
+    TrainerState *st = to->state;
     const ParamTable *t = model_params(m);
     const Backend *be = model_backend(m);
     char *wpath = rt_sprintf("%s/model.safetensors", ckpt_dir);
@@ -875,7 +925,8 @@ out:
     return r;
 }
 
-Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err, size_t errlen) {
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err, size_t errlen) {
+    if (verify && checkpoint_verify(ckpt_dir, 1, err, errlen)) return NULL; /* config.json included */
     char *path = rt_sprintf("%s/config.json", ckpt_dir);
     json_error_t jerr;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
@@ -889,7 +940,7 @@ Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err,
         rt_error(err, errlen, path, "%s", msg);
     } else {
         m = model_create(&mc, be);
-        if (checkpoint_load(ckpt_dir, m, NULL, NULL, err, errlen)) {
+        if (checkpoint_load(ckpt_dir, &(CheckpointLoad){.model = m}, err, errlen)) {
             model_free(m);
             m = NULL;
         }
@@ -907,5 +958,46 @@ int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_
     else r = run_config_load_saved(rc, text, path, err, errlen);
     rt_free(text);
     rt_free(path);
+    return r;
+}
+
+int checkpoint_find_tokenizer(const char *ckpt_dir, char **path, char *err, size_t errlen) {
+    *path = NULL;
+    char *spath = rt_sprintf("%s/trainer_state.json", ckpt_dir), hex[65];
+    json_t *j = json_load_file(spath, JSON_REJECT_DUPLICATES, NULL);
+    const json_t *rec = json_object_get(j, "tokenizer");
+    const char *abs = json_string_value(json_object_get(rec, "path"));
+    const char *sha = json_string_value(json_object_get(rec, "sha256"));
+    const char *copy = json_string_value(json_object_get(rec, "copy"));
+    RunConfig rc;
+    int r = 0;
+    if (json_is_null(rec)) {
+        r = rt_error(err, errlen, NULL, "%s names no tokenizer (its run had no data.tokenizer)", ckpt_dir);
+    } else if (copy && !strchr(copy, '/')) {
+        *path = rt_sprintf("%s/%s", ckpt_dir, copy);
+    } else if (abs && sha) {
+        if (!fs_exists(abs))
+            r = rt_error(err, errlen, NULL, "the tokenizer %s that %s records is not there", abs, spath);
+        else if (sha256_file(abs, hex, err, errlen))
+            r = -1;
+        else if (strcmp(hex, sha))
+            r = rt_error(err, errlen, NULL, "the tokenizer %s has sha256 %s, but the run trained with one of sha256 %s (%s)",
+                         abs, hex, sha, spath);
+        else
+            *path = rt_strdup(abs);
+    } else if (rec) {
+        r = rt_error(err, errlen, NULL, "%s: \"tokenizer\" is not {\"path\", \"sha256\", \"copy\"}", spath);
+    } else if (checkpoint_read_config(ckpt_dir, &rc, err, errlen)) { /* written before the record */
+        r = -1;
+    } else if (!rc.data.tokenizer[0]) {
+        r = rt_error(err, errlen, NULL, "%s names no tokenizer (its rotor.ini has no data.tokenizer)", ckpt_dir);
+    } else if (!fs_exists(rc.data.tokenizer)) {
+        r = rt_error(err, errlen, NULL, "%s/rotor.ini: data.tokenizer = %s is not found from here%s", ckpt_dir,
+                     rc.data.tokenizer, rc.data.tokenizer[0] == '/' ? "" : " (relative to where the run trained)");
+    } else {
+        *path = rt_strdup(rc.data.tokenizer);
+    }
+    json_decref(j);
+    rt_free(spath);
     return r;
 }

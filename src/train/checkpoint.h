@@ -26,7 +26,11 @@
  *                            "step"}, or null (train.keep_best),
  *                            "plateau": {"lr_scale", "best_val_loss" (null: none yet)}
  *                            (train.plateau_factor; absent: {1, null}),
- *                            "files": {name: sha256} of every other file}
+ *                            "tokenizer": data.tokenizer as {"path": absolute, "sha256",
+ *                            "copy": "tokenizer.model" or null}, or null (none),
+ *                            "files": {name: sha256} and "file_sizes": {name: bytes} of
+ *                            every other file}
+ *     tokenizer.model        a copy of data.tokenizer when it is at most 64 MiB
  *   RUN_DIR/checkpoints/latest           one line naming the newest directory, "step_00000100\n"
  *   RUN_DIR/checkpoints/best/            the checkpoint of the best validation's step (its
  *                            files hard-linked, or copied, from that step's directory)
@@ -34,7 +38,8 @@
  * Files always hold fp32, whatever the backend's [f32] type. A checkpoint is written into
  * RUN_DIR/checkpoints/.tmp-step_NNNNNNNN, every file fsynced, then renamed into place, so a
  * step_* directory is either complete or absent; `latest` is replaced atomically after it.
- * The checksums in trainer_state.json detect files damaged afterwards.
+ * The sizes and checksums in trainer_state.json detect files damaged afterwards: every
+ * reader of a checkpoint checks them (checkpoint_verify) unless told not to (--no-verify).
  *
  * Under data parallelism every rank calls these functions: rank 0 writes the shared files,
  * every rank its optimizer slice when sharded, and they agree on success. */
@@ -94,23 +99,39 @@ int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const
  * Returns 0, or -1 with a message naming the file. */
 int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t errlen);
 
-/* Path of the newest intact checkpoint: the directory `latest` names, else the step_*
- * directories from the highest step down (.tmp-* directories are ignored), taking the first
- * whose files are all present with the checksums recorded in its trainer state (a damaged
- * one is reported with a warning and skipped); NULL when there is none. malloc'd. */
-char *checkpoint_find_latest(const char *run_dir);
+/* The checkpoint --resume auto continues from, in *found (malloc'd): the directory `latest`
+ * names, else the step_* directories from the highest step down (.tmp-* directories are
+ * ignored), taking the first that checkpoint_verify passes; each one skipped, and a `latest`
+ * that names none, gets a warning saying why. Returns 0 with *found NULL when run_dir has no
+ * checkpoint, and -1 with a message when it has some but none is intact. */
+int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *err, size_t errlen);
 
-/* Checks every file of a checkpoint against the sha256 recorded in its trainer state. */
-int checkpoint_verify(const char *dir, char *err, size_t errlen);
+/* Checks a checkpoint's files against its trainer state: trainer_state.json parses and lists
+ * the files, each is present with the size recorded when it was written and, with `hashes`,
+ * the recorded sha256. Returns 0, or -1 with a message naming the file and its fault. */
+int checkpoint_verify(const char *dir, int hashes, char *err, size_t errlen);
 
-/* Loads the weights into m (the file must hold exactly the model's parameters, names and
- * shapes); if opt != NULL the state of its range [lo, hi), from an unsharded or a sharded
- * checkpoint of any number of ranks (parameters without a gradient get zero state), and
- * step, refusing the state of another optimizer; if st != NULL the trainer state. Everything is read and checked before anything
- * is changed: on error m, opt and st are untouched. Errors name the file and the first
- * missing / unexpected / mis-shaped tensor. Returns 0 or -1. */
-int checkpoint_load(const char *ckpt_dir, Model *m, Optimizer *opt, TrainerState *st, char *err,
-                    size_t errlen);
+/* What checkpoint_load reads into. */
+typedef struct {
+    Model *model;        /* the weights (required) */
+    Optimizer *opt;      /* NULL, or the state of its range [lo, hi) and its step */
+    TrainerState *state; /* NULL, or the trainer state */
+    int verify;          /* checkpoint_verify with hashes first (0: --no-verify, or checked already) */
+} CheckpointLoad;
+
+/* Loads a checkpoint: the weights (the file must hold exactly the model's parameters, names
+ * and shapes); the optimizer state from an unsharded or a sharded checkpoint of any number of
+ * ranks (parameters without a gradient get zero state), refusing the state of another
+ * optimizer; the trainer state. Everything is read and checked before anything is changed: on
+ * error the targets are untouched. Errors name the file and the first missing / unexpected /
+ * mis-shaped tensor, or the file that fails its checksum. Returns 0 or -1. */
+int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, size_t errlen);
+
+/* The tokenizer model a checkpoint's run trained with, in *path (malloc'd): its copy in the
+ * checkpoint, else the absolute path recorded when it was written (its sha256 checked), else,
+ * for checkpoints written before that record, data.tokenizer of its rotor.ini. Returns 0, or
+ * -1 with a message naming what is missing or differs (the caller names its --tokenizer). */
+int checkpoint_find_tokenizer(const char *ckpt_dir, char **path, char *err, size_t errlen);
 
 /* The carried states of a train.carry_state checkpoint into out [rows, width]. Returns 0, or
  * -1 with a message naming the file when it is missing or holds another shape. */
@@ -123,8 +144,9 @@ int checkpoint_read_state(const char *ckpt_dir, TrainerState *st, char *err, siz
 /* The run config saved in the checkpoint (its rotor.ini), parsed and validated. */
 int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_t errlen);
 
-/* A model built from the checkpoint's config.json with its weights (for evaluation).
- * NULL with a message naming the file on error. */
-Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, char *err, size_t errlen);
+/* A model built from the checkpoint's config.json with its weights (for evaluation), the
+ * files first checked against their recorded checksums when `verify`. NULL with a message
+ * naming the file on error. */
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err, size_t errlen);
 
 #endif

@@ -40,6 +40,7 @@
 #include "train/grad_buckets.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
+#include "train/run_dir.h"
 #include "train/schedule.h"
 #include "task/task.h"
 #include "task/text_score.h"
@@ -374,18 +375,83 @@ static void close_carry(Trainer *tr) {
     rt_free(tr->continues);
 }
 
-/* The checkpoint to resume from, chosen (and checksum-verified) by rank 0: NULL for a
- * fresh start. */
-static char *resume_path(const Trainer *tr, const char *resume) {
-    char path[4096] = "";
-    if (tr->rank == 0 && resume) {
-        char *p = !strcmp(resume, "auto") ? checkpoint_find_latest(tr->rc->run.dir) : rt_strdup(resume);
-        if (p && strlen(p) >= sizeof path) rt_die("checkpoint path too long: %s", p);
-        if (p) snprintf(path, sizeof path, "%s", p);
+/* Rank 0 locks run.dir and, when a fresh start finds a run there, refuses or (--overwrite)
+ * moves that run aside; every rank stops when rank 0 cannot go on. Returns the lock's file
+ * descriptor on rank 0, -1 on the others. */
+static int claim_run_dir(const Trainer *tr, const TrainStart *start) {
+    const char *dir = tr->rc->run.dir;
+    char err[2048] = "", what[256];
+    int fd = -1, ok = 1;
+    if (tr->rank == 0) {
+        ok = (fd = run_dir_lock(dir, err, sizeof err)) >= 0;
+        if (ok && !start->resume && run_dir_holds_run(dir, what, sizeof what)) {
+            char *moved = NULL;
+            if (!start->overwrite)
+                ok = !rt_error(err, sizeof err, NULL, "run.dir = %s already holds a run (%s): continue it with --resume auto, "
+                               "or start afresh with --overwrite, which moves it aside to %s.old-YYYYMMDD-HHMMSS",
+                               dir, what, dir);
+            else if (run_dir_move_aside(dir, &moved, err, sizeof err))
+                ok = 0;
+            else { /* the lock moved with the old run: lock the new directory */
+                int fresh = run_dir_lock(dir, err, sizeof err);
+                run_dir_unlock(fd);
+                ok = (fd = fresh) >= 0;
+                if (ok) printf("--overwrite: moved the earlier run (%s) to %s\n", what, moved);
+            }
+            rt_free(moved);
+        }
+    }
+    dist_broadcast(&ok, sizeof ok);
+    if (!ok && tr->rank == 0) rt_die("%s", err);
+    if (!ok) exit(1); /* rank 0 says why */
+    return fd;
+}
+
+/* The checkpoint to resume from, chosen and checked (checkpoint_verify, with sha256s unless
+ * --no-verify) by rank 0: NULL for a fresh start. Dies when there is nothing intact to
+ * resume from. */
+static char *resume_path(const Trainer *tr, const TrainStart *start) {
+    char path[4096] = "", err[2048] = "";
+    int ok = 1;
+    if (tr->rank == 0 && start->resume) {
+        char *p = NULL;
+        int hashes = !start->no_verify;
+        if (!strcmp(start->resume, "auto")) {
+            ok = !checkpoint_find_latest(tr->rc->run.dir, hashes, &p, err, sizeof err);
+            if (ok && !p) printf("--resume auto: no checkpoint in %s/checkpoints; starting afresh\n", tr->rc->run.dir);
+        } else if (checkpoint_verify(start->resume, hashes, err, sizeof err)) {
+            ok = 0;
+            size_t len = strlen(err);
+            snprintf(err + len, sizeof err - len, "%s", hashes ? " (--no-verify resumes from it without the sha256s)" : "");
+        } else {
+            p = rt_strdup(start->resume);
+        }
+        if (p && strlen(p) >= sizeof path) ok = !rt_error(err, sizeof err, NULL, "checkpoint path too long: %s", p);
+        else if (p) snprintf(path, sizeof path, "%s", p);
         rt_free(p);
     }
+    dist_broadcast(&ok, sizeof ok);
+    if (!ok && tr->rank == 0) rt_die("--resume %s: %s", start->resume, err);
+    if (!ok) exit(1);
     dist_broadcast(path, sizeof path);
     return path[0] ? rt_strdup(path) : NULL;
+}
+
+/* The effective config, every key, into RUN_DIR/rotor.ini; on the terminal only the keys set
+ * away from their defaults, so that the messages before the first step stay in sight. */
+static void write_config(const RunConfig *rc) {
+    char *text = NULL, *path = rt_sprintf("%s/rotor.ini", rc->run.dir);
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    RT_ASSERT(f);
+    run_config_write_ini(rc, f);
+    fclose(f);
+    fs_write_atomic(path, text, len);
+    printf("config (every key: %s), set away from the defaults:\n", path);
+    run_config_write_changed(rc, stdout);
+    fflush(stdout);
+    free(text);
+    rt_free(path);
 }
 
 /* Forward and backward of every micro-batch of a step, the gradients accumulating; the
@@ -428,7 +494,7 @@ static double reduce_gradients(Trainer *tr, int *buckets) {
     return sqrt(grad_sumsq(m, 0, model_params(m)->total));
 }
 
-int train_run(const RunConfig *rc, const char *resume) {
+int train_run(const RunConfig *rc, const TrainStart *start) {
 #ifdef _OPENMP
     if (rc->run.threads > 0) omp_set_num_threads(rc->run.threads);
 #endif
@@ -442,6 +508,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     const TaskImpl *task = task_of(&rc->task);
     tr.text_task = task && (task->flags & TASK_TEXT);
     dist_set_timeout(rc->run.collective_timeout);
+    int lock = claim_run_dir(&tr, start);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
     tr.model = model_create(&rc->model, be);
@@ -458,33 +525,36 @@ int train_run(const RunConfig *rc, const char *resume) {
     if (lead) {
         model_print_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
         printf("backend: %s on %s\n", be->name, be->device);
-        printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n",
-               tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
-               tc->seq_len, grad_comm_name(&tr.comm),
-               tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
+        if (grad_comm_summing(&tr.comm)) /* several ranks, or one that a launcher started */
+            printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n", tr.world,
+                   tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum, tc->seq_len,
+                   grad_comm_name(&tr.comm), tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
+        else
+            printf("one process: batch %d rows of %d tokens\n", tc->micro_batch * tc->grad_accum, tc->seq_len);
     }
     open_data(&tr);
     open_carry(&tr);
-    if (lead) fs_mkdirs(rc->run.dir);
     dist_barrier();
 
-    int64_t start = 0, tokens = 0;
+    int64_t first = 0, tokens = 0;
     tr.plateau = (Plateau){1, NAN};
-    char *ckpt = resume_path(&tr, resume);
+    char *ckpt = resume_path(&tr, start);
     if (ckpt) {
         TrainerState st;
         char err[1024];
-        if (checkpoint_load(ckpt, tr.model, tr.opt, &st, err, sizeof err)) rt_die("%s", err);
+        /* rank 0 checked the files in resume_path */
+        if (checkpoint_load(ckpt, &(CheckpointLoad){.model = tr.model, .opt = tr.opt, .state = &st}, err, sizeof err))
+            rt_die("%s", err);
         if (st.data_state && tr.train->set_state(tr.train, st.data_state, err, sizeof err))
             rt_die("%s: %s", ckpt, err);
         json_decref(st.data_state);
         if (tr.carry) load_carry(&tr, ckpt);
-        start = st.step;
+        first = st.step;
         tokens = st.tokens;
         if (st.best.metric == tc->keep_best) tr.best = st.best;
         tr.plateau = st.plateau;
         if (lead)
-            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)start,
+            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)first,
                    (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
         rt_free(ckpt);
     } else {
@@ -492,11 +562,8 @@ int train_run(const RunConfig *rc, const char *resume) {
         if (lead) printf("initialised from seed %llu\n", (unsigned long long)tc->seed);
     }
     if (lead) {
-        printf("---- effective config ----\n");
-        run_config_write_ini(rc, stdout);
-        printf("--------------------------\n");
-        fflush(stdout);
-        metrics_open(&tr.metrics, rc->run.dir, start);
+        write_config(rc);
+        metrics_open(&tr.metrics, rc->run.dir, first);
     }
     if (tc->keep_best != KEEP_BEST_NONE) check_best_dir(&tr);
     struct sigaction sa;
@@ -513,7 +580,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     int64_t tokens_last = tokens;
     int bad_steps = 0;
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
-    for (int64_t step = start; step < tc->steps; step++) {
+    for (int64_t step = first; step < tc->steps; step++) {
         double lr = lr_at(tc, step) * tr.plateau.lr_scale;
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
@@ -528,7 +595,7 @@ int train_run(const RunConfig *rc, const char *resume) {
         dist_allreduce_sum_f64(&loss, 1);
         /* the penalties belong to the loss the step minimises: logged with it */
         loss += model_penalty(tr.model, tc->gamma_penalty, tc->t_decay, 0);
-        if (lead && step == start && buckets)
+        if (lead && step == first && buckets)
             progress_message(&tr.metrics, "gradient sums: %d bucket%s per step (run.bucket_mb = %g)", buckets,
                              buckets > 1 ? "s" : "", rc->run.bucket_mb);
         int64_t done = step + 1;
@@ -588,7 +655,7 @@ int train_run(const RunConfig *rc, const char *resume) {
             tokens_last = tokens;
         }
         if (lead && !skipped) {
-            double elapsed = now - t_begin, eta = elapsed / (double)(done - start) * (double)(tc->steps - done);
+            double elapsed = now - t_begin, eta = elapsed / (double)(done - first) * (double)(tc->steps - done);
             char line[256];
             snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
                      (long long)done, (long long)tc->steps, loss, lr, gnorm, tps, eta);
@@ -609,7 +676,7 @@ int train_run(const RunConfig *rc, const char *resume) {
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
-        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - start), rt_now() - t_begin);
+        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - first), rt_now() - t_begin);
     }
     close_carry(&tr);
     close_data(&tr);
@@ -617,5 +684,6 @@ int train_run(const RunConfig *rc, const char *resume) {
     optimizer_free(tr.opt);
     grad_comm_free(&tr.comm);
     model_free(tr.model);
+    run_dir_unlock(lock);
     return stopped;
 }

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Nothing lost, nothing silently wrong, on a tiny checkpoint trained on real text:
+#  - a checkpoint whose model.safetensors had 64 random bytes written into its middle is
+#    refused, naming the file, by `train --resume DIR`, `generate`, `eval` and `serve`, which
+#    load it only with --no-verify; `--resume auto` skips it with a warning saying why;
+#  - when every checkpoint is damaged, `--resume auto` fails and changes nothing;
+#  - a newest checkpoint whose trainer_state.json is cut short, whose optimizer.safetensors
+#    is missing, or a `latest` naming a deleted directory: `--resume auto` warns, naming what
+#    is wrong, and takes the previous one;
+#  - a fresh `rotor train` into a run directory that holds a run refuses and changes nothing;
+#    `--overwrite` moves the old run aside, intact;
+#  - a second trainer in a run directory exits at once naming the PID of the first; the lock
+#    of a trainer killed with -9 does not block `--resume auto`;
+#  - a checkpoint of a run whose data.tokenizer was a relative path is evaluated from another
+#    directory (its copy of the tokenizer); one without the copy and record names rotor.ini
+#    and --tokenizer;
+#  - the terminal shows a short summary of the config, the run directory all of it
+#    (rotor.ini), and one process does not claim to reduce gradients by MPI.
+set -uo pipefail
+rotor=$1
+. "$(dirname "$0")/text_ckpt_lib.sh"
+# expect_fail NAME PATTERN CMD...: CMD exits non-zero and its stderr matches PATTERN (grep -E)
+expect_fail() {
+  local name=$1 pattern=$2
+  shift 2
+  if "$@" >"$out/$name.out" 2>"$out/$name.err"; then fail "$name: exit status 0"; return; fi
+  grep -Eq -- "$pattern" "$out/$name.err" || { fail "$name: stderr lacks /$pattern/:"; cat "$out/$name.err"; }
+}
+# corrupt FILE: 64 random bytes written into its middle, its size unchanged
+corrupt() {
+  local size
+  size=$(stat -c %s "$1")
+  head -c 64 /dev/urandom | dd of="$1" bs=1 seek=$((size / 2)) conv=notrunc status=none
+}
+# tree_sum DIR: the checksum of every file under DIR, to tell that nothing changed
+tree_sum() { (cd "$1" && find . -type f ! -name rotor.lock -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
+# train ARG...: rotor train in $shared, where the run's relative data.tokenizer is
+train() { (cd "$shared" && exec "$rotor" train "$@"); }
+
+# A run of 10 steps, checkpoints at 5 and 10, the tokenizer given relative to $shared.
+cd "$shared" || exit 1
+"$rotor" data tokenize --tokenizer tokenizer/mistral-7b-v0.1.model --out "$out/shards" --text-docs paragraph \
+  --val-fraction 0.02 text/tinyshakespeare.txt >/dev/null || fail "tokenize"
+run_args=("$here/../configs/tiny/gla-selective.ini" --set model.vocab_size=32000 --set data.train="$out/shards/train"
+          --set data.tokenizer=tokenizer/mistral-7b-v0.1.model --set train.val_every=0 --set train.log_every=1
+          --set train.checkpoint_every=5 --set train.keep_checkpoints=0 --set run.threads=1)
+train "${run_args[@]}" --set run.dir="$out/run" --set train.steps=10 >"$out/train.log" 2>&1 ||
+  { cat "$out/train.log"; fail "train"; finish checkpoint_safety; }
+cd "$out" || exit 1
+run=$out/run ck=$run/checkpoints
+lines=$(grep -c '^' "$run/metrics.jsonl")
+
+# -- the config: all of it in the run directory, a summary on the terminal
+[ -f "$run/rotor.ini" ] && grep -qx "type = gla" "$run/rotor.ini" || fail "run.dir/rotor.ini lacks the effective config"
+before_step=$(sed -n '/^step 1\//q;p' "$out/train.log" | wc -l)
+((before_step <= 30)) || fail "$before_step lines before the first step (the config should be a summary)"
+grep -q "rotor.ini" "$out/train.log" || fail "the summary does not name the run directory's rotor.ini"
+grep -q "MPI" "$out/train.log" && fail "one process says it reduces gradients by MPI"
+
+# -- the tokenizer: recorded by absolute path and sha256, copied into the checkpoint
+grep -q '"path": "/' "$ck/step_00000010/trainer_state.json" || fail "the tokenizer's path is not absolute"
+cmp -s "$ck/step_00000010/tokenizer.model" "$tok" || fail "the checkpoint holds no copy of the tokenizer"
+mkdir -p "$out/elsewhere" && cd "$out/elsewhere" || exit 1
+"$rotor" generate --ckpt "$ck/step_00000010" --prompt "ROMEO:" --max-new-tokens 4 --threads 1 >"$out/gen.out" 2>&1 ||
+  { cat "$out/gen.out"; fail "generate from another directory"; }
+old=$out/old-ckpt
+cp -r "$ck/step_00000005" "$old" && rm "$old/tokenizer.model"
+/usr/bin/python3 - "$old" <<'PY' # a checkpoint of before the record: no copy, no "tokenizer"
+import json, sys
+p = sys.argv[1] + "/trainer_state.json"
+s = json.load(open(p))
+del s["tokenizer"], s["files"]["tokenizer.model"], s["file_sizes"]["tokenizer.model"]
+json.dump(s, open(p, "w"), indent=2)
+PY
+expect_fail old_tokenizer "rotor.ini: data.tokenizer = tokenizer/mistral-7b-v0.1.model is not found from here.*--tokenizer" \
+  "$rotor" generate --ckpt "$old" --prompt "ROMEO:" --max-new-tokens 4 --threads 1
+"$rotor" generate --ckpt "$old" --tokenizer "$tok" --prompt "ROMEO:" --max-new-tokens 4 --threads 1 >/dev/null 2>&1 ||
+  fail "--tokenizer does not rescue the old checkpoint"
+cd "$out" || exit 1
+
+# -- a fresh start into a run directory that holds a run
+sum=$(tree_sum "$run")
+expect_fail fresh_into_run "already holds a run .*--resume auto.*--overwrite" \
+  train "${run_args[@]}" --set run.dir="$run" --set train.steps=10
+[ "$(tree_sum "$run")" = "$sum" ] || fail "the refused fresh start changed the run directory"
+
+# -- a corrupt checkpoint, for every command that reads one
+cp -r "$run" "$out/pristine"
+corrupt "$ck/step_00000010/model.safetensors"
+sum=$(tree_sum "$run")
+damaged="step_00000010/model.safetensors: sha256 .* differs"
+expect_fail resume_dir "$damaged" train "${run_args[@]}" --set run.dir="$run" --set train.steps=12 \
+  --resume "$ck/step_00000010"
+expect_fail generate "$damaged.*--no-verify" "$rotor" generate --ckpt "$ck/step_00000010" --prompt "ROMEO:" --threads 1
+expect_fail eval "$damaged" "$rotor" eval --ckpt "$ck/step_00000010" --tasks piqa --data-dir "$shared/eval" --limit 2 \
+  --threads 1 --out "$out/results.json"
+expect_fail serve "$damaged" timeout 60 "$rotor" serve --ckpt "$ck/step_00000010" --port 0 --threads 1
+[ "$(tree_sum "$run")" = "$sum" ] || fail "a refused load changed the run directory"
+"$rotor" generate --ckpt "$ck/step_00000010" --no-verify --prompt "ROMEO:" --max-new-tokens 2 --threads 1 \
+  >/dev/null 2>&1 || fail "generate --no-verify"
+train "${run_args[@]}" --set run.dir="$run" --set train.steps=12 --resume auto >"$out/auto.log" 2>&1 ||
+  { cat "$out/auto.log"; fail "resume auto past the damaged checkpoint"; }
+grep -q "skipping the checkpoint step_00000010: .*model.safetensors: sha256" "$out/auto.log" ||
+  fail "resume auto does not say why it skipped step 10"
+grep -q "resumed from .*step_00000005 at step 5" "$out/auto.log" || fail "resume auto did not take step 5"
+
+# -- every checkpoint damaged: resume auto fails and changes nothing
+rm -rf "$run" && cp -r "$out/pristine" "$run"
+corrupt "$ck/step_00000005/model.safetensors"
+corrupt "$ck/step_00000010/optimizer.safetensors"
+sum=$(tree_sum "$run")
+expect_fail all_damaged "none of its 2 checkpoints is intact" \
+  train "${run_args[@]}" --set run.dir="$run" --set train.steps=12 --resume auto
+grep -q "initialised from seed" "$out/all_damaged.out" && fail "all damaged: started from step 0"
+[ "$(tree_sum "$run")" = "$sum" ] || fail "all damaged: the run directory changed"
+[ "$(grep -c '^' "$run/metrics.jsonl")" = "$lines" ] || fail "all damaged: metrics.jsonl changed"
+
+# -- the fallbacks that used to be silent
+fallback() { # NAME PATTERN: resume auto warns with PATTERN and resumes from step 5
+  train "${run_args[@]}" --set run.dir="$run" --set train.steps=12 --resume auto \
+    >"$out/$1.log" 2>&1 || { cat "$out/$1.log"; fail "$1: resume auto failed"; return; }
+  grep -Eq "warning: .*$2" "$out/$1.log" || { fail "$1: no warning matching /$2/"; cat "$out/$1.log"; }
+  grep -q "resumed from .*step_00000005 at step 5" "$out/$1.log" || fail "$1: did not resume from step 5"
+}
+reset_run() { rm -rf "$run" && cp -r "$out/pristine" "$run"; }
+reset_run && truncate -s 100 "$ck/step_00000010/trainer_state.json"
+fallback truncated_state "step_00000010: .*trainer_state.json: .*cut short"
+reset_run && rm "$ck/step_00000010/optimizer.safetensors"
+fallback missing_optimizer "step_00000010: .*optimizer.safetensors: missing"
+reset_run && rm -r "$ck/step_00000010"
+fallback latest_deleted "latest names .*step_00000010, which does not exist"
+
+# -- --overwrite moves the old run aside, intact
+reset_run
+sum=$(tree_sum "$run")
+train "${run_args[@]}" --set run.dir="$run" --set train.steps=3 --overwrite >"$out/overwrite.log" 2>&1 ||
+  { cat "$out/overwrite.log"; fail "--overwrite"; }
+aside=$(ls -d "$run".old-* 2>/dev/null | head -1)
+[ -n "$aside" ] && [ "$(tree_sum "$aside")" = "$sum" ] || fail "--overwrite did not keep the old run intact"
+grep -q "moved the earlier run .* to $aside" "$out/overwrite.log" || fail "--overwrite does not say where the run went"
+[ "$(grep -c '^' "$run/metrics.jsonl")" = 3 ] || fail "--overwrite: the new run's metrics.jsonl"
+
+# -- two trainers in one run directory; a killed trainer's lock
+rm -rf "$run" "$run".old-*
+# the first trainer writes no checkpoint before its end (never reached): nothing fills the disk
+(cd "$shared" && exec "$rotor" train "${run_args[@]}" --set run.dir="$run" --set train.steps=100000 \
+  --set train.checkpoint_every=0) >"$out/first.log" 2>&1 &
+first=$!
+trap 'kill -9 $first 2>/dev/null; rm -rf "$out"' EXIT
+for _ in $(seq 100); do grep -q "^step 1/" "$out/first.log" && break; sleep 0.1; done
+t0=$(date +%s%N)
+expect_fail second "in use by another trainer \(rotor train PID $first " \
+  train "${run_args[@]}" --set run.dir="$run" --set train.steps=100000 --resume auto
+(($(date +%s%N) - t0 < 5000000000)) || fail "the second trainer took more than 5 s to give up"
+kill -0 $first 2>/dev/null || fail "the first trainer died"
+kill -9 $first
+wait $first 2>/dev/null
+train "${run_args[@]}" --set run.dir="$run" --set train.steps=2 --resume auto >"$out/after_kill.log" 2>&1 ||
+  { cat "$out/after_kill.log"; fail "the lock of a killed trainer blocks --resume auto"; }
+
+finish checkpoint_safety
