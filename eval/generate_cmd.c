@@ -183,7 +183,8 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (!o->prompt && !o->prompts) rt_die("no prompt: give --prompt TEXT or --prompts FILE.jsonl");
     if (o->prompt && !*o->prompt) rt_die("--prompt is empty: give the text to continue");
     char msg[256];
-    if (sampling_check(&o->sampling, msg, sizeof msg)) rt_die("--%s (see rotor generate --help)", msg);
+    if (sampling_check(&o->sampling, &(SamplingNames){"--temperature", "--top-k", "--top-p"}, msg, sizeof msg))
+        rt_die("%s (see rotor generate --help)", msg);
 }
 
 /* The context a prompt and its completion must fit: the run's training length (its

@@ -20,16 +20,21 @@ struct Sampler {
     double *w; /* [vocab]: scratch of the top-k selection */
 };
 
-const char *sampling_check(const SamplingArgs *a, char *msg, int msglen) {
-    if (!(a->temperature >= 0) || isinf(a->temperature))
-        snprintf(msg, (size_t)msglen, "temperature = %g: must be a number >= 0 (0 is greedy)", a->temperature);
-    else if (a->top_k < 0)
-        snprintf(msg, (size_t)msglen, "top-k = %d: must be >= 0 (0 keeps every token)", a->top_k);
-    else if (!(a->top_p > 0 && a->top_p <= 1))
-        snprintf(msg, (size_t)msglen, "top-p = %g: must be in (0, 1] (1 keeps every token)", a->top_p);
-    else
-        return NULL;
-    return msg;
+const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg, int msglen) {
+    if (!(a->temperature >= 0) || isinf(a->temperature)) {
+        snprintf(msg, (size_t)msglen, "%s = %g: must be a number >= 0 (0 is greedy)", names->temperature,
+                 a->temperature);
+        return names->temperature;
+    }
+    if (a->top_k < 0) {
+        snprintf(msg, (size_t)msglen, "%s = %d: must be >= 0 (0 keeps every token)", names->top_k, a->top_k);
+        return names->top_k;
+    }
+    if (!(a->top_p > 0 && a->top_p <= 1)) {
+        snprintf(msg, (size_t)msglen, "%s = %g: must be in (0, 1] (1 keeps every token)", names->top_p, a->top_p);
+        return names->top_p;
+    }
+    return NULL;
 }
 
 Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab, int rows) {
@@ -40,7 +45,7 @@ Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, i
     s->vocab = vocab;
     s->rng = rt_malloc(sizeof(Rng) * (size_t)rows);
     for (int r = 0; r < rows; r++) {
-        RT_ASSERT(!sampling_check(&args[r], msg, sizeof msg));
+        RT_ASSERT(!sampling_check(&args[r], &(SamplingNames){"temperature", "top_k", "top_p"}, msg, sizeof msg));
         s->a[r] = args[r];
         rng_init(&s->rng[r], args[r].seed, stream[r]);
     }

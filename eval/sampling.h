@@ -26,9 +26,14 @@ typedef struct {
     uint64_t seed;      /* names the random streams */
 } SamplingArgs;
 
-/* NULL when the settings are valid, else a message naming the setting and its value
- * ("temperature = -1: must be >= 0 (0 is greedy)"). */
-const char *sampling_check(const SamplingArgs *a, char *msg, int msglen);
+/* What a caller calls the settings in its messages: its options ("--top-p") or its fields ("top_p"). */
+typedef struct {
+    const char *temperature, *top_k, *top_p;
+} SamplingNames;
+
+/* NULL when the settings are valid, else the name of the one at fault, with msg naming it and its
+ * value ("top_p = 1.5: must be in (0, 1] (1 keeps every token)"). */
+const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg, int msglen);
 
 typedef struct Sampler Sampler;
 

@@ -41,6 +41,20 @@ json_t *serve_error_json(const ServeError *e) {
                      e->param[0] ? json_string(e->param) : json_null(), "code", e->status);
 }
 
+/* What a JSON value is, for the messages: "a number", "a string", ... */
+static const char *json_kind(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "a list";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "true or false";
+    default: return "null";
+    }
+}
+
 /* The body as a JSON object. */
 static json_t *load_object(const char *body, size_t len, ServeError *e) {
     json_error_t jerr;
@@ -51,8 +65,8 @@ static json_t *load_object(const char *body, size_t len, ServeError *e) {
         return NULL;
     }
     if (!json_is_object(j)) {
+        serve_fail(e, 400, NULL, "the body must be a JSON object, got %s", json_kind(j));
         json_decref(j);
-        serve_fail(e, 400, NULL, "the body must be a JSON object");
         return NULL;
     }
     return j;
@@ -62,7 +76,7 @@ static json_t *load_object(const char *body, size_t len, ServeError *e) {
 static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, ServeError *e) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) return serve_fail(e, 400, key, "%s must be an integer", key);
+    if (!json_is_integer(v)) return serve_fail(e, 400, key, "%s must be an integer, got %s", key, json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
         return serve_fail(e, 400, key, "%s = %lld is out of range: it must be in [%lld, %lld]", key, (long long)x,
@@ -74,7 +88,7 @@ static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int
 static int get_number(const json_t *o, const char *key, double *out, ServeError *e) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_number(v)) return serve_fail(e, 400, key, "%s must be a number", key);
+    if (!json_is_number(v)) return serve_fail(e, 400, key, "%s must be a number, got %s", key, json_kind(v));
     *out = json_number_value(v);
     return 0;
 }
@@ -82,7 +96,7 @@ static int get_number(const json_t *o, const char *key, double *out, ServeError 
 static int get_bool(const json_t *o, const char *key, int *out, ServeError *e) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_boolean(v)) return serve_fail(e, 400, key, "%s must be true or false", key);
+    if (!json_is_boolean(v)) return serve_fail(e, 400, key, "%s must be true or false, got %s", key, json_kind(v));
     *out = json_is_true(v);
     return 0;
 }
@@ -131,22 +145,24 @@ int serve_encode_text(const Tokenizer *tok, const char *text, size_t len, int32_
     return 0;
 }
 
-/* One prompt's token ids from a JSON array (where names it, "prompt" or "prompt[i]"). */
-static int read_ids(const json_t *a, const char *where, const ServeLimits *lim, int32_t **ids, size_t *n,
-                    ServeError *e) {
+/* Token ids from a JSON array: a prompt's or /detokenize's. field is the request's field ("prompt",
+ * "tokens"), where the array in it ("prompt[2]"). */
+static int read_ids(const json_t *a, const char *field, const char *where, const ServeLimits *lim, int32_t **ids,
+                    size_t *n, ServeError *e) {
     size_t count = json_array_size(a);
     int32_t *out = malloc(sizeof(int32_t) * (count ? count : 1));
     for (size_t i = 0; i < count; i++) {
         json_t *v = json_array_get(a, i);
         if (!json_is_integer(v)) {
             free(out);
-            return serve_fail(e, 400, "prompt", "%s[%zu] must be a token id (an integer)", where, i);
+            return serve_fail(e, 400, field, "%s[%zu] must be a token id (an integer), got %s", where, i,
+                              json_kind(v));
         }
         json_int_t id = json_integer_value(v);
         if (id < 0 || id >= lim->vocab) {
             free(out);
-            return serve_fail(e, 400, "prompt", "%s[%zu] = %lld is not a token id: ids are in [0, %d)", where, i,
-                              (long long)id, lim->vocab);
+            return serve_fail(e, 400, field, "%s[%zu] = %lld is not a token id of this tokenizer: ids are in [0, %d)",
+                              where, i, (long long)id, lim->vocab);
         }
         out[i] = (int32_t)id;
     }
@@ -174,7 +190,7 @@ static int read_prompt(const json_t *v, int i, int listed, const CompletionReque
         if (serve_encode_text(tok, json_string_value(v), len, &ids, &n, e)) return -1;
         p->text = rt_strdup(json_string_value(v));
     } else {
-        if (read_ids(v, where, lim, &ids, &n, e)) return -1;
+        if (read_ids(v, "prompt", where, lim, &ids, &n, e)) return -1;
         char err[512];
         if (!(p->text = tok_decode(tok, ids, n, err, sizeof err))) {
             free(ids);
@@ -208,8 +224,10 @@ static int read_prompts(const json_t *v, CompletionRequest *r, const ServeLimits
                                                 "or a list of lists of token ids");
     int listed = json_is_array(v) && json_array_size(v) && !json_is_integer(json_array_get(v, 0));
     if (!json_is_string(v) && !json_is_array(v))
-        return serve_fail(e, 400, "prompt", "prompt must be a string, a list of strings, a list of token ids or a list "
-                                            "of lists of token ids");
+        return serve_fail(e, 400, "prompt",
+                          "prompt must be a string, a list of strings, a list of token ids or a list of lists of token "
+                          "ids, got %s",
+                          json_kind(v));
     if (json_is_array(v) && !json_array_size(v)) return serve_fail(e, 400, "prompt", "prompt is an empty list");
     size_t count = listed ? json_array_size(v) : 1;
     if ((int64_t)count * r->n > lim->max_rows)
@@ -281,10 +299,10 @@ int serve_parse_completion(const char *body, size_t len, const ServeLimits *lim,
     req->sampling.seed = (uint64_t)seed;
     req->model = json_is_string(model) ? rt_strdup(json_string_value(model)) : NULL;
     char msg[256];
-    if (sampling_check(&req->sampling, msg, sizeof msg)) {
-        char param[64];
-        snprintf(param, sizeof param, "%.*s", (int)strcspn(msg, " "), msg);
-        serve_fail(e, 400, param, "%s", msg);
+    const SamplingNames fields = {"temperature", "top_k", "top_p"};
+    const char *field = sampling_check(&req->sampling, &fields, msg, sizeof msg);
+    if (field) {
+        serve_fail(e, 400, field, "%s", msg);
         goto done;
     }
     if (read_stop(json_object_get(o, "stop"), req, e)) goto done;
@@ -320,7 +338,8 @@ json_t *serve_tokenize(const char *body, size_t len, const Tokenizer *tok, Serve
     int special = 1;
     int32_t *ids = NULL;
     size_t n = 0;
-    if (!json_is_string(p)) serve_fail(e, 400, "prompt", "prompt is required: the text to tokenise, a string");
+    if (!p || json_is_null(p)) serve_fail(e, 400, "prompt", "prompt is required: the text to tokenise, a string");
+    else if (!json_is_string(p)) serve_fail(e, 400, "prompt", "prompt must be a string, got %s", json_kind(p));
     else if (strlen(json_string_value(p)) != json_string_length(p))
         serve_fail(e, 400, "prompt", "prompt contains a NUL character");
     else if (!get_bool(o, "add_special_tokens", &special, e) &&
@@ -341,8 +360,10 @@ json_t *serve_detokenize(const char *body, size_t len, const Tokenizer *tok, Ser
     ServeLimits lim = {.vocab = tok_vocab_size(tok)};
     int32_t *ids;
     size_t n;
-    if (!json_is_array(t)) serve_fail(e, 400, "tokens", "tokens is required: a list of token ids");
-    else if (!read_ids(t, "tokens", &lim, &ids, &n, e)) {
+    if (!t || json_is_null(t)) serve_fail(e, 400, "tokens", "tokens is required: a list of token ids");
+    else if (!json_is_array(t))
+        serve_fail(e, 400, "tokens", "tokens must be a list of token ids, got %s", json_kind(t));
+    else if (!read_ids(t, "tokens", "tokens", &lim, &ids, &n, e)) {
         char err[512];
         char *text = tok_decode(tok, ids, n, err, sizeof err);
         if (text) res = json_pack("{s:s}", "prompt", text);

@@ -26,7 +26,7 @@ typedef struct {
 } ServeLimits;
 
 typedef struct {
-    int status;     /* HTTP status: 400, 401, 404, 405, 413, 500 */
+    int status;     /* HTTP status: 400, 401, 404, 405, 413, 500, 503 */
     char param[64]; /* the field at fault, "" when none */
     char msg[1024];
 } ServeError;

@@ -209,19 +209,26 @@ static void test_rows_own_settings(void) {
     sampler_free(sb);
 }
 
+/* Each caller's spelling of the setting at fault: generate's option, serve's JSON field. */
 static void test_check(void) {
     char msg[256];
-    const struct { SamplingArgs a; const char *name; } bad[] = {
-        {{-0.5, 0, 1, 0}, "temperature"}, {{NAN, 0, 1, 0}, "temperature"}, {{INFINITY, 0, 1, 0}, "temperature"},
-        {{1, -1, 1, 0}, "top-k"},         {{1, 0, 0, 0}, "top-p"},         {{1, 0, 1.5, 0}, "top-p"},
-        {{1, 0, -0.1, 0}, "top-p"},
+    const SamplingNames options = {"--temperature", "--top-k", "--top-p"}, fields = {"temperature", "top_k", "top_p"};
+    const struct { SamplingArgs a; int which; } bad[] = {
+        {{-0.5, 0, 1, 0}, 0}, {{NAN, 0, 1, 0}, 0}, {{INFINITY, 0, 1, 0}, 0}, {{1, -1, 1, 0}, 1},
+        {{1, 0, 0, 0}, 2},    {{1, 0, 1.5, 0}, 2}, {{1, 0, -0.1, 0}, 2},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *m = sampling_check(&bad[i].a, msg, sizeof msg);
-        CHECK_MSG(m && strstr(m, bad[i].name), "case %zu: %s", i, m ? m : "(accepted)");
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            const SamplingNames *n = k ? &fields : &options;
+            const char *want = bad[i].which == 0 ? n->temperature : bad[i].which == 1 ? n->top_k : n->top_p;
+            const char *got = sampling_check(&bad[i].a, n, msg, sizeof msg);
+            char start[64];
+            snprintf(start, sizeof start, "%s = ", want);
+            CHECK_MSG(got == want && !strncmp(msg, start, strlen(start)), "case %zu (%s): %s", i, want,
+                      got ? msg : "(accepted)");
+        }
     const SamplingArgs good[] = {{0, 0, 1, 0}, {0.7, 40, 0.95, 1}, {1, 0, 1e-9, 2}};
-    for (size_t i = 0; i < 3; i++) CHECK(sampling_check(&good[i], msg, sizeof msg) == NULL);
+    for (size_t i = 0; i < 3; i++) CHECK(sampling_check(&good[i], &fields, msg, sizeof msg) == NULL);
 }
 
 static const TestCase tests[] = {
