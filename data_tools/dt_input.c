@@ -14,6 +14,7 @@
 #include <zstd.h>
 
 #include "util/error.h"
+#include "util/json_kind.h"
 #include "util/utf8.h"
 
 /* ---- input kinds ---- */
@@ -440,19 +441,6 @@ static int next_line(DtDocReader *r, char **line, size_t *len) {
 
 static void strip_cr(const char *line, size_t *len) {
     if (*len && line[*len - 1] == '\r') (*len)--;
-}
-
-static const char *json_kind(const json_t *j) {
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
 }
 
 /* A line that cannot give a document: -1 with the message, or with skip_bad_lines 0 after a

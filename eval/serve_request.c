@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json_kind.h"
 #include "util/utf8.h"
 
 #define MAX_STOP 16
@@ -39,20 +40,6 @@ json_t *serve_error_json(const ServeError *e) {
                                           : "invalid_request_error";
     return json_pack("{s:{s:s, s:s, s:o, s:i}}", "error", "message", e->msg, "type", type, "param",
                      e->param[0] ? json_string(e->param) : json_null(), "code", e->status);
-}
-
-/* What a JSON value is, for the messages: "a number", "a string", ... */
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "a list";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "true or false";
-    default: return "null";
-    }
 }
 
 /* The body as a JSON object. */

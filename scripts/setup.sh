@@ -28,6 +28,7 @@ packages=(
   python3-venv                           # the harness test's virtual environment (lm-eval from PyPI)
   python3-matplotlib                     # bench/plot_profile.py (GPU op profiles as a plot)
   dataset-fashion-mnist                  # Fashion-MNIST's IDX files in /usr/share/datasets/fashion-mnist (configs/classify/)
+  clang libclang-rt-14-dev               # libFuzzer: the fuzz targets' bounded runs (scripts/fuzz.sh)
 )
 
 if [ "${1:-}" = "--interop" ]; then

@@ -353,7 +353,7 @@ else fail "--skip-bad-lines: $(cat b.err)"; fi
 printf '{"content": "x", "id": 1}\n' >nofield.jsonl
 expect_error "nofield.jsonl:1: no field 'text' in the object \(its fields: 'content', 'id'" data tokenize --tokenizer "$model" --out n nofield.jsonl
 printf '{"text": 12}\n' >number.jsonl
-expect_error "number.jsonl:1: field 'text' is a number, not a string" data tokenize --tokenizer "$model" --out n number.jsonl
+expect_error "number.jsonl:1: field 'text' is an integer, not a string" data tokenize --tokenizer "$model" --out n number.jsonl
 printf '["text"]\n' >array.jsonl
 expect_error "array.jsonl:1: expected a JSON object" data tokenize --tokenizer "$model" --out n array.jsonl
 expect_error "input missing.jsonl: No such file or directory" data tokenize --tokenizer "$model" --out n missing.jsonl

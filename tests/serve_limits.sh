@@ -35,6 +35,12 @@ start_server() {
   port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/v1.*|\1|p' "$out/$log.out")
   [ -n "$port" ] || { cat "$out/$log.err"; fail "the server did not start"; finish serve_limits; }
 }
+# exited_0 WHAT: the server ($pid), signalled, ends with status 0
+exited_0() {
+  wait $pid
+  local status=$?
+  [ $status = 0 ] || fail "$1: exit status $status"
+}
 
 # The clients' helpers, shared by the two Python parts below.
 cat >"$out/clients.py" <<'PY'
@@ -181,7 +187,7 @@ assert e["param"] == "tokens" and e["message"].startswith("tokens[3] = 99999") a
 e = error("/detokenize", {"tokens": [1, "x"]})
 assert e["param"] == "tokens" and "tokens[1]" in e["message"] and "got a string" in e["message"], e
 e = error("/tokenize", {"prompt": 12})
-assert e["param"] == "prompt" and "prompt must be a string, got a number" == e["message"], e
+assert e["param"] == "prompt" and "prompt must be a string, got an integer" == e["message"], e
 e = error("/tokenize", {"text": "a"})
 assert "prompt is required" in e["message"], e
 e = error("/v1/completions", {"prompt": "a", "max_tokens": "many"})
@@ -226,9 +232,7 @@ s, res, _ = got["answer"]
 assert s == 200 and len(res["choices"]) == 64 and res["usage"]["completion_tokens"] > 64, (s, res.get("error"))
 print(f"SIGTERM: the request in flight answered whole, a new connection {refused}, an open one 503")
 PY
-wait $pid
-status=$?
-[ $status = 0 ] || fail "SIGTERM: exit status $status"
+exited_0 "SIGTERM"
 grep -q "SIGTERM, stopping: 1 request in flight, waiting up to 30 s (--grace)" "$out/limits.err" ||
   fail "no stopping message: $(grep stopping "$out/limits.err")"
 grep -q "every request in flight was answered" "$out/limits.err" || fail "no message that all were answered"
@@ -260,9 +264,7 @@ for s, res, r in got:
 assert took < 3.5, took
 print(f"--grace 1: the running and the queued completion got 503 after {took:.1f} s")
 PY
-wait $pid
-status=$?
-[ $status = 0 ] || fail "SIGTERM after the grace period: exit status $status"
+exited_0 "SIGTERM after the grace period"
 grep -q "2 requests still in flight" "$out/grace.err" ||
   fail "no message on the requests left: $(tail -3 "$out/grace.err")"
 finish serve_limits

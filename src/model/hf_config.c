@@ -7,6 +7,7 @@
 
 #include "model/family.h"
 #include "util/error.h"
+#include "util/json_kind.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Schema                                                                               */
@@ -224,21 +225,6 @@ static int fail(Errs *e, const char *fmt, ...) {
     return -1;
 }
 
-static const char *type_desc(const json_t *v) {
-    if (!v) return "nothing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a float";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 /* A JSON value as compact text (for messages); static storage. */
 static const char *json_text(const json_t *v) {
     static char buf[96];
@@ -266,7 +252,7 @@ static int read_fields(const json_t *o, const char *prefix, const HfField *f, si
         switch (f[i].type) {
         case HF_BOOL:
             if (!json_is_boolean(v))
-                return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key, type_desc(v));
+                return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key, json_kind(v));
             *(int *)p = json_is_true(v);
             break;
         case HF_INT: {
@@ -274,7 +260,7 @@ static int read_fields(const json_t *o, const char *prefix, const HfField *f, si
             if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == HF_POS && x <= 0) ||
                 ((f[i].range == HF_NONNEG || f[i].range == HF_TOKEN) && x < 0))
                 return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key, rw,
-                            json_is_integer(v) ? json_text(v) : type_desc(v));
+                            json_is_integer(v) ? json_text(v) : json_kind(v));
             *(int *)p = (int)x;
             break;
         }
@@ -282,7 +268,7 @@ static int read_fields(const json_t *o, const char *prefix, const HfField *f, si
             double x = json_is_number(v) ? json_number_value(v) : 0;
             if (!json_is_number(v) || (f[i].range == HF_POS && !(x > 0)) || (f[i].range == HF_NONNEG && !(x >= 0)))
                 return fail(e, "config key '%s%s' must be a %snumber, got %s", prefix, f[i].key, rw,
-                            json_is_number(v) ? json_text(v) : type_desc(v));
+                            json_is_number(v) ? json_text(v) : json_kind(v));
             *(double *)p = x;
             break;
         }
@@ -335,7 +321,7 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
         return 0;
     }
     if (!json_is_object(pe))
-        return fail(e, "config key 'position_embedding' must be an object, got %s", type_desc(pe));
+        return fail(e, "config key 'position_embedding' must be an object, got %s", json_kind(pe));
     static const char *const P = "position_embedding.";
     int kind = 0;
     if (read_choice(pe, P, "type", &FLA_PE_TYPES, &kind, e)) return -1;
@@ -485,7 +471,7 @@ static int read_model_type(const json_t *j, MixerKind *kind, Errs *e) {
 int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen) {
     Errs e = {err, errlen};
     memcpy(out, defaults, sizeof(*out));
-    if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", type_desc(j));
+    if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", json_kind(j));
     if (read_model_type(j, &out->mixer, &e)) return -1;
     const Family *fam = family_of(out->mixer);
     const HfSchema *ms = &fam->hf;
@@ -511,7 +497,7 @@ int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfi
     if (mlp && inter && !json_is_null(inter)) {
         if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
             return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
-                        json_is_integer(inter) ? json_text(inter) : type_desc(inter));
+                        json_is_integer(inter) ? json_text(inter) : json_kind(inter));
         explicit_width = (int)json_integer_value(inter);
     } else if (mlp && (!ratio || json_is_null(ratio))) {
         return fail(&e, "config keys 'intermediate_size' and 'hidden_ratio' are both missing: one gives the MLP width");
