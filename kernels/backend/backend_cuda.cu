@@ -11,6 +11,7 @@
 #include "backend/cuda_ops.h"
 #include "backend/op_costs.cuh"
 #include "backend/profile.cuh"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "ops/gemm.h"
 #include "util/error.h"
@@ -276,6 +277,12 @@ extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_siz
                     uint64_t keep = UINT64_MAX; // keep freed blocks for reuse
                     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
                 }
+                char err[512], spec[256];
+                if (kernel_variants_from_env(err, sizeof err)) rt_die("%s", err);
+                kernel_variants_describe(spec, sizeof spec);
+                if (spec[0])
+                    fprintf(stderr, "rotor: kernel variants %s (ROTOR_KERNEL_VARIANT), not the "
+                                    "verified defaults\n", spec);
                 gemm_init();
                 fill_table(&cuda_backend);
                 cuda_backend.peak_flops = peak_flops(&prop);

@@ -106,6 +106,19 @@ __device__ __forceinline__ void load_tile_bf16(bf16 *dst, int ld, const float *s
     }
 }
 
+// The same from a bf16 matrix (states kept in bf16, kernel_variants gla_state:bf16), so that a
+// kernel templated on its states' element type loads either with one call (cols % 8 == 0).
+__device__ __forceinline__ void load_tile_bf16(bf16 *dst, int ld, const bf16 *src, int64_t stride,
+                                               int rows, int cols, int nrows, int ncols, int nt) {
+    const int per = cols >> 3;
+    for (int e = threadIdx.x; e < rows * per; e += nt) {
+        const int r = e / per, c = (e - r * per) << 3;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (r < nrows && c < ncols) x = *reinterpret_cast<const uint4 *>(src + r * stride + c);
+        *reinterpret_cast<uint4 *>(dst + r * ld + c) = x;
+    }
+}
+
 // Writes rows < nrows, columns < ncols of a ROWS x COLS shared tile of T to a global matrix.
 template <int ROWS, int COLS, class T>
 __device__ __forceinline__ void store_tile(T *dst, int64_t stride, const T *src, int ld, int nrows,

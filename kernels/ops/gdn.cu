@@ -15,6 +15,7 @@
 // a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
 // Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
 #include "lib/cuda_common.cuh"
 #include "lib/mma.cuh"
@@ -982,11 +983,27 @@ size_t smem_needed(int K) {
 // unless the (segment, head, 32-column) blocks would not fill the GPU once (few, long
 // segments: the scan is sequential over a segment's chunks, its parallelism is the blocks):
 // then 16 columns first, for twice the blocks.
+// A variant of gdn_scan other than auto (src/device/kernel_variants.c) fixes the layout:
+// c16s1, c16s2, c32s1, c32s2 in the table's order.
 template <class Layout>
 void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *stages,
                size_t *bytes) {
     const int wide[4][2] = {{32, 2}, {32, 1}, {16, 2}, {16, 1}};
     const int narrow[4][2] = {{16, 2}, {16, 1}, {32, 2}, {32, 1}};
+    const int fixed[4][2] = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
+    if (const int v = kernel_variant(KV_GDN_SCAN)) {
+        const int w = fixed[v - 1][0], st = fixed[v - 1][1];
+        const size_t b = Layout(K, w, st).total;
+        if (V % w)
+            rt_die("%s: gdn_scan:%s needs V a multiple of %d, not %d", op,
+                   kernel_variant_ops[KV_GDN_SCAN].variants[v], w, V);
+        if (b > (size_t)cuda_max_smem_optin())
+            rt_die("%s: gdn_scan:%s needs %zu bytes of shared memory per block at K=%d, the GPU "
+                   "allows %d", op, kernel_variant_ops[KV_GDN_SCAN].variants[v], b, K,
+                   cuda_max_smem_optin());
+        *bv = w, *stages = st, *bytes = b;
+        return;
+    }
     const bool few = seg_heads * (V / 32) < cuda_sm_count();
     for (const auto &o : few ? narrow : wide) {
         if (V % o[0]) continue;

@@ -25,36 +25,12 @@
 // fp32 accumulation); states, gradients of states and gate sums stay fp32.
 #include "backend/cuda_ops.h"
 #include "lib/chunks.cuh"
+#include "lib/gla_tiles.cuh"
 #include "lib/cuda_common.cuh"
 #include "lib/mma.cuh"
 #include "util/error.h"
 
 namespace {
-
-constexpr int TILE = 64;           // channels per K or V tile
-constexpr int LDH = TILE + 8;      // row stride of bf16 tiles in shared memory (elements)
-constexpr int LDF = TILE + 4;      // row stride of fp32 tiles in shared memory (elements)
-constexpr int HTILE = CHUNK * LDH; // elements of a 64-row bf16 tile
-constexpr int FTILE = CHUNK * LDF; // elements of a 64-row fp32 tile
-static_assert(TILE == 64, "the tile loops assume 64-channel tiles");
-
-// In-chunk cumulative sum down the rows of a 64 x 64 fp32 tile of log gates (one thread per
-// channel). Padded rows hold g = 0, so they repeat B of the last real row: B[63] = B_last.
-__device__ void cumsum_rows(float *B) {
-    if (threadIdx.x < TILE) {
-        float acc = 0.f;
-        for (int t = 0; t < CHUNK; t++) {
-            acc += B[t * LDF + threadIdx.x];
-            B[t * LDF + threadIdx.x] = acc;
-        }
-    }
-}
-
-// Row offsets of the per-sub-chunk factor tables (secondary chunking, 16-row sub-chunks):
-// Kf of sub-chunk I = 1..3 holds the rows s < 16 I at rows kf_row(I) + s (96 rows);
-// Qr of sub-chunk J = 0..2 holds the rows t >= 16 (J + 1) at rows qr_row(J) + t - 16 (J + 1).
-__device__ __forceinline__ int kf_row(int I) { return 8 * I * (I - 1); }
-__device__ __forceinline__ int qr_row(int J) { return J == 0 ? 0 : J == 1 ? 48 : 80; }
 
 // ---- intra-chunk scores ----
 

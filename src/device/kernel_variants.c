@@ -1,0 +1,156 @@
+#include "device/kernel_variants.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each variant's line says what it changes against variant 0; docs/gpu.md "Kernel variants"
+ * says what has run where. */
+const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
+    [KV_GLA_BWD] = {.name = "gla_bwd",
+                    .bench = "gla",
+                    .test = "test_gpu_gla",
+                    .kernels = "gla_bwd_dqdk|gla_dg_",
+                    .variants = {"v1", "v2"},
+                    .what = {"the verified dq/dk pass: LDG -> STS tiles, 1 block per SM, "
+                             "d log alpha's carry by a scan over chunks",
+                             "cp.async double-buffered dO/V tiles, the in-chunk cumsum of g "
+                             "read once, 2 blocks per SM, the carry by direct sums"}},
+    [KV_GLA_STATE] = {.name = "gla_state",
+                      .bench = "gla",
+                      .test = "test_gpu_gla",
+                      .kernels = "gla_",
+                      .variants = {"f32", "bf16"},
+                      .what = {"the verified passes: chunk states and their gradients G "
+                               "written and read in fp32",
+                               "states and G written in bf16 where their consumers round "
+                               "them to bf16 (the scans still sum in fp32)"}},
+    [KV_GDN_SCAN] = {.name = "gdn_scan",
+                     .bench = "gdn",
+                     .test = "test_gpu_gdn",
+                     .kernels = "gdn_(fwd|bwd)_scan",
+                     .variants = {"auto", "c16s1", "c16s2", "c32s1", "c32s2"},
+                     .what = {"the verified layout choice: the widest tile and double buffering "
+                              "that fit, 16 columns first when 32 would not fill the GPU",
+                              "16 value columns per block, one stage",
+                              "16 value columns per block, double-buffered",
+                              "32 value columns per block, one stage",
+                              "32 value columns per block, double-buffered"}},
+};
+
+static int chosen[KV_COUNT];
+
+int kernel_variant(KernelVariantOp op) { return chosen[op]; }
+
+/* The list "a, b, c" of an op's variants, or of all ops (op < 0). */
+static void choices(char *buf, size_t n, int op) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < (op < 0 ? KV_COUNT : KV_MAX_VARIANTS); i++) {
+        const char *name = op < 0 ? kernel_variant_ops[i].name : kernel_variant_ops[op].variants[i];
+        if (!name) break;
+        int w = snprintf(buf + len, n - len, "%s%s", i ? ", " : "", name);
+        if (w < 0 || (size_t)w >= n - len) break;
+        len += (size_t)w;
+    }
+}
+
+/* The item [s, e) without the spaces around it. */
+static void trim(const char **s, const char **e) {
+    while (*s < *e && isspace((unsigned char)**s)) (*s)++;
+    while (*e > *s && isspace((unsigned char)(*e)[-1])) (*e)--;
+}
+
+/* The length of [s, e) to print, at most 80 characters. */
+static int cap(const char *s, const char *e) { return e - s > 80 ? 80 : (int)(e - s); }
+
+/* The index of the name [s, e) among names[0..n) (NULL-terminated before n), or -1. */
+static int find(const char *const *names, int n, size_t stride, const char *s, const char *e) {
+    for (int i = 0; i < n; i++) {
+        const char *name = *(const char *const *)((const char *)names + (size_t)i * stride);
+        if (!name) break;
+        if (strlen(name) == (size_t)(e - s) && !strncmp(name, s, (size_t)(e - s))) return i;
+    }
+    return -1;
+}
+
+int kernel_variants_set(const char *spec, char *err, size_t errlen) {
+    int next[KV_COUNT] = {0}, named[KV_COUNT] = {0};
+    char list[200], why[400] = "";
+    const char *p = spec ? spec : "", *end = p + strlen(p);
+    trim(&p, &end);
+    if ((size_t)(end - p) == strlen("default") && !strncmp(p, "default", 7)) p = end;
+    while (p < end) {
+        const char *s = p, *e = memchr(p, ',', (size_t)(end - p));
+        if (!e) e = end;
+        p = e < end ? e + 1 : end;
+        trim(&s, &e);
+        const char *colon = memchr(s, ':', (size_t)(e - s));
+        if (!colon) {
+            snprintf(why, sizeof why, "'%.*s': expected op:variant", cap(s, e), s);
+            break;
+        }
+        const char *os = s, *oe = colon, *vs = colon + 1, *ve = e;
+        trim(&os, &oe);
+        trim(&vs, &ve);
+        int op = find(&kernel_variant_ops[0].name, KV_COUNT, sizeof kernel_variant_ops[0], os, oe);
+        if (op < 0) {
+            choices(list, sizeof list, -1);
+            snprintf(why, sizeof why, "'%.*s': no op of that name has variants (ops: %s)",
+                     cap(os, oe), os, list);
+            break;
+        }
+        if (named[op]) {
+            snprintf(why, sizeof why, "'%s' is named twice", kernel_variant_ops[op].name);
+            break;
+        }
+        int v = find(kernel_variant_ops[op].variants, KV_MAX_VARIANTS, sizeof(const char *), vs, ve);
+        if (v < 0) {
+            choices(list, sizeof list, op);
+            snprintf(why, sizeof why, "'%.*s': %s has no such variant (variants: %s)",
+                     cap(s, e), s, kernel_variant_ops[op].name, list);
+            break;
+        }
+        named[op] = 1;
+        next[op] = v;
+    }
+    if (why[0]) {
+        if (err && errlen) snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    memcpy(chosen, next, sizeof chosen);
+    return 0;
+}
+
+void kernel_variants_describe(char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < KV_COUNT; i++) {
+        if (!chosen[i]) continue;
+        int w = snprintf(buf + len, n - len, "%s%s:%s", len ? "," : "", kernel_variant_ops[i].name,
+                         kernel_variant_ops[i].variants[chosen[i]]);
+        if (w < 0 || (size_t)w >= n - len) break;
+        len += (size_t)w;
+    }
+}
+
+int kernel_variants_from_env(char *err, size_t errlen) {
+    const char *spec = getenv("ROTOR_KERNEL_VARIANT");
+    if (!spec) return 0;
+    char why[400];
+    if (kernel_variants_set(spec, why, sizeof why) == 0) return 0;
+    if (err && errlen) snprintf(err, errlen, "ROTOR_KERNEL_VARIANT=%s: %s", spec, why);
+    return -1;
+}
+
+void kernel_variants_list(FILE *f, int verbose) {
+    for (int i = 0; i < KV_COUNT; i++) {
+        const KernelVariantInfo *op = &kernel_variant_ops[i];
+        fprintf(f, "%s %s %s %s", op->name, op->bench, op->test, op->kernels);
+        for (int v = 0; v < KV_MAX_VARIANTS && op->variants[v]; v++) fprintf(f, " %s", op->variants[v]);
+        fputc('\n', f);
+        if (verbose)
+            for (int v = 0; v < KV_MAX_VARIANTS && op->variants[v]; v++)
+                fprintf(f, "    %-6s %s%s\n", op->variants[v], op->what[v], v ? "" : " (default)");
+    }
+}
