@@ -3,18 +3,28 @@
  * one segment per row), forward and backward timed apart. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
- *   gpu_mixers [--reps N]
+ *   gpu_mixers [--reps N] [--ops a,b]
+ *   gpu_mixers --compare SPEC [--reps N]
+ *   gpu_mixers --list-variants
  * Each time is the median over N repetitions (default 20, after warm-up) of a few calls
- * between two be->synchronize(), by the wall clock. One line per op:
+ * between two be->synchronize(), by the wall clock. One line per op (--ops: only those):
  *   op=<name> shape=<B>x<T>x<H>x<K>x<V> fwd_ms=<x> bwd_ms=<y>
- * (Selective RoPE: K = V = the head dim 2P). Prints "skipped: no GPU" and exits 77 without
- * one; exits 1 if an op writes a non-finite value. */
+ * (Selective RoPE: K = V = the head dim 2P). --compare runs the ops that the kernel variants
+ * of SPEC (as ROTOR_KERNEL_VARIANT: op:variant,...; src/device/kernel_variants.h) belong to,
+ * first with every kernel's default, then with SPEC, on the same inputs, and prints per op
+ *   compare op=<name> spec=<SPEC> shape=... base_fwd_ms= base_bwd_ms= fwd_ms= bwd_ms= err=E tol=T ok|FAIL
+ * after one line per output (the forward's and the backward's results a caller sees, not the
+ * saved states, whose layout a variant may change): err = max|variant - default| / max|default|.
+ * --list-variants prints the variant table (kernel_variants_list) and needs no GPU.
+ * Prints "skipped: no GPU" and exits 77 without one; exits 1 if an op writes a non-finite value
+ * or a comparison fails, 2 on bad arguments. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "device/kernel_variants.h"
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
@@ -88,16 +98,42 @@ static void *act_normal(int64_t n) {
 static void *act_out(int64_t n) { return dev(be->act_size * (size_t)n); }
 static void *f32_out(int64_t n) { return dev(sizeof(float) * (size_t)n); }
 
-/* Exits 1 naming the op and the tensor if a bf16 buffer holds an Inf or NaN (exponent
- * bits all ones): a time measured on broken output is no benchmark. */
-static void check_finite(const char *op, const char *what, const void *d, int64_t n) {
-    uint16_t *b = rt_malloc(2 * (size_t)n);
-    be->download(b, d, 2 * (size_t)n);
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) bad += (b[i] & 0x7f80u) == 0x7f80u;
+/* An output a comparison reads: a device buffer of n bf16 ([act]) or fp32 values. */
+typedef struct {
+    const char *name;
+    const void *d;
+    int64_t n;
+    int f32;
+} Output;
+
+enum { MAX_OUTPUTS = 8 };
+
+/* An output's values as fp32 on the host (rt_free them). */
+static float *download(const Output *o) {
+    float *x = rt_malloc(sizeof(float) * (size_t)o->n);
+    if (o->f32) {
+        be->download(x, o->d, sizeof(float) * (size_t)o->n);
+        return x;
+    }
+    uint16_t *b = rt_malloc(2 * (size_t)o->n);
+    be->download(b, o->d, 2 * (size_t)o->n);
+    for (int64_t i = 0; i < o->n; i++) {
+        uint32_t u = (uint32_t)b[i] << 16; /* bf16: the high half of an fp32 */
+        memcpy(&x[i], &u, sizeof u);
+    }
     rt_free(b);
+    return x;
+}
+
+/* Exits 1 naming the op and the tensor if an output holds an Inf or NaN: a time measured on
+ * broken output is no benchmark. */
+static void check_finite(const char *op, const Output *o) {
+    float *x = download(o);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < o->n; i++) bad += !isfinite(x[i]);
+    rt_free(x);
     if (bad) {
-        printf("FAIL %s: %lld non-finite values in %s\n", op, (long long)bad, what);
+        printf("FAIL %s: %lld non-finite values in %s\n", op, (long long)bad, o->name);
         exit(1);
     }
 }
@@ -107,6 +143,8 @@ static void check_finite(const char *op, const char *what, const void *d, int64_
 typedef struct {
     int H, K, V, P;
     double scale;
+    Output out[MAX_OUTPUTS]; /* what the forward and backward write, for checks and --compare */
+    int nout;
     /* inputs and forward outputs (the mixers' o, states, lse; Selective RoPE's qo, ko, Phi) */
     void *q, *k, *v, *g, *beta, *o, *states, *lse;
     void *phi_raw, *conv_w, *gate, *temp, *qo, *ko, *Phi;
@@ -156,19 +194,26 @@ static void gla_b(const Op *p) {
         .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dg = p->dg});
 }
 
-static void bench_gla(int H, int K, int V) {
+/* An output of p: n values of d, fp32 (f32) or bf16. */
+static void output(Op *p, const char *name, const void *d, int64_t n, int f32) {
+    RT_ASSERT(p->nout < MAX_OUTPUTS);
+    p->out[p->nout++] = (Output){.name = name, .d = d, .n = n, .f32 = f32};
+}
+
+static void setup_gla(Op *p) {
+    const int H = p->H, K = p->K, V = p->V;
     int64_t N = seqs.ntok, nk = N * H * K, nv = N * H * V;
-    Op p = {.H = H, .K = K, .V = V, .scale = 1.0 / sqrt((double)K)};
-    p.q = act_normal(nk), p.k = act_normal(nk), p.v = act_normal(nv);
-    p.g = f32_uniform(nk, -0.1, -0.001);
-    p.o = act_out(nv), p.states = f32_out(chunk_states_size(&seqs, H, K, V));
-    p.dout = act_normal(nv);
-    p.dq = act_out(nk), p.dk = act_out(nk), p.dv = act_out(nv), p.dg = f32_out(nk);
-    double fwd = time_ms(gla_f, &p), bwd = time_ms(gla_b, &p);
-    check_finite("gla", "o", p.o, nv);
-    check_finite("gla", "dq", p.dq, nk);
-    report("gla", &p, fwd, bwd);
-    release_all();
+    p->scale = 1.0 / sqrt((double)K);
+    p->q = act_normal(nk), p->k = act_normal(nk), p->v = act_normal(nv);
+    p->g = f32_uniform(nk, -0.1, -0.001);
+    p->o = act_out(nv), p->states = f32_out(chunk_states_size(&seqs, H, K, V));
+    p->dout = act_normal(nv);
+    p->dq = act_out(nk), p->dk = act_out(nk), p->dv = act_out(nv), p->dg = f32_out(nk);
+    output(p, "o", p->o, nv, 0);
+    output(p, "dq", p->dq, nk, 0);
+    output(p, "dk", p->dk, nk, 0);
+    output(p, "dv", p->dv, nv, 0);
+    output(p, "dg", p->dg, nk, 1);
 }
 
 /* ---- Gated DeltaNet (docs/models.md §3): q, k L2-normalised per head (as the mixer does before
@@ -186,24 +231,26 @@ static void gdn_b(const Op *p) {
         .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dg = p->dg, .dbeta = p->dbeta});
 }
 
-static void bench_gdn(int H, int K, int V) {
+static void setup_gdn(Op *p) {
+    const int H = p->H, K = p->K, V = p->V;
     int64_t N = seqs.ntok, nk = N * H * K, nv = N * H * V, nh = N * H;
-    Op p = {.H = H, .K = K, .V = V, .scale = 1.0 / sqrt((double)K)};
+    p->scale = 1.0 / sqrt((double)K);
     void *qraw = act_normal(nk), *kraw = act_normal(nk), *rnorm = f32_out(nh);
-    p.q = act_out(nk), p.k = act_out(nk);
-    be->l2norm_fwd(p.q, rnorm, qraw, N, H, K, 1e-6);
-    be->l2norm_fwd(p.k, rnorm, kraw, N, H, K, 1e-6);
-    p.v = act_normal(nv);
-    p.beta = f32_uniform(nh, 0.05, 0.95), p.g = f32_uniform(nh, -0.5, -0.001);
-    p.o = act_out(nv), p.states = f32_out(chunk_states_size(&seqs, H, K, V));
-    p.dout = act_normal(nv);
-    p.dq = act_out(nk), p.dk = act_out(nk), p.dv = act_out(nv);
-    p.dbeta = f32_out(nh), p.dg = f32_out(nh);
-    double fwd = time_ms(gdn_f, &p), bwd = time_ms(gdn_b, &p);
-    check_finite("gdn", "o", p.o, nv);
-    check_finite("gdn", "dq", p.dq, nk);
-    report("gdn", &p, fwd, bwd);
-    release_all();
+    p->q = act_out(nk), p->k = act_out(nk);
+    be->l2norm_fwd(p->q, rnorm, qraw, N, H, K, 1e-6);
+    be->l2norm_fwd(p->k, rnorm, kraw, N, H, K, 1e-6);
+    p->v = act_normal(nv);
+    p->beta = f32_uniform(nh, 0.05, 0.95), p->g = f32_uniform(nh, -0.5, -0.001);
+    p->o = act_out(nv), p->states = f32_out(chunk_states_size(&seqs, H, K, V));
+    p->dout = act_normal(nv);
+    p->dq = act_out(nk), p->dk = act_out(nk), p->dv = act_out(nv);
+    p->dbeta = f32_out(nh), p->dg = f32_out(nh);
+    output(p, "o", p->o, nv, 0);
+    output(p, "dq", p->dq, nk, 0);
+    output(p, "dk", p->dk, nk, 0);
+    output(p, "dv", p->dv, nv, 0);
+    output(p, "dbeta", p->dbeta, nh, 1);
+    output(p, "dg", p->dg, nh, 1);
 }
 
 /* ---- FoX (docs/models.md §4): log forget gates per head, near 0 ---- */
@@ -219,19 +266,21 @@ static void fox_b(const Op *p) {
         .dout = p->dout, .dq = p->dq, .dk = p->dk, .dv = p->dv, .dlogf = p->dg});
 }
 
-static void bench_fox(int H, int D) {
+static void setup_fox(Op *p) {
+    const int H = p->H, D = p->K;
     int64_t N = seqs.ntok, nx = N * H * D, nh = N * H;
-    Op p = {.H = H, .K = D, .V = D, .scale = 1.0 / sqrt((double)D)};
-    p.q = act_normal(nx), p.k = act_normal(nx), p.v = act_normal(nx);
-    p.g = f32_uniform(nh, -0.1, -0.001);
-    p.o = act_out(nx), p.lse = f32_out(nh);
-    p.dout = act_normal(nx);
-    p.dq = act_out(nx), p.dk = act_out(nx), p.dv = act_out(nx), p.dg = f32_out(nh);
-    double fwd = time_ms(fox_f, &p), bwd = time_ms(fox_b, &p);
-    check_finite("fox", "o", p.o, nx);
-    check_finite("fox", "dq", p.dq, nx);
-    report("fox", &p, fwd, bwd);
-    release_all();
+    p->scale = 1.0 / sqrt((double)D);
+    p->q = act_normal(nx), p->k = act_normal(nx), p->v = act_normal(nx);
+    p->g = f32_uniform(nh, -0.1, -0.001);
+    p->o = act_out(nx), p->lse = f32_out(nh);
+    p->dout = act_normal(nx);
+    p->dq = act_out(nx), p->dk = act_out(nx), p->dv = act_out(nx), p->dg = f32_out(nh);
+    output(p, "o", p->o, nx, 0);
+    output(p, "lse", p->lse, nh, 1);
+    output(p, "dq", p->dq, nx, 0);
+    output(p, "dk", p->dk, nx, 0);
+    output(p, "dv", p->dv, nx, 0);
+    output(p, "dg", p->dg, nh, 1);
 }
 
 /* ---- Selective RoPE (docs/models.md §5 steps 3-8) as the 370M configs use it: angle conv with
@@ -252,35 +301,178 @@ static void selrope_b(const Op *p) {
         .dconv_w = p->dconv_w, .dgate_logit = p->dgate});
 }
 
-static void bench_selrope(const char *name, int H, int P) {
-    int D = 2 * P;
+/* dconv_w, which the backward adds to, is no output here: its value depends on the calls. */
+static void setup_selrope(Op *p) {
+    const int H = p->H, P = p->K / 2, D = p->K;
     int64_t N = seqs.ntok, nx = N * H * D, na = N * H * P, nh = N * H;
-    Op p = {.H = H, .K = D, .V = D, .P = P};
-    p.q = act_normal(nx), p.k = act_normal(nx);
-    p.phi_raw = act_uniform(na, -1, 1), p.conv_w = act_uniform(4 * (int64_t)H * P, -0.5, 0.5);
-    p.gate = act_uniform(nh, -3, 3);
+    p->P = P;
+    p->q = act_normal(nx), p->k = act_normal(nx);
+    p->phi_raw = act_uniform(na, -1, 1), p->conv_w = act_uniform(4 * (int64_t)H * P, -0.5, 0.5);
+    p->gate = act_uniform(nh, -3, 3);
     float *temp = rt_malloc(sizeof(float) * (size_t)P);
     for (int j = 0; j < P; j++) temp[j] = (float)pow(TEMP_THETA, -2.0 * j / D);
-    p.temp = f32_from(temp, P);
+    p->temp = f32_from(temp, P);
     rt_free(temp);
-    p.qo = act_out(nx), p.ko = act_out(nx), p.Phi = f32_out(na);
-    p.dqo = act_normal(nx), p.dko = act_normal(nx);
-    p.dq = act_out(nx), p.dk = act_out(nx), p.dphi = act_out(na), p.dgate = act_out(nh);
-    p.dconv_w = f32_out(4 * (int64_t)H * P);
-    be->zero(p.dconv_w, sizeof(float) * 4 * (size_t)(H * P));
-    double fwd = time_ms(selrope_f, &p), bwd = time_ms(selrope_b, &p);
-    check_finite(name, "qo", p.qo, nx);
-    check_finite(name, "dphi_raw", p.dphi, na);
-    report(name, &p, fwd, bwd);
+    p->qo = act_out(nx), p->ko = act_out(nx), p->Phi = f32_out(na);
+    p->dqo = act_normal(nx), p->dko = act_normal(nx);
+    p->dq = act_out(nx), p->dk = act_out(nx), p->dphi = act_out(na), p->dgate = act_out(nh);
+    p->dconv_w = f32_out(4 * (int64_t)H * P);
+    be->zero(p->dconv_w, sizeof(float) * 4 * (size_t)(H * P));
+    output(p, "qo", p->qo, nx, 0);
+    output(p, "ko", p->ko, nx, 0);
+    output(p, "dq", p->dq, nx, 0);
+    output(p, "dk", p->dk, nx, 0);
+    output(p, "dphi_raw", p->dphi, na, 0);
+    output(p, "dgate_logit", p->dgate, nh, 0);
+}
+
+/* ---- the ops, their runs and comparisons ---- */
+
+typedef struct {
+    const char *name;
+    void (*setup)(Op *p); /* inputs and outputs at the shape H, K, V */
+    OpFn fwd, bwd;
+    int H, K, V; /* heads, key and value sizes (Selective RoPE: the head dim 2P) */
+} Mixer;
+
+/* head shapes of configs/{gla,gdn,fox}-370m-selective-pg.ini (d = 1024) */
+static const Mixer mixers[] = {
+    {.name = "gla", .setup = setup_gla, .fwd = gla_f, .bwd = gla_b, .H = 4, .K = 128, .V = 256},
+    {.name = "gdn", .setup = setup_gdn, .fwd = gdn_f, .bwd = gdn_b, .H = 8, .K = 128, .V = 128},
+    {.name = "fox", .setup = setup_fox, .fwd = fox_f, .bwd = fox_b, .H = 16, .K = 64, .V = 64},
+    {.name = "selrope_gla", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 4, .K = 128, .V = 128},
+    {.name = "selrope_gdn", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 8, .K = 128, .V = 128},
+    {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
+};
+enum { NMIXERS = sizeof mixers / sizeof mixers[0] };
+
+static Op prepare(const Mixer *m) {
+    Op p = {.H = m->H, .K = m->K, .V = m->V};
+    m->setup(&p);
+    return p;
+}
+
+/* Times the forward, then the backward (on the forward's saved results), and checks every
+ * output is finite. */
+static void run(const Mixer *m, const Op *p, double *fwd, double *bwd) {
+    *fwd = time_ms(m->fwd, p);
+    *bwd = time_ms(m->bwd, p);
+    for (int i = 0; i < p->nout; i++) check_finite(m->name, &p->out[i]);
+}
+
+static void bench(const Mixer *m) {
+    Op p = prepare(m);
+    double fwd, bwd;
+    run(m, &p, &fwd, &bwd);
+    report(m->name, &p, fwd, bwd);
     release_all();
 }
 
+/* Tolerance of a variant against the default kernels: the GPU tests' backward tolerance
+ * (tests/gpu/test_gpu_gla.c: bf16 operands one level deeper than the forward's), since both
+ * sides carry bf16 rounding in different places. */
+#define COMPARE_TOL 3e-2
+
+/* Runs m with the default kernels, then with spec, and compares every output. */
+static int compare(const Mixer *m, const char *spec) {
+    Op p = prepare(m);
+    double base_fwd, base_bwd, fwd, bwd;
+    char err[512];
+    RT_ASSERT(kernel_variants_set("", err, sizeof err) == 0);
+    run(m, &p, &base_fwd, &base_bwd);
+    float *base[MAX_OUTPUTS];
+    for (int i = 0; i < p.nout; i++) base[i] = download(&p.out[i]);
+    RT_ASSERT(kernel_variants_set(spec, err, sizeof err) == 0);
+    run(m, &p, &fwd, &bwd);
+    double worst = 0;
+    for (int i = 0; i < p.nout; i++) {
+        float *x = download(&p.out[i]);
+        double diff = 0, scale = 1e-6;
+        for (int64_t j = 0; j < p.out[i].n; j++) {
+            diff = fmax(diff, fabs((double)x[j] - base[i][j]));
+            scale = fmax(scale, fabs((double)base[i][j]));
+        }
+        double e = diff / scale;
+        printf("  %s %s err=%.3e tol=%.0e %s\n", m->name, p.out[i].name, e, COMPARE_TOL,
+               e <= COMPARE_TOL ? "ok" : "FAIL");
+        worst = fmax(worst, e);
+        rt_free(x);
+        rt_free(base[i]);
+    }
+    kernel_variants_set("", err, sizeof err);
+    printf("compare op=%s spec=%s shape=%dx%dx%dx%dx%d base_fwd_ms=%.4f base_bwd_ms=%.4f "
+           "fwd_ms=%.4f bwd_ms=%.4f err=%.3e tol=%.0e %s\n",
+           m->name, spec, ROWS, SEQ_LEN, p.H, p.K, p.V, base_fwd, base_bwd, fwd, bwd, worst,
+           COMPARE_TOL, worst <= COMPARE_TOL ? "ok" : "FAIL");
+    fflush(stdout);
+    release_all();
+    return worst <= COMPARE_TOL;
+}
+
+/* Whether a spec names a variant of an op that m runs. */
+static int spec_touches(const char *spec, const Mixer *m) {
+    char err[512], saved[256];
+    kernel_variants_describe(saved, sizeof saved);
+    int hit = 0;
+    if (kernel_variants_set(spec, err, sizeof err) == 0)
+        for (int i = 0; i < KV_COUNT; i++)
+            hit |= kernel_variant((KernelVariantOp)i) && !strcmp(kernel_variant_ops[i].bench, m->name);
+    kernel_variants_set(saved, err, sizeof err);
+    return hit;
+}
+
+/* Whether name is in the comma-separated list (NULL: every name). */
+static int listed(const char *list, const char *name) {
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: gpu_mixers [--reps N] [--ops a,b] | --compare SPEC [--reps N] | "
+                    "--list-variants  (1 <= N <= %d)\n", MAX_REPS);
+    return 2;
+}
+
 int main(int argc, char **argv) {
-    int args_ok = argc == 1 || (argc == 3 && !strcmp(argv[1], "--reps"));
-    if (args_ok && argc == 3) reps = atoi(argv[2]);
-    if (!args_ok || reps < 1 || reps > MAX_REPS) {
-        fprintf(stderr, "usage: gpu_mixers [--reps N]  (1 <= N <= %d)\n", MAX_REPS);
-        return 2;
+    const char *spec = NULL, *ops = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--list-variants") && argc == 2) {
+            kernel_variants_list(stdout, 0);
+            return 0;
+        } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) {
+            reps = atoi(argv[++i]);
+        } else if (i + 1 < argc && !strcmp(argv[i], "--compare")) {
+            spec = argv[++i];
+        } else if (i + 1 < argc && !strcmp(argv[i], "--ops")) {
+            ops = argv[++i];
+        } else {
+            return usage();
+        }
+    }
+    if (reps < 1 || reps > MAX_REPS || (spec && ops)) return usage();
+    for (const char *o = ops; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
+        int known = 0;
+        for (int i = 0; i < NMIXERS; i++) {
+            size_t n = strlen(mixers[i].name);
+            known |= !strncmp(o, mixers[i].name, n) && (o[n] == ',' || o[n] == '\0');
+        }
+        if (!known) {
+            fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
+                            "selrope_gla, selrope_gdn, selrope_fox)\n",
+                    ops, (int)strcspn(o, ","), o);
+            return 2;
+        }
+    }
+    if (spec) {
+        char err[512];
+        if (kernel_variants_set(spec, err, sizeof err)) {
+            fprintf(stderr, "gpu_mixers: --compare %s: %s\n", spec, err);
+            return 2;
+        }
+        kernel_variants_set("", err, sizeof err);
     }
     char why[512];
     be = backend_cuda(0, why, sizeof why);
@@ -299,14 +491,20 @@ int main(int argc, char **argv) {
     be->seqs_prepare(&seqs, &mirror);
     printf("device %s: rotor mixer ops, %d rows x %d tokens, median of %d\n", be->device, ROWS,
            SEQ_LEN, reps);
-    /* head shapes of configs/{gla,gdn,fox}-370m-selective-pg.ini (d = 1024) */
-    bench_gla(4, 128, 256);
-    bench_gdn(8, 128, 128);
-    bench_fox(16, 64);
-    bench_selrope("selrope_gla", 4, 64);
-    bench_selrope("selrope_gdn", 8, 64);
-    bench_selrope("selrope_fox", 16, 32);
+    int ok = 1, ran = 0;
+    for (int i = 0; i < NMIXERS; i++) {
+        if (spec ? !spec_touches(spec, &mixers[i]) : !listed(ops, mixers[i].name)) continue;
+        ran++;
+        if (spec)
+            ok &= compare(&mixers[i], spec);
+        else
+            bench(&mixers[i]);
+    }
     be->seqs_release(mirror);
     rt_free(pos);
-    return 0;
+    if (!ran) {
+        fprintf(stderr, "gpu_mixers: %s names no op it runs\n", spec ? "--compare" : "--ops");
+        return 2;
+    }
+    return ok ? 0 : 1;
 }

@@ -29,6 +29,7 @@
 #include "cpu/blas_setup.h"
 #include "cpu/parallel.h"
 #include "device/device.h"
+#include "device/kernel_variants.h"
 #include "model/model.h"
 #include "train/optimizer.h"
 #include "util/error.h"
@@ -281,12 +282,15 @@ int main(int argc, char **argv) {
         }
     }
     if (json_path && !(o.json = fopen(json_path, "w"))) rt_die("step_bench: cannot write %s", json_path);
+    char variants[256]; /* the kernel variants in use (ROTOR_KERNEL_VARIANT), "" for the defaults */
+    kernel_variants_describe(variants, sizeof variants);
     measure_baselines(be, &o);
     if (o.json)
         fprintf(o.json, "{\"device\": \"%s\", \"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f, "
-                        "\"peak_tflops\": %.2f, \"peak_tb_per_s\": %.3f, \"steps\": %d, \"configs\": [",
+                        "\"peak_tflops\": %.2f, \"peak_tb_per_s\": %.3f, \"steps\": %d, "
+                        "\"kernel_variants\": \"%s\", \"configs\": [",
                 be->device, o.gemm / 1e9, o.bandwidth / 1e9, be->peak_flops / 1e12,
-                be->peak_bandwidth / 1e12, o.steps);
+                be->peak_bandwidth / 1e12, o.steps, variants);
     for (int k = i; k < argc; k++) bench_config(be, argv[k], &o, k == i);
     if (o.json) {
         fprintf(o.json, "\n]}\n");

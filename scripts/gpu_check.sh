@@ -38,8 +38,15 @@
 # (configs/paper/nnrnn, the fixed-hidden-units rows: copy, psMNIST and PTB characters at truncation 150), step_bench's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
 # and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
-# "verify", in no default: the first thing of every lease (docs/gpu.md "The lease plan"),
-# every kernel test program, cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
+# "speed", in no default: the first thing of a GPU session (docs/gpu.md "Kernel variants"):
+# every kernel variant of the variant table checked against the CPU reference (its test
+# program) and against the default kernels at the 370M shapes (bench/gpu_mixers --compare),
+# timed, the fastest correct variant of each op picked, bench/step_bench --profile of the
+# 370M configs with the winners against the defaults, then ncu and racecheck on the winners,
+# in at most GPU_CHECK_SPEED_LIMIT seconds (default 480); speed.json and speed.txt in $OUT
+# (scripts/lib/gpu_speed.sh says more).
+# "verify", in no default: after speed in a short GPU session (docs/gpu.md "A short GPU session"),
+# every kernel test program (GPU_CHECK_TESTS narrows them to the changed kernels' programs), cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
 # GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
 # The summary is one table: each program, passed or not, its tests, its worst comparison
 # (err/tol, > 1 fails) and its seconds.
@@ -82,6 +89,8 @@ configs_nope=(configs/gla-370m-nope.ini configs/gdn-370m-nope.ini configs/fox-37
 # triton, transformers and einops): fla-core (fla's ops and modules) for bench/fla_mixers.py,
 # and flash-linear-attention (fla/layers, fla/models; requires fla-core of its own version
 # and transformers >= 5.6.2, < 6) for bench/fla_step.py and bench/fla_generate.py
+# shellcheck source=lib/gpu_speed.sh
+. "$root/scripts/lib/gpu_speed.sh"
 fla_version=0.6.0
 fla_wheels=("fla-core==$fla_version" "flash-linear-attention==$fla_version")
 
@@ -385,8 +394,9 @@ run_bundle() {
             }' "$out" >>"$summary"
         rm -f "$out"
     }
+    if [[ $parts == *" speed "* ]]; then speed_part; fi
     # verify: what must pass after any change to the kernels, in 6 minutes of command time
-    # (docs/gpu.md "The lease plan"): every kernel test program, rotor's named errors with a
+    # (docs/gpu.md "A short GPU session"): every kernel test program, rotor's named errors with a
     # GPU present, rotor end to end, and one profiled 370M GLA step. On an H200
     # (2026-11-28) the twelve test programs took 101 s (gemm 21 s, selrope 15 s, the rest < 13 s),
     # the whole part 138 s.
