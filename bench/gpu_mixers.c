@@ -1,6 +1,7 @@
 /* Mixer kernel benchmark on the GPU: rotor's CUDA ops for GLA, Gated DeltaNet and FoX and
  * the fused Selective RoPE, at the shapes of the 370M configs (B = 4 rows of T = 4096 tokens,
- * one segment per row), forward and backward timed apart. bench/fla_mixers.py times
+ * one segment per row), forward and backward timed apart; and (op gemm, only when named) the
+ * dense products of a GLA-370M layer and its LM head. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
  *   gpu_mixers [--reps N] [--ops a,b]
@@ -98,15 +99,16 @@ static void *act_normal(int64_t n) {
 static void *act_out(int64_t n) { return dev(be->act_size * (size_t)n); }
 static void *f32_out(int64_t n) { return dev(sizeof(float) * (size_t)n); }
 
-/* An output a comparison reads: a device buffer of n bf16 ([act]) or fp32 values. */
+/* An output a comparison reads: a device buffer of n bf16 ([act]) or fp32 values; `added`:
+ * the backward adds to it (a weight gradient), so it is zeroed before each run. */
 typedef struct {
     const char *name;
-    const void *d;
+    void *d;
     int64_t n;
-    int f32;
+    int f32, added;
 } Output;
 
-enum { MAX_OUTPUTS = 8 };
+enum { MAX_OUTPUTS = 32, GEMM_SHAPES = 8 };
 
 /* An output's values as fp32 on the host (rt_free them). */
 static float *download(const Output *o) {
@@ -150,6 +152,8 @@ typedef struct {
     void *phi_raw, *conv_w, *gate, *temp, *qo, *ko, *Phi;
     /* backward inputs (dout; dqo, dko) and outputs */
     void *dout, *dqo, *dko, *dq, *dk, *dv, *dg, *dbeta, *dphi, *dconv_w, *dgate;
+    /* the products (gemm): x [N, K_i] w_i [N_i, K_i]^T -> y_i, and their gradients */
+    void *x, *w[GEMM_SHAPES], *y[GEMM_SHAPES], *dy[GEMM_SHAPES], *dx[GEMM_SHAPES], *dw[GEMM_SHAPES];
 } Op;
 
 typedef void (*OpFn)(const Op *);
@@ -195,9 +199,15 @@ static void gla_b(const Op *p) {
 }
 
 /* An output of p: n values of d, fp32 (f32) or bf16. */
-static void output(Op *p, const char *name, const void *d, int64_t n, int f32) {
+static void output(Op *p, const char *name, void *d, int64_t n, int f32) {
     RT_ASSERT(p->nout < MAX_OUTPUTS);
     p->out[p->nout++] = (Output){.name = name, .d = d, .n = n, .f32 = f32};
+}
+
+/* An fp32 output the backward adds to. */
+static void added_output(Op *p, const char *name, void *d, int64_t n) {
+    output(p, name, d, n, 1);
+    p->out[p->nout - 1].added = 1;
 }
 
 static void setup_gla(Op *p) {
@@ -301,7 +311,6 @@ static void selrope_b(const Op *p) {
         .dconv_w = p->dconv_w, .dgate_logit = p->dgate});
 }
 
-/* dconv_w, which the backward adds to, is no output here: its value depends on the calls. */
 static void setup_selrope(Op *p) {
     const int H = p->H, P = p->K / 2, D = p->K;
     int64_t N = seqs.ntok, nx = N * H * D, na = N * H * P, nh = N * H;
@@ -317,13 +326,51 @@ static void setup_selrope(Op *p) {
     p->dqo = act_normal(nx), p->dko = act_normal(nx);
     p->dq = act_out(nx), p->dk = act_out(nx), p->dphi = act_out(na), p->dgate = act_out(nh);
     p->dconv_w = f32_out(4 * (int64_t)H * P);
-    be->zero(p->dconv_w, sizeof(float) * 4 * (size_t)(H * P));
     output(p, "qo", p->qo, nx, 0);
     output(p, "ko", p->ko, nx, 0);
     output(p, "dq", p->dq, nx, 0);
     output(p, "dk", p->dk, nx, 0);
     output(p, "dphi_raw", p->dphi, na, 0);
     output(p, "dgate_logit", p->dgate, nh, 0);
+    added_output(p, "dconv_w", p->dconv_w, 4 * (int64_t)H * P);
+}
+
+/* ---- the dense products of a GLA-370M layer and its LM head (cuBLASLt, gemm.cu) at N =
+ * 16384 tokens: q/k and v/o projections, the gate's low-rank pair (16), the MLP's up and down,
+ * the phase gate's per-head logit (4) and the LM head; [N_i, K_i] of w_i ---- */
+
+static const int gemm_shapes[GEMM_SHAPES][2] = {{512, 1024}, {1024, 1024}, {16, 1024}, {512, 16},
+                                                {2816, 1024}, {1024, 2816}, {4, 1024}, {32000, 1024}};
+static const char *const gemm_names[GEMM_SHAPES][3] = {
+    {"y512x1024", "dx512x1024", "dw512x1024"},     {"y1024x1024", "dx1024x1024", "dw1024x1024"},
+    {"y16x1024", "dx16x1024", "dw16x1024"},        {"y512x16", "dx512x16", "dw512x16"},
+    {"y2816x1024", "dx2816x1024", "dw2816x1024"},  {"y1024x2816", "dx1024x2816", "dw1024x2816"},
+    {"y4x1024", "dx4x1024", "dw4x1024"},           {"y32000x1024", "dx32000x1024", "dw32000x1024"}};
+
+static void gemm_f(const Op *p) {
+    for (int i = 0; i < GEMM_SHAPES; i++)
+        be->matmul_fwd(p->y[i], p->x, p->w[i], NULL, (int)seqs.ntok, gemm_shapes[i][0], gemm_shapes[i][1]);
+}
+static void gemm_b(const Op *p) {
+    for (int i = 0; i < GEMM_SHAPES; i++)
+        be->matmul_bwd(p->dx[i], p->dw[i], NULL, p->dy[i], p->x, p->w[i], (int)seqs.ntok,
+                       gemm_shapes[i][0], gemm_shapes[i][1], 0);
+}
+
+/* x holds the widest input (K = 2816); a product of K_i < 2816 reads its first K_i columns
+ * as a [N, K_i] matrix with row stride K_i, which is just other values of the same kind. */
+static void setup_gemm(Op *p) {
+    const int64_t N = seqs.ntok;
+    p->x = act_uniform(N * 2816, -1, 1);
+    for (int i = 0; i < GEMM_SHAPES; i++) {
+        const int n = gemm_shapes[i][0], k = gemm_shapes[i][1];
+        p->w[i] = act_uniform((int64_t)n * k, -0.05, 0.05);
+        p->y[i] = act_out(N * n), p->dy[i] = act_uniform(N * n, -1, 1);
+        p->dx[i] = act_out(N * k), p->dw[i] = f32_out((int64_t)n * k);
+        output(p, gemm_names[i][0], p->y[i], N * n, 0);
+        output(p, gemm_names[i][1], p->dx[i], N * k, 0);
+        added_output(p, gemm_names[i][2], p->dw[i], (int64_t)n * k);
+    }
 }
 
 /* ---- the ops, their runs and comparisons ---- */
@@ -332,7 +379,8 @@ typedef struct {
     const char *name;
     void (*setup)(Op *p); /* inputs and outputs at the shape H, K, V */
     OpFn fwd, bwd;
-    int H, K, V; /* heads, key and value sizes (Selective RoPE: the head dim 2P) */
+    int H, K, V;    /* heads, key and value sizes (Selective RoPE: the head dim 2P) */
+    int named_only; /* runs only when --ops or --compare names it (no fla counterpart) */
 } Mixer;
 
 /* head shapes of configs/{gla,gdn,fox}-370m-selective-pg.ini (d = 1024) */
@@ -343,6 +391,8 @@ static const Mixer mixers[] = {
     {.name = "selrope_gla", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 4, .K = 128, .V = 128},
     {.name = "selrope_gdn", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 8, .K = 128, .V = 128},
     {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
+    {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
+     .named_only = 1},
 };
 enum { NMIXERS = sizeof mixers / sizeof mixers[0] };
 
@@ -355,6 +405,8 @@ static Op prepare(const Mixer *m) {
 /* Times the forward, then the backward (on the forward's saved results), and checks every
  * output is finite. */
 static void run(const Mixer *m, const Op *p, double *fwd, double *bwd) {
+    for (int i = 0; i < p->nout; i++)
+        if (p->out[i].added) be->zero(p->out[i].d, sizeof(float) * (size_t)p->out[i].n);
     *fwd = time_ms(m->fwd, p);
     *bwd = time_ms(m->bwd, p);
     for (int i = 0; i < p->nout; i++) check_finite(m->name, &p->out[i]);
@@ -421,9 +473,8 @@ static int spec_touches(const char *spec, const Mixer *m) {
     return hit;
 }
 
-/* Whether name is in the comma-separated list (NULL: every name). */
+/* Whether name is in the comma-separated list. */
 static int listed(const char *list, const char *name) {
-    if (!list) return 1;
     size_t n = strlen(name);
     for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
         if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
@@ -461,7 +512,7 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, gemm)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }
@@ -493,7 +544,8 @@ int main(int argc, char **argv) {
            SEQ_LEN, reps);
     int ok = 1, ran = 0;
     for (int i = 0; i < NMIXERS; i++) {
-        if (spec ? !spec_touches(spec, &mixers[i]) : !listed(ops, mixers[i].name)) continue;
+        const Mixer *m = &mixers[i];
+        if (spec ? !spec_touches(spec, m) : ops ? !listed(ops, m->name) : m->named_only) continue;
         ran++;
         if (spec)
             ok &= compare(&mixers[i], spec);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "ops/gemm.h"
 #include "util/error.h"
@@ -30,18 +31,25 @@ void gemm_init() {
 
 // One matrix product D = alpha op(A) op(B) + beta D in column-major terms, optionally
 // batched with strides, with a bias epilogue. Descriptors and the chosen algorithm are
-// cached per shape: the model calls a few dozen distinct shapes thousands of times.
+// cached per shape: the model calls a few dozen distinct shapes thousands of times. With
+// the variant gemm_algo:timed (src/device/kernel_variants.c) a plan keeps up to CANDIDATES of
+// the heuristic's results, times them on its first call and keeps the fastest.
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc, batch, bias, accumulate;
     int64_t sa, sb, sc;
     cudaDataType_t dtype;
+    int algo_variant; // kernel_variant(KV_GEMM_ALGO) when the plan was made
 } GemmKey;
+
+enum { CANDIDATES = 8, TIMED_CALLS = 3 };
 
 typedef struct {
     GemmKey key;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t candidates[CANDIDATES]; // [0] is the heuristic's first, algo until timed
+    int ncandidates;
 } GemmPlan;
 
 static GemmPlan *plans;
@@ -54,7 +62,7 @@ static void set_batch(cublasLtMatrixLayout_t l, int batch, int64_t stride) {
                                               sizeof stride));
 }
 
-static const GemmPlan *plan_for(const GemmKey *key) {
+static GemmPlan *plan_for(const GemmKey *key) {
     for (int i = 0; i < n_plans; i++)
         if (!memcmp(&plans[i].key, key, sizeof *key)) return &plans[i];
     if (n_plans == cap_plans) {
@@ -95,26 +103,81 @@ static const GemmPlan *plan_for(const GemmKey *key) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (cublasLtMatmulPreferenceAttributes_t a : aligns)
         LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, a, &align, sizeof align));
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[CANDIDATES];
     int found = 0;
-    LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found));
+    const int asked = key->algo_variant ? CANDIDATES : 1;
+    LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, asked, res, &found));
     LT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (!found)
         rt_die("cuBLASLt has no algorithm for a %dx%dx%d product (transa %d, transb %d, batch %d)",
                key->m, key->n, key->k, key->ta, key->tb, key->batch);
-    p->algo = res.algo;
+    p->algo = res[0].algo;
+    for (int i = 0; i < found; i++) p->candidates[i] = res[i].algo;
+    p->ncandidates = found;
     n_plans++;
     return p;
 }
 
-static void gemm(const GemmKey *key, const void *A, const void *B, void *C, const void *bias) {
-    if (key->m == 0 || key->n == 0) return;
+// Bytes of D that a product writes: the last batch's last column's end.
+static size_t d_extent(const GemmKey *k) {
+    const size_t elem = k->dtype == CUDA_R_32F ? 4 : 2;
+    return ((size_t)(k->batch > 1 ? k->batch - 1 : 0) * (size_t)k->sc + (size_t)(k->n - 1) * k->ldc +
+            (size_t)k->m) * elem;
+}
+
+// gemm_algo:timed: each candidate run TIMED_CALLS times after one warm-up call on the plan's
+// first operands, the fastest kept (a candidate cuBLASLt refuses is skipped). D is written by
+// the trials, so where the product adds to D (beta = 1) it is saved first and put back.
+static void time_candidates(GemmPlan *p, const void *A, const void *B, void *C, float beta) {
+    cudaStream_t st = cuda_stream();
+    const size_t bytes = d_extent(&p->key);
+    void *saved = nullptr;
+    if (beta != 0.f) {
+        saved = cuda_alloc(bytes);
+        CUDA_CHECK(cudaMemcpyAsync(saved, C, bytes, cudaMemcpyDeviceToDevice, st));
+    }
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    float best = 0.f, alpha = 1.f;
+    int chosen = 0;
+    for (int i = 0; i < p->ncandidates; i++) {
+        const cublasLtMatmulAlgo_t *algo = &p->candidates[i];
+        if (cublasLtMatmul(lt, p->op, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c, algo,
+                           workspace, workspace_bytes, st) != CUBLAS_STATUS_SUCCESS)
+            continue;
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        for (int r = 0; r < TIMED_CALLS; r++)
+            LT_CHECK(cublasLtMatmul(lt, p->op, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c,
+                                    algo, workspace, workspace_bytes, st));
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0.f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i == 0 || ms < best) best = ms, chosen = i;
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    if (saved) {
+        CUDA_CHECK(cudaMemcpyAsync(C, saved, bytes, cudaMemcpyDeviceToDevice, st));
+        cuda_release(saved);
+    }
+    p->algo = p->candidates[chosen];
+    p->ncandidates = 0; // timed
+}
+
+static void gemm(const GemmKey *shape, const void *A, const void *B, void *C, const void *bias) {
+    if (shape->m == 0 || shape->n == 0) return;
     for (const void *p : {A, B, (const void *)C, bias})
         if (p) cuda_check_aligned(p, 16, "matmul (cuBLASLt)");
-    const GemmPlan *p = plan_for(key);
+    GemmKey key_v = *shape;
+    key_v.algo_variant = kernel_variant(KV_GEMM_ALGO);
+    const GemmKey *key = &key_v;
+    GemmPlan *p = plan_for(key);
     if (bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     float alpha = 1.f, beta = key->accumulate ? 1.f : 0.f;
+    if (p->ncandidates > 1) time_candidates(p, A, B, C, beta);
     LT_CHECK(cublasLtMatmul(lt, p->op, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c, &p->algo,
                             workspace, workspace_bytes, cuda_stream()));
 }

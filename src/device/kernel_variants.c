@@ -36,6 +36,14 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                               "16 value columns per block, double-buffered",
                               "32 value columns per block, one stage",
                               "32 value columns per block, double-buffered"}},
+    [KV_GEMM_ALGO] = {.name = "gemm_algo",
+                      .bench = "gemm",
+                      .test = "test_gpu_gemm",
+                      .kernels = "gemm|nvjet|xmma|cutlass",
+                      .variants = {"heuristic", "timed"},
+                      .what = {"the verified choice: cuBLASLt's first heuristic result per shape",
+                               "up to 8 heuristic results per shape, each timed on the shape's "
+                               "first call, the fastest kept"}},
 };
 
 static int chosen[KV_COUNT];

@@ -22,6 +22,7 @@ typedef enum {
     KV_GLA_BWD,   /* gla_bwd's dq/dk pass and d log alpha's carry (kernels/ops/gla.cu) */
     KV_GLA_STATE, /* the element type of GLA's chunk states and their gradients */
     KV_GDN_SCAN,  /* Gated DeltaNet's sequential scans over chunks (kernels/ops/gdn.cu) */
+    KV_GEMM_ALGO, /* how cuBLASLt's algorithm is chosen per product shape (kernels/ops/gemm.cu) */
     KV_COUNT
 } KernelVariantOp;
 
