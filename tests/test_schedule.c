@@ -1,6 +1,6 @@
 /* The learning-rate schedules of train/schedule.h: the same warmup for each, then cosine
- * (docs/models.md §7, the default), linear or constant; values at the warmup's start, middle and end,
- * half-way through the decay and at the last step. */
+ * (docs/models.md §7, the default), linear, constant or wsd (warmup, stable, decay in three
+ * shapes); values at the warmup's start, middle and end, in the decay and at the last step. */
 #include <string.h>
 
 #include "harness.h"
@@ -55,10 +55,48 @@ static void test_constant(void) {
     for (int64_t s = 100; s < 1000; s++) CHECK(lr_at(&tc, s) == 2e-3);
 }
 
+/* wsd: warmup to step 100, lr until the decay's first step D, then to lr_min at step 999;
+ * D = 1000 - round(0.2 * 1000) = 800, progress (step - 800) / 199. */
+static void test_wsd(void) {
+    TrainConfig tc = recipe(SCHEDULE_WSD);
+    tc.decay_frac = 0.2;
+    check_warmup(&tc);
+    CHECK(wsd_decay_start(&tc) == 800);
+    CHECK(lr_at(&tc, 500) == 2e-3 && lr_at(&tc, 799) == 2e-3 && lr_at(&tc, 800) == 2e-3);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-15);
+    const double p = 100.0 / 199.0; /* step 900 */
+    tc.decay_shape = DECAY_LINEAR;
+    CHECK_CLOSE(lr_at(&tc, 900), 2e-3 - 1.9e-3 * p, 1e-15);
+    tc.decay_shape = DECAY_COSINE;
+    CHECK_CLOSE(lr_at(&tc, 900), 1e-4 + 0.5 * 1.9e-3 * (1 + cos(M_PI * p)), 1e-15);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-15);
+    tc.decay_shape = DECAY_1_SQRT;
+    CHECK_CLOSE(lr_at(&tc, 900), 1e-4 + 1.9e-3 * (1 - sqrt(p)), 1e-15);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-15);
+    for (int shape = DECAY_LINEAR; shape <= DECAY_1_SQRT; shape++) {
+        tc.decay_shape = (DecayShape)shape;
+        for (int64_t s = 101; s < 1000; s++) CHECK(lr_at(&tc, s) <= lr_at(&tc, s - 1));
+    }
+    /* an explicit first decay step (a decay run branched at step 950) */
+    tc.decay_shape = DECAY_LINEAR;
+    tc.decay_start = 950;
+    CHECK(lr_at(&tc, 949) == 2e-3 && lr_at(&tc, 950) == 2e-3);
+    CHECK_CLOSE(lr_at(&tc, 970), 2e-3 - 1.9e-3 * 20.0 / 49.0, 1e-15);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-15);
+    /* no decay (decay_frac 0), and a decay of one step */
+    tc.decay_start = 0;
+    tc.decay_frac = 0;
+    CHECK(wsd_decay_start(&tc) == 1000 && lr_at(&tc, 999) == 2e-3);
+    tc.decay_frac = 0.001;
+    CHECK(lr_at(&tc, 998) == 2e-3);
+    CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-15);
+}
+
 static const TestCase tests[] = {
     {"cosine", test_cosine},
     {"linear", test_linear},
     {"constant", test_constant},
+    {"wsd", test_wsd},
 };
 
 TH_MAIN(tests)

@@ -7,8 +7,11 @@
 
 #include "model/model_config.h"
 
-/* Learning-rate decay after the warmup (train/schedule.h). */
-typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
+/* Learning-rate decay after the warmup (train/schedule.h); wsd: warmup, stable, decay. */
+typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT, SCHEDULE_WSD } Schedule;
+
+/* The shape of wsd's decay (train/schedule.h). */
+typedef enum { DECAY_LINEAR, DECAY_COSINE, DECAY_1_SQRT } DecayShape;
 
 /* The validation metric whose best value so far the trainer keeps a checkpoint of
  * (RUN_DIR/checkpoints/best; docs/classification.md "Best validation checkpoint"). */
@@ -32,6 +35,14 @@ typedef struct {
     double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
     Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
+    /* wsd: the decay over the last decay_frac of the steps, or from step decay_start (> 0),
+     * in decay_shape; decay_from: the stable-phase checkpoint a decay run branches from (its
+     * weights, optimizer state, step and data position), whose step is then the decay_start
+     * unless that is set */
+    double decay_frac;
+    DecayShape decay_shape;
+    int64_t decay_start;
+    char decay_from[1024];
     double plateau_factor; /* > 0: the learning rates are multiplied by it at every validation
                               whose loss is not the best so far (nnRNN's StepLR); 0 = off */
     OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */

@@ -68,7 +68,9 @@ static Choice ORTH_INITS[MAX_MODEL_CHOICES + 1], NONLINEARITIES[MAX_MODEL_CHOICE
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
-static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT}, {NULL, 0}};
+static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT},
+                                   {"wsd", SCHEDULE_WSD}, {NULL, 0}};
+static const Choice DECAY_SHAPES[] = {{"linear", DECAY_LINEAR}, {"cosine", DECAY_COSINE}, {"1-sqrt", DECAY_1_SQRT}, {NULL, 0}};
 static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE}, {"val_loss", KEEP_BEST_VAL_LOSS}, {"val_accuracy", KEEP_BEST_VAL_ACCURACY}, {NULL, 0}};
 static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {{"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
@@ -173,7 +175,11 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "lr_start", train.lr_start, "1e-5", R_NONNEG, "learning rate at the start of warmup"),
     K_FLT("train", "lr_min", train.lr_min, "0.0001", R_NONNEG, "learning rate at the last step (cosine and linear schedules)"),
     K_FLT("train", "warmup_frac", train.warmup_frac, "0.1", R_UNIT, "fraction of steps of linear warmup"),
-    K_ENUM("train", "schedule", train.schedule, "cosine", SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, or constant lr"),
+    K_ENUM("train", "schedule", train.schedule, "cosine", SCHEDULES, "decay from lr after the warmup: cosine or linear to lr_min, constant lr, or wsd (warmup, stable at lr, then train.decay_shape to lr_min over the last train.decay_frac of the steps)"),
+    K_FLT("train", "decay_frac", train.decay_frac, "0.2", R_UNIT, "wsd: fraction of the steps, at the end, over which the learning rate decays to lr_min (0: no decay)"),
+    K_ENUM("train", "decay_shape", train.decay_shape, "linear", DECAY_SHAPES, "wsd: the decay's shape, linear, cosine or 1-sqrt (lr_min + (lr - lr_min)(1 - sqrt(progress)))"),
+    K_I64("train", "decay_start", train.decay_start, "0", 0, "wsd: the step at which the decay begins, instead of train.decay_frac; 0 = from decay_frac, or the step of train.decay_from's checkpoint"),
+    K_STR("train", "decay_from", train.decay_from, "", "wsd: a stable-phase checkpoint a decay run branches from into a fresh run.dir (its weights, optimizer state, step and data position, as --resume CHECKPOINT); the decay begins at its step unless train.decay_start says otherwise"),
     K_FLT("train", "plateau_factor", train.plateau_factor, "0", R_UNIT, "multiply every learning rate by this at each validation whose loss is not the best so far (nnRNN's halving: 0.5), on top of the schedule; 0 = off"),
     K_ENUM("train", "optimizer", train.optimizer, "adamw", OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
     K_FLT("train", "weight_decay", train.weight_decay, "0.1", R_NONNEG, "weight decay of the decayed parameters (AdamW: decoupled; RMSprop: added to the gradient)"),
@@ -952,6 +958,22 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         family_names_with_key("nonlinearity", names, sizeof names);
         return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells %s have one (model.type = %s)",
                         choice_name(NONLINEARITIES, (int)m->nonlinearity), names, fam->name);
+    }
+    const char *wsd_key = t->decay_from[0] ? "train.decay_from" : t->decay_start ? "train.decay_start" : NULL;
+    if (wsd_key && t->schedule != SCHEDULE_WSD)
+        return rt_error(err, errlen, origin, "%s is set: it belongs to train.schedule = wsd (the schedule is %s)",
+                        wsd_key, choice_name(SCHEDULES, (int)t->schedule));
+    if (t->schedule == SCHEDULE_WSD) {
+        int64_t warmup = (int64_t)(t->warmup_frac * (double)t->steps);
+        int64_t start = t->decay_start ? t->decay_start : t->steps - (int64_t)llround(t->decay_frac * (double)t->steps);
+        if (t->decay_start >= t->steps)
+            return rt_error(err, errlen, origin, "train.decay_start = %" PRId64 " must be below train.steps = %" PRId64,
+                            t->decay_start, t->steps);
+        if (start < warmup && (t->decay_start || !t->decay_from[0]))
+            return rt_error(err, errlen, origin,
+                            "train.schedule = wsd: the decay would begin at step %" PRId64 ", inside the warmup's %" PRId64
+                            " steps (train.warmup_frac = %g): %s",
+                            start, warmup, t->warmup_frac, t->decay_start ? "raise train.decay_start" : "lower train.decay_frac");
     }
     if (t->plateau_factor > 0 && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.plateau_factor = %g acts at validations: train.val_every = 0",

@@ -408,33 +408,80 @@ static int claim_run_dir(const Trainer *tr, const TrainStart *start) {
 }
 
 /* The checkpoint to resume from, chosen and checked (checkpoint_verify, with sha256s unless
- * --no-verify) by rank 0: NULL for a fresh start. Dies when there is nothing intact to
- * resume from. */
+ * --no-verify) by rank 0: NULL for a fresh start. A decay run (train.decay_from) starts from
+ * that checkpoint where --resume auto finds none of its own. Dies when there is nothing intact
+ * to resume from. */
 static char *resume_path(const Trainer *tr, const TrainStart *start) {
-    char path[4096] = "", err[2048] = "";
+    char path[4096] = "", err[2048] = "", what[1100] = "";
     int ok = 1;
-    if (tr->rank == 0 && start->resume) {
+    const char *from = tr->rc->train.decay_from;
+    if (from[0] && start->resume && strcmp(start->resume, "auto")) { /* the same on every rank */
+        if (tr->rank == 0)
+            rt_die("--resume %s and train.decay_from = %s name two starting points: drop one (a decay run "
+                   "continues with --resume auto)", start->resume, from);
+        exit(1);
+    }
+    if (tr->rank == 0 && (start->resume || from[0])) {
         char *p = NULL;
-        int hashes = !start->no_verify;
-        if (!strcmp(start->resume, "auto")) {
+        int hashes = !start->no_verify, auto_resume = start->resume != NULL;
+        const char *ckpt = auto_resume ? start->resume : from;
+        snprintf(what, sizeof what, auto_resume ? "--resume %s" : "train.decay_from = %s", ckpt);
+        if (auto_resume && !strcmp(start->resume, "auto")) {
             ok = !checkpoint_find_latest(tr->rc->run.dir, hashes, &p, err, sizeof err);
-            if (ok && !p) printf("--resume auto: no checkpoint in %s/checkpoints; starting afresh\n", tr->rc->run.dir);
-        } else if (checkpoint_verify(start->resume, hashes, err, sizeof err)) {
+            if (ok && !p && from[0]) {
+                printf("--resume auto: no checkpoint in %s/checkpoints; the decay run starts from train.decay_from = %s\n",
+                       tr->rc->run.dir, from);
+                ckpt = from;
+                snprintf(what, sizeof what, "train.decay_from = %s", from);
+            } else if (ok && !p) {
+                printf("--resume auto: no checkpoint in %s/checkpoints; starting afresh\n", tr->rc->run.dir);
+                ckpt = NULL;
+            } else {
+                ckpt = NULL;
+            }
+        }
+        if (ckpt && checkpoint_verify(ckpt, hashes, err, sizeof err)) {
             ok = 0;
             size_t len = strlen(err);
             snprintf(err + len, sizeof err - len, "%s", hashes ? " (--no-verify resumes from it without the sha256s)" : "");
-        } else {
-            p = rt_strdup(start->resume);
+        } else if (ckpt) {
+            p = rt_strdup(ckpt);
         }
         if (p && strlen(p) >= sizeof path) ok = !rt_error(err, sizeof err, NULL, "checkpoint path too long: %s", p);
         else if (p) snprintf(path, sizeof path, "%s", p);
         rt_free(p);
     }
     dist_broadcast(&ok, sizeof ok);
-    if (!ok && tr->rank == 0) rt_die("--resume %s: %s", start->resume, err);
+    if (!ok && tr->rank == 0) rt_die("%s: %s", what, err);
     if (!ok) exit(1);
     dist_broadcast(path, sizeof path);
     return path[0] ? rt_strdup(path) : NULL;
+}
+
+/* The schedule of the run: train's, with a decay run's first decay step (train.decay_from
+ * without train.decay_start) taken from the step of the checkpoint it branched from. */
+static TrainConfig run_schedule(const Trainer *tr) {
+    TrainConfig sched = tr->rc->train;
+    if (sched.schedule != SCHEDULE_WSD || !sched.decay_from[0] || sched.decay_start) return sched;
+    TrainerState st;
+    char err[1024];
+    int ok = tr->rank != 0 || !checkpoint_read_state(sched.decay_from, &st, err, sizeof err);
+    int64_t step = ok && tr->rank == 0 ? st.step : 0;
+    if (ok && tr->rank == 0) json_decref(st.data_state);
+    dist_broadcast(&ok, sizeof ok);
+    if (!ok && tr->rank == 0)
+        rt_die("train.decay_from = %s: %s (the decay begins at its step; set train.decay_start to do without it)",
+               sched.decay_from, err);
+    if (!ok) exit(1);
+    dist_broadcast(&step, sizeof step);
+    if (step >= sched.steps) {
+        if (tr->rank == 0)
+            rt_die("train.decay_from = %s is at step %lld: train.steps = %lld leaves no decay", sched.decay_from,
+                   (long long)step, (long long)sched.steps);
+        exit(1);
+    }
+    sched.decay_start = step;
+    return sched;
 }
 
 /* The effective config, every key, into RUN_DIR/rotor.ini; on the terminal only the keys set
@@ -573,6 +620,10 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
 
+    const TrainConfig sched = run_schedule(&tr);
+    if (lead && sched.schedule == SCHEDULE_WSD)
+        printf("schedule: wsd, the decay to lr_min from step %lld of %lld\n", (long long)wsd_decay_start(&sched),
+               (long long)sched.steps);
     int64_t tokens_per_step = (int64_t)tr.world * tc->micro_batch * tc->seq_len * tc->grad_accum;
     double flops_per_token = model_flops_per_token(tr.model, tc->seq_len);
     double t_begin = rt_now(), t_last = t_begin;
@@ -581,7 +632,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     int bad_steps = 0;
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
     for (int64_t step = first; step < tc->steps; step++) {
-        double lr = lr_at(tc, step) * tr.plateau.lr_scale;
+        double lr = lr_at(&sched, step) * tr.plateau.lr_scale;
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
