@@ -93,6 +93,16 @@ __device__ __forceinline__ void load_tile(T *dst, int ld, const T *src, int64_t 
     }
 }
 
+// load_tile by cp.async: starts the copy of the same tile (the out-of-range entries zero-filled,
+// not read); the caller commits and waits.
+template <int ROWS, int COLS, class T>
+__device__ __forceinline__ void cp_async_load_tile(T *dst, int ld, const T *src, int64_t stride,
+                                                   int nrows, int ncols, int nt) {
+    for_each_vector<ROWS, COLS, 16 / sizeof(T)>(nrows, ncols, nt, [&](int r, int c, bool in) {
+        cp_async16(dst + r * ld + c, in ? src + r * stride + c : src, in);
+    });
+}
+
 // The rows x cols entries (cols % 4 == 0) of a bf16 shared tile from an fp32 matrix (states and
 // their gradients as tensor-core operands): zero at rows >= nrows or columns >= ncols.
 __device__ __forceinline__ void load_tile_bf16(bf16 *dst, int ld, const float *src, int64_t stride,

@@ -24,10 +24,12 @@
 // shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
 // fp32 accumulation); states, gradients of states and gate sums stay fp32.
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
 #include "lib/gla_tiles.cuh"
 #include "lib/cuda_common.cuh"
 #include "lib/mma.cuh"
+#include "ops/gla_bwd_v2.h"
 #include "util/error.h"
 
 namespace {
@@ -714,17 +716,24 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
         (bf16 *)dv, (const bf16 *)k, (const bf16 *)dout, (const float *)g, G, A, chunks, cu, H, K,
         V);
     CUDA_LAUNCHED();
-    gla_bwd_dqdk_kernel<<<dim3((unsigned)nch, H, nkt), DQK_THREADS, DQK_SMEM, st>>>(
-        (bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k, (const bf16 *)v,
-        (const bf16 *)dout, (const float *)g, (const float *)states, G, chunks, cu, H, K, V, sc);
-    CUDA_LAUNCHED();
-    const int HK = H * K;
-    gla_dg_scan_kernel<<<dim3(s->nseg, (unsigned)cdiv(HK, SCAN_THREADS)), SCAN_THREADS, 0, st>>>(
-        tot, chunks, cu, nch, HK);
-    CUDA_LAUNCHED();
-    gla_dg_add_kernel<<<dim3((unsigned)nch, CHUNK), SCAN_THREADS, 0, st>>>((float *)dg, tot, chunks,
-                                                                           cu, HK);
-    CUDA_LAUNCHED();
+    if (kernel_variant(KV_GLA_BWD) == 1) { // gla_bwd:v2 (gla_bwd_v2.cu); states and G fp32 here
+        gla_bwd_dqdk_v2((bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k,
+                        (const bf16 *)v, (const bf16 *)dout, (const float *)g, states, G, false, s,
+                        H, K, V, sc);
+    } else {
+        gla_bwd_dqdk_kernel<<<dim3((unsigned)nch, H, nkt), DQK_THREADS, DQK_SMEM, st>>>(
+            (bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k,
+            (const bf16 *)v, (const bf16 *)dout, (const float *)g, (const float *)states, G, chunks,
+            cu, H, K, V, sc);
+        CUDA_LAUNCHED();
+        const int HK = H * K;
+        gla_dg_scan_kernel<<<dim3(s->nseg, (unsigned)cdiv(HK, SCAN_THREADS)), SCAN_THREADS, 0,
+                             st>>>(tot, chunks, cu, nch, HK);
+        CUDA_LAUNCHED();
+        gla_dg_add_kernel<<<dim3((unsigned)nch, CHUNK), SCAN_THREADS, 0, st>>>((float *)dg, tot,
+                                                                               chunks, cu, HK);
+        CUDA_LAUNCHED();
+    }
     if (a->g_per_head) {
         int64_t rows = s->ntok * H;
         sum_head_kernel<<<(unsigned)(cdiv(rows, 256) < 65535 ? cdiv(rows, 256) : 65535), 256, 0, st>>>(

@@ -14,8 +14,8 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                     .variants = {"v1", "v2"},
                     .what = {"the verified dq/dk pass: LDG -> STS tiles, 1 block per SM, "
                              "d log alpha's carry by a scan over chunks",
-                             "cp.async double-buffered dO/V tiles, the in-chunk cumsum of g "
-                             "read once, 2 blocks per SM, the carry by direct sums"}},
+                             "cp.async double-buffered dO/V tiles, the in-chunk cumsums by "
+                             "256-thread scans, 2 blocks per SM, the carry by direct sums"}},
     [KV_GLA_STATE] = {.name = "gla_state",
                       .bench = "gla",
                       .test = "test_gpu_gla",

@@ -143,6 +143,15 @@ static void test_gla_partial_tiles(void) {
     run_case(1, 256, 512, &layouts[1], GATE_MODEL);
 }
 
+/* One segment of 4096 tokens (64 chunks) and a short one after it: d log alpha's carry sums the
+ * totals of up to 63 later chunks (gla_bwd:v2 sums them directly, v1 scans them); two k-tiles
+ * at the second head size. Small heads keep the CPU reference cheap. */
+static void test_gla_long_segment(void) {
+    static const GtLayout long_seg = {"{4096,70}", 2, {4096, 70}};
+    run_case(2, 16, 32, &long_seg, GATE_MILD);
+    run_case(2, 128, 64, &long_seg, GATE_MODEL);
+}
+
 /* Mamba2's SSD: one decay per head; the tiny model's heads (state 16, head_dim 32) and the
  * 370M model's (state 128, head_dim 64, 32 heads). */
 static void test_gla_per_head(void) {
@@ -158,6 +167,7 @@ static const TestCase tests[] = {
     {"gla_370m", test_gla_370m},
     {"gla_k64", test_gla_k64},
     {"gla_partial_tiles", test_gla_partial_tiles},
+    {"gla_long_segment", test_gla_long_segment},
     {"gla_per_head", test_gla_per_head},
 };
 
