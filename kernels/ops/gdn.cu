@@ -18,38 +18,17 @@
 #include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
 #include "lib/cuda_common.cuh"
+#include "lib/gdn_chunk.cuh"
 #include "lib/mma.cuh"
+#include "ops/gdn_scan_reg.h"
 #include "util/error.h"
 
 namespace {
 
-constexpr int LDM = CHUNK + 8; // leading dimension of 64-column tiles in shared memory
-constexpr int NT = 256;        // threads of the per-chunk kernels (8 warps)
-constexpr int NT_SCAN = 256;   // threads of the sequential scans (8 warps)
-constexpr int CT = 64;         // columns per V (or K) tile in the per-chunk kernels
+constexpr int NT = 256; // threads of the per-chunk kernels (8 warps)
+constexpr int CT = 64;  // columns per V (or K) tile in the per-chunk kernels
 
-// ---- shared-memory layouts: byte offsets, computed identically on host and device ----
-
-struct Carve {
-    size_t n = 0;
-    __host__ __device__ size_t take(size_t bytes) {
-        size_t o = n;
-        n += (bytes + 127) & ~(size_t)127;
-        return o;
-    }
-    // the same size for each of offs, in order
-    template <class... Off> __host__ __device__ void take_each(size_t bytes, Off &...offs) {
-        ((offs = take(bytes)), ...);
-    }
-};
-__host__ __device__ constexpr size_t bf_tile(int rows, int ld) { return (size_t)rows * ld * 2; }
-__host__ __device__ constexpr size_t f_tile(int rows, int ld) { return (size_t)rows * ld * 4; }
-
-// Per-chunk gates: gam = in-chunk inclusive cumsum of g, eg = e^gam, ed = e^{gam_{L-1} - gam};
-// eg, ed and beta are 0 on rows >= L.
-struct Gates {
-    float gam[CHUNK], eg[CHUNK], ed[CHUNK], beta[CHUNK];
-};
+// ---- shared-memory layouts (gdn_chunk.cuh's Carve) ----
 
 struct PrepLayout {
     size_t qs, ks, kk, qk, vt, sb, li, tb, stg, gates, total;
@@ -71,35 +50,6 @@ struct PrepLayout {
     }
 };
 
-// The scans keep `stages` copies of the per-chunk inputs: copy b starts at stage + b * stride.
-// Both scans: the per-chunk inputs (carved from `in` by the layout, then the gates), their
-// stage copies, and the carried state in fp32 (sf) and as a bf16 operand (sb); the layout
-// carves its own tiles from `cv` after them.
-struct ScanLayout {
-    size_t stage, stride, gates, sf, sb, total;
-    Carve in, cv;
-    __host__ __device__ void stages_and_state(int K, int BV, int stages) {
-        gates = in.take(sizeof(Gates));
-        stride = stages == 2 ? in.n : 0;
-        stage = cv.take(stages * in.n);
-        sf = cv.take(f_tile(K, BV + 4));
-        sb = cv.take(bf_tile(K, BV + 8));
-    }
-};
-
-struct FwdScanLayout : ScanLayout {
-    size_t w, k, u, xf, ud;
-    __host__ __device__ FwdScanLayout(int K, int BV, int stages) {
-        w = in.take(bf_tile(CHUNK, K + 8));
-        k = in.take(bf_tile(CHUNK, K + 8));
-        u = in.take(bf_tile(CHUNK, BV + 8));
-        stages_and_state(K, BV, stages);
-        xf = cv.take(f_tile(CHUNK, BV + 4));
-        ud = cv.take(bf_tile(CHUNK, BV + 8));
-        total = cv.n;
-    }
-};
-
 struct OutLayout {
     size_t qs, pb, sb, ut, stg, gates, total;
     __host__ __device__ OutLayout(int K) {
@@ -110,22 +60,6 @@ struct OutLayout {
         ut = cv.take(bf_tile(CHUNK, LDM));
         stg = cv.take(f_tile(NT / 32, 256));
         gates = cv.take(sizeof(Gates));
-        total = cv.n;
-    }
-};
-
-struct BwdScanLayout : ScanLayout {
-    size_t q, k, w, p, d, x1, x2, dun;
-    __host__ __device__ BwdScanLayout(int K, int BV, int stages) {
-        q = in.take(bf_tile(CHUNK, K + 8));
-        k = in.take(bf_tile(CHUNK, K + 8));
-        w = in.take(bf_tile(CHUNK, K + 8));
-        p = in.take(bf_tile(CHUNK, LDM));
-        d = in.take(bf_tile(CHUNK, BV + 8));
-        stages_and_state(K, BV, stages);
-        x1 = cv.take(f_tile(CHUNK, BV + 4));
-        x2 = cv.take(f_tile(CHUNK, BV + 4));
-        dun = cv.take(bf_tile(CHUNK, BV + 8));
         total = cv.n;
     }
 };
@@ -172,10 +106,6 @@ struct WyLayout {
 
 // ---- device helpers ----
 
-template <class T> __device__ __forceinline__ T *at(unsigned char *base, size_t off) {
-    return reinterpret_cast<T *>(base + off);
-}
-
 // Stores a 16 x 16 accumulator tile into the warp's staging buffer (256 floats) and hands
 // each lane one row r (0..15) and the 8 columns c..c+7 of it: f(r, c, values).
 template <class F> __device__ __forceinline__ void tile_out(const FragC &acc, float *stg, F &&f) {
@@ -184,33 +114,6 @@ template <class F> __device__ __forceinline__ void tile_out(const FragC &acc, fl
     int lane = threadIdx.x & 31, r = lane >> 1, c = (lane & 1) * 8;
     f(r, c, stg + r * 16 + c);
     __syncwarp();
-}
-
-// Gates of the chunk of rows n0..n0+L-1 of head h, by one warp (each lane two rows).
-template <bool DECAY>
-__device__ void chunk_gates(Gates *G, const float *g, const float *beta, int64_t n0, int L, int h,
-                            int H) {
-    int lane = threadIdx.x & 31, t0 = 2 * lane, t1 = t0 + 1;
-    G->beta[t0] = t0 < L ? beta[(n0 + t0) * H + h] : 0.f;
-    G->beta[t1] = t1 < L ? beta[(n0 + t1) * H + h] : 0.f;
-    if constexpr (!DECAY) {
-        G->gam[t0] = G->gam[t1] = 0.f;
-        G->eg[t0] = G->ed[t0] = t0 < L ? 1.f : 0.f;
-        G->eg[t1] = G->ed[t1] = t1 < L ? 1.f : 0.f;
-        return;
-    }
-    float a = t0 < L ? g[(n0 + t0) * H + h] : 0.f;
-    float b = t1 < L ? g[(n0 + t1) * H + h] : 0.f;
-    float excl;
-    warp_scan(a + b, &excl);
-    float g0 = excl + a, g1 = g0 + b;
-    float gl = __shfl_sync(FULL_MASK, ((L - 1) & 1) ? g1 : g0, (L - 1) >> 1);
-    G->gam[t0] = g0;
-    G->gam[t1] = g1;
-    G->eg[t0] = t0 < L ? expf(g0) : 0.f;
-    G->eg[t1] = t1 < L ? expf(g1) : 0.f;
-    G->ed[t0] = t0 < L ? expf(gl - g0) : 0.f;
-    G->ed[t1] = t1 < L ? expf(gl - g1) : 0.f;
 }
 
 // Gam_ts = e^{gam_t - gam_s} (callers mask s <= t, t < L); 1 without decay.
@@ -279,33 +182,6 @@ __device__ __forceinline__ void lower_tile(int idx, int &i, int &j) {
 }
 
 // ---- the scans ----
-
-// The chunk loop of a scan over the segment walk w, first chunk first or (REV) last chunk
-// first: issue(ci, n0, L, st) starts loading the inputs of the walk's chunk ci (first token
-// n0, length L) into the stage buffer st, step(c, n0, L, st) uses them (c = w.c0 + ci) and
-// ends with a barrier. With stages == 2 the next chunk's inputs load while this one computes.
-template <bool REV, class Issue, class Step>
-__device__ __forceinline__ void scan_chunks(const SegChunks &w, const ScanLayout &lay,
-                                            unsigned char *smem, int stages, Issue &&issue,
-                                            Step &&step) {
-    const int n = w.n;
-    auto issue_at = [&](int it, int b) {
-        const int ci = REV ? n - 1 - it : it;
-        const int64_t n0 = w.first + (int64_t)ci * CHUNK;
-        issue(ci, n0, min(CHUNK, w.end - (int)n0), smem + lay.stage + b * lay.stride);
-    };
-    issue_at(0, 0);
-    for (int it = 0; it < n; it++) {
-        const int b = stages == 2 ? it & 1 : 0;
-        cp_async_wait();
-        __syncthreads();
-        if (stages == 2 && it + 1 < n) issue_at(it + 1, b ^ 1);
-        const int ci = REV ? n - 1 - it : it;
-        const int64_t c = w.c0 + ci, n0 = w.first + (int64_t)ci * CHUNK;
-        step(c, n0, min(CHUNK, w.end - (int)n0), smem + lay.stage + b * lay.stride);
-        if (stages == 1 && it + 1 < n) issue_at(it + 1, 0);
-    }
-}
 
 // The carried state Sf (fp32, K x BV, leading dimension ldf) to dst (row stride V) and, as
 // this chunk's tensor-core operand, to Sb (bf16, leading dimension ldv).
@@ -984,7 +860,8 @@ size_t smem_needed(int K) {
 // segments: the scan is sequential over a segment's chunks, its parallelism is the blocks):
 // then 16 columns first, for twice the blocks.
 // A variant of gdn_scan other than auto (src/device/kernel_variants.c) fixes the layout:
-// c16s1, c16s2, c32s1, c32s2 in the table's order.
+// c16s1, c16s2, c32s1, c32s2 in the table's order (reg, after them, has its own kernels and
+// choice: gdn_scan_reg.cu).
 template <class Layout>
 void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *stages,
                size_t *bytes) {
@@ -1065,16 +942,21 @@ template <bool DECAY> void gdn_fwd(const LinAttnArgs *a) {
     bf16 *P = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * nchunk * H * CHUNK * CHUNK);
     launch_prep<DECAY>(W, U, P, q, k, v, beta, g, nullptr, s, H, K, V, scale, "gdn_fwd");
 
-    int bv, stages;
-    size_t bytes;
-    pick_scan<FwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_fwd", &bv, &stages, &bytes);
-    cuda_allow_smem(gdn_fwd_scan<DECAY>, bytes, "gdn_fwd");
-    gdn_fwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
-        (float *)states, (float *)a->state, U, W, (const bf16 *)k, (const float *)beta,
-        (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages);
-    CUDA_LAUNCHED();
+    if (gdn_scan_reg_chosen()) {
+        gdn_fwd_scan_reg((float *)states, (float *)a->state, U, W, (const bf16 *)k,
+                         (const float *)beta, (const float *)g, s, H, K, V, "gdn_fwd");
+    } else {
+        int bv, stages;
+        size_t bytes;
+        pick_scan<FwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_fwd", &bv, &stages, &bytes);
+        cuda_allow_smem(gdn_fwd_scan<DECAY>, bytes, "gdn_fwd");
+        gdn_fwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
+            (float *)states, (float *)a->state, U, W, (const bf16 *)k, (const float *)beta,
+            (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages);
+        CUDA_LAUNCHED();
+    }
 
-    bytes = OutLayout(K).total;
+    const size_t bytes = OutLayout(K).total;
     cuda_allow_smem(gdn_fwd_out<DECAY>, bytes, "gdn_fwd");
     gdn_fwd_out<DECAY><<<dim3((unsigned)nchunk, H), NT, bytes, cuda_stream()>>>(
         (bf16 *)o, (const bf16 *)q, U, P, (const float *)states, (const float *)beta,
@@ -1113,17 +995,24 @@ template <bool DECAY> void gdn_bwd(const LinAttnGrads *gr) {
     launch_prep<DECAY>(W, U, P, q, k, v, beta, g, (const float *)states, s, H, K, V, scale,
                        "gdn_bwd");
 
-    int bv, stages;
-    size_t bytes;
-    pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
-    cuda_allow_smem(gdn_bwd_scan<DECAY>, bytes, "gdn_bwd");
-    gdn_bwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
-        dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout, (const float *)beta,
-        (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages, (float)scale);
-    CUDA_LAUNCHED();
+    if (gdn_scan_reg_chosen()) {
+        gdn_bwd_scan_reg(dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout,
+                         (const float *)beta, (const float *)g, s, H, K, V, (float)scale,
+                         "gdn_bwd");
+    } else {
+        int bv, stages;
+        size_t bytes;
+        pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
+        cuda_allow_smem(gdn_bwd_scan<DECAY>, bytes, "gdn_bwd");
+        gdn_bwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
+            dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout,
+            (const float *)beta, (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V,
+            bv, stages, (float)scale);
+        CUDA_LAUNCHED();
+    }
 
     bf16 *dW = W; // W is not read after the scan
-    bytes = DqkLayout(BK).total;
+    size_t bytes = DqkLayout(BK).total;
     cuda_allow_smem(gdn_bwd_dqk<DECAY>, bytes, "gdn_bwd");
     gdn_bwd_dqk<DECAY><<<dim3((unsigned)nchunk, H, nkt), NT, bytes, cuda_stream()>>>(
         (bf16 *)dq, dKp, dW, dgp, (const bf16 *)q, (const bf16 *)k, (const bf16 *)dout, U, dU, P,

@@ -29,13 +29,16 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                      .bench = "gdn",
                      .test = "test_gpu_gdn",
                      .kernels = "gdn_(fwd|bwd)_scan",
-                     .variants = {"auto", "c16s1", "c16s2", "c32s1", "c32s2"},
+                     .variants = {"auto", "c16s1", "c16s2", "c32s1", "c32s2", "reg"},
                      .what = {"the verified layout choice: the widest tile and double buffering "
                               "that fit, 16 columns first when 32 would not fill the GPU",
                               "16 value columns per block, one stage",
                               "16 value columns per block, double-buffered",
                               "32 value columns per block, one stage",
-                              "32 value columns per block, double-buffered"}},
+                              "32 value columns per block, double-buffered",
+                              "the state in registers (mma accumulators) instead of an fp32 "
+                              "shared tile, no fp32 staging tiles; 16 or 32 columns, one or two "
+                              "stages, whichever takes the fewest waves (gdn_scan_reg.cu)"}},
     [KV_GEMM_ALGO] = {.name = "gemm_algo",
                       .bench = "gemm",
                       .test = "test_gpu_gemm",
