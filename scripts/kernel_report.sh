@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# What each CUDA kernel costs the SM, without a GPU: for every kernel of the sm_90a build, its
-# registers, spills, stack, static shared memory and the occupancy they allow on an H100, so
-# that a change to a kernel can be judged before a lease (docs/gpu.md "Kernel resources").
+# What each CUDA kernel costs the SM and what its launches at the 370M shapes ask of the GPU,
+# without a GPU, so that a change to a kernel can be judged before a lease (docs/gpu.md
+# "Kernel resources").
 #
-#   scripts/kernel_report.sh [--markdown] [BUILD]   compile each kernels/ translation unit with
-#       the build's own command (BUILD's compile_commands.json, default build/; configured
-#       here) plus ptxas -v, and print one row per kernel (entry function)
+#   scripts/kernel_report.sh [--markdown] [--tu FILE,...] [--json OUT] [BUILD]
+#   scripts/kernel_report.sh --variant SPEC [--tu FILE,...] [--json OUT] [BUILD]
 #
-# Columns: the kernel (demangled, template arguments kept), its file, registers per thread,
-# bytes of spill stores / loads and of stack frame, static shared memory, the block size its
-# __launch_bounds__ fixes ("-": chosen at launch), and the warps per SM that the registers
-# and static shared memory allow (of 64) at that block size, or at 256 threads where the
-# launch chooses it, with what limits them (regs, smem, blocks or the 64 warps: "warps").
-# Dynamic shared memory is set at launch and not counted: the kernels that use it (FoX
-# attention, the GDN/GLA chunk kernels) say so in their launchers.
-# H100 (sm_90): 65,536 registers and 228 KiB of shared memory per SM (1 KiB of it reserved per
-# block), registers allocated per warp in units of 256, at most 32 blocks and 64 warps per SM.
+# Compiles each kernels/ translation unit (or only those named by --tu, e.g. --tu gla,gdn)
+# with the build's own command (BUILD's compile_commands.json, default build/; configured
+# here) plus ptxas -v, disassembles it with cuobjdump -sass where cuobjdump is found (PATH,
+# or beside nvcc), builds BUILD's gpu_mixers and launch census (bench/launch_census.c) and
+# runs gpu_mixers --reps 1 under it: every kernel launch of the mixer ops at the 370M shapes
+# is recorded, not run. Prints
+#   - per kernel (entry function): registers, spill stores / loads, stack, static shared
+#     memory, the block size of its __launch_bounds__ and the warps per SM those allow;
+#   - per op of gpu_mixers and launch configuration: grid, block, dynamic and total shared
+#     memory, registers, blocks per SM and what limits them, blocks, waves on 132 SMs
+#     (blocks / (blocks per SM x 132)), the last wave's fill, and the number of launches;
+#   - the SASS mix of the launched kernels (LDSM, LDS, STS, generic LD/ST, LDG, STG, LDGSTS,
+#     HMMA, HGMMA, global atomics, barriers, FFMA, MUFU, local memory);
+#   - the cuBLASLt product shapes, if any.
+# --variant SPEC (as ROTOR_KERNEL_VARIANT, e.g. gdn_scan:c32s2) runs the census twice, with
+# the defaults and with SPEC, prints the launches side by side and exits 1 if the variant is
+# worse by the rule printed with them (a launch fails, more spills, more waves, fewer blocks
+# per SM for the same grid). --json writes every number to OUT. Exits 2 on a setup error.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-markdown=0
-if [ "${1:-}" = --markdown ]; then markdown=1; shift; fi
-build=${1:-$root/build}
+markdown=() variant="" tus="" json=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --markdown) markdown=(--markdown); shift ;;
+    --variant) variant=${2:?--variant needs a spec}; shift 2 ;;
+    --tu) tus=${2:?--tu needs file names}; shift 2 ;;
+    --json) json=(--json "$(realpath -m "${2:?--json needs a file}")"); shift 2 ;;
+    -*) echo "usage: $0 [--markdown] [--variant SPEC] [--tu FILE,...] [--json OUT] [BUILD]" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+build=$(realpath -m "${1:-$root/build}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # shellcheck source=lib/kernel_tus.sh
@@ -29,95 +46,52 @@ trap 'rm -rf "$work"' EXIT
 kernel_tus "$root" "$build" >"$work/tus"
 [ -s "$work/tus" ] || { echo "no CUDA translation units in $build (configured with ROTOR_CUDA=ON?)" >&2; exit 2; }
 
+nvcc=$(awk -F'\t' 'NR == 1 { split($2, w, " "); print w[1] }' "$work/tus")
+cuobjdump=$(command -v cuobjdump || true)
+[ -n "$cuobjdump" ] || [ ! -x "$(dirname "$nvcc")/cuobjdump" ] || cuobjdump=$(dirname "$nvcc")/cuobjdump
+[ -n "$cuobjdump" ] || echo "no cuobjdump (PATH, or beside $nvcc): no SASS mix" >&2
+
+compiled=0
 while IFS=$'\t' read -r dir command file; do
     name=$(basename "$file" .cu)
+    if [ -n "$tus" ] && ! tr ',' '\n' <<<"$tus" | grep -qx "$name"; then continue; fi
     keep="$work/$name"
     mkdir -p "$keep"
     command=$(sed -E "s# -o [^ ]+# -o $keep/$name.o#" <<<"$command")
     echo "compiling ${file#"$root"/}" >&2
     (cd "$dir" && eval "$command -Xptxas -v --keep --keep-dir $keep") 2>"$keep/ptxas.txt" >/dev/null
     printf '%s\n' "${file#"$root"/}" >"$keep/source"
+    if [ -n "$cuobjdump" ] && ! "$cuobjdump" -sass "$keep/$name.o" >"$keep/sass.txt" 2>"$keep/sass.err"; then
+        echo "cuobjdump -sass failed on $name.o ($(head -c 300 "$keep/sass.err")): no SASS mix" >&2
+        rm -f "$keep/sass.txt"
+    fi
+    compiled=$((compiled + 1))
 done <"$work/tus"
+[ "$compiled" -gt 0 ] || { echo "--tu $tus names no kernels/ translation unit" >&2; exit 2; }
+python3 "$root/scripts/lib/kernel_report.py" resources "$work" >"$work/resources.txt"
 
-python3 - "$work" "$markdown" <<'EOF'
-import glob, os, re, subprocess, sys
-
-work, markdown = sys.argv[1], sys.argv[2] == "1"
-REGS_PER_SM, SMEM_PER_SM, SMEM_RESERVED = 65536, 228 * 1024, 1024
-MAX_WARPS, MAX_BLOCKS, REG_UNIT = 64, 32, 256
-
-def occupancy(regs, smem, threads):
-    warps = -(-threads // 32)
-    regs_per_warp = -(-regs * 32 // REG_UNIT) * REG_UNIT if regs else 0
-    limits = {"warps": MAX_WARPS // warps, "blocks": MAX_BLOCKS}
-    if regs_per_warp:
-        limits["regs"] = (REGS_PER_SM // regs_per_warp) // warps
-    limits["smem"] = SMEM_PER_SM // (smem + SMEM_RESERVED)
-    blocks = min(limits.values())
-    limiter = min(limits, key=lambda k: (limits[k], k != "warps"))
-    return blocks * warps, limiter
-
-rows = []
-for keep in sorted(glob.glob(os.path.join(work, "*", ""))):
-    source = open(os.path.join(keep, "source")).read().strip()
-    maxntid = {}
-    for ptx in glob.glob(os.path.join(keep, "*.ptx")):
-        text = open(ptx).read()
-        for m in re.finditer(r"\.entry\s+([\w$]+)\s*\((.*?)\)\s*((?:\.\w+[^{]*?)*)\{", text, re.S):
-            n = re.search(r"\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)", m.group(3))
-            if n:
-                maxntid[m.group(1)] = int(n.group(1)) * int(n.group(2)) * int(n.group(3))
-    fn, arch, props = None, None, {}
-    for line in open(os.path.join(keep, "ptxas.txt")):
-        m = re.search(r"Compiling entry function '([^']+)' for '(\w+)'", line)
-        if m:
-            fn, arch = m.group(1), m.group(2)
-            if arch == "sm_90a":
-                props[fn] = {"stack": 0, "spill_st": 0, "spill_ld": 0, "regs": 0, "smem": 0}
-            continue
-        if arch != "sm_90a" or fn not in props:
-            continue
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m:
-            props[fn].update(stack=int(m.group(1)), spill_st=int(m.group(2)), spill_ld=int(m.group(3)))
-        m = re.search(r"Used (\d+) registers", line)
-        if m:
-            props[fn]["regs"] = int(m.group(1))
-            s = re.search(r"(\d+) bytes smem", line)
-            props[fn]["smem"] = int(s.group(1)) if s else 0
-    for fn, p in props.items():
-        threads = maxntid.get(fn)
-        warps, limiter = occupancy(p["regs"], p["smem"], threads or 256)
-        rows.append((source, fn, p, threads, warps, limiter))
-
-if not rows:
-    sys.exit("no sm_90a entry functions in ptxas's output (is 90a among ROTOR_CUDA_ARCHS?)")
-names = subprocess.run(["c++filt"], input="\n".join(r[1] for r in rows), capture_output=True,
-                       text=True, check=True).stdout.split("\n")
-
-def short(name):
-    name = re.sub(r"\(anonymous namespace\)::", "", name)
-    name = re.sub(r"^void ", "", name)  # a template's return type
-    return re.sub(r"\(.*\)$", "", name)  # the parameter list: the same for a kernel's instances
-
-head = ("kernel", "file", "regs", "spill st/ld", "stack", "smem", "block", "warps/SM", "limit")
-table = []
-for (source, fn, p, threads, warps, limiter), name in zip(rows, names):
-    table.append((short(name), os.path.basename(source), str(p["regs"]),
-                  "%d/%d" % (p["spill_st"], p["spill_ld"]), str(p["stack"]), str(p["smem"]),
-                  str(threads) if threads else "-", "%d (%d%%)" % (warps, round(100 * warps / 64)),
-                  limiter))
-table.sort(key=lambda r: (r[1], r[0]))
-if markdown:
-    print("| " + " | ".join(head) + " |")
-    print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
-    for r in table:
-        print("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
-else:
-    width = [max(len(r[i]) for r in table + [head]) for i in range(len(head))]
-    for r in [head] + table:
-        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, width))))
-spilling = [r for r in table if r[3] != "0/0"]
-print("\n%d kernels, %d spilling%s" % (len(table), len(spilling),
-      ": " + ", ".join(r[0] for r in spilling) if spilling else ""))
-EOF
+# The census: gpu_mixers under the stand-in runtime, which must define every runtime and
+# cuBLASLt function the program imports (a missing one would reach the real runtime).
+echo "building gpu_mixers and the launch census in $build" >&2
+cmake --build "$build" --target gpu_mixers launch_census >"$work/build.log" 2>&1 ||
+    { tail -20 "$work/build.log" >&2; exit 2; }
+shim=$build/bench/liblaunch_census.so program=$build/bench/gpu_mixers
+missing=$(comm -23 <(nm -D --undefined-only "$program" "$build"/librotor_core*.so 2>/dev/null |
+                     awk '{ sub(/@.*/, "", $NF); print $NF }' | grep -E '^(__cuda|cuda|cublas)' | sort -u) \
+                   <(nm -D --defined-only "$shim" | awk '{ print $NF }' | sort -u))
+if [ -n "$missing" ]; then
+    echo "bench/launch_census.c does not stand in for what gpu_mixers imports: $missing" >&2
+    exit 2
+fi
+census() { # census OUT [SPEC]
+    env -u ROTOR_KERNEL_VARIANT ${2:+ROTOR_KERNEL_VARIANT=$2} ROTOR_CENSUS_RESOURCES="$work/resources.txt" \
+        LD_PRELOAD="$shim" "$program" --reps 1 >"$1" 2>"$1.err"
+}
+echo "census of gpu_mixers${variant:+ with the defaults}" >&2
+census "$work/census.txt" || { echo "gpu_mixers failed under the census:" >&2; tail -5 "$work/census.txt.err" >&2; exit 2; }
+if [ -n "$variant" ]; then
+    echo "census of gpu_mixers with ROTOR_KERNEL_VARIANT=$variant" >&2
+    census "$work/census-variant.txt" "$variant" || tail -3 "$work/census-variant.txt.err" >"$work/census-variant.txt.failed"
+fi
+python3 "$root/scripts/lib/kernel_report.py" report "$work" ${markdown[@]+"${markdown[@]}"} \
+    ${json[@]+"${json[@]}"} ${variant:+--variant "$variant"}
