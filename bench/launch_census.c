@@ -139,9 +139,12 @@ void __cudaRegisterFunction(void **handle, const char *host_fun, char *device_fu
 
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
     Kernel *k = kernel_of(func);
+    /* the report assumes the largest carveout (228 KiB per SM) anyway */
+    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout)
+        return value >= -1 && value <= 100 ? cudaSuccess : fail(cudaErrorInvalidValue);
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
-        unsupported(
-            "a cudaFuncSetAttribute other than cudaFuncAttributeMaxDynamicSharedMemorySize");
+        unsupported("a cudaFuncSetAttribute other than cudaFuncAttributeMaxDynamicSharedMemorySize "
+                    "and cudaFuncAttributePreferredSharedMemoryCarveout");
     if (value < 0 || (size_t)value + k->static_smem > SMEM_OPTIN)
         return fail(cudaErrorInvalidValue);
     k->max_dynamic_smem = (size_t)value;
@@ -163,6 +166,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, 
     *blocks = blocks_per_sm(k->regs, k->static_smem + smem, threads);
     printf("census occupancy %s threads=%d smem=%zu blocks=%d\n", k->name, threads, smem, *blocks);
     return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func, int threads,
+                                                         size_t smem) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, threads, smem, 0);
 }
 
 /* ---- launches ---- */
@@ -436,6 +444,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaSuccess; }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return cudaSuccess; }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t begin, cudaEvent_t end) {
     *ms = 0.f;
