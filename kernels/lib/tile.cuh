@@ -93,6 +93,19 @@ __device__ __forceinline__ void load_tile(T *dst, int ld, const T *src, int64_t 
     }
 }
 
+// load_tile by cp.async: the same entries and zeros, the copies in flight until the caller
+// commits and waits (cp_async_tile copies only `width` columns and zeroes no columns).
+template <int ROWS, int COLS, class T>
+__device__ __forceinline__ void cp_async_load_tile(T *dst, int ld, const T *src, int64_t stride,
+                                                   int nrows, int ncols, int nt) {
+    constexpr int VEC = 16 / sizeof(T), PER = COLS / VEC, SH = log2i(PER);
+    for (int idx = threadIdx.x; idx < ROWS * PER; idx += nt) {
+        const int r = idx >> SH, c = (idx & (PER - 1)) * VEC;
+        const bool in = r < nrows && c < ncols;
+        cp_async16(dst + r * ld + c, in ? src + r * stride + c : src, in);
+    }
+}
+
 // The rows x cols entries (cols % 4 == 0) of a bf16 shared tile from an fp32 matrix (states and
 // their gradients as tensor-core operands): zero at rows >= nrows or columns >= ncols.
 __device__ __forceinline__ void load_tile_bf16(bf16 *dst, int ld, const float *src, int64_t stride,
