@@ -24,7 +24,9 @@ typedef struct {
     int g_per_head;    /* GLA: g is [N,H], the same log decay for every key channel */
     const void *beta;  /* [f32][N,H] delta-rule write strength (GDN); NULL for GLA */
     void *o;           /* [N,H,V] */
-    void *states;      /* [f32] the state at the start of every chunk (chunk_states_size) */
+    /* [f32] the state at the start of every chunk (chunk_states_size); the CUDA gla ops under
+     * gla_state:bf16 (device/kernel_variants.h) keep them in bf16 in its first half */
+    void *states;
     /* [f32][nseg, H, K, V] or NULL: the decoding state (docs/models.md §11). gla_fwd and
      * gdn_fwd write each segment's state after its last token into it; gla_step and gdn_step
      * read each row's state and advance it by the row's token. */

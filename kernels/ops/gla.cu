@@ -22,7 +22,8 @@
 //
 // K and V are processed in tiles of 64 channels (zero-padded; K, V multiples of 16), so
 // shared memory does not grow with the head size. Products on tensor cores (bf16 wmma,
-// fp32 accumulation); states, gradients of states and gate sums stay fp32.
+// fp32 accumulation); states, gradients of states and gate sums stay fp32 (the states and
+// their gradients in bf16 under gla_state:bf16, below).
 #include "backend/cuda_ops.h"
 #include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
@@ -34,6 +35,13 @@
 
 namespace {
 
+// The kernels that read or write chunk states are templates on the states' element type ST:
+// float (the verified kernels) or bf16 (gla_state:bf16, src/device/kernel_variants.c), where
+// every consumer rounds them to bf16 anyway. The bf16 kernels also copy their bf16 operand
+// tiles (q, k, v, dO, states, G) by cp.async, issued before the plain load of the fp32 gate
+// tile so that they arrive during it and the in-chunk cumsum, waited at the barrier after it.
+template <class ST> constexpr bool async_tiles = std::is_same_v<ST, bf16>;
+
 // ---- intra-chunk scores ----
 
 constexpr int SCORES_THREADS = 128;
@@ -42,6 +50,8 @@ constexpr size_t SCORES_SMEM =
 
 // A[c][h] (64 x 64, fp32, zero above the diagonal) = scale sum_i q_t k_s e^{B_t - B_s}.
 // Off-diagonal block (I, J), J < I, with r = 16 I:  (q e^{B_t - B_r}) (k e^{B_r - B_s})^T.
+// ASYNC: q, k by cp.async (async_tiles).
+template <bool ASYNC>
 __global__ void __launch_bounds__(SCORES_THREADS)
     gla_scores_kernel(float *A, const bf16 *q, const bf16 *k, const float *g, const int *chunks,
                       const int *cu, int H, int K, float scale) {
@@ -67,11 +77,21 @@ __global__ void __launch_bounds__(SCORES_THREADS)
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
+        if constexpr (ASYNC) {
+            cp_async_load_tile<CHUNK, TILE>(Qh, LDH, q + row0 + k0, stride, ch.len, nk,
+                                            SCORES_THREADS);
+            cp_async_load_tile<CHUNK, TILE>(Kh, LDH, k + row0 + k0, stride, ch.len, nk,
+                                            SCORES_THREADS);
+            cp_async_commit();
+        }
         load_tile<CHUNK, TILE>(Bf, LDF, g + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
-        load_tile<CHUNK, TILE>(Qh, LDH, q + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
-        load_tile<CHUNK, TILE>(Kh, LDH, k + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
+        if constexpr (!ASYNC) {
+            load_tile<CHUNK, TILE>(Qh, LDH, q + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
+            load_tile<CHUNK, TILE>(Kh, LDH, k + row0 + k0, stride, ch.len, nk, SCORES_THREADS);
+        }
         __syncthreads();
         cumsum_rows(Bf);
+        if constexpr (ASYNC) cp_async_wait<0>();
         __syncthreads();
         for (int idx = threadIdx.x; idx < 48 * TILE; idx += SCORES_THREADS) {
             int t = 16 + idx / TILE, i = idx % TILE, r = t & ~15;
@@ -157,12 +177,14 @@ constexpr size_t TILE_SMEM = sizeof(float) * FTILE + sizeof(bf16) * 2 * HTILE;
 // for every chunk but a segment's last, whose increment goes to the segment's final state
 // fin [nseg, H, K, V] when fin is set. Backward (x = q, y = dout, fin NULL): the increment of
 // the state gradient (scale Q e^B)^T dO into slot c - 1, for every chunk but a segment's
-// first. Both write B_last [f32][nchunk, H, K] for the scan.
-template <bool BWD>
+// first. Both write B_last [f32][nchunk, H, K] for the scan. The slots hold ST (bf16: each
+// increment rounded once; the scan sums in fp32), fin fp32.
+template <bool BWD, class ST>
 __global__ void __launch_bounds__(TILE_THREADS)
-    gla_state_inc_kernel(float *hs, float *fin, float *blast, const bf16 *x, const bf16 *y,
+    gla_state_inc_kernel(ST *hs, float *fin, float *blast, const bf16 *x, const bf16 *y,
                          const float *g, const int *chunks, const int *cu, int H, int K, int V,
                          float scale) {
+    constexpr bool ASYNC = async_tiles<ST>;
     extern __shared__ __align__(128) unsigned char smem[];
     float *Bf = reinterpret_cast<float *>(smem); // B, then the staging of the output
     bf16 *Xh = reinterpret_cast<bf16 *>(Bf + FTILE);
@@ -171,19 +193,35 @@ __global__ void __launch_bounds__(TILE_THREADS)
     const int h = blockIdx.y, v0 = blockIdx.z * TILE, warp = threadIdx.x >> 5;
     const Chunk ch = chunk_at(chunks, cu, c);
     if (BWD ? ch.seg_first : ch.seg_last && !fin) return;
-    float *dst = !BWD && ch.seg_last ? fin + ((int64_t)ch.seg * H + h) * K * V
-                                     : hs + ((BWD ? c - 1 : c + 1) * H + h) * K * V;
+    // The next (backward: previous) chunk's slot of ST elements, or the segment's fp32 final
+    // state.
+    const bool to_fin = !BWD && ch.seg_last;
+    float *dst = to_fin ? fin + ((int64_t)ch.seg * H + h) * K * V
+                        : (float *)(hs + ((BWD ? c - 1 : c + 1) * H + h) * K * V);
     const int nv = min(TILE, V - v0);
     const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
-    load_tile<CHUNK, TILE>(Yh, LDH, y + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
-                           ch.len, nv, TILE_THREADS);
+    // ASYNC: Y and the first X tile in flight during the first gate tile's load and cumsum,
+    // each later X tile during the previous tile's store.
+    if constexpr (ASYNC) {
+        cp_async_load_tile<CHUNK, TILE>(Yh, LDH, y + ((int64_t)ch.first * H + h) * V + v0,
+                                        (int64_t)H * V, ch.len, nv, TILE_THREADS);
+        cp_async_load_tile<CHUNK, TILE>(Xh, LDH, x + krow0, (int64_t)H * K, ch.len, min(TILE, K),
+                                        TILE_THREADS);
+        cp_async_commit();
+    } else {
+        load_tile<CHUNK, TILE>(Yh, LDH, y + ((int64_t)ch.first * H + h) * V + v0, (int64_t)H * V,
+                               ch.len, nv, TILE_THREADS);
+    }
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
         load_tile<CHUNK, TILE>(Bf, LDF, g + krow0 + k0, (int64_t)H * K, ch.len, nk, TILE_THREADS);
-        load_tile<CHUNK, TILE>(Xh, LDH, x + krow0 + k0, (int64_t)H * K, ch.len, nk, TILE_THREADS);
+        if constexpr (!ASYNC)
+            load_tile<CHUNK, TILE>(Xh, LDH, x + krow0 + k0, (int64_t)H * K, ch.len, nk,
+                                   TILE_THREADS);
         __syncthreads();
         cumsum_rows(Bf);
+        if constexpr (ASYNC) cp_async_wait<0>();
         __syncthreads();
         for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
             int t = idx >> 6, i = idx & 63;
@@ -201,14 +239,51 @@ __global__ void __launch_bounds__(TILE_THREADS)
         // Bf was last read before the previous barrier: reuse it as the staging tile.
         strip_store(Bf, acc, warp);
         __syncthreads();
-        store_tile<CHUNK, TILE>(dst + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv, TILE_THREADS);
+        if constexpr (ASYNC) // Xh was last read before the barrier
+            if (k0 + TILE < K) {
+                cp_async_load_tile<CHUNK, TILE>(Xh, LDH, x + krow0 + k0 + TILE, (int64_t)H * K,
+                                                ch.len, min(TILE, K - k0 - TILE), TILE_THREADS);
+                cp_async_commit();
+            }
+        if (std::is_same_v<ST, float> || to_fin)
+            store_tile<CHUNK, TILE>(dst + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv, TILE_THREADS);
+        else
+            store_tile_bf16<CHUNK, TILE>(reinterpret_cast<bf16 *>(dst) + (int64_t)k0 * V + v0, V,
+                                         Bf, LDF, nk, nv, TILE_THREADS);
     }
 }
 
 constexpr int SCAN_THREADS = 256;
 
-// One thread per state element (head blockIdx.z, element e of the K x V state) and segment
-// blockIdx.x, sequential over the segment's chunks. Forward: slot c holds chunk c-1's
+// The scan's elements of one thread, moved by one 4-byte access: one fp32 state element, or two
+// adjacent bf16 ones (one row i of the state, V being even, so one decay) summed as a float2.
+__device__ __forceinline__ float scan_load(const float *p) { return *p; }
+__device__ __forceinline__ float2 scan_load(const __nv_bfloat162 *p) {
+    return __bfloat1622float2(*p);
+}
+__device__ __forceinline__ void scan_store(float *p, float x) { *p = x; }
+__device__ __forceinline__ void scan_store(__nv_bfloat162 *p, float2 x) {
+    *p = __float22bfloat162_rn(x);
+}
+__device__ __forceinline__ float decay_add(float a, float S, float x) { return a * S + x; }
+__device__ __forceinline__ float2 decay_add(float a, float2 S, float2 x) {
+    return make_float2(a * S.x + x.x, a * S.y + x.y);
+}
+// The per-thread elements of a scan over states of ST: SV in memory, R in registers.
+template <class ST> struct ScanElems {
+    using SV = float;
+    using R = float;
+    static constexpr int N = 1;
+};
+template <> struct ScanElems<bf16> {
+    using SV = __nv_bfloat162;
+    using R = float2;
+    static constexpr int N = 2;
+};
+
+// One thread per state element (ST = bf16: per pair of elements, ScanElems; head blockIdx.z,
+// element e of the K x V state) and segment blockIdx.x, sequential over the segment's chunks,
+// summing in fp32 (bf16 slots: rounded once when stored). Forward: slot c holds chunk c-1's
 // increment and becomes S_c = e^{B_last,c-1} S_{c-1} + increment (S = 0 in the first slot).
 // Backward (REV): slot c holds chunk c+1's increment and becomes
 // G_c = e^{B_last,c+1} G_{c+1} + increment, from G = 0 after the last chunk (whose slot is
@@ -217,50 +292,57 @@ constexpr int SCAN_THREADS = 256;
 // (gdn.cu) walk the segments the same way but are matrix passes: its delta-rule update
 // S <- e^g S + K^T (U - W S) needs S itself, so it has no increments to precompute and no
 // elementwise scan.
-template <bool REV>
+template <bool REV, class ST>
 __global__ void __launch_bounds__(SCAN_THREADS)
-    gla_scan_kernel(float *hs, float *fin, const float *blast, const int *chunks, const int *cu,
+    gla_scan_kernel(ST *hs, float *fin, const float *blast, const int *chunks, const int *cu,
                     int64_t nchunk, int H, int K, int V) {
+    using SV = typename ScanElems<ST>::SV;
+    using R = typename ScanElems<ST>::R;
+    constexpr int N = ScanElems<ST>::N;
     const int seg = blockIdx.x, h = blockIdx.z;
-    const int64_t e = (int64_t)blockIdx.y * SCAN_THREADS + threadIdx.x;
+    const int64_t e = ((int64_t)blockIdx.y * SCAN_THREADS + threadIdx.x) * N;
     if (e >= (int64_t)K * V) return;
     const int i = (int)(e / V);
     const SegChunks w = seg_chunks(chunks, cu, nchunk, seg);
     const int n = w.n;
-    const int64_t step = (int64_t)H * K * V, dstep = (int64_t)H * K;
-    float *p = hs + (w.c0 * H + h) * K * V + e;
+    const int64_t step = (int64_t)H * K * V / N, dstep = (int64_t)H * K;
+    SV *p = reinterpret_cast<SV *>(hs + (w.c0 * H + h) * K * V + e);
     const float *d = blast + (w.c0 * H + h) * K + i;
-    float S = 0.f;
+    R S = {};
     if (!REV) {
-        p[0] = 0.f;
+        scan_store(p, R{});
         if (n < 2) return; // one chunk: fin holds its increment, the final state
-        float x = p[step], a = d[0];
+        R x = scan_load(p + step);
+        float a = d[0];
         for (int j = 1; j < n; j++) {
-            float xn = 0.f, an = 0.f;
+            R xn = {};
+            float an = 0.f;
             if (j + 1 < n) { // prefetch the next chunk's increment and decay
-                xn = p[(j + 1) * step];
+                xn = scan_load(p + (j + 1) * step);
                 an = d[j * dstep];
             }
-            S = __expf(a) * S + x;
-            p[j * step] = S;
+            S = decay_add(__expf(a), S, x);
+            scan_store(p + j * step, S);
             x = xn;
             a = an;
         }
         if (fin) {
-            float *f = fin + ((int64_t)seg * H + h) * K * V + e;
-            *f = __expf(d[(n - 1) * dstep]) * S + *f;
+            R *f = reinterpret_cast<R *>(fin + ((int64_t)seg * H + h) * K * V + e);
+            *f = decay_add(__expf(d[(n - 1) * dstep]), S, *f);
         }
     } else {
         if (n < 2) return;
-        float x = p[(n - 2) * step], a = d[(n - 1) * dstep];
+        R x = scan_load(p + (n - 2) * step);
+        float a = d[(n - 1) * dstep];
         for (int j = n - 2; j >= 0; j--) {
-            float xn = 0.f, an = 0.f;
+            R xn = {};
+            float an = 0.f;
             if (j > 0) {
-                xn = p[(j - 1) * step];
+                xn = scan_load(p + (j - 1) * step);
                 an = d[j * dstep];
             }
-            S = __expf(a) * S + x;
-            p[j * step] = S;
+            S = decay_add(__expf(a), S, x);
+            scan_store(p + j * step, S);
             x = xn;
             a = an;
         }
@@ -290,23 +372,34 @@ struct VTileBlock {
 };
 
 // acc += (X o F) S over K in 64-channel tiles: X the block's chunk rows of x, S the block's
-// columns of the chunk's fp32 [K, V] slot of `states`, F = scale e^B (the forward's q) or
+// columns of the chunk's [K, V] slot of `states` (ST), F = scale e^B (the forward's q) or
 // e^{B_last - B} (the backward's k, BWD).
-template <bool BWD>
+template <bool BWD, class ST>
 __device__ __forceinline__ void
 decayed_state_mma(FragC (&acc)[4], const VTileBlock &b, const float *g, const bf16 *x,
-                  const float *states, int H, int K, int V, float scale) {
+                  const ST *states, int H, int K, int V, float scale) {
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
+        if constexpr (async_tiles<ST>) {
+            cp_async_load_tile<CHUNK, TILE>(b.Xh, LDH, x + b.krow0 + k0, (int64_t)H * K, b.ch.len,
+                                            nk, TILE_THREADS);
+            cp_async_load_tile<CHUNK, TILE>(b.Yh, LDH,
+                                            states + ((b.c * H + b.h) * K + k0) * V + b.v0, V, nk,
+                                            b.nv, TILE_THREADS);
+            cp_async_commit();
+        }
         load_tile<CHUNK, TILE>(b.Bf, LDF, g + b.krow0 + k0, (int64_t)H * K, b.ch.len, nk,
                                TILE_THREADS);
-        load_tile<CHUNK, TILE>(b.Xh, LDH, x + b.krow0 + k0, (int64_t)H * K, b.ch.len, nk,
-                               TILE_THREADS);
-        load_tile_bf16(b.Yh, LDH, states + ((b.c * H + b.h) * K + k0) * V + b.v0, V, CHUNK, TILE,
-                       nk, b.nv, TILE_THREADS);
+        if constexpr (!async_tiles<ST>) {
+            load_tile<CHUNK, TILE>(b.Xh, LDH, x + b.krow0 + k0, (int64_t)H * K, b.ch.len, nk,
+                                   TILE_THREADS);
+            load_tile_bf16(b.Yh, LDH, states + ((b.c * H + b.h) * K + k0) * V + b.v0, V, CHUNK,
+                           TILE, nk, b.nv, TILE_THREADS);
+        }
         __syncthreads();
         cumsum_rows(b.Bf);
+        if constexpr (async_tiles<ST>) cp_async_wait<0>();
         __syncthreads();
         for (int idx = threadIdx.x; idx < CHUNK * TILE; idx += TILE_THREADS) {
             int t = idx >> 6, i = idx & 63;
@@ -322,8 +415,9 @@ decayed_state_mma(FragC (&acc)[4], const VTileBlock &b, const float *g, const bf
 
 // o[:, v-tile] = (scale Q e^B) S_start + A V for chunk blockIdx.x, head blockIdx.y. GDN's
 // output pass (gdn.cu) has this form with one gate per row, which scales Q once for all of K.
+template <class ST>
 __global__ void __launch_bounds__(TILE_THREADS)
-    gla_fwd_o_kernel(bf16 *o, const bf16 *q, const bf16 *v, const float *g, const float *states,
+    gla_fwd_o_kernel(bf16 *o, const bf16 *q, const bf16 *v, const float *g, const ST *states,
                      const float *A, const int *chunks, const int *cu, int H, int K, int V,
                      float scale) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -333,10 +427,18 @@ __global__ void __launch_bounds__(TILE_THREADS)
     if (!b.ch.seg_first) // S_start = 0 at a segment start
         decayed_state_mma<false>(acc, b, g, q, states, H, K, V, scale);
     __syncthreads();
+    if constexpr (async_tiles<ST>) { // arrives during A's load
+        cp_async_load_tile<CHUNK, TILE>(b.Yh, LDH, v + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                                        (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
+        cp_async_commit();
+    }
     load_tile_bf16(b.Xh, LDH, A + (b.c * H + b.h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK,
                    CHUNK, TILE_THREADS);
-    load_tile<CHUNK, TILE>(b.Yh, LDH, v + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
-                           (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
+    if constexpr (async_tiles<ST>)
+        cp_async_wait<0>();
+    else
+        load_tile<CHUNK, TILE>(b.Yh, LDH, v + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                               (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
     __syncthreads();
     for (int m = 0; m < 4; m++) // A is zero above the diagonal blocks
         mma_acc<false, false>(acc[m], b.Xh, LDH, 16 * m, b.Yh, LDH, 16 * b.warp, 16 * (m + 1));
@@ -349,17 +451,27 @@ __global__ void __launch_bounds__(TILE_THREADS)
 // ---- backward ----
 
 // dv[:, v-tile] = A^T dO + (K e^{B_last - B}) G_c (G = 0 after a segment's last chunk).
+template <class ST>
 __global__ void __launch_bounds__(TILE_THREADS)
-    gla_bwd_dv_kernel(bf16 *dv, const bf16 *k, const bf16 *dout, const float *g, const float *G,
+    gla_bwd_dv_kernel(bf16 *dv, const bf16 *k, const bf16 *dout, const float *g, const ST *G,
                       const float *A, const int *chunks, const int *cu, int H, int K, int V) {
     extern __shared__ __align__(128) unsigned char smem[];
     const VTileBlock b(smem, chunks, cu, H, K, V);
     FragC acc[4]; // rows 16 m, columns 16 warp
     for (int m = 0; m < 4; m++) wmma::fill_fragment(acc[m], 0.f);
+    if constexpr (async_tiles<ST>) { // arrives during A's load
+        cp_async_load_tile<CHUNK, TILE>(b.Yh, LDH,
+                                        dout + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                                        (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
+        cp_async_commit();
+    }
     load_tile_bf16(b.Xh, LDH, A + (b.c * H + b.h) * (CHUNK * CHUNK), CHUNK, CHUNK, TILE, CHUNK,
                    CHUNK, TILE_THREADS);
-    load_tile<CHUNK, TILE>(b.Yh, LDH, dout + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
-                           (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
+    if constexpr (async_tiles<ST>)
+        cp_async_wait<0>();
+    else
+        load_tile<CHUNK, TILE>(b.Yh, LDH, dout + ((int64_t)b.ch.first * H + b.h) * V + b.v0,
+                               (int64_t)H * V, b.ch.len, b.nv, TILE_THREADS);
     __syncthreads();
     // A^T is A read column-major; block (m, kk) of A^T is zero for kk < m.
     for (int m = 0; m < 4; m++)
@@ -384,11 +496,13 @@ constexpr size_t DQK_SMEM = sizeof(float) * 4 * FTILE + sizeof(bf16) * 6 * HTILE
 // row 16 I (the forward's Kf); for dK of sub-chunk J against its last row 16 J + 15, so that
 // every later row t contributes through one product (Q_t e^{B_t - B_ref}), all exponents <= 0.
 // Also writes d log alpha's in-chunk reverse cumsum of q dq - k dk to dg and the chunk total
-// to tot [nchunk, H, K]; the carry from later chunks is added by gla_dg_*_kernel.
+// to tot [nchunk, H, K]; the carry from later chunks is added by gla_dg_*_kernel. States and G
+// of ST, rounded to bf16 tiles either way.
+template <class ST>
 __global__ void __launch_bounds__(DQK_THREADS, 1)
     gla_bwd_dqdk_kernel(bf16 *dq, bf16 *dk, float *dg, float *tot, const bf16 *q, const bf16 *k,
-                        const bf16 *v, const bf16 *dout, const float *g, const float *states,
-                        const float *G, const int *chunks, const int *cu, int H, int K, int V,
+                        const bf16 *v, const bf16 *dout, const float *g, const ST *states,
+                        const ST *G, const int *chunks, const int *cu, int H, int K, int V,
                         float scale) {
     extern __shared__ __align__(128) unsigned char smem[];
     float *Bf = reinterpret_cast<float *>(smem);
@@ -603,18 +717,28 @@ bool prepare_launch(const char *op, const Seqs *s, int H, int K, int V, const vo
     if (s->nchunk == 0) return false;
     static bool opted_in;
     if (!opted_in) {
-        cuda_allow_smem(gla_scores_kernel, SCORES_SMEM, op);
-        cuda_allow_smem(gla_bwd_dqdk_kernel, DQK_SMEM, op);
+        cuda_allow_smem(gla_scores_kernel<false>, SCORES_SMEM, op);
+        cuda_allow_smem(gla_scores_kernel<true>, SCORES_SMEM, op);
+        cuda_allow_smem(gla_bwd_dqdk_kernel<float>, DQK_SMEM, op);
+        cuda_allow_smem(gla_bwd_dqdk_kernel<bf16>, DQK_SMEM, op);
         opted_in = true;
     }
     return true;
 }
 
+template <class ST>
 void launch_scores(float *A, const bf16 *q, const bf16 *k, const float *g, const Seqs *s, int H,
                    int K, float scale) {
-    gla_scores_kernel<<<dim3((unsigned)s->nchunk, H), SCORES_THREADS, SCORES_SMEM, cuda_stream()>>>(
-        A, q, k, g, (const int *)s->dev_chunk, (const int *)s->dev_cu, H, K, scale);
+    gla_scores_kernel<async_tiles<ST>>
+        <<<dim3((unsigned)s->nchunk, H), SCORES_THREADS, SCORES_SMEM, cuda_stream()>>>(
+            A, q, k, g, (const int *)s->dev_chunk, (const int *)s->dev_cu, H, K, scale);
     CUDA_LAUNCHED();
+}
+
+// The scan's grid: segments, blocks over the K x V state (ScanElems<ST>::N elements a thread),
+// heads.
+template <class ST> dim3 scan_grid(const Seqs *s, int H, int K, int V) {
+    return dim3(s->nseg, (unsigned)cdiv((int64_t)K * V / ScanElems<ST>::N, SCAN_THREADS), H);
 }
 
 } // namespace
@@ -651,9 +775,9 @@ const void *per_channel_g(const LinAttnArgs *a) {
     return gk;
 }
 
-} // namespace
-
-void cuda_gla_fwd(const LinAttnArgs *a) {
+// The passes of gla_fwd and gla_bwd on states of ST (gla_state: f32 or bf16; the buffer
+// `states` is fp32-sized by chunk_states_size, bf16 states use its first half).
+template <class ST> void gla_fwd(const LinAttnArgs *a) {
     void *o = a->o, *states = a->states;
     const void *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a);
     const Seqs *s = a->s;
@@ -668,22 +792,21 @@ void cuda_gla_fwd(const LinAttnArgs *a) {
     float *blast = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K);
     float *A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CHUNK * CHUNK);
     const unsigned nvt = (unsigned)cdiv(V, TILE);
-    gla_state_inc_kernel<false><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
-        (float *)states, (float *)a->state, blast, (const bf16 *)k, (const bf16 *)v,
-        (const float *)g, chunks, cu, H, K, V, sc);
+    gla_state_inc_kernel<false, ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        (ST *)states, (float *)a->state, blast, (const bf16 *)k, (const bf16 *)v, (const float *)g,
+        chunks, cu, H, K, V, sc);
     CUDA_LAUNCHED();
-    gla_scan_kernel<false>
-        <<<dim3(s->nseg, (unsigned)cdiv((int64_t)K * V, SCAN_THREADS), H), SCAN_THREADS, 0, st>>>(
-            (float *)states, (float *)a->state, blast, chunks, cu, nch, H, K, V);
+    gla_scan_kernel<false, ST><<<scan_grid<ST>(s, H, K, V), SCAN_THREADS, 0, st>>>(
+        (ST *)states, (float *)a->state, blast, chunks, cu, nch, H, K, V);
     CUDA_LAUNCHED();
-    launch_scores(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
-    gla_fwd_o_kernel<<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
-        (bf16 *)o, (const bf16 *)q, (const bf16 *)v, (const float *)g, (const float *)states, A,
+    launch_scores<ST>(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
+    gla_fwd_o_kernel<ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        (bf16 *)o, (const bf16 *)q, (const bf16 *)v, (const float *)g, (const ST *)states, A,
         chunks, cu, H, K, V, sc);
     CUDA_LAUNCHED();
 }
 
-void cuda_gla_bwd(const LinAttnGrads *gr) {
+template <class ST> void gla_bwd(const LinAttnGrads *gr) {
     const LinAttnArgs *a = &gr->a;
     const int64_t nhk = a->s->ntok * a->H * (int64_t)a->K;
     void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv;
@@ -698,32 +821,32 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
     const int64_t nch = s->nchunk;
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
     const float sc = (float)scale;
-    float *G = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K * V);
+    ST *G = (ST *)cuda_scratch(SCRATCH_A, sizeof(ST) * nch * H * K * V);
     float *blast = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * K);
     float *A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CHUNK * CHUNK);
     float *tot = (float *)cuda_scratch(SCRATCH_D, sizeof(float) * nch * H * K);
     const unsigned nvt = (unsigned)cdiv(V, TILE), nkt = (unsigned)cdiv(K, TILE);
-    gla_state_inc_kernel<true><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
-        G, nullptr, blast, (const bf16 *)q, (const bf16 *)dout, (const float *)g, chunks, cu, H,
-        K, V, sc);
+    gla_state_inc_kernel<true, ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+        G, nullptr, blast, (const bf16 *)q, (const bf16 *)dout, (const float *)g, chunks, cu, H, K,
+        V, sc);
     CUDA_LAUNCHED();
-    gla_scan_kernel<true>
-        <<<dim3(s->nseg, (unsigned)cdiv((int64_t)K * V, SCAN_THREADS), H), SCAN_THREADS, 0, st>>>(
-            G, nullptr, blast, chunks, cu, nch, H, K, V);
+    gla_scan_kernel<true, ST><<<scan_grid<ST>(s, H, K, V), SCAN_THREADS, 0, st>>>(
+        G, nullptr, blast, chunks, cu, nch, H, K, V);
     CUDA_LAUNCHED();
-    launch_scores(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
-    gla_bwd_dv_kernel<<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
+    launch_scores<ST>(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
+    gla_bwd_dv_kernel<ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
         (bf16 *)dv, (const bf16 *)k, (const bf16 *)dout, (const float *)g, G, A, chunks, cu, H, K,
         V);
     CUDA_LAUNCHED();
-    if (kernel_variant(KV_GLA_BWD) == 1) { // gla_bwd:v2 (gla_bwd_v2.cu); states and G fp32 here
+    // dq, dk and d log alpha, from the states and G (both ST)
+    if (kernel_variant(KV_GLA_BWD) == 1) { // gla_bwd:v2 (gla_bwd_v2.cu)
         gla_bwd_dqdk_v2((bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k,
-                        (const bf16 *)v, (const bf16 *)dout, (const float *)g, states, G, false, s,
-                        H, K, V, sc);
+                        (const bf16 *)v, (const bf16 *)dout, (const float *)g, states, G,
+                        std::is_same<ST, bf16>::value, s, H, K, V, sc);
     } else {
-        gla_bwd_dqdk_kernel<<<dim3((unsigned)nch, H, nkt), DQK_THREADS, DQK_SMEM, st>>>(
+        gla_bwd_dqdk_kernel<ST><<<dim3((unsigned)nch, H, nkt), DQK_THREADS, DQK_SMEM, st>>>(
             (bf16 *)dq, (bf16 *)dk, (float *)dg, tot, (const bf16 *)q, (const bf16 *)k,
-            (const bf16 *)v, (const bf16 *)dout, (const float *)g, (const float *)states, G, chunks,
+            (const bf16 *)v, (const bf16 *)dout, (const float *)g, (const ST *)states, G, chunks,
             cu, H, K, V, sc);
         CUDA_LAUNCHED();
         const int HK = H * K;
@@ -740,4 +863,20 @@ void cuda_gla_bwd(const LinAttnGrads *gr) {
             (float *)gr->dg, (const float *)dg, rows, K);
         CUDA_LAUNCHED();
     }
+}
+
+} // namespace
+
+void cuda_gla_fwd(const LinAttnArgs *a) {
+    if (kernel_variant(KV_GLA_STATE))
+        gla_fwd<bf16>(a);
+    else
+        gla_fwd<float>(a);
+}
+
+void cuda_gla_bwd(const LinAttnGrads *gr) {
+    if (kernel_variant(KV_GLA_STATE))
+        gla_bwd<bf16>(gr);
+    else
+        gla_bwd<float>(gr);
 }

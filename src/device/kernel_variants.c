@@ -23,8 +23,9 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                       .variants = {"f32", "bf16"},
                       .what = {"the verified passes: chunk states and their gradients G "
                                "written and read in fp32",
-                               "states and G written in bf16 where their consumers round "
-                               "them to bf16 (the scans still sum in fp32)"}},
+                               "states and G in bf16, as their consumers round them (each "
+                               "chunk's increment and each state rounded once, the scans sum "
+                               "in fp32); q, k, v, dO, state and G tiles copied by cp.async"}},
     [KV_GDN_SCAN] = {.name = "gdn_scan",
                      .bench = "gdn",
                      .test = "test_gpu_gdn",

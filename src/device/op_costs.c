@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "device/kernel_variants.h"
+
 OpCost op_cost_none(void) { return (OpCost){0}; }
 
 static OpCost cost_make(double flops, double bytes) { return (OpCost){.flops = flops, .bytes = bytes}; }
@@ -335,11 +337,17 @@ OpCost op_cost_selrope_bwd(const CostUnits *u, const SelRopeGrads *g) {
         "H%d P%d", g->a.H, P);
 }
 
+/* Bytes of a GLA chunk-state element: [act] under gla_state:bf16 (the CUDA backend's). */
+static double gla_state_bytes(const CostUnits *u) {
+    return kernel_variant(KV_GLA_STATE) ? u->act : u->f32;
+}
+
 OpCost op_cost_gla_fwd(const CostUnits *u, const LinAttnArgs *a) {
     int H = a->H, K = a->K, V = a->V;
     double nh = (double)a->s->ntok * H, C = CHUNK_SIZE;
     double bytes = u->act * nh * (2 * K + 2 * V) + u->f32 * nh * K +
-                   u->f32 * (double)chunk_states_size(a->s, H, K, V) + final_states(u, a);
+                   gla_state_bytes(u) * (double)chunk_states_size(a->s, H, K, V) +
+                   final_states(u, a);
     return cost_shaped(cost_make(nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }
@@ -348,7 +356,7 @@ OpCost op_cost_gla_bwd(const CostUnits *u, const LinAttnGrads *g) {
     int H = g->a.H, K = g->a.K, V = g->a.V;
     double nh = (double)g->a.s->ntok * H, C = CHUNK_SIZE;
     double bytes = u->act * nh * (4 * K + 3 * V) + 2 * u->f32 * nh * K +
-                   u->f32 * (double)chunk_states_size(g->a.s, H, K, V);
+                   gla_state_bytes(u) * (double)chunk_states_size(g->a.s, H, K, V);
     return cost_shaped(cost_make(2 * nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
                          "H%d K%d V%d", H, K, V);
 }

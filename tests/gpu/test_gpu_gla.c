@@ -6,14 +6,21 @@
  * to write shows up as a large error. The backward runs on the CPU's states (uploaded), so a
  * forward error does not also show up as a backward failure.
  *
+ * Under gla_state:bf16 (ROTOR_KERNEL_VARIANT, src/device/kernel_variants.c) the GPU keeps the
+ * chunk states in bf16: the forward's come back as bf16 and the backward is given the CPU's
+ * rounded to bf16. The program says which it tests.
+ *
  * Tolerances, relative to the largest reference value:
  *   o, states 2e-2: tensor-core products of bf16-rounded operands (q e^B, k e^{B_last-B},
  *     the states themselves and A are rounded to bf16, up to 2^-8 each) summed over 64..256 terms;
+ *     bf16 states add two roundings of 2^-9 (each chunk's increment, then the state), well
+ *     inside it;
  *   dq, dk, dv 3e-2: one more level of bf16 operands (D = dO V^T, the state gradient G);
  *   dg 3e-2: fp32 sums of q dq - k dk over the segment, from dq and dk as above. */
 #include <math.h>
 #include <stdio.h>
 
+#include "device/kernel_variants.h"
 #include "gpu_test.h"
 
 static const GtLayout layouts[] = {
@@ -72,6 +79,14 @@ static void compare(const char *what, const char *tag, const float *gpu, const f
     if (!(gt_compare(name, gpu, cpu, n, tol) <= tol)) worst_at(gpu, cpu, n, H, D, Vs);
 }
 
+/* Whether the GPU keeps chunk states in bf16 (gla_state:bf16); says which, once. */
+static int bf16_states(void) {
+    static int said;
+    const int bf16 = kernel_variant(KV_GLA_STATE) == 1;
+    if (!said++) printf("  GPU chunk states: %s\n", bf16 ? "bf16 (gla_state:bf16)" : "fp32");
+    return bf16;
+}
+
 /* per_head: one log decay per head [N,H] for every key channel, scale 1 (Mamba2's SSD,
  * docs/models.md §10). */
 static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, int per_head) {
@@ -97,7 +112,10 @@ static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, in
                                    .k = k_d, .v = v_d, .g = g_d, .g_per_head = per_head,
                                    .o = o_d, .states = st_d});
     compare("gla_fwd o", tag, gt_get_act(o_d, nv), o_c, nv, 2e-2, H, V, 0);
-    compare("gla_fwd states", tag, gt_get_f32(st_d, ns), st_c, ns, 2e-2, H, K, V);
+    /* the buffer is fp32-sized either way; bf16 states fill its first half */
+    const int bf16 = bf16_states();
+    compare("gla_fwd states", tag, bf16 ? gt_get_act(st_d, ns) : gt_get_f32(st_d, ns), st_c, ns,
+            2e-2, H, K, V);
 
     /* backward */
     float *dq_c = gt_rand(nq, -1, 1), *dk_c = gt_rand(nq, -1, 1), *dv_c = gt_rand(nv, -1, 1);
@@ -110,7 +128,8 @@ static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, in
     void *dv_d = gt_act(gt_rand(nv, -100, 100), nv), *dg_d = gt_f32(gt_rand(ng, -100, 100), ng);
     gt_gpu->gla_bwd(&(LinAttnGrads){
         .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_d, .k = k_d, .v = v_d,
-              .g = g_d, .g_per_head = per_head, .states = gt_f32(st_c, ns)},
+              .g = g_d, .g_per_head = per_head,
+              .states = bf16 ? gt_act(st_c, ns) : gt_f32(st_c, ns)},
         .dout = dout_d, .dq = dq_d, .dk = dk_d, .dv = dv_d, .dg = dg_d});
     compare("gla_bwd dq", tag, gt_get_act(dq_d, nq), dq_c, nq, 3e-2, H, K, 0);
     compare("gla_bwd dk", tag, gt_get_act(dk_d, nq), dk_c, nq, 3e-2, H, K, 0);
