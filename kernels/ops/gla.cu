@@ -198,6 +198,9 @@ __global__ void __launch_bounds__(TILE_THREADS)
     const bool to_fin = !BWD && ch.seg_last;
     float *dst = to_fin ? fin + ((int64_t)ch.seg * H + h) * K * V
                         : (float *)(hs + ((BWD ? c - 1 : c + 1) * H + h) * K * V);
+    // (bf16: the slot's offset, with which the store's pointer is formed late: a pointer
+    // kept across the loop cost a register spill)
+    const int64_t dst0 = (to_fin ? (int64_t)ch.seg * H + h : (BWD ? c - 1 : c + 1) * H + h) * K * V;
     const int nv = min(TILE, V - v0);
     const int64_t krow0 = ((int64_t)ch.first * H + h) * K;
     // ASYNC: Y and the first X tile in flight during the first gate tile's load and cumsum,
@@ -245,11 +248,14 @@ __global__ void __launch_bounds__(TILE_THREADS)
                                                 ch.len, min(TILE, K - k0 - TILE), TILE_THREADS);
                 cp_async_commit();
             }
-        if (std::is_same_v<ST, float> || to_fin)
+        if constexpr (std::is_same_v<ST, float>)
             store_tile<CHUNK, TILE>(dst + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv, TILE_THREADS);
+        else if (to_fin)
+            store_tile<CHUNK, TILE>(fin + dst0 + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv,
+                                    TILE_THREADS);
         else
-            store_tile_bf16<CHUNK, TILE>(reinterpret_cast<bf16 *>(dst) + (int64_t)k0 * V + v0, V,
-                                         Bf, LDF, nk, nv, TILE_THREADS);
+            store_tile_bf16<CHUNK, TILE>(hs + dst0 + (int64_t)k0 * V + v0, V, Bf, LDF, nk, nv,
+                                         TILE_THREADS);
     }
 }
 
