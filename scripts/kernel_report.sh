@@ -49,7 +49,9 @@ kernel_tus "$root" "$build" >"$work/tus"
 nvcc=$(awk -F'\t' 'NR == 1 { split($2, w, " "); print w[1] }' "$work/tus")
 cuobjdump=$(command -v cuobjdump || true)
 [ -n "$cuobjdump" ] || [ ! -x "$(dirname "$nvcc")/cuobjdump" ] || cuobjdump=$(dirname "$nvcc")/cuobjdump
-[ -n "$cuobjdump" ] || echo "no cuobjdump (PATH, or beside $nvcc): no SASS mix" >&2
+# NVIDIA's wheel, which scripts/setup.sh installs where the toolkit lacks cuobjdump
+[ -n "$cuobjdump" ] || cuobjdump=$(compgen -G "$root/build/cuda-tools-venv/lib/python3*/site-packages/nvidia/cu*/bin/cuobjdump" | head -1 || true)
+[ -n "$cuobjdump" ] || echo "no cuobjdump (PATH, beside $nvcc, or build/cuda-tools-venv): no SASS mix" >&2
 
 compiled=0
 while IFS=$'\t' read -r dir command file; do

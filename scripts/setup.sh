@@ -52,6 +52,17 @@ if ((${#missing[@]})); then
 fi
 [ "${1:-}" = "--deps" ] && exit 0
 
+# cuobjdump (scripts/kernel_report.sh's SASS mix) where the CUDA toolkit has nvcc but not it:
+# NVIDIA's wheels of cuobjdump and nvdisasm from PyPI, in build/cuda-tools-venv
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$nvcc" ] && ! command -v cuobjdump >/dev/null && [ ! -x "$(dirname "$nvcc")/cuobjdump" ]; then
+  tools=build/cuda-tools-venv
+  major=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  if [ ! -x "$tools/bin/python" ] || ! compgen -G "$tools/lib/python3*/site-packages/nvidia/cu*/bin/cuobjdump" >/dev/null; then
+    python3 -m venv "$tools" && "$tools/bin/pip" install -q "nvidia-cuda-cuobjdump==$major.*" "nvidia-cuda-nvdisasm==$major.*" ||
+      echo "setup: warning: no cuobjdump from PyPI: scripts/kernel_report.sh leaves out the SASS mix" >&2
+  fi
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 echo "setup: built build/rotor"
