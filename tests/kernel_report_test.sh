@@ -51,7 +51,7 @@ expect("gdn_fwd_scan dynamic smem", f["dynamic_smem"], 102400)
 expect("gdn_fwd_scan blocks per SM", (f["per_sm"], f["limit"]), (2, "regs"))
 expect("gdn_bwd_wy dynamic smem", launch(r["launches"], "gdn", "gdn_bwd_wy<true>")["dynamic_smem"], 137984)
 # GLA's scores kernel: SCORES_SMEM (kernels/ops/gla.cu), one block per (chunk, head)
-s = launch(r["launches"], "gla", "gla_scores_kernel")
+s = launch(r["launches"], "gla", "gla_scores_kernel<false>")
 expect("gla_scores_kernel dynamic smem", s["dynamic_smem"], 56576)
 expect("gla_scores_kernel grid", s["grid"], [256, 4, 1])
 expect("gla_scores_kernel launches (forward and backward)", s["launches"], 16)
@@ -63,7 +63,7 @@ expect("c32s1 gdn_bwd_scan dynamic smem", v["dynamic_smem"], 119808)
 expect("c32s1 verdict", r["worse"], [])
 if sass:
     k = r["kernels"]
-    for name in ("gdn_bwd_scan<true>", "gla_bwd_dqdk_kernel"):
+    for name in ("gdn_bwd_scan<true>", "gla_bwd_dqdk_kernel<float>"):
         if not k[name]["sass"]["HMMA"]:
             fails.append(name + ": no HMMA in its SASS")
         expect(name + " local memory instructions", k[name]["sass"]["LDL/STL"], 0)
