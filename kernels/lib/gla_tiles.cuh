@@ -33,4 +33,14 @@ __device__ void cumsum_rows(float *B) {
 __device__ __forceinline__ int kf_row(int I) { return 8 * I * (I - 1); }
 __device__ __forceinline__ int qr_row(int J) { return J == 0 ? 0 : J == 1 ? 48 : 80; }
 
+// The dq/dk passes' (gla.cu v1, gla_bwd_v2.cu) dK[J] += e^{B_{16J+15} - B_s} P_s for the rows s
+// < 48 of sub-chunks J = 0..2, P their products with the later sub-chunks (staged fp32).
+template <int NT>
+__device__ __forceinline__ void add_decayed_dk(float *dK, const float *P, const float *Bf) {
+    for (int idx = threadIdx.x; idx < 48 * TILE; idx += NT) {
+        const int s = idx >> 6, i = idx & 63;
+        dK[s * LDF + i] += P[s * LDF + i] * __expf(Bf[(s | 15) * LDF + i] - Bf[s * LDF + i]);
+    }
+}
+
 } // namespace

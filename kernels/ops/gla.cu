@@ -641,10 +641,7 @@ __global__ void __launch_bounds__(DQK_THREADS, 1)
         wmma::store_matrix_sync(T + 16 * J * LDF + 16 * n, acc, LDF, wmma::mem_row_major);
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < 48 * TILE; idx += DQK_THREADS) {
-        const int s = idx >> 6, i = idx & 63;
-        dK[s * LDF + i] += T[s * LDF + i] * __expf(Bf[(s | 15) * LDF + i] - Bf[s * LDF + i]);
-    }
+    add_decayed_dk<DQK_THREADS>(dK, T, Bf);
     __syncthreads();
 
     // Outputs; T = q dq - k dk (fp32 dq, dk), then its reverse cumsum down the chunk.

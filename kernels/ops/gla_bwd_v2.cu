@@ -284,13 +284,11 @@ __global__ void __launch_bounds__(NT, 2)
             wmma::store_matrix_sync(P + 16 * J * LDF + 16 * n, acc[f], LDF, wmma::mem_row_major);
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < 48 * TILE; idx += NT) {
-        const int s = idx >> 6, i = idx & 63;
-        dK[s * LDF + i] += P[s * LDF + i] * __expf(Bf[(s | 15) * LDF + i] - Bf[s * LDF + i]);
-    }
+    add_decayed_dk<NT>(dK, P, Bf);
     __syncthreads();
 
     // Outputs; dQ <- q dq - k dk in place (fp32 dq, dk), then its reverse cumsum down the chunk.
+    // (the loop of gla.cu's v1, inline there so that its code stays the verified one's)
     bf16 *dqo = dq + krow0, *dko = dk + krow0;
     for (int idx = threadIdx.x; idx < CHUNK * TILE / 8; idx += NT) {
         const int t = idx >> 3, i0 = (idx & 7) * 8;
