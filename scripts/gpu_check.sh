@@ -38,14 +38,14 @@
 # (configs/paper/nnrnn, the fixed-hidden-units rows: copy, psMNIST and PTB characters at truncation 150), step_bench's step
 # with its op profile against PyTorch's (bench/torch_rnn_step.py: the authors' per-token loop
 # and cuDNN's LSTM), to measure the persistent recurrence kernels of kernels/ops/rnn.cu.
-# "speed", in no default: the first thing of a GPU session (docs/gpu.md "Kernel variants"):
+# "speed", in no default: the first thing on a GPU machine (docs/gpu.md "Kernel variants"):
 # every kernel variant of the variant table checked against the CPU reference (its test
 # program) and against the default kernels at the 370M shapes (bench/gpu_mixers --compare),
 # timed, the fastest correct variant of each op picked, bench/step_bench --profile of the
 # 370M configs with the winners against the defaults, then ncu and racecheck on the winners,
 # in at most GPU_CHECK_SPEED_LIMIT seconds (default 480); speed.json and speed.txt in $OUT
 # (scripts/lib/gpu_speed.sh says more).
-# "verify", in no default: after speed in a short GPU session (docs/gpu.md "A short GPU session"),
+# "verify", in no default: after speed on a GPU machine for a short time (docs/gpu.md "A short time on a GPU machine"),
 # every kernel test program (GPU_CHECK_TESTS narrows them to the changed kernels' programs), cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
 # GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
 # The summary is one table: each program, passed or not, its tests, its worst comparison
@@ -63,11 +63,11 @@
 # (default 8) runs at a time, each experiment in at most GPU_CHECK_REPRO_LIMIT seconds (480),
 # GPU_CHECK_REPRO_SETS more SECTION.KEY=VALUE words for every run, GPU_CHECK_REPRO_SCALE
 # (default cpu; paper: the paper-scale plan) and GPU_CHECK_REPRO_ONLY (reproduce.sh's --only
-# REGEX, e.g. a few paper-scale runs that fit the lease); the runs the results store
+# REGEX, e.g. a few paper-scale runs that fit the time); the runs the results store
 # holds finished (results/reproduce, carried in the bundle) are taken from it, the others
 # trained; the finished runs come back
 # as $OUT/repro-EXPERIMENT.tar.xz, drawn where matplotlib is with `scripts/reproduce.sh
-# EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a lent GPU");
+# EXPERIMENT --report-only` (docs/reproduction.md, "Experiments on a GPU machine");
 # GPU_CHECK_REPRO_DEVICE=cpu tries the part on a machine without a GPU.
 # GPU_CHECK_TESTS (globs, default test_gpu_*) chooses the kernel test programs, run in the
 # order given ("test_gpu_gla test_gpu_g[!l]*": gla first); PROGRAM:WORD runs only the
@@ -396,7 +396,7 @@ run_bundle() {
     }
     if [[ $parts == *" speed "* ]]; then speed_part; fi
     # verify: what must pass after any change to the kernels, in 6 minutes of command time
-    # (docs/gpu.md "A short GPU session"): every kernel test program, rotor's named errors with a
+    # (docs/gpu.md "A short time on a GPU machine"): every kernel test program, rotor's named errors with a
     # GPU present, rotor end to end, and one profiled 370M GLA step. On an H200
     # (2026-11-28) the twelve test programs took 101 s (gemm 21 s, selrope 15 s, the rest < 13 s),
     # the whole part 138 s.

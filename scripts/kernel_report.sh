@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What each CUDA kernel costs the SM and what its launches at the 370M shapes ask of the GPU,
-# without a GPU, so that a change to a kernel can be judged before a lease (docs/gpu.md
+# without a GPU, so that a change to a kernel can be judged before it runs on a GPU (docs/gpu.md
 # "Kernel resources").
 #
 #   scripts/kernel_report.sh [--markdown] [--tu FILE,...] [--json OUT] [BUILD]

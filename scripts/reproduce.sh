@@ -48,7 +48,7 @@
 # --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.* and
 #   save the finished runs in the results store.
 # --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
-#   such as a lent GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
+#   such as a GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
 #   nothing, draw the figure and table from the runs finished in DIR (those of a --train-only
 #   sweep elsewhere, unpacked there).
 #
@@ -186,7 +186,7 @@ export ROOT ROTOR SCALE SEEDS OUT RESULTS SAVE
 
 # run_fingerprint COMMAND CONFIG SETS: what a run is, as NAME.done records it: its command,
 # its config's lines other than comments and its sets other than run.* (where and how it
-# runs, e.g. the run.device=cuda of a sweep trained on a lent GPU and drawn here), with the
+# runs, e.g. the run.device=cuda of a sweep trained on a GPU machine and drawn here), with the
 # output directory and the repository as placeholders in them (data.train=$OUT/data/train),
 # so that a run is the same run in any directory and on any machine
 run_fingerprint() {
