@@ -14,6 +14,8 @@
 // the triangular inverse and its gradient stay in fp32. Every kernel that reads the gates is
 // a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
 // Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
+#include <stdio.h>
+
 #include "backend/cuda_ops.h"
 #include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
@@ -859,25 +861,21 @@ size_t smem_needed(int K) {
 // unless the (segment, head, 32-column) blocks would not fill the GPU once (few, long
 // segments: the scan is sequential over a segment's chunks, its parallelism is the blocks):
 // then 16 columns first, for twice the blocks.
-// A variant of gdn_scan other than auto (src/device/kernel_variants.c) fixes the layout:
-// c16s1, c16s2, c32s1, c32s2 in the table's order (reg, after them, has its own kernels and
-// choice: gdn_scan_reg.cu).
+// A variant of gdn_scan named c<columns>s<stages> (src/device/kernel_variants.c: c16s1 ...
+// c32s2) fixes the layout; reg has its own kernels and choice (gdn_scan_reg.cu).
 template <class Layout>
 void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *stages,
                size_t *bytes) {
     const int wide[4][2] = {{32, 2}, {32, 1}, {16, 2}, {16, 1}};
     const int narrow[4][2] = {{16, 2}, {16, 1}, {32, 2}, {32, 1}};
-    const int fixed[4][2] = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
-    if (const int v = kernel_variant(KV_GDN_SCAN)) {
-        const int w = fixed[v - 1][0], st = fixed[v - 1][1];
+    const char *name = kernel_variant_ops[KV_GDN_SCAN].variants[kernel_variant(KV_GDN_SCAN)];
+    int w, st;
+    if (sscanf(name, "c%ds%d", &w, &st) == 2) {
         const size_t b = Layout(K, w, st).total;
-        if (V % w)
-            rt_die("%s: gdn_scan:%s needs V a multiple of %d, not %d", op,
-                   kernel_variant_ops[KV_GDN_SCAN].variants[v], w, V);
+        if (V % w) rt_die("%s: gdn_scan:%s needs V a multiple of %d, not %d", op, name, w, V);
         if (b > (size_t)cuda_max_smem_optin())
             rt_die("%s: gdn_scan:%s needs %zu bytes of shared memory per block at K=%d, the GPU "
-                   "allows %d", op, kernel_variant_ops[KV_GDN_SCAN].variants[v], b, K,
-                   cuda_max_smem_optin());
+                   "allows %d", op, name, b, K, cuda_max_smem_optin());
         *bv = w, *stages = st, *bytes = b;
         return;
     }
