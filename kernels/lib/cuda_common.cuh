@@ -118,6 +118,7 @@ __device__ __forceinline__ float softplusf_(float x) {
 
 constexpr unsigned FULL_MASK = 0xffffffffu; // all 32 lanes of a warp
 constexpr float L2E = 1.4426950408889634f; // log2(e): softmax in base 2 (fox.cu, decode.cu)
+constexpr float LN2 = 0.6931471805599453f; // log(2): log-sum-exp back from base 2
 
 // Sum over a warp (all 32 lanes active), in float or double.
 template <class T> __device__ __forceinline__ T warp_sum(T v) {
@@ -146,6 +147,18 @@ __device__ __forceinline__ float warp_scan(float x, float *excl) {
     if (lane == 0) *excl = 0.f;
     return x;
 }
+// Inclusive prefix sums over a warp's 32 E values, E consecutive ones per lane (element
+// E * lane + e in x[e]); returns the total on every lane.
+template <int E> __device__ __forceinline__ float warp_prefix(float (&x)[E]) {
+#pragma unroll
+    for (int e = 1; e < E; e++) x[e] += x[e - 1];
+    float excl;
+    const float incl = warp_scan(x[E - 1], &excl);
+#pragma unroll
+    for (int e = 0; e < E; e++) x[e] += excl;
+    return __shfl_sync(FULL_MASK, incl, 31);
+}
+
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 // `shared` needs 32 elements; the call synchronises the block.
 template <class T> __device__ __forceinline__ T block_sum(T v, T *shared) {

@@ -22,6 +22,12 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool vali
                  "r"(valid ? 16 : 0)
                  : "memory");
 }
+// 4 bytes global -> shared, zero-filled when !valid (single fp32 values of a strided column).
+__device__ __forceinline__ void cp_async4(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
+                 "r"(valid ? 4 : 0)
+                 : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -63,6 +69,17 @@ __device__ __forceinline__ void cp_async_tile(bf16 *dst, int ld, const bf16 *src
         const int r = i / per, c = (i - r * per) << 3;
         const bool ok = r < nvalid;
         cp_async16(dst + r * ld + c, ok ? src + r * stride + c : src, ok);
+    }
+}
+
+// Starts copying src[i * stride], i < N, into dst[i]: a column of fp32 values (per-token terms
+// of one head, stride H) next to the tiles; entries i >= nvalid become zero and are not read.
+template <int N>
+__device__ __forceinline__ void cp_async_column(float *dst, const float *src, int64_t stride,
+                                                int nvalid, int nt) {
+    for (int i = threadIdx.x; i < N; i += nt) {
+        const bool ok = i < nvalid;
+        cp_async4(dst + i, ok ? src + i * stride : src, ok);
     }
 }
 

@@ -22,28 +22,17 @@
 // Warp fragments follow the PTX ISA layout of mma.m16n8k16 (mma.cuh): lane = 4 g + t holds C
 // elements (g, 2t..2t+1) and (g+8, 2t..2t+1) of each 16x8 tile.
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/chunks.cuh"
 #include "lib/cuda_common.cuh"
 #include "lib/mma.cuh"
+#include "ops/fox_v2.h"
 #include "ops/revcumsum.h"
 #include "util/error.h"
 
 namespace {
 
-constexpr float LN2 = 0.6931471805599453f;
 constexpr int THREADS = 128; // four warps of 16 rows each
-
-// Inclusive prefix sums over a warp's 32 E values, E consecutive ones per lane (element
-// E * lane + e in x[e]); returns the total on every lane.
-template <int E> __device__ __forceinline__ float warp_prefix(float (&x)[E]) {
-#pragma unroll
-    for (int e = 1; e < E; e++) x[e] += x[e - 1];
-    float excl;
-    const float incl = warp_scan(x[E - 1], &excl);
-#pragma unroll
-    for (int e = 0; e < E; e++) x[e] += excl;
-    return __shfl_sync(FULL_MASK, incl, 31);
-}
 
 template <int D> constexpr size_t fwd_smem() {
     return (size_t)5 * CHUNK * (D + 8) * sizeof(bf16) + 2 * CHUNK * sizeof(float);
@@ -617,6 +606,10 @@ void cuda_fox_fwd(const AttnArgs *a) {
     const void *ptrs[] = {o, q, k, v};
     check_args("fox_fwd", s, H, D, ptrs, 4);
     if (s->ntok == 0) return;
+    if (const int variant = kernel_variant(KV_FOX_FWD)) { // fox_v2.cu
+        fox_fwd_v2(a, variant);
+        return;
+    }
     const float sl2 = (float)(scale * 1.4426950408889634);
     if (logf) fwd_for_d<true>(D, o, lse, q, k, v, logf, s, H, sl2);
     else fwd_for_d<false>(D, o, lse, q, k, v, logf, s, H, sl2);
@@ -633,6 +626,10 @@ void cuda_fox_bwd(const AttnGrads *gr) {
     const void *ptrs[] = {dq, dk, dv, dout, q, k, v, o};
     check_args("fox_bwd", s, H, D, ptrs, 8);
     if (s->ntok == 0) return;
+    if (const int variant = kernel_variant(KV_FOX_BWD)) { // fox_v2.cu
+        fox_bwd_v2(gr, variant);
+        return;
+    }
     const int64_t rows = s->ntok * H;
     float *delta = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)rows);
     float *dqacc = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * (size_t)(rows * D));

@@ -48,6 +48,29 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                       .what = {"the verified choice: cuBLASLt's first heuristic result per shape",
                                "up to 8 heuristic results per shape, each timed on the shape's "
                                "first call, the fastest kept"}},
+    [KV_FOX_FWD] = {.name = "fox_fwd",
+                    .bench = "fox",
+                    .test = "test_gpu_fox",
+                    .kernels = "fox_",
+                    .variants = {"v1", "m128n64", "m128n128", "m128w8"},
+                    .what = {"the verified forward: 64 queries a block, 4 warps of 16 rows, "
+                             "64-key tiles, log f summed by warp 0 of every block",
+                             "128 queries a block, 4 warps of 32 rows (8 of 16 at D 128), "
+                             "64-key tiles; the segment cumsum of log f summed once and "
+                             "copied beside K/V by cp.async (fox_v2.cu)",
+                             "128 queries a block, 8 warps of 16 rows, 128-key tiles",
+                             "128 queries a block, 8 warps of 16 rows, 64-key tiles"}},
+    [KV_FOX_BWD] = {.name = "fox_bwd",
+                    .bench = "fox",
+                    .test = "test_gpu_fox",
+                    .kernels = "fox_",
+                    .variants = {"v1", "split", "split64"},
+                    .what = {"the verified backward: a block per 64 keys, 4 warps, dQ added "
+                             "into an fp32 buffer by atomics, then converted",
+                             "a dQ pass (128 queries, 8 warps, delta and dS's row sums formed "
+                             "there) and a dK/dV pass (128 keys, 8 warps): no atomics, no dQ "
+                             "buffer; log f's cumsum summed once (fox_v2.cu)",
+                             "the same with 64 keys (4 warps) a dK/dV block"}},
 };
 
 static int chosen[KV_COUNT];

@@ -23,6 +23,8 @@ typedef enum {
     KV_GLA_STATE, /* the element type of GLA's chunk states and their gradients */
     KV_GDN_SCAN,  /* Gated DeltaNet's sequential scans over chunks (kernels/ops/gdn.cu) */
     KV_GEMM_ALGO, /* how cuBLASLt's algorithm is chosen per product shape (kernels/ops/gemm.cu) */
+    KV_FOX_FWD,   /* FoX attention's forward (kernels/ops/fox.cu, fox_v2.cu) */
+    KV_FOX_BWD,   /* FoX attention's backward */
     KV_COUNT
 } KernelVariantOp;
 

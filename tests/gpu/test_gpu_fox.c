@@ -9,7 +9,10 @@
  * dlogf NULL on both sides: the op must neither read nor write it). Every GPU output is
  * pre-filled with garbage (all of them overwrite). The backward gets the CPU forward's o
  * (rounded to bf16, so both sides see the same o) and lse. The backward's scratch (dQ
- * accumulator) is reused dirty from one case to the next, so its zeroing is exercised. */
+ * accumulator) is reused dirty from one case to the next, so its zeroing is exercised. The
+ * fox_fwd / fox_bwd variants (kernels/ops/fox_v2.cu: 128-token blocks, so [1000] and [300,5]
+ * end in ragged blocks and [1,63,64,65,130] has one of two chunks) run these cases under
+ * ROTOR_KERNEL_VARIANT (the speed part of scripts/gpu_check.sh). */
 #include <math.h>
 #include <stdio.h>
 
