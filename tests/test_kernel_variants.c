@@ -52,7 +52,7 @@ static void check_bad(const char *spec, const char *want) {
 
 static void test_bad_specs(void) {
     check_bad("gla_bwd", "'gla_bwd': expected op:variant");
-    check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, gla_state, gdn_scan, gemm_algo, fox_fwd, fox_bwd)");
+    check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, gla_state, gdn_scan, gemm_algo, fox_fwd, fox_bwd, selrope)");
     check_bad("fox_fwd:v2", "'fox_fwd:v2': fox_fwd has no such variant (variants: v1, m128n64, m128n128, m128w8)");
     check_bad("gla_bwd:v9", "'gla_bwd:v9': gla_bwd has no such variant (variants: v1, v2)");
     check_bad("gla_bwd:v2,gla_bwd:v1", "'gla_bwd' is named twice");

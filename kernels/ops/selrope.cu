@@ -5,8 +5,10 @@
 // k together), dPhi = temp_j dangle, dphi' = reverse cumsum of dPhi per segment, then the gate,
 // bias and conv backward.
 //
-// The scan runs in three passes over tiles of TILE tokens (tiles may straddle segments). A
-// tile is WARPS runs of RUN tokens, one run per warp; a lane holds two channels c, c+1 of the
+// The scan runs in three passes over tiles of WARPS * RUN tokens (tiles may straddle segments).
+// A tile is WARPS runs of RUN tokens, one run per warp (RUN = 32; 16 or 8 in the selrope
+// variants r16, r8 of src/device/kernel_variants.c, which hold fewer values in registers and
+// give more blocks); a lane holds two channels c, c+1 of the
 // H*P (64 per block), the run's scanned values in registers. A segment boundary restarts the
 // sum; the state of a stretch of tokens is (restarted?, sum), combined as (f1, v1) then
 // (f2, v2) -> (f1 | f2, f2 ? v2 : v1 + v2).
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "lib/segmented_scan.cuh"
 #include "lib/selrope_pairs.cuh"
@@ -27,9 +30,7 @@
 
 namespace {
 
-constexpr int RUN = 32;
 constexpr int WARPS = 8; // store_taps_partial reduces blocks of 8 warps
-constexpr int TILE = RUN * WARPS;
 
 // Channels c, c+1 of token n of an [N, C] tensor; zero outside the tokens.
 __device__ __forceinline__ float2 ld_tok(const bf16 *x, int n, int N, int C, int c) {
@@ -77,7 +78,7 @@ struct FwdArgs {
 
 // Forward: phi' = g (act(conv(phi_raw)) + exp(bias)), g = sigmoid(gate logit) (docs/models.md §5
 // steps 3-5), Phi = its cumulative sum (step 6), q and k rotated by temp_j Phi (steps 7, 8).
-template <bool SILU, bool FINAL>
+template <int RUN, bool SILU, bool FINAL>
 __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a) {
     __shared__ float2 sval[WARPS][32];
     __shared__ unsigned sflag[WARPS];
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a
     const int c = 2 * (blockIdx.y * 32 + lane), h = c / P, j = c % P;
     const bool ch = c < C;
     const float2 z = f2(0.f, 0.f);
-    const int n0 = blockIdx.x * TILE + wp * RUN;
+    const int n0 = blockIdx.x * RUN * WARPS + wp * RUN;
     float2 v[RUN]; // phi' at the run's tokens
     unsigned starts = 0; // bit i: token n0 + i starts its segment
     {
@@ -181,7 +182,7 @@ struct BwdArgs {
 // dphi_raw at the run's last tokens needs dpre, hence S, at the 3 tokens after the run: from
 // the next run's states in shared memory, or for a tile's last run from the next tile's states
 // from its tokens 1 and 2 (pass 1 stores them) and its carry.
-template <bool SILU, bool FINAL>
+template <int RUN, bool SILU, bool FINAL>
 __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a) {
     __shared__ float2 sval[WARPS][32];
     __shared__ float2 ssuf[2][WARPS][32]; // each run's state from its token 1, 2 to its end
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     const int c = 2 * (blockIdx.y * 32 + lane), h = c / P, j = c % P;
     const bool ch = c < C;
     const float2 z = f2(0.f, 0.f);
-    const int n0 = blockIdx.x * TILE + wp * RUN;
+    const int n0 = blockIdx.x * RUN * WARPS + wp * RUN;
     const float2 tp = ch ? ldf2(a.temp + j) : z;
     float2 x[RUN]; // dPhi at the run's tokens
     unsigned ends = 0; // bit i: token n0 + i ends its segment
@@ -400,6 +401,31 @@ void launch_passes(void (*tiles)(A), void (*final_pass)(A), A a, float *carry, d
     CUDA_LAUNCHED();
 }
 
+// Tokens a warp scans: 32, or 16 or 8 in the selrope variants r16, r8.
+int run_tokens() {
+    static const int runs[] = {32, 16, 8};
+    return runs[kernel_variant(KV_SELROPE)];
+}
+
+template <int RUN> void fwd_passes(const FwdArgs &a, bool silu, float *carry, dim3 grid) {
+    if (silu)
+        launch_passes<false>(selrope_fwd_kernel<RUN, true, false>,
+                             selrope_fwd_kernel<RUN, true, true>, a, carry, grid);
+    else
+        launch_passes<false>(selrope_fwd_kernel<RUN, false, false>,
+                             selrope_fwd_kernel<RUN, false, true>, a, carry, grid);
+}
+
+// the first pass (the tile states of dPhi) needs no activation
+template <int RUN> void bwd_passes(const BwdArgs &a, bool silu, float *carry, dim3 grid) {
+    if (silu)
+        launch_passes<true>(selrope_bwd_kernel<RUN, false, false>,
+                            selrope_bwd_kernel<RUN, true, true>, a, carry, grid);
+    else
+        launch_passes<true>(selrope_bwd_kernel<RUN, false, false>,
+                            selrope_bwd_kernel<RUN, false, true>, a, carry, grid);
+}
+
 } // namespace
 
 int cuda_selrope_supports(int H, int P, char *why, size_t why_size) {
@@ -422,7 +448,8 @@ void cuda_selrope_fwd(const SelRopeArgs *args) {
     set_inputs(a, args);
     const int C = a.H * a.P;
     if (a.N == 0 || C == 0) return;
-    int ntile = (int)cdiv(a.N, TILE);
+    const int run = run_tokens();
+    int ntile = (int)cdiv(a.N, run * WARPS);
     size_t nval = (size_t)ntile * C; // even: every array below stays 8-byte aligned
     float *scratch = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * nval + sizeof(int) * ntile);
     a.qo = (bf16 *)args->qo;
@@ -431,12 +458,12 @@ void cuda_selrope_fwd(const SelRopeArgs *args) {
     a.tile_val = scratch;
     a.tile_flag = (int *)(scratch + 2 * nval);
     dim3 grid((unsigned)ntile, (unsigned)cdiv(C, 64));
-    if (args->conv_act == ACT_SILU)
-        launch_passes<false>(selrope_fwd_kernel<true, false>, selrope_fwd_kernel<true, true>, a,
-                             scratch + nval, grid);
-    else
-        launch_passes<false>(selrope_fwd_kernel<false, false>, selrope_fwd_kernel<false, true>, a,
-                             scratch + nval, grid);
+    const bool silu = args->conv_act == ACT_SILU;
+    switch (run) {
+    case 16: fwd_passes<16>(a, silu, scratch + nval, grid); break;
+    case 8: fwd_passes<8>(a, silu, scratch + nval, grid); break;
+    default: fwd_passes<32>(a, silu, scratch + nval, grid); break;
+    }
 }
 
 void cuda_selrope_bwd(const SelRopeGrads *g) {
@@ -452,7 +479,8 @@ void cuda_selrope_bwd(const SelRopeGrads *g) {
     set_inputs(a, args);
     const int C = a.H * a.P;
     if (a.N == 0 || C == 0) return;
-    int ntile = (int)cdiv(a.N, TILE);
+    const int run = run_tokens();
+    int ntile = (int)cdiv(a.N, run * WARPS);
     size_t nval = (size_t)ntile * C; // even: every array below stays 8-byte aligned
     // tile states [3][tile][C], carries, dbias and dtemp partials [tile][C], dconv_w partials
     // [tile][C][KW], then the flags [3][tile]
@@ -471,13 +499,12 @@ void cuda_selrope_bwd(const SelRopeGrads *g) {
     a.dko = (const bf16 *)g->dko;
     a.Phi = (const float *)args->Phi;
     dim3 grid((unsigned)ntile, (unsigned)cdiv(C, 64));
-    // the first pass (the tile states of dPhi) needs no activation
-    if (args->conv_act == ACT_SILU)
-        launch_passes<true>(selrope_bwd_kernel<false, false>, selrope_bwd_kernel<true, true>, a,
-                            scratch + 3 * nval, grid);
-    else
-        launch_passes<true>(selrope_bwd_kernel<false, false>, selrope_bwd_kernel<false, true>, a,
-                            scratch + 3 * nval, grid);
+    const bool silu = args->conv_act == ACT_SILU;
+    switch (run) {
+    case 16: bwd_passes<16>(a, silu, scratch + 3 * nval, grid); break;
+    case 8: bwd_passes<8>(a, silu, scratch + 3 * nval, grid); break;
+    default: bwd_passes<32>(a, silu, scratch + 3 * nval, grid); break;
+    }
     if (a.part_w) cuda_colsum_add((float *)g->dconv_w, a.part_w, ntile, C * KW);
     if (a.part_b) cuda_colsum_add((float *)g->dbias, a.part_b, ntile, C);
     if (a.part_t) // rows tile * H + h

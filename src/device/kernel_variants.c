@@ -71,6 +71,16 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                              "there) and a dK/dV pass (128 keys, 8 warps): no atomics, no dQ "
                              "buffer; log f's cumsum summed once (fox_v2.cu)",
                              "the same with 64 keys (4 warps) a dK/dV block"}},
+    [KV_SELROPE] = {.name = "selrope",
+                    .bench = "selrope_gla",
+                    .test = "test_gpu_selrope",
+                    .kernels = "selrope_",
+                    .variants = {"r32", "r16", "r8"},
+                    .what = {"the verified scans: 32 tokens a warp, tiles of 256 (the backward "
+                             "spills at 128 registers)",
+                             "16 tokens a warp, tiles of 128: half the values held in "
+                             "registers, twice the blocks",
+                             "8 tokens a warp, tiles of 64"}},
 };
 
 static int chosen[KV_COUNT];

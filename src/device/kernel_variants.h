@@ -25,6 +25,7 @@ typedef enum {
     KV_GEMM_ALGO, /* how cuBLASLt's algorithm is chosen per product shape (kernels/ops/gemm.cu) */
     KV_FOX_FWD,   /* FoX attention's forward (kernels/ops/fox.cu, fox_v2.cu) */
     KV_FOX_BWD,   /* FoX attention's backward */
+    KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
     KV_COUNT
 } KernelVariantOp;
 

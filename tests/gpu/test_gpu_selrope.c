@@ -4,7 +4,7 @@
  * configs, the angle conv variants of the configs (weight + SiLU, weight without activation,
  * skip_conv's first difference), every bias / phase gate / temperature-gradient combination,
  * on segment layouts whose boundaries fall at and around the scan's runs (32 tokens) and
- * tiles (256 tokens), one segment spanning several tiles.
+ * tiles (256 tokens; 64 and 128 in the variants r8, r16), one segment spanning several tiles.
  *
  * Activation outputs start as garbage on the GPU (the op must overwrite them). Parameter
  * gradients start from random values at the scale of the gradient itself and must end at
@@ -34,12 +34,16 @@
  * P = 2); one token's term missing is ~1e-2. */
 #define TOL_DTEMP 5e-4
 
-/* {1}: a single token; then the lengths around the run size and the chunk size, the last
+/* {1}: a single token; then segments ending at tokens 64, 65 and 128, 129 (the first tokens
+ * of a tile of the selrope variants r8 and r16: 64 and 128 tokens) and one across the first
+ * tile boundary of each (the two layouts of small mode, in which the speed part checks the
+ * variants); then the lengths around the run size and the chunk size, the last
  * segment across the first tile boundary; segments ending at tokens 256 and 257 (the first
  * tokens of a tile, whose sums the previous tile's conv backward needs) and a segment across
  * the second tile boundary; one segment of 1000 tokens over four tiles. */
 static const GtLayout layouts[] = {
     {"segs{1}", 1, {1}},
+    {"segs{3,62,1,63,1,130,300}", 7, {3, 62, 1, 63, 1, 130, 300}},
     {"segs{1,2,3,63,64,65,300}", 7, {1, 2, 3, 63, 64, 65, 300}},
     {"segs{255,2,1,40,300}", 5, {255, 2, 1, 40, 300}},
     {"segs{254,3,1,2,1000}", 5, {254, 3, 1, 2, 1000}},
