@@ -541,6 +541,60 @@ static double reduce_gradients(Trainer *tr, int *buckets) {
     return sqrt(grad_sumsq(m, 0, model_params(m)->total));
 }
 
+/* What a step reports: its record in metrics.jsonl and its progress line. */
+typedef struct {
+    int64_t done, first, tokens; /* steps done, the run's first step, tokens seen */
+    double loss, lr, gnorm, tps, elapsed;
+    int validating, best, last;
+    Validation val;
+} StepReport;
+
+/* Rank 0's log of a step whose update was applied: a record every train.log_every steps, at
+ * the last step and at each validation (returns 1 then: the rate restarts from there), and
+ * the progress line (every step on a terminal). */
+static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
+    const TrainConfig *tc = &tr->rc->train;
+    const Backend *be = model_backend(tr->model);
+    int logged = r->done % tc->log_every == 0 || r->last || r->validating;
+    if (logged) {
+        json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)r->done, "tokens",
+                              (json_int_t)r->tokens, "loss", r->loss, "lr", r->lr, "grad_norm", r->gnorm,
+                              "tokens_per_s", r->tps);
+        /* MFU needs the device's peak; unknown for the CPU backend */
+        json_object_set_new(j, "mfu",
+                            be->peak_flops > 0 ? json_real(flops_per_token * r->tps / (be->peak_flops * tr->world))
+                                               : json_null());
+        if (be->peak_memory() > 0) /* device backends: the high-water mark of their memory */
+            json_object_set_new(j, "peak_memory_gib", json_real((double)be->peak_memory() / (1 << 30)));
+        if (r->validating) {
+            const Validation *val = &r->val;
+            json_object_set_new(j, "val_loss", json_real(val->loss));
+            json_object_set_new(j, "val_ppl", json_real(exp(val->loss)));
+            if (tr->text_task) /* character-level text: bits per character */
+                json_object_set_new(j, "val_bpc", json_real(val->loss / M_LN2));
+            char acc[64] = "", kept[160] = "";
+            json_t *rec = model_recurrent_stats(tr->model); /* state norms, moduli, angles */
+            if (rec) json_object_set_new(j, "recurrent", rec);
+            if (tr->classifies) {
+                json_object_set_new(j, "val_accuracy", json_real(val->accuracy));
+                snprintf(acc, sizeof acc, ", accuracy %.4f", val->accuracy);
+            }
+            if (tr->best.metric != KEEP_BEST_NONE)
+                snprintf(kept, sizeof kept, "; %s %s %.4f at step %lld", r->best ? "new best" : "best",
+                         run_config_keep_best_name(tr->best.metric), tr->best.value, (long long)tr->best.step);
+            progress_message(&tr->metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s", (long long)r->done,
+                             val->loss, exp(val->loss), acc, kept);
+        }
+        metrics_log(&tr->metrics, j);
+    }
+    double eta = r->elapsed / (double)(r->done - r->first) * (double)(tc->steps - r->done);
+    char line[256];
+    snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
+             (long long)r->done, (long long)tc->steps, r->loss, r->lr, r->gnorm, r->tps, eta);
+    if (tr->metrics.tty || r->done % tc->log_every == 0 || r->last) progress_print(&tr->metrics, line);
+    return logged;
+}
+
 int train_run(const RunConfig *rc, const TrainStart *start) {
 #ifdef _OPENMP
     if (rc->run.threads > 0) omp_set_num_threads(rc->run.threads);
@@ -675,42 +729,14 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         int best = validating && !skipped && improves(&tr.best, tc->keep_best, &val);
         if (validating && !skipped && tc->plateau_factor > 0) plateau_update(&tr, &val, done);
         if (best) tr.best = (BestValidation){tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
-        if (lead && !skipped && (done % tc->log_every == 0 || last || validating)) {
-            json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)done,
-                                  "tokens", (json_int_t)tokens, "loss", loss, "lr", lr, "grad_norm",
-                                  gnorm, "tokens_per_s", tps);
-            /* MFU needs the device's peak; unknown for the CPU backend */
-            json_object_set_new(j, "mfu", be->peak_flops > 0 ? json_real(flops_per_token * tps / (be->peak_flops * tr.world)) : json_null());
-            if (be->peak_memory() > 0) /* device backends: the high-water mark of their memory */
-                json_object_set_new(j, "peak_memory_gib", json_real((double)be->peak_memory() / (1 << 30)));
-            if (validating) {
-                json_object_set_new(j, "val_loss", json_real(val.loss));
-                json_object_set_new(j, "val_ppl", json_real(exp(val.loss)));
-                if (tr.text_task) /* character-level text: bits per character */
-                    json_object_set_new(j, "val_bpc", json_real(val.loss / M_LN2));
-                char acc[64] = "", kept[160] = "";
-                json_t *rec = model_recurrent_stats(tr.model); /* state norms, moduli, angles */
-                if (rec) json_object_set_new(j, "recurrent", rec);
-                if (tr.classifies) {
-                    json_object_set_new(j, "val_accuracy", json_real(val.accuracy));
-                    snprintf(acc, sizeof acc, ", accuracy %.4f", val.accuracy);
-                }
-                if (tr.best.metric != KEEP_BEST_NONE)
-                    snprintf(kept, sizeof kept, "; %s %s %.4f at step %lld", best ? "new best" : "best",
-                             run_config_keep_best_name(tr.best.metric), tr.best.value, (long long)tr.best.step);
-                progress_message(&tr.metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s", (long long)done, val.loss,
-                                 exp(val.loss), acc, kept);
-            }
-            metrics_log(&tr.metrics, j);
-            t_last = now;
-            tokens_last = tokens;
-        }
         if (lead && !skipped) {
-            double elapsed = now - t_begin, eta = elapsed / (double)(done - first) * (double)(tc->steps - done);
-            char line[256];
-            snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
-                     (long long)done, (long long)tc->steps, loss, lr, gnorm, tps, eta);
-            if (tr.metrics.tty || done % tc->log_every == 0 || last) progress_print(&tr.metrics, line);
+            StepReport r = {.done = done, .first = first, .tokens = tokens, .loss = loss, .lr = lr,
+                            .gnorm = gnorm, .tps = tps, .elapsed = now - t_begin,
+                            .validating = validating, .best = best, .last = last, .val = val};
+            if (log_step(&tr, &r, flops_per_token)) {
+                t_last = now;
+                tokens_last = tokens;
+            }
         }
         int stopping = dist_any(stop_signal != 0);
         /* a new best is saved as a step too, so that resuming never starts before it */
