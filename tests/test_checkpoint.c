@@ -1439,6 +1439,33 @@ static void test_st_invalid(void) {
     rt_free(dir);
 }
 
+/* st_read_f32 of every floating-point dtype (train.init_from reads BF16 / F16 models): exact
+ * values, F16's subnormals, infinities and signed zeros, and unaligned data. */
+static void test_st_read_f32(void) {
+    /* F16 bit patterns: 1, -2, 0.5 + 2^-11, the smallest subnormal 2^-24, the largest
+     * subnormal, -0, +inf, 65504 (the largest finite) */
+    static const uint16_t h[] = {0x3c00, 0xc000, 0x3801, 0x0001, 0x03ff, 0x8000, 0x7c00, 0x7bff};
+    static const float hw[] = {1.f, -2.f, 0.5f + 0x1p-11f, 0x1p-24f, 1023 * 0x1p-24f, -0.f, INFINITY, 65504.f};
+    /* BF16: the high halves of 1, -3.5, 2^-130 (a float subnormal), 3e38 rounded down */
+    static const uint16_t b[] = {0x3f80, 0xc060, 0x0008, 0x7f61};
+    static const double d[] = {0.1, -1e30, 3.0};
+    unsigned char buf[1 + sizeof h]; /* data one byte off its alignment */
+    memcpy(buf + 1, h, sizeof h);
+    float out[8];
+    st_read_f32(&(StTensor){"h", "F16", 1, {8}, buf + 1, sizeof h}, out);
+    for (int i = 0; i < 8; i++)
+        CHECK_MSG(out[i] == hw[i] && signbit(out[i]) == signbit(hw[i]), "F16 %04x: %g, expected %g", h[i], out[i], hw[i]);
+    st_read_f32(&(StTensor){"b", "BF16", 1, {4}, b, sizeof b}, out);
+    const float bw[] = {1.f, -3.5f, 0x1p-130f, 0x1.c2p+127f};
+    for (int i = 0; i < 4; i++) CHECK_MSG(out[i] == bw[i], "BF16 %04x: %g, expected %g", b[i], out[i], bw[i]);
+    st_read_f32(&(StTensor){"d", "F64", 1, {3}, d, sizeof d}, out);
+    CHECK(out[0] == 0.1f && out[1] == -1e30f && out[2] == 3.f);
+    CHECK(st_is_float("F32") && st_is_float("BF16") && !st_is_float("I32") && !st_is_float("U8"));
+    char shape[64];
+    st_format_shape(shape, sizeof shape, (const int64_t[]){3, 64}, 2);
+    CHECK(!strcmp(shape, "[3, 64]"));
+}
+
 static const TestCase tests[] = {
     {"checkpoint_roundtrip_gla", test_roundtrip_gla},
     {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
@@ -1457,6 +1484,7 @@ static const TestCase tests[] = {
     {"hf_config_errors", test_hf_errors},
     {"safetensors_roundtrip", test_st_roundtrip},
     {"safetensors_invalid", test_st_invalid},
+    {"safetensors_read_f32", test_st_read_f32},
 };
 
 TH_MAIN(tests)

@@ -43,6 +43,8 @@ typedef struct {
     DecayShape decay_shape;
     int64_t decay_start;
     char decay_from[1024];
+    /* the model a new run takes its first weights from (train/init_from.h), "" for none */
+    char init_from[1024];
     double plateau_factor; /* > 0: the learning rates are multiplied by it at every validation
                               whose loss is not the best so far (nnRNN's StepLR); 0 = off */
     OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */

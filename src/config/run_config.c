@@ -179,6 +179,7 @@ static const KeySpec KEYS[] = {
     K_FLT("train", "decay_frac", train.decay_frac, "0.2", R_UNIT, "wsd: fraction of the steps, at the end, over which the learning rate decays to lr_min (0: no decay)"),
     K_ENUM("train", "decay_shape", train.decay_shape, "linear", DECAY_SHAPES, "wsd: the decay's shape, linear, cosine or 1-sqrt (lr_min + (lr - lr_min)(1 - sqrt(progress)))"),
     K_I64("train", "decay_start", train.decay_start, "0", 0, "wsd: the step at which the decay begins, instead of train.decay_frac; 0 = from decay_frac, or the step of train.decay_from's checkpoint"),
+    K_STR("train", "init_from", train.init_from, "", "a model whose weights a new run starts from, with a fresh optimizer, schedule and data order: a rotor checkpoint or run directory (its latest checkpoint), or a Hugging Face / fla model directory (model.safetensors or the shards of model.safetensors.index.json; F32, BF16 or F16); names and shapes must match the run's model; a resumed run continues from its own checkpoint instead"),
     K_STR("train", "decay_from", train.decay_from, "", "wsd: a stable-phase checkpoint a decay run branches from into a fresh run.dir (its weights, optimizer state, step and data position, as --resume CHECKPOINT); the decay begins at its step unless train.decay_start says otherwise"),
     K_FLT("train", "plateau_factor", train.plateau_factor, "0", R_UNIT, "multiply every learning rate by this at each validation whose loss is not the best so far (nnRNN's halving: 0.5), on top of the schedule; 0 = off"),
     K_ENUM("train", "optimizer", train.optimizer, "adamw", OPTIMIZERS, "update rule: adamw (decoupled weight decay) or rmsprop (torch.optim.RMSprop: weight decay added to the gradient)"),
@@ -959,6 +960,11 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells %s have one (model.type = %s)",
                         choice_name(NONLINEARITIES, (int)m->nonlinearity), names, fam->name);
     }
+    if (t->init_from[0] && t->decay_from[0])
+        return rt_error(err, errlen, origin,
+                        "train.init_from = %s and train.decay_from = %s name two starting points: a decay run takes "
+                        "its weights from its stable-phase checkpoint",
+                        t->init_from, t->decay_from);
     const char *wsd_key = t->decay_from[0] ? "train.decay_from" : t->decay_start ? "train.decay_start" : NULL;
     if (wsd_key && t->schedule != SCHEDULE_WSD)
         return rt_error(err, errlen, origin, "%s is set: it belongs to train.schedule = wsd (the schedule is %s)",

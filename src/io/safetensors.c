@@ -57,6 +57,57 @@ static int64_t shape_numel(const int64_t *shape, int ndim) {
     return n;
 }
 
+void st_format_shape(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && len < n; d++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+int st_is_float(const char *dtype) {
+    return !strcmp(dtype, "F32") || !strcmp(dtype, "F64") || !strcmp(dtype, "BF16") || !strcmp(dtype, "F16");
+}
+
+/* IEEE half precision to float: subnormals, infinities and NaNs included. */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else { /* zero or subnormal: man * 2^-24 */
+        float f = (float)man * 0x1p-24f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+void st_read_f32(const StTensor *x, float *dst) {
+    const unsigned char *b = x->data; /* not necessarily aligned: element by element */
+    size_t n = x->nbytes / st_dtype_size(x->dtype);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(x->dtype, "F32")) {
+            memcpy(dst + i, b + 4 * i, 4);
+        } else if (!strcmp(x->dtype, "F64")) {
+            double d;
+            memcpy(&d, b + 8 * i, 8);
+            dst[i] = (float)d;
+        } else {
+            uint16_t h;
+            memcpy(&h, b + 2 * i, 2);
+            if (!strcmp(x->dtype, "F16")) {
+                dst[i] = half_to_float(h);
+            } else { /* BF16: the high half of a float */
+                uint32_t bits = (uint32_t)h << 16;
+                memcpy(dst + i, &bits, 4);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Writing                                                                              */
 /* ------------------------------------------------------------------------------------ */

@@ -36,6 +36,14 @@ size_t st_dtype_size(const char *dtype);
 int st_write(const char *path, const StTensor *t, int n, const char *const *meta_kv, char *err,
              size_t errlen);
 
+/* "[a, b, c]" of a shape, for messages. */
+void st_format_shape(char *buf, size_t n, const int64_t *shape, int ndim);
+
+/* Whether st_read_f32 converts a dtype: F32, F64, BF16, F16. */
+int st_is_float(const char *dtype);
+/* The nbytes / dtype size elements of a floating-point tensor (st_is_float) as floats. */
+void st_read_f32(const StTensor *x, float *dst);
+
 typedef struct StFile StFile;
 
 /* Maps `path` read-only and validates it completely: header size against the file size,

@@ -618,13 +618,6 @@ int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *
 /* Loading                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static void format_shape(char *buf, size_t n, const int64_t *shape, int ndim) {
-    size_t len = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < ndim && len < n; d++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (len < n) snprintf(buf + len, n - len, "]");
-}
-
 /* Checks that the file holds exactly the tensors "<prefixes[k]><name>" of every parameter
  * (trainable ones only if `trainable_only`), as F32 of the parameter's shape. */
 static int check_tensors(const StFile *f, const char *path, const ParamTable *t, const char *const *prefixes,
@@ -652,8 +645,8 @@ static int check_tensors(const StFile *f, const char *path, const ParamTable *t,
             for (int d = 0; same && d < p->ndim; d++) same = x->shape[d] == p->shape[d];
             if (!same) {
                 char got[128], want[128];
-                format_shape(got, sizeof got, x->shape, x->ndim);
-                format_shape(want, sizeof want, p->shape, p->ndim);
+                st_format_shape(got, sizeof got, x->shape, x->ndim);
+                st_format_shape(want, sizeof want, p->shape, p->ndim);
                 return rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s", path, name, got, want);
             }
         }

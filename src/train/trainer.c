@@ -38,6 +38,7 @@
 #include "train/checkpoint.h"
 #include "task/class_score.h"
 #include "train/grad_buckets.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/run_dir.h"
@@ -658,6 +659,12 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
             printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)first,
                    (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
         rt_free(ckpt);
+    } else if (tc->init_from[0]) {
+        char err[2048], *what = NULL;
+        if (init_from_load(tc->init_from, tr.model, !start->no_verify, &what, err, sizeof err))
+            rt_die("train.init_from = %s: %s", tc->init_from, err);
+        if (lead) printf("initialised from %s (train.init_from: a fresh optimizer and schedule)\n", what);
+        rt_free(what);
     } else {
         model_init_weights(tr.model, tc->seed);
         if (lead) printf("initialised from seed %llu\n", (unsigned long long)tc->seed);
