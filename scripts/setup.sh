@@ -19,6 +19,7 @@ packages=(
   zlib1g-dev libzstd-dev zstd            # compressed JSONL inputs (zstd: for the tests)
   libssl-dev                             # sha256 of tokenizer files
   libxxhash-dev                          # deterministic train/validation split
+  libprotobuf-c-dev protobuf-c-compiler  # TensorBoard event files (src/io/tensorboard.proto)
   libpng-dev                             # LRA's Pathfinder images (task.type = pathfinder)
   libsndfile1-dev                        # Speech Commands' WAV files (task.type = speech_commands)
   openmpi-bin libopenmpi-dev             # data parallelism under mpirun

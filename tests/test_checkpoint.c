@@ -7,6 +7,7 @@
 #include "cpu/real.h"
 #include "harness.h"
 #include "io/safetensors.h"
+#include "io/tb_events.h"
 #include "model/hf_config.h"
 #include "model/hf_remote.h"
 #include "model/model.h"
@@ -1466,6 +1467,18 @@ static void test_st_read_f32(void) {
     CHECK(!strcmp(shape, "[3, 64]"));
 }
 
+/* The checksum of TensorBoard's record framing: CRC-32C's check value and RFC 3720's vectors. */
+static void test_tb_crc32c(void) {
+    unsigned char zeros[32] = {0}, ones[32], inc[32];
+    memset(ones, 0xff, sizeof ones);
+    for (int i = 0; i < 32; i++) inc[i] = (unsigned char)i;
+    CHECK(tb_crc32c("123456789", 9) == 0xe3069283u);
+    CHECK(tb_crc32c(zeros, 32) == 0x8a9136aau);
+    CHECK(tb_crc32c(ones, 32) == 0x62a8ab43u);
+    CHECK(tb_crc32c(inc, 32) == 0x46dd794eu);
+    CHECK(tb_crc32c("", 0) == 0);
+}
+
 static const TestCase tests[] = {
     {"checkpoint_roundtrip_gla", test_roundtrip_gla},
     {"checkpoint_roundtrip_gdn", test_roundtrip_gdn},
@@ -1485,6 +1498,7 @@ static const TestCase tests[] = {
     {"safetensors_roundtrip", test_st_roundtrip},
     {"safetensors_invalid", test_st_invalid},
     {"safetensors_read_f32", test_st_read_f32},
+    {"tb_crc32c", test_tb_crc32c},
 };
 
 TH_MAIN(tests)

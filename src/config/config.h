@@ -90,6 +90,7 @@ typedef struct {
     double collective_timeout; /* seconds in one collective before the job is ended */
     double bucket_mb;     /* MiB of gradients per all-reduce started during the backward */
     Collectives collectives; /* what sums the gradients */
+    int tensorboard;      /* TensorBoard event files in dir/tensorboard beside metrics.jsonl */
 } RunSection;
 
 /* A task of `rotor synth` (docs/evaluation.md part B), synthetic or classification (data/image_task.h,

@@ -216,6 +216,7 @@ static const KeySpec KEYS[] = {
     K_STR("run", "dir", run.dir, "runs/default", "run directory (metrics, checkpoints, plots)"),
     K_ENUM_STR("run", "device", run.device, "auto", DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
     K_INT("run", "threads", run.threads, "0", 0, "CPU threads per rank, 0 = all cores"),
+    K_BOOL("run", "tensorboard", run.tensorboard, "true", "TensorBoard event files of every metric in run.dir/tensorboard beside metrics.jsonl (tensorboard --logdir RUNS shows every run)"),
     K_FLT("run", "collective_timeout", run.collective_timeout, "600", R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, "25", R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
     K_ENUM("run", "collectives", run.collectives, "auto", COLLECTIVES, "what sums the gradients of the data-parallel ranks: auto (the backend's own collectives, NCCL on cuda, when mpirun started the run; MPI otherwise), backend (always the backend's own), or mpi (MPI on host memory, a GPU's buffers copied through it: for several ranks on one GPU, which NCCL refuses; docs/distributed.md)"),

@@ -4,13 +4,14 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/plot.h"
 
-void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto) {
+void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto, int tensorboard) {
     memset(m, 0, sizeof(*m));
     snprintf(m->path, sizeof m->path, "%s/metrics.jsonl", run_dir);
     m->tty = isatty(STDOUT_FILENO);
@@ -36,6 +37,29 @@ void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto) {
     }
     m->f = fopen(m->path, "a");
     if (!m->f) rt_die("cannot open %s for writing: %s", m->path, strerror(errno));
+    if (tensorboard) {
+        char dir[1200], err[1400];
+        snprintf(dir, sizeof dir, "%s/tensorboard", run_dir);
+        if (!(m->tb = tb_open(dir, keep_upto + 1, err, sizeof err))) rt_die("run.tensorboard: %s", err);
+    }
+}
+
+/* The numbers of obj as scalars under prefix/key (objects recursively; arrays, strings and
+ * nulls are not scalars). */
+static void tb_numbers(Metrics *m, const char *prefix, json_t *obj, int64_t step, double t) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        char tag[256], err[1400];
+        if (!strcmp(prefix, "") && !strcmp(key, "step")) continue;
+        if (prefix[0]) snprintf(tag, sizeof tag, "%s/%s", prefix, key);
+        else if (!strncmp(key, "val_", 4)) snprintf(tag, sizeof tag, "val/%s", key + 4);
+        else if (!strncmp(key, "eval_", 5)) snprintf(tag, sizeof tag, "eval/%s", key + 5);
+        else snprintf(tag, sizeof tag, "train/%s", key);
+        if (json_is_object(v)) tb_numbers(m, tag, v, step, t);
+        else if (json_is_number(v) && tb_scalar(m->tb, tag, step, t, (float)json_number_value(v), err, sizeof err))
+            rt_die("run.tensorboard: %s", err);
+    }
 }
 
 void metrics_log(Metrics *m, json_t *obj) {
@@ -43,10 +67,19 @@ void metrics_log(Metrics *m, json_t *obj) {
     fprintf(m->f, "%s\n", s);
     fflush(m->f);
     free(s);
+    const json_t *step = json_object_get(obj, "step");
+    if (m->tb && json_is_integer(step)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        tb_numbers(m, "", obj, json_integer_value(step), (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
+        tb_flush(m->tb);
+    }
     json_decref(obj);
 }
 
 void metrics_close(Metrics *m) {
+    tb_close(m->tb);
+    m->tb = NULL;
     if (m->f) fclose(m->f);
     if (m->line_open) fputc('\n', stdout);
     m->f = NULL;

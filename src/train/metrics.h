@@ -1,5 +1,6 @@
 /* The run's outputs besides checkpoints: RUN_DIR/metrics.jsonl (one JSON object per logged
- * step, docs/formats.md "Logs and plots"), the live progress line, and SVG plots of loss, learning rate and
+ * step, docs/formats.md "Logs and plots"), the same numbers as TensorBoard scalars in
+ * RUN_DIR/tensorboard, the live progress line, and SVG plots of loss, learning rate and
  * validation accuracy. */
 #ifndef ROTOR_METRICS_H
 #define ROTOR_METRICS_H
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/tb_events.h"
 #include "util/plot.h"
 
 typedef struct {
@@ -16,12 +18,17 @@ typedef struct {
     FILE *f;
     int tty;          /* stdout is a terminal: progress rewrites one line */
     int line_open;    /* a progress line is on screen without newline */
+    TbEvents *tb;     /* RUN_DIR/tensorboard's event file (run.tensorboard), or NULL */
 } Metrics;
 
 /* Opens RUN_DIR/metrics.jsonl for appending; entries with step > keep_upto are dropped
- * first (a resumed run redoes those steps). Dies with a message on I/O errors. */
-void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto);
-/* Appends one object (stolen reference) and flushes. */
+ * first (a resumed run redoes those steps). With `tensorboard`, also a new TensorBoard event
+ * file in RUN_DIR/tensorboard whose scalars start at keep_upto + 1 (io/tb_events.h). Dies with a message
+ * on I/O errors. */
+void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto, int tensorboard);
+/* Appends one object (stolen reference) and flushes; with TensorBoard, each number of the
+ * record is a scalar at its "step": "val_X" as val/X, "eval_X" as eval/X, others as train/X,
+ * the numbers of nested objects under their paths (train/recurrent/...). */
 void metrics_log(Metrics *m, json_t *obj);
 void metrics_close(Metrics *m);
 

@@ -671,7 +671,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     }
     if (lead) {
         write_config(rc);
-        metrics_open(&tr.metrics, rc->run.dir, first);
+        metrics_open(&tr.metrics, rc->run.dir, first, rc->run.tensorboard);
     }
     if (tc->keep_best != KEEP_BEST_NONE) check_best_dir(&tr);
     struct sigaction sa;
