@@ -91,6 +91,7 @@ typedef struct {
     double bucket_mb;     /* MiB of gradients per all-reduce started during the backward */
     Collectives collectives; /* what sums the gradients */
     int tensorboard;      /* TensorBoard event files in dir/tensorboard beside metrics.jsonl */
+    char profile_steps[32]; /* "A:B": the steps whose op timings go to dir/profile (train/step_profile.h) */
 } RunSection;
 
 /* A task of `rotor synth` (docs/evaluation.md part B), synthetic or classification (data/image_task.h,

@@ -18,6 +18,7 @@
 
 #include "model/family.h"
 #include "task/task.h"
+#include "train/step_profile.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -217,6 +218,7 @@ static const KeySpec KEYS[] = {
     K_ENUM_STR("run", "device", run.device, "auto", DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
     K_INT("run", "threads", run.threads, "0", 0, "CPU threads per rank, 0 = all cores"),
     K_BOOL("run", "tensorboard", run.tensorboard, "true", "TensorBoard event files of every metric in run.dir/tensorboard beside metrics.jsonl (tensorboard --logdir RUNS shows every run)"),
+    K_STR("run", "profile_steps", run.profile_steps, "", "A:B: the backend's op timings of training steps A to B (from 1) as a Chrome / Perfetto trace and a table in run.dir/profile; \"\" = none"),
     K_FLT("run", "collective_timeout", run.collective_timeout, "600", R_NONNEG, "seconds a rank may wait for the others before the job is ended, 0 = forever"),
     K_FLT("run", "bucket_mb", run.bucket_mb, "25", R_POS, "MiB of gradients per data-parallel all-reduce, started during the backward as soon as they are final"),
     K_ENUM("run", "collectives", run.collectives, "auto", COLLECTIVES, "what sums the gradients of the data-parallel ranks: auto (the backend's own collectives, NCCL on cuda, when mpirun started the run; MPI otherwise), backend (always the backend's own), or mpi (MPI on host memory, a GPU's buffers copied through it: for several ranks on one GPU, which NCCL refuses; docs/distributed.md)"),
@@ -961,6 +963,11 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         return rt_error(err, errlen, origin, "model.nonlinearity = %s: only the cells %s have one (model.type = %s)",
                         choice_name(NONLINEARITIES, (int)m->nonlinearity), names, fam->name);
     }
+    int64_t prof_first, prof_last;
+    if (step_profile_parse(c->run.profile_steps, &prof_first, &prof_last, err, errlen)) return -1;
+    if (prof_last > t->steps)
+        return rt_error(err, errlen, origin, "run.profile_steps = %s ends after train.steps = %" PRId64, c->run.profile_steps,
+                        t->steps);
     if (t->init_from[0] && t->decay_from[0])
         return rt_error(err, errlen, origin,
                         "train.init_from = %s and train.decay_from = %s name two starting points: a decay run takes "

@@ -39,6 +39,7 @@
 #include "task/class_score.h"
 #include "train/grad_buckets.h"
 #include "train/init_from.h"
+#include "train/step_profile.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/run_dir.h"
@@ -691,9 +692,15 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     int stopped = 0; /* a signal ended the run before train.steps */
     int64_t tokens_last = tokens;
     int bad_steps = 0;
+    int64_t prof_first, prof_last;
+    char perr[256];
+    if (step_profile_parse(rc->run.profile_steps, &prof_first, &prof_last, perr, sizeof perr)) rt_die("%s", perr);
+    StepProfile *prof = step_profile_create(be, prof_first > first ? prof_first : 0, prof_last, rc->run.dir, lead);
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
     for (int64_t step = first; step < tc->steps; step++) {
         double lr = lr_at(&sched, step) * tr.plateau.lr_scale;
+        step_profile_begin(prof, step + 1);
+        double t_step = rt_now();
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
         for (int a = 0; a < tc->grad_accum; a++) {
@@ -728,6 +735,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
             optimizer_step(tr.opt, tr.model, tc, lr);
             if (tr.ranges) grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
         }
+        step_profile_end(prof, done, t_step, rt_now());
         int last = done == tc->steps;
         double now = rt_now();
         double tps = (double)(tokens - tokens_last) / fmax(now - t_last, 1e-9);
@@ -757,6 +765,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         }
     }
     rt_free(batches);
+    step_profile_free(prof);
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
