@@ -238,8 +238,15 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
     pe_bind_state(&l->pe, be, state, rows);
 }
 
-static const MixerImpl mixer_fox = {"fox",       fox_create,   fox_destroy,   fox_bind,
-                             fox_forward, fox_backward, fox_bind_state, NULL, NULL, NULL};
+static const MixerImpl mixer_fox = {
+    .op = "fox",
+    .create = fox_create,
+    .destroy = fox_destroy,
+    .bind = fox_bind,
+    .forward = fox_forward,
+    .backward = fox_backward,
+    .bind_state = fox_bind_state,
+};
 
 /* ---- the families: FoX (docs/models.md §4) and the Transformer (§4b) ---- */
 

@@ -128,8 +128,15 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     linattn_qk_backward(la, c, x, dx);
 }
 
-static const MixerImpl mixer_gdn = {"gdn",       gdn_create,   linattn_destroy,    gdn_bind,
-                             gdn_forward, gdn_backward, linattn_bind_state, NULL, NULL, NULL};
+static const MixerImpl mixer_gdn = {
+    .op = "gdn",
+    .create = gdn_create,
+    .destroy = linattn_destroy,
+    .bind = gdn_bind,
+    .forward = gdn_forward,
+    .backward = gdn_backward,
+    .bind_state = linattn_bind_state,
+};
 
 /* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */
 

@@ -84,8 +84,15 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
     linattn_qk_backward(la, c, x, dx);
 }
 
-static const MixerImpl mixer_gla = {"gla",       gla_create,   linattn_destroy,    gla_bind,
-                             gla_forward, gla_backward, linattn_bind_state, NULL, NULL, NULL};
+static const MixerImpl mixer_gla = {
+    .op = "gla",
+    .create = gla_create,
+    .destroy = linattn_destroy,
+    .bind = gla_bind,
+    .forward = gla_forward,
+    .backward = gla_backward,
+    .bind_state = linattn_bind_state,
+};
 
 /* ---- the family (docs/models.md §2) ---- */
 

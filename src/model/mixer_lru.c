@@ -91,8 +91,16 @@ static void lru_backward(void *layer, const Ctx *c, const void *x, const void *d
 
 static void lru_stats(void *layer, const Ctx *c, json_t *o) { drnn_stats(&((LRU *)layer)->core, c, o, 1); }
 
-static const MixerImpl mixer_lru = {"cscan",     lru_create,   drnn_destroy,   lru_bind,
-                             lru_forward, lru_backward, drnn_bind_state, NULL, NULL, lru_stats};
+static const MixerImpl mixer_lru = {
+    .op = "cscan",
+    .create = lru_create,
+    .destroy = drnn_destroy,
+    .bind = lru_bind,
+    .forward = lru_forward,
+    .backward = lru_backward,
+    .bind_state = drnn_bind_state,
+    .stats = lru_stats,
+};
 
 /* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
 

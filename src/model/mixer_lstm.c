@@ -74,8 +74,16 @@ static void lstm_backward(void *layer, const Ctx *c, const void *x, const void *
     be->matmul_bwd(dx, G(c, l->wih), G(c, l->b), l->dz, x, W(c, l->wih), N, 4 * n, l->d, 0);
 }
 
-static const MixerImpl mixer_lstm = {"lstm",        lstm_create,   cell_destroy,    lstm_bind,       lstm_forward,
-                              lstm_backward, cell_bind_state, NULL,         cell_carry_width, NULL};
+static const MixerImpl mixer_lstm = {
+    .op = "lstm",
+    .create = lstm_create,
+    .destroy = cell_destroy,
+    .bind = lstm_bind,
+    .forward = lstm_forward,
+    .backward = lstm_backward,
+    .bind_state = cell_bind_state,
+    .carry_width = cell_carry_width,
+};
 
 /* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

@@ -214,8 +214,15 @@ static void mamba2_bind_state(void *layer, const Backend *be, const ModelDims *d
     acts_bind(l, mamba2_state, BUF_COUNT(mamba2_state), widths, 0, be, state, state, rows);
 }
 
-static const MixerImpl mixer_mamba2 = {"gla",          mamba2_create,   mamba2_destroy,   mamba2_bind,
-                                mamba2_forward, mamba2_backward, mamba2_bind_state, NULL, NULL, NULL};
+static const MixerImpl mixer_mamba2 = {
+    .op = "gla",
+    .create = mamba2_create,
+    .destroy = mamba2_destroy,
+    .bind = mamba2_bind,
+    .forward = mamba2_forward,
+    .backward = mamba2_backward,
+    .bind_state = mamba2_bind_state,
+};
 
 /* ---- the family (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim,
  * dk = state_size, dv = head_dim; blocks without an MLP ---- */

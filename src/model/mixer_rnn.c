@@ -214,8 +214,18 @@ static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
     rt_free(g), rt_free(th), rt_free(T), rt_free(mod);
 }
 
-static const MixerImpl mixer_rnn = {"rnn",        rnn_create,   cell_destroy,    rnn_bind,      rnn_forward,
-                             rnn_backward, cell_bind_state, rnn_penalty, cell_carry_width, rnn_stats};
+static const MixerImpl mixer_rnn = {
+    .op = "rnn",
+    .create = rnn_create,
+    .destroy = cell_destroy,
+    .bind = rnn_bind,
+    .forward = rnn_forward,
+    .backward = rnn_backward,
+    .bind_state = cell_bind_state,
+    .penalty = rnn_penalty,
+    .carry_width = cell_carry_width,
+    .stats = rnn_stats,
+};
 
 /* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */

@@ -98,8 +98,16 @@ static void rotrnn_stats(void *layer, const Ctx *c, json_t *o) {
     drnn_stats(&l->core, c, o, l->H);
 }
 
-static const MixerImpl mixer_rotrnn = {"cscan",        rotrnn_create,   drnn_destroy,   rotrnn_bind,
-                                rotrnn_forward, rotrnn_backward, drnn_bind_state, NULL, NULL, rotrnn_stats};
+static const MixerImpl mixer_rotrnn = {
+    .op = "cscan",
+    .create = rotrnn_create,
+    .destroy = drnn_destroy,
+    .bind = rotrnn_bind,
+    .forward = rotrnn_forward,
+    .backward = rotrnn_backward,
+    .bind_state = drnn_bind_state,
+    .stats = rotrnn_stats,
+};
 
 /* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
 
