@@ -88,6 +88,27 @@ const float *logf_cumsum(const AttnArgs *a) {
     return c;
 }
 
+// Zeroes a warp's MT x N accumulator tiles.
+template <int MT, int N> __device__ __forceinline__ void zero_tiles(float (&x)[MT][N][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < N; i++) x[mt][i][0] = x[mt][i][1] = x[mt][i][2] = x[mt][i][3] = 0.f;
+}
+
+// Starts copying key tile i of block b (keys seg_first + i BN ..: K, V and, with GATE, their c
+// from ch) into buffer buf of sK, sV, sKc: the forward's and the dQ pass's walk over the keys.
+template <int D, int BN, bool GATE>
+__device__ __forceinline__ void load_key_tile(bf16 *sK, bf16 *sV, float *sKc, const bf16 *k, const bf16 *v,
+                                              const float *ch, const Block &b, int i, int buf, int64_t stride,
+                                              int64_t head, int nt) {
+    constexpr int LD = D + 8;
+    const int k0 = b.seg_first + i * BN, n = min(BN, b.seg_end - k0);
+    cp_async_tile<BN>(sK + buf * BN * LD, LD, k + k0 * stride + head, stride, n, D, nt);
+    cp_async_tile<BN>(sV + buf * BN * LD, LD, v + k0 * stride + head, stride, n, D, nt);
+    if (GATE) cp_async_column<BN>(sKc + buf * BN, ch + k0, 1, n, nt);
+}
+
 // S (+)= A B^T for a warp's MT 16-row tiles of A (rows r0.., a row-major [m][D] tile) and the N
 // rows of B (a row-major [n][D] tile): each B fragment is loaded once for the MT tiles.
 template <int D, int MT, int N>
@@ -184,32 +205,24 @@ __global__ void __launch_bounds__(BM / WM * 32)
     const int q0 = b.first, ntile = (q0 + b.len - b.seg_first + BN - 1) / BN;
     const int64_t stride = (int64_t)H * D, head = (int64_t)h * D;
     const float *ch = GATE ? c2 + (int64_t)h * N : nullptr;
-    auto load_keys = [&](int i, int buf) { // key tile i (keys seg_first + i BN ..) into buf
-        const int k0 = b.seg_first + i * BN, n = min(BN, b.seg_end - k0);
-        cp_async_tile<BN>(sK + buf * BN * LD, LD, k + k0 * stride + head, stride, n, D, NTH);
-        cp_async_tile<BN>(sV + buf * BN * LD, LD, v + k0 * stride + head, stride, n, D, NTH);
-        if (GATE) cp_async_column<BN>(sKc + buf * BN, ch + k0, 1, n, NTH);
-    };
     cp_async_tile<BM>(sQ, LD, q + q0 * stride + head, stride, b.len, D, NTH);
     if (GATE) cp_async_column<BM>(sQc, ch + q0, 1, b.len, NTH);
-    load_keys(0, 0);
+    load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, 0, 0, stride, head, NTH);
     cp_async_commit();
 
     const int w0 = warp * WM;   // this warp's first row in the block
     float m[MT][2], l[MT][2];   // running max (log2 units), partial row sums of this thread
     float acc[MT][D / 8][4];
+    zero_tiles(acc);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
         m[mt][0] = m[mt][1] = -INFINITY;
         l[mt][0] = l[mt][1] = 0.f;
-#pragma unroll
-        for (int i = 0; i < D / 8; i++)
-            acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
     }
 
     for (int it = 0; it < ntile; it++) {
         const int buf = it & 1;
-        if (it + 1 < ntile) load_keys(it + 1, buf ^ 1);
+        if (it + 1 < ntile) load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head, NTH);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -220,10 +233,7 @@ __global__ void __launch_bounds__(BM / WM * 32)
             const bf16 *cK = sK + buf * BN * LD, *cV = sV + buf * BN * LD;
             const float *cKc = sKc + buf * BN;
             float sc[MT][NT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int i = 0; i < NT; i++) sc[mt][i][0] = sc[mt][i][1] = sc[mt][i][2] = sc[mt][i][3] = 0.f;
+            zero_tiles(sc);
             qk_tiles<D, MT, BN>(sc, sQ, w0, cK);
 
             // log2-scaled scores with the forget bias, causal where a key follows a row (this
@@ -350,17 +360,11 @@ __global__ void __launch_bounds__(BM / WM * 32, D > 64 ? 1 : 2)
     const int q0 = b.first, ntile = (q0 + b.len - b.seg_first + BN - 1) / BN;
     const int64_t stride = (int64_t)H * D, head = (int64_t)h * D;
     const float *ch = GATE ? c2 + (int64_t)h * N : nullptr;
-    auto load_keys = [&](int i, int buf) {
-        const int k0 = b.seg_first + i * BN, n = min(BN, b.seg_end - k0);
-        cp_async_tile<BN>(sK + buf * BN * LD, LD, k + k0 * stride + head, stride, n, D, NTH);
-        cp_async_tile<BN>(sV + buf * BN * LD, LD, v + k0 * stride + head, stride, n, D, NTH);
-        if (GATE) cp_async_column<BN>(sKc + buf * BN, ch + k0, 1, n, NTH);
-    };
     cp_async_tile<BM>(sQ, LD, q + q0 * stride + head, stride, b.len, D, NTH);
     cp_async_tile<BM>(sdO, LD, dout + q0 * stride + head, stride, b.len, D, NTH);
     if (GATE) cp_async_column<BM>(sQc, ch + q0, 1, b.len, NTH);
     cp_async_column<BM>(sLse, lse + (int64_t)q0 * H + h, H, b.len, NTH);
-    load_keys(0, 0);
+    load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, 0, 0, stride, head, NTH);
     cp_async_commit();
 
     const int w0 = warp * WM;
@@ -384,18 +388,12 @@ __global__ void __launch_bounds__(BM / WM * 32, D > 64 ? 1 : 2)
         }
     }
 
-    float dqa[MT][D / 8][4], dcs[MT][2]; // dQ (unscaled), row sums of dS of this thread's columns
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        dcs[mt][0] = dcs[mt][1] = 0.f;
-#pragma unroll
-        for (int i = 0; i < D / 8; i++)
-            dqa[mt][i][0] = dqa[mt][i][1] = dqa[mt][i][2] = dqa[mt][i][3] = 0.f;
-    }
+    float dqa[MT][D / 8][4], dcs[MT][2] = {}; // dQ (unscaled), row sums of dS of this thread's columns
+    zero_tiles(dqa);
 
     for (int it = 0; it < ntile; it++) {
         const int buf = it & 1;
-        if (it + 1 < ntile) load_keys(it + 1, buf ^ 1);
+        if (it + 1 < ntile) load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head, NTH);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -404,12 +402,8 @@ __global__ void __launch_bounds__(BM / WM * 32, D > 64 ? 1 : 2)
             const bf16 *cK = sK + buf * BN * LD, *cV = sV + buf * BN * LD;
             const float *cKc = sKc + buf * BN;
             float sc[MT][NT][4], dp[MT][NT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int i = 0; i < NT; i++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) sc[mt][i][e] = dp[mt][i][e] = 0.f;
+            zero_tiles(sc);
+            zero_tiles(dp);
             qk_tiles<D, MT, BN>(sc, sQ, w0, cK);
             qk_tiles<D, MT, BN>(dp, sdO, w0, cV);
 
@@ -520,10 +514,8 @@ __global__ void __launch_bounds__(BK / 16 * 32)
 
     const int kr0 = warp * 16 + g, kr1 = kr0 + 8; // this thread's two keys in the block
     float dva[1][D / 8][4], dka[1][D / 8][4];
-#pragma unroll
-    for (int i = 0; i < D / 8; i++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) dva[0][i][e] = dka[0][i][e] = 0.f;
+    zero_tiles(dva);
+    zero_tiles(dka);
     float dcs0 = 0.f, dcs1 = 0.f; // sums over queries of dS for the two keys
 
     for (int it = 0; it < nqt; it++) {
@@ -538,10 +530,8 @@ __global__ void __launch_bounds__(BK / 16 * 32)
             const bf16 *cQ = sQ + buf * QT * LD, *cdO = sdO + buf * QT * LD;
             const float *cQc = sQc + buf * QT, *cLse = sLse + buf * QT, *cDel = sDel + buf * QT;
             float sc[1][NT][4], dp[1][NT][4];
-#pragma unroll
-            for (int i = 0; i < NT; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) sc[0][i][e] = dp[0][i][e] = 0.f;
+            zero_tiles(sc);
+            zero_tiles(dp);
             qk_tiles<D, 1, QT>(sc, sK, warp * 16, cQ);
             qk_tiles<D, 1, QT>(dp, sV, warp * 16, cdO);
 
