@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
     int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)B * (T + 1));
     uint8_t *ds_doc = rt_malloc((size_t)B * (T + 1));
     for (int prefetch = 0; prefetch <= 4; prefetch += 4) {
-        DataOptions opt = {T, 7, SPLIT_TRAIN, 0, 1, 0, prefetch, 0};
+        DataOptions opt = {.seq_len = T, .seed = 7, .split = SPLIT_TRAIN, .world = 1, .prefetch = prefetch};
         DataSource *src = datasource_open(dir, &rc, &opt, err, sizeof err);
         if (!src) rt_die("%s", err);
         int64_t windows = 0;

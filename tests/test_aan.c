@@ -108,7 +108,7 @@ static void read_pairs(DataSource *ds, int B, const char *split, int *pair) {
 }
 
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
-    DataOptions opt = {T, rc->train.seed, split, rank, world, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = rc->train.seed, .split = split, .rank = rank, .world = world};
     char err[2048];
     DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
@@ -192,7 +192,7 @@ static int names(const char *err, const char *a, const char *b) {
 static void test_errors(void) {
     char *dir = write_dir("errors"), *train = rt_sprintf("%s/new_aan_pairs.train.tsv", dir), err[2048];
     RunConfig rc = config(dir, "");
-    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = 1, .split = SPLIT_TRAIN, .world = 1};
     static const struct {
         const char *text, *what;
     } BAD[] = {

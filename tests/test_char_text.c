@@ -236,7 +236,7 @@ static void test_task_source(void) {
     sets[3] = pathset;
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     CHECK(rc.model.vocab_size == 3); /* the texts' vocabulary */
-    DataOptions opt = {4, rc.train.seed, SPLIT_VAL, 1, 2, 0, 1, 0};
+    DataOptions opt = {.seq_len = 4, .seed = rc.train.seed, .split = SPLIT_VAL, .rank = 1, .world = 2, .prefetch = 1};
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
     if (ds) {
@@ -308,7 +308,7 @@ static void test_streams(void) {
     const char *sets[] = {"data.train=task", "task.type=chars", "train.seq_len=16", pathset};
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     for (int r = 0; r < 2; r++) {
-        DataOptions opt = {T, rc.train.seed, SPLIT_TRAIN, r, 2, 0, 0, S};
+        DataOptions opt = {.seq_len = T, .seed = rc.train.seed, .split = SPLIT_TRAIN, .rank = r, .world = 2, .carry_streams = S};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;

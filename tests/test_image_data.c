@@ -273,7 +273,7 @@ static void test_cifar10_task(void) {
         CHECK(rc.train.seq_len == CIFAR10_PIXELS);
         const int64_t n[3] = {7, 3, 2};
         for (int split = 0; split < 3; split++) {
-            DataOptions opt = {rc.train.seq_len, rc.train.seed, (DataSplit)split, 0, 1, 0, 0, 0};
+            DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = (DataSplit)split, .world = 1};
             DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
             CHECK_MSG(ds && ds->examples == n[split], "split %d: %s", split,
                       ds ? "wrong size" : err);
@@ -298,7 +298,7 @@ static void test_cifar10_task(void) {
     const char *sets[1] = {set};
     ini = rt_sprintf("[data]\ntrain = task\n[task]\ntype = seq_image\nimages = %s\n", dir);
     if (!run_config_load_string(&rc, ini, "cifar.ini", sets, 1, err, sizeof err)) {
-        DataOptions opt = {rc.train.seq_len, rc.train.seed, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+        DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = SPLIT_TRAIN, .world = 1};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK(ds == NULL);
         CHECK_MSG(strstr(err, "task.labels is set") && strstr(err, "CIFAR-10 directory"), "%s",
@@ -403,7 +403,7 @@ static void write_task_files(void) {
 }
 
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
-    DataOptions opt = {rc->train.seq_len, rc->train.seed, split, rank, world, 0, 0, 0};
+    DataOptions opt = {.seq_len = rc->train.seq_len, .seed = rc->train.seed, .split = split, .rank = rank, .world = world};
     char err[2048];
     DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     CHECK_MSG(ds != NULL, "%s", err);
@@ -556,7 +556,7 @@ static void expect_task_error(const char *extra, const char *set, DataSplit spli
     char err[2048] = "";
     int failed = load_task_config(&rc, extra, set, err, sizeof err) != 0;
     if (!failed) {
-        DataOptions opt = {rc.train.seq_len, rc.train.seed, split, 0, 1, 0, 0, 0};
+        DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = split, .world = 1};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         failed = ds == NULL;
         datasource_free(ds);

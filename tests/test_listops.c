@@ -273,7 +273,7 @@ static void test_generated_rows(void) {
     int32_t tok[T], lab[T];
     uint8_t expr[T];
     for (DataSplit sp = SPLIT_TRAIN; sp <= SPLIT_TEST; sp++) {
-        DataOptions opt = {T, 5, sp, 0, 1, 0, 0, 0};
+        DataOptions opt = {.seq_len = T, .seed = 5, .split = sp, .world = 1};
         char err[512];
         ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
         CHECK_MSG(c, "%s", err);
@@ -294,7 +294,7 @@ static void test_generated_rows(void) {
     }
     /* the limits are checked when the split opens */
     char err[512];
-    DataOptions opt = {62, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = 62, .seed = 5, .split = SPLIT_TRAIN, .world = 1};
     CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "train.seq_len = 62"));
     rc.task.max_depth = 3;
     rc.task.max_args = 2;
@@ -316,11 +316,11 @@ static void test_task_source(void) {
     enum { T = 40, B = 3 };
     int32_t tok[2 * B * T], lab[2 * B * T], want_tok[T], want_lab[T];
     char err[512];
-    DataOptions one = {T, 8, SPLIT_VAL, 0, 1, 0, 0, 0};
+    DataOptions one = {.seq_len = T, .seed = 8, .split = SPLIT_VAL, .world = 1};
     ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &one, err, sizeof err);
     RT_ASSERT(c);
     for (int r = 0; r < 2; r++) {
-        DataOptions opt = {T, 8, SPLIT_VAL, r, 2, 0, 0, 0};
+        DataOptions opt = {.seq_len = T, .seed = 8, .split = SPLIT_VAL, .rank = r, .world = 2};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;
@@ -430,7 +430,7 @@ static void test_listops_tsv(void) {
     enum { T = 20 };
     RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 20\n[task]\ntype = listops\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", dir);
-    DataOptions opt = {T, 3, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = 3, .split = SPLIT_TRAIN, .world = 1};
     ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
     CHECK_MSG(c, "%s", err);
     if (c) {
@@ -507,7 +507,7 @@ static ClassTask *open_text(const char *path, int T, DataSplit split, int classe
     RunConfig rc = config("[model]\nvocab_size = 257\n[task]\ntype = text_bytes\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", path);
     rc.task.classes = classes;
-    DataOptions opt = {T, 1, split, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = 1, .split = split, .world = 1};
     return class_task_open(&rc.task, CLASS_TEXT_BYTES, &opt, err, errlen);
 }
 

@@ -11,6 +11,7 @@
 #include "data/datasource.h"
 #include "data/shard.h"
 #include "harness.h"
+#include "testutil.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 
@@ -21,30 +22,7 @@ static const int64_t SHARD_TOKENS[3] = {700, 523, 811}; /* documents of 1..40 to
 
 /* Token at stream position p is p (mod 65000): a window is identified by its first token. */
 static void make_shards(const char *d, const char *sha, int64_t vocab) {
-    fs_mkdirs(d);
-    int64_t p = 0;
-    for (int i = 0; i < 3; i++) {
-        char path[512], err[512];
-        snprintf(path, sizeof path, "%s/shard_%05d.h5", d, i);
-        ShardInfo in = {0};
-        in.vocab_size = vocab;
-        in.bos_id = 1;
-        in.eos_id = 2;
-        snprintf(in.tokenizer_sha256, sizeof in.tokenizer_sha256, "%s", sha);
-        snprintf(in.source, sizeof in.source, "test_loader");
-        ShardWriter *w = shard_writer_open(path, &in, err, sizeof err);
-        RT_ASSERT(w);
-        int64_t left = SHARD_TOKENS[i];
-        while (left > 0) {
-            int len = (int)(left < 40 ? left : 1 + (p * 7) % 40);
-            int32_t doc[40];
-            for (int k = 0; k < len; k++) doc[k] = (int32_t)((p + k) % 65000);
-            RT_ASSERT(!shard_writer_add(w, doc, (size_t)len, err, sizeof err));
-            p += len;
-            left -= len;
-        }
-        RT_ASSERT(!shard_writer_close(w, err, sizeof err));
-    }
+    tu_write_shards(d, sha, vocab, SHARD_TOKENS, 3, 0);
 }
 
 static const int64_t TOTAL = 700 + 523 + 811, WINDOWS = (700 + 523 + 811 - 1) / T;
@@ -61,7 +39,7 @@ static DataSource *open_source(const char *spec, int rank, int world, DataSplit 
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.model = model_cfg();
-    DataOptions opt = {T, 42, split, rank, world, holdout, prefetch, 0};
+    DataOptions opt = {.seq_len = T, .seed = 42, .split = split, .rank = rank, .world = world, .holdout_windows = holdout, .prefetch = prefetch};
     return datasource_open(spec, &rc, &opt, err, errlen);
 }
 
@@ -223,7 +201,7 @@ static void test_holdout(void) {
 
 static void expect_open_error(const char *spec, const DataConfig *dc, const ModelConfig *mc, const char *needle) {
     char err[1024] = "";
-    DataOptions opt = {T, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = 1, .split = SPLIT_TRAIN, .world = 1};
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.model = *mc;
@@ -265,7 +243,7 @@ static void test_bad_shard_sets(void) {
     memset(&rc, 0, sizeof rc);
     rc.model = mc;
     rc.data = dc;
-    DataOptions opt = {4000, 1, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = 4000, .seed = 1, .split = SPLIT_TRAIN, .world = 1};
     char err[1024];
     DataSource *s = datasource_open(dir, &rc, &opt, err, sizeof err);
     CHECK(!s && strstr(err, "windows of 4001 tokens"));

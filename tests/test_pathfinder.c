@@ -243,7 +243,7 @@ static void test_errors(void) {
     CHECK(rc.train.seq_len == PIX && rc.model.vocab_size == 256 && !strcmp(rc.task.difficulty, "hard"));
     const char *sets[] = {"train.seq_len=20"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", sets, 1, err, sizeof err) == 0);
-    DataOptions opt = {20, 1, SPLIT_VAL, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = 20, .seed = 1, .split = SPLIT_VAL, .world = 1};
     CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
           names(err, "train.seq_len = 20", "4 x 4 = 16 pixels"));
     const char *val[] = {"task.val_examples=3"};
@@ -272,7 +272,7 @@ static void test_task_source(void) {
     RunConfig rc;
     char err[2048];
     CHECK_MSG(run_config_load_string(&rc, ini, "pf.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
-    DataOptions opt = {PIX, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = PIX, .seed = 5, .split = SPLIT_TRAIN, .world = 1};
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds && ds->examples == 20, "%s", err);
     int32_t tok[40 * PIX], lab[40 * PIX];

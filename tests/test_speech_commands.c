@@ -227,7 +227,7 @@ static void test_task_source(void) {
     }
     enum { T = SPEECH_SAMPLES / 4 };
     CHECK(rc.train.seq_len == T && rc.model.vocab_size == 65536);
-    DataOptions opt = {T, 5, SPLIT_TRAIN, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = 5, .split = SPLIT_TRAIN, .world = 1};
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds && ds->examples == WORDS, "%s", err);
     static int32_t tok[2 * WORDS * T], lab[2 * WORDS * T];

@@ -1,5 +1,6 @@
 #include "testutil.h"
 #include "config/run_config.h"
+#include "data/shard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "harness.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 real *tu_rand(Rng *r, int64_t n, double lo, double hi) {
     real *x = rt_alloc_aligned(sizeof(real) * (size_t)(n ? n : 1));
@@ -46,6 +48,34 @@ char *tu_temp_dir(void) {
     char *d = rt_sprintf("%s/XXXXXX", th_tmp_dir());
     RT_ASSERT(mkdtemp(d));
     return d;
+}
+
+void tu_write_shards(const char *dir, const char *tokenizer_sha, int64_t vocab, const int64_t *sizes, int n,
+                     int64_t first_token) {
+    fs_mkdirs(dir);
+    int64_t p = 0;
+    for (int i = 0; i < n; i++) {
+        char path[1024], err[512];
+        snprintf(path, sizeof path, "%s/shard_%05d.h5", dir, i);
+        ShardInfo in = {0};
+        in.vocab_size = vocab;
+        in.bos_id = 1;
+        in.eos_id = 2;
+        snprintf(in.tokenizer_sha256, sizeof in.tokenizer_sha256, "%s", tokenizer_sha);
+        snprintf(in.source, sizeof in.source, "tu_write_shards");
+        ShardWriter *w = shard_writer_open(path, &in, err, sizeof err);
+        RT_ASSERT(w);
+        int64_t left = sizes[i];
+        while (left > 0) {
+            int len = (int)(left < 40 ? left : 1 + (p * 7) % 40);
+            int32_t doc[40];
+            for (int k = 0; k < len; k++) doc[k] = (int32_t)((first_token + p + k) % 65000);
+            RT_ASSERT(!shard_writer_add(w, doc, (size_t)len, err, sizeof err));
+            p += len;
+            left -= len;
+        }
+        RT_ASSERT(!shard_writer_close(w, err, sizeof err));
+    }
 }
 
 TestSeqs tu_seqs(const int *lens, int nseg) {

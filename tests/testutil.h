@@ -22,6 +22,12 @@ double tu_rel_err(const real *a, const real *b, int64_t n, double floor);
  * it); rt_free the returned name. */
 char *tu_temp_dir(void);
 
+/* Writes a shard set into dir (created): shard i holds sizes[i] tokens in documents of 1..40
+ * tokens (a document starts at stream position p with length 1 + 7p mod 40); the token at
+ * stream position p is (first_token + p) mod 65000, so a window is known by its first token. */
+void tu_write_shards(const char *dir, const char *tokenizer_sha, int64_t vocab, const int64_t *sizes, int n,
+                     int64_t first_token);
+
 /* Segments from a list of lengths (sum = ntok); owns its arrays. */
 typedef struct {
     Seqs s;

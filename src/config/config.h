@@ -76,11 +76,16 @@ typedef struct {
     int carry_state;
 } TrainConfig;
 
+/* data.on_exhausted: what a source that has served all its windows does */
+typedef enum { DATA_EXHAUSTED_RESTART, DATA_EXHAUSTED_STOP } DataExhausted;
+
 typedef struct {
-    char train[1024];     /* shard directory or glob (*.h5), or synthetic:<task> */
-    char val[1024];       /* the same, or empty: windows held out from train */
+    char train[8192];     /* shard directory or glob (*.h5), a mixture of them (data/mixture_spec.h), or synthetic:<task> */
+    char val[8192];       /* the same, or empty: windows held out from train */
     char tokenizer[1024]; /* optional: the shards must carry this model's sha256 */
     int prefetch;         /* micro-batches the loader thread reads ahead */
+    char stages[4096];    /* data.stages: the mixture's weights from given steps on */
+    DataExhausted on_exhausted;
 } DataConfig;
 
 typedef struct {

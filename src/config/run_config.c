@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/mixture_spec.h"
 #include "model/family.h"
 #include "task/task.h"
 #include "train/step_profile.h"
@@ -69,6 +70,7 @@ static Choice ORTH_INITS[MAX_MODEL_CHOICES + 1], NONLINEARITIES[MAX_MODEL_CHOICE
 static const Choice PHI_PROJS[] = {{"weight_norm", PHI_WEIGHT_NORM}, {"low_rank", PHI_LOW_RANK}, {NULL, 0}};
 static const Choice CONV_ACTS[] = {{"none", ACT_NONE}, {"silu", ACT_SILU}, {NULL, 0}};
 static const Choice TEMP_TYPES[] = {{"rope", TEMP_ROPE}, {"tan", TEMP_TAN}, {NULL, 0}};
+static const Choice EXHAUSTED[] = {{"restart", DATA_EXHAUSTED_RESTART}, {"stop", DATA_EXHAUSTED_STOP}, {NULL, 0}};
 static const Choice SCHEDULES[] = {{"cosine", SCHEDULE_COSINE}, {"linear", SCHEDULE_LINEAR}, {"constant", SCHEDULE_CONSTANT},
                                    {"wsd", SCHEDULE_WSD}, {NULL, 0}};
 static const Choice DECAY_SHAPES[] = {{"linear", DECAY_LINEAR}, {"cosine", DECAY_COSINE}, {"1-sqrt", DECAY_1_SQRT}, {NULL, 0}};
@@ -209,10 +211,12 @@ static const KeySpec KEYS[] = {
     K_BOOL("train", "zero", train.zero, "false", "ZeRO-1: shard the optimizer state across data-parallel ranks"),
     K_BOOL("train", "carry_state", train.carry_state, "false", "task.type = chars with a recurrent cell (rnn, rnn_orth, exprnn, nnrnn, lstm): truncated backpropagation through time, the text read as ranks x micro_batch x grad_accum streams whose windows continue from their previous window's state (nnRNN's language task); validations score the whole valid text as task.eval_streams streams"),
 
-    K_STR("data", "train", data.train, "", "training shards: a directory or glob of .h5 files, synthetic:<task>, or task ([task] section) (required)"),
-    K_STR("data", "val", data.val, "", "validation shards, empty = windows held out from train"),
+    K_STR("data", "train", data.train, "", "training shards: a directory or glob of .h5 files, a weighted mixture of them ([NAME=]PATH:WEIGHT, ...), synthetic:<task>, or task ([task] section) (required)"),
+    K_STR("data", "val", data.val, "", "validation shards (or a mixture, as data.train), empty = windows held out from train (from every source of a mixture, mixed with data.train's weights)"),
     K_STR("data", "tokenizer", data.tokenizer, "", "tokenizer model whose sha256 the shards must carry (optional)"),
     K_INT("data", "prefetch", data.prefetch, "4", 1, "micro-batches read ahead by the loader thread"),
+    K_STR("data", "stages", data.stages, "", "a mixture's weights from given steps on: STEP: NAME=WEIGHT, NAME=WEIGHT, ...; STEP: ... (every source named in each stage; empty = data.train's weights throughout)"),
+    K_ENUM("data", "on_exhausted", data.on_exhausted, "restart", EXHAUSTED, "a training source that has served all its windows: restart (a new epoch in a fresh order) or stop (the run ends before the step that would need more, with a checkpoint)"),
 
     K_STR("run", "dir", run.dir, "runs/default", "run directory (metrics, checkpoints, plots)"),
     K_ENUM_STR("run", "device", run.device, "auto", DEVICES, "compute device: cpu, cuda, or auto (cuda when a GPU is visible)"),
@@ -897,6 +901,31 @@ int run_config_load(RunConfig *out, const char *ini_path, const char *const *set
 /* Validation                                                                           */
 /* ------------------------------------------------------------------------------------ */
 
+/* data.train / data.val as shard sets or mixtures, data.stages and data.on_exhausted. */
+static int check_mixture(const RunConfig *c, const char *origin, char *err, size_t errlen) {
+    const DataConfig *d = &c->data;
+    int shards = strcmp(d->train, "task") && strncmp(d->train, "synthetic:", 10);
+    if (!shards) {
+        if (d->stages[0])
+            return rt_error(err, errlen, origin, "data.stages = %s: stages weigh the sources of a mixture of shard sets, "
+                            "and data.train = %s is not one", d->stages, d->train);
+        if (d->on_exhausted == DATA_EXHAUSTED_STOP)
+            return rt_error(err, errlen, origin, "data.on_exhausted = stop: data.train = %s is an endless stream; the key "
+                            "is for shard sets", d->train);
+        return 0;
+    }
+    MixSpec *mix = rt_malloc(sizeof *mix);
+    char why[1024];
+    int rc = mix_spec_parse("data.train", d->train, d->stages, mix, why, sizeof why);
+    if (!rc && mix->stages > 1 && mix->stage[mix->stages - 1].step >= c->train.steps)
+        rc = rt_error(why, sizeof why, NULL, "data.stages: the stage at step %" PRId64 " never starts: train.steps = %" PRId64,
+                      mix->stage[mix->stages - 1].step, c->train.steps);
+    if (!rc && d->val[0] && strcmp(d->val, "task") && strncmp(d->val, "synthetic:", 10))
+        rc = mix_spec_parse("data.val", d->val, NULL, mix, why, sizeof why);
+    rt_free(mix);
+    return rc ? rt_error(err, errlen, origin, "%s", why) : 0;
+}
+
 int run_config_validate(const RunConfig *c, const char *origin, char *err, size_t errlen) {
     schema_init();
     for (size_t i = 0; i < NKEYS; i++) {
@@ -1021,7 +1050,7 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
         task_names(names, sizeof names);
         return rt_error(err, errlen, origin, "data.train = task needs a [task] section with task.type = %s", names);
     }
-    return 0;
+    return check_mixture(c, origin, err, errlen);
 }
 
 int run_config_classifies(const RunConfig *c) {

@@ -17,8 +17,9 @@ typedef struct DataSource DataSource;
 struct DataSource {
     char desc[1100];  /* for messages: the shard set or task */
     /* Fills tokens[B*(T+1)] with this rank's next B windows and, if doc_start is not NULL,
-     * doc_start[B*(T+1)] with 1 where a document starts. Returns 0, or -1 with a message
-     * naming the file and position of bad data. */
+     * doc_start[B*(T+1)] with 1 where a document starts. Returns 0; -1 with a message naming
+     * the file and position of bad data; or 1 at the start of a step that would need more data
+     * than there is (data.on_exhausted = stop), with the reason in err and the position kept. */
     int (*next)(DataSource *ds, int32_t *tokens, uint8_t *doc_start, int B, char *err,
                 size_t errlen);
     /* Sources whose labels are not the next tokens (the synthetic tasks of data.train =
@@ -30,6 +31,12 @@ struct DataSource {
     json_t *(*get_state)(const DataSource *ds);
     int (*set_state)(DataSource *ds, const json_t *st, char *err, size_t errlen);
     void (*destroy)(DataSource *ds);
+    /* Mixtures of shard sets: fills the sources' names and the windows drawn from each so far
+     * (all ranks together), returns their number; 0 (or NULL) for other sources. */
+    int (*drawn)(const DataSource *ds, const char **names, int64_t *windows, int max);
+    /* Lines for the run's log that next and set_state leave (a source finishing an epoch, a
+     * stage of data.stages beginning); the reader clears it. */
+    char notice[1024];
     /* Rows in one pass over a finite split (the files of task.type = seq_image), after
      * which it repeats; 0 for endless streams. */
     int64_t examples;
@@ -55,9 +62,13 @@ typedef struct {
      * (ranks x micro_batch x grad_accum), a step's rows one window of every stream, in the
      * order of the global micro-batches; 0: independent windows */
     int carry_streams;
+    /* windows of the global stream per step (ranks x micro_batch x grad_accum): data.stages
+     * and data.on_exhausted = stop act at steps; 0: at every global micro-batch */
+    int64_t windows_per_step;
 } DataOptions;
 
-/* Opens `spec`: a directory or glob of shards (*.h5) or "synthetic:<task>" (data.train = task
+/* Opens `spec`: a directory or glob of shards (*.h5), a weighted mixture of them
+ * (data/mixture_spec.h), or "synthetic:<task>" (data.train = task
  * is task/task.h's task_source_open). Shards must carry ids below model.vocab_size, one
  * tokenizer, and data.tokenizer's sha256 when given. Returns NULL with a message naming the
  * file on error. */

@@ -14,7 +14,7 @@ json_t *classify_eval(const TaskEvalArgs *a, const char *source) {
     const RunConfig *rc = a->rc;
     const char *which = a->which;
     int T = rc->train.seq_len, V = model_outputs(&rc->model); /* classes, or the vocabulary */
-    DataOptions opt = {T, rc->train.seed, SPLIT_TEST, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = rc->train.seed, .split = SPLIT_TEST, .world = 1};
     char err[2048];
     DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     if (!ds) rt_die("task test split: %s", err);

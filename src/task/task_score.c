@@ -20,7 +20,7 @@ void test_rows_init(TestRows *t, Model *m, TaskRows *rows, uint64_t seed, int T)
 void test_rows_open(TestRows *t, Model *m, const RunConfig *rc, DataSplit split, int T) {
     const TaskImpl *task = task_of(&rc->task);
     RT_ASSERT(task);
-    DataOptions opt = {T, rc->train.seed, split, 0, 1, 0, 0, 0};
+    DataOptions opt = {.seq_len = T, .seed = rc->train.seed, .split = split, .world = 1};
     TaskOpenArgs a = {rc, &opt};
     TaskRows *rows;
     char err[2048];

@@ -32,6 +32,7 @@
 #include "cpu/parallel.h"
 #include "data/char_text.h"
 #include "data/datasource.h"
+#include "data/mixture_spec.h"
 #include "device/device.h"
 #include "dist/dist.h"
 #include "dist/grad_comm.h"
@@ -77,13 +78,22 @@ typedef struct {
     size_t carry_bytes;
     uint8_t *continues;
     CharText *text;
+    char data_end[1024];    /* why the data ran out (data.on_exhausted = stop) */
 } Trainer;
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
-/* Reads this rank's B windows into micro-batch slot `a`; returns its non-ignored labels. */
+/* The lines a data source left for the log: the training source's are printed. */
+static void data_notices(Trainer *tr, DataSource *ds) {
+    if (!ds->notice[0]) return;
+    if (ds == tr->train && tr->rank == 0) progress_message(&tr->metrics, "%s", ds->notice);
+    ds->notice[0] = 0;
+}
+
+/* Reads this rank's B windows into micro-batch slot `a`; returns its non-ignored labels, or
+ * -1 when the data ran out (data.on_exhausted = stop), with the reason in tr->data_end. */
 static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
     int B = tr->rc->train.micro_batch, T = tr->rc->train.seq_len;
     char err[1024];
@@ -91,7 +101,13 @@ static int64_t next_batch(Trainer *tr, DataSource *ds, int a, Batch *b) {
         if (ds->next_labeled(ds, tr->tok[a], tr->lab[a], B, err, sizeof err)) rt_die("%s", err);
         b->doc_start = NULL;
     } else {
-        if (ds->next(ds, tr->win, tr->win_doc, B, err, sizeof err)) rt_die("%s", err);
+        int rc = ds->next(ds, tr->win, tr->win_doc, B, err, sizeof err);
+        if (rc < 0) rt_die("%s", err);
+        if (rc > 0) {
+            snprintf(tr->data_end, sizeof tr->data_end, "%s", err);
+            return -1;
+        }
+        data_notices(tr, ds);
         windows_to_batch(tr->win, tr->win_doc, B, T, tr->tok[a], tr->lab[a], tr->doc[a]);
         b->doc_start = tr->doc[a];
     }
@@ -298,6 +314,17 @@ static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
     }
 }
 
+/* data.on_exhausted = stop: the data ran out before step `step` + 1. The run ends with a
+ * checkpoint of its last step; a fresh run that could not train one step is an error. */
+static void end_of_data(Trainer *tr, int64_t step, int64_t saved, int64_t tokens) {
+    if (step == 0)
+        rt_die("data.train: %s before the first step; data.on_exhausted = stop ends the run", tr->data_end);
+    if (tr->rank == 0)
+        progress_message(&tr->metrics, "data.train: %s; the run ends after step %lld of %lld (data.on_exhausted = stop)",
+                         tr->data_end, (long long)step, (long long)tr->rc->train.steps);
+    if (saved != step) save_checkpoint(tr, step, tokens);
+}
+
 /* data.train or data.val: "task" (the [task] section's task), or a shard set or synthetic:<task>. */
 static DataSource *open_source(const char *spec, const RunConfig *rc, const DataOptions *opt, char *err, size_t errlen) {
     return !strcmp(spec, "task") ? task_source_open(rc, opt, err, errlen) : datasource_open(spec, rc, opt, err, errlen);
@@ -312,8 +339,16 @@ static void open_data(Trainer *tr) {
     int synthetic = !strncmp(rc->data.train, "synthetic:", 10) || !strcmp(rc->data.train, "task");
     int holdout = !rc->data.val[0] && !synthetic && rc->train.val_every > 0;
     int carry = rc->train.carry_state;
-    DataOptions opt = {T, rc->train.seed, SPLIT_TRAIN, tr->rank, tr->world, holdout ? tr->val_windows : 0,
-                       rc->data.prefetch, carry ? tr->world * rc->train.micro_batch * rc->train.grad_accum : 0};
+    int64_t windows_per_step = (int64_t)tr->world * rc->train.micro_batch * rc->train.grad_accum;
+    DataOptions opt = {.seq_len = T,
+                       .seed = rc->train.seed,
+                       .split = SPLIT_TRAIN,
+                       .rank = tr->rank,
+                       .world = tr->world,
+                       .holdout_windows = holdout ? tr->val_windows : 0,
+                       .prefetch = rc->data.prefetch,
+                       .carry_streams = carry ? (int)windows_per_step : 0,
+                       .windows_per_step = windows_per_step};
     tr->train = open_source(rc->data.train, rc, &opt, err, sizeof err);
     if (!tr->train) rt_die("data.train: %s", err);
     if (carry && rc->train.val_every > 0) { /* validations score the valid text's streams */
@@ -554,6 +589,17 @@ typedef struct {
 /* Rank 0's log of a step whose update was applied: a record every train.log_every steps, at
  * the last step and at each validation (returns 1 then: the rate restarts from there), and
  * the progress line (every step on a terminal). */
+/* A mixture's tokens drawn from each source so far, all ranks together: "data_tokens". */
+static void data_tokens(Trainer *tr, json_t *j) {
+    const char *names[MIX_MAX_SOURCES];
+    int64_t windows[MIX_MAX_SOURCES];
+    int n = tr->train->drawn ? tr->train->drawn(tr->train, names, windows, MIX_MAX_SOURCES) : 0;
+    if (!n) return;
+    json_t *o = json_object();
+    for (int i = 0; i < n; i++) json_object_set_new(o, names[i], json_integer(windows[i] * tr->rc->train.seq_len));
+    json_object_set_new(j, "data_tokens", o);
+}
+
 static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
     const TrainConfig *tc = &tr->rc->train;
     const Backend *be = model_backend(tr->model);
@@ -563,6 +609,7 @@ static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
                               (json_int_t)r->tokens, "loss", r->loss, "lr", r->lr, "grad_norm", r->gnorm,
                               "tokens_per_s", r->tps);
         /* MFU needs the device's peak; unknown for the CPU backend */
+        data_tokens(tr, j);
         json_object_set_new(j, "mfu",
                             be->peak_flops > 0 ? json_real(flops_per_token * r->tps / (be->peak_flops * tr->world))
                                                : json_null());
@@ -690,6 +737,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     double flops_per_token = model_flops_per_token(tr.model, tc->seq_len);
     double t_begin = rt_now(), t_last = t_begin;
     int stopped = 0; /* a signal ended the run before train.steps */
+    int64_t end = tc->steps, saved = first; /* the last step: train.steps, or where the data ran out */
     int64_t tokens_last = tokens;
     int bad_steps = 0;
     int64_t prof_first, prof_last;
@@ -703,9 +751,17 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         double t_step = rt_now();
         /* read the whole step first: the loss is averaged over all its labels on all ranks */
         int64_t valid = 0;
-        for (int a = 0; a < tc->grad_accum; a++) {
-            valid += next_batch(&tr, tr.train, a, &batches[a]);
+        int ran_out = 0;
+        for (int a = 0; a < tc->grad_accum && !ran_out; a++) {
+            int64_t v = next_batch(&tr, tr.train, a, &batches[a]);
+            ran_out = v < 0;
+            valid += v;
             if (tr.carry) tr.continues[a] = (uint8_t)tr.train->continues;
+        }
+        if (dist_any(ran_out)) {
+            end_of_data(&tr, step, saved, tokens);
+            end = step;
+            break;
         }
         dist_allreduce_sum_i64(&valid, 1);
         double loss = forward_backward(&tr, step, batches, 1.0 / (double)(valid ? valid : 1));
@@ -755,8 +811,10 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         }
         int stopping = dist_any(stop_signal != 0);
         /* a new best is saved as a step too, so that resuming never starts before it */
-        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best)
+        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best) {
             save_checkpoint(&tr, done, tokens);
+            saved = done;
+        }
         if (best) keep_best(&tr);
         if (stopping && !last) {
             if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
@@ -769,7 +827,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
-        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(tc->steps - first), rt_now() - t_begin);
+        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(end - first), rt_now() - t_begin);
     }
     close_carry(&tr);
     close_data(&tr);
