@@ -7,7 +7,7 @@ configs, micro-batch 4 x seq_len 4096, timed the way step_bench times rotor's:
     gdn  GatedDeltaNetForCausalLM          configs/gdn-370m-selective-pg.ini
     fox  ForgettingTransformerForCausalLM  configs/fox-370m-selective-pg.ini
 
-Shapes (docs/models.md §1-§4, §6): hidden 1024, 24 layers, vocab 32000 with the LM head untied from the
+Shapes (docs/models.md §backbone, §gla, §gated-deltanet, §fox, §named-configurations): hidden 1024, 24 layers, vocab 32000 with the LM head untied from the
 embedding, SwiGLU MLP of width 2816 (hidden_ratio 4), RMSNorm eps 1e-6, init std 0.02. GLA:
 4 heads, expand_k 0.5, expand_v 1 (dk 128, dv 256), short conv 4, swish output gate, forget
 gate of rank 16 normalised by 16 (the layer's defaults). GDN: 8 heads of 128, expand_v 1,
@@ -21,7 +21,7 @@ A step is what rotor's training step does, in fla's idiom: zero_grad, a forward 
 under bf16 autocast over fp32 weights (fla's fused RMSNorm, fused SwiGLU and fused
 cross-entropy over the logits, its defaults), backward, global-norm gradient clipping at 1.0,
 torch.optim.AdamW(fused=True) with lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1
-except on norm weights, biases, A_log and dt_bias (docs/models.md §7). Tokens and labels are uniform
+except on norm weights, biases, A_log and dt_bias (docs/models.md §training-recipe). Tokens and labels are uniform
 random ids, the same batch every step (fla shifts the labels inside the model). Eager mode,
 no torch.compile. After --warmup steps (the first one compiles and autotunes the Triton
 kernels), each of --steps steps is timed between two CUDA events; the median is reported,
@@ -59,7 +59,7 @@ import time
 from fla_common import FLA_VERSION, ROWS, SEQ_LEN, require_torch_gpu, skip  # noqa: E402
 
 VOCAB, HIDDEN, LAYERS = 32000, 1024, 24
-MLP_WIDTH = 256 * -(-int(HIDDEN * 4 * 2 / 3) // 256)  # docs/models.md §1: 2816 for hidden_ratio 4
+MLP_WIDTH = 256 * -(-int(HIDDEN * 4 * 2 / 3) // 256)  # docs/models.md §backbone: 2816 for hidden_ratio 4
 # `rotor info configs/<stack>-370m-nope.ini`: the same models without a position embedding
 ROTOR_NOPE_PARAMS = {"gla": 374_672_384, "gdn": 399_724_928, "fox": 374_261_120}
 MODELS = ("gla", "gdn", "fox")
@@ -91,7 +91,7 @@ def dist_version(name):
         return "?"
 
 
-# The fla config per model. Common fields: docs/models.md §1 and §6; fuse_norm, fuse_swiglu and
+# The fla config per model. Common fields: docs/models.md §backbone and §named-configurations; fuse_norm, fuse_swiglu and
 # fuse_cross_entropy are fla's defaults, written out so that a change of default shows here.
 COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, hidden_ratio=4,
               intermediate_size=MLP_WIDTH, hidden_act="swish", norm_eps=1e-6,
@@ -101,18 +101,18 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS, hi
 
 
 def make_config(name):
-    if name == "gla":  # docs/models.md §2: dk = 1024 * 0.5 / 4 = 128, dv = 1024 / 4 = 256
+    if name == "gla":  # docs/models.md §gla: dk = 1024 * 0.5 / 4 = 128, dv = 1024 / 4 = 256
         return GLAForCausalLM, GLAConfig(
             **COMMON, num_heads=4, num_kv_heads=None, expand_k=0.5, expand_v=1.0,
             attn_mode="chunk", use_short_conv=True, conv_size=4, use_output_gate=True,
             feature_map=None, clamp_min=None, use_gk=True, use_gv=False,
             elementwise_affine=True)
-    if name == "gdn":  # docs/models.md §3: dk = dv = 128
+    if name == "gdn":  # docs/models.md §gated-deltanet: dk = dv = 128
         return GatedDeltaNetForCausalLM, GatedDeltaNetConfig(
             **COMMON, num_heads=8, num_v_heads=None, head_dim=128, expand_v=1.0,
             attn_mode="chunk", use_short_conv=True, conv_size=4, use_gate=True,
             output_gate_activation="swish", allow_neg_eigval=False)
-    if name == "fox":  # docs/models.md §4: dh = 1024 / 16 = 64
+    if name == "fox":  # docs/models.md §fox: dh = 1024 / 16 = 64
         return ForgettingTransformerForCausalLM, ForgettingTransformerConfig(
             **COMMON, num_heads=16, num_kv_heads=None, qkv_bias=False, qk_norm=False,
             window_size=None, use_output_gate=False, elementwise_affine=True)
@@ -120,7 +120,7 @@ def make_config(name):
 
 
 def param_groups(model, weight_decay):
-    """docs/models.md §7: weight decay on the matrices (and conv kernels), none on norm weights,
+    """docs/models.md §training-recipe: weight decay on the matrices (and conv kernels), none on norm weights,
     biases, and what fla marks _no_weight_decay (A_log, dt_bias)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():

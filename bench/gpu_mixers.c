@@ -31,7 +31,7 @@
 #include "util/timer.h"
 
 enum { ROWS = 4, SEQ_LEN = 4096, WARMUP = 3, CALLS = 5, MAX_REPS = 1000 };
-#define TEMP_THETA 500000.0 /* the configs' temp_theta (docs/models.md §5 step 7, RoPE-type temperatures) */
+#define TEMP_THETA 500000.0 /* the configs' temp_theta (docs/models.md §position-embeddings step 7, RoPE-type temperatures) */
 
 static const Backend *be;
 static Rng rng;
@@ -184,7 +184,7 @@ static void report(const char *name, const Op *op, double fwd, double bwd) {
     fflush(stdout);
 }
 
-/* ---- GLA (docs/models.md §2): log-space gates per key channel ---- */
+/* ---- GLA (docs/models.md §gla): log-space gates per key channel ---- */
 
 static void gla_f(const Op *p) {
     be->gla_fwd(&(LinAttnArgs){.s = &seqs, .H = p->H, .K = p->K, .V = p->V, .scale = p->scale,
@@ -226,7 +226,7 @@ static void setup_gla(Op *p) {
     output(p, "dg", p->dg, nk, 1);
 }
 
-/* ---- Gated DeltaNet (docs/models.md §3): q, k L2-normalised per head (as the mixer does before
+/* ---- Gated DeltaNet (docs/models.md §gated-deltanet): q, k L2-normalised per head (as the mixer does before
  * gdn_fwd), beta in (0, 1) and a log decay g < 0 per head ---- */
 
 static void gdn_f(const Op *p) {
@@ -263,7 +263,7 @@ static void setup_gdn(Op *p) {
     output(p, "dg", p->dg, nh, 1);
 }
 
-/* ---- FoX (docs/models.md §4): log forget gates per head, near 0 ---- */
+/* ---- FoX (docs/models.md §fox): log forget gates per head, near 0 ---- */
 
 static void fox_f(const Op *p) {
     be->fox_fwd(&(AttnArgs){.s = &seqs, .H = p->H, .D = p->K, .scale = p->scale, .q = p->q,
@@ -293,7 +293,7 @@ static void setup_fox(Op *p) {
     output(p, "dg", p->dg, nh, 1);
 }
 
-/* ---- Selective RoPE (docs/models.md §5 steps 3-8) as the 370M configs use it: angle conv with
+/* ---- Selective RoPE (docs/models.md §position-embeddings steps 3-8) as the 370M configs use it: angle conv with
  * weight and SiLU, no bias, phase gate, frozen RoPE-type temperatures (no dtemp) ---- */
 
 static void selrope_f(const Op *p) {

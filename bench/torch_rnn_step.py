@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The baseline of bench/step_bench.c for the nonlinear RNNs (docs/models.md §17, §18): one
+"""The baseline of bench/step_bench.c for the nonlinear RNNs (docs/models.md §nonlinear-rnns, §lstm): one
 optimizer step of the same model in PyTorch, the way the nnRNN authors' code runs it -- a
 Python loop over time with one cuBLAS product h_{t-1} W^T per token (nnRNN/nnRNN_release
 RNN_Cell.py, LSTM.py) -- and, for an LSTM config, also cuDNN's fused nn.LSTM. rotor runs each

@@ -18,7 +18,7 @@ subdiagonal and beta below it, source u = e_1, for alpha in {0.95, 1, 1.05}, bet
 d in {0, 0.2}; draws the curves (Fig. 1(c)) and writes the sums J_tot = sum_k J(k) beside the
 paper's Table 6 (the d = 0 rows agree to the paper's three digits, the d = 0.2 rows within
 2.5%). checkpoint: the recurrent W of a trained nnRNN / expRNN / RNN checkpoint
-(rotor's model.safetensors, docs/models.md §17, one layer) with the source u = U w, the input
+(rotor's model.safetensors, docs/models.md §nonlinear-rnns, one layer) with the source u = U w, the input
 direction of a scalar input (model.input = linear: its encoder weight w through the input
 matrix U); prints J(k) for k < steps and its sum, C summed over the same `steps` terms (the
 noise a state has seen after a sequence of that length: a trained W may have eigenvalues of
@@ -113,7 +113,7 @@ def fig1(out_png, table_md, n=100, steps=200):
 
 
 def checkpoint_w(t, prefix="model.layers.0.attn."):
-    """The recurrent matrix W and input matrix U of rotor's nonlinear RNN layer (docs/models.md §17)."""
+    """The recurrent matrix W and input matrix U of rotor's nonlinear RNN layer (docs/models.md §nonlinear-rnns)."""
     from scipy.linalg import expm
     from nnrnn_schur import schur_form
     if prefix + "V.weight" in t:

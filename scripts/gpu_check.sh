@@ -533,7 +533,7 @@ run_bundle() {
             "$dir/bin/dist_train.sh" "$dir/bin/rotor"
     fi
     if [[ $parts == *" repro "* ]]; then
-        # run.device = cuda trains in bf16 where the CPU trains in fp32 (docs/models.md §9). A run
+        # run.device = cuda trains in bf16 where the CPU trains in fp32 (docs/models.md §precision). A run
         # the limit cuts off is not marked finished: the same sweep elsewhere trains it again.
         local e w sets=() scale=${GPU_CHECK_REPRO_SCALE:-cpu}
         for w in ${GPU_CHECK_REPRO_SETS:-}; do sets+=(--set "$w"); done

@@ -3,7 +3,7 @@
 #   scripts/launch_local.sh NRANKS CONFIG.ini [rotor train options...]
 # e.g. scripts/launch_local.sh 8 configs/gla-370m-selective.ini --resume auto
 # Every rank reads its own windows of each global batch (ranks x micro_batch x grad_accum
-# rows); keep that product at 128 for the docs/models.md §7 recipe. CPU ranks share the cores evenly.
+# rows); keep that product at 128 for the recipe of docs/models.md §training-recipe. CPU ranks share the cores evenly.
 set -euo pipefail
 if [ $# -lt 2 ]; then
   sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The learned Schur form of an nnRNN checkpoint (the nnRNN paper's Fig. 3 and 5, §5.3, and the
+"""The learned Schur form of an nnRNN checkpoint (the nnRNN paper's §5.3, Fig. 3 and 5, and the
 gamma of its supplement §F / Table 7):
 
     /usr/bin/python3 scripts/nnrnn_schur.py RUN/checkpoints/step_N OUT.png [--json OUT.json]
 
-W = P Theta P^T with Theta = Lambda + T (docs/models.md §17): Lambda the 2x2 blocks
+W = P Theta P^T with Theta = Lambda + T (docs/models.md §nonlinear-rnns): Lambda the 2x2 blocks
 gamma_i R(theta_i), T strictly lower triangular. Draws Theta (a), the distribution of the angles
 theta_i folded into [0, pi] (the paper's insets), and the mean |entry| of Theta along its k-th
 subdiagonal (Fig. 3(c): a delay line shows as a peak at k = 1). Prints (and with --json writes)

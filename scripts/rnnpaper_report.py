@@ -122,7 +122,7 @@ def copy_report(out):
         ms = [results(d).get("metrics", {}) for d in dirs]
         lines.append(f"| {model} ({variant}) | {len(dirs)} | {fmt(mean([m.get('test_loss') for m in ms]))} | "
                      f"{fmt(mean([m.get('baseline_loss') for m in ms]))} | {fmt(mean([m.get('accuracy') for m in ms]), '.3f')} |")
-    lines.append("\nThe paper gives the copy task as curves only (Fig. 2 left, supplement Fig. 4 left; §5.1: the "
+    lines.append("\nThe paper gives the copy task as curves only (Fig. 2 left, supplement Fig. 4 left; paper §5.1: the "
                  "orthogonal RNNs, RNN-orth, EURNN, expRNN and the nnRNN, solve it quickly, the nnRNN matching the "
                  "best of them; the LSTM struggles and the RNN fails; the memoryless baseline is 0.095).")
     write_table(out, lines)
@@ -138,7 +138,7 @@ def psmnist_report(out):
         lines.append(f"| {model} ({variant}) | {len(dirs)} | {fmt(mean([best(r).get('val_accuracy') for r in rs]), '.3f')} | "
                      f"{fmt(mean([best(r).get('test_accuracy') for r in rs]), '.3f')} | "
                      f"{fmt(mean([r.get('last', {}).get('test_accuracy') for r in rs]), '.3f')} |")
-    lines.append("\nThe paper gives psMNIST as curves only (Fig. 2, supplement Fig. 4 right; §5.1: the nnRNN "
+    lines.append("\nThe paper gives psMNIST as curves only (Fig. 2, supplement Fig. 4 right; paper §5.1: the nnRNN "
                  "matches the orthogonal RNNs, expRNN and RNN-orth, and the RNN and the LSTM do less well).")
     write_table(out, lines)
 
@@ -158,7 +158,7 @@ def ptb_report(out):
         lines.append(f"| {model} | {variant} | {len(dirs)} | {fmt(mean([test_bpc(results(d)) for d in dirs]), '.3f')} | "
                      f"{fmt(paper, '.2f')} |")
     lines.append("\nPaper: Table 1 (fixed hidden units N = 1024; the -h1386 expRNN is the fixed-parameter half, "
-                 "where RNN, RNN-orth and nnRNN are the same), the LSTM's 1.37 from §5.2, Table 7 for the clamped "
+                 "where RNN, RNN-orth and nnRNN are the same), the LSTM's 1.37 from paper §5.2, Table 7 for the clamped "
                  "gamma. Data other than ptb150 / ptb300 is not PTB: no paper number applies.")
     write_table(out, lines)
 
@@ -207,7 +207,7 @@ def fig3_report(out):
     write_table(out, lines)
 
 
-# nnRNN §5.3 and supplement §E, per task: what Fig. 3 / 5 show of the learned Θ
+# nnRNN paper §5.3 and supplement §E, per task: what Fig. 3 / 5 show of the learned Θ
 PAPER_SCHUR = {
     "copy": "γ̄ ~ 1; T ~ 0 (2x2 rotation blocks alone); angles roughly uniform",
     "ptb": "γ̄ ~ 0.958; T structured, a delay line at k = 1; angles strongly aligned",
@@ -294,7 +294,7 @@ def schur_report(out):
     for ext in ("png", "svg"):
         fig.savefig(os.path.join(out, "figure." + ext), dpi=100)
     lines.append("\nΛ: the 2x2 blocks γ_i R(θ_i); T: the lower triangle outside them (the in-block entries t_i "
-                 "are part of the blocks' eigenvalues, docs/models.md §17). The delay line is T's first "
+                 "are part of the blocks' eigenvalues, docs/models.md §nonlinear-rnns). The delay line is T's first "
                  "subdiagonal between neighbouring blocks. The figure shows the first seed's Θ; the paper prints "
                  "no numbers but γ̄.")
     write_table(out, lines)

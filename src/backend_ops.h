@@ -10,8 +10,8 @@
 
 /* ---- argument structs of the mixer and Selective RoPE ops ---- */
 
-/* A chunked linear-attention mixer: GLA (docs/models.md §2), Mamba2's SSD (§10, GLA with
- * g_per_head), Gated DeltaNet (§3) or DeltaNet (§3b, the delta rule without decay: gdn ops
+/* A chunked linear-attention mixer: GLA (docs/models.md §gla), Mamba2's SSD (§mamba2, GLA with
+ * g_per_head), Gated DeltaNet (§gated-deltanet) or DeltaNet (§deltanet, the delta rule without decay: gdn ops
  * with g == NULL). */
 typedef struct {
     const Seqs *s;
@@ -27,7 +27,7 @@ typedef struct {
     /* [f32] the state at the start of every chunk (chunk_states_size); the CUDA gla ops under
      * gla_state:bf16 (device/kernel_variants.h) keep them in bf16 in its first half */
     void *states;
-    /* [f32][nseg, H, K, V] or NULL: the decoding state (docs/models.md §11). gla_fwd and
+    /* [f32][nseg, H, K, V] or NULL: the decoding state (docs/models.md §decoding). gla_fwd and
      * gdn_fwd write each segment's state after its last token into it; gla_step and gdn_step
      * read each row's state and advance it by the row's token. */
     void *state;
@@ -42,8 +42,8 @@ typedef struct {
     void *dbeta;        /* [f32] like beta; NULL for GLA */
 } LinAttnGrads;
 
-/* Causal softmax attention with a forget gate (FoX, docs/models.md §4), blockwise with an
- * online softmax; without one when logf is NULL (the Transformer, §4b). */
+/* Causal softmax attention with a forget gate (FoX, docs/models.md §fox), blockwise with an
+ * online softmax; without one when logf is NULL (the Transformer, §transformer). */
 typedef struct {
     const Seqs *s;
     int H, D;          /* heads, head size */
@@ -54,7 +54,7 @@ typedef struct {
     void *lse;         /* [f32][N,H] log-sum-exp of each row, saved for the backward */
 } AttnArgs;
 
-/* One decoding step of causal attention (docs/models.md §11): row b's token at position
+/* One decoding step of causal attention (docs/models.md §decoding): row b's token at position
  * s->pos[b] enters the row's KV cache at that slot, then attends to slots 0..pos. */
 typedef struct {
     const Seqs *s;          /* B rows of one token each (s->ntok = s->nseg = B) */
@@ -76,7 +76,7 @@ typedef struct {
     void *dlogf;           /* [f32][N,H]; ignored (may be NULL) when a.logf is NULL */
 } AttnGrads;
 
-/* Selective RoPE steps 3-8 (docs/models.md §5) in one op, from the raw angle increments
+/* Selective RoPE steps 3-8 (docs/models.md §position-embeddings) in one op, from the raw angle increments
  * phi_raw [N, H, P] (P = D/2 pairs, D = 2P):
  *   phi = conv_act(conv(phi_raw, conv_w))  (conv_fwd: conv_w [H*P, 4], NULL for the
  *         first difference; conv_act NONE or SILU),
@@ -109,7 +109,7 @@ typedef struct {
     void *dq, *dk, *dphi_raw, *dconv_w, *dbias, *dgate_logit, *dtemp;
 } SelRopeGrads;
 
-/* A complex diagonal linear recurrence over each segment (LRU docs/models.md §13, RotRNN §14
+/* A complex diagonal linear recurrence over each segment (LRU docs/models.md §lru, RotRNN §rotrnn
  * in its P basis): per complex channel c < C, h_t = lambda_c h_{t-1} + x_t with
  * lambda_c = exp(loga_c + i angle_c), loga <= 0, and h = 0 before a segment's first token.
  * Complex values are interleaved (re, im) pairs: x and h are [N, 2C] real rows, pair c at
@@ -122,7 +122,7 @@ typedef struct {
     const void *x;            /* [N, 2C] */
     void *h;                  /* [N, 2C] */
     void *states;             /* [f32] scratch of chunk_states_size(s, 1, C, 2) elements */
-    /* [f32][nseg, 2C] or NULL: the decoding state (docs/models.md §11). cscan_fwd writes each
+    /* [f32][nseg, 2C] or NULL: the decoding state (docs/models.md §decoding). cscan_fwd writes each
      * segment's state after its last token into it; cscan_step reads each row's state and
      * advances it by the row's token. */
     void *state;
@@ -140,7 +140,7 @@ typedef struct {
     int accumulate;
 } CScanGrads;
 
-/* The LRU's weights as the complex scan and two real matmuls read them (docs/models.md §13),
+/* The LRU's weights as the complex scan and two real matmuls read them (docs/models.md §lru),
  * from its [f32] parameters: loga = -exp(nu_log), angle = exp(theta_log); Bw [2N, d] with rows
  * 2c, 2c+1 = exp(gamma_log_c) (B_re[c,:], B_im[c,:]); Cw [d, 2N] with columns 2c, 2c+1 =
  * (C_re[:,c], -C_im[:,c]), so that Re(C h) = h Cw^T for h as [2N] interleaved reals. */
@@ -151,7 +151,7 @@ typedef struct {
     const void *C_re, *C_im;                    /* [f32][d, N] */
     void *loga, *angle;                         /* [f32][N] */
     void *Bw, *Cw;                              /* [2N, d], [d, 2N] */
-    /* bidirectional (docs/models.md §16): the reverse scan's readout C_re2, C_im2 made into
+    /* bidirectional (docs/models.md §block-dropout-bidirectional): the reverse scan's readout C_re2, C_im2 made into
      * Cw2 as C_re, C_im into Cw; all three NULL without */
     const void *C_re2, *C_im2;
     void *Cw2;
@@ -167,7 +167,7 @@ typedef struct {
     void *dC_re2, *dC_im2;
 } LruWeightGrads;
 
-/* RotRNN's weights in the basis of its rotations (docs/models.md §14), per head h < H of n
+/* RotRNN's weights in the basis of its rotations (docs/models.md §rotrnn), per head h < H of n
  * (even) state channels, from P_h = expm(M_h - M_h^T) and the [f32] parameters:
  * xi_h = sqrt((1 - gamma_h^2) / ||B_h||_F^2) with gamma_h = exp(-exp(gamma_log_h));
  * loga = -exp(gamma_log_h) and angle = theta_h for the n/2 channels of head h;
@@ -183,7 +183,7 @@ typedef struct {
     void *xi;              /* [f32][H], kept for the backward */
     void *loga, *angle;    /* [f32][H n/2] */
     void *Bw, *Cw;         /* [H n, d], [d, H n] */
-    /* bidirectional (docs/models.md §16): the reverse scan's readout C2 [f32][d, H n] made into
+    /* bidirectional (docs/models.md §block-dropout-bidirectional): the reverse scan's readout C2 [f32][d, H n] made into
      * Cw2 as C into Cw; both NULL without */
     const void *C2;
     void *Cw2;
@@ -200,7 +200,7 @@ typedef struct {
     void *dC2;
 } RotWeightGrads;
 
-/* A nonlinear recurrence over each segment (docs/models.md §17): h_t = act(W h_{t-1} + z_t),
+/* A nonlinear recurrence over each segment (docs/models.md §nonlinear-rnns): h_t = act(W h_{t-1} + z_t),
  * h before a segment's first token h0[seg] (0 without h0), z the precomputed input
  * projections. act is tanh, or modReLU with its own bias b: modReLU(a)_i = sign(a_i) relu(|a_i| + b_i). Row layout as
  * everywhere: a token's h is a row, so one step is h_t = act(h_{t-1} W^T + z_t). The state
@@ -214,10 +214,10 @@ typedef struct {
     const void *bias;  /* [f32][n] modReLU bias; NULL for tanh */
     const void *z;     /* [N, n] */
     void *h;           /* [N, n] */
-    /* [f32][nseg, n] or NULL: the decoding state (docs/models.md §11), as CScanArgs.state */
+    /* [f32][nseg, n] or NULL: the decoding state (docs/models.md §decoding), as CScanArgs.state */
     void *state;
     /* [f32][nseg, n] or NULL (zeros): each segment's initial state, carried from an earlier
-     * window (docs/models.md §19); it may not alias state */
+     * window (docs/models.md §carried-states); it may not alias state */
     const void *h0;
 } RnnArgs;
 
@@ -231,7 +231,7 @@ typedef struct {
     void *dW, *dbias;
 } RnnGrads;
 
-/* The LSTM recurrence over each segment (docs/models.md §18), PyTorch's gate order i, f, g, o:
+/* The LSTM recurrence over each segment (docs/models.md §lstm), PyTorch's gate order i, f, g, o:
  * a_t = z_t + h_{t-1} W^T (z the input projections plus biases), i, f, o = sigmoid, g = tanh
  * of their quarter of a_t, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h, c before a
  * segment's first token from h0, else 0. */
@@ -256,7 +256,7 @@ typedef struct {
     void *dW;          /* [f32][4n, n] */
 } LstmGrads;
 
-/* The nnRNN's recurrent matrix from its Schur form (docs/models.md §17): V = P (Lambda + T) P^T
+/* The nnRNN's recurrent matrix from its Schur form (docs/models.md §nonlinear-rnns): V = P (Lambda + T) P^T
  * with P orthogonal (orth_expm), Lambda block diagonal with the 2x2 blocks
  * gamma_i [[cos theta_i, -sin theta_i], [sin theta_i, cos theta_i]] and T the strictly lower
  * triangle of the parameter T (its other entries are not read). n even. */
@@ -335,7 +335,7 @@ typedef struct {
                                                                                               \
     /* ---- normalisation ---- */                                                             \
     /* x [N, G, C] -> y = x * rstd * w, rstd [f32][N*G]; w has G*C entries if w_per_group     \
-     * else C (shared by all groups). docs/models.md §1 RMSNorm. */                           \
+     * else C (shared by all groups). docs/models.md §backbone RMSNorm. */                           \
     X(void, rmsnorm_fwd,                                                                      \
       (void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,            \
        int w_per_group, double eps), (y, rstd, x, w, N, G, C, w_per_group, eps))              \
@@ -348,7 +348,7 @@ typedef struct {
       (void *dx, void *dw, const void *dy, const void *x, const void *w, const void *rstd,    \
        int64_t N, int G, int C, int w_per_group, int accumulate),                             \
       (dx, dw, dy, x, w, rstd, N, G, C, w_per_group, accumulate))                             \
-    /* LayerNorm of x [N, C] (docs/models.md §20): y = (x - mean) rstd w + b, mean and rstd   \
+    /* LayerNorm of x [N, C] (docs/models.md §zoology-shape): y = (x - mean) rstd w + b, mean and rstd   \
      * [f32][N] = 1/sqrt(var + eps) (the biased variance). Its backward: dx (=, or += if      \
      * accumulate); dw, db [f32] accumulate. */                                               \
     X(void, layernorm_fwd,                                                                    \
@@ -373,25 +373,25 @@ typedef struct {
     X(void, gate_mul_bwd,                                                                     \
       (void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,         \
        Activation act), (dx, dg, dout, x, g, n, act))                                         \
-    /* y = a + b over n values; y may be a or b (BaseConv's skip, docs/models.md §20). */      \
+    /* y = a + b over n values; y may be a or b (BaseConv's skip, docs/models.md §zoology-shape). */      \
     X(void, add, (void *y, const void *a, const void *b, int64_t n), (y, a, b, n))            \
     X(void, silu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
     X(void, silu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
     /* y = gelu(x) = x Phi(x), the exact (erf) form; the auto-encoder head (docs/models.md    \
-     * §12). */                                                                               \
+     * §autoencoder-head). */                                                                               \
     X(void, gelu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
     X(void, gelu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
-    /* Inverted dropout (docs/models.md §16) over x [N, C]: y = x keep / (1 - p), keep =      \
+    /* Inverted dropout (docs/models.md §block-dropout-bidirectional) over x [N, C]: y = x keep / (1 - p), keep =      \
      * dropout_keep(key, i, dropout_threshold(p)) of util/dropout_mask.h with i = n C + c     \
      * (T = 0), or i = (n / T) C + c (T > 0: one draw per channel of each row of T tokens).   \
      * y may be x. Its own backward: dx = dropout(dy) with the same arguments. */             \
     X(void, dropout, (void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p), \
       (y, x, N, C, T, key, p))                                                                \
     /* y = max(x, 0); dx = dy where x > 0, else 0 (dx may be dy): the pair classifier's MLP   \
-     * (docs/models.md §15). */                                                               \
+     * (docs/models.md §classification). */                                                               \
     X(void, relu_fwd, (void *y, const void *x, int64_t n), (y, x, n))                         \
     X(void, relu_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n))   \
-    /* The pair classifier's features (docs/models.md §15): x [2P, d] holds each pair's       \
+    /* The pair classifier's features (docs/models.md §classification): x [2P, d] holds each pair's       \
      * pooled u = x[2p], v = x[2p+1]; f [P, 4d] row p = [u, v, u*v, u-v] (LRA's NLI           \
      * interaction). The backward overwrites dx [2P, d]: du = df_0 + v df_2 + df_3,           \
      * dv = df_1 + u df_2 - df_3 (df_k the k-th d-wide block of df's row). */                 \
@@ -413,10 +413,10 @@ typedef struct {
       (dx, dw, db, dy, x, w, b, s, C, K, act))                                                \
     /* y[cu[s] + i, :] (=, or += if accumulate) x[cu[s+1] - 1 - i, :] for x, y [N, C]         \
      * (y != x): every segment in reverse time order (the bidirectional scan, docs/models.md  \
-     * §16). Its own backward: the reversal is its own inverse. */                            \
+     * §block-dropout-bidirectional). Its own backward: the reversal is its own inverse. */                            \
     X(void, segment_reverse, (void *y, const void *x, const Seqs *s, int C, int accumulate),  \
       (y, x, s, C, accumulate))                                                               \
-    /* FoX data-dependent shift (docs/models.md §4): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
+    /* FoX data-dependent shift (docs/models.md §fox): y_t = a_t x_{t-1} + (1-a_t) x_t with     \
      * a = sigmoid(a_logit) [N,H] per head, x [N,H,D], x_{-1} = 0 at a segment start. */      \
     X(void, shift_fwd,                                                                        \
       (void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D),             \
@@ -425,7 +425,7 @@ typedef struct {
       (void *dx, void *da_logit, const void *dy, const void *x, const void *a_logit,          \
        const Seqs *s, int H, int D), (dx, da_logit, dy, x, a_logit, s, H, D))                 \
                                                                                               \
-    /* ---- position embeddings (docs/models.md §5), half-split pairs (j, j+D/2) ---- */      \
+    /* ---- position embeddings (docs/models.md §position-embeddings), half-split pairs (j, j+D/2) ---- */      \
     /* angle [f32][N, D/2] = pos * theta^(-2j/D). */                                          \
     X(void, rope_angles, (void *angle, const Seqs *s, int D, double theta),                   \
       (angle, s, D, theta))                                                                   \
@@ -440,7 +440,7 @@ typedef struct {
        int H, int D, int per_head), (dx, dangle, dy, x, angle, N, H, D, per_head))            \
     X(void, selrope_fwd, (const SelRopeArgs *a), (a))                                         \
     X(void, selrope_bwd, (const SelRopeGrads *g), (g))                                        \
-    /* Weight-normalised per-head projection weight (docs/models.md §5 weight_norm):          \
+    /* Weight-normalised per-head projection weight (docs/models.md §position-embeddings weight_norm):          \
      * wn[h,:,j] = s[h] * w[h,:,j] / ||w[h,:,j]||, w [H, Din, P]. */                          \
     X(void, weightnorm_fwd, (void *wn, const void *w, const void *scale, int H, int Din, int P), \
       (wn, w, scale, H, Din, P))                                                              \
@@ -462,10 +462,10 @@ typedef struct {
       (y, x, n, normalizer))                                                                  \
     X(void, logsigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n, double normalizer), \
       (dx, dy, x, n, normalizer))                                                             \
-    /* y = sigmoid(x) [f32] (the delta rule's beta, docs/models.md §3, §3b); dy [f32]. */     \
+    /* y = sigmoid(x) [f32] (the delta rule's beta, docs/models.md §gated-deltanet, §deltanet); dy [f32]. */     \
     X(void, sigmoid_fwd, (void *y, const void *x, int64_t n), (y, x, n))                      \
     X(void, sigmoid_bwd, (void *dx, const void *dy, const void *x, int64_t n), (dx, dy, x, n)) \
-    /* The per-head decay of Gated DeltaNet (docs/models.md §3) and Mamba2 (§10): the time    \
+    /* The per-head decay of Gated DeltaNet (docs/models.md §gated-deltanet) and Mamba2 (§mamba2): the time    \
      * step dt = softplus(dt_raw + dt_bias) and the log decay g = -exp(A_log) dt [f32];       \
      * dt_raw [N,H], A_log and dt_bias [f32][H]. dt may be NULL (not kept: GDN). */           \
     X(void, decay_gates_fwd,                                                                  \
@@ -477,7 +477,7 @@ typedef struct {
       (void *ddt_raw, void *dA_log, void *ddt_bias, const void *ddt, const void *dg,          \
        const void *dt_raw, const void *A_log, const void *dt_bias, int64_t N, int H),         \
       (ddt_raw, dA_log, ddt_bias, ddt, dg, dt_raw, A_log, dt_bias, N, H))                     \
-    /* ---- Mamba2 (docs/models.md §10) ---- */                                               \
+    /* ---- Mamba2 (docs/models.md §mamba2) ---- */                                               \
     /* y[n,h,:] = s[n,h] x[n,h,:] with s [f32][N,H]; x, y [N,H,D]. */                         \
     X(void, head_scale_fwd, (void *y, const void *x, const void *s, int64_t N, int H, int D), \
       (y, x, s, N, H, D))                                                                     \
@@ -500,7 +500,7 @@ typedef struct {
     X(void, group_bcast_bwd, (void *dsrc, const void *dout, int64_t N, int H, int G, int K),  \
       (dsrc, dout, N, H, G, K))                                                               \
                                                                                               \
-    /* ---- LRU and RotRNN (docs/models.md §13, §14) ---- */                                  \
+    /* ---- LRU and RotRNN (docs/models.md §lru, §rotrnn) ---- */                                  \
     X(void, cscan_fwd, (const CScanArgs *a), (a))                                             \
     X(void, cscan_bwd, (const CScanGrads *g), (g))                                            \
     X(void, lru_weights_fwd, (const LruWeights *w), (w))                                      \
@@ -515,14 +515,14 @@ typedef struct {
     X(void, rotrnn_weights_fwd, (const RotWeights *w), (w))                                   \
     X(void, rotrnn_weights_bwd, (const RotWeightGrads *g), (g))                               \
                                                                                               \
-    /* ---- nonlinear RNNs: tanh/modReLU RNN, expRNN, nnRNN, LSTM (docs/models.md §17, §18) ---- */ \
+    /* ---- nonlinear RNNs: tanh/modReLU RNN, expRNN, nnRNN, LSTM (docs/models.md §nonlinear-rnns, §lstm) ---- */ \
     X(void, rnn_fwd, (const RnnArgs *a), (a))                                                 \
     X(void, rnn_bwd, (const RnnGrads *g), (g))                                                \
     X(void, lstm_fwd, (const LstmArgs *a), (a))                                               \
     X(void, lstm_bwd, (const LstmGrads *g), (g))                                              \
     X(void, nnrnn_weights_fwd, (const NnrnnWeights *w), (w))                                  \
     X(void, nnrnn_weights_bwd, (const NnrnnWeightGrads *g), (g))                              \
-    /* EURNN's recurrent matrix W [f32][n, n] = R_{L-1} ... R_1 R_0 (§17): R_l rotates the rows \
+    /* EURNN's recurrent matrix W [f32][n, n] = R_{L-1} ... R_1 R_0 (§nonlinear-rnns): R_l rotates the rows \
      * of each pair of layer l (eurnn_layer_pairs), (x_p, x_q) -> (c x_p - s x_q, s x_p + c x_q), \
      * by its angle of theta [f32], eurnn_angles(n, L) of them, layer after layer. */         \
     X(void, eurnn_weights_fwd, (void *W, const void *theta, int n, int L), (W, theta, n, L))  \
@@ -531,7 +531,7 @@ typedef struct {
     X(void, eurnn_weights_bwd, (void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n, int L), \
       (dtheta, dW, W, theta, work, n, L))                                                     \
     /* Returns coef sum_i (w_i - target)^2 over n [f32] values (fp64, on the host); g [f32]   \
-     * += its gradient 2 coef (w - target) when g is not NULL. The nnRNN's penalties (§17). */ \
+     * += its gradient 2 coef (w - target) when g is not NULL. The nnRNN's penalties (§nonlinear-rnns). */ \
     X(double, l2_penalty, (void *g, const void *w, int64_t n, double target, double coef),    \
       (g, w, n, target, coef))                                                                \
                                                                                               \
@@ -543,7 +543,7 @@ typedef struct {
     X(void, fox_fwd, (const AttnArgs *a), (a))                                                \
     X(void, fox_bwd, (const AttnGrads *g), (g))                                               \
                                                                                               \
-    /* ---- decoding (docs/models.md §11) ---- */                                             \
+    /* ---- decoding (docs/models.md §decoding) ---- */                                             \
     /* tail[seg, j, :] = x[cu[seg+1] - W + j, :] for j < W, zero where that is before the     \
      * segment's start: the last W rows of each segment; x [N,C], tail [nseg, W, C], [f32]    \
      * elements if f32 else [act]. */                                                         \
@@ -604,14 +604,14 @@ typedef struct {
     X(double, sumsq, (const void *x, int64_t n), (x, n))                                      \
     /* x *= s over n [f32] values. */                                                         \
     X(void, scale, (void *x, int64_t n, double s), (x, n, s))                                 \
-    /* AdamW on [f32] master weights w with moments m, v, gradient g (docs/models.md §7),     \
+    /* AdamW on [f32] master weights w with moments m, v, gradient g (docs/models.md §training-recipe),     \
      * step t >= 1; w_act, when not NULL, receives the updated weights as [act] in the same   \
      * pass. */                                                                               \
     X(void, adamw,                                                                            \
       (void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,           \
        double beta1, double beta2, double eps, double weight_decay, int64_t t),               \
       (w, w_act, m, v, g, n, lr, beta1, beta2, eps, weight_decay, t))                         \
-    /* RMSprop as torch.optim.RMSprop without momentum, not centered (docs/models.md §7), on  \
+    /* RMSprop as torch.optim.RMSprop without momentum, not centered (docs/models.md §training-recipe), on  \
      * [f32] master weights w with square average sq and gradient g; w_act as for adamw. */   \
     X(void, rmsprop_update,                                                                   \
       (void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,     \

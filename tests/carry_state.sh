@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train.carry_state (docs/models.md §19): truncated backpropagation through time with the
+# train.carry_state (docs/models.md §carried-states): truncated backpropagation through time with the
 # recurrent state carried across windows, on a generated text read as 8 streams.
 #  - A checkpoint holds every stream's state (carry_state.safetensors [8, width]); resuming
 #    from it gives the losses, validations and final weights and states of the straight run

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sequence classifier (docs/models.md §15) learns on real data: a tiny GLA with the linear
+# The sequence classifier (docs/models.md §classification) learns on real data: a tiny GLA with the linear
 # pixel encoder and mean pooling, 100 steps of 16 sequential Fashion-MNIST images (Debian's
 # dataset-fashion-mnist, installed by scripts/setup.sh) brings the loss on 256 held-out images
 # from chance (ln 10 = 2.30) to below 2.1. About 20 s on 2 cores; skipped without the data.

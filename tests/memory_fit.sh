@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/models.md §6-7 on an 80 GB GPU: every 370M config at its micro-batch x 4096 tokens fits, by
+# docs/models.md §named-configurations, §training-recipe on an 80 GB GPU: every 370M config at its micro-batch x 4096 tokens fits, by
 # the model's own accounting of its device buffers (`rotor info`, the CUDA backend's element
 # sizes: bf16 activations, fp32 master weights, gradients and AdamW moments) with 8 GiB left
 # for the CUDA context, cuBLASLt's workspace and the kernels' scratch; and the accounting

@@ -30,7 +30,7 @@ static int64_t longest_segment(const Seqs *s) {
     return len;
 }
 
-/* GLA: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = scale q_t S_t (docs/models.md §2). */
+/* GLA: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = scale q_t S_t (docs/models.md §gla). */
 void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const real *g,
                    const Seqs *s, int H, int K, int V, double scale) {
     double *S = rt_malloc(sizeof(double) * K * V);
@@ -214,7 +214,7 @@ void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const re
     rt_free(kSp);
 }
 
-/* FoX: explicit masked softmax over each segment (docs/models.md §4). */
+/* FoX: explicit masked softmax over each segment (docs/models.md §fox). */
 static void fox_probs(double *P, const real *q, const real *k, const real *logf, int64_t n0,
                       int64_t len, int h, int H, int D, double scale) {
     double *c = rt_malloc(sizeof(double) * (size_t)len);
@@ -298,7 +298,7 @@ void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, 
         }
 }
 
-/* ---- the LRU / RotRNN scan (docs/models.md §13, §14) ---- */
+/* ---- the LRU / RotRNN scan (docs/models.md §lru, §rotrnn) ---- */
 
 static double complex eig(const real *loga, const real *angle, int c) {
     return cexp((double)loga[c] + I * (double)angle[c]);

@@ -17,7 +17,7 @@ void naive_gdn_fwd(real *o, const real *q, const real *k, const real *v, const r
 void naive_gdn_bwd(real *dq, real *dk, real *dv, real *dbeta, real *dg, const real *dout,
                    const real *q, const real *k, const real *v, const real *beta, const real *g,
                    const Seqs *s, int H, int K, int V, double scale);
-/* FoX attention by its definition (docs/models.md §4); logf NULL: no forget gate (the
+/* FoX attention by its definition (docs/models.md §fox); logf NULL: no forget gate (the
  * Transformer), and naive_fox_bwd then leaves dlogf alone. */
 void naive_fox_fwd(real *o, const real *q, const real *k, const real *v, const real *logf,
                    const Seqs *s, int H, int D, double scale);
@@ -25,7 +25,7 @@ void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, 
                    const real *k, const real *v, const real *logf, const Seqs *s, int H, int D,
                    double scale);
 
-/* The complex diagonal recurrence of the LRU and RotRNN (docs/models.md §13, §14):
+/* The complex diagonal recurrence of the LRU and RotRNN (docs/models.md §lru, §rotrnn):
  * h_t = exp(loga + i angle) h_{t-1} + x_t per complex channel, pairs (re, im) interleaved in
  * x, h [N, 2C], token by token; and its backpropagation through time (dx, dloga, dangle
  * overwrite). */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# model.gamma_clamp (docs/models.md §17, the nnRNN supplement's Table 7): 40 RMSprop steps of the
+# model.gamma_clamp (docs/models.md §nonlinear-rnns, the nnRNN supplement's Table 7): 40 RMSprop steps of the
 # short copy task with the eigenvalue moduli clamped at 0.958 leave every gamma_i at 0.958 (as
 # float32) while the run learns (T moves off zero); without the clamp the same run moves gamma
 # off its initial 1. Under a second on one core.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The 370M configs have the parameter counts of docs/models.md §6 (gla ~375M, gdn ~400M, fox ~374M,
+# The 370M configs have the parameter counts of docs/models.md §named-configurations (gla ~375M, gdn ~400M, fox ~374M,
 # fox-pro ~381M, transformer ~374M, deltanet ~374M, mamba2 ~382M, lru ~374M, rotrnn ~377M), and every config's count equals a closed-form count written here
 # independently of the C parameter table.
 set -euo pipefail
@@ -22,14 +22,14 @@ def pe(name, H, dk):
     if "pg" in name: n += d * H + H
     return n
 def layer(name):
-    if name.startswith("mamba2"):  # docs/models.md §10: no MLP, one norm per block
+    if name.startswith("mamba2"):  # docs/models.md §mamba2: no MLP, one norm per block
         I, P, N, G = 2 * d, 64, 128, 1
         H, conv = I // P, I + 2 * G * N
         return d * (I + conv + H) + conv * 4 + conv + 3 * H + I + I * d - d
-    if name.startswith("lru"):  # docs/models.md §13: nu, theta, gamma [N]; B_re, B_im, C_re, C_im; D
+    if name.startswith("lru"):  # docs/models.md §lru: nu, theta, gamma [N]; B_re, B_im, C_re, C_im; D
         N = 1024
         return 3 * N + 4 * N * d + d + mlp(4)
-    if name.startswith("rotrnn"):  # §14: theta [H, n/2], gamma [H], M [H, n, n], B [N, d], C [d, N], D
+    if name.startswith("rotrnn"):  # §rotrnn: theta [H, n/2], gamma [H], M [H, n, n], B [N, d], C [d, N], D
         N, H = 2048, 32
         n = N // H
         return H * n // 2 + H + H * n * n + 2 * N * d + d + mlp(4)

@@ -34,7 +34,7 @@ static void window_of(const int32_t *src, int B, int T, int Tw, int w, int32_t *
 }
 
 /* The batch as `windows` windows of T / windows tokens per row, each from the states the previous
- * left (docs/models.md §19; one window: the rows whole): the logits of every position (not for
+ * left (docs/models.md §carried-states; one window: the rows whole): the logits of every position (not for
  * a classifier, whose logits the forward of b leaves), and with grad_scale > 0 the gradients.
  * Returns the summed loss over the labels. */
 static double run_windows(Model *m, const Batch *b, int windows, double grad_scale, real *logits) {
@@ -167,7 +167,7 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
 
 /* The model of each config under NoPE, RoPE and, where the config's own position embedding is
  * Selective RoPE, each of its (phase gate, bias) combinations at the config's other Selective
- * RoPE settings: Table 2's four Selective rows (docs/models.md §5). A config may carry keys
+ * RoPE settings: Table 2's four Selective rows (docs/models.md §position-embeddings). A config may carry keys
  * after commas, CONFIG.ini,section.key=value,...: the model of a sweep's setting (a case named
  * CONFIG+value+value-PE). */
 static void write_config_cases(const char *outdir, char **configs, int n) {
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
                 snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                 write_case(dir, &c, 100 + (uint64_t)n++, 1);
                 printf("%s\n", dir);
-                /* the lra block and bidirectional scans (docs/models.md §16) on the LRU and RotRNN,
+                /* the lra block and bidirectional scans (docs/models.md §block-dropout-bidirectional) on the LRU and RotRNN,
                  * both options: the lra block under the LM head, and bidirectional classifiers
                  * with the lra block (mean pooling) and the prenorm block (last pooling) */
                 if (c.mixer == MIXER_LRU || c.mixer == MIXER_ROTRNN) {
@@ -245,14 +245,14 @@ int main(int argc, char **argv) {
                     }
                 }
                 /* the recurrent cells run as two windows of 35 with carried states (docs/models.md
-                 * §19: truncated BPTT), in the option's block (documents are not masked) */
+                 * §carried-states: truncated BPTT), in the option's block (documents are not masked) */
                 if (!c.doc_mask && family_carries(family_of(c.mixer))) {
                     ModelConfig h = c;
                     snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
                     write_case(dir, &h, 3000 + (uint64_t)n, 2);
                     printf("%s\n", dir);
                 }
-                /* the other heads (docs/models.md §12, §15) on the first option of GLA and FoX:
+                /* the other heads (docs/models.md §autoencoder-head, §classification) on the first option of GLA and FoX:
                  * the auto-encoder; the classifier with mean pooling and the linear input
                  * encoder, and with last pooling; the pair classifier (LRA's dual encoder) with
                  * each interaction */
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
                     printf("%s\n", dir);
                 }
             }
-    /* the hybrids of model.mixers and model.mlp (docs/models.md §20) on three GLA layers */
+    /* the hybrids of model.mixers and model.mlp (docs/models.md §zoology-shape) on three GLA layers */
     for (int hy = 0; hy < N_HYBRIDS; hy++)
         for (int k = 0; k < N_PE_VARIANTS; k++) {
             if (hy && k != 0 && k != 3) continue;

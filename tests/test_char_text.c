@@ -264,7 +264,7 @@ static void test_task_source(void) {
     rt_free(d);
 }
 
-/* Carried-state streams (docs/models.md §19): over a pass, every symbol after the first is a
+/* Carried-state streams (docs/models.md §carried-states): over a pass, every symbol after the first is a
  * label exactly once; each window of a stream continues its previous window (its first input is
  * that window's last label); through data.train = task with 2 ranks, each rank reads its
  * streams' windows, `continues` is 0 exactly on a pass's first window, and the stream count is

@@ -358,7 +358,7 @@ static void test_roundtrip_mamba2(void) {
     roundtrip(&c, "mamba2 two groups");
 }
 
-/* The other model shapes (docs/models.md §12, §15): their parameters and config.json keys. */
+/* The other model shapes (docs/models.md §autoencoder-head, §classification): their parameters and config.json keys. */
 static void test_roundtrip_heads(void) {
     ModelConfig c = tu_tiny_model(MIXER_GLA, 2);
     c.head = HEAD_CLASSIFIER;
@@ -376,7 +376,7 @@ static void test_roundtrip_heads(void) {
     c = tu_tiny_model(MIXER_FOX, 2);
     c.head = HEAD_AUTOENCODER;
     roundtrip(&c, "fox autoencoder");
-    /* the lra block with dropout, bidirectional (docs/models.md §16): the GLU and reverse readouts */
+    /* the lra block with dropout, bidirectional (docs/models.md §block-dropout-bidirectional): the GLU and reverse readouts */
     static const MixerKind lin[] = {MIXER_LRU, MIXER_ROTRNN};
     for (int i = 0; i < 2; i++) {
         c = tu_tiny_model(lin[i], 2);
@@ -388,7 +388,7 @@ static void test_roundtrip_heads(void) {
         c.bidirectional = 1;
         roundtrip(&c, i ? "rotrnn lra block, bidirectional classifier" : "lru lra block, bidirectional classifier");
     }
-    /* the hybrids (docs/models.md §20): Zoology's GLA with its embedding dropout, and the others */
+    /* the hybrids (docs/models.md §zoology-shape): Zoology's GLA with its embedding dropout, and the others */
     for (int k = 0; k < N_HYBRIDS; k++) {
         c = tu_tiny_model(MIXER_GLA, 3);
         apply_hybrid(&c, k);
@@ -1118,7 +1118,7 @@ static void test_hf_roundtrip(void) {
     json_object_del(j, "rotor_pair");
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
     json_decref(j);
-    /* the block keys (docs/models.md §16), then broken ones */
+    /* the block keys (docs/models.md §block-dropout-bidirectional), then broken ones */
     c = hf_case(MIXER_LRU, 0);
     c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2, c.bidirectional = 1;
     j = hf_config_to_json(&c);
@@ -1136,7 +1136,7 @@ static void test_hf_roundtrip(void) {
     json_object_del(j, "rotor_head");
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
     json_decref(j);
-    /* Zoology's shape (docs/models.md §20): the hybrid's keys round trip, BaseConv's taps among
+    /* Zoology's shape (docs/models.md §zoology-shape): the hybrid's keys round trip, BaseConv's taps among
      * them; a broken count is refused, an absent one is Zoology's 3 */
     c = hf_case(MIXER_GLA, 0);
     apply_hybrid(&c, 2);
@@ -1151,7 +1151,7 @@ static void test_hf_roundtrip(void) {
     json_object_del(j, "rotor_base_conv_kernel");
     CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.base_conv_kernel == 3);
     json_decref(j);
-    /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §13, §14) */
+    /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §lru, §rotrnn) */
     static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",
                                                                                   "RotRNNForCausalLM"};
     for (int i = 0; i < 2; i++) {
@@ -1169,7 +1169,7 @@ static void test_hf_roundtrip(void) {
         CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, i ? "gamma_max < 1" : "r_max < 1"));
         json_decref(j);
     }
-    /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §17, §18) */
+    /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §nonlinear-rnns, §lstm) */
     for (int k = MIXER_RNN; k <= MIXER_EURNN; k++) {
         const char *name = mixer_name((MixerKind)k);
         c = hf_case((MixerKind)k, 0);

@@ -263,7 +263,7 @@ static void test_impossible_shapes(void) {
     expect_error("[model]\ntype = gla\nexpand_k = 1e30\n", set, "model.expand_k", "2^24", NULL);
     expect_error("[model]\ntype = gated_deltanet\nkey_head_dim = 2000000000\n", set, "model.num_heads", "2^24", NULL);
     expect_error("[model]\nintermediate_size = 2000000000\n", set, "model.intermediate_size", NULL);
-    /* The block keys (docs/models.md §16): a probability, a reverse scan only where there is one
+    /* The block keys (docs/models.md §block-dropout-bidirectional): a probability, a reverse scan only where there is one
      * and the head reads whole sequences. */
     expect_error("[model]\ndropout = 1\n", set, "model.dropout", NULL);
     expect_error("[model]\ntype = gla\nbidirectional = true\nhead = classifier\n", set, "model.bidirectional",

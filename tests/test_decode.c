@@ -1,4 +1,4 @@
-/* Decoding (docs/models.md §11) against the full forward pass: for every mixer x option x
+/* Decoding (docs/models.md §decoding) against the full forward pass: for every mixer x option x
  * position embedding, the logits of a prefill and then one token at a time equal those of
  * one forward pass over the same tokens, position by position. Three rows decode together:
  * a prompt that crosses a chunk boundary, a one-token prompt, and a prompt of exactly one

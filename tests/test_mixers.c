@@ -1,6 +1,6 @@
 /* Chunked/blockwise mixers equal their naive recurrent references, forward and backward,
- * on segments whose lengths are not multiples of the chunk size (docs/models.md §2-4, and the
- * gateless attention of the Transformer, §4b). Built twice:
+ * on segments whose lengths are not multiples of the chunk size (docs/models.md §gla, §gated-deltanet, §deltanet, §fox, and the
+ * gateless attention of the Transformer, §transformer). Built twice:
  * fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
 #include <string.h>
 
@@ -69,7 +69,7 @@ static void test_gla_chunked_weak_decay(void) { gla_case(-0.05, -0.002, 0, 7); }
 /* Gates down to e^-30 per token: the chunked form must stay finite and exact. */
 static void test_gla_chunked_strong_decay(void) { gla_case(-30.0, 0.0, 0, 2); }
 
-/* One log decay per head (Mamba2, docs/models.md §10): typical, weak and strong decays. */
+/* One log decay per head (Mamba2, docs/models.md §mamba2): typical, weak and strong decays. */
 static void test_gla_per_head(void) {
     gla_case(-1.0, -0.001, 1, 11);
     gla_case(-0.05, -0.002, 1, 12);
@@ -162,11 +162,11 @@ static void test_fox_blockwise_weak_forgetting(void) { fox_case(1, -0.05, 9); }
 static void test_transformer_blockwise_equals_naive(void) { fox_case(0, 0, 10); }
 
 
-/* ---- the LRU / RotRNN scan (docs/models.md §13, §14) ---- */
+/* ---- the LRU / RotRNN scan (docs/models.md §lru, §rotrnn) ---- */
 
 /* The chunked scan against the token-by-token recurrence, forward and backward, with
  * eigenvalue moduli exp(loga) for loga in [alo, ahi] and angles in [-pi, pi]; then one
- * cscan_step per token from the rows' states equals the forward (decoding, §11), and the
+ * cscan_step per token from the rows' states equals the forward (decoding, §decoding), and the
  * forward's final states equal the steps'. */
 static void cscan_case(double alo, double ahi, uint64_t seed) {
     Rng r;

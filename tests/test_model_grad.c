@@ -1,5 +1,5 @@
 /* Whole-model finite-difference gradient checks in double precision: every parameter of
- * every mixer x position-embedding option (docs/models.md §1-5), with a sequence length that is not
+ * every mixer x position-embedding option of docs/models.md, with a sequence length that is not
  * a multiple of the chunk size, with and without document masking. */
 #include <math.h>
 #include <string.h>
@@ -19,14 +19,14 @@ typedef struct {
 } Probe;
 
 /* With dropout every forward drops with the same masks (a fixed stream): the loss is then a
- * smooth function of the weights (docs/models.md §16). */
+ * smooth function of the weights (docs/models.md §block-dropout-bidirectional). */
 static double probe_loss(void *ctx) {
     Probe *p = ctx;
     model_set_dropout_stream(p->m, 5, 0);
     return model_forward(p->m, &p->b, 0.0f, NULL) * p->inv_valid;
 }
 
-/* modReLU (expRNN, nnRNN, docs/models.md §17) jumps by 2b at 0 for a bias b > 0 and has kinks
+/* modReLU (expRNN, nnRNN, docs/models.md §nonlinear-rnns) jumps by 2b at 0 for a bias b > 0 and has kinks
  * at |a| = -b otherwise: the check moves its biases to [-0.1, -0.05], where it is continuous,
  * and takes a small step, so that a finite difference rarely crosses a kink among the
  * thousands of units. Returns whether the model has modReLU biases. */
@@ -111,7 +111,7 @@ static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0, check_mod
 static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1, check_model); }
 /* the LRU, RotRNN and the nonlinear RNNs, both options in one test each: run_variant_tests */
 
-/* The nnRNN's penalties through model_penalty (docs/models.md §17), as the trainer adds them:
+/* The nnRNN's penalties through model_penalty (docs/models.md §nonlinear-rnns), as the trainer adds them:
  * the gradient it adds equals the finite differences of the value it returns, in every
  * parameter (zero outside gamma and T), with gamma and T moved away from their init (ones,
  * zeros) so that both terms are non-zero. */
@@ -146,7 +146,7 @@ static void test_penalty(void) {
     model_free(m);
 }
 
-/* The auto-encoder head (docs/models.md §12) on two mixers and position embeddings. */
+/* The auto-encoder head (docs/models.md §autoencoder-head) on two mixers and position embeddings. */
 static void test_autoencoder(void) {
     static const MixerKind kinds[] = {MIXER_GLA, MIXER_FOX};
     for (int i = 0; i < 2; i++) {
@@ -160,7 +160,7 @@ static void test_autoencoder(void) {
     }
 }
 
-/* The classifier head (docs/models.md §15), mean and last pooling, with the linear input
+/* The classifier head (docs/models.md §classification), mean and last pooling, with the linear input
  * encoder on the mean-pooled one. */
 static void test_classifier(void) {
     for (int last = 0; last < 2; last++) {
@@ -179,8 +179,8 @@ static void test_classifier(void) {
     }
 }
 
-/* The block of docs/models.md §16: the lra block and dropout (element and channel masks, fixed
- * by the stream; also the embedding's dropout of §20) on the LRU, RotRNN, GLA and Mamba2, and
+/* The block of docs/models.md §block-dropout-bidirectional: the lra block and dropout (element and channel masks, fixed
+ * by the stream; also the embedding's dropout of §zoology-shape) on the LRU, RotRNN, GLA and Mamba2, and
  * the bidirectional LRU and RotRNN under the
  * classifier (rows of 70 and 45 tokens, so that the reverse scan starts at each sequence's
  * last token, not in its pads), with and without documents. */
@@ -195,7 +195,7 @@ static void test_block(void) {
         {MIXER_LRU, BLOCK_LRA, 0, 0, DROPOUT_ELEMENT, 0, 0},
         {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 0, 1},
         {MIXER_GLA, BLOCK_PRENORM, 0.25, 0, DROPOUT_ELEMENT, 0, 0},
-        {MIXER_GLA, BLOCK_PRENORM, 0, 0.25, DROPOUT_ELEMENT, 0, 0},  /* the embedding's alone (§20) */
+        {MIXER_GLA, BLOCK_PRENORM, 0, 0.25, DROPOUT_ELEMENT, 0, 0},  /* the embedding's alone (§zoology-shape) */
         {MIXER_MAMBA2, BLOCK_PRENORM, 0.25, 0.25, DROPOUT_CHANNEL, 0, 0},
         {MIXER_LRU, BLOCK_LRA, 0.25, 0, DROPOUT_ELEMENT, 1, 0},
         {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 1, 1},
@@ -220,7 +220,7 @@ static void test_block(void) {
     }
 }
 
-/* The pair classifier (docs/models.md §15, LRA's dual encoder): both interactions, mean and
+/* The pair classifier (docs/models.md §classification, LRA's dual encoder): both interactions, mean and
  * last pooling. */
 static void test_pair_classifier(void) {
     for (int nli = 0; nli < 2; nli++) {
@@ -240,7 +240,7 @@ static void test_pair_classifier(void) {
     }
 }
 
-/* Dropout acts only where it should (docs/models.md §16): a scoring forward (grad_scale 0) of a
+/* Dropout acts only where it should (docs/models.md §block-dropout-bidirectional): a scoring forward (grad_scale 0) of a
  * model with dropout gives the loss of the same model without it, a training forward another;
  * a bidirectional classifier does not see the pads after a sequence's labeled last token. */
 static void test_block_passes(void) {
@@ -272,7 +272,7 @@ static void test_block_passes(void) {
     model_free(m);
 }
 
-/* Carried states (docs/models.md §19): a window run from the state the previous window left
+/* Carried states (docs/models.md §carried-states): a window run from the state the previous window left
  * gives the log-probabilities of the two windows run whole, and the gradient of a carried
  * window (its initial states fixed: truncated BPTT) matches finite differences, for the nnRNN
  * in the papers' shape and a two-layer LSTM in pre-norm blocks. */

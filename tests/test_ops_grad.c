@@ -765,7 +765,7 @@ static void logsigmoid_ref(Op *o, real *ref) {
 
 static const OpDef LOGSIGMOID = {.size = sizeof(Unary), .build = unary_build, .fwd = logsigmoid_fwd, .bwd = logsigmoid_bwd, .ref = logsigmoid_ref};
 
-/* Dropout (docs/models.md §16), L = wo . dropout(x): dx = dropout(wo) with the same key (the op
+/* Dropout (docs/models.md §block-dropout-bidirectional), L = wo . dropout(x): dx = dropout(wo) with the same key (the op
  * is its own backward) against finite differences; the mask is deterministic, keeps about
  * 1 - p of the elements (within 5 sigma), scales them by 1/(1 - p), and in channel mode is the
  * same at every token of a row of T and differs between rows. */
@@ -828,7 +828,7 @@ static void dropout_extra(Op *o) {
 
 static const OpDef DROPOUT = {.size = sizeof(Dropout), .build = dropout_build, .fwd = dropout_fwd, .bwd = dropout_bwd, .extra = dropout_extra};
 
-/* segment_reverse (docs/models.md §16): every segment turned around, its accumulating form, and
+/* segment_reverse (docs/models.md §block-dropout-bidirectional): every segment turned around, its accumulating form, and
  * being its own adjoint: wo . rev(x) = rev(wo) . x. */
 static void test_segment_reverse(void) {
     Rng r;
@@ -855,7 +855,7 @@ static void test_segment_reverse(void) {
     tu_seqs_free(&ts);
 }
 
-/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §15): values and dx. */
+/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §classification): values and dx. */
 typedef struct {
     Op o;
     Tensor *x, *f;
@@ -893,7 +893,7 @@ static void pair_nli_extra(Op *o) {
 
 static const OpDef PAIR_FEATURES = {.size = sizeof(PairNli), .build = pair_nli_build, .fwd = pair_nli_fwd, .bwd = pair_nli_bwd, .extra = pair_nli_extra};
 
-/* The per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §3, §10): dt =
+/* The per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §gated-deltanet, §mamba2): dt =
  * softplus(dt_raw + dt_bias), g = -exp(A_log) dt; both outputs, or g alone when dt is not kept
  * (GDN: dt NULL, ddt NULL). */
 typedef struct {
@@ -1231,7 +1231,7 @@ static void rotate_ref(Op *o, real *ref) {
 
 static const OpDef ROTATE = {.size = sizeof(Rotate), .build = rotate_build, .fwd = rotate_fwd, .bwd = rotate_bwd, .ref = rotate_ref};
 
-/* Selective RoPE's angles (docs/models.md §5): Phi = per-segment cumsum of (phi + exp(bias))
+/* Selective RoPE's angles (docs/models.md §position-embeddings): Phi = per-segment cumsum of (phi + exp(bias))
  * times sigmoid(gate_logit), angle = temp Phi. */
 typedef struct {
     Op o;
@@ -1296,7 +1296,7 @@ static void sel_angles_extra(Op *o) {
 
 static const OpDef SELROPE_ANGLES = {.size = sizeof(SelAngles), .build = sel_angles_build, .fwd = sel_angles_fwd, .bwd = sel_angles_bwd, .extra = sel_angles_extra};
 
-/* The fused op (docs/models.md §5 steps 3-8), L = wq . qo + wk . ko; without conv_w the first
+/* The fused op (docs/models.md §position-embeddings steps 3-8), L = wq . qo + wk . ko; without conv_w the first
  * difference, without bias or gate their gradients untouched. */
 typedef struct {
     Op o;
@@ -1581,7 +1581,7 @@ static const OpDef FOX = {.size = sizeof(Fox), .build = fox_build, .fwd = fox_fw
 
 /* ------------------------------------------------- LRU and RotRNN ---- */
 
-/* The complex scan (docs/models.md §13, §14), L = wo . h; weak decays (|lambda| in
+/* The complex scan (docs/models.md §lru, §rotrnn), L = wo . h; weak decays (|lambda| in
  * [e^-0.05, e^-0.002]) so that states carried across chunks matter, angles in [-pi, pi]. */
 typedef struct {
     Op o;
@@ -1620,7 +1620,7 @@ static void cscan_bwd(Op *o) {
 static const OpDef CSCAN = {.size = sizeof(CScan), .build = cscan_build, .fwd = cscan_fwd, .bwd = cscan_bwd};
 
 /* The LRU's weight op, every output probed; C_re2, C_im2: the bidirectional layer's reverse
- * readout (docs/models.md §16). */
+ * readout (docs/models.md §block-dropout-bidirectional). */
 typedef struct {
     Op o;
     Tensor *nu, *th, *gl, *Br, *Bi, *Cr, *Ci, *Cr2, *Ci2, *loga, *angle, *Bw, *Cw, *Cw2;
@@ -1775,7 +1775,7 @@ static void basis_bwd(Basis *b) {
     if (b->M) cpu_orth_expm_bwd(b->M->d, b->dP, b->M->v, NULL, b->H, b->n);
 }
 
-/* RotRNN's weight op (every output probed, C2 the reverse readout of §16). */
+/* RotRNN's weight op (every output probed, C2 the reverse readout of §block-dropout-bidirectional). */
 typedef struct {
     Op o;
     Basis b;
@@ -1871,8 +1871,8 @@ static void check_steps(Op *o, Stepper st) {
     FREE_ALL(hs, state, final);
 }
 
-/* The nonlinear recurrence (docs/models.md §17), tanh or modReLU, over the segments, from zero
- * or (h0) carried initial states (§19). The modReLU bias accumulates its gradient; tanh has
+/* The nonlinear recurrence (docs/models.md §nonlinear-rnns), tanh or modReLU, over the segments, from zero
+ * or (h0) carried initial states (§carried-states). The modReLU bias accumulates its gradient; tanh has
  * none and leaves dbias alone. */
 typedef struct {
     Op o;
@@ -1928,7 +1928,7 @@ static void rnn_extra(Op *o) {
 
 static const OpDef RNN = {.size = sizeof(Rnn), .build = rnn_build, .fwd = rnn_fwd, .bwd = rnn_bwd, .extra = rnn_extra};
 
-/* The LSTM recurrence (docs/models.md §18), from zero or (h0) carried (h, c) states. */
+/* The LSTM recurrence (docs/models.md §lstm), from zero or (h0) carried (h, c) states. */
 typedef struct {
     Op o;
     Tensor *z, *W, *h;
@@ -1986,7 +1986,7 @@ static void lstm_extra(Op *o) {
 
 static const OpDef LSTM = {.size = sizeof(Lstm), .build = lstm_build, .fwd = lstm_fwd, .bwd = lstm_bwd, .extra = lstm_extra};
 
-/* Carrying the state (docs/models.md §19): each segment run as two windows, the second from
+/* Carrying the state (docs/models.md §carried-states): each segment run as two windows, the second from
  * the first's final state, equals the segment run whole (the second window's h and final
  * state), for the RNN (lstm = 0) and the LSTM (lstm = 1). */
 static const int SPLIT_A[] = {35, 1, 16, 65}, SPLIT_B[] = {35, 2, 17, 65};
@@ -2038,7 +2038,7 @@ static void test_carry_split(void) {
     carry_split_case(1);
 }
 
-/* The nnRNN's Schur form V = P (Lambda + T) P^T (docs/models.md §17), P from its basis. */
+/* The nnRNN's Schur form V = P (Lambda + T) P^T (docs/models.md §nonlinear-rnns), P from its basis. */
 typedef struct {
     Basis b;
     Tensor *gamma, *theta, *T;
@@ -2123,7 +2123,7 @@ static void nn_w_extra(Op *o) {
 
 static const OpDef NNRNN_WEIGHTS = {.size = sizeof(NnW), .build = nn_w_build, .fwd = nn_w_fwd, .bwd = nn_w_bwd, .extra = nn_w_extra};
 
-/* EURNN's W = R_{L-1} ... R_0 from its angles (docs/models.md §17). */
+/* EURNN's W = R_{L-1} ... R_0 from its angles (docs/models.md §nonlinear-rnns). */
 typedef struct {
     Op o;
     Tensor *theta, *W;

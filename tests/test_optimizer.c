@@ -1,4 +1,4 @@
-/* The training recipe pieces of docs/models.md §7: AdamW and RMSprop with their parameter groups,
+/* The training recipe pieces of docs/models.md §training-recipe: AdamW and RMSprop with their parameter groups,
  * global-norm clipping, and gradient accumulation over micro-batches equal to one batch. */
 #include <string.h>
 
@@ -8,7 +8,7 @@
 #include "train/optimizer.h"
 #include "util/error.h"
 
-/* docs/models.md §7's AdamW settings (the schedule is tests/test_schedule.c's). */
+/* docs/models.md §training-recipe's AdamW settings (the schedule is tests/test_schedule.c's). */
 static TrainConfig recipe(void) {
     TrainConfig tc;
     memset(&tc, 0, sizeof tc);
@@ -29,7 +29,7 @@ static ModelConfig tiny(MixerKind mixer, PEKind pe) {
     return c;
 }
 
-/* docs/models.md §7: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
+/* docs/models.md §training-recipe: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
  * temperatures; decay on every matrix (linears, embeddings, convs, phi projections). */
 static void test_decay_groups(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
@@ -202,7 +202,7 @@ static void test_clipping(void) {
 }
 
 /* Two micro-batches of 2 rows with the loss averaged over all their labels give the
- * gradients of one batch of 4 rows (the trainer's accumulation, docs/models.md §7). */
+ * gradients of one batch of 4 rows (the trainer's accumulation, docs/models.md §training-recipe). */
 static void test_accumulation_equals_full_batch(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
         ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);

@@ -1,5 +1,5 @@
 /* The learning-rate schedules of train/schedule.h: the same warmup for each, then cosine
- * (docs/models.md §7, the default), linear, constant or wsd (warmup, stable, decay in three
+ * (docs/models.md §training-recipe, the default), linear, constant or wsd (warmup, stable, decay in three
  * shapes); values at the warmup's start, middle and end, in the decay and at the last step. */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Properties of Selective RoPE (docs/models.md §5; paper eq. 11-13):
+/* Properties of Selective RoPE (docs/models.md §position-embeddings; paper eq. 11-13):
  *  - the rotation preserves the norm of every head of q and k;
  *  - with a zero phi projection, bias on and 'rope' temperatures it gives exactly the
  *    attention scores q_t.k_s of RoPE;
@@ -70,7 +70,7 @@ static void pe_set(PE *p, const char *name, double value) {
     for (int64_t j = 0; j < p->t.p[i].numel; j++) p->w[p->t.p[i].offset + j] = (real)value;
 }
 
-/* Temperatures per docs/models.md §5 step 7 ('rope': temp_max theta^(-2j/dk)). */
+/* Temperatures per docs/models.md §position-embeddings step 7 ('rope': temp_max theta^(-2j/dk)). */
 static void pe_rope_temperatures(PE *p) {
     int i = params_find(&p->t, "pe.rotary.temperature");
     RT_ASSERT(i >= 0);

@@ -2,7 +2,7 @@
 # A checkpoint saved, reloaded and trained on gives the same losses and the same final
 # weights as training straight through (bit for bit on the same machine and threads), under
 # each learning-rate schedule, with RMSprop (its square averages saved and restored) and with
-# dropout in the lra block (its masks a function of the step: docs/models.md §16); the
+# dropout in the lra block (its masks a function of the step: docs/models.md §block-dropout-bidirectional); the
 # checkpoint's rotor.ini records the schedule and the optimizer.
 set -euo pipefail
 rotor=$1

@@ -11,7 +11,7 @@ const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
     "sel-bias-gate-docmask",
 };
 
-/* The mixers that take NoPE only (docs/models.md §10, §13, §14, §17, §18). */
+/* The mixers that take NoPE only (docs/models.md §mamba2, §lru, §rotrnn, §nonlinear-rnns, §lstm). */
 static int nope_only(const ModelConfig *c) {
     return family_of(c->mixer)->pe == PE_BIT(PE_NOPE);
 }

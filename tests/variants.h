@@ -20,7 +20,7 @@ const char *pe_variant_name(const ModelConfig *c, int k);
 /* GLA/GDN: short conv on q, k, v; DeltaNet: short conv, else the output gate; FoX: output
  * gate + norm, QK-norm, k/v shift; Transformer: QK-norm; Mamba2: two groups of B, C and the
  * conv bias; LRU: a narrow init ring near 1 and small phases instead of the paper's default;
- * RotRNN: two heads instead of one; the nonlinear RNNs (§17, §18): model.block = rnn instead of
+ * RotRNN: two heads instead of one; the nonlinear RNNs (§nonlinear-rnns, §lstm): model.block = rnn instead of
  * prenorm (and for expRNN and nnRNN Henaff's init instead of Cayley's). */
 void apply_mixer_option(ModelConfig *c, int on);
 /* "gla-conv", "fox-pro", "transformer-qknorm", ... */
@@ -33,7 +33,7 @@ void run_pe_variants(MixerKind mixer, int option, VariantCheck check);
 /* run_pe_variants with the option off, then on. */
 void run_both_options(MixerKind mixer, VariantCheck check);
 
-/* The hybrids of model.mixers and model.mlp (docs/models.md §20), on GLA: k = 0 Zoology's
+/* The hybrids of model.mixers and model.mlp (docs/models.md §zoology-shape), on GLA: k = 0 Zoology's
  * (BaseConv then GLA without short conv, h += Norm(h) for the MLP, LayerNorms, the LM head tied
  * to the embedding), 1 the other order, 2 with
  * GLA's short conv and no MLP. run_hybrid_variants runs check on the three-layer tiny model of
@@ -44,8 +44,8 @@ const char *hybrid_name(int k);
 void run_hybrid_variants(VariantCheck check);
 
 /* main() of a whole-model test program: the tests of `tests`, then one test per mixer whose
- * tests take both options at once (the LRU, RotRNN and the nonlinear RNNs, docs/models.md §13,
- * §14, §17, §18), named <prefix>_<mixer name>, running run_both_options with check, and
+ * tests take both options at once (the LRU, RotRNN and the nonlinear RNNs, docs/models.md §lru,
+ * §rotrnn, §nonlinear-rnns, §lstm), named <prefix>_<mixer name>, running run_both_options with check, and
  * <prefix>_hybrid running run_hybrid_variants. */
 int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
                       int argc, char **argv);

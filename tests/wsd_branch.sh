@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train.schedule = wsd and a decay run branched from a stable-phase checkpoint (docs/models.md §7,
+# train.schedule = wsd and a decay run branched from a stable-phase checkpoint (docs/models.md §training-recipe,
 # "Schedule"), on a tiny GLA trained on real text:
 #  - a stable run (no decay: train.decay_frac = 0) holds lr after its warmup;
 #  - a decay run with train.decay_from = the stable run's step-20 checkpoint, into a fresh

@@ -1,4 +1,4 @@
-// The pieces of the chunked Gated DeltaNet kernels (docs/models.md §3) that kernels/ops/gdn.cu
+// The pieces of the chunked Gated DeltaNet kernels (docs/models.md §gated-deltanet) that kernels/ops/gdn.cu
 // shares with its scan variant gdn_scan_reg.cu: shared-memory carving, the per-chunk gates, and
 // the sequential scans' layouts and chunk walk.
 #pragma once

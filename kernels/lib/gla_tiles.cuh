@@ -1,6 +1,6 @@
 // The 64 x 64 tiles of the chunked GLA kernels (kernels/ops/gla.cu and its variants): tile
 // extents and strides, the in-chunk cumulative sum of the log gates, and the row offsets of the
-// secondary chunking's factor tables (docs/models.md §2).
+// secondary chunking's factor tables (docs/models.md §gla).
 #pragma once
 
 #include "lib/chunks.cuh"

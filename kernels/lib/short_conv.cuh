@@ -1,4 +1,4 @@
-// The depthwise causal short conv of up to 4 taps (docs/models.md §2, §3, §5 step 3, §20) as device pieces, shared
+// The depthwise causal short conv of up to 4 taps (docs/models.md §gla, §gated-deltanet, §position-embeddings step 3, §zoology-shape) as device pieces, shared
 // by the conv kernels (timemix.cu), the fused Selective RoPE kernels (selrope.cu) and the
 // decoding steps (decode.cu): a thread holds 2 adjacent channels c, c+1 (a float2) and slides
 // along the tokens.

@@ -1,4 +1,4 @@
-// The complex diagonal scan of the LRU and RotRNN (docs/models.md §13, §14; CScanArgs in
+// The complex diagonal scan of the LRU and RotRNN (docs/models.md §lru, §rotrnn; CScanArgs in
 // src/backend_ops.h; CPU reference src/cpu/cscan.c), in the same three passes over the chunk
 // table (Seqs.dev_chunk: first token, length, segment of every chunk):
 //   1. one thread per (chunk, channel) runs h_t = lambda h_{t-1} + x_t from zero over its
@@ -10,8 +10,8 @@
 // The backward runs the same passes in reverse on G_t = dh_t + conj(lambda) G_{t+1}; pass 3
 // also sums w = G_t conj(lambda h_{t-1}) over its chunk into a->states, and a fourth pass adds
 // the chunks' sums in order per channel (dloga = Re w, dangle = Im w): deterministic.
-// cscan_step is one step per (row, channel) from and into a->state (docs/models.md §11).
-// segment_reverse (the bidirectional scan, §16) runs one block per segment.
+// cscan_step is one step per (row, channel) from and into a->state (docs/models.md §decoding).
+// segment_reverse (the bidirectional scan, §block-dropout-bidirectional) runs one block per segment.
 //
 // Threads of a warp take adjacent channels, so the (re, im) pairs of a token are read and
 // written as coalesced bf16x2. Precision: x, h, dh, dx [act] bf16; eigenvalues, states and

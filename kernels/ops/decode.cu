@@ -1,4 +1,4 @@
-// The decoding ops (docs/models.md §11) on the GPU, CPU reference src/cpu/decode_ops.c: what a
+// The decoding ops (docs/models.md §decoding) on the GPU, CPU reference src/cpu/decode_ops.c: what a
 // prefill leaves for decoding (segment tails, the forget gate's cumulative sum, KV-cache
 // writes) and one token per row from that state (short conv, shift, Selective RoPE, GLA, Gated
 // DeltaNet, causal attention). A step has no chunk machinery: each row's token advances the
@@ -121,7 +121,7 @@ __global__ void conv_step_kernel(bf16 *y, bf16 *tail, const bf16 *x, const bf16 
 }
 
 // One thread per element: y = a prev + (1 - a) x, a = sigmoid(a_logit) per head, prev = 0 at
-// position 0 (docs/models.md §4); prev becomes x.
+// position 0 (docs/models.md §fox); prev becomes x.
 __global__ void shift_step_kernel(bf16 *y, bf16 *prev, const bf16 *x, const bf16 *al,
                                   const int32_t *pos, int64_t n, int H, int D) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -145,7 +145,7 @@ struct SelRopeStep {
     int64_t npairs;
 };
 
-// One thread per angle-channel pair (c, c+1) of row r (docs/models.md §5 steps 3-8 for one
+// One thread per angle-channel pair (c, c+1) of row r (docs/models.md §position-embeddings steps 3-8 for one
 // token): phi' = g (act(conv(phi_raw)) + exp(bias)) from the row's phi_raw tail, Phi += phi'
 // (from 0 at position 0), q and k rotated by temp_j Phi, as selrope_fwd_kernel (selrope.cu).
 template <bool SILU> __global__ void selrope_step_kernel(const SelRopeStep a) {
@@ -210,8 +210,8 @@ struct LinStep {
     float scale;
 };
 
-// GLA (DELTA = false, docs/models.md §2): S = diag(e^g) S + k^T v.
-// Gated DeltaNet (§3): S = e^g (I - beta k k^T) S + beta k v^T = e^g S + k u^T with
+// GLA (DELTA = false, docs/models.md §gla): S = diag(e^g) S + k^T v.
+// Gated DeltaNet (§gated-deltanet): S = e^g (I - beta k k^T) S + beta k v^T = e^g S + k u^T with
 // u = beta (v - e^g S^T k), S^T k from the state as read. Then o = scale q S (the new S).
 template <bool DELTA>
 __global__ void __launch_bounds__(LIN_THREADS) lin_step_kernel(const LinStep a) {
@@ -332,7 +332,7 @@ __device__ __forceinline__ void load8(float (&x)[8], const bf16 *p) {
     for (int e = 0; e < 8; e++) x[e] = bf2f(v.v[e]);
 }
 
-// Scores scale q.k_u + F_pos - F_u (F the cumulative log forget gate, docs/models.md §4; no F
+// Scores scale q.k_u + F_pos - F_u (F the cumulative log forget gate, docs/models.md §fox; no F
 // without GATE), softmax over the slots u <= pos.
 template <int D, bool GATE>
 __global__ void __launch_bounds__(32 * ATT_WARPS) attn_step_kernel(const AttnStep a) {

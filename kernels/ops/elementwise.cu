@@ -1,6 +1,6 @@
 // Elementwise ops: the bf16 compute copy of the weights, token embedding,
-// gating / SwiGLU, SiLU, GELU, ReLU and the pair classifier's features (§15), log-sigmoid gates
-// and Gated DeltaNet's beta and decay (docs/models.md §1-3), dropout (§16; the mask of
+// gating / SwiGLU, SiLU, GELU, ReLU and the pair classifier's features (§classification), log-sigmoid gates
+// and Gated DeltaNet's beta and decay (docs/models.md §backbone, §gla, §gated-deltanet), dropout (§block-dropout-bidirectional; the mask of
 // util/dropout_mask.h, as the CPU op draws it).
 // Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
 #include <initializer_list>
@@ -211,7 +211,7 @@ struct Dropout {
     }
 };
 
-// docs/models.md §15: element (p, j) of the pair features [u, v, u v, u - v], u = x[2p], v = x[2p+1].
+// docs/models.md §classification: element (p, j) of the pair features [u, v, u v, u - v], u = x[2p], v = x[2p+1].
 __global__ void __launch_bounds__(THREADS)
     pair_nli_fwd_kernel(bf16 *f, const bf16 *x, int64_t P, int d) {
     int64_t stride = (int64_t)gridDim.x * blockDim.x, n = P * d;
@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 
-// y [f32] = sigmoid(x): the delta rule's beta (docs/models.md §3, §3b)
+// y [f32] = sigmoid(x): the delta rule's beta (docs/models.md §gated-deltanet, §deltanet)
 struct SigmoidFwd : GateFwd<SigmoidFwd> {
     float *y;
     const bf16 *x;
@@ -342,7 +342,7 @@ struct SigmoidBwd : GateBwd<SigmoidBwd> {
     }
 };
 
-// docs/models.md §3, §10: dt = softplus(dt_raw + dt_bias) (kept when dt is not null), g = -exp(A_log) dt.
+// docs/models.md §gated-deltanet, §mamba2: dt = softplus(dt_raw + dt_bias) (kept when dt is not null), g = -exp(A_log) dt.
 __global__ void __launch_bounds__(THREADS)
     decay_gates_fwd_kernel(float *dt, float *g, const bf16 *dt_raw, const float *A_log,
                            const float *dt_bias, int64_t n, int H) {

@@ -1,4 +1,4 @@
-// EURNN's recurrent matrix from its layers of rotations (eurnn_weights_*, docs/models.md §17).
+// EURNN's recurrent matrix from its layers of rotations (eurnn_weights_*, docs/models.md §nonlinear-rnns).
 // CPU reference: src/cpu/eurnn_weights.c.
 //
 // A layer rotates pairs of rows, which acts on every column alone: thread k owns column k of

@@ -1,4 +1,4 @@
-// FoX forgetting attention (docs/models.md §4), FlashAttention-2 style on bf16 tensor cores.
+// FoX forgetting attention (docs/models.md §fox), FlashAttention-2 style on bf16 tensor cores.
 //
 // s_ij = scale q_i.k_j + c_i - c_j for j <= i in the same segment, c the cumulative sum of
 // log f over the segment. Only differences of c enter, so each CTA sums log f itself,
@@ -15,7 +15,7 @@
 // dS) minus dc_j (columns) is summed into dlogf, whose segment-wise reverse cumulative sum
 // (cuda_revcumsum, in place) is d log f.
 //
-// Without a forget gate (logf NULL: the Transformer, docs/models.md §4b) the kernels are
+// Without a forget gate (logf NULL: the Transformer, docs/models.md §transformer) the kernels are
 // instantiated with GATE = false: no log f loads, no c sums, no dc and no revcumsum; the
 // scores are scale q_i.k_j alone.
 //
@@ -642,6 +642,6 @@ void cuda_fox_bwd(const AttnGrads *gr) {
     const int64_t n4 = rows * D / 4;
     fox_dq_out<<<(unsigned)cdiv(n4, 256), 256, 0, cuda_stream()>>>((bf16 *)dq, dqacc, n4, sc);
     CUDA_LAUNCHED();
-    // d log f_t = sum over i >= t of dc_i within the segment (docs/models.md §4)
+    // d log f_t = sum over i >= t of dc_i within the segment (docs/models.md §fox)
     if (logf) cuda_revcumsum(dlogf, dlogf, s, H);
 }

@@ -1,4 +1,4 @@
-// FoX forgetting attention (docs/models.md §4) at FlashAttention-2 scale: the fox_fwd and
+// FoX forgetting attention (docs/models.md §fox) at FlashAttention-2 scale: the fox_fwd and
 // fox_bwd variants after v1 (src/device/kernel_variants.c). Against fox.cu's verified kernels:
 // - c, the cumulative sum of log f over each segment in log2 units, is summed once per call
 //   (fox_logf_cumsum, head-major [H][N] so that one head's values are contiguous) and copied
@@ -674,7 +674,7 @@ void fox_bwd_v2(const AttnGrads *gr, int variant) {
     const float sl2 = (float)(a->scale * 1.4426950408889634), sc = (float)a->scale;
     if (a->logf) {
         bwd_for_d<true>(variant, gr, logf_cumsum(a), delta, sl2, sc);
-        // d log f_t = sum over i >= t of dc_i within the segment (docs/models.md §4)
+        // d log f_t = sum over i >= t of dc_i within the segment (docs/models.md §fox)
         cuda_revcumsum(gr->dlogf, gr->dlogf, s, a->H);
     } else {
         bwd_for_d<false>(variant, gr, nullptr, delta, sl2, sc);

@@ -1,4 +1,4 @@
-// Chunked Gated DeltaNet (docs/models.md §3): the WY/UT form of src/cpu/gdn_chunk.c on the GPU, as
+// Chunked Gated DeltaNet (docs/models.md §gated-deltanet): the WY/UT form of src/cpu/gdn_chunk.c on the GPU, as
 // per-chunk kernels that run fully in parallel and one sequential scan over the chunks of
 // every segment (fla ops/gated_delta_rule style). Within a chunk of L <= 64 rows starting
 // from state S_c, gam = in-chunk cumsum of g, Gam_ts = e^{gam_t - gam_s} (s <= t):
@@ -6,13 +6,13 @@
 //   W = T (e^gam o K),  U = T V - W S_c,  P = (Q K^T) o Gam o lower  (Q = scale q),
 //   O = (e^gam o Q) S_c + P U,  S_{c+1} = e^{gam_L} S_c + (e^{gam_L - gam} o K)^T U.
 // Forward:  gdn_prep (W, U~ = T V, P) -> gdn_fwd_scan (states, U; with a->state each segment's
-// state after its last token, docs/models.md §11) -> gdn_fwd_out (O).
+// state after its last token, docs/models.md §decoding) -> gdn_fwd_out (O).
 // Backward: gdn_prep with the saved states (W, U, P) -> gdn_bwd_scan (dS_{c+1}, dU, last chunk
 // first) -> gdn_bwd_dqk (dq, the dk terms of Kd and P, dW, d gam terms) -> gdn_bwd_wy (dT,
 // dv, dbeta, dA, the dk terms of Kg and A, dg = in-chunk reverse cumsum of d gam).
 // Matrix products run on tensor cores (wmma bf16 16x16x16, fp32 accumulate); gates, states,
 // the triangular inverse and its gradient stay in fp32. Every kernel that reads the gates is
-// a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §3b) gam = 0 and
+// a template on DECAY: without it (g == NULL, DeltaNet, docs/models.md §deltanet) gam = 0 and
 // Gam = 1, so no g is loaded, no exponential or cumsum is taken and no d gam is formed.
 #include <stdio.h>
 

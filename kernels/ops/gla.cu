@@ -1,4 +1,4 @@
-// Chunked gated linear attention (docs/models.md §2) on the GPU, forward and backward: the algorithm
+// Chunked gated linear attention (docs/models.md §gla) on the GPU, forward and backward: the algorithm
 // of src/cpu/gla_chunk.c, split into kernels over the 64-token chunks of every segment.
 //
 // Per chunk and head, B_t = sum_{u<=t in chunk} log alpha_u (fp32, per key channel). Forward:
@@ -8,7 +8,7 @@
 //   2. scan: S_{c+1} = e^{B_last,c} S_c + increment_c over each segment's chunks, in place, so
 //      `states` holds the fp32 state at the start of every chunk (0 at a segment start); with
 //      a->state also the state after the segment's last token, e^{B_last} S_last + increment
-//      (docs/models.md §11);
+//      (docs/models.md §decoding);
 //   3. scores: the intra-chunk scores A_ts = scale sum_i q_t k_s e^{B_t - B_s} (s <= t), with
 //      fla's secondary chunking: 16-row sub-chunks I against a reference row r_I so that no
 //      exponent is ever positive, the off-diagonal 16x16 blocks on tensor cores and the
@@ -752,7 +752,7 @@ int cuda_gla_supports(int H, int K, int V, char *why, size_t why_size) {
 
 namespace {
 
-// Mamba2's per-head log decay (docs/models.md §10) runs through the per-channel kernels:
+// Mamba2's per-head log decay (docs/models.md §mamba2) runs through the per-channel kernels:
 // g [N,H] expanded to [N,H,K] (scratch E), and back dg[n,h] = sum over k of dg[n,h,k].
 __global__ void expand_head_kernel(float *gk, const float *g, int64_t n, int K) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)

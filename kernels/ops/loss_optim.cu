@@ -1,5 +1,5 @@
-// Cross-entropy with its fused gradient (docs/models.md §1 loss), per-token log-probabilities for
-// evaluation, and the optimizer primitives (docs/models.md §7): sum of squares, scaling, AdamW,
+// Cross-entropy with its fused gradient (docs/models.md §backbone loss), per-token log-probabilities for
+// evaluation, and the optimizer primitives (docs/models.md §training-recipe): sum of squares, scaling, AdamW,
 // RMSprop.
 // Softmax rows: one block per row, one pass keeping an online (max, sum of exp) pair per
 // thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops over
@@ -323,7 +323,7 @@ __device__ __forceinline__ void store_weights(float *w, bf16 *w_act, int64_t i,
     }
 }
 
-// docs/models.md §7, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+// docs/models.md §training-recipe, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
 // w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
 struct AdamW {
     float *w, *m, *v;

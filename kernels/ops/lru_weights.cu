@@ -1,6 +1,6 @@
-// The LRU's weights from its parameters (docs/models.md §13; LruWeights in src/backend_ops.h;
+// The LRU's weights from its parameters (docs/models.md §lru; LruWeights in src/backend_ops.h;
 // CPU reference src/cpu/lru_weights.c): elementwise kernels over the [f32] master parameters
-// writing bf16 Bw, Cw (and Cw2 of the reverse scan, §16), and one block per state channel for
+// writing bf16 Bw, Cw (and Cw2 of the reverse scan, §block-dropout-bidirectional), and one block per state channel for
 // the backward's sum over the model width (dgamma_log), in a fixed order.
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-// Mamba2's small ops around the SSD (docs/models.md §10; CPU reference src/cpu/mamba2.c): the
+// Mamba2's small ops around the SSD (docs/models.md §mamba2; CPU reference src/cpu/mamba2.c): the
 // per-head scale v = dt x, the D skip, and the broadcast of B and C from groups to heads (the
 // time step and log decay are decay_gates, elementwise.cu). Plain grid-stride kernels; the per-head sums go through block
 // partials reduced in block order (cuda_colsum_add), so they are deterministic.

@@ -1,6 +1,6 @@
-// RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and FoX QK norms), the
-// block norms fused with the residual add before them, LayerNorm (§20) and L2 normalisation (GDN
-// q/k, docs/models.md §3; Selective RoPE inputs, docs/models.md §5).
+// RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and FoX QK norms), the
+// block norms fused with the residual add before them, LayerNorm (§zoology-shape) and L2 normalisation (GDN
+// q/k, docs/models.md §gated-deltanet; Selective RoPE inputs, docs/models.md §position-embeddings).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -24,7 +24,7 @@ __device__ __forceinline__ float group_sum(float v, int W) {
     return v;
 }
 
-// y = x * rs (* w), rs = 1/sqrt(sum x^2 / C + eps) for RMSNorm (docs/models.md §1),
+// y = x * rs (* w), rs = 1/sqrt(sum x^2 / C + eps) for RMSNorm (docs/models.md §backbone),
 // 1/sqrt(sum x^2 + eps) for the L2 norm; one row per lane group. With ADD, x = a + b rounded
 // to bf16 is the residual stream: written to h, and normalised as read back.
 template <int VEC, int NV, bool RMS, bool ADD = false>
@@ -231,7 +231,7 @@ __device__ __forceinline__ float load_row_sum(Pack<bf16, VEC> (&xv)[NV], const b
     return s;
 }
 
-// LayerNorm (docs/models.md §20): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the row held
+// LayerNorm (docs/models.md §zoology-shape): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the row held
 // in registers for the two sums; one row per lane group.
 template <int VEC, int NV>
 __global__ void __launch_bounds__(THREADS)

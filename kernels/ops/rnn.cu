@@ -1,4 +1,4 @@
-// The nonlinear recurrences of docs/models.md §17, §18 (rnn_*, lstm_*) and the nnRNN's Schur
+// The nonlinear recurrences of docs/models.md §nonlinear-rnns, §lstm (rnn_*, lstm_*) and the nnRNN's Schur
 // form (nnrnn_weights_*), l2_penalty. CPU references: src/cpu/rnn.c, lstm.c, nnrnn_weights.c,
 // loss_optim.c.
 //

@@ -1,4 +1,4 @@
-// Position embeddings (docs/models.md §5): RoPE angle tables, the half-split rotation of pairs
+// Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split rotation of pairs
 // (j, j + D/2) in fp32 and the weight-normalised Selective RoPE projection weight (the fused
 // Selective RoPE op is in selrope.cu).
 #include <stdint.h>

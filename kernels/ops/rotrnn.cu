@@ -1,4 +1,4 @@
-// RotRNN's orthogonal bases and weights (docs/models.md §14; CPU references src/cpu/expm.c and
+// RotRNN's orthogonal bases and weights (docs/models.md §rotrnn; CPU references src/cpu/expm.c and
 // src/cpu/rotrnn_weights.c).
 //
 // orth_expm: one block per head runs the CPU's algorithm in fp32 on n x n matrices kept in the

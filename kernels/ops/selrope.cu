@@ -1,4 +1,4 @@
-// Selective RoPE steps 3-8 (docs/models.md §5) fused into one segmented scan along the tokens. Forward:
+// Selective RoPE steps 3-8 (docs/models.md §position-embeddings) fused into one segmented scan along the tokens. Forward:
 // short conv + activation of the raw increments phi_raw, + exp(bias), * sigmoid(gate logit)
 // (the increments phi'), Phi = cumsum of phi' per segment, rotation of the half-split pairs
 // (j, j+P) of q and k by temp_j Phi. Backward: the rotation's backward gives dangle (from q and
@@ -76,7 +76,7 @@ struct FwdArgs {
     int N, H, P;
 };
 
-// Forward: phi' = g (act(conv(phi_raw)) + exp(bias)), g = sigmoid(gate logit) (docs/models.md §5
+// Forward: phi' = g (act(conv(phi_raw)) + exp(bias)), g = sigmoid(gate logit) (docs/models.md §position-embeddings
 // steps 3-5), Phi = its cumulative sum (step 6), q and k rotated by temp_j Phi (steps 7, 8).
 template <int RUN, bool SILU, bool FINAL>
 __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a) {

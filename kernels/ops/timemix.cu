@@ -1,5 +1,5 @@
-// Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §2, §3,
-// §5 step 3), FoX's data-dependent shift (docs/models.md §4) and the reverse cumulative sum. A token at
+// Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §gla, §gated-deltanet,
+// §position-embeddings step 3), FoX's data-dependent shift (docs/models.md §fox) and the reverse cumulative sum. A token at
 // position p of its segment (Seqs dev_pos) sees only the p tokens before it.
 #include <stdint.h>
 

@@ -2,7 +2,7 @@
 function no model of flash-linear-attention computes, loaded by transformers with
 trust_remote_code=True from the checkpoint (config.json's auto_map).
 
-The backbone is rotor's (docs/models.md §1: embedding, prenorm blocks of mixer and SwiGLU MLP,
+The backbone is rotor's (docs/models.md §backbone: embedding, prenorm blocks of mixer and SwiGLU MLP,
 final RMSNorm, untied head) in plain torch; the mixers are fla's layers (GLA, Gated DeltaNet,
 DeltaNet, ForgettingAttention) and fla's ops with what fla lacks added: the position embeddings of
 rotor_pe.py (RoPE, Selective RoPE; NoPE for the Transformer), FoX-Pro's shifts and output norm.
@@ -31,7 +31,7 @@ from .configuration_rotor import (RotorConfig, RotorDeltaNetConfig, RotorEURNNCo
                                   RotorRNNConfig, RotorRNNOrthConfig, RotorRotRNNConfig, RotorTransformerConfig)
 from .rotor_pe import make_rotary
 
-QK_NORM_EPS = 1e-5  # FoX's and the Transformer's QK-norm (docs/models.md §1)
+QK_NORM_EPS = 1e-5  # FoX's and the Transformer's QK-norm (docs/models.md §backbone)
 
 
 class RMSNorm(nn.Module):
@@ -60,7 +60,7 @@ def recurrent_mode(T):
 
 
 class RotorGatedLinearAttention(GatedLinearAttention):
-    """docs/models.md §2 with the position embedding on q, k after the short conv."""
+    """docs/models.md §gla with the position embedding on q, k after the short conv."""
 
     def __init__(self, config, layer_idx):
         super().__init__(hidden_size=config.hidden_size, expand_k=config.expand_k, expand_v=config.expand_v,
@@ -102,7 +102,7 @@ def delta_readout(layer, x, o):
 
 
 class RotorGatedDeltaNet(GatedDeltaNet):
-    """docs/models.md §3 with the position embedding on q, k before their L2 norm."""
+    """docs/models.md §gated-deltanet with the position embedding on q, k before their L2 norm."""
 
     def __init__(self, config, layer_idx):
         super().__init__(hidden_size=config.hidden_size, expand_v=config.expand_v, head_dim=config.head_dim,
@@ -120,7 +120,7 @@ class RotorGatedDeltaNet(GatedDeltaNet):
 
 
 class RotorDeltaNet(DeltaNet):
-    """docs/models.md §3b with the position embedding on q, k before their L2 norm."""
+    """docs/models.md §deltanet with the position embedding on q, k before their L2 norm."""
 
     def __init__(self, config, layer_idx):
         super().__init__(hidden_size=config.hidden_size, expand_k=config.expand_k, expand_v=config.expand_v,
@@ -137,7 +137,7 @@ class RotorDeltaNet(DeltaNet):
 
 
 def qk_pipeline(layer, q, k, x):
-    """FoX's and the Transformer's order (docs/models.md §4 step 4): QK-norm then RoPE, or
+    """FoX's and the Transformer's order (docs/models.md §fox step 4): QK-norm then RoPE, or
     Selective RoPE then QK-norm."""
     selective = hasattr(layer.rotary, "angles")
     if layer.qk_norm and not selective:
@@ -149,7 +149,7 @@ def qk_pipeline(layer, q, k, x):
 
 
 class RotorForgettingAttention(ForgettingAttention):
-    """docs/models.md §4: fla's ForgettingAttention with the position embedding and FoX-Pro's
+    """docs/models.md §fox: fla's ForgettingAttention with the position embedding and FoX-Pro's
     k/v shifts and output norm."""
 
     def __init__(self, config, layer_idx):
@@ -192,7 +192,7 @@ class RotorForgettingAttention(ForgettingAttention):
 
 
 class RotorAttention(nn.Module):
-    """docs/models.md §4b: causal softmax attention (fla's attention op) with rotor's position
+    """docs/models.md §transformer: causal softmax attention (fla's attention op) with rotor's position
     embedding, QK-norm of one weight per channel shared by the heads."""
 
     def __init__(self, config, layer_idx):
@@ -254,7 +254,7 @@ class RotorBackbone(nn.Module):
         return self.norm(h)
 
 
-# rotor's model shapes beside the causal LM (docs/models.md §12, §15, §16, §20): config.json keys
+# rotor's model shapes beside the causal LM (docs/models.md §autoencoder-head, §classification, §block-dropout-bidirectional, §zoology-shape): config.json keys
 ROTOR_SHAPES = {"rotor_head": "its head", "rotor_input": "its linear input encoder",
                 "rotor_block": "its block", "rotor_bidirectional": "its bidirectional scan",
                 "rotor_norm": "its LayerNorms", "rotor_mlp": "its blocks' MLP", "rotor_mixers": "its layers' mixers (BaseConv layers)",
@@ -333,39 +333,39 @@ class RotorMamba2ForCausalLM(RotorRefused):
     config_class = RotorMamba2Config
     why = ("n_groups > 1 has no model that computes it everywhere: fla's Mamba2 gives head h the B/C group "
            "h // (H / n_groups) in mamba_ssm's kernels, as rotor, but h % n_groups in its torch fallback "
-           "(docs/models.md §10); a checkpoint with n_groups = 1 loads as fla's mamba2")
+           "(docs/models.md §mamba2); a checkpoint with n_groups = 1 loads as fla's mamba2")
 
 
 NO_FLA_LAYER = "fla has no such layer and no model is shipped for it"
 
 
 class RotorLRUForCausalLM(RotorRefused):
-    config_class, why = RotorLRUConfig, f"the LRU (docs/models.md §13): {NO_FLA_LAYER}"
+    config_class, why = RotorLRUConfig, f"the LRU (docs/models.md §lru): {NO_FLA_LAYER}"
 
 
 class RotorRotRNNForCausalLM(RotorRefused):
-    config_class, why = RotorRotRNNConfig, f"the RotRNN (docs/models.md §14): {NO_FLA_LAYER}"
+    config_class, why = RotorRotRNNConfig, f"the RotRNN (docs/models.md §rotrnn): {NO_FLA_LAYER}"
 
 
 class RotorRNNForCausalLM(RotorRefused):
-    config_class, why = RotorRNNConfig, f"the tanh RNN (docs/models.md §17): {NO_FLA_LAYER}"
+    config_class, why = RotorRNNConfig, f"the tanh RNN (docs/models.md §nonlinear-rnns): {NO_FLA_LAYER}"
 
 
 class RotorRNNOrthForCausalLM(RotorRefused):
-    config_class, why = RotorRNNOrthConfig, f"the orthogonal RNN (docs/models.md §17): {NO_FLA_LAYER}"
+    config_class, why = RotorRNNOrthConfig, f"the orthogonal RNN (docs/models.md §nonlinear-rnns): {NO_FLA_LAYER}"
 
 
 class RotorExpRNNForCausalLM(RotorRefused):
-    config_class, why = RotorExpRNNConfig, f"expRNN (docs/models.md §17): {NO_FLA_LAYER}"
+    config_class, why = RotorExpRNNConfig, f"expRNN (docs/models.md §nonlinear-rnns): {NO_FLA_LAYER}"
 
 
 class RotorNnRNNForCausalLM(RotorRefused):
-    config_class, why = RotorNnRNNConfig, f"nnRNN (docs/models.md §17): {NO_FLA_LAYER}"
+    config_class, why = RotorNnRNNConfig, f"nnRNN (docs/models.md §nonlinear-rnns): {NO_FLA_LAYER}"
 
 
 class RotorEURNNForCausalLM(RotorRefused):
-    config_class, why = RotorEURNNConfig, f"EURNN (docs/models.md §17): {NO_FLA_LAYER}"
+    config_class, why = RotorEURNNConfig, f"EURNN (docs/models.md §nonlinear-rnns): {NO_FLA_LAYER}"
 
 
 class RotorLSTMForCausalLM(RotorRefused):
-    config_class, why = RotorLSTMConfig, f"the LSTM (docs/models.md §18): {NO_FLA_LAYER}"
+    config_class, why = RotorLSTMConfig, f"the LSTM (docs/models.md §lstm): {NO_FLA_LAYER}"

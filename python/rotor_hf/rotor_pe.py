@@ -1,4 +1,4 @@
-"""rotor's position embeddings of q and k (docs/models.md §5), which fla's layers lack: NoPE,
+"""rotor's position embeddings of q and k (docs/models.md §position-embeddings), which fla's layers lack: NoPE,
 RoPE and Selective RoPE, each a module `rotary` of a mixer whose forward(q, k, x) rotates q and k
 [B, T, H, D] given the mixer input x [B, T, d]. Each row of a batch is one segment (positions and
 the Selective RoPE sum start at its first token). Parameters are named as rotor's checkpoints
@@ -51,7 +51,7 @@ class WeightNormProj(nn.Module):
 
 
 def temperatures(pe, dk):
-    """tau [1, 1, 1, P] of temp_type rope or rfa (docs/models.md §5 step 7)."""
+    """tau [1, 1, 1, P] of temp_type rope or rfa (docs/models.md §position-embeddings step 7)."""
     P, theta, tmax = dk // 2, float(pe["temp_theta"]), float(pe["temp_max"])
     if pe["temp_type"] == "rope":
         tau = tmax / theta ** (torch.arange(0, dk, 2, dtype=torch.float64) / dk)

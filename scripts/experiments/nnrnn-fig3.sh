@@ -1,4 +1,4 @@
-# nnRNN paper, Fig. 3 and 5 (§5.3, supplement §E): the learned Schur form Θ = Λ + T of the
+# nnRNN paper, Fig. 3 and 5 (paper §5.3, supplement §E): the learned Schur form Θ = Λ + T of the
 # recurrent matrix after training, on the copy task (Fig. 3a: rotation blocks alone, γ̄ ~ 1, the
 # angles spread), on PTB characters (Fig. 3b, c: a structured lower triangle with a delay line,
 # aligned angles, γ̄ ~ 0.958) and on psMNIST (Fig. 5: flat angles, a weaker triangle). Read from

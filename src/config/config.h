@@ -22,7 +22,7 @@ typedef enum { KEEP_BEST_NONE, KEEP_BEST_VAL_LOSS, KEEP_BEST_VAL_ACCURACY } Keep
  * memory, the backend's buffers copied through it (mpi: several ranks on one GPU). */
 typedef enum { COLLECTIVES_AUTO, COLLECTIVES_BACKEND, COLLECTIVES_MPI } Collectives;
 
-/* The update rule (train/optimizer.h, docs/models.md §7). */
+/* The update rule (train/optimizer.h, docs/models.md §training-recipe). */
 typedef enum { OPTIMIZER_ADAMW, OPTIMIZER_RMSPROP } OptimizerKind;
 
 typedef struct {
@@ -31,10 +31,10 @@ typedef struct {
     int grad_accum;       /* micro-batches per optimizer step */
     int64_t steps;        /* optimizer steps */
     double lr;            /* peak learning rate */
-    double lr_start;      /* warmup starts here (docs/models.md §7: 1e-5) */
-    double lr_min;        /* cosine or linear decay ends here (docs/models.md §7: 1e-4) */
+    double lr_start;      /* warmup starts here (docs/models.md §training-recipe: 1e-5) */
+    double lr_min;        /* cosine or linear decay ends here (docs/models.md §training-recipe: 1e-4) */
     double warmup_frac;   /* fraction of steps of linear warmup (0.1) */
-    Schedule schedule;    /* decay after the warmup (docs/models.md §7: cosine) */
+    Schedule schedule;    /* decay after the warmup (docs/models.md §training-recipe: cosine) */
     /* wsd: the decay over the last decay_frac of the steps, or from step decay_start (> 0),
      * in decay_shape; decay_from: the stable-phase checkpoint a decay run branches from (its
      * weights, optimizer state, step and data position), whose step is then the decay_start
@@ -47,7 +47,7 @@ typedef struct {
     char init_from[1024];
     double plateau_factor; /* > 0: the learning rates are multiplied by it at every validation
                               whose loss is not the best so far (nnRNN's StepLR); 0 = off */
-    OptimizerKind optimizer; /* adamw (docs/models.md §7) or rmsprop */
+    OptimizerKind optimizer; /* adamw (docs/models.md §training-recipe) or rmsprop */
     double weight_decay;  /* 0.1: decoupled for AdamW, added to the gradient for RMSprop */
     /* the recurrent parameters' group (ParamInfo.recurrent): peak learning rate (0: lr; it
      * follows the same schedule, scaled by lr_recurrent / lr) and weight decay */
@@ -55,7 +55,7 @@ typedef struct {
     /* the orthogonal parameters' group (ParamInfo.orthogonal: the skew-symmetric generators
      * of nnRNN's and expRNN's orthogonal matrices), the same way */
     double lr_orthogonal, weight_decay_orthogonal;
-    /* the nnRNN's penalties (docs/models.md §17): delta (the authors' alam) on
+    /* the nnRNN's penalties (docs/models.md §nonlinear-rnns): delta (the authors' alam) on
      * sum (1 - gamma)^2, and the L2 decay of T (Tdecay) */
     double gamma_penalty, t_decay;
     double beta1, beta2, adam_eps;
@@ -71,7 +71,7 @@ typedef struct {
     KeepBest keep_best;   /* checkpoints/best follows this metric (classification runs: val_accuracy by default) */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
     int zero;             /* ZeRO-1: optimizer state sharded across data-parallel ranks */
-    /* truncated BPTT with the recurrent state carried across windows (docs/models.md §19):
+    /* truncated BPTT with the recurrent state carried across windows (docs/models.md §carried-states):
      * batch rows are streams of the text, each window continuing its row's last one */
     int carry_state;
 } TrainConfig;

@@ -1,5 +1,5 @@
-/* Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §2,
- * §3, §5), FoX's data-dependent shift (docs/models.md §4) and the reverse cumulative sum. */
+/* Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §gla,
+ * §gated-deltanet, §position-embeddings), FoX's data-dependent shift (docs/models.md §fox) and the reverse cumulative sum. */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"

@@ -1,4 +1,4 @@
-/* The complex diagonal scan of the LRU and RotRNN (docs/models.md §13, §14; CScanArgs in
+/* The complex diagonal scan of the LRU and RotRNN (docs/models.md §lru, §rotrnn; CScanArgs in
  * src/backend_ops.h), in the chunked form the CUDA kernels also take:
  *   1. every chunk of every segment runs h_t = lambda h_{t-1} + x_t from zero and keeps its
  *      last state;
@@ -9,8 +9,8 @@
  * (dx = G), and the eigenvalue gradient w = sum_t G_t conj(lambda h_{t-1}) (dloga = Re w,
  * dangle = Im w: d(lambda h)/dloga = lambda h, d/dangle = i lambda h) is summed per chunk,
  * then over the chunks in order. tests/naive.c holds the plain sequential recurrence.
- * cscan_step (decoding, docs/models.md §11) is one step of the recurrence per row;
- * segment_reverse turns every segment around for the bidirectional scan (§16). */
+ * cscan_step (decoding, docs/models.md §decoding) is one step of the recurrence per row;
+ * segment_reverse turns every segment around for the bidirectional scan (§block-dropout-bidirectional). */
 #include <string.h>
 
 #include "cpu/chunks.h"

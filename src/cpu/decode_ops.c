@@ -1,4 +1,4 @@
-/* The decoding ops (docs/models.md §11): the state a prefill leaves (segment tails, the
+/* The decoding ops (docs/models.md §decoding): the state a prefill leaves (segment tails, the
  * forget gate's cumulative sum, KV-cache writes) and one token per row from that state
  * (short conv, shift, Selective RoPE, GLA, Gated DeltaNet, causal attention). The plain
  * references of kernels/ops/decode.cu; the step of each is the recurrence its chunked or
@@ -131,7 +131,7 @@ static real *row_state(const LinAttnArgs *a, int64_t rh) {
     return S;
 }
 
-/* S = diag(e^g) S + k^T v (docs/models.md §2), row r head h (rh = r H + h). */
+/* S = diag(e^g) S + k^T v (docs/models.md §gla), row r head h (rh = r H + h). */
 static void gla_update(const LinAttnArgs *a, int64_t rh, real *S) {
     int K = a->K, V = a->V;
     const real *g = a->g, *kr = (const real *)a->k + rh * K, *vr = (const real *)a->v + rh * V;
@@ -141,7 +141,7 @@ static void gla_update(const LinAttnArgs *a, int64_t rh, real *S) {
     }
 }
 
-/* S = e^g (I - b k k^T) S + b k v^T (docs/models.md §3) */
+/* S = e^g (I - b k k^T) S + b k v^T (docs/models.md §gated-deltanet) */
 static void gdn_update(const LinAttnArgs *a, int64_t rh, real *S) {
     int K = a->K, V = a->V;
     const real *g = a->g, *kr = (const real *)a->k + rh * K, *vr = (const real *)a->v + rh * V;
@@ -191,7 +191,7 @@ void cpu_attn_step(const AttnStepArgs *a) {
             memcpy(vc + slot * D, v + rh * D, sizeof(real) * (size_t)D);
             real F = 0;
             if (lf) fc[slot] = F = (pos ? fc[slot - H] : 0) + lf[rh];
-            /* softmax over slots u <= pos of scale q.k_u + F_pos - F_u (docs/models.md §4) */
+            /* softmax over slots u <= pos of scale q.k_u + F_pos - F_u (docs/models.md §fox) */
             real *sc = rt_malloc(sizeof(real) * (size_t)(pos + 1)), mx = -INFINITY, sum = 0;
             for (int u = 0; u <= pos; u++) {
                 int64_t su = (r * cap + u) * H + h;

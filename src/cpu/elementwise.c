@@ -1,6 +1,6 @@
 /* Elementwise activations and gates: output gating / SwiGLU, SiLU, GELU, ReLU and the pair
- * classifier's features (docs/models.md §15), log-sigmoid gates, the delta rule's beta and the
- * per-head decay of Gated DeltaNet and Mamba2 (§3, §10); dropout (§16). */
+ * classifier's features (docs/models.md §classification), log-sigmoid gates, the delta rule's beta and the
+ * per-head decay of Gated DeltaNet and Mamba2 (§gated-deltanet, §mamba2); dropout (§block-dropout-bidirectional). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/dropout_mask.h"
@@ -147,7 +147,7 @@ void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n,
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * sigmoidr(-x[i]) * inv;
 }
 
-/* docs/models.md §3, §10: dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt. */
+/* docs/models.md §gated-deltanet, §mamba2: dt = softplus(dt_raw + dt_bias), g = -exp(A_log) dt. */
 void cpu_decay_gates_fwd(void *dt_, void *g_, const void *dt_raw_, const void *A_log_,
                          const void *dt_bias_, int64_t N, int H) {
     real *dt = dt_, *g = g_;

@@ -1,4 +1,4 @@
-/* EURNN's recurrent matrix (docs/models.md §17; eurnn_weights_fwd in src/backend_ops.h): the
+/* EURNN's recurrent matrix (docs/models.md §nonlinear-rnns; eurnn_weights_fwd in src/backend_ops.h): the
  * product of L layers of 2 x 2 rotations of disjoint channel pairs, Jing et al. 2017's
  * tunable-space form of capacity L, real-valued.
  *

@@ -1,4 +1,4 @@
-/* RotRNN's orthogonal bases (docs/models.md §14): P_h = expm(S_h), S_h = M_h - M_h^T, and the
+/* RotRNN's orthogonal bases (docs/models.md §rotrnn): P_h = expm(S_h), S_h = M_h - M_h^T, and the
  * gradient at M through the Frechet derivative of expm. Computed in fp64 whatever `real` is
  * (the matrices are made once per pass); the work argument is for the CUDA kernels. The
  * products are BLAS's: n = 256 for an exprnn / nnrnn layer of that width. The heads run in

@@ -1,4 +1,4 @@
-/* Forgetting attention (docs/models.md §4), blockwise on the CPU.
+/* Forgetting attention (docs/models.md §fox), blockwise on the CPU.
  *
  * o_i = sum_{j<=i} softmax_j(s_ij) v_j with s_ij = scale q_i.k_j + c_i - c_j, c the
  * cumulative log forget gate of the segment. Blocks of 64 queries against all the keys
@@ -7,7 +7,7 @@
  * backward recomputes P = exp(s - lse), uses dS = P o (dP - rowsum(dO o O)), and d log f is
  * the reverse cumulative sum of dc, where dc_i = sum_j dS_ij - sum_j dS_ji.
  *
- * Without a forget gate (logf NULL: the Transformer, docs/models.md §4b) c is absent: no
+ * Without a forget gate (logf NULL: the Transformer, docs/models.md §transformer) c is absent: no
  * bias, no dc and no d log f.
  */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Chunked Gated DeltaNet (docs/models.md §3), WY/UT form, forward and backward.
+/* Chunked Gated DeltaNet (docs/models.md §gated-deltanet), WY/UT form, forward and backward.
  *
  * Inside a chunk of L rows starting from state S_0 (K x V), with gam = in-chunk cumsum of
  * the log decays g and Gam_ts = e^{gam_t - gam_s} (s <= t):
@@ -10,7 +10,7 @@
  *   S_L  = e^{gam_L} S_0 + (e^{gam_L - gam} o K)^T U
  * where Q is q scaled by dk^{-1/2}. All exponents are <= 0. The backward differentiates
  * these expressions in reverse order; d g is the in-chunk reverse cumsum of d gam.
- * Without decay (g == NULL: DeltaNet, docs/models.md §3b) gam = 0, Gam = 1 and no d g.
+ * Without decay (g == NULL: DeltaNet, docs/models.md §deltanet) gam = 0, Gam = 1 and no d g.
  */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Chunked gated linear attention (docs/models.md §2), forward and backward.
+/* Chunked gated linear attention (docs/models.md §gla), forward and backward.
  *
  * Per segment and head, with B_t = sum_{u<=t} log alpha_u (per key channel, accumulated
  * from the chunk start), the output is
@@ -14,7 +14,7 @@
  * Backward: dq, dk, dv from the same pieces; the gate gradient uses the identity
  * d B_t[i] = q_t[i] dq_t[i] - k_t[i] dk_t[i] (every term depends on B only through
  * e^{B_t - B_s} times q_t k_s), so d log alpha = reverse cumsum over the segment.
- * With g_per_head (Mamba2, docs/models.md §10) one log decay per head serves every key
+ * With g_per_head (Mamba2, docs/models.md §mamba2) one log decay per head serves every key
  * channel, its gradient the sum of the channels' gradients; the chunk's pieces are then
  * scalar per row and the chunk is computed whole (chunk_fwd_scalar below).
  */
@@ -267,7 +267,7 @@ static void segment_dg(const LinAttnGrads *gr, int seg, int h) {
     }
 }
 
-/* With one log decay per head (g_per_head: Mamba2's SSD, docs/models.md §10) every factor is
+/* With one log decay per head (g_per_head: Mamba2's SSD, docs/models.md §mamba2) every factor is
  * a scalar of the row: A = (Q K^T) o M with M_ts = e^{b_t - b_s} for s <= t (exponents <= 0),
  * the whole chunk by GEMMs with no secondary chunking, reading q, k, v, dout and writing o,
  * dq, dk, dv in place (rows of head h: stride H K or H V), the scale in the GEMMs' alpha.

@@ -1,4 +1,4 @@
-/* Cross-entropy with its fused gradient, and the optimizer primitives (docs/models.md §7). */
+/* Cross-entropy with its fused gradient, and the optimizer primitives (docs/models.md §training-recipe). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"

@@ -1,7 +1,7 @@
-/* The LRU's weights from its parameters (docs/models.md §13; LruWeights in src/backend_ops.h):
+/* The LRU's weights from its parameters (docs/models.md §lru; LruWeights in src/backend_ops.h):
  * the eigenvalues' log modulus and angle, the normalised input matrix gamma (B_re + i B_im)
  * as interleaved real rows, and the readout Re(C h) as a real matrix over interleaved pairs
- * (and the reverse scan's readout, §16). */
+ * (and the reverse scan's readout, §block-dropout-bidirectional). */
 #include "cpu/cpu_ops.h"
 
 /* Cw [d, 2N]: columns 2c, 2c+1 = (C_re[:, c], -C_im[:, c]), so Re(C h) = h Cw^T. */

@@ -1,4 +1,4 @@
-/* The LSTM recurrence (docs/models.md §18; LstmArgs in src/backend_ops.h), gates i, f, g, o:
+/* The LSTM recurrence (docs/models.md §lstm; LstmArgs in src/backend_ops.h), gates i, f, g, o:
  * a_t = z_t + h_{t-1} W^T, c_t = f c_{t-1} + i g, h_t = o tanh(c_t), one segment per thread,
  * each step one matrix-vector product through BLAS.
  *

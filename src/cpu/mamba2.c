@@ -1,4 +1,4 @@
-/* Mamba2's small ops around the SSD (docs/models.md §10): the per-head scale v = dt x, the D
+/* Mamba2's small ops around the SSD (docs/models.md §mamba2): the per-head scale v = dt x, the D
  * skip, and the broadcast of B and C from groups to heads (the time step and log decay are
  * decay_gates, src/cpu/elementwise.c). */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The nnRNN's recurrent matrix from its Schur form (docs/models.md §17; NnrnnWeights in
+/* The nnRNN's recurrent matrix from its Schur form (docs/models.md §nonlinear-rnns; NnrnnWeights in
  * src/backend_ops.h): K = Lambda + strictly_lower(T), V = P K P^T.
  *
  * Backward: dK = P^T dV P, dP = dV P K^T + dV^T P K, dT += strictly_lower(dK), and per block

@@ -1,5 +1,5 @@
-/* RMSNorm over groups of channels (docs/models.md §1; also the per-head readout and QK norms),
- * LayerNorm (§20: Zoology's block norms) and L2 normalisation (GDN q/k, Selective RoPE input
+/* RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and QK norms),
+ * LayerNorm (§zoology-shape: Zoology's block norms) and L2 normalisation (GDN q/k, Selective RoPE input
  * slices). */
 #include <string.h>
 

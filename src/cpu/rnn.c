@@ -1,4 +1,4 @@
-/* The nonlinear recurrence of the tanh/modReLU RNN, expRNN and nnRNN (docs/models.md §17;
+/* The nonlinear recurrence of the tanh/modReLU RNN, expRNN and nnRNN (docs/models.md §nonlinear-rnns;
  * RnnArgs in src/backend_ops.h): h_t = act(h_{t-1} W^T + z_t) over each segment, one
  * segment per thread, each step one matrix-vector product through BLAS.
  *

@@ -1,4 +1,4 @@
-/* Position embeddings (docs/models.md §5): RoPE angle tables, the half-split rotation, the Selective
+/* Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split rotation, the Selective
  * RoPE angle scan (bias, phase gate, cumulative sum, temperatures) and its weight-normed
  * per-head projection. */
 #include <string.h>

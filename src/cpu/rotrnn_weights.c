@@ -1,10 +1,10 @@
-/* RotRNN's weights in the basis of its rotations (docs/models.md §14; RotWeights in
+/* RotRNN's weights in the basis of its rotations (docs/models.md §rotrnn; RotWeights in
  * src/backend_ops.h): per head h, with gamma = exp(-exp(gamma_log)) and
  * xi = sqrt((1 - gamma^2) / ||B_h||_F^2), the input matrix xi P^T B_h, the output matrix
  * C_h P, and the eigenvalues gamma e^{i theta} of the rotation blocks.
  *
  * Backward, with Bw_h = xi P^T B_h and Cw_h = C_h P:
- *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h (+ C2_h^T dCw2_h, §16),
+ *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h (+ C2_h^T dCw2_h, §block-dropout-bidirectional),
  *   dB_h += xi P dBw_h - (dxi xi / ||B_h||^2) B_h,  dC_h += dCw_h P^T,
  *   dgamma_log += sum_i dloga_i loga + dxi dxi/dgamma_log, with
  *   dxi/dgamma_log = -xi gamma^2 loga / (1 - gamma^2) (loga = -exp(gamma_log) = log gamma). */

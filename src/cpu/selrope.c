@@ -1,4 +1,4 @@
-/* Selective RoPE steps 3-8 (docs/models.md §5) as one operation: the plain reference of the fused CUDA
+/* Selective RoPE steps 3-8 (docs/models.md §position-embeddings) as one operation: the plain reference of the fused CUDA
  * kernels, composed of the short conv, the angle scan and the per-head rotation. The
  * convolved increments and the angles are temporaries, recomputed by the backward. */
 #include "cpu/cpu_ops.h"

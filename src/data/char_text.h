@@ -43,7 +43,7 @@ int64_t char_text_rows(const CharText *t, DataSplit split, int T);
 void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i, int32_t *tokens,
                    int32_t *labels);
 
-/* Streams for truncated BPTT with carried states (train.carry_state, docs/models.md §19, nnRNN's
+/* Streams for truncated BPTT with carried states (train.carry_state, docs/models.md §carried-states, nnRNN's
  * batchify): the split's n symbols cut into S contiguous streams, stream j predicting the
  * symbols a_j + 1 .. a_{j+1} with a_j = floor(j (n - 1) / S) (so every symbol after the first is
  * a label of exactly one stream), read in windows of T. Row i of the layout is window

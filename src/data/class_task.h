@@ -3,7 +3,7 @@
  * example i a row of train.seq_len tokens in class_row's convention (data/class_set.h), its
  * class at the last real token. An aan example is a pair of documents, two rows: rows 2i and
  * 2i + 1 are pair i's first and second document, each labeled with the pair's class (the
- * pair classifier, model.pair, reads them together: docs/models.md §15).
+ * pair classifier, model.pair, reads them together: docs/models.md §classification).
  *
  * ListOps is generated (data/listops.h) unless task.path names a directory of LRA's files;
  * text_bytes is always read (data/text_bytes.h). The files of task.path, split by split:

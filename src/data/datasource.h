@@ -1,5 +1,5 @@
 /* Where training windows come from. A window is T+1 consecutive tokens: the model reads
- * tokens 0..T-1 and predicts 1..T (docs/models.md §1). A source is deterministic given its seed and
+ * tokens 0..T-1 and predicts 1..T (docs/models.md §backbone). A source is deterministic given its seed and
  * its state, and its state (the exact position) is saved in checkpoints.
  *
  * Data parallelism: a source opened as rank r of N serves, of every global micro-batch of
@@ -58,7 +58,7 @@ typedef struct {
     int64_t holdout_windows; /* shards without a separate validation set: the last
                                 windows of the train stream form the validation split */
     int prefetch;            /* micro-batches read ahead by a background thread */
-    /* chars with train.carry_state (docs/models.md §19): the text as this many streams
+    /* chars with train.carry_state (docs/models.md §carried-states): the text as this many streams
      * (ranks x micro_batch x grad_accum), a step's rows one window of every stream, in the
      * order of the global micro-batches; 0: independent windows */
     int carry_streams;

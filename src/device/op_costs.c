@@ -211,7 +211,7 @@ OpCost op_cost_shift_bwd(const CostUnits *u, void *dx, void *da_logit, const voi
     return cost_make(0, 3 * u->act * (double)s->ntok * H * D + 2 * u->act * (double)s->ntok * H);
 }
 
-/* The per-head decay (GDN, Mamba2) and Mamba2's small ops (docs/models.md §3, §10):
+/* The per-head decay (GDN, Mamba2) and Mamba2's small ops (docs/models.md §gated-deltanet, §mamba2):
  * elementwise passes over their inputs and outputs. */
 OpCost op_cost_decay_gates_fwd(const CostUnits *u, void *dt, void *g, const void *dt_raw,
                                const void *A_log, const void *dt_bias, int64_t N, int H) {
@@ -254,7 +254,7 @@ OpCost op_cost_group_bcast_bwd(const CostUnits *u, void *dsrc, const void *dout,
     return cost_make((double)N * K * H, u->act * (double)N * K * (H + G));
 }
 
-/* The LRU / RotRNN scan (docs/models.md §13, §14): 8 flops per complex channel and token
+/* The LRU / RotRNN scan (docs/models.md §lru, §rotrnn): 8 flops per complex channel and token
  * (a complex multiply-add), the backward twice that plus the eigenvalue sum; x and h read or
  * written once per pass that touches them. */
 OpCost op_cost_cscan_fwd(const CostUnits *u, const CScanArgs *a) {
@@ -395,7 +395,7 @@ OpCost op_cost_fox_bwd(const CostUnits *u, const AttnGrads *g) {
                          "H%d D%d", H, D);
 }
 
-/* Decoding (docs/models.md §11). After a prefill: copies and a cumsum (each element read and
+/* Decoding (docs/models.md §decoding). After a prefill: copies and a cumsum (each element read and
  * written once). A step: the short-conv and Selective RoPE tails [3, C] per row are read and
  * rewritten, the recurrent states [K, V] per row and head read and written once (GLA 4KV
  * FLOPs per row and head: the update and q S; GDN 6KV: S^T k as well), and attention reads

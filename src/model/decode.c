@@ -1,4 +1,4 @@
-/* Decoding (decode.h, docs/models.md §11): the prefill packs every row's prompt as one
+/* Decoding (decode.h, docs/models.md §decoding): the prefill packs every row's prompt as one
  * segment of a single pass; a step passes one token per row at the row's position. With
  * doc_mask a BOS token starts a new document: a prompt is prefilled from its last BOS (the
  * tokens before it cannot reach later ones), and a generated BOS restarts its row at

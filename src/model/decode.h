@@ -1,4 +1,4 @@
-/* Decoding with a model (docs/models.md §11): a prefill pass over each row's prompt with the
+/* Decoding with a model (docs/models.md §decoding): a prefill pass over each row's prompt with the
  * chunked training kernels, then one token per row at a time from the decoding state —
  * each linear mixer's fp32 recurrent state, the attention mixers' KV caches with the
  * cumulative forget gate, short-conv tails, shift inputs, RoPE positions and Selective

@@ -1,7 +1,7 @@
-/* The core the LRU and RotRNN share (model_internal.h DiagRnn, docs/models.md §13, §14): the
+/* The core the LRU and RotRNN share (model_internal.h DiagRnn, docs/models.md §lru, §rotrnn): the
  * input matmul into interleaved complex pairs, the complex scan, the output matmul, and the
  * per-channel skip D x (head_skip with d heads of one channel); bidirectional, the reverse scan
- * and its readout (docs/models.md §16). */
+ * and its readout (docs/models.md §block-dropout-bidirectional). */
 #include <math.h>
 #include <stdio.h>
 
@@ -73,7 +73,7 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y) {
     be->matmul_fwd(y, r->h, r->Cw, NULL, N, d, C2);
     be->head_skip_fwd(y, x, WM(c, r->D), N, d, 1);
     if (!r->bidir) return;
-    /* docs/models.md §16: the same recurrence on the reversed segments (dbx: scratch), read out
+    /* docs/models.md §block-dropout-bidirectional: the same recurrence on the reversed segments (dbx: scratch), read out
      * in reverse time, then turned around into y */
     RT_ASSERT(c->mode == PASS_TRAIN);
     be->segment_reverse(r->dbx, r->bx, c->seqs, C2, 0);

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct Family {
     const char *name;            /* model.type */
-    const char *section;         /* its section of docs/models.md, named in messages ("§10") */
+    const char *section;         /* its section of docs/models.md, named in messages ("§mamba2") */
     const struct MixerImpl *mix; /* its layer (model_internal.h) */
     const BackboneNames *names;  /* its tensors' names in checkpoints; NULL: fla's model.*, attn_norm,
                                   * attn, norm (family_backbone) */

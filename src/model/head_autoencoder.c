@@ -1,4 +1,4 @@
-/* mad-lab's auto-encoder head (docs/models.md §12): the final-normed state of each row's
+/* mad-lab's auto-encoder head (docs/models.md §autoencoder-head): the final-normed state of each row's
  * last position, plus a fixed sinusoidal embedding of position i, decodes position i
  * through a two-layer MLP (RMSNorm, linear + bias, GELU, twice) and the unembedding
  * (RMSNorm, linear + bias). It runs on the M labeled positions only, like the LM head. */

@@ -1,4 +1,4 @@
-/* The sequence classifier head (docs/models.md §15): each sequence's final-normed states
+/* The sequence classifier head (docs/models.md §classification): each sequence's final-normed states
  * pooled — the mean over its positions up to its labeled last token, or that token's state
  * alone — then class logits p W^T + b. A batch row holds one sequence, labeled at its last
  * real token; the pad tokens after it are not pooled.

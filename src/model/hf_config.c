@@ -136,7 +136,7 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
     if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
     if (family_reads_key(family_of(c->mixer), "orth_init"))
         put_name(o, "rotor_orth_init", &ORTH_INIT_NAMES, c->orth_init);
-    if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §17) */
+    if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §nonlinear-rnns) */
         put_name(o, "rotor_nonlinearity", &NONLINEARITY_NAMES, rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH);
 }
 
@@ -195,7 +195,7 @@ json_t *hf_config_to_json(const ModelConfig *c) {
     put_fields(o, c, COMMON, HF_COUNT(COMMON));
     if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
     else if (ms->derived_heads) json_object_set_new(o, "num_heads", json_integer(dims.H));
-    /* the lra block's GELU (docs/models.md §16) */
+    /* the lra block's GELU (docs/models.md §block-dropout-bidirectional) */
     const char *act = c->block == BLOCK_LRA ? "gelu" : dims.mlp_width ? "swish" : "silu";
     json_object_set_new(o, "hidden_act", json_string(act));
     put_fixed(o, COMMON_FIXED, HF_COUNT(COMMON_FIXED));
@@ -343,7 +343,7 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* The block keys (docs/models.md §16, §17, §20), each absent at its default: rotor_block "lra" or
+/* The block keys (docs/models.md §block-dropout-bidirectional, §nonlinear-rnns, §zoology-shape), each absent at its default: rotor_block "lra" or
  * "rnn", rotor_norm, rotor_mlp, rotor_mixers (with rotor_base_conv_kernel), rotor_dropout, rotor_embed_dropout
  * (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
 static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
@@ -396,7 +396,7 @@ static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* rotor's model shapes without an fla counterpart (docs/models.md §12, §15, §16), each key absent
+/* rotor's model shapes without an fla counterpart (docs/models.md §autoencoder-head, §classification, §block-dropout-bidirectional), each key absent
  * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool, and
  * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale and, when not 0, rotor_input_offset), and
  * the block keys. */
@@ -475,7 +475,7 @@ int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfi
     if (read_model_type(j, &out->mixer, &e)) return -1;
     const Family *fam = family_of(out->mixer);
     const HfSchema *ms = &fam->hf;
-    /* rotor's auto-encoder head (docs/models.md §12) has no fla counterpart: its own key,
+    /* rotor's auto-encoder head (docs/models.md §autoencoder-head) has no fla counterpart: its own key,
      * absent for the LM head */
     if (read_rotor_shape(j, out, &e)) return -1;
     if (read_fields(j, "", COMMON, HF_COUNT(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, HF_COUNT(COMMON_FIXED), &e) ||

@@ -1,5 +1,5 @@
-/* Statistics of a recurrent layer for the run's metrics (MixerImpl.stats, docs/models.md §13,
- * §14, §17): summaries of its eigenvalue moduli and angles, read from the parameters, and the
+/* Statistics of a recurrent layer for the run's metrics (MixerImpl.stats, docs/models.md §lru,
+ * §rotrnn, §nonlinear-rnns): summaries of its eigenvalue moduli and angles, read from the parameters, and the
  * norm of its states at the last forward (the RotRNN paper's Fig. 3), each a host copy made
  * once per validation. */
 #include <math.h>

@@ -55,7 +55,7 @@ void init_phase(const ParamInitArgs *a) {
 
 void *cell_state(CellState *cs, const Ctx *c, const void **h0) {
     *h0 = NULL;
-    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §19) */
+    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §carried-states) */
         size_t bytes = F32(c, (int64_t)c->seqs->nseg * cs->width);
         void *p = growbuf_get(&cs->h0, c->be, bytes);
         c->be->copy(p, cs->S, bytes);

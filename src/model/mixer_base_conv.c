@@ -1,4 +1,4 @@
-/* Zoology's BaseConv layer (docs/models.md §20; Arora et al. 2023, "Zoology", and its
+/* Zoology's BaseConv layer (docs/models.md §zoology-shape; Arora et al. 2023, "Zoology", and its
  * mixers/base_conv.py): y = conv(x) (.) (x W^T + b) + x, conv a depthwise causal short conv
  * of model.base_conv_kernel taps with bias. It is a layer of model.mixers, not a family: it takes the family's place in
  * some layers of a hybrid (Zoology's Hybrid), and reads only the model width. */

@@ -1,6 +1,6 @@
-/* Forgetting Transformer mixer (docs/models.md §4; fla ForgettingAttention plus the FoX "Pro"
+/* Forgetting Transformer mixer (docs/models.md §fox; fla ForgettingAttention plus the FoX "Pro"
  * options of the forgetting-transformer repo: output gate, output norm, QK-norm, k/v shift),
- * and the Transformer (§4b; fla Attention): the same layer without the forget gate and the
+ * and the Transformer (§transformer; fla Attention): the same layer without the forget gate and the
  * Pro options but QK-norm, whose weights the Transformer shares across heads. */
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-#define QK_NORM_EPS 1e-5 /* docs/models.md §1: only the QK-norm uses 1e-5 */
+#define QK_NORM_EPS 1e-5 /* docs/models.md §backbone: only the QK-norm uses 1e-5 */
 
 typedef struct {
     int f, fb, qnorm, knorm, kshift, vshift; /* parameter ids, -1 where absent */
@@ -20,7 +20,7 @@ typedef struct {
     Readout out;
     AttnArgs attn;      /* the core op's arguments, set by the forward for the backward */
     /* saved: the shift gates and shifted k, v (aliases of in.k0, in.v0 without shift); the
-     * forget gate's logits and log f (without a gate: absent); then the q/k pipeline in docs/models.md §4 order:
+     * forget gate's logits and log f (without a gate: absent); then the q/k pipeline in docs/models.md §fox order:
      * Selective RoPE -> q_sel, QK-norm -> q_norm (rstd qrs), RoPE -> q_rope, each an alias
      * of the stage before when absent; q_rope, k_rope enter the attention */
     void *ka, *va, *k1, *v1, *fr, *lf, *lse;
@@ -248,7 +248,7 @@ static const MixerImpl mixer_fox = {
     .bind_state = fox_bind_state,
 };
 
-/* ---- the families: FoX (docs/models.md §4) and the Transformer (§4b) ---- */
+/* ---- the families: FoX (docs/models.md §fox) and the Transformer (§transformer) ---- */
 
 static const char *attention_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     int d = c->hidden_size, H = c->num_heads;
@@ -289,7 +289,7 @@ static int fox_fla_computes(const ModelConfig *c) {
 }
 
 const Family family_fox = {
-    .name = "fox", .section = "§4", .mix = &mixer_fox, .pe = PE_ANY, .keys = fox_keys,
+    .name = "fox", .section = "§fox", .mix = &mixer_fox, .pe = PE_ANY, .keys = fox_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", HF_TABLE(fox_fields),
            HF_TABLE(attention_fixed), PE_NOPE, .fla_computes = fox_fla_computes},
@@ -307,7 +307,7 @@ static const HfField transformer_fields[] = {
 static int transformer_fla_computes(const ModelConfig *c) { return c->pe.kind == PE_ROPE; }
 
 const Family family_transformer = {
-    .name = "transformer", .section = "§4b", .mix = &mixer_fox, .pe = PE_ANY, .keys = transformer_keys,
+    .name = "transformer", .section = "§transformer", .mix = &mixer_fox, .pe = PE_ANY, .keys = transformer_keys,
     .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
     .hf = {"transformer", "TransformerForCausalLM", HF_TABLE(transformer_fields),
            HF_TABLE(attention_fixed), PE_ROPE, .fla_computes = transformer_fla_computes},

@@ -1,5 +1,5 @@
-/* Gated DeltaNet mixer (docs/models.md §3, fla GatedDeltaNet with use_gate) and DeltaNet
- * (§3b, fla DeltaNet): the same layer without the decay (no a_proj, A_log, dt_bias; the
+/* Gated DeltaNet mixer (docs/models.md §gated-deltanet, fla GatedDeltaNet with use_gate) and DeltaNet
+ * (§deltanet, fla DeltaNet): the same layer without the decay (no a_proj, A_log, dt_bias; the
  * core op runs with g == NULL) and with an optional output gate. */
 #include <math.h>
 #include <stdio.h>
@@ -40,13 +40,13 @@ static const BufDecl gdn_bufs[] = {
     BUF_OPT(GDN, daraw, BUF_SCRATCH, BUF_ACT, W_HEADS, F_DECAY),
 };
 
-/* A_log = log U(0, 16) (docs/models.md §3) */
+/* A_log = log U(0, 16) (docs/models.md §gated-deltanet) */
 static void gdn_init_a_log(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(fmax(16 * rng_uniform(a->rng), 1e-30));
 }
 
-/* dt_bias: the inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §3;
- * Mamba2's alike, §10) */
+/* dt_bias: the inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §gated-deltanet;
+ * Mamba2's alike, §mamba2) */
 void init_dt_bias(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) {
         double dt = exp(rng_uniform(a->rng) * (log(0.1) - log(0.001)) + log(0.001));
@@ -138,7 +138,7 @@ static const MixerImpl mixer_gdn = {
     .bind_state = linattn_bind_state,
 };
 
-/* ---- the families: Gated DeltaNet (docs/models.md §3) and DeltaNet (§3b) ---- */
+/* ---- the families: Gated DeltaNet (docs/models.md §gated-deltanet) and DeltaNet (§deltanet) ---- */
 
 static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     int H = c->num_heads;
@@ -178,7 +178,7 @@ static const HfFixed gdn_fixed[] = {
 };
 
 const Family family_gated_deltanet = {
-    .name = "gated_deltanet", .section = "§3", .mix = &mixer_gdn, .pe = PE_ANY, .keys = gdn_keys,
+    .name = "gated_deltanet", .section = "§gated-deltanet", .mix = &mixer_gdn, .pe = PE_ANY, .keys = gdn_keys,
     .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
     .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", HF_TABLE(gdn_fields), HF_TABLE(gdn_fixed),
            PE_NOPE, .fla_computes = hf_fla_nope},
@@ -198,7 +198,7 @@ static const HfFixed deltanet_fixed[] = {
 };
 
 const Family family_deltanet = {
-    .name = "deltanet", .section = "§3b", .mix = &mixer_gdn, .pe = PE_ANY, .keys = deltanet_keys,
+    .name = "deltanet", .section = "§deltanet", .mix = &mixer_gdn, .pe = PE_ANY, .keys = deltanet_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
     .hf = {"delta_net", "DeltaNetForCausalLM", HF_TABLE(deltanet_fields), HF_TABLE(deltanet_fixed),
            PE_NOPE, .fla_computes = hf_fla_nope},

@@ -1,4 +1,4 @@
-/* Gated linear attention mixer (docs/models.md §2, fla GatedLinearAttention). */
+/* Gated linear attention mixer (docs/models.md §gla, fla GatedLinearAttention). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -94,7 +94,7 @@ static const MixerImpl mixer_gla = {
     .bind_state = linattn_bind_state,
 };
 
-/* ---- the family (docs/models.md §2) ---- */
+/* ---- the family (docs/models.md §gla) ---- */
 
 const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     int d = c->hidden_size, H = c->num_heads;
@@ -151,7 +151,7 @@ static const HfFixed gla_fixed[] = {
 };
 
 const Family family_gla = {
-    .name = "gla", .section = "§2", .mix = &mixer_gla, .pe = PE_ANY, .keys = gla_keys,
+    .name = "gla", .section = "§gla", .mix = &mixer_gla, .pe = PE_ANY, .keys = gla_keys,
     .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
     .hf = {"gla", "GLAForCausalLM", HF_TABLE(gla_fields), HF_TABLE(gla_fixed), PE_NOPE,
            .fla_computes = hf_fla_nope},

@@ -1,4 +1,4 @@
-/* Linear Recurrent Unit mixer (docs/models.md §13; Orvieto et al. 2023, "Resurrecting
+/* Linear Recurrent Unit mixer (docs/models.md §lru; Orvieto et al. 2023, "Resurrecting
  * Recurrent Neural Networks for Long Sequences"): h_t = lambda (.) h_{t-1} + gamma (.) (B u_t)
  * over N complex channels, y_t = Re(C h_t) + D (.) u_t, with lambda = exp(-exp(nu_log) +
  * i exp(theta_log)) and gamma = exp(gamma_log). lru_weights turns the parameters into the
@@ -51,7 +51,7 @@ static void *lru_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     l->C_re = params_add(t, pname(p, "C_re").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     l->C_im = params_add(t, pname(p, "C_im").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     l->C_re2 = l->C_im2 = -1;
-    if (cfg->bidirectional) { /* the reverse scan's readout (docs/models.md §16), init as C */
+    if (cfg->bidirectional) { /* the reverse scan's readout (docs/models.md §block-dropout-bidirectional), init as C */
         l->C_re2 = params_add(t, pname(p, "C_re2").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
         l->C_im2 = params_add(t, pname(p, "C_im2").s, 2, sc, init_normal, 1 / sqrt((double)N), 1, 1);
     }
@@ -102,7 +102,7 @@ static const MixerImpl mixer_lru = {
     .stats = lru_stats,
 };
 
-/* ---- the family (docs/models.md §13): one head of 2 state_size reals ---- */
+/* ---- the family (docs/models.md §lru): one head of 2 state_size reals ---- */
 
 static const char *lru_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.complex_state_size must be in [1, 2^23]";
@@ -128,7 +128,7 @@ static const HfField lru_fields[] = {
 
 /* no fla counterpart: GLA's backbone names */
 const Family family_lru = {
-    .name = "lru", .section = "§13", .mix = &mixer_lru, .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
+    .name = "lru", .section = "§lru", .mix = &mixer_lru, .pe = PE_BIT(PE_NOPE), .keys = lru_keys,
     .dims = lru_dims, .head_keys = lru_head_keys, .mixing_flops = drnn_flops,
     .hf = {"lru", "LRUForCausalLM", HF_TABLE(lru_fields), NULL, 0, PE_NOPE},
 };

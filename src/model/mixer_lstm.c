@@ -1,4 +1,4 @@
-/* The LSTM mixer (docs/models.md §18), the nnRNN paper's baseline: the gates' input share
+/* The LSTM mixer (docs/models.md §lstm), the nnRNN paper's baseline: the gates' input share
  * x W_ih^T + b is one GEMM over all tokens, the recurrence (h_{t-1} W_hh^T, the gates, the
  * cell) the lstm ops; the mixer's output is h. */
 #include <math.h>
@@ -85,10 +85,10 @@ static const MixerImpl mixer_lstm = {
     .carry_width = cell_carry_width,
 };
 
-/* ---- the family (docs/models.md §18): one state of width d; no fla counterpart, GLA's
+/* ---- the family (docs/models.md §lstm): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
 const Family family_lstm = {
-    .name = "lstm", .section = "§18", .mix = &mixer_lstm, .pe = PE_BIT(PE_NOPE),
+    .name = "lstm", .section = "§lstm", .mix = &mixer_lstm, .pe = PE_BIT(PE_NOPE),
     .dims = rnn_cell_dims, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,
     .hf = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0, PE_NOPE},
 };

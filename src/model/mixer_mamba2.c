@@ -1,4 +1,4 @@
-/* Mamba2 mixer (docs/models.md §10, fla Mamba2): in_proj to z, x, B, C, dt; the short conv
+/* Mamba2 mixer (docs/models.md §mamba2, fla Mamba2): in_proj to z, x, B, C, dt; the short conv
  * with bias and SiLU over x, B, C; the SSD as chunked GLA with one log decay per head
  * (q = C, k = B, v = dt x, scale 1); the D skip; the gated RMSNorm norm(y silu(z)) w and
  * out_proj. The in_proj and conv1d tensors hold fla's concatenations; the mixer runs each
@@ -63,7 +63,7 @@ static const BufDecl mamba2_bufs[] = {
     BUF(Mamba2, ddtr, BUF_SCRATCH, BUF_ACT, W_H),
 };
 
-/* A_log = log U(1, 16) (docs/models.md §10) */
+/* A_log = log U(1, 16) (docs/models.md §mamba2) */
 static void mamba2_init_a_log(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(1 + 15 * rng_uniform(a->rng));
 }
@@ -224,7 +224,7 @@ static const MixerImpl mixer_mamba2 = {
     .bind_state = mamba2_bind_state,
 };
 
-/* ---- the family (docs/models.md §10): intermediate = expand d, H = intermediate / head_dim,
+/* ---- the family (docs/models.md §mamba2): intermediate = expand d, H = intermediate / head_dim,
  * dk = state_size, dv = head_dim; blocks without an MLP ---- */
 
 static const char *mamba2_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
@@ -272,12 +272,12 @@ static const HfFixed mamba2_fixed[] = {
 static const BackboneNames MAMBA2_BACKBONE = {"backbone", "norm", "mixer", "norm_f"};
 
 /* fla's torch fallback (its path without mamba_ssm's kernels) gives head h the B/C group
- * h mod n_groups, its kernels group h / (H / n_groups) as rotor (docs/models.md §10): one group
+ * h mod n_groups, its kernels group h / (H / n_groups) as rotor (docs/models.md §mamba2): one group
  * is the same function on both paths */
 static int mamba2_fla_computes(const ModelConfig *c) { return c->n_groups == 1; }
 
 const Family family_mamba2 = {
-    .name = "mamba2", .section = "§10", .mix = &mixer_mamba2, .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
+    .name = "mamba2", .section = "§mamba2", .mix = &mixer_mamba2, .pe = PE_BIT(PE_NOPE), .keys = mamba2_keys,
     .names = &MAMBA2_BACKBONE, .no_mlp = 1,
     .dims = mamba2_dims, .head_keys = mamba2_head_keys, .mixing_flops = chunked_flops,
     .hf = {"mamba2", "Mamba2ForCausalLM", HF_TABLE(mamba2_fields), HF_TABLE(mamba2_fixed), PE_NOPE,

@@ -1,4 +1,4 @@
-/* The nonlinear RNN mixers (docs/models.md §17): h_t = act(W h_{t-1} + U x_t (+ b)) over each
+/* The nonlinear RNN mixers (docs/models.md §nonlinear-rnns): h_t = act(W h_{t-1} + U x_t (+ b)) over each
  * segment, the mixer's output the states h. The four differ in W (act: tanh or modReLU,
  * model.nonlinearity; by default tanh for the first two, modReLU for the others):
  *   rnn       W a free matrix (Glorot init), U with a bias;
@@ -175,7 +175,7 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
 }
 
-/* The nnRNN's penalties (docs/models.md §17): delta sum_i (1 - gamma_i)^2 and the L2 decay
+/* The nnRNN's penalties (docs/models.md §nonlinear-rnns): delta sum_i (1 - gamma_i)^2 and the L2 decay
  * (t_decay / 2) ||T||^2, whose gradient t_decay T is the coupled weight decay of the
  * authors' optimizer group of T. */
 static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_decay, int grad) {
@@ -190,7 +190,7 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
 
 /* The states' norm; the nnRNN's Schur form too: gamma_i, theta_i, the moduli of W's eigenvalues
  * (the 2x2 blocks of K = Lambda + T with T's in-block entry t_i: trace 2 gamma cos, determinant
- * gamma^2 + gamma t_i sin; docs/models.md §17) and |T|_F of its strictly lower triangle. */
+ * gamma^2 + gamma t_i sin; docs/models.md §nonlinear-rnns) and |T|_F of its strictly lower triangle. */
 static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
     RnnLayer *l = layer;
     stats_state_norm(o, c, l->h, l->n, 1);
@@ -227,7 +227,7 @@ static const MixerImpl mixer_rnn = {
     .stats = rnn_stats,
 };
 
-/* ---- the families (docs/models.md §17): one state of width d; no fla counterpart, GLA's
+/* ---- the families (docs/models.md §nonlinear-rnns): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
 
 const char *rnn_cell_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
@@ -279,7 +279,7 @@ static const HfField eurnn_fields[] = {
 /* fields: HF_TABLE(its config.json fields), or NULL, 0 */
 #define RNN_FAMILY(nm, keyset, is_modrelu, dims_fn, model_type, arch, ...)                                           \
     {                                                                                                               \
-        .name = nm, .section = "§17", .mix = &mixer_rnn, .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu,              \
+        .name = nm, .section = "§nonlinear-rnns", .mix = &mixer_rnn, .pe = PE_BIT(PE_NOPE), .modrelu = is_modrelu,              \
         .keys = keyset, .dims = dims_fn, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,           \
         .hf = {model_type, arch, __VA_ARGS__, NULL, 0, PE_NOPE},                                                    \
     }

@@ -1,4 +1,4 @@
-/* RotRNN mixer (docs/models.md §14; Biegun, Dolga, Cunningham, Barber 2024, "RotRNN: Modelling
+/* RotRNN mixer (docs/models.md §rotrnn; Biegun, Dolga, Cunningham, Barber 2024, "RotRNN: Modelling
  * Long Sequences with Rotations"): per head h of n state channels,
  * x_t = gamma_h P_h Theta_h P_h^T x_{t-1} + xi_h B_h u_t, y_t = C x_t + D (.) u_t, with
  * P_h = expm(M_h - M_h^T) orthogonal, Theta_h the 2x2 rotations by theta_h, gamma_h =
@@ -34,7 +34,7 @@ static const BufDecl rotrnn_bufs[] = {
     BUF_FIXED(RotRNN, work, BUF_SCRATCH, BUF_F32, W_WORK, 0),
 };
 
-/* gamma_log = log(-log gamma) ~ U(log(-log r_max), log(-log r_min)) (docs/models.md §14) */
+/* gamma_log = log(-log gamma) ~ U(log(-log r_max), log(-log r_min)) (docs/models.md §rotrnn) */
 static void rotrnn_init_gamma_log(const ParamInitArgs *a) {
     double lo = log(-log(a->cfg->r_max)), hi = log(-log(a->cfg->r_min));
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = lo + rng_uniform(a->rng) * (hi - lo);
@@ -51,7 +51,7 @@ static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     /* the authors' init: B and C ~ N(0, 1/(d + state_size)) */
     l->B = params_add(t, pname(p, "B").s, 3, sb, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
     l->C = params_add(t, pname(p, "C").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
-    /* the reverse scan's readout (docs/models.md §16), init as C */
+    /* the reverse scan's readout (docs/models.md §block-dropout-bidirectional), init as C */
     l->C2 = cfg->bidirectional ? params_add(t, pname(p, "C2").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1) : -1;
     drnn_declare(&l->core, t, p, Ns / 2, d, cfg->bidirectional);
     return l;
@@ -109,7 +109,7 @@ static const MixerImpl mixer_rotrnn = {
     .stats = rotrnn_stats,
 };
 
-/* ---- the family (docs/models.md §14): num_heads heads of an even real state width ---- */
+/* ---- the family (docs/models.md §rotrnn): num_heads heads of an even real state width ---- */
 
 static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.real_state_size must be in [1, 2^23]";
@@ -138,7 +138,7 @@ static const HfField rotrnn_fields[] = {
 
 /* no fla counterpart: GLA's backbone names */
 const Family family_rotrnn = {
-    .name = "rotrnn", .section = "§14", .mix = &mixer_rotrnn, .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
+    .name = "rotrnn", .section = "§rotrnn", .mix = &mixer_rotrnn, .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
     .dims = rotrnn_dims, .head_keys = rotrnn_head_keys, .mixing_flops = drnn_flops,
     .hf = {"rotrnn", "RotRNNForCausalLM", HF_TABLE(rotrnn_fields), NULL, 0, PE_NOPE},
 };

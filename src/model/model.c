@@ -1,9 +1,9 @@
-/* The backbone (docs/models.md §1): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
- * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§10); a layer's
+/* The backbone (docs/models.md §backbone): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
+ * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§mamba2); a layer's
  * mixer is the family's or BaseConv, and the MLP SwiGLU, identity (h += RMSNorm(h)) or none
- * (model.mixers, model.mlp: §20); the lra
- * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§16); model.block = rnn:
- * embedding -> L x [h = Mixer(h)] -> head (§17).
+ * (model.mixers, model.mlp: §zoology-shape); the lra
+ * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§block-dropout-bidirectional); model.block = rnn:
+ * embedding -> L x [h = Mixer(h)] -> head (§nonlinear-rnns).
  * Activations needed by the backward are kept per layer; activation gradients use one
  * scratch region shared by all layers. */
 #include "model/model.h"
@@ -43,7 +43,7 @@ struct Model {
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
     int final_norm_b;             /* the final LayerNorm's bias, -1 with RMSNorm */
-    int unembed;                  /* the LM head's weight: lm_head, or emb when tied (§20) */
+    int unembed;                  /* the LM head's weight: lm_head, or emb when tied (§zoology-shape) */
     int tail_first;               /* the first parameter after the blocks */
     int emb_b;                    /* the linear input encoder's bias, else -1 */
     /* the linear input encoder: the token values [act][V] and the table of every token's
@@ -82,7 +82,7 @@ struct Model {
     GradReadyFn grad_ready;   /* model_set_grad_ready */
     void *grad_ready_ctx;
 
-    /* dropout (docs/models.md §16): when forwards drop, the masks' seed and stream, and of the
+    /* dropout (docs/models.md §block-dropout-bidirectional): when forwards drop, the masks' seed and stream, and of the
      * current pass whether it drops and its key */
     DropoutUse drop_use;
     uint64_t drop_seed, drop_stream, drop_key;
@@ -123,7 +123,7 @@ void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream) {
 }
 
 /* Declares a backbone norm <name>.weight (ones), and for a LayerNorm (model.norm, docs/models.md
- * §20) <name>.bias (zeros) into *bias, else *bias = -1; returns the weight's id. */
+ * §zoology-shape) <name>.bias (zeros) into *bias, else *bias = -1; returns the weight's id. */
 static int declare_norm(ParamTable *t, const char *name, const ModelConfig *cfg, int *bias) {
     int w = declare_vector(t, pname(name, ".weight").s, cfg->hidden_size, 1);
     *bias = cfg->norm == NORM_LAYER ? declare_vector(t, pname(name, ".bias").s, cfg->hidden_size, 0) : -1;
@@ -146,7 +146,7 @@ static Model *model_declare(const ModelConfig *cfg) {
     int64_t esh[2] = {cfg->vocab_size, d}, lsh[2] = {d, 1};
     char name[PARAM_NAME_MAX], prefix[PARAM_NAME_MAX];
     m->emb_b = -1;
-    if (cfg->input == INPUT_LINEAR) { /* docs/models.md §15: a token's value times w, plus b */
+    if (cfg->input == INPUT_LINEAR) { /* docs/models.md §classification: a token's value times w, plus b */
         snprintf(name, sizeof name, "%s.encoder.weight", nm->root);
         m->emb = params_add(t, name, 2, lsh, init_normal, std, 1, 1);
         /* a zero bias would give pixel value 0 an all-zero input, where the first RMSNorm's
@@ -396,8 +396,8 @@ static void prepare_segments(Model *m, int64_t N, int nseg) {
 }
 
 /* Segments of the batch: one per row, split at document starts when doc_mask is on
- * (docs/models.md §1); with bidirectional scans a labeled token (a sequence's last, §15) ends
- * its segment, so that the reverse scan starts there and not in the pads after it (§16). */
+ * (docs/models.md §backbone); with bidirectional scans a labeled token (a sequence's last, §classification) ends
+ * its segment, so that the reverse scan starts there and not in the pads after it (§block-dropout-bidirectional). */
 static void build_segments(Model *m, const Batch *b) {
     int64_t N = (int64_t)b->B * b->T;
     m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));
@@ -429,7 +429,7 @@ static NormOut norm_reading(Model *m, int l) {
     return (NormOut){m->xf, m->rsf, m->final_norm, m->final_norm_b};
 }
 
-/* The backbone norms over the pass's N tokens (model.norm, docs/models.md §1, §20): RMSNorm
+/* The backbone norms over the pass's N tokens (model.norm, docs/models.md §backbone, §zoology-shape): RMSNorm
  * (bias -1; stats = rstd [f32][N]) or LayerNorm (stats = rstd, then mean). */
 static void *norm_mean(const Model *m, void *stats) { return (char *)stats + F32S(m->be, m->N); }
 
@@ -490,8 +490,8 @@ static void prepare_pass(Model *m, int64_t N) {
     m->N = N;
 }
 
-/* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md §16);
- * nothing otherwise (then y must be x). Its own backward. The embedding's dropout (§20) is
+/* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md §block-dropout-bidirectional);
+ * nothing otherwise (then y must be x). Its own backward. The embedding's dropout (§zoology-shape) is
  * drop_embedding. */
 static void drop(Model *m, void *y, const void *x, int l, int s) {
     const Backend *be = m->be;
@@ -503,7 +503,7 @@ static void drop(Model *m, void *y, const void *x, int l, int s) {
 }
 
 /* x = dropout(x) [N, d] of the embedding's output, model.embed_dropout, when the pass drops
- * (Zoology's embed_dropout, docs/models.md §20): the site after the blocks' 2 L. Its own
+ * (Zoology's embed_dropout, docs/models.md §zoology-shape): the site after the blocks' 2 L. Its own
  * backward, on d/dh[0]. */
 static void drop_embedding(Model *m, void *x) {
     if (!m->drop_embed) return;
@@ -512,7 +512,7 @@ static void drop_embedding(Model *m, void *x) {
                    m->cfg.embed_dropout);
 }
 
-/* The lra block's forward after its mixer (docs/models.md §16): bl->r holds the mixer output;
+/* The lra block's forward after its mixer (docs/models.md §block-dropout-bidirectional): bl->r holds the mixer output;
  * o = g sigmoid(g W^T + b) with g = Drop(GELU(r)), then Drop(o) into ya. */
 static void lra_forward(Model *m, const Ctx *c, Block *bl, int l) {
     const Backend *be = m->be;
@@ -576,7 +576,7 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
             add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
             continue;
         }
-        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer (docs/models.md §20) */
+        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer (docs/models.md §zoology-shape) */
             add_norm_fwd(m, &c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
             add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
             continue;
@@ -633,7 +633,7 @@ static void forward_to_logits(Model *m, const Batch *b, double grad_scale) {
     m->M = M;
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)M);
     be->upload(m->lab_dev, m->lab_sel, sizeof(int32_t) * (size_t)M);
-    /* docs/models.md §16: the forwards that prepare a backward drop, unless told otherwise */
+    /* docs/models.md §block-dropout-bidirectional: the forwards that prepare a backward drop, unless told otherwise */
     int drops = m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0);
     m->drop_on = drops && m->cfg.dropout > 0;
     m->drop_embed = drops && m->cfg.embed_dropout > 0;
@@ -654,7 +654,7 @@ int64_t model_forward_logits(Model *m, const Batch *b) {
     return m->M;
 }
 
-/* ---- carried states (docs/models.md §19) ---- */
+/* ---- carried states (docs/models.md §carried-states) ---- */
 
 int64_t model_carry_width(const Model *m) {
     int64_t w = 0;

@@ -1,5 +1,5 @@
 /* The language model: embedding, L pre-norm blocks (mixer + SwiGLU MLP), final norm and
- * untied LM head (docs/models.md §1), with an explicit forward and backward on any backend. */
+ * untied LM head (docs/models.md §backbone), with an explicit forward and backward on any backend. */
 #ifndef ROTOR_MODEL_H
 #define ROTOR_MODEL_H
 
@@ -40,9 +40,9 @@ void *model_grads(Model *m);
  * there is none to keep (it is the master itself, or already stale: then it is rebuilt). */
 void *model_weights_and_copy(Model *m, void **copy);
 
-/* Initialises every parameter per docs/models.md §1-5 from `seed` (deterministic per parameter). */
+/* Initialises every parameter per the parameter tables of docs/models.md from `seed` (deterministic per parameter). */
 void model_init_weights(Model *m, uint64_t seed);
-/* The mixers' penalties on their parameters (the nnRNN's, docs/models.md §17: delta for its
+/* The mixers' penalties on their parameters (the nnRNN's, docs/models.md §nonlinear-rnns: delta for its
  * eigenvalue moduli, t_decay the L2 decay of its non-normal part): returns their sum; with
  * grad, adds their gradient to the gradients. 0 for the other mixers. */
 double model_penalty(Model *m, double delta, double t_decay, int grad);
@@ -72,7 +72,7 @@ void model_backward(Model *m);
  * default) turns the announcements off. */
 typedef void (*GradReadyFn)(void *ctx, int64_t lo, int64_t hi);
 void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx);
-/* Which model_forward calls apply dropout (model.dropout, docs/models.md §16): DROPOUT_AUTO
+/* Which model_forward calls apply dropout (model.dropout, docs/models.md §block-dropout-bidirectional): DROPOUT_AUTO
  * (the default) those that prepare a backward (grad_scale > 0: training), not scoring and
  * validation (grad_scale 0); DROPOUT_ALWAYS every one (a gradient check's loss evaluations);
  * DROPOUT_NEVER none. Decoding never drops. */
@@ -105,7 +105,7 @@ void model_get_logit_row(Model *m, int64_t row, void *host);
 int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy);
 
 /* Truncated backpropagation through time with the state carried across batches
- * (train.carry_state, docs/models.md §19). A carried-state block holds, for `rows` batch rows,
+ * (train.carry_state, docs/models.md §carried-states). A carried-state block holds, for `rows` batch rows,
  * every layer's recurrent state; it lives on the backend and belongs to the caller.
  * model_carry_width: [f32] elements of one row's state over all layers, 0 when a layer's
  * mixer cannot carry (only the recurrent cells rnn, rnn_orth, exprnn, nnrnn and lstm can).

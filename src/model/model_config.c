@@ -37,7 +37,7 @@ int model_outputs(const ModelConfig *c) {
     return c->head == HEAD_CLASSIFIER ? c->num_classes : c->vocab_size;
 }
 
-/* The block's keys (docs/models.md §16): a dropout probability, and bidirectional scans only
+/* The block's keys (docs/models.md §block-dropout-bidirectional): a dropout probability, and bidirectional scans only
  * where a layer has them and the head reads whole sequences. */
 static const char *block_checks(const ModelConfig *c, const Family *f) {
     static char msg[256];
@@ -102,7 +102,7 @@ LayerMixer model_layer_mixer(const ModelConfig *c, int l) {
     return base_conv >> (l % n) & 1 ? LAYER_BASE_CONV : LAYER_FAMILY;
 }
 
-/* model.norm, model.mlp, model.mixers and model.tie_embeddings (docs/models.md §20): what the
+/* model.norm, model.mlp, model.mixers and model.tie_embeddings (docs/models.md §zoology-shape): what the
  * block, the family and the head allow. */
 static const char *layer_checks(const ModelConfig *c, const Family *f) {
     static char msg[256];
@@ -182,7 +182,7 @@ const char *model_dims(const ModelConfig *c, ModelDims *o) {
     } else {
         if (c->hidden_ratio <= 0) return "model.hidden_ratio must be positive";
         if (d * c->hidden_ratio * 2.0 / 3.0 > MAX_WIDTH) return "model.hidden_ratio gives an MLP width beyond 2^24";
-        int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* docs/models.md §1, evaluated left to right as fla */
+        int w = (int)(d * c->hidden_ratio * 2.0 / 3.0); /* docs/models.md §backbone, evaluated left to right as fla */
         o->mlp_width = 256 * ((w + 255) / 256);
     }
     return NULL;

@@ -16,7 +16,7 @@
 /* What a forward pass is for: training or scoring; a decoding prefill, which also leaves
  * every segment's decoding state (segment r = row r of the decoder); or one decoding step,
  * whose segments are the decoder's rows, one token each at its position, read from and
- * advancing that state (docs/models.md §11). */
+ * advancing that state (docs/models.md §decoding). */
 typedef enum { PASS_TRAIN, PASS_PREFILL, PASS_STEP } PassMode;
 
 /* What a layer sees during a forward or backward pass. */
@@ -33,7 +33,7 @@ typedef struct {
     const ParamTable *params;
     const void *rope_angle;  /* [f32][N, dk/2] when pe = rope, shared by the layers */
     int max_len;             /* decoding: KV-cache slots per row */
-    /* a PASS_TRAIN with carried states (train.carry_state, docs/models.md §19): segment r
+    /* a PASS_TRAIN with carried states (train.carry_state, docs/models.md §carried-states): segment r
      * (= batch row r) starts from row r of the layer's bound state, which the pass leaves
      * holding the segment's final state */
     int carry;
@@ -42,7 +42,7 @@ typedef struct {
 static inline void *W(const Ctx *c, int idx) {
     return c->weights + (size_t)c->params->p[idx].offset * c->be->act_size;
 }
-/* Parameters the ops read in fp32 whatever the compute precision (docs/models.md §3 A_log, dt_bias). */
+/* Parameters the ops read in fp32 whatever the compute precision (docs/models.md §gated-deltanet A_log, dt_bias). */
 static inline void *WM(const Ctx *c, int idx) {
     return c->master + (size_t)c->params->p[idx].offset * c->be->f32_size;
 }
@@ -77,7 +77,7 @@ typedef struct {
 void *growbuf_get(GrowBuf *b, const Backend *be, size_t bytes);
 void growbuf_free(GrowBuf *b, const Backend *be);
 
-/* ---- position embeddings (pe.c, docs/models.md §5) ---- */
+/* ---- position embeddings (pe.c, docs/models.md §position-embeddings) ---- */
 typedef struct {
     PEConfig cfg;
     int H, D, P, d_model;   /* heads, per-head q/k width, pairs, mixer input width */
@@ -105,8 +105,8 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
 /* ---- pieces shared by mixers ---- */
 
 /* Projections q, k, v of the mixer input, then per channel a short causal conv with an
- * activation, or the activation alone, or nothing (GLA docs/models.md §2, Gated DeltaNet
- * §3). q1, k1, v1 are the results (the projections themselves when nothing follows). */
+ * activation, or the activation alone, or nothing (GLA docs/models.md §gla, Gated DeltaNet
+ * §gated-deltanet). q1, k1, v1 are the results (the projections themselves when nothing follows). */
 typedef struct {
     int q, k, v, qconv, kconv, vconv; /* parameter ids */
     int conv;                         /* short conv */
@@ -191,14 +191,14 @@ void linattn_destroy(void *layer, const Backend *be);
 void linattn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
                         int64_t rows, int max_len);
 
-/* The core the LRU and RotRNN share (diag_rnn.c, docs/models.md §13, §14): for the mixer
+/* The core the LRU and RotRNN share (diag_rnn.c, docs/models.md §lru, §rotrnn): for the mixer
  * input x [N, d], y = scan(x Bw^T) Cw^T + D x, the scan the complex diagonal recurrence of C
  * channels (cscan ops; its input and states h as [N, 2C] interleaved pairs) and D [d] a
  * per-channel skip. The mixer's weight op fills Bw, Cw, loga and angle before drnn_forward,
  * and turns dBw, dCw, dloga, dangle into its parameters' gradients after drnn_backward. */
 typedef struct {
     int C, d, D;        /* complex channels, model width; parameter id of D */
-    int bidir;          /* a second scan in reverse time, read out by Cw2 (docs/models.md §16) */
+    int bidir;          /* a second scan in reverse time, read out by Cw2 (docs/models.md §block-dropout-bidirectional) */
     GrowBuf states;
     CScanArgs scan, rscan; /* set by the forward for the backward (rscan: the reverse scan) */
     /* saved (per layer): the weights [2C, d] and [d, 2C], the eigenvalues' log modulus and
@@ -231,7 +231,7 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
 /* The state of a nonlinear cell (RNN, LSTM: mixer_rnn.c, mixer_lstm.c), carried across
- * batches or kept for decoding (docs/models.md §11, §19): width [f32] elements a row. The
+ * batches or kept for decoding (docs/models.md §decoding, §carried-states): width [f32] elements a row. The
  * mixer's struct starts with it. */
 typedef struct {
     int64_t width;
@@ -285,7 +285,7 @@ typedef struct MixerImpl {
     /* Carves the layer's decoding state for `rows` rows of at most max_len tokens. */
     void (*bind_state)(void *layer, const Backend *be, const ModelDims *dims, Carve *state,
                        int64_t rows, int max_len);
-    /* NULL, or the layer's penalty on its parameters (the nnRNN's, docs/models.md §17: delta
+    /* NULL, or the layer's penalty on its parameters (the nnRNN's, docs/models.md §nonlinear-rnns: delta
      * for its eigenvalue moduli, t_decay for its non-normal part); with grad, its gradient
      * is added to the parameters' gradients. */
     double (*penalty)(void *layer, const Ctx *c, double delta, double t_decay, int grad);
@@ -294,16 +294,16 @@ typedef struct MixerImpl {
     int64_t (*carry_width)(const void *layer);
     /* NULL, or adds the layer's statistics to o for the metrics of a validation: its
      * recurrence's moduli and angles now and its states' norm at the last forward
-     * (layer_stats.c; docs/models.md §13, §14, §17) */
+     * (layer_stats.c; docs/models.md §lru, §rotrnn, §nonlinear-rnns) */
     void (*stats)(void *layer, const Ctx *c, json_t *o);
 } MixerImpl;
 
-/* Zoology's BaseConv (mixer_base_conv.c, docs/models.md §20): a layer of model.mixers, not a
+/* Zoology's BaseConv (mixer_base_conv.c, docs/models.md §zoology-shape): a layer of model.mixers, not a
  * family. */
 extern const MixerImpl mixer_base_conv;
 
 /* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,
- * docs/models.md §14, §17; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §3, §10;
+ * docs/models.md §rotrnn, §nonlinear-rnns; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §gated-deltanet, §mamba2;
  * mixer_gdn.c). */
 void init_phase(const ParamInitArgs *a);
 void init_dt_bias(const ParamInitArgs *a);
@@ -330,7 +330,7 @@ void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n);
 double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T);
 
 /* ---- output heads other than the LM head: the auto-encoder (head_autoencoder.c,
- * docs/models.md §12) and the sequence classifier (head_classifier.c, §15) ---- */
+ * docs/models.md §autoencoder-head) and the sequence classifier (head_classifier.c, §classification) ---- */
 typedef struct {
     /* Declares its parameters after the backbone's. */
     void *(*create)(ParamTable *t, const ModelConfig *cfg);

@@ -43,16 +43,16 @@ struct ParamInfo {
     int64_t offset;  /* element offset in the flat buffers, a multiple of PARAM_ALIGN */
     ParamInit init;
     double init_arg;
-    int decay;       /* AdamW weight decay applies (docs/models.md §7 groups) */
+    int decay;       /* AdamW weight decay applies (docs/models.md §training-recipe groups) */
     int trainable;   /* has a gradient and is updated (frozen temperatures are not) */
     /* a parameter of a recurrence's state transition or its input normalisation (LRU nu_log,
      * theta_log, gamma_log; RotRNN theta, gamma_log, M; the log of the orthogonal matrix of
-     * expRNN and nnRNN; docs/models.md §13, §14, §17): its own
-     * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent, §7) */
+     * expRNN and nnRNN; docs/models.md §lru, §rotrnn, §nonlinear-rnns): its own
+     * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent, §training-recipe) */
     int recurrent;
     /* the parameter of an orthogonal matrix (nnRNN's and expRNN's skew-symmetric generator):
      * its own learning rate and weight decay (train.lr_orthogonal,
-     * train.weight_decay_orthogonal, docs/models.md §7); never also recurrent */
+     * train.weight_decay_orthogonal, docs/models.md §training-recipe); never also recurrent */
     int orthogonal;
 };
 

@@ -1,4 +1,4 @@
-/* Position embeddings applied to a mixer's q and k (docs/models.md §5): RoPE from the shared angle
+/* Position embeddings applied to a mixer's q and k (docs/models.md §position-embeddings): RoPE from the shared angle
  * table, or Selective RoPE with its input-dependent angles. NoPE never reaches here. */
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-/* The temperatures (docs/models.md §5 step 7) of D = init_arg key channels: rope: temp_max
+/* The temperatures (docs/models.md §position-embeddings step 7) of D = init_arg key channels: rope: temp_max
  * theta^(-2j/D); tan: theta_j = linspace(0, theta pi, D/2), tau = tan(theta_j / 2) scaled to temp_max. */
 static void init_temperature(const ParamInitArgs *a) {
     const PEConfig *pc = &a->cfg->pe;

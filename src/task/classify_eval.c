@@ -21,7 +21,7 @@ json_t *classify_eval(const TaskEvalArgs *a, const char *source) {
     /* a read test set once; a generated one (ListOps without task.path) for task.test_examples */
     int64_t N = ds->examples ? ds->examples : rc->task.test_examples;
     /* pairs (task aan): rows 2i, 2i + 1 are one example, both labeled with its class and both
-     * given its logits (docs/models.md §15), so counting both rows gives the pairs' accuracy,
+     * given its logits (docs/models.md §classification), so counting both rows gives the pairs' accuracy,
      * per class and overall; the examples are the pairs */
     int64_t examples = rc->model.pair != PAIR_NONE ? N / 2 : N;
     RT_ASSERT(N > 0 && ds->next_labeled);

@@ -20,7 +20,7 @@ enum {
         1, /* each row carries one class: validation measures accuracy (docs/classification.md) */
     TASK_PAIRS = 2,      /* rows 2i, 2i + 1 are one example's two documents (the pair classifier) */
     TASK_TEXT = 4,       /* character-level text: bits per character, streams with carried states */
-    TASK_AUTOENCODER = 8 /* trains the auto-encoder head (docs/models.md §12) */
+    TASK_AUTOENCODER = 8 /* trains the auto-encoder head (docs/models.md §autoencoder-head) */
 };
 
 /* The run's shape as a task derives it while a config loads (TaskImpl.shape): train.seq_len,

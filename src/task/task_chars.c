@@ -1,7 +1,7 @@
 /* task.type = chars: character-level language modelling on text files (nnRNN's Penn Treebank
  * characters, or any UTF-8 text; data/char_text.h, docs/nnrnn.md). Rows predict the next
  * symbol at every position; with train.carry_state the text is read as streams whose windows
- * carry the recurrent state (docs/models.md §19). model.vocab_size defaults to the texts'
+ * carry the recurrent state (docs/models.md §carried-states). model.vocab_size defaults to the texts'
  * vocabulary. Tested by the loss, bits per character and accuracy on the valid and test texts. */
 #include <math.h>
 #include <stdio.h>

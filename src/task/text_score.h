@@ -1,4 +1,4 @@
-/* Scoring character-level text with carried states (train.carry_state, docs/models.md §19):
+/* Scoring character-level text with carried states (train.carry_state, docs/models.md §carried-states):
  * the split read as S streams (data/char_text.h), each window of a stream starting from the
  * state its previous window left, as nnRNN evaluates its language task. The trainer's
  * validation (each rank a share of the streams) and `rotor synth`'s scores of the valid and

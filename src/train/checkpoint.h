@@ -14,7 +14,7 @@
  *     optimizer.rankRRRRR-of-NNNNN.safetensors  "<state>" of each state buffer: the rank's
  *                            slice of the flat state; metadata step, optimizer, start, end,
  *                            total
- *     carry_state.safetensors  train.carry_state runs (docs/models.md §19): "state" (F32)
+ *     carry_state.safetensors  train.carry_state runs (docs/models.md §carried-states): "state" (F32)
  *                            [streams, width], every stream's carried recurrent state (the
  *                            layers' states in order, model_carry_download); metadata
  *                            {"format": "rotor-carried-state", "streams"}

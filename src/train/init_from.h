@@ -1,5 +1,5 @@
 /* train.init_from: a new run's first weights from an existing model (continued pretraining,
- * docs/models.md §7 "Starting points"), with a fresh optimizer, schedule and data order. The
+ * docs/models.md §starting-points), with a fresh optimizer, schedule and data order. The
  * source is
  *   - a rotor checkpoint (a directory with trainer_state.json: its files checked against
  *     their recorded sizes, and sha256s with `hashes`),

@@ -47,7 +47,7 @@ void optimizer_free(Optimizer *o) {
     rt_free(o);
 }
 
-/* A parameter's group (docs/models.md §7): its learning rate and weight decay. */
+/* A parameter's group (docs/models.md §training-recipe): its learning rate and weight decay. */
 typedef enum { GROUP_PLAIN, GROUP_DECAY, GROUP_RECURRENT, GROUP_ORTHOGONAL } Group;
 
 static Group group_of(const ParamInfo *p) {

@@ -1,4 +1,4 @@
-/* The optimizers of docs/models.md §7 (AdamW, RMSprop) with its parameter groups, and
+/* The optimizers of docs/models.md §training-recipe (AdamW, RMSprop) with its parameter groups, and
  * global-norm clipping (the learning rate comes from train/schedule.h). Their per-element
  * state lives on the backend in the flat parameter layout. */
 #ifndef ROTOR_OPTIMIZER_H
@@ -48,7 +48,7 @@ const OptimizerSpec *optimizer_spec(OptimizerKind kind);
 Optimizer *optimizer_create(const Backend *be, OptimizerKind kind, int64_t lo, int64_t hi);
 void optimizer_free(Optimizer *o);
 /* One update of the trainable parameter elements in [lo, hi) with the current gradients,
- * each parameter with its group's learning rate and weight decay (docs/models.md §7). */
+ * each parameter with its group's learning rate and weight decay (docs/models.md §training-recipe). */
 void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr);
 
 /* Sum of squared gradients of the elements [lo, hi) (frozen parameters have none). */

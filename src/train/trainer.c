@@ -1,4 +1,4 @@
-/* The training loop (docs/models.md §7): gradient accumulation over micro-batches, loss averaged
+/* The training loop (docs/models.md §training-recipe): gradient accumulation over micro-batches, loss averaged
  * over every label of the optimizer step, global-norm clipping, AdamW or RMSprop with the
  * warmup + decay schedule of train.schedule, periodic validation (with accuracy for
  * classification runs), metrics, progress, atomic checkpoints, the best validation's
@@ -13,7 +13,7 @@
  * parameters, updates that slice with its slice of the optimizer state, and the slices are
  * all-gathered. Only rank 0 prints, logs and writes the shared checkpoint files.
  *
- * With train.carry_state (docs/models.md §19) every micro-batch slot of every rank holds the
+ * With train.carry_state (docs/models.md §carried-states) every micro-batch slot of every rank holds the
  * recurrent states of its rows, which are streams of the text: each step's window starts from
  * the state the slot's previous window left (zeros at the start of a pass), the gradient
  * truncated there. The states of all streams are saved in every checkpoint.
@@ -546,7 +546,7 @@ static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double
     double loss = 0;
     model_zero_grads(tr->model);
     for (int a = 0; a < A; a++) {
-        /* dropout's masks (docs/models.md §16) are a function of the step, the micro-batch and
+        /* dropout's masks (docs/models.md §block-dropout-bidirectional) are a function of the step, the micro-batch and
          * the rank alone, so that a resumed run draws those of the uninterrupted one */
         uint64_t stream = ((uint64_t)step * (uint64_t)A + (uint64_t)a) * (uint64_t)tr->world + (uint64_t)tr->rank;
         model_set_dropout_stream(tr->model, tr->rc->train.seed, stream);
@@ -564,7 +564,7 @@ static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double
 }
 
 /* Waits for the sums of the gradients over the ranks (each rank's slice only, with ZeRO-1),
- * adds the gradient of the parameter penalties (the nnRNN's, docs/models.md §17; once, on
+ * adds the gradient of the parameter penalties (the nnRNN's, docs/models.md §nonlinear-rnns; once, on
  * every rank's sum) and returns the global gradient norm and the number of buckets. */
 static double reduce_gradients(Trainer *tr, int *buckets) {
     Model *m = tr->model;

@@ -287,7 +287,7 @@ static void test_silu_gelu(void) {
     gt_reset();
 }
 
-/* ---- dropout (docs/models.md §16): the same hash on both sides, so the same mask; inputs away
+/* ---- dropout (docs/models.md §block-dropout-bidirectional): the same hash on both sides, so the same mask; inputs away
  * from zero, so that one element dropped on one side only fails the comparison ---- */
 
 static void dropout_case(int64_t N, int C, int T, int off, double p) {
@@ -311,7 +311,7 @@ static void test_dropout(void) {
     dropout_case(3, 5, 0, 0, 0.3);
 }
 
-/* relu forward and backward (the pair classifier's MLP, docs/models.md §15) */
+/* relu forward and backward (the pair classifier's MLP, docs/models.md §classification) */
 static void relu_case(int64_t n, int off) {
     float *x = gt_randn(n, 3), *ref = gt_zeros(n);
     gt_cpu->relu_fwd(ref, x, n);
@@ -397,7 +397,7 @@ static void test_sigmoid(void) {
     sigmoid_case(2, 0);
 }
 
-/* ---- Mamba2's small ops (docs/models.md §10) ---- */
+/* ---- Mamba2's small ops (docs/models.md §mamba2) ---- */
 
 static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     int64_t nh = N * H, nx = nh * D, nk = nh * K, ns = N * G * K;
@@ -550,7 +550,7 @@ static void rmsnorm_case(NormCase k) {
     }
 }
 
-/* LayerNorm (docs/models.md §20) against the CPU's: y, mean, rstd; dx (both accumulate modes),
+/* LayerNorm (docs/models.md §zoology-shape) against the CPU's: y, mean, rstd; dx (both accumulate modes),
  * dw and db (accumulated onto prefilled values). off misaligns w (the scalar path). */
 static void layernorm_case(int64_t N, int C, int off) {
     int64_t n = N * C;

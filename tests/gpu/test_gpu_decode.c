@@ -1,4 +1,4 @@
-/* GPU tests of decoding (docs/models.md §11): every decoding op of kernels/ops/decode.cu against
+/* GPU tests of decoding (docs/models.md §decoding): every decoding op of kernels/ops/decode.cu against
  * the CPU backend (src/cpu/decode_ops.c), the final states of the chunked gla_fwd / gdn_fwd
  * (kernels/ops/gla.cu, gdn.cu), and tiny models of every mixer decoding on both backends.
  *

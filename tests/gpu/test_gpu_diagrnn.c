@@ -1,9 +1,9 @@
 /* GPU tests of the LRU and RotRNN ops (kernels/ops/cscan.cu, kernels/ops/lru_weights.cu,
- * kernels/ops/rotrnn.cu; docs/models.md §13, §14) against the CPU backend: the complex scan forward
+ * kernels/ops/rotrnn.cu; docs/models.md §lru, §rotrnn) against the CPU backend: the complex scan forward
  * (h and each segment's final state) and backward (dx, dloga, dangle) on several segment layouts
  * and decay strengths, its decoding step, the LRU's weights, expm(M - M^T) and its gradient
  * through the Frechet derivative, and RotRNN's weights, forward and backward (each with the
- * reverse readout of a bidirectional layer), and segment_reverse (docs/models.md §16).
+ * reverse readout of a bidirectional layer), and segment_reverse (docs/models.md §block-dropout-bidirectional).
  *
  * Outputs the ops overwrite start as garbage on the GPU; parameter gradients start from random
  * values (gt_prefill) and must end at start + the CPU's gradient. The backward of the scan runs
@@ -65,7 +65,7 @@ static void cscan_case(const GtLayout *lay, int C, double alo, double ahi) {
     gt_compare(gt_name("cscan_bwd dx C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_act(dxd, n), dxc, n, TOL_BF16);
     gt_compare(gt_name("cscan_bwd dloga C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dlad, C), dlac, C, TOL_SUM);
     gt_compare(gt_name("cscan_bwd dangle C=%d loga[%g,%g] %s", C, alo, ahi, tag), gt_get_f32(dand, C), danc, C, TOL_SUM);
-    /* accumulate (the bidirectional layer's second scan, docs/models.md §16): onto the values there */
+    /* accumulate (the bidirectional layer's second scan, docs/models.md §block-dropout-bidirectional): onto the values there */
     float *pre = gt_randn(C, 1);
     void *dlaa = gt_f32(pre, C), *dana = gt_f32(pre, C);
     gt_gpu->cscan_bwd(&(CScanGrads){.a = ad, .dh = gt_act(dh, n), .dx = dxd, .dloga = dlaa, .dangle = dana,
@@ -224,7 +224,7 @@ static void test_rotrnn_weights(void) {
     rotrnn_weights_case(8, 64, 256);
 }
 
-/* ---- segment_reverse (docs/models.md §16): a data movement, exact up to the bf16 rounding of
+/* ---- segment_reverse (docs/models.md §block-dropout-bidirectional): a data movement, exact up to the bf16 rounding of
  * an addition ---- */
 
 static void test_segment_reverse(void) {

@@ -1,6 +1,6 @@
 /* FoX forgetting attention on the GPU (kernels/ops/fox.cu) against the CPU backend, forward
- * (o, lse) and backward (dq, dk, dv, dlogf), docs/models.md §4, and the same without a
- * forget gate (logf NULL: the Transformer's attention, §4b).
+ * (o, lse) and backward (dq, dk, dv, dlogf), docs/models.md §fox, and the same without a
+ * forget gate (logf NULL: the Transformer's attention, §transformer).
  *
  * Shapes (H, D) = (2, 32) (tiny config), (16, 64) (370M config), (1, 128); segment layouts
  * with ragged ends, length-1 segments and segments starting off the 64-token grid; forget

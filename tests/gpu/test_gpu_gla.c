@@ -88,7 +88,7 @@ static int bf16_states(void) {
 }
 
 /* per_head: one log decay per head [N,H] for every key channel, scale 1 (Mamba2's SSD,
- * docs/models.md §10). */
+ * docs/models.md §mamba2). */
 static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, int per_head) {
     char tag[128];
     snprintf(tag, sizeof tag, "H=%d K=%d V=%d %s g=%s%s", H, K, V, L->name, gate_names[gate],

@@ -1,7 +1,7 @@
-/* GPU tests of the nonlinear recurrences (kernels/ops/rnn.cu; docs/models.md §17, §18) against the
+/* GPU tests of the nonlinear recurrences (kernels/ops/rnn.cu; docs/models.md §nonlinear-rnns, §lstm) against the
  * CPU backend: rnn_fwd (h and each segment's final state) and rnn_bwd (dz, dW, the modReLU
  * bias) with tanh and modReLU on several segment layouts, from zero or carried initial states
- * (h0, docs/models.md §19), rnn_step, the LSTM's forward, backward and step (also from
+ * (h0, docs/models.md §carried-states), rnn_step, the LSTM's forward, backward and step (also from
  * carried states), the nnRNN's Schur form and its gradient, EURNN's layers of rotations and
  * their gradient (kernels/ops/eurnn.cu), and l2_penalty.
  *

@@ -1,7 +1,7 @@
 /* End to end on the GPU: a tiny model (each mixer, with Selective RoPE + phase gate where it
  * takes a position embedding) trained 50 steps on the CUDA backend tracks the same training on the CPU backend (same
  * initialisation, same batches, same AdamW), within bf16 tolerance. The LSTM also trains
- * with carried states (docs/models.md §19): each step's rows start from the states the
+ * with carried states (docs/models.md §carried-states): each step's rows start from the states the
  * previous step's left. */
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 cores of ref_model.py by `selftest`.
 
 All cores take q already multiplied by the softmax / readout scale, tensors in [B, T, H, *] layout,
-and an optional bool tensor `start` [B, T] marking document starts (document masking, docs/models.md §1).
+and an optional bool tensor `start` [B, T] marking document starts (document masking, docs/models.md §backbone).
 Document masking is handled exactly with segment masks: a pair (i, j) interacts only when i and j
 lie in the same document, and the state carried into a chunk reaches position i only when no
 document starts between the chunk start and i.  Log-gate cumulative sums are taken across document
@@ -71,7 +71,7 @@ def _gla_scores(q, k, b, blocks):
 
 
 def gla_chunk(q, k, v, log_a, start=None, chunk=64, blocks=(16, 4)):
-    """Chunked GLA (docs/models.md §2): S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t.
+    """Chunked GLA (docs/models.md §gla): S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t.
 
     Gates stay in log space (fp32 in training) and only non-positive ranges are exponentiated:
     intra-chunk scores by _gla_scores (sub-chunks of 16, then 4, then pairwise), inter-chunk
@@ -108,7 +108,7 @@ def gla_chunk(q, k, v, log_a, start=None, chunk=64, blocks=(16, 4)):
 
 
 def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
-    """Chunked Gated DeltaNet (docs/models.md §3) with the WY/UT transform; DeltaNet (§3b) is g = 0.
+    """Chunked Gated DeltaNet (docs/models.md §gated-deltanet) with the WY/UT transform; DeltaNet (§deltanet) is g = 0.
 
     Inside a chunk with inclusive log decays G and S0 the entering state, the pseudo-values
     u_t = beta_t (v_t - e^{g_t} S_{t-1}^T k_t) satisfy (I + A) U = beta V - diag(beta e^G) K S0 with
@@ -151,7 +151,7 @@ def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
 
 
 def fox_parallel(q, k, v, log_f, start=None, block=256):
-    """FoX (docs/models.md §4): causal softmax attention with the forget-gate bias c_i - c_j, c = cumsum(log f).
+    """FoX (docs/models.md §fox): causal softmax attention with the forget-gate bias c_i - c_j, c = cumsum(log f).
 
     Query blocks of `block` rows attend to keys [0, block end) only (the causal lower half). The bias
     rides in the score matmul as one extra channel: q' = [q, 1], k'_j = [k_j, c_r - c_j] with r the
@@ -180,7 +180,7 @@ def fox_parallel(q, k, v, log_f, start=None, block=256):
 
 
 def ssd_chunk(x, dt, A, Bm, Cm, start=None, chunk=64):
-    """Chunked Mamba2 SSD (docs/models.md §10), Mamba2's own chunked form: per head
+    """Chunked Mamba2 SSD (docs/models.md §mamba2), Mamba2's own chunked form: per head
     h_t = e^{dt_t A} h_{t-1} + (dt_t x_t)^T B_t, y_t = h_t C_t. Inside a chunk with inclusive
     log decays G (G_t = sum dt A), y = ((C B^T) o e^{G_i - G_j})_{j<=i} (dt x) + e^G C h0; the
     state leaving it is e^{G_C} h0 + (dt x e^{G_C - G})^T B. x [B,T,H,P], dt [B,T,H], A [H],
@@ -212,7 +212,7 @@ def ssd_chunk(x, dt, A, Bm, Cm, start=None, chunk=64):
 
 
 def cdiag_chunk(b, loga, angle, start=None, chunk=32):
-    """The LRU / RotRNN scan (docs/models.md §13, §14) chunked: per complex channel
+    """The LRU / RotRNN scan (docs/models.md §lru, §rotrnn) chunked: per complex channel
     h_t = lambda h_{t-1} + b_t with lambda = exp(loga + i angle), zeroed at document starts.
     Inside a chunk, h_i = sum_{j<=i, same document} lambda^(i-j) b_j + lambda^(i+1) h0 (h0 the
     state entering it, reaching i when no document starts before i in the chunk); the chunks'

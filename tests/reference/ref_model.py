@@ -1,4 +1,4 @@
-"""Independent PyTorch reference of the rotor model family (docs/models.md §1-5, §10, §12-14).
+"""Independent PyTorch reference of the rotor model family (docs/models.md: its mixers, heads and blocks).
 
 The model is built from a Hugging-Face-style config dict and uses fla's tensor names
 (docs/formats.md "Checkpoints"), so `model.state_dict()` keys are exactly the checkpoint names.
@@ -16,13 +16,13 @@ import torch.nn.functional as F
 import ref_fast
 
 L2_EPS = 1e-6  # x / sqrt(sum x^2 + 1e-6): GDN q/k norm and the Selective RoPE input norm
-QK_NORM_EPS = 1e-5  # FoX QK-norm (docs/models.md §1, §4)
+QK_NORM_EPS = 1e-5  # FoX QK-norm (docs/models.md §backbone, §fox)
 
 
 # ----------------------------------------------------------------------------- helpers
 
 def rms_norm(x, weight, eps):
-    """docs/models.md §1: y = x * rsqrt(mean(x^2) + eps) * w over the last dim."""
+    """docs/models.md §backbone: y = x * rsqrt(mean(x^2) + eps) * w over the last dim."""
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
@@ -35,7 +35,7 @@ def swish(x):
 
 
 def rotate_half_split(x, angle):
-    """docs/models.md §5: pairs (j, j+P): (x_j cos a - x_{j+P} sin a, x_j sin a + x_{j+P} cos a)."""
+    """docs/models.md §position-embeddings: pairs (j, j+P): (x_j cos a - x_{j+P} sin a, x_j sin a + x_{j+P} cos a)."""
     P = x.shape[-1] // 2
     x1, x2 = x[..., :P], x[..., P:]
     cos, sin = torch.cos(angle), torch.sin(angle)
@@ -43,7 +43,7 @@ def rotate_half_split(x, angle):
 
 
 class Docs:
-    """Document structure of a batch (docs/models.md §1 document masking).
+    """Document structure of a batch (docs/models.md §backbone document masking).
 
     With doc_mask, a position starts a document when its input token is bos_token_id, and position 0
     always does. Without doc_mask the whole row is one document (`start` is None).
@@ -51,11 +51,11 @@ class Docs:
 
     def __init__(self, input_ids, cfg, labels=None, truncate=None):
         B, T = input_ids.shape
-        # truncated BPTT with carried states (docs/models.md §19): [B, T] True where the state
+        # truncated BPTT with carried states (docs/models.md §carried-states): [B, T] True where the state
         # entering a position is carried on without its gradient (a window boundary)
         self.truncate = truncate
         idx = torch.arange(T, device=input_ids.device).expand(B, T)
-        # bidirectional scans (docs/models.md §16): a labeled token also ends its segment
+        # bidirectional scans (docs/models.md §block-dropout-bidirectional): a labeled token also ends its segment
         ends = labels is not None and cfg.get("rotor_bidirectional", False)
         if cfg["doc_mask"] or ends:
             start = input_ids == cfg["bos_token_id"] if cfg["doc_mask"] else torch.zeros_like(input_ids, dtype=torch.bool)
@@ -71,7 +71,7 @@ class Docs:
             self.pos = idx
 
     def reverse(self, x):
-        """x [B, T, ...] with every segment turned around in time (docs/models.md §16)."""
+        """x [B, T, ...] with every segment turned around in time (docs/models.md §block-dropout-bidirectional)."""
         B, T = x.shape[0], x.shape[1]
         t = torch.arange(T, device=x.device).expand(B, T)
         if self.start is None:
@@ -92,7 +92,7 @@ class Docs:
 
 
 def short_conv(x, weight, docs, act):
-    """Depthwise causal conv (docs/models.md §2, §3, §5): weight [C, 1, K], tap K-1 multiplies the current token,
+    """Depthwise causal conv (docs/models.md §gla, §gated-deltanet, §position-embeddings): weight [C, 1, K], tap K-1 multiplies the current token,
     tap 0 the token K-1 steps back; history before the document start is zero."""
     K = weight.shape[-1]
     y = weight[:, 0, K - 1] * x
@@ -115,7 +115,7 @@ def _restart(x, start, t):
 
 
 def gla_naive(q, k, v, log_a, start):
-    """docs/models.md §2 recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
+    """docs/models.md §gla recurrence, one token at a time: S_t = Diag(a_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t
     (q pre-scaled). The state is zeroed at document starts."""
     B, T, H, K = q.shape
     state = q.new_zeros(B, H, K, v.shape[-1])
@@ -128,7 +128,7 @@ def gla_naive(q, k, v, log_a, start):
 
 
 def gdn_naive(q, k, v, g, beta, start):
-    """docs/models.md §3 recurrence, one token at a time:
+    """docs/models.md §gated-deltanet recurrence, one token at a time:
     S_t = e^{g_t} (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T, o_t = S_t^T q_t (q pre-scaled)."""
     B, T, H, K = q.shape
     state = q.new_zeros(B, H, K, v.shape[-1])
@@ -144,7 +144,7 @@ def gdn_naive(q, k, v, g, beta, start):
 
 
 def delta_naive(q, k, v, beta, start):
-    """docs/models.md §3b, the delta rule without decay, in its error-correcting form:
+    """docs/models.md §deltanet, the delta rule without decay, in its error-correcting form:
     S_t = S_{t-1} + b_t k_t (v_t - S_{t-1}^T k_t)^T, o_t = S_t^T q_t (q pre-scaled)."""
     B, T, H, K = q.shape
     state = q.new_zeros(B, H, K, v.shape[-1])
@@ -159,7 +159,7 @@ def delta_naive(q, k, v, beta, start):
 
 
 def ssd_naive(x, dt, A, B, C, start):
-    """docs/models.md §10 Mamba2 SSD per head, one token at a time: h_t = e^{dt_t A} h_{t-1} + (dt_t x_t)^T B_t
+    """docs/models.md §mamba2 Mamba2 SSD per head, one token at a time: h_t = e^{dt_t A} h_{t-1} + (dt_t x_t)^T B_t
     (state [P, N]), y_t = h_t C_t. x [B,T,H,P], dt [B,T,H], A [H], B and C [B,T,H,N]."""
     Bsz, T, H, P = x.shape
     state = x.new_zeros(Bsz, H, P, B.shape[-1])
@@ -172,7 +172,7 @@ def ssd_naive(x, dt, A, B, C, start):
 
 
 def cdiag_naive(b, loga, angle, start):
-    """docs/models.md §13, §14: the complex diagonal recurrence h_t = lambda h_{t-1} + b_t with
+    """docs/models.md §lru, §rotrnn: the complex diagonal recurrence h_t = lambda h_{t-1} + b_t with
     lambda = exp(loga + i angle) per channel, one token at a time (b complex [B, T, C]); the state is
     zeroed at document starts."""
     lam = torch.exp(torch.complex(loga, angle))
@@ -186,7 +186,7 @@ def cdiag_naive(b, loga, angle, start):
 
 
 def rotrnn_naive(u, P, gamma, theta, xi, B, start):
-    """docs/models.md §14 in the state's own basis, one token at a time: per head,
+    """docs/models.md §rotrnn in the state's own basis, one token at a time: per head,
     x_t = gamma A x_{t-1} + xi B u_t with A = P Theta P^T, Theta the 2x2 rotations
     [[cos, -sin], [sin, cos]] by theta on the pairs (2i, 2i+1). u [Bsz, T, d]; P [H, n, n];
     B [H, n, d]. Returns x [Bsz, T, H, n]; the state is zeroed at document starts."""
@@ -207,9 +207,9 @@ def rotrnn_naive(u, P, gamma, theta, xi, B, start):
 
 
 def fox_naive(q, k, v, log_f, start):
-    """docs/models.md §4: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
+    """docs/models.md §fox: o_i = sum_{j<=i} softmax_j(q_i.k_j + c_i - c_j) v_j (q pre-scaled), written out as
     an explicit T x T masked softmax; keys of other documents are masked. log_f None: no forget
-    gate (the Transformer, §4b), plain causal softmax attention."""
+    gate (the Transformer, §transformer), plain causal softmax attention."""
     B, T, H, D = q.shape
     logits = torch.einsum("bihd,bjhd->bhij", q, k)
     if log_f is not None:
@@ -240,7 +240,7 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    """docs/models.md §20 (model.norm = layernorm): (x - mean) / sqrt(var + eps) w + b, the biased variance."""
+    """docs/models.md §zoology-shape (model.norm = layernorm): (x - mean) / sqrt(var + eps) w + b, the biased variance."""
 
     def __init__(self, dim, eps):
         super().__init__()
@@ -253,7 +253,7 @@ class LayerNorm(nn.Module):
 
 
 def backbone_norm(cfg):
-    """The blocks' and the final norm: RMSNorm, or LayerNorm with rotor_norm "layernorm" (§20)."""
+    """The blocks' and the final norm: RMSNorm, or LayerNorm with rotor_norm "layernorm" (§zoology-shape)."""
     norm = LayerNorm if cfg.get("rotor_norm", "rmsnorm") == "layernorm" else RMSNorm
     return norm(cfg["hidden_size"], cfg["norm_eps"])
 
@@ -267,7 +267,7 @@ class ShortConv(nn.Module):
 
 
 class MLP(nn.Module):
-    """docs/models.md §1 SwiGLU: down(swish(x Wg) * (x Wu))."""
+    """docs/models.md §backbone SwiGLU: down(swish(x Wg) * (x Wu))."""
 
     def __init__(self, d, inter):
         super().__init__()
@@ -280,7 +280,7 @@ class MLP(nn.Module):
 
 
 class WeightNormProj(nn.Module):
-    """Full-rank per-head phi projection (docs/models.md §5 step 2 'weight_norm'):
+    """Full-rank per-head phi projection (docs/models.md §position-embeddings step 2 'weight_norm'):
     phi_h = xhat_h . (s_h * W_h / ||W_h||_col), W [H, d/H, P], columns normalised over d/H."""
 
     def __init__(self, heads, d_in, P):
@@ -294,7 +294,7 @@ class WeightNormProj(nn.Module):
 
 
 def rotary_temperature(pe, dk):
-    """docs/models.md §5 step 7. rope: tau_j = temp_max * theta^(-2j/dk); rfa: theta_j = linspace(0, theta*pi, P),
+    """docs/models.md §position-embeddings step 7. rope: tau_j = temp_max * theta^(-2j/dk); rfa: theta_j = linspace(0, theta*pi, P),
     tau = tan(theta_j / 2) rescaled so that max tau = temp_max."""
     P = dk // 2
     theta, tmax = float(pe["temp_theta"]), float(pe["temp_max"])
@@ -311,7 +311,7 @@ def rotary_temperature(pe, dk):
 
 
 class SelectiveRoPE(nn.Module):
-    """docs/models.md §5 Selective RoPE, named as the selective-rope repo (`attn.rotary.*`)."""
+    """docs/models.md §position-embeddings Selective RoPE, named as the selective-rope repo (`attn.rotary.*`)."""
 
     def __init__(self, pe, d, heads, dk):
         super().__init__()
@@ -390,7 +390,7 @@ def make_pe(cfg, heads, dk):
 
 
 def apply_rope(q, k, docs, theta):
-    """docs/models.md §5 RoPE: a_j(t) = t * theta^(-2j/dk), t counted from the document start."""
+    """docs/models.md §position-embeddings RoPE: a_j(t) = t * theta^(-2j/dk), t counted from the document start."""
     dk = q.shape[-1]
     inv = theta ** (-torch.arange(0, dk, 2, dtype=q.dtype, device=q.device) / dk)
     a = docs.pos.to(q.dtype)[:, :, None, None] * inv  # [B,T,1,P]
@@ -415,7 +415,7 @@ class PositionMixin(nn.Module):
 
 
 class GLAMixer(PositionMixin):
-    """docs/models.md §2, fla GatedLinearAttention names."""
+    """docs/models.md §gla, fla GatedLinearAttention names."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -432,7 +432,7 @@ class GLAMixer(PositionMixin):
         self.k_proj = nn.Linear(d, kd, bias=False)
         self.v_proj = nn.Linear(d, vd, bias=False)
         self.g_proj = nn.Linear(d, vd, bias=False)
-        rank = cfg.get("gate_low_rank_dim", 16)  # fla's forget-gate rank, 16 in docs/models.md §2
+        rank = cfg.get("gate_low_rank_dim", 16)  # fla's forget-gate rank, 16 in docs/models.md §gla
         self.gk_proj = nn.Sequential(nn.Linear(d, rank, bias=False), nn.Linear(rank, kd, bias=True))
         self.o_proj = nn.Linear(vd, d, bias=False)
         self.g_norm_swish_gate = RMSNorm(self.dv, self.eps)
@@ -463,7 +463,7 @@ class GLAMixer(PositionMixin):
 
 
 def delta_qkv(m, x, docs, naive):
-    """q, k, v of the delta-rule mixers (GDN §3 steps 1-4, DeltaNet §3b): projections, conv + SiLU
+    """q, k, v of the delta-rule mixers (GDN §gated-deltanet steps 1-4, DeltaNet §deltanet): projections, conv + SiLU
     (SiLU alone without the conv), the position embedding, then L2-normalised q (scaled) and k."""
     B, T, _ = x.shape
     q, k, v = m.q_proj(x), m.k_proj(x), m.v_proj(x)
@@ -479,7 +479,7 @@ def delta_qkv(m, x, docs, naive):
 
 
 class GDNMixer(PositionMixin):
-    """docs/models.md §3, fla GatedDeltaNet names."""
+    """docs/models.md §gated-deltanet, fla GatedDeltaNet names."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -520,7 +520,7 @@ class GDNMixer(PositionMixin):
 
 
 class DeltaNetMixer(PositionMixin):
-    """docs/models.md §3b, fla DeltaNet names: short conv + SiLU on q, k, v, L2-normalised q, k,
+    """docs/models.md §deltanet, fla DeltaNet names: short conv + SiLU on q, k, v, L2-normalised q, k,
     beta = sigmoid(b_proj), no decay, per-head o_norm, optional swish output gate (use_gate)."""
 
     def __init__(self, cfg):
@@ -563,8 +563,8 @@ class DeltaNetMixer(PositionMixin):
 
 
 class FoXMixer(PositionMixin):
-    """docs/models.md §4, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm);
-    with model_type "transformer", fla's Attention (§4b): no forget gate, no Pro extras, and QK-norm
+    """docs/models.md §fox, fla ForgettingAttention names plus the FoX-Pro extras (shifts, output norm);
+    with model_type "transformer", fla's Attention (§transformer): no forget gate, no Pro extras, and QK-norm
     weights of size dh shared by the heads (fla's RMSNorm(head_dim))."""
 
     def __init__(self, cfg):
@@ -638,7 +638,7 @@ class FoXMixer(PositionMixin):
 
 
 class Mamba2Mixer(nn.Module):
-    """docs/models.md §10, fla Mamba2 names: in_proj -> z, x, B, C, dt; conv (bias) + SiLU over x, B, C; the SSD
+    """docs/models.md §mamba2, fla Mamba2 names: in_proj -> z, x, B, C, dt; conv (bias) + SiLU over x, B, C; the SSD
     with head h reading group h // (H / n_groups); D skip; RMSNorm(y silu(z)) per group; out_proj."""
 
     def __init__(self, cfg):
@@ -683,7 +683,7 @@ class Mamba2Mixer(nn.Module):
 
 
 class LRUMixer(nn.Module):
-    """docs/models.md §13, the Linear Recurrent Unit (Orvieto et al. 2023) as its paper writes it:
+    """docs/models.md §lru, the Linear Recurrent Unit (Orvieto et al. 2023) as its paper writes it:
     lambda = exp(-exp(nu_log) + i exp(theta_log)), h_t = lambda h_{t-1} + exp(gamma_log) (B_re + i B_im) u_t,
     y_t = Re((C_re + i C_im) h_t) + D u_t, in complex arithmetic."""
 
@@ -694,7 +694,7 @@ class LRUMixer(nn.Module):
         self.B_re, self.B_im = nn.Parameter(torch.zeros(N, d)), nn.Parameter(torch.zeros(N, d))
         self.C_re, self.C_im = nn.Parameter(torch.zeros(d, N)), nn.Parameter(torch.zeros(d, N))
         self.bidirectional = cfg.get("rotor_bidirectional", False)
-        if self.bidirectional:  # docs/models.md §16: the reverse scan's readout
+        if self.bidirectional:  # docs/models.md §block-dropout-bidirectional: the reverse scan's readout
             self.C_re2, self.C_im2 = nn.Parameter(torch.zeros(d, N)), nn.Parameter(torch.zeros(d, N))
         self.D = nn.Parameter(torch.zeros(d))
 
@@ -712,7 +712,7 @@ class LRUMixer(nn.Module):
 
 
 class RotRNNMixer(nn.Module):
-    """docs/models.md §14, RotRNN (Biegun, Dolga, Cunningham, Barber 2024): per head h of n channels,
+    """docs/models.md §rotrnn, RotRNN (Biegun, Dolga, Cunningham, Barber 2024): per head h of n channels,
     P = expm(M - M^T), gamma = exp(-exp(gamma_log)), xi = sqrt((1 - gamma^2) / ||B_h||_F^2),
     x_t = gamma P Theta P^T x_{t-1} + xi B_h u_t, y_t = C x_t + D u_t. The naive form runs in the
     state's own basis; the fast one in the basis of P, as the complex scan gamma e^{i theta}."""
@@ -727,7 +727,7 @@ class RotRNNMixer(nn.Module):
         self.B = nn.Parameter(torch.zeros(H, n, d))
         self.C = nn.Parameter(torch.zeros(d, Ns))
         self.bidirectional = cfg.get("rotor_bidirectional", False)
-        if self.bidirectional:  # docs/models.md §16: the reverse scan's readout
+        if self.bidirectional:  # docs/models.md §block-dropout-bidirectional: the reverse scan's readout
             self.C2 = nn.Parameter(torch.zeros(d, Ns))
         self.D = nn.Parameter(torch.zeros(d))
 
@@ -758,7 +758,7 @@ class RotRNNMixer(nn.Module):
 
 
 class ModReLU(nn.Module):
-    """modReLU(a) = sign(a) relu(|a| + b), the expRNN code's for real a (docs/models.md §17)."""
+    """modReLU(a) = sign(a) relu(|a| + b), the expRNN code's for real a (docs/models.md §nonlinear-rnns)."""
 
     def __init__(self, n):
         super().__init__()
@@ -769,8 +769,8 @@ class ModReLU(nn.Module):
 
 
 def recurrence_naive(z, W, act, start, truncate=None):
-    """docs/models.md §17: h_t = act(z_t + h_{t-1} W^T) one token at a time, h zeroed at
-    document starts, its gradient stopped where truncate is set (§19). z [B, T, n]."""
+    """docs/models.md §nonlinear-rnns: h_t = act(z_t + h_{t-1} W^T) one token at a time, h zeroed at
+    document starts, its gradient stopped where truncate is set (§carried-states). z [B, T, n]."""
     h = z.new_zeros(z.shape[0], z.shape[2])
     out = []
     for t in range(z.shape[1]):
@@ -783,7 +783,7 @@ def recurrence_naive(z, W, act, start, truncate=None):
 
 
 class RNNMixer(nn.Module):
-    """docs/models.md §17, the nnRNN paper's cells: rnn and rnn_orth (W = V.weight, U with a
+    """docs/models.md §nonlinear-rnns, the nnRNN paper's cells: rnn and rnn_orth (W = V.weight, U with a
     bias), exprnn (W = expm(M - M^T)), nnrnn (W = P (Lambda + T) P^T with P = expm(M - M^T),
     Lambda the 2x2 blocks gamma_i R(theta_i), T strictly lower), eurnn (W = R_{L-1} ... R_0,
     R_l the rotation matrix of layer l's channel pairs (l % 2 + 2m, l % 2 + 2m + 1), L the
@@ -849,7 +849,7 @@ class RNNMixer(nn.Module):
 
 
 class LSTMMixer(nn.Module):
-    """docs/models.md §17: gates i, f, g, o of z_t + h_{t-1} W_hh^T, z = x W_ih^T + b;
+    """docs/models.md §nonlinear-rnns: gates i, f, g, o of z_t + h_{t-1} W_hh^T, z = x W_ih^T + b;
     c_t = f c_{t-1} + i g, h_t = o tanh(c_t); h and c zeroed at document starts."""
 
     def __init__(self, cfg):
@@ -886,7 +886,7 @@ MIXERS = {"gla": GLAMixer, "gated_deltanet": GDNMixer, "forgetting_transformer":
 
 
 class BaseConv(nn.Module):
-    """docs/models.md §20, Zoology's BaseConv: conv(x) * (x W^T + b) + x, conv a depthwise causal
+    """docs/models.md §zoology-shape, Zoology's BaseConv: conv(x) * (x W^T + b) + x, conv a depthwise causal
     conv of rotor_base_conv_kernel taps (Zoology's kernel_size, 3 when absent) with bias."""
 
     def __init__(self, cfg):
@@ -902,7 +902,7 @@ class BaseConv(nn.Module):
 
 
 def layer_mixers(cfg):
-    """The mixer class of each layer: rotor_mixers cycled over the layers (docs/models.md §20)."""
+    """The mixer class of each layer: rotor_mixers cycled over the layers (docs/models.md §zoology-shape)."""
     own = MIXERS[cfg["model_type"]]
     names = cfg.get("rotor_mixers", "").replace(",", " ").split()
     if not names:
@@ -911,8 +911,8 @@ def layer_mixers(cfg):
 
 
 class Block(nn.Module):
-    """docs/models.md §1 pre-norm block; rotor_mlp "identity" adds Norm(h) in place of the MLP's
-    output, "none" leaves the MLP out (§20)."""
+    """docs/models.md §backbone pre-norm block; rotor_mlp "identity" adds Norm(h) in place of the MLP's
+    output, "none" leaves the MLP out (§zoology-shape)."""
 
     def __init__(self, cfg, mixer):
         super().__init__()
@@ -941,7 +941,7 @@ class GLU(nn.Module):
 
 
 class LRABlock(nn.Module):
-    """docs/models.md §16, rotor_block "lra" (S5's SequenceLayer, half_glu1, pre-norm), without
+    """docs/models.md §block-dropout-bidirectional, rotor_block "lra" (S5's SequenceLayer, half_glu1, pre-norm), without
     dropout: g = GELU(Mixer(RMSNorm(h))), h + g sigmoid(g W^T + b)."""
 
     def __init__(self, cfg):
@@ -956,7 +956,7 @@ class LRABlock(nn.Module):
 
 
 class RNNBlock(nn.Module):
-    """docs/models.md §17, rotor_block "rnn": h = Mixer(h), no norm, residual or MLP."""
+    """docs/models.md §nonlinear-rnns, rotor_block "rnn": h = Mixer(h), no norm, residual or MLP."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -967,7 +967,7 @@ class RNNBlock(nn.Module):
 
 
 class Mamba2Block(nn.Module):
-    """docs/models.md §10 fla Mamba2Block: h + mixer(norm(h)), no MLP."""
+    """docs/models.md §mamba2 fla Mamba2Block: h + mixer(norm(h)), no MLP."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -984,7 +984,7 @@ class Backbone(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         mamba2 = cfg["model_type"] == "mamba2"
-        if cfg.get("rotor_input", "embedding") == "linear":  # docs/models.md §15: value = id / scale
+        if cfg.get("rotor_input", "embedding") == "linear":  # docs/models.md §classification: value = id / scale
             self.encoder = nn.Linear(1, cfg["hidden_size"])
         else:
             self.embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"])
@@ -1000,7 +1000,7 @@ class Backbone(nn.Module):
 
 
 class RotorLM(nn.Module):
-    """Embedding -> L blocks -> final RMSNorm -> LM head, untied (docs/models.md §1) or tied (§20)."""
+    """Embedding -> L blocks -> final RMSNorm -> LM head, untied (docs/models.md §backbone) or tied (§zoology-shape)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -1018,15 +1018,15 @@ class RotorLM(nn.Module):
         self.autoencoder = self.head == "autoencoder"
         d, eps = cfg["hidden_size"], cfg["norm_eps"]
         self.pair = cfg.get("rotor_pair", "none")
-        if self.head == "classifier" and self.pair != "none":  # docs/models.md §15, LRA's dual encoder
+        if self.head == "classifier" and self.pair != "none":  # docs/models.md §classification, LRA's dual encoder
             self.classifier = PairClassifier(d, cfg["num_labels"], self.pair, cfg["rotor_pair_mlp"])
-        elif self.head == "classifier":  # docs/models.md §15
+        elif self.head == "classifier":  # docs/models.md §classification
             self.classifier = nn.Linear(d, cfg["num_labels"])
-        elif self.autoencoder:  # docs/models.md §12, mad-lab's AutoEncoder decoder and unembedding
+        elif self.autoencoder:  # docs/models.md §autoencoder-head, mad-lab's AutoEncoder decoder and unembedding
             self.decoder = nn.Sequential(RMSNorm(d, eps), nn.Linear(d, d), nn.GELU(),
                                          RMSNorm(d, eps), nn.Linear(d, d), nn.GELU())
             self.unembed = nn.Sequential(RMSNorm(d, eps), nn.Linear(d, cfg["vocab_size"]))
-        elif not cfg.get("tie_word_embeddings", False):  # tied (docs/models.md §20): the embedding table
+        elif not cfg.get("tie_word_embeddings", False):  # tied (docs/models.md §zoology-shape): the embedding table
             self.lm_head = nn.Linear(d, cfg["vocab_size"], bias=False)
 
     def forward(self, input_ids, naive=False, labels=None, truncate=None):
@@ -1060,7 +1060,7 @@ class RotorLM(nn.Module):
 
 
 class PairClassifier(nn.Module):
-    """LRA's classifier_head_dual (docs/models.md §15): the pooled rows 2i, 2i + 1 are a pair
+    """LRA's classifier_head_dual (docs/models.md §classification): the pooled rows 2i, 2i + 1 are a pair
     u, v; features [u, v, u v, u - v] (nli) or [u, v] (concat), then Dense(H) ReLU Dense(H/2)
     ReLU Dense(classes). forward takes the pooled rows [2P, d] and gives [P, classes]."""
 
@@ -1081,7 +1081,7 @@ class PairClassifier(nn.Module):
 
 def sincos_positions(T, d):
     """[T, d]: sin(p f_j) for j < d/2, then cos(p f_j), f_j = 10000^(-j / (d/2 - 1)); a zero
-    last column for odd d (docs/models.md §12)."""
+    last column for odd d (docs/models.md §autoencoder-head)."""
     half = d // 2
     f = torch.exp(-torch.arange(half, dtype=torch.float64) * math.log(10000.0) / max(half - 1, 1))
     a = torch.arange(T, dtype=torch.float64)[:, None] * f[None, :]
@@ -1099,9 +1099,9 @@ def lm_loss(logits, labels):
 
 
 def init_weights(model, gen, std=None):
-    """docs/models.md §1 init: linear/embedding/conv weights ~ N(0, std) (initializer_range, 0.02), biases 0,
-    norm weights 1; GDN A_log / dt_bias per docs/models.md §3; weight-norm phi_proj uniform with scalar 1;
-    Selective RoPE bias 0 and temperatures per docs/models.md §5."""
+    """docs/models.md §backbone init: linear/embedding/conv weights ~ N(0, std) (initializer_range, 0.02), biases 0,
+    norm weights 1; GDN A_log / dt_bias per docs/models.md §gated-deltanet; weight-norm phi_proj uniform with scalar 1;
+    Selective RoPE bias 0 and temperatures per docs/models.md §position-embeddings."""
     std = model.cfg.get("initializer_range", 0.02) if std is None else std
     with torch.no_grad():
         for m in model.modules():
@@ -1109,7 +1109,7 @@ def init_weights(model, gen, std=None):
                 m.weight.normal_(0.0, std, generator=gen)
                 if getattr(m, "bias", None) is not None:
                     m.bias.zero_()
-                if m is getattr(getattr(model, "model", None), "encoder", None):  # docs/models.md §15
+                if m is getattr(getattr(model, "model", None), "encoder", None):  # docs/models.md §classification
                     m.bias.normal_(0.0, std, generator=gen)
             elif isinstance(m, (RMSNorm, LayerNorm)):
                 m.weight.fill_(1.0)
@@ -1124,13 +1124,13 @@ def init_weights(model, gen, std=None):
                 dt = torch.exp(torch.rand(H, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
                 dt = dt.clamp_min(1e-4)
                 m.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
-            elif isinstance(m, Mamba2Mixer):  # docs/models.md §10
+            elif isinstance(m, Mamba2Mixer):  # docs/models.md §mamba2
                 H = m.A_log.numel()
                 m.A_log.copy_(torch.log(1 + 15 * torch.rand(H, generator=gen)))
                 dt = torch.exp(torch.rand(H, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
                 m.dt_bias.copy_(dt.clamp_min(1e-4) + torch.log(-torch.expm1(-dt.clamp_min(1e-4))))
                 m.D.fill_(1.0)
-            elif isinstance(m, LRUMixer):  # docs/models.md §13, the paper's ring init
+            elif isinstance(m, LRUMixer):  # docs/models.md §lru, the paper's ring init
                 cfg, (N, d) = model.cfg, m.B_re.shape
                 rmin, rmax = cfg.get("r_min", 0.9), cfg.get("r_max", 0.999)
                 u = torch.rand(N, generator=gen, dtype=torch.float64)
@@ -1142,7 +1142,7 @@ def init_weights(model, gen, std=None):
                 for w in (m.C_re, m.C_im):
                     w.normal_(0.0, N ** -0.5, generator=gen)
                 m.D.normal_(0.0, 1.0, generator=gen)
-            elif isinstance(m, RotRNNMixer):  # docs/models.md §14, the authors' init
+            elif isinstance(m, RotRNNMixer):  # docs/models.md §rotrnn, the authors' init
                 cfg, (d, Ns) = model.cfg, m.C.shape
                 lo, hi = math.log(-math.log(cfg.get("gamma_max", 0.999))), math.log(-math.log(cfg.get("gamma_min", 0.9)))
                 m.gamma_log.copy_(lo + torch.rand(m.gamma_log.shape, generator=gen) * (hi - lo))
@@ -1151,7 +1151,7 @@ def init_weights(model, gen, std=None):
                 m.B.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.C.normal_(0.0, (d + Ns) ** -0.5, generator=gen)
                 m.D.normal_(0.0, 1.0, generator=gen)
-            elif isinstance(m, BaseConv):  # docs/models.md §20: PyTorch's Conv1d init, U(+-1/sqrt(K))
+            elif isinstance(m, BaseConv):  # docs/models.md §zoology-shape: PyTorch's Conv1d init, U(+-1/sqrt(K))
                 bound = m.conv.weight.shape[-1] ** -0.5
                 m.conv.weight.uniform_(-bound, bound, generator=gen)
                 m.conv.bias.uniform_(-bound, bound, generator=gen)
@@ -1162,6 +1162,6 @@ def init_weights(model, gen, std=None):
 
 
 def no_weight_decay(name, param):
-    """docs/models.md §7: no decay on norm weights, biases, A_log, dt_bias, weight-norm scalars, temperatures;
-    §14: none on RotRNN's recurrence parameters theta and M either."""
+    """docs/models.md §training-recipe: no decay on norm weights, biases, A_log, dt_bias, weight-norm scalars, temperatures;
+    §rotrnn: none on RotRNN's recurrence parameters theta and M either."""
     return param.dim() < 2 or name.endswith(("temperature", "phi_bias", "attn.theta", "attn.M"))

@@ -3,7 +3,7 @@
 
   rotor_ref.py check DIR [DIR...] [--rtol 1e-4] [--threads 1]
       Each DIR holds config.json, model.safetensors, batch.safetensors (input_ids, labels; truncate
-      where carried states cross a window boundary, docs/models.md §19) and the C
+      where carried states cross a window boundary, docs/models.md §carried-states) and the C
       code's expected.safetensors (logits, loss, grad.<param>). The reference recomputes them in float64
       with naive mixers (token recurrences for GLA/GDN/DeltaNet, explicit T x T softmax for FoX) and autograd.
       Exit 0 when every case passes.
@@ -41,7 +41,7 @@ import ref_safetensors as st  # noqa: E402
 
 def reference_outputs(cfg, weights, input_ids, labels, truncate=None):
     """float64 naive forward + backward (truncate: the window boundaries of carried states,
-    docs/models.md §19). Returns (logits, loss, {param name: grad})."""
+    docs/models.md §carried-states). Returns (logits, loss, {param name: grad})."""
     model = rm.RotorLM(cfg).double()
     model.load_state_dict({n: torch.from_numpy(w).double() for n, w in weights.items()}, strict=True)
     logits = model(input_ids, naive=True, labels=labels, truncate=truncate)
@@ -258,13 +258,13 @@ def tiny_config(mixer, pe, doc_mask=True, variant=0):
     elif mixer == "transformer":
         cfg.update(model_type="transformer", qk_norm=bool(variant % 2), rope_theta=500000.0, qkv_bias=False,
                    window_size=None, num_kv_heads=None)
-    elif mixer == "lru":  # docs/models.md §13; variant: the paper's default ring or a narrow one
+    elif mixer == "lru":  # docs/models.md §lru; variant: the paper's default ring or a narrow one
         cfg.update(model_type="lru", state_size=8, r_min=0.9 if variant % 2 else 0.0,
                    r_max=0.999 if variant % 2 else 0.99, max_phase=0.314 if variant % 2 else 6.28)
-    elif mixer == "rotrnn":  # docs/models.md §14; variant: one head or two
+    elif mixer == "rotrnn":  # docs/models.md §rotrnn; variant: one head or two
         cfg.update(model_type="rotrnn", state_size=8, num_heads=1 + variant % 2, gamma_min=0.9, gamma_max=0.999,
                    max_phase=6.28)
-    elif mixer == "mamba2":  # docs/models.md §10; variant: one group or two
+    elif mixer == "mamba2":  # docs/models.md §mamba2; variant: one group or two
         cfg.update(model_type="mamba2", expand=2, head_dim=8, state_size=8, n_groups=1 + variant % 2,
                    use_conv_bias=bool(variant % 2))
     elif mixer == "deltanet":
