@@ -12,16 +12,7 @@ rotor=$1
 build=$2
 . "$(dirname "$0")/text_ckpt_lib.sh"
 venv=${ROTOR_LMEVAL_VENV:-$build/lmeval-venv}
-if [ ! -x "$venv/bin/lm_eval" ]; then
-  rm -rf "$venv"
-  if ! python3 -m venv "$venv" >"$out/venv.log" 2>&1 ||
-     ! "$venv/bin/pip" install -q "lm-eval[api]==0.4.13" >>"$out/venv.log" 2>&1; then
-    tail -3 "$out/venv.log"
-    rm -rf "$venv"
-    echo "skipped: cannot make a virtual environment with lm-eval 0.4.13 (python3 -m venv; pip install)"
-    exit 77
-  fi
-fi
+test_venv "$venv" "import lm_eval" "lm-eval[api]==0.4.13"
 
 train_ckpt fox-selective.ini 60 --set train.seq_len=256
 limit=6

@@ -12,16 +12,7 @@ rotor=$1
 build=$(cd "$(dirname "$rotor")" && pwd)
 . "$(dirname "$0")/text_ckpt_lib.sh"
 venv=${ROTOR_TB_VENV:-$build/tb-venv}
-if ! "$venv/bin/python" -c "import tensorboard" 2>/dev/null; then
-  rm -rf "$venv"
-  if ! python3 -m venv "$venv" >"$out/venv.log" 2>&1 ||
-     ! "$venv/bin/pip" install -q "tensorboard==2.21.0" >>"$out/venv.log" 2>&1; then
-    tail -3 "$out/venv.log"
-    rm -rf "$venv"
-    echo "skipped: could not install tensorboard into $venv"
-    exit 77
-  fi
-fi
+test_venv "$venv" "import tensorboard" "tensorboard==2.21.0"
 train_ckpt gla-selective.ini 30 --set train.val_every=10 --set train.log_every=1 --set train.checkpoint_every=10 \
   --set train.keep_checkpoints=0 --set run.threads=1
 compare() { # the scalars of RUN_DIR's event files against its metrics.jsonl

@@ -27,6 +27,21 @@ train_ckpt() {
   ckpt=$out/run/checkpoints/step_$(printf %08d "$steps")
 }
 
+# test_venv DIR CHECK PIP_SPEC: the virtual environment DIR with PIP_SPEC from PyPI, made on
+# first use (reused while `DIR/bin/python -c CHECK` succeeds); where it cannot be made, the
+# test reports skipped (exit 77) with pip's last lines.
+test_venv() {
+  local venv=$1 check=$2 spec=$3
+  "$venv/bin/python" -c "$check" 2>/dev/null && return 0
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" >"$out/venv.log" 2>&1 || ! "$venv/bin/pip" install -q "$spec" >>"$out/venv.log" 2>&1; then
+    tail -3 "$out/venv.log"
+    rm -rf "$venv"
+    echo "skipped: could not install $spec into $venv (python3 -m venv; pip install)"
+    exit 77
+  fi
+}
+
 # finish WHAT: the summary line and the exit status
 finish() {
   [ $fails = 0 ] && echo "all $1 checks passed"

@@ -13,16 +13,7 @@ rotor=$1
 build=$(cd "$(dirname "$rotor")" && pwd)
 . "$(dirname "$0")/text_ckpt_lib.sh"
 venv=${ROTOR_WANDB_VENV:-$build/wandb-venv}
-if ! "$venv/bin/python" -c "import wandb" 2>/dev/null; then
-  rm -rf "$venv"
-  if ! python3 -m venv "$venv" >"$out/venv.log" 2>&1 ||
-     ! "$venv/bin/pip" install -q "wandb==0.31.0" >>"$out/venv.log" 2>&1; then
-    tail -3 "$out/venv.log"
-    rm -rf "$venv"
-    echo "skipped: could not install wandb into $venv"
-    exit 77
-  fi
-fi
+test_venv "$venv" "import wandb" "wandb==0.31.0"
 export WANDB_SILENT=true WANDB_MODE=offline
 sync=("$venv/bin/python" "$here/../scripts/wandb_sync.py")
 train_ckpt gla-selective.ini 20 --set train.val_every=10 --set train.log_every=1 --set run.threads=1
