@@ -189,7 +189,7 @@ static int cmd_info(int argc, char **argv) {
 int main(int argc, char **argv) {
     /* OpenMP threads that spin while they wait collapse when another process takes a core
      * (rotor generate --threads 2 beside one busy core: 292 against 2410 tok/s with one
-     * thread); sleeping ones cost little when the cores are free (docs/benchmarks.md,
+     * thread); sleeping ones cost little when the cores are free (docs/notebook/benchmarks.md,
      * "Serving"). libgomp reads OMP_WAIT_POLICY once, when it loads: unless the user chose,
      * rotor runs itself again with passive (OMP_WAIT_POLICY=active brings spinning back). */
     int set_policy = !getenv("OMP_WAIT_POLICY") && !setenv("OMP_WAIT_POLICY", "passive", 1);
