@@ -4,7 +4,7 @@
 # the tree cites them by name: "docs/models.md §<name>" or a bare "§<name>" (a section sign and a
 # lower-case name), or a link "models.md#<name>". Checked in src/, kernels/, eval/, data_tools/,
 # tests/, scripts/, bench/, configs/, tokenizer/, python/, CMakeLists.txt, README.md and
-# docs/ (not tests/data/, docs/gpu-results/: data and dated notes).
+# docs/ (not tests/data/, docs/notebook/gpu-results/: data and dated logs).
 # A section sign followed by a digit is a numbered citation, which the names replaced, and
 # fails, unless it cites a paper: "paper §", "paper's §", "supplement §" or "supplement's §"
 # right before it, or a row of tests/paper_values/ (whose last column is the paper's place).
@@ -30,7 +30,7 @@ anchors=" $( (grep -oE '<a (id|name)="[A-Za-z0-9_-]+"' "$page" | sed -E 's/.*="(
 files() {
     for d in src kernels eval data_tools tests scripts bench configs tokenizer python docs; do
         [ -d "$d" ] && grep -rlI -e '§' -e 'models\.md#' "$d" || true
-    done | grep -vE '^(tests/data|docs/gpu-results)/' || true
+    done | grep -vE '^(tests/data|docs/notebook/gpu-results)/' || true
     for f in CMakeLists.txt README.md; do [ -f "$f" ] && grep -lI -e '§' -e 'models\.md#' "$f" || true; done
 }
 

@@ -68,11 +68,14 @@ static void train_usage(FILE *f) {
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n\n"
+    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n"
+               "       rotor info --keys-markdown\n\n"
                "Prints the model summary and parameter counts without allocating the model.\n"
                "  --config-json PATH   also write the model's Hugging Face config.json to PATH\n"
                "  --write-config PATH  also write the effective config (every key the model and task\n"
-               "                       read, defaults included) as INI to PATH\n");
+               "                       read, defaults included) as INI to PATH\n"
+               "  --keys-markdown      print every config key (the list of `rotor train --help`) as the\n"
+               "                       markdown of docs/config-keys.md, and exit (no CONFIG.ini)\n");
 }
 
 typedef struct {
@@ -89,7 +92,7 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
     const char *cmd = is_train ? "train" : "info";
     memset(a, 0, sizeof(*a));
     static const char *const opts_train[] = {"--set", "--resume", "--no-verify", "--overwrite", "--help", NULL};
-    static const char *const opts_info[] = {"--set", "--config-json", "--write-config", "--help", NULL};
+    static const char *const opts_info[] = {"--set", "--config-json", "--write-config", "--keys-markdown", "--help", NULL};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v;
         if (opt_is_help(s)) {
@@ -108,6 +111,9 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
             a->config_json = v;
         } else if (!is_train && (v = opt_value(cmd, argc, argv, &i, "--write-config"))) {
             a->write_config = v;
+        } else if (!is_train && !strcmp(s, "--keys-markdown")) {
+            run_config_print_markdown(stdout);
+            exit(ferror(stdout) || fflush(stdout) ? 1 : 0);
         } else if (s[0] == '-') {
             opt_die_unknown(cmd, s, is_train ? opts_train : opts_info);
         } else if (!a->config) {
@@ -183,7 +189,7 @@ static int cmd_info(int argc, char **argv) {
 int main(int argc, char **argv) {
     /* OpenMP threads that spin while they wait collapse when another process takes a core
      * (rotor generate --threads 2 beside one busy core: 292 against 2410 tok/s with one
-     * thread); sleeping ones cost little when the cores are free (docs/benchmarks.md,
+     * thread); sleeping ones cost little when the cores are free (docs/notebook/benchmarks.md,
      * "Serving"). libgomp reads OMP_WAIT_POLICY once, when it loads: unless the user chose,
      * rotor runs itself again with passive (OMP_WAIT_POLICY=active brings spinning back). */
     int set_policy = !getenv("OMP_WAIT_POLICY") && !setenv("OMP_WAIT_POLICY", "passive", 1);

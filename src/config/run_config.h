@@ -61,4 +61,9 @@ void run_config_write_changed(const RunConfig *c, FILE *f);
  * (for `rotor train --help`). */
 void run_config_print_help(FILE *f);
 
+/* The same keys as a markdown reference page, docs/config-keys.md (`rotor info --keys-markdown`):
+ * a table per section of key, type and choices, default, meaning and the model.type or task.type
+ * values that read it. */
+void run_config_print_markdown(FILE *f);
+
 #endif
