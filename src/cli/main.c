@@ -11,6 +11,7 @@
 #include "data_tools.h"
 #include "dist/dist.h"
 #include "eval_run.h"
+#include "train_eval.h"
 #include "model/hf_config.h"
 #include "model/model.h"
 #include "train/optimizer.h"
@@ -143,6 +144,7 @@ static int cmd_train(int argc, char **argv) {
     load_config(&a, &rc);
     /* a run a signal stopped exits 0 too: its checkpoint is written and --resume auto goes on
      * (scripts/slurm.sbatch requeues it on the message) */
+    a.start.eval = &TRAIN_EVAL;
     train_run(&rc, &a.start);
     dist_finalize();
     return 0;

@@ -45,6 +45,12 @@ typedef struct {
     char decay_from[1024];
     /* the model a new run takes its first weights from (train/init_from.h), "" for none */
     char init_from[1024];
+    /* zero-shot scores during training (eval/train_eval.c): train.eval_tasks (comma-separated
+     * names of `rotor eval --tasks`) every eval_every steps, the first eval_limit documents
+     * of each (0: all) of the task files in eval_data_dir */
+    char eval_tasks[256];
+    int64_t eval_every, eval_limit;
+    char eval_data_dir[1024];
     double plateau_factor; /* > 0: the learning rates are multiplied by it at every validation
                               whose loss is not the best so far (nnRNN's StepLR); 0 = off */
     OptimizerKind optimizer; /* adamw (docs/models.md §training-recipe) or rmsprop */

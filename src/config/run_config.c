@@ -203,6 +203,10 @@ static const KeySpec KEYS[] = {
     K_I64("train", "val_every", train.val_every, "100", 0, "steps between validations, 0 = never"),
     K_INT("train", "val_batches", train.val_batches, "8", 0, "micro-batches of every rank in the validation set (val_batches x micro_batch x ranks windows); unused when val_tokens > 0"),
     K_I64("train", "val_tokens", train.val_tokens, "0", 0, "validation set of this many tokens, the first ceil(val_tokens / seq_len) windows of the validation data, the same on any number of ranks (the Selective RoPE paper: 4M); 0 = val_batches"),
+    K_STR("train", "eval_tasks", train.eval_tasks, "", "zero-shot tasks scored during training as `rotor eval` scores them (e.g. lambada_openai,piqa; the tokenizer is data.tokenizer), logged as eval_TASK_METRIC; empty = none"),
+    K_I64("train", "eval_every", train.eval_every, "0", 0, "steps between the zero-shot scores of train.eval_tasks (and at the last step); 0 = never"),
+    K_I64("train", "eval_limit", train.eval_limit, "0", 0, "documents of each task scored during training, the first of its file (rotor eval --limit); 0 = all"),
+    K_STR("train", "eval_data_dir", train.eval_data_dir, "", "the folder of the task files TASK.jsonl of train.eval_tasks (rotor eval --data-dir)"),
     K_I64("train", "log_every", train.log_every, "10", 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, "0", 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, "3", 0, "newest checkpoints kept, 0 = all"),
@@ -1017,6 +1021,20 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
                             "train.schedule = wsd: the decay would begin at step %" PRId64 ", inside the warmup's %" PRId64
                             " steps (train.warmup_frac = %g): %s",
                             start, warmup, t->warmup_frac, t->decay_start ? "raise train.decay_start" : "lower train.decay_frac");
+    }
+    if (t->eval_tasks[0] || t->eval_every) {
+        const char *missing = !t->eval_tasks[0] ? "train.eval_tasks (the tasks to score)"
+                              : !t->eval_every ? "train.eval_every (the steps between scores)"
+                              : !t->eval_data_dir[0] ? "train.eval_data_dir (the folder of the task files)"
+                              : !c->data.tokenizer[0] ? "data.tokenizer (the tokenizer of the task texts)"
+                              : NULL;
+        if (missing)
+            return rt_error(err, errlen, origin, "zero-shot scores during training (train.eval_tasks = %s, "
+                            "train.eval_every = %" PRId64 ") need %s", t->eval_tasks[0] ? t->eval_tasks : "\"\"",
+                            t->eval_every, missing);
+        if (m->head != HEAD_LM)
+            return rt_error(err, errlen, origin, "train.eval_tasks = %s: zero-shot scores need a language model's "
+                            "next-token head (model.head = lm)", t->eval_tasks);
     }
     if (t->plateau_factor > 0 && t->val_every == 0)
         return rt_error(err, errlen, origin, "train.plateau_factor = %g acts at validations: train.val_every = 0",

@@ -79,6 +79,8 @@ typedef struct {
     uint8_t *continues;
     CharText *text;
     char data_end[1024];    /* why the data ran out (data.on_exhausted = stop) */
+    const TrainEval *eval;  /* train.eval_tasks' scorer and its tasks, or NULL */
+    void *eval_ctx;
 } Trainer;
 
 static volatile sig_atomic_t stop_signal;
@@ -392,6 +394,16 @@ static void close_data(Trainer *tr) {
     char_text_free(tr->text);
 }
 
+/* train.eval_tasks: the tasks, loaded once by the command's scorer. */
+static void open_eval(Trainer *tr, const TrainStart *start) {
+    const TrainConfig *tc = &tr->rc->train;
+    if (!tc->eval_tasks[0]) return;
+    if (!start->eval) rt_die("train.eval_tasks = %s: this program has no zero-shot scorer (rotor train has)", tc->eval_tasks);
+    char err[2048];
+    tr->eval = start->eval;
+    if (!(tr->eval_ctx = tr->eval->open(tr->rc, err, sizeof err))) rt_die("%s", err);
+}
+
 /* train.carry_state: a zeroed block of carried states per micro-batch slot. */
 static void open_carry(Trainer *tr) {
     const TrainConfig *tc = &tr->rc->train;
@@ -584,11 +596,9 @@ typedef struct {
     double loss, lr, gnorm, tps, elapsed;
     int validating, best, last;
     Validation val;
+    const json_t *scores; /* train.eval_tasks' zero-shot scores at this step, or NULL */
 } StepReport;
 
-/* Rank 0's log of a step whose update was applied: a record every train.log_every steps, at
- * the last step and at each validation (returns 1 then: the rate restarts from there), and
- * the progress line (every step on a terminal). */
 /* A mixture's tokens drawn from each source so far, all ranks together: "data_tokens". */
 static void data_tokens(Trainer *tr, json_t *j) {
     const char *names[MIX_MAX_SOURCES];
@@ -600,16 +610,36 @@ static void data_tokens(Trainer *tr, json_t *j) {
     json_object_set_new(j, "data_tokens", o);
 }
 
+/* The zero-shot scores as eval_NAME in the record, and a progress line. */
+static void log_scores(Trainer *tr, json_t *j, const StepReport *r) {
+    char line[1024];
+    size_t used = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)r->scores, key, v) {
+        char name[160];
+        snprintf(name, sizeof name, "eval_%s", key);
+        json_object_set_new(j, name, json_real(json_number_value(v)));
+        if (used < sizeof line)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.4f", used ? ", " : "", key,
+                                     json_number_value(v));
+    }
+    progress_message(&tr->metrics, "step %lld: zero-shot %s", (long long)r->done, line);
+}
+
+/* Rank 0's log of a step whose update was applied: a record every train.log_every steps, at
+ * the last step and at each validation (returns 1 then: the rate restarts from there), and
+ * the progress line (every step on a terminal). */
 static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
     const TrainConfig *tc = &tr->rc->train;
     const Backend *be = model_backend(tr->model);
-    int logged = r->done % tc->log_every == 0 || r->last || r->validating;
+    int logged = r->done % tc->log_every == 0 || r->last || r->validating || r->scores;
     if (logged) {
         json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)r->done, "tokens",
                               (json_int_t)r->tokens, "loss", r->loss, "lr", r->lr, "grad_norm", r->gnorm,
                               "tokens_per_s", r->tps);
-        /* MFU needs the device's peak; unknown for the CPU backend */
         data_tokens(tr, j);
+        /* MFU needs the device's peak; unknown for the CPU backend */
         json_object_set_new(j, "mfu",
                             be->peak_flops > 0 ? json_real(flops_per_token * r->tps / (be->peak_flops * tr->world))
                                                : json_null());
@@ -634,6 +664,7 @@ static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
             progress_message(&tr->metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s", (long long)r->done,
                              val->loss, exp(val->loss), acc, kept);
         }
+        if (r->scores) log_scores(tr, j, r);
         metrics_log(&tr->metrics, j);
     }
     double eta = r->elapsed / (double)(r->done - r->first) * (double)(tc->steps - r->done);
@@ -658,6 +689,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     const TaskImpl *task = task_of(&rc->task);
     tr.text_task = task && (task->flags & TASK_TEXT);
     dist_set_timeout(rc->run.collective_timeout);
+    open_eval(&tr, start); /* the tasks' files are read before the run directory is claimed */
     int lock = claim_run_dir(&tr, start);
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
@@ -797,18 +829,22 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         double tps = (double)(tokens - tokens_last) / fmax(now - t_last, 1e-9);
         int validating = tc->val_every && (done % tc->val_every == 0 || last);
         Validation val = validating ? validate(&tr) : (Validation){0, NAN};
+        /* every rank scores its share of the documents */
+        json_t *scores = tr.eval_ctx && (done % tc->eval_every == 0 || last) ? tr.eval->score(tr.eval_ctx, tr.model) : NULL;
         int best = validating && !skipped && improves(&tr.best, tc->keep_best, &val);
         if (validating && !skipped && tc->plateau_factor > 0) plateau_update(&tr, &val, done);
         if (best) tr.best = (BestValidation){tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
         if (lead && !skipped) {
             StepReport r = {.done = done, .first = first, .tokens = tokens, .loss = loss, .lr = lr,
                             .gnorm = gnorm, .tps = tps, .elapsed = now - t_begin,
-                            .validating = validating, .best = best, .last = last, .val = val};
+                            .validating = validating, .best = best, .last = last, .val = val,
+                            .scores = scores};
             if (log_step(&tr, &r, flops_per_token)) {
                 t_last = now;
                 tokens_last = tokens;
             }
         }
+        json_decref(scores);
         int stopping = dist_any(stop_signal != 0);
         /* a new best is saved as a step too, so that resuming never starts before it */
         if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best) {
@@ -829,6 +865,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         plots_write(rc->run.dir);
         if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(end - first), rt_now() - t_begin);
     }
+    if (tr.eval_ctx) tr.eval->close(tr.eval_ctx);
     close_carry(&tr);
     close_data(&tr);
     rt_free(tr.ranges);
