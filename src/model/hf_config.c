@@ -1,6 +1,7 @@
 #include "model/hf_config.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,38 +107,88 @@ static json_t *pe_to_json(const ModelConfig *c) {
     return o;
 }
 
+/* rotor's keys of config.json for shapes fla lacks (docs/models.md §autoencoder-head,
+ * §classification, §block-dropout-bidirectional, §nonlinear-rnns, §zoology-shape), in the
+ * order they are written. A key is written when its condition holds (NULL: always) and its
+ * value is not its default (`always`: whatever the value). It is read where its condition
+ * holds (the conditions read keys of earlier rows; elsewhere the key is ignored): absent, the
+ * field keeps its default, or, when `required`, the file is refused. */
+typedef enum { RK_CHOICE, RK_INT, RK_REAL, RK_BOOL, RK_STRING } RotorKeyType;
+typedef struct {
+    const char *key;
+    RotorKeyType type;
+    size_t offset, size;     /* of the ModelConfig field (int, double, or a char array) */
+    const NameSet *names;    /* RK_CHOICE */
+    double lo, hi;           /* RK_INT: lo..hi; RK_REAL: in [lo, hi), or (lo, hi) when lo_open */
+    int lo_open;
+    double dflt;             /* the value of an absent key */
+    int (*when)(const ModelConfig *c);
+    const char *when_text;   /* the condition, for messages */
+    int required, always;
+    int (*written)(const ModelConfig *c); /* RK_CHOICE: the value written, when not the field's */
+} RotorKey;
+
+#define RK(k, t, f) .key = k, .type = t, .offset = offsetof(ModelConfig, f), .size = sizeof(((ModelConfig *)0)->f)
+static int is_classifier(const ModelConfig *c) { return c->head == HEAD_CLASSIFIER; }
+static int has_pairs(const ModelConfig *c) { return c->pair != PAIR_NONE; }
+static int linear_input(const ModelConfig *c) { return c->input == INPUT_LINEAR; }
+static int has_mixers(const ModelConfig *c) { return c->mixers[0] != 0; }
+static int has_dropout(const ModelConfig *c) { return c->dropout > 0; }
+static int reads_orth_init(const ModelConfig *c) { return family_reads_key(family_of(c->mixer), "orth_init"); }
+/* absent: the type's own nonlinearity; written resolved */
+static int resolved_nonlinearity(const ModelConfig *c) { return rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH; }
+
+static const RotorKey ROTOR_KEYS[] = {
+    {RK("rotor_head", RK_CHOICE, head), .names = &HEAD_NAMES, .dflt = HEAD_LM},
+    {RK("num_labels", RK_INT, num_classes), .lo = 2, .hi = INT_MAX, .when = is_classifier,
+     .when_text = "rotor_head \"classifier\"", .required = 1, .always = 1},
+    {RK("rotor_pool", RK_CHOICE, pool), .names = &POOL_NAMES, .when = is_classifier,
+     .when_text = "rotor_head \"classifier\"", .required = 1, .always = 1},
+    {RK("rotor_pair", RK_CHOICE, pair), .names = &PAIR_NAMES, .dflt = PAIR_NONE, .when = is_classifier,
+     .when_text = "rotor_head \"classifier\""},
+    {RK("rotor_pair_mlp", RK_INT, pair_mlp), .lo = 2, .hi = INT_MAX, .when = has_pairs, .when_text = "rotor_pair",
+     .required = 1, .always = 1},
+    {RK("rotor_input", RK_CHOICE, input), .names = &INPUT_NAMES, .dflt = INPUT_EMBEDDING},
+    {RK("rotor_input_scale", RK_REAL, input_scale), .lo = 0, .lo_open = 1, .hi = INFINITY, .when = linear_input,
+     .when_text = "rotor_input \"linear\"", .required = 1, .always = 1},
+    {RK("rotor_input_offset", RK_REAL, input_offset), .hi = INFINITY, .when = linear_input,
+     .when_text = "rotor_input \"linear\""},
+    {RK("rotor_block", RK_CHOICE, block), .names = &BLOCK_NAMES, .dflt = BLOCK_PRENORM},
+    {RK("rotor_mlp", RK_CHOICE, mlp), .names = &MLP_NAMES, .dflt = MLP_AUTO},
+    {RK("rotor_norm", RK_CHOICE, norm), .names = &NORM_NAMES, .dflt = NORM_RMS},
+    {RK("rotor_mixers", RK_STRING, mixers)},
+    {RK("rotor_base_conv_kernel", RK_INT, base_conv_kernel), .lo = 1, .hi = SHORT_CONV_TAPS, .when = has_mixers,
+     .when_text = "rotor_mixers", .always = 1},
+    {RK("rotor_embed_dropout", RK_REAL, embed_dropout), .hi = 1},
+    {RK("rotor_dropout", RK_REAL, dropout), .hi = 1},
+    {RK("rotor_dropout_mask", RK_CHOICE, dropout_mask), .names = &DROPOUT_MASK_NAMES, .dflt = DROPOUT_ELEMENT,
+     .when = has_dropout, .when_text = "rotor_dropout"},
+    {RK("rotor_bidirectional", RK_BOOL, bidirectional)},
+    {RK("rotor_orth_init", RK_CHOICE, orth_init), .names = &ORTH_INIT_NAMES, .when = reads_orth_init,
+     .when_text = "this model_type", .always = 1},
+    {RK("rotor_nonlinearity", RK_CHOICE, nonlinearity), .names = &NONLINEARITY_NAMES, .dflt = RNN_NONLIN_AUTO,
+     .written = resolved_nonlinearity},
+};
+#undef RK
+
+static double rotor_key_value(const RotorKey *k, const ModelConfig *c) {
+    const void *p = (const char *)c + k->offset;
+    return k->type == RK_REAL ? *(const double *)p : k->type == RK_STRING ? ((const char *)p)[0] != 0 : *(const int *)p;
+}
+
 static void put_rotor_shape(json_t *o, const ModelConfig *c) {
-    if (c->head != HEAD_LM) put_name(o, "rotor_head", &HEAD_NAMES, c->head);
-    if (c->head == HEAD_CLASSIFIER) {
-        json_object_set_new(o, "num_labels", json_integer(c->num_classes));
-        put_name(o, "rotor_pool", &POOL_NAMES, c->pool);
-        if (c->pair != PAIR_NONE) {
-            put_name(o, "rotor_pair", &PAIR_NAMES, c->pair);
-            json_object_set_new(o, "rotor_pair_mlp", json_integer(c->pair_mlp));
+    for (size_t i = 0; i < HF_COUNT(ROTOR_KEYS); i++) {
+        const RotorKey *k = &ROTOR_KEYS[i];
+        const void *p = (const char *)c + k->offset;
+        if ((k->when && !k->when(c)) || (!k->always && rotor_key_value(k, c) == k->dflt)) continue;
+        switch (k->type) {
+        case RK_CHOICE: put_name(o, k->key, k->names, k->written ? k->written(c) : *(const int *)p); break;
+        case RK_INT: json_object_set_new(o, k->key, json_integer(*(const int *)p)); break;
+        case RK_REAL: json_object_set_new(o, k->key, json_real(*(const double *)p)); break;
+        case RK_BOOL: json_object_set_new(o, k->key, json_boolean(*(const int *)p)); break;
+        case RK_STRING: json_object_set_new(o, k->key, json_string((const char *)p)); break;
         }
     }
-    if (c->input == INPUT_LINEAR) {
-        put_name(o, "rotor_input", &INPUT_NAMES, c->input);
-        json_object_set_new(o, "rotor_input_scale", json_real(c->input_scale));
-        if (c->input_offset != 0) json_object_set_new(o, "rotor_input_offset", json_real(c->input_offset));
-    }
-    if (c->block != BLOCK_PRENORM) put_name(o, "rotor_block", &BLOCK_NAMES, c->block);
-    if (c->mlp != MLP_AUTO) put_name(o, "rotor_mlp", &MLP_NAMES, c->mlp);
-    if (c->norm != NORM_RMS) put_name(o, "rotor_norm", &NORM_NAMES, c->norm);
-    if (c->mixers[0]) {
-        json_object_set_new(o, "rotor_mixers", json_string(c->mixers));
-        json_object_set_new(o, "rotor_base_conv_kernel", json_integer(c->base_conv_kernel));
-    }
-    if (c->embed_dropout > 0) json_object_set_new(o, "rotor_embed_dropout", json_real(c->embed_dropout));
-    if (c->dropout > 0) {
-        json_object_set_new(o, "rotor_dropout", json_real(c->dropout));
-        if (c->dropout_mask != DROPOUT_ELEMENT) put_name(o, "rotor_dropout_mask", &DROPOUT_MASK_NAMES, c->dropout_mask);
-    }
-    if (c->bidirectional) json_object_set_new(o, "rotor_bidirectional", json_true());
-    if (family_reads_key(family_of(c->mixer), "orth_init"))
-        put_name(o, "rotor_orth_init", &ORTH_INIT_NAMES, c->orth_init);
-    if (c->nonlinearity != RNN_NONLIN_AUTO) /* absent: the type's own (docs/models.md §nonlinear-rnns) */
-        put_name(o, "rotor_nonlinearity", &NONLINEARITY_NAMES, rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH);
 }
 
 /* rotor's model of a family: model_type ROTOR_TYPE + fla's, architecture ROTOR_ARCH + fla's */
@@ -343,112 +394,49 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     return 0;
 }
 
-/* The block keys (docs/models.md §block-dropout-bidirectional, §nonlinear-rnns, §zoology-shape), each absent at its default: rotor_block "lra" or
- * "rnn", rotor_norm, rotor_mlp, rotor_mixers (with rotor_base_conv_kernel), rotor_dropout, rotor_embed_dropout
- * (with rotor_dropout_mask "channel"), rotor_bidirectional true. */
-static int read_rotor_block(const json_t *j, ModelConfig *out, Errs *e) {
-    int v;
-    if (json_object_get(j, "rotor_block")) {
-        if (read_choice(j, "", "rotor_block", &BLOCK_NAMES, &v, e)) return -1;
-        out->block = (BlockKind)v;
-    }
-    if (json_object_get(j, "rotor_norm")) {
-        if (read_choice(j, "", "rotor_norm", &NORM_NAMES, &v, e)) return -1;
-        out->norm = (NormKind)v;
-    }
-    if (json_object_get(j, "rotor_mlp")) {
-        if (read_choice(j, "", "rotor_mlp", &MLP_NAMES, &v, e)) return -1;
-        out->mlp = (MlpKind)v;
-    }
-    const json_t *mx = json_object_get(j, "rotor_mixers");
-    if (mx) {
-        if (!json_is_string(mx) || json_string_length(mx) >= sizeof out->mixers)
-            return fail(e, "config key 'rotor_mixers' must be a string of under %zu characters, got %s",
-                        sizeof out->mixers, json_text(mx));
-        snprintf(out->mixers, sizeof out->mixers, "%s", json_string_value(mx));
-    }
-    const json_t *bk = json_object_get(j, "rotor_base_conv_kernel");
-    if (bk) {
-        if (!json_is_integer(bk) || json_integer_value(bk) < 1 || json_integer_value(bk) > SHORT_CONV_TAPS)
-            return fail(e, "config key 'rotor_base_conv_kernel' must be an integer from 1 to %d, got %s",
-                        SHORT_CONV_TAPS, json_text(bk));
-        out->base_conv_kernel = (int)json_integer_value(bk);
-    }
-    static const char *const rates[] = {"rotor_dropout", "rotor_embed_dropout"};
-    double *fields[] = {&out->dropout, &out->embed_dropout};
-    for (int i = 0; i < 2; i++) {
-        const json_t *p = json_object_get(j, rates[i]);
-        if (!p) continue;
-        if (!json_is_number(p) || !(json_number_value(p) >= 0 && json_number_value(p) < 1))
-            return fail(e, "config key '%s' must be a number in [0, 1), got %s", rates[i], json_text(p));
-        *fields[i] = json_number_value(p);
-    }
-    if (json_object_get(j, "rotor_dropout_mask")) {
-        if (read_choice(j, "", "rotor_dropout_mask", &DROPOUT_MASK_NAMES, &v, e)) return -1;
-        out->dropout_mask = (DropoutMask)v;
-    }
-    const json_t *b = json_object_get(j, "rotor_bidirectional");
-    if (b) {
-        if (!json_is_boolean(b))
-            return fail(e, "config key 'rotor_bidirectional' must be true or false, got %s", json_text(b));
-        out->bidirectional = json_is_true(b);
-    }
-    return 0;
-}
-
-/* rotor's model shapes without an fla counterpart (docs/models.md §autoencoder-head, §classification, §block-dropout-bidirectional), each key absent
- * at its default: rotor_head "autoencoder" or "classifier" (with num_labels and rotor_pool, and
- * for pairs rotor_pair with rotor_pair_mlp), rotor_input "linear" (with rotor_input_scale and, when not 0, rotor_input_offset), and
- * the block keys. */
+/* The rotor keys (ROTOR_KEYS) into out, in the table's order. */
 static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
-    int v;
-    if (read_rotor_block(j, out, e)) return -1;
-    if (json_object_get(j, "rotor_nonlinearity")) {
-        if (read_choice(j, "", "rotor_nonlinearity", &NONLINEARITY_NAMES, &v, e)) return -1;
-        out->nonlinearity = (RnnNonlinearity)v;
-    }
-    if (json_object_get(j, "rotor_orth_init")) {
-        if (read_choice(j, "", "rotor_orth_init", &ORTH_INIT_NAMES, &v, e)) return -1;
-        out->orth_init = (OrthInit)v;
-    }
-    if (json_object_get(j, "rotor_head")) {
-        if (read_choice(j, "", "rotor_head", &HEAD_NAMES, &v, e)) return -1;
-        out->head = (ModelHead)v;
-    }
-    if (out->head == HEAD_CLASSIFIER) {
-        const json_t *n = json_object_get(j, "num_labels");
-        if (!json_is_integer(n) || json_integer_value(n) < 2 || json_integer_value(n) > INT_MAX)
-            return fail(e, "config key 'num_labels' must be an integer >= 2 for rotor_head \"classifier\", got %s",
-                        n ? json_text(n) : "nothing");
-        out->num_classes = (int)json_integer_value(n);
-        if (read_choice(j, "", "rotor_pool", &POOL_NAMES, &v, e)) return -1;
-        out->pool = (PoolKind)v;
-        if (json_object_get(j, "rotor_pair")) {
-            if (read_choice(j, "", "rotor_pair", &PAIR_NAMES, &v, e)) return -1;
-            out->pair = (PairKind)v;
+    for (size_t i = 0; i < HF_COUNT(ROTOR_KEYS); i++) {
+        const RotorKey *k = &ROTOR_KEYS[i];
+        const json_t *v = json_object_get(j, k->key);
+        if (k->when && !k->when(out)) continue; /* a key of a shape this model does not have */
+        if (!v) {
+            if (k->required) return fail(e, "config key '%s' is missing: %s needs it", k->key, k->when_text);
+            continue;
         }
-    }
-    if (out->pair != PAIR_NONE) {
-        const json_t *w = json_object_get(j, "rotor_pair_mlp");
-        if (!json_is_integer(w) || json_integer_value(w) < 2 || json_integer_value(w) > INT_MAX)
-            return fail(e, "config key 'rotor_pair_mlp' must be an integer >= 2 for rotor_pair \"%s\", got %s",
-                        PAIR_NAMES.names[out->pair], w ? json_text(w) : "nothing");
-        out->pair_mlp = (int)json_integer_value(w);
-    }
-    if (json_object_get(j, "rotor_input")) {
-        if (read_choice(j, "", "rotor_input", &INPUT_NAMES, &v, e)) return -1;
-        out->input = (InputKind)v;
-    }
-    if (out->input == INPUT_LINEAR) {
-        const json_t *sc = json_object_get(j, "rotor_input_scale");
-        if (!json_is_number(sc) || !(json_number_value(sc) > 0))
-            return fail(e, "config key 'rotor_input_scale' must be a positive number for rotor_input \"linear\", got %s",
-                        sc ? json_text(sc) : "nothing");
-        out->input_scale = json_number_value(sc);
-        const json_t *off = json_object_get(j, "rotor_input_offset"); /* absent: 0 */
-        if (off && (!json_is_number(off) || !(json_number_value(off) >= 0)))
-            return fail(e, "config key 'rotor_input_offset' must be a number >= 0, got %s", json_text(off));
-        out->input_offset = off ? json_number_value(off) : 0;
+        void *p = (char *)out + k->offset;
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        switch (k->type) {
+        case RK_CHOICE: {
+            int idx;
+            if (read_choice(j, "", k->key, k->names, &idx, e)) return -1;
+            *(int *)p = idx;
+            break;
+        }
+        case RK_INT:
+            if (!json_is_integer(v) || x < k->lo || x > k->hi)
+                return fail(e, "config key '%s' must be an integer %s %.0f%s%.0f, got %s", k->key,
+                            k->hi < INT_MAX ? "from" : ">=", k->lo, k->hi < INT_MAX ? " to " : "",
+                            k->hi < INT_MAX ? k->hi : 0, json_text(v));
+            *(int *)p = (int)json_integer_value(v);
+            break;
+        case RK_REAL:
+            if (!json_is_number(v) || !(k->lo_open ? x > k->lo : x >= k->lo) || !(x < k->hi))
+                return fail(e, "config key '%s' must be a number in %s%g, %g), got %s", k->key, k->lo_open ? "(" : "[",
+                            k->lo, k->hi, json_text(v));
+            *(double *)p = x;
+            break;
+        case RK_BOOL:
+            if (!json_is_boolean(v)) return fail(e, "config key '%s' must be true or false, got %s", k->key, json_text(v));
+            *(int *)p = json_is_true(v);
+            break;
+        case RK_STRING:
+            if (!json_is_string(v) || json_string_length(v) >= k->size)
+                return fail(e, "config key '%s' must be a string of under %zu characters, got %s", k->key, k->size,
+                            json_text(v));
+            snprintf((char *)p, k->size, "%s", json_string_value(v));
+            break;
+        }
     }
     return 0;
 }
