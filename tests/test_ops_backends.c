@@ -277,8 +277,9 @@ static void run_row(const void *arg) {
 /* Ops of BACKEND_OPS no case or direct test of the table calls, each with where it is checked. */
 static const char *const EXEMPT[] = {
     "to_act",          /* every [act] buffer of this runner is filled through it */
-    "scatter_rows",    /* tests/gpu/test_gpu_basic against the CPU */
-    "add_rmsnorm_fwd", /* tests/gpu/test_gpu_basic against the CPU, test_mixers (the model's residual) */
+    /* no backward of their own: tests/gpu/test_gpu_basic against the CPU, and on the CPU through
+     * the model (test_model_grad: the residual stream's norms, the classifier's pooled rows) */
+    "scatter_rows", "add_rmsnorm_fwd",
     /* decoding: test_decode_f32/f64 (every family's steps against the forward),
      * tests/gpu/test_gpu_decode, test_gpu_diagrnn and test_gpu_rnncells */
     "segment_tail", "segment_cumsum", "cache_write", "conv_step", "shift_step", "selrope_step",
