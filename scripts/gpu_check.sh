@@ -46,7 +46,8 @@
 # in at most GPU_CHECK_SPEED_LIMIT seconds (default 480); speed.json and speed.txt in $OUT
 # (scripts/lib/gpu_speed.sh says more).
 # "verify", in no default: after speed on a GPU machine for a short time (docs/gpu.md "A short time on a GPU machine"),
-# every kernel test program (GPU_CHECK_TESTS narrows them to the changed kernels' programs), cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
+# the op table on the GPU (tests/test_ops_backends.c against the fp64 results test_ops_grad --refs
+# wrote when the bundle was made), every kernel test program (GPU_CHECK_TESTS narrows them to the changed kernels' programs), cli_errors and gpu_e2e, and one profiled GLA-370M step, in at most
 # GPU_CHECK_VERIFY_LIMIT seconds (default 360; each program under its own limit too).
 # The summary is one table: each program, passed or not, its tests, its worst comparison
 # (err/tol, > 1 fails) and its seconds.
@@ -98,7 +99,14 @@ build_gpu() {
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DROTOR_CUDA=ON \
           -DROTOR_CUDA_ARCHS=90a-real -DROTOR_NATIVE=OFF -DROTOR_SHARED_CORE=ON >/dev/null
     cmake --build "$build" -j"$(nproc)" --target rotor step_bench gpu_mixers decode_bench \
-          $(cd "$root/tests/gpu" && ls test_gpu_*.c | sed 's/\.c$//')
+          test_ops_grad test_ops_backends $(cd "$root/tests/gpu" && ls test_gpu_*.c | sed 's/\.c$//')
+}
+
+# The op table's runner (tests/test_ops_backends.c) into $1/bin, with the fp64 results it
+# compares with, written here on the CPU (test_ops_grad --refs: a second, without checks).
+bundle_op_table() {
+    cp "$build/tests/test_ops_backends" "$1/bin/"
+    "$build/tests/test_ops_grad" --refs "$1/bin/ops_refs.bin" >/dev/null
 }
 
 # Open MPI's runtime (Debian's layout under the prefix $1/ompi, found there through
@@ -143,6 +151,7 @@ bundle() {
     cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/bench/gpu_mixers" \
        "$build/bench/decode_bench" "$build/rotor" "$root"/bench/fla_{mixers,step,generate,common}.py \
        "$root"/bench/{torch_rnn_step,ncu_table}.py "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"
+    bundle_op_table "$dir"
     fla_download "$dir/wheels"
     cp "$root"/configs/tiny/*.ini "$dir/configs/tiny/"
     mkdir -p "$dir/configs/nnrnn" && cp "$root"/configs/paper/nnrnn/{copy,psmnist,ptb150,ptb300}-{nnrnn,exprnn,rnn_orth,rnn,lstm}.ini "$dir/configs/nnrnn/"
@@ -170,7 +179,7 @@ bundle() {
     if [[ -s $dir/root/COMMIT && -n $(git -C "$root" status --porcelain --untracked-files=no) ]]; then
         sed -i 's/$/-dirty/' "$dir/root/COMMIT"
     fi
-    strip "$dir"/bin/test_gpu_* "$dir"/bin/{step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
+    strip "$dir"/bin/test_gpu_* "$dir"/bin/{test_ops_backends,step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
     XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
     rm -rf "$dir"
@@ -396,13 +405,17 @@ run_bundle() {
     }
     if [[ $parts == *" speed "* ]]; then speed_part; fi
     # verify: what must pass after any change to the kernels, in 6 minutes of command time
-    # (docs/gpu.md "A short time on a GPU machine"): every kernel test program, rotor's named errors with a
-    # GPU present, rotor end to end, and one profiled 370M GLA step. On an H200
+    # (docs/gpu.md "A short time on a GPU machine"): the op table on the GPU against its fp64
+    # results (tests/test_ops_backends.c, where the bundle has it), every kernel test program,
+    # rotor's named errors with a GPU present, rotor end to end, and one profiled 370M GLA step. On an H200
     # (2026-11-28) the twelve test programs took 101 s (gemm 21 s, selrope 15 s, the rest < 13 s),
     # the whole part 138 s.
     if [[ $parts == *" verify "* ]]; then
         deadline=$(($(date +%s) + ${GPU_CHECK_VERIFY_LIMIT:-360}))
         local t
+        if [ -x "$dir/bin/test_ops_backends" ]; then
+            limited 90 test_ops_backends "$dir/bin/test_ops_backends" "$dir/bin/ops_refs.bin"
+        fi
         for t in $(test_programs "$dir"); do
             limited 90 "$(basename "$t")" "${t%%:*}" $(test_filter "$t")
         done
@@ -593,6 +606,7 @@ case "${1:-all}" in
         build_gpu
         dir="$(mktemp -d)"
         mkdir -p "$dir/bin" "$dir/configs" && cp "$build"/tests/test_gpu_* "$build/bench/step_bench" "$build/rotor" "$dir/bin/"
+        bundle_op_table "$dir"
         cp "$build/bench/gpu_mixers" "$build/bench/decode_bench" \
            "$root"/bench/fla_{mixers,step,generate,common}.py "$root"/bench/{torch_rnn_step,ncu_table}.py \
            "$root"/tests/reference/ref_{model,fast}.py "$dir/bin/"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# scripts/gpu_check.sh's verify part without a GPU: a bundle of stand-in programs (one
-# passing and one failing with comparisons, one hanging, and stand-ins for cli_errors, gpu_e2e
-# and step_bench) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
+# scripts/gpu_check.sh's verify part without a GPU: a bundle of stand-in programs (the op
+# table's runner given the bundle's refs file, one passing and one failing with comparisons, one
+# hanging, and stand-ins for cli_errors, gpu_e2e and step_bench) run under a short GPU_CHECK_VERIFY_LIMIT. The summary table must give each its
 # result, tests, worst err/tol and seconds; the hang must be cut at the part's deadline, the
 # programs after it reported as not run, and the exit status must say the part failed.
 # Then the tests part under a stand-in compute-sanitizer (racecheck): the programs in
@@ -20,6 +20,7 @@ printf '#!/bin/sh\necho "small=${ROTOR_GPU_TEST_SMALL:-0}"\necho "  a err=1e-5 t
 printf '#!/bin/sh\necho "  q err=3e-2 tol=1e-2 FAIL"\necho "FAIL q (1 checks failed, 0.1s)"\nexit 1\n' >test_gpu_b
 printf '#!/bin/sh\necho "ok   z (0.1s)"\nexec sleep 60\n' >test_gpu_c
 printf '#!/bin/sh\necho "small=${ROTOR_GPU_TEST_SMALL:-0} filter=$*"\necho "ok   c (0.1s)"\n' >test_gpu_comm
+printf '#!/bin/sh\necho "refs=$1"\necho "    cpu-f32 err=2e-1 tol=1"\necho "ok   matmul_bias (0.1s)"\n' >test_ops_backends
 printf '#!/bin/sh\necho ok cli\n' >cli_errors.sh
 cp cli_errors.sh gpu_e2e.sh
 cp cli_errors.sh step_bench
@@ -43,6 +44,8 @@ sed -n '/^---- summary/,$p' "$work/log"
 fail() { echo "FAIL: $1"; exit 1; }
 [ "$rc" = 1 ] || fail "exit status $rc, expected 1"
 row() { grep -E "^$1 " "$work/log" | tail -1 | tr -s ' '; }
+[ "$(row test_ops_backends)" = "test_ops_backends passed 1 0 0.200 0" ] || fail "test_ops_backends: $(row test_ops_backends)"
+grep -q '^refs=.*/bin/ops_refs.bin$' "$work/log" || fail "test_ops_backends not given the bundle's refs file"
 [ "$(row test_gpu_a)" = "test_gpu_a passed 2 0 0.500 0" ] || fail "test_gpu_a: $(row test_gpu_a)"
 [ "$(row test_gpu_b)" = "test_gpu_b FAILED 1 1 3.000 0" ] || fail "test_gpu_b: $(row test_gpu_b)"
 [[ "$(row test_gpu_c)" =~ ^"test_gpu_c TIMED OUT 1 0 - "1[0-5]$ ]] || fail "test_gpu_c: $(row test_gpu_c)"

@@ -1,0 +1,91 @@
+/* The refs file of the op table (tests/op_refs.h). */
+#include "op_refs.h"
+
+#include <string.h>
+
+#include "util/error.h"
+
+static const char MAGIC[8] = {'R', 'O', 'T', 'O', 'R', 'O', 'P', 'S'};
+#define REFS_VERSION 1
+
+static void put(FILE *f, const void *p, size_t bytes) {
+    if (bytes && fwrite(p, 1, bytes, f) != bytes) rt_die("refs: write failed");
+}
+
+static void get(FILE *f, const char *path, void *p, size_t bytes) {
+    if (bytes && fread(p, 1, bytes, f) != bytes) rt_die("%s: truncated refs file", path);
+}
+
+void refs_write_header(FILE *f, int ncases) {
+    uint32_t head[2] = {REFS_VERSION, (uint32_t)ncases};
+    put(f, MAGIC, sizeof MAGIC);
+    put(f, head, sizeof head);
+}
+
+int refs_read_header(FILE *f, const char *path) {
+    char magic[8];
+    uint32_t head[2];
+    get(f, path, magic, sizeof magic);
+    get(f, path, head, sizeof head);
+    if (memcmp(magic, MAGIC, sizeof MAGIC) || head[0] != REFS_VERSION)
+        rt_die("%s: not a version %d refs file of test_ops_grad --refs", path, REFS_VERSION);
+    return (int)head[1];
+}
+
+void refs_write_case(FILE *f, const RefCase *rc) {
+    uint32_t len = (uint32_t)strlen(rc->name), nt = (uint32_t)rc->nt;
+    put(f, &len, sizeof len);
+    put(f, rc->name, len);
+    put(f, &rc->scalar, sizeof rc->scalar);
+    put(f, &nt, sizeof nt);
+    for (int i = 0; i < rc->nt; i++) {
+        const RefTensor *t = &rc->t[i];
+        uint8_t has[2] = {(uint8_t)t->has_v, (uint8_t)t->has_d};
+        size_t bytes = sizeof(double) * (size_t)t->n;
+        put(f, &t->n, sizeof t->n);
+        put(f, has, sizeof has);
+        if (t->has_v) put(f, t->v_in, bytes);
+        if (t->has_d) put(f, t->d_in, bytes);
+        if (t->has_v) put(f, t->v_out, bytes);
+        if (t->has_d) put(f, t->d_out, bytes);
+    }
+}
+
+static double *get_array(FILE *f, const char *path, int64_t n) {
+    double *x = rt_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    get(f, path, x, sizeof(double) * (size_t)n);
+    return x;
+}
+
+void refs_read_case(FILE *f, const char *path, RefCase *rc) {
+    uint32_t len, nt;
+    *rc = (RefCase){0};
+    get(f, path, &len, sizeof len);
+    if (len >= sizeof rc->name) rt_die("%s: a case name of %u bytes", path, len);
+    get(f, path, rc->name, len);
+    get(f, path, &rc->scalar, sizeof rc->scalar);
+    get(f, path, &nt, sizeof nt);
+    if (nt > MAX_TENSORS) rt_die("%s: case %s has %u tensors", path, rc->name, nt);
+    rc->nt = (int)nt;
+    for (int i = 0; i < rc->nt; i++) {
+        RefTensor *t = &rc->t[i];
+        uint8_t has[2];
+        get(f, path, &t->n, sizeof t->n);
+        get(f, path, has, sizeof has);
+        t->has_v = has[0], t->has_d = has[1];
+        if (t->has_v) t->v_in = get_array(f, path, t->n);
+        if (t->has_d) t->d_in = get_array(f, path, t->n);
+        if (t->has_v) t->v_out = get_array(f, path, t->n);
+        if (t->has_d) t->d_out = get_array(f, path, t->n);
+    }
+}
+
+void refs_free_case(RefCase *rc) {
+    for (int i = 0; i < rc->nt; i++) {
+        RefTensor *t = &rc->t[i];
+        double *p[4] = {t->v_in, t->d_in, t->v_out, t->d_out};
+        for (int k = 0; k < 4; k++)
+            if (p[k]) rt_free(p[k]);
+    }
+    *rc = (RefCase){0};
+}
