@@ -35,8 +35,9 @@
 # --results DIR: the results store (default results/reproduce/EXPERIMENT/SCALE, committed):
 #   a planned run that the store holds finished with the same settings is taken from it
 #   instead of trained, so a sweep resumes on another machine (a fresh clone draws the figure
-#   with --report-only). Each run that finishes is saved there (its .done, *.json, *.jsonl:
-#   no checkpoints) when --results or --publish is given (scripts/reproduce_runs.py).
+#   with --report-only). Each run that finishes is saved there (its fingerprint, *.json and
+#   *.jsonl, no checkpoints, in the store's two files runs.json and curves.jsonl.gz) when
+#   --results or --publish is given (scripts/reproduce_runs.py).
 # --only REGEX: train only the planned runs whose names match the extended regular
 #   expression (e.g. 'kv16-d64' or '^mad_fuzzy'); the report draws every finished run.
 #   Sweeps with disjoint --only may share one --out, e.g. one pinned to each core
