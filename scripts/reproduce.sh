@@ -83,7 +83,7 @@ die() { echo "reproduce.sh: $*" >&2; exit 2; }
 publish() {
     local dest="$ROOT/docs/figures/reproduction" f
     mkdir -p "$dest"
-    for f in figure.png figure.svg table.md; do
+    for f in figure.svg table.md; do
         if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
     done
     python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS"
@@ -288,7 +288,7 @@ EOF
 if [[ $STAGES == report ]]; then
     report
     [[ $PUBLISH == 1 ]] && publish
-    echo "figure: $OUT/figure.png, table: $OUT/table.md"
+    echo "figure: $OUT/figure.svg, table: $OUT/table.md"
     exit 0
 fi
 if declare -F prepare > /dev/null; then prepare; fi
@@ -352,6 +352,6 @@ fi
 if [[ $STAGES == both ]]; then
     report
     [[ $PUBLISH == 1 ]] && publish
-    echo "figure: $OUT/figure.png, table: $OUT/table.md"
+    echo "figure: $OUT/figure.svg, table: $OUT/table.md"
 fi
 [[ $failed == 0 ]] || { echo "reproduce.sh: some runs failed (their logs are beside them in $OUT/runs)" >&2; exit 1; }

@@ -84,7 +84,7 @@ grep -q "no_such_key" "$out/bad.log" || fail "the bad key's error does not name 
 sweep=(--seeds 1 --set train.steps=20 --set train.val_every=0 --set task.test_examples=16)
 tiny=("${sweep[@]}" --out "$out/s2")
 repro fig8-s2 "${tiny[@]}" > "$out/s2.log" 2>&1 || { fail "fig8-s2 tiny sweep"; tail -5 "$out/s2.log"; }
-for f in figure.png figure.svg table.md; do [ -s "$out/s2/$f" ] || fail "no $f"; done
+for f in figure.svg table.md; do [ -s "$out/s2/$f" ] || fail "no $f"; done
 rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/s2/table.md")
 [ "$rows" = 6 ] || fail "table.md has $rows variant rows, not 6 (3 PEs x 2 models)"
 n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
@@ -164,14 +164,14 @@ rows=$(grep -cE "^\| mad_memorization \| baseline \| (nope|rope) \| 0.001 \| 0 \
 [ "$rows" = 2 ] || fail "table2-mad's table has $rows runs rows with 2 seeds and their range, not 2"
 
 # --report-only draws from the finished runs and trains nothing; --train-only draws nothing
-rm -f "$out/s2/figure.png" "$out/s2/table.md"
+rm -f "$out/s2/figure.svg" "$out/s2/table.md"
 if repro fig8-s2 "${tiny[@]}" --report-only > "$out/stale.log" 2>&1; then
     fail "--report-only drew the runs of other settings than its plan's"
 fi
 grep -q "no finished runs of .*plan.tsv" "$out/stale.log" || fail "the stale report's error: $(tail -1 "$out/stale.log")"
 repro fig8-s2 "${tiny[@]}" --set train.log_every=7 --report-only > "$out/report.log" 2>&1 ||
     fail "--report-only: $(tail -2 "$out/report.log")"
-[ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.png" ] || fail "--report-only drew no figure or table"
+[ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.svg" ] || fail "--report-only drew no figure or table"
 ! grep -q "^== " "$out/report.log" || fail "--report-only trained"
 # (a run.* key, as a lent GPU's run.device=cuda, says where a run ran, not what it is: the
 # report without it draws those runs)
