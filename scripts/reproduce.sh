@@ -46,8 +46,9 @@
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
 #   quick check of the whole pipeline with --set train.steps=20.
-# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.* and
-#   save the finished runs in the results store.
+# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*, save
+#   the finished runs in the results store and write the experiment's results page,
+#   docs/results/EXPERIMENT.md (scripts/results_page.py).
 # --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
 #   such as a GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
 #   nothing, draw the figure and table from the runs finished in DIR (those of a --train-only
@@ -79,7 +80,8 @@ usage() {
     exit "${1:-0}"
 }
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
-# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*
+# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*, the runs into the
+# store, and the experiment's page docs/results/EXPERIMENT.md drawn again from them
 publish() {
     local dest="$ROOT/docs/figures/reproduction" f
     mkdir -p "$dest"
@@ -87,6 +89,7 @@ publish() {
         if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
     done
     python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS"
+    python3 "$ROOT/scripts/results_page.py" "$EXPERIMENT"
 }
 
 [[ $# -ge 1 ]] || usage 2
