@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fisher memory curves of linear recurrences (the nnRNN paper's Fig. 1(c) and Table 6).
 
-    python3 scripts/fisher_memory.py fig1 OUT.png [--table OUT.md]   # the paper's Fig. 1(c)
+    python3 scripts/fisher_memory.py fig1 OUT.svg [--table OUT.md]   # the paper's Fig. 1(c) (or OUT.png)
     python3 scripts/fisher_memory.py checkpoint RUN/checkpoints/step_N [--steps K] [--plot OUT.png]
 
 For h_t = W h_{t-1} + u s_t + noise (white, unit variance), the Fisher memory curve of Ganguli,
@@ -84,6 +84,7 @@ def paper_theta(n, alpha, beta, d):
 def fig1(out_png, table_md, n=100, steps=200):
     import matplotlib
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "rotor"  # the same SVG for the same figure
     import matplotlib.pyplot as plt
 
     rows, fig = [], plt.figure(figsize=(6, 4))
@@ -102,8 +103,7 @@ def fig1(out_png, table_md, n=100, steps=200):
     plt.title(f"Fisher memory curves, N = {n} (nnRNN Fig. 1(c))")
     plt.legend(fontsize=6, ncol=2)
     plt.tight_layout()
-    for path in (out_png, os.path.splitext(out_png)[0] + ".svg"):
-        fig.savefig(path)
+    fig.savefig(out_png, metadata={"Date": None} if out_png.endswith(".svg") else None)
     lines = ["| α | β | d | J_tot (rotor) | J_tot (paper, Table 6) |", "|---|---|---|---|---|"]
     lines += [f"| {a:g} | {b:g} | {d:g} | {j:.2f} | {p:g} |" for a, b, d, j, p in rows]
     text = "\n".join(lines) + "\n"

@@ -35,8 +35,9 @@
 # --results DIR: the results store (default results/reproduce/EXPERIMENT/SCALE, committed):
 #   a planned run that the store holds finished with the same settings is taken from it
 #   instead of trained, so a sweep resumes on another machine (a fresh clone draws the figure
-#   with --report-only). Each run that finishes is saved there (its .done, *.json, *.jsonl:
-#   no checkpoints) when --results or --publish is given (scripts/reproduce_runs.py).
+#   with --report-only). Each run that finishes is saved there (its fingerprint, *.json and
+#   *.jsonl, no checkpoints, in the store's two files runs.json and curves.jsonl.gz) when
+#   --results or --publish is given (scripts/reproduce_runs.py).
 # --only REGEX: train only the planned runs whose names match the extended regular
 #   expression (e.g. 'kv16-d64' or '^mad_fuzzy'); the report draws every finished run.
 #   Sweeps with disjoint --only may share one --out, e.g. one pinned to each core
@@ -45,8 +46,9 @@
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
 #   quick check of the whole pipeline with --set train.steps=20.
-# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.* and
-#   save the finished runs in the results store.
+# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*, save
+#   the finished runs in the results store and write the experiment's results page,
+#   docs/results/EXPERIMENT.md (scripts/results_page.py).
 # --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
 #   such as a GPU machine: scripts/gpu_check.sh's part repro). --report-only: train
 #   nothing, draw the figure and table from the runs finished in DIR (those of a --train-only
@@ -78,14 +80,16 @@ usage() {
     exit "${1:-0}"
 }
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
-# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*
+# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*, the runs into the
+# store, and the experiment's page docs/results/EXPERIMENT.md drawn again from them
 publish() {
     local dest="$ROOT/docs/figures/reproduction" f
     mkdir -p "$dest"
-    for f in figure.png figure.svg table.md; do
+    for f in figure.svg table.md; do
         if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
     done
     python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS"
+    python3 "$ROOT/scripts/results_page.py" "$EXPERIMENT"
 }
 
 [[ $# -ge 1 ]] || usage 2
@@ -287,7 +291,7 @@ EOF
 if [[ $STAGES == report ]]; then
     report
     [[ $PUBLISH == 1 ]] && publish
-    echo "figure: $OUT/figure.png, table: $OUT/table.md"
+    echo "figure: $OUT/figure.svg, table: $OUT/table.md"
     exit 0
 fi
 if declare -F prepare > /dev/null; then prepare; fi
@@ -351,6 +355,6 @@ fi
 if [[ $STAGES == both ]]; then
     report
     [[ $PUBLISH == 1 ]] && publish
-    echo "figure: $OUT/figure.png, table: $OUT/table.md"
+    echo "figure: $OUT/figure.svg, table: $OUT/table.md"
 fi
 [[ $failed == 0 ]] || { echo "reproduce.sh: some runs failed (their logs are beside them in $OUT/runs)" >&2; exit 1; }

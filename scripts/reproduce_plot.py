@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Figures and tables of scripts/reproduce.sh's experiments, in the paper's form, from an
-experiment's output directory OUT (its runs in OUT/runs). Writes OUT/figure.png,
-OUT/figure.svg and OUT/table.md (the paper's numbers beside rotor's where the paper prints
+experiment's output directory OUT (its runs in OUT/runs). Writes OUT/figure.svg and
+OUT/table.md (the paper's numbers beside rotor's where the paper prints
 numbers).
 
     reproduce_plot.py length  OUT TITLE     accuracy against length (state tracking: prefix
@@ -32,6 +32,7 @@ from collections import defaultdict
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "rotor"  # the same SVG for the same figure (no random ids)
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -91,8 +92,7 @@ def finished(out):
 
 def save(fig, out):
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(out, f"figure.{ext}"), dpi=120)
+    fig.savefig(os.path.join(out, "figure.svg"), metadata={"Date": None})
 
 
 def write_table(out, lines):

@@ -4,21 +4,30 @@ finished runs across machines:
 
   python3 scripts/reproduce_runs.py restore OUT STORE       # planned runs STORE holds, into OUT
   python3 scripts/reproduce_runs.py save OUT STORE [NAME]   # OUT's finished runs (or NAME) into STORE
+  python3 scripts/reproduce_runs.py unpack STORE DIR        # every run of STORE as DIR/NAME/ files
   python3 scripts/reproduce_runs.py provenance RUN_DIR ROOT SECONDS COMMAND...
                                                             # RUN_DIR/provenance.json
 
-A store (results/reproduce/EXPERIMENT/SCALE in the repository) holds per finished run what the
-reports read: NAME.done (the run's fingerprint), NAME/*.json and NAME/*.jsonl (results and
-metrics, and what an experiment's finish_run wrote there, e.g. table3-lm's lm_eval.json; no
-checkpoints, no plots)."""
+A store (results/reproduce/EXPERIMENT/SCALE in the repository) is two files that hold per
+finished run what the reports read (no checkpoints, no plots):
+  runs.json        one line per run, sorted by name: "NAME": {"done": its fingerprint (what
+                   NAME.done holds), "files": {FILE: its content}} for each of the run's
+                   *.json (results, provenance.json, and what an experiment's finish_run
+                   wrote there, e.g. table3-lm's lm_eval.json)
+  curves.jsonl.gz  one line per run and *.jsonl file (metrics.jsonl), sorted:
+                   {"run": NAME, "file": FILE, "records": [each of its lines]}
+A run without "done" (results/checks/: runs of a check, trained by hand) is never restored."""
 import datetime
+import fcntl
 import glob
+import gzip
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
+
+RUNS, CURVES = "runs.json", "curves.jsonl.gz"
 
 
 def plan_rows(out):
@@ -51,28 +60,111 @@ def planned_finished(out):
     return names
 
 
-def copy_results(src_run, dst_run):
-    """The files of a run directory a report reads: *.json and *.jsonl."""
-    os.makedirs(dst_run, exist_ok=True)
-    for path in glob.glob(os.path.join(src_run, "*.json")) + glob.glob(os.path.join(src_run, "*.jsonl")):
-        shutil.copy2(path, dst_run)
+def read_json(path, text):
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        sys.exit(f"{path}: {e}")
 
 
-def copy_run(src, dst, name):
-    """Run NAME of the directory holding runs SRC into DST: results and .done last (a run is
-    finished only once its files are there)."""
-    copy_results(os.path.join(src, "runs", name), os.path.join(dst, "runs", name))
-    shutil.copy2(os.path.join(src, "runs", name + ".done"), os.path.join(dst, "runs", name + ".done"))
+def read_store(store):
+    """NAME -> {"done": fingerprint (absent for a check's run), "files": {FILE: content},
+    "curves": {FILE: [record, ...]}} of every run STORE holds; an empty dict where STORE
+    does not exist yet."""
+    runs_path, curves_path = os.path.join(store, RUNS), os.path.join(store, CURVES)
+    if not os.path.exists(runs_path):
+        if os.path.isdir(os.path.join(store, "runs")):
+            sys.exit(f"{store}: a store of run directories (runs/), not {RUNS} and {CURVES}")
+        return {}
+    with open(runs_path) as f:
+        runs = read_json(runs_path, f.read())
+    for run in runs.values():
+        run["curves"] = {}
+    with gzip.open(curves_path, "rt") as f:
+        for n, line in enumerate(f, 1):
+            c = read_json(f"{curves_path}:{n}", line)
+            if c.get("run") not in runs:
+                sys.exit(f"{curves_path}:{n}: run {c.get('run')!r} is not in {runs_path}")
+            runs[c["run"]]["curves"][c["file"]] = c["records"]
+    return runs
+
+
+def write_store(store, runs):
+    """RUNS and CURVES of STORE from read_store's form, each replaced whole (a rename); the
+    same runs give the same bytes (gzip without a date), so that git sees only what changed."""
+    os.makedirs(store, exist_ok=True)
+    names = sorted(runs)
+    lines = [json.dumps(n) + ": " + json.dumps({k: v for k, v in runs[n].items() if k != "curves"},
+                                                separators=(",", ":")) for n in names]
+    text = "{\n" + ",\n".join(lines) + "\n}\n"
+    curves = "".join(json.dumps({"run": n, "file": f, "records": runs[n]["curves"][f]}, separators=(",", ":")) + "\n"
+                     for n in names for f in sorted(runs[n]["curves"]))
+    for name, data in ((RUNS, text.encode()), (CURVES, gzip.compress(curves.encode(), 9, mtime=0))):
+        path = os.path.join(store, name)
+        with open(path + ".new", "wb") as f:
+            f.write(data)
+        os.replace(path + ".new", path)
+
+
+def read_run(run_dir):
+    """A run directory's files that a report reads, in read_store's form: *.json and *.jsonl."""
+    run = {"files": {}, "curves": {}}
+    for path in sorted(glob.glob(os.path.join(run_dir, "*.json"))):
+        with open(path) as f:
+            run["files"][os.path.basename(path)] = read_json(path, f.read())
+    for path in sorted(glob.glob(os.path.join(run_dir, "*.jsonl"))):
+        with open(path) as f:
+            run["curves"][os.path.basename(path)] = [read_json(f"{path}:{n}", line)
+                                                     for n, line in enumerate(f, 1) if line.strip()]
+    return run
+
+
+def write_run(run, run_dir):
+    """read_run's form back into files of RUN_DIR (the same values; rotor's own spacing aside)."""
+    os.makedirs(run_dir, exist_ok=True)
+    for name, content in run["files"].items():
+        with open(os.path.join(run_dir, name), "w") as f:
+            json.dump(content, f, indent=2)
+            f.write("\n")
+    for name, records in run["curves"].items():
+        with open(os.path.join(run_dir, name), "w") as f:
+            f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+
+
+class Locked:
+    """STORE locked against another sweep's save (two sweeps of disjoint --only share one)."""
+    def __init__(self, store):
+        os.makedirs(store, exist_ok=True)
+        self.fd = os.open(store, os.O_RDONLY)
+
+    def __enter__(self):
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *_):
+        os.close(self.fd)
 
 
 def restore(out, store):
     """Every planned run that OUT has not finished and STORE holds with the plan's fingerprint,
-    copied into OUT; prints each one."""
+    written into OUT (its files, then NAME.done: a run is finished only once its files are
+    there); prints each one."""
+    runs = read_store(store)
     for name, fp in plan_rows(out):
-        if read_done(os.path.join(out, "runs", name + ".done")) is None and \
-                read_done(os.path.join(store, "runs", name + ".done")) == fp:
-            copy_run(store, out, name)
+        done = os.path.join(out, "runs", name + ".done")
+        if read_done(done) is None and name in runs and runs[name].get("done") == fp:
+            write_run(runs[name], os.path.join(out, "runs", name))
+            with open(done, "w") as f:
+                f.write(fp + "\n")
             print(f"== {name}: restored from {store}")
+
+
+def unpack(store, dest):
+    """Every run of STORE as DEST/NAME/ with its files (and DEST/NAME.done where it has one)."""
+    for name, run in read_store(store).items():
+        write_run(run, os.path.join(dest, name))
+        if "done" in run:
+            with open(os.path.join(dest, name + ".done"), "w") as f:
+                f.write(run["done"] + "\n")
 
 
 def provenance(run_dir, root, seconds, command):
@@ -109,11 +201,19 @@ def save(out, store, names):
     """OUT's finished runs NAMES into STORE. A run STORE already holds with the same
     fingerprint stays as stored (OUT's copy may be one restored from it, or an older one
     whose provenance says less)."""
-    for name in names:
-        done = read_done(os.path.join(store, "runs", name + ".done"))
-        if done is not None and done == read_done(os.path.join(out, "runs", name + ".done")):
-            continue
-        copy_run(out, store, name)
+    with Locked(store):
+        runs = read_store(store)
+        changed = False
+        for name in names:
+            done = read_done(os.path.join(out, "runs", name + ".done"))
+            if done is None:
+                sys.exit(f"{out}/runs/{name}.done: no such finished run to save")
+            if name in runs and runs[name].get("done") == done:
+                continue
+            runs[name] = {"done": done, **read_run(os.path.join(out, "runs", name))}
+            changed = True
+        if changed:
+            write_store(store, runs)
 
 
 if __name__ == "__main__":
@@ -121,6 +221,8 @@ if __name__ == "__main__":
         restore(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == "save":
         save(sys.argv[2], sys.argv[3], sys.argv[4:] or finished_runs(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "unpack":
+        unpack(sys.argv[2], sys.argv[3])
     elif len(sys.argv) >= 6 and sys.argv[1] == "provenance":
         provenance(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Figures and tables of scripts/reproduce.sh's experiments for the RotRNN and nnRNN papers
 (scripts/experiments/{nnrnn,rotrnn}-*.sh), from an experiment's output directory OUT (its runs
-in OUT/runs, named MODEL__VARIANT-lrLR-seedSEED). Writes OUT/figure.png, OUT/figure.svg and
-OUT/table.md, the paper's numbers beside rotor's where the paper prints numbers.
+in OUT/runs, named MODEL__VARIANT-lrLR-seedSEED). Writes OUT/figure.svg and OUT/table.md, the paper's numbers beside rotor's where the paper prints numbers.
 
     rnnpaper_report.py copy    OUT    nnRNN Fig. 4 left: validation loss against the step per
                                       model; table: test loss (baseline) and copied-symbol accuracy
@@ -97,8 +96,14 @@ def curves(out, groups, key, ylabel, title, logy=False):
         ax.set_yscale("log")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(out, "figure." + ext), dpi=110)
+    save(fig, out)
+
+
+def save(fig, out):
+    """OUT/figure.svg, the same bytes for the same figure (no date, no random ids)."""
+    import matplotlib
+    matplotlib.rcParams["svg.hashsalt"] = "rotor"
+    fig.savefig(os.path.join(out, "figure.svg"), metadata={"Date": None})
 
 
 def write_table(out, lines):
@@ -291,8 +296,7 @@ def schur_report(out):
                      f"{avg['delay_mean']:.4f} / {avg['rest_mean']:.4f} | {avg['angle_ks']:.3f} | "
                      f"{PAPER_SCHUR.get(schur_task(variant), '')} |")
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(out, "figure." + ext), dpi=100)
+    save(fig, out)
     lines.append("\nΛ: the 2x2 blocks γ_i R(θ_i); T: the lower triangle outside them (the in-block entries t_i "
                  "are part of the blocks' eigenvalues, docs/models.md §nonlinear-rnns). The delay line is T's first "
                  "subdiagonal between neighbouring blocks. The figure shows the first seed's Θ; the paper prints "

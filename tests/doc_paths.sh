@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every repository path README.md, docs/*.md and docs/notebook/*.md name (src/..., kernels/..., tests/...,
-# scripts/..., bench/..., configs/..., eval/..., data_tools/..., tokenizer/..., python/...)
+# Every repository path README.md, docs/*.md, docs/notebook/*.md and docs/results/*.md name
+# (src/..., kernels/..., tests/..., scripts/..., bench/..., configs/..., eval/..., data_tools/...,
+# tokenizer/..., python/...)
 # exists: as written, or as a program's source (P.c, P.cu, P.sh, P.py). Names with a
 # placeholder (an upper-case word such as MODEL, a brace or glob pattern, a trailing _) and
 # paths inside another repository (preceded by a '/', as in x/src/y) are not checked.
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 # today's bench/step_bench)
 renamed=" bench/gpu_step "
 missing=0
-for page in README.md docs/*.md docs/notebook/*.md; do
+for page in README.md docs/*.md docs/notebook/*.md docs/results/*.md; do
     while read -r p; do
         case "$p" in *'{'* | *'*'* | *_ | *[A-Z][A-Z]*) continue ;; esac
         [[ $renamed == *" $p "* ]] && continue

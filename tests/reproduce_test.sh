@@ -84,7 +84,7 @@ grep -q "no_such_key" "$out/bad.log" || fail "the bad key's error does not name 
 sweep=(--seeds 1 --set train.steps=20 --set train.val_every=0 --set task.test_examples=16)
 tiny=("${sweep[@]}" --out "$out/s2")
 repro fig8-s2 "${tiny[@]}" > "$out/s2.log" 2>&1 || { fail "fig8-s2 tiny sweep"; tail -5 "$out/s2.log"; }
-for f in figure.png figure.svg table.md; do [ -s "$out/s2/$f" ] || fail "no $f"; done
+for f in figure.svg table.md; do [ -s "$out/s2/$f" ] || fail "no $f"; done
 rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/s2/table.md")
 [ "$rows" = 6 ] || fail "table.md has $rows variant rows, not 6 (3 PEs x 2 models)"
 n=$(ls "$out"/s2/runs/*.done 2>/dev/null | wc -l)
@@ -107,19 +107,23 @@ store=(--results "$out/store")
 repro fig8-s2 "${sweep[@]}" --out "$out/part" "${store[@]}" --only 'transformer' > "$out/part.log" 2>&1 || fail "the --only sweep"
 n=$(grep -c "^== s2-transformer" "$out/part.log"); m=$(grep -c "^== " "$out/part.log")
 [ "$n" = 3 ] && [ "$m" = 3 ] || fail "--only 'transformer' trained $m runs, $n of them transformers (not 3 of 3)"
-n=$(ls "$out"/store/runs/*.done 2>/dev/null | wc -l)
+# stored_runs STORE: how many runs STORE holds finished (its runs.json)
+stored_runs() { python3 -c 'import json, sys; print(sum("done" in r for r in json.load(open(sys.argv[1])).values()))' "$1/runs.json" 2>/dev/null || echo 0; }
+n=$(stored_runs "$out/store")
 [ "$n" = 3 ] || fail "the store holds $n finished runs, not 3"
-[ -z "$(find "$out/store" -path '*checkpoints*')" ] || fail "the store keeps checkpoints"
-n=0
-for f in "$out"/store/runs/*/provenance.json; do
-    python3 - "$f" <<'EOF' && n=$((n + 1)) || fail "$f: $(cat "$f")"
-import json, sys
-p = json.load(open(sys.argv[1]))
-assert p["commit"] and p["cpu"] and p["wall_s"] >= 0 and p["finished"], p
-assert "synth" in p["command"] and "train.steps=20" in p["command"], p["command"]
+[ "$(ls "$out/store" | tr '\n' ' ')" = "curves.jsonl.gz runs.json " ] || fail "the store holds other files than its two: $(ls "$out/store")"
+python3 - "$out/store" <<'EOF' || fail "the stored runs' files: $(head -c 300 "$out/store/runs.json")"
+import gzip, json, os, sys
+runs = json.load(open(os.path.join(sys.argv[1], "runs.json")))
+curves = [json.loads(line) for line in gzip.open(os.path.join(sys.argv[1], "curves.jsonl.gz"), "rt")]
+for name, r in runs.items():
+    p = r["files"]["provenance.json"]  # where each run trained
+    assert p["commit"] and p["cpu"] and p["wall_s"] >= 0 and p["finished"], p
+    assert "synth" in p["command"] and "train.steps=20" in p["command"], p["command"]
+    assert "synth_results.json" in r["files"], (name, sorted(r["files"]))
+assert sorted((c["run"], c["file"]) for c in curves) == sorted((n, "metrics.jsonl") for n in runs), curves
+assert all(c["records"] and "loss" in c["records"][-1] for c in curves)
 EOF
-done
-[ "$n" = 3 ] || fail "$n stored runs say where they trained (provenance.json), not 3"
 repro fig8-s2 "${sweep[@]}" --out "$out/elsewhere" "${store[@]}" > "$out/elsewhere.log" 2>&1 || fail "the sweep elsewhere"
 n=$(grep -c "^== s2-transformer.*: restored from $out/store" "$out/elsewhere.log")
 [ "$n" = 3 ] || fail "$n runs taken from the store, not 3"
@@ -128,16 +132,13 @@ n=$(grep -c "^== s2-gla-cpu__[a-z]*-lr[^:]*$" "$out/elsewhere.log")
 [ "$n" = 3 ] || fail "the sweep elsewhere trained $n runs, not the 3 the store lacked"
 rows=$(grep -c "^| \(nope\|rope\|selective\) | 1 |" "$out/elsewhere/table.md")
 [ "$rows" = 6 ] || fail "the table beside the store has $rows variant rows, not 6"
-[ "$(ls "$out"/store/runs/*.done | wc -l)" = 6 ] || fail "the sweep elsewhere did not save its 3 runs to the store"
+[ "$(stored_runs "$out/store")" = 6 ] || fail "the sweep elsewhere did not save its 3 runs to the store"
 # saving again keeps a stored run whose fingerprint is the same (the copy in the output
 # directory may be an older one that says less of where it trained)
-stored=$(ls "$out"/store/runs/s2-transformer*/provenance.json | head -1)
-python3 - "$stored" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1])); p["kept"] = True; json.dump(p, open(sys.argv[1], "w"))
-EOF
+sed -i '0,/"provenance.json":{/s//"provenance.json":{"kept":true,/' "$out/store/runs.json"
+grep -q '"kept"' "$out/store/runs.json" || fail "the test could not mark a stored run"
 python3 "$root/scripts/reproduce_runs.py" save "$out/elsewhere" "$out/store" || fail "saving the sweep elsewhere again"
-grep -q '"kept"' "$stored" || fail "saving again overwrote a stored run of the same fingerprint"
+grep -q '"kept"' "$out/store/runs.json" || fail "saving again overwrote a stored run of the same fingerprint"
 repro fig8-s2 "${sweep[@]}" --out "$out/other" "${store[@]}" --set train.log_every=7 > "$out/other.log" 2>&1 || fail "the changed sweep with a store"
 ! grep -q "restored from" "$out/other.log" || fail "a run stored with other settings was taken from the store"
 if repro fig8-s2 "${tiny[@]}" --only 'a(' > "$out/badre.log" 2>&1; then fail "--only with a bad regular expression passed"; fi
@@ -163,14 +164,14 @@ rows=$(grep -cE "^\| mad_memorization \| baseline \| (nope|rope) \| 0.001 \| 0 \
 [ "$rows" = 2 ] || fail "table2-mad's table has $rows runs rows with 2 seeds and their range, not 2"
 
 # --report-only draws from the finished runs and trains nothing; --train-only draws nothing
-rm -f "$out/s2/figure.png" "$out/s2/table.md"
+rm -f "$out/s2/figure.svg" "$out/s2/table.md"
 if repro fig8-s2 "${tiny[@]}" --report-only > "$out/stale.log" 2>&1; then
     fail "--report-only drew the runs of other settings than its plan's"
 fi
 grep -q "no finished runs of .*plan.tsv" "$out/stale.log" || fail "the stale report's error: $(tail -1 "$out/stale.log")"
 repro fig8-s2 "${tiny[@]}" --set train.log_every=7 --report-only > "$out/report.log" 2>&1 ||
     fail "--report-only: $(tail -2 "$out/report.log")"
-[ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.png" ] || fail "--report-only drew no figure or table"
+[ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.svg" ] || fail "--report-only drew no figure or table"
 ! grep -q "^== " "$out/report.log" || fail "--report-only trained"
 # (a run.* key, as a lent GPU's run.device=cuda, says where a run ran, not what it is: the
 # report without it draws those runs)
@@ -204,7 +205,7 @@ if [ -f "$shared/tokenizer/mistral-7b-v0.1.model" ] && [ -d "$shared/eval" ]; th
     lm=(--set train.steps=3 --set train.val_every=3 --set train.val_batches=1 --results "$out/lmstore")
     repro table3-lm "${lm[@]}" --only '^gla__(nope|selective)-lr2e-3-' --out "$out/lm" > "$out/lm.log" 2>&1 ||
         { fail "table3-lm tiny sweep"; tail -5 "$out/lm.log"; }
-    n=$(ls "$out"/lmstore/runs/*/lm_eval.json 2>/dev/null | wc -l)
+    n=$(grep -c '"lm_eval.json":{' "$out/lmstore/runs.json" 2>/dev/null)
     [ "$n" = 2 ] || fail "the store holds $n runs' evaluations, not 2"
     rows=$(grep -c "^| gla | \(nope\|selective\) | 2e-3 | [0-9.]* | [0-9.e+]* / " "$out/lm/table.md" 2>/dev/null)
     [ "$rows" = 2 ] || fail "table3-lm's table has $rows rows of rotor's scores beside the paper's, not 2"

@@ -1,7 +1,7 @@
 # Selective RoPE paper, Figure 5: prefill throughput at batch 1 against sequence length, GLA
 # with NoPE, RoPE and Selective RoPE (the paper: its Triton kernels against torch.compile on a
 # B200). rotor's decoder prefill (bench/decode_bench): paper scale the 370M GLA configs on a
-# GPU, 1k-32k tokens; CPU a small GLA (d 256, 2 layers), 1k-8k tokens; docs/reproduction.md.
+# GPU, 1k-32k tokens; CPU a small GLA (d 256, 2 layers), 1k-8k tokens; docs/results/fig5-prefill.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 5: prefill tokens/s against length, GLA x NoPE/RoPE/Selective"; }
 default_seeds() { echo 1; }

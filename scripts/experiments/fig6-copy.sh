@@ -2,7 +2,7 @@
 # Selective RoPE: string accuracy against string length, the longest training string
 # marked. Paper: Table 6 (strings of 2-64 in training, 2-512 in test, seed 42). CPU: the
 # same lengths with a two-layer GLA of width 128 (configs/synthetic/copy-gla-cpu-64.ini),
-# 3 seeds; docs/reproduction.md.
+# 3 seeds; docs/results/fig6-copy.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 6: copying, GLA x NoPE/RoPE/Selective, train to 64, test to 512"; }
 default_seeds() { [[ $SCALE == paper ]] && echo 1 || echo 3; }

@@ -4,7 +4,7 @@
 # Mamba2 and Transformer++, (L, KV pairs) = (64, 4), (128, 8), (256, 16), (512, 64), widths
 # 64-512. CPU: GLA's three variants at the (L, pairs, width) points CPU_POINTS, 3 learning
 # rates in Appendix B.2.3's range, 3 seeds, 3000 steps with a 1200-step warmup (CPU_WARMUP),
-# and the authors' Zoology model at ZOOLOGY_CPU_POINTS for 12,000 steps; docs/reproduction.md.
+# and the authors' Zoology model at ZOOLOGY_CPU_POINTS for 12,000 steps; docs/results/fig7-mqar.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 7: MQAR accuracy against width, lr-best, GLA x PE and baselines"; }
 default_seeds() { [[ $SCALE == paper ]] && echo 1 || echo 3; }
@@ -14,7 +14,7 @@ PAPER_LRS="1e-3 2.286e-3 3.571e-3 4.857e-3 6.143e-3 7.429e-3 8.714e-3 1e-2"
 CPU_LRS="1e-3 3.16e-3 1e-2"
 # The paper's recipe warms up over 10 % of 25,000 steps. 10 % of the CPU's 3000 (300 steps)
 # left runs on the loss plateau at ln 4096 for good; 40 % (1200) let those same runs leave it
-# (docs/reproduction.md, "fig7-mqar").
+# (docs/results/fig7-mqar.md, "fig7-mqar").
 CPU_WARMUP="train.warmup_frac=0.4"
 # (L, pairs, width). (64, 4) is Fig. 7's easiest setting and saturates already at width 64
 # (every variant >= 0.998 at its best lr), so its width 128 would add nothing. 16 pairs in 64
@@ -22,12 +22,12 @@ CPU_WARMUP="train.warmup_frac=0.4"
 # 64 every variant reaches 0.96-1.00 at its best lr, so the width below it (32: two heads of
 # 16 x 16 states) is where a GLA falls short. Width 128 at 16 pairs saturates too (its first
 # run, width 64's weakest cell, NoPE at lr 1e-3, reached 0.9999), so it is not in the plan
-# (docs/reproduction.md, "fig7-mqar").
+# (docs/results/fig7-mqar.md, "fig7-mqar").
 CPU_POINTS="64:4:64 64:16:32 64:16:64"
 # The authors' Zoology model at CPU scale: at 3000 steps it is far from trained (NoPE 0.338,
 # Selective RoPE 0.050 at (64, 16, 64)) and at width 32 it does not learn in 12,000 (0.03-0.07),
 # so it runs at (64, 16, 64) only, for 12,000 steps (the warmup, 40 %, stretches with them),
-# at the two lrs that learned (docs/reproduction.md, "The authors' model on MQAR").
+# at the two lrs that learned (docs/results/fig7-mqar.md, "The authors' model on MQAR").
 ZOOLOGY_CPU_POINTS="64:16:64" ZOOLOGY_CPU_LRS="1e-3 3.16e-3" ZOOLOGY_CPU_STEPS="train.steps=12000"
 # model config and the position embeddings it runs with
 paper_models() {
@@ -38,7 +38,7 @@ paper_models() {
     echo "configs/paper/selective-rope/mqar-transformer.ini rope"
 }
 # rotor's GLA block, and the authors' Zoology GLA model (BaseConv + GLA, no MLP; its config's
-# header, docs/reproduction.md "A difference in the model"): config, points, lrs, the keys
+# header, docs/results/fig7-mqar.md, "A difference in the model"): config, points, lrs, the keys
 # after the seed, position embeddings
 cpu_models() {
     echo "configs/synthetic/mqar-gla-cpu.ini ${CPU_POINTS// /,} ${CPU_LRS// /,} - nope rope selective"

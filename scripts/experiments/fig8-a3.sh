@@ -1,7 +1,7 @@
 # Selective RoPE paper, Figure 8 (right): A3 word problems with a two-layer DeltaNet, NoPE /
 # RoPE / Selective RoPE; accuracy against length, training length marked. Paper: Table 5's
 # settings (train 128, test 512, seeds 555-999). CPU: train 32, test 128 (4x), the CPU
-# config's lr; docs/reproduction.md.
+# config's lr; docs/results/fig8-a3.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 8: A3, 2-layer DeltaNet x NoPE/RoPE/Selective"; }
 default_seeds() { echo 5; }

@@ -1,7 +1,7 @@
 # Selective RoPE paper, Figure 8 (left): S2 word problems (parity) with a one-layer GLA and a
 # one-layer Transformer, NoPE / RoPE / Selective RoPE; accuracy against length, training
 # length marked. Paper: Table 5's settings (train 128, test 512, seeds 555-999). CPU: train
-# 32, test 128 (4x), the CPU configs' lr; docs/reproduction.md.
+# 32, test 128 (4x), the CPU configs' lr; docs/results/fig8-s2.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Fig. 8: S2 (parity), 1-layer GLA and Transformer x NoPE/RoPE/Selective"; }
 default_seeds() { echo 5; }

@@ -7,5 +7,5 @@ describe() { echo "nnRNN Fig. 1(c) / Table 6: Fisher memory curves of the paper'
 default_seeds() { echo 1; }
 runs() { :; }
 report() {
-    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$ROOT/scripts/fisher_memory.py" fig1 "$OUT/figure.png" --table "$OUT/table.md"
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$ROOT/scripts/fisher_memory.py" fig1 "$OUT/figure.svg" --table "$OUT/table.md"
 }

@@ -3,7 +3,7 @@
 # 6 optimizer settings (lr 1e-4, 5e-4, 1e-3 x weight decay 0, 0.1); a cell is the mean over
 # the task's settings of the best run. CPU: each task's baseline setting at CPU size
 # (configs/synthetic/mad-*-cpu.ini) trained cpu_steps TASK steps, lr 5e-4 and 1e-3 (the top
-# of the paper's grid), weight decay 0, cpu_seeds TASK seeds; docs/reproduction.md.
+# of the paper's grid), weight decay 0, cpu_seeds TASK seeds; docs/results/table2-mad.md.
 source "$ROOT/scripts/lib/experiments.sh"
 source "$ROOT/scripts/lib/mad_grid.sh"
 describe() { echo "Selective RoPE Table 2: MAD, GLA x NoPE/RoPE/Selective (+pg, +bias, +both)"; }
@@ -19,11 +19,11 @@ variant_keys() {
 # 12,800 examples; mad-lab trains 200), where from 2000 steps to 8000 the test accuracy at lr
 # 1e-3 rose by 43-57 points on compression and 5-12 on in-context, noisy recall and selective
 # copying; memorization 2000 (1000 epochs of its 256 examples: its loss is near 0 by step
-# 700). docs/reproduction.md, "table2-mad".
+# 700). docs/results/table2-mad.md, "table2-mad".
 cpu_steps() { [[ $1 == memorization ]] && echo 2000 || echo 8000; }
 # CPU seeds of a task: fuzzy recall at least 3, where one run of the same config and seed
 # moved by up to 18 points between two CPUs (its loss stays near a uniform guess), as much as
-# the spread of the variants; docs/reproduction.md, "table2-mad".
+# the spread of the variants; docs/results/table2-mad.md, "table2-mad".
 cpu_seeds() { [[ $1 == fuzzy-in-context-recall && $SEEDS -lt 3 ]] && echo 3 || echo "$SEEDS"; }
 TASKS="compression fuzzy-in-context-recall in-context-recall memorization noisy-in-context-recall selective-copying"
 runs() {

@@ -4,7 +4,7 @@
 # Paper (Section 4, Table 4): 370M models, 35B FineWeb tokens, lr 5e-4 ... 8e-3, validation
 # on 4M held-out tokens. CPU: the tiny configs (configs/tiny/) with the Mistral tokenizer on
 # tiny Shakespeare and WikiText-2's validation text (../shared/data), 1500 steps of 8 x 256
-# tokens, lr 2e-3 and 8e-3, the first 200 documents of each task; docs/reproduction.md.
+# tokens, lr 2e-3 and 8e-3, the first 200 documents of each task; docs/results/table3-lm.md.
 source "$ROOT/scripts/lib/experiments.sh"
 describe() { echo "Selective RoPE Table 3: LM (GLA/GDN/FoX x 6 PEs), lr-best by val loss, zero-shot eval"; }
 default_seeds() { echo 1; }
