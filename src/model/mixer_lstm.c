@@ -59,10 +59,7 @@ static void lstm_forward(void *layer, const Ctx *c, const void *x, void *y) {
     l->a = (LstmArgs){.s = c->seqs, .n = n, .W = WM(c, l->whh), .z = l->z, .gates = l->gates, .c = l->c,
                       .h = l->h};
     l->a.state = cell_state(&l->cs, c, &l->a.h0);
-    if (c->mode == PASS_STEP)
-        be->lstm_step(&l->a);
-    else
-        be->lstm_fwd(&l->a);
+    (c->mode == PASS_STEP ? be->lstm_step : be->lstm_fwd)(&l->a);
     be->copy(y, l->h, ACT(c, (int64_t)N * n));
 }
 

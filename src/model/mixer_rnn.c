@@ -17,9 +17,10 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
+typedef struct RnnCell RnnCell;
 typedef struct {
     CellState cs; /* decoding or carried state: each row's [f32] n state */
-    MixerKind kind;
+    const RnnCell *cell;
     int n, d, L; /* L: EURNN's layers of rotations */
     int U, Ub, V, M, T, gamma, theta, bmod; /* parameter ids, -1 where absent (theta: nnRNN's or EURNN's angles) */
     int gamma_fixed;                        /* model.gamma_clamp > 0: the nnRNN's gamma is held */
@@ -45,10 +46,6 @@ static const BufDecl rnn_bufs[] = {
     BUF_FIXED(RnnLayer, dP, BUF_SCRATCH, BUF_F32, W_MATRIX, F_NN),
     BUF_FIXED(RnnLayer, work, BUF_SCRATCH, BUF_F32, W_WORK, F_EXP),
 };
-
-static unsigned features(const RnnLayer *l) {
-    return l->kind == MIXER_NNRNN ? F_EXP | F_NN : l->kind == MIXER_EXPRNN || l->kind == MIXER_EURNN ? F_EXP : 0;
-}
 
 /* A Haar-random orthogonal matrix (rnn_orth's V): Gram-Schmidt on the rows of a Gaussian
  * n x n matrix, as the QR with the signs of R's diagonal fixed. */
@@ -83,41 +80,116 @@ static void rnn_init_orth_log(const ParamInitArgs *a) {
     }
 }
 
+/* rnn: W is the free matrix V, normal with std 1/sqrt(n); rnn_orth: V random orthogonal */
+static void free_declare(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p) {
+    (void)cfg;
+    int64_t sw[2] = {l->n, l->n};
+    l->V = params_add(t, pname(p, "V.weight").s, 2, sw, init_normal, sqrt(1.0 / l->n), 1, 1);
+}
+
+static void orth_declare(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p) {
+    (void)cfg;
+    int64_t sw[2] = {l->n, l->n};
+    l->V = params_add(t, pname(p, "V.weight").s, 2, sw, rnn_init_orthogonal, 0, 1, 1);
+}
+
+/* exprnn: W = expm(M - M^T); rotor's W is the transpose of the code's recurrent_kernel: M is
+ * the lower triangle */
+static void exp_declare(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p) {
+    (void)cfg;
+    int64_t sw[2] = {l->n, l->n};
+    l->M = declare_orthogonal(t, pname(p, "log_recurrent_kernel").s, 2, sw, rnn_init_orth_log, -1);
+}
+
+static void exp_weight_fwd(RnnLayer *l, const Ctx *c) { c->be->orth_expm_fwd(l->W, WM(c, l->M), l->work, 1, l->n); }
+
+static void exp_weight_bwd(RnnLayer *l, const Ctx *c) {
+    c->be->orth_expm_bwd(G(c, l->M), l->dW, WM(c, l->M), l->work, 1, l->n);
+}
+
+/* nnrnn: W = P (Lambda + T) P^T, P = expm(M - M^T); with model.gamma_clamp gamma is held */
+static void nn_declare(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p) {
+    int64_t sw[2] = {l->n, l->n}, sp[1] = {l->n / 2};
+    l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
+    l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
+    l->gamma_fixed = cfg->gamma_clamp > 0;
+    l->gamma = l->gamma_fixed ? params_add(t, pname(p, "gamma").s, 1, sp, init_value, cfg->gamma_clamp, 0, 0)
+                              : params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
+    l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
+}
+
+static void nn_weight_fwd(RnnLayer *l, const Ctx *c) {
+    c->be->orth_expm_fwd(l->P, WM(c, l->M), l->work, 1, l->n);
+    l->w = (NnrnnWeights){.n = l->n, .P = l->P, .gamma = WM(c, l->gamma), .theta = WM(c, l->theta),
+                          .T = WM(c, l->T), .K = l->K, .V = l->W, .work = l->work};
+    c->be->nnrnn_weights_fwd(&l->w);
+}
+
+static void nn_weight_bwd(RnnLayer *l, const Ctx *c) {
+    const Backend *be = c->be;
+    be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = l->w, .dV = l->dW, .dP = l->dP, .dgamma = G(c, l->gamma),
+                                              .dtheta = G(c, l->theta), .dT = G(c, l->T)});
+    if (l->gamma_fixed) be->zero(G(c, l->gamma), F32(c, l->n / 2)); /* a held parameter's slot */
+    be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, 1, l->n);
+}
+
+/* eurnn: W = R_{L-1} ... R_0, the angles U(-pi, pi) as the EUNN code initialises them */
+static void eu_declare(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p) {
+    l->L = cfg->capacity;
+    int64_t sa[1] = {eurnn_angles(l->n, l->L)};
+    l->theta = declare_recurrent(t, pname(p, "theta").s, 1, sa, init_uniform, M_PI);
+}
+
+static void eu_weight_fwd(RnnLayer *l, const Ctx *c) { c->be->eurnn_weights_fwd(l->W, WM(c, l->theta), l->n, l->L); }
+
+static void eu_weight_bwd(RnnLayer *l, const Ctx *c) {
+    c->be->eurnn_weights_bwd(G(c, l->theta), l->dW, l->W, WM(c, l->theta), l->work, l->n, l->L);
+}
+
+static double nn_penalty(RnnLayer *l, const Ctx *c, double delta, double t_decay, int grad);
+static void nn_stats(RnnLayer *l, const Ctx *c, json_t *o);
+
+/* A cell: its input projection, how its recurrent matrix W is made from its parameters (NULL:
+ * W is the parameter V), and its penalty and statistics beyond the states' norm. */
+struct RnnCell {
+    const char *u_name; /* the input projection's weight */
+    int u_bias;         /* with nn.Linear's bias */
+    unsigned features;  /* the buffers it binds (rnn_bufs) */
+    void (*declare)(RnnLayer *l, ParamTable *t, const ModelConfig *cfg, const char *p);
+    void (*weight_fwd)(RnnLayer *l, const Ctx *c); /* W */
+    void (*weight_bwd)(RnnLayer *l, const Ctx *c); /* the parameters' gradients from dW */
+    double (*penalty)(RnnLayer *l, const Ctx *c, double delta, double t_decay, int grad);
+    void (*stats)(RnnLayer *l, const Ctx *c, json_t *o);
+};
+
+static const RnnCell CELL_RNN = {.u_name = "U.weight", .u_bias = 1, .declare = free_declare};
+static const RnnCell CELL_ORTH = {.u_name = "U.weight", .u_bias = 1, .declare = orth_declare};
+static const RnnCell CELL_EXP = {.u_name = "input_kernel.weight", .features = F_EXP, .declare = exp_declare,
+                                 .weight_fwd = exp_weight_fwd, .weight_bwd = exp_weight_bwd};
+static const RnnCell CELL_NN = {.u_name = "U.weight", .features = F_EXP | F_NN, .declare = nn_declare,
+                                .weight_fwd = nn_weight_fwd, .weight_bwd = nn_weight_bwd, .penalty = nn_penalty,
+                                .stats = nn_stats};
+static const RnnCell CELL_EU = {.u_name = "U.weight", .features = F_EXP, .declare = eu_declare,
+                                .weight_fwd = eu_weight_fwd, .weight_bwd = eu_weight_bwd};
+
+static const RnnCell *const CELLS[N_MIXERS] = {
+    [MIXER_RNN] = &CELL_RNN, [MIXER_RNN_ORTH] = &CELL_ORTH, [MIXER_EXPRNN] = &CELL_EXP,
+    [MIXER_NNRNN] = &CELL_NN, [MIXER_EURNN] = &CELL_EU,
+};
+
 static void *rnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
     RnnLayer *l = rt_calloc(1, sizeof(RnnLayer));
     int d = cfg->hidden_size, n = dm->key_dim;
-    MixerKind k = cfg->mixer;
-    l->kind = k, l->n = n, l->d = d;
+    l->cell = CELLS[cfg->mixer], l->n = n, l->d = d;
+    RT_ASSERT(l->cell);
     l->cs.width = n;
     l->Ub = l->V = l->M = l->T = l->gamma = l->theta = l->bmod = -1;
-    int64_t su[2] = {n, d}, sw[2] = {n, n}, sb[1] = {n}, sp[1] = {n / 2};
+    int64_t su[2] = {n, d}, sb[1] = {n};
     /* the input weights: Glorot normal, as the papers' code (xavier_normal_) */
-    double glorot = sqrt(2.0 / (d + n));
-    if (k == MIXER_EXPRNN) {
-        l->U = params_add(t, pname(p, "input_kernel.weight").s, 2, su, init_normal, glorot, 1, 1);
-        /* rotor's W is the transpose of the code's recurrent_kernel: the lower triangle */
-        l->M = declare_orthogonal(t, pname(p, "log_recurrent_kernel").s, 2, sw, rnn_init_orth_log, -1);
-    } else {
-        l->U = params_add(t, pname(p, "U.weight").s, 2, su, init_normal, glorot, 1, 1);
-    }
-    if (k == MIXER_RNN || k == MIXER_RNN_ORTH) { /* nn.Linear's default bias init */
+    l->U = params_add(t, pname(p, l->cell->u_name).s, 2, su, init_normal, sqrt(2.0 / (d + n)), 1, 1);
+    if (l->cell->u_bias) /* nn.Linear's default bias init */
         l->Ub = params_add(t, pname(p, "U.bias").s, 1, sb, init_uniform, 1 / sqrt((double)d), 0, 1);
-        l->V = k == MIXER_RNN ? params_add(t, pname(p, "V.weight").s, 2, sw, init_normal, sqrt(1.0 / n), 1, 1)
-                              : params_add(t, pname(p, "V.weight").s, 2, sw, rnn_init_orthogonal, 0, 1, 1);
-    }
-    if (k == MIXER_NNRNN) {
-        l->M = declare_orthogonal(t, pname(p, "log_P").s, 2, sw, rnn_init_orth_log, 1);
-        l->T = params_add(t, pname(p, "T").s, 2, sw, init_zeros, 0, 0, 1);
-        l->gamma_fixed = cfg->gamma_clamp > 0;
-        l->gamma = l->gamma_fixed ? params_add(t, pname(p, "gamma").s, 1, sp, init_value, cfg->gamma_clamp, 0, 0)
-                                  : params_add(t, pname(p, "gamma").s, 1, sp, init_ones, 0, 0, 1);
-        l->theta = params_add(t, pname(p, "theta").s, 1, sp, init_phase, 0, 0, 1);
-    }
-    if (k == MIXER_EURNN) { /* the angles U(-pi, pi), as the EUNN code initialises them */
-        l->L = cfg->capacity;
-        int64_t sa[1] = {eurnn_angles(n, l->L)};
-        l->theta = declare_recurrent(t, pname(p, "theta").s, 1, sa, init_uniform, M_PI);
-    }
+    l->cell->declare(l, t, cfg, p);
     if (rnn_modrelu(cfg))
         l->bmod = params_add(t, pname(p, "nonlinearity.b").s, 1, sb, init_uniform, 0.01, 0, 1);
     return l;
@@ -129,7 +201,7 @@ static void rnn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve 
     (void)dm;
     int64_t nn = (int64_t)l->n * l->n;
     int64_t widths[] = {[W_STATE] = l->n, [W_MATRIX] = nn, [W_WORK] = orth_expm_work_size(1, l->n)};
-    acts_bind(l, rnn_bufs, BUF_COUNT(rnn_bufs), widths, features(l), be, sv, sc, N);
+    acts_bind(l, rnn_bufs, BUF_COUNT(rnn_bufs), widths, l->cell->features, be, sv, sc, N);
 }
 
 static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
@@ -137,22 +209,12 @@ static void rnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     const Backend *be = c->be;
     int N = (int)c->N, n = l->n;
     be->matmul_fwd(l->z, x, W(c, l->U), l->Ub >= 0 ? W(c, l->Ub) : NULL, N, n, l->d);
-    const void *Wr = l->V >= 0 ? WM(c, l->V) : l->W;
-    if (l->kind == MIXER_EXPRNN) be->orth_expm_fwd(l->W, WM(c, l->M), l->work, 1, n);
-    if (l->kind == MIXER_EURNN) be->eurnn_weights_fwd(l->W, WM(c, l->theta), n, l->L);
-    if (l->kind == MIXER_NNRNN) {
-        be->orth_expm_fwd(l->P, WM(c, l->M), l->work, 1, n);
-        l->w = (NnrnnWeights){.n = n, .P = l->P, .gamma = WM(c, l->gamma), .theta = WM(c, l->theta),
-                              .T = WM(c, l->T), .K = l->K, .V = l->W, .work = l->work};
-        be->nnrnn_weights_fwd(&l->w);
-    }
-    l->a = (RnnArgs){.s = c->seqs, .n = n, .act = l->bmod >= 0 ? RNN_MODRELU : RNN_TANH, .W = Wr,
-                     .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z, .h = l->h};
+    if (l->cell->weight_fwd) l->cell->weight_fwd(l, c);
+    l->a = (RnnArgs){.s = c->seqs, .n = n, .act = l->bmod >= 0 ? RNN_MODRELU : RNN_TANH,
+                     .W = l->V >= 0 ? WM(c, l->V) : l->W, .bias = l->bmod >= 0 ? WM(c, l->bmod) : NULL, .z = l->z,
+                     .h = l->h};
     l->a.state = cell_state(&l->cs, c, &l->a.h0);
-    if (c->mode == PASS_STEP)
-        be->rnn_step(&l->a);
-    else
-        be->rnn_fwd(&l->a);
+    (c->mode == PASS_STEP ? be->rnn_step : be->rnn_fwd)(&l->a);
     be->copy(y, l->h, ACT(c, (int64_t)N * n));
 }
 
@@ -164,23 +226,14 @@ static void rnn_backward(void *layer, const Ctx *c, const void *x, const void *d
     if (l->V < 0) be->zero(l->dW, F32(c, (int64_t)n * n));
     be->rnn_bwd(&(RnnGrads){.a = l->a, .dh = dy, .dz = l->dz, .dW = dW,
                             .dbias = l->bmod >= 0 ? G(c, l->bmod) : NULL});
-    if (l->kind == MIXER_EXPRNN) be->orth_expm_bwd(G(c, l->M), l->dW, WM(c, l->M), l->work, 1, n);
-    if (l->kind == MIXER_EURNN) be->eurnn_weights_bwd(G(c, l->theta), l->dW, l->W, WM(c, l->theta), l->work, n, l->L);
-    if (l->kind == MIXER_NNRNN) {
-        be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = l->w, .dV = l->dW, .dP = l->dP, .dgamma = G(c, l->gamma),
-                                                  .dtheta = G(c, l->theta), .dT = G(c, l->T)});
-        if (l->gamma_fixed) be->zero(G(c, l->gamma), F32(c, n / 2)); /* a held parameter's slot */
-        be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, 1, n);
-    }
+    if (l->cell->weight_bwd) l->cell->weight_bwd(l, c);
     be->matmul_bwd(dx, G(c, l->U), l->Ub >= 0 ? G(c, l->Ub) : NULL, l->dz, x, W(c, l->U), N, n, l->d, 0);
 }
 
 /* The nnRNN's penalties (docs/models.md §nonlinear-rnns): delta sum_i (1 - gamma_i)^2 and the L2 decay
  * (t_decay / 2) ||T||^2, whose gradient t_decay T is the coupled weight decay of the
  * authors' optimizer group of T. */
-static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_decay, int grad) {
-    RnnLayer *l = layer;
-    if (l->kind != MIXER_NNRNN) return 0;
+static double nn_penalty(RnnLayer *l, const Ctx *c, double delta, double t_decay, int grad) {
     const Backend *be = c->be;
     int64_t n = l->n;
     double pg = l->gamma_fixed ? 0 : be->l2_penalty(grad ? G(c, l->gamma) : NULL, WM(c, l->gamma), n / 2, 1, delta);
@@ -191,10 +244,7 @@ static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_deca
 /* The states' norm; the nnRNN's Schur form too: gamma_i, theta_i, the moduli of W's eigenvalues
  * (the 2x2 blocks of K = Lambda + T with T's in-block entry t_i: trace 2 gamma cos, determinant
  * gamma^2 + gamma t_i sin; docs/models.md §nonlinear-rnns) and |T|_F of its strictly lower triangle. */
-static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
-    RnnLayer *l = layer;
-    stats_state_norm(o, c, l->h, l->n, 1);
-    if (l->kind != MIXER_NNRNN) return;
+static void nn_stats(RnnLayer *l, const Ctx *c, json_t *o) {
     int n = l->n, m = n / 2;
     double *g = stats_param(c, l->gamma), *th = stats_param(c, l->theta), *T = stats_param(c, l->T);
     double *mod = rt_malloc((size_t)n * sizeof(double)), tf = 0;
@@ -212,6 +262,17 @@ static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
     stats_summary(o, "modulus", mod, n);
     json_object_set_new(o, "T_norm", json_real(sqrt(tf)));
     rt_free(g), rt_free(th), rt_free(T), rt_free(mod);
+}
+
+static double rnn_penalty(void *layer, const Ctx *c, double delta, double t_decay, int grad) {
+    RnnLayer *l = layer;
+    return l->cell->penalty ? l->cell->penalty(l, c, delta, t_decay, grad) : 0;
+}
+
+static void rnn_stats(void *layer, const Ctx *c, json_t *o) {
+    RnnLayer *l = layer;
+    stats_state_norm(o, c, l->h, l->n, 1);
+    if (l->cell->stats) l->cell->stats(l, c, o);
 }
 
 static const MixerImpl mixer_rnn = {
