@@ -4,9 +4,7 @@
 set -uo pipefail
 rotor=$1
 configs=$(cd "$(dirname "$0")/../configs" && pwd)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fails=0
+. "$(dirname "$0")/test_lib.sh"
 expect_error() { # expect_error "pattern" rotor-args...
   local pattern=$1; shift
   local msg status

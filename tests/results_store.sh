@@ -7,10 +7,7 @@
 set -uo pipefail
 rotor=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$root/tests/test_lib.sh"
 
 for e in fig7-mqar table2-mad table3-lm; do
     table=$root/docs/figures/reproduction/$e-cpu.md

@@ -9,9 +9,8 @@
 # equals metrics.jsonl again; run.tensorboard = false writes no event file.
 set -uo pipefail
 rotor=$1
-build=$(cd "$(dirname "$rotor")" && pwd)
 . "$(dirname "$0")/text_ckpt_lib.sh"
-venv=${ROTOR_TB_VENV:-$build/tb-venv}
+venv=${ROTOR_TB_VENV:-$(cd "$(dirname "$rotor")" && pwd)/tb-venv}
 test_venv "$venv" "import tensorboard" "tensorboard==2.21.0"
 train_ckpt gla-selective.ini 30 --set train.val_every=10 --set train.log_every=1 --set train.checkpoint_every=10 \
   --set train.keep_checkpoints=0 --set run.threads=1

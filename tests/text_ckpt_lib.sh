@@ -1,16 +1,12 @@
 # Shared by the end-to-end tests on a tiny checkpoint trained on real text (eval_test.sh,
 # generate_cli.sh): sourced after `set -uo pipefail` with $rotor set; exits 77 (skipped) without
-# ../shared/data. Gives $here, $shared, $tok (the Mistral tokenizer), $out (removed on exit),
-# fail (counts into $fails), train_ckpt and finish.
+# ../shared/data. Gives $here, $shared, $tok (the Mistral tokenizer), train_ckpt, and
+# test_lib.sh's $out, fail and finish.
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${ROTOR_SHARED_DATA:-$here/../../shared/data} # ROTOR_SHARED_DATA: a checkout without ../shared
 if [ ! -f "$shared/tokenizer/mistral-7b-v0.1.model" ]; then echo "skipped: ../shared/data not found"; exit 77; fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-export OMP_WAIT_POLICY=passive
+. "$here/test_lib.sh"
 tok=$shared/tokenizer/mistral-7b-v0.1.model
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # train_ckpt CONFIG STEPS [OPTION...]: tiny Shakespeare tokenized into $out/shards, then
 # configs/tiny/CONFIG trained on it for STEPS steps into $out/run (documents masked, no
@@ -40,10 +36,4 @@ test_venv() {
     echo "skipped: could not install $spec into $venv (python3 -m venv; pip install)"
     exit 77
   fi
-}
-
-# finish WHAT: the summary line and the exit status
-finish() {
-  [ $fails = 0 ] && echo "all $1 checks passed"
-  exit $((fails != 0))
 }

@@ -10,9 +10,8 @@
 # 7-byte header) and W&B's own Record protocol buffer.
 set -uo pipefail
 rotor=$1
-build=$(cd "$(dirname "$rotor")" && pwd)
 . "$(dirname "$0")/text_ckpt_lib.sh"
-venv=${ROTOR_WANDB_VENV:-$build/wandb-venv}
+venv=${ROTOR_WANDB_VENV:-$(cd "$(dirname "$rotor")" && pwd)/wandb-venv}
 test_venv "$venv" "import wandb" "wandb==0.31.0"
 export WANDB_SILENT=true WANDB_MODE=offline
 sync=("$venv/bin/python" "$here/../scripts/wandb_sync.py")

@@ -56,6 +56,15 @@ static double now_seconds(void) {
     return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
 }
 
+/* An Event at (wall_time, step) holding `what`; the caller sets that member. */
+static Rotor__Tb__Event event_of(double wall_time, int64_t step, Rotor__Tb__Event__WhatCase what) {
+    Rotor__Tb__Event ev = ROTOR__TB__EVENT__INIT;
+    ev.wall_time = wall_time;
+    ev.step = step;
+    ev.what_case = what;
+    return ev;
+}
+
 TbEvents *tb_open(const char *dir, int64_t first_step, char *err, size_t errlen) {
     if (fs_try_mkdirs(dir)) {
         rt_error(err, errlen, NULL, "cannot create %s: %s", dir, strerror(errno));
@@ -71,16 +80,11 @@ TbEvents *tb_open(const char *dir, int64_t first_step, char *err, size_t errlen)
         rt_free(w);
         return NULL;
     }
-    Rotor__Tb__Event ev = ROTOR__TB__EVENT__INIT;
-    ev.wall_time = t;
-    ev.what_case = ROTOR__TB__EVENT__WHAT_FILE_VERSION;
+    Rotor__Tb__Event ev = event_of(t, 0, ROTOR__TB__EVENT__WHAT_FILE_VERSION);
     ev.file_version = "brain.Event:2";
     Rotor__Tb__SessionLog log = ROTOR__TB__SESSION_LOG__INIT;
     log.status = ROTOR__TB__SESSION_LOG__SESSION_STATUS__START;
-    Rotor__Tb__Event start = ROTOR__TB__EVENT__INIT;
-    start.wall_time = t;
-    start.step = first_step;
-    start.what_case = ROTOR__TB__EVENT__WHAT_SESSION_LOG;
+    Rotor__Tb__Event start = event_of(t, first_step, ROTOR__TB__EVENT__WHAT_SESSION_LOG);
     start.session_log = &log;
     if (write_event(w, &ev, err, errlen) || write_event(w, &start, err, errlen)) {
         tb_close(w);
@@ -98,10 +102,7 @@ int tb_scalar(TbEvents *w, const char *tag, int64_t step, double wall_time, floa
     Rotor__Tb__Summary sum = ROTOR__TB__SUMMARY__INIT;
     sum.n_value = 1;
     sum.value = vals;
-    Rotor__Tb__Event ev = ROTOR__TB__EVENT__INIT;
-    ev.wall_time = wall_time;
-    ev.step = step;
-    ev.what_case = ROTOR__TB__EVENT__WHAT_SUMMARY;
+    Rotor__Tb__Event ev = event_of(wall_time, step, ROTOR__TB__EVENT__WHAT_SUMMARY);
     ev.summary = &sum;
     return write_event(w, &ev, err, errlen);
 }
