@@ -43,6 +43,21 @@ def _doc_masks(start, n_chunks, size):
     return same, first, last, keep
 
 
+
+def _chunk_decays(G, x, start, N, chunk):
+    """From the in-chunk cumulative log decays G [B,H,N,C]: L[t,s] = exp(G_t - G_s) for s <= t,
+    gam = exp(G) (the decay from the chunk start), x [B,H,N,C,*] decayed to the chunk end, and
+    each chunk's total decay [B,H,N]; with document starts, nothing decays across one."""
+    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=G.device).tril()
+    L = torch.exp((G[..., :, None] - G[..., None, :]).masked_fill(~tril, NEG_INF))
+    gam = torch.exp(G)
+    x_dec = x * torch.exp(G[..., -1:] - G)[..., None]
+    decay = torch.exp(G[..., -1])
+    if start is not None:
+        same, first, last, keep = _doc_masks(start, N, chunk)
+        L, gam, x_dec, decay = L * same, gam * first, x_dec * last[..., None], decay * keep
+    return L, gam, x_dec, decay
+
 def _gla_scores(q, k, b, blocks):
     """Intra-block GLA scores A[i, j] = sum_c q_ic k_jc exp(b_ic - b_jc) for j <= i (0 above), for
     q, k, b [..., n, K] with b the cumulative log decay (non-increasing along n).
@@ -121,17 +136,7 @@ def gdn_chunk(q, k, v, g, beta, start=None, chunk=64):
     q, k, v = (_chunk(x, N, chunk) for x in (q, k, v))
     g, beta = (_chunk(x[..., None], N, chunk)[..., 0] for x in (g, beta))  # [B,H,N,C]
     G = g.cumsum(-1)
-    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).tril()
-    L = torch.exp((G[..., :, None] - G[..., None, :]).masked_fill(~tril, NEG_INF))
-    gam = torch.exp(G)
-    k_dec = k * torch.exp(G[..., -1:] - G)[..., None]
-    decay = torch.exp(G[..., -1])  # [B,H,N]
-    if start is not None:
-        same, first, last, keep = _doc_masks(start, N, chunk)
-        L = L * same
-        gam = gam * first
-        k_dec = k_dec * last[..., None]
-        decay = decay * keep
+    L, gam, k_dec, decay = _chunk_decays(G, k, start, N, chunk)
     A = (beta[..., None] * (k @ k.transpose(-1, -2)) * L).tril(-1)
     rhs = torch.cat([v * beta[..., None], k * (beta * gam)[..., None]], -1)
     eye = torch.eye(chunk, dtype=q.dtype, device=q.device)
@@ -189,17 +194,7 @@ def ssd_chunk(x, dt, A, Bm, Cm, start=None, chunk=64):
     N = math.ceil(T / chunk)
     xd, Bc, Cc = (_chunk(t, N, chunk) for t in (x * dt[..., None], Bm, Cm))  # [B,H,N,C,*]
     G = _chunk((dt * A)[..., None], N, chunk)[..., 0].cumsum(-1)  # [B,H,N,C]
-    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=x.device).tril()
-    L = torch.exp((G[..., :, None] - G[..., None, :]).masked_fill(~tril, NEG_INF))
-    gam = torch.exp(G)
-    x_dec = xd * torch.exp(G[..., -1:] - G)[..., None]  # the inputs decayed to the chunk end
-    decay = torch.exp(G[..., -1])  # [B,H,N]
-    if start is not None:
-        same, first, last, keep = _doc_masks(start, N, chunk)
-        L = L * same
-        gam = gam * first
-        x_dec = x_dec * last[..., None]
-        decay = decay * keep
+    L, gam, x_dec, decay = _chunk_decays(G, xd, start, N, chunk)
     y = ((Cc @ Bc.transpose(-1, -2)) * L) @ xd
     hx = x_dec.transpose(-1, -2) @ Bc  # [B,H,N,P,N]: each chunk's own contribution to the state
     state = x.new_zeros(Bsz, H, P, Bm.shape[-1])
