@@ -36,6 +36,7 @@
 #include "dist/dist.h"
 #include "dist/grad_comm.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_writer.h"
 #include "task/class_score.h"
 #include "train/grad_buckets.h"
 #include "train/init_from.h"
