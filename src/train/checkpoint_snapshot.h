@@ -3,7 +3,8 @@
  * can be written while the next steps change the weights and the optimizer state.
  *
  * Memory: the staging buffers are allocated by the first snapshot, sized for the run, and
- * reused by every later one. They are a host copy of the checkpointed tensors: on rank 0 the
+ * reused by every later one (the asynchronous writer keeps them for the run, the synchronous
+ * one frees them after each save). They are a host copy of the checkpointed tensors: on rank 0 the
  * fp32 master weights and, unsharded, every optimizer state buffer, (1 + states) x 4 bytes
  * per parameter (AdamW: 12 bytes, 4.4 GiB for 370M parameters); with ZeRO-1 every rank holds
  * its slice of the states (rank 0 the weights as well); and the carried states of

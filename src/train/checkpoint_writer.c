@@ -16,7 +16,7 @@ struct CheckpointWriter {
     CheckpointWriterConfig c;
     int rank, world;
     char *ini;               /* rotor.ini's text, the same for every checkpoint of the run */
-    CheckpointSnapshot snap; /* its staging reused by every save */
+    CheckpointSnapshot snap; /* async: its staging reused by every save */
     CheckpointJob job;       /* the checkpoint in flight */
     /* the trainer's thread's own, the same on every rank */
     int busy;                /* a checkpoint is in flight */
@@ -126,7 +126,8 @@ static int complete(CheckpointWriter *w, int rank0_failed, CheckpointDone *done,
     if (w->threaded) pthread_join(w->thread, NULL);
     w->threaded = 0;
     w->busy = 0;
-    checkpoint_snapshot_clear(&w->snap);
+    if (w->c.async) checkpoint_snapshot_clear(&w->snap);
+    else checkpoint_snapshot_free(&w->snap); /* synchronous: the host copy only while it is written */
     if (!rank0_failed) return 0;
     if (w->err[0]) return rt_error(err, errlen, NULL, "%s", w->err);
     return rt_error(err, errlen, NULL, "checkpoint %s/checkpoints/step_%08lld was not written: %s failed (its message says why)",
