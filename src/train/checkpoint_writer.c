@@ -166,8 +166,8 @@ int checkpoint_writer_wait(CheckpointWriter *w, CheckpointDone *done, char *err,
 
 int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best, CheckpointDone *done,
                            char *err, size_t errlen) {
-    RT_ASSERT(from->opt && from->state->step >= 0);
-    if (checkpoint_writer_wait(w, done, err, errlen)) return -1;
+    RT_ASSERT(from->opt && from->state->step >= 0 && !w->busy);
+    *done = NONE;
     double t0 = rt_now();
     int64_t step = from->state->step;
     char msg[sizeof w->err] = "";
@@ -186,8 +186,8 @@ int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int 
     w->t_save = t0;
     w->stall_s = rt_now() - t0;
     w->threaded = w->c.async && start_thread(w);
-    if (!w->threaded) run_files(w);
-    if (w->c.async) return 0;
+    if (w->threaded) return 0;
+    run_files(w);
     int r = checkpoint_writer_wait(w, done, err, errlen);
     done->stall_s = rt_now() - t0;
     done->waited_s = 0;

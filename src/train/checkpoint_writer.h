@@ -5,9 +5,9 @@
  * that copy), then a thread of the writer writes the files, their sha256s and renames the
  * directory into place (train/checkpoint.h: the same phases as a synchronous save, so a
  * step_* directory is complete or absent, and `latest`, pruning and checkpoints/best follow
- * only complete checkpoints). One checkpoint is in flight at most: a save while the previous
- * one is being written first waits for it. A failed write is reported by the call that
- * completes it (the next poll, save or wait), naming the file and the error.
+ * only complete checkpoints). One checkpoint is in flight at most: the caller waits for the
+ * previous one before the next save. A failed write is reported by the call that completes it
+ * (a poll or the wait), naming the file and the error.
  *
  * Under data parallelism every rank calls every function at the same step, in the same order
  * (they agree through collectives, which only the calling thread makes: MPI runs with
@@ -42,10 +42,10 @@ typedef struct {
 } CheckpointDone;
 
 CheckpointWriter *checkpoint_writer_create(const CheckpointWriterConfig *c);
-/* Saves the checkpoint of from->state->step, checkpoints/best becoming it with keep_best:
- * first waits for the checkpoint in flight (*done then describes it, else step -1), then takes
- * the host copy and returns while the writer's thread writes it or, synchronous, writes it
- * (*done: this one). Returns 0, or -1 with the message of the checkpoint that failed. */
+/* Saves the checkpoint of from->state->step, checkpoints/best becoming it with keep_best; none
+ * may be in flight (checkpoint_writer_wait first). Takes the host copy and returns while the
+ * writer's thread writes it (*done: step -1) or, synchronous (or without a thread), writes it
+ * (*done: this one). Returns 0, or -1 with the message of its failure. */
 int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best, CheckpointDone *done,
                            char *err, size_t errlen);
 /* Once per step: completes the checkpoint in flight if every rank's write has finished, never

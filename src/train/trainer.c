@@ -300,10 +300,12 @@ static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens, int best)
     float *carry = gather_carry(tr, &st.carry_rows, &st.carry_width);
     st.carry = carry;
     char err[2048];
-    CheckpointDone prev;
-    if (checkpoint_writer_save(tr->ckpt, &(CheckpointFrom){&st, tr->model, tr->opt}, best, &prev, err, sizeof err))
+    CheckpointDone d;
+    if (checkpoint_writer_wait(tr->ckpt, &d, err, sizeof err)) rt_die("%s", err); /* the previous one */
+    report_checkpoint(tr, &d, "the next checkpoint");
+    if (checkpoint_writer_save(tr->ckpt, &(CheckpointFrom){&st, tr->model, tr->opt}, best, &d, err, sizeof err))
         rt_die("%s", err);
-    report_checkpoint(tr, &prev, "the next checkpoint");
+    report_checkpoint(tr, &d, ""); /* written synchronously */
     json_decref(st.data_state);
     rt_free(carry);
     if (tr->rank == 0) plots_write(tr->rc->run.dir);
