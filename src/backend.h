@@ -90,6 +90,12 @@ struct Backend {
     void (*synchronize)(void);
     /* Peak bytes of backend memory allocated so far (0 where not tracked). */
     size_t (*peak_memory)(void);
+    /* Host memory that download and upload copy to and from fastest: page-locked on a GPU
+     * (the staging of asynchronous checkpoints, train/checkpoint_snapshot.h). host_alloc
+     * returns NULL when the system refuses it, and the caller takes plain host memory;
+     * host_alloc and host_release are NULL where plain host memory is as fast (the CPU). */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_release)(void *p);
 
     /* ---- compute: every op of src/backend_ops.h ---- */
 #define ROTOR_OP_FIELD(ret, name, params, args) ret(*name) params;

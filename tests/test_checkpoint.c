@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_writer.h"
 #include "util/error.h"
 #include "variants.h"
 #include "util/fsutil.h"

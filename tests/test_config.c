@@ -61,7 +61,7 @@ static void test_defaults(void) {
     CHECK(d.train.lr_start == 1e-5 && d.train.lr_min == 1e-4 && d.train.warmup_frac == 0.1);
     CHECK(d.train.schedule == SCHEDULE_COSINE);
     CHECK(d.train.beta2 == 0.95 && d.train.adam_eps == 1e-8 && d.train.seed == 1234);
-    CHECK(d.train.keep_checkpoints == 3 && d.train.max_bad_steps == 5);
+    CHECK(d.train.keep_checkpoints == 3 && d.train.max_bad_steps == 5 && d.train.async_checkpoint == 1);
     CHECK(d.data.prefetch == 4 && !strcmp(d.run.dir, "runs/default") && !strcmp(d.run.device, "auto"));
     CHECK(d.run.collective_timeout == 600 && d.run.bucket_mb == 25);
     CHECK(d.model.max_seq_len == d.train.seq_len);

@@ -168,6 +168,17 @@ static void cu_copy(void *dst, const void *src, size_t bytes) {
 }
 
 static void cu_synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+// Page-locked host memory: device-to-host copies into it run at the full PCIe / NVLink rate.
+// NULL when the system refuses (the caller falls back to pageable memory).
+static void *cu_host_alloc(size_t bytes) {
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 1) == cudaSuccess) return p;
+    cudaGetLastError(); // else the next launch check (CUDA_LAUNCHED) would report this error
+    return NULL;
+}
+
+static void cu_host_release(void *p) { CUDA_CHECK(cudaFreeHost(p)); }
 static size_t cu_peak_memory() { return used_high(); }
 
 void *cuda_scratch(int slot, size_t bytes) {
@@ -223,6 +234,8 @@ static void fill_table(Backend *b) {
     b->copy = cu_copy;
     b->synchronize = cu_synchronize;
     b->peak_memory = cu_peak_memory;
+    b->host_alloc = cu_host_alloc;
+    b->host_release = cu_host_release;
     b->supports = cuda_supports;
     b->seqs_prepare = cuda_seqs_prepare;
     b->seqs_release = cuda_seqs_release;

@@ -74,6 +74,8 @@ typedef struct {
     int64_t log_every;    /* steps between metric lines */
     int64_t checkpoint_every; /* steps between checkpoints, 0 = only at the end */
     int keep_checkpoints; /* newest checkpoints kept, 0 = all */
+    int async_checkpoint; /* checkpoints written by a thread from a host copy while training goes on
+                             (train/checkpoint_writer.h) */
     KeepBest keep_best;   /* checkpoints/best follows this metric (classification runs: val_accuracy by default) */
     int max_bad_steps;    /* consecutive non-finite steps before aborting */
     int zero;             /* ZeRO-1: optimizer state sharded across data-parallel ranks */

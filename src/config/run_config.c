@@ -210,6 +210,7 @@ static const KeySpec KEYS[] = {
     K_I64("train", "log_every", train.log_every, "10", 1, "steps between metric lines"),
     K_I64("train", "checkpoint_every", train.checkpoint_every, "0", 0, "steps between checkpoints, 0 = only at the end"),
     K_INT("train", "keep_checkpoints", train.keep_checkpoints, "3", 0, "newest checkpoints kept, 0 = all"),
+    K_BOOL("train", "async_checkpoint", train.async_checkpoint, "true", "write each checkpoint on a thread of its own from a host copy of the step, so that training goes on while it is written (the step stalls only for the copy; the copy is host memory of the weights and optimizer state, 12 bytes per parameter with AdamW on rank 0, kept for the run); a checkpoint still being written when the next is due is waited for; false = the step waits for the whole write"),
     K_ENUM("train", "keep_best", train.keep_best, "none", KEEP_BESTS, "keep the checkpoint of the best validation so far as RUN_DIR/checkpoints/best (ties: the earlier step); default val_accuracy for classification runs with validations, none otherwise (docs/classification.md)"),
     K_INT("train", "max_bad_steps", train.max_bad_steps, "5", 1, "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "false", "ZeRO-1: shard the optimizer state across data-parallel ranks"),

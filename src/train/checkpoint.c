@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/run_config.h"
@@ -17,6 +18,7 @@
 #include "io/safetensors.h"
 #include "model/hf_config.h"
 #include "model/hf_remote.h"
+#include "train/checkpoint_snapshot.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
@@ -117,19 +119,21 @@ static CkptEntry *list_steps(const char *ckdir, int complete, int *count) {
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* fp32 host copies of backend [f32] buffers                                            */
-/* ------------------------------------------------------------------------------------ */
-
-/* A new fp32 host copy of the n [f32] elements at src (rt_free it). */
-static float *host_f32_copy(const Backend *be, const void *src, int64_t n) {
-    float *h = rt_malloc(sizeof(float) * (size_t)n);
-    backend_download_f32(be, h, src, n);
-    return h;
-}
-
-/* ------------------------------------------------------------------------------------ */
 /* Saving                                                                               */
 /* ------------------------------------------------------------------------------------ */
+
+/* RUN_DIR/checkpoints (rt_free it). */
+static char *checkpoints_dir(const char *run_dir) { return rt_sprintf("%s/checkpoints", run_dir); }
+
+/* The directory name of the checkpoint of `step` there: step_ and its 8 (or more) digits. */
+static void step_name(int64_t step, char name[32]) { snprintf(name, 32, "step_%08lld", (long long)step); }
+
+/* RUN_DIR/checkpoints/.tmp-step_N, where the checkpoint of step N is written (rt_free it). */
+static char *temp_dir(const char *run_dir, int64_t step) {
+    char name[32];
+    step_name(step, name);
+    return rt_sprintf("%s/checkpoints/.tmp-%s", run_dir, name);
+}
 
 /* Appends the tensor `prefix<name>` for parameter p with data base + p->offset. */
 static void add_tensor(StTensor *list, int *n, const char *prefix, const ParamInfo *p, const float *base) {
@@ -144,69 +148,68 @@ static void add_tensor(StTensor *list, int *n, const char *prefix, const ParamIn
     x->nbytes = sizeof(float) * (size_t)p->numel;
 }
 
-static int save_model(const char *dir, Model *m, char *err, size_t errlen) {
-    const ParamTable *t = model_params(m);
-    float *w = host_f32_copy(model_backend(m), model_weights(m), t->total);
+/* The files rank 0 writes (SaveFn): each from the job's snapshot into the directory dir. */
+typedef int (*SaveFn)(const char *dir, CheckpointJob *j, char *err, size_t errlen);
+
+static int save_model(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
+    const ParamTable *t = j->snap->params;
     StTensor *list = rt_calloc((size_t)t->n, sizeof(StTensor));
     int n = 0;
-    for (int i = 0; i < t->n; i++) add_tensor(list, &n, "", &t->p[i], w);
+    for (int i = 0; i < t->n; i++) add_tensor(list, &n, "", &t->p[i], j->snap->weights.p);
     static const char *const meta[] = {"format", "pt", NULL};
     char *path = rt_sprintf("%s/model.safetensors", dir);
     int rc = st_write(path, list, n, meta, err, errlen);
     rt_free(path);
     rt_free(list);
-    rt_free(w);
     return rc;
 }
 
-/* optimizer.safetensors: each state buffer of every trainable parameter under
+/* optimizer.safetensors (unsharded): each state buffer of every trainable parameter under
  * "<state name>.<name>" (the optimizer owns every element); metadata step and optimizer. */
-static int save_optimizer(const char *dir, const ParamTable *t, const Optimizer *opt, char *err, size_t errlen) {
-    const OptimizerSpec *sp = opt->spec;
-    float *buf[OPT_MAX_STATE];
+static int save_optimizer(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
+    const CheckpointSnapshot *s = j->snap;
+    if (s->sharded) return 0;
+    const ParamTable *t = s->params;
+    const OptimizerSpec *sp = s->spec;
     StTensor *list = rt_calloc((size_t)sp->nstate * (size_t)t->n, sizeof(StTensor));
     int n = 0;
     for (int k = 0; k < sp->nstate; k++) {
-        buf[k] = host_f32_copy(opt->be, opt->state[k], t->total);
         char prefix[64];
         snprintf(prefix, sizeof prefix, "%s.", sp->state_names[k]);
         for (int i = 0; i < t->n; i++)
-            if (t->p[i].trainable) add_tensor(list, &n, prefix, &t->p[i], buf[k]);
+            if (t->p[i].trainable) add_tensor(list, &n, prefix, &t->p[i], s->state[k].p);
     }
     char step[32];
-    snprintf(step, sizeof step, "%lld", (long long)opt->t);
+    snprintf(step, sizeof step, "%lld", (long long)s->opt_step);
     const char *const meta[] = {"step", step, "optimizer", sp->name, NULL};
     char *path = rt_sprintf("%s/optimizer.safetensors", dir);
     int rc = st_write(path, list, n, meta, err, errlen);
     rt_free(path);
     rt_free(list);
-    for (int k = 0; k < sp->nstate; k++) rt_free(buf[k]);
     return rc;
 }
 
 /* optimizer.rankR-of-N.safetensors: this rank's slice [lo, hi) of the flat state buffers,
  * each under its state name, with metadata step, optimizer, start, end and total (the flat
  * size), so that a run with another number of ranks can cut its own slices from the set. */
-static int save_optimizer_shard(const char *dir, const Optimizer *opt, int64_t total, char *err, size_t errlen) {
-    const OptimizerSpec *sp = opt->spec;
-    int64_t n = opt->hi - opt->lo;
+static int save_optimizer_shard(const char *dir, const CheckpointJob *j, char *err, size_t errlen) {
+    const CheckpointSnapshot *s = j->snap;
+    const OptimizerSpec *sp = s->spec;
+    int64_t n = s->hi - s->lo;
     StTensor list[OPT_MAX_STATE];
-    float *buf[OPT_MAX_STATE];
     for (int k = 0; k < sp->nstate; k++) {
-        buf[k] = host_f32_copy(opt->be, opt->state[k], n);
-        list[k] = (StTensor){"", "F32", 1, {n}, buf[k], sizeof(float) * (size_t)n};
+        list[k] = (StTensor){"", "F32", 1, {n}, s->state[k].p, sizeof(float) * (size_t)n};
         snprintf(list[k].name, sizeof list[k].name, "%s", sp->state_names[k]);
     }
     char step[32], start[32], end[32], all[32];
-    snprintf(step, sizeof step, "%lld", (long long)opt->t);
-    snprintf(start, sizeof start, "%lld", (long long)opt->lo);
-    snprintf(end, sizeof end, "%lld", (long long)opt->hi);
-    snprintf(all, sizeof all, "%lld", (long long)total);
+    snprintf(step, sizeof step, "%lld", (long long)s->opt_step);
+    snprintf(start, sizeof start, "%lld", (long long)s->lo);
+    snprintf(end, sizeof end, "%lld", (long long)s->hi);
+    snprintf(all, sizeof all, "%lld", (long long)s->params->total);
     const char *const meta[] = {"step", step, "optimizer", sp->name, "start", start, "end", end, "total", all, NULL};
     char *path = rt_sprintf("%s/" OPT_SHARD_FORMAT, dir, dist_rank(), dist_world());
     int rc = st_write(path, list, sp->nstate, meta, err, errlen);
     rt_free(path);
-    for (int k = 0; k < sp->nstate; k++) rt_free(buf[k]);
     return rc;
 }
 
@@ -252,7 +255,8 @@ static int save_json(const char *dir, const char *name, json_t *j, size_t flags,
 }
 
 /* config.json, and the Python files of rotor's model where it names one (hf_remote.h). */
-static int save_hf_config(const char *dir, const ModelConfig *c, char *err, size_t errlen) {
+static int save_hf_config(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
+    const ModelConfig *c = &j->snap->model;
     if (save_json(dir, "config.json", hf_config_to_json(c), HF_CONFIG_JSON_FLAGS, err, errlen)) return -1;
     for (int i = 0; !hf_config_is_fla(c) && i < HF_REMOTE_NFILES; i++) {
         char *path = rt_sprintf("%s/%s", dir, HF_REMOTE_FILES[i].name);
@@ -263,22 +267,15 @@ static int save_hf_config(const char *dir, const ModelConfig *c, char *err, size
     return 0;
 }
 
-static int save_ini(const char *dir, const RunConfig *rc, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    RT_ASSERT(f);
-    run_config_write_ini(rc, f);
-    fclose(f);
+static int save_ini(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
     char *path = rt_sprintf("%s/rotor.ini", dir);
-    int r = write_text(path, text, err, errlen);
+    int r = write_text(path, j->ini, err, errlen);
     rt_free(path);
-    free(text);
     return r;
 }
 
-static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, json_t *files, json_t *sizes,
-                                  json_t *tokenizer, int sharded) {
+static json_t *trainer_state_json(const CheckpointSnapshot *s, json_t *files, json_t *sizes, json_t *tokenizer) {
+    const TrainerState *st = &s->st;
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)st->seed);
     json_t *j = json_object();
@@ -288,10 +285,10 @@ static json_t *trainer_state_json(const TrainerState *st, const Optimizer *opt, 
     json_object_set_new(j, "tokens", json_integer(st->tokens));
     json_object_set_new(j, "seed", json_string(seed));
     json_object_set_new(j, "world_size", json_integer(st->world_size));
-    json_object_set_new(j, "optimizer_step", json_integer(opt->t));
+    json_object_set_new(j, "optimizer_step", json_integer(s->opt_step));
     json_object_set_new(j, "code_version", json_string(ROTOR_VERSION));
     json_object_set(j, "data", st->data_state ? st->data_state : json_null());
-    json_object_set_new(j, "optimizer_sharded", json_boolean(sharded));
+    json_object_set_new(j, "optimizer_sharded", json_boolean(s->sharded));
     const BestValidation *b = &st->best;
     json_object_set_new(j, "best", b->metric == KEEP_BEST_NONE ? json_null()
                                    : json_pack("{s:s, s:f, s:I}", "metric", run_config_keep_best_name(b->metric),
@@ -370,11 +367,13 @@ static int install_dir(const char *ckdir, const char *name, char *err, size_t er
 /* data.tokenizer's record in the trainer state, {"path": its absolute path, "sha256",
  * "copy": TOKENIZER_COPY or null}, the model copied into dir when it is small; JSON null
  * for a run without data.tokenizer. */
-static int save_tokenizer(const char *dir, const RunConfig *rc, json_t **rec, char *err, size_t errlen) {
+static int save_tokenizer(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
+    json_t **rec = &j->tokenizer_rec;
+    json_decref(*rec);
     *rec = json_null();
-    if (!rc->data.tokenizer[0]) return 0;
-    char *abs = realpath(rc->data.tokenizer, NULL), hex[65];
-    if (!abs) return rt_error(err, errlen, NULL, "data.tokenizer = %s: %s", rc->data.tokenizer, strerror(errno));
+    if (!j->tokenizer[0]) return 0;
+    char *abs = realpath(j->tokenizer, NULL), hex[65];
+    if (!abs) return rt_error(err, errlen, NULL, "data.tokenizer = %s: %s", j->tokenizer, strerror(errno));
     struct stat sb;
     int r = stat(abs, &sb) ? rt_error(err, errlen, abs, "cannot stat: %s", strerror(errno))
                            : sha256_file(abs, hex, err, errlen);
@@ -393,7 +392,9 @@ static int save_tokenizer(const char *dir, const RunConfig *rc, json_t **rec, ch
     return r;
 }
 
-static int save_carry(const char *dir, const TrainerState *st, char *err, size_t errlen) {
+static int save_carry(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
+    const TrainerState *st = &j->snap->st;
+    if (!st->carry) return 0;
     char *path = rt_sprintf("%s/" CARRY_FILE, dir), streams[32];
     StTensor t = {.dtype = "F32", .ndim = 2, .shape = {st->carry_rows, st->carry_width}, .data = st->carry,
                   .nbytes = sizeof(float) * (size_t)(st->carry_rows * st->carry_width)};
@@ -427,72 +428,82 @@ int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, flo
     return r;
 }
 
-/* Agreement of all ranks: 1 if every rank passes ok. */
-static int all_ok(int ok) { return !dist_any(!ok); }
+/* A test hook (tests/async_checkpoint.sh): ROTOR_TEST_CKPT_WRITE_DELAY_MS milliseconds of
+ * sleep after each file a rank writes into a checkpoint (config.json with its Python files
+ * counting as one), so that a test can catch a write in flight. */
+static int test_write_delay(char *err, size_t errlen) {
+    const char *v = getenv("ROTOR_TEST_CKPT_WRITE_DELAY_MS");
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    long ms = strtol(v, &end, 10);
+    if (*end || errno || ms < 0 || ms > 600000)
+        return rt_error(err, errlen, NULL, "ROTOR_TEST_CKPT_WRITE_DELAY_MS = %s is not a number of milliseconds "
+                        "from 0 to 600000", v);
+    struct timespec left = {ms / 1000, ms % 1000 * 1000000L};
+    while (nanosleep(&left, &left) && errno == EINTR) continue;
+    return 0;
+}
 
-int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const Optimizer *opt,
-                    const RunConfig *rc, int keep, char *err, size_t errlen) {
-    const ParamTable *t = model_params(m);
-    RT_ASSERT(opt && st->step >= 0);
-    int rank = dist_rank(), sharded = opt->lo != 0 || opt->hi != t->total;
-    char name[32];
-    snprintf(name, sizeof name, "step_%08lld", (long long)st->step);
-    char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
-    char *tmp = rt_sprintf("%s/.tmp-%s", ckdir, name);
-    char *final = rt_sprintf("%s/%s", ckdir, name);
-    char *latest_tmp = rt_sprintf("%s/latest.tmp", ckdir), *latest = rt_sprintf("%s/latest", ckdir);
-    char line[40];
-    snprintf(line, sizeof line, "%s\n", name);
-    int ok = 1, r = -1;
-    json_t *tokenizer = NULL; /* rank 0: data.tokenizer's record (save_tokenizer) */
-
-    /* 1. rank 0 makes the temporary directory */
-    if (rank == 0 && fs_try_mkdirs(ckdir))
-        ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
-    else if (rank == 0 && (fs_remove_tree(tmp) || mkdir(tmp, 0755)))
-        ok = !rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
-    if (!all_ok(ok)) goto failed;
-    /* 2. rank 0 writes the model, configs and (unsharded) optimizer; with ZeRO-1 every rank
-     * writes its optimizer slice */
-    if (rank == 0)
-        ok = !save_model(tmp, m, err, errlen) &&
-             !save_hf_config(tmp, model_config(m), err, errlen) &&
-             !save_ini(tmp, rc, err, errlen) && (sharded || !save_optimizer(tmp, t, opt, err, errlen)) &&
-             (!st->carry || !save_carry(tmp, st, err, errlen)) && !save_tokenizer(tmp, rc, &tokenizer, err, errlen);
-    if (ok && sharded) ok = !save_optimizer_shard(tmp, opt, t->total, err, errlen);
-    if (!all_ok(ok)) goto failed_rm;
-    /* 3. rank 0 records the checksums, renames the directory into place, updates latest */
-    if (rank == 0) {
-        json_t *files = NULL, *sizes = NULL;
-        ok = !file_records(tmp, &files, &sizes, err, errlen);
-        if (ok) {
-            json_t *state = trainer_state_json(st, opt, files, sizes, tokenizer, sharded);
-            tokenizer = NULL; /* the state holds it now */
-            ok = !save_json(tmp, "trainer_state.json", state, JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
-        }
-        if (ok) ok = !install_dir(ckdir, name, err, errlen);
-        if (ok) ok = !write_text(latest_tmp, line, err, errlen);
-        if (ok && (rename(latest_tmp, latest) || fs_sync_dir(ckdir)))
-            ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
-        if (ok) prune(ckdir, name, keep);
-        else fs_remove_tree(tmp);
-    }
-    dist_broadcast(&ok, sizeof ok);
-    if (ok) r = 0;
-    else if (rank != 0) rt_error(err, errlen, NULL, "checkpoint %s was not written: rank 0 failed (its message says why)", final);
-    goto out;
-failed_rm:
-    if (rank == 0) fs_remove_tree(tmp);
-failed:
-    if (ok) rt_error(err, errlen, NULL, "checkpoint %s was not written: another rank failed (its message says why)", final);
-out:
-    json_decref(tokenizer);
+int checkpoint_begin(const char *run_dir, int64_t step, char *err, size_t errlen) {
+    char *ckdir = checkpoints_dir(run_dir), *tmp = temp_dir(run_dir, step);
+    int r = 0;
+    if (fs_try_mkdirs(ckdir))
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
+    else if (fs_remove_tree(tmp) || mkdir(tmp, 0755))
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
     rt_free(ckdir);
     rt_free(tmp);
-    rt_free(final);
+    return r;
+}
+
+int checkpoint_write_files(CheckpointJob *j, char *err, size_t errlen) {
+    static const SaveFn rank0_files[] = {save_model, save_hf_config, save_ini, save_optimizer, save_carry, save_tokenizer};
+    char *tmp = temp_dir(j->run_dir, j->snap->st.step);
+    int r = 0;
+    for (size_t i = 0; !r && dist_rank() == 0 && i < sizeof rank0_files / sizeof rank0_files[0]; i++)
+        r = rank0_files[i](tmp, j, err, errlen) ? -1 : test_write_delay(err, errlen);
+    if (!r && j->snap->sharded) r = save_optimizer_shard(tmp, j, err, errlen) ? -1 : test_write_delay(err, errlen);
+    rt_free(tmp);
+    return r;
+}
+
+int checkpoint_finish(CheckpointJob *j, char *err, size_t errlen) {
+    int64_t step = j->snap->st.step;
+    char name[32], line[40];
+    step_name(step, name);
+    snprintf(line, sizeof line, "%s\n", name);
+    char *ckdir = checkpoints_dir(j->run_dir), *tmp = temp_dir(j->run_dir, step);
+    char *latest_tmp = rt_sprintf("%s/latest.tmp", ckdir), *latest = rt_sprintf("%s/latest", ckdir);
+    json_t *files = NULL, *sizes = NULL;
+    int ok = !file_records(tmp, &files, &sizes, err, errlen);
+    if (ok) {
+        json_t *state = trainer_state_json(j->snap, files, sizes, j->tokenizer_rec);
+        j->tokenizer_rec = NULL; /* the state holds it now */
+        ok = !save_json(tmp, "trainer_state.json", state, JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
+    }
+    if (ok) ok = !install_dir(ckdir, name, err, errlen);
+    if (ok) ok = !write_text(latest_tmp, line, err, errlen);
+    if (ok && (rename(latest_tmp, latest) || fs_sync_dir(ckdir)))
+        ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
+    if (ok) prune(ckdir, name, j->keep);
+    else fs_remove_tree(tmp);
+    if (ok && j->keep_best) ok = !checkpoint_keep_best(j->run_dir, step, err, errlen);
+    json_decref(j->tokenizer_rec);
+    j->tokenizer_rec = NULL;
+    rt_free(ckdir);
+    rt_free(tmp);
     rt_free(latest_tmp);
     rt_free(latest);
-    return r;
+    return ok ? 0 : -1;
+}
+
+void checkpoint_discard(CheckpointJob *j) {
+    char *tmp = temp_dir(j->run_dir, j->snap->st.step);
+    fs_remove_tree(tmp);
+    rt_free(tmp);
+    json_decref(j->tokenizer_rec);
+    j->tokenizer_rec = NULL;
 }
 
 int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t errlen) {

@@ -41,8 +41,9 @@
  * The sizes and checksums in trainer_state.json detect files damaged afterwards: every
  * reader of a checkpoint checks them (checkpoint_verify) unless told not to (--no-verify).
  *
- * Under data parallelism every rank calls these functions: rank 0 writes the shared files,
- * every rank its optimizer slice when sharded, and they agree on success. */
+ * Under data parallelism the checkpoint writer (train/checkpoint_writer.h) runs the phases
+ * below on every rank: rank 0 writes the shared files, every rank its optimizer slice when
+ * sharded, and they agree on success. */
 #ifndef ROTOR_CHECKPOINT_H
 #define ROTOR_CHECKPOINT_H
 
@@ -75,23 +76,51 @@ typedef struct {
     int64_t tokens;    /* training tokens seen */
     uint64_t seed;     /* data order / permutation seed */
     int world_size;    /* ranks that wrote it */
-    json_t *data_state; /* data-loader cursor (any JSON), may be NULL: borrowed by
-                           checkpoint_save, a new reference (or NULL) from checkpoint_load */
+    json_t *data_state; /* data-loader cursor (any JSON), may be NULL: copied by a save,
+                           a new reference (or NULL) from checkpoint_load */
     BestValidation best;
     Plateau plateau;   /* {1, NAN} in checkpoints without one */
-    /* checkpoint_save: the carried states [carry_rows, carry_width] of every stream (rank 0's
-     * copy is written), or NULL; checkpoint_load leaves them NULL (checkpoint_load_carry) */
+    /* a save: the carried states [carry_rows, carry_width] of every stream (rank 0's copy is
+     * written), or NULL; checkpoint_load leaves them NULL (checkpoint_load_carry) */
     const float *carry;
     int64_t carry_rows, carry_width;
 } TrainerState;
 
-/* Saves weights, optimizer state (opt is required), configs and trainer state as the checkpoint
- * of step st->step (see above). An existing checkpoint of the same step is replaced. Then
- * deletes all but the newest `keep` complete checkpoints (keep <= 0: keeps all; the one just
- * written is always kept) and leftover .tmp-* directories of interrupted saves. Returns 0, or
- * -1 with a message naming the file and the problem. */
-int checkpoint_save(const char *run_dir, const TrainerState *st, Model *m, const Optimizer *opt,
-                    const RunConfig *rc, int keep, char *err, size_t errlen);
+/* The writing of one checkpoint, in the phases train/checkpoint_writer.c runs on every rank
+ * (its checkpoint_save writes one): rank 0 begins; once it has, each rank writes its files
+ * from its snapshot of the step (train/checkpoint_snapshot.h); once every rank has, rank 0
+ * finishes, or discards the temporary directory when a rank failed. The phases make no
+ * collective calls (the writer agrees between them, on the trainer's thread), and
+ * checkpoint_write_files and checkpoint_finish read nothing but the job and the files, so
+ * they may run on a thread of their own while training goes on. */
+typedef struct CheckpointSnapshot CheckpointSnapshot;
+typedef struct {
+    const char *run_dir;
+    const char *ini;                /* rotor.ini's text (run_config_write_ini) */
+    const char *tokenizer;          /* data.tokenizer, "" for none */
+    const CheckpointSnapshot *snap; /* what the other files hold, of step snap->st.step */
+    int keep;                       /* the newest complete checkpoints kept, <= 0: all */
+    int keep_best;                  /* then makes checkpoints/best this step's (checkpoint_keep_best) */
+    json_t *tokenizer_rec;          /* rank 0: data.tokenizer's record, from checkpoint_write_files
+                                       to checkpoint_finish (NULL before) */
+} CheckpointJob;
+
+/* Rank 0: creates RUN_DIR/checkpoints/.tmp-step_N for the checkpoint of `step` (a leftover
+ * of that name is removed first). Returns 0, or -1 with a message naming the directory. */
+int checkpoint_begin(const char *run_dir, int64_t step, char *err, size_t errlen);
+/* This rank's files into the temporary directory: rank 0 the weights, configs, optimizer state
+ * (unsharded), carried states and the tokenizer's copy; with ZeRO-1 every rank its slice of
+ * the optimizer state. Returns 0, or -1 with a message naming the file and the error. */
+int checkpoint_write_files(CheckpointJob *j, char *err, size_t errlen);
+/* Rank 0, once every rank's files are written: the sizes and sha256s of the files into
+ * trainer_state.json, the directory renamed into place as step_N (an existing one replaced),
+ * `latest` replaced to name it, then all but the newest j->keep complete checkpoints deleted
+ * (never this one) with the leftovers of interrupted saves, and checkpoints/best made this
+ * step's with j->keep_best. On error the temporary directory is removed. Returns 0, or -1 with
+ * a message naming the file. */
+int checkpoint_finish(CheckpointJob *j, char *err, size_t errlen);
+/* Rank 0, when some rank could not write its files: removes the temporary directory. */
+void checkpoint_discard(CheckpointJob *j);
 
 /* Makes RUN_DIR/checkpoints/best the checkpoint of `step` (which must be complete): a
  * directory of links to (or copies of) its files, moved into place like a step_* directory

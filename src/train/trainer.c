@@ -18,6 +18,10 @@
  * the state the slot's previous window left (zeros at the start of a pass), the gradient
  * truncated there. The states of all streams are saved in every checkpoint.
  *
+ * Checkpoints are written by train/checkpoint_writer.h: with train.async_checkpoint from a host
+ * copy of the step while the next steps run, one in flight at a time; the run ends (and exits
+ * 0) only once the last one is complete.
+ *
  * SIGTERM, SIGINT and SIGUSR1 (SLURM pre-emption) finish the current step on every rank,
  * write a checkpoint and exit 0. */
 #include "train/trainer.h"
@@ -37,6 +41,7 @@
 #include "dist/dist.h"
 #include "dist/grad_comm.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_writer.h"
 #include "task/class_score.h"
 #include "train/grad_buckets.h"
 #include "train/init_from.h"
@@ -71,6 +76,7 @@ typedef struct {
     int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
     uint8_t **doc;
     Metrics metrics;
+    CheckpointWriter *ckpt;
     /* train.carry_state: each micro-batch slot's carried states (a model_carry_bytes block of
      * micro_batch rows), whether the slot's rows of this step continue their streams, and the
      * text whose valid split the validations score */
@@ -215,14 +221,6 @@ static void plateau_update(Trainer *tr, const Validation *v, int64_t step) {
                          tr->rc->train.plateau_factor, p->lr_scale);
 }
 
-/* Makes checkpoints/best the checkpoint of the best step (just saved). */
-static void keep_best(Trainer *tr) {
-    char err[1024] = "";
-    int ok = tr->rank != 0 || !checkpoint_keep_best(tr->rc->run.dir, tr->best.step, err, sizeof err);
-    dist_broadcast(&ok, sizeof ok);
-    if (!ok) rt_die("%s", tr->rank == 0 ? err : "checkpoints/" CHECKPOINT_BEST " was not written: rank 0 failed (its message says why)");
-}
-
 /* Before the first step: checkpoints/best must be the checkpoint of the best validation
  * the run's state records. One that is not (left by an earlier run in this directory, or
  * by steps after the checkpoint resumed from) is replaced by that step's checkpoint or,
@@ -298,22 +296,46 @@ static void load_carry(Trainer *tr, const char *ckpt) {
     rt_free(mine);
 }
 
-static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens) {
+/* Rank 0's line for a checkpoint that a call of the writer completed, with what waited for it. */
+static void report_checkpoint(Trainer *tr, const CheckpointDone *d, const char *waiter) {
+    if (tr->rank != 0 || d->step < 0) return;
+    char waited[96] = "";
+    if (d->waited_s >= 0.0005) snprintf(waited, sizeof waited, "; %s waited %.3f s for it", waiter, d->waited_s);
+    if (d->async)
+        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld (the step stalled %.3f s for the host copy; "
+                         "written in %.3f s in the background%s)", tr->rc->run.dir, (long long)d->step, d->stall_s,
+                         d->write_s, waited);
+    else
+        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld (written in %.3f s, the step waiting)",
+                         tr->rc->run.dir, (long long)d->step, d->stall_s);
+}
+
+/* The checkpoint of step `step`, checkpoints/best becoming it with `best`: written from a host
+ * copy (after the previous one is complete), in the background with train.async_checkpoint. */
+static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens, int best) {
     TrainerState st = {.step = step, .tokens = tokens, .seed = tr->rc->train.seed, .world_size = tr->world,
                        .data_state = tr->train->get_state(tr->train), .best = tr->best, .plateau = tr->plateau};
     float *carry = gather_carry(tr, &st.carry_rows, &st.carry_width);
     st.carry = carry;
-    char err[1024];
-    if (checkpoint_save(tr->rc->run.dir, &st, tr->model, tr->opt, tr->rc,
-                        tr->rc->train.keep_checkpoints, err, sizeof err))
+    char err[2048];
+    CheckpointDone d;
+    if (checkpoint_writer_wait(tr->ckpt, &d, err, sizeof err)) rt_die("%s", err); /* the previous one */
+    report_checkpoint(tr, &d, "the next checkpoint");
+    if (checkpoint_writer_save(tr->ckpt, &(CheckpointFrom){&st, tr->model, tr->opt}, best, &d, err, sizeof err))
         rt_die("%s", err);
+    report_checkpoint(tr, &d, ""); /* written synchronously */
     json_decref(st.data_state);
     rt_free(carry);
-    if (tr->rank == 0) {
-        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld", tr->rc->run.dir,
-                         (long long)step);
-        plots_write(tr->rc->run.dir);
-    }
+    if (tr->rank == 0) plots_write(tr->rc->run.dir);
+}
+
+/* Once per step: completes a checkpoint whose background write has finished (a failed one
+ * ends the run with its message). */
+static void poll_checkpoint(Trainer *tr) {
+    CheckpointDone d;
+    char err[2048];
+    if (checkpoint_writer_poll(tr->ckpt, &d, err, sizeof err)) rt_die("%s", err);
+    report_checkpoint(tr, &d, "");
 }
 
 /* data.on_exhausted = stop: the data ran out before step `step` + 1. The run ends with a
@@ -324,7 +346,7 @@ static void end_of_data(Trainer *tr, int64_t step, int64_t saved, int64_t tokens
     if (tr->rank == 0)
         progress_message(&tr->metrics, "data.train: %s; the run ends after step %lld of %lld (data.on_exhausted = stop)",
                          tr->data_end, (long long)step, (long long)tr->rc->train.steps);
-    if (saved != step) save_checkpoint(tr, step, tokens);
+    if (saved != step) save_checkpoint(tr, step, tokens, 0);
 }
 
 /* data.train or data.val: "task" (the [task] section's task), or a shard set or synthetic:<task>. */
@@ -754,6 +776,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         metrics_open(&tr.metrics, rc->run.dir, first, rc->run.tensorboard);
     }
     if (tc->keep_best != KEEP_BEST_NONE) check_best_dir(&tr);
+    tr.ckpt = checkpoint_writer_create(&(CheckpointWriterConfig){rc->run.dir, rc, tc->keep_checkpoints, tc->async_checkpoint});
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -846,12 +869,12 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         }
         json_decref(scores);
         int stopping = dist_any(stop_signal != 0);
+        poll_checkpoint(&tr);
         /* a new best is saved as a step too, so that resuming never starts before it */
         if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best) {
-            save_checkpoint(&tr, done, tokens);
+            save_checkpoint(&tr, done, tokens, best);
             saved = done;
         }
-        if (best) keep_best(&tr);
         if (stopping && !last) {
             if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
             stopped = 1;
@@ -860,6 +883,11 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     }
     rt_free(batches);
     step_profile_free(prof);
+    CheckpointDone final;
+    char err[2048];
+    if (checkpoint_writer_wait(tr.ckpt, &final, err, sizeof err)) rt_die("%s", err);
+    report_checkpoint(&tr, &final, "the end of the run");
+    checkpoint_writer_free(tr.ckpt);
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
