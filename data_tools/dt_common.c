@@ -13,13 +13,20 @@ void dt_read_args_init(DtReadArgs *a, int argc, DtTextDocs text_docs) {
 
 int dt_read_arg(DtReadArgs *a, const char *cmd, int argc, char **argv, int *i) {
     const char *s = argv[*i], *v;
-    if (a->options_done || s[0] != '-' || !s[1]) a->inputs[a->n_inputs++] = argv[*i];
-    else if (!strcmp(s, "--")) a->options_done = 1;
-    else if ((v = opt_value(cmd, argc, argv, i, "--text-field"))) a->docs.text_field = v;
-    else if (!strcmp(s, "--skip-bad-lines")) a->docs.skip_bad_lines = 1;
-    else if (!strcmp(s, "--skip-binary")) a->docs.skip_binary = 1;
-    else if ((v = opt_value(cmd, argc, argv, i, "--threads"))) a->threads = (int)opt_parse_int("--threads", v, 1, 4096);
-    else return 0;
+    if (a->options_done || s[0] != '-' || !s[1])
+        a->inputs[a->n_inputs++] = argv[*i];
+    else if (!strcmp(s, "--"))
+        a->options_done = 1;
+    else if ((v = opt_value(cmd, argc, argv, i, "--text-field")))
+        a->docs.text_field = v;
+    else if (!strcmp(s, "--skip-bad-lines"))
+        a->docs.skip_bad_lines = 1;
+    else if (!strcmp(s, "--skip-binary"))
+        a->docs.skip_binary = 1;
+    else if ((v = opt_value(cmd, argc, argv, i, "--threads")))
+        a->threads = (int)opt_parse_int("--threads", v, 1, 4096);
+    else
+        return 0;
     return 1;
 }
 

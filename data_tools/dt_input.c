@@ -182,7 +182,8 @@ static int stream_open(Stream *s, const char *path, Compression comp, char *err,
     if (comp == COMP_GZIP) {
         s->gz = gzopen(path, "rb");
         if (!s->gz)
-            return rt_error(err, errlen, path, "cannot open: %s", errno ? strerror(errno) : "out of memory");
+            return rt_error(err, errlen, path, "cannot open: %s",
+                            errno ? strerror(errno) : "out of memory");
         gzbuffer(s->gz, 1 << 18);
         return 0;
     }
@@ -201,7 +202,8 @@ static int stream_open(Stream *s, const char *path, Compression comp, char *err,
 static int64_t stream_read(Stream *s, char *buf, size_t cap, char *err, size_t errlen) {
     if (s->comp == COMP_NONE) {
         size_t got = fread(buf, 1, cap, s->f);
-        if (!got && ferror(s->f)) return rt_error(err, errlen, s->path, "read error: %s", strerror(errno));
+        if (!got && ferror(s->f))
+            return rt_error(err, errlen, s->path, "read error: %s", strerror(errno));
         return (int64_t)got;
     }
     if (s->comp == COMP_GZIP) {
@@ -213,7 +215,8 @@ static int64_t stream_read(Stream *s, char *buf, size_t cap, char *err, size_t e
             if (got < 0 || code != Z_OK) {
                 size_t n = strlen(s->path); /* zlib's message starts with "PATH: " */
                 if (!strncmp(msg, s->path, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2;
-                return rt_error(err, errlen, s->path, "gzip error: %s", code == Z_ERRNO ? strerror(errno) : msg);
+                return rt_error(err, errlen, s->path, "gzip error: %s",
+                                code == Z_ERRNO ? strerror(errno) : msg);
             }
         }
         return got;
@@ -223,15 +226,18 @@ static int64_t stream_read(Stream *s, char *buf, size_t cap, char *err, size_t e
         if (s->zin.pos == s->zin.size) {
             size_t got = fread(s->zbuf, 1, s->zbuf_size, s->f);
             if (!got) {
-                if (ferror(s->f)) return rt_error(err, errlen, s->path, "read error: %s", strerror(errno));
+                if (ferror(s->f))
+                    return rt_error(err, errlen, s->path, "read error: %s", strerror(errno));
                 if (s->zlast != 0)
-                    return rt_error(err, errlen, s->path, "zstd error: the file ends inside a frame (truncated?)");
+                    return rt_error(err, errlen, s->path,
+                                    "zstd error: the file ends inside a frame (truncated?)");
                 return 0;
             }
             s->zin = (ZSTD_inBuffer){s->zbuf, got, 0};
         }
         size_t ret = ZSTD_decompressStream(s->zctx, &out, &s->zin);
-        if (ZSTD_isError(ret)) return rt_error(err, errlen, s->path, "zstd error: %s", ZSTD_getErrorName(ret));
+        if (ZSTD_isError(ret))
+            return rt_error(err, errlen, s->path, "zstd error: %s", ZSTD_getErrorName(ret));
         s->zlast = ret;
     }
     return (int64_t)out.pos;
@@ -267,12 +273,12 @@ struct DtDocReader {
     size_t doc_len, doc_cap;
     char *clean; /* plain text: a document with its invalid bytes replaced */
     size_t clean_cap;
-    json_t *json;  /* JSONL: the parsed line the returned text points into */
-    int nul;       /* buf[nul_pos] is the file's first NUL byte: nothing is read after it */
+    json_t *json; /* JSONL: the parsed line the returned text points into */
+    int nul;      /* buf[nul_pos] is the file's first NUL byte: nothing is read after it */
     size_t nul_pos;
     int64_t nul_offset, nul_line; /* its offset in the file and its line, for the message */
     int nul_utf16;                /* the file starts with a UTF-16 byte order mark */
-    int not_text;  /* the failure in err is an input that is not text */
+    int not_text;                 /* the failure in err is an input that is not text */
     char err[1024];
     int64_t bytes, bad_lines;
     const char **skipped; /* inputs skipped as not text */
@@ -295,7 +301,8 @@ static const char *hex_bytes(const char *s, size_t n, char buf[20]) {
     size_t used = 0;
     buf[0] = '\0';
     for (size_t k = 0; k < n && k < 4; k++)
-        used += (size_t)snprintf(buf + used, 20 - used, "%s0x%02x", k ? " " : "", (unsigned char)s[k]);
+        used +=
+            (size_t)snprintf(buf + used, 20 - used, "%s0x%02x", k ? " " : "", (unsigned char)s[k]);
     return buf;
 }
 
@@ -323,11 +330,12 @@ static void mark_nul(DtDocReader *r, size_t pos) {
 /* A document would hold the NUL byte: the input is not text. */
 static int nul_error(DtDocReader *r) {
     r->not_text = 1;
-    return rt_error(r->err, sizeof r->err, current_path(r), "not text: a NUL byte at byte %lld%s (line %lld)%s",
-                    (long long)r->nul_offset, decompressed(r), (long long)r->nul_line,
-                    r->nul_utf16 ? "; it starts with a UTF-16 byte order mark: convert it to UTF-8 (iconv -f "
-                                   "UTF-16 -t UTF-8)"
-                                 : "");
+    return rt_error(
+        r->err, sizeof r->err, current_path(r), "not text: a NUL byte at byte %lld%s (line %lld)%s",
+        (long long)r->nul_offset, decompressed(r), (long long)r->nul_line,
+        r->nul_utf16 ? "; it starts with a UTF-16 byte order mark: convert it to UTF-8 (iconv -f "
+                       "UTF-16 -t UTF-8)"
+                     : "");
 }
 
 /* Fills buf after compacting it; grows it when it is full. 1, 0 at the end of the stream or
@@ -362,7 +370,8 @@ static int check_utf8_start(DtDocReader *r) {
     size_t n = r->end < DT_SNIFF_BYTES ? r->end : DT_SNIFF_BYTES;
     int whole = r->eof && n == r->end; /* else a character may be cut at n */
     size_t invalid = 0, first = 0;
-    for (size_t i = utf8_valid_prefix(r->buf, n); i < n; i += utf8_valid_prefix(r->buf + i, n - i)) {
+    for (size_t i = utf8_valid_prefix(r->buf, n); i < n;
+         i += utf8_valid_prefix(r->buf + i, n - i)) {
         if (!whole && n - i < 4) break;
         if (!invalid++) first = i;
         i++; /* past the invalid byte */
@@ -371,11 +380,12 @@ static int check_utf8_start(DtDocReader *r) {
     if (invalid <= allowed) return 0;
     char hex[20];
     r->not_text = 1;
-    return rt_error(r->err, sizeof r->err, current_path(r),
-                    "not UTF-8 text: %zu of its %s%zu bytes%s start no valid UTF-8 character (at most %zu "
-                    "may), the first at byte %zu (line %lld): %s",
-                    invalid, whole ? "" : "first ", n, decompressed(r), allowed, first,
-                    (long long)(1 + count_newlines(r->buf, first)), hex_bytes(r->buf + first, n - first, hex));
+    return rt_error(
+        r->err, sizeof r->err, current_path(r),
+        "not UTF-8 text: %zu of its %s%zu bytes%s start no valid UTF-8 character (at most %zu "
+        "may), the first at byte %zu (line %lld): %s",
+        invalid, whole ? "" : "first ", n, decompressed(r), allowed, first,
+        (long long)(1 + count_newlines(r->buf, first)), hex_bytes(r->buf + first, n - first, hex));
 }
 
 /* Opens in->paths[file] and checks its first DT_SNIFF_BYTES: 0, or -1 with the message. */
@@ -436,7 +446,8 @@ static int next_line(DtDocReader *r, char **line, size_t *len) {
         if (!got) break;
     }
     if (r->start == r->end) return 0;
-    return take_line(r, r->end - r->start, r->end - r->start, line, len); /* a last line without "\n" */
+    return take_line(r, r->end - r->start, r->end - r->start, line,
+                     len); /* a last line without "\n" */
 }
 
 static void strip_cr(const char *line, size_t *len) {
@@ -454,7 +465,8 @@ static int bad_line(DtDocReader *r, const char *fmt, ...) {
     va_end(ap);
     const char *path = current_path(r);
     if (!r->opt.skip_bad_lines)
-        return rt_error(r->err, sizeof r->err, NULL, "%s:%lld: %s (--skip-bad-lines skips such lines)", path,
+        return rt_error(r->err, sizeof r->err, NULL,
+                        "%s:%lld: %s (--skip-bad-lines skips such lines)", path,
                         (long long)r->line_no, msg);
     enum { SHOWN = 10 };
     if (r->bad_lines < SHOWN)
@@ -494,19 +506,21 @@ static const char *field_names(json_t *j, char *buf, size_t cap) {
 static int jsonl_text(DtDocReader *r, json_t *j, const char **text, size_t *len) {
     const char *field = r->opt.text_field;
     if (!json_is_object(j))
-        return bad_line(r, "expected a JSON object with a '%s' field, found %s", field, json_kind(j));
+        return bad_line(r, "expected a JSON object with a '%s' field, found %s", field,
+                        json_kind(j));
     json_t *v = json_object_get(j, field);
     char fields[512];
     if (!v)
-        return bad_line(r, "no field '%s' in the object (its fields: %s; --text-field chooses one)", field,
-                        field_names(j, fields, sizeof fields));
-    if (!json_is_string(v)) return bad_line(r, "field '%s' is %s, not a string", field, json_kind(v));
+        return bad_line(r, "no field '%s' in the object (its fields: %s; --text-field chooses one)",
+                        field, field_names(j, fields, sizeof fields));
+    if (!json_is_string(v))
+        return bad_line(r, "field '%s' is %s, not a string", field, json_kind(v));
     *text = json_string_value(v);
     *len = json_string_length(v);
     const char *nul = memchr(*text, '\0', *len);
     if (nul)
-        return bad_line(r, "field '%s' holds a NUL character (\\u0000) at byte %zu of its text", field,
-                        (size_t)(nul - *text));
+        return bad_line(r, "field '%s' holds a NUL character (\\u0000) at byte %zu of its text",
+                        field, (size_t)(nul - *text));
     return 1;
 }
 
@@ -688,5 +702,7 @@ void dt_inputs_keep_text(DtInputs *in, int skip_binary, DtInputs *skipped) {
         skipped->paths[skipped->n++] = in->paths[k];
     }
     in->n = kept;
-    if (!kept) rt_die("no input left: the %d input(s) are not text and were skipped (--skip-binary)", skipped->n);
+    if (!kept)
+        rt_die("no input left: the %d input(s) are not text and were skipped (--skip-binary)",
+               skipped->n);
 }

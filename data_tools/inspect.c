@@ -158,7 +158,8 @@ static int expand_path(const char *spec, Names *out, Names *unfinished, const ch
         }
         globfree(&g);
     }
-    if (out->n > before) qsort(out->v + before, (size_t)(out->n - before), sizeof(char *), compare_names);
+    if (out->n > before)
+        qsort(out->v + before, (size_t)(out->n - before), sizeof(char *), compare_names);
     return out->n - before;
 }
 
@@ -175,7 +176,8 @@ static void problem(const char *fmt, ...) {
     problems++;
 }
 
-/* Each document non-empty and starting with BOS (docs/formats.md "Token shards"); 0 or -1 after reporting. */
+/* Each document non-empty and starting with BOS (docs/formats.md "Token shards"); 0 or -1 after
+ * reporting. */
 static int check_documents(const Shard *s) {
     const ShardInfo *in = shard_info(s);
     const uint64_t *off = shard_doc_offsets(s);

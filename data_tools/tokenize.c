@@ -46,7 +46,8 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: rotor data tokenize --tokenizer MODEL --out DIR [options] INPUT...\n\n"
-        "Tokenises documents into HDF5 token shards (docs/formats.md): DIR/train/shard_00000.h5, ...\n"
+        "Tokenises documents into HDF5 token shards (docs/formats.md): DIR/train/shard_00000.h5, "
+        "...\n"
         "and DIR/val/shard_00000.h5, ..., plus DIR/manifest.json. Every document is stored as\n"
         "BOS + its tokens (+ EOS with --append-eos); empty (whitespace-only) documents are\n"
         "skipped and counted. Encoding runs on all cores; the output does not depend on the\n"
@@ -100,20 +101,13 @@ typedef struct {
 } Args;
 
 static void parse_args(int argc, char **argv, Args *a) {
-    static const char *const known[] = {"--tokenizer",
-                                        "--out",
-                                        "--text-field",
-                                        "--text-docs",
-                                        "--skip-bad-lines",
-                                        "--skip-binary",
-                                        "--append-eos",
-                                        "--val-fraction",
-                                        "--split-seed",
-                                        "--shard-tokens",
-                                        "--threads",
-                                        "--overwrite",
-                                        "--help",
-                                        NULL};
+    static const char *const known[] = {"--tokenizer",      "--out",
+                                        "--text-field",     "--text-docs",
+                                        "--skip-bad-lines", "--skip-binary",
+                                        "--append-eos",     "--val-fraction",
+                                        "--split-seed",     "--shard-tokens",
+                                        "--threads",        "--overwrite",
+                                        "--help",           NULL};
     memset(a, 0, sizeof *a);
     dt_read_args_init(&a->read, argc, DT_DOCS_FILE);
     a->val_fraction = 0.001;
@@ -215,10 +209,13 @@ static void start_output(const Args *a) {
     for (int k = 0; k < 2; k++) {
         fs_mkdirs(splits[k].dir);
         int deleted = old_shards(splits[k].dir, a->overwrite, 1);
-        if (deleted) fprintf(stderr, "tokenize: --overwrite: deleted %d shard file(s) in %s\n", deleted, splits[k].dir);
+        if (deleted)
+            fprintf(stderr, "tokenize: --overwrite: deleted %d shard file(s) in %s\n", deleted,
+                    splits[k].dir);
     }
     char *manifest = rt_sprintf("%s/manifest.json", a->out);
-    if (unlink(manifest) && errno != ENOENT) rt_die("cannot delete the old %s: %s", manifest, strerror(errno));
+    if (unlink(manifest) && errno != ENOENT)
+        rt_die("cannot delete the old %s: %s", manifest, strerror(errno));
     rt_free(manifest);
 }
 
@@ -439,12 +436,13 @@ static json_t *paths_json(char *const *paths, int n) {
 
 static json_t *not_text_json(const Skipped *sk) {
     json_t *a = paths_json(sk->not_text->paths, sk->not_text->n);
-    for (int k = 0; k < sk->n_not_text_later; k++) json_array_append_new(a, json_string(sk->not_text_later[k]));
+    for (int k = 0; k < sk->n_not_text_later; k++)
+        json_array_append_new(a, json_string(sk->not_text_later[k]));
     return a;
 }
 
-static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *in, const Skipped *sk,
-                           int64_t bytes, int64_t text_bytes) {
+static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *in,
+                           const Skipped *sk, int64_t bytes, int64_t text_bytes) {
     json_t *inputs = paths_json(in->paths, in->n);
     json_t *m = json_pack(
         "{s:s, s:i, s:s, s:{s:s, s:s, s:i, s:i, s:i}, s:o, "
@@ -452,12 +450,12 @@ static void write_manifest(const Args *a, const Tokenizer *tok, const DtInputs *
         "format", "rotor-tokens-manifest", "format_version", 1, "created_by",
         "rotor " ROTOR_VERSION " data tokenize", "tokenizer", "path", tok_path(tok), "sha256",
         tok_sha256(tok), "vocab_size", tok_vocab_size(tok), "bos_id", tok_bos_id(tok), "eos_id",
-        tok_eos_id(tok), "inputs", inputs, "options", "text_field", a->read.docs.text_field, "text_docs",
-        dt_text_docs_name(a->read.docs.text_docs), "append_eos", a->append_eos, "skip_bad_lines",
-        a->read.docs.skip_bad_lines, "skip_binary", a->read.docs.skip_binary, "val_fraction", a->val_fraction,
-        "split_seed", (json_int_t)a->split_seed, "shard_tokens", (json_int_t)a->shard_tokens, "skipped",
-        "empty_documents", (json_int_t)sk->empty_documents, "bad_lines", (json_int_t)sk->bad_lines,
-        "not_text_inputs", not_text_json(sk), "input_bytes",
+        tok_eos_id(tok), "inputs", inputs, "options", "text_field", a->read.docs.text_field,
+        "text_docs", dt_text_docs_name(a->read.docs.text_docs), "append_eos", a->append_eos,
+        "skip_bad_lines", a->read.docs.skip_bad_lines, "skip_binary", a->read.docs.skip_binary,
+        "val_fraction", a->val_fraction, "split_seed", (json_int_t)a->split_seed, "shard_tokens",
+        (json_int_t)a->shard_tokens, "skipped", "empty_documents", (json_int_t)sk->empty_documents,
+        "bad_lines", (json_int_t)sk->bad_lines, "not_text_inputs", not_text_json(sk), "input_bytes",
         (json_int_t)bytes, "text_bytes", (json_int_t)text_bytes, "splits", "train",
         split_json(&splits[0]), "val", split_json(&splits[1]));
     if (!m) rt_die("cannot write %s/manifest.json: a path or option is not valid UTF-8", a->out);

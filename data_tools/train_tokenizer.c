@@ -52,14 +52,16 @@ typedef struct {
 } Args;
 
 static void parse_args(int argc, char **argv, Args *a) {
-    static const char *const known[] = {"--out",           "--vocab-size", "--model-type",
-                                        "--max-sentences", "--text-field", "--skip-bad-lines",
-                                        "--skip-binary",   "--threads",    "--help",
-                                        NULL};
+    static const char *const known[] = {"--out",         "--vocab-size",
+                                        "--model-type",  "--max-sentences",
+                                        "--text-field",  "--skip-bad-lines",
+                                        "--skip-binary", "--threads",
+                                        "--help",        NULL};
     memset(a, 0, sizeof *a);
     a->model_type = "bpe";
     a->max_sentences = 2000000;
-    dt_read_args_init(&a->read, argc, DT_DOCS_LINE); /* text files: every line, as for JSONL documents */
+    dt_read_args_init(&a->read, argc,
+                      DT_DOCS_LINE); /* text files: every line, as for JSONL documents */
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
         if (dt_read_arg(&a->read, "data train-tokenizer", argc, argv, &i)) continue;

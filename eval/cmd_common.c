@@ -20,22 +20,28 @@ Model *cmd_load_model(const char *ckpt, const char *device, int verify) {
                ckpt);
     rt_free(cfg);
     char err[2048];
-    Model *m = checkpoint_load_model(ckpt, backend_select(device, "--device"), verify, err, sizeof err);
-    if (!m) rt_die("%s%s", err, verify ? " (--no-verify loads the checkpoint without checking its files)" : "");
+    Model *m =
+        checkpoint_load_model(ckpt, backend_select(device, "--device"), verify, err, sizeof err);
+    if (!m)
+        rt_die("%s%s", err,
+               verify ? " (--no-verify loads the checkpoint without checking its files)" : "");
     return m;
 }
 
-Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelConfig *mc, int add_bos) {
+Tokenizer *cmd_load_tokenizer(const char *ckpt, const char *path, const ModelConfig *mc,
+                              int add_bos) {
     char err[2048], *found = NULL;
-    if (!path && checkpoint_find_tokenizer(ckpt, &found, err, sizeof err)) rt_die("%s: give --tokenizer MODEL", err);
+    if (!path && checkpoint_find_tokenizer(ckpt, &found, err, sizeof err))
+        rt_die("%s: give --tokenizer MODEL", err);
     if (!path) path = found;
     Tokenizer *tok = tok_load(path, err, sizeof err);
     if (!tok) rt_die("%s", err);
     if (tok_vocab_size(tok) > mc->vocab_size)
-        rt_die("tokenizer %s has %d pieces, more than the model's vocabulary of %d", path, tok_vocab_size(tok),
-               mc->vocab_size);
+        rt_die("tokenizer %s has %d pieces, more than the model's vocabulary of %d", path,
+               tok_vocab_size(tok), mc->vocab_size);
     if (add_bos && tok_bos_id(tok) != mc->bos_id)
-        rt_die("tokenizer %s has BOS id %d, the model was trained with %d", path, tok_bos_id(tok), mc->bos_id);
+        rt_die("tokenizer %s has BOS id %d, the model was trained with %d", path, tok_bos_id(tok),
+               mc->bos_id);
     rt_free(found);
     return tok;
 }
@@ -47,7 +53,8 @@ char *cmd_decode(const Tokenizer *tok, const int32_t *ids, int n) {
     return text;
 }
 
-char *cmd_completion_text(const Tokenizer *tok, const int32_t *seq, int n_prompt, int n, const char *prompt_text) {
+char *cmd_completion_text(const Tokenizer *tok, const int32_t *seq, int n_prompt, int n,
+                          const char *prompt_text) {
     char *all = cmd_decode(tok, seq, n_prompt + n);
     size_t np = strlen(prompt_text);
     if (strncmp(all, prompt_text, np)) {

@@ -12,36 +12,44 @@
 
 /* One loglikelihood request. */
 typedef struct {
-    int64_t doc;            /* document index in the task file (0-based line of data) */
-    int choice;             /* choice index; 0 for LAMBADA */
-    char *context;          /* after moving trailing whitespace to the continuation */
+    int64_t doc;   /* document index in the task file (0-based line of data) */
+    int choice;    /* choice index; 0 for LAMBADA */
+    char *context; /* after moving trailing whitespace to the continuation */
     char *continuation;
-    int32_t *tokens;        /* [BOS] + context tokens + continuation tokens (untruncated) */
+    int32_t *tokens; /* [BOS] + context tokens + continuation tokens (untruncated) */
     int n_tokens;
-    int n_cont;             /* the continuation is the last n_cont tokens */
-    double ll;              /* filled by the runner: sum of continuation log-probabilities */
-    int is_greedy;          /* filled by the runner: every continuation token is the argmax */
+    int n_cont;    /* the continuation is the last n_cont tokens */
+    double ll;     /* filled by the runner: sum of continuation log-probabilities */
+    int is_greedy; /* filled by the runner: every continuation token is the argmax */
 } EvalRequest;
 
 /* One scored document. */
 typedef struct {
-    int64_t index;          /* line index in the task file */
-    int gold;               /* correct choice (multiple choice) */
+    int64_t index; /* line index in the task file */
+    int gold;      /* correct choice (multiple choice) */
     int n_choices;
-    int64_t first_request;  /* its requests are first_request .. first_request+n_choices-1 */
-    int64_t *choice_chars;  /* Unicode code points of each raw choice (acc_norm) */
+    int64_t first_request; /* its requests are first_request .. first_request+n_choices-1 */
+    int64_t *choice_chars; /* Unicode code points of each raw choice (acc_norm) */
 } EvalDoc;
 
-typedef enum { TASK_LAMBADA, TASK_PIQA, TASK_HELLASWAG, TASK_WINOGRANDE, TASK_ARC_EASY, TASK_ARC_CHALLENGE } TaskKind;
+typedef enum {
+    TASK_LAMBADA,
+    TASK_PIQA,
+    TASK_HELLASWAG,
+    TASK_WINOGRANDE,
+    TASK_ARC_EASY,
+    TASK_ARC_CHALLENGE
+} TaskKind;
 
 typedef struct {
     TaskKind kind;
-    char name[32];          /* "lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy", "arc_challenge" */
+    char name[32];          /* "lambada_openai", "piqa", "hellaswag", "winogrande", "arc_easy",
+                               "arc_challenge" */
     char path[1024];        /* the task file */
     char sha256[65];        /* of the task file */
     int64_t n_docs_in_file; /* documents in the file */
     EvalDoc *docs;
-    int64_t n_docs;         /* documents evaluated (--limit) */
+    int64_t n_docs; /* documents evaluated (--limit) */
     EvalRequest *requests;
     int64_t n_requests;
 } EvalTask;
@@ -61,13 +69,14 @@ void eval_task_free(EvalTask *t);
  * number of choices, the gold index and the raw choice strings (for acc_norm). */
 int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **context,
                        char **continuation, char *err, size_t errlen);
-/* HellaSwag's preprocess(t) (docs/evaluation.md part A): strip, " [title]" -> ". ", delete non-greedy
+/* HellaSwag's preprocess(t) (docs/evaluation.md part A): strip, " [title]" -> ". ", delete
+ * non-greedy
  * "[...]" (not across newlines), one pass of "  " -> " ". New string. */
 char *eval_hellaswag_preprocess(const char *text);
 /* Python str.capitalize (first character title-cased, the rest lower-cased). */
 char *eval_capitalize(const char *text);
-/* Whole-minus-prefix tokenisation (docs/evaluation.md "Scoring a request", steps 1-2): moves trailing
- * whitespace of *context to the front of *continuation (reallocating both), then encodes
+/* Whole-minus-prefix tokenisation (docs/evaluation.md "Scoring a request", steps 1-2): moves
+ * trailing whitespace of *context to the front of *continuation (reallocating both), then encodes
  * context + continuation and context alone; tokens = [BOS if add_bos] + context tokens +
  * whole[len(context tokens):] (the harness's _encode_pair), n_cont = len(whole) - len(context
  * tokens). */
@@ -90,6 +99,7 @@ EvalMetrics eval_task_metrics(const EvalTask *t);
 json_t *eval_results_json(const EvalTask *tasks, const EvalMetrics *m, int n, const char *ckpt,
                           const json_t *config, int add_bos);
 /* The paper's Table 3 columns as a markdown table. */
-void eval_print_table(FILE *f, const EvalTask *tasks, const EvalMetrics *m, int n, const char *model_name);
+void eval_print_table(FILE *f, const EvalTask *tasks, const EvalMetrics *m, int n,
+                      const char *model_name);
 
 #endif

@@ -13,7 +13,8 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
 
 /* One JSON line per request: task, doc, choice, context, continuation, tokens,
  * n_continuation, ll, is_greedy. */
-int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err, size_t errlen);
+int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err,
+                       size_t errlen);
 
 /* `rotor eval ...`; argv[0] is the first option. Returns the exit status. */
 int eval_main(int argc, char **argv);

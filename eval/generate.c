@@ -4,8 +4,8 @@
 #include "util/error.h"
 #include "util/timer.h"
 
-void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *lens, int rows, GenerateRow *out,
-              GenerateStats *st, GenerateTokenFn on_token, void *ctx) {
+void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *lens, int rows,
+              GenerateRow *out, GenerateStats *st, GenerateTokenFn on_token, void *ctx) {
     /* Row r generates at most cap[r] tokens. Every row steps until the longest-running one
      * is done, so the decoder holds the longest prompt plus that many steps: more than the
      * context only when a long prompt's row ends early beside a shorter prompt's. */
@@ -23,8 +23,9 @@ void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *
     st->max_len = max_prompt + max_cap - 1;
     Decoder *d = decoder_create(m, rows, st->max_len);
     st->state_bytes = decoder_state_bytes(d);
-    Sampler *sm = a->row_sampling ? sampler_create_rows(a->row_sampling, a->row_stream, a->vocab, rows)
-                                  : sampler_create(&a->sampling, a->vocab, rows);
+    Sampler *sm = a->row_sampling
+                      ? sampler_create_rows(a->row_sampling, a->row_stream, a->vocab, rows)
+                      : sampler_create(&a->sampling, a->vocab, rows);
     float *logits = rt_malloc(sizeof(float) * (size_t)rows * (size_t)V);
     int32_t *next = rt_malloc(sizeof(int32_t) * (size_t)rows);
     for (int r = 0; r < rows; r++) next[r] = seqs[r][lens[r] - 1];

@@ -13,10 +13,10 @@
 #include "sampling.h"
 
 typedef struct {
-    int max_new;           /* tokens generated per row at most (>= 1) */
-    int context;           /* prompt + completion of a row never exceed it (> every prompt length) */
-    int eos_id;            /* drawing it ends the row (it is not part of the completion); -1: none */
-    int vocab;             /* tokens are drawn among the first `vocab` logits (the tokenizer's pieces) */
+    int max_new; /* tokens generated per row at most (>= 1) */
+    int context; /* prompt + completion of a row never exceed it (> every prompt length) */
+    int eos_id;  /* drawing it ends the row (it is not part of the completion); -1: none */
+    int vocab;   /* tokens are drawn among the first `vocab` logits (the tokenizer's pieces) */
     SamplingArgs sampling; /* row r draws from the random stream (seed, r) */
     /* Or, when not NULL, row r's own settings and stream (row_sampling[r].seed,
      * row_stream[r]): the rows of several requests in one batch (sampling.h). */
@@ -44,7 +44,7 @@ typedef void (*GenerateTokenFn)(void *ctx, int row, const int32_t *seq, int n_pr
  * [0, lens[r]), 1 <= lens[r] < a->context, with room for max_new more tokens, and receives
  * the completion after it; out[r] says how long it is and what ended it. on_token may be
  * NULL. */
-void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *lens, int rows, GenerateRow *out,
-              GenerateStats *st, GenerateTokenFn on_token, void *ctx);
+void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *lens, int rows,
+              GenerateRow *out, GenerateStats *st, GenerateTokenFn on_token, void *ctx);
 
 #endif

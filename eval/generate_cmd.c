@@ -16,33 +16,43 @@
 #include "train/checkpoint.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: rotor generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n\n"
-            "Continues prompts with a checkpoint's model: a prefill pass over each prompt, then one\n"
-            "token at a time until EOS or the length limit. The prompt is tokenised as rotor eval\n"
-            "does: BOS first (--no-bos to leave it out).\n\n"
-            "  --ckpt DIR              checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
-            "  --prompt TEXT           one prompt; its completion is printed to stdout as it is decoded\n"
-            "  --prompts FILE.jsonl    one JSON object per line with a string \"prompt\"; all prompts are\n"
-            "                          decoded together and each gets one JSON line on stdout (or --out):\n"
-            "                          index, prompt, completion, tokens (the completion's ids), n_tokens,\n"
-            "                          n_prompt_tokens, stop_reason (\"eos\" or \"length\")\n"
-            "  --max-new-tokens N      tokens generated per prompt at most (default 128); prompt and\n"
-            "                          completion together stay within the training context (train.seq_len)\n"
-            "  --temperature T         logits are divided by T before sampling; 0 is greedy (default 1)\n"
-            "  --top-k K               sample among the K most likely tokens; 0: all (default 0)\n"
-            "  --top-p P               sample among the most likely tokens of total probability P,\n"
-            "                          in (0, 1]; 1: all (default 1). Applied after --top-k\n"
-            "  --seed S                random seed (default 0); prompt i of a batch draws from its own\n"
-            "                          stream (S, i), so its completion does not depend on the others\n"
-            "  --tokenizer MODEL       SentencePiece model (default: the one its run trained with)\n"
-            "  --no-bos                do not prepend BOS to the prompts (default: prepend)\n"
-            "  --no-verify             load the checkpoint without checking its files' recorded sha256s\n"
-            "  --out FILE.jsonl        the JSON lines go to FILE instead of stdout; with --prompt, its\n"
-            "                          line is written there too (the text still streams to stdout)\n"
-            "  --device D              cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
-            "  --threads N             CPU threads (default: all cores)\n\n"
-            "A summary goes to stderr: tokens, prefill time, decoding speed, decoding state size.\n");
+    fprintf(
+        f,
+        "usage: rotor generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n\n"
+        "Continues prompts with a checkpoint's model: a prefill pass over each prompt, then one\n"
+        "token at a time until EOS or the length limit. The prompt is tokenised as rotor eval\n"
+        "does: BOS first (--no-bos to leave it out).\n\n"
+        "  --ckpt DIR              checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
+        "  --prompt TEXT           one prompt; its completion is printed to stdout as it is "
+        "decoded\n"
+        "  --prompts FILE.jsonl    one JSON object per line with a string \"prompt\"; all prompts "
+        "are\n"
+        "                          decoded together and each gets one JSON line on stdout (or "
+        "--out):\n"
+        "                          index, prompt, completion, tokens (the completion's ids), "
+        "n_tokens,\n"
+        "                          n_prompt_tokens, stop_reason (\"eos\" or \"length\")\n"
+        "  --max-new-tokens N      tokens generated per prompt at most (default 128); prompt and\n"
+        "                          completion together stay within the training context "
+        "(train.seq_len)\n"
+        "  --temperature T         logits are divided by T before sampling; 0 is greedy (default "
+        "1)\n"
+        "  --top-k K               sample among the K most likely tokens; 0: all (default 0)\n"
+        "  --top-p P               sample among the most likely tokens of total probability P,\n"
+        "                          in (0, 1]; 1: all (default 1). Applied after --top-k\n"
+        "  --seed S                random seed (default 0); prompt i of a batch draws from its "
+        "own\n"
+        "                          stream (S, i), so its completion does not depend on the others\n"
+        "  --tokenizer MODEL       SentencePiece model (default: the one its run trained with)\n"
+        "  --no-bos                do not prepend BOS to the prompts (default: prepend)\n"
+        "  --no-verify             load the checkpoint without checking its files' recorded "
+        "sha256s\n"
+        "  --out FILE.jsonl        the JSON lines go to FILE instead of stdout; with --prompt, "
+        "its\n"
+        "                          line is written there too (the text still streams to stdout)\n"
+        "  --device D              cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
+        "  --threads N             CPU threads (default: all cores)\n\n"
+        "A summary goes to stderr: tokens, prefill time, decoding speed, decoding state size.\n");
 }
 
 typedef struct {
@@ -74,10 +84,13 @@ static Prompt *read_prompts(const char *path, int *count, char *err, size_t errl
         json_error_t jerr;
         json_t *doc = json_loadb(line, (size_t)len, 0, &jerr);
         json_t *s = json_object_get(doc, "prompt");
-        if (!doc) rc = rt_error(err, errlen, NULL, "%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
+        if (!doc)
+            rc = rt_error(err, errlen, NULL, "%s:%ld: not valid JSON: %s", path, lineno, jerr.text);
         else if (!json_is_object(doc) || !json_is_string(s))
-            rc = rt_error(err, errlen, NULL, "%s:%ld: expected an object with a string \"prompt\"", path, lineno);
-        else if (!json_string_length(s)) rc = rt_error(err, errlen, NULL, "%s:%ld: the prompt is empty", path, lineno);
+            rc = rt_error(err, errlen, NULL, "%s:%ld: expected an object with a string \"prompt\"",
+                          path, lineno);
+        else if (!json_string_length(s))
+            rc = rt_error(err, errlen, NULL, "%s:%ld: the prompt is empty", path, lineno);
         else {
             if (n == cap) p = rt_realloc(p, sizeof *p * (size_t)(cap = cap ? 2 * cap : 16));
             p[n].text = rt_strdup(json_string_value(s));
@@ -86,7 +99,8 @@ static Prompt *read_prompts(const char *path, int *count, char *err, size_t errl
         }
         json_decref(doc);
     }
-    if (!rc && ferror(f)) rc = rt_error(err, errlen, NULL, "--prompts %s: read error: %s", path, strerror(errno));
+    if (!rc && ferror(f))
+        rc = rt_error(err, errlen, NULL, "--prompts %s: read error: %s", path, strerror(errno));
     if (!rc && !n) rc = rt_error(err, errlen, NULL, "--prompts %s: no prompts in the file", path);
     free(line);
     fclose(f);
@@ -123,13 +137,13 @@ static void stream_token(void *ctx, int row, const int32_t *seq, int n_prompt, i
     free(text);
 }
 
-static json_t *row_json(int index, const char *prompt, const char *completion, const int32_t *ids, int n_prompt,
-                        const GenerateRow *g) {
+static json_t *row_json(int index, const char *prompt, const char *completion, const int32_t *ids,
+                        int n_prompt, const GenerateRow *g) {
     json_t *tokens = json_array();
     for (int i = 0; i < g->n; i++) json_array_append_new(tokens, json_integer(ids[i]));
-    json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:s}", "index", index, "prompt", prompt, "completion",
-                          completion, "tokens", tokens, "n_tokens", g->n, "n_prompt_tokens", n_prompt, "stop_reason",
-                          g->eos ? "eos" : "length");
+    json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:s}", "index", index, "prompt", prompt,
+                          "completion", completion, "tokens", tokens, "n_tokens", g->n,
+                          "n_prompt_tokens", n_prompt, "stop_reason", g->eos ? "eos" : "length");
     RT_ASSERT(o); /* the texts are UTF-8: read from JSON, or decoded by SentencePiece */
     return o;
 }
@@ -142,48 +156,63 @@ typedef struct {
 
 /* Reads and checks the options; --help prints the usage and exits. */
 static void parse_options(int argc, char **argv, Options *o) {
-    *o = (Options){.device = "auto", .max_new = 128, .add_bos = 1, .verify = 1, .sampling = {1.0, 0, 1.0, 0}};
-    static const char *const known[] = {"--ckpt",   "--prompt", "--prompts", "--max-new-tokens", "--temperature",
-                                        "--top-k",  "--top-p",  "--seed",    "--tokenizer",      "--no-bos", "--no-verify",
-                                        "--out",    "--device", "--threads", "--help",           NULL};
+    *o = (Options){
+        .device = "auto", .max_new = 128, .add_bos = 1, .verify = 1, .sampling = {1.0, 0, 1.0, 0}};
+    static const char *const known[] = {
+        "--ckpt",        "--prompt",  "--prompts",   "--max-new-tokens",
+        "--temperature", "--top-k",   "--top-p",     "--seed",
+        "--tokenizer",   "--no-bos",  "--no-verify", "--out",
+        "--device",      "--threads", "--help",      NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
         if (opt_is_help(argv[i])) {
             usage(stdout);
             exit(0);
-        } else if ((v = opt_value("generate", argc, argv, &i, "--ckpt"))) o->ckpt = v;
-        else if ((v = opt_value("generate", argc, argv, &i, "--prompt"))) o->prompt = v;
-        else if ((v = opt_value("generate", argc, argv, &i, "--prompts"))) o->prompts = v;
+        } else if ((v = opt_value("generate", argc, argv, &i, "--ckpt")))
+            o->ckpt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompt")))
+            o->prompt = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--prompts")))
+            o->prompts = v;
         else if ((v = opt_value("generate", argc, argv, &i, "--max-new-tokens"))) {
             int64_t n = opt_parse_int("--max-new-tokens", v, 1, INT64_MAX);
             o->max_new = n > INT_MAX / 2 ? INT_MAX / 2 : (int)n; /* the context caps it anyway */
         } else if ((v = opt_value("generate", argc, argv, &i, "--temperature")))
             o->sampling.temperature = opt_parse_number("--temperature", v, -INFINITY, INFINITY);
         else if ((v = opt_value("generate", argc, argv, &i, "--top-k"))) {
-            int64_t k = opt_parse_int("--top-k", v, INT_MIN, INT64_MAX); /* a negative k is sampling_check's error */
+            int64_t k = opt_parse_int("--top-k", v, INT_MIN,
+                                      INT64_MAX); /* a negative k is sampling_check's error */
             o->sampling.top_k = k > INT_MAX ? INT_MAX : (int)k;
         } else if ((v = opt_value("generate", argc, argv, &i, "--top-p")))
             o->sampling.top_p = opt_parse_number("--top-p", v, -INFINITY, INFINITY);
         else if ((v = opt_value("generate", argc, argv, &i, "--seed")))
             o->sampling.seed = (uint64_t)opt_parse_int("--seed", v, 0, INT64_MAX);
-        else if ((v = opt_value("generate", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
-        else if ((v = opt_value("generate", argc, argv, &i, "--out"))) o->out = v;
-        else if ((v = opt_value("generate", argc, argv, &i, "--device"))) o->device = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--tokenizer")))
+            o->tokenizer = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--out")))
+            o->out = v;
+        else if ((v = opt_value("generate", argc, argv, &i, "--device")))
+            o->device = v;
         else if ((v = opt_value("generate", argc, argv, &i, "--threads")))
             o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
-        else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
-        else if (!strcmp(argv[i], "--no-verify")) o->verify = 0;
-        else opt_die_unknown("generate", argv[i], known);
+        else if (!strcmp(argv[i], "--no-bos"))
+            o->add_bos = 0;
+        else if (!strcmp(argv[i], "--no-verify"))
+            o->verify = 0;
+        else
+            opt_die_unknown("generate", argv[i], known);
     }
     if (!o->ckpt) {
         usage(stderr);
         rt_die("--ckpt DIR is required: a checkpoint directory, RUN_DIR/checkpoints/step_NNNNNNNN");
     }
-    if (o->prompt && o->prompts) rt_die("--prompt and --prompts cannot be used together: give one of them");
+    if (o->prompt && o->prompts)
+        rt_die("--prompt and --prompts cannot be used together: give one of them");
     if (!o->prompt && !o->prompts) rt_die("no prompt: give --prompt TEXT or --prompts FILE.jsonl");
     if (o->prompt && !*o->prompt) rt_die("--prompt is empty: give the text to continue");
     char msg[256];
-    if (sampling_check(&o->sampling, &(SamplingNames){"--temperature", "--top-k", "--top-p"}, msg, sizeof msg))
+    if (sampling_check(&o->sampling, &(SamplingNames){"--temperature", "--top-k", "--top-p"}, msg,
+                       sizeof msg))
         rt_die("%s (see rotor generate --help)", msg);
 }
 
@@ -203,8 +232,8 @@ static int checkpoint_context(const char *ckpt, const ModelConfig *mc, char **ke
 
 /* Each prompt's tokens, with room for max_new more after them. Dies when a prompt encodes to
  * nothing or leaves no room in the context. */
-static int32_t **encode_prompts(const Tokenizer *tok, const Prompt *ps, int rows, int add_bos, int context,
-                                const char *context_key, int max_new, int *lens) {
+static int32_t **encode_prompts(const Tokenizer *tok, const Prompt *ps, int rows, int add_bos,
+                                int context, const char *context_key, int max_new, int *lens) {
     int32_t **seqs = rt_malloc(sizeof(int32_t *) * (size_t)rows);
     char err[2048];
     for (int r = 0; r < rows; r++) {
@@ -212,9 +241,12 @@ static int32_t **encode_prompts(const Tokenizer *tok, const Prompt *ps, int rows
         size_t n;
         if (tok_encode(tok, ps[r].text, strlen(ps[r].text), add_bos, 0, &ids, &n, err, sizeof err))
             rt_die("%s: %s", ps[r].where, err);
-        if (n == 0) rt_die("%s: the prompt encodes to no tokens (drop --no-bos to start it with BOS)", ps[r].where);
+        if (n == 0)
+            rt_die("%s: the prompt encodes to no tokens (drop --no-bos to start it with BOS)",
+                   ps[r].where);
         if (n >= (size_t)context)
-            rt_die("%s: the prompt is %zu tokens%s; the context is %d tokens (%s), so a prompt may have at most %d",
+            rt_die("%s: the prompt is %zu tokens%s; the context is %d tokens (%s), so a prompt may "
+                   "have at most %d",
                    ps[r].where, n, add_bos ? " with BOS" : "", context, context_key, context - 1);
         seqs[r] = rt_malloc(sizeof(int32_t) * (n + (size_t)max_new));
         memcpy(seqs[r], ids, sizeof(int32_t) * n);
@@ -285,11 +317,14 @@ int generate_main(int argc, char **argv) {
         rt_die("cannot write %s: %s", jsonl_name, strerror(errno));
     fflush(stdout);
     fprintf(stderr,
-            "generate: %d prompt%s (%d tokens), %d tokens generated (%d ended by EOS), prefill %.1f ms, "
-            "decode %.1f tok/s (%d steps of %d row%s), decoding state %.2f MiB for %d tokens per row, %s, %d threads\n",
+            "generate: %d prompt%s (%d tokens), %d tokens generated (%d ended by EOS), prefill "
+            "%.1f ms, "
+            "decode %.1f tok/s (%d steps of %d row%s), decoding state %.2f MiB for %d tokens per "
+            "row, %s, %d threads\n",
             rows, rows > 1 ? "s" : "", prompt_tokens, generated, n_eos, 1e3 * st.prefill_s,
             st.decode_s > 0 ? generated / st.decode_s : 0.0, st.steps, rows, rows > 1 ? "s" : "",
-            (double)st.state_bytes / (1024.0 * 1024.0), st.max_len, model_backend(m)->name, par_max_threads());
+            (double)st.state_bytes / (1024.0 * 1024.0), st.max_len, model_backend(m)->name,
+            par_max_threads());
 
     free(prompt0_text);
     for (int r = 0; r < rows; r++) rt_free(seqs[r]);

@@ -1,8 +1,8 @@
 /* Metrics, results.json and the Table 3 markdown row (docs/evaluation.md part A "Metrics";
- * docs/formats.md "Evaluation results"). Per-document scores follow lm-evaluation-harness lm_eval/api/task.py
- * process_results (commit 4e7e0d47): pred = np.argmax(lls), pred_norm = np.argmax(lls /
- * completion_len) with completion_len = len(choice) in code points; for loglikelihood tasks
- * (LAMBADA) acc = is_greedy and the perplexity item is ll. Aggregation follows
+ * docs/formats.md "Evaluation results"). Per-document scores follow lm-evaluation-harness
+ * lm_eval/api/task.py process_results (commit 4e7e0d47): pred = np.argmax(lls), pred_norm =
+ * np.argmax(lls / completion_len) with completion_len = len(choice) in code points; for
+ * loglikelihood tasks (LAMBADA) acc = is_greedy and the perplexity item is ll. Aggregation follows
  * lm_eval/api/metrics.py: mean; perplexity = exp(-mean(ll)); mean_stderr = sample_stddev /
  * sqrt(n) with sample_stddev using n - 1. The harness bootstraps the perplexity stderr; we
  * use the delta method, ppl * sample_stddev(ll) / sqrt(n) (docs/evaluation.md says so). With fewer
@@ -97,7 +97,8 @@ static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); 
 json_t *eval_results_json(const EvalTask *tasks, const EvalMetrics *m, int n, const char *ckpt,
                           const json_t *config, int add_bos) {
     json_t *results = json_object(), *versions = json_object(), *nshot = json_object();
-    json_t *hib = json_object(), *nsamples = json_object(), *hashes = json_object(), *files = json_object();
+    json_t *hib = json_object(), *nsamples = json_object(), *hashes = json_object(),
+           *files = json_object();
     for (int i = 0; i < n; i++) {
         const char *name = tasks[i].name;
         json_t *r = json_object(), *h = json_object();
@@ -123,8 +124,8 @@ json_t *eval_results_json(const EvalTask *tasks, const EvalMetrics *m, int n, co
         json_object_set_new(versions, name, json_real(1.0));
         json_object_set_new(nshot, name, json_integer(0));
         json_object_set_new(nsamples, name,
-                            json_pack("{sIsI}", "original", (json_int_t)tasks[i].n_docs_in_file, "effective",
-                                      (json_int_t)tasks[i].n_docs));
+                            json_pack("{sIsI}", "original", (json_int_t)tasks[i].n_docs_in_file,
+                                      "effective", (json_int_t)tasks[i].n_docs));
         json_object_set_new(hashes, name, json_string(tasks[i].sha256));
         json_object_set_new(files, name, json_string(tasks[i].path));
     }
@@ -158,16 +159,20 @@ static const struct {
     TaskKind kind;
     enum { PPL, ACC, ACC_NORM } metric;
 } COLUMNS[] = {
-    {"LMB. ppl ↓", TASK_LAMBADA, PPL},        {"LMB. acc ↑", TASK_LAMBADA, ACC},
-    {"PIQA acc ↑", TASK_PIQA, ACC},           {"Hella. acc_n ↑", TASK_HELLASWAG, ACC_NORM},
-    {"Wino. acc ↑", TASK_WINOGRANDE, ACC},    {"ARC-e acc ↑", TASK_ARC_EASY, ACC},
+    {"LMB. ppl ↓", TASK_LAMBADA, PPL},
+    {"LMB. acc ↑", TASK_LAMBADA, ACC},
+    {"PIQA acc ↑", TASK_PIQA, ACC},
+    {"Hella. acc_n ↑", TASK_HELLASWAG, ACC_NORM},
+    {"Wino. acc ↑", TASK_WINOGRANDE, ACC},
+    {"ARC-e acc ↑", TASK_ARC_EASY, ACC},
     {"ARC-c acc_n ↑", TASK_ARC_CHALLENGE, ACC_NORM},
 };
 
 /* One markdown row per call: accuracies in percent with one decimal, perplexity with two,
  * "–" for a task that was not run (or a value that is not finite). Avg. is the mean of the
  * evaluated accuracy columns, from the unrounded values. */
-void eval_print_table(FILE *f, const EvalTask *tasks, const EvalMetrics *m, int n, const char *model_name) {
+void eval_print_table(FILE *f, const EvalTask *tasks, const EvalMetrics *m, int n,
+                      const char *model_name) {
     const int ncol = (int)(sizeof COLUMNS / sizeof COLUMNS[0]);
     fprintf(f, "| Model |");
     for (int c = 0; c < ncol; c++) fprintf(f, " %s |", COLUMNS[c].header);
@@ -181,7 +186,9 @@ void eval_print_table(FILE *f, const EvalTask *tasks, const EvalMetrics *m, int 
         while (i < n && tasks[i].kind != COLUMNS[c].kind) i++;
         double v = NAN;
         if (i < n) {
-            v = COLUMNS[c].metric == PPL ? m[i].ppl : COLUMNS[c].metric == ACC ? 100 * m[i].acc : 100 * m[i].acc_norm;
+            v = COLUMNS[c].metric == PPL   ? m[i].ppl
+                : COLUMNS[c].metric == ACC ? 100 * m[i].acc
+                                           : 100 * m[i].acc_norm;
         }
         if (!isfinite(v)) {
             fprintf(f, " – |");

@@ -1,8 +1,8 @@
-/* Scoring the requests with a model (docs/evaluation.md part A, "Scoring a request" step 3): each request's input is its
- * tokens without the last, left-truncated to the model's context; the log-probabilities of
- * the continuation tokens are summed (ll) and is_greedy says whether each was the argmax.
- * Requests are batched longest first (little padding; the harness orders them the same way)
- * and right-padded: causal models never look at the padding. Under mpirun every rank scores
+/* Scoring the requests with a model (docs/evaluation.md part A, "Scoring a request" step 3): each
+ * request's input is its tokens without the last, left-truncated to the model's context; the
+ * log-probabilities of the continuation tokens are summed (ll) and is_greedy says whether each was
+ * the argmax. Requests are batched longest first (little padding; the harness orders them the same
+ * way) and right-padded: causal models never look at the padding. Under mpirun every rank scores
  * the documents whose global number is its rank modulo the world size, and the results are
  * summed over the ranks. */
 #include "eval_run.h"
@@ -72,7 +72,8 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
             }
         }
         Batch bt = {B, L, tok, lab, NULL};
-        int64_t k = 0, scored = model_token_logprobs(m, &bt, logp, greedy); /* labeled positions in order */
+        int64_t k = 0, scored = model_token_logprobs(m, &bt, logp,
+                                                     greedy); /* labeled positions in order */
         for (int b = 0; b < B; b++) {
             const Item *it = &items[i + b];
             double ll = 0;
@@ -88,8 +89,9 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
         double now = rt_now();
         if (rank == 0 && (now - shown > 2 || i + B == n)) {
             double rate = (double)(i + B) / (now - t0 + 1e-9);
-            fprintf(stderr, "%seval: %lld/%lld requests on rank 0, %.1f requests/s, ETA %.0fs%s", tty ? "\r\033[K" : "",
-                    (long long)(i + B), (long long)n, rate, (double)(n - i - B) / (rate + 1e-9), tty ? "" : "\n");
+            fprintf(stderr, "%seval: %lld/%lld requests on rank 0, %.1f requests/s, ETA %.0fs%s",
+                    tty ? "\r\033[K" : "", (long long)(i + B), (long long)n, rate,
+                    (double)(n - i - B) / (rate + 1e-9), tty ? "" : "\n");
             shown = now;
         }
     }
@@ -120,18 +122,21 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
     rt_free(greedy);
 }
 
-int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err, size_t errlen) {
+int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err,
+                       size_t errlen) {
     FILE *f = fopen(path, "w");
     if (!f) return rt_error(err, errlen, path, "cannot write the samples file");
     for (int t = 0; t < ntasks; t++)
         for (int64_t j = 0; j < tasks[t].n_requests; j++) {
             const EvalRequest *r = &tasks[t].requests[j];
             json_t *ids = json_array();
-            for (int i = 0; i < r->n_tokens; i++) json_array_append_new(ids, json_integer(r->tokens[i]));
-            json_t *o = json_pack("{s:s, s:I, s:i, s:s, s:s, s:o, s:i, s:f, s:b}", "task", tasks[t].name, "doc",
-                                  (json_int_t)r->doc, "choice", r->choice, "context", r->context, "continuation",
-                                  r->continuation, "tokens", ids, "n_continuation", r->n_cont, "ll", r->ll,
-                                  "is_greedy", r->is_greedy);
+            for (int i = 0; i < r->n_tokens; i++)
+                json_array_append_new(ids, json_integer(r->tokens[i]));
+            json_t *o =
+                json_pack("{s:s, s:I, s:i, s:s, s:s, s:o, s:i, s:f, s:b}", "task", tasks[t].name,
+                          "doc", (json_int_t)r->doc, "choice", r->choice, "context", r->context,
+                          "continuation", r->continuation, "tokens", ids, "n_continuation",
+                          r->n_cont, "ll", r->ll, "is_greedy", r->is_greedy);
             char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENSURE_ASCII);
             fprintf(f, "%s\n", line);
             free(line);

@@ -20,24 +20,28 @@ struct Sampler {
     double *w; /* [vocab]: scratch of the top-k selection */
 };
 
-const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg, int msglen) {
+const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg,
+                           int msglen) {
     if (!(a->temperature >= 0) || isinf(a->temperature)) {
-        snprintf(msg, (size_t)msglen, "%s = %g: must be a number >= 0 (0 is greedy)", names->temperature,
-                 a->temperature);
+        snprintf(msg, (size_t)msglen, "%s = %g: must be a number >= 0 (0 is greedy)",
+                 names->temperature, a->temperature);
         return names->temperature;
     }
     if (a->top_k < 0) {
-        snprintf(msg, (size_t)msglen, "%s = %d: must be >= 0 (0 keeps every token)", names->top_k, a->top_k);
+        snprintf(msg, (size_t)msglen, "%s = %d: must be >= 0 (0 keeps every token)", names->top_k,
+                 a->top_k);
         return names->top_k;
     }
     if (!(a->top_p > 0 && a->top_p <= 1)) {
-        snprintf(msg, (size_t)msglen, "%s = %g: must be in (0, 1] (1 keeps every token)", names->top_p, a->top_p);
+        snprintf(msg, (size_t)msglen, "%s = %g: must be in (0, 1] (1 keeps every token)",
+                 names->top_p, a->top_p);
         return names->top_p;
     }
     return NULL;
 }
 
-Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab, int rows) {
+Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab,
+                             int rows) {
     char msg[256];
     RT_ASSERT(vocab > 0 && rows > 0);
     Sampler *s = rt_calloc(1, sizeof *s);
@@ -45,7 +49,8 @@ Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, i
     s->vocab = vocab;
     s->rng = rt_malloc(sizeof(Rng) * (size_t)rows);
     for (int r = 0; r < rows; r++) {
-        RT_ASSERT(!sampling_check(&args[r], &(SamplingNames){"temperature", "top_k", "top_p"}, msg, sizeof msg));
+        RT_ASSERT(!sampling_check(&args[r], &(SamplingNames){"temperature", "top_k", "top_p"}, msg,
+                                  sizeof msg));
         s->a[r] = args[r];
         rng_init(&s->rng[r], args[r].seed, stream[r]);
     }
@@ -98,9 +103,12 @@ static double kth_largest(double *w, int n, int k) {
                 w[j--] = t;
             }
         }
-        if (want <= j) hi = j;
-        else if (want >= i) lo = i;
-        else break;
+        if (want <= j)
+            hi = j;
+        else if (want >= i)
+            lo = i;
+        else
+            break;
     }
     return w[want];
 }

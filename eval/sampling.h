@@ -26,14 +26,16 @@ typedef struct {
     uint64_t seed;      /* names the random streams */
 } SamplingArgs;
 
-/* What a caller calls the settings in its messages: its options ("--top-p") or its fields ("top_p"). */
+/* What a caller calls the settings in its messages: its options ("--top-p") or its fields
+ * ("top_p"). */
 typedef struct {
     const char *temperature, *top_k, *top_p;
 } SamplingNames;
 
 /* NULL when the settings are valid, else the name of the one at fault, with msg naming it and its
  * value ("top_p = 1.5: must be in (0, 1] (1 keeps every token)"). */
-const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg, int msglen);
+const char *sampling_check(const SamplingArgs *a, const SamplingNames *names, char *msg,
+                           int msglen);
 
 typedef struct Sampler Sampler;
 

@@ -5,11 +5,12 @@
  * together that can share a batch (serve_can_batch) as one.
  *
  * Connections: at most --max-connections are served at once, the oldest open ones; a request on
- * any other is answered 503 with Retry-After, and MHD's own limit stays above as the last guard. A connection must send
- * each whole request within --timeout seconds of opening or of its last answer, so idle and
- * trickling clients are closed; the model's work on a request is not timed. SIGINT and SIGTERM
- * stop it: new connections are refused and new requests on open ones get 503, the requests under
- * way are answered for up to --grace seconds (those left then get 503), and it exits 0. */
+ * any other is answered 503 with Retry-After, and MHD's own limit stays above as the last guard. A
+ * connection must send each whole request within --timeout seconds of opening or of its last
+ * answer, so idle and trickling clients are closed; the model's work on a request is not timed.
+ * SIGINT and SIGTERM stop it: new connections are refused and new requests on open ones get 503,
+ * the requests under way are answered for up to --grace seconds (those left then get 503), and it
+ * exits 0. */
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
@@ -32,39 +33,51 @@
 #include "util/timer.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: rotor serve --ckpt DIR [options]\n\n"
-            "Serves a checkpoint over HTTP with OpenAI's completions API, for lm-evaluation-harness's\n"
-            "local-completions model (remote tokenizer) and OpenAI clients (docs/evaluation.md, part C):\n"
-            "  POST /v1/completions   prompt (string, strings, token ids, lists of ids), max_tokens,\n"
-            "                         echo, logprobs, temperature, top_p, top_k, seed, stop, n\n"
-            "  POST /tokenize, POST /detokenize, GET /tokenizer_info   the harness's remote tokenizer\n"
-            "  GET /v1/models, GET /health\n"
-            "Prompts are scored as rotor eval scores and continued as rotor generate continues them.\n\n"
-            "  --ckpt DIR           checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
-            "  --host ADDR          address to listen on (default 127.0.0.1: this machine only)\n"
-            "  --port N             port (default 8000; 0: any free port, printed at start)\n"
-            "  --api-key KEY        require the header 'Authorization: Bearer KEY' (GET /health excepted)\n"
-            "  --name NAME          the model's name in responses (default: the checkpoint directory's)\n"
-            "  --tokenizer MODEL    SentencePiece model (default: the one its run trained with)\n"
-            "  --no-bos             do not prepend BOS to the prompts (default: prepend, as rotor eval does)\n"
-            "  --no-verify          load the checkpoint without checking its files' recorded sha256s\n"
-            "  --max-body BYTES     request bodies at most (default 16777216); larger ones get 413\n"
-            "  --max-prompts N      completions per request at most, prompts x n (default 64)\n"
-            "  --max-tokens N       max_tokens at most (default: the checkpoint's context)\n"
-            "  --max-logprobs N     logprobs at most (default 20)\n"
-            "  --pass-tokens N      tokens per scoring forward pass at most, several requests' prompts\n"
-            "                       together (default 512 on the CPU, where the logits of a small pass\n"
-            "                       stay in cache; 4096 on a GPU)\n"
-            "  --timeout S          a connection must send each whole request within S seconds of opening or of\n"
-            "                       its last answer, else it is closed: idle and trickling clients (default 10);\n"
-            "                       the model's work on a request is not timed\n"
-            "  --max-connections N  connections served at once, the oldest open ones (default 256); a request\n"
-            "                       on any other gets 503 with Retry-After\n"
-            "  --grace S            on SIGTERM or SIGINT, the requests under way have S seconds to be answered\n"
-            "                       (default 30); those left then get 503\n"
-            "  --device D           cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
-            "  --threads N          CPU threads (default: all cores)\n");
+    fprintf(
+        f,
+        "usage: rotor serve --ckpt DIR [options]\n\n"
+        "Serves a checkpoint over HTTP with OpenAI's completions API, for lm-evaluation-harness's\n"
+        "local-completions model (remote tokenizer) and OpenAI clients (docs/evaluation.md, part "
+        "C):\n"
+        "  POST /v1/completions   prompt (string, strings, token ids, lists of ids), max_tokens,\n"
+        "                         echo, logprobs, temperature, top_p, top_k, seed, stop, n\n"
+        "  POST /tokenize, POST /detokenize, GET /tokenizer_info   the harness's remote tokenizer\n"
+        "  GET /v1/models, GET /health\n"
+        "Prompts are scored as rotor eval scores and continued as rotor generate continues "
+        "them.\n\n"
+        "  --ckpt DIR           checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
+        "  --host ADDR          address to listen on (default 127.0.0.1: this machine only)\n"
+        "  --port N             port (default 8000; 0: any free port, printed at start)\n"
+        "  --api-key KEY        require the header 'Authorization: Bearer KEY' (GET /health "
+        "excepted)\n"
+        "  --name NAME          the model's name in responses (default: the checkpoint "
+        "directory's)\n"
+        "  --tokenizer MODEL    SentencePiece model (default: the one its run trained with)\n"
+        "  --no-bos             do not prepend BOS to the prompts (default: prepend, as rotor eval "
+        "does)\n"
+        "  --no-verify          load the checkpoint without checking its files' recorded sha256s\n"
+        "  --max-body BYTES     request bodies at most (default 16777216); larger ones get 413\n"
+        "  --max-prompts N      completions per request at most, prompts x n (default 64)\n"
+        "  --max-tokens N       max_tokens at most (default: the checkpoint's context)\n"
+        "  --max-logprobs N     logprobs at most (default 20)\n"
+        "  --pass-tokens N      tokens per scoring forward pass at most, several requests' "
+        "prompts\n"
+        "                       together (default 512 on the CPU, where the logits of a small "
+        "pass\n"
+        "                       stay in cache; 4096 on a GPU)\n"
+        "  --timeout S          a connection must send each whole request within S seconds of "
+        "opening or of\n"
+        "                       its last answer, else it is closed: idle and trickling clients "
+        "(default 10);\n"
+        "                       the model's work on a request is not timed\n"
+        "  --max-connections N  connections served at once, the oldest open ones (default 256); a "
+        "request\n"
+        "                       on any other gets 503 with Retry-After\n"
+        "  --grace S            on SIGTERM or SIGINT, the requests under way have S seconds to be "
+        "answered\n"
+        "                       (default 30); those left then get 503\n"
+        "  --device D           cpu, cuda, or auto (default: cuda when a GPU is visible)\n"
+        "  --threads N          CPU threads (default: all cores)\n");
 }
 
 typedef struct {
@@ -75,23 +88,44 @@ typedef struct {
 } Options;
 
 static void parse_options(int argc, char **argv, Options *o) {
-    *o = (Options){.host = "127.0.0.1", .device = "auto", .port = 8000, .add_bos = 1, .verify = 1, .max_prompts = 64,
-                   .max_logprobs = 20, .max_body = 16 << 20, .timeout = 10, .max_connections = 256, .grace = 30};
-    static const char *const known[] = {"--ckpt",      "--host",       "--port",       "--api-key",   "--name",
-                                        "--tokenizer", "--no-bos", "--no-verify",     "--max-body",   "--max-prompts",
-                                        "--max-tokens", "--max-logprobs", "--pass-tokens", "--device",  "--threads",   "--help",
-                                        "--timeout", "--max-connections", "--grace", NULL};
+    *o = (Options){.host = "127.0.0.1",
+                   .device = "auto",
+                   .port = 8000,
+                   .add_bos = 1,
+                   .verify = 1,
+                   .max_prompts = 64,
+                   .max_logprobs = 20,
+                   .max_body = 16 << 20,
+                   .timeout = 10,
+                   .max_connections = 256,
+                   .grace = 30};
+    static const char *const known[] = {"--ckpt",        "--host",
+                                        "--port",        "--api-key",
+                                        "--name",        "--tokenizer",
+                                        "--no-bos",      "--no-verify",
+                                        "--max-body",    "--max-prompts",
+                                        "--max-tokens",  "--max-logprobs",
+                                        "--pass-tokens", "--device",
+                                        "--threads",     "--help",
+                                        "--timeout",     "--max-connections",
+                                        "--grace",       NULL};
     const char *v;
     for (int i = 0; i < argc; i++) {
         if (opt_is_help(argv[i])) {
             usage(stdout);
             exit(0);
-        } else if ((v = opt_value("serve", argc, argv, &i, "--ckpt"))) o->ckpt = v;
-        else if ((v = opt_value("serve", argc, argv, &i, "--host"))) o->host = v;
-        else if ((v = opt_value("serve", argc, argv, &i, "--port"))) o->port = (int)opt_parse_int("--port", v, 0, 65535);
-        else if ((v = opt_value("serve", argc, argv, &i, "--api-key"))) o->api_key = v;
-        else if ((v = opt_value("serve", argc, argv, &i, "--name"))) o->name = v;
-        else if ((v = opt_value("serve", argc, argv, &i, "--tokenizer"))) o->tokenizer = v;
+        } else if ((v = opt_value("serve", argc, argv, &i, "--ckpt")))
+            o->ckpt = v;
+        else if ((v = opt_value("serve", argc, argv, &i, "--host")))
+            o->host = v;
+        else if ((v = opt_value("serve", argc, argv, &i, "--port")))
+            o->port = (int)opt_parse_int("--port", v, 0, 65535);
+        else if ((v = opt_value("serve", argc, argv, &i, "--api-key")))
+            o->api_key = v;
+        else if ((v = opt_value("serve", argc, argv, &i, "--name")))
+            o->name = v;
+        else if ((v = opt_value("serve", argc, argv, &i, "--tokenizer")))
+            o->tokenizer = v;
         else if ((v = opt_value("serve", argc, argv, &i, "--max-body")))
             o->max_body = opt_parse_int("--max-body", v, 1, INT64_MAX);
         else if ((v = opt_value("serve", argc, argv, &i, "--max-prompts")))
@@ -108,12 +142,16 @@ static void parse_options(int argc, char **argv, Options *o) {
             o->max_connections = (int)opt_parse_int("--max-connections", v, 1, 100000);
         else if ((v = opt_value("serve", argc, argv, &i, "--grace")))
             o->grace = (int)opt_parse_int("--grace", v, 0, 86400);
-        else if ((v = opt_value("serve", argc, argv, &i, "--device"))) o->device = v;
+        else if ((v = opt_value("serve", argc, argv, &i, "--device")))
+            o->device = v;
         else if ((v = opt_value("serve", argc, argv, &i, "--threads")))
             o->threads = (int)opt_parse_int("--threads", v, 1, INT_MAX);
-        else if (!strcmp(argv[i], "--no-bos")) o->add_bos = 0;
-        else if (!strcmp(argv[i], "--no-verify")) o->verify = 0;
-        else opt_die_unknown("serve", argv[i], known);
+        else if (!strcmp(argv[i], "--no-bos"))
+            o->add_bos = 0;
+        else if (!strcmp(argv[i], "--no-verify"))
+            o->verify = 0;
+        else
+            opt_die_unknown("serve", argv[i], known);
     }
     if (!o->ckpt) {
         usage(stderr);
@@ -149,9 +187,9 @@ typedef struct {
     pthread_mutex_t mu; /* the queue's: */
     pthread_cond_t work, done;
     Job *head, *tail;
-    int running; /* jobs in the model's current batch */
-    int stop;    /* the model's thread ends once the queue is empty */
-    int abandon; /* the grace period is over: the model's thread leaves its jobs */
+    int running;             /* jobs in the model's current batch */
+    int stop;                /* the model's thread ends once the queue is empty */
+    int abandon;             /* the grace period is over: the model's thread leaves its jobs */
     pthread_mutex_t conn_mu; /* the connections': */
     Conn *conns;
     int admitted;  /* connections admitted, at most --max-connections */
@@ -171,7 +209,8 @@ static int take_jobs(Server *s, Job **batch) {
             *link = j->next;
             batch[n++] = j;
             rows += r;
-        } else link = &j->next;
+        } else
+            link = &j->next;
     }
     s->head = first->next;
     s->tail = NULL;
@@ -183,10 +222,12 @@ static int take_jobs(Server *s, Job **batch) {
 static void *model_thread(void *arg) {
     Server *s = arg;
 #ifdef _OPENMP
-    if (s->o->threads > 0) omp_set_num_threads(s->o->threads); /* a new thread starts from OpenMP's defaults */
+    if (s->o->threads > 0)
+        omp_set_num_threads(s->o->threads); /* a new thread starts from OpenMP's defaults */
 #endif
     Job **batch = rt_malloc(sizeof(Job *) * (size_t)s->lim.max_rows);
-    const CompletionRequest **reqs = rt_malloc(sizeof(CompletionRequest *) * (size_t)s->lim.max_rows);
+    const CompletionRequest **reqs =
+        rt_malloc(sizeof(CompletionRequest *) * (size_t)s->lim.max_rows);
     json_t **res = rt_malloc(sizeof(json_t *) * (size_t)s->lim.max_rows);
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -202,8 +243,8 @@ static void *model_thread(void *arg) {
         }
         double t0 = rt_now();
         serve_complete(&s->sm, reqs, n, res);
-        fprintf(stderr, "rotor serve: %d request%s (%d sampled), %d completion%s, %.1f ms\n", n, n > 1 ? "s" : "",
-                sampled, rows, rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
+        fprintf(stderr, "rotor serve: %d request%s (%d sampled), %d completion%s, %.1f ms\n", n,
+                n > 1 ? "s" : "", sampled, rows, rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
         pthread_mutex_lock(&s->mu);
         s->running = 0;
         for (int k = 0; k < n; k++) {
@@ -229,14 +270,18 @@ static void *model_thread(void *arg) {
 static json_t *run_job(Server *s, const CompletionRequest *req, JobState *state) {
     Job j = {req, NULL, JOB_QUEUED, NULL};
     pthread_mutex_lock(&s->mu);
-    if (s->abandon) j.state = JOB_CANCELLED;
+    if (s->abandon)
+        j.state = JOB_CANCELLED;
     else {
-        if (s->tail) s->tail->next = &j;
-        else s->head = &j;
+        if (s->tail)
+            s->tail->next = &j;
+        else
+            s->head = &j;
         s->tail = &j;
         pthread_cond_signal(&s->work);
     }
-    while (j.state == JOB_QUEUED || (j.state == JOB_RUNNING && !s->abandon)) pthread_cond_wait(&s->done, &s->mu);
+    while (j.state == JOB_QUEUED || (j.state == JOB_RUNNING && !s->abandon))
+        pthread_cond_wait(&s->done, &s->mu);
     *state = j.state;
     pthread_mutex_unlock(&s->mu);
     return j.res;
@@ -247,7 +292,8 @@ static json_t *run_job(Server *s, const CompletionRequest *req, JobState *state)
 static int abandon_jobs(Server *s) {
     pthread_mutex_lock(&s->mu);
     s->abandon = 1;
-    for (Job *j = s->head; j; j = j->next) j->state = JOB_CANCELLED; /* their waiters need mu to leave */
+    for (Job *j = s->head; j; j = j->next)
+        j->state = JOB_CANCELLED; /* their waiters need mu to leave */
     s->head = s->tail = NULL;
     int running = s->running;
     pthread_cond_broadcast(&s->done);
@@ -278,7 +324,8 @@ static unsigned connection_guard(int max_connections) {
         if (setrlimit(RLIMIT_NOFILE, &rl)) getrlimit(RLIMIT_NOFILE, &rl);
     }
     if (rl.rlim_cur < (rlim_t)max_connections + 1 + FD_RESERVE)
-        rt_die("--max-connections %d needs %d file descriptors, and this process may open %llu (ulimit -n): lower "
+        rt_die("--max-connections %d needs %d file descriptors, and this process may open %llu "
+               "(ulimit -n): lower "
                "--max-connections or raise the limit",
                max_connections, max_connections + 1 + FD_RESERVE, (unsigned long long)rl.rlim_cur);
     return (unsigned)((rl.rlim_cur < want ? rl.rlim_cur : want) - FD_RESERVE);
@@ -300,22 +347,32 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
     Server *s = cls;
     Conn *conn = *socket_context;
     if (what == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         *socket_context = conn = rt_calloc(1, sizeof *conn);
         pthread_mutex_lock(&s->conn_mu);
-        *conn = (Conn){ci ? ci->connect_fd : -1, rt_now(), 1, s->admitted < s->o->max_connections, NULL, s->conns};
+        *conn = (Conn){ci ? ci->connect_fd : -1,
+                       rt_now(),
+                       1,
+                       s->admitted < s->o->max_connections,
+                       NULL,
+                       s->conns};
         s->admitted += conn->admitted;
         if (s->conns) s->conns->prev = conn;
         s->conns = conn;
         pthread_mutex_unlock(&s->conn_mu);
     } else if (conn) {
         pthread_mutex_lock(&s->conn_mu);
-        if (conn->prev) conn->prev->next = conn->next;
-        else s->conns = conn->next;
+        if (conn->prev)
+            conn->prev->next = conn->next;
+        else
+            s->conns = conn->next;
         if (conn->next) conn->next->prev = conn->prev;
         Conn *next_in = conn->admitted ? oldest_waiting(s) : NULL;
-        if (next_in) next_in->admitted = 1;
-        else s->admitted -= conn->admitted;
+        if (next_in)
+            next_in->admitted = 1;
+        else
+            s->admitted -= conn->admitted;
         pthread_mutex_unlock(&s->conn_mu);
         rt_free(conn);
         *socket_context = NULL;
@@ -323,7 +380,8 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
 }
 
 static Conn *conn_of(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
 }
 
@@ -350,9 +408,13 @@ static int take_request(Server *s, Conn *conn, ServeError *e) {
     s->in_flight += taken;
     pthread_mutex_unlock(&s->conn_mu);
     if (!admitted)
-        serve_fail(e, 503, NULL, "the server is serving its limit of %d connections (--max-connections): retry later",
-                   s->o->max_connections);
-    else if (!taken) serve_fail(e, 503, NULL, "the server is stopping (SIGTERM or SIGINT): it takes no new requests");
+        serve_fail(
+            e, 503, NULL,
+            "the server is serving its limit of %d connections (--max-connections): retry later",
+            s->o->max_connections);
+    else if (!taken)
+        serve_fail(e, 503, NULL,
+                   "the server is stopping (SIGTERM or SIGINT): it takes no new requests");
     return taken;
 }
 
@@ -390,11 +452,16 @@ typedef struct {
 static enum MHD_Result send_json(Server *s, struct MHD_Connection *c, unsigned status, json_t *j) {
     char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(j);
-    if (!text) text = strdup("{\"error\": {\"message\": \"the response could not be encoded\", \"code\": 500}}"), status = 500;
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!text)
+        text = strdup(
+            "{\"error\": {\"message\": \"the response could not be encoded\", \"code\": 500}}"),
+        status = 500;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
     if (status == 503) MHD_add_response_header(r, "Retry-After", RETRY_AFTER_S);
-    if (status == 503 || is_stopping(s)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (status == 503 || is_stopping(s))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -417,13 +484,15 @@ static int authorized(const Server *s, struct MHD_Connection *c) {
     if (!s->o->api_key) return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    for (h += 7; *h == ' '; h++) {}
+    for (h += 7; *h == ' '; h++) {
+    }
     return same_secret(h, s->o->api_key);
 }
 
 static json_t *models_json(const Server *s) {
-    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:i}]}", "object", "list", "data", "id", s->sm.name, "object",
-                     "model", "created", (json_int_t)0, "owned_by", "rotor", "max_model_len", s->lim.context);
+    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:i}]}", "object", "list", "data", "id",
+                     s->sm.name, "object", "model", "created", (json_int_t)0, "owned_by", "rotor",
+                     "max_model_len", s->lim.context);
 }
 
 /* A completion through the model's queue: its JSON, or NULL with e filled. */
@@ -435,10 +504,14 @@ static json_t *run_completion(Server *s, const Upload *u, ServeError *e) {
     }
     JobState state;
     json_t *res = run_job(s, req, &state);
-    if (state == JOB_DONE && !res) serve_fail(e, 500, NULL, "the completion could not be encoded as JSON");
+    if (state == JOB_DONE && !res)
+        serve_fail(e, 500, NULL, "the completion could not be encoded as JSON");
     else if (state != JOB_DONE)
-        serve_fail(e, 503, NULL, "the server stopped (SIGTERM or SIGINT) before this completion was done (--grace)");
-    if (state != JOB_RUNNING) { /* else the model's thread still reads req: the process ends first */
+        serve_fail(
+            e, 503, NULL,
+            "the server stopped (SIGTERM or SIGINT) before this completion was done (--grace)");
+    if (state !=
+        JOB_RUNNING) { /* else the model's thread still reads req: the process ends first */
         serve_completion_free(req);
         rt_free(req);
     }
@@ -446,8 +519,8 @@ static json_t *run_completion(Server *s, const Upload *u, ServeError *e) {
 }
 
 /* The answer to a whole request. */
-static enum MHD_Result answer(Server *s, struct MHD_Connection *c, const char *url, const char *method,
-                              const Upload *u) {
+static enum MHD_Result answer(Server *s, struct MHD_Connection *c, const char *url,
+                              const char *method, const Upload *u) {
     static const char *const gets[] = {"/health", "/v1/models", "/tokenizer_info", NULL};
     static const char *const posts[] = {"/v1/completions", "/tokenize", "/detokenize", NULL};
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"), known_get = 0, known_post = 0;
@@ -456,7 +529,8 @@ static enum MHD_Result answer(Server *s, struct MHD_Connection *c, const char *u
     ServeError e = {0};
     if (!known_get && !known_post) {
         serve_fail(&e, 404, NULL,
-                   "%s %s: no such endpoint; this server has GET /health, /v1/models, /tokenizer_info and POST "
+                   "%s %s: no such endpoint; this server has GET /health, /v1/models, "
+                   "/tokenizer_info and POST "
                    "/v1/completions, /tokenize, /detokenize",
                    method, url);
         return send_error(s, c, &e);
@@ -467,33 +541,42 @@ static enum MHD_Result answer(Server *s, struct MHD_Connection *c, const char *u
     }
     if (!strcmp(url, "/health")) return send_json(s, c, 200, json_pack("{s:s}", "status", "ok"));
     if (!authorized(s, c)) {
-        serve_fail(&e, 401, NULL, "a valid API key is required: send the header 'Authorization: Bearer KEY'");
+        serve_fail(&e, 401, NULL,
+                   "a valid API key is required: send the header 'Authorization: Bearer KEY'");
         return send_error(s, c, &e);
     }
     if (u->too_big) {
-        serve_fail(&e, 413, NULL, "the body is larger than this server's limit of %lld bytes (--max-body)",
+        serve_fail(&e, 413, NULL,
+                   "the body is larger than this server's limit of %lld bytes (--max-body)",
                    (long long)s->o->max_body);
         return send_error(s, c, &e);
     }
     const char *body = u->body ? u->body : "";
     json_t *res = NULL;
-    if (!strcmp(url, "/v1/models")) res = models_json(s);
-    else if (!strcmp(url, "/tokenizer_info")) res = serve_tokenizer_info(s->sm.tok, &s->lim);
-    else if (!strcmp(url, "/tokenize")) res = serve_tokenize(body, u->len, s->sm.tok, &e);
-    else if (!strcmp(url, "/detokenize")) res = serve_detokenize(body, u->len, s->sm.tok, &e);
-    else res = run_completion(s, u, &e);
+    if (!strcmp(url, "/v1/models"))
+        res = models_json(s);
+    else if (!strcmp(url, "/tokenizer_info"))
+        res = serve_tokenizer_info(s->sm.tok, &s->lim);
+    else if (!strcmp(url, "/tokenize"))
+        res = serve_tokenize(body, u->len, s->sm.tok, &e);
+    else if (!strcmp(url, "/detokenize"))
+        res = serve_detokenize(body, u->len, s->sm.tok, &e);
+    else
+        res = run_completion(s, u, &e);
     return res ? send_json(s, c, 200, res) : send_error(s, c, &e);
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *data, size_t *size, void **state) {
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *size, void **state) {
     Server *s = cls;
     Upload *u = *state;
     if (!u) { /* the headers: a body announced over the limit is refused before it is read */
         *state = u = rt_calloc(1, sizeof *u);
         ServeError e = {0};
         if (!(u->in_flight = take_request(s, conn_of(c), &e))) return send_error(s, c, &e);
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoll(cl, NULL, 10) > s->o->max_body) {
             u->too_big = 1;
             return answer(s, c, url, method, u);
@@ -503,7 +586,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (*size) {
         if (!u->too_big && u->len + *size > (size_t)s->o->max_body) u->too_big = 1;
         if (!u->too_big) {
-            if (u->len + *size + 1 > u->cap) u->body = rt_realloc(u->body, u->cap = 2 * (u->len + *size) + 1);
+            if (u->len + *size + 1 > u->cap)
+                u->body = rt_realloc(u->body, u->cap = 2 * (u->len + *size) + 1);
             memcpy(u->body + u->len, data, *size);
             u->len += *size;
             u->body[u->len] = 0;
@@ -518,7 +602,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 /* A request's end, answered or not: the connection's next request is due within --timeout. */
-static void request_done(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why) {
+static void request_done(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode why) {
     Server *s = cls;
     Upload *u = *state;
     Conn *conn = conn_of(c);
@@ -540,8 +625,9 @@ static void request_done(void *cls, struct MHD_Connection *c, void **state, enum
  * connection's own thread, where request_line_seen has recorded the connection: the server
  * answers there itself, with its JSON error, and shuts the socket, so that MHD's copy goes
  * nowhere (its messages about failing to send it are dropped). */
-static _Thread_local struct MHD_Connection *parsing; /* the connection this thread reads a request of */
-static _Thread_local int answered_here;             /* that connection's error went out by answer_bad_length */
+static _Thread_local struct MHD_Connection
+    *parsing;                           /* the connection this thread reads a request of */
+static _Thread_local int answered_here; /* that connection's error went out by answer_bad_length */
 
 static void *request_line_seen(void *cls, const char *uri, struct MHD_Connection *c) {
     parsing = c;
@@ -558,20 +644,27 @@ static void send_all(int fd, const char *text) {
 
 /* The error for the unreadable Content-Length of c's request, written to its socket, then shut. */
 static void answer_bad_length(Server *s, struct MHD_Connection *c, int too_large) {
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return;
     ServeError e = {0};
     if (too_large)
-        serve_fail(&e, 413, NULL, "Content-Length: %.40s is larger than this server's limit of %lld bytes (--max-body)",
-                   cl ? cl : "", (long long)s->o->max_body);
-    else serve_fail(&e, 400, NULL, "Content-Length: '%.40s' is not a number of bytes (digits only)", cl ? cl : "");
+        serve_fail(
+            &e, 413, NULL,
+            "Content-Length: %.40s is larger than this server's limit of %lld bytes (--max-body)",
+            cl ? cl : "", (long long)s->o->max_body);
+    else
+        serve_fail(&e, 400, NULL, "Content-Length: '%.40s' is not a number of bytes (digits only)",
+                   cl ? cl : "");
     json_t *j = serve_error_json(&e);
     char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    char *head = rt_sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                            "Connection: close\r\n\r\n",
-                            e.status, MHD_get_reason_phrase_for((unsigned)e.status), body ? strlen(body) : 0);
+    char *head = rt_sprintf(
+        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+        "Connection: close\r\n\r\n",
+        e.status, MHD_get_reason_phrase_for((unsigned)e.status), body ? strlen(body) : 0);
     send_all(ci->connect_fd, head);
     if (body) send_all(ci->connect_fd, body);
     shutdown(ci->connect_fd, SHUT_RDWR);
@@ -584,7 +677,8 @@ static void answer_bad_length(Server *s, struct MHD_Connection *c, int too_large
 /* MHD's messages go to stderr, as its own logger writes them. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
 #if MHD_VERSION < 0x01000000
-    if (answered_here) return; /* a thread serves one connection: these are about the answer MHD could not send */
+    if (answered_here)
+        return; /* a thread serves one connection: these are about the answer MHD could not send */
     if (parsing && strstr(fmt, "Content-Length' header. Closing connection.")) {
         answer_bad_length(cls, parsing, !strncmp(fmt, "Too large", 9));
         return;
@@ -596,24 +690,31 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 static struct MHD_Daemon *start_http(Server *s, const Options *o) {
     char port[16];
     snprintf(port, sizeof port, "%d", o->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE},
+                    *ai;
     int rc = getaddrinfo(o->host, port, &hints, &ai);
     if (rc) rt_die("--host %s: %s", o->host, gai_strerror(rc));
     /* poll, as select takes no socket past FD_SETSIZE (1024); ITC, for MHD_quiesce_daemon */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d = MHD_start_daemon( /* the logger first, as MHD asks */
-        flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout, MHD_OPTION_CONNECTION_LIMIT,
-        connection_guard(o->max_connections),
+    struct MHD_Daemon *d =
+        MHD_start_daemon(/* the logger first, as MHD asks */
+                         flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+                         request_done, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
+                         MHD_OPTION_CONNECTION_LIMIT, connection_guard(o->max_connections),
 #if MHD_VERSION < 0x01000000
-        MHD_OPTION_URI_LOG_CALLBACK, request_line_seen, s,
+                         MHD_OPTION_URI_LOG_CALLBACK, request_line_seen, s,
 #endif
-        MHD_OPTION_END);
+                         MHD_OPTION_END);
     freeaddrinfo(ai);
-    if (!d) rt_die("cannot listen on %s port %d (--host, --port): %s", o->host, o->port, strerror(errno));
+    if (!d)
+        rt_die("cannot listen on %s port %d (--host, --port): %s", o->host, o->port,
+               strerror(errno));
     return d;
 }
 
@@ -646,21 +747,26 @@ static int stop_serving(Server *s, struct MHD_Daemon *d, const sigset_t *sigs, i
     s->stopping = 1;
     int n = s->in_flight;
     pthread_mutex_unlock(&s->conn_mu);
-    fprintf(stderr, "rotor serve: %s, stopping: %d request%s in flight, waiting up to %d s (--grace)\n",
+    fprintf(stderr,
+            "rotor serve: %s, stopping: %d request%s in flight, waiting up to %d s (--grace)\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT", n, n == 1 ? "" : "s", s->o->grace);
     double end = rt_now() + s->o->grace;
     for (double left; requests_in_flight(s) > 0 && (left = end - rt_now()) > 0;) {
-        if (next_signal(sigs, left < TICK_S ? left : TICK_S) > 0) break; /* a second signal: no more waiting */
+        if (next_signal(sigs, left < TICK_S ? left : TICK_S) > 0)
+            break; /* a second signal: no more waiting */
         close_late_connections(s);
     }
     int running = 0;
     if ((n = requests_in_flight(s)) > 0) {
         running = abandon_jobs(s);
-        fprintf(stderr, "rotor serve: %d request%s still in flight: the completions not done get 503\n", n,
+        fprintf(stderr,
+                "rotor serve: %d request%s still in flight: the completions not done get 503\n", n,
                 n == 1 ? "" : "s");
-        for (double until = rt_now() + 2; requests_in_flight(s) > 0 && rt_now() < until;) /* the 503s go out */
+        for (double until = rt_now() + 2;
+             requests_in_flight(s) > 0 && rt_now() < until;) /* the 503s go out */
             nanosleep(&(struct timespec){0, 20000000}, NULL);
-    } else fprintf(stderr, "rotor serve: every request in flight was answered\n");
+    } else
+        fprintf(stderr, "rotor serve: every request in flight was answered\n");
     MHD_stop_daemon(d);
     if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
     return running > 0;
@@ -676,12 +782,19 @@ int serve_main(int argc, char **argv) {
     Model *m = cmd_load_model(o.ckpt, o.device, o.verify);
     const ModelConfig *mc = model_config(m);
     if (mc->head != HEAD_LM)
-        rt_die("%s has the auto-encoder head (config.json rotor_head): serving needs a language model's "
-               "next-token head", o.ckpt);
+        rt_die("%s has the auto-encoder head (config.json rotor_head): serving needs a language "
+               "model's "
+               "next-token head",
+               o.ckpt);
     Tokenizer *tok = cmd_load_tokenizer(o.ckpt, o.tokenizer, mc, o.add_bos);
-    s.lim = (ServeLimits){mc->max_seq_len, tok_vocab_size(tok), o.add_bos, o.max_prompts,
-                          o.max_tokens ? o.max_tokens : mc->max_seq_len, o.max_logprobs};
-    if (s.lim.max_logprobs > s.lim.vocab) s.lim.max_logprobs = s.lim.vocab; /* no more alternatives than ids */
+    s.lim = (ServeLimits){mc->max_seq_len,
+                          tok_vocab_size(tok),
+                          o.add_bos,
+                          o.max_prompts,
+                          o.max_tokens ? o.max_tokens : mc->max_seq_len,
+                          o.max_logprobs};
+    if (s.lim.max_logprobs > s.lim.vocab)
+        s.lim.max_logprobs = s.lim.vocab; /* no more alternatives than ids */
     char *name = NULL;
     if (!o.name) { /* the checkpoint directory's name: RUN/checkpoints/step_N gives RUN/step_N */
         const char *end = o.ckpt + strlen(o.ckpt);
@@ -690,14 +803,17 @@ int serve_main(int argc, char **argv) {
         while (b > o.ckpt && b[-1] != '/') b--;
         name = rt_sprintf("%.*s", (int)(end - b), b);
     }
-    int pass_tokens = o.pass_tokens ? o.pass_tokens : !strcmp(model_backend(m)->name, "cpu") ? 512 : 4096;
+    int pass_tokens = o.pass_tokens                            ? o.pass_tokens
+                      : !strcmp(model_backend(m)->name, "cpu") ? 512
+                                                               : 4096;
     s.sm = (ServeModel){m, tok, &s.lim, o.name ? o.name : name, pass_tokens};
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work, NULL);
     pthread_cond_init(&s.done, NULL);
     pthread_mutex_init(&s.conn_mu, NULL);
 
-    /* the signals are taken by next_signal (sigtimedwait): every thread started from here blocks them */
+    /* the signals are taken by next_signal (sigtimedwait): every thread started from here blocks
+     * them */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
@@ -708,13 +824,15 @@ int serve_main(int argc, char **argv) {
     if (pthread_create(&worker, NULL, model_thread, &s)) rt_die("cannot start the model's thread");
     struct MHD_Daemon *d = start_http(&s, &o);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    printf("rotor serve: %s (%s + %s, context %d, BOS %s) on http://%s:%u/v1, %s, %d threads\n", s.sm.name,
-           mixer_name(mc->mixer), pe_name(mc->pe.kind), mc->max_seq_len, o.add_bos ? "prepended" : "not prepended",
-           o.host, info ? info->port : (unsigned)o.port, model_backend(m)->name, par_max_threads());
+    printf("rotor serve: %s (%s + %s, context %d, BOS %s) on http://%s:%u/v1, %s, %d threads\n",
+           s.sm.name, mixer_name(mc->mixer), pe_name(mc->pe.kind), mc->max_seq_len,
+           o.add_bos ? "prepended" : "not prepended", o.host, info ? info->port : (unsigned)o.port,
+           model_backend(m)->name, par_max_threads());
     fflush(stdout);
     if (stop_serving(&s, d, &sigs, serve_until_signal(&s, &sigs))) {
         fflush(NULL);
-        _exit(0); /* the model's thread cannot be stopped inside a batch: the process ends without it */
+        _exit(0); /* the model's thread cannot be stopped inside a batch: the process ends without
+                     it */
     }
     pthread_mutex_lock(&s.mu);
     s.stop = 1;

@@ -16,15 +16,16 @@
 typedef struct {
     const int32_t *seq;
     int len, first, next;
-    int slots;       /* len - first + next */
-    double *lp;      /* [slots] log p(token), the next slot's unused */
-    double *lse;     /* [slots] log-sum-exp of the slot's logits: log p(t) = logit(t) - lse */
-    int32_t *top_id; /* [slots * topn] most likely ids first */
-    double *top_lp;  /* [slots * topn] */
+    int slots;          /* len - first + next */
+    double *lp;         /* [slots] log p(token), the next slot's unused */
+    double *lse;        /* [slots] log-sum-exp of the slot's logits: log p(t) = logit(t) - lse */
+    int32_t *top_id;    /* [slots * topn] most likely ids first */
+    double *top_lp;     /* [slots * topn] */
     float *next_logits; /* [outputs] with next */
 } ScoreRow;
 
-static void score_row_init(ScoreRow *s, const int32_t *seq, int len, int first, int next, int topn, int outputs) {
+static void score_row_init(ScoreRow *s, const int32_t *seq, int len, int first, int next, int topn,
+                           int outputs) {
     *s = (ScoreRow){seq, len, first < 1 ? 1 : first, next, 0, NULL, NULL, NULL, NULL, NULL};
     s->slots = (len - s->first > 0 ? len - s->first : 0) + next;
     size_t k = (size_t)(s->slots ? s->slots : 1);
@@ -43,9 +44,7 @@ static void score_row_free(ScoreRow *s) {
     rt_free(s->next_logits);
 }
 
-static int input_len(const ScoreRow *s) {
-    return s->slots ? s->len - 1 + s->next : 0;
-}
+static int input_len(const ScoreRow *s) { return s->slots ? s->len - 1 + s->next : 0; }
 
 static int by_input_len_desc(const void *a, const void *b) {
     const ScoreRow *x = *(ScoreRow *const *)a, *y = *(ScoreRow *const *)b;
@@ -54,9 +53,9 @@ static int by_input_len_desc(const void *a, const void *b) {
 }
 
 /* Scores the rows in forward passes of sm->pass_tokens tokens at most (more when one row is
- * longer), longest rows first (as `rotor eval` does: little padding, which has no label). The backend reduces each labeled
- * position's logits to what the response holds (model_logit_scores); only a next slot's
- * logits come to the host whole. */
+ * longer), longest rows first (as `rotor eval` does: little padding, which has no label). The
+ * backend reduces each labeled position's logits to what the response holds (model_logit_scores);
+ * only a next slot's logits come to the host whole. */
 static void score_rows(const ServeModel *sm, ScoreRow *row_list, int n, int topn) {
     Model *m = sm->m;
     const int vocab = sm->lim->vocab, outputs = model_outputs(model_config(m)), k = topn ? topn : 1;
@@ -78,7 +77,8 @@ static void score_rows(const ServeModel *sm, ScoreRow *row_list, int n, int topn
             i += B;
             continue;
         }
-        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)B * T), *lab = rt_malloc(sizeof(int32_t) * (size_t)B * T);
+        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)B * T),
+                *lab = rt_malloc(sizeof(int32_t) * (size_t)B * T);
         int64_t M = 0;
         for (int b = 0; b < B; b++) {
             const ScoreRow *s = rows[i + b];
@@ -92,8 +92,10 @@ static void score_rows(const ServeModel *sm, ScoreRow *row_list, int n, int topn
         }
         Batch bt = {B, T, tok, lab, NULL};
         RT_ASSERT(model_forward_logits(m, &bt) == M);
-        LogitScores sc = {rt_malloc(sizeof(double) * (size_t)M), rt_malloc(sizeof(double) * (size_t)M),
-                          rt_malloc(sizeof(int32_t) * (size_t)(M * k)), rt_malloc(sizeof(double) * (size_t)(M * k))};
+        LogitScores sc = {rt_malloc(sizeof(double) * (size_t)M),
+                          rt_malloc(sizeof(double) * (size_t)M),
+                          rt_malloc(sizeof(int32_t) * (size_t)(M * k)),
+                          rt_malloc(sizeof(double) * (size_t)(M * k))};
         model_logit_scores(m, vocab, k, &sc);
         /* the labeled positions in order: row by row, each row's slots in order */
         int64_t q = 0;
@@ -133,8 +135,10 @@ static json_t *token_string(const Tokenizer *tok, int id) {
     char buf[32];
     if (!piece) return json_string("");
     if (strlen(piece) == 6 && sscanf(piece, "<0x%2X>", &byte) == 1) {
-        if (byte < 0x80) snprintf(buf, sizeof buf, "%c", (char)byte);
-        else snprintf(buf, sizeof buf, "bytes:\\x%02x", byte);
+        if (byte < 0x80)
+            snprintf(buf, sizeof buf, "%c", (char)byte);
+        else
+            snprintf(buf, sizeof buf, "bytes:\\x%02x", byte);
         return json_string(buf);
     }
     size_t n = strlen(piece);
@@ -143,7 +147,8 @@ static json_t *token_string(const Tokenizer *tok, int id) {
         if (!strncmp(p, "\xE2\x96\x81", 3)) {
             *w++ = ' ';
             p += 3;
-        } else *w++ = *p++;
+        } else
+            *w++ = *p++;
     *w = 0;
     json_t *j = json_string(s);
     rt_free(s);
@@ -167,7 +172,8 @@ static void entries_add(Entry *e, int *n, const ScoreRow *s, int q, int id, int 
  * characters (OpenAI's text_offset; vLLM's too). The returned tokens follow the prompt's
  * n_before tokens (without echo), which are decoded with them so that the text of each starts
  * where it does after its prompt; their text is then left out of the offsets. */
-static int64_t *text_offsets(const Tokenizer *tok, const int32_t *before, int n_before, const Entry *e, int n) {
+static int64_t *text_offsets(const Tokenizer *tok, const int32_t *before, int n_before,
+                             const Entry *e, int n) {
     int32_t *ids = rt_malloc(sizeof(int32_t) * (size_t)(n_before + n + 1));
     int64_t *at = rt_malloc(sizeof(int64_t) * (size_t)(n_before + n + 1));
     memcpy(ids, before, sizeof(int32_t) * (size_t)n_before);
@@ -184,7 +190,8 @@ static int64_t *text_offsets(const Tokenizer *tok, const int32_t *before, int n_
     return off;
 }
 
-static json_t *logprobs_json(const Tokenizer *tok, const Entry *e, int n, int topn, const int64_t *offsets) {
+static json_t *logprobs_json(const Tokenizer *tok, const Entry *e, int n, int topn,
+                             const int64_t *offsets) {
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
     for (int i = 0; i < n; i++) {
         json_t *s = token_string(tok, e[i].id);
@@ -198,26 +205,28 @@ static json_t *logprobs_json(const Tokenizer *tok, const Entry *e, int n, int to
         json_t *top = json_object();
         for (int k = 0; k < topn; k++) {
             json_t *key = token_string(tok, e[i].top_id[k]);
-            if (!json_object_get(top, json_string_value(key))) /* two ids of one text: the likelier */
+            if (!json_object_get(top,
+                                 json_string_value(key))) /* two ids of one text: the likelier */
                 json_object_set_new(top, json_string_value(key), json_real(e[i].top_lp[k]));
             json_decref(key);
         }
         json_array_append_new(tops, top);
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
-                     "text_offset", offs);
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps,
+                     "top_logprobs", tops, "text_offset", offs);
 }
 
 /* A completion: its tokens after the prompt in seq, and what ended it. */
 typedef struct {
     const int32_t *seq; /* prompt (n_prompt tokens), then the completion */
     int n_prompt, n;
-    int eos;            /* EOS was drawn (not among the n) */
+    int eos; /* EOS was drawn (not among the n) */
 } Completion;
 
 /* The completion's text, cut at the first stop string (*n and *stopped updated: the tokens
  * that reach the cut stay). */
-static char *completion_text(const Tokenizer *tok, const CompletionRequest *req, Completion *c, int *stopped) {
+static char *completion_text(const Tokenizer *tok, const CompletionRequest *req, Completion *c,
+                             int *stopped) {
     char *prompt = cmd_decode(tok, c->seq, c->n_prompt);
     char *text = cmd_completion_text(tok, c->seq, c->n_prompt, c->n, prompt);
     size_t cut = strlen(text);
@@ -251,7 +260,8 @@ typedef struct {
 } Response;
 
 /* Choice r: its text and, with logprobs, the entries of the prompt (echo) and of the completion. */
-static void add_choice(Response *res, int r, Completion *c, const ScoreRow *prompt_row, const ScoreRow *row) {
+static void add_choice(Response *res, int r, Completion *c, const ScoreRow *prompt_row,
+                       const ScoreRow *row) {
     const CompletionRequest *req = res->req;
     const ServePrompt *p = &req->prompts[r / req->n];
     const Tokenizer *tok = res->sm->tok;
@@ -262,27 +272,33 @@ static void add_choice(Response *res, int r, Completion *c, const ScoreRow *prom
         Entry *e = rt_malloc(sizeof(Entry) * (size_t)(c->n_prompt + c->n + 2));
         int n = 0;
         if (req->echo) {
-            if (!p->added_bos) e[n++] = (Entry){c->seq[0], NAN, NULL, NULL}; /* nothing precedes it */
-            for (int k = 1; k < p->n; k++) entries_add(e, &n, prompt_row, k - prompt_row->first, c->seq[k], topn);
+            if (!p->added_bos)
+                e[n++] = (Entry){c->seq[0], NAN, NULL, NULL}; /* nothing precedes it */
+            for (int k = 1; k < p->n; k++)
+                entries_add(e, &n, prompt_row, k - prompt_row->first, c->seq[k], topn);
         }
-        /* the completion's tokens, EOS included: the harness drops the last entry as the drawn one */
+        /* the completion's tokens, EOS included: the harness drops the last entry as the drawn one
+         */
         for (int k = 0; k < c->n + c->eos; k++) {
             int id = k < c->n ? c->seq[p->n + k] : tok_eos_id(tok);
             if (row->next) { /* drawn from the scoring pass's last position */
                 entries_add(e, &n, row, row->slots - 1, id, topn);
                 e[n - 1].lp = (double)row->next_logits[id] - row->lse[row->slots - 1];
-            } else entries_add(e, &n, row, p->n + k - row->first, id, topn);
+            } else
+                entries_add(e, &n, row, p->n + k - row->first, id, topn);
         }
-        int n_before = req->echo ? 0 : p->n - p->added_bos; /* the prompt's tokens, not the BOS it was given */
+        int n_before =
+            req->echo ? 0 : p->n - p->added_bos; /* the prompt's tokens, not the BOS it was given */
         int64_t *offsets = text_offsets(tok, c->seq + p->added_bos, n_before, e, n);
         lp = logprobs_json(tok, e, n, topn, offsets);
         rt_free(offsets);
         rt_free(e);
     }
     char *full = req->echo ? rt_sprintf("%s%s", p->text, text) : NULL;
-    json_array_append_new(res->choices, json_pack("{s:i, s:s, s:o, s:s}", "index", r, "text", full ? full : text,
-                                                  "logprobs", lp, "finish_reason",
-                                                  stopped || c->eos ? "stop" : "length"));
+    json_array_append_new(res->choices,
+                          json_pack("{s:i, s:s, s:o, s:s}", "index", r, "text", full ? full : text,
+                                    "logprobs", lp, "finish_reason",
+                                    stopped || c->eos ? "stop" : "length"));
     res->completion_tokens += c->n;
     rt_free(full);
     free(text);
@@ -301,7 +317,8 @@ static void complete_scoring(Response *res, int nres) {
         for (int j = 0; j < res[k].req->n_prompts; j++, i++) {
             const ServePrompt *p = &res[k].req->prompts[j];
             /* with echo every prompt token after the first; else only the next slot */
-            score_row_init(&rows[i], p->ids, p->n, req->echo ? 1 : p->n, req->max_tokens > 0, topn, outputs);
+            score_row_init(&rows[i], p->ids, p->n, req->echo ? 1 : p->n, req->max_tokens > 0, topn,
+                           outputs);
         }
     score_rows(sm, rows, P, topn);
     for (int k = 0, first = 0; k < nres; first += res[k++].req->n_prompts) {
@@ -316,8 +333,10 @@ static void complete_scoring(Response *res, int nres) {
             Completion c = {seq, p->n, 0, 0};
             if (s) {
                 int t = sampler_next(s, r, row->next_logits);
-                if (t == eos) c.eos = 1;
-                else seq[c.n++ + p->n] = t;
+                if (t == eos)
+                    c.eos = 1;
+                else
+                    seq[c.n++ + p->n] = t;
             }
             add_choice(&res[k], r, &c, row, row);
             rt_free(seq);
@@ -353,8 +372,9 @@ static void complete_generating(Response *res, int nres) {
             stream[r] = (uint64_t)i;
         }
     if (req->max_tokens > 0) {
-        GenerateArgs ga = {req->max_tokens, sm->lim->context, tok_eos_id(sm->tok), sm->lim->vocab, req->sampling,
-                           sampling, stream};
+        GenerateArgs ga = {req->max_tokens, sm->lim->context, tok_eos_id(sm->tok),
+                           sm->lim->vocab,  req->sampling,    sampling,
+                           stream};
         GenerateStats st;
         generate(sm->m, &ga, seqs, lens, R, out, &st, NULL, NULL);
     }
@@ -366,8 +386,8 @@ static void complete_generating(Response *res, int nres) {
         cs[r] = (Completion){seqs[r], lens[r], out[r].n, out[r].eos};
         if (out[r].eos) seqs[r][lens[r] + out[r].n] = tok_eos_id(sm->tok);
         if (req->logprobs >= 0)
-            score_row_init(&rows[r], seqs[r], lens[r] + out[r].n + out[r].eos, req->echo ? 1 : lens[r], 0, topn,
-                           outputs);
+            score_row_init(&rows[r], seqs[r], lens[r] + out[r].n + out[r].eos,
+                           req->echo ? 1 : lens[r], 0, topn, outputs);
     }
     if (req->logprobs >= 0) score_rows(sm, rows, R, topn);
     for (int k = 0, r = 0; k < nres; k++)
@@ -392,14 +412,16 @@ static json_t *response_json(const Response *res) {
     static long counter;
     char id[64];
     snprintf(id, sizeof id, "cmpl-rotor-%ld", ++counter);
-    return json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I}}", "id", id, "object", "text_completion", "created",
-                     (json_int_t)time(NULL), "model", res->req->model ? res->req->model : res->sm->name, "choices",
-                     res->choices, "usage", "prompt_tokens", (json_int_t)res->prompt_tokens, "completion_tokens",
+    return json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I}}", "id", id, "object",
+                     "text_completion", "created", (json_int_t)time(NULL), "model",
+                     res->req->model ? res->req->model : res->sm->name, "choices", res->choices,
+                     "usage", "prompt_tokens", (json_int_t)res->prompt_tokens, "completion_tokens",
                      (json_int_t)res->completion_tokens, "total_tokens",
                      (json_int_t)(res->prompt_tokens + res->completion_tokens));
 }
 
-void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n, json_t **out) {
+void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n,
+                    json_t **out) {
     Response *res = rt_malloc(sizeof(Response) * (size_t)n);
     for (int k = 0; k < n; k++) {
         RT_ASSERT(k == 0 || serve_can_batch(reqs[0], reqs[k]));
@@ -407,8 +429,10 @@ void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, 
         for (int i = 0; i < reqs[k]->n_prompts; i++)
             res[k].prompt_tokens += reqs[k]->prompts[i].n - reqs[k]->prompts[i].added_bos;
     }
-    if (serve_scores_prompt(reqs[0])) complete_scoring(res, n);
-    else complete_generating(res, n);
+    if (serve_scores_prompt(reqs[0]))
+        complete_scoring(res, n);
+    else
+        complete_generating(res, n);
     for (int k = 0; k < n; k++) out[k] = response_json(&res[k]);
     rt_free(res);
 }

@@ -29,6 +29,7 @@ typedef struct {
 int serve_can_batch(const CompletionRequest *a, const CompletionRequest *b);
 /* The response bodies of POST /v1/completions (OpenAI's "text_completion" object) of n
  * requests, each of them serve_can_batch with the first (n = 1: any request). */
-void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n, json_t **out);
+void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n,
+                    json_t **out);
 
 #endif

@@ -42,8 +42,8 @@ static json_t *logged_validation(const char *run_dir, int64_t step) {
 /* A classification checkpoint scored on the test split, printed as one line starting with
  * `what`: {"checkpoint", "step", "val_loss", "val_accuracy" (as logged at its step),
  * "test_accuracy"}, and in *metrics classify_eval's metrics. */
-json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *ckpt, const char *what,
-                            json_t **metrics) {
+json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *ckpt,
+                            const char *what, json_t **metrics) {
     char err[2048], which[256];
     TrainerState st;
     if (checkpoint_read_state(ckpt, &st, err, sizeof err)) rt_die("%s", err);
@@ -51,8 +51,8 @@ json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *
     Model *m = checkpoint_load_model(ckpt, be, 1, err, sizeof err);
     if (!m) rt_die("%s", err);
     if (st.best.metric != KEEP_BEST_NONE && st.best.step == st.step)
-        snprintf(which, sizeof which, "%s checkpoint (step %lld, %s %.4f)", what, (long long)st.step,
-                 run_config_keep_best_name(st.best.metric), st.best.value);
+        snprintf(which, sizeof which, "%s checkpoint (step %lld, %s %.4f)", what,
+                 (long long)st.step, run_config_keep_best_name(st.best.metric), st.best.value);
     else
         snprintf(which, sizeof which, "%s checkpoint (step %lld)", what, (long long)st.step);
     const TaskImpl *task = task_of(&rc->task);
@@ -88,15 +88,17 @@ json_t *synth_eval_best(const RunConfig *rc, const Backend *be) {
     json_t *best = NULL;
     if (rc->train.keep_best != KEEP_BEST_NONE && fs_exists(dir)) {
         TrainerState st;
-        if (checkpoint_verify(dir, 1, err, sizeof err) || checkpoint_read_state(dir, &st, err, sizeof err)) rt_die("%s", err);
+        if (checkpoint_verify(dir, 1, err, sizeof err) ||
+            checkpoint_read_state(dir, &st, err, sizeof err))
+            rt_die("%s", err);
         json_decref(st.data_state);
-        printf("best checkpoint (step %lld, %s %.4f):\n", (long long)st.step, run_config_keep_best_name(st.best.metric),
-               st.best.value);
-        best = json_pack("{s:s, s:I, s:s, s:f}", "checkpoint", dir, "step", (json_int_t)st.step, "selected_by",
-                         run_config_keep_best_name(rc->train.keep_best), "value", st.best.value);
+        printf("best checkpoint (step %lld, %s %.4f):\n", (long long)st.step,
+               run_config_keep_best_name(st.best.metric), st.best.value);
+        best = json_pack("{s:s, s:I, s:s, s:f}", "checkpoint", dir, "step", (json_int_t)st.step,
+                         "selected_by", run_config_keep_best_name(rc->train.keep_best), "value",
+                         st.best.value);
         json_object_set_new(best, "metrics", synth_eval_task(rc, be, dir));
     }
     rt_free(dir);
     return best;
 }
-

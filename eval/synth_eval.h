@@ -16,7 +16,7 @@ json_t *synth_eval_best(const RunConfig *rc, const Backend *be);
 /* A classification checkpoint scored on the test split, printed as one line starting with
  * `what`: {"checkpoint", "step", "val_loss", "val_accuracy" (as logged at its step),
  * "test_accuracy"}, and in *metrics classify_eval's metrics. */
-json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *ckpt, const char *what,
-                            json_t **metrics);
+json_t *synth_eval_classify(const RunConfig *rc, const Backend *be, const char *ckpt,
+                            const char *what, json_t **metrics);
 
 #endif

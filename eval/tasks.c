@@ -1,12 +1,13 @@
-/* The six zero-shot tasks of docs/evaluation.md part A: task files, the harness's request strings and
- * the whole-minus-prefix tokenisation. Every rule below reproduces lm-evaluation-harness
+/* The six zero-shot tasks of docs/evaluation.md part A: task files, the harness's request strings
+ * and the whole-minus-prefix tokenisation. Every rule below reproduces lm-evaluation-harness
  * (EleutherAI/lm-evaluation-harness, checked at commit 4e7e0d47):
  *  - lm_eval/tasks/lambada/lambada_openai.yaml   doc_to_text "{{text.split(' ')[:-1]|join(' ')}}",
  *                                                 doc_to_target "{{' '+text.split(' ')[-1]}}"
  *  - lm_eval/tasks/piqa/piqa.yaml                "Question: {{goal}}\nAnswer:", [sol1, sol2], label
  *  - lm_eval/tasks/hellaswag/utils.py            preprocess() and process_docs()
  *  - lm_eval/tasks/winogrande/preprocess_winogrande.py   doc_to_text/doc_to_target/doc_to_choice
- *  - lm_eval/tasks/arc/arc_easy.yaml (+ arc_challenge.yaml)  choices.text, choices.label.index(answerKey)
+ *  - lm_eval/tasks/arc/arc_easy.yaml (+ arc_challenge.yaml)  choices.text,
+ * choices.label.index(answerKey)
  *  - lm_eval/api/task.py construct_requests: (ctx, target_delimiter + choice) per choice; for
  *    winogrande ("multiple input": doc_to_text returns an int) (context_i, " " + target) per
  *    context; process_results: completion_len = len(choice) for choice in doc_to_choice(doc).
@@ -28,14 +29,16 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
-const char *const EVAL_TASK_NAMES = "lambada_openai,piqa,hellaswag,winogrande,arc_easy,arc_challenge";
+const char *const EVAL_TASK_NAMES =
+    "lambada_openai,piqa,hellaswag,winogrande,arc_easy,arc_challenge";
 
 static const struct {
     const char *name;
     TaskKind kind;
 } TASKS[] = {
-    {"lambada_openai", TASK_LAMBADA},  {"piqa", TASK_PIQA},         {"hellaswag", TASK_HELLASWAG},
-    {"winogrande", TASK_WINOGRANDE},   {"arc_easy", TASK_ARC_EASY}, {"arc_challenge", TASK_ARC_CHALLENGE},
+    {"lambada_openai", TASK_LAMBADA}, {"piqa", TASK_PIQA},
+    {"hellaswag", TASK_HELLASWAG},    {"winogrande", TASK_WINOGRANDE},
+    {"arc_easy", TASK_ARC_EASY},      {"arc_challenge", TASK_ARC_CHALLENGE},
 };
 #define N_TASKS ((int)(sizeof TASKS / sizeof TASKS[0]))
 
@@ -157,7 +160,8 @@ static char *concat3(const char *a, const char *b, const char *c) {
  * characters new in 15.0. */
 char *eval_capitalize(const char *text) {
     UErrorCode st = U_ZERO_ERROR;
-    UCaseMap *cm = ucasemap_open("", U_TITLECASE_WHOLE_STRING | U_TITLECASE_NO_BREAK_ADJUSTMENT, &st);
+    UCaseMap *cm =
+        ucasemap_open("", U_TITLECASE_WHOLE_STRING | U_TITLECASE_NO_BREAK_ADJUSTMENT, &st);
     RT_ASSERT(U_SUCCESS(st));
     int32_t len = (int32_t)strlen(text);
     int32_t need = ucasemap_utf8ToTitle(cm, NULL, 0, text, len, &st);
@@ -208,7 +212,7 @@ char *eval_hellaswag_preprocess(const char *text) {
 
 /* The requests of one document as the harness builds them. */
 typedef struct {
-    int n;          /* choices (requests) */
+    int n; /* choices (requests) */
     int gold;
     char **context; /* [n] */
     char **cont;    /* [n] continuation, with the " " target delimiter */
@@ -243,7 +247,8 @@ static void json_repr(const json_t *v, char *buf, size_t len) {
 }
 
 /* doc[field] as a string. */
-static int get_string(const json_t *doc, const char *field, const char **out, char *err, size_t errlen) {
+static int get_string(const json_t *doc, const char *field, const char **out, char *err,
+                      size_t errlen) {
     const json_t *v = json_object_get(doc, field);
     if (!v) return rt_error(err, errlen, NULL, "field \"%s\" is missing", field);
     if (!json_is_string(v)) {
@@ -263,8 +268,8 @@ static int get_string_array(const json_t *v, const char *what, const char ***out
     if (!v) return rt_error(err, errlen, NULL, "field \"%s\" is missing", what);
     if (!json_is_array(v) || json_array_size(v) == 0) {
         json_repr(v, got, sizeof got);
-        return rt_error(err, errlen, NULL, "field \"%s\" must be a non-empty array of strings, got %s",
-                        what, got);
+        return rt_error(err, errlen, NULL,
+                        "field \"%s\" must be a non-empty array of strings, got %s", what, got);
     }
     size_t k = json_array_size(v);
     const char **items = rt_malloc(k * sizeof(char *));
@@ -273,7 +278,8 @@ static int get_string_array(const json_t *v, const char *what, const char ***out
         if (!json_is_string(it)) {
             json_repr(it, got, sizeof got);
             free(items);
-            return rt_error(err, errlen, NULL, "field \"%s\" item %zu must be a string, got %s", what, i, got);
+            return rt_error(err, errlen, NULL, "field \"%s\" item %zu must be a string, got %s",
+                            what, i, got);
         }
         items[i] = json_string_value(it);
     }
@@ -304,7 +310,8 @@ static int lambada_strings(const json_t *doc, DocStrings *d, char *err, size_t e
 /* piqa: "Question: {goal}\nAnswer:" with " " + sol1 / " " + sol2 (unstripped); gold = label. */
 static int piqa_strings(const json_t *doc, DocStrings *d, char *err, size_t errlen) {
     const char *goal, *sol[2];
-    if (get_string(doc, "goal", &goal, err, errlen) || get_string(doc, "sol1", &sol[0], err, errlen) ||
+    if (get_string(doc, "goal", &goal, err, errlen) ||
+        get_string(doc, "sol1", &sol[0], err, errlen) ||
         get_string(doc, "sol2", &sol[1], err, errlen))
         return -1;
     const json_t *label = json_object_get(doc, "label");
@@ -330,7 +337,8 @@ static int piqa_strings(const json_t *doc, DocStrings *d, char *err, size_t errl
 static int hellaswag_strings(const json_t *doc, DocStrings *d, char *err, size_t errlen) {
     const char *act, *ctx_a, *ctx_b, **endings;
     int n;
-    if (get_string(doc, "activity_label", &act, err, errlen) || get_string(doc, "ctx_a", &ctx_a, err, errlen) ||
+    if (get_string(doc, "activity_label", &act, err, errlen) ||
+        get_string(doc, "ctx_a", &ctx_a, err, errlen) ||
         get_string(doc, "ctx_b", &ctx_b, err, errlen) ||
         get_string_array(json_object_get(doc, "endings"), "endings", &endings, &n, err, errlen))
         return -1;
@@ -338,7 +346,8 @@ static int hellaswag_strings(const json_t *doc, DocStrings *d, char *err, size_t
     long long gold = -1;
     if (json_is_integer(label)) {
         gold = json_integer_value(label);
-    } else if (json_is_string(label) && json_string_value(label)[0] >= '0' && json_string_value(label)[0] <= '9') {
+    } else if (json_is_string(label) && json_string_value(label)[0] >= '0' &&
+               json_string_value(label)[0] <= '9') {
         char *end;
         errno = 0;
         long long v = strtoll(json_string_value(label), &end, 10);
@@ -349,7 +358,8 @@ static int hellaswag_strings(const json_t *doc, DocStrings *d, char *err, size_t
         if (!label) return rt_error(err, errlen, NULL, "field \"label\" is missing");
         char got[64];
         json_repr(label, got, sizeof got);
-        return rt_error(err, errlen, NULL, "field \"label\" must be an index into \"endings\" (0 to %d), got %s",
+        return rt_error(err, errlen, NULL,
+                        "field \"label\" must be an index into \"endings\" (0 to %d), got %s",
                         n - 1, got);
     }
     char *cap = eval_capitalize(ctx_b);
@@ -377,13 +387,16 @@ static int hellaswag_strings(const json_t *doc, DocStrings *d, char *err, size_t
  * doc_to_choice, i.e. on the contexts. */
 static int winogrande_strings(const json_t *doc, DocStrings *d, char *err, size_t errlen) {
     const char *sentence, *opt[2], *answer;
-    if (get_string(doc, "sentence", &sentence, err, errlen) || get_string(doc, "option1", &opt[0], err, errlen) ||
-        get_string(doc, "option2", &opt[1], err, errlen) || get_string(doc, "answer", &answer, err, errlen))
+    if (get_string(doc, "sentence", &sentence, err, errlen) ||
+        get_string(doc, "option1", &opt[0], err, errlen) ||
+        get_string(doc, "option2", &opt[1], err, errlen) ||
+        get_string(doc, "answer", &answer, err, errlen))
         return -1;
     const char *blank = strchr(sentence, '_');
     if (!blank) return rt_error(err, errlen, NULL, "field \"sentence\" has no blank \"_\"");
     if (strcmp(answer, "1") != 0 && strcmp(answer, "2") != 0)
-        return rt_error(err, errlen, NULL, "field \"answer\" must be \"1\" or \"2\", got \"%s\"", answer);
+        return rt_error(err, errlen, NULL, "field \"answer\" must be \"1\" or \"2\", got \"%s\"",
+                        answer);
     size_t i = (size_t)(blank - sentence);
     char *prefix = rt_malloc(i + 1);
     memcpy(prefix, sentence, i);
@@ -410,9 +423,12 @@ static int arc_strings(const json_t *doc, DocStrings *d, char *err, size_t errle
     const json_t *choices = json_object_get(doc, "choices");
     if (!choices) return rt_error(err, errlen, NULL, "field \"choices\" is missing");
     if (!json_is_object(choices))
-        return rt_error(err, errlen, NULL, "field \"choices\" must be an object with \"text\" and \"label\"");
-    if (get_string_array(json_object_get(choices, "text"), "choices.text", &text, &nt, err, errlen)) return -1;
-    if (get_string_array(json_object_get(choices, "label"), "choices.label", &label, &nl, err, errlen) ||
+        return rt_error(err, errlen, NULL,
+                        "field \"choices\" must be an object with \"text\" and \"label\"");
+    if (get_string_array(json_object_get(choices, "text"), "choices.text", &text, &nt, err, errlen))
+        return -1;
+    if (get_string_array(json_object_get(choices, "label"), "choices.label", &label, &nl, err,
+                         errlen) ||
         get_string(doc, "answerKey", &key, err, errlen)) {
         free(text);
         free(label);
@@ -423,12 +439,14 @@ static int arc_strings(const json_t *doc, DocStrings *d, char *err, size_t errle
         if (strcmp(label[k], key) == 0) gold = k;
     int rc = 0;
     if (nt != nl) {
-        rc = rt_error(err, errlen, NULL, "fields \"choices.text\" and \"choices.label\" differ in length (%d and %d)",
+        rc = rt_error(err, errlen, NULL,
+                      "fields \"choices.text\" and \"choices.label\" differ in length (%d and %d)",
                       nt, nl);
     } else if (gold < 0) {
         char got[64];
         json_repr(json_object_get(choices, "label"), got, sizeof got);
-        rc = rt_error(err, errlen, NULL, "field \"answerKey\" is \"%s\", which is not in \"choices.label\" %s", key,
+        rc = rt_error(err, errlen, NULL,
+                      "field \"answerKey\" is \"%s\", which is not in \"choices.label\" %s", key,
                       got);
     } else {
         doc_strings_alloc(d, nt);
@@ -447,7 +465,8 @@ static int arc_strings(const json_t *doc, DocStrings *d, char *err, size_t errle
 /* The requests of a parsed document; 0, or -1 with a message naming the field. */
 static int doc_strings(TaskKind kind, const json_t *doc, DocStrings *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    if (!json_is_object(doc)) return rt_error(err, errlen, NULL, "a document must be a JSON object");
+    if (!json_is_object(doc))
+        return rt_error(err, errlen, NULL, "a document must be a JSON object");
     switch (kind) {
     case TASK_LAMBADA: return lambada_strings(doc, d, err, errlen);
     case TASK_PIQA: return piqa_strings(doc, d, err, errlen);
@@ -459,13 +478,14 @@ static int doc_strings(TaskKind kind, const json_t *doc, DocStrings *d, char *er
     return rt_error(err, errlen, NULL, "unknown task kind %d", (int)kind);
 }
 
-int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **context, char **continuation,
-                       char *err, size_t errlen) {
+int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **context,
+                       char **continuation, char *err, size_t errlen) {
     DocStrings d;
     if (doc_strings(kind, doc, &d, err, errlen)) return -1;
     if (choice < 0 || choice >= d.n) {
         doc_strings_free(&d);
-        return rt_error(err, errlen, NULL, "choice %d out of range (the document has %d)", choice, d.n);
+        return rt_error(err, errlen, NULL, "choice %d out of range (the document has %d)", choice,
+                        d.n);
     }
     *context = d.context[choice];
     *continuation = d.cont[choice];
@@ -475,7 +495,7 @@ int eval_build_strings(TaskKind kind, const json_t *doc, int choice, char **cont
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Tokenisation (docs/evaluation.md "Scoring a request"; lm_eval/api/model.py)                        */
+/* Tokenisation (docs/evaluation.md "Scoring a request"; lm_eval/api/model.py) */
 /* ------------------------------------------------------------------------------------ */
 
 /* TemplateLM.loglikelihood / _encode_pair, for a causal model:
@@ -505,10 +525,12 @@ static void move_trailing_space(char **context, char **continuation) {
 
 /* Step 2 for moved strings whose context is already encoded (ctx, n_ctx): tokens = [BOS
  * when bos] + ctx + encode(context + continuation)[n_ctx:]. */
-static int encode_with_context(const Tokenizer *tok, int bos, const char *context, const char *continuation,
-                               const int32_t *ctx, size_t n_ctx, int32_t **tokens, int *n_tokens, int *n_cont,
-                               char *err, size_t errlen) {
-    if (bos && tok_bos_id(tok) < 0) return rt_error(err, errlen, NULL, "the tokenizer has no BOS token");
+static int encode_with_context(const Tokenizer *tok, int bos, const char *context,
+                               const char *continuation, const int32_t *ctx, size_t n_ctx,
+                               int32_t **tokens, int *n_tokens, int *n_cont, char *err,
+                               size_t errlen) {
+    if (bos && tok_bos_id(tok) < 0)
+        return rt_error(err, errlen, NULL, "the tokenizer has no BOS token");
     char *text = concat3(context, continuation, NULL);
     int32_t *whole = NULL;
     size_t n_whole = 0;
@@ -535,15 +557,16 @@ int eval_encode_request(const Tokenizer *tok, int add_bos, char **context, char 
     size_t n_ctx = 0;
     int rc = tok_encode(tok, *context, strlen(*context), 0, 0, &ctx, &n_ctx, err, errlen);
     if (rc == 0)
-        rc = encode_with_context(tok, bos, *context, *continuation, ctx, n_ctx, tokens, n_tokens, n_cont, err,
-                                 errlen);
+        rc = encode_with_context(tok, bos, *context, *continuation, ctx, n_ctx, tokens, n_tokens,
+                                 n_cont, err, errlen);
     free(ctx);
     return rc;
 }
 
 /* eval_encode_request for the n requests of one document, encoding a context shared by
  * consecutive requests once. */
-static int encode_doc(const Tokenizer *tok, int add_bos, EvalRequest *req, int n, char *err, size_t errlen) {
+static int encode_doc(const Tokenizer *tok, int add_bos, EvalRequest *req, int n, char *err,
+                      size_t errlen) {
     int32_t *ctx = NULL;
     size_t n_ctx = 0;
     const char *encoded = NULL; /* the context ctx holds */
@@ -559,8 +582,8 @@ static int encode_doc(const Tokenizer *tok, int add_bos, EvalRequest *req, int n
             encoded = r->context;
         }
         if (rc == 0)
-            rc = encode_with_context(tok, bos, r->context, r->continuation, ctx, n_ctx, &r->tokens, &r->n_tokens,
-                                     &r->n_cont, err, errlen);
+            rc = encode_with_context(tok, bos, r->context, r->continuation, ctx, n_ctx, &r->tokens,
+                                     &r->n_tokens, &r->n_cont, err, errlen);
     }
     free(ctx);
     return rc;
@@ -611,13 +634,14 @@ static void add_doc(EvalTask *t, const DocStrings *d, int64_t index, int64_t lin
 /* Tokenises every request of t, documents in parallel (the Tokenizer is thread-safe). On
  * failure the message is that of the first failing document, prefixed with its file:line
  * (line[d] is document d's line number). */
-static int tokenize_task(EvalTask *t, const int64_t *line, const Tokenizer *tok, int add_bos, char *err,
-                         size_t errlen) {
+static int tokenize_task(EvalTask *t, const int64_t *line, const Tokenizer *tok, int add_bos,
+                         char *err, size_t errlen) {
     int64_t bad = -1;
 #pragma omp parallel for schedule(dynamic, 16)
     for (int64_t d = 0; d < t->n_docs; d++) {
         char msg[512];
-        if (encode_doc(tok, add_bos, &t->requests[t->docs[d].first_request], t->docs[d].n_choices, msg, sizeof msg)) {
+        if (encode_doc(tok, add_bos, &t->requests[t->docs[d].first_request], t->docs[d].n_choices,
+                       msg, sizeof msg)) {
 #pragma omp critical(eval_tokenize_error)
             if (bad < 0 || d < bad) {
                 bad = d;
@@ -634,12 +658,14 @@ static int tokenize_task(EvalTask *t, const int64_t *line, const Tokenizer *tok,
 /* Blank (all-whitespace) lines are skipped, as JSON Lines readers do; document indices count
  * documents, line numbers in messages count physical lines from 1. Every document of the
  * file is parsed and checked, the first `limit` are tokenised. */
-int eval_task_load(EvalTask *t, const char *name, const char *data_dir, int64_t limit, const Tokenizer *tok,
-                   int add_bos, char *err, size_t errlen) {
+int eval_task_load(EvalTask *t, const char *name, const char *data_dir, int64_t limit,
+                   const Tokenizer *tok, int add_bos, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     int k = 0;
     while (k < N_TASKS && strcmp(TASKS[k].name, name) != 0) k++;
-    if (k == N_TASKS) return rt_error(err, errlen, NULL, "unknown task \"%s\" (known: %s)", name, EVAL_TASK_NAMES);
+    if (k == N_TASKS)
+        return rt_error(err, errlen, NULL, "unknown task \"%s\" (known: %s)", name,
+                        EVAL_TASK_NAMES);
     t->kind = TASKS[k].kind;
     snprintf(t->name, sizeof t->name, "%s", name);
     if ((size_t)snprintf(t->path, sizeof t->path, "%s/%s.jsonl", data_dir, name) >= sizeof t->path)
@@ -672,11 +698,13 @@ int eval_task_load(EvalTask *t, const char *name, const char *data_dir, int64_t 
             prefix_error(err, errlen, where);
             break;
         }
-        if (limit <= 0 || t->n_docs < limit) add_doc(t, &d, t->n_docs_in_file, lineno, &line, &cap_docs, &cap_req);
+        if (limit <= 0 || t->n_docs < limit)
+            add_doc(t, &d, t->n_docs_in_file, lineno, &line, &cap_docs, &cap_req);
         doc_strings_free(&d);
         t->n_docs_in_file++;
     }
-    if (rc == 0 && ferror(f)) rc = rt_error(err, errlen, t->path, "read error: %s", strerror(errno));
+    if (rc == 0 && ferror(f))
+        rc = rt_error(err, errlen, t->path, "read error: %s", strerror(errno));
     if (rc == 0 && t->n_docs_in_file == 0) rc = rt_error(err, errlen, t->path, "no documents");
     free(text);
     fclose(f);

@@ -38,25 +38,29 @@ static void *scorer_open(const RunConfig *rc, char *err, size_t errlen) {
         return NULL;
     }
     const char *bad = tok_vocab_size(s->tok) > mc->vocab_size ? "more pieces than model.vocab_size"
-                      : tok_bos_id(s->tok) != mc->bos_id  ? "another BOS id than model.bos_id"
-                                                          : NULL;
+                      : tok_bos_id(s->tok) != mc->bos_id      ? "another BOS id than model.bos_id"
+                                                              : NULL;
     if (bad) {
-        rt_error(err, errlen, NULL, "train.eval_tasks: data.tokenizer = %s has %s", rc->data.tokenizer, bad);
+        rt_error(err, errlen, NULL, "train.eval_tasks: data.tokenizer = %s has %s",
+                 rc->data.tokenizer, bad);
         scorer_close(s);
         return NULL;
     }
     char list[sizeof tc->eval_tasks];
     snprintf(list, sizeof list, "%s", tc->eval_tasks);
-    for (char *save = NULL, *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+    for (char *save = NULL, *name = strtok_r(list, ", ", &save); name;
+         name = strtok_r(NULL, ", ", &save)) {
         int dup = 0;
         for (int k = 0; k < s->n; k++) dup |= !strcmp(s->tasks[k].name, name);
-        const char *problem = s->n == MAX_TASKS ? "more than 8 tasks" : dup ? "a task listed twice" : NULL;
-        if (!problem && eval_task_load(&s->tasks[s->n], name, tc->eval_data_dir, tc->eval_limit, s->tok, 1, why,
-                                       sizeof why))
+        const char *problem = s->n == MAX_TASKS ? "more than 8 tasks"
+                              : dup             ? "a task listed twice"
+                                                : NULL;
+        if (!problem && eval_task_load(&s->tasks[s->n], name, tc->eval_data_dir, tc->eval_limit,
+                                       s->tok, 1, why, sizeof why))
             problem = why;
         if (problem) {
-            rt_error(err, errlen, NULL, "train.eval_tasks = %s (train.eval_data_dir = %s): %s", tc->eval_tasks,
-                     tc->eval_data_dir, problem);
+            rt_error(err, errlen, NULL, "train.eval_tasks = %s (train.eval_data_dir = %s): %s",
+                     tc->eval_tasks, tc->eval_data_dir, problem);
             scorer_close(s);
             return NULL;
         }
@@ -76,7 +80,9 @@ static json_t *scorer_score(void *ctx, Model *m) {
             int has;
             const char *name;
             double value;
-        } cols[] = {{mt.has_acc, "acc", mt.acc}, {mt.has_acc_norm, "acc_norm", mt.acc_norm}, {mt.has_ppl, "perplexity", mt.ppl}};
+        } cols[] = {{mt.has_acc, "acc", mt.acc},
+                    {mt.has_acc_norm, "acc_norm", mt.acc_norm},
+                    {mt.has_ppl, "perplexity", mt.ppl}};
         for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
             if (!cols[c].has) continue;
             snprintf(key, sizeof key, "%s_%s", s->tasks[t].name, cols[c].name);

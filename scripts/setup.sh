@@ -30,6 +30,7 @@ packages=(
   python3-matplotlib                     # bench/plot_profile.py (GPU op profiles as a plot)
   dataset-fashion-mnist                  # Fashion-MNIST's IDX files in /usr/share/datasets/fashion-mnist (configs/classify/)
   clang libclang-rt-14-dev               # libFuzzer: the fuzz targets' bounded runs (scripts/fuzz.sh)
+  clang-format                           # the formatting check (tests/format_check.sh)
 )
 
 if [ "${1:-}" = "--interop" ]; then

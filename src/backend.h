@@ -28,10 +28,10 @@ extern "C" {
 /* Document segments of a batch (fla's cu_seqlens): every op with a notion of time
  * (convs, shifts, scans, positions, mixers) treats each segment as its own sequence. */
 typedef struct {
-    int64_t ntok;         /* N = B*T */
-    int nseg;             /* number of segments */
-    const int64_t *cu;    /* [nseg+1] segment start offsets into the N tokens, cu[nseg] = N */
-    const int32_t *pos;   /* [N] position of each token within its segment */
+    int64_t ntok;       /* N = B*T */
+    int nseg;           /* number of segments */
+    const int64_t *cu;  /* [nseg+1] segment start offsets into the N tokens, cu[nseg] = N */
+    const int32_t *pos; /* [N] position of each token within its segment */
     /* The same segments in the backend's memory, for device kernels (Backend.seqs_prepare fills
      * them; the CPU backend reads only the host arrays above). Chunks are the CHUNK_SIZE
      * pieces of every segment in order, the order of the chunk states. */
@@ -50,17 +50,17 @@ typedef enum { ACT_NONE = 0, ACT_SILU = 1, ACT_SIGMOID = 2 } Activation;
 /* One row of an op profile (Backend.profile_read): the calls of one op at one shape. */
 typedef struct {
     char op[24];
-    char shape[40];  /* "" where the op's calls are not told apart by shape */
+    char shape[40]; /* "" where the op's calls are not told apart by shape */
     int64_t calls;
-    double ms;       /* device time summed over the calls */
-    double flops;    /* floating-point operations of those calls, 0 if not counted */
-    double bytes;    /* the fewest bytes they must read and write, 0 if not counted */
+    double ms;    /* device time summed over the calls */
+    double flops; /* floating-point operations of those calls, 0 if not counted */
+    double bytes; /* the fewest bytes they must read and write, 0 if not counted */
 } OpTime;
 
 /* The shape of one call of a mixer or Selective RoPE op a model will make (Backend.supports). */
 typedef struct {
-    const char *op;  /* "gla", "gdn", "fox", "cscan" or "selrope" */
-    int H, K, V;     /* heads and head sizes; fox: K = V = D; selrope: K = V = P angle pairs */
+    const char *op; /* "gla", "gdn", "fox", "cscan" or "selrope" */
+    int H, K, V;    /* heads and head sizes; fox: K = V = D; selrope: K = V = P angle pairs */
 } OpShape;
 
 #include "backend_ops.h"
@@ -72,10 +72,10 @@ enum { CUDA_ACT_SIZE = 2, CUDA_F32_SIZE = 4 };
 typedef struct Backend Backend;
 struct Backend {
     const char *name;
-    const char *device; /* what it runs on, for logs ("NVIDIA H100 80GB HBM3") */
-    size_t act_size; /* bytes per [act] element */
-    size_t f32_size; /* bytes per [f32] element */
-    double peak_flops; /* dense peak of the device in FLOP/s for MFU, 0 if unknown */
+    const char *device;    /* what it runs on, for logs ("NVIDIA H100 80GB HBM3") */
+    size_t act_size;       /* bytes per [act] element */
+    size_t f32_size;       /* bytes per [f32] element */
+    double peak_flops;     /* dense peak of the device in FLOP/s for MFU, 0 if unknown */
     double peak_bandwidth; /* memory bandwidth of the device in bytes/s, 0 if unknown */
 
     /* ---- memory ---- */
@@ -147,7 +147,8 @@ struct Backend {
  * per head at the start of every chunk of every segment. */
 static inline int64_t chunk_states_size(const Seqs *s, int H, int K, int V) {
     int64_t chunks = 0;
-    for (int i = 0; i < s->nseg; i++) chunks += (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
+    for (int i = 0; i < s->nseg; i++)
+        chunks += (s->cu[i + 1] - s->cu[i] + CHUNK_SIZE - 1) / CHUNK_SIZE;
     return chunks * H * (int64_t)K * V;
 }
 

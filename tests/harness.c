@@ -53,4 +53,3 @@ int th_run(const TestCase *tests, int n, int argc, char **argv) {
     free(rows);
     return rc;
 }
-

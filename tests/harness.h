@@ -13,41 +13,41 @@ extern int th_skips;    /* tests that could not run what they check (missing dat
 
 /* Marks the current test as skipped: the program then exits with ctest's skip code 77
  * unless a test failed. */
-#define TH_SKIP(...)                   \
-    do {                               \
-        th_skips++;                    \
-        printf("    skipped: ");       \
-        printf(__VA_ARGS__);           \
-        printf("\n");                  \
+#define TH_SKIP(...)                                                                               \
+    do {                                                                                           \
+        th_skips++;                                                                                \
+        printf("    skipped: ");                                                                   \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
     } while (0)
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            th_failures++;                                                            \
-            fprintf(stderr, "    CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                             \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            th_failures++;                                                                         \
+            fprintf(stderr, "    CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                  \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            th_failures++;                                                    \
-            fprintf(stderr, "    CHECK failed at %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            th_failures++;                                                                         \
+            fprintf(stderr, "    CHECK failed at %s:%d: ", __FILE__, __LINE__);                    \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
 /* |a - b| <= tol * max(1, |b|) */
-#define CHECK_CLOSE(a, b, tol)                                                              \
-    do {                                                                                    \
-        double _a = (double)(a), _b = (double)(b);                                          \
-        if (!(fabs(_a - _b) <= (tol) * fmax(1.0, fabs(_b)))) {                              \
-            th_failures++;                                                                  \
-            fprintf(stderr, "    CHECK_CLOSE failed at %s:%d: %s = %.10g vs %s = %.10g\n", \
-                    __FILE__, __LINE__, #a, _a, #b, _b);                                    \
-        }                                                                                   \
+#define CHECK_CLOSE(a, b, tol)                                                                     \
+    do {                                                                                           \
+        double _a = (double)(a), _b = (double)(b);                                                 \
+        if (!(fabs(_a - _b) <= (tol)*fmax(1.0, fabs(_b)))) {                                       \
+            th_failures++;                                                                         \
+            fprintf(stderr, "    CHECK_CLOSE failed at %s:%d: %s = %.10g vs %s = %.10g\n",         \
+                    __FILE__, __LINE__, #a, _a, #b, _b);                                           \
+        }                                                                                          \
     } while (0)
 
 typedef struct {
@@ -78,7 +78,7 @@ int th_run_rows(const TestRow *rows, int n, int argc, char **argv);
 #define TH_COUNT(tests) ((int)(sizeof(tests) / sizeof((tests)[0])))
 
 /* main() of a test program that runs the table `tests`. */
-#define TH_MAIN(tests) \
+#define TH_MAIN(tests)                                                                             \
     int main(int argc, char **argv) { return th_run(tests, TH_COUNT(tests), argc, argv); }
 
 #endif

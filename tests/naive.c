@@ -41,8 +41,8 @@ void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const r
                 for (int i = 0; i < K; i++) {
                     double a = exp((double)g[IDX(n, h, i, H, K)]);
                     for (int j = 0; j < V; j++)
-                        S[i * V + j] = a * S[i * V + j] +
-                                       (double)k[IDX(n, h, i, H, K)] * (double)v[IDX(n, h, j, H, V)];
+                        S[i * V + j] = a * S[i * V + j] + (double)k[IDX(n, h, i, H, K)] *
+                                                              (double)v[IDX(n, h, j, H, V)];
                 }
                 for (int j = 0; j < V; j++) {
                     double acc = 0;
@@ -55,8 +55,8 @@ void naive_gla_fwd(real *o, const real *q, const real *k, const real *v, const r
 }
 
 void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, const real *q,
-                   const real *k, const real *v, const real *g, const Seqs *s, int H, int K,
-                   int V, double scale) {
+                   const real *k, const real *v, const real *g, const Seqs *s, int H, int K, int V,
+                   double scale) {
     /* S[t+1] after token t */
     double *S = rt_malloc(sizeof(double) * (size_t)(longest_segment(s) + 1) * K * V);
     double *dS = rt_malloc(sizeof(double) * K * V);
@@ -89,7 +89,8 @@ void naive_gla_bwd(real *dq, real *dk, real *dv, real *dg, const real *dout, con
                 }
                 for (int j = 0; j < V; j++) {
                     double acc = 0;
-                    for (int i = 0; i < K; i++) acc += dS[i * V + j] * (double)k[IDX(n, h, i, H, K)];
+                    for (int i = 0; i < K; i++)
+                        acc += dS[i * V + j] * (double)k[IDX(n, h, i, H, K)];
                     dv[IDX(n, h, j, H, V)] = (real)acc;
                 }
                 for (int i = 0; i < K; i++) {
@@ -247,7 +248,8 @@ void naive_fox_fwd(real *o, const real *q, const real *k, const real *v, const r
             for (int64_t i = 0; i < len; i++)
                 for (int d = 0; d < D; d++) {
                     double acc = 0;
-                    for (int64_t j = 0; j <= i; j++) acc += P[i * len + j] * (double)v[IDX(n0 + j, h, d, H, D)];
+                    for (int64_t j = 0; j <= i; j++)
+                        acc += P[i * len + j] * (double)v[IDX(n0 + j, h, d, H, D)];
                     o[IDX(n0 + i, h, d, H, D)] = (real)acc;
                 }
             rt_free(P);
@@ -274,8 +276,10 @@ void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, 
                 for (int64_t j = 0; j <= i; j++) {
                     double a = 0;
                     for (int d = 0; d < D; d++) {
-                        a += (double)dout[IDX(n0 + i, h, d, H, D)] * (double)v[IDX(n0 + j, h, d, H, D)];
-                        dv[IDX(n0 + j, h, d, H, D)] += (real)(P[i * len + j] * (double)dout[IDX(n0 + i, h, d, H, D)]);
+                        a += (double)dout[IDX(n0 + i, h, d, H, D)] *
+                             (double)v[IDX(n0 + j, h, d, H, D)];
+                        dv[IDX(n0 + j, h, d, H, D)] +=
+                            (real)(P[i * len + j] * (double)dout[IDX(n0 + i, h, d, H, D)]);
                     }
                     dp[j] = a;
                     rowdot += P[i * len + j] * a;
@@ -285,14 +289,17 @@ void naive_fox_bwd(real *dq, real *dk, real *dv, real *dlogf, const real *dout, 
                     dc[i] += ds;
                     dc[j] -= ds;
                     for (int d = 0; d < D; d++) {
-                        dq[IDX(n0 + i, h, d, H, D)] += (real)(scale * ds * (double)k[IDX(n0 + j, h, d, H, D)]);
-                        dk[IDX(n0 + j, h, d, H, D)] += (real)(scale * ds * (double)q[IDX(n0 + i, h, d, H, D)]);
+                        dq[IDX(n0 + i, h, d, H, D)] +=
+                            (real)(scale * ds * (double)k[IDX(n0 + j, h, d, H, D)]);
+                        dk[IDX(n0 + j, h, d, H, D)] +=
+                            (real)(scale * ds * (double)q[IDX(n0 + i, h, d, H, D)]);
                     }
                 }
                 rt_free(dp);
             }
             double acc = 0;
-            for (int64_t t = len - 1; logf && t >= 0; t--) dlogf[(n0 + t) * H + h] = (real)(acc += dc[t]);
+            for (int64_t t = len - 1; logf && t >= 0; t--)
+                dlogf[(n0 + t) * H + h] = (real)(acc += dc[t]);
             rt_free(P);
             rt_free(dc);
         }
@@ -304,8 +311,8 @@ static double complex eig(const real *loga, const real *angle, int c) {
     return cexp((double)loga[c] + I * (double)angle[c]);
 }
 
-void naive_cscan_fwd(real *h, const real *x, const real *loga, const real *angle,
-                     const Seqs *s, int C) {
+void naive_cscan_fwd(real *h, const real *x, const real *loga, const real *angle, const Seqs *s,
+                     int C) {
     for (int seg = 0; seg < s->nseg; seg++)
         for (int c = 0; c < C; c++) {
             double complex lam = eig(loga, angle, c), z = 0;
@@ -326,12 +333,15 @@ void naive_cscan_bwd(real *dx, real *dloga, real *dangle, const real *dh, const 
         for (int seg = 0; seg < s->nseg; seg++) {
             double complex G = 0;
             for (int64_t n = s->cu[seg + 1] - 1; n >= s->cu[seg]; n--) {
-                G = ((double)dh[n * 2 * C + 2 * c] + I * (double)dh[n * 2 * C + 2 * c + 1]) + conj(lam) * G;
+                G = ((double)dh[n * 2 * C + 2 * c] + I * (double)dh[n * 2 * C + 2 * c + 1]) +
+                    conj(lam) * G;
                 dx[n * 2 * C + 2 * c] = (real)creal(G);
                 dx[n * 2 * C + 2 * c + 1] = (real)cimag(G);
                 if (n == s->cu[seg]) continue;
-                /* h_t = lambda h_{t-1} + x_t: d/dloga = lambda h_{t-1}, d/dangle = i lambda h_{t-1} */
-                double complex p = lam * ((double)h[(n - 1) * 2 * C + 2 * c] + I * (double)h[(n - 1) * 2 * C + 2 * c + 1]);
+                /* h_t = lambda h_{t-1} + x_t: d/dloga = lambda h_{t-1}, d/dangle = i lambda h_{t-1}
+                 */
+                double complex p = lam * ((double)h[(n - 1) * 2 * C + 2 * c] +
+                                          I * (double)h[(n - 1) * 2 * C + 2 * c + 1]);
                 w += G * conj(p);
             }
         }

@@ -85,7 +85,8 @@ static Tensor *aux(Op *o, const char *name, int64_t n, Init init) {
 static Tensor *indices(Op *o, const char *name, int64_t n) {
     RT_ASSERT(o->nt < MAX_TENSORS);
     Tensor *t = &o->t[o->nt++];
-    *t = (Tensor){.spec = {.name = name, .n = n, .kind = EL_I32}, .role = T_AUX,
+    *t = (Tensor){.spec = {.name = name, .n = n, .kind = EL_I32},
+                  .role = T_AUX,
                   .iv = rt_calloc((size_t)n, sizeof(int32_t))};
     return t;
 }
@@ -206,8 +207,8 @@ static double matmul_fwd(Op *o) {
 
 static void matmul_bwd(Op *o) {
     Matmul *m = (Matmul *)o;
-    o->be->matmul_bwd(BD(m->x), BD(m->w), BD(m->bias), BD(m->out), BV(m->x), BV(m->w), m->M, m->N, m->K,
-                   o->accumulate);
+    o->be->matmul_bwd(BD(m->x), BD(m->w), BD(m->bias), BD(m->out), BV(m->x), BV(m->w), m->M, m->N,
+                      m->K, o->accumulate);
 }
 
 static void matmul_ref(Op *o, real *ref) {
@@ -216,7 +217,8 @@ static void matmul_ref(Op *o, real *ref) {
     for (int i = 0; i < m->M; i++)
         for (int j = 0; j < m->N; j++) {
             double acc = bias ? (double)bias[j] : 0.0;
-            for (int kk = 0; kk < m->K; kk++) acc += (double)x[i * m->K + kk] * (double)w[j * m->K + kk];
+            for (int kk = 0; kk < m->K; kk++)
+                acc += (double)x[i * m->K + kk] * (double)w[j * m->K + kk];
             ref[i * m->N + j] = (real)acc;
         }
 }
@@ -231,7 +233,13 @@ static void matmul_extra(Op *o) {
     rt_free(dw);
 }
 
-static const OpDef MATMUL = {.size = sizeof(Matmul), .build = matmul_build, .fwd = matmul_fwd, .bwd = matmul_bwd, .ref = matmul_ref, .extra = matmul_extra, .accumulate = 1,
+static const OpDef MATMUL = {.size = sizeof(Matmul),
+                             .build = matmul_build,
+                             .fwd = matmul_fwd,
+                             .bwd = matmul_bwd,
+                             .ref = matmul_ref,
+                             .extra = matmul_extra,
+                             .accumulate = 1,
                              .ops = "matmul_fwd matmul_bwd"};
 
 static void test_add(void) {
@@ -285,7 +293,11 @@ static void embedding_ref(Op *o, real *ref) {
         for (int j = 0; j < m->C; j++) ref[i * m->C + j] = m->E->v[m->tok->iv[i] * m->C + j];
 }
 
-static const OpDef EMBEDDING = {.size = sizeof(Embedding), .build = embedding_build, .fwd = embedding_fwd, .bwd = embedding_bwd, .ref = embedding_ref,
+static const OpDef EMBEDDING = {.size = sizeof(Embedding),
+                                .build = embedding_build,
+                                .fwd = embedding_fwd,
+                                .bwd = embedding_bwd,
+                                .ref = embedding_ref,
                                 .ops = "embedding_fwd embedding_bwd"};
 
 /* ---------------------------------------------------------- normalisation ---- */
@@ -311,14 +323,15 @@ static void rmsnorm_build(Op *o) {
 
 static double rmsnorm_fwd(Op *o) {
     RmsNorm *m = (RmsNorm *)o;
-    o->be->rmsnorm_fwd(BV(m->y), BV(m->rstd), BV(m->x), BV(m->w), m->N, m->G, m->C, o->v->per_group, NORM_EPS);
+    o->be->rmsnorm_fwd(BV(m->y), BV(m->rstd), BV(m->x), BV(m->w), m->N, m->G, m->C, o->v->per_group,
+                       NORM_EPS);
     return 0;
 }
 
 static void rmsnorm_bwd(Op *o) {
     RmsNorm *m = (RmsNorm *)o;
-    o->be->rmsnorm_bwd(BD(m->x), BD(m->w), BD(m->y), BV(m->x), BV(m->w), BV(m->rstd), m->N, m->G, m->C,
-                    o->v->per_group, o->accumulate);
+    o->be->rmsnorm_bwd(BD(m->x), BD(m->w), BD(m->y), BV(m->x), BV(m->w), BV(m->rstd), m->N, m->G,
+                       m->C, o->v->per_group, o->accumulate);
 }
 
 static void rmsnorm_ref(Op *o, real *ref) {
@@ -330,11 +343,17 @@ static void rmsnorm_ref(Op *o, real *ref) {
         for (int j = 0; j < C; j++) ss += (double)x[row * C + j] * (double)x[row * C + j];
         double rs = 1.0 / sqrt(ss / C + (double)NORM_EPS);
         const real *wr = m->w->v + (o->v->per_group ? (row % m->G) * C : 0);
-        for (int j = 0; j < C; j++) ref[row * C + j] = (real)((double)x[row * C + j] * rs * (double)wr[j]);
+        for (int j = 0; j < C; j++)
+            ref[row * C + j] = (real)((double)x[row * C + j] * rs * (double)wr[j]);
     }
 }
 
-static const OpDef RMSNORM = {.size = sizeof(RmsNorm), .build = rmsnorm_build, .fwd = rmsnorm_fwd, .bwd = rmsnorm_bwd, .ref = rmsnorm_ref, .accumulate = 1,
+static const OpDef RMSNORM = {.size = sizeof(RmsNorm),
+                              .build = rmsnorm_build,
+                              .fwd = rmsnorm_fwd,
+                              .bwd = rmsnorm_bwd,
+                              .ref = rmsnorm_ref,
+                              .accumulate = 1,
                               .ops = "rmsnorm_fwd rmsnorm_bwd"};
 
 /* LayerNorm: y = (x - mean) rstd w + b per row of C */
@@ -358,14 +377,15 @@ static void layernorm_build(Op *o) {
 
 static double layernorm_fwd(Op *o) {
     LayerNorm *m = (LayerNorm *)o;
-    o->be->layernorm_fwd(BV(m->y), BV(m->mean), BV(m->rstd), BV(m->x), BV(m->w), BV(m->b), m->N, m->C, NORM_EPS);
+    o->be->layernorm_fwd(BV(m->y), BV(m->mean), BV(m->rstd), BV(m->x), BV(m->w), BV(m->b), m->N,
+                         m->C, NORM_EPS);
     return 0;
 }
 
 static void layernorm_bwd(Op *o) {
     LayerNorm *m = (LayerNorm *)o;
-    o->be->layernorm_bwd(BD(m->x), BD(m->w), BD(m->b), BD(m->y), BV(m->x), BV(m->w), BV(m->mean), BV(m->rstd), m->N, m->C,
-                      o->accumulate);
+    o->be->layernorm_bwd(BD(m->x), BD(m->w), BD(m->b), BD(m->y), BV(m->x), BV(m->w), BV(m->mean),
+                         BV(m->rstd), m->N, m->C, o->accumulate);
 }
 
 static void layernorm_ref(Op *o, real *ref) {
@@ -375,14 +395,21 @@ static void layernorm_ref(Op *o, real *ref) {
     for (int64_t row = 0; row < m->N; row++) {
         double mu = 0, var = 0;
         for (int j = 0; j < C; j++) mu += (double)x[row * C + j] / C;
-        for (int j = 0; j < C; j++) var += ((double)x[row * C + j] - mu) * ((double)x[row * C + j] - mu) / C;
+        for (int j = 0; j < C; j++)
+            var += ((double)x[row * C + j] - mu) * ((double)x[row * C + j] - mu) / C;
         for (int j = 0; j < C; j++)
             ref[row * C + j] = (real)(((double)x[row * C + j] - mu) / sqrt(var + (double)NORM_EPS) *
-                                          (double)m->w->v[j] + (double)m->b->v[j]);
+                                          (double)m->w->v[j] +
+                                      (double)m->b->v[j]);
     }
 }
 
-static const OpDef LAYERNORM = {.size = sizeof(LayerNorm), .build = layernorm_build, .fwd = layernorm_fwd, .bwd = layernorm_bwd, .ref = layernorm_ref, .accumulate = 1,
+static const OpDef LAYERNORM = {.size = sizeof(LayerNorm),
+                                .build = layernorm_build,
+                                .fwd = layernorm_fwd,
+                                .bwd = layernorm_bwd,
+                                .ref = layernorm_ref,
+                                .accumulate = 1,
                                 .ops = "layernorm_fwd layernorm_bwd"};
 
 typedef struct {
@@ -419,11 +446,17 @@ static void l2norm_ref(Op *o, real *ref) {
     for (int64_t row = 0; row < m->N * m->G; row++) {
         double ss = 0;
         for (int j = 0; j < D; j++) ss += (double)x[row * D + j] * (double)x[row * D + j];
-        for (int j = 0; j < D; j++) ref[row * D + j] = (real)((double)x[row * D + j] / sqrt(ss + (double)NORM_EPS));
+        for (int j = 0; j < D; j++)
+            ref[row * D + j] = (real)((double)x[row * D + j] / sqrt(ss + (double)NORM_EPS));
     }
 }
 
-static const OpDef L2NORM = {.size = sizeof(L2Norm), .build = l2norm_build, .fwd = l2norm_fwd, .bwd = l2norm_bwd, .ref = l2norm_ref, .accumulate = 1,
+static const OpDef L2NORM = {.size = sizeof(L2Norm),
+                             .build = l2norm_build,
+                             .fwd = l2norm_fwd,
+                             .bwd = l2norm_bwd,
+                             .ref = l2norm_ref,
+                             .accumulate = 1,
                              .ops = "l2norm_fwd l2norm_bwd"};
 
 /* ---------------------------------------------------------- elementwise ---- */
@@ -458,11 +491,17 @@ static void gate_mul_ref(Op *o, real *ref) {
     GateMul *m = (GateMul *)o;
     for (int64_t i = 0; i < 157; i++) {
         double g = (double)m->g->v[i], s = sigmoid(g);
-        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU ? g * s : o->v->act == ACT_NONE ? g : s));
+        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU   ? g * s
+                                              : o->v->act == ACT_NONE ? g
+                                                                      : s));
     }
 }
 
-static const OpDef GATE_MUL = {.size = sizeof(GateMul), .build = gate_mul_build, .fwd = gate_mul_fwd, .bwd = gate_mul_bwd, .ref = gate_mul_ref,
+static const OpDef GATE_MUL = {.size = sizeof(GateMul),
+                               .build = gate_mul_build,
+                               .fwd = gate_mul_fwd,
+                               .bwd = gate_mul_bwd,
+                               .ref = gate_mul_ref,
                                .ops = "gate_mul_fwd gate_mul_bwd"};
 
 /* The one-input elementwise ops, out = f(x) over 157 values with |x| in [0.05, v.hi]. */
@@ -496,7 +535,11 @@ static void silu_bwd(Op *o) {
     o->be->silu_bwd(BD(m->x), BD(m->out), BV(m->x), m->n);
 }
 
-static const OpDef SILU = {.size = sizeof(Unary), .build = unary_build, .fwd = silu_fwd, .bwd = silu_bwd, .ops = "silu_fwd silu_bwd"};
+static const OpDef SILU = {.size = sizeof(Unary),
+                           .build = unary_build,
+                           .fwd = silu_fwd,
+                           .bwd = silu_bwd,
+                           .ops = "silu_fwd silu_bwd"};
 
 static double gelu_fwd(Op *o) {
     Unary *m = (Unary *)o;
@@ -517,7 +560,11 @@ static void gelu_extra(Op *o) {
     CHECK_MSG(fabs((double)y - 0.8413447460685429) < 1e-6, "gelu(1) = %.9f", (double)y);
 }
 
-static const OpDef GELU = {.size = sizeof(Unary), .build = unary_build, .fwd = gelu_fwd, .bwd = gelu_bwd, .extra = gelu_extra,
+static const OpDef GELU = {.size = sizeof(Unary),
+                           .build = unary_build,
+                           .fwd = gelu_fwd,
+                           .bwd = gelu_bwd,
+                           .extra = gelu_extra,
                            .ops = "gelu_fwd gelu_bwd"};
 
 /* ReLU away from its kink (|x| >= 0.05), its backward in place (dx = dy), and the values. */
@@ -539,7 +586,11 @@ static void relu_extra(Op *o) {
     for (int64_t i = 0; i < m->n; i++) CHECK(m->out->v[i] == (x[i] > 0 ? x[i] : 0));
 }
 
-static const OpDef RELU = {.size = sizeof(Unary), .build = unary_build, .fwd = relu_fwd, .bwd = relu_bwd, .extra = relu_extra,
+static const OpDef RELU = {.size = sizeof(Unary),
+                           .build = unary_build,
+                           .fwd = relu_fwd,
+                           .bwd = relu_bwd,
+                           .extra = relu_extra,
                            .ops = "relu_fwd relu_bwd"};
 
 static double sigmoid_fwd(Op *o) {
@@ -558,7 +609,11 @@ static void sigmoid_ref(Op *o, real *ref) {
     for (int64_t i = 0; i < m->n; i++) ref[i] = (real)sigmoid((double)m->x->v[i]);
 }
 
-static const OpDef SIGMOID = {.size = sizeof(Unary), .build = unary_f32_build, .fwd = sigmoid_fwd, .bwd = sigmoid_bwd, .ref = sigmoid_ref,
+static const OpDef SIGMOID = {.size = sizeof(Unary),
+                              .build = unary_f32_build,
+                              .fwd = sigmoid_fwd,
+                              .bwd = sigmoid_bwd,
+                              .ref = sigmoid_ref,
                               .ops = "sigmoid_fwd sigmoid_bwd"};
 
 static double logsigmoid_fwd(Op *o) {
@@ -574,16 +629,21 @@ static void logsigmoid_bwd(Op *o) {
 
 static void logsigmoid_ref(Op *o, real *ref) {
     Unary *m = (Unary *)o;
-    for (int64_t i = 0; i < m->n; i++) ref[i] = (real)(-log1p(exp(-(double)m->x->v[i])) / (double)o->v->norm);
+    for (int64_t i = 0; i < m->n; i++)
+        ref[i] = (real)(-log1p(exp(-(double)m->x->v[i])) / (double)o->v->norm);
 }
 
-static const OpDef LOGSIGMOID = {.size = sizeof(Unary), .build = unary_f32_build, .fwd = logsigmoid_fwd, .bwd = logsigmoid_bwd, .ref = logsigmoid_ref,
+static const OpDef LOGSIGMOID = {.size = sizeof(Unary),
+                                 .build = unary_f32_build,
+                                 .fwd = logsigmoid_fwd,
+                                 .bwd = logsigmoid_bwd,
+                                 .ref = logsigmoid_ref,
                                  .ops = "logsigmoid_fwd logsigmoid_bwd"};
 
-/* Dropout (docs/models.md §block-dropout-bidirectional), L = wo . dropout(x): dx = dropout(wo) with the same key (the op
- * is its own backward) against finite differences; the mask is deterministic, keeps about
- * 1 - p of the elements (within 5 sigma), scales them by 1/(1 - p), and in channel mode is the
- * same at every token of a row of T and differs between rows. */
+/* Dropout (docs/models.md §block-dropout-bidirectional), L = wo . dropout(x): dx = dropout(wo) with
+ * the same key (the op is its own backward) against finite differences; the mask is deterministic,
+ * keeps about 1 - p of the elements (within 5 sigma), scales them by 1/(1 - p), and in channel mode
+ * is the same at every token of a row of T and differs between rows. */
 #define DROP_KEY 0x1234abcdull
 #define DROP_P 0.3
 
@@ -627,12 +687,15 @@ static void dropout_extra(Op *o) {
         if (T && tok >= T) rows_differ += (y[i] != 0) != (y[i - T * C] != 0);
     }
     int64_t draws = T ? (m->N / T) * C : n;
-    double expect = 0.7 * draws, sd = sqrt(draws * 0.7 * 0.3), got = T ? (double)kept / T : (double)kept;
+    double expect = 0.7 * draws, sd = sqrt(draws * 0.7 * 0.3),
+           got = T ? (double)kept / T : (double)kept;
     printf("    %-40s kept %.0f of %lld draws (expected %.0f +- %.0f)\n", label(o, "mask"), got,
            (long long)draws, expect, sd);
-    CHECK_MSG(bad == 0, "dropout: %lld elements not x / (1 - p) or 0, or not reproduced", (long long)bad);
+    CHECK_MSG(bad == 0, "dropout: %lld elements not x / (1 - p) or 0, or not reproduced",
+              (long long)bad);
     CHECK(fabs(got - expect) < 5 * sd);
-    CHECK_MSG(shared == 0, "dropout channel mode: %lld masks differ within a row", (long long)shared);
+    CHECK_MSG(shared == 0, "dropout channel mode: %lld masks differ within a row",
+              (long long)shared);
     CHECK(!T || rows_differ > 0);
     cpu_dropout(y3, x, m->N, m->C, o->v->T, DROP_KEY + 1, DROP_P); /* another key, another mask */
     int64_t moved = 0;
@@ -641,11 +704,15 @@ static void dropout_extra(Op *o) {
     FREE_ALL(y2, y3);
 }
 
-static const OpDef DROPOUT = {.size = sizeof(Dropout), .build = dropout_build, .fwd = dropout_fwd, .bwd = dropout_bwd, .extra = dropout_extra,
+static const OpDef DROPOUT = {.size = sizeof(Dropout),
+                              .build = dropout_build,
+                              .fwd = dropout_fwd,
+                              .bwd = dropout_bwd,
+                              .extra = dropout_extra,
                               .ops = "dropout"};
 
-/* segment_reverse (docs/models.md §block-dropout-bidirectional): every segment turned around, its accumulating form, and
- * being its own adjoint: wo . rev(x) = rev(wo) . x. */
+/* segment_reverse (docs/models.md §block-dropout-bidirectional): every segment turned around, its
+ * accumulating form, and being its own adjoint: wo . rev(x) = rev(wo) . x. */
 static void test_segment_reverse(void) {
     Rng r;
     rng_init(&r, 313, 0);
@@ -653,7 +720,8 @@ static void test_segment_reverse(void) {
     TestSeqs ts = tu_seqs(lens, 4);
     const Seqs *sq = &ts.s;
     int64_t n = sq->ntok * C;
-    real *x = tu_randn(&r, n, 1), *y = tu_randn(&r, n, 1), *y0 = tu_copy(y, n), *wo = tu_randn(&r, n, 1), *rw = tu_zeros(n);
+    real *x = tu_randn(&r, n, 1), *y = tu_randn(&r, n, 1), *y0 = tu_copy(y, n),
+         *wo = tu_randn(&r, n, 1), *rw = tu_zeros(n);
     cpu_segment_reverse(y, x, sq, C, 1);
     double worst = 0;
     for (int s = 0; s < sq->nseg; s++)
@@ -671,7 +739,8 @@ static void test_segment_reverse(void) {
     tu_seqs_free(&ts);
 }
 
-/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §classification): values and dx. */
+/* The pair classifier's features [u, v, u v, u - v] (docs/models.md §classification): values and
+ * dx. */
 typedef struct {
     Op o;
     Tensor *x, *f;
@@ -702,12 +771,17 @@ static void pair_nli_extra(Op *o) {
     int d = m->d;
     for (int64_t p = 0; p < m->P; p++)
         for (int j = 0; j < d; j++) {
-            real u = m->x->v[2 * p * d + j], v = m->x->v[(2 * p + 1) * d + j], *f = m->f->v + 4 * p * d;
+            real u = m->x->v[2 * p * d + j], v = m->x->v[(2 * p + 1) * d + j],
+                 *f = m->f->v + 4 * p * d;
             CHECK(f[j] == u && f[d + j] == v && f[2 * d + j] == u * v && f[3 * d + j] == u - v);
         }
 }
 
-static const OpDef PAIR_FEATURES = {.size = sizeof(PairNli), .build = pair_nli_build, .fwd = pair_nli_fwd, .bwd = pair_nli_bwd, .extra = pair_nli_extra,
+static const OpDef PAIR_FEATURES = {.size = sizeof(PairNli),
+                                    .build = pair_nli_build,
+                                    .fwd = pair_nli_fwd,
+                                    .bwd = pair_nli_bwd,
+                                    .extra = pair_nli_extra,
                                     .ops = "pair_nli_fwd pair_nli_bwd"};
 
 /* The per-head decay of Gated DeltaNet and Mamba2 (docs/models.md §gated-deltanet, §mamba2): dt =
@@ -733,14 +807,15 @@ static void decay_build(Op *o) {
 
 static double decay_fwd(Op *o) {
     Decay *m = (Decay *)o;
-    o->be->decay_gates_fwd(BV(m->dt), BV(m->g), BV(m->dt_raw), BV(m->A_log), BV(m->dt_bias), m->N, m->H);
+    o->be->decay_gates_fwd(BV(m->dt), BV(m->g), BV(m->dt_raw), BV(m->A_log), BV(m->dt_bias), m->N,
+                           m->H);
     return 0;
 }
 
 static void decay_bwd(Op *o) {
     Decay *m = (Decay *)o;
-    o->be->decay_gates_bwd(BD(m->dt_raw), BD(m->A_log), BD(m->dt_bias), BD(m->dt), BD(m->g), BV(m->dt_raw),
-                        BV(m->A_log), BV(m->dt_bias), m->N, m->H);
+    o->be->decay_gates_bwd(BD(m->dt_raw), BD(m->A_log), BD(m->dt_bias), BD(m->dt), BD(m->g),
+                           BV(m->dt_raw), BV(m->A_log), BV(m->dt_bias), m->N, m->H);
 }
 
 static void decay_extra(Op *o) {
@@ -758,7 +833,11 @@ static void decay_extra(Op *o) {
     FREE_ALL(rdt, rg);
 }
 
-static const OpDef DECAY_GATES = {.size = sizeof(Decay), .build = decay_build, .fwd = decay_fwd, .bwd = decay_bwd, .extra = decay_extra,
+static const OpDef DECAY_GATES = {.size = sizeof(Decay),
+                                  .build = decay_build,
+                                  .fwd = decay_fwd,
+                                  .bwd = decay_bwd,
+                                  .extra = decay_extra,
                                   .ops = "decay_gates_fwd decay_gates_bwd"};
 
 /* The per-head scale y = s x (s per token and head) and the skip y += Dp x (Dp per head; its
@@ -809,7 +888,11 @@ static void head_ref(Op *o, real *ref) {
     }
 }
 
-static const OpDef HEAD = {.size = sizeof(Head), .build = head_build, .fwd = head_fwd, .bwd = head_bwd, .ref = head_ref,
+static const OpDef HEAD = {.size = sizeof(Head),
+                           .build = head_build,
+                           .fwd = head_fwd,
+                           .bwd = head_bwd,
+                           .ref = head_ref,
                            .ops = "head_scale_fwd head_scale_bwd head_skip_fwd head_skip_bwd"};
 
 /* B and C of a group go to each of its heads: head h reads group h / (H/G). */
@@ -843,10 +926,15 @@ static void bcast_ref(Op *o, real *ref) {
     int H = m->H, G = m->G, K = m->K;
     for (int64_t t = 0; t < m->N; t++)
         for (int h = 0; h < H; h++)
-            for (int i = 0; i < K; i++) ref[(t * H + h) * K + i] = m->src->v[(t * G + h / (H / G)) * K + i];
+            for (int i = 0; i < K; i++)
+                ref[(t * H + h) * K + i] = m->src->v[(t * G + h / (H / G)) * K + i];
 }
 
-static const OpDef GROUP_BCAST = {.size = sizeof(Bcast), .build = bcast_build, .fwd = bcast_fwd, .bwd = bcast_bwd, .ref = bcast_ref,
+static const OpDef GROUP_BCAST = {.size = sizeof(Bcast),
+                                  .build = bcast_build,
+                                  .fwd = bcast_fwd,
+                                  .bwd = bcast_bwd,
+                                  .ref = bcast_ref,
                                   .ops = "group_bcast_fwd group_bcast_bwd"};
 
 /* ---------------------------------------------------------- time mixing ---- */
@@ -877,7 +965,8 @@ static double conv_fwd(Op *o) {
 
 static void conv_bwd(Op *o) {
     Conv *m = (Conv *)o;
-    o->be->conv_bwd(BD(m->x), BD(m->w), BD(m->b), BD(m->y), BV(m->x), BV(m->w), BV(m->b), o->s, m->C, m->K, o->v->act);
+    o->be->conv_bwd(BD(m->x), BD(m->w), BD(m->b), BD(m->y), BV(m->x), BV(m->w), BV(m->b), o->s,
+                    m->C, m->K, o->v->act);
 }
 
 /* The pre-activation of channel ch at token t of the segment starting at t0. */
@@ -898,12 +987,17 @@ static void conv_ref(Op *o, real *ref) {
     for (int seg = 0; seg < s->nseg; seg++)
         for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
             for (int ch = 0; ch < m->C; ch++) {
-                double p = conv_at(m->x->v, V(m->w), t, s->cu[seg], m->C, m->K, ch) + (m->b->v ? (double)m->b->v[ch] : 0);
+                double p = conv_at(m->x->v, V(m->w), t, s->cu[seg], m->C, m->K, ch) +
+                           (m->b->v ? (double)m->b->v[ch] : 0);
                 ref[t * m->C + ch] = (real)act_value(o->v->act, p);
             }
 }
 
-static const OpDef CONV = {.size = sizeof(Conv), .build = conv_build, .fwd = conv_fwd, .bwd = conv_bwd, .ref = conv_ref,
+static const OpDef CONV = {.size = sizeof(Conv),
+                           .build = conv_build,
+                           .fwd = conv_fwd,
+                           .bwd = conv_bwd,
+                           .ref = conv_ref,
                            .ops = "conv_fwd conv_bwd"};
 
 /* y_t = a x_{t-1} + (1 - a) x_t with a = sigmoid(a_logit) per token and head; x_{-1} = 0. */
@@ -948,7 +1042,11 @@ static void shift_ref(Op *o, real *ref) {
         }
 }
 
-static const OpDef SHIFT = {.size = sizeof(Shift), .build = shift_build, .fwd = shift_fwd, .bwd = shift_bwd, .ref = shift_ref,
+static const OpDef SHIFT = {.size = sizeof(Shift),
+                            .build = shift_build,
+                            .fwd = shift_fwd,
+                            .bwd = shift_bwd,
+                            .ref = shift_ref,
                             .ops = "shift_fwd shift_bwd"};
 
 static void test_revcumsum(void) {
@@ -997,7 +1095,8 @@ static void test_rope_angles(void) {
     int64_t n = s->ntok * P;
     real *a = tu_zeros(n), *ref = tu_zeros(n);
     for (int64_t t = 0; t < s->ntok; t++)
-        for (int j = 0; j < P; j++) ref[t * P + j] = (real)((double)s->pos[t] * pow(theta, -2.0 * j / D));
+        for (int j = 0; j < P; j++)
+            ref[t * P + j] = (real)((double)s->pos[t] * pow(theta, -2.0 * j / D));
     cpu_rope_angles(a, s, D, theta);
     check_equal("rope_angles value", a, ref, n);
     FREE_ALL(a, ref);
@@ -1036,7 +1135,8 @@ static double rotate_fwd(Op *o) {
 
 static void rotate_bwd(Op *o) {
     Rotate *m = (Rotate *)o;
-    o->be->rotate_bwd(BD(m->x), BD(m->ang), BD(m->y), BV(m->x), BV(m->ang), m->N, m->H, m->D, o->v->per_head);
+    o->be->rotate_bwd(BD(m->x), BD(m->ang), BD(m->y), BV(m->x), BV(m->ang), m->N, m->H, m->D,
+                      o->v->per_head);
 }
 
 static void rotate_ref(Op *o, real *ref) {
@@ -1046,15 +1146,20 @@ static void rotate_ref(Op *o, real *ref) {
         for (int h = 0; h < H; h++)
             for (int j = 0; j < P; j++) {
                 int64_t b = (t * H + h) * D;
-                rotate_pair(ref + b, m->x->v + b, P, j, (double)m->ang->v[o->v->per_head ? (t * H + h) * P + j : t * P + j]);
+                rotate_pair(ref + b, m->x->v + b, P, j,
+                            (double)m->ang->v[o->v->per_head ? (t * H + h) * P + j : t * P + j]);
             }
 }
 
-static const OpDef ROTATE = {.size = sizeof(Rotate), .build = rotate_build, .fwd = rotate_fwd, .bwd = rotate_bwd, .ref = rotate_ref,
+static const OpDef ROTATE = {.size = sizeof(Rotate),
+                             .build = rotate_build,
+                             .fwd = rotate_fwd,
+                             .bwd = rotate_bwd,
+                             .ref = rotate_ref,
                              .ops = "rotate_fwd rotate_bwd"};
 
-/* Selective RoPE's angles (docs/models.md §position-embeddings): Phi = per-segment cumsum of (phi + exp(bias))
- * times sigmoid(gate_logit), angle = temp Phi. */
+/* Selective RoPE's angles (docs/models.md §position-embeddings): Phi = per-segment cumsum of (phi +
+ * exp(bias)) times sigmoid(gate_logit), angle = temp Phi. */
 typedef struct {
     Op o;
     Tensor *phi, *bias, *gl, *temp, *angle, *Phi, *dangle;
@@ -1067,7 +1172,8 @@ static void sel_angles_build(Op *o) {
     int64_t N = o->s->ntok, HP = m->H * m->P;
     m->phi = fd_samples(input(o, "phi", N * HP, NZ(0.05, 1.0), GRAD_SET), 100000);
     if (o->v->bias) m->bias = input(o, "bias", HP, NZ(0.05, 1.0), GRAD_ADD);
-    if (o->v->gate) m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 100000);
+    if (o->v->gate)
+        m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 100000);
     m->temp = f32(input(o, "temp", m->P, UNIFORM(0.05, 1.0), GRAD_ADD));
     m->angle = f32(output(o, "angle", N * HP, ZERO));
     m->Phi = f32(aux(o, "Phi", N * HP, ZERO));
@@ -1076,19 +1182,23 @@ static void sel_angles_build(Op *o) {
 
 static double sel_angles_fwd(Op *o) {
     SelAngles *m = (SelAngles *)o;
-    cpu_selrope_angles_fwd(BV(m->angle), BV(m->Phi), BV(m->phi), BV(m->bias), BV(m->gl), BV(m->temp), o->s, m->H, m->P);
+    cpu_selrope_angles_fwd(BV(m->angle), BV(m->Phi), BV(m->phi), BV(m->bias), BV(m->gl),
+                           BV(m->temp), o->s, m->H, m->P);
     return 0;
 }
 
 static void sel_angles_bwd(Op *o) {
     SelAngles *m = (SelAngles *)o;
-    o->be->copy(BV(m->dangle), BD(m->angle), elem_bytes(o, EL_F32, m->angle->spec.n)); /* consumed as scratch */
-    cpu_selrope_angles_bwd(BD(m->phi), BD(m->bias), BD(m->gl), BD(m->temp), BV(m->dangle), BV(m->phi), BV(m->bias),
-                           BV(m->gl), BV(m->temp), BV(m->Phi), o->s, m->H, m->P);
+    o->be->copy(BV(m->dangle), BD(m->angle),
+                elem_bytes(o, EL_F32, m->angle->spec.n)); /* consumed as scratch */
+    cpu_selrope_angles_bwd(BD(m->phi), BD(m->bias), BD(m->gl), BD(m->temp), BV(m->dangle),
+                           BV(m->phi), BV(m->bias), BV(m->gl), BV(m->temp), BV(m->Phi), o->s, m->H,
+                           m->P);
 }
 
 /* The angle increment of channel (h, j) at token t: conv output pre, plus exp(bias), gated. */
-static double sel_increment(double pre, const real *bias, const real *gl, int64_t t, int H, int h, int ch) {
+static double sel_increment(double pre, const real *bias, const real *gl, int64_t t, int H, int h,
+                            int ch) {
     double inc = pre + (bias ? exp((double)bias[ch]) : 0.0);
     return gl ? inc * sigmoid((double)gl[t * H + h]) : inc;
 }
@@ -1116,11 +1226,15 @@ static void sel_angles_extra(Op *o) {
 }
 
 /* cpu_selrope_angles_fwd/bwd: the CPU's own steps of selrope_fwd/bwd, outside the Backend table */
-static const OpDef SELROPE_ANGLES = {.size = sizeof(SelAngles), .build = sel_angles_build, .fwd = sel_angles_fwd, .bwd = sel_angles_bwd, .extra = sel_angles_extra,
+static const OpDef SELROPE_ANGLES = {.size = sizeof(SelAngles),
+                                     .build = sel_angles_build,
+                                     .fwd = sel_angles_fwd,
+                                     .bwd = sel_angles_bwd,
+                                     .extra = sel_angles_extra,
                                      .cpu_only = 1};
 
-/* The fused op (docs/models.md §position-embeddings steps 3-8), L = wq . qo + wk . ko; without conv_w the first
- * difference, without bias or gate their gradients untouched. */
+/* The fused op (docs/models.md §position-embeddings steps 3-8), L = wq . qo + wk . ko; without
+ * conv_w the first difference, without bias or gate their gradients untouched. */
 typedef struct {
     Op o;
     Tensor *q, *k, *phi_raw, *w, *bias, *gl, *temp, *qo, *ko, *Phi;
@@ -1136,18 +1250,32 @@ static void sel_fused_build(Op *o) {
     m->k = fd_samples(input(o, "k", 2 * n, NZ(0.05, 1.0), GRAD_SET), 300);
     m->phi_raw = fd_samples(input(o, "phi_raw", n, NZ(0.05, 1.0), GRAD_SET), 300);
     m->temp = f32(input(o, "temp", m->P, UNIFORM(0.05, 1.0), GRAD_ADD));
-    m->w = o->v->conv ? input(o, "conv_w", 4 * C, NZ(0.1, 1.0), GRAD_ADD) : dkind(absent(o, "conv_w", 4 * C), EL_F32);
-    m->bias = o->v->bias ? input(o, "bias", C, NZ(0.05, 1.0), GRAD_ADD) : dkind(absent(o, "bias", C), EL_F32);
-    if (o->v->gate) m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 300);
+    m->w = o->v->conv ? input(o, "conv_w", 4 * C, NZ(0.1, 1.0), GRAD_ADD)
+                      : dkind(absent(o, "conv_w", 4 * C), EL_F32);
+    m->bias = o->v->bias ? input(o, "bias", C, NZ(0.05, 1.0), GRAD_ADD)
+                         : dkind(absent(o, "bias", C), EL_F32);
+    if (o->v->gate)
+        m->gl = fd_samples(input(o, "gate_logit", N * m->H, NZ(0.05, 3.0), GRAD_SET), 300);
     m->qo = output(o, "qo", 2 * n, ZERO);
     m->ko = output(o, "ko", 2 * n, ZERO);
     m->Phi = f32(aux(o, "Phi", n, ZERO));
 }
 
 static SelRopeArgs sel_fused_args(SelFused *m) {
-    return (SelRopeArgs){.s = m->o.s, .H = m->H, .P = m->P, .q = BV(m->q), .k = BV(m->k), .phi_raw = BV(m->phi_raw),
-                         .conv_w = BV(m->w), .conv_act = m->o.v->act, .bias = BV(m->bias), .gate_logit = BV(m->gl),
-                         .temp = BV(m->temp), .qo = BV(m->qo), .ko = BV(m->ko), .Phi = BV(m->Phi)};
+    return (SelRopeArgs){.s = m->o.s,
+                         .H = m->H,
+                         .P = m->P,
+                         .q = BV(m->q),
+                         .k = BV(m->k),
+                         .phi_raw = BV(m->phi_raw),
+                         .conv_w = BV(m->w),
+                         .conv_act = m->o.v->act,
+                         .bias = BV(m->bias),
+                         .gate_logit = BV(m->gl),
+                         .temp = BV(m->temp),
+                         .qo = BV(m->qo),
+                         .ko = BV(m->ko),
+                         .Phi = BV(m->Phi)};
 }
 
 static double sel_fused_fwd(Op *o) {
@@ -1158,9 +1286,16 @@ static double sel_fused_fwd(Op *o) {
 
 static void sel_fused_bwd(Op *o) {
     SelFused *m = (SelFused *)o;
-    o->be->selrope_bwd(&(SelRopeGrads){.a = sel_fused_args(m), .dqo = BD(m->qo), .dko = BD(m->ko), .dq = BD(m->q),
-                                    .dk = BD(m->k), .dphi_raw = BD(m->phi_raw), .dconv_w = BD(m->w),
-                                    .dbias = BD(m->bias), .dgate_logit = BD(m->gl), .dtemp = BD(m->temp)});
+    o->be->selrope_bwd(&(SelRopeGrads){.a = sel_fused_args(m),
+                                       .dqo = BD(m->qo),
+                                       .dko = BD(m->ko),
+                                       .dq = BD(m->q),
+                                       .dk = BD(m->k),
+                                       .dphi_raw = BD(m->phi_raw),
+                                       .dconv_w = BD(m->w),
+                                       .dbias = BD(m->bias),
+                                       .dgate_logit = BD(m->gl),
+                                       .dtemp = BD(m->temp)});
 }
 
 /* qo from the definition in double: conv + act (or first difference), bias, gate, cumsum per
@@ -1174,7 +1309,8 @@ static void sel_fused_ref(Op *o, real *qo) {
             int h = ch / P, j = ch % P;
             double Phi = 0;
             for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++) {
-                double pre = act_value(o->v->act, conv_at(m->phi_raw->v, m->w->v, t, s->cu[seg], C, 4, ch));
+                double pre =
+                    act_value(o->v->act, conv_at(m->phi_raw->v, m->w->v, t, s->cu[seg], C, 4, ch));
                 Phi += sel_increment(pre, m->bias->v, V(m->gl), t, H, h, ch);
                 int64_t b = (t * H + h) * 2 * P;
                 rotate_pair(qo + b, m->q->v + b, P, j, (double)m->temp->v[j] * Phi);
@@ -1187,8 +1323,13 @@ static OpShape sel_fused_shape(const Op *o) {
     return (OpShape){.op = "selrope", .H = m->H, .K = m->P, .V = m->P};
 }
 
-static const OpDef SELROPE_FUSED = {.size = sizeof(SelFused), .build = sel_fused_build, .fwd = sel_fused_fwd, .bwd = sel_fused_bwd, .ref = sel_fused_ref,
-                                    .ops = "selrope_fwd selrope_bwd", .shape = sel_fused_shape};
+static const OpDef SELROPE_FUSED = {.size = sizeof(SelFused),
+                                    .build = sel_fused_build,
+                                    .fwd = sel_fused_fwd,
+                                    .bwd = sel_fused_bwd,
+                                    .ref = sel_fused_ref,
+                                    .ops = "selrope_fwd selrope_bwd",
+                                    .shape = sel_fused_shape};
 
 /* Per head h and column j: wn = scale_h w / ||w[h, :, j]||. */
 typedef struct {
@@ -1226,11 +1367,16 @@ static void weightnorm_ref(Op *o, real *ref) {
             double ss = 0;
             for (int i = 0; i < Din; i++) ss += pow((double)w[(h * Din + i) * P + j], 2);
             for (int i = 0; i < Din; i++)
-                ref[(h * Din + i) * P + j] = (real)((double)m->sc->v[h] * (double)w[(h * Din + i) * P + j] / sqrt(ss));
+                ref[(h * Din + i) * P + j] =
+                    (real)((double)m->sc->v[h] * (double)w[(h * Din + i) * P + j] / sqrt(ss));
         }
 }
 
-static const OpDef WEIGHTNORM = {.size = sizeof(WeightNorm), .build = weightnorm_build, .fwd = weightnorm_fwd, .bwd = weightnorm_bwd, .ref = weightnorm_ref,
+static const OpDef WEIGHTNORM = {.size = sizeof(WeightNorm),
+                                 .build = weightnorm_build,
+                                 .fwd = weightnorm_fwd,
+                                 .bwd = weightnorm_bwd,
+                                 .ref = weightnorm_ref,
                                  .ops = "weightnorm_fwd weightnorm_bwd"};
 
 /* out[t, h] = x[t, h] w[h] per head. */
@@ -1257,7 +1403,8 @@ static double head_matmul_fwd(Op *o) {
 
 static void head_matmul_bwd(Op *o) {
     HeadMatmul *m = (HeadMatmul *)o;
-    o->be->head_matmul_bwd(BD(m->x), BD(m->w), BD(m->out), BV(m->x), BV(m->w), m->N, m->H, m->Din, m->P, o->accumulate);
+    o->be->head_matmul_bwd(BD(m->x), BD(m->w), BD(m->out), BV(m->x), BV(m->w), m->N, m->H, m->Din,
+                           m->P, o->accumulate);
 }
 
 static void head_matmul_ref(Op *o, real *ref) {
@@ -1268,12 +1415,18 @@ static void head_matmul_ref(Op *o, real *ref) {
             for (int j = 0; j < P; j++) {
                 double acc = 0;
                 for (int i = 0; i < Din; i++)
-                    acc += (double)m->x->v[(t * H + h) * Din + i] * (double)m->w->v[((int64_t)h * Din + i) * P + j];
+                    acc += (double)m->x->v[(t * H + h) * Din + i] *
+                           (double)m->w->v[((int64_t)h * Din + i) * P + j];
                 ref[(t * H + h) * P + j] = (real)acc;
             }
 }
 
-static const OpDef HEAD_MATMUL = {.size = sizeof(HeadMatmul), .build = head_matmul_build, .fwd = head_matmul_fwd, .bwd = head_matmul_bwd, .ref = head_matmul_ref, .accumulate = 1,
+static const OpDef HEAD_MATMUL = {.size = sizeof(HeadMatmul),
+                                  .build = head_matmul_build,
+                                  .fwd = head_matmul_fwd,
+                                  .bwd = head_matmul_bwd,
+                                  .ref = head_matmul_ref,
+                                  .accumulate = 1,
                                   .ops = "head_matmul_fwd head_matmul_bwd"};
 
 /* ---------------------------------------------------------- mixers ---- */
@@ -1307,14 +1460,29 @@ static void lin_attn_build(Op *o, double scale) {
 }
 
 static LinAttnArgs lin_attn_args(LinAttn *m) {
-    return (LinAttnArgs){.s = m->o.s, .H = m->H, .K = m->K, .V = m->Vd, .scale = m->scale, .q = BV(m->q),
-                         .k = BV(m->k), .v = BV(m->v), .g = BV(m->g), .g_per_head = m->o.v->per_head,
-                         .beta = BV(m->beta), .o = BV(m->out), .states = BV(m->states)};
+    return (LinAttnArgs){.s = m->o.s,
+                         .H = m->H,
+                         .K = m->K,
+                         .V = m->Vd,
+                         .scale = m->scale,
+                         .q = BV(m->q),
+                         .k = BV(m->k),
+                         .v = BV(m->v),
+                         .g = BV(m->g),
+                         .g_per_head = m->o.v->per_head,
+                         .beta = BV(m->beta),
+                         .o = BV(m->out),
+                         .states = BV(m->states)};
 }
 
 static LinAttnGrads lin_attn_grads(LinAttn *m) {
-    return (LinAttnGrads){.a = lin_attn_args(m), .dout = BD(m->out), .dq = BD(m->q), .dk = BD(m->k),
-                          .dv = BD(m->v), .dg = BD(m->g), .dbeta = BD(m->beta)};
+    return (LinAttnGrads){.a = lin_attn_args(m),
+                          .dout = BD(m->out),
+                          .dq = BD(m->q),
+                          .dk = BD(m->k),
+                          .dv = BD(m->v),
+                          .dg = BD(m->g),
+                          .dbeta = BD(m->beta)};
 }
 
 static void gla_build(Op *o) {
@@ -1341,7 +1509,11 @@ static OpShape gla_shape(const Op *o) {
     return (OpShape){.op = "gla", .H = m->H, .K = m->K, .V = m->Vd};
 }
 
-static const OpDef GLA = {.size = sizeof(LinAttn), .build = gla_build, .fwd = gla_fwd, .bwd = gla_bwd, .ops = "gla_fwd gla_bwd",
+static const OpDef GLA = {.size = sizeof(LinAttn),
+                          .build = gla_build,
+                          .fwd = gla_fwd,
+                          .bwd = gla_bwd,
+                          .ops = "gla_fwd gla_bwd",
                           .shape = gla_shape};
 
 static void l2normalise_rows(real *x, int64_t rows, int D) {
@@ -1378,7 +1550,11 @@ static OpShape gdn_shape(const Op *o) {
     return (OpShape){.op = "gdn", .H = m->H, .K = m->K, .V = m->Vd};
 }
 
-static const OpDef GDN = {.size = sizeof(LinAttn), .build = gdn_build, .fwd = gdn_fwd, .bwd = gdn_bwd, .ops = "gdn_fwd gdn_bwd",
+static const OpDef GDN = {.size = sizeof(LinAttn),
+                          .build = gdn_build,
+                          .fwd = gdn_fwd,
+                          .bwd = gdn_bwd,
+                          .ops = "gdn_fwd gdn_bwd",
                           .shape = gdn_shape};
 
 /* FoX attention; without a forget gate (logf absent, the Transformer) dlogf is left alone. */
@@ -1395,14 +1571,23 @@ static void fox_build(Op *o) {
     m->q = by_rows(input(o, "q", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
     m->k = by_rows(input(o, "k", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
     m->v = by_rows(input(o, "v", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
-    m->logf = f32(o->v->gate ? by_rows(input(o, "logf", N * H, WEAK_DECAY, GRAD_SET), H) : absent(o, "logf", N * H));
+    m->logf = f32(o->v->gate ? by_rows(input(o, "logf", N * H, WEAK_DECAY, GRAD_SET), H)
+                             : absent(o, "logf", N * H));
     m->out = output(o, "o", N * H * D, ZERO);
     m->lse = f32(aux(o, "lse", N * H, ZERO));
 }
 
 static AttnArgs fox_args(Fox *m) {
-    return (AttnArgs){.s = m->o.s, .H = m->H, .D = m->D, .scale = 1.0 / sqrt((double)m->D), .q = BV(m->q),
-                      .k = BV(m->k), .v = BV(m->v), .logf = BV(m->logf), .o = BV(m->out), .lse = BV(m->lse)};
+    return (AttnArgs){.s = m->o.s,
+                      .H = m->H,
+                      .D = m->D,
+                      .scale = 1.0 / sqrt((double)m->D),
+                      .q = BV(m->q),
+                      .k = BV(m->k),
+                      .v = BV(m->v),
+                      .logf = BV(m->logf),
+                      .o = BV(m->out),
+                      .lse = BV(m->lse)};
 }
 
 static double fox_fwd(Op *o) {
@@ -1413,8 +1598,12 @@ static double fox_fwd(Op *o) {
 
 static void fox_bwd(Op *o) {
     Fox *m = (Fox *)o;
-    o->be->fox_bwd(&(AttnGrads){.a = fox_args(m), .dout = BD(m->out), .dq = BD(m->q), .dk = BD(m->k), .dv = BD(m->v),
-                             .dlogf = BD(m->logf)});
+    o->be->fox_bwd(&(AttnGrads){.a = fox_args(m),
+                                .dout = BD(m->out),
+                                .dq = BD(m->q),
+                                .dk = BD(m->k),
+                                .dv = BD(m->v),
+                                .dlogf = BD(m->logf)});
 }
 
 static OpShape fox_shape(const Op *o) {
@@ -1422,7 +1611,11 @@ static OpShape fox_shape(const Op *o) {
     return (OpShape){.op = "fox", .H = m->H, .K = m->D, .V = m->D};
 }
 
-static const OpDef FOX = {.size = sizeof(Fox), .build = fox_build, .fwd = fox_fwd, .bwd = fox_bwd, .ops = "fox_fwd fox_bwd",
+static const OpDef FOX = {.size = sizeof(Fox),
+                          .build = fox_build,
+                          .fwd = fox_fwd,
+                          .bwd = fox_bwd,
+                          .ops = "fox_fwd fox_bwd",
                           .shape = fox_shape};
 
 /* ------------------------------------------------- LRU and RotRNN ---- */
@@ -1446,8 +1639,13 @@ static void cscan_build(Op *o) {
 }
 
 static CScanArgs cscan_args(CScan *m) {
-    return (CScanArgs){.s = m->o.s, .C = m->C, .loga = BV(m->loga), .angle = BV(m->angle), .x = BV(m->x),
-                       .h = BV(m->h), .states = BV(m->states)};
+    return (CScanArgs){.s = m->o.s,
+                       .C = m->C,
+                       .loga = BV(m->loga),
+                       .angle = BV(m->angle),
+                       .x = BV(m->x),
+                       .h = BV(m->h),
+                       .states = BV(m->states)};
 }
 
 static double cscan_fwd(Op *o) {
@@ -1458,11 +1656,18 @@ static double cscan_fwd(Op *o) {
 
 static void cscan_bwd(Op *o) {
     CScan *m = (CScan *)o;
-    o->be->cscan_bwd(&(CScanGrads){.a = cscan_args(m), .dh = BD(m->h), .dx = BD(m->x), .dloga = BD(m->loga),
-                                .dangle = BD(m->angle)});
+    o->be->cscan_bwd(&(CScanGrads){.a = cscan_args(m),
+                                   .dh = BD(m->h),
+                                   .dx = BD(m->x),
+                                   .dloga = BD(m->loga),
+                                   .dangle = BD(m->angle)});
 }
 
-static const OpDef CSCAN = {.size = sizeof(CScan), .build = cscan_build, .fwd = cscan_fwd, .bwd = cscan_bwd, .ops = "cscan_fwd cscan_bwd"};
+static const OpDef CSCAN = {.size = sizeof(CScan),
+                            .build = cscan_build,
+                            .fwd = cscan_fwd,
+                            .bwd = cscan_bwd,
+                            .ops = "cscan_fwd cscan_bwd"};
 
 /* The LRU's weight op, every output probed; C_re2, C_im2: the bidirectional layer's reverse
  * readout (docs/models.md §block-dropout-bidirectional). */
@@ -1493,10 +1698,22 @@ static void lru_w_build(Op *o) {
 }
 
 static LruWeights lru_weights(LruW *m) {
-    return (LruWeights){.N = m->N, .d = m->d, .nu_log = BV(m->nu), .theta_log = BV(m->th), .gamma_log = BV(m->gl),
-                        .B_re = BV(m->Br), .B_im = BV(m->Bi), .C_re = BV(m->Cr), .C_im = BV(m->Ci),
-                        .loga = BV(m->loga), .angle = BV(m->angle), .Bw = BV(m->Bw), .Cw = BV(m->Cw),
-                        .C_re2 = BV(m->Cr2), .C_im2 = BV(m->Ci2), .Cw2 = BV(m->Cw2)};
+    return (LruWeights){.N = m->N,
+                        .d = m->d,
+                        .nu_log = BV(m->nu),
+                        .theta_log = BV(m->th),
+                        .gamma_log = BV(m->gl),
+                        .B_re = BV(m->Br),
+                        .B_im = BV(m->Bi),
+                        .C_re = BV(m->Cr),
+                        .C_im = BV(m->Ci),
+                        .loga = BV(m->loga),
+                        .angle = BV(m->angle),
+                        .Bw = BV(m->Bw),
+                        .Cw = BV(m->Cw),
+                        .C_re2 = BV(m->Cr2),
+                        .C_im2 = BV(m->Ci2),
+                        .Cw2 = BV(m->Cw2)};
 }
 
 static double lru_w_fwd(Op *o) {
@@ -1507,11 +1724,21 @@ static double lru_w_fwd(Op *o) {
 
 static void lru_w_bwd(Op *o) {
     LruW *m = (LruW *)o;
-    o->be->lru_weights_bwd(&(LruWeightGrads){
-        .w = lru_weights(m), .dloga = BD(m->loga), .dangle = BD(m->angle), .dBw = BD(m->Bw), .dCw = BD(m->Cw),
-        .dnu_log = BD(m->nu), .dtheta_log = BD(m->th), .dgamma_log = BD(m->gl), .dB_re = BD(m->Br),
-        .dB_im = BD(m->Bi), .dC_re = BD(m->Cr), .dC_im = BD(m->Ci), .dCw2 = BD(m->Cw2), .dC_re2 = BD(m->Cr2),
-        .dC_im2 = BD(m->Ci2)});
+    o->be->lru_weights_bwd(&(LruWeightGrads){.w = lru_weights(m),
+                                             .dloga = BD(m->loga),
+                                             .dangle = BD(m->angle),
+                                             .dBw = BD(m->Bw),
+                                             .dCw = BD(m->Cw),
+                                             .dnu_log = BD(m->nu),
+                                             .dtheta_log = BD(m->th),
+                                             .dgamma_log = BD(m->gl),
+                                             .dB_re = BD(m->Br),
+                                             .dB_im = BD(m->Bi),
+                                             .dC_re = BD(m->Cr),
+                                             .dC_im = BD(m->Ci),
+                                             .dCw2 = BD(m->Cw2),
+                                             .dC_re2 = BD(m->Cr2),
+                                             .dC_im2 = BD(m->Ci2)});
 }
 
 /* values: Re(C h) = h Cw^T and gamma B u = Bw u for one complex h, real u */
@@ -1530,16 +1757,22 @@ static void lru_w_extra(Op *o) {
         worst = fmax(worst, fabs(ref - got));
     }
     for (int k = 0; k < N; k++) {
-        worst = fmax(worst, fabs(m->loga->v[k] + exp(m->nu->v[k])) + fabs(m->angle->v[k] - exp(m->th->v[k])));
+        worst = fmax(worst, fabs(m->loga->v[k] + exp(m->nu->v[k])) +
+                                fabs(m->angle->v[k] - exp(m->th->v[k])));
         for (int e = 0; e < d; e++)
-            worst = fmax(worst, fabs(Bw[2 * k * d + e] - exp(gl[k]) * m->Br->v[k * d + e]) +
-                                    fabs(Bw[(2 * k + 1) * d + e] - exp(gl[k]) * m->Bi->v[k * d + e]));
+            worst =
+                fmax(worst, fabs(Bw[2 * k * d + e] - exp(gl[k]) * m->Br->v[k * d + e]) +
+                                fabs(Bw[(2 * k + 1) * d + e] - exp(gl[k]) * m->Bi->v[k * d + e]));
     }
     printf("    %-40s abs err %.2e\n", label(o, "value"), worst);
     CHECK(worst < 1e-12);
 }
 
-static const OpDef LRU_WEIGHTS = {.size = sizeof(LruW), .build = lru_w_build, .fwd = lru_w_fwd, .bwd = lru_w_bwd, .extra = lru_w_extra,
+static const OpDef LRU_WEIGHTS = {.size = sizeof(LruW),
+                                  .build = lru_w_build,
+                                  .fwd = lru_w_fwd,
+                                  .bwd = lru_w_bwd,
+                                  .extra = lru_w_extra,
                                   .ops = "lru_weights_fwd lru_weights_bwd"};
 
 /* P = expm(M - M^T): orthogonal; a 2x2 rotation in closed form; dM through the Frechet
@@ -1574,7 +1807,8 @@ static void expm_extra(Op *o) {
     Expm *m = (Expm *)o;
     real M2[4] = {0.3, 1.9, -0.4, 0.1}, P2[4]; /* S = [[0, 2.3], [-2.3, 0]] */
     cpu_orth_expm_fwd(P2, M2, NULL, 1, 2);
-    double a = 2.3, e2 = fabs(P2[0] - cos(a)) + fabs(P2[1] - sin(a)) + fabs(P2[2] + sin(a)) + fabs(P2[3] - cos(a));
+    double a = 2.3, e2 = fabs(P2[0] - cos(a)) + fabs(P2[1] - sin(a)) + fabs(P2[2] + sin(a)) +
+                         fabs(P2[3] - cos(a));
     printf("    %-40s abs err %.2e\n", label(o, "2x2 rotation"), e2);
     CHECK(e2 < 1e-13);
     int n = m->n;
@@ -1584,14 +1818,19 @@ static void expm_extra(Op *o) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 double acc = 0;
-                for (int k = 0; k < n; k++) acc += P[h * n * n + k * n + i] * P[h * n * n + k * n + j];
+                for (int k = 0; k < n; k++)
+                    acc += P[h * n * n + k * n + i] * P[h * n * n + k * n + j];
                 orth = fmax(orth, fabs(acc - (i == j)));
             }
     printf("    %-40s abs err %.2e\n", label(o, "P^T P = I"), orth);
     CHECK(orth < 1e-12);
 }
 
-static const OpDef ORTH_EXPM = {.size = sizeof(Expm), .build = expm_build, .fwd = expm_fwd, .bwd = expm_bwd, .extra = expm_extra,
+static const OpDef ORTH_EXPM = {.size = sizeof(Expm),
+                                .build = expm_build,
+                                .fwd = expm_fwd,
+                                .bwd = expm_bwd,
+                                .extra = expm_extra,
                                 .ops = "orth_expm_fwd orth_expm_bwd"};
 
 /* The basis P of RotRNN or the nnRNN: an input of its own, or (chain) P = expm(M - M^T) from
@@ -1625,7 +1864,8 @@ static void basis_bwd(Op *o, Basis *b) {
     if (b->M) o->be->orth_expm_bwd(BD(b->M), BV(b->dP), BV(b->M), BV(b->work), b->H, b->n);
 }
 
-/* RotRNN's weight op (every output probed, C2 the reverse readout of §block-dropout-bidirectional). */
+/* RotRNN's weight op (every output probed, C2 the reverse readout of §block-dropout-bidirectional).
+ */
 typedef struct {
     Op o;
     Basis b;
@@ -1653,9 +1893,21 @@ static void rot_w_build(Op *o) {
 }
 
 static RotWeights rot_weights(RotW *m) {
-    return (RotWeights){.H = m->b.H, .n = m->b.n, .d = m->d, .P = BV(m->b.P), .gamma_log = BV(m->gl),
-                        .theta = BV(m->th), .B = BV(m->B), .C = BV(m->C), .xi = BV(m->xi), .loga = BV(m->loga),
-                        .angle = BV(m->angle), .Bw = BV(m->Bw), .Cw = BV(m->Cw), .C2 = BV(m->C2), .Cw2 = BV(m->Cw2)};
+    return (RotWeights){.H = m->b.H,
+                        .n = m->b.n,
+                        .d = m->d,
+                        .P = BV(m->b.P),
+                        .gamma_log = BV(m->gl),
+                        .theta = BV(m->th),
+                        .B = BV(m->B),
+                        .C = BV(m->C),
+                        .xi = BV(m->xi),
+                        .loga = BV(m->loga),
+                        .angle = BV(m->angle),
+                        .Bw = BV(m->Bw),
+                        .Cw = BV(m->Cw),
+                        .C2 = BV(m->C2),
+                        .Cw2 = BV(m->Cw2)};
 }
 
 static double rot_w_fwd(Op *o) {
@@ -1668,10 +1920,19 @@ static double rot_w_fwd(Op *o) {
 
 static void rot_w_bwd(Op *o) {
     RotW *m = (RotW *)o;
-    o->be->rotrnn_weights_bwd(&(RotWeightGrads){
-        .w = rot_weights(m), .dloga = BD(m->loga), .dangle = BD(m->angle), .dBw = BD(m->Bw), .dCw = BD(m->Cw),
-        .dP = basis_dP(&m->b), .dxi = BV(m->dxi), .dgamma_log = BD(m->gl), .dtheta = BD(m->th), .dB = BD(m->B),
-        .dC = BD(m->C), .dCw2 = BD(m->Cw2), .dC2 = BD(m->C2)});
+    o->be->rotrnn_weights_bwd(&(RotWeightGrads){.w = rot_weights(m),
+                                                .dloga = BD(m->loga),
+                                                .dangle = BD(m->angle),
+                                                .dBw = BD(m->Bw),
+                                                .dCw = BD(m->Cw),
+                                                .dP = basis_dP(&m->b),
+                                                .dxi = BV(m->dxi),
+                                                .dgamma_log = BD(m->gl),
+                                                .dtheta = BD(m->th),
+                                                .dB = BD(m->B),
+                                                .dC = BD(m->C),
+                                                .dCw2 = BD(m->Cw2),
+                                                .dC2 = BD(m->C2)});
     basis_bwd(o, &m->b);
 }
 
@@ -1689,8 +1950,13 @@ static void rot_w_extra(Op *o) {
     CHECK(worst < 1e-12);
 }
 
-static const OpDef ROTRNN_WEIGHTS = {.size = sizeof(RotW), .build = rot_w_build, .fwd = rot_w_fwd, .bwd = rot_w_bwd, .extra = rot_w_extra,
-                                     .ops = "rotrnn_weights_fwd rotrnn_weights_bwd orth_expm_fwd orth_expm_bwd"};
+static const OpDef ROTRNN_WEIGHTS = {
+    .size = sizeof(RotW),
+    .build = rot_w_build,
+    .fwd = rot_w_fwd,
+    .bwd = rot_w_bwd,
+    .extra = rot_w_extra,
+    .ops = "rotrnn_weights_fwd rotrnn_weights_bwd orth_expm_fwd orth_expm_bwd"};
 
 /* -------------------------------------------------- nonlinear RNNs ---- */
 
@@ -1699,8 +1965,8 @@ static const OpDef ROTRNN_WEIGHTS = {.size = sizeof(RotW), .build = rot_w_build,
 typedef struct {
     void (*fwd)(Op *o, real *state); /* the forward, keeping each segment's final state */
     void (*step)(Op *o, const Seqs *one, int64_t tok, real *h, real *state);
-    const real *h;                   /* the forward's h [ntok, n] */
-    int n, sw;                       /* widths of h and of a state */
+    const real *h; /* the forward's h [ntok, n] */
+    int n, sw;     /* widths of h and of a state */
 } Stepper;
 
 static void check_steps(Op *o, Stepper st) {
@@ -1721,9 +1987,9 @@ static void check_steps(Op *o, Stepper st) {
     FREE_ALL(hs, state, final);
 }
 
-/* The nonlinear recurrence (docs/models.md §nonlinear-rnns), tanh or modReLU, over the segments, from zero
- * or (h0) carried initial states (§carried-states). The modReLU bias accumulates its gradient; tanh has
- * none and leaves dbias alone. */
+/* The nonlinear recurrence (docs/models.md §nonlinear-rnns), tanh or modReLU, over the segments,
+ * from zero or (h0) carried initial states (§carried-states). The modReLU bias accumulates its
+ * gradient; tanh has none and leaves dbias alone. */
 typedef struct {
     Op o;
     Tensor *z, *W, *b, *h, *h0;
@@ -1742,8 +2008,14 @@ static void rnn_build(Op *o) {
 }
 
 static RnnArgs rnn_args(Rnn *m) {
-    return (RnnArgs){.s = m->o.s, .n = m->n, .act = m->o.v->rnn, .W = BV(m->W), .bias = BV(m->b), .z = BV(m->z),
-                     .h = BV(m->h), .h0 = BV(m->h0)};
+    return (RnnArgs){.s = m->o.s,
+                     .n = m->n,
+                     .act = m->o.v->rnn,
+                     .W = BV(m->W),
+                     .bias = BV(m->b),
+                     .z = BV(m->z),
+                     .h = BV(m->h),
+                     .h0 = BV(m->h0)};
 }
 
 static double rnn_fwd(Op *o) {
@@ -1754,7 +2026,8 @@ static double rnn_fwd(Op *o) {
 
 static void rnn_bwd(Op *o) {
     Rnn *m = (Rnn *)o;
-    o->be->rnn_bwd(&(RnnGrads){.a = rnn_args(m), .dh = BD(m->h), .dz = BD(m->z), .dW = BD(m->W), .dbias = BD(m->b)});
+    o->be->rnn_bwd(&(RnnGrads){
+        .a = rnn_args(m), .dh = BD(m->h), .dz = BD(m->z), .dW = BD(m->W), .dbias = BD(m->b)});
 }
 
 static void rnn_fwd_state(Op *o, real *state) {
@@ -1777,8 +2050,13 @@ static void rnn_extra(Op *o) {
 
 static OpShape rnn_shape(const Op *o) { return (OpShape){.op = "rnn", .K = ((const Rnn *)o)->n}; }
 
-static const OpDef RNN = {.size = sizeof(Rnn), .build = rnn_build, .fwd = rnn_fwd, .bwd = rnn_bwd, .extra = rnn_extra,
-                          .ops = "rnn_fwd rnn_bwd", .shape = rnn_shape};
+static const OpDef RNN = {.size = sizeof(Rnn),
+                          .build = rnn_build,
+                          .fwd = rnn_fwd,
+                          .bwd = rnn_bwd,
+                          .extra = rnn_extra,
+                          .ops = "rnn_fwd rnn_bwd",
+                          .shape = rnn_shape};
 
 /* The LSTM recurrence (docs/models.md §lstm), from zero or (h0) carried (h, c) states. */
 typedef struct {
@@ -1802,8 +2080,14 @@ static void lstm_build(Op *o) {
 }
 
 static LstmArgs lstm_args(Lstm *m) {
-    return (LstmArgs){.s = m->o.s, .n = m->n, .W = BV(m->W), .z = BV(m->z), .gates = BV(m->gates), .c = BV(m->c),
-                      .h = BV(m->h), .h0 = BV(m->h0)};
+    return (LstmArgs){.s = m->o.s,
+                      .n = m->n,
+                      .W = BV(m->W),
+                      .z = BV(m->z),
+                      .gates = BV(m->gates),
+                      .c = BV(m->c),
+                      .h = BV(m->h),
+                      .h0 = BV(m->h0)};
 }
 
 static double lstm_fwd(Op *o) {
@@ -1814,7 +2098,8 @@ static double lstm_fwd(Op *o) {
 
 static void lstm_bwd(Op *o) {
     Lstm *m = (Lstm *)o;
-    o->be->lstm_bwd(&(LstmGrads){.a = lstm_args(m), .dh = BD(m->h), .dz = BD(m->z), .dW = BD(m->W)});
+    o->be->lstm_bwd(
+        &(LstmGrads){.a = lstm_args(m), .dh = BD(m->h), .dz = BD(m->z), .dW = BD(m->W)});
 }
 
 static void lstm_fwd_state(Op *o, real *state) {
@@ -1826,7 +2111,8 @@ static void lstm_fwd_state(Op *o, real *state) {
 static void lstm_step(Op *o, const Seqs *one, int64_t tok, real *h, real *state) {
     Lstm *m = (Lstm *)o;
     LstmArgs a = lstm_args(m);
-    a.s = one, a.z = m->z->v + tok * 4 * m->n, a.gates = m->step_gates->v, a.c = m->step_c->v, a.h = h, a.state = state;
+    a.s = one, a.z = m->z->v + tok * 4 * m->n, a.gates = m->step_gates->v, a.c = m->step_c->v,
+    a.h = h, a.state = state;
     cpu_lstm_step(&a);
 }
 
@@ -1835,25 +2121,40 @@ static void lstm_extra(Op *o) {
     if (!m->h0) check_steps(o, (Stepper){lstm_fwd_state, lstm_step, m->h->v, m->n, 2 * m->n});
 }
 
-static OpShape lstm_shape(const Op *o) { return (OpShape){.op = "lstm", .K = ((const Lstm *)o)->n}; }
+static OpShape lstm_shape(const Op *o) {
+    return (OpShape){.op = "lstm", .K = ((const Lstm *)o)->n};
+}
 
-static const OpDef LSTM = {.size = sizeof(Lstm), .build = lstm_build, .fwd = lstm_fwd, .bwd = lstm_bwd, .extra = lstm_extra,
-                           .ops = "lstm_fwd lstm_bwd", .shape = lstm_shape};
+static const OpDef LSTM = {.size = sizeof(Lstm),
+                           .build = lstm_build,
+                           .fwd = lstm_fwd,
+                           .bwd = lstm_bwd,
+                           .extra = lstm_extra,
+                           .ops = "lstm_fwd lstm_bwd",
+                           .shape = lstm_shape};
 
-/* Carrying the state (docs/models.md §carried-states): each segment run as two windows, the second from
- * the first's final state, equals the segment run whole (the second window's h and final
+/* Carrying the state (docs/models.md §carried-states): each segment run as two windows, the second
+ * from the first's final state, equals the segment run whole (the second window's h and final
  * state), for the RNN (lstm = 0) and the LSTM (lstm = 1). */
 static const int SPLIT_A[] = {35, 1, 16, 65}, SPLIT_B[] = {35, 2, 17, 65};
 
-static void run_windows(int lstm, const Seqs *s, int n, const real *W, const real *b, const real *z, const real *h0,
-                        real *h, real *state) {
+static void run_windows(int lstm, const Seqs *s, int n, const real *W, const real *b, const real *z,
+                        const real *h0, real *h, real *state) {
     int64_t N = s->ntok;
     if (lstm) {
         real *q = tu_zeros(4 * N * n), *c = tu_zeros(N * n);
-        cpu_lstm_fwd(&(LstmArgs){.s = s, .n = n, .W = W, .z = z, .gates = q, .c = c, .h = h, .state = state, .h0 = h0});
+        cpu_lstm_fwd(&(LstmArgs){
+            .s = s, .n = n, .W = W, .z = z, .gates = q, .c = c, .h = h, .state = state, .h0 = h0});
         FREE_ALL(q, c);
     } else {
-        cpu_rnn_fwd(&(RnnArgs){.s = s, .n = n, .act = RNN_MODRELU, .W = W, .bias = b, .z = z, .h = h, .state = state,
+        cpu_rnn_fwd(&(RnnArgs){.s = s,
+                               .n = n,
+                               .act = RNN_MODRELU,
+                               .W = W,
+                               .bias = b,
+                               .z = z,
+                               .h = h,
+                               .state = state,
                                .h0 = h0});
     }
 }
@@ -1865,22 +2166,29 @@ static void carry_split_case(int lstm) {
     for (int i = 0; i < NSEG; i++) whole[i] = SPLIT_A[i] + SPLIT_B[i];
     TestSeqs tw = tu_seqs(whole, NSEG), ta = tu_seqs(SPLIT_A, NSEG), tb = tu_seqs(SPLIT_B, NSEG);
     int64_t N = tw.s.ntok;
-    real *W = tu_randn(&r, (int64_t)zw * n, 0.4), *b = tu_rand(&r, n, -0.3, 0.2), *z = tu_randn(&r, N * zw, 0.8);
-    real *za = tu_zeros(ta.s.ntok * zw), *zb = tu_zeros(tb.s.ntok * zw), *hw = tu_zeros(N * n), *ha = tu_zeros(ta.s.ntok * n);
+    real *W = tu_randn(&r, (int64_t)zw * n, 0.4), *b = tu_rand(&r, n, -0.3, 0.2),
+         *z = tu_randn(&r, N * zw, 0.8);
+    real *za = tu_zeros(ta.s.ntok * zw), *zb = tu_zeros(tb.s.ntok * zw), *hw = tu_zeros(N * n),
+         *ha = tu_zeros(ta.s.ntok * n);
     real *hb = tu_zeros(tb.s.ntok * n), *hb_want = tu_zeros(tb.s.ntok * n);
-    real *h0 = tu_randn(&r, (int64_t)NSEG * sw, 0.5), *sw_ = tu_zeros((int64_t)NSEG * sw), *sa = tu_zeros((int64_t)NSEG * sw);
+    real *h0 = tu_randn(&r, (int64_t)NSEG * sw, 0.5), *sw_ = tu_zeros((int64_t)NSEG * sw),
+         *sa = tu_zeros((int64_t)NSEG * sw);
     real *sb = tu_zeros((int64_t)NSEG * sw);
     for (int i = 0; i < NSEG; i++) {
         memcpy(za + ta.s.cu[i] * zw, z + tw.s.cu[i] * zw, sizeof(real) * (size_t)(SPLIT_A[i] * zw));
-        memcpy(zb + tb.s.cu[i] * zw, z + (tw.s.cu[i] + SPLIT_A[i]) * zw, sizeof(real) * (size_t)(SPLIT_B[i] * zw));
+        memcpy(zb + tb.s.cu[i] * zw, z + (tw.s.cu[i] + SPLIT_A[i]) * zw,
+               sizeof(real) * (size_t)(SPLIT_B[i] * zw));
     }
     run_windows(lstm, &tw.s, n, W, b, z, h0, hw, sw_);
     run_windows(lstm, &ta.s, n, W, b, za, h0, ha, sa);
     run_windows(lstm, &tb.s, n, W, b, zb, sa, hb, sb);
     for (int i = 0; i < NSEG; i++)
-        memcpy(hb_want + tb.s.cu[i] * n, hw + (tw.s.cu[i] + SPLIT_A[i]) * n, sizeof(real) * (size_t)(SPLIT_B[i] * n));
-    check_equal(lstm ? "lstm carried window = whole" : "rnn carried window = whole", hb, hb_want, tb.s.ntok * n);
-    check_equal(lstm ? "lstm carried final state" : "rnn carried final state", sb, sw_, (int64_t)NSEG * sw);
+        memcpy(hb_want + tb.s.cu[i] * n, hw + (tw.s.cu[i] + SPLIT_A[i]) * n,
+               sizeof(real) * (size_t)(SPLIT_B[i] * n));
+    check_equal(lstm ? "lstm carried window = whole" : "rnn carried window = whole", hb, hb_want,
+                tb.s.ntok * n);
+    check_equal(lstm ? "lstm carried final state" : "rnn carried final state", sb, sw_,
+                (int64_t)NSEG * sw);
     FREE_ALL(W, b, z, za, zb, hw, ha, hb, hb_want, h0, sw_, sa, sb);
     tu_seqs_free(&tw);
     tu_seqs_free(&ta);
@@ -1892,7 +2200,8 @@ static void test_carry_split(void) {
     carry_split_case(1);
 }
 
-/* The nnRNN's Schur form V = P (Lambda + T) P^T (docs/models.md §nonlinear-rnns), P from its basis. */
+/* The nnRNN's Schur form V = P (Lambda + T) P^T (docs/models.md §nonlinear-rnns), P from its basis.
+ */
 typedef struct {
     Basis b;
     Tensor *gamma, *theta, *T, *K, *V, *work; /* V: the op's output or the cell's scratch */
@@ -1909,8 +2218,14 @@ static void schur_build(Op *o, Schur *p, int n, Init gamma, Init T) {
 }
 
 static NnrnnWeights schur_weights(const Schur *p) {
-    return (NnrnnWeights){.n = p->b.n, .P = BV(p->b.P), .gamma = BV(p->gamma), .theta = BV(p->theta), .T = BV(p->T),
-                          .K = BV(p->K), .V = BV(p->V), .work = BV(p->work)};
+    return (NnrnnWeights){.n = p->b.n,
+                          .P = BV(p->b.P),
+                          .gamma = BV(p->gamma),
+                          .theta = BV(p->theta),
+                          .T = BV(p->T),
+                          .K = BV(p->K),
+                          .V = BV(p->V),
+                          .work = BV(p->work)};
 }
 
 static void schur_fwd(Op *o, Schur *p) {
@@ -1920,8 +2235,12 @@ static void schur_fwd(Op *o, Schur *p) {
 }
 
 static void schur_bwd(Op *o, Schur *p, const void *dV) {
-    o->be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = schur_weights(p), .dV = dV, .dP = basis_dP(&p->b),
-                                               .dgamma = BD(p->gamma), .dtheta = BD(p->theta), .dT = BD(p->T)});
+    o->be->nnrnn_weights_bwd(&(NnrnnWeightGrads){.w = schur_weights(p),
+                                                 .dV = dV,
+                                                 .dP = basis_dP(&p->b),
+                                                 .dgamma = BD(p->gamma),
+                                                 .dtheta = BD(p->theta),
+                                                 .dT = BD(p->T)});
     basis_bwd(o, &p->b);
 }
 
@@ -1974,8 +2293,13 @@ static void nn_w_extra(Op *o) {
     CHECK(worst < 1e-12);
 }
 
-static const OpDef NNRNN_WEIGHTS = {.size = sizeof(NnW), .build = nn_w_build, .fwd = nn_w_fwd, .bwd = nn_w_bwd, .extra = nn_w_extra,
-                                    .ops = "nnrnn_weights_fwd nnrnn_weights_bwd orth_expm_fwd orth_expm_bwd"};
+static const OpDef NNRNN_WEIGHTS = {
+    .size = sizeof(NnW),
+    .build = nn_w_build,
+    .fwd = nn_w_fwd,
+    .bwd = nn_w_bwd,
+    .extra = nn_w_extra,
+    .ops = "nnrnn_weights_fwd nnrnn_weights_bwd orth_expm_fwd orth_expm_bwd"};
 
 /* EURNN's W = R_{L-1} ... R_0 from its angles (docs/models.md §nonlinear-rnns). */
 typedef struct {
@@ -1999,7 +2323,8 @@ static double eu_w_fwd(Op *o) {
 
 static void eu_w_bwd(Op *o) {
     EuW *m = (EuW *)o;
-    o->be->eurnn_weights_bwd(BD(m->theta), BD(m->W), BV(m->W), BV(m->theta), BV(m->work), o->v->n, o->v->layers);
+    o->be->eurnn_weights_bwd(BD(m->theta), BD(m->W), BV(m->W), BV(m->theta), BV(m->work), o->v->n,
+                             o->v->layers);
 }
 
 /* W against the product of the layers' rotation matrices, each written out in full */
@@ -2007,7 +2332,8 @@ static void eu_w_extra(Op *o) {
     EuW *m = (EuW *)o;
     int n = o->v->n;
     size_t nn = (size_t)n * n;
-    double *A = calloc(nn, sizeof(double)), *R = calloc(nn, sizeof(double)), *B = calloc(nn, sizeof(double));
+    double *A = calloc(nn, sizeof(double)), *R = calloc(nn, sizeof(double)),
+           *B = calloc(nn, sizeof(double));
     for (int i = 0; i < n; i++) A[i * n + i] = 1;
     const real *th = m->theta->v;
     for (int l = 0; l < o->v->layers; l++) {
@@ -2036,7 +2362,11 @@ static void eu_w_extra(Op *o) {
     free(B);
 }
 
-static const OpDef EURNN_WEIGHTS = {.size = sizeof(EuW), .build = eu_w_build, .fwd = eu_w_fwd, .bwd = eu_w_bwd, .extra = eu_w_extra,
+static const OpDef EURNN_WEIGHTS = {.size = sizeof(EuW),
+                                    .build = eu_w_build,
+                                    .fwd = eu_w_fwd,
+                                    .bwd = eu_w_bwd,
+                                    .extra = eu_w_extra,
                                     .ops = "eurnn_weights_fwd eurnn_weights_bwd"};
 
 /* The whole nnRNN cell through its parameters: V from (M, gamma, theta, T), then the modReLU
@@ -2062,7 +2392,12 @@ static void nn_cell_build(Op *o) {
 }
 
 static RnnArgs nn_cell_args(NnCell *m) {
-    return (RnnArgs){.s = m->o.s, .n = m->n, .act = RNN_MODRELU, .W = BV(m->p.V), .bias = BV(m->b), .z = BV(m->z),
+    return (RnnArgs){.s = m->o.s,
+                     .n = m->n,
+                     .act = RNN_MODRELU,
+                     .W = BV(m->p.V),
+                     .bias = BV(m->b),
+                     .z = BV(m->z),
                      .h = BV(m->h)};
 }
 
@@ -2077,12 +2412,17 @@ static double nn_cell_fwd(Op *o) {
 static void nn_cell_bwd(Op *o) {
     NnCell *m = (NnCell *)o;
     o->be->zero(BV(m->dV), elem_bytes(o, EL_F32, m->dV->spec.n));
-    o->be->rnn_bwd(&(RnnGrads){.a = nn_cell_args(m), .dh = BD(m->h), .dz = BV(m->dz), .dW = BV(m->dV), .dbias = BD(m->b)});
+    o->be->rnn_bwd(&(RnnGrads){
+        .a = nn_cell_args(m), .dh = BD(m->h), .dz = BV(m->dz), .dW = BV(m->dV), .dbias = BD(m->b)});
     schur_bwd(o, &m->p, BV(m->dV));
 }
 
-static const OpDef NNRNN_CELL = {.size = sizeof(NnCell), .build = nn_cell_build, .fwd = nn_cell_fwd, .bwd = nn_cell_bwd,
-                                 .ops = "nnrnn_weights_fwd nnrnn_weights_bwd orth_expm_fwd orth_expm_bwd rnn_fwd rnn_bwd"};
+static const OpDef NNRNN_CELL = {
+    .size = sizeof(NnCell),
+    .build = nn_cell_build,
+    .fwd = nn_cell_fwd,
+    .bwd = nn_cell_bwd,
+    .ops = "nnrnn_weights_fwd nnrnn_weights_bwd orth_expm_fwd orth_expm_bwd rnn_fwd rnn_bwd"};
 
 /* coef sum (w - target)^2 and its gradient added to g. */
 #define PEN_TARGET 1.0
@@ -2094,9 +2434,7 @@ typedef struct {
     double value; /* returned by the backward's call */
 } Penalty;
 
-static void penalty_build(Op *o) {
-    ((Penalty *)o)->w = f32(input(o, "w", 9, NORMAL(1), GRAD_ADD));
-}
+static void penalty_build(Op *o) { ((Penalty *)o)->w = f32(input(o, "w", 9, NORMAL(1), GRAD_ADD)); }
 
 static double penalty_fwd(Op *o) {
     Penalty *m = (Penalty *)o;
@@ -2116,7 +2454,11 @@ static void penalty_extra(Op *o) {
     CHECK_CLOSE(m->value, ref, EXACT_TOL);
 }
 
-static const OpDef L2_PENALTY = {.size = sizeof(Penalty), .build = penalty_build, .fwd = penalty_fwd, .bwd = penalty_bwd, .extra = penalty_extra,
+static const OpDef L2_PENALTY = {.size = sizeof(Penalty),
+                                 .build = penalty_build,
+                                 .fwd = penalty_fwd,
+                                 .bwd = penalty_bwd,
+                                 .extra = penalty_extra,
                                  .ops = "l2_penalty"};
 
 /* ---------------------------------------------------------- loss ---- */
@@ -2179,11 +2521,16 @@ static void ce_extra(Op *o) {
     printf("    %-40s %.12g vs %.12g\n", label(o, "loss (grad_scale 0.37)"), m->scaled_loss, ref);
     CHECK_CLOSE(m->scaled_loss, ref, EXACT_TOL);
     int ignored_zero = 1;
-    for (int j = 0; j < V; j++) ignored_zero &= m->logits->d[2 * V + j] == 0 && m->logits->d[7 * V + j] == 0;
+    for (int j = 0; j < V; j++)
+        ignored_zero &= m->logits->d[2 * V + j] == 0 && m->logits->d[7 * V + j] == 0;
     CHECK_MSG(ignored_zero, "cross_entropy: rows with label -100 must have zero gradient");
 }
 
-static const OpDef CROSS_ENTROPY = {.size = sizeof(CrossEntropy), .build = ce_build, .fwd = ce_fwd, .bwd = ce_bwd, .extra = ce_extra,
+static const OpDef CROSS_ENTROPY = {.size = sizeof(CrossEntropy),
+                                    .build = ce_build,
+                                    .fwd = ce_fwd,
+                                    .bwd = ce_bwd,
+                                    .extra = ce_extra,
                                     .ops = "cross_entropy"};
 
 /* ---------------------------------------------------------- optimizer ---- */
@@ -2235,18 +2582,22 @@ static void test_adamw(void) {
         char what[64];
         snprintf(what, sizeof what, "adamw step t=%d:", (int)t);
         adamw_compare(what, w, m, v, rw, rm, rv, n);
-        for (int64_t i = 0; i < n; i++) CHECK_MSG(copy[i] == w[i], "adamw copy [%lld]", (long long)i);
+        for (int64_t i = 0; i < n; i++)
+            CHECK_MSG(copy[i] == w[i], "adamw copy [%lld]", (long long)i);
         FREE_ALL(g, copy);
     }
     /* a single t = 5 step from arbitrary moments */
-    real *m5 = rand_nz(&r, n, 0.01, 0.5), *v5 = tu_rand(&r, n, 0.01, 0.5), *g = rand_nz(&r, n, 0.001, 1.0);
-    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i], rm[i] = (double)m5[i], rv[i] = (double)v5[i];
+    real *m5 = rand_nz(&r, n, 0.01, 0.5), *v5 = tu_rand(&r, n, 0.01, 0.5),
+         *g = rand_nz(&r, n, 0.001, 1.0);
+    for (int64_t i = 0; i < n; i++)
+        rw[i] = (double)w[i], rm[i] = (double)m5[i], rv[i] = (double)v5[i];
     cpu_adamw(w, NULL, m5, v5, g, n, lr, b1, b2, eps, wd, 5);
     adamw_ref(rw, rm, rv, g, n, lr, b1, b2, eps, wd, 5);
     adamw_compare("adamw t=5 from given moments:", w, m5, v5, rw, rm, rv, n);
     /* weight decay alone: zero gradient, zero moments -> w *= 1 - lr wd exactly */
     real *z = tu_zeros(n), *mz = tu_zeros(n), *vz = tu_zeros(n), *wz = tu_copy(w, n);
-    for (int64_t i = 0; i < n; i++) rw[i] = (double)w[i] * (1 - (double)lr * (double)wd), rm[i] = 0, rv[i] = 0;
+    for (int64_t i = 0; i < n; i++)
+        rw[i] = (double)w[i] * (1 - (double)lr * (double)wd), rm[i] = 0, rv[i] = 0;
     cpu_adamw(wz, NULL, mz, vz, z, n, lr, b1, b2, eps, wd, 1);
     adamw_compare("adamw zero grad (decay only):", wz, mz, vz, rw, rm, rv, n);
     FREE_ALL(w, m, v, m5, v5, g, z, mz, vz, wz);
@@ -2269,7 +2620,8 @@ static void test_rmsprop_update(void) {
     for (int t = 1; t <= 6; t++) {
         real *g = rand_nz(&r, n, 0.001, 1.0), *copy = tu_rand(&r, n, -1.0, 1.0);
         if (t == 6) /* a given square average */
-            for (int64_t i = 0; i < n; i++) rs[i] = (double)(sq[i] = (real)(0.01 + 0.3 * rng_uniform(&r)));
+            for (int64_t i = 0; i < n; i++)
+                rs[i] = (double)(sq[i] = (real)(0.01 + 0.3 * rng_uniform(&r)));
         cpu_rmsprop_update(w, copy, sq, g, n, lr, alpha, eps, wd);
         real *ew = tu_zeros(n), *es = tu_zeros(n);
         for (int64_t i = 0; i < n; i++) {
@@ -2354,7 +2706,10 @@ const OpCase CASES[] = {
     {"selrope_bias", &SELROPE_ANGLES, 504, {.bias = 1}},
     {"selrope_gate", &SELROPE_ANGLES, 505, {.gate = 1}},
     {"selrope_bias_gate", &SELROPE_ANGLES, 506, {.bias = 1, .gate = 1}},
-    {"selrope_fused_conv_silu", &SELROPE_FUSED, 511, {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1}},
+    {"selrope_fused_conv_silu",
+     &SELROPE_FUSED,
+     511,
+     {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1}},
     {"selrope_fused_conv_none", &SELROPE_FUSED, 512, {.conv = 1, .gate = 1}},
     {"selrope_fused_diff", &SELROPE_FUSED, 513, {.bias = 1}},
     {"selrope_fused_diff_plain", &SELROPE_FUSED, 514, {0}},

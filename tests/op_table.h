@@ -65,25 +65,25 @@ typedef enum { T_IN, T_OUT, T_AUX, T_ABSENT } Role;
 typedef struct {
     Spec spec;
     Role role;
-    real *v;     /* values; NULL when absent or [i32] */
-    int32_t *iv; /* [i32] values */
-    real *d;     /* dL/d(this): an output's probe w (the backward's dout); an input's gradient as
-                  * the backward writes it, net of `pre` once the runner has checked it */
-    real *pre;   /* what d held before the backward (GRAD_ADD and absent inputs) */
+    real *v;       /* values; NULL when absent or [i32] */
+    int32_t *iv;   /* [i32] values */
+    real *d;       /* dL/d(this): an output's probe w (the backward's dout); an input's gradient as
+                    * the backward writes it, net of `pre` once the runner has checked it */
+    real *pre;     /* what d held before the backward (GRAD_ADD and absent inputs) */
     void *bv, *bd; /* v (or iv) and d in the backend's memory */
 } Tensor;
 
 /* The switches of a case; each op reads those it has. */
 typedef struct {
     int bias, gate, conv, per_head, chain, h0, skip, keep_dt, per_group;
-    int groups;     /* rmsnorm: G */
-    int taps;       /* conv with a weight: its taps K (0: 4) */
-    int T;          /* dropout: rows of T tokens share the mask of a channel (0: none) */
+    int groups; /* rmsnorm: G */
+    int taps;   /* conv with a weight: its taps K (0: 4) */
+    int T;      /* dropout: rows of T tokens share the mask of a channel (0: none) */
     Activation act;
     RnnAct rnn;
-    double hi;      /* elementwise ops: |x| in [0.05, hi] */
-    float norm;     /* logsigmoid's normalizer */
-    int n, layers;  /* eurnn_weights: channels and layers of rotations */
+    double hi;     /* elementwise ops: |x| in [0.05, hi] */
+    float norm;    /* logsigmoid's normalizer */
+    int n, layers; /* eurnn_weights: channels and layers of rotations */
 } Variant;
 
 typedef struct OpDef OpDef;
@@ -110,17 +110,17 @@ typedef struct {
 } Op;
 
 struct OpDef {
-    size_t size;              /* of the op's struct */
-    void (*build)(Op *o);     /* declares the tensors */
-    double (*fwd)(Op *o);     /* the outputs from the inputs; returns a scalar part of L (losses) */
-    void (*bwd)(Op *o);       /* the gradients of the inputs from the outputs' d */
+    size_t size;          /* of the op's struct */
+    void (*build)(Op *o); /* declares the tensors */
+    double (*fwd)(Op *o); /* the outputs from the inputs; returns a scalar part of L (losses) */
+    void (*bwd)(Op *o);   /* the gradients of the inputs from the outputs' d */
     void (*ref)(Op *o, real *want); /* optional: the first output computed directly */
-    void (*extra)(Op *o);     /* optional: other checks, after the backward and the convention
-                               * checks, before the finite differences */
-    int accumulate;           /* the backward takes `accumulate` */
-    const char *ops;          /* the Backend ops fwd and bwd call, space-separated */
-    int cpu_only;             /* fwd or bwd calls a CPU function outside the Backend table */
-    OpShape (*shape)(const Op *o); /* optional: the call as Backend.supports takes it */
+    void (*extra)(Op *o);           /* optional: other checks, after the backward and the convention
+                                     * checks, before the finite differences */
+    int accumulate;                 /* the backward takes `accumulate` */
+    const char *ops;                /* the Backend ops fwd and bwd call, space-separated */
+    int cpu_only;                   /* fwd or bwd calls a CPU function outside the Backend table */
+    OpShape (*shape)(const Op *o);  /* optional: the call as Backend.supports takes it */
 };
 
 extern const OpCase CASES[];
@@ -160,10 +160,10 @@ void check_equal(const char *what, const real *a, const real *b, int64_t n);
 const char *label(Op *o, const char *fmt, ...);
 
 void free_all(real **bufs, int n);
-#define FREE_ALL(...)                                                    \
-    do {                                                                 \
-        real *_b[] = {__VA_ARGS__};                                      \
-        free_all(_b, (int)(sizeof(_b) / sizeof(_b[0])));                 \
+#define FREE_ALL(...)                                                                              \
+    do {                                                                                           \
+        real *_b[] = {__VA_ARGS__};                                                                \
+        free_all(_b, (int)(sizeof(_b) / sizeof(_b[0])));                                           \
     } while (0)
 
 #endif

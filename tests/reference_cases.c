@@ -30,13 +30,14 @@ static void die_if(int rc, const char *err) {
 
 /* Columns [w Tw, (w + 1) Tw) of the B rows of T of src into dst [B, Tw]. */
 static void window_of(const int32_t *src, int B, int T, int Tw, int w, int32_t *dst) {
-    for (int b = 0; b < B; b++) memcpy(dst + b * Tw, src + b * T + w * Tw, sizeof(int32_t) * (size_t)Tw);
+    for (int b = 0; b < B; b++)
+        memcpy(dst + b * Tw, src + b * T + w * Tw, sizeof(int32_t) * (size_t)Tw);
 }
 
 /* The batch as `windows` windows of T / windows tokens per row, each from the states the previous
- * left (docs/models.md §carried-states; one window: the rows whole): the logits of every position (not for
- * a classifier, whose logits the forward of b leaves), and with grad_scale > 0 the gradients.
- * Returns the summed loss over the labels. */
+ * left (docs/models.md §carried-states; one window: the rows whole): the logits of every position
+ * (not for a classifier, whose logits the forward of b leaves), and with grad_scale > 0 the
+ * gradients. Returns the summed loss over the labels. */
 static double run_windows(Model *m, const Batch *b, int windows, double grad_scale, real *logits) {
     int B = b->B, Tw = b->T / windows, V = model_config(m)->vocab_size;
     const Backend *be = model_backend(m);
@@ -48,7 +49,8 @@ static double run_windows(Model *m, const Batch *b, int windows, double grad_sca
         be->zero(block, bytes);
         model_set_carry(m, block, B);
     }
-    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw)), *lab = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw));
+    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw)),
+            *lab = rt_malloc(sizeof(int32_t) * (size_t)(B * Tw));
     real *part = rt_malloc(sizeof(real) * (size_t)(B * Tw * V));
     double loss = 0;
     for (int w = 0; w < windows; w++) {
@@ -59,7 +61,8 @@ static double run_windows(Model *m, const Batch *b, int windows, double grad_sca
             model_forward(m, &(Batch){B, Tw, tok, lab, NULL}, 0.0, NULL);
             model_get_logits(m, part);
             for (int r = 0; r < B; r++)
-                memcpy(logits + ((size_t)r * b->T + (size_t)w * Tw) * V, part + (size_t)r * Tw * V, sizeof(real) * (size_t)(Tw * V));
+                memcpy(logits + ((size_t)r * b->T + (size_t)w * Tw) * V, part + (size_t)r * Tw * V,
+                       sizeof(real) * (size_t)(Tw * V));
             continue;
         }
         loss += model_forward(m, &(Batch){B, Tw, tok, lab, NULL}, grad_scale, NULL);
@@ -97,14 +100,16 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
         if (tok[i] == cfg->bos_id) tok[i] = (tok[i] + 1) % V;
         lab[i] = rng_uniform(&r) < 0.1 ? -100 : (int32_t)rng_below(&r, (uint64_t)V);
     }
-    if (cfg->bos_id >= 0) tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
+    if (cfg->bos_id >= 0)
+        tok[0] = tok[9] = tok[47] = tok[T] = tok[T + 66] = cfg->bos_id; /* documents inside rows */
     int classify = cfg->head == HEAD_CLASSIFIER;
     if (classify) /* one sequence per row labeled at its last token (70 and 51 tokens), then pads;
                    * with model.pair the two rows are one pair, labeled with its class */
         for (int i = 0; i < B * T; i++) {
             int len = i < T ? T : 51, t = i % T;
-            lab[i] = t == len - 1 ? (i >= T && cfg->pair != PAIR_NONE ? lab[T - 1]
-                                                                       : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes))
+            lab[i] = t == len - 1 ? (i >= T && cfg->pair != PAIR_NONE
+                                         ? lab[T - 1]
+                                         : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes))
                                   : -100;
             if (t >= len) tok[i] = 0;
         }
@@ -129,8 +134,9 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
     StTensor *ex = rt_calloc((size_t)t->n + 2, sizeof(StTensor));
     int ne = 0;
     if (classify) /* one row of class logits per sequence */
-        ex[ne] = (StTensor){"logits", "", 2, {B, cfg->num_classes}, logits,
-                            sizeof(real) * (size_t)(B * cfg->num_classes)};
+        ex[ne] = (StTensor){"logits", "",
+                            2,        {B, cfg->num_classes},
+                            logits,   sizeof(real) * (size_t)(B * cfg->num_classes)};
     else
         ex[ne] = (StTensor){"logits", "", 3, {B, T, V}, logits, sizeof(real) * (size_t)(B * T * V)};
     snprintf(ex[ne++].dtype, 8, "%s", dt);
@@ -167,12 +173,12 @@ static void write_case(const char *dir, const ModelConfig *cfg, uint64_t seed, i
 
 /* The model of each config under NoPE, RoPE and, where the config's own position embedding is
  * Selective RoPE, each of its (phase gate, bias) combinations at the config's other Selective
- * RoPE settings: Table 2's four Selective rows (docs/models.md §position-embeddings). A config may carry keys
- * after commas, CONFIG.ini,section.key=value,...: the model of a sweep's setting (a case named
- * CONFIG+value+value-PE). */
+ * RoPE settings: Table 2's four Selective rows (docs/models.md §position-embeddings). A config may
+ * carry keys after commas, CONFIG.ini,section.key=value,...: the model of a sweep's setting (a case
+ * named CONFIG+value+value-PE). */
 static void write_config_cases(const char *outdir, char **configs, int n) {
-    static const char *const suffix[] = {"nope", "rope", "selective", "selective-pg", "selective-bias",
-                                         "selective-pg-bias"};
+    static const char *const suffix[] = {"nope",         "rope",           "selective",
+                                         "selective-pg", "selective-bias", "selective-pg-bias"};
     for (int i = 0; i < n; i++) {
         RunConfig rc;
         char err[2048], dir[1200], path[1024], name[512];
@@ -193,8 +199,10 @@ static void write_config_cases(const char *outdir, char **configs, int n) {
         for (int k = 0; k < cases; k++) {
             ModelConfig c = rc.model;
             if (c.max_seq_len < 70) c.max_seq_len = 70; /* write_case's rows */
-            if (k < 2) c.pe.kind = k ? PE_ROPE : PE_NOPE;
-            else c.pe.phase_gate = (k - 2) & 1, c.pe.bias = (k - 2) >> 1;
+            if (k < 2)
+                c.pe.kind = k ? PE_ROPE : PE_NOPE;
+            else
+                c.pe.phase_gate = (k - 2) & 1, c.pe.bias = (k - 2) >> 1;
             snprintf(dir, sizeof dir, "%s/%s-%s", outdir, name, suffix[k]);
             write_case(dir, &c, 500 + (uint64_t)(6 * i + k), 1);
             printf("%s\n", dir);
@@ -213,7 +221,8 @@ int main(int argc, char **argv) {
         for (int option = 0; option < 2; option++)
             for (int k = 0; k < N_PE_VARIANTS; k++) {
                 ModelConfig c =
-                    tu_model((MixerKind)mixer, (TuModelSize){.vocab = 37, .hidden = 32, .layers = 2, .heads = 2});
+                    tu_model((MixerKind)mixer,
+                             (TuModelSize){.vocab = 37, .hidden = 32, .layers = 2, .heads = 2});
                 c.head_dim = 16;
                 c.state_size = 8; /* Mamba2: 32 x 2 / 16 = 4 heads */
                 c.gate_low_rank_dim = 8;
@@ -224,41 +233,48 @@ int main(int argc, char **argv) {
                 if (!pe_variant_applies(&c, k)) continue;
                 apply_pe_variant(&c, k);
                 char dir[1024];
-                snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
+                snprintf(dir, sizeof dir, "%s/%s-%s", argv[1], mixer_option_name(&c, option),
+                         pe_variant_name(&c, k));
                 write_case(dir, &c, 100 + (uint64_t)n++, 1);
                 printf("%s\n", dir);
-                /* the lra block and bidirectional scans (docs/models.md §block-dropout-bidirectional) on the LRU and RotRNN,
-                 * both options: the lra block under the LM head, and bidirectional classifiers
-                 * with the lra block (mean pooling) and the prenorm block (last pooling) */
+                /* the lra block and bidirectional scans (docs/models.md
+                 * §block-dropout-bidirectional) on the LRU and RotRNN, both options: the lra block
+                 * under the LM head, and bidirectional classifiers with the lra block (mean
+                 * pooling) and the prenorm block (last pooling) */
                 if (c.mixer == MIXER_LRU || c.mixer == MIXER_ROTRNN) {
-                    static const char *const blocks[] = {"lra", "lra-bidirectional", "bidirectional-last"};
+                    static const char *const blocks[] = {"lra", "lra-bidirectional",
+                                                         "bidirectional-last"};
                     for (int bl = 0; bl < 3; bl++) {
                         ModelConfig h = c;
                         h.block = bl < 2 ? BLOCK_LRA : BLOCK_PRENORM;
                         h.bidirectional = bl > 0;
                         if (h.bidirectional) h.head = HEAD_CLASSIFIER, h.num_classes = 7;
                         h.pool = bl == 2 ? POOL_LAST : POOL_MEAN;
-                        snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
-                                 pe_variant_name(&c, k), blocks[bl]);
+                        snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1],
+                                 mixer_option_name(&c, option), pe_variant_name(&c, k), blocks[bl]);
                         write_case(dir, &h, 2000 + (uint64_t)extra++, 1);
                         printf("%s\n", dir);
                     }
                 }
                 /* the recurrent cells run as two windows of 35 with carried states (docs/models.md
-                 * §carried-states: truncated BPTT), in the option's block (documents are not masked) */
+                 * §carried-states: truncated BPTT), in the option's block (documents are not
+                 * masked) */
                 if (!c.doc_mask && family_carries(family_of(c.mixer))) {
                     ModelConfig h = c;
-                    snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1], mixer_option_name(&c, option), pe_variant_name(&c, k));
+                    snprintf(dir, sizeof dir, "%s/%s-%s-carry", argv[1],
+                             mixer_option_name(&c, option), pe_variant_name(&c, k));
                     write_case(dir, &h, 3000 + (uint64_t)n, 2);
                     printf("%s\n", dir);
                 }
-                /* the other heads (docs/models.md §autoencoder-head, §classification) on the first option of GLA and FoX:
-                 * the auto-encoder; the classifier with mean pooling and the linear input
-                 * encoder, and with last pooling; the pair classifier (LRA's dual encoder) with
-                 * each interaction */
-                if (option || (c.mixer != MIXER_GLA && c.mixer != MIXER_FOX) || (k != 0 && k != 2)) continue;
-                static const char *const shapes[] = {"autoencoder", "classifier-mean-linear", "classifier-last",
-                                                     "classifier-pair-nli", "classifier-pair-concat-last"};
+                /* the other heads (docs/models.md §autoencoder-head, §classification) on the first
+                 * option of GLA and FoX: the auto-encoder; the classifier with mean pooling and the
+                 * linear input encoder, and with last pooling; the pair classifier (LRA's dual
+                 * encoder) with each interaction */
+                if (option || (c.mixer != MIXER_GLA && c.mixer != MIXER_FOX) || (k != 0 && k != 2))
+                    continue;
+                static const char *const shapes[] = {"autoencoder", "classifier-mean-linear",
+                                                     "classifier-last", "classifier-pair-nli",
+                                                     "classifier-pair-concat-last"};
                 for (int sh = 0; sh < 5; sh++) {
                     ModelConfig h = c;
                     h.head = sh ? HEAD_CLASSIFIER : HEAD_AUTOENCODER;
@@ -271,15 +287,18 @@ int main(int argc, char **argv) {
                     h.pair_mlp = 32;
                     snprintf(dir, sizeof dir, "%s/%s-%s-%s", argv[1], mixer_option_name(&c, option),
                              pe_variant_name(&c, k), shapes[sh]);
-                    write_case(dir, &h, 1000 + (uint64_t)extra++, 1); /* the variants keep their seeds */
+                    write_case(dir, &h, 1000 + (uint64_t)extra++,
+                               1); /* the variants keep their seeds */
                     printf("%s\n", dir);
                 }
             }
-    /* the hybrids of model.mixers and model.mlp (docs/models.md §zoology-shape) on three GLA layers */
+    /* the hybrids of model.mixers and model.mlp (docs/models.md §zoology-shape) on three GLA layers
+     */
     for (int hy = 0; hy < N_HYBRIDS; hy++)
         for (int k = 0; k < N_PE_VARIANTS; k++) {
             if (hy && k != 0 && k != 3) continue;
-            ModelConfig c = tu_model(MIXER_GLA, (TuModelSize){.vocab = 37, .hidden = 32, .layers = 3, .heads = 2});
+            ModelConfig c = tu_model(
+                MIXER_GLA, (TuModelSize){.vocab = 37, .hidden = 32, .layers = 3, .heads = 2});
             c.gate_low_rank_dim = 8;
             c.init_std = 0.2;
             c.max_seq_len = 70;

@@ -36,7 +36,8 @@ static void write_text(const char *path, const char *text) {
 static char *pair_line(int i, const char *split) {
     const char *label = i == 3 ? "1.0" : i % 2 ? "1" : "0";
     const char *pad = i == 2 ? "0123456789012345678901234567890123456789" : "";
-    return rt_sprintf("%s\tid%d\tid%d\td%da-%s%s\tD%db-%s \"q\"\n", label, 100 + i, 200 + i, i, split, pad, i, split);
+    return rt_sprintf("%s\tid%d\tid%d\td%da-%s%s\tD%db-%s \"q\"\n", label, 100 + i, 200 + i, i,
+                      split, pad, i, split);
 }
 
 static char *write_dir(const char *name) {
@@ -58,10 +59,12 @@ static char *write_dir(const char *name) {
 }
 
 static RunConfig config(const char *path, const char *extra) {
-    char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nnum_layers = 1\nvocab_size = 257\n"
-                           "head = classifier\nnum_classes = 2\npair = nli\npair_mlp = 8\n"
-                           "[train]\nseq_len = %d\nmicro_batch = 4\n[data]\ntrain = task\n[task]\ntype = aan\npath = %s\n%s",
-                           T, path, extra);
+    char *ini = rt_sprintf(
+        "[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nnum_layers = 1\nvocab_size = 257\n"
+        "head = classifier\nnum_classes = 2\npair = nli\npair_mlp = 8\n"
+        "[train]\nseq_len = %d\nmicro_batch = 4\n[data]\ntrain = task\n[task]\ntype = aan\npath = "
+        "%s\n%s",
+        T, path, extra);
     RunConfig rc;
     char err[2048];
     int r = run_config_load_string(&rc, ini, "aan.ini", NULL, 0, err, sizeof err);
@@ -102,13 +105,16 @@ static void read_pairs(DataSource *ds, int B, const char *split, int *pair) {
                 bad |= lb[t] != (t == n - 1 ? i % 2 : -100);
             }
         }
-        CHECK_MSG(!bad, "%s rows %d, %d: not pair %d's documents, bytes + 1, labeled at the last byte", split, r, r + 1, i);
+        CHECK_MSG(!bad,
+                  "%s rows %d, %d: not pair %d's documents, bytes + 1, labeled at the last byte",
+                  split, r, r + 1, i);
         if (bad) pair[r / 2] = -1;
     }
 }
 
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
-    DataOptions opt = {.seq_len = T, .seed = rc->train.seed, .split = split, .rank = rank, .world = world};
+    DataOptions opt = {
+        .seq_len = T, .seed = rc->train.seed, .split = split, .rank = rank, .world = world};
     char err[2048];
     DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
@@ -126,7 +132,8 @@ static void test_rows_and_order(void) {
         for (int k = 0; k < PAIRS; k += 2) read_pairs(tr, 4, "train", pass[p] + k);
         for (int k = 0; k < PAIRS; k++)
             if (pass[p][k] >= 0) seen[pass[p][k]]++;
-        for (int k = 0; k < PAIRS; k++) CHECK_MSG(seen[k] == 1, "pass %d reads pair %d %d times", p, k, seen[k]);
+        for (int k = 0; k < PAIRS; k++)
+            CHECK_MSG(seen[k] == 1, "pass %d reads pair %d %d times", p, k, seen[k]);
     }
     CHECK(memcmp(pass[0], pass[1], sizeof pass[0]));
     datasource_free(tr);
@@ -137,7 +144,8 @@ static void test_rows_and_order(void) {
     } FIXED[] = {{SPLIT_VAL, "eval"}, {SPLIT_TEST, "test"}};
     for (int s = 0; s < 2; s++) {
         int a[PAIRS], b[PAIRS];
-        DataSource *x = open_split(&rc, FIXED[s].split, 0, 1), *y = open_split(&rc, FIXED[s].split, 0, 1);
+        DataSource *x = open_split(&rc, FIXED[s].split, 0, 1),
+                   *y = open_split(&rc, FIXED[s].split, 0, 1);
         for (int k = 0; x && y && k < PAIRS; k += 2) {
             read_pairs(x, 4, FIXED[s].name, a + k);
             read_pairs(y, 4, FIXED[s].name, b + k);
@@ -156,8 +164,9 @@ static void test_rows_and_order(void) {
         int got[2];
         read_pairs(part, 2, "train", got);
         read_pairs(part, 2, "train", got + 1);
-        CHECK_MSG(got[0] == all[r] && got[1] == all[2 + r], "rank %d reads pairs %d, %d of %d %d %d %d", r, got[0],
-                  got[1], all[0], all[1], all[2], all[3]);
+        CHECK_MSG(got[0] == all[r] && got[1] == all[2 + r],
+                  "rank %d reads pairs %d, %d of %d %d %d %d", r, got[0], got[1], all[0], all[1],
+                  all[2], all[3]);
         datasource_free(part);
     }
     datasource_free(one);
@@ -185,18 +194,22 @@ static void test_long_document(void) {
 
 static int names(const char *err, const char *a, const char *b) {
     int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok) fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "", b ? b : "");
+    if (!ok)
+        fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "",
+                b ? b : "");
     return ok;
 }
 
 static void test_errors(void) {
-    char *dir = write_dir("errors"), *train = rt_sprintf("%s/new_aan_pairs.train.tsv", dir), err[2048];
+    char *dir = write_dir("errors"), *train = rt_sprintf("%s/new_aan_pairs.train.tsv", dir),
+         err[2048];
     RunConfig rc = config(dir, "");
     DataOptions opt = {.seq_len = T, .seed = 1, .split = SPLIT_TRAIN, .world = 1};
     static const struct {
         const char *text, *what;
     } BAD[] = {
-        {"1\tid1\tid2\tabc\n", "new_aan_pairs.train.tsv:1: 4 tab-separated fields where an AAN line has 5"},
+        {"1\tid1\tid2\tabc\n",
+         "new_aan_pairs.train.tsv:1: 4 tab-separated fields where an AAN line has 5"},
         {"1\ta\tb\tc\td\n0\ta\tb\tc\td\te\n", "new_aan_pairs.train.tsv:2: 6 tab-separated fields"},
         {"2\ta\tb\tc\td\n", ":1: label '2' is not a class 0..1 (task.classes = 2)"},
         {"0.5\ta\tb\tc\td\n", ":1: label '0.5' is not a class"},
@@ -209,7 +222,8 @@ static void test_errors(void) {
         CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, BAD[i].what, NULL));
     }
     unlink(train);
-    CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, "new_aan_pairs.train.tsv", "cannot open"));
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
+          names(err, "new_aan_pairs.train.tsv", "cannot open"));
     RunConfig missing = config("/nonexistent/tsv_data", "");
     CHECK(!task_source_open(&missing, &opt, err, sizeof err) &&
           names(err, "task.path = /nonexistent/tsv_data does not exist", "docs/classification.md"));
@@ -217,10 +231,13 @@ static void test_errors(void) {
     rt_free(write_dir("errors"));
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     int32_t tok[3 * T], lab[3 * T];
-    CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) && names(err, "a batch of 3 rows", "even"));
+    CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) &&
+          names(err, "a batch of 3 rows", "even"));
     datasource_free(ds);
-    char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nvocab_size = 257\nhead = classifier\n"
-                           "num_classes = 2\n[train]\nseq_len = %d\nmicro_batch = 4\n[data]\ntrain = task\n[task]\ntype = "
+    char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nvocab_size = "
+                           "257\nhead = classifier\n"
+                           "num_classes = 2\n[train]\nseq_len = %d\nmicro_batch = 4\n[data]\ntrain "
+                           "= task\n[task]\ntype = "
                            "aan\npath = %s\n",
                            T, dir);
     const char *odd[] = {"model.pair=nli", "train.micro_batch=3"};

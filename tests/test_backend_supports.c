@@ -17,7 +17,8 @@ static int n_asked;
 static int multiple_of_16(const OpShape *s, char *why, size_t n) {
     if (n_asked < 8) asked[n_asked++] = *s;
     if (!strcmp(s->op, "selrope") || (s->K % 16 == 0 && s->V % 16 == 0)) return 1;
-    snprintf(why, n, "stand-in kernels take head sizes a multiple of 16, got K=%d V=%d", s->K, s->V);
+    snprintf(why, n, "stand-in kernels take head sizes a multiple of 16, got K=%d V=%d", s->K,
+             s->V);
     return 0;
 }
 
@@ -28,7 +29,8 @@ static Backend limited(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 64, .hidden = 64, .layers = 1, .heads = 2});
+    ModelConfig c =
+        tu_model(mixer, (TuModelSize){.vocab = 64, .hidden = 64, .layers = 1, .heads = 2});
     c.head_dim = 32;
     c.pe.kind = pe;
     return c;

@@ -49,7 +49,8 @@ static char *spelled(const CharText *t, DataSplit split) {
     size_t cap = 16 * (size_t)n + 1, len = 0;
     char *s = rt_calloc(cap, 1);
     for (int64_t i = 0; i < n; i++)
-        len += (size_t)snprintf(s + len, cap - len, "%s%s", i ? "|" : "", json_string_value(json_array_get(v, (size_t)tok[i])));
+        len += (size_t)snprintf(s + len, cap - len, "%s%s", i ? "|" : "",
+                                json_string_value(json_array_get(v, (size_t)tok[i])));
     json_decref(v);
     return s;
 }
@@ -57,7 +58,8 @@ static char *spelled(const CharText *t, DataSplit split) {
 static void check_vocab(const CharText *t, const char *const *want, int n) {
     json_t *v = char_text_vocab_json(t);
     int ok = char_text_vocab_size(t) == n && (int)json_array_size(v) == n;
-    for (int i = 0; ok && i < n; i++) ok = !strcmp(json_string_value(json_array_get(v, (size_t)i)), want[i]);
+    for (int i = 0; ok && i < n; i++)
+        ok = !strcmp(json_string_value(json_array_get(v, (size_t)i)), want[i]);
     char *got = json_dumps(v, 0);
     CHECK_MSG(ok, "vocabulary %s", got);
     free(got);
@@ -78,9 +80,11 @@ static void test_ptb_format(void) {
     CharText *t = char_text_open(&task, err, sizeof err);
     CHECK_MSG(t, "%s", err);
     if (t) {
-        static const char *const vocab[] = {"a", "e", "r", "_", "b", "n", "k", "o", "t", "<eos>", "h", "c", "d", "g", "z", "q", "x"};
+        static const char *const vocab[] = {"a",     "e", "r", "_", "b", "n", "k", "o", "t",
+                                            "<eos>", "h", "c", "d", "g", "z", "q", "x"};
         check_vocab(t, vocab, 17);
-        char *s0 = spelled(t, SPLIT_TRAIN), *s1 = spelled(t, SPLIT_VAL), *s2 = spelled(t, SPLIT_TEST);
+        char *s0 = spelled(t, SPLIT_TRAIN), *s1 = spelled(t, SPLIT_VAL),
+             *s2 = spelled(t, SPLIT_TEST);
         CHECK_MSG(!strcmp(s0, "a|e|r|_|b|a|n|k|n|o|t|e|<eos>|t|h|e|_|c|a|t|<eos>"), "train %s", s0);
         CHECK_MSG(!strcmp(s1, "t|h|e|_|d|o|g|<eos>|<eos>"), "valid %s", s1);
         CHECK_MSG(!strcmp(s2, "a|_|z|<eos>|q|<eos>|x|<eos>"), "test %s", s2);
@@ -106,7 +110,8 @@ static void test_ptb_format(void) {
     t = char_text_open(&task, err, sizeof err);
     CHECK_MSG(t, "%s", err);
     if (t) {
-        static const char *const vocab[] = {" ", "a", "e", "r", "_", "b", "n", "k", "o", "t", "\n", "h", "c", "d", "g", "\t", "z", "\r", "q", "x"};
+        static const char *const vocab[] = {" ",  "a", "e", "r", "_", "b",  "n", "k",  "o", "t",
+                                            "\n", "h", "c", "d", "g", "\t", "z", "\r", "q", "x"};
         check_vocab(t, vocab, 20);
         int64_t n;
         char_text_tokens(t, SPLIT_TRAIN, &n);
@@ -138,9 +143,11 @@ static void test_raw_cut(void) {
         static const char *const vocab[] = {"h", "\xc3\xa9", "\xe2\x82\xac", "\n"};
         check_vocab(t, vocab, 4);
         int64_t n0, n1, n2;
-        const int32_t *a = char_text_tokens(t, SPLIT_TRAIN, &n0), *b = char_text_tokens(t, SPLIT_VAL, &n1),
+        const int32_t *a = char_text_tokens(t, SPLIT_TRAIN, &n0),
+                      *b = char_text_tokens(t, SPLIT_VAL, &n1),
                       *c = char_text_tokens(t, SPLIT_TEST, &n2);
-        CHECK(n0 == 26 && n1 == 4 && n2 == 10); /* test floor(40 x 0.25), valid floor(40 x 0.1), train the rest */
+        CHECK(n0 == 26 && n1 == 4 &&
+              n2 == 10); /* test floor(40 x 0.25), valid floor(40 x 0.1), train the rest */
         int ok = 1;
         for (int i = 0; i < 40; i++) {
             int32_t x = i < 26 ? a[i] : i < 30 ? b[i - 26] : c[i - 30];
@@ -151,7 +158,8 @@ static void test_raw_cut(void) {
     char_text_free(t);
     /* fractions that leave a split of fewer than 2 symbols */
     task.test_fraction = 0.01;
-    CHECK(!char_text_open(&task, err, sizeof err) && strstr(err, "task.test_fraction = 0.01") && strstr(err, path));
+    CHECK(!char_text_open(&task, err, sizeof err) && strstr(err, "task.test_fraction = 0.01") &&
+          strstr(err, path));
     /* invalid UTF-8, a missing file, a directory without the three files */
     write_file(d, "bad.txt", "ab\xff\n", 4);
     char *bad = rt_sprintf("%s/bad.txt", d);
@@ -174,7 +182,8 @@ static void test_rows(void) {
     char *d = tmpdir();
     char text[1001];
     uint32_t x = 1; /* letters from an LCG: no two windows alike */
-    for (int i = 0; i < 1000; i++) text[i] = (char)('a' + ((x = x * 1103515245u + 12345u) >> 16) % 26);
+    for (int i = 0; i < 1000; i++)
+        text[i] = (char)('a' + ((x = x * 1103515245u + 12345u) >> 16) % 26);
     text[1000] = 0;
     write_file(d, "train.txt", text, 1000);
     write_file(d, "valid.txt", text, 103);
@@ -186,7 +195,8 @@ static void test_rows(void) {
     int T = 16;
     int64_t W = char_text_rows(t, SPLIT_TRAIN, T), n;
     const int32_t *s = char_text_tokens(t, SPLIT_TRAIN, &n);
-    CHECK(W == 999 / 16 && char_text_rows(t, SPLIT_VAL, T) == 7 && char_text_rows(t, SPLIT_TEST, T) == 1);
+    CHECK(W == 999 / 16 && char_text_rows(t, SPLIT_VAL, T) == 7 &&
+          char_text_rows(t, SPLIT_TEST, T) == 1);
     int32_t tok[16], lab[16];
     int *seen = rt_calloc((size_t)W, sizeof(int)), bad = 0, moved = 0;
     int64_t first[2] = {0, 0};
@@ -203,7 +213,8 @@ static void test_rows(void) {
         moved += i < W && start != i;
     }
     for (int64_t w = 0; w < W; w++) bad += seen[w] != 11; /* once in each pass */
-    CHECK_MSG(!bad && moved > W / 2 && first[0] != first[1], "training rows: %d bad, %d moved", bad, moved);
+    CHECK_MSG(!bad && moved > W / 2 && first[0] != first[1], "training rows: %d bad, %d moved", bad,
+              moved);
     /* valid: 103 symbols -> 102 labels in 7 rows, the last holding 6 */
     const int32_t *v = char_text_tokens(t, SPLIT_VAL, &n);
     int labels = 0;
@@ -236,14 +247,20 @@ static void test_task_source(void) {
     sets[3] = pathset;
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     CHECK(rc.model.vocab_size == 3); /* the texts' vocabulary */
-    DataOptions opt = {.seq_len = 4, .seed = rc.train.seed, .split = SPLIT_VAL, .rank = 1, .world = 2, .prefetch = 1};
+    DataOptions opt = {.seq_len = 4,
+                       .seed = rc.train.seed,
+                       .split = SPLIT_VAL,
+                       .rank = 1,
+                       .world = 2,
+                       .prefetch = 1};
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     CHECK_MSG(ds, "%s", err);
     if (ds) {
         int32_t tok[4], lab[4];
         CHECK(ds->next_labeled(ds, tok, lab, 1, err, sizeof err) == 0);
         /* valid "abcabc": rows "abca" and "bc" (padded); rank 1 of 2 reads the second */
-        CHECK(tok[0] == 1 && lab[0] == 2 && tok[1] == 2 && lab[1] == -100 && tok[2] == 0 && lab[3] == -100);
+        CHECK(tok[0] == 1 && lab[0] == 2 && tok[1] == 2 && lab[1] == -100 && tok[2] == 0 &&
+              lab[3] == -100);
         json_t *st = ds->get_state(ds);
         json_t *v = json_object_get(st, "vocab");
         CHECK(json_array_size(v) == 3 && !strcmp(json_string_value(json_array_get(v, 2)), "c"));
@@ -264,9 +281,9 @@ static void test_task_source(void) {
     rt_free(d);
 }
 
-/* Carried-state streams (docs/models.md §carried-states): over a pass, every symbol after the first is a
- * label exactly once; each window of a stream continues its previous window (its first input is
- * that window's last label); through data.train = task with 2 ranks, each rank reads its
+/* Carried-state streams (docs/models.md §carried-states): over a pass, every symbol after the first
+ * is a label exactly once; each window of a stream continues its previous window (its first input
+ * is that window's last label); through data.train = task with 2 ranks, each rank reads its
  * streams' windows, `continues` is 0 exactly on a pass's first window, and the stream count is
  * in the saved position. */
 static void test_streams(void) {
@@ -300,15 +317,21 @@ static void test_streams(void) {
     }
     int64_t once = 0;
     for (int64_t x = 1; x < n; x++) once += seen[x] == 1;
-    CHECK_MSG(once == n - 1 && broken == 0, "%lld of %lld labels once, %d windows not continuing", (long long)once,
-              (long long)(n - 1), broken);
-    CHECK(char_text_stream_windows(t, SPLIT_VAL, 60, T) == 0); /* 50 valid symbols: fewer than 60 + 1 */
+    CHECK_MSG(once == n - 1 && broken == 0, "%lld of %lld labels once, %d windows not continuing",
+              (long long)once, (long long)(n - 1), broken);
+    CHECK(char_text_stream_windows(t, SPLIT_VAL, 60, T) ==
+          0); /* 50 valid symbols: fewer than 60 + 1 */
     RunConfig rc;
     char *pathset = rt_sprintf("task.path=%s", path);
     const char *sets[] = {"data.train=task", "task.type=chars", "train.seq_len=16", pathset};
     CHECK_MSG(run_config_load_string(&rc, NULL, NULL, sets, 4, err, sizeof err) == 0, "%s", err);
     for (int r = 0; r < 2; r++) {
-        DataOptions opt = {.seq_len = T, .seed = rc.train.seed, .split = SPLIT_TRAIN, .rank = r, .world = 2, .carry_streams = S};
+        DataOptions opt = {.seq_len = T,
+                           .seed = rc.train.seed,
+                           .split = SPLIT_TRAIN,
+                           .rank = r,
+                           .world = 2,
+                           .carry_streams = S};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK_MSG(ds, "%s", err);
         if (!ds) continue;

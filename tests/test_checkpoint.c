@@ -129,7 +129,8 @@ static Trainee trainee_of(const ModelConfig *c, uint64_t seed, int64_t t, Optimi
     Rng r;
     rng_init(&r, seed, 1);
     for (int k = 0; k < x.opt->spec->nstate; k++) {
-        real *s = k == 0 && kind == OPTIMIZER_ADAMW ? tu_randn(&r, n, 1e-3) : tu_rand(&r, n, 0, 1e-6);
+        real *s =
+            k == 0 && kind == OPTIMIZER_ADAMW ? tu_randn(&r, n, 1e-3) : tu_rand(&r, n, 0, 1e-6);
         be->upload(x.opt->state[k], s, sizeof(real) * (size_t)n);
         rt_free(s);
     }
@@ -148,7 +149,8 @@ static void trainee_free(Trainee *x) {
 
 /* Saves a checkpoint of step `step` (tokens and seed derived from it). */
 static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t step, int keep) {
-    TrainerState st = {step, step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0}, {1, NAN}, NULL, 0, 0};
+    TrainerState st = {step,     step * 1000, 77, 1, NULL, {KEEP_BEST_NONE, 0, 0},
+                       {1, NAN}, NULL,        0,  0};
     return checkpoint_save(dir, &st, x->m, x->opt, rc, keep, err, sizeof err);
 }
 
@@ -156,20 +158,73 @@ static int save_step(const char *dir, Trainee *x, const RunConfig *rc, int64_t s
 
 /* Field-by-field comparison of two model configs; names the first difference. */
 static int config_equal(const ModelConfig *a, const ModelConfig *b, const char *label) {
-#define EQ(f)                                                                        \
-    if (a->f != b->f) {                                                              \
-        fprintf(stderr, "    %s: field %s differs: %.17g vs %.17g\n", label, #f, (double)a->f, \
-                (double)b->f);                                                       \
-        return 0;                                                                    \
-    }
-    EQ(mixer) EQ(head) EQ(num_classes) EQ(pool) EQ(pair) EQ(pair_mlp) EQ(input) EQ(input_scale) EQ(input_offset) EQ(vocab_size) EQ(hidden_size) EQ(num_layers) EQ(num_heads) EQ(hidden_ratio)
-    EQ(intermediate_size) EQ(norm_eps) EQ(init_std) EQ(expand_k) EQ(expand_v) EQ(short_conv)
-    EQ(gate_low_rank_dim) EQ(gate_logit_normalizer) EQ(head_dim) EQ(use_gate) EQ(output_gate) EQ(output_norm)
-    EQ(qk_norm) EQ(k_shift) EQ(v_shift) EQ(doc_mask) EQ(bos_id) EQ(eos_id) EQ(max_seq_len)
-    EQ(pe.kind) EQ(pe.rope_theta) EQ(pe.phi_proj) EQ(pe.phi_rank) EQ(pe.conv_act) EQ(pe.skip_conv)
-    EQ(pe.bias) EQ(pe.phase_gate) EQ(pe.temp_type) EQ(pe.temp_theta) EQ(pe.temp_max) EQ(pe.temp_grad)
-    EQ(state_size) EQ(r_min) EQ(r_max) EQ(max_phase) EQ(block) EQ(dropout) EQ(dropout_mask) EQ(bidirectional) EQ(orth_init)
-    EQ(mlp) EQ(norm) EQ(tie_embeddings) EQ(embed_dropout) EQ(base_conv_kernel)
+#define EQ(f)                                                                                      \
+    do {                                                                                           \
+        if (a->f != b->f) {                                                                        \
+            fprintf(stderr, "    %s: field %s differs: %.17g vs %.17g\n", label, #f, (double)a->f, \
+                    (double)b->f);                                                                 \
+            return 0;                                                                              \
+        }                                                                                          \
+    } while (0)
+    EQ(mixer);
+    EQ(head);
+    EQ(num_classes);
+    EQ(pool);
+    EQ(pair);
+    EQ(pair_mlp);
+    EQ(input);
+    EQ(input_scale);
+    EQ(input_offset);
+    EQ(vocab_size);
+    EQ(hidden_size);
+    EQ(num_layers);
+    EQ(num_heads);
+    EQ(hidden_ratio);
+    EQ(intermediate_size);
+    EQ(norm_eps);
+    EQ(init_std);
+    EQ(expand_k);
+    EQ(expand_v);
+    EQ(short_conv);
+    EQ(gate_low_rank_dim);
+    EQ(gate_logit_normalizer);
+    EQ(head_dim);
+    EQ(use_gate);
+    EQ(output_gate);
+    EQ(output_norm);
+    EQ(qk_norm);
+    EQ(k_shift);
+    EQ(v_shift);
+    EQ(doc_mask);
+    EQ(bos_id);
+    EQ(eos_id);
+    EQ(max_seq_len);
+    EQ(pe.kind);
+    EQ(pe.rope_theta);
+    EQ(pe.phi_proj);
+    EQ(pe.phi_rank);
+    EQ(pe.conv_act);
+    EQ(pe.skip_conv);
+    EQ(pe.bias);
+    EQ(pe.phase_gate);
+    EQ(pe.temp_type);
+    EQ(pe.temp_theta);
+    EQ(pe.temp_max);
+    EQ(pe.temp_grad);
+    EQ(state_size);
+    EQ(r_min);
+    EQ(r_max);
+    EQ(max_phase);
+    EQ(block);
+    EQ(dropout);
+    EQ(dropout_mask);
+    EQ(bidirectional);
+    EQ(orth_init);
+    EQ(mlp);
+    EQ(norm);
+    EQ(tie_embeddings);
+    EQ(embed_dropout);
+    EQ(base_conv_kernel);
     if (strcmp(a->mixers, b->mixers)) {
         printf("    model.mixers: \"%s\" != \"%s\"\n", a->mixers, b->mixers);
         return 0;
@@ -188,12 +243,21 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     char *dir = tu_temp_dir();
     RunConfig rc = run_config_for(cfg, dir);
     Trainee a = trainee(cfg, 7, 42);
-    json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL, "perm", 3, 1,
-                             2, "frac", 0.1, "file", "shard_003.h5");
+    json_t *data = json_pack("{s:I, s:[i,i,i], s:f, s:s}", "cursor", (json_int_t)987654321012LL,
+                             "perm", 3, 1, 2, "frac", 0.1, "file", "shard_003.h5");
     /* a best validation whose value needs all 17 digits; the learning rates halved twice */
-    TrainerState st = {1234, 5678901234LL, 0xFFFFFFFFFFFFFFF1ULL, 2, data, {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000},
-                       {0.25, 1.0 / 3.0}, NULL, 0, 0};
-    CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label, err);
+    TrainerState st = {1234,
+                       5678901234LL,
+                       0xFFFFFFFFFFFFFFF1ULL,
+                       2,
+                       data,
+                       {KEEP_BEST_VAL_ACCURACY, 0.1 + 0.2, 1000},
+                       {0.25, 1.0 / 3.0},
+                       NULL,
+                       0,
+                       0};
+    CHECK_MSG(checkpoint_save(dir, &st, a.m, a.opt, &rc, 0, err, sizeof err) == 0, "%s: %s", label,
+              err);
 
     char *path;
     CHECK_MSG(checkpoint_find_latest(dir, 1, &path, err, sizeof err) == 0, "%s: %s", label, err);
@@ -202,22 +266,28 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
 
     Trainee b = trainee(cfg, 99, 0);
     TrainerState got = {0};
-    CHECK_MSG(path && checkpoint_load(path, &(CheckpointLoad){.model = b.m, .opt = b.opt, .state = &got}, err, sizeof err) == 0, "%s: %s", label, err);
+    CHECK_MSG(path && checkpoint_load(path,
+                                      &(CheckpointLoad){.model = b.m, .opt = b.opt, .state = &got},
+                                      err, sizeof err) == 0,
+              "%s: %s", label, err);
 
     const ParamTable *t = model_params(a.m);
     const Backend *be = backend_cpu();
     size_t F = be->f32_size;
-    char *wa = download(be, model_weights(a.m), t->total), *wb = download(be, model_weights(b.m), t->total);
+    char *wa = download(be, model_weights(a.m), t->total),
+         *wb = download(be, model_weights(b.m), t->total);
     CHECK_MSG(!memcmp(wa, wb, F * (size_t)t->total), "%s: weights differ after load", label);
-    char *ma = download(be, a.opt->state[0], t->total), *mb = download(be, b.opt->state[0], t->total);
-    char *va = download(be, a.opt->state[1], t->total), *vb = download(be, b.opt->state[1], t->total);
+    char *ma = download(be, a.opt->state[0], t->total),
+         *mb = download(be, b.opt->state[0], t->total);
+    char *va = download(be, a.opt->state[1], t->total),
+         *vb = download(be, b.opt->state[1], t->total);
     int frozen = 0;
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
         size_t off = F * (size_t)p->offset, nb = F * (size_t)p->numel;
         if (p->trainable) {
-            CHECK_MSG(!memcmp(ma + off, mb + off, nb) && !memcmp(va + off, vb + off, nb), "%s: moments of %s differ",
-                      label, p->name);
+            CHECK_MSG(!memcmp(ma + off, mb + off, nb) && !memcmp(va + off, vb + off, nb),
+                      "%s: moments of %s differ", label, p->name);
         } else {
             frozen++;
             int zero = 1;
@@ -226,16 +296,20 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
         }
     }
     CHECK(b.opt->t == 42);
-    CHECK(got.step == st.step && got.tokens == st.tokens && got.seed == st.seed && got.world_size == 2);
+    CHECK(got.step == st.step && got.tokens == st.tokens && got.seed == st.seed &&
+          got.world_size == 2);
     CHECK(got.data_state && json_equal(got.data_state, data));
     json_decref(got.data_state);
-    CHECK_MSG(got.best.metric == KEEP_BEST_VAL_ACCURACY && got.best.value == 0.1 + 0.2 && got.best.step == 1000,
-              "%s: best %d %.17g %lld", label, (int)got.best.metric, got.best.value, (long long)got.best.step);
-    CHECK_MSG(got.plateau.lr_scale == 0.25 && got.plateau.best_val_loss == 1.0 / 3.0, "%s: plateau %g %.17g", label,
-              got.plateau.lr_scale, got.plateau.best_val_loss);
+    CHECK_MSG(got.best.metric == KEEP_BEST_VAL_ACCURACY && got.best.value == 0.1 + 0.2 &&
+                  got.best.step == 1000,
+              "%s: best %d %.17g %lld", label, (int)got.best.metric, got.best.value,
+              (long long)got.best.step);
+    CHECK_MSG(got.plateau.lr_scale == 0.25 && got.plateau.best_val_loss == 1.0 / 3.0,
+              "%s: plateau %g %.17g", label, got.plateau.lr_scale, got.plateau.best_val_loss);
 
     /* The file contents: names, trainable-only moments, metadata. */
-    char *mpath = rt_sprintf("%s/model.safetensors", path), *opath = rt_sprintf("%s/optimizer.safetensors", path);
+    char *mpath = rt_sprintf("%s/model.safetensors", path),
+         *opath = rt_sprintf("%s/optimizer.safetensors", path);
     StFile *mf = st_open(mpath, err, sizeof err), *of = st_open(opath, err, sizeof err);
     CHECK(mf && of);
     if (mf && of) {
@@ -245,17 +319,19 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
         for (int i = 0; i < t->n; i++) {
             char name[ST_NAME_MAX];
             snprintf(name, sizeof name, "exp_avg_sq.%s", t->p[i].name);
-            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s: %s in the optimizer file: %d", label, name,
-                      !!st_find(of, name));
+            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s: %s in the optimizer file: %d",
+                      label, name, !!st_find(of, name));
             const StTensor *x = st_find(mf, t->p[i].name);
-            CHECK_MSG(x && !strcmp(x->dtype, "F32") && x->ndim == t->p[i].ndim, "%s: %s", label, t->p[i].name);
+            CHECK_MSG(x && !strcmp(x->dtype, "F32") && x->ndim == t->p[i].ndim, "%s: %s", label,
+                      t->p[i].name);
         }
         CHECK(st_count(of) == 2 * (t->n - frozen));
     }
     st_close(mf);
     st_close(of);
     if (cfg->pe.kind == PE_SELECTIVE)
-        CHECK_MSG(frozen == (cfg->pe.temp_grad ? 0 : cfg->num_layers), "%s: %d frozen", label, frozen);
+        CHECK_MSG(frozen == (cfg->pe.temp_grad ? 0 : cfg->num_layers), "%s: %d frozen", label,
+                  frozen);
 
     /* The run config and config.json. */
     RunConfig rc2;
@@ -265,7 +341,8 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     char *cpath = rt_sprintf("%s/config.json", path);
     json_t *cj = json_load_file(cpath, 0, NULL);
     ModelConfig mc;
-    CHECK_MSG(cj && hf_config_from_json(cj, hf_defaults(), &mc, err, sizeof err) == 0, "%s: %s", label, err);
+    CHECK_MSG(cj && hf_config_from_json(cj, hf_defaults(), &mc, err, sizeof err) == 0, "%s: %s",
+              label, err);
     /* config.json describes the same model: it writes back identically, and a model built
      * from it has the same parameters. */
     json_t *again = hf_config_to_json(&mc);
@@ -279,8 +356,10 @@ static void roundtrip(const ModelConfig *cfg, const char *label) {
     for (int i = 0; i < HF_REMOTE_NFILES; i++) {
         char *fpath = rt_sprintf("%s/%s", path, HF_REMOTE_FILES[i].name);
         char *text = fs_read_file(fpath, NULL);
-        int listed = state && json_object_get(json_object_get(state, "files"), HF_REMOTE_FILES[i].name);
-        CHECK_MSG(hf_config_is_fla(cfg) ? !text && !listed : text && listed && !strcmp(text, HF_REMOTE_FILES[i].text),
+        int listed =
+            state && json_object_get(json_object_get(state, "files"), HF_REMOTE_FILES[i].name);
+        CHECK_MSG(hf_config_is_fla(cfg) ? !text && !listed
+                                        : text && listed && !strcmp(text, HF_REMOTE_FILES[i].text),
                   "%s: %s", label, HF_REMOTE_FILES[i].name);
         rt_free(text);
         rt_free(fpath);
@@ -359,7 +438,8 @@ static void test_roundtrip_mamba2(void) {
     roundtrip(&c, "mamba2 two groups");
 }
 
-/* The other model shapes (docs/models.md §autoencoder-head, §classification): their parameters and config.json keys. */
+/* The other model shapes (docs/models.md §autoencoder-head, §classification): their parameters and
+ * config.json keys. */
 static void test_roundtrip_heads(void) {
     ModelConfig c = tu_tiny_model(MIXER_GLA, 2);
     c.head = HEAD_CLASSIFIER;
@@ -377,7 +457,8 @@ static void test_roundtrip_heads(void) {
     c = tu_tiny_model(MIXER_FOX, 2);
     c.head = HEAD_AUTOENCODER;
     roundtrip(&c, "fox autoencoder");
-    /* the lra block with dropout, bidirectional (docs/models.md §block-dropout-bidirectional): the GLU and reverse readouts */
+    /* the lra block with dropout, bidirectional (docs/models.md §block-dropout-bidirectional): the
+     * GLU and reverse readouts */
     static const MixerKind lin[] = {MIXER_LRU, MIXER_ROTRNN};
     for (int i = 0; i < 2; i++) {
         c = tu_tiny_model(lin[i], 2);
@@ -387,9 +468,11 @@ static void test_roundtrip_heads(void) {
         c.dropout = 0.1;
         c.dropout_mask = DROPOUT_CHANNEL;
         c.bidirectional = 1;
-        roundtrip(&c, i ? "rotrnn lra block, bidirectional classifier" : "lru lra block, bidirectional classifier");
+        roundtrip(&c, i ? "rotrnn lra block, bidirectional classifier"
+                        : "lru lra block, bidirectional classifier");
     }
-    /* the hybrids (docs/models.md §zoology-shape): Zoology's GLA with its embedding dropout, and the others */
+    /* the hybrids (docs/models.md §zoology-shape): Zoology's GLA with its embedding dropout, and
+     * the others */
     for (int k = 0; k < N_HYBRIDS; k++) {
         c = tu_tiny_model(MIXER_GLA, 3);
         apply_hybrid(&c, k);
@@ -413,8 +496,8 @@ static void check_latest(const char *dir, const char *name) {
     char *got;
     CHECK_MSG(checkpoint_find_latest(dir, 1, &got, err, sizeof err) == 0, "%s", err);
     char *want = name ? rt_sprintf("%s/checkpoints/%s", dir, name) : NULL;
-    CHECK_MSG(got == want || (got && want && !strcmp(got, want)), "latest is %s, expected %s", got ? got : "(null)",
-              want ? want : "(null)");
+    CHECK_MSG(got == want || (got && want && !strcmp(got, want)), "latest is %s, expected %s",
+              got ? got : "(null)", want ? want : "(null)");
     rt_free(got);
     rt_free(want);
 }
@@ -431,8 +514,8 @@ static void test_latest(void) {
     /* A stale temporary directory (an interrupted save) is ignored, even when complete. */
     char *stale = rt_sprintf("%s/checkpoints/.tmp-step_00000040", dir);
     mkdir(stale, 0755);
-    static const char *const files[] = {"model.safetensors", "config.json", "rotor.ini", "optimizer.safetensors",
-                                        "trainer_state.json"};
+    static const char *const files[] = {"model.safetensors", "config.json", "rotor.ini",
+                                        "optimizer.safetensors", "trainer_state.json"};
     for (int i = 0; i < 5; i++) {
         char *p = rt_sprintf("%s/%s", stale, files[i]);
         write_file(p, "x", 1);
@@ -444,7 +527,7 @@ static void test_latest(void) {
     check_latest(dir, "step_00000020");
     set_latest(dir, "step_00000099\n"); /* names a deleted directory: highest complete */
     check_latest(dir, "step_00000030");
-    set_latest(dir, "../../etc\n");     /* not a checkpoint name */
+    set_latest(dir, "../../etc\n"); /* not a checkpoint name */
     check_latest(dir, "step_00000030");
 
     /* An incomplete checkpoint is skipped, whether `latest` names it or not. */
@@ -468,7 +551,9 @@ static void test_latest(void) {
     rt_free(p);
     Trainee x = trainee(&c, 3, 0);
     p = rt_sprintf("%s/checkpoints/step_00000010", dir);
-    CHECK_MSG(checkpoint_load(p, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(p, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err, sizeof err) ==
+                  0,
+              "%s", err);
     rt_free(p);
     const Backend *be = backend_cpu();
     int64_t n = model_params(x.m)->total;
@@ -501,35 +586,43 @@ static void test_checksum_fallback(void) {
     char *data = read_file(p, &n);
     data[n - 3] ^= 0x40;
     write_file(p, data, n);
-    CHECK(checkpoint_verify(ck30, 1, err, sizeof err) != 0 && strstr(err, "model.safetensors") && strstr(err, "sha256"));
-    CHECK_MSG(checkpoint_verify(ck30, 0, err, sizeof err) == 0, "without hashes: %s", err); /* sizes still match */
+    CHECK(checkpoint_verify(ck30, 1, err, sizeof err) != 0 && strstr(err, "model.safetensors") &&
+          strstr(err, "sha256"));
+    CHECK_MSG(checkpoint_verify(ck30, 0, err, sizeof err) == 0, "without hashes: %s",
+              err); /* sizes still match */
     check_latest(dir, "step_00000020");
     /* the loader checks too: the damaged weights are refused by name, the targets untouched */
     Trainee x = trainee(&c, 9, 0);
     const Backend *be = backend_cpu();
     int64_t total = model_params(x.m)->total;
     char *before = download(be, model_weights(x.m), total);
-    CHECK(checkpoint_load(ck30, &(CheckpointLoad){.model = x.m, .verify = 1}, err, sizeof err) != 0 &&
+    CHECK(checkpoint_load(ck30, &(CheckpointLoad){.model = x.m, .verify = 1}, err, sizeof err) !=
+              0 &&
           strstr(err, "model.safetensors") && strstr(err, "sha256"));
     char *after = download(be, model_weights(x.m), total);
     CHECK(!memcmp(before, after, be->f32_size * (size_t)total));
-    CHECK(checkpoint_load_model(ck30, be, 1, err, sizeof err) == NULL && strstr(err, "model.safetensors"));
+    CHECK(checkpoint_load_model(ck30, be, 1, err, sizeof err) == NULL &&
+          strstr(err, "model.safetensors"));
     rt_free(before);
     rt_free(after);
     trainee_free(&x);
     /* a file cut short is named with both sizes, without hashing */
-    char *ck20 = rt_sprintf("%s/checkpoints/step_00000020", dir), *opt20 = rt_sprintf("%s/optimizer.safetensors", ck20);
+    char *ck20 = rt_sprintf("%s/checkpoints/step_00000020", dir),
+         *opt20 = rt_sprintf("%s/optimizer.safetensors", ck20);
     CHECK(truncate(opt20, 100) == 0);
-    CHECK(checkpoint_verify(ck20, 0, err, sizeof err) != 0 && strstr(err, "optimizer.safetensors") && strstr(err, "100 bytes"));
+    CHECK(checkpoint_verify(ck20, 0, err, sizeof err) != 0 &&
+          strstr(err, "optimizer.safetensors") && strstr(err, "100 bytes"));
     check_latest(dir, "step_00000010");
     /* a trainer state cut short */
-    char *ck10 = rt_sprintf("%s/checkpoints/step_00000010", dir), *st10 = rt_sprintf("%s/trainer_state.json", ck10);
+    char *ck10 = rt_sprintf("%s/checkpoints/step_00000010", dir),
+         *st10 = rt_sprintf("%s/trainer_state.json", ck10);
     CHECK(truncate(st10, 40) == 0);
-    CHECK(checkpoint_verify(ck10, 0, err, sizeof err) != 0 && strstr(err, "trainer_state.json") && strstr(err, "cut short"));
+    CHECK(checkpoint_verify(ck10, 0, err, sizeof err) != 0 && strstr(err, "trainer_state.json") &&
+          strstr(err, "cut short"));
     /* none intact: an error naming the directory, no path */
     char *got = (char *)1;
-    CHECK(checkpoint_find_latest(dir, 1, &got, err, sizeof err) != 0 && got == NULL && strstr(err, "none of its 3") &&
-          strstr(err, "--no-verify"));
+    CHECK(checkpoint_find_latest(dir, 1, &got, err, sizeof err) != 0 && got == NULL &&
+          strstr(err, "none of its 3") && strstr(err, "--no-verify"));
     rt_free(st10);
     rt_free(ck10);
     rt_free(ck20);
@@ -551,7 +644,8 @@ static void test_sharded_moments(void) {
     Trainee a = trainee(&c, 4, 7); /* full moments, random */
     const Backend *be = backend_cpu();
     int64_t P = model_params(a.m)->total;
-    real *m_full = (real *)download(be, a.opt->state[0], P), *v_full = (real *)download(be, a.opt->state[1], P);
+    real *m_full = (real *)download(be, a.opt->state[0], P),
+         *v_full = (real *)download(be, a.opt->state[1], P);
     /* write a two-slice sharded checkpoint by hand: slices of an unsharded save renamed */
     RunConfig rc = run_config_for(&c, dir);
     CHECK_MSG(save_step(dir, &a, &rc, 5, 0) == 0, "%s", err);
@@ -559,10 +653,13 @@ static void test_sharded_moments(void) {
     int64_t cut = P / 3;
     for (int r = 0; r < 2; r++) {
         int64_t lo = r ? cut : 0, hi = r ? P : cut;
-        float *mm = rt_malloc(sizeof(float) * (size_t)(hi - lo)), *vv = rt_malloc(sizeof(float) * (size_t)(hi - lo));
-        for (int64_t i = lo; i < hi; i++) mm[i - lo] = (float)m_full[i], vv[i - lo] = (float)v_full[i];
-        StTensor t2[2] = {{"exp_avg", "F32", 1, {hi - lo}, mm, sizeof(float) * (size_t)(hi - lo)},
-                          {"exp_avg_sq", "F32", 1, {hi - lo}, vv, sizeof(float) * (size_t)(hi - lo)}};
+        float *mm = rt_malloc(sizeof(float) * (size_t)(hi - lo)),
+              *vv = rt_malloc(sizeof(float) * (size_t)(hi - lo));
+        for (int64_t i = lo; i < hi; i++)
+            mm[i - lo] = (float)m_full[i], vv[i - lo] = (float)v_full[i];
+        StTensor t2[2] = {
+            {"exp_avg", "F32", 1, {hi - lo}, mm, sizeof(float) * (size_t)(hi - lo)},
+            {"exp_avg_sq", "F32", 1, {hi - lo}, vv, sizeof(float) * (size_t)(hi - lo)}};
         char a0[32], a1[32], a2[32];
         snprintf(a0, sizeof a0, "%lld", (long long)lo);
         snprintf(a1, sizeof a1, "%lld", (long long)hi);
@@ -582,14 +679,18 @@ static void test_sharded_moments(void) {
         Trainee x = trainee(&c, 9, 0);
         optimizer_free(x.opt);
         x.opt = optimizer_create(be, OPTIMIZER_ADAMW, cuts[k][0], cuts[k][1]);
-        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt}, err,
+                                  sizeof err) == 0,
+                  "%s", err);
         int64_t len = cuts[k][1] - cuts[k][0];
-        real *mx = (real *)download(be, x.opt->state[0], len), *vx = (real *)download(be, x.opt->state[1], len);
+        real *mx = (real *)download(be, x.opt->state[0], len),
+             *vx = (real *)download(be, x.opt->state[1], len);
         int bad = 0;
         for (int64_t i = 0; i < len; i++)
-            bad += (float)mx[i] != (float)m_full[cuts[k][0] + i] || (float)vx[i] != (float)v_full[cuts[k][0] + i];
-        CHECK_MSG(!bad && x.opt->t == 7, "slice [%lld, %lld): %d moments differ", (long long)cuts[k][0],
-                  (long long)cuts[k][1], bad);
+            bad += (float)mx[i] != (float)m_full[cuts[k][0] + i] ||
+                   (float)vx[i] != (float)v_full[cuts[k][0] + i];
+        CHECK_MSG(!bad && x.opt->t == 7, "slice [%lld, %lld): %d moments differ",
+                  (long long)cuts[k][0], (long long)cuts[k][1], bad);
         rt_free(mx);
         rt_free(vx);
         trainee_free(&x);
@@ -598,7 +699,9 @@ static void test_sharded_moments(void) {
     char *r1 = rt_sprintf("%s/optimizer.rank00001-of-00002.safetensors", ck);
     unlink(r1);
     Trainee y = trainee(&c, 9, 0);
-    CHECK(checkpoint_load(ck, &(CheckpointLoad){.model = y.m, .opt = y.opt}, err, sizeof err) != 0 && strstr(err, "incomplete"));
+    CHECK(checkpoint_load(ck, &(CheckpointLoad){.model = y.m, .opt = y.opt}, err, sizeof err) !=
+              0 &&
+          strstr(err, "incomplete"));
     trainee_free(&y);
     rt_free(r1);
     rt_free(full);
@@ -618,7 +721,8 @@ static void list_checkpoints(const char *dir, char *out, size_t n) {
     out[0] = '\0';
     for (int i = 0; i < k; i++) {
         if (names[i]->d_name[0] != '.' || names[i]->d_name[1] == 't')
-            snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", names[i]->d_name);
+            snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "",
+                     names[i]->d_name);
         free(names[i]);
     }
     free(names);
@@ -637,16 +741,19 @@ static void test_keep(void) {
     /* The checkpoint just written is kept even when it is not among the newest steps. */
     CHECK_MSG(save_step(dir, &a, &rc, 5, 2) == 0, "%s", err);
     list_checkpoints(dir, names, sizeof names);
-    CHECK_MSG(!strcmp(names, "latest step_00000005 step_00000030 step_00000040"), "after step 5: %s", names);
+    CHECK_MSG(!strcmp(names, "latest step_00000005 step_00000030 step_00000040"),
+              "after step 5: %s", names);
     check_latest(dir, "step_00000005");
 
     /* checkpoints/best: the files of its step, verified, outliving that step's pruning,
      * replaced by the next best; a step that is gone cannot become the best */
     CHECK_MSG(checkpoint_keep_best(dir, 30, err, sizeof err) == 0, "%s", err);
-    CHECK(checkpoint_keep_best(dir, 20, err, sizeof err) != 0 && strstr(err, "step_00000020: no such checkpoint directory"));
+    CHECK(checkpoint_keep_best(dir, 20, err, sizeof err) != 0 &&
+          strstr(err, "step_00000020: no such checkpoint directory"));
     for (int s = 50; s <= 60; s += 10) CHECK_MSG(save_step(dir, &a, &rc, s, 2) == 0, "%s", err);
     list_checkpoints(dir, names, sizeof names);
-    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after the best's step was pruned: %s", names);
+    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"),
+              "after the best's step was pruned: %s", names);
     char *best = rt_sprintf("%s/checkpoints/best", dir);
     TrainerState got;
     CHECK_MSG(checkpoint_verify(best, 1, err, sizeof err) == 0, "%s", err);
@@ -656,12 +763,14 @@ static void test_keep(void) {
     CHECK(latest && strstr(latest, "step_00000060"));
     CHECK_MSG(checkpoint_keep_best(dir, 60, err, sizeof err) == 0, "%s", err);
     CHECK(checkpoint_read_state(best, &got, err, sizeof err) == 0 && got.step == 60);
-    char *ma = rt_sprintf("%s/model.safetensors", best), *mb = rt_sprintf("%s/model.safetensors", latest);
+    char *ma = rt_sprintf("%s/model.safetensors", best),
+         *mb = rt_sprintf("%s/model.safetensors", latest);
     size_t na, nb;
     char *fa = read_file(ma, &na), *fb = read_file(mb, &nb);
     CHECK(fa && fb && na == nb && !memcmp(fa, fb, na));
     list_checkpoints(dir, names, sizeof names);
-    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after a new best: %s", names);
+    CHECK_MSG(!strcmp(names, "best latest step_00000050 step_00000060"), "after a new best: %s",
+              names);
     rt_free(fa);
     rt_free(fb);
     rt_free(ma);
@@ -679,8 +788,9 @@ static void test_keep(void) {
 
 /* Rewrites `path` with metadata `meta` and the tensors of `src`, with one tensor changed or
  * dropped (`drop`), or an extra one appended (`extra`). */
-static void rewrite(const char *path, const StFile *src, const char *const *meta, const char *target,
-                    const int64_t *shape, int ndim, const char *dtype, int drop, const StTensor *extra) {
+static void rewrite(const char *path, const StFile *src, const char *const *meta,
+                    const char *target, const int64_t *shape, int ndim, const char *dtype, int drop,
+                    const StTensor *extra) {
     int n = st_count(src);
     StTensor *ts = rt_calloc((size_t)n + 1, sizeof(StTensor));
     int k = 0;
@@ -705,10 +815,15 @@ static void rewrite(const char *path, const StFile *src, const char *const *meta
 }
 
 /* Expects checkpoint_load of ckpt into x to fail with both substrings in the message. */
-static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const char *s1, const char *s2) {
+static void expect_load_error(const char *ckpt, Trainee *x, int with_opt, const char *s1,
+                              const char *s2) {
     TrainerState st = {0};
     err[0] = '\0';
-    int r = checkpoint_load(ckpt, &(CheckpointLoad){.model = x->m, .opt = with_opt ? x->opt : NULL, .state = with_opt ? &st : NULL}, err, sizeof err);
+    int r = checkpoint_load(ckpt,
+                            &(CheckpointLoad){.model = x->m,
+                                              .opt = with_opt ? x->opt : NULL,
+                                              .state = with_opt ? &st : NULL},
+                            err, sizeof err);
     CHECK_MSG(r == -1, "load succeeded, expected an error with '%s'", s1);
     CHECK_ERR(s1);
     CHECK_ERR(s2);
@@ -721,7 +836,8 @@ static void test_corrupt(void) {
     Trainee a = trainee(&c, 1, 3), x = trainee(&c, 2, 9);
     CHECK_MSG(save_step(dir, &a, &rc, 1, 0) == 0, "%s", err);
     char *ck = rt_sprintf("%s/checkpoints/step_00000001", dir);
-    char *mpath = rt_sprintf("%s/model.safetensors", ck), *opath = rt_sprintf("%s/optimizer.safetensors", ck);
+    char *mpath = rt_sprintf("%s/model.safetensors", ck),
+         *opath = rt_sprintf("%s/optimizer.safetensors", ck);
     char *spath = rt_sprintf("%s/trainer_state.json", ck);
     const Backend *be = backend_cpu();
     int64_t n = model_params(x.m)->total;
@@ -753,16 +869,19 @@ static void test_corrupt(void) {
     const char *q = "model.layers.0.attn.q_proj.weight";
     int64_t swapped[2] = {16, 8};
     rewrite(mpath, src, mmeta, q, swapped, 2, NULL, 0, NULL);
-    expect_load_error(ck, &x, 0, "model.safetensors: tensor model.layers.0.attn.q_proj.weight has shape [16, 8]",
-                      "the model expects [8, 16]");
+    expect_load_error(
+        ck, &x, 0, "model.safetensors: tensor model.layers.0.attn.q_proj.weight has shape [16, 8]",
+        "the model expects [8, 16]");
     rewrite(mpath, src, mmeta, q, NULL, 0, "I32", 0, NULL);
     expect_load_error(ck, &x, 0, q, "dtype I32");
     rewrite(mpath, src, mmeta, "model.norm.weight", NULL, 0, NULL, 1, NULL);
-    expect_load_error(ck, &x, 0, "model.safetensors: tensor model.norm.weight is missing", "1 of the");
+    expect_load_error(ck, &x, 0, "model.safetensors: tensor model.norm.weight is missing",
+                      "1 of the");
     float junk[2] = {1, 2};
     StTensor extra = {"model.layers.0.attn.bogus.weight", "F32", 1, {2}, junk, sizeof junk};
     rewrite(mpath, src, mmeta, NULL, NULL, 0, NULL, 0, &extra);
-    expect_load_error(ck, &x, 0, "unexpected tensor model.layers.0.attn.bogus.weight", "model.safetensors");
+    expect_load_error(ck, &x, 0, "unexpected tensor model.layers.0.attn.bogus.weight",
+                      "model.safetensors");
     st_close(src);
     write_file(mpath, orig, len);
 
@@ -773,7 +892,8 @@ static void test_corrupt(void) {
     src = st_open(copy, err, sizeof err);
     RT_ASSERT(src);
     rewrite(opath, src, ometa, "exp_avg_sq.model.norm.weight", NULL, 0, NULL, 1, NULL);
-    expect_load_error(ck, &x, 1, "optimizer.safetensors", "exp_avg_sq.model.norm.weight is missing");
+    expect_load_error(ck, &x, 1, "optimizer.safetensors",
+                      "exp_avg_sq.model.norm.weight is missing");
     st_close(src);
     write_file(opath, orig, len);
     rt_free(orig);
@@ -790,7 +910,9 @@ static void test_corrupt(void) {
     CHECK(!memcmp(before, after, be->f32_size * (size_t)n));
     CHECK(x.opt->t == 9);
     TrainerState st = {0};
-    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt, .state = &st}, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = x.m, .opt = x.opt, .state = &st}, err,
+                              sizeof err) == 0,
+              "%s", err);
     CHECK(st.step == 1 && x.opt->t == 3 && st.data_state == NULL);
 
     rt_free(after);
@@ -814,7 +936,8 @@ static void test_corrupt(void) {
 
 /* A config with non-default values in every field config.json carries for `mixer`. */
 static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
-    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 100, .hidden = 64, .layers = 3, .heads = 4});
+    ModelConfig c =
+        tu_model(mixer, (TuModelSize){.vocab = 100, .hidden = 64, .layers = 3, .heads = 4});
     c.hidden_ratio = 3.5;
     c.intermediate_size = pe_variant == 1 ? 96 : 0; /* explicit once, derived otherwise */
     c.norm_eps = 1e-5;
@@ -836,9 +959,7 @@ static ModelConfig hf_case(MixerKind mixer, int pe_variant) {
         c.expand_v = 2;
         c.short_conv = 0;
         break;
-    case MIXER_FOX:
-        c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1;
-        break;
+    case MIXER_FOX: c.output_gate = c.output_norm = c.qk_norm = c.k_shift = c.v_shift = 1; break;
     case MIXER_TRANSFORMER: c.qk_norm = 1; break;
     case MIXER_DELTANET: /* fla's defaults flipped: no conv, the output gate */
         c.expand_k = 0.25;
@@ -908,7 +1029,8 @@ static void test_rmsprop_state(void) {
     rc.train.optimizer = OPTIMIZER_RMSPROP;
     Trainee a = trainee_of(&c, 3, 13, OPTIMIZER_RMSPROP);
     CHECK_MSG(save_step(dir, &a, &rc, 13, 0) == 0, "%s", err);
-    char *ck = rt_sprintf("%s/checkpoints/step_00000013", dir), *opath = rt_sprintf("%s/optimizer.safetensors", ck);
+    char *ck = rt_sprintf("%s/checkpoints/step_00000013", dir),
+         *opath = rt_sprintf("%s/optimizer.safetensors", ck);
     const ParamTable *t = model_params(a.m);
     int64_t P = t->total;
     StFile *of = st_open(opath, err, sizeof err);
@@ -920,7 +1042,8 @@ static void test_rmsprop_state(void) {
         for (int i = 0; i < t->n; i++) {
             char name[ST_NAME_MAX];
             snprintf(name, sizeof name, "square_avg.%s", t->p[i].name);
-            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s in the optimizer file: %d", name, !!st_find(of, name));
+            CHECK_MSG(!!st_find(of, name) == t->p[i].trainable, "%s in the optimizer file: %d",
+                      name, !!st_find(of, name));
             trainable += t->p[i].trainable;
         }
         CHECK(st_count(of) == trainable);
@@ -928,7 +1051,9 @@ static void test_rmsprop_state(void) {
     st_close(of);
     real *sa = (real *)download(be, a.opt->state[0], P);
     Trainee b = trainee_of(&c, 8, 0, OPTIMIZER_RMSPROP);
-    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) ==
+                  0,
+              "%s", err);
     real *sb = (real *)download(be, b.opt->state[0], P);
     int bad = 0;
     for (int i = 0; i < t->n; i++)
@@ -944,7 +1069,8 @@ static void test_rmsprop_state(void) {
     char *dir2 = tu_temp_dir();
     CHECK_MSG(save_step(dir2, &w, &rc, 4, 0) == 0, "%s", err);
     char *ck2 = rt_sprintf("%s/checkpoints/step_00000004", dir2);
-    CHECK(checkpoint_load(ck2, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) != 0);
+    CHECK(checkpoint_load(ck2, &(CheckpointLoad){.model = b.m, .opt = b.opt}, err, sizeof err) !=
+          0);
     CHECK_ERR("holds the state of optimizer adamw, but train.optimizer = rmsprop");
     /* ZeRO-1 slices of two ranks, loaded into other slicings */
     unlink(opath);
@@ -953,12 +1079,14 @@ static void test_rmsprop_state(void) {
         int64_t lo = r ? cut : 0, hi = r ? P : cut;
         float *x = rt_malloc(sizeof(float) * (size_t)(hi - lo));
         for (int64_t i = lo; i < hi; i++) x[i - lo] = (float)sa[i];
-        StTensor t1[1] = {{"square_avg", "F32", 1, {hi - lo}, x, sizeof(float) * (size_t)(hi - lo)}};
+        StTensor t1[1] = {
+            {"square_avg", "F32", 1, {hi - lo}, x, sizeof(float) * (size_t)(hi - lo)}};
         char a0[32], a1[32], a2[32];
         snprintf(a0, sizeof a0, "%lld", (long long)lo);
         snprintf(a1, sizeof a1, "%lld", (long long)hi);
         snprintf(a2, sizeof a2, "%lld", (long long)P);
-        const char *const meta[] = {"step", "13", "optimizer", "rmsprop", "start", a0, "end", a1, "total", a2, NULL};
+        const char *const meta[] = {"step", "13", "optimizer", "rmsprop", "start", a0,
+                                    "end",  a1,   "total",     a2,        NULL};
         char *path = rt_sprintf("%s/optimizer.rank%05d-of-00002.safetensors", ck, r);
         CHECK_MSG(st_write(path, t1, 1, meta, err, sizeof err) == 0, "%s", err);
         rt_free(path);
@@ -967,13 +1095,15 @@ static void test_rmsprop_state(void) {
     int64_t cuts[][2] = {{0, P}, {P / 2, P}, {cut - 3, cut + 3}};
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
         Optimizer *o = optimizer_create(be, OPTIMIZER_RMSPROP, cuts[k][0], cuts[k][1]);
-        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = o}, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(checkpoint_load(ck, &(CheckpointLoad){.model = b.m, .opt = o}, err, sizeof err) ==
+                      0,
+                  "%s", err);
         int64_t len = cuts[k][1] - cuts[k][0];
         real *sx = (real *)download(be, o->state[0], len);
         int diff = 0;
         for (int64_t i = 0; i < len; i++) diff += (float)sx[i] != (float)sa[cuts[k][0] + i];
-        CHECK_MSG(!diff && o->t == 13, "slice [%lld, %lld): %d square averages differ", (long long)cuts[k][0],
-                  (long long)cuts[k][1], diff);
+        CHECK_MSG(!diff && o->t == 13, "slice [%lld, %lld): %d square averages differ",
+                  (long long)cuts[k][0], (long long)cuts[k][1], diff);
         rt_free(sx);
         optimizer_free(o);
     }
@@ -996,7 +1126,8 @@ static void test_rmsprop_state(void) {
 }
 
 static void test_hf_roundtrip(void) {
-    static const char *const pes[] = {"nope", "rope", "selective low-rank all flags", "selective full-rank"};
+    static const char *const pes[] = {"nope", "rope", "selective low-rank all flags",
+                                      "selective full-rank"};
     /* the mixers that take every position embedding (all but Mamba2, below) */
     static const char *const types[] = {"gla", "gated_deltanet", "forgetting_transformer",
                                         "transformer", "delta_net"};
@@ -1018,7 +1149,8 @@ static void test_hf_roundtrip(void) {
             char *text = json_dumps(j, HF_CONFIG_JSON_FLAGS);
             json_decref(j);
             json_t *parsed = json_loads(text, 0, NULL);
-            CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", label, err);
+            CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0,
+                      "%s: %s", label, err);
             CHECK_MSG(config_equal(&c, &back, label), "%s: round trip differs", label);
             /* What the PyTorch reference and transformers read. */
             int fla = v == fla_pe[mx];
@@ -1028,27 +1160,37 @@ static void test_hf_roundtrip(void) {
             snprintf(arch, sizeof arch, "%s%s", fla ? "" : "Rotor", archs[mx]);
             snprintf(auto_config, sizeof auto_config, "configuration_rotor.Rotor%.*sConfig",
                      (int)(strlen(archs[mx]) - strlen("ForCausalLM")), archs[mx]);
-            CHECK_MSG(!strcmp(json_string_value(json_object_get(parsed, "model_type")), type), "%s", label);
-            CHECK(!strcmp(json_string_value(json_array_get(json_object_get(parsed, "architectures"), 0)), arch));
+            CHECK_MSG(!strcmp(json_string_value(json_object_get(parsed, "model_type")), type), "%s",
+                      label);
+            CHECK(!strcmp(
+                json_string_value(json_array_get(json_object_get(parsed, "architectures"), 0)),
+                arch));
             const json_t *am = json_object_get(parsed, "auto_map");
-            CHECK_MSG(fla ? !am : am && !strcmp(json_string_value(json_object_get(am, "AutoConfig")), auto_config),
+            CHECK_MSG(fla ? !am
+                          : am && !strcmp(json_string_value(json_object_get(am, "AutoConfig")),
+                                          auto_config),
                       "%s: auto_map", label);
             if (am) {
                 char model[96];
                 snprintf(model, sizeof model, "modeling_rotor.%s", arch);
-                CHECK(!strcmp(json_string_value(json_object_get(am, "AutoModelForCausalLM")), model));
+                CHECK(
+                    !strcmp(json_string_value(json_object_get(am, "AutoModelForCausalLM")), model));
             }
-            /* the same file with fla's model_type (as written before rotor's models) reads the same */
+            /* the same file with fla's model_type (as written before rotor's models) reads the same
+             */
             json_object_set_new(parsed, "model_type", json_string(types[mx]));
             CHECK_MSG(hf_config_from_json(parsed, hf_defaults(), &back, err, sizeof err) == 0 &&
-                          config_equal(&c, &back, label), "%s: fla's model_type: %s", label, err);
-            CHECK(json_integer_value(json_object_get(parsed, "intermediate_size")) == dims.mlp_width);
+                          config_equal(&c, &back, label),
+                      "%s: fla's model_type: %s", label, err);
+            CHECK(json_integer_value(json_object_get(parsed, "intermediate_size")) ==
+                  dims.mlp_width);
             CHECK(json_is_false(json_object_get(parsed, "tie_word_embeddings")));
             CHECK(json_is_true(json_object_get(parsed, "doc_mask")));
             const json_t *pe = json_object_get(parsed, "position_embedding");
             CHECK(!strcmp(json_string_value(json_object_get(pe, "type")), pe_types[v]));
             if (v == 2) {
-                CHECK(!strcmp(json_string_value(json_object_get(pe, "phi_parametrization")), "low-rank"));
+                CHECK(!strcmp(json_string_value(json_object_get(pe, "phi_parametrization")),
+                              "low-rank"));
                 CHECK(!strcmp(json_string_value(json_object_get(pe, "temp_type")), "rfa"));
                 CHECK(json_is_null(json_object_get(pe, "conv_act")));
                 CHECK(json_integer_value(json_object_get(pe, "phi_proj_rank")) == 5);
@@ -1070,10 +1212,12 @@ static void test_hf_roundtrip(void) {
      * name rotor's model (fla's torch fallback orders the groups otherwise), one fla's */
     c = hf_case(MIXER_MAMBA2, 0);
     json_t *j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "mamba2: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "mamba2: %s",
+              err);
     CHECK_MSG(config_equal(&c, &back, "mamba2"), "mamba2: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "rotor_mamba2"));
-    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "RotorMamba2ForCausalLM"));
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)),
+                  "RotorMamba2ForCausalLM"));
     c.n_groups = 1;
     CHECK(hf_config_is_fla(&c));
     c.n_groups = 2;
@@ -1082,108 +1226,140 @@ static void test_hf_roundtrip(void) {
     CHECK(json_integer_value(json_object_get(j, "n_groups")) == 2);
     CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "silu"));
     json_object_set_new(j, "num_heads", json_integer(4));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_heads' = 4"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'num_heads' = 4"));
     json_object_set_new(j, "use_bias", json_true());
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'use_bias'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'use_bias'"));
     json_decref(j);
     /* rotor's shapes: the classifier with the linear input, then broken keys */
     c = hf_case(MIXER_GLA, 0);
-    c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.pool = POOL_LAST, c.input = INPUT_LINEAR, c.input_scale = 9;
+    c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.pool = POOL_LAST, c.input = INPUT_LINEAR,
+    c.input_scale = 9;
     j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "classifier: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "classifier: %s",
+              err);
     CHECK_MSG(config_equal(&c, &back, "classifier"), "classifier: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_head")), "classifier"));
-    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")), "rotor_gla")); /* NoPE, but not fla's LM */
+    CHECK(!strcmp(json_string_value(json_object_get(j, "model_type")),
+                  "rotor_gla")); /* NoPE, but not fla's LM */
     CHECK(json_integer_value(json_object_get(j, "num_labels")) == 3);
     json_object_set_new(j, "num_labels", json_integer(1));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'num_labels'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'num_labels'"));
     json_object_set_new(j, "num_labels", json_integer(3));
     json_object_set_new(j, "rotor_input_offset", json_string("half"));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_offset'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_input_offset'"));
     json_object_del(j, "rotor_input_offset");
     json_object_set_new(j, "rotor_input_scale", json_real(-1));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_input_scale'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_input_scale'"));
     json_object_set_new(j, "rotor_head", json_string("regressor"));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_head'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_head'"));
     json_decref(j);
     /* the pair classifier's keys; an absent rotor_pair is none, a bad one or width is named */
     c.pair = PAIR_NLI, c.pair_mlp = 6, c.input_scale = 9;
     j = hf_config_to_json(&c);
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_pair")), "nli") &&
           json_integer_value(json_object_get(j, "rotor_pair_mlp")) == 6);
-    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && config_equal(&c, &back, "pair"), "pair: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 &&
+                  config_equal(&c, &back, "pair"),
+              "pair: %s", err);
     json_object_set_new(j, "rotor_pair_mlp", json_integer(1));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair_mlp'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_pair_mlp'"));
     json_object_set_new(j, "rotor_pair", json_string("dual"));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_pair'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_pair'"));
     json_object_del(j, "rotor_pair");
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.pair == PAIR_NONE);
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 &&
+          back.pair == PAIR_NONE);
     json_decref(j);
     /* the block keys (docs/models.md §block-dropout-bidirectional), then broken ones */
     c = hf_case(MIXER_LRU, 0);
-    c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2, c.bidirectional = 1;
+    c.head = HEAD_CLASSIFIER, c.num_classes = 3, c.block = BLOCK_LRA, c.dropout = 0.2,
+    c.bidirectional = 1;
     j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "lra block: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "lra block: %s",
+              err);
     CHECK_MSG(config_equal(&c, &back, "lra block"), "lra block: round trip differs");
     CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "lra"));
     CHECK(!strcmp(json_string_value(json_object_get(j, "hidden_act")), "gelu"));
     CHECK(!json_object_get(j, "intermediate_size") && !json_object_get(j, "rotor_dropout_mask"));
     json_object_set_new(j, "rotor_dropout", json_real(1.0));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_dropout'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_dropout'"));
     json_object_set_new(j, "rotor_dropout", json_real(0.2));
     json_object_set_new(j, "rotor_bidirectional", json_string("yes"));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_bidirectional'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_bidirectional'"));
     json_object_set_new(j, "rotor_bidirectional", json_true());
     json_object_del(j, "rotor_head");
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "model.bidirectional"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "model.bidirectional"));
     json_decref(j);
-    /* Zoology's shape (docs/models.md §zoology-shape): the hybrid's keys round trip, BaseConv's taps among
-     * them; a broken count is refused, an absent one is Zoology's 3 */
+    /* Zoology's shape (docs/models.md §zoology-shape): the hybrid's keys round trip, BaseConv's
+     * taps among them; a broken count is refused, an absent one is Zoology's 3 */
     c = hf_case(MIXER_GLA, 0);
     apply_hybrid(&c, 2);
     j = hf_config_to_json(&c);
-    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "hybrid: %s", err);
+    CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "hybrid: %s",
+              err);
     CHECK_MSG(config_equal(&c, &back, "hybrid"), "hybrid: round trip differs");
     CHECK(json_integer_value(json_object_get(j, "rotor_base_conv_kernel")) == 4);
     json_object_set_new(j, "rotor_base_conv_kernel", json_integer(5));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_base_conv_kernel'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_base_conv_kernel'"));
     json_object_set_new(j, "rotor_base_conv_kernel", json_string("3"));
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_base_conv_kernel'"));
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+          strstr(err, "'rotor_base_conv_kernel'"));
     json_object_del(j, "rotor_base_conv_kernel");
-    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 && back.base_conv_kernel == 3);
+    CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0 &&
+          back.base_conv_kernel == 3);
     json_decref(j);
     /* the LRU and RotRNN (NoPE only; rotor's own keys, docs/models.md §lru, §rotrnn) */
-    static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {"LRUForCausalLM",
-                                                                                  "RotRNNForCausalLM"};
+    static const char *const lin_types[] = {"lru", "rotrnn"}, *const lin_archs[] = {
+                                                                  "LRUForCausalLM",
+                                                                  "RotRNNForCausalLM"};
     for (int i = 0; i < 2; i++) {
         c = hf_case(i ? MIXER_ROTRNN : MIXER_LRU, 0);
         j = hf_config_to_json(&c);
-        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", lin_types[i], err);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s",
+                  lin_types[i], err);
         CHECK_MSG(config_equal(&c, &back, lin_types[i]), "%s: round trip differs", lin_types[i]);
         CHECK(!strncmp(json_string_value(json_object_get(j, "model_type")), "rotor_", 6) &&
               !strcmp(json_string_value(json_object_get(j, "model_type")) + 6, lin_types[i]));
-        CHECK(!strncmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)), "Rotor", 5) &&
-              !strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)) + 5, lin_archs[i]));
+        CHECK(!strncmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)),
+                       "Rotor", 5) &&
+              !strcmp(json_string_value(json_array_get(json_object_get(j, "architectures"), 0)) + 5,
+                      lin_archs[i]));
         CHECK(json_integer_value(json_object_get(j, "state_size")) == 24);
         CHECK(json_real_value(json_object_get(j, i ? "gamma_min" : "r_min")) == 0.5);
         json_object_set_new(j, i ? "gamma_max" : "r_max", json_real(1.0));
-        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, i ? "gamma_max < 1" : "r_max < 1"));
+        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+              strstr(err, i ? "gamma_max < 1" : "r_max < 1"));
         json_decref(j);
     }
-    /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md §nonlinear-rnns, §lstm) */
+    /* the nonlinear RNNs as rnn blocks (NoPE only; rotor's own keys, docs/models.md
+     * §nonlinear-rnns, §lstm) */
     for (int k = MIXER_RNN; k <= MIXER_EURNN; k++) {
         const char *name = mixer_name((MixerKind)k);
         c = hf_case((MixerKind)k, 0);
         j = hf_config_to_json(&c);
-        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s", name, err);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) == 0, "%s: %s",
+                  name, err);
         CHECK_MSG(config_equal(&c, &back, name), "%s: round trip differs", name);
         CHECK(!strncmp(json_string_value(json_object_get(j, "model_type")), "rotor_", 6) &&
               !strcmp(json_string_value(json_object_get(j, "model_type")) + 6, name));
         CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_block")), "rnn"));
         CHECK(!json_object_get(j, "intermediate_size"));
-        if (k == MIXER_NNRNN) CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_orth_init")), "henaff"));
+        if (k == MIXER_NNRNN)
+            CHECK(!strcmp(json_string_value(json_object_get(j, "rotor_orth_init")), "henaff"));
         json_object_set_new(j, "rotor_block", json_string("postnorm"));
-        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 && strstr(err, "'rotor_block'"));
+        CHECK(hf_config_from_json(j, hf_defaults(), &back, err, sizeof err) != 0 &&
+              strstr(err, "'rotor_block'"));
         json_decref(j);
     }
 }
@@ -1204,9 +1380,9 @@ static void test_hf_errors(void) {
     json_t *good = hf_config_to_json(&c);
     ModelConfig out;
     struct {
-        const char *key;      /* top-level key, or "pe.<key>" */
-        const char *value;    /* JSON text, NULL: delete */
-        const char *expect;   /* in the message */
+        const char *key;    /* top-level key, or "pe.<key>" */
+        const char *value;  /* JSON text, NULL: delete */
+        const char *expect; /* in the message */
     } cases[] = {
         {"model_type", "\"mamba\"", "'model_type' = \"mamba\" is not supported"},
         {"hidden_size", NULL, "'hidden_size' is missing"},
@@ -1219,7 +1395,8 @@ static void test_hf_errors(void) {
         {"hidden_act", "\"gelu\"", "'hidden_act'"},
         {"expand_k", "0.3", "inconsistent config"},
         {"position_embedding", "[]", "'position_embedding' must be an object"},
-        {"pe.temp_max", "\"big\"", "'position_embedding.temp_max' must be a positive number, got a string"},
+        {"pe.temp_max", "\"big\"",
+         "'position_embedding.temp_max' must be a positive number, got a string"},
         {"pe.type", "\"alibi\"", "'position_embedding.type' = \"alibi\" is not supported"},
         {"pe.conv_act", "\"relu\"", "'position_embedding.conv_act'"},
         {"pe.temp_grad", NULL, "'position_embedding.temp_grad' is missing"},
@@ -1234,22 +1411,29 @@ static void test_hf_errors(void) {
             obj = json_object_get(j, "position_embedding");
             key += 3;
         }
-        if (cases[i].value) json_object_set_new(obj, key, json_loads(cases[i].value, JSON_DECODE_ANY, NULL));
-        else json_object_del(obj, key);
+        if (cases[i].value)
+            json_object_set_new(obj, key, json_loads(cases[i].value, JSON_DECODE_ANY, NULL));
+        else
+            json_object_del(obj, key);
         err[0] = '\0';
-        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &out, err, sizeof err) == -1, "%s accepted", cases[i].key);
+        CHECK_MSG(hf_config_from_json(j, hf_defaults(), &out, err, sizeof err) == -1, "%s accepted",
+                  cases[i].key);
         CHECK_ERR(cases[i].expect);
         json_decref(j);
     }
     json_decref(good);
 
     /* An fla-style config: ints for floats, null intermediate_size, no rotor keys. */
-    CHECK_MSG(from_text("{\"model_type\": \"gated_deltanet\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
-                        " \"num_hidden_layers\": 24, \"num_heads\": 8, \"hidden_ratio\": 4, \"intermediate_size\": null,"
-                        " \"norm_eps\": 1e-06, \"head_dim\": 128, \"expand_v\": 1, \"use_short_conv\": true,"
-                        " \"use_gate\": true, \"conv_size\": 4, \"fuse_norm\": true, \"transformers_version\": \"4.4\"}",
-                        &out) == 0,
-              "%s", err);
+    CHECK_MSG(
+        from_text(
+            "{\"model_type\": \"gated_deltanet\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+            " \"num_hidden_layers\": 24, \"num_heads\": 8, \"hidden_ratio\": 4, "
+            "\"intermediate_size\": null,"
+            " \"norm_eps\": 1e-06, \"head_dim\": 128, \"expand_v\": 1, \"use_short_conv\": true,"
+            " \"use_gate\": true, \"conv_size\": 4, \"fuse_norm\": true, \"transformers_version\": "
+            "\"4.4\"}",
+            &out) == 0,
+        "%s", err);
     ModelConfig want;
     model_config_defaults(&want);
     want.mixer = MIXER_GDN;
@@ -1257,36 +1441,46 @@ static void test_hf_errors(void) {
     CHECK(config_equal(&out, &want, "fla-style gdn"));
     /* fla's own DeltaNet 340M config (flame configs/delta_net_340M.json, which leaves
      * vocab_size to the tokenizer). */
-    CHECK_MSG(from_text("{\"attn_mode\": \"chunk\", \"bos_token_id\": 1, \"conv_size\": 4, \"eos_token_id\": 2,"
-                        " \"expand_k\": 1, \"expand_v\": 1, \"fuse_cross_entropy\": true, \"hidden_act\": \"swish\","
-                        " \"hidden_ratio\": 4, \"hidden_size\": 1024, \"initializer_range\": 0.02,"
-                        " \"intermediate_size\": null, \"model_type\": \"delta_net\", \"norm_eps\": 1e-06,"
-                        " \"num_heads\": 8, \"num_hidden_layers\": 24, \"qk_activation\": \"silu\", \"qk_norm\": \"l2\","
-                        " \"tie_word_embeddings\": false, \"use_beta\": true, \"use_cache\": true, \"use_gate\": false,"
-                        " \"use_output_norm\": true, \"use_short_conv\": true, \"vocab_size\": 32000}",
-                        &out) == 0,
-              "%s", err);
+    CHECK_MSG(
+        from_text(
+            "{\"attn_mode\": \"chunk\", \"bos_token_id\": 1, \"conv_size\": 4, \"eos_token_id\": 2,"
+            " \"expand_k\": 1, \"expand_v\": 1, \"fuse_cross_entropy\": true, \"hidden_act\": "
+            "\"swish\","
+            " \"hidden_ratio\": 4, \"hidden_size\": 1024, \"initializer_range\": 0.02,"
+            " \"intermediate_size\": null, \"model_type\": \"delta_net\", \"norm_eps\": 1e-06,"
+            " \"num_heads\": 8, \"num_hidden_layers\": 24, \"qk_activation\": \"silu\", "
+            "\"qk_norm\": \"l2\","
+            " \"tie_word_embeddings\": false, \"use_beta\": true, \"use_cache\": true, "
+            "\"use_gate\": false,"
+            " \"use_output_norm\": true, \"use_short_conv\": true, \"vocab_size\": 32000}",
+            &out) == 0,
+        "%s", err);
     want.mixer = MIXER_DELTANET;
     want.expand_k = 1;
     CHECK(config_equal(&out, &want, "fla delta_net_340M"));
     /* An explicit width equal to the derived one is stored as derived (0). */
-    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
-                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 3.5, \"intermediate_size\": 2560,"
+    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, "
+                    "\"hidden_size\": 1024,"
+                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 3.5, "
+                    "\"intermediate_size\": 2560,"
                     " \"norm_eps\": 1e-06, \"qk_norm\": false, \"use_output_gate\": false}",
                     &out) == 0 &&
           out.intermediate_size == 0 && out.hidden_ratio == 3.5);
-    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
-                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"norm_eps\": 1e-06, \"qk_norm\": false,"
+    CHECK(from_text("{\"model_type\": \"forgetting_transformer\", \"vocab_size\": 32000, "
+                    "\"hidden_size\": 1024,"
+                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"norm_eps\": 1e-06, "
+                    "\"qk_norm\": false,"
                     " \"use_output_gate\": false}",
                     &out) == -1);
     CHECK_ERR("'intermediate_size' and 'hidden_ratio'");
     /* fla's own Transformer config: no position_embedding, so fla's RoPE with rope_theta. */
-    CHECK_MSG(from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
-                        " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4,"
-                        " \"intermediate_size\": null, \"norm_eps\": 1e-06, \"qk_norm\": true,"
-                        " \"rope_theta\": 10000.0, \"num_kv_heads\": null, \"window_size\": null}",
-                        &out) == 0,
-              "%s", err);
+    CHECK_MSG(
+        from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                  " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4,"
+                  " \"intermediate_size\": null, \"norm_eps\": 1e-06, \"qk_norm\": true,"
+                  " \"rope_theta\": 10000.0, \"num_kv_heads\": null, \"window_size\": null}",
+                  &out) == 0,
+        "%s", err);
     model_config_defaults(&want);
     want.mixer = MIXER_TRANSFORMER;
     want.num_heads = 16;
@@ -1294,10 +1488,12 @@ static void test_hf_errors(void) {
     want.pe.kind = PE_ROPE;
     want.pe.rope_theta = 10000;
     CHECK(config_equal(&out, &want, "fla-style transformer"));
-    CHECK(from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
-                    " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4, \"norm_eps\": 1e-06,"
-                    " \"qk_norm\": false, \"num_kv_heads\": 4}",
-                    &out) == -1);
+    CHECK(
+        from_text("{\"model_type\": \"transformer\", \"vocab_size\": 32000, \"hidden_size\": 1024,"
+                  " \"num_hidden_layers\": 24, \"num_heads\": 16, \"hidden_ratio\": 4, "
+                  "\"norm_eps\": 1e-06,"
+                  " \"qk_norm\": false, \"num_kv_heads\": 4}",
+                  &out) == -1);
     CHECK_ERR("'num_kv_heads' = 4 is not supported");
 }
 
@@ -1316,10 +1512,14 @@ static void test_st_roundtrip(void) {
     uint16_t bf16[3] = {0x3f80, 0xbf80, 0x7f80};
     float scalar = 42;
     StTensor ts[] = {
-        {"f32", "F32", 2, {2, 3}, f32, sizeof f32},       {"f64", "F64", 1, {4}, f64, sizeof f64},
-        {"u8 odd size", "U8", 1, {5}, u8, sizeof u8},      {"i32", "I32", 2, {2, 2}, i32, sizeof i32},
-        {"i64", "I64", 1, {3}, i64, sizeof i64},           {"bf16", "BF16", 3, {1, 3, 1}, bf16, sizeof bf16},
-        {"scalar", "F32", 0, {0}, &scalar, sizeof scalar}, {"empty", "F32", 2, {0, 4}, NULL, 0},
+        {"f32", "F32", 2, {2, 3}, f32, sizeof f32},
+        {"f64", "F64", 1, {4}, f64, sizeof f64},
+        {"u8 odd size", "U8", 1, {5}, u8, sizeof u8},
+        {"i32", "I32", 2, {2, 2}, i32, sizeof i32},
+        {"i64", "I64", 1, {3}, i64, sizeof i64},
+        {"bf16", "BF16", 3, {1, 3, 1}, bf16, sizeof bf16},
+        {"scalar", "F32", 0, {0}, &scalar, sizeof scalar},
+        {"empty", "F32", 2, {0, 4}, NULL, 0},
     };
     int n = (int)(sizeof ts / sizeof ts[0]);
     static const char *const meta[] = {"format", "pt", "note", "a \"quoted\" value", NULL};
@@ -1343,8 +1543,9 @@ static void test_st_roundtrip(void) {
         CHECK(st_count(f) == n);
         for (int i = 0; i < n && i < st_count(f); i++) {
             const StTensor *x = st_at(f, i);
-            int same = !strcmp(x->name, ts[i].name) && !strcmp(x->dtype, ts[i].dtype) && x->ndim == ts[i].ndim &&
-                       x->nbytes == ts[i].nbytes && (!x->nbytes || !memcmp(x->data, ts[i].data, x->nbytes));
+            int same = !strcmp(x->name, ts[i].name) && !strcmp(x->dtype, ts[i].dtype) &&
+                       x->ndim == ts[i].ndim && x->nbytes == ts[i].nbytes &&
+                       (!x->nbytes || !memcmp(x->data, ts[i].data, x->nbytes));
             for (int d = 0; d < x->ndim; d++) same &= x->shape[d] == ts[i].shape[d];
             CHECK_MSG(same, "tensor %d (%s) differs", i, ts[i].name);
         }
@@ -1389,19 +1590,25 @@ static void test_st_invalid(void) {
         size_t data;
         const char *expect;
     } cases[] = {
-        {"{\"a\":{\"dtype\":\"F17\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype 'F17'"},
+        {"{\"a\":{\"dtype\":\"F17\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+         "unknown dtype 'F17'"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "need 2 x 4"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, "truncated"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "overlaps"},
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+         12, "overlaps"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12, "4 unused bytes before tensor 'b'"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, "the data section holds 8 bytes"},
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+         12, "4 unused bytes before tensor 'b'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8,
+         "the data section holds 8 bytes"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-         "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "duplicate"},
+         "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, "duplicate"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "non-negative"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", 4, "data_offsets"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4, "unknown header field 'x'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4,
+         "unknown header field 'x'"},
         {"{\"__metadata__\":{\"k\":1}}", 0, "metadata 'k' is not a string"},
         {"[]", 0, "not an object"},
         {"{\"a\":", 0, "invalid JSON header"},
@@ -1426,13 +1633,15 @@ static void test_st_invalid(void) {
     /* Valid: header order differs from data order (as writers that sort names produce),
      * zero padding spaces, metadata, an empty tensor. */
     StFile *f = open_raw(path,
-                         "{\"__metadata__\":{\"step\":\"3\"},\"z\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+                         "{\"__metadata__\":{\"step\":\"3\"},\"z\":{\"dtype\":\"I64\",\"shape\":[1]"
+                         ",\"data_offsets\":[0,8]},"
                          "\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]},"
                          "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[11,11]}}    ",
                          11);
     CHECK_MSG(f, "%s", err);
     if (f) {
-        CHECK(st_count(f) == 3 && !strcmp(st_at(f, 0)->name, "z") && !strcmp(st_at(f, 1)->name, "a"));
+        CHECK(st_count(f) == 3 && !strcmp(st_at(f, 0)->name, "z") &&
+              !strcmp(st_at(f, 1)->name, "a"));
         CHECK(!strcmp(st_meta(f, "step"), "3"));
         st_close(f);
     }
@@ -1447,7 +1656,8 @@ static void test_st_read_f32(void) {
     /* F16 bit patterns: 1, -2, 0.5 + 2^-11, the smallest subnormal 2^-24, the largest
      * subnormal, -0, +inf, 65504 (the largest finite) */
     static const uint16_t h[] = {0x3c00, 0xc000, 0x3801, 0x0001, 0x03ff, 0x8000, 0x7c00, 0x7bff};
-    static const float hw[] = {1.f, -2.f, 0.5f + 0x1p-11f, 0x1p-24f, 1023 * 0x1p-24f, -0.f, INFINITY, 65504.f};
+    static const float hw[] = {1.f,  -2.f,     0.5f + 0x1p-11f, 0x1p-24f, 1023 * 0x1p-24f,
+                               -0.f, INFINITY, 65504.f};
     /* BF16: the high halves of 1, -3.5, 2^-130 (a float subnormal), 3e38 rounded down */
     static const uint16_t b[] = {0x3f80, 0xc060, 0x0008, 0x7f61};
     static const double d[] = {0.1, -1e30, 3.0};
@@ -1456,10 +1666,12 @@ static void test_st_read_f32(void) {
     float out[8];
     st_read_f32(&(StTensor){"h", "F16", 1, {8}, buf + 1, sizeof h}, out);
     for (int i = 0; i < 8; i++)
-        CHECK_MSG(out[i] == hw[i] && signbit(out[i]) == signbit(hw[i]), "F16 %04x: %g, expected %g", h[i], out[i], hw[i]);
+        CHECK_MSG(out[i] == hw[i] && signbit(out[i]) == signbit(hw[i]), "F16 %04x: %g, expected %g",
+                  h[i], out[i], hw[i]);
     st_read_f32(&(StTensor){"b", "BF16", 1, {4}, b, sizeof b}, out);
     const float bw[] = {1.f, -3.5f, 0x1p-130f, 0x1.c2p+127f};
-    for (int i = 0; i < 4; i++) CHECK_MSG(out[i] == bw[i], "BF16 %04x: %g, expected %g", b[i], out[i], bw[i]);
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(out[i] == bw[i], "BF16 %04x: %g, expected %g", b[i], out[i], bw[i]);
     st_read_f32(&(StTensor){"d", "F64", 1, {3}, d, sizeof d}, out);
     CHECK(out[0] == 0.1f && out[1] == -1e30f && out[2] == 3.f);
     CHECK(st_is_float("F32") && st_is_float("BF16") && !st_is_float("I32") && !st_is_float("U8"));

@@ -119,11 +119,13 @@ static void test_memory_flat(void) {
     Backend be = *backend_cpu();
     be.alloc = counting_alloc;
     be.release = counting_release;
-    static const MixerKind kinds[] = {MIXER_GLA, MIXER_GDN, MIXER_DELTANET, MIXER_MAMBA2,
-                                      MIXER_LRU, MIXER_ROTRNN, MIXER_NNRNN, MIXER_LSTM, MIXER_FOX};
+    static const MixerKind kinds[] = {MIXER_GLA,    MIXER_GDN,  MIXER_DELTANET,
+                                      MIXER_MAMBA2, MIXER_LRU,  MIXER_ROTRNN,
+                                      MIXER_NNRNN,  MIXER_LSTM, MIXER_FOX};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         ModelConfig cfg = tu_tiny_model(kinds[i], 2);
-        if (kinds[i] != MIXER_MAMBA2 && kinds[i] != MIXER_LRU && kinds[i] != MIXER_ROTRNN && kinds[i] < MIXER_RNN)
+        if (kinds[i] != MIXER_MAMBA2 && kinds[i] != MIXER_LRU && kinds[i] != MIXER_ROTRNN &&
+            kinds[i] < MIXER_RNN)
             cfg.pe.kind = PE_SELECTIVE;
         Model *m = model_create(&cfg, &be);
         model_init_weights(m, 3);
@@ -133,7 +135,8 @@ static void test_memory_flat(void) {
         decoder_free(small);
         Decoder *d = decoder_create(m, 2, 1000);
         /* the linear mixers' state is the same for 100 or 1000 tokens; FoX's cache grows */
-        CHECK_MSG(linear ? decoder_state_bytes(d) == small_bytes : decoder_state_bytes(d) > small_bytes,
+        CHECK_MSG(linear ? decoder_state_bytes(d) == small_bytes
+                         : decoder_state_bytes(d) > small_bytes,
                   "%s: state %zu bytes for 1000 tokens, %zu for 100", mixer_name(kinds[i]),
                   decoder_state_bytes(d), small_bytes);
         int32_t prompt[8] = {2, 3, 4, 5, 6, 7, 8, 9};
@@ -155,9 +158,12 @@ static void test_memory_flat(void) {
 }
 
 static const TestCase tests[] = {
-    {"decode_gla", test_gla},           {"decode_gdn", test_gdn},
-    {"decode_deltanet", test_deltanet}, {"decode_fox", test_fox},
-    {"decode_transformer", test_transformer}, {"decode_mamba2", test_mamba2},
+    {"decode_gla", test_gla},
+    {"decode_gdn", test_gdn},
+    {"decode_deltanet", test_deltanet},
+    {"decode_fox", test_fox},
+    {"decode_transformer", test_transformer},
+    {"decode_mamba2", test_mamba2},
     {"decode_memory_flat", test_memory_flat},
 };
 

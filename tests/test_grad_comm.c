@@ -25,7 +25,9 @@ static void counted_upload(void *dst, const void *host_src, size_t bytes) {
     memcpy(dst, host_src, bytes);
 }
 
-static void no_comm_init(const void *id, int rank, int world) { rt_die("not the backend's collectives"); }
+static void no_comm_init(const void *id, int rank, int world) {
+    rt_die("not the backend's collectives");
+}
 
 /* The CPU backend, posing as one with collectives and memory of its own. */
 static const Backend *device_like(void) {

@@ -160,7 +160,8 @@ static void test_lstm(void) { run_variants(MIXER_LSTM); }
 /* Buckets started in one backward with buckets of `elems` elements. */
 static int buckets_of(Setup *s, int64_t elems) {
     GradBuckets gb;
-    grad_buckets_init(&gb, s->m, grad_comm_init(backend_cpu(), COLLECTIVES_AUTO, 0), NULL, (double)elems * (double)sizeof(real) / 1048576.0);
+    grad_buckets_init(&gb, s->m, grad_comm_init(backend_cpu(), COLLECTIVES_AUTO, 0), NULL,
+                      (double)elems * (double)sizeof(real) / 1048576.0);
     model_set_grad_ready(s->m, grad_buckets_ready, &gb);
     backward(s);
     model_set_grad_ready(s->m, NULL, NULL);
@@ -201,16 +202,11 @@ static void test_buckets(void) {
 }
 
 static const TestCase tests[] = {
-    {"grad_ready_gla", test_gla},
-    {"grad_ready_gdn", test_gdn},
-    {"grad_ready_fox", test_fox},
-    {"grad_ready_deltanet", test_deltanet},
-    {"grad_ready_mamba2", test_mamba2},
-    {"grad_ready_lru", test_lru},
-    {"grad_ready_rotrnn", test_rotrnn},
-    {"grad_ready_nnrnn", test_nnrnn},
-    {"grad_ready_lstm", test_lstm},
-    {"grad_buckets", test_buckets},
+    {"grad_ready_gla", test_gla},       {"grad_ready_gdn", test_gdn},
+    {"grad_ready_fox", test_fox},       {"grad_ready_deltanet", test_deltanet},
+    {"grad_ready_mamba2", test_mamba2}, {"grad_ready_lru", test_lru},
+    {"grad_ready_rotrnn", test_rotrnn}, {"grad_ready_nnrnn", test_nnrnn},
+    {"grad_ready_lstm", test_lstm},     {"grad_buckets", test_buckets},
 };
 
 TH_MAIN(tests)

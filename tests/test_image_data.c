@@ -273,7 +273,10 @@ static void test_cifar10_task(void) {
         CHECK(rc.train.seq_len == CIFAR10_PIXELS);
         const int64_t n[3] = {7, 3, 2};
         for (int split = 0; split < 3; split++) {
-            DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = (DataSplit)split, .world = 1};
+            DataOptions opt = {.seq_len = rc.train.seq_len,
+                               .seed = rc.train.seed,
+                               .split = (DataSplit)split,
+                               .world = 1};
             DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
             CHECK_MSG(ds && ds->examples == n[split], "split %d: %s", split,
                       ds ? "wrong size" : err);
@@ -298,7 +301,8 @@ static void test_cifar10_task(void) {
     const char *sets[1] = {set};
     ini = rt_sprintf("[data]\ntrain = task\n[task]\ntype = seq_image\nimages = %s\n", dir);
     if (!run_config_load_string(&rc, ini, "cifar.ini", sets, 1, err, sizeof err)) {
-        DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = SPLIT_TRAIN, .world = 1};
+        DataOptions opt = {
+            .seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = SPLIT_TRAIN, .world = 1};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         CHECK(ds == NULL);
         CHECK_MSG(strstr(err, "task.labels is set") && strstr(err, "CIFAR-10 directory"), "%s",
@@ -403,7 +407,11 @@ static void write_task_files(void) {
 }
 
 static DataSource *open_split(const RunConfig *rc, DataSplit split, int rank, int world) {
-    DataOptions opt = {.seq_len = rc->train.seq_len, .seed = rc->train.seed, .split = split, .rank = rank, .world = world};
+    DataOptions opt = {.seq_len = rc->train.seq_len,
+                       .seed = rc->train.seed,
+                       .split = split,
+                       .rank = rank,
+                       .world = world};
     char err[2048];
     DataSource *ds = task_source_open(rc, &opt, err, sizeof err);
     CHECK_MSG(ds != NULL, "%s", err);
@@ -486,7 +494,8 @@ static void test_splits(void) {
 
 static void test_permuted_task(void) {
     RunConfig plain, perm;
-    if (!task_config(&plain, "") || !task_config(&perm, "permute = true\npermute_seed = 5\n")) return;
+    if (!task_config(&plain, "") || !task_config(&perm, "permute = true\npermute_seed = 5\n"))
+        return;
     char err[2048];
     int32_t order[TPIX], a[TPIX * 2], b[TPIX * 2], la[TPIX * 2], lb[TPIX * 2];
     image_pixel_order(TPIX, 1, 5, order);
@@ -556,7 +565,8 @@ static void expect_task_error(const char *extra, const char *set, DataSplit spli
     char err[2048] = "";
     int failed = load_task_config(&rc, extra, set, err, sizeof err) != 0;
     if (!failed) {
-        DataOptions opt = {.seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = split, .world = 1};
+        DataOptions opt = {
+            .seq_len = rc.train.seq_len, .seed = rc.train.seed, .split = split, .world = 1};
         DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
         failed = ds == NULL;
         datasource_free(ds);

@@ -52,8 +52,11 @@ static void check_bad(const char *spec, const char *want) {
 
 static void test_bad_specs(void) {
     check_bad("gla_bwd", "'gla_bwd': expected op:variant");
-    check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, gla_state, gdn_scan, gemm_algo, fox_fwd, fox_bwd, selrope)");
-    check_bad("fox_fwd:v2", "'fox_fwd:v2': fox_fwd has no such variant (variants: v1, m128n64, m128n128, m128w8)");
+    check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, "
+                                      "gla_state, gdn_scan, gemm_algo, fox_fwd, fox_bwd, selrope)");
+    check_bad(
+        "fox_fwd:v2",
+        "'fox_fwd:v2': fox_fwd has no such variant (variants: v1, m128n64, m128n128, m128w8)");
     check_bad("gla_bwd:v9", "'gla_bwd:v9': gla_bwd has no such variant (variants: v1, v2)");
     check_bad("gla_bwd:v2,gla_bwd:v1", "'gla_bwd' is named twice");
     check_bad("gla_bwd:v2,,gdn_scan:c16s1", "'': expected op:variant");
@@ -67,8 +70,12 @@ static void test_env(void) {
     CHECK(kernel_variant(KV_GDN_SCAN) == 2);
     setenv("ROTOR_KERNEL_VARIANT", "gdn_scan:wide", 1);
     CHECK(kernel_variants_from_env(err, sizeof err) == -1);
-    CHECK_MSG(strstr(err, "ROTOR_KERNEL_VARIANT=gdn_scan:wide: 'gdn_scan:wide': gdn_scan has no such variant") == err,
-              "message '%s'", err);
+    CHECK_MSG(
+        strstr(
+            err,
+            "ROTOR_KERNEL_VARIANT=gdn_scan:wide: 'gdn_scan:wide': gdn_scan has no such variant") ==
+            err,
+        "message '%s'", err);
     unsetenv("ROTOR_KERNEL_VARIANT");
     CHECK(kernel_variants_from_env(err, sizeof err) == 0);
     CHECK(kernel_variant(KV_GDN_SCAN) == 2); /* no variable: the choice stays */

@@ -39,7 +39,8 @@ static void test_rotrnn_copy(void) {
 static void test_gdn_markov(void) {
     RunConfig rc;
     Model *m = load("gdn-markov", &rc);
-    CHECK(rc.model.mixer == MIXER_GDN && rc.model.head_dim == 8 && rc.model.pe.kind == PE_SELECTIVE);
+    CHECK(rc.model.mixer == MIXER_GDN && rc.model.head_dim == 8 &&
+          rc.model.pe.kind == PE_SELECTIVE);
     if (m) {
         CHECK(model_config(m)->head_dim == 8 && model_dims_of(m)->dk == 8);
         model_free(m);
@@ -50,8 +51,10 @@ static void test_gdn_markov(void) {
 static void test_old_names_refused(void) {
     char err[2048];
     RunConfig rc;
-    CHECK(run_config_load(&rc, DATA "/gdn-markov/step_00000001/rotor.ini", NULL, 0, err, sizeof err) != 0);
-    CHECK_MSG(strstr(err, "model.head_dim was renamed") && strstr(err, "model.key_head_dim"), "%s", err);
+    CHECK(run_config_load(&rc, DATA "/gdn-markov/step_00000001/rotor.ini", NULL, 0, err,
+                          sizeof err) != 0);
+    CHECK_MSG(strstr(err, "model.head_dim was renamed") && strstr(err, "model.key_head_dim"), "%s",
+              err);
 }
 
 static const TestCase tests[] = {

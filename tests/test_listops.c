@@ -32,12 +32,14 @@ static int by_int(const void *a, const void *b) { return *(const int *)a - *(con
 /* Rewrites the first "]" and the operator before it (its arguments all digits by then) into
  * their value until one token is left; -1 when the tokens are not one expression. */
 static int brute_force(const uint8_t *tok, int n) {
-    int *t = malloc(sizeof(int) * (size_t)(n + 1)), *v = malloc(sizeof(int) * (size_t)(n + 1)), m = n, value = -1;
+    int *t = malloc(sizeof(int) * (size_t)(n + 1)), *v = malloc(sizeof(int) * (size_t)(n + 1)),
+        m = n, value = -1;
     for (int i = 0; i < n; i++) t[i] = tok[i];
     while (m > 1) {
         int e = 0, s;
         while (e < m && t[e] != LISTOPS_END) e++;
-        for (s = e - 1; s >= 0 && digit(t[s]); s--) {}
+        for (s = e - 1; s >= 0 && digit(t[s]); s--) {
+        }
         int k = e - s - 1;
         if (e == m || s < 0 || !op(t[s]) || k < 1) break;
         for (int j = 0; j < k; j++) v[j] = t[s + 1 + j] - LISTOPS_DIGIT0;
@@ -47,7 +49,9 @@ static int brute_force(const uint8_t *tok, int n) {
         switch (t[s]) {
         case LISTOPS_MIN: r = v[0]; break;
         case LISTOPS_MAX: r = v[k - 1]; break;
-        case LISTOPS_MED: r = (int)(k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2.0); break; /* int(np.median) */
+        case LISTOPS_MED:
+            r = (int)(k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2.0);
+            break; /* int(np.median) */
         default: r = sum % 10;
         }
         t[s] = LISTOPS_DIGIT0 + r;
@@ -62,7 +66,8 @@ static int brute_force(const uint8_t *tok, int n) {
 
 /* Checks the tree's limits: operators only above max_depth, 2..max_args arguments each. */
 static int within_limits(const ListopsSpec *s, const uint8_t *tok, int n) {
-    int *args = malloc(sizeof(int) * (size_t)(n + 1)), depth = 0, ok = n > s->min_length && n < s->max_length;
+    int *args = malloc(sizeof(int) * (size_t)(n + 1)), depth = 0,
+        ok = n > s->min_length && n < s->max_length;
     for (int i = 0; i < n && ok; i++) {
         if (depth > 0 && tok[i] != LISTOPS_END) args[depth - 1]++;
         if (op(tok[i])) {
@@ -90,8 +95,8 @@ static void test_known_values(void) {
         int value;
     } cases[] = {
         {"[MAX 4 3 [MIN 2 3 ] 1 0 [MED 1 5 8 9 2 ] ]", 5}, /* the example of the LRA paper */
-        {"( ( ( [MAX 2 ) 9 ) ] )", 9},                      /* LRA's TSV form */
-        {"[MED 1 2 ]", 1},                                   /* int(1.5) */
+        {"( ( ( [MAX 2 ) 9 ) ] )", 9},                     /* LRA's TSV form */
+        {"[MED 1 2 ]", 1},                                 /* int(1.5) */
         {"[MED 3 8 ]", 5},
         {"[MED 9 0 4 7 ]", 5}, /* int((4 + 7) / 2) */
         {"[SM 9 9 9 ]", 7},
@@ -108,15 +113,16 @@ static void test_known_values(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int n = listops_tokens(cases[i].text, tok, 64);
         CHECK_MSG(n >= 0, "'%s' does not tokenize", cases[i].text);
-        CHECK_MSG(listops_eval(tok, n) == cases[i].value, "'%s': listops_eval %d, expected %d", cases[i].text,
-                  listops_eval(tok, n), cases[i].value);
-        CHECK_MSG(brute_force(tok, n) == cases[i].value, "'%s': brute force %d, expected %d", cases[i].text,
-                  brute_force(tok, n), cases[i].value);
+        CHECK_MSG(listops_eval(tok, n) == cases[i].value, "'%s': listops_eval %d, expected %d",
+                  cases[i].text, listops_eval(tok, n), cases[i].value);
+        CHECK_MSG(brute_force(tok, n) == cases[i].value, "'%s': brute force %d, expected %d",
+                  cases[i].text, brute_force(tok, n), cases[i].value);
     }
     CHECK(listops_tokens("( ( ( [MAX 2 ) 9 ) ] )", tok, 64) == 4 && tok[0] == LISTOPS_MAX &&
           tok[1] == LISTOPS_DIGIT0 + 2 && tok[2] == LISTOPS_DIGIT0 + 9 && tok[3] == LISTOPS_END);
     char err[256];
-    CHECK(listops_tokenize("[MAX 1 [MAXX 2 ] ]", tok, 64, err, sizeof err) < 0 && strstr(err, "'[MAXX'"));
+    CHECK(listops_tokenize("[MAX 1 [MAXX 2 ] ]", tok, 64, err, sizeof err) < 0 &&
+          strstr(err, "'[MAXX'"));
     CHECK(listops_tokenize("[SM 10 ]", tok, 64, err, sizeof err) < 0 && strstr(err, "'10'"));
     CHECK(listops_tokenize("[SM 1 2 ]", tok, 3, err, sizeof err) < 0 && strstr(err, "more than 3"));
 }
@@ -124,7 +130,8 @@ static void test_known_values(void) {
 /* The generator's value, listops_eval and the brute-force solver agree, and every expression
  * keeps the limits, on thousands of expressions of each setting. */
 static void test_values_and_limits(void) {
-    static const ListopsSpec specs[] = {{10, 10, 10, 64}, {3, 4, 5, 40}, {2, 5, 1, 100}, {10, 10, 500, 2000}};
+    static const ListopsSpec specs[] = {
+        {10, 10, 10, 64}, {3, 4, 5, 40}, {2, 5, 1, 100}, {10, 10, 500, 2000}};
     static const int counts[] = {5000, 5000, 3000, 500};
     uint8_t *tok = malloc(2000);
     for (int k = 0; k < 4; k++) {
@@ -133,10 +140,12 @@ static void test_values_and_limits(void) {
         int bad_value = 0, bad_limits = 0;
         for (int i = 0; i < counts[k]; i++) {
             int value, n = listops_example(s, 3, STREAM_TRAIN, i, tok, &value);
-            bad_value += value < 0 || value > 9 || listops_eval(tok, n) != value || brute_force(tok, n) != value;
+            bad_value += value < 0 || value > 9 || listops_eval(tok, n) != value ||
+                         brute_force(tok, n) != value;
             bad_limits += !within_limits(s, tok, n);
         }
-        CHECK_MSG(!bad_value && !bad_limits, "depth %d, args %d, lengths (%d, %d): %d wrong values, %d outside the limits",
+        CHECK_MSG(!bad_value && !bad_limits,
+                  "depth %d, args %d, lengths (%d, %d): %d wrong values, %d outside the limits",
                   s->max_depth, s->max_args, s->min_length, s->max_length, bad_value, bad_limits);
     }
     free(tok);
@@ -158,13 +167,16 @@ static void test_lra_distribution(void) {
         quarter[(len[i] - 501) * 4 / 1499]++;
     }
     qsort(len, N, sizeof(int), by_int);
-    CHECK_MSG(mean > 950 && mean < 1120 && len[N / 2] > 880 && len[N / 2] < 1040, "mean length %.1f, median %d", mean,
-              len[N / 2]);
+    CHECK_MSG(mean > 950 && mean < 1120 && len[N / 2] > 880 && len[N / 2] < 1040,
+              "mean length %.1f, median %d", mean, len[N / 2]);
     CHECK(len[0] > 500 && len[N - 1] < 2000);
-    for (int q = 0; q < 4; q++) CHECK_MSG(quarter[q] > N / 20, "%d expressions in quarter %d of (500, 2000)", quarter[q], q);
+    for (int q = 0; q < 4; q++)
+        CHECK_MSG(quarter[q] > N / 20, "%d expressions in quarter %d of (500, 2000)", quarter[q],
+                  q);
     for (int v = 0; v < 10; v++) {
         double p = (double)classes[v] / N;
-        CHECK_MSG(v == 0 || v == 9 ? p > 0.13 && p < 0.22 : p > 0.05 && p < 0.12, "value %d: share %.3f", v, p);
+        CHECK_MSG(v == 0 || v == 9 ? p > 0.13 && p < 0.22 : p > 0.05 && p < 0.12,
+                  "value %d: share %.3f", v, p);
     }
 }
 
@@ -182,11 +194,17 @@ static void test_draws(void) {
         ops[tok[0] - LISTOPS_MIN]++;
         for (int j = 1; j < n - 1; j++) digits[tok[j] - LISTOPS_DIGIT0]++;
     }
-    for (int j = 3; j <= 6; j++) CHECK_MSG(llabs(k[j] - N / 4) < 5 * 61, "%lld expressions of %d arguments in %d", (long long)k[j], j, N);
-    for (int j = 0; j < 4; j++) CHECK_MSG(llabs(ops[j] - N / 4) < 5 * 61, "operator %d drawn %lld times in %d", j, (long long)ops[j], N);
+    for (int j = 3; j <= 6; j++)
+        CHECK_MSG(llabs(k[j] - N / 4) < 5 * 61, "%lld expressions of %d arguments in %d",
+                  (long long)k[j], j, N);
+    for (int j = 0; j < 4; j++)
+        CHECK_MSG(llabs(ops[j] - N / 4) < 5 * 61, "operator %d drawn %lld times in %d", j,
+                  (long long)ops[j], N);
     int64_t nd = 0;
     for (int j = 0; j < 10; j++) nd += digits[j];
-    for (int j = 0; j < 10; j++) CHECK_MSG(fabs(digits[j] - nd / 10.0) < 5 * sqrt(nd * 0.09), "digit %d drawn %lld times in %lld", j, (long long)digits[j], (long long)nd);
+    for (int j = 0; j < 10; j++)
+        CHECK_MSG(fabs(digits[j] - nd / 10.0) < 5 * sqrt(nd * 0.09),
+                  "digit %d drawn %lld times in %lld", j, (long long)digits[j], (long long)nd);
     for (int i = 0; i < N / 4; i++) {
         int value, n = listops_example(&deep, 5, STREAM_TRAIN, i, tok, &value), depth = 0;
         for (int j = 0; j < n; j++) {
@@ -195,7 +213,8 @@ static void test_draws(void) {
         }
     }
     double p = (double)inner / (double)args;
-    CHECK_MSG(fabs(p - 0.25) < 5 * sqrt(0.25 * 0.75 / (double)args), "arguments of the root: %.4f operators", p);
+    CHECK_MSG(fabs(p - 0.25) < 5 * sqrt(0.25 * 0.75 / (double)args),
+              "arguments of the root: %.4f operators", p);
 }
 
 static void test_reproducible(void) {
@@ -211,7 +230,8 @@ static void test_reproducible(void) {
         next += na != nb || memcmp(a, b, (size_t)na);
     }
     CHECK(same_seed);
-    CHECK_MSG(other_seed > 190 && next > 190, "%d of 200 differ with another seed, %d from the next example", other_seed, next);
+    CHECK_MSG(other_seed > 190 && next > 190,
+              "%d of 200 differ with another seed, %d from the next example", other_seed, next);
 }
 
 typedef struct {
@@ -219,7 +239,9 @@ typedef struct {
     int split;
 } Expr;
 
-static int by_text(const void *a, const void *b) { return strcmp(((const Expr *)a)->text, ((const Expr *)b)->text); }
+static int by_text(const void *a, const void *b) {
+    return strcmp(((const Expr *)a)->text, ((const Expr *)b)->text);
+}
 
 /* Short expressions repeat often (this test sees repeats within the training split), yet no
  * expression appears in two splits. */
@@ -242,7 +264,8 @@ static void test_splits_disjoint(void) {
             repeats += e[i].split == e[i - 1].split;
             shared += e[i].split != e[i - 1].split;
         }
-    CHECK_MSG(repeats > 100 && shared == 0, "%d repeats within a split, %d expressions shared by two", repeats, shared);
+    CHECK_MSG(repeats > 100 && shared == 0,
+              "%d repeats within a split, %d expressions shared by two", repeats, shared);
     free(e);
 }
 
@@ -266,8 +289,9 @@ static int row_ok(const int32_t *tok, const int32_t *lab, int T, int vocab, int 
 }
 
 static void test_generated_rows(void) {
-    RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 64\n[task]\ntype = listops\nmin_length = 10\n"
-                          "max_length = 64\n[data]\ntrain = task\n");
+    RunConfig rc = config(
+        "[model]\nvocab_size = 16\n[train]\nseq_len = 64\n[task]\ntype = listops\nmin_length = 10\n"
+        "max_length = 64\n[data]\ntrain = task\n");
     CHECK(rc.task.max_depth == 10 && rc.task.max_args == 10 && !rc.task.path[0]);
     enum { T = 64 };
     int32_t tok[T], lab[T];
@@ -278,41 +302,49 @@ static void test_generated_rows(void) {
         ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
         CHECK_MSG(c, "%s", err);
         if (!c) continue;
-        CHECK(class_task_size(c) == 0 && class_task_vocab(c) == LISTOPS_VOCAB && class_task_classes(c) == 10);
+        CHECK(class_task_size(c) == 0 && class_task_vocab(c) == LISTOPS_VOCAB &&
+              class_task_classes(c) == 10);
         int bad = 0, n;
         for (int i = 0; i < 2000; i++) {
             class_task_row(c, i, tok, lab);
-            if (!row_ok(tok, lab, T, LISTOPS_VOCAB, 10, &n) || n <= 10 || tok[n - 1] != LISTOPS_END) {
+            if (!row_ok(tok, lab, T, LISTOPS_VOCAB, 10, &n) || n <= 10 ||
+                tok[n - 1] != LISTOPS_END) {
                 bad++;
                 continue;
             }
             for (int t = 0; t < n; t++) expr[t] = (uint8_t)tok[t];
             bad += brute_force(expr, n) != lab[n - 1];
         }
-        CHECK_MSG(!bad, "split %d: %d of 2000 rows break the convention or carry a wrong value", sp, bad);
+        CHECK_MSG(!bad, "split %d: %d of 2000 rows break the convention or carry a wrong value", sp,
+                  bad);
         class_task_free(c);
     }
     /* the limits are checked when the split opens */
     char err[512];
     DataOptions opt = {.seq_len = 62, .seed = 5, .split = SPLIT_TRAIN, .world = 1};
-    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "train.seq_len = 62"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) &&
+          strstr(err, "train.seq_len = 62"));
     rc.task.max_depth = 3;
     rc.task.max_args = 2;
     rc.task.min_length = 20; /* depth 3 and 2 arguments: 14 tokens at most */
     opt.seq_len = 64;
-    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "task.min_length = 20"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) &&
+          strstr(err, "task.min_length = 20"));
     rc.task.max_depth = 0;
-    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "task.max_depth = 0"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) &&
+          strstr(err, "task.max_depth = 0"));
     rc.task.max_depth = 1; /* ten expressions, the digits: too few for three splits */
     rc.task.min_length = 0;
     rc.task.max_length = 2;
-    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) && strstr(err, "too few distinct expressions"));
+    CHECK(!class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err) &&
+          strstr(err, "too few distinct expressions"));
 }
 
 /* data.train = task: the source's rows are the task's, rank by rank. */
 static void test_task_source(void) {
-    RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 40\n[task]\ntype = listops\nmin_length = 5\n"
-                          "max_length = 41\n[data]\ntrain = task\n");
+    RunConfig rc = config(
+        "[model]\nvocab_size = 16\n[train]\nseq_len = 40\n[task]\ntype = listops\nmin_length = 5\n"
+        "max_length = 41\n[data]\ntrain = task\n");
     enum { T = 40, B = 3 };
     int32_t tok[2 * B * T], lab[2 * B * T], want_tok[T], want_lab[T];
     char err[512];
@@ -327,7 +359,8 @@ static void test_task_source(void) {
         CHECK(ds->next_labeled(ds, tok, lab, B, err, sizeof err) == 0);
         for (int b = 0; b < B; b++) {
             class_task_row(c, r * B + b, want_tok, want_lab);
-            CHECK_MSG(!memcmp(tok + b * T, want_tok, sizeof want_tok) && !memcmp(lab + b * T, want_lab, sizeof want_lab),
+            CHECK_MSG(!memcmp(tok + b * T, want_tok, sizeof want_tok) &&
+                          !memcmp(lab + b * T, want_lab, sizeof want_lab),
                       "rank %d row %d is not validation example %d", r, b, r * B + b);
         }
         datasource_free(ds);
@@ -384,7 +417,8 @@ static char *lra_text(const uint8_t *tok, int *at) {
 
 /* A file in LRA's form (csv.writer: "\r\n" line ends) of `count` generated expressions of
  * stream `stream`; tok/len/val receive them. */
-static void write_listops_tsv(const char *path, int stream, int count, uint8_t (*tok)[64], int *len, int *val) {
+static void write_listops_tsv(const char *path, int stream, int count, uint8_t (*tok)[64], int *len,
+                              int *val) {
     FILE *f = fopen(path, "wb");
     RT_ASSERT(f);
     fprintf(f, "Source\tTarget\r\n");
@@ -411,8 +445,8 @@ static void test_listops_tsv(void) {
     char *dir = tmpdir();
     static uint8_t tok[N][64];
     int len[N], val[N];
-    char *train = rt_sprintf("%s/basic_train.tsv", dir), *val_f = rt_sprintf("%s/basic_val.tsv", dir),
-         *test = rt_sprintf("%s/basic_test.tsv", dir);
+    char *train = rt_sprintf("%s/basic_train.tsv", dir),
+         *val_f = rt_sprintf("%s/basic_val.tsv", dir), *test = rt_sprintf("%s/basic_test.tsv", dir);
     write_listops_tsv(val_f, STREAM_VAL, 20, tok, len, val);
     write_listops_tsv(test, STREAM_TEST, 20, tok, len, val);
     write_listops_tsv(train, STREAM_TRAIN, N, tok, len, val);
@@ -421,14 +455,15 @@ static void test_listops_tsv(void) {
     CHECK_MSG(listops_read_tsv(train, 64, &set, err, sizeof err) == 0, "%s", err);
     int same = set.n == N;
     for (int i = 0; i < N && same; i++)
-        same = set.start[i + 1] - set.start[i] == len[i] && !memcmp(set.sym + set.start[i], tok[i], (size_t)len[i]) &&
-               set.label[i] == val[i];
+        same = set.start[i + 1] - set.start[i] == len[i] &&
+               !memcmp(set.sym + set.start[i], tok[i], (size_t)len[i]) && set.label[i] == val[i];
     CHECK_MSG(same, "the examples read back differ from those written");
     class_set_free(&set);
 
     /* the task's rows: a shuffled pass over every example, cut to train.seq_len = 20 */
     enum { T = 20 };
-    RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 20\n[task]\ntype = listops\n[data]\ntrain = task\n");
+    RunConfig rc = config("[model]\nvocab_size = 16\n[train]\nseq_len = 20\n[task]\ntype = "
+                          "listops\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", dir);
     DataOptions opt = {.seq_len = T, .seed = 3, .split = SPLIT_TRAIN, .world = 1};
     ClassTask *c = class_task_open(&rc.task, CLASS_LISTOPS, &opt, err, sizeof err);
@@ -449,7 +484,9 @@ static void test_listops_tsv(void) {
             bad += match < 0;
             if (match >= 0) seen[match] = 1, moved += match != i;
         }
-        CHECK_MSG(!bad && moved > N / 2, "second pass: %d rows not a distinct example of the file, %d of %d moved", bad, moved, N);
+        CHECK_MSG(!bad && moved > N / 2,
+                  "second pass: %d rows not a distinct example of the file, %d of %d moved", bad,
+                  moved, N);
         class_task_free(c);
     }
     opt.split = SPLIT_TEST;
@@ -463,7 +500,8 @@ static void test_listops_tsv(void) {
         int line;
     } bad_files[] = {
         {"Src\tTarget\n[MAX 1 2 ]\t2\n", "header", 1},
-        {"Source\tTarget\n( [MAX 1 2 ] )\t2\n[MIN 3 [MAXX 4 5 ] ]\t3\n", "unknown token '[MAXX'", 3},
+        {"Source\tTarget\n( [MAX 1 2 ] )\t2\n[MIN 3 [MAXX 4 5 ] ]\t3\n", "unknown token '[MAXX'",
+         3},
         {"Source\tTarget\r\n[MAX 1 2 ]\t1\r\n", "Target 1, but the expression's value is 2", 2},
         {"Source\tTarget\n[MAX 1 2\t2\n", "well-formed", 2},
         {"Source\tTarget\n[MAX 1 2 ]\n", "two tab-separated columns", 2},
@@ -471,14 +509,16 @@ static void test_listops_tsv(void) {
     };
     for (size_t k = 0; k < sizeof bad_files / sizeof bad_files[0]; k++) {
         write_str(train, bad_files[k].text);
-        CHECK_MSG(listops_read_tsv(train, 64, &set, err, sizeof err) < 0 && names(err, train, bad_files[k].line, bad_files[k].what),
+        CHECK_MSG(listops_read_tsv(train, 64, &set, err, sizeof err) < 0 &&
+                      names(err, train, bad_files[k].line, bad_files[k].what),
                   "case %zu: %s", k, err);
         class_set_free(&set);
     }
     write_str(train, "Source\tTarget\n");
     CHECK(listops_read_tsv(train, 64, &set, err, sizeof err) < 0 && strstr(err, "no examples"));
     remove(train);
-    CHECK(listops_read_tsv(train, 64, &set, err, sizeof err) < 0 && strstr(err, train) && strstr(err, "cannot open"));
+    CHECK(listops_read_tsv(train, 64, &set, err, sizeof err) < 0 && strstr(err, train) &&
+          strstr(err, "cannot open"));
     class_set_free(&set);
     CHECK(fs_remove_tree(dir) == 0);
     rt_free(train);
@@ -503,8 +543,10 @@ static void put(const char *dir, const char *name, const char *text, size_t len)
 
 #define PUT(dir, name, literal) put(dir, name, literal, sizeof literal - 1)
 
-static ClassTask *open_text(const char *path, int T, DataSplit split, int classes, char *err, size_t errlen) {
-    RunConfig rc = config("[model]\nvocab_size = 257\n[task]\ntype = text_bytes\n[data]\ntrain = task\n");
+static ClassTask *open_text(const char *path, int T, DataSplit split, int classes, char *err,
+                            size_t errlen) {
+    RunConfig rc =
+        config("[model]\nvocab_size = 257\n[task]\ntype = text_bytes\n[data]\ntrain = task\n");
     snprintf(rc.task.path, sizeof rc.task.path, "%s", path);
     rc.task.classes = classes;
     DataOptions opt = {.seq_len = T, .seed = 1, .split = split, .world = 1};
@@ -547,9 +589,11 @@ static void test_imdb(void) {
     static const int want_len[] = {10, 5, 11}, want_label[] = {0, 0, 1};
     CHECK(set.n == 3);
     for (int i = 0; i < 3 && set.n == 3; i++)
-        CHECK_MSG(set.start[i + 1] - set.start[i] == want_len[i] && !memcmp(set.sym + set.start[i], want[i], (size_t)want_len[i]) &&
+        CHECK_MSG(set.start[i + 1] - set.start[i] == want_len[i] &&
+                      !memcmp(set.sym + set.start[i], want[i], (size_t)want_len[i]) &&
                       set.label[i] == want_label[i],
-                  "review %d: '%.*s' label %d", i, (int)(set.start[i + 1] - set.start[i]), set.sym + set.start[i], set.label[i]);
+                  "review %d: '%.*s' label %d", i, (int)(set.start[i + 1] - set.start[i]),
+                  set.sym + set.start[i], set.label[i]);
     class_set_free(&set);
 
     /* rows: byte + 1, pad 0, truncation to the first T bytes, validation = test = test/ */
@@ -573,7 +617,8 @@ static void test_imdb(void) {
         int label, ok = 0;
         for (int i = 0; i < 2; i++) {
             int n = text_row(c, i, 16, bytes, &label);
-            ok += (n == 3 && !memcmp(bytes, "Meh", 3) && label == 0) || (n == 16 && !memcmp(bytes, "A long review th", 16) && label == 1);
+            ok += (n == 3 && !memcmp(bytes, "Meh", 3) && label == 0) ||
+                  (n == 16 && !memcmp(bytes, "A long review th", 16) && label == 1);
         }
         CHECK_MSG(ok == 2, "split %d: rows of test/ wrong", sp);
         class_task_free(c);
@@ -581,15 +626,18 @@ static void test_imdb(void) {
 
     /* errors name the file or directory */
     PUT(train_pos, "1_7.txt", " \n\t ");
-    CHECK(text_bytes_read_imdb(dir, "train", 100, &set, err, sizeof err) < 0 && strstr(err, "1_7.txt") && strstr(err, "empty review"));
+    CHECK(text_bytes_read_imdb(dir, "train", 100, &set, err, sizeof err) < 0 &&
+          strstr(err, "1_7.txt") && strstr(err, "empty review"));
     class_set_free(&set);
     char *p = rt_sprintf("%s/1_7.txt", train_pos);
     remove(p);
     rt_free(p);
-    CHECK(text_bytes_read_imdb(dir, "unsup", 100, &set, err, sizeof err) < 0 && strstr(err, "/unsup/neg") && strstr(err, "cannot open"));
+    CHECK(text_bytes_read_imdb(dir, "unsup", 100, &set, err, sizeof err) < 0 &&
+          strstr(err, "/unsup/neg") && strstr(err, "cannot open"));
     class_set_free(&set);
     CHECK(fs_remove_tree(dir) == 0);
-    CHECK(!open_text(dir, 16, SPLIT_TRAIN, 2, err, sizeof err) && strstr(err, "neither the aclImdb layout"));
+    CHECK(!open_text(dir, 16, SPLIT_TRAIN, 2, err, sizeof err) &&
+          strstr(err, "neither the aclImdb layout"));
     CHECK(!open_text("", 16, SPLIT_TRAIN, 2, err, sizeof err) && strstr(err, "needs task.path"));
     rt_free(train_neg);
     rt_free(train_pos);
@@ -609,7 +657,8 @@ static void test_text_tsv(void) {
     CHECK(set.n == 3 && set.label[0] == 2 && set.label[1] == 0 && set.label[2] == 1);
     if (set.n == 3) {
         CHECK(set.start[1] == 8 && !memcmp(set.sym, "third cl", 8)); /* cut to keep = 8 */
-        CHECK(set.start[3] - set.start[2] == 5 && !memcmp(set.sym + set.start[2], " one ", 5)); /* verbatim */
+        CHECK(set.start[3] - set.start[2] == 5 &&
+              !memcmp(set.sym + set.start[2], " one ", 5)); /* verbatim */
     }
     class_set_free(&set);
     /* without val.tsv the validation split reads test.tsv (LRA validates IMDB on its test set) */
@@ -633,11 +682,13 @@ static void test_text_tsv(void) {
     };
     for (size_t k = 0; k < sizeof bad_files / sizeof bad_files[0]; k++) {
         write_str(train, bad_files[k].text);
-        CHECK_MSG(text_bytes_read_tsv(train, 3, 8, &set, err, sizeof err) < 0 && names(err, train, bad_files[k].line, bad_files[k].what),
+        CHECK_MSG(text_bytes_read_tsv(train, 3, 8, &set, err, sizeof err) < 0 &&
+                      names(err, train, bad_files[k].line, bad_files[k].what),
                   "case %zu: %s", k, err);
         class_set_free(&set);
     }
-    CHECK(!open_text(dir, 10, SPLIT_TRAIN, 300, err, sizeof err) && strstr(err, "task.classes = 300"));
+    CHECK(!open_text(dir, 10, SPLIT_TRAIN, 300, err, sizeof err) &&
+          strstr(err, "task.classes = 300"));
     CHECK(fs_remove_tree(dir) == 0);
     rt_free(train);
     rt_free(test);

@@ -17,7 +17,7 @@
 
 #define T 16
 
-static const char *dir; /* the shards of make_shards */
+static const char *dir;                                 /* the shards of make_shards */
 static const int64_t SHARD_TOKENS[3] = {700, 523, 811}; /* documents of 1..40 tokens */
 
 /* Token at stream position p is p (mod 65000): a window is identified by its first token. */
@@ -34,12 +34,18 @@ static ModelConfig model_cfg(void) {
     return m;
 }
 
-static DataSource *open_source(const char *spec, int rank, int world, DataSplit split, int64_t holdout,
-                               int prefetch, char *err, size_t errlen) {
+static DataSource *open_source(const char *spec, int rank, int world, DataSplit split,
+                               int64_t holdout, int prefetch, char *err, size_t errlen) {
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.model = model_cfg();
-    DataOptions opt = {.seq_len = T, .seed = 42, .split = split, .rank = rank, .world = world, .holdout_windows = holdout, .prefetch = prefetch};
+    DataOptions opt = {.seq_len = T,
+                       .seed = 42,
+                       .split = split,
+                       .rank = rank,
+                       .world = world,
+                       .holdout_windows = holdout,
+                       .prefetch = prefetch};
     return datasource_open(spec, &rc, &opt, err, errlen);
 }
 
@@ -82,8 +88,8 @@ static void test_every_window_once_per_epoch(void) {
             }
             int64_t missing = 0;
             for (int64_t w = 0; w < WINDOWS; w++) missing += seen[w] != 1;
-            CHECK_MSG(!missing, "world %d, epoch %lld: %lld windows not served exactly once", world, (long long)e,
-                      (long long)missing);
+            CHECK_MSG(!missing, "world %d, epoch %lld: %lld windows not served exactly once", world,
+                      (long long)e, (long long)missing);
         }
         /* a shuffled order, different in every epoch */
         int64_t inorder = 0, same = 0;
@@ -141,8 +147,12 @@ static void resume_case(int w1, int w2) {
     rt_free(tok);
 }
 
-static void test_resume_same_world(void) { resume_case(1, 1), resume_case(2, 2), resume_case(3, 3); }
-static void test_resume_other_world(void) { resume_case(2, 1), resume_case(2, 3), resume_case(3, 2); }
+static void test_resume_same_world(void) {
+    resume_case(1, 1), resume_case(2, 2), resume_case(3, 3);
+}
+static void test_resume_other_world(void) {
+    resume_case(2, 1), resume_case(2, 3), resume_case(3, 2);
+}
 
 static void test_document_starts(void) {
     char err[512];
@@ -199,7 +209,8 @@ static void test_holdout(void) {
     rt_free(val);
 }
 
-static void expect_open_error(const char *spec, const DataConfig *dc, const ModelConfig *mc, const char *needle) {
+static void expect_open_error(const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                              const char *needle) {
     char err[1024] = "";
     DataOptions opt = {.seq_len = T, .seed = 1, .split = SPLIT_TRAIN, .world = 1};
     RunConfig rc;
@@ -207,7 +218,8 @@ static void expect_open_error(const char *spec, const DataConfig *dc, const Mode
     rc.model = *mc;
     rc.data = *dc;
     DataSource *s = datasource_open(spec, &rc, &opt, err, sizeof err);
-    CHECK_MSG(!s && strstr(err, needle), "expected an error containing '%s', got '%s'", needle, s ? "(opened)" : err);
+    CHECK_MSG(!s && strstr(err, needle), "expected an error containing '%s', got '%s'", needle,
+              s ? "(opened)" : err);
     datasource_free(s);
 }
 

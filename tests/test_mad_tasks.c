@@ -15,7 +15,8 @@
 
 #define IGNORE (-100)
 
-/* mad-lab's baseline setting of each task (the baselines of its configs/tasks, MADConfig defaults). */
+/* mad-lab's baseline setting of each task (the baselines of its configs/tasks, MADConfig defaults).
+ */
 static TaskConfig baseline(MadTask t) {
     TaskConfig c;
     memset(&c, 0, sizeof c);
@@ -89,7 +90,8 @@ static int solve_fuzzy(const Gen *g, int p) {
     int klen = ke - kb + 1;
     for (int e = kb - 1; e >= klen - 1; e--) { /* an earlier key run ending at e */
         int b = e - klen + 1;
-        if (!IS_KEY(g->tok[e]) || IS_KEY(g->tok[e + 1]) || (b > 0 && IS_KEY(g->tok[b - 1]))) continue;
+        if (!IS_KEY(g->tok[e]) || IS_KEY(g->tok[e + 1]) || (b > 0 && IS_KEY(g->tok[b - 1])))
+            continue;
         if (memcmp(g->tok + b, g->tok + kb, sizeof(int32_t) * (size_t)klen)) continue;
         for (int v = e + 1; v < kb && IS_VAL(g->tok[v]); v++)
             if (v == e + 1 + off) return g->tok[v];
@@ -152,21 +154,25 @@ static void check_layout(MadTask t, const TaskConfig *c) {
         for (int i = 0; i < 300; i++) {
             gen_row(&g, 5, test, i);
             for (int p = 0; p < g.T; p++) {
-                bad_range += g.tok[p] < 0 || g.tok[p] >= g.V || (g.lab[p] != IGNORE && (g.lab[p] < 0 || g.lab[p] >= c->vocab));
+                bad_range += g.tok[p] < 0 || g.tok[p] >= g.V ||
+                             (g.lab[p] != IGNORE && (g.lab[p] < 0 || g.lab[p] >= c->vocab));
                 int recall = t <= MAD_FUZZY_RECALL;
                 if (recall && !test) { /* trained on every next token */
-                    bad_train += g.lab[p] != (p + 1 < g.T ? g.tok[p + 1] : IGNORE) && !(t == MAD_FUZZY_RECALL && p == g.T - 1);
+                    bad_train += g.lab[p] != (p + 1 < g.T ? g.tok[p + 1] : IGNORE) &&
+                                 !(t == MAD_FUZZY_RECALL && p == g.T - 1);
                     continue;
                 }
                 int sc = scored_here(&g, p);
                 if (sc >= 0) bad_scored += sc != (g.lab[p] != IGNORE);
-                if (recall && g.lab[p] != IGNORE && p + 1 < g.T) bad_scored += g.lab[p] != g.tok[p + 1];
+                if (recall && g.lab[p] != IGNORE && p + 1 < g.T)
+                    bad_scored += g.lab[p] != g.tok[p + 1];
                 labeled_test += test && g.lab[p] != IGNORE;
             }
         }
     CHECK_MSG(!bad_range && !bad_scored && !bad_train && labeled_test > 0,
-              "task %d: %d tokens out of range, %d scored positions wrong, %d training labels wrong, %d test labels", t,
-              bad_range, bad_scored, bad_train, labeled_test);
+              "task %d: %d tokens out of range, %d scored positions wrong, %d training labels "
+              "wrong, %d test labels",
+              t, bad_range, bad_scored, bad_train, labeled_test);
     gen_close(&g);
 }
 
@@ -195,11 +201,13 @@ static void test_layout(void) {
     for (int i = 0; i < 100; i++) {
         gen_row(&g, 5, 1, i);
         int L = c.seq_len, n = c.num_tokens_to_copy, plain = 0;
-        ok &= g.tok[L - n - 1] == c.vocab - 1 && g.tok[L - n - 2] != c.vocab - 2; /* never a blank before the copy token */
+        ok &= g.tok[L - n - 1] == c.vocab - 1 &&
+              g.tok[L - n - 2] != c.vocab - 2; /* never a blank before the copy token */
         for (int p = 0; p < L - n - 1; p++) plain += g.tok[p] < c.vocab - 2;
         ok &= plain == n;
     }
-    CHECK_MSG(ok, "selective copying: n tokens, blanks only before each of them, then the copy token");
+    CHECK_MSG(ok,
+              "selective copying: n tokens, blanks only before each of them, then the copy token");
     gen_close(&g);
 }
 
@@ -222,7 +230,8 @@ static void test_noise_rates(void) {
         }
     }
     double expect = c.frac_noise * (pairs - 1 - (double)(pairs - 1) / pairs);
-    CHECK_MSG(fabs(noise / rows - expect) < 0.2, "noisy recall: %.2f noise slots per row, expected %.2f", noise / rows, expect);
+    CHECK_MSG(fabs(noise / rows - expect) < 0.2,
+              "noisy recall: %.2f noise slots per row, expected %.2f", noise / rows, expect);
     gen_close(&g);
 
     c = baseline(MAD_COMPRESSION); /* each input token noise with probability frac */
@@ -232,7 +241,8 @@ static void test_noise_rates(void) {
     noise = 0;
     for (int i = 0; i < rows; i++) {
         gen_row(&g, 3, 0, i);
-        for (int p = 0; p < c.seq_len - 1; p++) noise += g.tok[p] >= c.vocab - 1 - c.noise_vocab_size;
+        for (int p = 0; p < c.seq_len - 1; p++)
+            noise += g.tok[p] >= c.vocab - 1 - c.noise_vocab_size;
     }
     noise /= (double)rows * (c.seq_len - 1);
     CHECK_MSG(fabs(noise - 0.3) < 0.01, "compression: noise fraction %.3f, expected 0.3", noise);
@@ -254,9 +264,12 @@ static void test_fuzzy_motifs(void) {
                 int kind = g.tok[p] < nk ? 0 : g.tok[p] < ns ? 1 : 2, q = p;
                 while (q < g.T && (g.tok[q] < nk ? 0 : g.tok[q] < ns ? 1 : 2) == kind) q++;
                 if (kind < 2 && p > 0 && q < g.T) { /* whole runs only */
-                    if (q - p > 3) too_long++;
-                    else if (kind == 0) kruns[q - p]++, nkr++;
-                    else vruns[q - p]++, nvr++;
+                    if (q - p > 3)
+                        too_long++;
+                    else if (kind == 0)
+                        kruns[q - p]++, nkr++;
+                    else
+                        vruns[q - p]++, nvr++;
                 }
                 p = q;
             }
@@ -264,10 +277,11 @@ static void test_fuzzy_motifs(void) {
         CHECK(!too_long);
         for (int k = 1; k <= 3; k++) {
             double want_k = test ? (k == 3) : 1.0 / 3;
-            CHECK_MSG(fabs(kruns[k] / nkr - want_k) < 0.02, "fuzzy %s: key motifs of %d: %.3f, expected %.3f",
-                      test ? "test" : "train", k, kruns[k] / nkr, want_k);
-            CHECK_MSG(fabs(vruns[k] / nvr - 1.0 / 3) < 0.03, "fuzzy %s: value motifs of %d: %.3f", test ? "test" : "train",
-                      k, vruns[k] / nvr);
+            CHECK_MSG(fabs(kruns[k] / nkr - want_k) < 0.02,
+                      "fuzzy %s: key motifs of %d: %.3f, expected %.3f", test ? "test" : "train", k,
+                      kruns[k] / nkr, want_k);
+            CHECK_MSG(fabs(vruns[k] / nvr - 1.0 / 3) < 0.03, "fuzzy %s: value motifs of %d: %.3f",
+                      test ? "test" : "train", k, vruns[k] / nvr);
         }
     }
     gen_close(&g);
@@ -293,8 +307,10 @@ static void test_memorization_table(void) {
         }
     for (int k = 0; k < nk; k++)
         if (map[k] >= 0) conflicts += seen_val[map[k]]++ > 0; /* an injection */
-    CHECK_MSG(!conflicts && keys_seen == nk, "memorization: %d conflicts, %d of %d keys seen", conflicts, keys_seen, nk);
-    CHECK(memcmp(g.s.table, h.s.table, sizeof(int32_t) * (size_t)nk) != 0); /* another seed, another table */
+    CHECK_MSG(!conflicts && keys_seen == nk, "memorization: %d conflicts, %d of %d keys seen",
+              conflicts, keys_seen, nk);
+    CHECK(memcmp(g.s.table, h.s.table, sizeof(int32_t) * (size_t)nk) !=
+          0); /* another seed, another table */
     gen_close(&g);
     gen_close(&h);
 }
@@ -320,7 +336,8 @@ static void test_streams(void) {
             gen_row(&g, 9, 1, i);
             for (int j = 0; j < rows; j++) same += !memcmp(train + (size_t)j * g.T, g.tok, row);
         }
-        CHECK_MSG(again && !same, "task %d: reproducible %d, %d test rows equal to training rows", t, again, same);
+        CHECK_MSG(again && !same, "task %d: reproducible %d, %d test rows equal to training rows",
+                  t, again, same);
         rt_free(train);
         gen_close(&g);
     }
@@ -342,13 +359,15 @@ static void test_solvers(void) {
                 int y = solve(&g, p);
                 scored++;
                 right += y == g.lab[p];
-                if (y < 0) unsolved++, unsolved_last += t == MAD_FUZZY_RECALL && p > last - c.v_motif_size;
+                if (y < 0)
+                    unsolved++, unsolved_last += t == MAD_FUZZY_RECALL && p > last - c.v_motif_size;
             }
         }
-        printf("    task %d: solver %lld / %lld scored positions (%lld with the key never shown)\n", t, (long long)right,
-               (long long)scored, (long long)unsolved);
+        printf("    task %d: solver %lld / %lld scored positions (%lld with the key never shown)\n",
+               t, (long long)right, (long long)scored, (long long)unsolved);
         if (t == MAD_FUZZY_RECALL) /* right wherever the key was shown; the rest are final probes */
-            CHECK(right + unsolved == scored && unsolved == unsolved_last && unsolved < scored / 50);
+            CHECK(right + unsolved == scored && unsolved == unsolved_last &&
+                  unsolved < scored / 50);
         else
             CHECK(right == scored && scored > 0);
         gen_close(&g);
@@ -370,8 +389,10 @@ static void test_checks(void) {
     CHECK(mad_spec_make(&s, MAD_FUZZY_RECALL, &c, 1) != NULL);
     TaskConfig named = {.type = "mad_compression"}, unknown = {.type = "mad_copy"};
     const TaskImpl *task = task_of(&named);
-    CHECK(task && task->variant == MAD_COMPRESSION && (task->flags & TASK_AUTOENCODER) && !task_of(&unknown));
-    CHECK(mad_autoencoder(MAD_COMPRESSION) && !mad_autoencoder(MAD_RECALL) && !mad_autoencoder(MAD_MEMORIZATION));
+    CHECK(task && task->variant == MAD_COMPRESSION && (task->flags & TASK_AUTOENCODER) &&
+          !task_of(&unknown));
+    CHECK(mad_autoencoder(MAD_COMPRESSION) && !mad_autoencoder(MAD_RECALL) &&
+          !mad_autoencoder(MAD_MEMORIZATION));
 }
 
 static const TestCase tests[] = {

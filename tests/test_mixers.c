@@ -1,7 +1,7 @@
 /* Chunked/blockwise mixers equal their naive recurrent references, forward and backward,
- * on segments whose lengths are not multiples of the chunk size (docs/models.md §gla, §gated-deltanet, §deltanet, §fox, and the
- * gateless attention of the Transformer, §transformer). Built twice:
- * fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
+ * on segments whose lengths are not multiples of the chunk size (docs/models.md §gla,
+ * §gated-deltanet, §deltanet, §fox, and the gateless attention of the Transformer, §transformer).
+ * Built twice: fp64 (tolerance 1e-9) and fp32 (tolerance 2e-4, with strongly decaying gates). */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -41,8 +41,18 @@ static void gla_case(double glo, double ghi, int per_head, uint64_t seed) {
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = per_head ? 1.0 : 1.0 / sqrt((double)K);
-    LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                     .g = g, .g_per_head = per_head, .o = o, .states = states};
+    LinAttnArgs a = {.s = s,
+                     .H = H,
+                     .K = K,
+                     .V = V,
+                     .scale = scale,
+                     .q = q,
+                     .k = k,
+                     .v = v,
+                     .g = g,
+                     .g_per_head = per_head,
+                     .o = o,
+                     .states = states};
     cpu_gla_fwd(&a);
     naive_gla_fwd(o_ref, q, k, v, gk, s, H, K, V, scale);
     check_all("gla o", o, o_ref, nv);
@@ -56,7 +66,8 @@ static void gla_case(double glo, double ghi, int per_head, uint64_t seed) {
     check_all("gla dk", dk, dk2, nk);
     check_all("gla dv", dv, dv2, nv);
     check_all("gla dg", dg, dg2, ng);
-    real *bufs[] = {q, k, v, g, gk, dout, o, o_ref, states, dq, dk, dv, dg, dq2, dk2, dv2, dgk, dg2};
+    real *bufs[] = {q,  k,  v,  g,  gk,  dout, o,   o_ref, states,
+                    dq, dk, dv, dg, dq2, dk2,  dv2, dgk,   dg2};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     tu_seqs_free(&ts);
 }
@@ -100,23 +111,34 @@ static void gdn_case(int decay, double glo, uint64_t seed) {
     real *o = tu_zeros(nv), *o_ref = tu_zeros(nv);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1.0 / sqrt((double)K);
-    LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                     .g = g, .beta = beta, .o = o, .states = states};
+    LinAttnArgs a = {.s = s,
+                     .H = H,
+                     .K = K,
+                     .V = V,
+                     .scale = scale,
+                     .q = q,
+                     .k = k,
+                     .v = v,
+                     .g = g,
+                     .beta = beta,
+                     .o = o,
+                     .states = states};
     cpu_gdn_fwd(&a);
     naive_gdn_fwd(o_ref, q, k, v, beta, g, s, H, K, V, scale);
     check_all("gdn o", o, o_ref, nv);
     real *dq = tu_zeros(nk), *dk = tu_zeros(nk), *dv = tu_zeros(nv), *db = tu_zeros(nh);
     real *dq2 = tu_zeros(nk), *dk2 = tu_zeros(nk), *dv2 = tu_zeros(nv), *db2 = tu_zeros(nh);
     real *dg = decay ? tu_zeros(nh) : NULL, *dg2 = decay ? tu_zeros(nh) : NULL;
-    cpu_gdn_bwd(&(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg,
-                                .dbeta = db});
+    cpu_gdn_bwd(
+        &(LinAttnGrads){.a = a, .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = db});
     naive_gdn_bwd(dq2, dk2, dv2, db2, dg2, dout, q, k, v, beta, g, s, H, K, V, scale);
     check_all("gdn dq", dq, dq2, nk);
     check_all("gdn dk", dk, dk2, nk);
     check_all("gdn dv", dv, dv2, nv);
     check_all("gdn dbeta", db, db2, nh);
     if (decay) check_all("gdn dg", dg, dg2, nh);
-    real *bufs[] = {q, k, v, beta, g, dout, o, o_ref, states, dq, dk, dv, db, dg, dq2, dk2, dv2, db2, dg2};
+    real *bufs[] = {q,  k,  v,  beta, g,   dout, o,   o_ref, states, dq,
+                    dk, dv, db, dg,   dq2, dk2,  dv2, db2,   dg2};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     tu_seqs_free(&ts);
 }
@@ -138,8 +160,16 @@ static void fox_case(int gated, double flo, uint64_t seed) {
     real *logf = gated ? tu_rand(&r, nh, flo, 0.0) : NULL, *dout = tu_randn(&r, n, 1);
     real *o = tu_zeros(n), *o_ref = tu_zeros(n), *lse = tu_zeros(nh);
     double scale = 1.0 / sqrt((double)D);
-    AttnArgs a = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v, .logf = logf,
-                  .o = o, .lse = lse};
+    AttnArgs a = {.s = s,
+                  .H = H,
+                  .D = D,
+                  .scale = scale,
+                  .q = q,
+                  .k = k,
+                  .v = v,
+                  .logf = logf,
+                  .o = o,
+                  .lse = lse};
     cpu_fox_fwd(&a);
     naive_fox_fwd(o_ref, q, k, v, logf, s, H, D, scale);
     check_all("fox o", o, o_ref, n);
@@ -161,7 +191,6 @@ static void test_fox_blockwise_strong_forgetting(void) { fox_case(1, -10.0, 6); 
 static void test_fox_blockwise_weak_forgetting(void) { fox_case(1, -0.05, 9); }
 static void test_transformer_blockwise_equals_naive(void) { fox_case(0, 0, 10); }
 
-
 /* ---- the LRU / RotRNN scan (docs/models.md §lru, §rotrnn) ---- */
 
 /* The chunked scan against the token-by-token recurrence, forward and backward, with
@@ -179,8 +208,14 @@ static void cscan_case(double alo, double ahi, uint64_t seed) {
     real *loga = tu_rand(&r, C, alo, ahi), *angle = tu_rand(&r, C, -3.14, 3.14);
     real *h = tu_zeros(n), *h_ref = tu_zeros(n), *states = tu_zeros(chunk_states_size(s, 1, C, 2));
     real *final = tu_zeros((int64_t)NSEG * 2 * C);
-    CScanArgs a = {.s = s, .C = C, .loga = loga, .angle = angle, .x = x, .h = h,
-                   .states = states, .state = final};
+    CScanArgs a = {.s = s,
+                   .C = C,
+                   .loga = loga,
+                   .angle = angle,
+                   .x = x,
+                   .h = h,
+                   .states = states,
+                   .state = final};
     cpu_cscan_fwd(&a);
     naive_cscan_fwd(h_ref, x, loga, angle, s, C);
     check_all("cscan h", h, h_ref, n);
@@ -192,7 +227,8 @@ static void cscan_case(double alo, double ahi, uint64_t seed) {
     check_all("cscan dloga", dla, dla2, C);
     check_all("cscan dangle", dan, dan2, C);
     /* the segments as rows decoded token by token */
-    real *st = tu_randn(&r, (int64_t)NSEG * 2 * C, 1), *hs = tu_zeros(n); /* garbage: pos 0 resets */
+    real *st = tu_randn(&r, (int64_t)NSEG * 2 * C, 1),
+         *hs = tu_zeros(n); /* garbage: pos 0 resets */
     real *xs = tu_zeros((int64_t)NSEG * 2 * C), *ys = tu_zeros((int64_t)NSEG * 2 * C);
     int64_t *cu = rt_malloc(sizeof(int64_t) * (NSEG + 1));
     int32_t *pos = rt_malloc(sizeof(int32_t) * NSEG);
@@ -210,8 +246,8 @@ static void cscan_case(double alo, double ahi, uint64_t seed) {
         }
         cu[B] = B;
         Seqs ss = {.ntok = B, .nseg = B, .cu = cu, .pos = pos};
-        cpu_cscan_step(&(CScanArgs){.s = &ss, .C = C, .loga = loga, .angle = angle, .x = xs,
-                                    .h = ys, .state = sb});
+        cpu_cscan_step(&(CScanArgs){
+            .s = &ss, .C = C, .loga = loga, .angle = angle, .x = xs, .h = ys, .state = sb});
         for (int b = 0; b < B; b++) {
             memcpy(hs + (s->cu[row[b]] + t) * 2 * C, ys + b * 2 * C, sizeof(real) * 2 * C);
             memcpy(st + row[b] * 2 * C, sb + b * 2 * C, sizeof(real) * 2 * C);
@@ -220,7 +256,8 @@ static void cscan_case(double alo, double ahi, uint64_t seed) {
     }
     check_all("cscan_step h", hs, h, n);
     check_all("cscan final state", final, st, (int64_t)NSEG * 2 * C);
-    real *bufs[] = {x, dh, loga, angle, h, h_ref, states, final, dx, dla, dan, dx2, dla2, dan2, st, hs, xs, ys};
+    real *bufs[] = {x,   dh,  loga, angle, h,    h_ref, states, final, dx,
+                    dla, dan, dx2,  dla2,  dan2, st,    hs,     xs,    ys};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) rt_free(bufs[i]);
     rt_free(cu);
     rt_free(pos);
@@ -232,7 +269,6 @@ static void test_cscan_chunked_equals_recurrent(void) { cscan_case(-0.5, -0.001,
 static void test_cscan_weak_decay(void) { cscan_case(-1e-3, -1e-6, 22); }
 /* |lambda| down to e^-30: powers of lambda over a chunk underflow to zero */
 static void test_cscan_strong_decay(void) { cscan_case(-30.0, -1.0, 23); }
-
 
 /* Hidden-state norms over 20000 tokens of white, unit-variance input through the layer at
  * init (the RotRNN paper's Figure 3): RotRNN's xi keeps E||x_t||^2 = 1 per head (the state
@@ -258,14 +294,15 @@ static void state_norm_case(MixerKind mixer) {
         int H = dm->H, n = dm->dk;
         real *P = tu_zeros((int64_t)H * n * n), *xi = tu_zeros(H);
         cpu_orth_expm_fwd(P, PARAM("M"), NULL, H, n);
-        cpu_rotrnn_weights_fwd(&(RotWeights){H, n, d, P, PARAM("gamma_log"), PARAM("theta"), PARAM("B"),
-                                             PARAM("C"), xi, loga, angle, Bw, Cw, NULL, NULL});
+        cpu_rotrnn_weights_fwd(&(RotWeights){H, n, d, P, PARAM("gamma_log"), PARAM("theta"),
+                                             PARAM("B"), PARAM("C"), xi, loga, angle, Bw, Cw, NULL,
+                                             NULL});
         rt_free(P);
         rt_free(xi);
     } else {
-        cpu_lru_weights_fwd(&(LruWeights){C, d, PARAM("nu_log"), PARAM("theta_log"), PARAM("gamma_log"),
-                                          PARAM("B_re"), PARAM("B_im"), PARAM("C_re"), PARAM("C_im"),
-                                          loga, angle, Bw, Cw, NULL, NULL, NULL});
+        cpu_lru_weights_fwd(&(LruWeights){
+            C, d, PARAM("nu_log"), PARAM("theta_log"), PARAM("gamma_log"), PARAM("B_re"),
+            PARAM("B_im"), PARAM("C_re"), PARAM("C_im"), loga, angle, Bw, Cw, NULL, NULL, NULL});
         width = 2; /* per complex channel */
         groups = C;
     }
@@ -274,10 +311,12 @@ static void state_norm_case(MixerKind mixer) {
     rng_init(&r, 31, 0);
     int lens[1] = {T};
     TestSeqs ts = tu_seqs(lens, 1);
-    real *u = tu_randn(&r, (int64_t)T * d, 1), *x = tu_zeros((int64_t)T * 2 * C), *h = tu_zeros((int64_t)T * 2 * C);
+    real *u = tu_randn(&r, (int64_t)T * d, 1), *x = tu_zeros((int64_t)T * 2 * C),
+         *h = tu_zeros((int64_t)T * 2 * C);
     real *states = tu_zeros(chunk_states_size(&ts.s, 1, C, 2));
     cpu_matmul_fwd(x, u, Bw, NULL, T, 2 * C, d);
-    cpu_cscan_fwd(&(CScanArgs){.s = &ts.s, .C = C, .loga = loga, .angle = angle, .x = x, .h = h, .states = states});
+    cpu_cscan_fwd(&(CScanArgs){
+        .s = &ts.s, .C = C, .loga = loga, .angle = angle, .x = x, .h = h, .states = states});
     /* RotRNN: each head's norm; LRU: the mean over the channels of one token */
     double mean = 0, peak = 0;
     for (int64_t n = 0; n < T; n++) {

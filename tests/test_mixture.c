@@ -64,7 +64,7 @@ static int32_t *global_order(const Open *o, int world, int B, int steps) {
         Open or = *o;
         or.rank = r;
         or.world = world;
-        src[r] = open_mix(&or, err, sizeof err);
+        src[r] = open_mix(& or, err, sizeof err);
         if (!src[r]) rt_die("%s", err);
     }
     int32_t *order = rt_malloc(sizeof(int32_t) * (size_t)(steps * world * B));
@@ -72,7 +72,8 @@ static int32_t *global_order(const Open *o, int world, int B, int steps) {
     for (int s = 0; s < steps; s++)
         for (int r = 0; r < world; r++) {
             RT_ASSERT(!src[r]->next(src[r], tok, NULL, B, err, sizeof err));
-            for (int b = 0; b < B; b++) order[((int64_t)s * world + r) * B + b] = tok[(size_t)b * (T + 1)];
+            for (int b = 0; b < B; b++)
+                order[((int64_t)s * world + r) * B + b] = tok[(size_t)b * (T + 1)];
         }
     for (int r = 0; r < world; r++) datasource_free(src[r]);
     rt_free(tok);
@@ -94,12 +95,14 @@ static void test_shares_and_epochs(void) {
         CHECK(win >= 0 && win < count[s]);
         int64_t epoch = drawn[s] / count[s];
         if (drawn[s] % count[s] == 0) memset(seen[s], 0, (size_t)count[s]);
-        CHECK_MSG(!seen[s][win]++, "source %d, epoch %lld: window %lld drawn twice", s, (long long)epoch, (long long)win);
+        CHECK_MSG(!seen[s][win]++, "source %d, epoch %lld: window %lld drawn twice", s,
+                  (long long)epoch, (long long)win);
         drawn[s]++;
         for (int k = 0; k < 3; k++)
             if (fabs((double)drawn[k] - w[k] * (double)(i + 1)) >= 1) worst++;
     }
-    CHECK_MSG(!worst, "%lld prefixes hold a source's share off by a window or more", (long long)worst);
+    CHECK_MSG(!worst, "%lld prefixes hold a source's share off by a window or more",
+              (long long)worst);
     CHECK(drawn[2] > 2 * WIN_C); /* c went through several epochs */
     for (int s = 0; s < 3; s++) rt_free(seen[s]);
     rt_free(order);
@@ -125,7 +128,8 @@ static void test_order_independent_of_world_size(void) {
         a_in_3 += s == 0;
     }
     CHECK(a_in_2 == 0 && c_in_3 == 0);
-    CHECK_MSG(a_in_3 == 3 * (steps - 9) * 12 / 4, "stage 2 drew %lld windows of a", (long long)a_in_3);
+    CHECK_MSG(a_in_3 == 3 * (steps - 9) * 12 / 4, "stage 2 drew %lld windows of a",
+              (long long)a_in_3);
     rt_free(o1);
     rt_free(o2);
     rt_free(o3);
@@ -147,7 +151,7 @@ static void resume_case(const char *stages, int w1, int w2, int stop) {
             Open or = o;
             or.rank = r;
             or.world = world;
-            src[r] = open_mix(&or, err, sizeof err);
+            src[r] = open_mix(& or, err, sizeof err);
             RT_ASSERT(src[r]);
             if (state) CHECK_MSG(!src[r]->set_state(src[r], state, err, sizeof err), "%s", err);
             CHECK_MSG(!src[r]->notice[0], "resuming the same mixture noted: %s", src[r]->notice);
@@ -155,15 +159,17 @@ static void resume_case(const char *stages, int w1, int w2, int stop) {
         for (int s = phase ? stop : 0; s < (phase ? steps : stop); s++)
             for (int r = 0; r < world; r++) {
                 RT_ASSERT(!src[r]->next(src[r], tok, NULL, B, err, sizeof err));
-                for (int b = 0; b < B; b++) got[(int64_t)s * G + r * B + b] = tok[(size_t)b * (T + 1)];
+                for (int b = 0; b < B; b++)
+                    got[(int64_t)s * G + r * B + b] = tok[(size_t)b * (T + 1)];
             }
         json_decref(state);
         state = src[0]->get_state(src[0]);
         for (int r = 0; r < world; r++) datasource_free(src[r]);
     }
-    CHECK_MSG(!memcmp(straight, got, sizeof(int32_t) * (size_t)(steps * G)),
-              "stages '%s': resume %d -> %d ranks after step %d differs from the uninterrupted order", stages, w1, w2,
-              stop);
+    CHECK_MSG(
+        !memcmp(straight, got, sizeof(int32_t) * (size_t)(steps * G)),
+        "stages '%s': resume %d -> %d ranks after step %d differs from the uninterrupted order",
+        stages, w1, w2, stop);
     json_decref(state);
     rt_free(straight);
     rt_free(got);
@@ -200,7 +206,8 @@ static void test_resume_changed_mixture(void) {
               "%s", s->notice);
     const char *names[4];
     int64_t drawn[4];
-    CHECK(s->drawn(s, names, drawn, 4) == 2 && !strcmp(names[0], "a") && drawn[0] == 10 && drawn[1] == 5);
+    CHECK(s->drawn(s, names, drawn, 4) == 2 && !strcmp(names[0], "a") && drawn[0] == 10 &&
+          drawn[1] == 5);
     datasource_free(s);
     /* one shard set cannot take a mixture's position */
     o.spec = dir_a;
@@ -214,7 +221,8 @@ static void test_resume_changed_mixture(void) {
     o.windows_per_step = 8;
     s = open_mix(&o, err, sizeof err);
     RT_ASSERT(s);
-    CHECK(s->set_state(s, st, err, sizeof err) && strstr(err, "the global batch must stay the same"));
+    CHECK(s->set_state(s, st, err, sizeof err) &&
+          strstr(err, "the global batch must stay the same"));
     datasource_free(s);
     json_decref(st);
 }
@@ -223,7 +231,10 @@ static void test_exhausted_stop(void) {
     char err[1024];
     int32_t tok[4 * (T + 1)];
     for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
-        Open o = {.spec = mix2, .windows_per_step = 4, .prefetch = prefetch, .on_exhausted = DATA_EXHAUSTED_STOP};
+        Open o = {.spec = mix2,
+                  .windows_per_step = 4,
+                  .prefetch = prefetch,
+                  .on_exhausted = DATA_EXHAUSTED_STOP};
         DataSource *s = open_mix(&o, err, sizeof err);
         RT_ASSERT(s);
         /* c has WIN_C windows at a quarter of each step's 4: it runs out after WIN_C steps */
@@ -236,7 +247,8 @@ static void test_exhausted_stop(void) {
             before = s->get_state(s);
             RT_ASSERT(steps < 1000);
         }
-        CHECK_MSG(rc == 1 && steps == WIN_C, "prefetch %d: rc %d after %lld steps", prefetch, rc, (long long)steps);
+        CHECK_MSG(rc == 1 && steps == WIN_C, "prefetch %d: rc %d after %lld steps", prefetch, rc,
+                  (long long)steps);
         CHECK_MSG(strstr(err, "source 'c'") && strstr(err, "ran out"), "%s", err);
         json_t *after = s->get_state(s);
         CHECK(json_equal(before, after)); /* the position did not move */
@@ -249,7 +261,8 @@ static void test_exhausted_stop(void) {
         s = open_mix(&o, err, sizeof err);
         RT_ASSERT(s);
         for (int64_t i = 0; i <= steps; i++) RT_ASSERT(!s->next(s, tok, NULL, 4, err, sizeof err));
-        CHECK_MSG(strstr(s->notice, "source 'c'") && strstr(s->notice, "epoch 1 done"), "%s", s->notice);
+        CHECK_MSG(strstr(s->notice, "source 'c'") && strstr(s->notice, "epoch 1 done"), "%s",
+                  s->notice);
         datasource_free(s);
     }
 }
@@ -282,29 +295,34 @@ static void expect_error(const char *spec, const char *stages, const char *needl
     MixSpec m;
     char err[1024] = "";
     int rc = mix_spec_parse("data.train", spec, stages, &m, err, sizeof err);
-    CHECK_MSG(rc && strstr(err, needle), "'%s' / '%s': expected an error containing '%s', got '%s'", spec,
-              stages ? stages : "", needle, rc ? err : "(parsed)");
+    CHECK_MSG(rc && strstr(err, needle), "'%s' / '%s': expected an error containing '%s', got '%s'",
+              spec, stages ? stages : "", needle, rc ? err : "(parsed)");
 }
 
 static void test_spec(void) {
     MixSpec m;
     char err[1024];
-    CHECK(!mix_spec_parse("data.train", "/d/web/*.h5:3, code=/d/stack:1", " 10 : web=1, code = 1 ", &m, err, sizeof err));
+    CHECK(!mix_spec_parse("data.train", "/d/web/*.h5:3, code=/d/stack:1", " 10 : web=1, code = 1 ",
+                          &m, err, sizeof err));
     CHECK(m.n == 2 && !strcmp(m.src[0].name, "web") && !strcmp(m.src[0].path, "/d/web/*.h5"));
     CHECK(!strcmp(m.src[1].name, "code") && !strcmp(m.src[1].path, "/d/stack"));
     CHECK(m.stage[0].weight[0] == 0.75 && m.stage[0].weight[1] == 0.25);
     CHECK(m.stages == 2 && m.stage[1].step == 10 && m.stage[1].weight[0] == 0.5);
     CHECK(mix_stage_at(&m, 9) == 0 && mix_stage_at(&m, 10) == 1);
-    CHECK(!mix_spec_parse("data.train", "/runs/a:b/shards", NULL, &m, err, sizeof err) && m.n == 1 &&
-          !strcmp(m.src[0].path, "/runs/a:b/shards")); /* a ':' not followed by a number is the path's */
+    CHECK(!mix_spec_parse("data.train", "/runs/a:b/shards", NULL, &m, err, sizeof err) &&
+          m.n == 1 &&
+          !strcmp(m.src[0].path,
+                  "/runs/a:b/shards")); /* a ':' not followed by a number is the path's */
     expect_error("a:1, b", NULL, "every source of a mixture needs a weight");
     expect_error("a:-1, b:1", NULL, "must be a number >= 0");
     expect_error("a:0, b:0", NULL, "the weights sum to 0");
     expect_error("x/d:1, y/d:1", NULL, "two sources are named 'd'");
-    CHECK(!mix_spec_parse("data.train", "/s/web/train:1, /s/code/train/*.h5:1", NULL, &m, err, sizeof err) &&
+    CHECK(!mix_spec_parse("data.train", "/s/web/train:1, /s/code/train/*.h5:1", NULL, &m, err,
+                          sizeof err) &&
           !strcmp(m.src[0].name, "web") && !strcmp(m.src[1].name, "code"));
     expect_error("a b=c:1", NULL, "a source's name is letters");
-    expect_error("a:1, b:1", "5: a=1, z=1", "'z=1' must be NAME=WEIGHT with a source of data.train");
+    expect_error("a:1, b:1", "5: a=1, z=1",
+                 "'z=1' must be NAME=WEIGHT with a source of data.train");
     expect_error("a:1, b:1", "5: a=1", "gives no weight for 'b' (give b=0");
     expect_error("a:1, b:1", "5: a=1, b=1; 5: a=1, b=2", "must come after the one at step 5");
     expect_error("a:1, b:1", "0: a=1, b=1", "STEP > 0");
@@ -314,7 +332,8 @@ static void test_spec(void) {
     run_config_defaults(&rc);
     snprintf(rc.data.train, sizeof rc.data.train, "%s", mix2);
     snprintf(rc.data.stages, sizeof rc.data.stages, "%lld: a=1, c=1", (long long)rc.train.steps);
-    CHECK(run_config_validate(&rc, "x.ini", err, sizeof err) && strstr(err, "never starts: train.steps"));
+    CHECK(run_config_validate(&rc, "x.ini", err, sizeof err) &&
+          strstr(err, "never starts: train.steps"));
     snprintf(rc.data.train, sizeof rc.data.train, "synthetic:markov");
     CHECK(run_config_validate(&rc, "x.ini", err, sizeof err) && strstr(err, "data.stages = "));
     rc.data.stages[0] = 0;

@@ -26,8 +26,8 @@ static double probe_loss(void *ctx) {
     return model_forward(p->m, &p->b, 0.0f, NULL) * p->inv_valid;
 }
 
-/* modReLU (expRNN, nnRNN, docs/models.md §nonlinear-rnns) jumps by 2b at 0 for a bias b > 0 and has kinks
- * at |a| = -b otherwise: the check moves its biases to [-0.1, -0.05], where it is continuous,
+/* modReLU (expRNN, nnRNN, docs/models.md §nonlinear-rnns) jumps by 2b at 0 for a bias b > 0 and has
+ * kinks at |a| = -b otherwise: the check moves its biases to [-0.1, -0.05], where it is continuous,
  * and takes a small step, so that a finite difference rarely crosses a kink among the
  * thousands of units. Returns whether the model has modReLU biases. */
 static int modrelu_continuous(Model *m, Rng *r) {
@@ -36,7 +36,8 @@ static int modrelu_continuous(Model *m, Rng *r) {
     int any = 0;
     for (int i = 0; i < t->n; i++) {
         if (!strstr(t->p[i].name, "nonlinearity.b")) continue;
-        for (int64_t j = 0; j < t->p[i].numel; j++) w[t->p[i].offset + j] = -0.05 - 0.05 * rng_uniform(r);
+        for (int64_t j = 0; j < t->p[i].numel; j++)
+            w[t->p[i].offset + j] = -0.05 - 0.05 * rng_uniform(r);
         any = 1;
     }
     return any;
@@ -61,13 +62,15 @@ static double check_model(const ModelConfig *cfg, const char *label) {
         lab[i] = rng_uniform(&r) < 0.1 ? -100 : (int32_t)rng_below(&r, (uint64_t)cfg->vocab_size);
     }
     tok[5] = tok[40] = tok[T + 3] = cfg->bos_id; /* document starts inside the rows */
-    if (cfg->head == HEAD_CLASSIFIER) /* one sequence per row, labeled at its last token: 70, 45, 70, 45
-                                        * tokens, then pads; a pair's two rows share their class */
+    if (cfg->head ==
+        HEAD_CLASSIFIER) /* one sequence per row, labeled at its last token: 70, 45, 70, 45
+                          * tokens, then pads; a pair's two rows share their class */
         for (int i = 0; i < B * T; i++) {
             int row = i / T, len = row % 2 ? 45 : T, t = i % T;
             if (t == len - 1)
-                lab[i] = cfg->pair != PAIR_NONE && row % 2 ? lab[row * T - 1]
-                                                           : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes);
+                lab[i] = cfg->pair != PAIR_NONE && row % 2
+                             ? lab[row * T - 1]
+                             : (int32_t)rng_below(&r, (uint64_t)cfg->num_classes);
             else
                 lab[i] = -100;
             if (t >= len) tok[i] = 0;
@@ -87,7 +90,8 @@ static double check_model(const ModelConfig *cfg, const char *label) {
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *pi = &t->p[i];
         if (!pi->trainable) continue;
-        double e = tu_gradcheck(probe_loss, &p, w + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
+        double e =
+            tu_gradcheck(probe_loss, &p, w + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
         CHECK_MSG(e < tol, "%s: %s gradient error %.3g", label, pi->name, e);
         if (e > worst) worst = e;
     }
@@ -111,8 +115,8 @@ static void test_mamba2_plain(void) { run_pe_variants(MIXER_MAMBA2, 0, check_mod
 static void test_mamba2_groups(void) { run_pe_variants(MIXER_MAMBA2, 1, check_model); }
 /* the LRU, RotRNN and the nonlinear RNNs, both options in one test each: run_variant_tests */
 
-/* The nnRNN's penalties through model_penalty (docs/models.md §nonlinear-rnns), as the trainer adds them:
- * the gradient it adds equals the finite differences of the value it returns, in every
+/* The nnRNN's penalties through model_penalty (docs/models.md §nonlinear-rnns), as the trainer adds
+ * them: the gradient it adds equals the finite differences of the value it returns, in every
  * parameter (zero outside gamma and T), with gamma and T moved away from their init (ones,
  * zeros) so that both terms are non-zero. */
 static void test_penalty(void) {
@@ -146,7 +150,8 @@ static void test_penalty(void) {
     model_free(m);
 }
 
-/* The auto-encoder head (docs/models.md §autoencoder-head) on two mixers and position embeddings. */
+/* The auto-encoder head (docs/models.md §autoencoder-head) on two mixers and position embeddings.
+ */
 static void test_autoencoder(void) {
     static const MixerKind kinds[] = {MIXER_GLA, MIXER_FOX};
     for (int i = 0; i < 2; i++) {
@@ -154,14 +159,15 @@ static void test_autoencoder(void) {
         x.head = HEAD_AUTOENCODER;
         apply_pe_variant(&x, i ? 3 : 0);
         char label[96];
-        snprintf(label, sizeof label, "%s %s autoencoder", mixer_name(kinds[i]), pe_variant_name(&x, i ? 3 : 0));
+        snprintf(label, sizeof label, "%s %s autoencoder", mixer_name(kinds[i]),
+                 pe_variant_name(&x, i ? 3 : 0));
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
 }
 
-/* The classifier head (docs/models.md §classification), mean and last pooling, with the linear input
- * encoder on the mean-pooled one. */
+/* The classifier head (docs/models.md §classification), mean and last pooling, with the linear
+ * input encoder on the mean-pooled one. */
 static void test_classifier(void) {
     for (int last = 0; last < 2; last++) {
         ModelConfig x = tu_tiny_model(last ? MIXER_GDN : MIXER_GLA, 2);
@@ -179,11 +185,11 @@ static void test_classifier(void) {
     }
 }
 
-/* The block of docs/models.md §block-dropout-bidirectional: the lra block and dropout (element and channel masks, fixed
- * by the stream; also the embedding's dropout of §zoology-shape) on the LRU, RotRNN, GLA and Mamba2, and
- * the bidirectional LRU and RotRNN under the
- * classifier (rows of 70 and 45 tokens, so that the reverse scan starts at each sequence's
- * last token, not in its pads), with and without documents. */
+/* The block of docs/models.md §block-dropout-bidirectional: the lra block and dropout (element and
+ * channel masks, fixed by the stream; also the embedding's dropout of §zoology-shape) on the LRU,
+ * RotRNN, GLA and Mamba2, and the bidirectional LRU and RotRNN under the classifier (rows of 70 and
+ * 45 tokens, so that the reverse scan starts at each sequence's last token, not in its pads), with
+ * and without documents. */
 static void test_block(void) {
     static const struct {
         MixerKind mixer;
@@ -195,7 +201,8 @@ static void test_block(void) {
         {MIXER_LRU, BLOCK_LRA, 0, 0, DROPOUT_ELEMENT, 0, 0},
         {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 0, 1},
         {MIXER_GLA, BLOCK_PRENORM, 0.25, 0, DROPOUT_ELEMENT, 0, 0},
-        {MIXER_GLA, BLOCK_PRENORM, 0, 0.25, DROPOUT_ELEMENT, 0, 0},  /* the embedding's alone (§zoology-shape) */
+        {MIXER_GLA, BLOCK_PRENORM, 0, 0.25, DROPOUT_ELEMENT, 0,
+         0}, /* the embedding's alone (§zoology-shape) */
         {MIXER_MAMBA2, BLOCK_PRENORM, 0.25, 0.25, DROPOUT_CHANNEL, 0, 0},
         {MIXER_LRU, BLOCK_LRA, 0.25, 0, DROPOUT_ELEMENT, 1, 0},
         {MIXER_ROTRNN, BLOCK_LRA, 0.25, 0, DROPOUT_CHANNEL, 1, 1},
@@ -213,15 +220,16 @@ static void test_block(void) {
         if (x.bidirectional) x.head = HEAD_CLASSIFIER, x.num_classes = 5;
         char label[128];
         snprintf(label, sizeof label, "%s %s dropout %.2f embed %.2f %s%s%s", mixer_name(x.mixer),
-                 BLOCK_NAMES.names[x.block], x.dropout, x.embed_dropout, x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
+                 BLOCK_NAMES.names[x.block], x.dropout, x.embed_dropout,
+                 x.dropout_mask == DROPOUT_CHANNEL ? "channel" : "element",
                  x.bidirectional ? " bidirectional" : "", x.doc_mask ? " docmask" : "");
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
 }
 
-/* The pair classifier (docs/models.md §classification, LRA's dual encoder): both interactions, mean and
- * last pooling. */
+/* The pair classifier (docs/models.md §classification, LRA's dual encoder): both interactions, mean
+ * and last pooling. */
 static void test_pair_classifier(void) {
     for (int nli = 0; nli < 2; nli++) {
         ModelConfig x = tu_tiny_model(nli ? MIXER_GLA : MIXER_FOX, 2);
@@ -233,16 +241,17 @@ static void test_pair_classifier(void) {
         x.init_std = 0.3; /* the ReLUs' inputs well away from their kink at the step of the check */
         apply_pe_variant(&x, nli ? 2 : 0);
         char label[96];
-        snprintf(label, sizeof label, "%s pair classifier %s, %s pool", mixer_name(x.mixer), nli ? "nli" : "concat",
-                 nli ? "mean" : "last");
+        snprintf(label, sizeof label, "%s pair classifier %s, %s pool", mixer_name(x.mixer),
+                 nli ? "nli" : "concat", nli ? "mean" : "last");
         double e = check_model(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
 }
 
-/* Dropout acts only where it should (docs/models.md §block-dropout-bidirectional): a scoring forward (grad_scale 0) of a
- * model with dropout gives the loss of the same model without it, a training forward another;
- * a bidirectional classifier does not see the pads after a sequence's labeled last token. */
+/* Dropout acts only where it should (docs/models.md §block-dropout-bidirectional): a scoring
+ * forward (grad_scale 0) of a model with dropout gives the loss of the same model without it, a
+ * training forward another; a bidirectional classifier does not see the pads after a sequence's
+ * labeled last token. */
 static void test_block_passes(void) {
     ModelConfig x = tu_tiny_model(MIXER_LRU, 2);
     x.block = BLOCK_LRA;
@@ -265,15 +274,15 @@ static void test_block_passes(void) {
     double repadded = model_forward(m, &b, 0.0, NULL);
     tok[5] = 11; /* a token inside it */
     double changed = model_forward(m, &b, 0.0, NULL);
-    printf("    scored %.12f trained %.12f plain %.12f repadded %.12f changed %.12f\n", scored, trained,
-           plain, repadded, changed);
+    printf("    scored %.12f trained %.12f plain %.12f repadded %.12f changed %.12f\n", scored,
+           trained, plain, repadded, changed);
     CHECK(scored == plain && trained != plain);
     CHECK(fabs(repadded - plain) < 1e-12 && changed != plain);
     model_free(m);
 }
 
-/* Carried states (docs/models.md §carried-states): a window run from the state the previous window left
- * gives the log-probabilities of the two windows run whole, and the gradient of a carried
+/* Carried states (docs/models.md §carried-states): a window run from the state the previous window
+ * left gives the log-probabilities of the two windows run whole, and the gradient of a carried
  * window (its initial states fixed: truncated BPTT) matches finite differences, for the nnRNN
  * in the papers' shape and a two-layer LSTM in pre-norm blocks. */
 typedef struct {
@@ -308,20 +317,26 @@ static void test_carry(void) {
         }
         for (int w = 0; w < 2; w++)
             for (int b = 0; b < B; b++)
-                for (int t = 0; t < T; t++) tw[w][b * T + t] = tok[b * 2 * T + w * T + t], lw[w][b * T + t] = lab[b * 2 * T + w * T + t];
+                for (int t = 0; t < T; t++)
+                    tw[w][b * T + t] = tok[b * 2 * T + w * T + t],
+                                  lw[w][b * T + t] = lab[b * 2 * T + w * T + t];
         double whole[B * 2 * T], part[2][B * T];
         uint8_t greedy[B * 2 * T];
-        CHECK(model_token_logprobs(m, &(Batch){B, 2 * T, tok, lab, NULL}, whole, greedy) == B * 2 * T);
+        CHECK(model_token_logprobs(m, &(Batch){B, 2 * T, tok, lab, NULL}, whole, greedy) ==
+              B * 2 * T);
         size_t bytes = model_carry_bytes(m, B);
         void *block = backend_cpu()->alloc(bytes);
         backend_cpu()->zero(block, bytes);
         model_set_carry(m, block, B);
-        for (int w = 0; w < 2; w++) model_token_logprobs(m, &(Batch){B, T, tw[w], lw[w], NULL}, part[w], greedy);
+        for (int w = 0; w < 2; w++)
+            model_token_logprobs(m, &(Batch){B, T, tw[w], lw[w], NULL}, part[w], greedy);
         double worst = 0;
         for (int b = 0; b < B; b++)
             for (int w = 0; w < 2; w++)
-                for (int t = 0; t < T; t++) worst = fmax(worst, fabs(part[w][b * T + t] - whole[b * 2 * T + w * T + t]));
-        printf("    %s carried windows vs whole rows: max |d logp| %.2e\n", mixer_name(x.mixer), worst);
+                for (int t = 0; t < T; t++)
+                    worst = fmax(worst, fabs(part[w][b * T + t] - whole[b * 2 * T + w * T + t]));
+        printf("    %s carried windows vs whole rows: max |d logp| %.2e\n", mixer_name(x.mixer),
+               worst);
         CHECK_MSG(worst < 1e-12, "%s: %.3e", mixer_name(x.mixer), worst);
         /* the second window's gradient from the state the first left (nonzero) */
         int64_t W = model_carry_width(m);
@@ -340,8 +355,10 @@ static void test_carry(void) {
         for (int i = 0; i < pt->n; i++) {
             const ParamInfo *pi = &pt->p[i];
             if (!pi->trainable) continue;
-            double e = tu_gradcheck(carry_loss, &p, wts + pi->offset, g + pi->offset, pi->numel, 6, step, &r);
-            CHECK_MSG(e < 1e-6, "%s carried: %s gradient error %.3g", mixer_name(x.mixer), pi->name, e);
+            double e = tu_gradcheck(carry_loss, &p, wts + pi->offset, g + pi->offset, pi->numel, 6,
+                                    step, &r);
+            CHECK_MSG(e < 1e-6, "%s carried: %s gradient error %.3g", mixer_name(x.mixer), pi->name,
+                      e);
             worst = fmax(worst, e);
         }
         printf("    %s carried window gradient: worst %.2e\n", mixer_name(x.mixer), worst);
@@ -353,14 +370,18 @@ static void test_carry(void) {
 }
 
 static const TestCase tests[] = {
-    {"model_grad_gla_plain", test_gla_plain}, {"model_grad_gla_conv", test_gla_conv},
-    {"model_grad_gdn_plain", test_gdn_plain}, {"model_grad_gdn_conv", test_gdn_conv},
-    {"model_grad_fox_plain", test_fox_plain}, {"model_grad_fox_pro", test_fox_pro},
+    {"model_grad_gla_plain", test_gla_plain},
+    {"model_grad_gla_conv", test_gla_conv},
+    {"model_grad_gdn_plain", test_gdn_plain},
+    {"model_grad_gdn_conv", test_gdn_conv},
+    {"model_grad_fox_plain", test_fox_plain},
+    {"model_grad_fox_pro", test_fox_pro},
     {"model_grad_transformer", test_transformer},
     {"model_grad_transformer_qk_norm", test_transformer_qk_norm},
     {"model_grad_deltanet_plain", test_deltanet_plain},
     {"model_grad_deltanet_conv", test_deltanet_conv},
-    {"model_grad_mamba2_plain", test_mamba2_plain}, {"model_grad_mamba2_groups", test_mamba2_groups},
+    {"model_grad_mamba2_plain", test_mamba2_plain},
+    {"model_grad_mamba2_groups", test_mamba2_groups},
     {"model_penalty", test_penalty},
     {"model_grad_autoencoder", test_autoencoder},
     {"model_grad_classifier", test_classifier},

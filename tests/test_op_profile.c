@@ -38,7 +38,8 @@ static void test_matmul_rows(void) {
     OpTime rows[MAX_ROWS];
     int n = be->profile_read(rows, MAX_ROWS);
     CHECK(n == 2);
-    const OpTime *big = find(rows, n, "matmul_fwd", "8x6x4"), *other = find(rows, n, "matmul_fwd", "3x5x4");
+    const OpTime *big = find(rows, n, "matmul_fwd", "8x6x4"),
+                 *other = find(rows, n, "matmul_fwd", "3x5x4");
     CHECK(big && other);
     if (big && other) {
         CHECK(big->calls == 2 && other->calls == 1);

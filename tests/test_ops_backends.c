@@ -15,10 +15,10 @@
  * The CPU (fp32) runs here; the CUDA backend (backend_cuda) runs in a child process, so that
  * a kernel that refuses a shape (rt_die: conv and shift take an even width, which some of
  * the finite-difference shapes are not) costs that case ("died", listed at the end but no
- * failure), not the rest; without a GPU every case reads "cuda skipped: no GPU". A case whose op is outside the Backend table
- * (OpDef.cpu_only) is "cpu only" there; one whose shape the backend's kernels do not take
- * (Backend.supports) "unsupported". The last row checks that every op of BACKEND_OPS is
- * exercised by a case or a direct test, or exempted below with its reason. */
+ * failure), not the rest; without a GPU every case reads "cuda skipped: no GPU". A case whose op is
+ * outside the Backend table (OpDef.cpu_only) is "cpu only" there; one whose shape the backend's
+ * kernels do not take (Backend.supports) "unsupported". The last row checks that every op of
+ * BACKEND_OPS is exercised by a case or a direct test, or exempted below with its reason. */
 #include "device/host_copy.h"
 #include "harness.h"
 #include "op_refs.h"
@@ -96,7 +96,9 @@ static double rel_err(const double *a, const double *b, int64_t n) {
 static double case_tol(const Op *o) {
     for (int i = 0; i < o->nt; i++) {
         const Tensor *t = &o->t[i];
-        if ((tensor_kind(t) == EL_ACT || (t->d && tensor_dkind(t) == EL_ACT)) && o->be->act_size == 2) return TOL_BF16;
+        if ((tensor_kind(t) == EL_ACT || (t->d && tensor_dkind(t) == EL_ACT)) &&
+            o->be->act_size == 2)
+            return TOL_BF16;
     }
     return TOL_F32;
 }
@@ -110,7 +112,8 @@ static void worse(Result *r, double err, double tol, const char *what) {
 }
 
 /* Compares one tensor's downloaded output or gradient with the reference. */
-static void compare(Result *r, const Op *o, const Tensor *t, const RefTensor *q, int grad, double tol) {
+static void compare(Result *r, const Op *o, const Tensor *t, const RefTensor *q, int grad,
+                    double tol) {
     Elem k = grad ? tensor_dkind(t) : tensor_kind(t);
     double *got = download(o->be, k, grad ? t->bd : t->bv, q->n);
     if (grad && t->spec.grad == GRAD_ADD)
@@ -127,7 +130,8 @@ static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc) {
     Result r = {.status = RES_OK};
     if (c->op->cpu_only && be != backend_cpu()) return (Result){.status = RES_CPU_ONLY};
     Op *o = op_new(c, be);
-    if (o->nt != rc->nt) rt_die("%s: %d tensors, the refs file has %d (rebuild it)", c->name, o->nt, rc->nt);
+    if (o->nt != rc->nt)
+        rt_die("%s: %d tensors, the refs file has %d (rebuild it)", c->name, o->nt, rc->nt);
     if (c->op->shape && be->supports) {
         OpShape sh = c->op->shape(o);
         if (!be->supports(&sh, r.what, sizeof r.what)) {
@@ -141,10 +145,15 @@ static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc) {
     for (int i = 0; i < o->nt; i++) {
         Tensor *t = &o->t[i];
         const RefTensor *q = &rc->t[i];
-        if (q->n != t->spec.n) rt_die("%s: tensor %s of %lld, the refs file's of %lld", c->name, t->spec.name,
-                                      (long long)t->spec.n, (long long)q->n);
-        if (q->has_v) upload(be, tensor_kind(t), t->bv = alloc(be, kind_bytes(be, tensor_kind(t), q->n)), q->v_in, q->n);
-        if (q->has_d) upload(be, tensor_dkind(t), t->bd = alloc(be, kind_bytes(be, tensor_dkind(t), q->n)), q->d_in, q->n);
+        if (q->n != t->spec.n)
+            rt_die("%s: tensor %s of %lld, the refs file's of %lld", c->name, t->spec.name,
+                   (long long)t->spec.n, (long long)q->n);
+        if (q->has_v)
+            upload(be, tensor_kind(t), t->bv = alloc(be, kind_bytes(be, tensor_kind(t), q->n)),
+                   q->v_in, q->n);
+        if (q->has_d)
+            upload(be, tensor_dkind(t), t->bd = alloc(be, kind_bytes(be, tensor_dkind(t), q->n)),
+                   q->d_in, q->n);
     }
     double scalar = c->op->fwd(o);
     c->op->bwd(o);
@@ -180,7 +189,8 @@ static void read_refs(const char *path) {
     for (int i = 0; i < n; i++) {
         refs_read_case(f, path, &refs[i]);
         if (strcmp(refs[i].name, CASES[i].name))
-            rt_die("%s: case %d is %s, the table's %s (rebuild it)", path, i, refs[i].name, CASES[i].name);
+            rt_die("%s: case %d is %s, the table's %s (rebuild it)", path, i, refs[i].name,
+                   CASES[i].name);
     }
     fclose(f);
 }
@@ -226,7 +236,8 @@ static void run_cuda(void) {
         while (fgets(line, sizeof line, in)) {
             int i, st, k = 0;
             double ratio;
-            if (sscanf(line, "%d %d %lf %n", &i, &st, &ratio, &k) < 3 || i != next) rt_die("cuda child: bad line %s", line);
+            if (sscanf(line, "%d %d %lf %n", &i, &st, &ratio, &k) < 3 || i != next)
+                rt_die("cuda child: bad line %s", line);
             Result *r = &cuda_results[i];
             *r = (Result){.status = (Status)st, .ratio = ratio};
             snprintf(r->what, sizeof r->what, "%.*s", (int)strcspn(line + k, "\n"), line + k);
@@ -252,7 +263,8 @@ static void print_result(const char *backend, const Result *r) {
     printf("  %s %s", backend, STATUS[r->status]);
     if (r->status == RES_OK || r->status == RES_FAIL) printf(" %.2g of tol", r->ratio);
     if (r->status == RES_FAIL) printf(" (%s)", r->what);
-    if (r->status == RES_SKIPPED || r->status == RES_UNSUPPORTED || r->status == RES_DIED) printf(" %s", r->what);
+    if (r->status == RES_SKIPPED || r->status == RES_UNSUPPORTED || r->status == RES_DIED)
+        printf(" %s", r->what);
 }
 
 static void run_row(const void *arg) {
@@ -267,8 +279,8 @@ static void run_row(const void *arg) {
     for (int b = 0; b < 2; b++) {
         if (both[b]->status == RES_OK || both[b]->status == RES_FAIL)
             printf("    %s err=%.3e tol=1\n", b ? "cuda" : "cpu-f32", both[b]->ratio);
-        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", CASES[i].name, b ? "cuda" : "cpu-f32",
-                  both[b]->what);
+        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", CASES[i].name,
+                  b ? "cuda" : "cpu-f32", both[b]->what);
     }
 }
 
@@ -276,15 +288,15 @@ static void run_row(const void *arg) {
 
 /* Ops of BACKEND_OPS no case or direct test of the table calls, each with where it is checked. */
 static const char *const EXEMPT[] = {
-    "to_act",          /* every [act] buffer of this runner is filled through it */
+    "to_act", /* every [act] buffer of this runner is filled through it */
     /* no backward of their own: tests/gpu/test_gpu_basic against the CPU, and on the CPU through
      * the model (test_model_grad: the residual stream's norms, the classifier's pooled rows) */
     "scatter_rows", "add_rmsnorm_fwd",
     /* decoding: test_decode_f32/f64 (every family's steps against the forward),
      * tests/gpu/test_gpu_decode, test_gpu_diagrnn and test_gpu_rnncells */
     "segment_tail", "segment_cumsum", "cache_write", "conv_step", "shift_step", "selrope_step",
-    "gla_step", "gdn_step", "cscan_step", "attn_step",
-    "rnn_step", "lstm_step", /* also the RNN and LSTM cases' extra check (check_steps) on the CPU */
+    "gla_step", "gdn_step", "cscan_step", "attn_step", "rnn_step",
+    "lstm_step", /* also the RNN and LSTM cases' extra check (check_steps) on the CPU */
     "token_logprobs", "logit_scores", /* test_scoring_f32/f64, tests/gpu/test_gpu_basic */
 };
 
@@ -322,18 +334,23 @@ static void test_coverage(void) {
     int uncovered = 0;
     for (int i = 0; i < NCASES; i++) check_list(CASES[i].name, CASES[i].op->ops);
     for (int i = 0; i < NDIRECT; i++) check_list(DIRECT[i].t.name, DIRECT[i].ops);
-    for (int j = 0; j < TH_COUNT(EXEMPT); j++) CHECK_MSG(is_op(EXEMPT[j], strlen(EXEMPT[j])), "exempt '%s' is no op", EXEMPT[j]);
+    for (int j = 0; j < TH_COUNT(EXEMPT); j++)
+        CHECK_MSG(is_op(EXEMPT[j], strlen(EXEMPT[j])), "exempt '%s' is no op", EXEMPT[j]);
     for (int j = 0; j < TH_COUNT(OP_NAMES); j++) {
         int in = 0;
         for (int i = 0; i < NCASES && !in; i++) in = lists(CASES[i].op->ops, OP_NAMES[j]);
         for (int i = 0; i < NDIRECT && !in; i++) in = lists(DIRECT[i].ops, OP_NAMES[j]);
         for (int i = 0; i < TH_COUNT(EXEMPT) && !in; i++) in = !strcmp(EXEMPT[i], OP_NAMES[j]);
         if (!in) {
-            fprintf(stderr, "    %s: no case or direct test of tests/op_table.c calls it, and it is not exempt\n", OP_NAMES[j]);
+            fprintf(stderr,
+                    "    %s: no case or direct test of tests/op_table.c calls it, and it is not "
+                    "exempt\n",
+                    OP_NAMES[j]);
             uncovered++;
         }
     }
-    printf("    %d ops, %d exempt, %d uncovered\n", TH_COUNT(OP_NAMES), TH_COUNT(EXEMPT), uncovered);
+    printf("    %d ops, %d exempt, %d uncovered\n", TH_COUNT(OP_NAMES), TH_COUNT(EXEMPT),
+           uncovered);
     CHECK(uncovered == 0);
 }
 
@@ -350,7 +367,8 @@ int main(int argc, char **argv) {
     rows[NCASES] = th_row(&coverage);
     int rc = th_run_rows(rows, NCASES + 1, argc - 1, argv + 1);
     for (int i = 0; i < NCASES; i++)
-        if (cuda_results[i].status == RES_DIED) printf("cuda died: %s (a kernel refused it, its message above)\n", CASES[i].name);
+        if (cuda_results[i].status == RES_DIED)
+            printf("cuda died: %s (a kernel refused it, its message above)\n", CASES[i].name);
     for (int i = 0; i < NCASES; i++) refs_free_case(&refs[i]);
     rt_free(refs);
     rt_free(rows);

@@ -146,7 +146,8 @@ static void check_accumulate(Op *o) {
         Tensor *t = &o->t[i];
         if (!has_grad(t)) continue;
         first[i] = t->d;
-        pre[i] = t->spec.grad == GRAD_SET ? rand_nz(&o->r, t->spec.n, 0.1, 1.0) : tu_zeros(t->spec.n);
+        pre[i] =
+            t->spec.grad == GRAD_SET ? rand_nz(&o->r, t->spec.n, 0.1, 1.0) : tu_zeros(t->spec.n);
         t->d = tu_copy(pre[i], t->spec.n);
     }
     op_on_host(o);
@@ -157,7 +158,8 @@ static void check_accumulate(Op *o) {
         Tensor *t = &o->t[i];
         if (!has_grad(t)) continue;
         subtract(t->d, pre[i], t->spec.n);
-        check_equal(label(o, t->spec.grad == GRAD_SET ? "d%s (accumulate=1) adds" : "d%s from zero", t->spec.name),
+        check_equal(label(o, t->spec.grad == GRAD_SET ? "d%s (accumulate=1) adds" : "d%s from zero",
+                          t->spec.name),
                     t->d, first[i], t->spec.n);
         FREE_ALL(t->d, pre[i]);
         t->d = first[i];
@@ -172,7 +174,8 @@ static void check_fd(Op *o, Tensor *t) {
         fd_check(what, op_loss, o, t->v, t->d, n, MIXER_SAMPLES, &o->r);
         fd_check_rows(what, op_loss, o, t->v, t->d, n, t->spec.rowlen, EDGE_TOKENS, NEDGE);
     } else {
-        fd_check(what, op_loss, o, t->v, t->d, n, t->spec.samples ? t->spec.samples : FD_SAMPLES, &o->r);
+        fd_check(what, op_loss, o, t->v, t->d, n, t->spec.samples ? t->spec.samples : FD_SAMPLES,
+                 &o->r);
     }
 }
 

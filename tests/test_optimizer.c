@@ -1,5 +1,6 @@
-/* The training recipe pieces of docs/models.md §training-recipe: AdamW and RMSprop with their parameter groups,
- * global-norm clipping, and gradient accumulation over micro-batches equal to one batch. */
+/* The training recipe pieces of docs/models.md §training-recipe: AdamW and RMSprop with their
+ * parameter groups, global-norm clipping, and gradient accumulation over micro-batches equal to one
+ * batch. */
 #include <string.h>
 
 #include "harness.h"
@@ -20,7 +21,8 @@ static TrainConfig recipe(void) {
 }
 
 static ModelConfig tiny(MixerKind mixer, PEKind pe) {
-    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 19, .hidden = 16, .layers = 1, .heads = 2});
+    ModelConfig c =
+        tu_model(mixer, (TuModelSize){.vocab = 19, .hidden = 16, .layers = 1, .heads = 2});
     c.head_dim = 8;
     c.intermediate_size = 32;
     c.pe.kind = pe;
@@ -29,8 +31,9 @@ static ModelConfig tiny(MixerKind mixer, PEKind pe) {
     return c;
 }
 
-/* docs/models.md §training-recipe: no weight decay on norm weights, biases, A_log, dt_bias, weight-norm scalars and
- * temperatures; decay on every matrix (linears, embeddings, convs, phi projections). */
+/* docs/models.md §training-recipe: no weight decay on norm weights, biases, A_log, dt_bias,
+ * weight-norm scalars and temperatures; decay on every matrix (linears, embeddings, convs, phi
+ * projections). */
 static void test_decay_groups(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
         ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);
@@ -41,7 +44,8 @@ static void test_decay_groups(void) {
             int no_decay = strstr(n, "norm") || strstr(n, "bias") || strstr(n, "A_log") ||
                            strstr(n, "scalar") || strstr(n, "temperature");
             CHECK_MSG(t->p[i].decay == !no_decay, "%s: decay flag %d", n, t->p[i].decay);
-            CHECK_MSG(t->p[i].trainable == !strstr(n, "temperature"), "%s: trainable %d", n, t->p[i].trainable);
+            CHECK_MSG(t->p[i].trainable == !strstr(n, "temperature"), "%s: trainable %d", n,
+                      t->p[i].trainable);
         }
         model_free(m);
     }
@@ -104,7 +108,8 @@ static void test_adamw_step_groups(void) {
                 double lr = GROUP_LR * group_lr_scale(p), wd = group_weight_decay(p);
                 expect -= lr * wd * w0[k] + lr * gk / (fabs(gk) + 1e-8);
             }
-            CHECK_MSG(fabs(w[k] - expect) < 1e-6, "%s[%lld]: %g vs %g", p->name, (long long)j, (double)w[k], expect);
+            CHECK_MSG(fabs(w[k] - expect) < 1e-6, "%s[%lld]: %g vs %g", p->name, (long long)j,
+                      (double)w[k], expect);
         }
     }
     optimizer_free(opt);
@@ -117,22 +122,27 @@ static void test_adamw_step_groups(void) {
  * 1e-9 tell eps outside the root from eps inside it). */
 static void test_rmsprop_matches_torch(void) {
     real w[5] = {0.5, -1.25, 2.0, 0.0, 0.75}, sq[5] = {0};
-    static const real g[3][5] = {{0.1, -0.2, 0.3, 1e-9, 0}, {-0.4, 0.05, 0.3, 2e-9, 0}, {0.2, 0.2, -0.1, -1e-9, 0}};
+    static const real g[3][5] = {
+        {0.1, -0.2, 0.3, 1e-9, 0}, {-0.4, 0.05, 0.3, 2e-9, 0}, {0.2, 0.2, -0.1, -1e-9, 0}};
     static const double torch_w[3][5] = {
-        {0.46837723139831416, -1.2183772272078395, 1.968377225898316, -0.0009693465699682846, 0.7183772500649603},
-        {0.4985398544404232, -1.2169920361426791, 1.945478743993908, 0.030632810172793762, 0.6959094915857003},
-        {0.4822596125313498, -1.2330293820802052, 1.9456438928153905, -0.0009750755013790899, 0.6773395263594925}};
-    static const double torch_sq[5] = {0.019088042049414066, 0.007528419519729989, 0.02724712615503748,
-                                       2.348033583686648e-07, 0.0003510935766372182};
+        {0.46837723139831416, -1.2183772272078395, 1.968377225898316, -0.0009693465699682846,
+         0.7183772500649603},
+        {0.4985398544404232, -1.2169920361426791, 1.945478743993908, 0.030632810172793762,
+         0.6959094915857003},
+        {0.4822596125313498, -1.2330293820802052, 1.9456438928153905, -0.0009750755013790899,
+         0.6773395263594925}};
+    static const double torch_sq[5] = {0.019088042049414066, 0.007528419519729989,
+                                       0.02724712615503748, 2.348033583686648e-07,
+                                       0.0003510935766372182};
     for (int t = 0; t < 3; t++) {
         backend_cpu()->rmsprop_update(w, NULL, sq, g[t], 5, 0.01, 0.9, 1e-8, 0.05);
         for (int i = 0; i < 5; i++)
-            CHECK_MSG(fabs(w[i] - torch_w[t][i]) < 2e-6, "step %d w[%d]: %.9g vs torch %.9g", t + 1, i, (double)w[i],
-                      torch_w[t][i]);
+            CHECK_MSG(fabs(w[i] - torch_w[t][i]) < 2e-6, "step %d w[%d]: %.9g vs torch %.9g", t + 1,
+                      i, (double)w[i], torch_w[t][i]);
     }
     for (int i = 0; i < 5; i++)
-        CHECK_MSG(fabs(sq[i] - torch_sq[i]) < 1e-6 * torch_sq[i] + 1e-12, "square_avg[%d]: %.9g vs torch %.9g", i,
-                  (double)sq[i], torch_sq[i]);
+        CHECK_MSG(fabs(sq[i] - torch_sq[i]) < 1e-6 * torch_sq[i] + 1e-12,
+                  "square_avg[%d]: %.9g vs torch %.9g", i, (double)sq[i], torch_sq[i]);
 }
 
 /* optimizer_step with train.optimizer = rmsprop, two steps (the second at half the peak lr):
@@ -149,7 +159,8 @@ static void test_rmsprop_step_groups(void) {
     tc.rmsprop_alpha = 0.9;
     tc.rmsprop_eps = 1e-8;
     params_set_orthogonal((ParamTable *)t, t->n - 1); /* a second orthogonal parameter */
-    double *rw = rt_malloc(sizeof(double) * (size_t)t->total), *rs = rt_calloc((size_t)t->total, sizeof(double));
+    double *rw = rt_malloc(sizeof(double) * (size_t)t->total),
+           *rs = rt_calloc((size_t)t->total, sizeof(double));
     for (int64_t i = 0; i < t->total; i++) rw[i] = w[i];
     Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_RMSPROP, 0, t->total);
     CHECK(opt->spec->nstate == 1 && !strcmp(opt->spec->state_names[0], "square_avg"));
@@ -170,9 +181,10 @@ static void test_rmsprop_step_groups(void) {
         for (int i = 0; i < t->n; i++) {
             const ParamInfo *p = &t->p[i];
             int bad = 0;
-            for (int64_t k = p->offset; k < p->offset + p->numel; k++) bad += !(fabs(w[k] - rw[k]) < 1e-6);
-            CHECK_MSG(!bad, "step %d, %s: %d of %lld weights differ from torch's RMSprop", step + 1, p->name, bad,
-                      (long long)p->numel);
+            for (int64_t k = p->offset; k < p->offset + p->numel; k++)
+                bad += !(fabs(w[k] - rw[k]) < 1e-6);
+            CHECK_MSG(!bad, "step %d, %s: %d of %lld weights differ from torch's RMSprop", step + 1,
+                      p->name, bad, (long long)p->numel);
         }
     }
     optimizer_free(opt);
@@ -202,7 +214,8 @@ static void test_clipping(void) {
 }
 
 /* Two micro-batches of 2 rows with the loss averaged over all their labels give the
- * gradients of one batch of 4 rows (the trainer's accumulation, docs/models.md §training-recipe). */
+ * gradients of one batch of 4 rows (the trainer's accumulation, docs/models.md §training-recipe).
+ */
 static void test_accumulation_equals_full_batch(void) {
     for (int mixer = 0; mixer < 3; mixer++) {
         ModelConfig c = tiny((MixerKind)mixer, PE_SELECTIVE);
@@ -234,7 +247,8 @@ static void test_accumulation_equals_full_batch(void) {
         }
         CHECK_CLOSE(loss_acc, loss_full, 1e-5);
         double e = tu_rel_err(model_grads(m), g_full, t->total, 1e-6);
-        CHECK_MSG(e < 1e-4, "%s: accumulated gradients differ from the full batch by %.3g", mixer_name(c.mixer), e);
+        CHECK_MSG(e < 1e-4, "%s: accumulated gradients differ from the full batch by %.3g",
+                  mixer_name(c.mixer), e);
         rt_free(g_full);
         model_free(m);
     }

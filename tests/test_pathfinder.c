@@ -36,8 +36,9 @@ static void write_png(const char *path, const uint8_t *px, int h, int w, int dep
     png_infop info = png_create_info_struct(png);
     RT_ASSERT(png && info && !setjmp(png_jmpbuf(png)));
     png_init_io(png, f);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, rgb ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth,
+                 rgb ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
     if (depth < 8) png_set_packing(png);
     uint8_t *row = rt_malloc((size_t)w * 3);
@@ -72,11 +73,13 @@ static char *write_tree(const char *name, const char *sub) {
             char *png = rt_sprintf("%s/sample_%d.png", imgs, k);
             uint8_t px[PIX];
             for (int p = 0; p < PIX; p++) px[p] = pixel(id, p);
-            if (id == 3) write_text(png, "");
-            else write_png(png, px, SIDE, SIDE, 8, 0);
+            if (id == 3)
+                write_text(png, "");
+            else
+                write_png(png, px, SIDE, SIDE, 8, 0);
             rt_free(png);
-            snprintf(text + strlen(text), sizeof text - strlen(text), "imgs/%d sample_%d.png %d %d 1.0 14 4 2 0.5 1 1\n",
-                     f, k, k, label_of(id));
+            snprintf(text + strlen(text), sizeof text - strlen(text),
+                     "imgs/%d sample_%d.png %d %d 1.0 14 4 2 0.5 1 1\n", f, k, k, label_of(id));
         }
         char *mf = rt_sprintf("%s/%d.npy", meta, f);
         write_text(mf, text);
@@ -112,14 +115,17 @@ static int split_ids(const TaskConfig *t, DataSplit split, int *ids, int64_t *em
         ids[i] = px[0];
         int bad = set.labels[i] != label_of(ids[i]);
         for (int p = 0; p < PIX; p++) bad |= px[p] != pixel(ids[i], p);
-        CHECK_MSG(!bad, "split %d image %d: pixels or label differ from what was written", (int)split, ids[i]);
+        CHECK_MSG(!bad, "split %d image %d: pixels or label differ from what was written",
+                  (int)split, ids[i]);
     }
     int n = (int)set.n;
     image_set_free(&set);
     return n;
 }
 
-static int same(const int *a, const int *b, int n) { return !memcmp(a, b, sizeof(int) * (size_t)n); }
+static int same(const int *a, const int *b, int n) {
+    return !memcmp(a, b, sizeof(int) * (size_t)n);
+}
 
 static void test_splits(void) {
     char *root = write_tree("splits", "curv_contour_length_14");
@@ -127,7 +133,8 @@ static void test_splits(void) {
     int ids[N_IMAGES];
     int64_t empty;
     /* hashlib.md5(b"hard" + key) order: train 20 (round(20.0)), val 2, test 3 (round(22.5) = 22) */
-    static const int TRAIN[] = {10, 20, 18, 15, 24, 23, 8, 21, 7, 6, 9, 22, 14, 0, 17, 1, 16, 5, 12, 13},
+    static const int TRAIN[] = {10, 20, 18, 15, 24, 23, 8,  21, 7,  6,
+                                9,  22, 14, 0,  17, 1,  16, 5,  12, 13},
                      VAL[] = {4, 11}, TEST[] = {2, 19}; /* the test split's 3 is empty */
     CHECK(split_ids(&t, SPLIT_TRAIN, ids, &empty) == 20 && same(ids, TRAIN, 20) && empty == 0);
     CHECK(split_ids(&t, SPLIT_VAL, ids, &empty) == 2 && same(ids, VAL, 2) && empty == 0);
@@ -181,14 +188,17 @@ static const char *open_all(const TaskConfig *t) {
 
 static int names(const char *err, const char *a, const char *b) {
     int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok) fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "", b ? b : "");
+    if (!ok)
+        fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "",
+                b ? b : "");
     return ok;
 }
 
 static void test_errors(void) {
     char err[2048];
     TaskConfig t = task_at("/nonexistent/pathfinder32", "hard");
-    CHECK(names(open_all(&t), "task.path = /nonexistent/pathfinder32 does not exist", "docs/classification.md"));
+    CHECK(names(open_all(&t), "task.path = /nonexistent/pathfinder32 does not exist",
+                "docs/classification.md"));
     int pixels;
     CHECK(pathfinder_pixels(&t, &pixels, err, sizeof err) && names(err, "does not exist", NULL));
     char *root = write_tree("errors", "curv_contour_length_14");
@@ -198,14 +208,16 @@ static void test_errors(void) {
     CHECK(names(open_all(&t), "task.difficulty = medium", "easy, intermediate, hard"));
     t = task_at(root, "hard");
     CHECK(names(open_all(&t), "", NULL) && !open_all(&t)[0]);
-    char *dir = rt_sprintf("%s/curv_contour_length_14", root), *meta1 = rt_sprintf("%s/metadata/1.npy", dir);
+    char *dir = rt_sprintf("%s/curv_contour_length_14", root),
+         *meta1 = rt_sprintf("%s/metadata/1.npy", dir);
     size_t n;
     char *good = fs_read_file(meta1, &n);
     /* metadata lines: too few fields, a bad label, an empty line */
     static const struct {
         const char *text, *what;
     } BAD_META[] = {
-        {"imgs/1 sample_0.png 0 1 1.0\nimgs/1 sample_1.png 1\n", "1.npy:2: 3 space-separated fields"},
+        {"imgs/1 sample_0.png 0 1 1.0\nimgs/1 sample_1.png 1\n",
+         "1.npy:2: 3 space-separated fields"},
         {"imgs/1 sample_0.png 0 2 1.0\n", "1.npy:1: label (field 4) \"2\" is not 0 or 1"},
         {"imgs/1 sample_0.png 0 1 1.0\n\nimgs/1 sample_1.png 1 0\n", "1.npy:2: empty line"},
     };
@@ -235,12 +247,14 @@ static void test_errors(void) {
     CHECK(names(open_all(&t), "sample_6.png", "5 x 4 pixels where the other images"));
     /* train.seq_len follows the images; another value is refused naming both */
     write_png(png, px, SIDE, SIDE, 8, 0);
-    char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nhead = classifier\nnum_classes = 2\n"
-                           "[data]\ntrain = task\n[task]\ntype = pathfinder\npath = %s\n",
-                           root);
+    char *ini = rt_sprintf(
+        "[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nhead = classifier\nnum_classes = 2\n"
+        "[data]\ntrain = task\n[task]\ntype = pathfinder\npath = %s\n",
+        root);
     RunConfig rc;
     CHECK_MSG(run_config_load_string(&rc, ini, "pf.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
-    CHECK(rc.train.seq_len == PIX && rc.model.vocab_size == 256 && !strcmp(rc.task.difficulty, "hard"));
+    CHECK(rc.train.seq_len == PIX && rc.model.vocab_size == 256 &&
+          !strcmp(rc.task.difficulty, "hard"));
     const char *sets[] = {"train.seq_len=20"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", sets, 1, err, sizeof err) == 0);
     DataOptions opt = {.seq_len = 20, .seed = 1, .split = SPLIT_VAL, .world = 1};
@@ -249,10 +263,13 @@ static void test_errors(void) {
     const char *val[] = {"task.val_examples=3"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", val, 1, err, sizeof err) == 0);
     opt.seq_len = PIX;
-    CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, "task.val_examples = 3", "80%"));
+    CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
+          names(err, "task.val_examples = 3", "80%"));
     const char *missing[] = {"task.path=/nonexistent/lra_release/pathfinder32"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", missing, 1, err, sizeof err) != 0 &&
-          names(err, "task.type = pathfinder: task.path = /nonexistent/lra_release/pathfinder32 does not exist",
+          names(err,
+                "task.type = pathfinder: task.path = /nonexistent/lra_release/pathfinder32 does "
+                "not exist",
                 "docs/classification.md"));
     rt_free(ini);
     rt_free(png);
@@ -266,9 +283,10 @@ static void test_errors(void) {
  * order of the whole training split, and ranks read disjoint rows of every global batch. */
 static void test_task_source(void) {
     char *root = write_tree("source", "curv_contour_length_14");
-    char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nhead = classifier\nnum_classes = 2\n"
-                           "[data]\ntrain = task\n[task]\ntype = pathfinder\npath = %s\n",
-                           root);
+    char *ini = rt_sprintf(
+        "[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nhead = classifier\nnum_classes = 2\n"
+        "[data]\ntrain = task\n[task]\ntype = pathfinder\npath = %s\n",
+        root);
     RunConfig rc;
     char err[2048];
     CHECK_MSG(run_config_load_string(&rc, ini, "pf.ini", NULL, 0, err, sizeof err) == 0, "%s", err);
@@ -282,12 +300,14 @@ static void test_task_source(void) {
         int seen[N_IMAGES] = {0};
         for (int b = 0; b < 20; b++) {
             int id = tok[b * PIX], bad = lab[b * PIX + PIX - 1] != label_of(id);
-            for (int p = 0; p < PIX - 1; p++) bad |= lab[b * PIX + p] != -100 || tok[b * PIX + p] != pixel(id, p);
+            for (int p = 0; p < PIX - 1; p++)
+                bad |= lab[b * PIX + p] != -100 || tok[b * PIX + p] != pixel(id, p);
             CHECK_MSG(!bad, "row %d (image %d) breaks the row convention", b, id);
             epoch[e][b] = id;
             seen[id]++;
         }
-        static const int TRAIN[] = {10, 20, 18, 15, 24, 23, 8, 21, 7, 6, 9, 22, 14, 0, 17, 1, 16, 5, 12, 13};
+        static const int TRAIN[] = {10, 20, 18, 15, 24, 23, 8,  21, 7,  6,
+                                    9,  22, 14, 0,  17, 1,  16, 5,  12, 13};
         for (int k = 0; k < 20; k++) CHECK(seen[TRAIN[k]] == 1);
     }
     CHECK(!same(epoch[0], epoch[1], 20));
@@ -300,7 +320,8 @@ static void test_task_source(void) {
         CHECK_MSG(ds && ds->examples == 2, "%s", err);
         CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) == 0);
         for (int b = 0; ds && b < 3; b++)
-            CHECK(tok[b * PIX] == (s ? TEST : VAL)[b] && lab[b * PIX + PIX - 1] == label_of(tok[b * PIX]));
+            CHECK(tok[b * PIX] == (s ? TEST : VAL)[b] &&
+                  lab[b * PIX + PIX - 1] == label_of(tok[b * PIX]));
         datasource_free(ds);
     }
     /* two ranks of 2 rows: rank r reads rows 2r, 2r + 1 of each global 4 */

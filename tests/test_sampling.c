@@ -50,7 +50,8 @@ static void reference_probs(const float *x, int n, double t, int k, double p, do
     for (int j = 0; j < kept; j++) sum += exp(z[order[j]] - z[order[0]]);
     double before = 0;
     int nucleus = 0;
-    while (nucleus < kept && (nucleus == 0 || before < p)) before += exp(z[order[nucleus++]] - z[order[0]]) / sum;
+    while (nucleus < kept && (nucleus == 0 || before < p))
+        before += exp(z[order[nucleus++]] - z[order[0]]) / sum;
     memset(out, 0, sizeof(double) * n);
     double s2 = 0;
     for (int j = 0; j < nucleus; j++) s2 += exp(z[order[j]] - z[order[0]]);
@@ -70,9 +71,13 @@ static void check_frequencies(const float *x, int V, double t, int k, double p) 
     for (int i = 0; i < N; i++) count[sampler_next(s, 0, x)]++;
     for (int i = 0; i < V; i++) {
         double f = (double)count[i] / N, se = sqrt(want[i] * (1 - want[i]) / N);
-        if (want[i] == 0) CHECK_MSG(count[i] == 0, "T=%g k=%d p=%g: excluded token %d drawn %d times", t, k, p, i, count[i]);
-        else CHECK_MSG(fabs(f - want[i]) <= 5 * se + 1e-4, "T=%g k=%d p=%g: token %d frequency %.5f, softmax %.5f", t, k,
-                       p, i, f, want[i]);
+        if (want[i] == 0)
+            CHECK_MSG(count[i] == 0, "T=%g k=%d p=%g: excluded token %d drawn %d times", t, k, p, i,
+                      count[i]);
+        else
+            CHECK_MSG(fabs(f - want[i]) <= 5 * se + 1e-4,
+                      "T=%g k=%d p=%g: token %d frequency %.5f, softmax %.5f", t, k, p, i, f,
+                      want[i]);
     }
     sampler_free(s);
     free(want);
@@ -100,7 +105,8 @@ static void test_top_k_one_and_tiny_top_p_are_greedy(void) {
         random_logits(y, 500, seed);
         int want = first_argmax(y, 500);
         for (int ti = 0; ti < 4; ti++) {
-            Sampler *k1 = make(temps[ti], 1, 1, seed, 500, 1), *p0 = make(temps[ti], 0, 1e-9, seed, 500, 1);
+            Sampler *k1 = make(temps[ti], 1, 1, seed, 500, 1),
+                    *p0 = make(temps[ti], 0, 1e-9, seed, 500, 1);
             for (int i = 0; i < 50; i++) {
                 CHECK(sampler_next(k1, 0, y) == want);
                 CHECK(sampler_next(p0, 0, y) == want);
@@ -133,14 +139,18 @@ static void test_excluded_never_drawn(void) {
     float y[V];
     static double want[V];
     random_logits(y, V, 99);
-    const struct { double t; int k; double p; } cases[] = {{1, 10, 1}, {1, 0, 0.5}, {3, 50, 0.9}, {0.5, 200, 0.95}};
+    const struct {
+        double t;
+        int k;
+        double p;
+    } cases[] = {{1, 10, 1}, {1, 0, 0.5}, {3, 50, 0.9}, {0.5, 200, 0.95}};
     for (int c = 0; c < 4; c++) {
         reference_probs(y, V, cases[c].t, cases[c].k, cases[c].p, want);
         Sampler *s = make(cases[c].t, cases[c].k, cases[c].p, 5, V, 1);
         for (int i = 0; i < 5000; i++) {
             int id = sampler_next(s, 0, y);
-            CHECK_MSG(id >= 0 && id < V && want[id] > 0, "T=%g k=%d p=%g drew excluded token %d", cases[c].t, cases[c].k,
-                      cases[c].p, id);
+            CHECK_MSG(id >= 0 && id < V && want[id] > 0, "T=%g k=%d p=%g drew excluded token %d",
+                      cases[c].t, cases[c].k, cases[c].p, id);
         }
         sampler_free(s);
     }
@@ -161,7 +171,8 @@ static void test_streams(void) {
     random_logits(y, V, 3);
     for (int i = 0; i < V; i++) y[i] *= 0.2f; /* flat enough that streams differ */
     int a[N], b[N], c[N], r0[N], r2[N];
-    Sampler *s1 = make(1, 0, 1, 11, V, 1), *s2 = make(1, 0, 1, 11, V, 1), *s3 = make(1, 0, 1, 12, V, 1);
+    Sampler *s1 = make(1, 0, 1, 11, V, 1), *s2 = make(1, 0, 1, 11, V, 1),
+            *s3 = make(1, 0, 1, 12, V, 1);
     draw(s1, 0, y, a, N);
     draw(s2, 0, y, b, N);
     draw(s3, 0, y, c, N);
@@ -212,23 +223,30 @@ static void test_rows_own_settings(void) {
 /* Each caller's spelling of the setting at fault: generate's option, serve's JSON field. */
 static void test_check(void) {
     char msg[256];
-    const SamplingNames options = {"--temperature", "--top-k", "--top-p"}, fields = {"temperature", "top_k", "top_p"};
-    const struct { SamplingArgs a; int which; } bad[] = {
+    const SamplingNames options = {"--temperature", "--top-k", "--top-p"},
+                        fields = {"temperature", "top_k", "top_p"};
+    const struct {
+        SamplingArgs a;
+        int which;
+    } bad[] = {
         {{-0.5, 0, 1, 0}, 0}, {{NAN, 0, 1, 0}, 0}, {{INFINITY, 0, 1, 0}, 0}, {{1, -1, 1, 0}, 1},
         {{1, 0, 0, 0}, 2},    {{1, 0, 1.5, 0}, 2}, {{1, 0, -0.1, 0}, 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         for (int k = 0; k < 2; k++) {
             const SamplingNames *n = k ? &fields : &options;
-            const char *want = bad[i].which == 0 ? n->temperature : bad[i].which == 1 ? n->top_k : n->top_p;
+            const char *want = bad[i].which == 0   ? n->temperature
+                               : bad[i].which == 1 ? n->top_k
+                                                   : n->top_p;
             const char *got = sampling_check(&bad[i].a, n, msg, sizeof msg);
             char start[64];
             snprintf(start, sizeof start, "%s = ", want);
-            CHECK_MSG(got == want && !strncmp(msg, start, strlen(start)), "case %zu (%s): %s", i, want,
-                      got ? msg : "(accepted)");
+            CHECK_MSG(got == want && !strncmp(msg, start, strlen(start)), "case %zu (%s): %s", i,
+                      want, got ? msg : "(accepted)");
         }
     const SamplingArgs good[] = {{0, 0, 1, 0}, {0.7, 40, 0.95, 1}, {1, 0, 1e-9, 2}};
-    for (size_t i = 0; i < 3; i++) CHECK(sampling_check(&good[i], &fields, msg, sizeof msg) == NULL);
+    for (size_t i = 0; i < 3; i++)
+        CHECK(sampling_check(&good[i], &fields, msg, sizeof msg) == NULL);
 }
 
 static const TestCase tests[] = {

@@ -1,6 +1,7 @@
 /* The learning-rate schedules of train/schedule.h: the same warmup for each, then cosine
- * (docs/models.md §training-recipe, the default), linear, constant or wsd (warmup, stable, decay in three
- * shapes); values at the warmup's start, middle and end, in the decay and at the last step. */
+ * (docs/models.md §training-recipe, the default), linear, constant or wsd (warmup, stable, decay in
+ * three shapes); values at the warmup's start, middle and end, in the decay and at the last step.
+ */
 #include <string.h>
 
 #include "harness.h"
@@ -31,7 +32,8 @@ static const int64_t MID = 549; /* progress 449/899 through the decay */
 static void test_cosine(void) {
     TrainConfig tc = recipe(SCHEDULE_COSINE);
     check_warmup(&tc);
-    CHECK_CLOSE(lr_at(&tc, MID), 1e-4 + 0.5 * (2e-3 - 1e-4) * (1 + cos(M_PI * (MID - 100) / 899.0)), 1e-12);
+    CHECK_CLOSE(lr_at(&tc, MID), 1e-4 + 0.5 * (2e-3 - 1e-4) * (1 + cos(M_PI * (MID - 100) / 899.0)),
+                1e-12);
     CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-12);
     for (int64_t s = 101; s < 1000; s++) CHECK(lr_at(&tc, s) <= lr_at(&tc, s - 1));
 }
@@ -42,7 +44,8 @@ static void test_linear(void) {
     CHECK_CLOSE(lr_at(&tc, MID), 2e-3 + (1e-4 - 2e-3) * (MID - 100) / 899.0, 1e-12);
     CHECK_CLOSE(lr_at(&tc, 999), 1e-4, 1e-12);
     double drop = (2e-3 - 1e-4) / 899; /* the same decrement every step */
-    for (int64_t s = 101; s < 1000; s++) CHECK_CLOSE(lr_at(&tc, s - 1) - lr_at(&tc, s), drop, 1e-15);
+    for (int64_t s = 101; s < 1000; s++)
+        CHECK_CLOSE(lr_at(&tc, s - 1) - lr_at(&tc, s), drop, 1e-15);
     /* No warmup: the line starts at lr on step 0. */
     tc.warmup_frac = 0;
     CHECK_CLOSE(lr_at(&tc, 0), 2e-3, 1e-12);

@@ -22,11 +22,13 @@ typedef struct {
 } Logits;
 
 static Logits logits_make(int64_t N, int V, int vocab, uint64_t seed) {
-    Logits L = {N, V, vocab, rt_malloc(sizeof(real) * (size_t)(N * V)), rt_malloc(sizeof(int32_t) * (size_t)N)};
+    Logits L = {N, V, vocab, rt_malloc(sizeof(real) * (size_t)(N * V)),
+                rt_malloc(sizeof(int32_t) * (size_t)N)};
     Rng r;
     rng_init(&r, seed, 0);
     for (int64_t i = 0; i < N * V; i++) L.x[i] = (real)((int)rng_below(&r, 64) - 40) / 8;
-    for (int64_t n = 0; n < N; n++) L.lab[n] = n % 5 == 4 ? -100 : (int32_t)rng_below(&r, (uint64_t)V);
+    for (int64_t n = 0; n < N; n++)
+        L.lab[n] = n % 5 == 4 ? -100 : (int32_t)rng_below(&r, (uint64_t)V);
     L.x[5] = L.x[9] = 20;
     L.x[1 * V + vocab - 1] = 30;
     if (vocab < V) L.x[2 * V + V - 1] = 40;
@@ -82,7 +84,8 @@ static void test_token_logprobs(void) {
         int first = y == -100 || ref_rank(x, L.V, y) == 0;
         bad += fabs((double)logp[n] - want) > TOL * fmax(1, fabs(want)) || greedy[n] != first;
     }
-    CHECK_MSG(!bad, "token_logprobs: %d of %lld rows differ from the reference", bad, (long long)L.N);
+    CHECK_MSG(!bad, "token_logprobs: %d of %lld rows differ from the reference", bad,
+              (long long)L.N);
     CHECK(greedy[0] == (L.lab[0] == 5)); /* the tie at the top: only the lower id is the argmax */
     logits_free(&L);
 }
@@ -104,13 +107,16 @@ static void logit_scores_case(int64_t N, int V, int vocab, int k) {
         for (int r = 0; r < k; r++) {
             int id = top_id[n * k + r];
             bad += id < 0 || id >= vocab || ref_rank(x, vocab, id) != r;
-            if (id >= 0 && id < vocab) bad += fabs((double)top_lp[n * k + r] - ((double)x[id] - l)) > TOL * fmax(1, fabs(l));
+            if (id >= 0 && id < vocab)
+                bad +=
+                    fabs((double)top_lp[n * k + r] - ((double)x[id] - l)) > TOL * fmax(1, fabs(l));
         }
     }
-    CHECK_MSG(!bad, "logit_scores N=%lld V=%d vocab=%d k=%d: %d values differ from the reference", (long long)N, V,
-              vocab, k, bad);
+    CHECK_MSG(!bad, "logit_scores N=%lld V=%d vocab=%d k=%d: %d values differ from the reference",
+              (long long)N, V, vocab, k, bad);
     /* the planted rows test what they should */
-    CHECK(top_id[0] == 5 && (k == 1 || top_id[1] == 9) && top_id[k] == vocab - 1 && top_id[3 * k] == 0);
+    CHECK(top_id[0] == 5 && (k == 1 || top_id[1] == 9) && top_id[k] == vocab - 1 &&
+          top_id[3 * k] == 0);
     if (vocab < V) CHECK(lse[2] >= 40);
     rt_free(lse);
     rt_free(lp);

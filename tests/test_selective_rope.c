@@ -45,7 +45,8 @@ static void pe_setup(PE *p, const ModelConfig *cfg, const int *lens, int nseg, u
     Rng r;
     rng_init(&r, seed, 1);
     for (int i = 0; i < p->t.n; i++)
-        for (int64_t j = 0; j < p->t.p[i].numel; j++) p->w[p->t.p[i].offset + j] = (real)(0.5 * rng_normal(&r));
+        for (int64_t j = 0; j < p->t.p[i].numel; j++)
+            p->w[p->t.p[i].offset + j] = (real)(0.5 * rng_normal(&r));
     p->ts = tu_seqs(lens, nseg);
     int64_t N = p->ts.s.ntok;
     const Backend *be = backend_cpu();
@@ -57,9 +58,17 @@ static void pe_setup(PE *p, const ModelConfig *cfg, const int *lens, int nseg, u
     pe_bind(&p->pe, be, &sv2, &sc2, N);
     p->angle = tu_zeros(N * p->dims.dk / 2);
     cpu_rope_angles(p->angle, &p->ts.s, p->dims.dk, cfg->pe.rope_theta);
-    p->c = (Ctx){.mode = PASS_TRAIN, .be = be, .cfg = &p->cfg, .dims = &p->dims, .seqs = &p->ts.s,
-                 .N = N, .weights = (char *)p->w, .master = (char *)p->w, .grads = (char *)p->g,
-                 .params = &p->t, .rope_angle = p->angle};
+    p->c = (Ctx){.mode = PASS_TRAIN,
+                 .be = be,
+                 .cfg = &p->cfg,
+                 .dims = &p->dims,
+                 .seqs = &p->ts.s,
+                 .N = N,
+                 .weights = (char *)p->w,
+                 .master = (char *)p->w,
+                 .grads = (char *)p->g,
+                 .params = &p->t,
+                 .rope_angle = p->angle};
 }
 
 static void pe_set(PE *p, const char *name, double value) {
@@ -75,7 +84,8 @@ static void pe_rope_temperatures(PE *p) {
     int i = params_find(&p->t, "pe.rotary.temperature");
     RT_ASSERT(i >= 0);
     for (int j = 0; j < p->dims.dk / 2; j++)
-        p->w[p->t.p[i].offset + j] = (real)(p->cfg.pe.temp_max * pow(p->cfg.pe.temp_theta, -2.0 * j / p->dims.dk));
+        p->w[p->t.p[i].offset + j] =
+            (real)(p->cfg.pe.temp_max * pow(p->cfg.pe.temp_theta, -2.0 * j / p->dims.dk));
 }
 
 static void pe_teardown(PE *p) {
@@ -123,7 +133,8 @@ static void test_rotation_preserves_norms(void) {
             a += (double)q[i] * q[i], b += (double)qo[i] * qo[i];
             a2 += (double)k[i] * k[i], b2 += (double)ko[i] * ko[i];
         }
-        worst = fmax(worst, fmax(fabs(sqrt(a) - sqrt(b)) / sqrt(a), fabs(sqrt(a2) - sqrt(b2)) / sqrt(a2)));
+        worst = fmax(worst,
+                     fmax(fabs(sqrt(a) - sqrt(b)) / sqrt(a), fabs(sqrt(a2) - sqrt(b2)) / sqrt(a2)));
     }
     /* the angles temp_j * Phi (the saved Phi; the angles themselves are not kept) */
     const real *temp = p.w + p.t.p[params_find(&p.t, "pe.rotary.temperature")].offset;
@@ -139,12 +150,14 @@ static void test_rotation_preserves_norms(void) {
 }
 
 /* S[t][s] = qo_t . ko_s per head, for every pair inside each segment. */
-static void scores(const real *qo, const real *ko, const Seqs *s, int H, int D, double *S, int64_t N) {
+static void scores(const real *qo, const real *ko, const Seqs *s, int H, int D, double *S,
+                   int64_t N) {
     for (int64_t t = 0; t < N; t++)
         for (int64_t u = 0; u < N; u++)
             for (int h = 0; h < H; h++) {
                 double acc = 0;
-                for (int d = 0; d < D; d++) acc += (double)qo[(t * H + h) * D + d] * ko[(u * H + h) * D + d];
+                for (int d = 0; d < D; d++)
+                    acc += (double)qo[(t * H + h) * D + d] * ko[(u * H + h) * D + d];
                 S[(t * N + u) * H + h] = (s->pos[t] - t == s->pos[u] - u) ? acc : 0;
             }
 }
@@ -176,7 +189,8 @@ static void zero_phi_case(PhiProj proj) {
     scores(qs, ks, &ps.ts.s, ps.dims.H, ps.dims.dk, S1, N);
     scores(qr, kr, &pr.ts.s, pr.dims.H, pr.dims.dk, S2, N);
     double worst = 0, mx = 0;
-    for (int64_t i = 0; i < N * N * ps.dims.H; i++) worst = fmax(worst, fabs(S1[i] - S2[i])), mx = fmax(mx, fabs(S2[i]));
+    for (int64_t i = 0; i < N * N * ps.dims.H; i++)
+        worst = fmax(worst, fabs(S1[i] - S2[i])), mx = fmax(mx, fabs(S2[i]));
     CHECK_MSG(worst <= TOL * mx, "scores differ by %.3g (max |score| %.3g)", worst, mx);
     /* the rotated vectors themselves differ: Selective RoPE starts at angle tau (Phi_0 = 1) */
     CHECK(tu_rel_err(qs, qr, n, 1e-3) > 1e-3);
@@ -201,16 +215,19 @@ static void complex_gla(double *o, const real *q, const real *k, const real *v, 
         for (int h = 0; h < H; h++) {
             for (int i = 0; i < P * V; i++) S[i] = 0;
             for (int64_t n = s->cu[seg]; n < s->cu[seg + 1]; n++) {
-                const real *qn = q + (n * H + h) * K, *kn = k + (n * H + h) * K, *vn = v + (n * H + h) * V;
+                const real *qn = q + (n * H + h) * K, *kn = k + (n * H + h) * K,
+                           *vn = v + (n * H + h) * V;
                 for (int j = 0; j < P; j++) {
                     double a = exp((double)logd[(n * H + h) * K + j]);
                     double complex tr = a * cexp(I * (double)angle_inc[(n * H + h) * P + j]);
                     double complex kc = conj((double)kn[j] + I * (double)kn[j + P]);
-                    for (int c = 0; c < V; c++) S[j * V + c] = tr * S[j * V + c] + kc * (double)vn[c];
+                    for (int c = 0; c < V; c++)
+                        S[j * V + c] = tr * S[j * V + c] + kc * (double)vn[c];
                 }
                 for (int c = 0; c < V; c++) {
                     double complex acc = 0;
-                    for (int j = 0; j < P; j++) acc += ((double)qn[j] + I * (double)qn[j + P]) * S[j * V + c];
+                    for (int j = 0; j < P; j++)
+                        acc += ((double)qn[j] + I * (double)qn[j + P]) * S[j * V + c];
                     o[(n * H + h) * V + c] = creal(acc) * scale;
                 }
             }
@@ -241,12 +258,22 @@ static double complex_case(int tied) {
     cpu_rotate_fwd(kr, k, angle, N, H, K, 1);
     real *states = tu_zeros(chunk_states_size(s, H, K, V));
     double scale = 1 / sqrt((double)K);
-    cpu_gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = qr, .k = kr,
-                                .v = v, .g = g, .o = o, .states = states});
+    cpu_gla_fwd(&(LinAttnArgs){.s = s,
+                               .H = H,
+                               .K = K,
+                               .V = V,
+                               .scale = scale,
+                               .q = qr,
+                               .k = kr,
+                               .v = v,
+                               .g = g,
+                               .o = o,
+                               .states = states});
     double *oc = rt_malloc(sizeof(double) * (size_t)nv);
     complex_gla(oc, q, k, v, g, inc, s, H, K, V, scale);
     double err = 0, mx = 0;
-    for (int64_t i = 0; i < nv; i++) err = fmax(err, fabs((double)o[i] - oc[i])), mx = fmax(mx, fabs(oc[i]));
+    for (int64_t i = 0; i < nv; i++)
+        err = fmax(err, fabs((double)o[i] - oc[i])), mx = fmax(mx, fabs(oc[i]));
     real *bufs[] = {q, k, v, g, phi, temp, angle, Phi, inc, qr, kr, o, states};
     for (int i = 0; i < 13; i++) rt_free(bufs[i]);
     rt_free(oc);
@@ -261,7 +288,8 @@ static void test_tied_decay_gla_equals_complex_recurrence(void) {
 
 static void test_untied_decay_gla_differs_from_complex_recurrence(void) {
     double e = complex_case(0);
-    CHECK_MSG(e > 1e-2, "per-channel decays should not match the complex-diagonal form (error %.3g)", e);
+    CHECK_MSG(e > 1e-2,
+              "per-channel decays should not match the complex-diagonal form (error %.3g)", e);
 }
 
 static const TestCase tests[] = {
@@ -269,7 +297,8 @@ static const TestCase tests[] = {
     {"zero_phi_equals_rope_weight_norm", test_zero_phi_equals_rope_weight_norm},
     {"zero_phi_equals_rope_low_rank", test_zero_phi_equals_rope_low_rank},
     {"tied_decay_gla_equals_complex_recurrence", test_tied_decay_gla_equals_complex_recurrence},
-    {"untied_decay_gla_differs_from_complex_recurrence", test_untied_decay_gla_differs_from_complex_recurrence},
+    {"untied_decay_gla_differs_from_complex_recurrence",
+     test_untied_decay_gla_differs_from_complex_recurrence},
 };
 
 TH_MAIN(tests)

@@ -53,7 +53,8 @@ static void corpus_free(Corpus *c) {
 
 /* Writes n_docs random documents (BOS + up to max_len - 1 ids; every 17th one empty) with
  * shard_writer and returns them. */
-static Corpus write_random(const char *path, int64_t vocab, int64_t n_docs, int64_t max_len, uint64_t seed) {
+static Corpus write_random(const char *path, int64_t vocab, int64_t n_docs, int64_t max_len,
+                           uint64_t seed) {
     ShardInfo info = make_info(vocab);
     ShardWriter *w = shard_writer_open(path, &info, err, sizeof err);
     RT_ASSERT(w);
@@ -65,7 +66,8 @@ static Corpus write_random(const char *path, int64_t vocab, int64_t n_docs, int6
     for (int64_t d = 0; d < n_docs; d++) {
         int64_t len = d % 17 == 16 ? 0 : 1 + (int64_t)rng_below(&r, (uint64_t)max_len);
         int32_t *doc = c.tokens + c.n_tokens;
-        for (int64_t i = 0; i < len; i++) doc[i] = i == 0 ? 1 : (int32_t)rng_below(&r, (uint64_t)vocab);
+        for (int64_t i = 0; i < len; i++)
+            doc[i] = i == 0 ? 1 : (int32_t)rng_below(&r, (uint64_t)vocab);
         if (len) doc[len - 1] = (int32_t)(vocab - 1); /* the largest id occurs */
         CHECK_MSG(shard_writer_add(w, doc, (size_t)len, err, sizeof err) == 0, "%s", err);
         c.n_tokens += len;
@@ -123,17 +125,17 @@ static void attr_str(hid_t f, const char *name, const char *s, int fixed) {
 typedef struct {
     const char *format;
     int64_t version, vocab, bos, eos, n_tokens_attr, n_docs_attr;
-    const char *omit_attr;       /* a root attribute left out */
-    const char *str_attr;        /* an integer attribute written as a string instead */
-    int fixed_strings;           /* fixed-length strings (default: variable-length) */
-    hid_t count_type;            /* file type of n_tokens / n_docs */
+    const char *omit_attr; /* a root attribute left out */
+    const char *str_attr;  /* an integer attribute written as a string instead */
+    int fixed_strings;     /* fixed-length strings (default: variable-length) */
+    hid_t count_type;      /* file type of n_tokens / n_docs */
     int omit_tokens, omit_offsets;
-    hid_t tokens_type;           /* file type of /tokens */
-    int gzip;                    /* /tokens chunked and deflated */
-    int userblock;               /* 512-byte user block before the HDF5 data */
-    const uint16_t *tokens;      /* n_tokens ids */
+    hid_t tokens_type;      /* file type of /tokens */
+    int gzip;               /* /tokens chunked and deflated */
+    int userblock;          /* 512-byte user block before the HDF5 data */
+    const uint16_t *tokens; /* n_tokens ids */
     int64_t n_tokens;
-    const uint64_t *offsets;     /* n_offsets entries */
+    const uint64_t *offsets; /* n_offsets entries */
     int64_t n_offsets;
 } Spec;
 
@@ -143,13 +145,23 @@ static const uint64_t spec_offsets[] = {0, 10, 10, 60, 100};
 
 static Spec spec_default(void) {
     for (int i = 0; i < SPEC_TOKENS; i++) spec_tokens[i] = (uint16_t)(i * 37 % 1000);
-    return (Spec){.format = "rotor-tokens", .version = 1, .vocab = 1000, .bos = 1, .eos = 2,
-                  .n_tokens_attr = SPEC_TOKENS, .n_docs_attr = 4, .count_type = H5T_STD_I64LE,
-                  .tokens_type = H5T_STD_U16LE, .tokens = spec_tokens, .n_tokens = SPEC_TOKENS,
-                  .offsets = spec_offsets, .n_offsets = 5};
+    return (Spec){.format = "rotor-tokens",
+                  .version = 1,
+                  .vocab = 1000,
+                  .bos = 1,
+                  .eos = 2,
+                  .n_tokens_attr = SPEC_TOKENS,
+                  .n_docs_attr = 4,
+                  .count_type = H5T_STD_I64LE,
+                  .tokens_type = H5T_STD_U16LE,
+                  .tokens = spec_tokens,
+                  .n_tokens = SPEC_TOKENS,
+                  .offsets = spec_offsets,
+                  .n_offsets = 5};
 }
 
-static void dataset(hid_t f, const char *name, hid_t ftype, hid_t mtype, const void *data, int64_t n, int gzip) {
+static void dataset(hid_t f, const char *name, hid_t ftype, hid_t mtype, const void *data,
+                    int64_t n, int gzip) {
     hsize_t dims[1] = {(hsize_t)n}, chunk[1] = {16};
     hid_t sp = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (gzip) RT_ASSERT(H5Pset_chunk(dcpl, 1, chunk) >= 0 && H5Pset_deflate(dcpl, 6) >= 0);
@@ -166,12 +178,16 @@ static void spec_attrs(hid_t f, const Spec *sp) {
         const char *name;
         int64_t v;
         hid_t type;
-    } ints[] = {{"format_version", sp->version, H5T_STD_I64LE}, {"vocab_size", sp->vocab, H5T_STD_I64LE},
-                {"bos_id", sp->bos, H5T_STD_I64LE},             {"eos_id", sp->eos, H5T_STD_I64LE},
-                {"n_tokens", sp->n_tokens_attr, sp->count_type}, {"n_docs", sp->n_docs_attr, sp->count_type}};
+    } ints[] = {{"format_version", sp->version, H5T_STD_I64LE},
+                {"vocab_size", sp->vocab, H5T_STD_I64LE},
+                {"bos_id", sp->bos, H5T_STD_I64LE},
+                {"eos_id", sp->eos, H5T_STD_I64LE},
+                {"n_tokens", sp->n_tokens_attr, sp->count_type},
+                {"n_docs", sp->n_docs_attr, sp->count_type}};
     const struct {
         const char *name, *v;
-    } strs[] = {{"format", sp->format}, {"tokenizer_sha256", "abc123"}, {"source", "built by test_shard"}};
+    } strs[] = {
+        {"format", sp->format}, {"tokenizer_sha256", "abc123"}, {"source", "built by test_shard"}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (sp->omit_attr && !strcmp(sp->omit_attr, ints[i].name)) continue;
         if (sp->str_attr && !strcmp(sp->str_attr, ints[i].name))
@@ -180,7 +196,8 @@ static void spec_attrs(hid_t f, const Spec *sp) {
             attr_int(f, ints[i].name, ints[i].type, ints[i].v);
     }
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        if (!sp->omit_attr || strcmp(sp->omit_attr, strs[i].name)) attr_str(f, strs[i].name, strs[i].v, sp->fixed_strings);
+        if (!sp->omit_attr || strcmp(sp->omit_attr, strs[i].name))
+            attr_str(f, strs[i].name, strs[i].v, sp->fixed_strings);
 }
 
 static void build_shard(const char *path, const Spec *sp) {
@@ -188,7 +205,9 @@ static void build_shard(const char *path, const Spec *sp) {
     if (sp->userblock) H5Pset_userblock(fcpl, 512);
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     RT_ASSERT(f >= 0);
-    if (!sp->omit_tokens) dataset(f, "tokens", sp->tokens_type, H5T_NATIVE_UINT16, sp->tokens, sp->n_tokens, sp->gzip);
+    if (!sp->omit_tokens)
+        dataset(f, "tokens", sp->tokens_type, H5T_NATIVE_UINT16, sp->tokens, sp->n_tokens,
+                sp->gzip);
     if (!sp->omit_offsets)
         dataset(f, "doc_offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, sp->offsets, sp->n_offsets, 0);
     spec_attrs(f, sp);
@@ -202,7 +221,8 @@ static void build_shard(const char *path, const Spec *sp) {
 
 /* Writes, reopens and compares everything; vocab > 65536 stores 32-bit tokens. */
 static void roundtrip(int64_t vocab, hid_t expect_type) {
-    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard_000.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard_000.h5", dir),
+         *tmp = rt_sprintf("%s.tmp", path);
     Corpus c = write_random(path, vocab, 300, 400, (uint64_t)vocab);
     CHECK(fs_exists(path) && !fs_exists(tmp));
 
@@ -220,7 +240,8 @@ static void roundtrip(int64_t vocab, hid_t expect_type) {
         const ShardInfo *in = shard_info(s), want = make_info(vocab);
         CHECK(!strcmp(shard_path(s), path));
         CHECK(in->vocab_size == vocab && in->bos_id == 1 && in->eos_id == 2);
-        CHECK(!strcmp(in->tokenizer_sha256, want.tokenizer_sha256) && !strcmp(in->source, want.source));
+        CHECK(!strcmp(in->tokenizer_sha256, want.tokenizer_sha256) &&
+              !strcmp(in->source, want.source));
         CHECK(in->n_tokens == c.n_tokens && in->n_docs == c.n_docs);
         CHECK(!memcmp(shard_doc_offsets(s), c.offsets, sizeof(uint64_t) * (size_t)(c.n_docs + 1)));
         int32_t *buf = rt_malloc(sizeof(int32_t) * (size_t)c.n_tokens);
@@ -239,7 +260,8 @@ static void roundtrip(int64_t vocab, hid_t expect_type) {
         CHECK(shard_read(s, -1, 2, buf, err, sizeof err) == -1);
         CHECK(shard_read(s, c.n_tokens, 0, buf, err, sizeof err) == 0);
 
-        int64_t *counts = rt_calloc((size_t)vocab, sizeof *counts), *want_counts = rt_calloc((size_t)vocab, sizeof *counts);
+        int64_t *counts = rt_calloc((size_t)vocab, sizeof *counts),
+                *want_counts = rt_calloc((size_t)vocab, sizeof *counts);
         for (int64_t i = 0; i < c.n_tokens; i++) want_counts[c.tokens[i]]++;
         counts[0] = 12345; /* overwritten, not added to */
         CHECK_MSG(shard_scan(s, counts, err, sizeof err) == 0, "%s", err);
@@ -288,7 +310,8 @@ static void test_empty(void) {
 
 /* PATH appears only at close; abort and a crash leave no PATH; bad ids are refused. */
 static void test_atomic(void) {
-    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir), *tmp = rt_sprintf("%s.tmp", path);
+    char *dir = tu_temp_dir(), *path = rt_sprintf("%s/shard.h5", dir),
+         *tmp = rt_sprintf("%s.tmp", path);
     ShardInfo info = make_info(1000);
     const int32_t doc[] = {1, 5, 999, 7};
 
@@ -300,7 +323,8 @@ static void test_atomic(void) {
     const int32_t too_big[] = {1, 1000}, negative[] = {1, 3, -4};
     CHECK(shard_writer_add(w, too_big, 2, err, sizeof err) == -1 && strstr(err, path) &&
           strstr(err, "document 1: token 1 is 1000"));
-    CHECK(shard_writer_add(w, negative, 3, err, sizeof err) == -1 && strstr(err, "document 1: token 2 is -4"));
+    CHECK(shard_writer_add(w, negative, 3, err, sizeof err) == -1 &&
+          strstr(err, "document 1: token 2 is -4"));
     CHECK(shard_writer_tokens(w) == 4);
     shard_writer_abort(w);
     CHECK(!fs_exists(path) && !fs_exists(tmp));
@@ -384,8 +408,9 @@ static void test_rejections(void) {
     sp.omit_offsets = 1;
     build_shard(path, &sp);
     expect_reject(path, "missing dataset /doc_offsets");
-    static const char *const attrs[] = {"format", "format_version", "vocab_size", "bos_id", "eos_id",
-                                        "tokenizer_sha256", "n_tokens", "n_docs", "source"};
+    static const char *const attrs[] = {"format",   "format_version", "vocab_size",
+                                        "bos_id",   "eos_id",         "tokenizer_sha256",
+                                        "n_tokens", "n_docs",         "source"};
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
         sp = spec_default();
         sp.omit_attr = attrs[i];
@@ -396,7 +421,8 @@ static void test_rejections(void) {
     }
 
     /* Inconsistent offsets and counts. */
-    const uint64_t from5[] = {5, 10, 10, 60, 100}, decreasing[] = {0, 10, 9, 60, 100}, short_end[] = {0, 10, 10, 60, 99};
+    const uint64_t from5[] = {5, 10, 10, 60, 100}, decreasing[] = {0, 10, 9, 60, 100},
+                   short_end[] = {0, 10, 10, 60, 99};
     const struct {
         const uint64_t *offsets;
         int64_t n;
@@ -443,10 +469,12 @@ static void test_rejections(void) {
     const struct {
         hid_t type;
         const char *what;
-    } bad_types[] = {{H5T_IEEE_F32LE, "/tokens has type float32, expected uint16"},
-                     {H5T_STD_U16BE, "/tokens has type uint16 big-endian, expected uint16"},
-                     {H5T_STD_I16LE, "/tokens has type int16, expected uint16"},
-                     {H5T_STD_U32LE, "/tokens has type uint32, expected uint16 (little-endian) for vocab_size 1000"}};
+    } bad_types[] = {
+        {H5T_IEEE_F32LE, "/tokens has type float32, expected uint16"},
+        {H5T_STD_U16BE, "/tokens has type uint16 big-endian, expected uint16"},
+        {H5T_STD_I16LE, "/tokens has type int16, expected uint16"},
+        {H5T_STD_U32LE,
+         "/tokens has type uint32, expected uint16 (little-endian) for vocab_size 1000"}};
     for (size_t i = 0; i < sizeof bad_types / sizeof bad_types[0]; i++) {
         sp = spec_default();
         sp.tokens_type = bad_types[i].type;
@@ -484,7 +512,8 @@ static void open_and_read(const char *path, const Corpus *c) {
     int32_t buf[10];
     Shard *s = shard_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
-    CHECK(s && shard_read(s, 0, 10, buf, err, sizeof err) == 0 && !memcmp(buf, c->tokens, sizeof buf));
+    CHECK(s && shard_read(s, 0, 10, buf, err, sizeof err) == 0 &&
+          !memcmp(buf, c->tokens, sizeof buf));
     shard_close(s);
 }
 
@@ -562,9 +591,11 @@ static int build_big_shard(const char *path, uint64_t n, const char *dir) {
     }
     const uint64_t two32 = (uint64_t)1 << 32;
     hsize_t dims[1] = {n};
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), sp = H5Screate_simple(1, dims, NULL);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+          sp = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    RT_ASSERT(H5Pset_layout(dcpl, H5D_CONTIGUOUS) >= 0 && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
+    RT_ASSERT(H5Pset_layout(dcpl, H5D_CONTIGUOUS) >= 0 &&
+              H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
               H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0);
     hid_t d = H5Dcreate2(f, "tokens", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     RT_ASSERT(f >= 0 && d >= 0);
@@ -586,7 +617,8 @@ static int build_big_shard(const char *path, uint64_t n, const char *dir) {
     RT_ASSERT(stat(path, &st) == 0);
     CHECK((uint64_t)st.st_size >= 2 * n);
     if ((uint64_t)st.st_blocks * 512 > ((uint64_t)64 << 20)) {
-        printf("    skipped: %s is not sparse (%lld MiB allocated)\n", dir, (long long)st.st_blocks / 2048);
+        printf("    skipped: %s is not sparse (%lld MiB allocated)\n", dir,
+               (long long)st.st_blocks / 2048);
         return 0;
     }
     return 1;
@@ -613,7 +645,8 @@ static void test_offsets_beyond_4g(void) {
         CHECK(shard_read(s, 0, 300, buf, err, sizeof err) == 0);
         for (uint64_t i = 0; i < 300; i++) bad += buf[i] != big_token(i);
         CHECK_MSG(!bad, "%d tokens differ", bad);
-        CHECK(shard_read(s, (int64_t)n - 1, 2, buf, err, sizeof err) == -1 && strstr(err, "from position 4294968295"));
+        CHECK(shard_read(s, (int64_t)n - 1, 2, buf, err, sizeof err) == -1 &&
+              strstr(err, "from position 4294968295"));
         shard_close(s);
     }
     fs_remove_tree(dir);
@@ -630,13 +663,13 @@ static void test_threads(void) {
     if (s) {
         enum { WINDOW = 4097, READS = 4000 };
         int bad = 0;
-        #pragma omp parallel num_threads(8) reduction(+ : bad)
+#pragma omp parallel num_threads(8) reduction(+ : bad)
         {
             int32_t *buf = rt_malloc(sizeof(int32_t) * WINDOW);
             char terr[256];
             Rng r;
             rng_init(&r, 5, (uint64_t)omp_get_thread_num());
-            #pragma omp for
+#pragma omp for
             for (int i = 0; i < READS; i++) {
                 int64_t start = (int64_t)rng_below(&r, (uint64_t)(c.n_tokens - WINDOW));
                 bad += shard_read(s, start, WINDOW, buf, terr, sizeof terr) != 0 ||
@@ -670,12 +703,14 @@ static void test_read_speed(void) {
             int fails = 0;
             double t0 = rt_now();
             for (int i = 0; i < READS; i++)
-                fails += shard_read(s, (int64_t)rng_below(&r, (uint64_t)(c.n_tokens - WINDOW)), WINDOW, buf, err,
-                                    sizeof err);
+                fails += shard_read(s, (int64_t)rng_below(&r, (uint64_t)(c.n_tokens - WINDOW)),
+                                    WINDOW, buf, err, sizeof err);
             double dt = rt_now() - t0;
             CHECK(fails == 0);
-            printf("    shard_read (%s tokens, %" PRId64 "-token shard): %.0f windows of %d/s, %.2f Gtokens/s\n",
-                   wide ? "uint32" : "uint16", c.n_tokens, READS / dt, WINDOW, READS * (double)WINDOW / dt / 1e9);
+            printf("    shard_read (%s tokens, %" PRId64
+                   "-token shard): %.0f windows of %d/s, %.2f Gtokens/s\n",
+                   wide ? "uint32" : "uint16", c.n_tokens, READS / dt, WINDOW,
+                   READS * (double)WINDOW / dt / 1e9);
             rt_free(buf);
             shard_close(s);
         }

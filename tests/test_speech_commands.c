@@ -25,7 +25,9 @@ enum { WORDS = 10, PER_WORD = 3, CLIPS = WORDS * PER_WORD };
 /* Clip id (word id / 3, split id % 3: 0 train, 1 validation, 2 test): its length and its
  * sample p. Sample 0 is the id, so a row names its clip; clip 4 is a full second. */
 static int clip_len(int id) { return id == 4 ? SPEECH_SAMPLES : 40 + 7 * id; }
-static int16_t clip_sample(int id, int p) { return (int16_t)(p == 0 ? id : ((id * 977 + p * 131) % 60001) - 30000); }
+static int16_t clip_sample(int id, int p) {
+    return (int16_t)(p == 0 ? id : ((id * 977 + p * 131) % 60001) - 30000);
+}
 
 /* A WAV file of n frames of `channels` channels at `rate` Hz (format: libsndfile's subtype). */
 static void write_wav(const char *path, int id, int n, int rate, int channels, int format) {
@@ -63,7 +65,9 @@ static char *write_tree(const char *name) {
         char *path = rt_sprintf("%s/%s", root, rel);
         write_wav(path, id, clip_len(id), SPEECH_RATE, 1, SF_FORMAT_PCM_16);
         char *lists[3] = {NULL, val, test};
-        if (id % 3) snprintf(lists[id % 3] + strlen(lists[id % 3]), 4096 - strlen(lists[id % 3]), "%s\n", rel);
+        if (id % 3)
+            snprintf(lists[id % 3] + strlen(lists[id % 3]), 4096 - strlen(lists[id % 3]), "%s\n",
+                     rel);
         rt_free(path);
         rt_free(rel);
         rt_free(dir);
@@ -91,8 +95,10 @@ static char *write_tree(const char *name) {
 static int clip_of(const SpeechSet *s, int64_t i) {
     const int16_t *x = s->samples + (size_t)i * SPEECH_SAMPLES;
     int id = x[0], bad = id < 0 || id >= CLIPS;
-    for (int p = 0; !bad && p < SPEECH_SAMPLES; p++) bad = x[p] != (p < clip_len(id) ? clip_sample(id, p) : 0);
-    CHECK_MSG(!bad, "clip %lld: its samples are no clip's (or its padding is not zeros)", (long long)i);
+    for (int p = 0; !bad && p < SPEECH_SAMPLES; p++)
+        bad = x[p] != (p < clip_len(id) ? clip_sample(id, p) : 0);
+    CHECK_MSG(!bad, "clip %lld: its samples are no clip's (or its padding is not zeros)",
+              (long long)i);
     return bad ? -1 : id;
 }
 
@@ -101,15 +107,16 @@ static void test_splits(void) {
     char err[2048];
     for (int split = 0; split < 3; split++) {
         SpeechSet s;
-        CHECK_MSG(speech_load(root, "10", (DataSplit)split, 0, &s, err, sizeof err) == 0, "%s", err);
+        CHECK_MSG(speech_load(root, "10", (DataSplit)split, 0, &s, err, sizeof err) == 0, "%s",
+                  err);
         CHECK(s.n == WORDS);
         int seen[CLIPS] = {0};
         for (int64_t i = 0; i < s.n; i++) {
             int id = clip_of(&s, i);
             if (id < 0) continue;
             seen[id]++;
-            CHECK_MSG(id % 3 == split && s.labels[i] == id / PER_WORD, "split %d: clip %d, label %d", split, id,
-                      s.labels[i]);
+            CHECK_MSG(id % 3 == split && s.labels[i] == id / PER_WORD,
+                      "split %d: clip %d, label %d", split, id, s.labels[i]);
         }
         for (int id = split; id < CLIPS; id += 3) CHECK(seen[id] == 1);
         speech_set_free(&s);
@@ -118,7 +125,8 @@ static void test_splits(void) {
     SpeechSet a, b;
     CHECK(speech_load(root, "10", SPLIT_TRAIN, 4, &a, err, sizeof err) == 0);
     CHECK(speech_load(root, "10", SPLIT_TRAIN, 4, &b, err, sizeof err) == 0);
-    CHECK(a.n == 4 && b.n == 4 && !memcmp(a.samples, b.samples, sizeof(int16_t) * 4 * SPEECH_SAMPLES));
+    CHECK(a.n == 4 && b.n == 4 &&
+          !memcmp(a.samples, b.samples, sizeof(int16_t) * 4 * SPEECH_SAMPLES));
     int seen[CLIPS] = {0};
     for (int64_t i = 0; i < a.n; i++) {
         int id = clip_of(&a, i);
@@ -127,7 +135,8 @@ static void test_splits(void) {
     speech_set_free(&a);
     speech_set_free(&b);
     /* SC35 needs every word: the first missing one is named */
-    CHECK(speech_load(root, "35", SPLIT_TRAIN, 0, &a, err, sizeof err) != 0 && strstr(err, "/cat: no *.wav files"));
+    CHECK(speech_load(root, "35", SPLIT_TRAIN, 0, &a, err, sizeof err) != 0 &&
+          strstr(err, "/cat: no *.wav files"));
     const char *const *list;
     CHECK(speech_words("35", &list) == 35 && !strcmp(list[0], "bed") && !strcmp(list[34], "zero"));
     CHECK(speech_words("12", &list) == 0);
@@ -146,14 +155,21 @@ static const char *load_error(const char *name, void (*change)(const char *root)
     return err;
 }
 
-static void rewrite(const char *root, const char *rel, int id, int n, int rate, int channels, int format) {
+static void rewrite(const char *root, const char *rel, int id, int n, int rate, int channels,
+                    int format) {
     char *path = rt_sprintf("%s/%s", root, rel);
     write_wav(path, id, n, rate, channels, format);
     rt_free(path);
 }
-static void at_8k(const char *root) { rewrite(root, "yes/00_nohash_0.wav", 0, 100, 8000, 1, SF_FORMAT_PCM_16); }
-static void stereo(const char *root) { rewrite(root, "yes/00_nohash_0.wav", 0, 100, SPEECH_RATE, 2, SF_FORMAT_PCM_16); }
-static void as_float(const char *root) { rewrite(root, "yes/00_nohash_0.wav", 0, 100, SPEECH_RATE, 1, SF_FORMAT_FLOAT); }
+static void at_8k(const char *root) {
+    rewrite(root, "yes/00_nohash_0.wav", 0, 100, 8000, 1, SF_FORMAT_PCM_16);
+}
+static void stereo(const char *root) {
+    rewrite(root, "yes/00_nohash_0.wav", 0, 100, SPEECH_RATE, 2, SF_FORMAT_PCM_16);
+}
+static void as_float(const char *root) {
+    rewrite(root, "yes/00_nohash_0.wav", 0, 100, SPEECH_RATE, 1, SF_FORMAT_FLOAT);
+}
 static void too_long(const char *root) {
     rewrite(root, "yes/00_nohash_0.wav", 0, SPEECH_SAMPLES + 1, SPEECH_RATE, 1, SF_FORMAT_PCM_16);
 }
@@ -185,25 +201,35 @@ static void no_word(const char *root) {
 
 static int names(const char *err, const char *a, const char *b) {
     int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok) fprintf(stderr, "    expected \"%s\"%s%s in: %s\n", a, b ? " and " : "", b ? b : "", err);
+    if (!ok)
+        fprintf(stderr, "    expected \"%s\"%s%s in: %s\n", a, b ? " and " : "", b ? b : "", err);
     return ok;
 }
 
 static void test_errors(void) {
-    CHECK(names(load_error("rate", at_8k, SPLIT_TRAIN), "yes/00_nohash_0.wav: sampled at 8000 Hz, not 16000", NULL));
-    CHECK(names(load_error("stereo", stereo, SPLIT_TRAIN), "yes/00_nohash_0.wav: 2 channels, not mono", NULL));
-    CHECK(names(load_error("float", as_float, SPLIT_TRAIN), "yes/00_nohash_0.wav: not 16-bit PCM", NULL));
-    CHECK(names(load_error("long", too_long, SPLIT_TRAIN), "yes/00_nohash_0.wav: 16001 samples", "one second"));
-    CHECK(names(load_error("text", not_audio, SPLIT_TRAIN), "yes/00_nohash_0.wav: cannot read it as a sound file", NULL));
+    CHECK(names(load_error("rate", at_8k, SPLIT_TRAIN),
+                "yes/00_nohash_0.wav: sampled at 8000 Hz, not 16000", NULL));
+    CHECK(names(load_error("stereo", stereo, SPLIT_TRAIN),
+                "yes/00_nohash_0.wav: 2 channels, not mono", NULL));
+    CHECK(names(load_error("float", as_float, SPLIT_TRAIN), "yes/00_nohash_0.wav: not 16-bit PCM",
+                NULL));
+    CHECK(names(load_error("long", too_long, SPLIT_TRAIN), "yes/00_nohash_0.wav: 16001 samples",
+                "one second"));
+    CHECK(names(load_error("text", not_audio, SPLIT_TRAIN),
+                "yes/00_nohash_0.wav: cannot read it as a sound file", NULL));
     /* a file only the training split reads is no error of the test split */
     CHECK(!load_error("rate_test", at_8k, SPLIT_TEST)[0]);
-    CHECK(names(load_error("entry", missing_entry, SPLIT_TEST), "validation_list.txt:2: no/gone_nohash_0.wav: no such", NULL));
-    CHECK(names(load_error("both", in_both, SPLIT_TRAIN), "yes/01_nohash_0.wav is in both", "testing_list.txt (line 1)"));
+    CHECK(names(load_error("entry", missing_entry, SPLIT_TEST),
+                "validation_list.txt:2: no/gone_nohash_0.wav: no such", NULL));
+    CHECK(names(load_error("both", in_both, SPLIT_TRAIN), "yes/01_nohash_0.wav is in both",
+                "testing_list.txt (line 1)"));
     CHECK(names(load_error("nolist", no_list, SPLIT_TRAIN), "testing_list.txt: cannot open", NULL));
-    CHECK(names(load_error("noword", no_word, SPLIT_VAL), "/stop: no *.wav files", "docs/classification.md"));
+    CHECK(names(load_error("noword", no_word, SPLIT_VAL), "/stop: no *.wav files",
+                "docs/classification.md"));
     char err[2048];
     SpeechSet s;
-    CHECK(speech_load("", "10", SPLIT_TRAIN, 0, &s, err, sizeof err) != 0 && names(err, "task.path is empty", NULL));
+    CHECK(speech_load("", "10", SPLIT_TRAIN, 0, &s, err, sizeof err) != 0 &&
+          names(err, "task.path is empty", NULL));
     CHECK(speech_load("/nonexistent/sc", "10", SPLIT_TRAIN, 0, &s, err, sizeof err) != 0 &&
           names(err, "task.path = /nonexistent/sc: No such file", NULL));
 }
@@ -215,7 +241,8 @@ static void test_task_source(void) {
     char *root = write_tree("source");
     const char *head = "[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nhead = classifier\n"
                        "input = linear\ninput_offset = 32768\ninput_scale = 32768\n";
-    char *ini = rt_sprintf("%snum_classes = 10\n[data]\ntrain = task\n[task]\ntype = speech_commands\nwords = 10\npath = %s\nsample_stride = 4\n",
+    char *ini = rt_sprintf("%snum_classes = 10\n[data]\ntrain = task\n[task]\ntype = "
+                           "speech_commands\nwords = 10\npath = %s\nsample_stride = 4\n",
                            head, root);
     RunConfig rc;
     char err[2048];
@@ -235,10 +262,12 @@ static void test_task_source(void) {
     for (int e = 0; ds && e < 2; e++) {
         int seen[CLIPS] = {0};
         for (int b = 0; b < WORDS; b++) {
-            const int32_t *x = tok + (size_t)(e * WORDS + b) * T, *l = lab + (size_t)(e * WORDS + b) * T;
+            const int32_t *x = tok + (size_t)(e * WORDS + b) * T,
+                          *l = lab + (size_t)(e * WORDS + b) * T;
             int id = x[0] - 32768, bad = id < 0 || id >= CLIPS || l[T - 1] != id / PER_WORD;
             for (int p = 0; !bad && p < T; p++)
-                bad = x[p] != (4 * p < clip_len(id) ? clip_sample(id, 4 * p) : 0) + 32768 || (p < T - 1 && l[p] != -100);
+                bad = x[p] != (4 * p < clip_len(id) ? clip_sample(id, 4 * p) : 0) + 32768 ||
+                      (p < T - 1 && l[p] != -100);
             CHECK_MSG(!bad, "epoch %d row %d (clip %d) breaks the row convention", e, b, id);
             if (!bad) seen[id]++;
         }
@@ -248,11 +277,15 @@ static void test_task_source(void) {
     datasource_free(ds);
     rt_free(ini);
     /* the shape's errors */
-    ini = rt_sprintf("%snum_classes = 35\n[data]\ntrain = task\n[task]\ntype = speech_commands\nwords = 10\npath = %s\n", head, root);
+    ini = rt_sprintf("%snum_classes = 35\n[data]\ntrain = task\n[task]\ntype = "
+                     "speech_commands\nwords = 10\npath = %s\n",
+                     head, root);
     CHECK(run_config_load_string(&rc, ini, "sc.ini", NULL, 0, err, sizeof err) != 0 &&
           names(err, "model.num_classes = 35: task.words = 10 has 10 classes", NULL));
     rt_free(ini);
-    ini = rt_sprintf("%snum_classes = 35\n[data]\ntrain = task\n[train]\nseq_len = 8000\n[task]\ntype = speech_commands\npath = %s\n", head, root);
+    ini = rt_sprintf("%snum_classes = 35\n[data]\ntrain = task\n[train]\nseq_len = "
+                     "8000\n[task]\ntype = speech_commands\npath = %s\n",
+                     head, root);
     CHECK(run_config_load_string(&rc, ini, "sc.ini", NULL, 0, err, sizeof err) != 0 &&
           names(err, "train.seq_len = 8000", "rows of 16000 samples"));
     rt_free(ini);

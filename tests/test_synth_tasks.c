@@ -1,5 +1,5 @@
-/* The synthetic task generators (docs/evaluation.md part B): MQAR layout and its power-law query gaps,
- * group word problems against a brute-force running product over independently built
+/* The synthetic task generators (docs/evaluation.md part B): MQAR layout and its power-law query
+ * gaps, group word problems against a brute-force running product over independently built
  * permutations, copy sequences well formed, nnRNN's copy-memory rows position by position, and
  * the train/test streams disjoint. */
 #include <stdint.h>
@@ -13,7 +13,8 @@
 
 static void check_mqar_layout(const MqarSpec *s, int examples) {
     int V = s->vocab, L = s->seq_len, D = s->num_kv_pairs, ctx = 2 * D;
-    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)L), *lab = rt_malloc(sizeof(int32_t) * (size_t)L);
+    int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)L),
+            *lab = rt_malloc(sizeof(int32_t) * (size_t)L);
     int bad = 0;
     for (int e = 0; e < examples && !bad; e++) {
         Rng r;
@@ -21,8 +22,10 @@ static void check_mqar_layout(const MqarSpec *s, int examples) {
         mqar_example(s, &r, tok, lab);
         for (int j = 0; j < D; j++) {
             int k = tok[2 * j], v = tok[2 * j + 1];
-            bad |= !(k >= 1 && k < V / 2) || !(v >= V / 2 && v < V) || lab[2 * j] != -100 || lab[2 * j + 1] != -100;
-            for (int i = 0; i < j; i++) bad |= tok[2 * i] == k || tok[2 * i + 1] == v; /* distinct */
+            bad |= !(k >= 1 && k < V / 2) || !(v >= V / 2 && v < V) || lab[2 * j] != -100 ||
+                   lab[2 * j + 1] != -100;
+            for (int i = 0; i < j; i++)
+                bad |= tok[2 * i] == k || tok[2 * i + 1] == v; /* distinct */
         }
         int queries = 0, seen[1024] = {0};
         for (int p = ctx; p < L; p++) {
@@ -35,10 +38,12 @@ static void check_mqar_layout(const MqarSpec *s, int examples) {
             bad |= (p - ctx) % 2 != 0; /* queries sit at even offsets 2g */
             int j = 0;
             while (j < D && tok[2 * j] != tok[p]) j++;
-            bad |= j == D || lab[p] != tok[2 * j + 1] || seen[j]++; /* each key asked once, labeled with its value */
+            bad |= j == D || lab[p] != tok[2 * j + 1] ||
+                   seen[j]++; /* each key asked once, labeled with its value */
         }
         bad |= queries != D;
-        CHECK_MSG(!bad, "MQAR V=%d L=%d D=%d random=%d: example %d is malformed", V, L, D, s->random_non_queries, e);
+        CHECK_MSG(!bad, "MQAR V=%d L=%d D=%d random=%d: example %d is malformed", V, L, D,
+                  s->random_non_queries, e);
     }
     rt_free(tok);
     rt_free(lab);
@@ -95,15 +100,19 @@ static void test_mqar_power_law(void) {
             for (int p = 2 * D; p < s.seq_len; p++)
                 if (lab[p] != -100 && tok[p] == tok[0]) counts[(p - 2 * D) / 2]++;
         }
-        double *power = rt_malloc(sizeof(double) * (size_t)space), *uniform = rt_malloc(sizeof(double) * (size_t)space), z = 0;
+        double *power = rt_malloc(sizeof(double) * (size_t)space),
+               *uniform = rt_malloc(sizeof(double) * (size_t)space), z = 0;
         for (int g = 0; g < space; g++) z += power[g] = pow(g + 1.0, s.power_a - 1);
         for (int g = 0; g < space; g++) power[g] /= z, uniform[g] = 1.0 / space;
         int df, df_u;
-        double stat = chi2(counts, power, space, n, &df), stat_u = chi2(counts, uniform, space, n, &df_u);
-        CHECK_MSG(stat < chi2_critical(df), "D=%d: first-key gaps vs the power law: chi2 %.1f > %.1f (df %d)", D, stat,
+        double stat = chi2(counts, power, space, n, &df),
+               stat_u = chi2(counts, uniform, space, n, &df_u);
+        CHECK_MSG(stat < chi2_critical(df),
+                  "D=%d: first-key gaps vs the power law: chi2 %.1f > %.1f (df %d)", D, stat,
                   chi2_critical(df), df);
         /* the same statistic does tell the power law from a uniform placement */
-        CHECK_MSG(stat_u > 100 * chi2_critical(df_u), "D=%d: chi2 against uniform only %.1f", D, stat_u);
+        CHECK_MSG(stat_u > 100 * chi2_critical(df_u), "D=%d: chi2 against uniform only %.1f", D,
+                  stat_u);
         rt_free(counts);
         rt_free(power);
         rt_free(uniform);
@@ -111,7 +120,8 @@ static void test_mqar_power_law(void) {
 }
 
 static void test_mqar_check(void) {
-    MqarSpec odd = {8192, 63, 4, 0.01, 0}, crowded = {8192, 64, 17, 0.01, 0}, small_vocab = {64, 64, 4, 0.01, 0};
+    MqarSpec odd = {8192, 63, 4, 0.01, 0}, crowded = {8192, 64, 17, 0.01, 0},
+             small_vocab = {64, 64, 4, 0.01, 0};
     const char *m;
     CHECK((m = mqar_check(&odd)) && strstr(m, "train.seq_len = 63"));
     CHECK((m = mqar_check(&crowded)) && strstr(m, "task.num_kv_pairs = 17"));
@@ -145,7 +155,8 @@ static void test_group_word_problems(void) {
     static const struct {
         const char *name;
         int n, alternating, order;
-    } G[] = {{"S2", 2, 0, 2}, {"A3", 3, 1, 3}, {"S3", 3, 0, 6}, {"A5", 5, 1, 60}, {"S5", 5, 0, 120}};
+    } G[] = {
+        {"S2", 2, 0, 2}, {"A3", 3, 1, 3}, {"S3", 3, 0, 6}, {"A5", 5, 1, 60}, {"S5", 5, 0, 120}};
     for (int gi = 0; gi < 5; gi++) {
         int n = G[gi].n, elems[120][5], count = 0, p[5];
         for (int i = 0; i < n; i++) p[i] = i;
@@ -167,15 +178,18 @@ static void test_group_word_problems(void) {
             for (int t = 1; t < len; t++) {
                 bad |= tok[t] < 0 || tok[t] >= g.order;
                 int next[5];
-                for (int i = 0; i < n; i++) next[i] = acc[elems[tok[t]][i]]; /* (acc.x)(i) = acc(x(i)) */
+                for (int i = 0; i < n; i++)
+                    next[i] = acc[elems[tok[t]][i]]; /* (acc.x)(i) = acc(x(i)) */
                 memcpy(acc, next, sizeof acc);
                 bad |= memcmp(elems[lab[t]], acc, sizeof(int) * (size_t)n) != 0;
             }
         }
         for (int a = 0; a < g.order; a++)
-            for (int b = 0; b < g.order; b++) commute &= g.mul[a * g.order + b] == g.mul[b * g.order + a];
+            for (int b = 0; b < g.order; b++)
+                commute &= g.mul[a * g.order + b] == g.mul[b * g.order + a];
         CHECK_MSG(!bad, "%s: labels differ from the brute-force running product", G[gi].name);
-        CHECK_MSG(commute == (g.order <= 3), "%s: commutativity %d", G[gi].name, commute); /* S2, A3 abelian */
+        CHECK_MSG(commute == (g.order <= 3), "%s: commutativity %d", G[gi].name,
+                  commute); /* S2, A3 abelian */
         group_free(&g);
     }
     Group g;
@@ -189,7 +203,8 @@ static void test_group_word_problems(void) {
  * the positions predicting the copied s and the '.' are labeled with the next token, the rest
  * -100; the example cut off by the end of the context is wholly unlabeled. */
 #define ANY_LABEL -2 /* the last position predicts a token past the context */
-static int check_copy_train(const int32_t *tok, const int32_t *lab, int T, int min_len, int max_len) {
+static int check_copy_train(const int32_t *tok, const int32_t *lab, int T, int min_len,
+                            int max_len) {
     int32_t want[512];
     int p = 0, complete = 0;
     for (int q = 0; q < T; q++) want[q] = -100;
@@ -197,7 +212,7 @@ static int check_copy_train(const int32_t *tok, const int32_t *lab, int T, int m
         if (tok[p] != COPY_BOS) return 0;
         int len = 0;
         while (p + 1 + len < T && tok[p + 1 + len] < COPY_LETTERS) len++;
-        int end = p + 2 * len + 3; /* one past the '.' */
+        int end = p + 2 * len + 3;                  /* one past the '.' */
         if (p + 1 + len >= T || end > T + 1) break; /* cut off */
         if (len < min_len || len > max_len || tok[p + len + 1] != COPY_SEP) return 0;
         for (int i = 0; i < len; i++)
@@ -208,7 +223,8 @@ static int check_copy_train(const int32_t *tok, const int32_t *lab, int T, int m
         p = end;
     }
     for (int q = 0; q < T; q++)
-        if (want[q] == ANY_LABEL ? !(lab[q] >= 0 && lab[q] <= COPY_EOS) : lab[q] != want[q]) return 0;
+        if (want[q] == ANY_LABEL ? !(lab[q] >= 0 && lab[q] <= COPY_EOS) : lab[q] != want[q])
+            return 0;
     return complete > 0;
 }
 
@@ -227,8 +243,10 @@ static void test_copy(void) {
         Rng r;
         task_example_rng(&r, 5, 1, len);
         copy_eval_sequence(&r, len, n, tok, lab);
-        int ok = tok[0] == COPY_BOS && tok[len + 1] == COPY_SEP && tok[2 * len + 2] == COPY_EOS, labeled = 0;
-        for (int i = 0; i < len; i++) ok &= tok[1 + i] < COPY_LETTERS && tok[len + 2 + i] == tok[1 + i];
+        int ok = tok[0] == COPY_BOS && tok[len + 1] == COPY_SEP && tok[2 * len + 2] == COPY_EOS,
+            labeled = 0;
+        for (int i = 0; i < len; i++)
+            ok &= tok[1 + i] < COPY_LETTERS && tok[len + 2 + i] == tok[1 + i];
         for (int q = 2 * len + 3; q < n; q++) ok &= tok[q] == COPY_PAD;
         for (int q = 0; q < n; q++) {
             int scored = q >= len + 1 && q <= 2 * len + 1;
@@ -249,7 +267,8 @@ static void test_copy_memory_layout(void) {
         const CopyMemSpec *s = &specs[k];
         int T = s->delay, c = s->length, n = copy_memory_row(s), bad = 0;
         CHECK(copy_memory_check(s) == NULL && n == T + 2 * c);
-        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)n), *lab = rt_malloc(sizeof(int32_t) * (size_t)n);
+        int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)n),
+                *lab = rt_malloc(sizeof(int32_t) * (size_t)n);
         for (int e = 0; e < 300; e++) {
             Rng r;
             task_example_rng(&r, 3, 0, e);
@@ -261,7 +280,8 @@ static void test_copy_memory_layout(void) {
             }
             for (int i = 0; i < c; i++) bad += !(tok[i] >= 1 && tok[i] <= s->symbols);
         }
-        CHECK_MSG(!bad, "copy memory T=%d c=%d K=%d: %d positions differ from nnRNN's layout", T, c, s->symbols, bad);
+        CHECK_MSG(!bad, "copy memory T=%d c=%d K=%d: %d positions differ from nnRNN's layout", T, c,
+                  s->symbols, bad);
         rt_free(tok);
         rt_free(lab);
     }
@@ -279,12 +299,14 @@ static void test_copy_memory_layout(void) {
     for (int k = 0; k < 8; k++) p[k] = 1.0 / 8;
     int df;
     double stat = chi2(counts, p, 8, 100000, &df);
-    CHECK_MSG(stat < chi2_critical(df), "copy memory symbols: chi-square %.1f with %d df", stat, df);
+    CHECK_MSG(stat < chi2_critical(df), "copy memory symbols: chi-square %.1f with %d df", stat,
+              df);
     /* nnRNN's baseline 10 log 8 / (T + 20) */
     CopyMemSpec paper = {200, 10, 8};
     CHECK_CLOSE(copy_memory_baseline(&paper), 10 * log(8.0) / 220, 1e-15);
     CopyMemSpec bad_specs[] = {{0, 10, 8}, {10, 0, 8}, {10, 10, 9}, {10, 10, 0}};
-    static const char *const key[] = {"task.delay", "task.copy_length", "task.symbols", "task.symbols"};
+    static const char *const key[] = {"task.delay", "task.copy_length", "task.symbols",
+                                      "task.symbols"};
     for (int k = 0; k < 4; k++) {
         const char *msg = copy_memory_check(&bad_specs[k]);
         CHECK_MSG(msg && strstr(msg, key[k]), "spec %d: %s", k, msg ? msg : "accepted");
@@ -303,8 +325,9 @@ static void test_streams(void) {
     mqar_example(&s, &r, b, lb);
     task_example_rng(&r, 9, 1, 42);
     mqar_example(&s, &r, c, lc);
-    CHECK(!memcmp(a, b, sizeof a) && !memcmp(la, lb, sizeof la)); /* a pure function of (seed, split, i) */
-    CHECK(memcmp(a, c, sizeof a) != 0);                            /* train and test differ */
+    CHECK(!memcmp(a, b, sizeof a) &&
+          !memcmp(la, lb, sizeof la));  /* a pure function of (seed, split, i) */
+    CHECK(memcmp(a, c, sizeof a) != 0); /* train and test differ */
     int same = 0;
     for (int i = 0; i < 1000; i++) {
         Rng tr, te;

@@ -50,8 +50,8 @@ char *tu_temp_dir(void) {
     return d;
 }
 
-void tu_write_shards(const char *dir, const char *tokenizer_sha, int64_t vocab, const int64_t *sizes, int n,
-                     int64_t first_token) {
+void tu_write_shards(const char *dir, const char *tokenizer_sha, int64_t vocab,
+                     const int64_t *sizes, int n, int64_t first_token) {
     fs_mkdirs(dir);
     int64_t p = 0;
     for (int i = 0; i < n; i++) {
@@ -105,7 +105,10 @@ double tu_gradcheck(tu_loss_fn f, void *ctx, real *x, const real *grad, int64_t 
     double worst = 0;
     int m = n < samples ? (int)n : samples;
     for (int s = 0; s < m; s++) {
-        int64_t i = n <= samples ? s : (s == 0 ? 0 : s == 1 ? n - 1 : (int64_t)rng_below(r, (uint64_t)n));
+        int64_t i = n <= samples ? s
+                                 : (s == 0   ? 0
+                                    : s == 1 ? n - 1
+                                             : (int64_t)rng_below(r, (uint64_t)n));
         /* fourth-order central difference: truncation error O(h^4) */
         real keep = x[i];
         double fv[4], offs[4] = {2 * h, h, -h, -2 * h};
@@ -139,13 +142,15 @@ ModelConfig tu_model(MixerKind mixer, TuModelSize z) {
 }
 
 ModelConfig tu_tiny_model(MixerKind mixer, int num_layers) {
-    ModelConfig c = tu_model(mixer, (TuModelSize){.vocab = 13, .hidden = 16, .layers = num_layers, .heads = 2});
+    ModelConfig c =
+        tu_model(mixer, (TuModelSize){.vocab = 13, .hidden = 16, .layers = num_layers, .heads = 2});
     c.intermediate_size = 24;
     c.expand_k = 0.5;
     c.expand_v = 1.0;
     c.head_dim = 8;
-    c.state_size = mixer == MIXER_ROTRNN ? 8 : 6; /* Mamba2: d 16 x expand 2 / head_dim 8 = 4 heads;
-                                                   * LRU: 6 complex channels; RotRNN: 2 heads of 4 */
+    c.state_size =
+        mixer == MIXER_ROTRNN ? 8 : 6; /* Mamba2: d 16 x expand 2 / head_dim 8 = 4 heads;
+                                        * LRU: 6 complex channels; RotRNN: 2 heads of 4 */
     c.gate_low_rank_dim = 4;
     c.init_std = 0.3;
     c.pe.phi_rank = 3;

@@ -7,14 +7,17 @@
 #include "testutil.h"
 
 const char *const PE_VARIANT_NAMES[N_PE_VARIANTS] = {
-    "nope", "rope", "sel-wn-silu", "sel-lowrank-none-bias-gate", "sel-skip-tan-tempgrad",
+    "nope",
+    "rope",
+    "sel-wn-silu",
+    "sel-lowrank-none-bias-gate",
+    "sel-skip-tan-tempgrad",
     "sel-bias-gate-docmask",
 };
 
-/* The mixers that take NoPE only (docs/models.md §mamba2, §lru, §rotrnn, §nonlinear-rnns, §lstm). */
-static int nope_only(const ModelConfig *c) {
-    return family_of(c->mixer)->pe == PE_BIT(PE_NOPE);
-}
+/* The mixers that take NoPE only (docs/models.md §mamba2, §lru, §rotrnn, §nonlinear-rnns, §lstm).
+ */
+static int nope_only(const ModelConfig *c) { return family_of(c->mixer)->pe == PE_BIT(PE_NOPE); }
 
 int pe_variant_applies(const ModelConfig *c, int k) {
     return !nope_only(c) || k == 0 || k == N_PE_VARIANTS - 1;
@@ -63,15 +66,17 @@ void apply_mixer_option(ModelConfig *c, int on) {
         c->r_min = on ? 0.9 : 0, c->r_max = on ? 0.999 : 0.99, c->max_phase = on ? 0.314 : 6.28;
     else if (c->mixer == MIXER_ROTRNN) /* one head of 8 state channels, or two of 4 */
         c->num_heads = 1 + on, c->state_size = 8;
-    else if (family_carries(family_of(c->mixer))) { /* the recurrent cells: the papers' model shape: the RNN layers alone, and the
-                                         * other activation (modReLU for the tanh cells, tanh for
-                                         * expRNN, nnRNN and EURNN) */
-        c->block = on ? BLOCK_RNN : BLOCK_PRENORM, c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;
+    else if (family_carries(
+                 family_of(c->mixer))) { /* the recurrent cells: the papers' model shape: the RNN
+                                          * layers alone, and the other activation (modReLU for the
+                                          * tanh cells, tanh for expRNN, nnRNN and EURNN) */
+        c->block = on ? BLOCK_RNN : BLOCK_PRENORM,
+        c->orth_init = on ? ORTH_INIT_HENAFF : ORTH_INIT_CAYLEY;
         if (on && c->mixer != MIXER_LSTM)
             c->nonlinearity = family_of(c->mixer)->modrelu ? RNN_NONLIN_TANH : RNN_NONLIN_MODRELU;
-        if (c->mixer == MIXER_EURNN) c->capacity = on ? 5 : 2; /* odd: the last layer rotates the even pairs */
-    }
-    else
+        if (c->mixer == MIXER_EURNN)
+            c->capacity = on ? 5 : 2; /* odd: the last layer rotates the even pairs */
+    } else
         c->short_conv = on;
     if (c->mixer == MIXER_DELTANET) c->use_gate = !on; /* on: fla's default, conv and no gate */
 }
@@ -103,7 +108,8 @@ void run_pe_variants(MixerKind mixer, int option, VariantCheck check) {
         if (!pe_variant_applies(&x, k)) continue;
         apply_pe_variant(&x, k);
         char label[160];
-        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option), pe_variant_name(&x, k));
+        snprintf(label, sizeof label, "%s %s", mixer_option_name(&x, option),
+                 pe_variant_name(&x, k));
         double e = check(&x, label);
         printf("    %-45s worst %.2e\n", label, e);
     }
@@ -132,7 +138,8 @@ const char *hybrid_name(int k) {
 void run_hybrid_variants(VariantCheck check) {
     for (int h = 0; h < N_HYBRIDS; h++)
         for (int k = 0; k < N_PE_VARIANTS; k++) {
-            if (h && k != 0 && k != 3) continue; /* the other shapes: NoPE and Selective RoPE's options */
+            if (h && k != 0 && k != 3)
+                continue; /* the other shapes: NoPE and Selective RoPE's options */
             ModelConfig x = tu_tiny_model(MIXER_GLA, 3);
             apply_hybrid(&x, h);
             apply_pe_variant(&x, k);
@@ -159,7 +166,9 @@ static void run_mixer_test(const void *arg) {
     run_both_options(t->mixer, t->check);
 }
 
-static void run_hybrid_test(const void *arg) { run_hybrid_variants(((const MixerTest *)arg)->check); }
+static void run_hybrid_test(const void *arg) {
+    run_hybrid_variants(((const MixerTest *)arg)->check);
+}
 
 int run_variant_tests(const TestCase *tests, int n, const char *prefix, VariantCheck check,
                       int argc, char **argv) {

@@ -1,7 +1,7 @@
 // The CUDA backend: device memory from a stream-ordered pool, one compute stream (the NCCL
-// collectives have their own, comm_nccl.cu), the table of kernels. bf16 [act], fp32 [f32] (src/backend.h).
-// Where the device has no memory pools (or ROTOR_CUDA_ALLOC=plain), cudaMalloc / cudaFree
-// instead, the peak read from the device's free memory.
+// collectives have their own, comm_nccl.cu), the table of kernels. bf16 [act], fp32 [f32]
+// (src/backend.h). Where the device has no memory pools (or ROTOR_CUDA_ALLOC=plain), cudaMalloc /
+// cudaFree instead, the peak read from the device's free memory.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 
 static cudaStream_t stream;
 static cudaMemPool_t pool;
-static bool plain_alloc;          // cudaMalloc / cudaFree instead of the pool
+static bool plain_alloc;              // cudaMalloc / cudaFree instead of the pool
 static size_t plain_base, plain_peak; // device memory in use at start, and the peak since
 static void *scratch[SCRATCH_SLOTS];
 static size_t scratch_bytes[SCRATCH_SLOTS];
@@ -54,9 +54,8 @@ void cuda_allow_smem_at(const void *kernel, size_t bytes, const char *op) {
 }
 
 // Block (32, 16): 32 columns, 16 row groups summed in shared memory.
-__global__ void __launch_bounds__(512) colsum_add_kernel(float *__restrict__ out,
-                                                         const float *__restrict__ part, int rows,
-                                                         int cols) {
+__global__ void __launch_bounds__(512)
+    colsum_add_kernel(float *__restrict__ out, const float *__restrict__ part, int rows, int cols) {
     __shared__ float red[16][33];
     int e = blockIdx.x * 32 + threadIdx.x;
     float s = 0.f;
@@ -74,7 +73,8 @@ __global__ void __launch_bounds__(512) colsum_add_kernel(float *__restrict__ out
 }
 
 void cuda_colsum_add(float *out, const float *part, int rows, int cols) {
-    colsum_add_kernel<<<(unsigned)cdiv(cols, 32), dim3(32, 16), 0, cuda_stream()>>>(out, part, rows, cols);
+    colsum_add_kernel<<<(unsigned)cdiv(cols, 32), dim3(32, 16), 0, cuda_stream()>>>(out, part, rows,
+                                                                                    cols);
     CUDA_LAUNCHED();
 }
 
@@ -121,8 +121,7 @@ void *cuda_alloc(size_t bytes) {
         cudaMemGetInfo(&free_b, &total);
         rt_die("GPU out of memory allocating %.1f MiB (peak so far %.1f MiB, device %.1f MiB "
                "free of %.1f MiB); lower train.micro_batch or the context length",
-               bytes / 1048576.0, used_high() / 1048576.0, free_b / 1048576.0,
-               total / 1048576.0);
+               bytes / 1048576.0, used_high() / 1048576.0, free_b / 1048576.0, total / 1048576.0);
     }
     CUDA_CHECK(e);
     return p;
@@ -138,8 +137,10 @@ static const char *memory_kind(const void *p) {
         cudaGetLastError();
         return "unknown";
     }
-    return a.type == cudaMemoryTypeDevice ? "device" : a.type == cudaMemoryTypeHost ? "pinned host"
-           : a.type == cudaMemoryTypeManaged ? "managed" : "pageable host";
+    return a.type == cudaMemoryTypeDevice    ? "device"
+           : a.type == cudaMemoryTypeHost    ? "pinned host"
+           : a.type == cudaMemoryTypeManaged ? "managed"
+                                             : "pageable host";
 }
 
 // A copy between host and device memory; a failure names both pointers, their kinds and
@@ -251,7 +252,8 @@ static void fill_table(Backend *b) {
 // The ops of the table, plain or timed by the profiler (profile.cuh); the memset of the
 // gradients and the uploads of a step are timed too.
 static void cu_profile(int on) {
-#define ROTOR_SET_OP(ret, op, params, args) cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
+#define ROTOR_SET_OP(ret, op, params, args)                                                        \
+    cuda_backend.op = on ? timed<cuda_##op>(#op) : cuda_##op;
     BACKEND_OPS(ROTOR_SET_OP)
 #undef ROTOR_SET_OP
     cuda_backend.zero = on ? timed<cu_zero>("zero") : cu_zero;
@@ -288,14 +290,17 @@ extern "C" const Backend *backend_cuda(int local_rank, char *why, size_t why_siz
                 } else {
                     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
                     uint64_t keep = UINT64_MAX; // keep freed blocks for reuse
-                    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+                    CUDA_CHECK(
+                        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
                 }
                 char err[512], spec[256];
                 if (kernel_variants_from_env(err, sizeof err)) rt_die("%s", err);
                 kernel_variants_describe(spec, sizeof spec);
                 if (spec[0])
-                    fprintf(stderr, "rotor: kernel variants %s (ROTOR_KERNEL_VARIANT), not the "
-                                    "verified defaults\n", spec);
+                    fprintf(stderr,
+                            "rotor: kernel variants %s (ROTOR_KERNEL_VARIANT), not the "
+                            "verified defaults\n",
+                            spec);
                 gemm_init();
                 fill_table(&cuda_backend);
                 cuda_backend.peak_flops = peak_flops(&prop);

@@ -19,12 +19,12 @@ static cudaStream_t comm_stream;
 static cudaEvent_t compute_done; // recorded on the compute stream before each collective
 static cudaEvent_t comm_done;    // recorded on the communication stream by comm_wait
 
-#define NCCL_CHECK(x)                                                                           \
-    do {                                                                                        \
-        ncclResult_t _r = (x);                                                                  \
-        if (_r != ncclSuccess)                                                                  \
-            rt_die("NCCL error %d (%s) in %s at %s:%d", (int)_r, ncclGetErrorString(_r), #x,  \
-                   __FILE__, __LINE__);                                                         \
+#define NCCL_CHECK(x)                                                                              \
+    do {                                                                                           \
+        ncclResult_t _r = (x);                                                                     \
+        if (_r != ncclSuccess)                                                                     \
+            rt_die("NCCL error %d (%s) in %s at %s:%d", (int)_r, ncclGetErrorString(_r), #x,       \
+                   __FILE__, __LINE__);                                                            \
     } while (0)
 
 const size_t cuda_comm_id_size = sizeof(ncclUniqueId);
@@ -77,7 +77,8 @@ void cuda_allgather_start(void *buf, const int64_t *ranges) {
     for (int r = 0; r < comm_world; r++) {
         float *at = p + ranges[r];
         if (ranges[r] < ranges[r + 1])
-            NCCL_CHECK(ncclBroadcast(at, at, (size_t)(ranges[r + 1] - ranges[r]), ncclFloat32, r, comm, s));
+            NCCL_CHECK(ncclBroadcast(at, at, (size_t)(ranges[r + 1] - ranges[r]), ncclFloat32, r,
+                                     comm, s));
     }
     NCCL_CHECK(ncclGroupEnd());
 }

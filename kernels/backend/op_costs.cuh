@@ -8,9 +8,9 @@
 
 inline constexpr CostUnits cuda_cost_units = {CUDA_ACT_SIZE, CUDA_F32_SIZE};
 
-#define ROTOR_CUDA_COST(ret, name, params, args)                                              \
-    template <> struct Cost<cuda_##name> {                                                    \
-        static OpCost of params { return OP_COST(&cuda_cost_units, name, args); }             \
+#define ROTOR_CUDA_COST(ret, name, params, args)                                                   \
+    template <> struct Cost<cuda_##name> {                                                         \
+        static OpCost of params { return OP_COST(&cuda_cost_units, name, args); }                  \
     };
 BACKEND_OPS(ROTOR_CUDA_COST)
 #undef ROTOR_CUDA_COST

@@ -12,7 +12,7 @@ namespace {
 struct Mirror {
     void *cu = nullptr, *pos = nullptr, *chunk = nullptr; // device buffers, grown as needed
     size_t cu_bytes = 0, pos_bytes = 0, chunk_bytes = 0;
-    int32_t *host = nullptr;                              // staging for the int32 copies
+    int32_t *host = nullptr; // staging for the int32 copies
     size_t host_bytes = 0;
 };
 

@@ -16,10 +16,10 @@ cudaStream_t cuda_stream();
 
 // Dies with the CUDA error string, the failing expression and its place.
 void cuda_fail(cudaError_t e, const char *what, const char *file, int line);
-#define CUDA_CHECK(x)                                                  \
-    do {                                                               \
-        cudaError_t _e = (x);                                          \
-        if (_e != cudaSuccess) cuda_fail(_e, #x, __FILE__, __LINE__);  \
+#define CUDA_CHECK(x)                                                                              \
+    do {                                                                                           \
+        cudaError_t _e = (x);                                                                      \
+        if (_e != cudaSuccess) cuda_fail(_e, #x, __FILE__, __LINE__);                              \
     } while (0)
 // After every kernel launch: catches bad launch configurations at once.
 #define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
@@ -52,10 +52,10 @@ void cuda_check_aligned(const void *p, size_t bytes, const char *op);
 // For the shape queries of cuda_ops.h: writes the reason (printf format) to why and returns 0.
 int cuda_unsupported(char *why, size_t why_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-// The head sizes of a chunked linear-attention kernel family ("GLA", "GDN", supports.cu): H >= 1, K and V
-// multiples of 16 in 16..k_max and 16..v_max. 1, or 0 with the reason naming the limit.
-int cuda_linear_attn_sizes(char *why, size_t why_size, const char *family, int H, int K,
-                           int k_max, int V, int v_max);
+// The head sizes of a chunked linear-attention kernel family ("GLA", "GDN", supports.cu): H >= 1, K
+// and V multiples of 16 in 16..k_max and 16..v_max. 1, or 0 with the reason naming the limit.
+int cuda_linear_attn_sizes(char *why, size_t why_size, const char *family, int H, int K, int k_max,
+                           int V, int v_max);
 
 // Lets a kernel launch with `bytes` of dynamic shared memory (an opt-in above 48 KB); dies
 // naming the op and both sizes when the device allows less.
@@ -81,8 +81,8 @@ static inline unsigned blocks_for(int64_t n) {
     int64_t b = cdiv(n, GRID_THREADS);
     return (unsigned)(b < 4096 ? b : 4096);
 }
-#define GRID_STRIDE(i, n)                                                                         \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                     \
+#define GRID_STRIDE(i, n)                                                                          \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
 // Properties of the backend's device, read once.
@@ -98,7 +98,9 @@ __device__ __forceinline__ float2 ld2(const bf16 *p) {
 __device__ __forceinline__ void st2(bf16 *p, float2 v) {
     *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v.x, v.y);
 }
-__device__ __forceinline__ float2 ldf2(const float *p) { return *reinterpret_cast<const float2 *>(p); }
+__device__ __forceinline__ float2 ldf2(const float *p) {
+    return *reinterpret_cast<const float2 *>(p);
+}
 __device__ __forceinline__ void stf2(float *p, float2 v) { *reinterpret_cast<float2 *>(p) = v; }
 
 // Gates feeding fp32 recurrences (GDN, Mamba2): accurate expf / log1pf, the CPU's softplus
@@ -112,13 +114,11 @@ __device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + __expf
 __device__ __forceinline__ float logsigmoidf_(float x) {
     return fminf(x, 0.f) - log1pf(__expf(-fabsf(x)));
 }
-__device__ __forceinline__ float softplusf_(float x) {
-    return x > 20.f ? x : log1pf(__expf(x));
-}
+__device__ __forceinline__ float softplusf_(float x) { return x > 20.f ? x : log1pf(__expf(x)); }
 
 constexpr unsigned FULL_MASK = 0xffffffffu; // all 32 lanes of a warp
-constexpr float L2E = 1.4426950408889634f; // log2(e): softmax in base 2 (fox.cu, decode.cu)
-constexpr float LN2 = 0.6931471805599453f; // log(2): log-sum-exp back from base 2
+constexpr float L2E = 1.4426950408889634f;  // log2(e): softmax in base 2 (fox.cu, decode.cu)
+constexpr float LN2 = 0.6931471805599453f;  // log(2): log-sum-exp back from base 2
 
 // Sum over a warp (all 32 lanes active), in float or double.
 template <class T> __device__ __forceinline__ T warp_sum(T v) {

@@ -1,6 +1,6 @@
-// The pieces of the chunked Gated DeltaNet kernels (docs/models.md §gated-deltanet) that kernels/ops/gdn.cu
-// shares with its scan variant gdn_scan_reg.cu: shared-memory carving, the per-chunk gates, and
-// the sequential scans' layouts and chunk walk.
+// The pieces of the chunked Gated DeltaNet kernels (docs/models.md §gated-deltanet) that
+// kernels/ops/gdn.cu shares with its scan variant gdn_scan_reg.cu: shared-memory carving, the
+// per-chunk gates, and the sequential scans' layouts and chunk walk.
 #pragma once
 
 #include "lib/chunks.cuh"

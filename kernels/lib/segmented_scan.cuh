@@ -42,8 +42,8 @@ __global__ void scan_carry_kernel(float *__restrict__ carry, const float *__rest
 
 template <bool REV>
 void launch_scan_carry(float *carry, const float *val, const int *flag, int ntile, int C) {
-    scan_carry_kernel<REV><<<(unsigned)cdiv(C, 8), 256, 0, cuda_stream()>>>(carry, val, flag,
-                                                                          ntile, C);
+    scan_carry_kernel<REV>
+        <<<(unsigned)cdiv(C, 8), 256, 0, cuda_stream()>>>(carry, val, flag, ntile, C);
     CUDA_LAUNCHED();
 }
 

@@ -1,6 +1,6 @@
-// Selective RoPE's pieces per pair of angle channels c, c+1 (docs/models.md §position-embeddings steps 4-8), shared
-// by the fused op (selrope.cu) and its decoding step (decode.cu): the increment's bias and
-// phase gate, and the rotation of the half-split pairs (j, j+P) of q and k.
+// Selective RoPE's pieces per pair of angle channels c, c+1 (docs/models.md §position-embeddings
+// steps 4-8), shared by the fused op (selrope.cu) and its decoding step (decode.cu): the
+// increment's bias and phase gate, and the rotation of the half-split pairs (j, j+P) of q and k.
 #pragma once
 
 #include "lib/cuda_common.cuh"

@@ -1,7 +1,7 @@
-// The depthwise causal short conv of up to 4 taps (docs/models.md §gla, §gated-deltanet, §position-embeddings step 3, §zoology-shape) as device pieces, shared
-// by the conv kernels (timemix.cu), the fused Selective RoPE kernels (selrope.cu) and the
-// decoding steps (decode.cu): a thread holds 2 adjacent channels c, c+1 (a float2) and slides
-// along the tokens.
+// The depthwise causal short conv of up to 4 taps (docs/models.md §gla, §gated-deltanet,
+// §position-embeddings step 3, §zoology-shape) as device pieces, shared by the conv kernels
+// (timemix.cu), the fused Selective RoPE kernels (selrope.cu) and the decoding steps (decode.cu): a
+// thread holds 2 adjacent channels c, c+1 (a float2) and slides along the tokens.
 #pragma once
 
 #include "lib/cuda_common.cuh"
@@ -35,8 +35,12 @@ __device__ __forceinline__ Taps load_taps(const bf16 *w, int c, int K = KW) {
 #pragma unroll
     for (int t = 0; t < KW; t++) {
         int j = t - (KW - K); // the weight's tap
-        k.t[t] = !w ? f2(t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f,
-                         t == KW - 1 ? 1.f : t == KW - 2 ? -1.f : 0.f)
+        k.t[t] = !w ? f2(t == KW - 1   ? 1.f
+                         : t == KW - 2 ? -1.f
+                                       : 0.f,
+                         t == KW - 1   ? 1.f
+                         : t == KW - 2 ? -1.f
+                                       : 0.f)
                  : j < 0 ? f2(0.f, 0.f)
                          : f2(bf2f(w[c * K + j]), bf2f(w[(c + 1) * K + j]));
     }
@@ -64,7 +68,8 @@ __device__ __forceinline__ float dsilu1(float p) {
 // its channels c, c+1 and tap t; the sums over the 8 warps of the weight's K taps (the last K of
 // g) go to part[blockIdx.x][C][K] (one of the block's 64 x K entries per thread, the rest idle).
 // Every thread of the block must call it.
-__device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g)[KW], int C, int K = KW) {
+__device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g)[KW], int C,
+                                                   int K = KW) {
     constexpr int WARPS = 8;
     static_assert(WARPS * 32 == 64 * KW, "one entry per thread");
     __shared__ float red[WARPS][32][2 * KW]; // [warp][lane][channel of lane * KW + tap]

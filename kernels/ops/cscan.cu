@@ -11,7 +11,8 @@
 // also sums w = G_t conj(lambda h_{t-1}) over its chunk into a->states, and a fourth pass adds
 // the chunks' sums in order per channel (dloga = Re w, dangle = Im w): deterministic.
 // cscan_step is one step per (row, channel) from and into a->state (docs/models.md §decoding).
-// segment_reverse (the bidirectional scan, §block-dropout-bidirectional) runs one block per segment.
+// segment_reverse (the bidirectional scan, §block-dropout-bidirectional) runs one block per
+// segment.
 //
 // Threads of a warp take adjacent channels, so the (re, im) pairs of a token are read and
 // written as coalesced bf16x2. Precision: x, h, dh, dx [act] bf16; eigenvalues, states and
@@ -107,7 +108,8 @@ __global__ void __launch_bounds__(THREADS)
     FOR_CHUNKS(k, nchunk) {
         int64_t first = chunks[3 * k], len = chunks[3 * k + 1];
         float2 z = f2(0.f, 0.f);
-        for (int64_t t = first + len - 1; t >= first; t--) z = cmul(lamc, z) + ld2(dh + t * 2 * C + 2 * c);
+        for (int64_t t = first + len - 1; t >= first; t--)
+            z = cmul(lamc, z) + ld2(dh + t * 2 * C + 2 * c);
         stf2(st + k * 2 * C + 2 * c, z);
     }
 }
@@ -149,7 +151,8 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 __global__ void __launch_bounds__(THREADS)
-    rscan_sum_kernel(float *dloga, float *dangle, const float *st, int64_t nchunk, int C, int accumulate) {
+    rscan_sum_kernel(float *dloga, float *dangle, const float *st, int64_t nchunk, int C,
+                     int accumulate) {
     int c = blockIdx.x * THREADS + threadIdx.x;
     if (c >= C) return;
     float2 w = accumulate ? f2(dloga[c], dangle[c]) : f2(0.f, 0.f);
@@ -185,7 +188,8 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 void check_chunks(const Seqs *s, const char *op) {
-    if (s->nchunk > INT32_MAX) rt_die("%s: %lld chunks exceed the chunk table", op, (long long)s->nchunk);
+    if (s->nchunk > INT32_MAX)
+        rt_die("%s: %lld chunks exceed the chunk table", op, (long long)s->nchunk);
 }
 
 // One kernel of THREADS threads a block on the stream, checked.

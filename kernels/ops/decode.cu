@@ -1,9 +1,9 @@
-// The decoding ops (docs/models.md §decoding) on the GPU, CPU reference src/cpu/decode_ops.c: what a
-// prefill leaves for decoding (segment tails, the forget gate's cumulative sum, KV-cache
-// writes) and one token per row from that state (short conv, shift, Selective RoPE, GLA, Gated
-// DeltaNet, causal attention). A step has no chunk machinery: each row's token advances the
-// row's state directly. Segments come from the device copy of Seqs; in a step s->dev_pos[r] is
-// row r's position, and a row at position 0 reads a zero state (its state is not read).
+// The decoding ops (docs/models.md §decoding) on the GPU, CPU reference src/cpu/decode_ops.c: what
+// a prefill leaves for decoding (segment tails, the forget gate's cumulative sum, KV-cache writes)
+// and one token per row from that state (short conv, shift, Selective RoPE, GLA, Gated DeltaNet,
+// causal attention). A step has no chunk machinery: each row's token advances the row's state
+// directly. Segments come from the device copy of Seqs; in a step s->dev_pos[r] is row r's
+// position, and a row at position 0 reads a zero state (its state is not read).
 //
 // Precision: [act] bf16 in and out; the recurrent states, angle sums, cumulative gates and every
 // sum in fp32.
@@ -75,8 +75,10 @@ __global__ void cache_write_kernel(E *cache, const E *x, const int32_t *cu, cons
     int lo = 0, hi = nseg - 1;
     while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= n) lo = mid;
-        else hi = mid - 1;
+        if (cu[mid] <= n)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     E *dst = cache + ((int64_t)lo * cap + pos[n]) * C;
     for (int c = threadIdx.x; c < C; c += blockDim.x) dst[c] = x[n * C + c];
@@ -104,8 +106,8 @@ __device__ __forceinline__ void push_tail(bf16 *t, int C, const Tail &w, float2 
 // One thread per channel pair (c, c+1) of row r: the conv's pre-activation at x from the
 // tail, as conv_fwd_kernel (timemix.cu) at the row's position (short_conv.cuh).
 template <bool SILU>
-__global__ void conv_step_kernel(bf16 *y, bf16 *tail, const bf16 *x, const bf16 *w,
-                                 const bf16 *b, const int32_t *pos, int64_t npairs, int C, int K) {
+__global__ void conv_step_kernel(bf16 *y, bf16 *tail, const bf16 *x, const bf16 *w, const bf16 *b,
+                                 const int32_t *pos, int64_t npairs, int C, int K) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= npairs) return;
     const int64_t r = i / (C / 2);
@@ -145,9 +147,9 @@ struct SelRopeStep {
     int64_t npairs;
 };
 
-// One thread per angle-channel pair (c, c+1) of row r (docs/models.md §position-embeddings steps 3-8 for one
-// token): phi' = g (act(conv(phi_raw)) + exp(bias)) from the row's phi_raw tail, Phi += phi'
-// (from 0 at position 0), q and k rotated by temp_j Phi, as selrope_fwd_kernel (selrope.cu).
+// One thread per angle-channel pair (c, c+1) of row r (docs/models.md §position-embeddings steps
+// 3-8 for one token): phi' = g (act(conv(phi_raw)) + exp(bias)) from the row's phi_raw tail, Phi +=
+// phi' (from 0 at position 0), q and k rotated by temp_j Phi, as selrope_fwd_kernel (selrope.cu).
 template <bool SILU> __global__ void selrope_step_kernel(const SelRopeStep a) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.npairs) return;
@@ -178,8 +180,8 @@ template <bool SILU> __global__ void selrope_step_kernel(const SelRopeStep a) {
 // slices) in registers: the row's fp32 K x V state is read once and written once, a warp
 // covering whole state rows. q, k and GLA's decays sit in shared memory; sums over the rows
 // go through shared memory (slice_sum).
-constexpr int LIN_VT = 128;  // value columns per block
-constexpr int LIN_ROWS = 16; // state rows per thread
+constexpr int LIN_VT = 128;   // value columns per block
+constexpr int LIN_ROWS = 16;  // state rows per thread
 constexpr int LIN_KMAX = 256; // cuda_gla_supports / cuda_gdn_supports: K <= 256
 constexpr int LIN_THREADS = (LIN_VT / 4) * (LIN_KMAX / LIN_ROWS);
 
@@ -282,13 +284,25 @@ void lin_step(const LinAttnArgs *a, bool delta, const char *op) {
     for (const void *p : ptrs) cuda_check_aligned(p, 16, op);
     const int64_t B = a->s->ntok;
     if (B == 0) return;
-    LinStep p = {(bf16 *)a->o, (float *)a->state, (const bf16 *)a->q, (const bf16 *)a->k,
-                 (const bf16 *)a->v, (const float *)a->g, (const float *)a->beta,
-                 a->s->dev_pos, H, K, V, a->g_per_head, (float)a->scale};
+    LinStep p = {(bf16 *)a->o,
+                 (float *)a->state,
+                 (const bf16 *)a->q,
+                 (const bf16 *)a->k,
+                 (const bf16 *)a->v,
+                 (const float *)a->g,
+                 (const float *)a->beta,
+                 a->s->dev_pos,
+                 H,
+                 K,
+                 V,
+                 a->g_per_head,
+                 (float)a->scale};
     const dim3 grid((unsigned)(B * H), (unsigned)cdiv(V, LIN_VT));
     const dim3 block((V < LIN_VT ? V : LIN_VT) / 4, (unsigned)cdiv(K, LIN_ROWS));
-    if (delta) lin_step_kernel<true><<<grid, block, 0, cuda_stream()>>>(p);
-    else lin_step_kernel<false><<<grid, block, 0, cuda_stream()>>>(p);
+    if (delta)
+        lin_step_kernel<true><<<grid, block, 0, cuda_stream()>>>(p);
+    else
+        lin_step_kernel<false><<<grid, block, 0, cuda_stream()>>>(p);
     CUDA_LAUNCHED();
 }
 
@@ -480,8 +494,8 @@ void cuda_cache_write(void *cache, const void *x, const Seqs *s, int cap, int C,
     CUDA_LAUNCHED();
 }
 
-void cuda_conv_step(void *y, const void *x, const void *w, const void *b, void *tail,
-                    const Seqs *s, int C, int K, Activation act) {
+void cuda_conv_step(void *y, const void *x, const void *w, const void *b, void *tail, const Seqs *s,
+                    int C, int K, Activation act) {
     conv_check("conv_step", y, x, tail, C, K, act);
     cuda_check_aligned(b, 4, "conv_step");
     const int64_t npairs = s->ntok * C / 2;
@@ -489,17 +503,17 @@ void cuda_conv_step(void *y, const void *x, const void *w, const void *b, void *
     const unsigned blocks = (unsigned)cdiv(npairs, 256);
     if (act == ACT_SILU)
         conv_step_kernel<true><<<blocks, 256, 0, cuda_stream()>>>(
-            (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b,
-            s->dev_pos, npairs, C, K);
+            (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos,
+            npairs, C, K);
     else
         conv_step_kernel<false><<<blocks, 256, 0, cuda_stream()>>>(
-            (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b,
-            s->dev_pos, npairs, C, K);
+            (bf16 *)y, (bf16 *)tail, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos,
+            npairs, C, K);
     CUDA_LAUNCHED();
 }
 
-void cuda_shift_step(void *y, const void *x, const void *a_logit, void *prev, const Seqs *s,
-                     int H, int D) {
+void cuda_shift_step(void *y, const void *x, const void *a_logit, void *prev, const Seqs *s, int H,
+                     int D) {
     const int64_t n = s->ntok * H * D;
     if (n == 0) return;
     shift_step_kernel<<<(unsigned)cdiv(n, 256), 256, 0, cuda_stream()>>>(
@@ -517,14 +531,27 @@ void cuda_selrope_step(const SelRopeArgs *a) {
     for (const void *p : ptrs) cuda_check_aligned(p, 4, op);
     cuda_check_aligned(a->Phi, 8, op);
     cuda_check_aligned(a->temp, 8, op);
-    SelRopeStep p = {(bf16 *)a->qo, (bf16 *)a->ko, (bf16 *)a->tail, (float *)a->Phi,
-                     (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->phi_raw,
-                     (const bf16 *)a->conv_w, (const bf16 *)a->bias, (const bf16 *)a->gate_logit,
-                     (const float *)a->temp, a->s->dev_pos, H, P, a->s->ntok * C / 2};
+    SelRopeStep p = {(bf16 *)a->qo,
+                     (bf16 *)a->ko,
+                     (bf16 *)a->tail,
+                     (float *)a->Phi,
+                     (const bf16 *)a->q,
+                     (const bf16 *)a->k,
+                     (const bf16 *)a->phi_raw,
+                     (const bf16 *)a->conv_w,
+                     (const bf16 *)a->bias,
+                     (const bf16 *)a->gate_logit,
+                     (const float *)a->temp,
+                     a->s->dev_pos,
+                     H,
+                     P,
+                     a->s->ntok * C / 2};
     if (p.npairs == 0) return;
     const unsigned blocks = (unsigned)cdiv(p.npairs, 256);
-    if (a->conv_act == ACT_SILU) selrope_step_kernel<true><<<blocks, 256, 0, cuda_stream()>>>(p);
-    else selrope_step_kernel<false><<<blocks, 256, 0, cuda_stream()>>>(p);
+    if (a->conv_act == ACT_SILU)
+        selrope_step_kernel<true><<<blocks, 256, 0, cuda_stream()>>>(p);
+    else
+        selrope_step_kernel<false><<<blocks, 256, 0, cuda_stream()>>>(p);
     CUDA_LAUNCHED();
 }
 
@@ -546,14 +573,27 @@ void cuda_attn_step(const AttnStepArgs *a) {
     // enough spans to fill the GPU twice over, each of at least ATT_MIN_SPAN slots
     const int64_t want = cdiv(2 * (int64_t)cuda_sm_count(), rows);
     const int nsplit = (int)(want < cdiv(slots, ATT_MIN_SPAN) ? want : cdiv(slots, ATT_MIN_SPAN));
-    AttnStep p = {(bf16 *)a->o, (bf16 *)a->kc, (bf16 *)a->vc, (float *)a->fc, nullptr,
-                  (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v,
-                  (const float *)a->logf, a->s->dev_pos, H, a->cap,
-                  (int)cdiv(slots, nsplit), nsplit, (float)(a->scale * L2E)};
+    AttnStep p = {(bf16 *)a->o,
+                  (bf16 *)a->kc,
+                  (bf16 *)a->vc,
+                  (float *)a->fc,
+                  nullptr,
+                  (const bf16 *)a->q,
+                  (const bf16 *)a->k,
+                  (const bf16 *)a->v,
+                  (const float *)a->logf,
+                  a->s->dev_pos,
+                  H,
+                  a->cap,
+                  (int)cdiv(slots, nsplit),
+                  nsplit,
+                  (float)(a->scale * L2E)};
     if (nsplit > 1)
         p.part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * rows * nsplit * (D + 2));
-    if (a->logf) attn_for_d<true>(D, p, rows);
-    else attn_for_d<false>(D, p, rows);
+    if (a->logf)
+        attn_for_d<true>(D, p, rows);
+    else
+        attn_for_d<false>(D, p, rows);
     if (nsplit > 1) {
         attn_combine_kernel<<<(unsigned)rows, D, 0, cuda_stream()>>>(
             (bf16 *)a->o, p.part, a->s->dev_pos, H, nsplit, p.span, D);

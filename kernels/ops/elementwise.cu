@@ -1,8 +1,9 @@
 // Elementwise ops: the bf16 compute copy of the weights, token embedding,
-// gating / SwiGLU, SiLU, GELU, ReLU and the pair classifier's features (§classification), log-sigmoid gates
-// and Gated DeltaNet's beta and decay (docs/models.md §backbone, §gla, §gated-deltanet), dropout (§block-dropout-bidirectional; the mask of
-// util/dropout_mask.h, as the CPU op draws it).
-// Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and tail.
+// gating / SwiGLU, SiLU, GELU, ReLU and the pair classifier's features (§classification),
+// log-sigmoid gates and Gated DeltaNet's beta and decay (docs/models.md §backbone, §gla,
+// §gated-deltanet), dropout (§block-dropout-bidirectional; the mask of util/dropout_mask.h, as the
+// CPU op draws it). Flat ops run one grid-stride loop over 16-byte vectors with a scalar head and
+// tail.
 #include <initializer_list>
 
 #include "backend/cuda_ops.h"
@@ -11,7 +12,6 @@
 #include "util/error.h"
 
 namespace {
-
 
 constexpr int THREADS = 256;
 
@@ -110,7 +110,8 @@ struct GateMulBwd {
     const bf16 *dout, *x, *g;
     Activation act;
     template <int V> __device__ void run(int64_t i) const {
-        Pack<bf16, V> dv = ld_vec<V>(dout + i), xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), ox, og;
+        Pack<bf16, V> dv = ld_vec<V>(dout + i), xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), ox,
+                      og;
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float d = bf2f(dv.v[k]), gk = bf2f(gv.v[k]);
@@ -134,7 +135,9 @@ struct Silu {
 };
 
 // gelu(x) = x Phi(x) (erf form) and its derivative Phi(x) + x phi(x)
-__device__ __forceinline__ float normal_cdf(float x) { return 0.5f * (1.f + erff(x * 0.70710678f)); }
+__device__ __forceinline__ float normal_cdf(float x) {
+    return 0.5f * (1.f + erff(x * 0.70710678f));
+}
 
 struct Gelu {
     static __device__ __forceinline__ bf16 fwd(bf16 x) {
@@ -211,7 +214,8 @@ struct Dropout {
     }
 };
 
-// docs/models.md §classification: element (p, j) of the pair features [u, v, u v, u - v], u = x[2p], v = x[2p+1].
+// docs/models.md §classification: element (p, j) of the pair features [u, v, u v, u - v], u =
+// x[2p], v = x[2p+1].
 __global__ void __launch_bounds__(THREADS)
     pair_nli_fwd_kernel(bf16 *f, const bf16 *x, int64_t P, int d) {
     int64_t stride = (int64_t)gridDim.x * blockDim.x, n = P * d;
@@ -287,9 +291,9 @@ struct LogsigBwd : GateBwd<LogsigBwd> {
 };
 
 // A row of C elements copied by the block's threads, V at a time.
-template <int V>
-__device__ __forceinline__ void copy_row(bf16 *dst, const bf16 *src, int C) {
-    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V) st_vec<V>(dst + c, ld_vec<V>(src + c));
+template <int V> __device__ __forceinline__ void copy_row(bf16 *dst, const bf16 *src, int C) {
+    for (int c = threadIdx.x * V; c < C; c += blockDim.x * V)
+        st_vec<V>(dst + c, ld_vec<V>(src + c));
 }
 
 // One block per token row; V-wide copies of the row of E.
@@ -323,7 +327,6 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-
 // y [f32] = sigmoid(x): the delta rule's beta (docs/models.md §gated-deltanet, §deltanet)
 struct SigmoidFwd : GateFwd<SigmoidFwd> {
     float *y;
@@ -342,7 +345,8 @@ struct SigmoidBwd : GateBwd<SigmoidBwd> {
     }
 };
 
-// docs/models.md §gated-deltanet, §mamba2: dt = softplus(dt_raw + dt_bias) (kept when dt is not null), g = -exp(A_log) dt.
+// docs/models.md §gated-deltanet, §mamba2: dt = softplus(dt_raw + dt_bias) (kept when dt is not
+// null), g = -exp(A_log) dt.
 __global__ void __launch_bounds__(THREADS)
     decay_gates_fwd_kernel(float *dt, float *g, const bf16 *dt_raw, const float *A_log,
                            const float *dt_bias, int64_t n, int H) {
@@ -432,7 +436,8 @@ void cuda_gate_mul_fwd(void *out, const void *x, const void *g, int64_t n, Activ
 void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, const void *g,
                        int64_t n, Activation act) {
     check_act(act, "gate_mul_bwd");
-    map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g, act},
+    map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g,
+                   act},
         n, {{dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
 }
 
@@ -445,7 +450,8 @@ void cuda_silu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_silu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(Zip<BwdOf<Silu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Silu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n,
+        {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
@@ -453,7 +459,8 @@ void cuda_gelu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_gelu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(Zip<BwdOf<Gelu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Gelu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n,
+        {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_dropout(void *y, const void *x, int64_t N, int C, int T, uint64_t key, double p) {
@@ -466,19 +473,21 @@ void cuda_relu_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_relu_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(Zip<BwdOf<Relu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 2}, {x, 2}});
+    map(Zip<BwdOf<Relu>>{(bf16 *)dx, (const bf16 *)dy, (const bf16 *)x}, n,
+        {{dx, 2}, {dy, 2}, {x, 2}});
 }
 
 void cuda_pair_nli_fwd(void *f, const void *x, int64_t P, int d) {
     if (P <= 0) return;
-    pair_nli_fwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>((bf16 *)f, (const bf16 *)x, P, d);
+    pair_nli_fwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>((bf16 *)f, (const bf16 *)x,
+                                                                        P, d);
     CUDA_LAUNCHED();
 }
 
 void cuda_pair_nli_bwd(void *dx, const void *df, const void *x, int64_t P, int d) {
     if (P <= 0) return;
-    pair_nli_bwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)df,
-                                                                        (const bf16 *)x, P, d);
+    pair_nli_bwd_kernel<<<grid_for(P * d), THREADS, 0, cuda_stream()>>>(
+        (bf16 *)dx, (const bf16 *)df, (const bf16 *)x, P, d);
     CUDA_LAUNCHED();
 }
 
@@ -498,7 +507,8 @@ void cuda_sigmoid_fwd(void *y, const void *x, int64_t n) {
 }
 
 void cuda_sigmoid_bwd(void *dx, const void *dy, const void *x, int64_t n) {
-    map(SigmoidBwd{{}, (bf16 *)dx, (const float *)dy, (const bf16 *)x}, n, {{dx, 2}, {dy, 4}, {x, 2}});
+    map(SigmoidBwd{{}, (bf16 *)dx, (const float *)dy, (const bf16 *)x}, n,
+        {{dx, 2}, {dy, 4}, {x, 2}});
 }
 
 void cuda_decay_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_log,
@@ -506,8 +516,8 @@ void cuda_decay_gates_fwd(void *dt, void *g, const void *dt_raw, const void *A_l
     int64_t n = N * H;
     if (n <= 0) return;
     decay_gates_fwd_kernel<<<grid_for(n), THREADS, 0, cuda_stream()>>>(
-        (float *)dt, (float *)g, (const bf16 *)dt_raw, (const float *)A_log,
-        (const float *)dt_bias, n, H);
+        (float *)dt, (float *)g, (const bf16 *)dt_raw, (const float *)A_log, (const float *)dt_bias,
+        n, H);
     CUDA_LAUNCHED();
 }
 

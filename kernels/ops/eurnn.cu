@@ -1,5 +1,5 @@
-// EURNN's recurrent matrix from its layers of rotations (eurnn_weights_*, docs/models.md §nonlinear-rnns).
-// CPU reference: src/cpu/eurnn_weights.c.
+// EURNN's recurrent matrix from its layers of rotations (eurnn_weights_*, docs/models.md
+// §nonlinear-rnns). CPU reference: src/cpu/eurnn_weights.c.
 //
 // A layer rotates pairs of rows, which acts on every column alone: thread k owns column k of
 // W (forward) or of Y = W and D = dW (backward, in the work space) and applies the layers in
@@ -33,8 +33,8 @@ __global__ void eurnn_fwd_kernel(float *W, const float *theta, int n, int L) {
 }
 
 // Every thread of a warp runs every pair (those past n with zeros), for the warp sums.
-__global__ void eurnn_bwd_kernel(float *dtheta, const float *dW, const float *W, const float *theta, float *Y,
-                                 float *D, int n, int L, int64_t angles) {
+__global__ void eurnn_bwd_kernel(float *dtheta, const float *dW, const float *W, const float *theta,
+                                 float *Y, float *D, int n, int L, int64_t angles) {
     const int k = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
     const bool mine = k < n;
     if (mine)
@@ -50,7 +50,8 @@ __global__ void eurnn_bwd_kernel(float *dtheta, const float *dW, const float *W,
             const int p = l % 2 + 2 * m;
             float g = 0.f;
             if (mine) {
-                float *yp = Y + (int64_t)p * n + k, *yq = yp + n, *dp = D + (int64_t)p * n + k, *dq = dp + n;
+                float *yp = Y + (int64_t)p * n + k, *yq = yp + n, *dp = D + (int64_t)p * n + k,
+                      *dq = dp + n;
                 const float a = *yp, b = *yq, da = *dp, db = *dq;
                 g = db * a - da * b;
                 float s, c;
@@ -69,15 +70,16 @@ __global__ void eurnn_bwd_kernel(float *dtheta, const float *dW, const float *W,
 } // namespace
 
 void cuda_eurnn_weights_fwd(void *W, const void *theta, int n, int L) {
-    eurnn_fwd_kernel<<<cdiv(n, GRID_THREADS), GRID_THREADS, 0, cuda_stream()>>>((float *)W, (const float *)theta,
-                                                                                 n, L);
+    eurnn_fwd_kernel<<<cdiv(n, GRID_THREADS), GRID_THREADS, 0, cuda_stream()>>>(
+        (float *)W, (const float *)theta, n, L);
     CUDA_LAUNCHED();
 }
 
-void cuda_eurnn_weights_bwd(void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n,
-                            int L) {
+void cuda_eurnn_weights_bwd(void *dtheta, const void *dW, const void *W, const void *theta,
+                            void *work, int n, int L) {
     float *Y = (float *)work, *D = Y + (int64_t)n * n;
     eurnn_bwd_kernel<<<cdiv(n, GRID_THREADS), GRID_THREADS, 0, cuda_stream()>>>(
-        (float *)dtheta, (const float *)dW, (const float *)W, (const float *)theta, Y, D, n, L, eurnn_angles(n, L));
+        (float *)dtheta, (const float *)dW, (const float *)W, (const float *)theta, Y, D, n, L,
+        eurnn_angles(n, L));
     CUDA_LAUNCHED();
 }

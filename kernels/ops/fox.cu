@@ -548,8 +548,7 @@ void launch_bwd(void *dk, void *dv, float *dqacc, void *dc, const void *q, const
                 const float *delta, const Seqs *s, int H, float sl2, float scale) {
     constexpr size_t smem = bwd_smem<D, QT>();
     // the shared-memory opt-in, at the first launch
-    static const bool ready =
-        (cuda_allow_smem(fox_bwd_kernel<D, QT, GATE>, smem, "fox_bwd"), true);
+    static const bool ready = (cuda_allow_smem(fox_bwd_kernel<D, QT, GATE>, smem, "fox_bwd"), true);
     (void)ready;
     fox_bwd_kernel<D, QT, GATE><<<(int)s->nchunk * H, THREADS, smem, cuda_stream()>>>(
         (bf16 *)dk, (bf16 *)dv, dqacc, (float *)dc, (const bf16 *)q, (const bf16 *)k,
@@ -571,8 +570,8 @@ void fwd_for_d(int D, void *o, void *lse, const void *q, const void *k, const vo
 // query tiles of 64 rows; 16 at D = 128, where dK and dV alone hold 128 registers
 template <bool GATE>
 void bwd_for_d(int D, void *dk, void *dv, float *dqacc, void *dc, const void *q, const void *k,
-               const void *v, const void *dout, const void *lf, const void *lse,
-               const float *delta, const Seqs *s, int H, float sl2, float sc) {
+               const void *v, const void *dout, const void *lf, const void *lse, const float *delta,
+               const Seqs *s, int H, float sl2, float sc) {
     switch (D) {
     case 32:
         launch_bwd<32, 64, GATE>(dk, dv, dqacc, dc, q, k, v, dout, lf, lse, delta, s, H, sl2, sc);
@@ -611,8 +610,10 @@ void cuda_fox_fwd(const AttnArgs *a) {
         return;
     }
     const float sl2 = (float)(scale * 1.4426950408889634);
-    if (logf) fwd_for_d<true>(D, o, lse, q, k, v, logf, s, H, sl2);
-    else fwd_for_d<false>(D, o, lse, q, k, v, logf, s, H, sl2);
+    if (logf)
+        fwd_for_d<true>(D, o, lse, q, k, v, logf, s, H, sl2);
+    else
+        fwd_for_d<false>(D, o, lse, q, k, v, logf, s, H, sl2);
 }
 
 void cuda_fox_bwd(const AttnGrads *gr) {
@@ -637,8 +638,10 @@ void cuda_fox_bwd(const AttnGrads *gr) {
         delta, dqacc, logf ? (float *)dlogf : NULL, (const bf16 *)dout, (const bf16 *)o, rows, D);
     CUDA_LAUNCHED();
     const float sl2 = (float)(scale * 1.4426950408889634), sc = (float)scale;
-    if (logf) bwd_for_d<true>(D, dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
-    else bwd_for_d<false>(D, dk, dv, dqacc, NULL, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
+    if (logf)
+        bwd_for_d<true>(D, dk, dv, dqacc, dlogf, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
+    else
+        bwd_for_d<false>(D, dk, dv, dqacc, NULL, q, k, v, dout, logf, lse, delta, s, H, sl2, sc);
     const int64_t n4 = rows * D / 4;
     fox_dq_out<<<(unsigned)cdiv(n4, 256), 256, 0, cuda_stream()>>>((bf16 *)dq, dqacc, n4, sc);
     CUDA_LAUNCHED();

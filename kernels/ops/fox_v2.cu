@@ -99,9 +99,9 @@ template <int MT, int N> __device__ __forceinline__ void zero_tiles(float (&x)[M
 // Starts copying key tile i of block b (keys seg_first + i BN ..: K, V and, with GATE, their c
 // from ch) into buffer buf of sK, sV, sKc: the forward's and the dQ pass's walk over the keys.
 template <int D, int BN, bool GATE>
-__device__ __forceinline__ void load_key_tile(bf16 *sK, bf16 *sV, float *sKc, const bf16 *k, const bf16 *v,
-                                              const float *ch, const Block &b, int i, int buf, int64_t stride,
-                                              int64_t head, int nt) {
+__device__ __forceinline__ void load_key_tile(bf16 *sK, bf16 *sV, float *sKc, const bf16 *k,
+                                              const bf16 *v, const float *ch, const Block &b, int i,
+                                              int buf, int64_t stride, int64_t head, int nt) {
     constexpr int LD = D + 8;
     const int k0 = b.seg_first + i * BN, n = min(BN, b.seg_end - k0);
     cp_async_tile<BN>(sK + buf * BN * LD, LD, k + k0 * stride + head, stride, n, D, nt);
@@ -210,8 +210,8 @@ __global__ void __launch_bounds__(BM / WM * 32)
     load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, 0, 0, stride, head, NTH);
     cp_async_commit();
 
-    const int w0 = warp * WM;   // this warp's first row in the block
-    float m[MT][2], l[MT][2];   // running max (log2 units), partial row sums of this thread
+    const int w0 = warp * WM; // this warp's first row in the block
+    float m[MT][2], l[MT][2]; // running max (log2 units), partial row sums of this thread
     float acc[MT][D / 8][4];
     zero_tiles(acc);
 #pragma unroll
@@ -222,7 +222,9 @@ __global__ void __launch_bounds__(BM / WM * 32)
 
     for (int it = 0; it < ntile; it++) {
         const int buf = it & 1;
-        if (it + 1 < ntile) load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head, NTH);
+        if (it + 1 < ntile)
+            load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head,
+                                       NTH);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -376,8 +378,10 @@ __global__ void __launch_bounds__(BM / WM * 32, D > 64 ? 1 : 2)
         if (r < b.len) {
             const int64_t at = (q0 + r) * stride + head;
             for (int d = 2 * lane; d < D; d += 64) {
-                const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(dout + at + d));
-                const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(o + at + d));
+                const float2 x =
+                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(dout + at + d));
+                const float2 y =
+                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(o + at + d));
                 s += x.x * y.x + x.y * y.y;
             }
         }
@@ -388,12 +392,15 @@ __global__ void __launch_bounds__(BM / WM * 32, D > 64 ? 1 : 2)
         }
     }
 
-    float dqa[MT][D / 8][4], dcs[MT][2] = {}; // dQ (unscaled), row sums of dS of this thread's columns
+    float dqa[MT][D / 8][4],
+        dcs[MT][2] = {}; // dQ (unscaled), row sums of dS of this thread's columns
     zero_tiles(dqa);
 
     for (int it = 0; it < ntile; it++) {
         const int buf = it & 1;
-        if (it + 1 < ntile) load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head, NTH);
+        if (it + 1 < ntile)
+            load_key_tile<D, BN, GATE>(sK, sV, sKc, k, v, ch, b, it + 1, buf ^ 1, stride, head,
+                                       NTH);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
@@ -545,8 +552,10 @@ __global__ void __launch_bounds__(BK / 16 * 32)
                     const int j = nt * 8 + 2 * t + e, qi = qk + j;
                     const bool ok = k0 + qi < b.seg_end;
                     const float qc = GATE ? cQc[j] : 0.f, ls = cLse[j] * L2E, de = cDel[j];
-                    const float p0 = ok && qi >= kr0 ? exp2f(sc[0][nt][e] * sl2 + (qc - kc0) - ls) : 0.f;
-                    const float p1 = ok && qi >= kr1 ? exp2f(sc[0][nt][2 + e] * sl2 + (qc - kc1) - ls) : 0.f;
+                    const float p0 =
+                        ok && qi >= kr0 ? exp2f(sc[0][nt][e] * sl2 + (qc - kc0) - ls) : 0.f;
+                    const float p1 =
+                        ok && qi >= kr1 ? exp2f(sc[0][nt][2 + e] * sl2 + (qc - kc1) - ls) : 0.f;
                     const float ds0 = p0 * (dp[0][nt][e] - de), ds1 = p1 * (dp[0][nt][2 + e] - de);
                     sc[0][nt][e] = p0;
                     sc[0][nt][2 + e] = p1;
@@ -592,9 +601,8 @@ void launch_fwd(const AttnArgs *a, const float *c2, float sl2) {
     (void)ready;
     const Seqs *s = a->s;
     fox_fwd2_kernel<D, BN, WM, GATE><<<(int)s->nchunk * a->H, BM / WM * 32, smem, cuda_stream()>>>(
-        (bf16 *)a->o, (float *)a->lse, (const bf16 *)a->q, (const bf16 *)a->k,
-        (const bf16 *)a->v, c2, s->dev_chunk, s->dev_cu, (int)s->nchunk, (int)s->ntok, a->H,
-        sl2);
+        (bf16 *)a->o, (float *)a->lse, (const bf16 *)a->q, (const bf16 *)a->k, (const bf16 *)a->v,
+        c2, s->dev_chunk, s->dev_cu, (int)s->nchunk, (int)s->ntok, a->H, sl2);
     CUDA_LAUNCHED();
 }
 
@@ -632,21 +640,23 @@ void launch_bwd(const AttnGrads *gr, const float *c2, float *delta, float sl2, f
     const int grid = (int)s->nchunk * a->H, N = (int)s->ntok;
     fox_dq_kernel<D, BN, WM, GATE><<<grid, BM / WM * 32, smem_q, cuda_stream()>>>(
         (bf16 *)gr->dq, delta, (float *)gr->dlogf, (const bf16 *)a->q, (const bf16 *)a->k,
-        (const bf16 *)a->v, (const bf16 *)gr->dout, (const bf16 *)a->o, c2,
-        (const float *)a->lse, s->dev_chunk, s->dev_cu, (int)s->nchunk, N, a->H, sl2, scale);
+        (const bf16 *)a->v, (const bf16 *)gr->dout, (const bf16 *)a->o, c2, (const float *)a->lse,
+        s->dev_chunk, s->dev_cu, (int)s->nchunk, N, a->H, sl2, scale);
     CUDA_LAUNCHED();
     fox_dkv_kernel<D, BK, QT, GATE><<<grid, BK / 16 * 32, smem_kv, cuda_stream()>>>(
-        (bf16 *)gr->dk, (bf16 *)gr->dv, (float *)gr->dlogf, (const bf16 *)a->q,
-        (const bf16 *)a->k, (const bf16 *)a->v, (const bf16 *)gr->dout, c2,
-        (const float *)a->lse, delta, s->dev_chunk, s->dev_cu, N, a->H, sl2, scale);
+        (bf16 *)gr->dk, (bf16 *)gr->dv, (float *)gr->dlogf, (const bf16 *)a->q, (const bf16 *)a->k,
+        (const bf16 *)a->v, (const bf16 *)gr->dout, c2, (const float *)a->lse, delta, s->dev_chunk,
+        s->dev_cu, N, a->H, sl2, scale);
     CUDA_LAUNCHED();
 }
 
 template <int D, bool GATE>
 void bwd_variant(int variant, const AttnGrads *gr, const float *c2, float *delta, float sl2,
                  float scale) {
-    if (variant == 1) launch_bwd<D, 128, GATE>(gr, c2, delta, sl2, scale);
-    else launch_bwd<D, 64, GATE>(gr, c2, delta, sl2, scale);
+    if (variant == 1)
+        launch_bwd<D, 128, GATE>(gr, c2, delta, sl2, scale);
+    else
+        launch_bwd<D, 64, GATE>(gr, c2, delta, sl2, scale);
 }
 
 template <bool GATE>
@@ -663,8 +673,10 @@ void bwd_for_d(int variant, const AttnGrads *gr, const float *c2, float *delta, 
 
 void fox_fwd_v2(const AttnArgs *a, int variant) {
     const float sl2 = (float)(a->scale * 1.4426950408889634);
-    if (a->logf) fwd_for_d<true>(variant, a, logf_cumsum(a), sl2);
-    else fwd_for_d<false>(variant, a, nullptr, sl2);
+    if (a->logf)
+        fwd_for_d<true>(variant, a, logf_cumsum(a), sl2);
+    else
+        fwd_for_d<false>(variant, a, nullptr, sl2);
 }
 
 void fox_bwd_v2(const AttnGrads *gr, int variant) {

@@ -1,7 +1,7 @@
-// Chunked Gated DeltaNet (docs/models.md §gated-deltanet): the WY/UT form of src/cpu/gdn_chunk.c on the GPU, as
-// per-chunk kernels that run fully in parallel and one sequential scan over the chunks of
-// every segment (fla ops/gated_delta_rule style). Within a chunk of L <= 64 rows starting
-// from state S_c, gam = in-chunk cumsum of g, Gam_ts = e^{gam_t - gam_s} (s <= t):
+// Chunked Gated DeltaNet (docs/models.md §gated-deltanet): the WY/UT form of src/cpu/gdn_chunk.c on
+// the GPU, as per-chunk kernels that run fully in parallel and one sequential scan over the chunks
+// of every segment (fla ops/gated_delta_rule style). Within a chunk of L <= 64 rows starting from
+// state S_c, gam = in-chunk cumsum of g, Gam_ts = e^{gam_t - gam_s} (s <= t):
 //   A = strictly_lower(diag(beta) (K K^T) o Gam),  T = (I + A)^{-1} diag(beta),
 //   W = T (e^gam o K),  U = T V - W S_c,  P = (Q K^T) o Gam o lower  (Q = scale q),
 //   O = (e^gam o Q) S_c + P U,  S_{c+1} = e^{gam_L} S_c + (e^{gam_L - gam} o K)^T U.
@@ -329,40 +329,41 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_commit();
         if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    scan_chunks<false>(w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L,
-                                                        unsigned char *sg) {
-        const bf16 *Wb = at<bf16>(sg, lay.w), *Kb = at<bf16>(sg, lay.k), *Ut = at<bf16>(sg, lay.u);
-        const Gates *G = at<Gates>(sg, lay.gates);
+    scan_chunks<false>(
+        w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L, unsigned char *sg) {
+            const bf16 *Wb = at<bf16>(sg, lay.w), *Kb = at<bf16>(sg, lay.k),
+                       *Ut = at<bf16>(sg, lay.u);
+            const Gates *G = at<Gates>(sg, lay.gates);
 
-        save_state(states + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
-        __syncthreads();
-        for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X = W S_c
-            int i = x & 3, j = x >> 2;
-            FragC acc;
-            wmma::fill_fragment(acc, 0.f);
-            mma_acc<false, false>(acc, Wb, ldk, 16 * i, Sb, ldv, 16 * j, K);
-            wmma::store_matrix_sync(Xf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
-        }
-        __syncthreads();
-        for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
-            int t = e / BV, j = e - t * BV;
-            float u = bf2f(Ut[t * ldv + j]) - Xf[t * ldf + j];
-            if (t < L) U[((n0 + t) * H + h) * V + v0 + j] = f2bf(u);
-            Ud[t * ldv + j] = f2bf(G->ed[t] * u);
-        }
-        __syncthreads();
-        [[maybe_unused]] const float eL = G->eg[L - 1];
-        for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
-            int i = x % (K / 16), j = x / (K / 16);
-            FragC acc;
-            wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
-            if constexpr (DECAY)
-                for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
-            mma_acc<true, false>(acc, Kb, ldk, 16 * i, Ud, ldv, 16 * j, CHUNK);
-            wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
-        }
-        __syncthreads();
-    });
+            save_state(states + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
+            __syncthreads();
+            for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X = W S_c
+                int i = x & 3, j = x >> 2;
+                FragC acc;
+                wmma::fill_fragment(acc, 0.f);
+                mma_acc<false, false>(acc, Wb, ldk, 16 * i, Sb, ldv, 16 * j, K);
+                wmma::store_matrix_sync(Xf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
+                int t = e / BV, j = e - t * BV;
+                float u = bf2f(Ut[t * ldv + j]) - Xf[t * ldf + j];
+                if (t < L) U[((n0 + t) * H + h) * V + v0 + j] = f2bf(u);
+                Ud[t * ldv + j] = f2bf(G->ed[t] * u);
+            }
+            __syncthreads();
+            [[maybe_unused]] const float eL = G->eg[L - 1];
+            for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
+                int i = x % (K / 16), j = x / (K / 16);
+                FragC acc;
+                wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
+                if constexpr (DECAY)
+                    for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
+                mma_acc<true, false>(acc, Kb, ldk, 16 * i, Ud, ldv, 16 * j, CHUNK);
+                wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
+            }
+            __syncthreads();
+        });
     // the state after the last chunk (the bf16 copy into Sb is not read again)
     if (fin) save_state(fin + ((int64_t)seg * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
 }
@@ -454,47 +455,48 @@ __global__ void __launch_bounds__(NT_SCAN)
         cp_async_commit();
         if (warp == 0) chunk_gates<DECAY>(at<Gates>(st, lay.gates), g, beta, n0, L, h, H);
     };
-    scan_chunks<true>(w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L,
-                                                       unsigned char *sg) {
-        const bf16 *Qb = at<bf16>(sg, lay.q), *Kb = at<bf16>(sg, lay.k), *Wb = at<bf16>(sg, lay.w);
-        const bf16 *Pb = at<bf16>(sg, lay.p);
-        bf16 *dOt = at<bf16>(sg, lay.d);
-        const Gates *G = at<Gates>(sg, lay.gates);
+    scan_chunks<true>(
+        w, lay, smem, stages, issue, [&](int64_t c, int64_t n0, int L, unsigned char *sg) {
+            const bf16 *Qb = at<bf16>(sg, lay.q), *Kb = at<bf16>(sg, lay.k),
+                       *Wb = at<bf16>(sg, lay.w);
+            const bf16 *Pb = at<bf16>(sg, lay.p);
+            bf16 *dOt = at<bf16>(sg, lay.d);
+            const Gates *G = at<Gates>(sg, lay.gates);
 
-        save_state(dSs + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
-        __syncthreads();
-        for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X1 = K dS, X2 = P^T dO
-            int i = x & 3, j = x >> 2;
-            FragC a1, a2;
-            wmma::fill_fragment(a1, 0.f);
-            wmma::fill_fragment(a2, 0.f);
-            mma_acc<false, false>(a1, Kb, ldk, 16 * i, Sb, ldv, 16 * j, K);
-            mma_acc<true, false>(a2, Pb, LDM, 16 * i, dOt, ldv, 16 * j, CHUNK);
-            wmma::store_matrix_sync(X1 + 16 * i * ldf + 16 * j, a1, ldf, wmma::mem_row_major);
-            wmma::store_matrix_sync(X2 + 16 * i * ldf + 16 * j, a2, ldf, wmma::mem_row_major);
-        }
-        __syncthreads();
-        for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
-            int t = e / BV, j = e - t * BV;
-            bf16 d = f2bf(G->ed[t] * X1[t * ldf + j] + X2[t * ldf + j]);
-            if (t < L) dU[((n0 + t) * H + h) * V + v0 + j] = d;
-            dUn[t * ldv + j] = __hneg(d);
-            dOt[t * ldv + j] = f2bf(scale * G->eg[t] * bf2f(dOt[t * ldv + j]));
-        }
-        __syncthreads();
-        [[maybe_unused]] const float eL = G->eg[L - 1];
-        for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
-            int i = x % (K / 16), j = x / (K / 16);
-            FragC acc;
-            wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
-            if constexpr (DECAY)
-                for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
-            mma_acc<true, false>(acc, Qb, ldk, 16 * i, dOt, ldv, 16 * j, CHUNK);
-            mma_acc<true, false>(acc, Wb, ldk, 16 * i, dUn, ldv, 16 * j, CHUNK);
-            wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
-        }
-        __syncthreads();
-    });
+            save_state(dSs + (c * H + h) * K * V + v0, V, Sb, ldv, Sf, ldf, K, BV);
+            __syncthreads();
+            for (int x = warp; x < 4 * (BV / 16); x += NT_SCAN / 32) { // X1 = K dS, X2 = P^T dO
+                int i = x & 3, j = x >> 2;
+                FragC a1, a2;
+                wmma::fill_fragment(a1, 0.f);
+                wmma::fill_fragment(a2, 0.f);
+                mma_acc<false, false>(a1, Kb, ldk, 16 * i, Sb, ldv, 16 * j, K);
+                mma_acc<true, false>(a2, Pb, LDM, 16 * i, dOt, ldv, 16 * j, CHUNK);
+                wmma::store_matrix_sync(X1 + 16 * i * ldf + 16 * j, a1, ldf, wmma::mem_row_major);
+                wmma::store_matrix_sync(X2 + 16 * i * ldf + 16 * j, a2, ldf, wmma::mem_row_major);
+            }
+            __syncthreads();
+            for (int e = threadIdx.x; e < CHUNK * BV; e += NT_SCAN) {
+                int t = e / BV, j = e - t * BV;
+                bf16 d = f2bf(G->ed[t] * X1[t * ldf + j] + X2[t * ldf + j]);
+                if (t < L) dU[((n0 + t) * H + h) * V + v0 + j] = d;
+                dUn[t * ldv + j] = __hneg(d);
+                dOt[t * ldv + j] = f2bf(scale * G->eg[t] * bf2f(dOt[t * ldv + j]));
+            }
+            __syncthreads();
+            [[maybe_unused]] const float eL = G->eg[L - 1];
+            for (int x = warp; x < (K / 16) * (BV / 16); x += NT_SCAN / 32) {
+                int i = x % (K / 16), j = x / (K / 16);
+                FragC acc;
+                wmma::load_matrix_sync(acc, Sf + 16 * i * ldf + 16 * j, ldf, wmma::mem_row_major);
+                if constexpr (DECAY)
+                    for (int e = 0; e < acc.num_elements; e++) acc.x[e] *= eL;
+                mma_acc<true, false>(acc, Qb, ldk, 16 * i, dOt, ldv, 16 * j, CHUNK);
+                mma_acc<true, false>(acc, Wb, ldk, 16 * i, dUn, ldv, 16 * j, CHUNK);
+                wmma::store_matrix_sync(Sf + 16 * i * ldf + 16 * j, acc, ldf, wmma::mem_row_major);
+            }
+            __syncthreads();
+        });
 }
 
 // Per (chunk, head, BK columns of K): over V in tiles of 64, dQg = dO S_c^T, dKd = U dS^T,
@@ -875,7 +877,8 @@ void pick_scan(int K, int V, int64_t seg_heads, const char *op, int *bv, int *st
         if (V % w) rt_die("%s: gdn_scan:%s needs V a multiple of %d, not %d", op, name, w, V);
         if (b > (size_t)cuda_max_smem_optin())
             rt_die("%s: gdn_scan:%s needs %zu bytes of shared memory per block at K=%d, the GPU "
-                   "allows %d", op, name, b, K, cuda_max_smem_optin());
+                   "allows %d",
+                   op, name, b, K, cuda_max_smem_optin());
         *bv = w, *stages = st, *bytes = b;
         return;
     }
@@ -1003,9 +1006,9 @@ template <bool DECAY> void gdn_bwd(const LinAttnGrads *gr) {
         pick_scan<BwdScanLayout>(K, V, (int64_t)s->nseg * H, "gdn_bwd", &bv, &stages, &bytes);
         cuda_allow_smem(gdn_bwd_scan<DECAY>, bytes, "gdn_bwd");
         gdn_bwd_scan<DECAY><<<dim3(s->nseg, H, V / bv), NT_SCAN, bytes, cuda_stream()>>>(
-            dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout,
-            (const float *)beta, (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V,
-            bv, stages, (float)scale);
+            dS, dU, (const bf16 *)q, (const bf16 *)k, W, P, (const bf16 *)dout, (const float *)beta,
+            (const float *)g, s->dev_cu, s->dev_chunk, (int)nchunk, H, K, V, bv, stages,
+            (float)scale);
         CUDA_LAUNCHED();
     }
 

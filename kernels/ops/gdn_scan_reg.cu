@@ -1,6 +1,6 @@
-// gdn_scan:reg: gdn.cu's sequential scans over chunks (docs/models.md §gated-deltanet, the WY/UT form of
-// gdn.cu's header) with the carried state in registers, as fla's chunk_delta_h keeps it: each
-// block owns the K x BV slice of the state at value columns v0.., its warps hold 16 x 16 tiles
+// gdn_scan:reg: gdn.cu's sequential scans over chunks (docs/models.md §gated-deltanet, the WY/UT
+// form of gdn.cu's header) with the carried state in registers, as fla's chunk_delta_h keeps it:
+// each block owns the K x BV slice of the state at value columns v0.., its warps hold 16 x 16 tiles
 // of it as fp32 mma.sync accumulators (mma.cuh's m16n8k16 layout) instead of gdn.cu's fp32
 // shared tile Sf. Per chunk the state goes once to global memory (fp32) and once to shared
 // memory as the bf16 operand Sb of the product that reads it (W S_c, K dS); those products'

@@ -16,12 +16,12 @@ static cublasLtHandle_t lt;
 static void *workspace;
 static const size_t workspace_bytes = 32u << 20; // cuBLASLt's recommendation for Hopper
 
-#define LT_CHECK(x)                                                                          \
-    do {                                                                                     \
-        cublasStatus_t _s = (x);                                                             \
-        if (_s != CUBLAS_STATUS_SUCCESS)                                                     \
-            rt_die("cuBLASLt error %d (%s) in %s at %s:%d", (int)_s, cublasLtGetStatusString(_s), \
-                   #x, __FILE__, __LINE__);                                                  \
+#define LT_CHECK(x)                                                                                \
+    do {                                                                                           \
+        cublasStatus_t _s = (x);                                                                   \
+        if (_s != CUBLAS_STATUS_SUCCESS)                                                           \
+            rt_die("cuBLASLt error %d (%s) in %s at %s:%d", (int)_s, cublasLtGetStatusString(_s),  \
+                   #x, __FILE__, __LINE__);                                                        \
     } while (0)
 
 void gemm_init() {
@@ -57,9 +57,10 @@ static int n_plans, cap_plans;
 
 static void set_batch(cublasLtMatrixLayout_t l, int batch, int64_t stride) {
     if (batch <= 1) return;
-    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                              sizeof stride));
+    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                              sizeof batch));
+    LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                              &stride, sizeof stride));
 }
 
 static GemmPlan *plan_for(const GemmKey *key) {
@@ -73,14 +74,17 @@ static GemmPlan *plan_for(const GemmKey *key) {
     memset(p, 0, sizeof *p);
     p->key = *key;
     LT_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ta = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (key->bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
         cudaDataType_t bt = CUDA_R_16BF;
-        LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LT_CHECK(
+            cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                                sizeof bt));
     }
     // stored shapes: op(A) is m x k, op(B) is k x n
     LT_CHECK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, key->ta ? key->k : key->m,
@@ -106,7 +110,8 @@ static GemmPlan *plan_for(const GemmKey *key) {
     cublasLtMatmulHeuristicResult_t res[CANDIDATES];
     int found = 0;
     const int asked = key->algo_variant ? CANDIDATES : 1;
-    LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, asked, res, &found));
+    LT_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, asked, res,
+                                            &found));
     LT_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (!found)
         rt_die("cuBLASLt has no algorithm for a %dx%dx%d product (transa %d, transb %d, batch %d)",
@@ -121,8 +126,9 @@ static GemmPlan *plan_for(const GemmKey *key) {
 // Bytes of D that a product writes: the last batch's last column's end.
 static size_t d_extent(const GemmKey *k) {
     const size_t elem = k->dtype == CUDA_R_32F ? 4 : 2;
-    return ((size_t)(k->batch > 1 ? k->batch - 1 : 0) * (size_t)k->sc + (size_t)(k->n - 1) * k->ldc +
-            (size_t)k->m) * elem;
+    return ((size_t)(k->batch > 1 ? k->batch - 1 : 0) * (size_t)k->sc +
+            (size_t)(k->n - 1) * k->ldc + (size_t)k->m) *
+           elem;
 }
 
 // gemm_algo:timed: each candidate run TIMED_CALLS times after one warm-up call on the plan's
@@ -175,7 +181,8 @@ static void gemm(const GemmKey *shape, const void *A, const void *B, void *C, co
     const GemmKey *key = &key_v;
     GemmPlan *p = plan_for(key);
     if (bias)
-        LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof bias));
     float alpha = 1.f, beta = key->accumulate ? 1.f : 0.f;
     if (p->ncandidates > 1) time_candidates(p, A, B, C, beta);
     LT_CHECK(cublasLtMatmul(lt, p->op, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c, &p->algo,
@@ -200,7 +207,8 @@ __global__ void bias_grad_kernel(float *dbias, const bf16 *dout, int M, int N, i
     }
 }
 
-void cuda_matmul_fwd(void *out, const void *x, const void *w, const void *bias, int M, int N, int K) {
+void cuda_matmul_fwd(void *out, const void *x, const void *w, const void *bias, int M, int N,
+                     int K) {
     GemmKey k = {};
     k.ta = 1, k.tb = 0, k.m = N, k.n = M, k.k = K, k.lda = K, k.ldb = K, k.ldc = N, k.batch = 1;
     k.bias = bias != NULL, k.dtype = CUDA_R_16BF;
@@ -224,14 +232,16 @@ void cuda_matmul_bwd(void *dx, void *dw, void *dbias, const void *dout, const vo
     if (dbias && M > 0) {
         int rows = 256;
         dim3 grid((unsigned)cdiv(N, 32), (unsigned)cdiv(M, rows)), block(32, 8);
-        bias_grad_kernel<<<grid, block, 0, cuda_stream()>>>((float *)dbias, (const bf16 *)dout, M, N, rows);
+        bias_grad_kernel<<<grid, block, 0, cuda_stream()>>>((float *)dbias, (const bf16 *)dout, M,
+                                                            N, rows);
         CUDA_LAUNCHED();
     }
 }
 
 // Per-head products, batched over the H heads: x [N, H, Din] (head h at column offset
 // h*Din, row stride H*Din), w [H, Din, P], out [N, H, P].
-void cuda_head_matmul_fwd(void *out, const void *x, const void *w, int64_t N, int H, int Din, int P) {
+void cuda_head_matmul_fwd(void *out, const void *x, const void *w, int64_t N, int H, int Din,
+                          int P) {
     // out_h^T (P x N) = w_h^T (P x Din) x_h^T (Din x N); w_h row-major [Din, P] is
     // column-major P x Din with ld P
     GemmKey k = {};
@@ -244,14 +254,16 @@ void cuda_head_matmul_bwd(void *dx, void *dw, const void *dout, const void *x, c
                           int64_t N, int H, int Din, int P, int accumulate) {
     if (dx) { // dx_h^T (Din x N) = w_h (Din x P as op_T of the P x Din view) dout_h^T (P x N)
         GemmKey k = {};
-        k.ta = 1, k.tb = 0, k.m = Din, k.n = (int)N, k.k = P, k.lda = P, k.ldb = H * P, k.ldc = H * Din;
+        k.ta = 1, k.tb = 0, k.m = Din, k.n = (int)N, k.k = P, k.lda = P, k.ldb = H * P,
+        k.ldc = H * Din;
         k.batch = H, k.sa = (int64_t)Din * P, k.sb = P, k.sc = Din, k.accumulate = accumulate;
         k.dtype = CUDA_R_16BF;
         gemm(&k, w, dout, dx, NULL);
     }
     if (dw && N > 0) { // dw_h^T (P x Din) += dout_h^T (P x N) x_h (N x Din), fp32 result
         GemmKey k = {};
-        k.ta = 0, k.tb = 1, k.m = P, k.n = Din, k.k = (int)N, k.lda = H * P, k.ldb = H * Din, k.ldc = P;
+        k.ta = 0, k.tb = 1, k.m = P, k.n = Din, k.k = (int)N, k.lda = H * P, k.ldb = H * Din,
+        k.ldc = P;
         k.batch = H, k.sa = P, k.sb = Din, k.sc = (int64_t)Din * P, k.accumulate = 1;
         k.dtype = CUDA_R_32F;
         gemm(&k, dout, x, dw, NULL);

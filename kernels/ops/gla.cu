@@ -1,5 +1,5 @@
-// Chunked gated linear attention (docs/models.md §gla) on the GPU, forward and backward: the algorithm
-// of src/cpu/gla_chunk.c, split into kernels over the 64-token chunks of every segment.
+// Chunked gated linear attention (docs/models.md §gla) on the GPU, forward and backward: the
+// algorithm of src/cpu/gla_chunk.c, split into kernels over the 64-token chunks of every segment.
 //
 // Per chunk and head, B_t = sum_{u<=t in chunk} log alpha_u (fp32, per key channel). Forward:
 //   1. state_inc: (K e^{B_last - B})^T V for every chunk but a segment's last, into the
@@ -157,8 +157,8 @@ __device__ __forceinline__ void strip_mma(FragC (&acc)[4], const bf16 *Xh, const
         wmma::load_matrix_sync(b, Yh + 16 * kk * LDH + 16 * warp, LDH);
         for (int m = 0; m < 4; m++) {
             std::conditional_t<TX, FragAT, FragA> a;
-            wmma::load_matrix_sync(a, TX ? Xh + 16 * kk * LDH + 16 * m : Xh + 16 * m * LDH + 16 * kk,
-                                   LDH);
+            wmma::load_matrix_sync(
+                a, TX ? Xh + 16 * kk * LDH + 16 * m : Xh + 16 * m * LDH + 16 * kk, LDH);
             wmma::mma_sync(acc[m], a, b, acc[m]);
         }
     }
@@ -381,9 +381,9 @@ struct VTileBlock {
 // columns of the chunk's [K, V] slot of `states` (ST), F = scale e^B (the forward's q) or
 // e^{B_last - B} (the backward's k, BWD).
 template <bool BWD, class ST>
-__device__ __forceinline__ void
-decayed_state_mma(FragC (&acc)[4], const VTileBlock &b, const float *g, const bf16 *x,
-                  const ST *states, int H, int K, int V, float scale) {
+__device__ __forceinline__ void decayed_state_mma(FragC (&acc)[4], const VTileBlock &b,
+                                                  const float *g, const bf16 *x, const ST *states,
+                                                  int H, int K, int V, float scale) {
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int nk = min(TILE, K - k0);
         __syncthreads();
@@ -755,12 +755,14 @@ namespace {
 // Mamba2's per-head log decay (docs/models.md §mamba2) runs through the per-channel kernels:
 // g [N,H] expanded to [N,H,K] (scratch E), and back dg[n,h] = sum over k of dg[n,h,k].
 __global__ void expand_head_kernel(float *gk, const float *g, int64_t n, int K) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
         gk[i] = g[i / K];
 }
 
 __global__ void sum_head_kernel(float *dg, const float *dgk, int64_t rows, int K) {
-    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
+         r += (int64_t)gridDim.x * blockDim.x) {
         float acc = 0.f;
         for (int i = 0; i < K; i++) acc += dgk[r * K + i];
         dg[r] = acc;
@@ -772,8 +774,8 @@ const void *per_channel_g(const LinAttnArgs *a) {
     int64_t n = a->s->ntok * a->H * (int64_t)a->K;
     float *gk = (float *)cuda_scratch(SCRATCH_E, sizeof(float) * (size_t)(n ? n : 1));
     if (n)
-        expand_head_kernel<<<(unsigned)(cdiv(n, 256) < 65535 ? cdiv(n, 256) : 65535), 256, 0, cuda_stream()>>>(
-            gk, (const float *)a->g, n, a->K);
+        expand_head_kernel<<<(unsigned)(cdiv(n, 256) < 65535 ? cdiv(n, 256) : 65535), 256, 0,
+                             cuda_stream()>>>(gk, (const float *)a->g, n, a->K);
     CUDA_LAUNCHED();
     return gk;
 }
@@ -813,8 +815,10 @@ template <class ST> void gla_bwd(const LinAttnGrads *gr) {
     const LinAttnArgs *a = &gr->a;
     const int64_t nhk = a->s->ntok * a->H * (int64_t)a->K;
     void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv;
-    void *dg = a->g_per_head ? cuda_scratch(SCRATCH_F, sizeof(float) * (size_t)(nhk ? nhk : 1)) : gr->dg;
-    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a), *states = a->states;
+    void *dg =
+        a->g_per_head ? cuda_scratch(SCRATCH_F, sizeof(float) * (size_t)(nhk ? nhk : 1)) : gr->dg;
+    const void *dout = gr->dout, *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a),
+               *states = a->states;
     const Seqs *s = a->s;
     const int H = a->H, K = a->K, V = a->V;
     const double scale = a->scale;
@@ -862,8 +866,8 @@ template <class ST> void gla_bwd(const LinAttnGrads *gr) {
     }
     if (a->g_per_head) {
         int64_t rows = s->ntok * H;
-        sum_head_kernel<<<(unsigned)(cdiv(rows, 256) < 65535 ? cdiv(rows, 256) : 65535), 256, 0, st>>>(
-            (float *)gr->dg, (const float *)dg, rows, K);
+        sum_head_kernel<<<(unsigned)(cdiv(rows, 256) < 65535 ? cdiv(rows, 256) : 65535), 256, 0,
+                          st>>>((float *)gr->dg, (const float *)dg, rows, K);
         CUDA_LAUNCHED();
     }
 }

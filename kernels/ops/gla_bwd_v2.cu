@@ -1,6 +1,7 @@
 // gla_bwd:v2 (src/device/kernel_variants.c): GLA's backward dq/dk pass and d log alpha's carry,
 // beside the verified gla_bwd_dqdk_kernel and gla_dg_*_kernel of gla.cu, with the same math
-// (their comments; docs/models.md §gla, §chunked-forms: secondary chunking, every exponent <= 0). Changes:
+// (their comments; docs/models.md §gla, §chunked-forms: secondary chunking, every exponent <= 0).
+// Changes:
 //   - the V loop's dO and V tiles (and S_start, G when they are bf16) double-buffered with
 //     cp.async: tile j + 1 loads while tile j's products run. fp32 S_start and G are fetched
 //     into registers with vector loads before tile j's products and rounded to bf16 into the

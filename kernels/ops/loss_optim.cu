@@ -1,9 +1,8 @@
-// Cross-entropy with its fused gradient (docs/models.md §backbone loss), per-token log-probabilities for
-// evaluation, and the optimizer primitives (docs/models.md §training-recipe): sum of squares, scaling, AdamW,
-// RMSprop.
-// Softmax rows: one block per row, one pass keeping an online (max, sum of exp) pair per
-// thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops over
-// 16-byte vectors with a scalar head and tail.
+// Cross-entropy with its fused gradient (docs/models.md §backbone loss), per-token
+// log-probabilities for evaluation, and the optimizer primitives (docs/models.md §training-recipe):
+// sum of squares, scaling, AdamW, RMSprop. Softmax rows: one block per row, one pass keeping an
+// online (max, sum of exp) pair per thread, merged over the block in a fixed tree. Flat f32 ops:
+// grid-stride loops over 16-byte vectors with a scalar head and tail.
 #include <climits>
 #include <cmath>
 #include <initializer_list>
@@ -13,7 +12,6 @@
 #include "util/error.h"
 
 namespace {
-
 
 constexpr int THREADS = 256;
 constexpr int ROW_THREADS = 512; // most threads of a softmax row block
@@ -135,8 +133,7 @@ __device__ __forceinline__ Soft warp_soft(Soft a) {
 // a reduced over the block (blockDim.x a multiple of 32) through its warp reduction Warp (an
 // xor tree: every lane ends with the same value); every thread gets the result. A second
 // reduction into the same sh needs a barrier between them (or another sh).
-template <class T, T (*Warp)(T)>
-__device__ __forceinline__ T block_reduce(T a, T *sh, T empty) {
+template <class T, T (*Warp)(T)> __device__ __forceinline__ T block_reduce(T a, T *sh, T empty) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     a = Warp(a);
     if (lane == 0) sh[warp] = a;
@@ -171,7 +168,8 @@ __global__ void __launch_bounds__(ROW_THREADS)
             Pack<bf16, VEC> z;
 #pragma unroll
             for (int k = 0; k < VEC; k++) z.v[k] = f2bf(0.f);
-            for (int u = threadIdx.x; u < units; u += blockDim.x) st_vec<VEC>(x + (int64_t)u * VEC, z);
+            for (int u = threadIdx.x; u < units; u += blockDim.x)
+                st_vec<VEC>(x + (int64_t)u * VEC, z);
         }
         if (threadIdx.x == 0) loss[n] = 0.f;
         return;
@@ -323,15 +321,16 @@ __device__ __forceinline__ void store_weights(float *w, bf16 *w_act, int64_t i,
     }
 }
 
-// docs/models.md §training-recipe, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
-// w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
+// docs/models.md §training-recipe, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2)
+// g^2, w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
 struct AdamW {
     float *w, *m, *v;
     bf16 *w_act; // the compute copy, or null
     const float *g;
     float b1, b2, step, rbc2, eps, decay;
     template <int V> __device__ void run(int64_t i) const {
-        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i), gv = ld_vec<V>(g + i);
+        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i),
+                       gv = ld_vec<V>(g + i);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float gi = gv.v[k];
@@ -445,19 +444,25 @@ void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n
     cuda_check_aligned(w_act, 2, "adamw");
     // the scalars exactly as the CPU backend rounds them
     double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
-    AdamW op{(float *)w,         (float *)m,   (float *)v,
-             (bf16 *)w_act,      (const float *)g,
-             (float)beta1,       (float)beta2, (float)(lr / bc1),
-             (float)(1.0 / sqrt(bc2)), (float)eps, (float)lr * (float)weight_decay};
+    AdamW op{(float *)w,
+             (float *)m,
+             (float *)v,
+             (bf16 *)w_act,
+             (const float *)g,
+             (float)beta1,
+             (float)beta2,
+             (float)(lr / bc1),
+             (float)(1.0 / sqrt(bc2)),
+             (float)eps,
+             (float)lr * (float)weight_decay};
     map_update(op, w_act, n, split(n, {w, m, v, g}));
 }
 
-void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t n, double lr, double alpha,
-                         double eps, double weight_decay) {
+void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t n, double lr,
+                         double alpha, double eps, double weight_decay) {
     if (n <= 0) return;
     cuda_check_aligned(w_act, 2, "rmsprop_update");
-    RMSprop op{(float *)w,     (float *)sq,         (bf16 *)w_act, (const float *)g,
-               (float)alpha,   (float)(1 - alpha),  (float)lr,     (float)eps,
-               (float)weight_decay};
+    RMSprop op{(float *)w,         (float *)sq, (bf16 *)w_act, (const float *)g,   (float)alpha,
+               (float)(1 - alpha), (float)lr,   (float)eps,    (float)weight_decay};
     map_update(op, w_act, n, split(n, {w, sq, g}));
 }

@@ -1,7 +1,7 @@
 // The LRU's weights from its parameters (docs/models.md §lru; LruWeights in src/backend_ops.h;
 // CPU reference src/cpu/lru_weights.c): elementwise kernels over the [f32] master parameters
-// writing bf16 Bw, Cw (and Cw2 of the reverse scan, §block-dropout-bidirectional), and one block per state channel for
-// the backward's sum over the model width (dgamma_log), in a fixed order.
+// writing bf16 Bw, Cw (and Cw2 of the reverse scan, §block-dropout-bidirectional), and one block
+// per state channel for the backward's sum over the model width (dgamma_log), in a fixed order.
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
@@ -40,9 +40,9 @@ __global__ void __launch_bounds__(THREADS)
 // Block c: dnu, dtheta, dB_re[c], dB_im[c] and dgamma_log[c].
 __global__ void __launch_bounds__(THREADS)
     bwd_channel_kernel(float *dnu, float *dth, float *dgl, float *dBr, float *dBi,
-                       const float *dloga, const float *dangle, const float *dBw,
-                       const float *loga, const float *angle, const float *gl, const float *Br,
-                       const float *Bi, int d) {
+                       const float *dloga, const float *dangle, const float *dBw, const float *loga,
+                       const float *angle, const float *gl, const float *Br, const float *Bi,
+                       int d) {
     __shared__ float red[32];
     int c = blockIdx.x;
     float gm = expf(gl[c]), acc = 0.f;
@@ -74,11 +74,13 @@ __global__ void __launch_bounds__(THREADS)
 
 void cuda_lru_weights_fwd(const LruWeights *w) {
     int N = w->N, d = w->d;
-    eig_kernel<<<blocks_for(N), THREADS, 0, cuda_stream()>>>(
-        (float *)w->loga, (float *)w->angle, (const float *)w->nu_log, (const float *)w->theta_log, N);
+    eig_kernel<<<blocks_for(N), THREADS, 0, cuda_stream()>>>((float *)w->loga, (float *)w->angle,
+                                                             (const float *)w->nu_log,
+                                                             (const float *)w->theta_log, N);
     CUDA_LAUNCHED();
     bw_kernel<<<blocks_for(2 * (int64_t)N * d), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)w->Bw, (const float *)w->gamma_log, (const float *)w->B_re, (const float *)w->B_im, N, d);
+        (bf16 *)w->Bw, (const float *)w->gamma_log, (const float *)w->B_re, (const float *)w->B_im,
+        N, d);
     CUDA_LAUNCHED();
     cw_kernel<<<blocks_for(2 * (int64_t)N * d), THREADS, 0, cuda_stream()>>>(
         (bf16 *)w->Cw, (const float *)w->C_re, (const float *)w->C_im, N, d);

@@ -1,7 +1,8 @@
 // Mamba2's small ops around the SSD (docs/models.md §mamba2; CPU reference src/cpu/mamba2.c): the
 // per-head scale v = dt x, the D skip, and the broadcast of B and C from groups to heads (the
-// time step and log decay are decay_gates, elementwise.cu). Plain grid-stride kernels; the per-head sums go through block
-// partials reduced in block order (cuda_colsum_add), so they are deterministic.
+// time step and log decay are decay_gates, elementwise.cu). Plain grid-stride kernels; the per-head
+// sums go through block partials reduced in block order (cuda_colsum_add), so they are
+// deterministic.
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
@@ -91,8 +92,8 @@ __global__ void __launch_bounds__(THREADS)
 void cuda_head_scale_fwd(void *y, const void *x, const void *s, int64_t N, int H, int D) {
     int64_t n = N * H * D;
     if (n <= 0) return;
-    head_scale_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)y, (const bf16 *)x, (const float *)s, n, D);
+    head_scale_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)y, (const bf16 *)x,
+                                                                        (const float *)s, n, D);
     CUDA_LAUNCHED();
 }
 
@@ -108,8 +109,8 @@ void cuda_head_scale_bwd(void *dx, void *ds, const void *dy, const void *x, cons
 void cuda_head_skip_fwd(void *y, const void *x, const void *Dp, int64_t N, int H, int D) {
     int64_t n = N * H * D;
     if (n <= 0) return;
-    head_skip_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>(
-        (bf16 *)y, (const bf16 *)x, (const float *)Dp, n, H, D);
+    head_skip_fwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)y, (const bf16 *)x,
+                                                                       (const float *)Dp, n, H, D);
     CUDA_LAUNCHED();
 }
 
@@ -136,7 +137,7 @@ void cuda_group_bcast_fwd(void *out, const void *src, int64_t N, int H, int G, i
 void cuda_group_bcast_bwd(void *dsrc, const void *dout, int64_t N, int H, int G, int K) {
     int64_t n = N * G * K;
     if (n <= 0) return;
-    bcast_bwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)dsrc,
-                                                                   (const bf16 *)dout, n, H, G, K);
+    bcast_bwd_kernel<<<blocks_for(n), THREADS, 0, cuda_stream()>>>((bf16 *)dsrc, (const bf16 *)dout,
+                                                                   n, H, G, K);
     CUDA_LAUNCHED();
 }

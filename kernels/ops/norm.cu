@@ -1,6 +1,7 @@
-// RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and FoX QK norms), the
-// block norms fused with the residual add before them, LayerNorm (§zoology-shape) and L2 normalisation (GDN
-// q/k, docs/models.md §gated-deltanet; Selective RoPE inputs, docs/models.md §position-embeddings).
+// RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and FoX QK
+// norms), the block norms fused with the residual add before them, LayerNorm (§zoology-shape) and
+// L2 normalisation (GDN q/k, docs/models.md §gated-deltanet; Selective RoPE inputs, docs/models.md
+// §position-embeddings).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -30,8 +31,7 @@ __device__ __forceinline__ float group_sum(float v, int W) {
 template <int VEC, int NV, bool RMS, bool ADD = false>
 __global__ void __launch_bounds__(THREADS)
     norm_fwd_kernel(bf16 *y, float *rstd, const bf16 *x, const bf16 *w, int64_t rows, int G, int C,
-                    int W, int w_per_group, float eps, bf16 *h = nullptr,
-                    const bf16 *b = nullptr) {
+                    int W, int w_per_group, float eps, bf16 *h = nullptr, const bf16 *b = nullptr) {
     int li = threadIdx.x & (W - 1), units = C / VEC;
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
     bool active = r < rows;
@@ -145,8 +145,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int j = 0; j < NV; j++)
 #pragma unroll
         for (int k = 0; k < VEC; k++)
-            for (int o = W; o < 32; o <<= 1)
-                acc[j][k] += __shfl_xor_sync(FULL_MASK, acc[j][k], o);
+            for (int o = W; o < 32; o <<= 1) acc[j][k] += __shfl_xor_sync(FULL_MASK, acc[j][k], o);
     if (sub == 0) {
 #pragma unroll
         for (int j = 0; j < NV; j++) {
@@ -217,8 +216,8 @@ __global__ void __launch_bounds__(THREADS)
 // Lane li's vectors of a row (units li, li + W, ... below `units`) into xv when the row is
 // active; returns their sum.
 template <int VEC, int NV>
-__device__ __forceinline__ float load_row_sum(Pack<bf16, VEC> (&xv)[NV], const bf16 *xr, int li, int W, int units,
-                                              bool active) {
+__device__ __forceinline__ float load_row_sum(Pack<bf16, VEC> (&xv)[NV], const bf16 *xr, int li,
+                                              int W, int units, bool active) {
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
@@ -231,17 +230,18 @@ __device__ __forceinline__ float load_row_sum(Pack<bf16, VEC> (&xv)[NV], const b
     return s;
 }
 
-// LayerNorm (docs/models.md §zoology-shape): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the row held
-// in registers for the two sums; one row per lane group.
+// LayerNorm (docs/models.md §zoology-shape): y = (x - mean) rs w + b, rs = 1/sqrt(var + eps), the
+// row held in registers for the two sums; one row per lane group.
 template <int VEC, int NV>
 __global__ void __launch_bounds__(THREADS)
-    layernorm_fwd_kernel(bf16 *y, float *mean, float *rstd, const bf16 *x, const bf16 *w, const bf16 *b,
-                         int64_t rows, int C, int W, float eps) {
+    layernorm_fwd_kernel(bf16 *y, float *mean, float *rstd, const bf16 *x, const bf16 *w,
+                         const bf16 *b, int64_t rows, int C, int W, float eps) {
     int li = threadIdx.x & (W - 1), units = C / VEC;
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
     bool active = r < rows;
     Pack<bf16, VEC> xv[NV];
-    float mu = group_sum(load_row_sum<VEC, NV>(xv, x + r * C, li, W, units, active), W) / (float)C, ss = 0.f;
+    float mu = group_sum(load_row_sum<VEC, NV>(xv, x + r * C, li, W, units, active), W) / (float)C,
+          ss = 0.f;
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         int u = li + j * W;
@@ -273,8 +273,9 @@ __global__ void __launch_bounds__(THREADS)
 // one row per lane group.
 template <int VEC, int NV>
 __global__ void __launch_bounds__(THREADS)
-    layernorm_bwd_dx_kernel(bf16 *dx, const bf16 *dy, const bf16 *x, const bf16 *w, const float *mean,
-                            const float *rstd, int64_t rows, int C, int W, int accumulate) {
+    layernorm_bwd_dx_kernel(bf16 *dx, const bf16 *dy, const bf16 *x, const bf16 *w,
+                            const float *mean, const float *rstd, int64_t rows, int C, int W,
+                            int accumulate) {
     int li = threadIdx.x & (W - 1), units = C / VEC;
     int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
     bool active = r < rows;
@@ -302,7 +303,8 @@ __global__ void __launch_bounds__(THREADS)
         int u = li + j * W;
         if (u < units) {
             bf16 *dxp = dx + r * C + u * VEC;
-            Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC), wv = ld_vec<VEC>(w + u * VEC), o, old;
+            Pack<bf16, VEC> dv = ld_vec<VEC>(dy + r * C + u * VEC), wv = ld_vec<VEC>(w + u * VEC),
+                            o, old;
             if (accumulate) old = ld_vec<VEC>(dxp);
 #pragma unroll
             for (int k = 0; k < VEC; k++) {
@@ -317,8 +319,9 @@ __global__ void __launch_bounds__(THREADS)
 
 // LayerNorm's dw and db per chunk of rows: column c of chunk blockIdx.y sums dy xh into
 // part[chunk][C] and dy into part[chunks + chunk][C] (dw_reduce_kernel adds the chunks).
-__global__ void layernorm_bwd_param_kernel(float *part, const bf16 *dy, const bf16 *x, const float *mean,
-                                           const float *rstd, int64_t N, int C, int64_t per_chunk) {
+__global__ void layernorm_bwd_param_kernel(float *part, const bf16 *dy, const bf16 *x,
+                                           const float *mean, const float *rstd, int64_t N, int C,
+                                           int64_t per_chunk) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     int64_t r0 = (int64_t)blockIdx.y * per_chunk, r1 = r0 + per_chunk < N ? r0 + per_chunk : N;
@@ -386,9 +389,7 @@ void launch_rows(const char *op, int64_t rows, int C, std::initializer_list<cons
     if (rows <= 0) return;
     if (rows * 32 / THREADS >= INT32_MAX) rt_die("%s: %lld rows unsupported", op, (long long)rows);
     Shape s = row_shape(op, C, ptrs);
-    dispatch(s, [&](auto V, auto NV) {
-        launch(V, NV, (unsigned)cdiv(rows * s.W, THREADS), s.W);
-    });
+    dispatch(s, [&](auto V, auto NV) { launch(V, NV, (unsigned)cdiv(rows * s.W, THREADS), s.W); });
     CUDA_LAUNCHED();
 }
 
@@ -405,8 +406,8 @@ void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t
     });
 }
 
-void cuda_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
-                          const void *w, int64_t N, int C, double eps) {
+void cuda_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b, const void *w,
+                          int64_t N, int C, double eps) {
     launch_rows("add_rmsnorm_fwd", N, C, {h, y, a, b, w}, [&](auto V, auto NV, unsigned nb, int W) {
         norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, true, true>
             <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rstd, (const bf16 *)a,
@@ -448,12 +449,13 @@ void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const v
     CUDA_LAUNCHED();
 }
 
-void cuda_layernorm_fwd(void *y, void *mean, void *rstd, const void *x, const void *w, const void *b,
-                        int64_t N, int C, double eps) {
+void cuda_layernorm_fwd(void *y, void *mean, void *rstd, const void *x, const void *w,
+                        const void *b, int64_t N, int C, double eps) {
     launch_rows("layernorm_fwd", N, C, {y, x, w, b}, [&](auto V, auto NV, unsigned nb, int W) {
-        layernorm_fwd_kernel<decltype(V)::value, decltype(NV)::value><<<nb, THREADS, 0, cuda_stream()>>>(
-            (bf16 *)y, (float *)mean, (float *)rstd, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, N, C, W,
-            (float)eps);
+        layernorm_fwd_kernel<decltype(V)::value, decltype(NV)::value>
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)mean, (float *)rstd,
+                                                (const bf16 *)x, (const bf16 *)w, (const bf16 *)b,
+                                                N, C, W, (float)eps);
     });
 }
 
@@ -461,9 +463,10 @@ void cuda_layernorm_bwd(void *dx, void *dw, void *db, const void *dy, const void
                         const void *mean, const void *rstd, int64_t N, int C, int accumulate) {
     if (N <= 0) return;
     launch_rows("layernorm_bwd", N, C, {dx, dy, x, w}, [&](auto V, auto NV, unsigned nb, int W) {
-        layernorm_bwd_dx_kernel<decltype(V)::value, decltype(NV)::value><<<nb, THREADS, 0, cuda_stream()>>>(
-            (bf16 *)dx, (const bf16 *)dy, (const bf16 *)x, (const bf16 *)w, (const float *)mean,
-            (const float *)rstd, N, C, W, accumulate);
+        layernorm_bwd_dx_kernel<decltype(V)::value, decltype(NV)::value>
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)dy, (const bf16 *)x,
+                                                (const bf16 *)w, (const float *)mean,
+                                                (const float *)rstd, N, C, W, accumulate);
     });
     int64_t chunks = cdiv(N, (int64_t)64);
     if (chunks > 1024) chunks = 1024;
@@ -471,14 +474,15 @@ void cuda_layernorm_bwd(void *dx, void *dw, void *db, const void *dy, const void
     chunks = cdiv(N, per_chunk);
     float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * (size_t)chunks * (size_t)C);
     dim3 grid((unsigned)cdiv((int64_t)C, THREADS), (unsigned)chunks);
-    layernorm_bwd_param_kernel<<<grid, THREADS, 0, cuda_stream()>>>(part, (const bf16 *)dy, (const bf16 *)x,
-                                                                  (const float *)mean, (const float *)rstd, N, C,
-                                                                  per_chunk);
+    layernorm_bwd_param_kernel<<<grid, THREADS, 0, cuda_stream()>>>(
+        part, (const bf16 *)dy, (const bf16 *)x, (const float *)mean, (const float *)rstd, N, C,
+        per_chunk);
     CUDA_LAUNCHED();
     unsigned rb = (unsigned)cdiv((int64_t)C, THREADS);
     dw_reduce_kernel<<<rb, THREADS, 0, cuda_stream()>>>((float *)dw, part, (int)chunks, 1, C);
     CUDA_LAUNCHED();
-    dw_reduce_kernel<<<rb, THREADS, 0, cuda_stream()>>>((float *)db, part + chunks * C, (int)chunks, 1, C);
+    dw_reduce_kernel<<<rb, THREADS, 0, cuda_stream()>>>((float *)db, part + chunks * C, (int)chunks,
+                                                        1, C);
     CUDA_LAUNCHED();
 }
 
@@ -486,8 +490,8 @@ void cuda_l2norm_fwd(void *y, void *rnorm, const void *x, int64_t N, int G, int 
     int64_t rows = N * G;
     launch_rows("l2norm_fwd", rows, D, {y, x}, [&](auto V, auto NV, unsigned nb, int W) {
         norm_fwd_kernel<decltype(V)::value, decltype(NV)::value, false>
-            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rnorm, (const bf16 *)x,
-                                                nullptr, rows, G, D, W, 0, (float)eps);
+            <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)y, (float *)rnorm, (const bf16 *)x, nullptr,
+                                                rows, G, D, W, 0, (float)eps);
     });
 }
 

@@ -1,6 +1,6 @@
-// The nonlinear recurrences of docs/models.md §nonlinear-rnns, §lstm (rnn_*, lstm_*) and the nnRNN's Schur
-// form (nnrnn_weights_*), l2_penalty. CPU references: src/cpu/rnn.c, lstm.c, nnrnn_weights.c,
-// loss_optim.c.
+// The nonlinear recurrences of docs/models.md §nonlinear-rnns, §lstm (rnn_*, lstm_*) and the
+// nnRNN's Schur form (nnrnn_weights_*), l2_penalty. CPU references: src/cpu/rnn.c, lstm.c,
+// nnrnn_weights.c, loss_optim.c.
 //
 // The recurrences are sequential in time: one thread block per segment (one per row in the
 // step ops), the state in shared memory in fp32, each thread owning units i = tid, tid +
@@ -55,8 +55,9 @@ __device__ void rnn_cell(float *next, const float *prev, const bf16 *z, bf16 *h,
 }
 
 // From each segment's h0 (NULL: zeros); its final state into state when given.
-__global__ void rnn_fwd_kernel(bf16 *h, float *state, const float *h0, const bf16 *z, const float *Wt,
-                               const float *bias, const int32_t *cu, int n, int mod) {
+__global__ void rnn_fwd_kernel(bf16 *h, float *state, const float *h0, const bf16 *z,
+                               const float *Wt, const float *bias, const int32_t *cu, int n,
+                               int mod) {
     extern __shared__ float sh[];
     float *prev = sh, *next = sh + n;
     int seg = blockIdx.x;
@@ -73,8 +74,8 @@ __global__ void rnn_fwd_kernel(bf16 *h, float *state, const float *h0, const bf1
         for (int i = threadIdx.x; i < n; i += blockDim.x) state[(int64_t)seg * n + i] = prev[i];
 }
 
-__global__ void rnn_step_kernel(bf16 *h, float *state, const bf16 *z, const float *Wt, const float *bias,
-                                const int32_t *pos, int n, int mod) {
+__global__ void rnn_step_kernel(bf16 *h, float *state, const bf16 *z, const float *Wt,
+                                const float *bias, const int32_t *pos, int n, int mod) {
     extern __shared__ float sh[];
     float *prev = sh, *next = sh + n;
     int64_t r = blockIdx.x;
@@ -86,8 +87,8 @@ __global__ void rnn_step_kernel(bf16 *h, float *state, const bf16 *z, const floa
 }
 
 // Backpropagation through time per segment: g = dh_t + da_{t+1} W, da_t = g act'(a_t).
-__global__ void rnn_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *h, const float *W, const int32_t *cu,
-                               int n, int mod) {
+__global__ void rnn_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *h, const float *W,
+                               const int32_t *cu, int n, int mod) {
     extern __shared__ float sh[];
     float *da = sh, *nd = sh + n;
     int seg = blockIdx.x;
@@ -117,7 +118,8 @@ __global__ void shift_kernel(bf16 *hp, const bf16 *h, const int32_t *pos, int64_
 }
 
 // hp at each segment's first token = its carried state h0 [f32][nseg, stride] (the first n).
-__global__ void seed_starts_kernel(bf16 *hp, const float *h0, const int32_t *cu, int n, int stride) {
+__global__ void seed_starts_kernel(bf16 *hp, const float *h0, const int32_t *cu, int n,
+                                   int stride) {
     int seg = blockIdx.x;
     if (cu[seg] == cu[seg + 1]) return;
     for (int i = threadIdx.x; i < n; i += blockDim.x)
@@ -133,8 +135,8 @@ __global__ void sign_mul_kernel(bf16 *ds, const bf16 *dz, const bf16 *h, int64_t
 }
 
 // One LSTM step for the units of this thread from (hp, cp) (NULL: zero state).
-__device__ void lstm_cell(float *hn, float *cn, const float *hp, const float *cp, const bf16 *z, bf16 *q,
-                          float *c, bf16 *h, const float *Wt, int n) {
+__device__ void lstm_cell(float *hn, float *cn, const float *hp, const float *cp, const bf16 *z,
+                          bf16 *q, float *c, bf16 *h, const float *Wt, int n) {
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
         float a[4];
         for (int k = 0; k < 4; k++) {
@@ -154,8 +156,8 @@ __device__ void lstm_cell(float *hn, float *cn, const float *hp, const float *cp
     }
 }
 
-__global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const float *h0, const bf16 *z,
-                                const float *Wt, const int32_t *cu, int n) {
+__global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const float *h0,
+                                const bf16 *z, const float *Wt, const int32_t *cu, int n) {
     extern __shared__ float sh[];
     float *hp = sh, *cp = sh + n, *hn = sh + 2 * n, *cn = sh + 3 * n;
     int seg = blockIdx.x;
@@ -167,8 +169,8 @@ __global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const 
     __syncthreads();
     for (int64_t t = t0; t < t1; t++) {
         int first = t == t0 && !h0;
-        lstm_cell(hn, cn, first ? nullptr : hp, first ? nullptr : cp, z + t * 4 * n, q + t * 4 * n, c + t * n,
-                  h + t * n, Wt, n);
+        lstm_cell(hn, cn, first ? nullptr : hp, first ? nullptr : cp, z + t * 4 * n, q + t * 4 * n,
+                  c + t * n, h + t * n, Wt, n);
         __syncthreads();
         for (int i = threadIdx.x; i < n; i += blockDim.x) hp[i] = hn[i], cp[i] = cn[i];
         __syncthreads();
@@ -180,23 +182,25 @@ __global__ void lstm_fwd_kernel(bf16 *h, float *c, bf16 *q, float *state, const 
         }
 }
 
-__global__ void lstm_step_kernel(bf16 *h, float *c, bf16 *q, float *state, const bf16 *z, const float *Wt,
-                                 const int32_t *pos, int n) {
+__global__ void lstm_step_kernel(bf16 *h, float *c, bf16 *q, float *state, const bf16 *z,
+                                 const float *Wt, const int32_t *pos, int n) {
     extern __shared__ float sh[];
     float *hp = sh, *cp = sh + n, *hn = sh + 2 * n, *cn = sh + 3 * n;
     int64_t r = blockIdx.x;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) hp[i] = state[r * 2 * n + i], cp[i] = state[r * 2 * n + n + i];
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        hp[i] = state[r * 2 * n + i], cp[i] = state[r * 2 * n + n + i];
     __syncthreads();
     int first = pos[r] == 0;
-    lstm_cell(hn, cn, first ? nullptr : hp, first ? nullptr : cp, z + r * 4 * n, q + r * 4 * n, c + r * n,
-              h + r * n, Wt, n);
+    lstm_cell(hn, cn, first ? nullptr : hp, first ? nullptr : cp, z + r * 4 * n, q + r * 4 * n,
+              c + r * n, h + r * n, Wt, n);
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += blockDim.x) state[r * 2 * n + i] = hn[i], state[r * 2 * n + n + i] = cn[i];
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        state[r * 2 * n + i] = hn[i], state[r * 2 * n + n + i] = cn[i];
 }
 
 // dz_t from gh = dh_t + da_{t+1} W and the cell gradient carried back (src/cpu/lstm.c).
-__global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const float *c, const float *h0,
-                                const float *W, const int32_t *cu, int n) {
+__global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const float *c,
+                                const float *h0, const float *W, const int32_t *cu, int n) {
     extern __shared__ float sh[];
     float *da = sh, *nda = sh + 4 * n, *dc = sh + 8 * n;
     int seg = blockIdx.x;
@@ -209,12 +213,13 @@ __global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const f
             if (t + 1 < t1)
                 for (int k = 0; k < 4 * n; k++) gh += W[(int64_t)k * n + j] * da[k];
             const bf16 *qt = q + t * 4 * n;
-            float i = b2f(qt[j]), f = b2f(qt[n + j]), g = b2f(qt[2 * n + j]), o = b2f(qt[3 * n + j]);
+            float i = b2f(qt[j]), f = b2f(qt[n + j]), g = b2f(qt[2 * n + j]),
+                  o = b2f(qt[3 * n + j]);
             float th = tanhf(c[t * n + j]);
             float cp = t > t0 ? c[(t - 1) * n + j] : h0 ? h0[(int64_t)seg * 2 * n + n + j] : 0.f;
             float dct = dc[j] + gh * o * (1.f - th * th);
-            float d[4] = {dct * g * i * (1.f - i), dct * cp * f * (1.f - f), dct * i * (1.f - g * g),
-                          gh * th * o * (1.f - o)};
+            float d[4] = {dct * g * i * (1.f - i), dct * cp * f * (1.f - f),
+                          dct * i * (1.f - g * g), gh * th * o * (1.f - o)};
             for (int k = 0; k < 4; k++) {
                 nda[k * n + j] = d[k];
                 dz[t * 4 * n + k * n + j] = __float2bfloat16(d[k]);
@@ -230,12 +235,14 @@ __global__ void lstm_bwd_kernel(bf16 *dz, const bf16 *dh, const bf16 *q, const f
 // ---- the nnRNN's Schur form: small fp32 products, one thread per output element ----
 
 // C = op(A) op(B) (+ C when acc), n x n, op = transpose when ta / tb.
-__global__ void mm_kernel(float *C, const float *A, const float *B, int n, int ta, int tb, int acc) {
+__global__ void mm_kernel(float *C, const float *A, const float *B, int n, int ta, int tb,
+                          int acc) {
     GRID_STRIDE(idx, (int64_t)n * n) {
         int i = (int)(idx / n), j = (int)(idx % n);
         float s = 0.f;
         for (int k = 0; k < n; k++)
-            s += (ta ? A[(int64_t)k * n + i] : A[(int64_t)i * n + k]) * (tb ? B[(int64_t)j * n + k] : B[(int64_t)k * n + j]);
+            s += (ta ? A[(int64_t)k * n + i] : A[(int64_t)i * n + k]) *
+                 (tb ? B[(int64_t)j * n + k] : B[(int64_t)k * n + j]);
         C[idx] = acc ? C[idx] + s : s;
     }
 }
@@ -254,8 +261,8 @@ __global__ void schur_kernel(float *K, const float *T, const float *gm, const fl
 }
 
 // dT += strictly_lower(dK); per block dgamma, dtheta.
-__global__ void schur_bwd_kernel(float *dT, float *dgm, float *dth, const float *dK, const float *gm,
-                                 const float *th, int n) {
+__global__ void schur_bwd_kernel(float *dT, float *dgm, float *dth, const float *dK,
+                                 const float *gm, const float *th, int n) {
     GRID_STRIDE(idx, (int64_t)n * n) {
         int i = (int)(idx / n), j = (int)(idx % n);
         if (j < i) dT[idx] += dK[idx];
@@ -270,7 +277,8 @@ __global__ void schur_bwd_kernel(float *dT, float *dgm, float *dth, const float 
 }
 
 // out = coef sum (w - target)^2 in fp64 (one block, a fixed order); g += 2 coef (w - target).
-__global__ void l2_penalty_kernel(double *out, float *g, const float *w, int64_t n, float target, double coef) {
+__global__ void l2_penalty_kernel(double *out, float *g, const float *w, int64_t n, float target,
+                                  double coef) {
     __shared__ double part[THREADS];
     double s = 0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -297,22 +305,24 @@ void check_width(int n, const char *op) {
 float *transposed(const void *W, int rows, int n, const char *op) {
     check_width(n, op);
     float *Wt = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)rows * n);
-    transpose_kernel<<<blocks_for((int64_t)rows * n), GRID_THREADS, 0, cuda_stream()>>>(Wt, (const float *)W, rows, n);
+    transpose_kernel<<<blocks_for((int64_t)rows * n), GRID_THREADS, 0, cuda_stream()>>>(
+        Wt, (const float *)W, rows, n);
     CUDA_LAUNCHED();
     return Wt;
 }
 
 // dW [f32][rows, n] += dz^T hp over the tokens, hp = h shifted within each segment, at its
 // first token the carried state h0 ([f32][nseg, stride]) or 0.
-void recurrent_grad(void *dW, const void *dz, const void *h, const void *h0, int stride, const Seqs *s, int rows,
-                    int n) {
+void recurrent_grad(void *dW, const void *dz, const void *h, const void *h0, int stride,
+                    const Seqs *s, int rows, int n) {
     int64_t N = s->ntok;
     bf16 *hp = (bf16 *)cuda_scratch(SCRATCH_B, sizeof(bf16) * (size_t)(N * n));
-    shift_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(hp, (const bf16 *)h, s->dev_pos, N, n);
+    shift_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(hp, (const bf16 *)h,
+                                                                        s->dev_pos, N, n);
     CUDA_LAUNCHED();
     if (h0) {
-        seed_starts_kernel<<<(unsigned)s->nseg, block_threads(n), 0, cuda_stream()>>>(hp, (const float *)h0, s->dev_cu,
-                                                                                       n, stride);
+        seed_starts_kernel<<<(unsigned)s->nseg, block_threads(n), 0, cuda_stream()>>>(
+            hp, (const float *)h0, s->dev_cu, n, stride);
         CUDA_LAUNCHED();
     }
     cuda_matmul_bwd(NULL, dW, NULL, dz, hp, NULL, (int)N, rows, n, 0);
@@ -333,7 +343,8 @@ void launch_recurrence(void (*kernel)(P...), const char *op, int64_t rows, int n
 
 int cuda_rnn_supports(int n, char *why, size_t why_size) {
     if (n < 1 || n > RNN_MAX_N)
-        return cuda_unsupported(why, why_size, "the RNN kernels take a state width in 1..%d, got %d", RNN_MAX_N, n);
+        return cuda_unsupported(
+            why, why_size, "the RNN kernels take a state width in 1..%d, got %d", RNN_MAX_N, n);
     return 1;
 }
 
@@ -342,17 +353,17 @@ void cuda_rnn_fwd(const RnnArgs *a) {
     if (s->nseg == 0) return;
     float *Wt = transposed(a->W, a->n, a->n, "rnn_fwd");
     launch_recurrence(rnn_fwd_kernel, "rnn_fwd", s->nseg, a->n, 2, (bf16 *)a->h, (float *)a->state,
-                      (const float *)a->h0, (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_cu,
-                      a->n, a->act == RNN_MODRELU);
+                      (const float *)a->h0, (const bf16 *)a->z, Wt, (const float *)a->bias,
+                      s->dev_cu, a->n, a->act == RNN_MODRELU);
 }
 
 void cuda_rnn_step(const RnnArgs *a) {
     const Seqs *s = a->s;
     if (s->ntok == 0) return;
     float *Wt = transposed(a->W, a->n, a->n, "rnn_step");
-    launch_recurrence(rnn_step_kernel, "rnn_step", s->ntok, a->n, 2, (bf16 *)a->h, (float *)a->state,
-                      (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_pos, a->n,
-                      a->act == RNN_MODRELU);
+    launch_recurrence(rnn_step_kernel, "rnn_step", s->ntok, a->n, 2, (bf16 *)a->h,
+                      (float *)a->state, (const bf16 *)a->z, Wt, (const float *)a->bias, s->dev_pos,
+                      a->n, a->act == RNN_MODRELU);
 }
 
 void cuda_rnn_bwd(const RnnGrads *g) {
@@ -367,8 +378,8 @@ void cuda_rnn_bwd(const RnnGrads *g) {
     recurrent_grad(g->dW, g->dz, a->h, a->h0, n, s, n, n);
     if (mod && g->dbias) {
         bf16 *ds = (bf16 *)cuda_scratch(SCRATCH_C, sizeof(bf16) * (size_t)(N * n));
-        sign_mul_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(ds, (const bf16 *)g->dz,
-                                                                              (const bf16 *)a->h, N * n);
+        sign_mul_kernel<<<blocks_for(N * n), GRID_THREADS, 0, cuda_stream()>>>(
+            ds, (const bf16 *)g->dz, (const bf16 *)a->h, N * n);
         CUDA_LAUNCHED();
         cuda_matmul_bwd(NULL, NULL, g->dbias, ds, NULL, NULL, (int)N, n, n, 0);
     }
@@ -388,7 +399,8 @@ void cuda_lstm_step(const LstmArgs *a) {
     if (s->ntok == 0) return;
     float *Wt = transposed(a->W, 4 * a->n, a->n, "lstm_step");
     launch_recurrence(lstm_step_kernel, "lstm_step", s->ntok, a->n, 4, (bf16 *)a->h, (float *)a->c,
-                      (bf16 *)a->gates, (float *)a->state, (const bf16 *)a->z, Wt, s->dev_pos, a->n);
+                      (bf16 *)a->gates, (float *)a->state, (const bf16 *)a->z, Wt, s->dev_pos,
+                      a->n);
 }
 
 void cuda_lstm_bwd(const LstmGrads *g) {
@@ -397,9 +409,9 @@ void cuda_lstm_bwd(const LstmGrads *g) {
     if (s->nseg == 0) return;
     int n = a->n;
     check_width(n, "lstm_bwd");
-    launch_recurrence(lstm_bwd_kernel, "lstm_bwd", s->nseg, n, 9, (bf16 *)g->dz, (const bf16 *)g->dh,
-                      (const bf16 *)a->gates, (const float *)a->c, (const float *)a->h0,
-                      (const float *)a->W, s->dev_cu, n);
+    launch_recurrence(lstm_bwd_kernel, "lstm_bwd", s->nseg, n, 9, (bf16 *)g->dz,
+                      (const bf16 *)g->dh, (const bf16 *)a->gates, (const float *)a->c,
+                      (const float *)a->h0, (const float *)a->W, s->dev_cu, n);
     recurrent_grad(g->dW, g->dz, a->h, a->h0, 2 * n, s, 4 * n, n);
 }
 
@@ -408,8 +420,8 @@ void cuda_nnrnn_weights_fwd(const NnrnnWeights *w) {
     unsigned nb = blocks_for((int64_t)n * n);
     float *K = (float *)w->K, *X = (float *)w->work;
     const float *P = (const float *)w->P;
-    schur_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>(K, (const float *)w->T, (const float *)w->gamma,
-                                                         (const float *)w->theta, n);
+    schur_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>(
+        K, (const float *)w->T, (const float *)w->gamma, (const float *)w->theta, n);
     CUDA_LAUNCHED();
     mm_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>(X, P, K, n, 0, 0, 0);
     CUDA_LAUNCHED();
@@ -427,21 +439,23 @@ void cuda_nnrnn_weights_bwd(const NnrnnWeightGrads *g) {
         mm_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>(C, A, B, n, ta, tb, acc);
         CUDA_LAUNCHED();
     };
-    mm(X, P, K, 0, 1, 0);  // P K^T
+    mm(X, P, K, 0, 1, 0); // P K^T
     mm(dP, dV, X, 0, 0, 0);
-    mm(X, P, K, 0, 0, 0);  // P K
+    mm(X, P, K, 0, 0, 0); // P K
     mm(dP, dV, X, 1, 0, 1);
     mm(Y, dV, P, 0, 0, 0); // dK = P^T (dV P)
     mm(X, P, Y, 1, 0, 0);
-    schur_bwd_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>((float *)g->dT, (float *)g->dgamma, (float *)g->dtheta,
-                                                             X, (const float *)w->gamma, (const float *)w->theta, n);
+    schur_bwd_kernel<<<nb, GRID_THREADS, 0, cuda_stream()>>>(
+        (float *)g->dT, (float *)g->dgamma, (float *)g->dtheta, X, (const float *)w->gamma,
+        (const float *)w->theta, n);
     CUDA_LAUNCHED();
 }
 
 double cuda_l2_penalty(void *g, const void *w, int64_t n, double target, double coef) {
     if (n <= 0) return 0.0;
     double *out = (double *)cuda_scratch(SCRATCH_A, sizeof(double));
-    l2_penalty_kernel<<<1, THREADS, 0, cuda_stream()>>>(out, (float *)g, (const float *)w, n, (float)target, coef);
+    l2_penalty_kernel<<<1, THREADS, 0, cuda_stream()>>>(out, (float *)g, (const float *)w, n,
+                                                        (float)target, coef);
     CUDA_LAUNCHED();
     double v;
     CUDA_CHECK(cudaMemcpyAsync(&v, out, sizeof v, cudaMemcpyDeviceToHost, cuda_stream()));

@@ -1,6 +1,6 @@
-// Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split rotation of pairs
-// (j, j + D/2) in fp32 and the weight-normalised Selective RoPE projection weight (the fused
-// Selective RoPE op is in selrope.cu).
+// Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split
+// rotation of pairs (j, j + D/2) in fp32 and the weight-normalised Selective RoPE projection weight
+// (the fused Selective RoPE op is in selrope.cu).
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
@@ -140,8 +140,8 @@ __global__ void __launch_bounds__(WN_THREADS)
 }
 
 void weightnorm_check(const char *op, int P) {
-    if (P < 1 || P > WN_THREADS) rt_die("%s: P=%d columns per head unsupported (1..%d)", op, P,
-                                        WN_THREADS);
+    if (P < 1 || P > WN_THREADS)
+        rt_die("%s: P=%d columns per head unsupported (1..%d)", op, P, WN_THREADS);
 }
 
 void rotate_check(const char *op, int D, const void *a, const void *b, const void *angle) {
@@ -181,25 +181,25 @@ void cuda_rotate_bwd(void *dx, void *dangle, const void *dy, const void *x, cons
     int64_t count = N * H * (D / 4);
     if (count == 0) return;
     rotate_bwd_kernel<<<(unsigned)cdiv(count, 256), 256, 0, cuda_stream()>>>(
-        (bf16 *)dx, (float *)dangle, (const bf16 *)dy, (const bf16 *)x, (const float *)angle,
-        count, H, D / 2, per_head);
+        (bf16 *)dx, (float *)dangle, (const bf16 *)dy, (const bf16 *)x, (const float *)angle, count,
+        H, D / 2, per_head);
     CUDA_LAUNCHED();
 }
 
 void cuda_weightnorm_fwd(void *wn, const void *w, const void *scale, int H, int Din, int P) {
     weightnorm_check("weightnorm_fwd", P);
     if (H == 0) return;
-    weightnorm_fwd_kernel<<<H, WN_THREADS / P * P, 0, cuda_stream()>>>(
-        (bf16 *)wn, (const bf16 *)w, (const bf16 *)scale, Din, P);
+    weightnorm_fwd_kernel<<<H, WN_THREADS / P * P, 0, cuda_stream()>>>((bf16 *)wn, (const bf16 *)w,
+                                                                       (const bf16 *)scale, Din, P);
     CUDA_LAUNCHED();
 }
 
-void cuda_weightnorm_bwd(void *dw, void *dscale, const void *dwn, const void *w,
-                         const void *scale, int H, int Din, int P) {
+void cuda_weightnorm_bwd(void *dw, void *dscale, const void *dwn, const void *w, const void *scale,
+                         int H, int Din, int P) {
     weightnorm_check("weightnorm_bwd", P);
     if (H == 0) return;
     weightnorm_bwd_kernel<<<H, WN_THREADS / P * P, 0, cuda_stream()>>>(
-        (float *)dw, (float *)dscale, (const float *)dwn, (const bf16 *)w, (const bf16 *)scale,
-        Din, P);
+        (float *)dw, (float *)dscale, (const float *)dwn, (const bf16 *)w, (const bf16 *)scale, Din,
+        P);
     CUDA_LAUNCHED();
 }

@@ -75,7 +75,8 @@ __device__ void block_expm(float *A, float *L, float *X, float *E, float *T1, fl
             __syncthreads();
         }
         block_mm(T1, X, A, n);
-        for (int e = threadIdx.x; e < nn; e += blockDim.x) A[e] = T1[e] / k + (e / n == e % n ? 1.f : 0.f);
+        for (int e = threadIdx.x; e < nn; e += blockDim.x)
+            A[e] = T1[e] / k + (e / n == e % n ? 1.f : 0.f);
         __syncthreads();
     }
     for (int q = 0; q < s; q++) { // (A, L) <- (A, L)^2
@@ -91,7 +92,8 @@ __device__ void block_expm(float *A, float *L, float *X, float *E, float *T1, fl
     }
 }
 
-__global__ void __launch_bounds__(THREADS) expm_fwd_kernel(float *P, const float *M, float *work, int n) {
+__global__ void __launch_bounds__(THREADS)
+    expm_fwd_kernel(float *P, const float *M, float *work, int n) {
     int64_t nn = (int64_t)n * n;
     const float *m = M + blockIdx.x * nn;
     float *X = work + blockIdx.x * 6 * nn, *T1 = X + nn, *T2 = X + 2 * nn;
@@ -174,7 +176,8 @@ __global__ void __launch_bounds__(THREADS)
                int n, int d) {
     __shared__ float red[32];
     int h = blockIdx.x;
-    const float *Ph = P + (int64_t)h * n * n, *Bh = B + (int64_t)h * n * d, *dBh = dBw + (int64_t)h * n * d;
+    const float *Ph = P + (int64_t)h * n * n, *Bh = B + (int64_t)h * n * d,
+                *dBh = dBw + (int64_t)h * n * d;
     float dx = 0.f, T = 0.f, dl = 0.f;
     for (int64_t o = threadIdx.x; o < (int64_t)n * d; o += blockDim.x) {
         int64_t j = o / d, e = o % d;
@@ -229,19 +232,19 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-
 } // namespace
 
 void cuda_orth_expm_fwd(void *P, const void *M, void *work, int H, int n) {
     if (H == 0) return;
-    expm_fwd_kernel<<<(unsigned)H, THREADS, 0, cuda_stream()>>>((float *)P, (const float *)M, (float *)work, n);
+    expm_fwd_kernel<<<(unsigned)H, THREADS, 0, cuda_stream()>>>((float *)P, (const float *)M,
+                                                                (float *)work, n);
     CUDA_LAUNCHED();
 }
 
 void cuda_orth_expm_bwd(void *dM, const void *dP, const void *M, void *work, int H, int n) {
     if (H == 0) return;
     expm_bwd_kernel<<<(unsigned)H, THREADS, 0, cuda_stream()>>>((float *)dM, (const float *)dP,
-                                                                 (const float *)M, (float *)work, n);
+                                                                (const float *)M, (float *)work, n);
     CUDA_LAUNCHED();
 }
 
@@ -280,8 +283,8 @@ void cuda_rotrnn_weights_bwd(const RotWeightGrads *g) {
     db_kernel<<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
         (float *)g->dB, P, dBw, B, xi, (const float *)g->dxi, H, n, d);
     CUDA_LAUNCHED();
-    cw_kernel<true><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(
-        (float *)g->dC, P, dCw, H, n, d);
+    cw_kernel<true><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>((float *)g->dC,
+                                                                                   P, dCw, H, n, d);
     CUDA_LAUNCHED();
     if (!w->Cw2) return;
     cw_kernel<true><<<blocks_for((int64_t)H * n * d), THREADS, 0, cuda_stream()>>>(

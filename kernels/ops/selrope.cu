@@ -1,9 +1,9 @@
-// Selective RoPE steps 3-8 (docs/models.md §position-embeddings) fused into one segmented scan along the tokens. Forward:
-// short conv + activation of the raw increments phi_raw, + exp(bias), * sigmoid(gate logit)
-// (the increments phi'), Phi = cumsum of phi' per segment, rotation of the half-split pairs
-// (j, j+P) of q and k by temp_j Phi. Backward: the rotation's backward gives dangle (from q and
-// k together), dPhi = temp_j dangle, dphi' = reverse cumsum of dPhi per segment, then the gate,
-// bias and conv backward.
+// Selective RoPE steps 3-8 (docs/models.md §position-embeddings) fused into one segmented scan
+// along the tokens. Forward: short conv + activation of the raw increments phi_raw, + exp(bias), *
+// sigmoid(gate logit) (the increments phi'), Phi = cumsum of phi' per segment, rotation of the
+// half-split pairs (j, j+P) of q and k by temp_j Phi. Backward: the rotation's backward gives
+// dangle (from q and k together), dPhi = temp_j dangle, dphi' = reverse cumsum of dPhi per segment,
+// then the gate, bias and conv backward.
 //
 // The scan runs in three passes over tiles of WARPS * RUN tokens (tiles may straddle segments).
 // A tile is WARPS runs of RUN tokens, one run per warp (RUN = 32; 16 or 8 in the selrope
@@ -76,8 +76,9 @@ struct FwdArgs {
     int N, H, P;
 };
 
-// Forward: phi' = g (act(conv(phi_raw)) + exp(bias)), g = sigmoid(gate logit) (docs/models.md §position-embeddings
-// steps 3-5), Phi = its cumulative sum (step 6), q and k rotated by temp_j Phi (steps 7, 8).
+// Forward: phi' = g (act(conv(phi_raw)) + exp(bias)), g = sigmoid(gate logit) (docs/models.md
+// §position-embeddings steps 3-5), Phi = its cumulative sum (step 6), q and k rotated by temp_j Phi
+// (steps 7, 8).
 template <int RUN, bool SILU, bool FINAL>
 __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a) {
     __shared__ float2 sval[WARPS][32];
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a
     const bool ch = c < C;
     const float2 z = f2(0.f, 0.f);
     const int n0 = blockIdx.x * RUN * WARPS + wp * RUN;
-    float2 v[RUN]; // phi' at the run's tokens
+    float2 v[RUN];       // phi' at the run's tokens
     unsigned starts = 0; // bit i: token n0 + i starts its segment
     {
         Taps tap = {};
@@ -140,7 +141,8 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_fwd_kernel(const FwdArgs a
         }
     } else {
         if (wp == 0)
-            enter_runs<false>(sval, sflag, ch ? ldf2(a.tile_carry + (int64_t)blockIdx.x * C + c) : z);
+            enter_runs<false>(sval, sflag,
+                              ch ? ldf2(a.tile_carry + (int64_t)blockIdx.x * C + c) : z);
         __syncthreads();
         const float2 tp = ch ? ldf2(a.temp + j) : z;
         acc = sval[wp][lane];
@@ -193,7 +195,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
     const float2 z = f2(0.f, 0.f);
     const int n0 = blockIdx.x * RUN * WARPS + wp * RUN;
     const float2 tp = ch ? ldf2(a.temp + j) : z;
-    float2 x[RUN]; // dPhi at the run's tokens
+    float2 x[RUN];     // dPhi at the run's tokens
     unsigned ends = 0; // bit i: token n0 + i ends its segment
     float2 dt = z;     // dtemp sums (pass 3)
 #pragma unroll
@@ -245,7 +247,8 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
         }
     } else {
         if (wp == 0)
-            enter_runs<true>(sval, sflag, ch ? ldf2(a.tile_carry + (int64_t)blockIdx.x * C + c) : z);
+            enter_runs<true>(sval, sflag,
+                             ch ? ldf2(a.tile_carry + (int64_t)blockIdx.x * C + c) : z);
         __syncthreads();
         float2 after[3]; // S at tokens n0 + RUN + t
         after[0] = sval[wp][lane];
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(32 * WARPS) selrope_bwd_kernel(const BwdArgs a
                 }
             }
             if (i < RUN && in) { // uniform over the warp: the lanes share the token
-                if (a.dgl) { // the P/2 lanes of a head are aligned: 64 % P == 0
+                if (a.dgl) {     // the P/2 lanes of a head are aligned: 64 % P == 0
                     for (int o = P / 4; o > 0; o >>= 1) sj += __shfl_xor_sync(FULL_MASK, sj, o);
                     if (ch && j == 0) a.dgl[(int64_t)n * H + h] = f2bf(sj * g * (1.f - g));
                 }
@@ -451,7 +454,8 @@ void cuda_selrope_fwd(const SelRopeArgs *args) {
     const int run = run_tokens();
     int ntile = (int)cdiv(a.N, run * WARPS);
     size_t nval = (size_t)ntile * C; // even: every array below stays 8-byte aligned
-    float *scratch = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * nval + sizeof(int) * ntile);
+    float *scratch =
+        (float *)cuda_scratch(SCRATCH_A, sizeof(float) * 2 * nval + sizeof(int) * ntile);
     a.qo = (bf16 *)args->qo;
     a.ko = (bf16 *)args->ko;
     a.Phi = (float *)args->Phi;
@@ -485,7 +489,8 @@ void cuda_selrope_bwd(const SelRopeGrads *g) {
     // tile states [3][tile][C], carries, dbias and dtemp partials [tile][C], dconv_w partials
     // [tile][C][KW], then the flags [3][tile]
     size_t nfloat = nval * (3 + 1 + 2 + KW);
-    float *scratch = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nfloat + sizeof(int) * 3 * ntile);
+    float *scratch =
+        (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nfloat + sizeof(int) * 3 * ntile);
     a.dq = (bf16 *)g->dq;
     a.dk = (bf16 *)g->dk;
     a.dphi_raw = (bf16 *)g->dphi_raw;

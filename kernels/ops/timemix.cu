@@ -1,6 +1,7 @@
-// Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §gla, §gated-deltanet,
-// §position-embeddings step 3), FoX's data-dependent shift (docs/models.md §fox) and the reverse cumulative sum. A token at
-// position p of its segment (Seqs dev_pos) sees only the p tokens before it.
+// Token mixing along time inside each segment: the depthwise short convolution (docs/models.md
+// §gla, §gated-deltanet, §position-embeddings step 3), FoX's data-dependent shift (docs/models.md
+// §fox) and the reverse cumulative sum. A token at position p of its segment (Seqs dev_pos) sees
+// only the p tokens before it.
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
@@ -23,7 +24,8 @@ static_assert(CONV_WARPS == 8, "store_taps_partial reduces blocks of 8 warps");
 template <bool SILU>
 __global__ void __launch_bounds__(32 * CONV_WARPS)
     conv_fwd_kernel(bf16 *__restrict__ y, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
-                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C, int K) {
+                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C,
+                    int K) {
     int c = 2 * (blockIdx.y * 32 + threadIdx.x);
     int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
     if (c >= C || n0 >= N) return;
@@ -48,13 +50,14 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
 // dpre = dy * act'(pre) at every token of the run and the 3 after it (recomputing pre), then
 //   dx[m] = sum_t w_t dpre[m + 3 - t] over the taps whose token m + 3 - t is in m's segment,
 //   dw[c, t] = sum_n dpre[n] x[n - (3 - t)] over the taps inside n's segment,
-// the dw sums of the weight's K taps reduced over the block into dw_part[tile][C][K]; with a bias b, the sums of
-// dpre (its gradient) into db_part[tile][C].
+// the dw sums of the weight's K taps reduced over the block into dw_part[tile][C][K]; with a bias
+// b, the sums of dpre (its gradient) into db_part[tile][C].
 template <bool SILU, bool DW>
 __global__ void __launch_bounds__(32 * CONV_WARPS)
     conv_bwd_kernel(bf16 *__restrict__ dx, float *__restrict__ dw_part, float *__restrict__ db_part,
-                    const bf16 *__restrict__ dy, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
-                    const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C, int K) {
+                    const bf16 *__restrict__ dy, const bf16 *__restrict__ x,
+                    const bf16 *__restrict__ w, const bf16 *__restrict__ b,
+                    const int32_t *__restrict__ pos, int N, int C, int K) {
     int c = 2 * (blockIdx.y * 32 + threadIdx.x);
     int n0 = blockIdx.x * CONV_TILE + threadIdx.y * CONV_RUN;
     float2 z = f2(0.f, 0.f);
@@ -120,7 +123,8 @@ template <bool SILU>
 void conv_bwd_launch(bf16 *dx, float *dw, float *db, const bf16 *dy, const bf16 *x, const bf16 *w,
                      const bf16 *b, const Seqs *s, int C, int K, dim3 grid, dim3 block) {
     int N = (int)s->ntok;
-    float *bpart = db ? (float *)cuda_scratch(SCRATCH_B, sizeof(float) * grid.x * (size_t)C) : nullptr;
+    float *bpart =
+        db ? (float *)cuda_scratch(SCRATCH_B, sizeof(float) * grid.x * (size_t)C) : nullptr;
     if (dw) {
         float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * grid.x * (size_t)C * K);
         conv_bwd_kernel<SILU, true>
@@ -128,8 +132,8 @@ void conv_bwd_launch(bf16 *dx, float *dw, float *db, const bf16 *dy, const bf16 
         CUDA_LAUNCHED();
         cuda_colsum_add(dw, part, (int)grid.x, C * K);
     } else {
-        conv_bwd_kernel<SILU, false>
-            <<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x, w, b, s->dev_pos, N, C, K);
+        conv_bwd_kernel<SILU, false><<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x,
+                                                                        w, b, s->dev_pos, N, C, K);
         CUDA_LAUNCHED();
     }
     if (db) cuda_colsum_add(db, bpart, (int)grid.x, C);
@@ -192,7 +196,8 @@ void shift_check(const char *op, const void *a, const void *b, int D) {
 // segment starts the sum afresh; the state after a stretch of tokens is (restarted?, sum),
 // combined as (f1, v1) then (f2, v2) -> (f1 | f2, f2 ? v2 : v1 + v2).
 //   1. every tile's state from zero (revcumsum_tile_kernel<false>);
-//   2. per channel, the state entering each tile from the right (scan_carry_kernel, segmented_scan.cuh);
+//   2. per channel, the state entering each tile from the right (scan_carry_kernel,
+//   segmented_scan.cuh);
 //   3. every tile again from its carry, writing y (revcumsum_tile_kernel<true>).
 constexpr int SCAN_RUN = 32;
 constexpr int SCAN_WARPS = 8;

@@ -20,63 +20,71 @@
 #include "util/options.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "rotor %s: language-model pretraining with Selective RoPE. Mixers (model.type): GLA,\n"
-            "          Gated DeltaNet, FoX, Transformer, DeltaNet, Mamba2, LRU, RotRNN, and the\n"
-            "          RNN, orthogonal RNN, expRNN, nnRNN and LSTM cells; position embeddings\n"
-            "          (pe.type): NoPE, RoPE, Selective RoPE.\n\n"
-            "usage: rotor <command> [options]\n\n"
-            "commands:\n"
-            "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
-            "        train a model; metrics, plots and checkpoints go to run.dir\n"
-            "  info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n"
-            "        print the model's dimensions and parameter counts (and its config.json)\n"
-            "  data tokenize --tokenizer MODEL --out DIR INPUT...\n"
-            "        tokenise JSONL (.gz, .zst) or text files into HDF5 token shards\n"
-            "  data inspect PATH... [--tokenizer MODEL]\n"
-            "        validate token shards and summarise them\n"
-            "  data train-tokenizer --out PREFIX --vocab-size N INPUT...\n"
-            "        train a SentencePiece tokenizer for a corpus that has none\n"
-            "  eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n"
-            "        zero-shot evaluation (LAMBADA, PIQA, HellaSwag, WinoGrande, ARC) as\n"
-            "        lm-evaluation-harness scores it\n"
-            "  generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n"
-            "        continue prompts with a checkpoint's model (greedy or sampled)\n"
-            "  serve --ckpt DIR [--port N] [options]\n"
-            "        serve a checkpoint over HTTP with OpenAI's completions API (for\n"
-            "        lm-evaluation-harness's local-completions model and OpenAI clients)\n"
-            "  synth CONFIG.ini [--set section.key=value]...\n"
-            "        train on a task (synthetic: MQAR, state tracking, copying, MAD, nnRNN's copy\n"
-            "        memory; classification: pixel sequences, ListOps, byte-level text, Pathfinder,\n"
-            "        AAN pairs; character-level text) and evaluate it on its test split\n"
-            "  version\n"
-            "        print the version\n\n"
-            "`rotor <command> --help` describes a command and its options.\n",
-            ROTOR_VERSION);
+    fprintf(
+        f,
+        "rotor %s: language-model pretraining with Selective RoPE. Mixers (model.type): GLA,\n"
+        "          Gated DeltaNet, FoX, Transformer, DeltaNet, Mamba2, LRU, RotRNN, and the\n"
+        "          RNN, orthogonal RNN, expRNN, nnRNN and LSTM cells; position embeddings\n"
+        "          (pe.type): NoPE, RoPE, Selective RoPE.\n\n"
+        "usage: rotor <command> [options]\n\n"
+        "commands:\n"
+        "  train CONFIG.ini [--set section.key=value]... [--resume auto|DIR]\n"
+        "        train a model; metrics, plots and checkpoints go to run.dir\n"
+        "  info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config "
+        "PATH]\n"
+        "        print the model's dimensions and parameter counts (and its config.json)\n"
+        "  data tokenize --tokenizer MODEL --out DIR INPUT...\n"
+        "        tokenise JSONL (.gz, .zst) or text files into HDF5 token shards\n"
+        "  data inspect PATH... [--tokenizer MODEL]\n"
+        "        validate token shards and summarise them\n"
+        "  data train-tokenizer --out PREFIX --vocab-size N INPUT...\n"
+        "        train a SentencePiece tokenizer for a corpus that has none\n"
+        "  eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n"
+        "        zero-shot evaluation (LAMBADA, PIQA, HellaSwag, WinoGrande, ARC) as\n"
+        "        lm-evaluation-harness scores it\n"
+        "  generate --ckpt DIR (--prompt TEXT | --prompts FILE.jsonl) [options]\n"
+        "        continue prompts with a checkpoint's model (greedy or sampled)\n"
+        "  serve --ckpt DIR [--port N] [options]\n"
+        "        serve a checkpoint over HTTP with OpenAI's completions API (for\n"
+        "        lm-evaluation-harness's local-completions model and OpenAI clients)\n"
+        "  synth CONFIG.ini [--set section.key=value]...\n"
+        "        train on a task (synthetic: MQAR, state tracking, copying, MAD, nnRNN's copy\n"
+        "        memory; classification: pixel sequences, ListOps, byte-level text, Pathfinder,\n"
+        "        AAN pairs; character-level text) and evaluate it on its test split\n"
+        "  version\n"
+        "        print the version\n\n"
+        "`rotor <command> --help` describes a command and its options.\n",
+        ROTOR_VERSION);
 }
 
 static void train_usage(FILE *f) {
-    fprintf(f,
-            "usage: rotor train CONFIG.ini [--set section.key=value]... [--resume auto|DIR] [--overwrite]\n\n"
-            "  --set section.key=value  override one config key (repeatable, applied in order)\n"
-            "  --resume auto            continue from the newest intact checkpoint in run.dir\n"
-            "                           (start fresh if there is none; fail if none of them is intact)\n"
-            "  --resume DIR             continue from the checkpoint directory DIR\n"
-            "  --no-verify              resume without checking the checkpoint files' sha256s\n"
-            "  --overwrite              start fresh even if run.dir holds a run: the old run is moved\n"
-            "                           aside to RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n\n");
+    fprintf(
+        f,
+        "usage: rotor train CONFIG.ini [--set section.key=value]... [--resume auto|DIR] "
+        "[--overwrite]\n\n"
+        "  --set section.key=value  override one config key (repeatable, applied in order)\n"
+        "  --resume auto            continue from the newest intact checkpoint in run.dir\n"
+        "                           (start fresh if there is none; fail if none of them is "
+        "intact)\n"
+        "  --resume DIR             continue from the checkpoint directory DIR\n"
+        "  --no-verify              resume without checking the checkpoint files' sha256s\n"
+        "  --overwrite              start fresh even if run.dir holds a run: the old run is moved\n"
+        "                           aside to RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n\n");
     run_config_print_help(f);
 }
 
 static void info_usage(FILE *f) {
-    fprintf(f, "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH] [--write-config PATH]\n"
-               "       rotor info --keys-markdown\n\n"
-               "Prints the model summary and parameter counts without allocating the model.\n"
-               "  --config-json PATH   also write the model's Hugging Face config.json to PATH\n"
-               "  --write-config PATH  also write the effective config (every key the model and task\n"
-               "                       read, defaults included) as INI to PATH\n"
-               "  --keys-markdown      print every config key (the list of `rotor train --help`) as the\n"
-               "                       markdown of docs/config-keys.md, and exit (no CONFIG.ini)\n");
+    fprintf(
+        f,
+        "usage: rotor info CONFIG.ini [--set section.key=value]... [--config-json PATH] "
+        "[--write-config PATH]\n"
+        "       rotor info --keys-markdown\n\n"
+        "Prints the model summary and parameter counts without allocating the model.\n"
+        "  --config-json PATH   also write the model's Hugging Face config.json to PATH\n"
+        "  --write-config PATH  also write the effective config (every key the model and task\n"
+        "                       read, defaults included) as INI to PATH\n"
+        "  --keys-markdown      print every config key (the list of `rotor train --help`) as the\n"
+        "                       markdown of docs/config-keys.md, and exit (no CONFIG.ini)\n");
 }
 
 typedef struct {
@@ -88,12 +96,15 @@ typedef struct {
     const char *write_config; /* info */
 } Args;
 
-/* Parses CONFIG [--set k=v]... plus --resume X, --no-verify, --overwrite (train) or --config-json / --write-config PATH (info). */
+/* Parses CONFIG [--set k=v]... plus --resume X, --no-verify, --overwrite (train) or --config-json /
+ * --write-config PATH (info). */
 static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help)(FILE *)) {
     const char *cmd = is_train ? "train" : "info";
     memset(a, 0, sizeof(*a));
-    static const char *const opts_train[] = {"--set", "--resume", "--no-verify", "--overwrite", "--help", NULL};
-    static const char *const opts_info[] = {"--set", "--config-json", "--write-config", "--keys-markdown", "--help", NULL};
+    static const char *const opts_train[] = {"--set",       "--resume", "--no-verify",
+                                             "--overwrite", "--help",   NULL};
+    static const char *const opts_info[] = {"--set",           "--config-json", "--write-config",
+                                            "--keys-markdown", "--help",        NULL};
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *v;
         if (opt_is_help(s)) {
@@ -129,7 +140,8 @@ static void parse_args(int argc, char **argv, Args *a, int is_train, void (*help
     }
     if (a->start.resume && a->start.overwrite)
         rt_die("--resume and --overwrite cannot be used together: --overwrite starts afresh");
-    if (a->start.no_verify && !a->start.resume) rt_die("--no-verify applies to --resume: give --resume auto|DIR");
+    if (a->start.no_verify && !a->start.resume)
+        rt_die("--no-verify applies to --resume: give --resume auto|DIR");
 }
 
 static void load_config(const Args *a, RunConfig *rc) {
@@ -163,8 +175,8 @@ static int cmd_info(int argc, char **argv) {
     model_print_summary(&rc.model, &dm, total, non_embedding);
     const TrainConfig *tc = &rc.train;
     const OptimizerSpec *os = optimizer_spec(tc->optimizer);
-    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, CUDA_ACT_SIZE, CUDA_F32_SIZE,
-                                  os->nstate);
+    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, CUDA_ACT_SIZE,
+                                  CUDA_F32_SIZE, os->nstate);
     const double GiB = 1024.0 * 1024.0 * 1024.0;
     printf("GPU memory per rank at micro_batch %d x seq_len %d: %.2f GiB = weights, gradients "
            "and bf16 copy %.2f + %s %.2f (/ ranks with ZeRO-1) + activations %.2f saved "
@@ -195,8 +207,10 @@ int main(int argc, char **argv) {
      * "Serving"). libgomp reads OMP_WAIT_POLICY once, when it loads: unless the user chose,
      * rotor runs itself again with passive (OMP_WAIT_POLICY=active brings spinning back). */
     int set_policy = !getenv("OMP_WAIT_POLICY") && !setenv("OMP_WAIT_POLICY", "passive", 1);
-    blas_select_kernels(argv); /* runs rotor again when it picks OpenBLAS's kernels: the policy goes along */
-    if (set_policy) execv("/proc/self/exe", argv); /* returns only when it fails: libgomp's default then */
+    blas_select_kernels(
+        argv); /* runs rotor again when it picks OpenBLAS's kernels: the policy goes along */
+    if (set_policy)
+        execv("/proc/self/exe", argv); /* returns only when it fails: libgomp's default then */
     if (argc < 2) {
         usage(stderr);
         return 1;
@@ -230,6 +244,7 @@ int main(int argc, char **argv) {
         dist_finalize();
         return status;
     }
-    static const char *const commands[] = {"train", "info", "data", "eval", "generate", "serve", "synth", "version", NULL};
+    static const char *const commands[] = {"train", "info",  "data",    "eval", "generate",
+                                           "serve", "synth", "version", NULL};
     opt_die_unknown_word(NULL, "command", cmd, commands);
 }

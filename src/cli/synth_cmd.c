@@ -19,14 +19,16 @@
 #include "util/options.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: rotor synth CONFIG.ini [--set section.key=value]... [--overwrite]\n\n"
-               "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
-               "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
-               "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
-               "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
-               "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n"
-               "  --overwrite  train afresh even if run.dir holds a run: the old run is moved aside to\n"
-               "               RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n");
+    fprintf(
+        f,
+        "usage: rotor synth CONFIG.ini [--set section.key=value]... [--overwrite]\n\n"
+        "Trains on the task of the [task] section (mqar, state, copy, copy_memory, mad_*,\n"
+        "seq_image, listops, text_bytes, chars; see `rotor train --help` for the keys) and\n"
+        "evaluates the final model on the task's test split: RUN_DIR/synth_results.json and\n"
+        "accuracy plots. With train.keep_best it also evaluates the checkpoint of the best\n"
+        "validation (RUN_DIR/checkpoints/best) when there is one (\"best\" in the results).\n"
+        "  --overwrite  train afresh even if run.dir holds a run: the old run is moved aside to\n"
+        "               RUN_DIR.old-YYYYMMDD-HHMMSS, never deleted\n");
 }
 
 int synth_main(int argc, char **argv) {
@@ -66,10 +68,14 @@ int synth_main(int argc, char **argv) {
         task_names(names, sizeof names);
         rt_die("%s: rotor synth needs a [task] section (task.type = %s)", config, names);
     }
-    if (train_run(&rc, &start)) { /* stopped by a signal: a model trained part way is not evaluated */
+    if (train_run(&rc,
+                  &start)) { /* stopped by a signal: a model trained part way is not evaluated */
         if (dist_rank() == 0)
-            fprintf(stderr, "rotor synth: stopped before train.steps = %lld; %s is not evaluated (rotor synth starts "
-                            "afresh: run it again with --overwrite)\n", (long long)rc.train.steps, rc.run.dir);
+            fprintf(stderr,
+                    "rotor synth: stopped before train.steps = %lld; %s is not evaluated (rotor "
+                    "synth starts "
+                    "afresh: run it again with --overwrite)\n",
+                    (long long)rc.train.steps, rc.run.dir);
         return 1;
     }
     if (dist_rank() != 0) return 0;
@@ -85,7 +91,8 @@ int synth_main(int argc, char **argv) {
             if (checkpoint_verify(best_dir, 1, err, sizeof err)) rt_die("%s", err);
             json_t *best_metrics;
             best = synth_eval_classify(&rc, be, best_dir, "best", &best_metrics);
-            json_object_set_new(best, "selected_by", json_string(run_config_keep_best_name(rc.train.keep_best)));
+            json_object_set_new(best, "selected_by",
+                                json_string(run_config_keep_best_name(rc.train.keep_best)));
             json_object_set_new(best, "metrics", best_metrics);
         }
         rt_free(best_dir);
@@ -93,8 +100,9 @@ int synth_main(int argc, char **argv) {
         metrics = synth_eval_task(&rc, be, ckpt);
         best = synth_eval_best(&rc, be);
     }
-    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
-                            mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);
+    json_t *res =
+        json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", rc.task.type, "checkpoint", ckpt, "mixer",
+                  mixer_name(rc.model.mixer), "pe", pe_name(rc.model.pe.kind), "metrics", metrics);
     json_object_set_new(res, "lr", json_real(rc.train.lr));
     json_object_set_new(res, "steps", json_integer(rc.train.steps));
     json_object_set_new(res, "seed", json_integer((json_int_t)rc.train.seed));

@@ -32,7 +32,8 @@ int run_config_load_string(RunConfig *out, const char *ini_text, const char *ori
 /* A checkpoint's saved config (its rotor.ini): as run_config_load_string, but keys renamed
  * since it was written are read under their new names, and keys its family or task does not
  * read (written by versions that saved every key) are read and not refused. */
-int run_config_load_saved(RunConfig *out, const char *ini_text, const char *origin_name, char *err, size_t errlen);
+int run_config_load_saved(RunConfig *out, const char *ini_text, const char *origin_name, char *err,
+                          size_t errlen);
 
 /* Checks the ranges of every key and the cross-key constraints (shapes via model_dims(),
  * pe.temp_theta against pe.temp_type, ids below the vocabulary, ...). Returns 0, or -1 with

@@ -33,23 +33,22 @@ void cpu_to_act(void *dst, const void *src, int64_t n) {
 
 static void cpu_profile(int on);
 
-static Backend cpu_backend = {
-    .name = "cpu",
-    .device = "host CPU",
-    .act_size = sizeof(real),
-    .f32_size = sizeof(real),
-    .alloc = cpu_alloc,
-    .release = cpu_release,
-    .zero = cpu_zero,
-    .upload = cpu_copy,
-    .download = cpu_copy,
-    .copy = cpu_copy,
-    .synchronize = cpu_synchronize,
-    .peak_memory = cpu_peak_memory,
-    .profile = cpu_profile,
-    .profile_read = cpu_profile_read,
+static Backend cpu_backend = {.name = "cpu",
+                              .device = "host CPU",
+                              .act_size = sizeof(real),
+                              .f32_size = sizeof(real),
+                              .alloc = cpu_alloc,
+                              .release = cpu_release,
+                              .zero = cpu_zero,
+                              .upload = cpu_copy,
+                              .download = cpu_copy,
+                              .copy = cpu_copy,
+                              .synchronize = cpu_synchronize,
+                              .peak_memory = cpu_peak_memory,
+                              .profile = cpu_profile,
+                              .profile_read = cpu_profile_read,
 #define ROTOR_CPU_OP(ret, name, params, args) .name = cpu_##name,
-    BACKEND_OPS(ROTOR_CPU_OP)
+                              BACKEND_OPS(ROTOR_CPU_OP)
 #undef ROTOR_CPU_OP
 };
 

@@ -28,6 +28,8 @@ void blas_select_kernels(char **argv) {
     setenv("OPENBLAS_CORETYPE", want, 1);
     execv("/proc/self/exe", argv);
     /* exec failed: carry on with the slow kernels */
-    fprintf(stderr, "rotor: warning: OpenBLAS uses generic %s kernels on this CPU; set "
-                    "OPENBLAS_CORETYPE=%s for faster matrix products\n", core, want);
+    fprintf(stderr,
+            "rotor: warning: OpenBLAS uses generic %s kernels on this CPU; set "
+            "OPENBLAS_CORETYPE=%s for faster matrix products\n",
+            core, want);
 }

@@ -30,11 +30,13 @@ Chunk *chunk_list(const Seqs *s, int64_t *n) {
 }
 
 void chunk_rows_get(real *buf, const real *x, const Chunk *c, int h, int H, int D) {
-    for (int t = 0; t < c->len; t++) memcpy(buf + t * D, x + ((c->first + t) * H + h) * (int64_t)D, sizeof(real) * D);
+    for (int t = 0; t < c->len; t++)
+        memcpy(buf + t * D, x + ((c->first + t) * H + h) * (int64_t)D, sizeof(real) * D);
 }
 
 void chunk_rows_put(real *x, const real *buf, const Chunk *c, int h, int H, int D) {
-    for (int t = 0; t < c->len; t++) memcpy(x + ((c->first + t) * H + h) * (int64_t)D, buf + t * D, sizeof(real) * D);
+    for (int t = 0; t < c->len; t++)
+        memcpy(x + ((c->first + t) * H + h) * (int64_t)D, buf + t * D, sizeof(real) * D);
 }
 
 void linattn_load(const LinAttnArgs *a, const Chunk *c, int h, real *Q, real *K, real *V) {
@@ -51,7 +53,8 @@ void linattn_load(const LinAttnArgs *a, const Chunk *c, int h, real *Q, real *K,
     chunk_rows_get(V, a->v, c, h, H, a->V);
 }
 
-void linattn_store(const LinAttnGrads *g, const Chunk *c, int h, const real *dQ, const real *dK, const real *dV) {
+void linattn_store(const LinAttnGrads *g, const Chunk *c, int h, const real *dQ, const real *dK,
+                   const real *dV) {
     int H = g->a.H, Kd = g->a.K;
     real *dq = g->dq, *dk = g->dk;
     real scale = (real)g->a.scale;

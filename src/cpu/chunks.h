@@ -36,7 +36,8 @@ void chunk_rows_put(real *x, const real *buf, const Chunk *c, int h, int H, int 
 /* The chunk's rows of head h: Q = scale q, K = k [len, K], V = v [len, V]. */
 void linattn_load(const LinAttnArgs *a, const Chunk *c, int h, real *Q, real *K, real *V);
 /* The chunk's gradients of head h from its rows: dq = scale dQ, dk = dK, dv = dV. */
-void linattn_store(const LinAttnGrads *g, const Chunk *c, int h, const real *dQ, const real *dK, const real *dV);
+void linattn_store(const LinAttnGrads *g, const Chunk *c, int h, const real *dQ, const real *dK,
+                   const real *dV);
 
 /* The forward: each pair's chunks in order from a zero state, every chunk's start state
  * written to a->states, the final state to a->state when it is not NULL. */

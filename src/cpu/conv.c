@@ -1,12 +1,15 @@
-/* Token mixing along time inside each segment: the depthwise short convolution (docs/models.md §gla,
- * §gated-deltanet, §position-embeddings), FoX's data-dependent shift (docs/models.md §fox) and the reverse cumulative sum. */
+/* Token mixing along time inside each segment: the depthwise short convolution (docs/models.md
+ * §gla, §gated-deltanet, §position-embeddings), FoX's data-dependent shift (docs/models.md §fox)
+ * and the reverse cumulative sum. */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-#define KW SHORT_CONV_TAPS /* the widest short conv: a conv of K < KW taps is one of KW whose oldest KW - K are 0 */
+#define KW                                                                                         \
+    SHORT_CONV_TAPS /* the widest short conv: a conv of K < KW taps is one of KW whose oldest KW - \
+                       K are 0 */
 
 /* The K taps of w [C, K] transposed to [KW][C], zeros in front, so the inner loops run over
  * contiguous channels; a NULL weight gives the first difference (taps 0, 0, -1, 1). */
@@ -16,7 +19,9 @@ static real *taps_by_offset(const real *w, int C, int K) {
     for (int c = 0; c < C; c++)
         for (int t = 0; t < KW; t++)
             wt[t * C + c] = w ? (t < KW - K ? 0 : w[c * K + t - (KW - K)])
-                              : (t == KW - 1 ? 1 : t == KW - 2 ? -1 : 0);
+                              : (t == KW - 1   ? 1
+                                 : t == KW - 2 ? -1
+                                               : 0);
     return wt;
 }
 
@@ -59,8 +64,8 @@ void cpu_conv_fwd(void *y_, const void *x_, const void *w_, const void *b_, cons
     rt_free(wt);
 }
 
-void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_,
-                  const void *w_, const void *b_, const Seqs *s, int C, int K, Activation act) {
+void cpu_conv_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_, const void *w_,
+                  const void *b_, const Seqs *s, int C, int K, Activation act) {
     real *dx = dx_, *dw = dw_, *db = db_;
     const real *dy = dy_, *x = x_, *b = b_;
     const int32_t *pos = s->pos;

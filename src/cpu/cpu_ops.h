@@ -15,16 +15,14 @@ BACKEND_OPS(ROTOR_CPU_OP)
 /* Reverse cumulative sum over each segment, [f32] x [N, C] -> y (in place allowed): the
  * reference of the CUDA backend's scan inside fox_bwd (d log f). */
 void cpu_revcumsum(void *y, const void *x, const Seqs *s, int C);
-/* The Selective RoPE angle scan (docs/models.md §position-embeddings steps 4-7), a piece of cpu_selrope_fwd/bwd:
- * phi' = (phi + exp(bias)) * sigmoid(gate_logit), Phi [f32] = its cumsum over each segment,
- * angle = temp[j] * Phi. The backward consumes dangle [f32] as scratch and gives dphi
+/* The Selective RoPE angle scan (docs/models.md §position-embeddings steps 4-7), a piece of
+ * cpu_selrope_fwd/bwd: phi' = (phi + exp(bias)) * sigmoid(gate_logit), Phi [f32] = its cumsum over
+ * each segment, angle = temp[j] * Phi. The backward consumes dangle [f32] as scratch and gives dphi
  * (overwrite), dbias (+=), dgate_logit (overwrite), dtemp (+=), each skipped when NULL. */
 void cpu_selrope_angles_fwd(void *angle, void *Phi, const void *phi, const void *bias,
-                            const void *gate_logit, const void *temp, const Seqs *s, int H,
-                            int P);
-void cpu_selrope_angles_bwd(void *dphi, void *dbias, void *dgate_logit, void *dtemp,
-                            void *dangle, const void *phi, const void *bias,
-                            const void *gate_logit, const void *temp, const void *Phi,
-                            const Seqs *s, int H, int P);
+                            const void *gate_logit, const void *temp, const Seqs *s, int H, int P);
+void cpu_selrope_angles_bwd(void *dphi, void *dbias, void *dgate_logit, void *dtemp, void *dangle,
+                            const void *phi, const void *bias, const void *gate_logit,
+                            const void *temp, const void *Phi, const Seqs *s, int H, int P);
 
 #endif

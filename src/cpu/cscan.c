@@ -10,7 +10,8 @@
  * dangle = Im w: d(lambda h)/dloga = lambda h, d/dangle = i lambda h) is summed per chunk,
  * then over the chunks in order. tests/naive.c holds the plain sequential recurrence.
  * cscan_step (decoding, docs/models.md §decoding) is one step of the recurrence per row;
- * segment_reverse turns every segment around for the bidirectional scan (§block-dropout-bidirectional). */
+ * segment_reverse turns every segment around for the bidirectional scan
+ * (§block-dropout-bidirectional). */
 #include <string.h>
 
 #include "cpu/chunks.h"
@@ -108,13 +109,15 @@ void cpu_cscan_fwd(const CScanArgs *a) {
     /* a segment of no tokens has no chunk: its decoding state is zero */
     if (final)
         for (int seg = 0; seg < s->nseg; seg++)
-            if (s->cu[seg + 1] == s->cu[seg]) memset(final + (int64_t)seg * 2 * C, 0, sizeof(real) * 2 * (size_t)C);
+            if (s->cu[seg + 1] == s->cu[seg])
+                memset(final + (int64_t)seg * 2 * C, 0, sizeof(real) * 2 * (size_t)C);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nk; k++)
         for (int c = 0; c < C; c++) {
             real zr = st[k * 2 * C + 2 * c], zi = st[k * 2 * C + 2 * c + 1];
             for (int64_t t = ch[k].first; t < ch[k].first + ch[k].len; t++) {
-                cmadd(&zr, &zi, lam[2 * c], lam[2 * c + 1], x[t * 2 * C + 2 * c], x[t * 2 * C + 2 * c + 1]);
+                cmadd(&zr, &zi, lam[2 * c], lam[2 * c + 1], x[t * 2 * C + 2 * c],
+                      x[t * 2 * C + 2 * c + 1]);
                 h[t * 2 * C + 2 * c] = zr;
                 h[t * 2 * C + 2 * c + 1] = zi;
             }
@@ -160,7 +163,8 @@ void cpu_cscan_bwd(const CScanGrads *g) {
     real *dloga = g->dloga, *dangle = g->dangle;
     for (int c = 0; c < C; c++) {
         double wr = 0, wi = 0;
-        for (int64_t k = 0; k < nk; k++) wr += part[(k * C + c) * 2], wi += part[(k * C + c) * 2 + 1];
+        for (int64_t k = 0; k < nk; k++)
+            wr += part[(k * C + c) * 2], wi += part[(k * C + c) * 2 + 1];
         dloga[c] = (g->accumulate ? dloga[c] : 0) + (real)wr;
         dangle[c] = (g->accumulate ? dangle[c] : 0) + (real)wi;
     }
@@ -179,7 +183,8 @@ void cpu_cscan_step(const CScanArgs *a) {
         real *z = st + r * 2 * C;
         if (s->pos[r] == 0) memset(z, 0, sizeof(real) * 2 * (size_t)C);
         for (int c = 0; c < C; c++) {
-            cmadd(&z[2 * c], &z[2 * c + 1], lam[2 * c], lam[2 * c + 1], x[r * 2 * C + 2 * c], x[r * 2 * C + 2 * c + 1]);
+            cmadd(&z[2 * c], &z[2 * c + 1], lam[2 * c], lam[2 * c + 1], x[r * 2 * C + 2 * c],
+                  x[r * 2 * C + 2 * c + 1]);
             h[r * 2 * C + 2 * c] = z[2 * c];
             h[r * 2 * C + 2 * c + 1] = z[2 * c + 1];
         }

@@ -42,7 +42,8 @@ void cpu_cache_write(void *cache_, const void *x_, const Seqs *s, int cap, int C
     for (int seg = 0; seg < s->nseg; seg++)
         for (int64_t n = s->cu[seg]; n < s->cu[seg + 1]; n++) {
             RT_ASSERT(s->pos[n] < cap);
-            memcpy(cache + ((int64_t)seg * cap + s->pos[n]) * C, x + n * C, sizeof(real) * (size_t)C);
+            memcpy(cache + ((int64_t)seg * cap + s->pos[n]) * C, x + n * C,
+                   sizeof(real) * (size_t)C);
         }
 }
 

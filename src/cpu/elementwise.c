@@ -1,6 +1,7 @@
 /* Elementwise activations and gates: output gating / SwiGLU, SiLU, GELU, ReLU and the pair
- * classifier's features (docs/models.md §classification), log-sigmoid gates, the delta rule's beta and the
- * per-head decay of Gated DeltaNet and Mamba2 (§gated-deltanet, §mamba2); dropout (§block-dropout-bidirectional). */
+ * classifier's features (docs/models.md §classification), log-sigmoid gates, the delta rule's beta
+ * and the per-head decay of Gated DeltaNet and Mamba2 (§gated-deltanet, §mamba2); dropout
+ * (§block-dropout-bidirectional). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/dropout_mask.h"
@@ -138,8 +139,7 @@ void cpu_logsigmoid_fwd(void *y_, const void *x_, int64_t n, double normalizer) 
 }
 
 /* d/dx logsigmoid(x) = sigmoid(-x) */
-void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n,
-                        double normalizer) {
+void cpu_logsigmoid_bwd(void *dx_, const void *dy_, const void *x_, int64_t n, double normalizer) {
     real *dx = dx_;
     const real *dy = dy_, *x = x_;
     real inv = (real)1 / (real)normalizer;

@@ -1,6 +1,6 @@
-/* EURNN's recurrent matrix (docs/models.md §nonlinear-rnns; eurnn_weights_fwd in src/backend_ops.h): the
- * product of L layers of 2 x 2 rotations of disjoint channel pairs, Jing et al. 2017's
- * tunable-space form of capacity L, real-valued.
+/* EURNN's recurrent matrix (docs/models.md §nonlinear-rnns; eurnn_weights_fwd in
+ * src/backend_ops.h): the product of L layers of 2 x 2 rotations of disjoint channel pairs, Jing et
+ * al. 2017's tunable-space form of capacity L, real-valued.
  *
  * Forward: W = I, then layer by layer W <- R_l W, each pair (p, q = p + 1) of layer l
  * rotating rows p and q: (w_p, w_q) <- (c w_p - s w_q, s w_p + c w_q).
@@ -34,8 +34,8 @@ void cpu_eurnn_weights_fwd(void *W_, const void *theta, int n, int L) {
     }
 }
 
-void cpu_eurnn_weights_bwd(void *dtheta, const void *dW, const void *W, const void *theta, void *work, int n,
-                           int L) {
+void cpu_eurnn_weights_bwd(void *dtheta, const void *dW, const void *W, const void *theta,
+                           void *work, int n, int L) {
     size_t nn = (size_t)n * n;
     real *Y = work, *D = Y + nn;
     memcpy(Y, W, sizeof(real) * nn);

@@ -80,7 +80,8 @@ void cpu_orth_expm_fwd(void *P_, const void *M_, void *work, int H, int n) {
         double *buf = rt_malloc(sizeof(double) * 6 * nn), *X = buf, *A = buf + nn;
         const real *m = M + h * nn;
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) X[(size_t)i * n + j] = (double)m[(size_t)i * n + j] - (double)m[(size_t)j * n + i];
+            for (int j = 0; j < n; j++)
+                X[(size_t)i * n + j] = (double)m[(size_t)i * n + j] - (double)m[(size_t)j * n + i];
         expm_pair(A, NULL, X, NULL, n, buf + 2 * nn);
         for (size_t i = 0; i < nn; i++) P[h * nn + i] = (real)A[i];
         rt_free(buf);
@@ -99,12 +100,14 @@ void cpu_orth_expm_bwd(void *dM_, const void *dP_, const void *M_, void *work, i
         const real *m = M + h * nn;
         /* X = S^T = M^T - M */
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) X[(size_t)i * n + j] = (double)m[(size_t)j * n + i] - (double)m[(size_t)i * n + j];
+            for (int j = 0; j < n; j++)
+                X[(size_t)i * n + j] = (double)m[(size_t)j * n + i] - (double)m[(size_t)i * n + j];
         for (size_t i = 0; i < nn; i++) E[i] = (double)dP[h * nn + i];
         expm_pair(A, L, X, E, n, buf + 4 * nn);
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++)
-                dM[h * nn + (size_t)i * n + j] += (real)(L[(size_t)i * n + j] - L[(size_t)j * n + i]);
+                dM[h * nn + (size_t)i * n + j] +=
+                    (real)(L[(size_t)i * n + j] - L[(size_t)j * n + i]);
         rt_free(buf);
     }
 }

@@ -177,8 +177,10 @@ void cpu_fox_bwd(const AttnGrads *gr) {
                         const real *dr = dP + t * lds;
                         for (int64_t u = 0; u < nk; u++) dc[u] -= dr[u];
                     }
-                    gemm(0, 0, bq, D, (int)nk, (real)scale, dP, (int)lds, Kp, ld, 0, dQp + i0 * ld, ld);
-                    gemm(1, 0, (int)nk, D, bq, (real)scale, dP, (int)lds, Qp + i0 * ld, ld, 1, dKp, ld);
+                    gemm(0, 0, bq, D, (int)nk, (real)scale, dP, (int)lds, Kp, ld, 0, dQp + i0 * ld,
+                         ld);
+                    gemm(1, 0, (int)nk, D, bq, (real)scale, dP, (int)lds, Qp + i0 * ld, ld, 1, dKp,
+                         ld);
                 }
                 real acc = 0;
                 for (int64_t t = len - 1; dc && t >= 0; t--) {

@@ -29,10 +29,12 @@ typedef struct {
 static void *work_new(int K, int V) {
     Work *w = rt_malloc(sizeof *w);
     size_t cc = C_ * C_, ck = (size_t)C_ * K, cv = (size_t)C_ * V, kv = (size_t)K * V;
-    real **mats[] = {&w->Gam, &w->KK, &w->A, &w->Li, &w->T, &w->P, &w->dP, &w->dT, &w->dLi, &w->tmp, &w->dA};
+    real **mats[] = {&w->Gam, &w->KK, &w->A,   &w->Li,  &w->T, &w->P,
+                     &w->dP,  &w->dT, &w->dLi, &w->tmp, &w->dA};
     for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++)
         *mats[i] = rt_alloc_aligned(sizeof(real) * cc);
-    real **cks[] = {&w->Q, &w->K, &w->Kg, &w->W, &w->Qg, &w->Kd, &w->dKd, &w->dQg, &w->dW, &w->dKg, &w->dQ, &w->dK};
+    real **cks[] = {&w->Q,   &w->K,   &w->Kg, &w->W,   &w->Qg, &w->Kd,
+                    &w->dKd, &w->dQg, &w->dW, &w->dKg, &w->dQ, &w->dK};
     for (size_t i = 0; i < sizeof(cks) / sizeof(cks[0]); i++)
         *cks[i] = rt_alloc_aligned(sizeof(real) * ck);
     real **cvs[] = {&w->V, &w->U, &w->dO, &w->dU, &w->dV};
@@ -48,9 +50,10 @@ static void *work_new(int K, int V) {
 
 static void work_free(void *work) {
     Work *w = work;
-    real *p[] = {w->Q,  w->K,  w->V,   w->beta, w->gam, w->Gam,  w->KK,  w->A,   w->Li,   w->T,    w->Kg,
-                 w->W,  w->U,  w->P,   w->Qg,   w->Kd,  w->dO,   w->dKd, w->dU,  w->dQg,  w->dP,   w->dW,
-                 w->dT, w->dKg, w->dLi, w->tmp, w->dA,  w->dQ,   w->dK,  w->dV,  w->dS0,  w->dgam, w->dbeta};
+    real *p[] = {w->Q,  w->K,   w->V,  w->beta, w->gam,  w->Gam,  w->KK,  w->A,   w->Li,
+                 w->T,  w->Kg,  w->W,  w->U,    w->P,    w->Qg,   w->Kd,  w->dO,  w->dKd,
+                 w->dU, w->dQg, w->dP, w->dW,   w->dT,   w->dKg,  w->dLi, w->tmp, w->dA,
+                 w->dQ, w->dK,  w->dV, w->dS0,  w->dgam, w->dbeta};
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
     rt_free(w);
 }
@@ -77,12 +80,14 @@ static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, 
     gemm(0, 1, L, L, K, 1, w->K, K, w->K, K, 0, w->KK, C_);
     memset(w->A, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++)
-        for (int s = 0; s < t; s++) w->A[t * C_ + s] = w->beta[t] * w->KK[t * C_ + s] * w->Gam[t * C_ + s];
+        for (int s = 0; s < t; s++)
+            w->A[t * C_ + s] = w->beta[t] * w->KK[t * C_ + s] * w->Gam[t * C_ + s];
     /* Li = (I + A)^{-1} by forward substitution (A strictly lower triangular), row by row:
      * Li_t = e_t - sum_{u<t} A_tu Li_u, where row u is zero past column u */
     memset(w->Li, 0, sizeof(real) * C_ * C_);
     for (int t = 0; t < L; t++) {
-        for (int u = 0; u < t; u++) row_axpy(-w->A[t * C_ + u], w->Li + u * C_, w->Li + t * C_, u + 1);
+        for (int u = 0; u < t; u++)
+            row_axpy(-w->A[t * C_ + u], w->Li + u * C_, w->Li + t * C_, u + 1);
         w->Li[t * C_ + t] = 1;
     }
     memset(w->T, 0, sizeof(real) * C_ * C_);
@@ -101,7 +106,8 @@ static void chunk_forward(Work *w, const LinAttnArgs *a, const Chunk *c, int h, 
     gemm(0, 0, L, V, K, -1, w->W, K, S0, V, 1, w->U, V);
     gemm(0, 1, L, L, K, 1, w->Q, K, w->K, K, 0, w->P, C_);
     for (int t = 0; t < L; t++)
-        for (int s = 0; s < C_; s++) w->P[t * C_ + s] = s <= t ? w->P[t * C_ + s] * w->Gam[t * C_ + s] : 0;
+        for (int s = 0; s < C_; s++)
+            w->P[t * C_ + s] = s <= t ? w->P[t * C_ + s] * w->Gam[t * C_ + s] : 0;
 }
 
 /* The chunk's output O = Qg S + P U, then S <- e^{gam_L} S + Kd^T U. */
@@ -119,7 +125,8 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
 
 /* dgam_t += sum_s X_ts, dgam_s -= sum_t X_ts for X = D o M over the first L rows/cols
  * (the column sums across a row as one vector, the row's sum after it). */
-static void gam_pair_grad(real *restrict dgam, const real *restrict D, const real *restrict M, int L) {
+static void gam_pair_grad(real *restrict dgam, const real *restrict D, const real *restrict M,
+                          int L) {
     for (int t = 0; t < L; t++) {
         real row = 0;
         for (int s = 0; s < L; s++) {
@@ -158,7 +165,8 @@ static void gated_rows_grad(real *dX, real *dgam, const real *Xg, const real *dX
 
 /* dq, dk, dv, dbeta and dg of the chunk's rows from S0 and dS (the gradient of the state
  * after the chunk), and dS <- the gradient of S0. */
-static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0,
+                      real *dS) {
     Work *w = work;
     const LinAttnArgs *a = &gr->a;
     int H = a->H, K = a->K, V = a->V, L = c->len;
@@ -201,7 +209,8 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
     /* P = (Q K^T) o Gam: dQK = dP o Gam */
     if (g) gam_pair_grad(w->dgam, w->dP, w->P, L);
     for (int t = 0; t < L; t++)
-        for (int s2 = 0; s2 < L; s2++) w->tmp[t * C_ + s2] = w->dP[t * C_ + s2] * w->Gam[t * C_ + s2];
+        for (int s2 = 0; s2 < L; s2++)
+            w->tmp[t * C_ + s2] = w->dP[t * C_ + s2] * w->Gam[t * C_ + s2];
     gemm(0, 0, L, K, L, 1, w->tmp, C_, w->K, K, 1, w->dQ, K);
     gemm(1, 0, L, K, L, 1, w->tmp, C_, w->Q, K, 1, w->dK, K);
     /* U = U~ - W S0 (dU~ = dU) */

@@ -26,13 +26,13 @@
 #define SUB 16
 
 typedef struct {
-    real *Q, *K, *V, *B;    /* chunk rows: scaled q, k, v, cumulative log gates */
-    real *Al;               /* chunk rows: the gates alpha = e^g */
-    real *A;                /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
-    real *Qs, *E, *Kf;      /* sub-chunk pieces */
-    real *Kt, *P;           /* [K, SUB] a sub-chunk's K transposed; the diagonal block's factors
-                             * e^{B_t - B_s}, [K, SUB] in intra_scores, [SUB, K] in chunk_bwd */
-    real *T1, *T2;          /* scratch [C, max(K,V)] */
+    real *Q, *K, *V, *B; /* chunk rows: scaled q, k, v, cumulative log gates */
+    real *Al;            /* chunk rows: the gates alpha = e^g */
+    real *A;             /* [C, C] intra-chunk scores, lower triangle incl. diagonal */
+    real *Qs, *E, *Kf;   /* sub-chunk pieces */
+    real *Kt, *P;        /* [K, SUB] a sub-chunk's K transposed; the diagonal block's factors
+                          * e^{B_t - B_s}, [K, SUB] in intra_scores, [SUB, K] in chunk_bwd */
+    real *T1, *T2;       /* scratch [C, max(K,V)] */
     real *dO, *D, *dQ, *dK, *dV, *G;
 } Work;
 
@@ -64,7 +64,8 @@ static void *work_new(int K, int V) {
 
 static void work_free(void *work) {
     Work *w = work;
-    real *p[] = {w->Q, w->K, w->V, w->B, w->Al, w->Kt, w->P, w->A, w->Qs, w->E, w->Kf, w->T1, w->T2, w->dO, w->D, w->dQ, w->dK, w->dV, w->G};
+    real *p[] = {w->Q,  w->K,  w->V,  w->B,  w->Al, w->Kt, w->P,  w->A,  w->Qs, w->E,
+                 w->Kf, w->T1, w->T2, w->dO, w->D,  w->dQ, w->dK, w->dV, w->G};
     for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) rt_free(p[i]);
     rt_free(w);
 }
@@ -122,7 +123,8 @@ static void intra_scores(Work *w, int L, int K) {
                 const real *kt = w->Kt + i * SUB;
 #pragma omp simd
                 for (int s = 0; s < SUB; s++) {
-                    real f = p[s] * At[i]; /* then a select: a conditional load would not vectorise */
+                    real f =
+                        p[s] * At[i]; /* then a select: a conditional load would not vectorise */
                     p[s] = f = s == t ? 1 : f;
                     acc[s] += Qt[i] * kt[s] * f;
                 }
@@ -132,7 +134,8 @@ static void intra_scores(Work *w, int L, int K) {
     }
 }
 
-/* Rows of the chunk: the output (Q e^B) S + A V, then S <- e^{B_last} S + (K e^{B_last - B})^T V. */
+/* Rows of the chunk: the output (Q e^B) S + A V, then S <- e^{B_last} S + (K e^{B_last - B})^T V.
+ */
 static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, real *S) {
     Work *w = work;
     int K = a->K, V = a->V, L = c->len;
@@ -148,7 +151,8 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
     /* state: S = e^{B_last} S + (K e^{B_last - B})^T V */
     const real *Bl = w->B + (L - 1) * K;
     for (int t = 0; t < L; t++)
-        for (int i = 0; i < K; i++) w->T1[t * K + i] = w->K[t * K + i] * exp(Bl[i] - w->B[t * K + i]);
+        for (int i = 0; i < K; i++)
+            w->T1[t * K + i] = w->K[t * K + i] * exp(Bl[i] - w->B[t * K + i]);
     for (int i = 0; i < K; i++) {
         real d = exp(Bl[i]);
         for (int j = 0; j < V; j++) S[i * V + j] *= d;
@@ -160,9 +164,9 @@ static void chunk_fwd(void *work, const LinAttnArgs *a, const Chunk *c, int h, r
  * row t-1's (1 where s = t), then dq_t += d k_s p and dk_s += d q_t p with d = D[t][s].
  * (Distinct rows of distinct buffers: restrict spares the vector loop an aliasing check that
  * sent it to the scalar one.) */
-static inline void diag_pair_bwd(real d, int first, const real *restrict alpha, const real *restrict q,
-                                 const real *restrict k, real *restrict p, real *restrict dq,
-                                 real *restrict dk, int K) {
+static inline void diag_pair_bwd(real d, int first, const real *restrict alpha,
+                                 const real *restrict q, const real *restrict k, real *restrict p,
+                                 real *restrict dq, real *restrict dk, int K) {
     for (int i = 0; i < K; i++) {
         real f = p[i] * alpha[i];
         p[i] = f = first ? 1 : f;
@@ -173,7 +177,8 @@ static inline void diag_pair_bwd(real d, int first, const real *restrict alpha, 
 
 /* dq, dk, dv of the chunk's rows from S0 and dS (the gradient of the state after the chunk),
  * and dS <- the gradient of S0. */
-static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0,
+                      real *dS) {
     Work *w = work;
     const LinAttnArgs *a = &gr->a;
     int K = a->K, V = a->V, L = c->len;
@@ -223,7 +228,8 @@ static void chunk_bwd(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
             /* dK[<r] += (D[I,<r]^T Qs) E */
             gemm(1, 0, r, K, n, 1, w->D + r * CHUNK_SIZE, CHUNK_SIZE, w->Qs, K, 0, w->G, K);
             for (int s2 = 0; s2 < r; s2++)
-                for (int i = 0; i < K; i++) w->dK[s2 * K + i] += w->G[s2 * K + i] * w->E[s2 * K + i];
+                for (int i = 0; i < K; i++)
+                    w->dK[s2 * K + i] += w->G[s2 * K + i] * w->E[s2 * K + i];
         }
         /* the diagonal block, its factors P[s][i] = e^{B_t[i] - B_s[i]} row by row */
         for (int t = r; t < r + n; t++) {
@@ -290,13 +296,21 @@ static ScalarChunk scalar_chunk(Work *w, const LinAttnArgs *a, const Chunk *c, i
         ebl[t] = exp(acc - w->B[t]);
     }
     int64_t row = c->first * a->H + h;
-    return (ScalarChunk){.q = (const real *)a->q + row * a->K, .k = (const real *)a->k + row * a->K,
-                         .v = (const real *)a->v + row * a->V, .b = w->B, .eb = eb, .ebl = ebl,
-                         .lk = a->H * a->K, .lv = a->H * a->V, .scale = (real)a->scale, .bl = acc};
+    return (ScalarChunk){.q = (const real *)a->q + row * a->K,
+                         .k = (const real *)a->k + row * a->K,
+                         .v = (const real *)a->v + row * a->V,
+                         .b = w->B,
+                         .eb = eb,
+                         .ebl = ebl,
+                         .lk = a->H * a->K,
+                         .lv = a->H * a->V,
+                         .scale = (real)a->scale,
+                         .bl = acc};
 }
 
 /* out[t] = f e[t] x[t] (rows of stride lx, lo) */
-static void rows_times(real *out, int lo, const real *x, int lx, const real *e, real f, int L, int D) {
+static void rows_times(real *out, int lo, const real *x, int lx, const real *e, real f, int L,
+                       int D) {
     for (int t = 0; t < L; t++) {
         real et = f * e[t];
 #pragma omp simd
@@ -337,14 +351,16 @@ static void chunk_fwd_scalar(void *work, const LinAttnArgs *a, const Chunk *c, i
 
 /* With Dm = (dO V^T) o M: dQ = e^b (dO S0^T) + Dm K, dK = e^{b_last - b} (V dS^T) + Dm^T Q,
  * dV = A^T dO + (K e^{b_last - b}) dS, then dS <- e^{b_last} dS + (Q e^b)^T dO. */
-static void chunk_bwd_scalar(void *work, const LinAttnGrads *gr, const Chunk *c, int h, const real *S0, real *dS) {
+static void chunk_bwd_scalar(void *work, const LinAttnGrads *gr, const Chunk *c, int h,
+                             const real *S0, real *dS) {
     Work *w = work;
     const LinAttnArgs *a = &gr->a;
     int K = a->K, V = a->V, L = c->len;
     ScalarChunk x = scalar_chunk(w, a, c, h);
     int64_t row = c->first * a->H + h;
     const real *dO = (const real *)gr->dout + row * V;
-    real *dq = (real *)gr->dq + row * K, *dk = (real *)gr->dk + row * K, *dv = (real *)gr->dv + row * V;
+    real *dq = (real *)gr->dq + row * K, *dk = (real *)gr->dk + row * K,
+         *dv = (real *)gr->dv + row * V;
     gemm(0, 1, L, L, K, x.scale, x.q, x.lk, x.k, x.lk, 0, w->A, CHUNK_SIZE);
     decay_mask(w->A, x.b, L);
     gemm(0, 1, L, L, V, 1, dO, x.lv, x.v, x.lv, 0, w->D, CHUNK_SIZE);
@@ -366,8 +382,13 @@ static void chunk_bwd_scalar(void *work, const LinAttnGrads *gr, const Chunk *c,
 }
 
 static const LinAttnChunks GLA = {work_new, work_free, chunk_fwd, chunk_bwd, segment_dg};
-static const LinAttnChunks GLA_PER_HEAD = {work_new, work_free, chunk_fwd_scalar, chunk_bwd_scalar, segment_dg};
+static const LinAttnChunks GLA_PER_HEAD = {work_new, work_free, chunk_fwd_scalar, chunk_bwd_scalar,
+                                           segment_dg};
 
-void cpu_gla_fwd(const LinAttnArgs *a) { linattn_chunks_fwd(a->g_per_head ? &GLA_PER_HEAD : &GLA, a); }
+void cpu_gla_fwd(const LinAttnArgs *a) {
+    linattn_chunks_fwd(a->g_per_head ? &GLA_PER_HEAD : &GLA, a);
+}
 
-void cpu_gla_bwd(const LinAttnGrads *g) { linattn_chunks_bwd(g->a.g_per_head ? &GLA_PER_HEAD : &GLA, g); }
+void cpu_gla_bwd(const LinAttnGrads *g) {
+    linattn_chunks_bwd(g->a.g_per_head ? &GLA_PER_HEAD : &GLA, g);
+}

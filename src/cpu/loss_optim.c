@@ -1,4 +1,5 @@
-/* Cross-entropy with its fused gradient, and the optimizer primitives (docs/models.md §training-recipe). */
+/* Cross-entropy with its fused gradient, and the optimizer primitives (docs/models.md
+ * §training-recipe). */
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"
@@ -20,7 +21,8 @@ static double row_sum_exp(const real *x, int V, real shift) {
     return sum;
 }
 
-double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V, double grad_scale) {
+double cpu_cross_entropy(void *logits_, const int32_t *labels, int64_t N, int V,
+                         double grad_scale) {
     real *logits = logits_;
     double *part = par_partials();
 #pragma omp parallel
@@ -168,11 +170,12 @@ void cpu_adamw(void *w_, void *w_act_, void *m_, void *v_, const void *g_, int64
 
 /* torch.optim.RMSprop (no momentum, not centered): the weight decay is added to the gradient,
  * g' = g + wd w; s <- alpha s + (1 - alpha) g'^2; w <- w - lr g' / (sqrt(s) + eps). */
-void cpu_rmsprop_update(void *w_, void *w_act_, void *sq_, const void *g_, int64_t n, double lr, double alpha,
-                        double eps, double weight_decay) {
+void cpu_rmsprop_update(void *w_, void *w_act_, void *sq_, const void *g_, int64_t n, double lr,
+                        double alpha, double eps, double weight_decay) {
     real *w = w_, *w_act = w_act_, *sq = sq_;
     const real *g = g_;
-    real a = (real)alpha, a1 = (real)(1 - alpha), step = (real)lr, e = (real)eps, wd = (real)weight_decay;
+    real a = (real)alpha, a1 = (real)(1 - alpha), step = (real)lr, e = (real)eps,
+         wd = (real)weight_decay;
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; i++) {
         real gi = g[i] + wd * w[i];

@@ -19,7 +19,8 @@ static void lstm_cell(const LstmArgs *a, const real *hp, const real *cp, const r
     memcpy(q, z, sizeof(real) * 4 * (size_t)n);
     if (hp) gemm(0, 1, 1, 4 * n, n, 1, hp, n, a->W, n, 1, q, 4 * n);
     for (int j = 0; j < n; j++) {
-        real i = sigmoidr(q[j]), f = sigmoidr(q[n + j]), g = tanh(q[2 * n + j]), o = sigmoidr(q[3 * n + j]);
+        real i = sigmoidr(q[j]), f = sigmoidr(q[n + j]), g = tanh(q[2 * n + j]),
+             o = sigmoidr(q[3 * n + j]);
         q[j] = i, q[n + j] = f, q[2 * n + j] = g, q[3 * n + j] = o;
         c[j] = f * (cp ? cp[j] : 0) + i * g;
         h[j] = o * tanh(c[j]);
@@ -37,8 +38,9 @@ void cpu_lstm_fwd(const LstmArgs *a) {
         const real *h0 = a->h0 ? (const real *)a->h0 + (int64_t)seg * 2 * n : NULL;
         for (int64_t t = t0; t < t1; t++) {
             int first = t == t0;
-            lstm_cell(a, first ? h0 : h + (t - 1) * n, first ? (h0 ? h0 + n : NULL) : c + (t - 1) * n, z + t * 4 * n,
-                      q + t * 4 * n, c + t * n, h + t * n);
+            lstm_cell(a, first ? h0 : h + (t - 1) * n,
+                      first ? (h0 ? h0 + n : NULL) : c + (t - 1) * n, z + t * 4 * n, q + t * 4 * n,
+                      c + t * n, h + t * n);
         }
         if (st) {
             real *x = st + (int64_t)seg * 2 * n;
@@ -89,9 +91,12 @@ void cpu_lstm_bwd(const LstmGrads *g) {
     }
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], len = s->cu[seg + 1] - t0;
-        if (len > 1) gemm(1, 0, 4 * n, n, (int)(len - 1), 1, dz + (t0 + 1) * 4 * n, 4 * n, h + t0 * n, n, 1, g->dW, n);
+        if (len > 1)
+            gemm(1, 0, 4 * n, n, (int)(len - 1), 1, dz + (t0 + 1) * 4 * n, 4 * n, h + t0 * n, n, 1,
+                 g->dW, n);
         if (a->h0 && len > 0)
-            gemm(1, 0, 4 * n, n, 1, 1, dz + t0 * 4 * n, 4 * n, (const real *)a->h0 + (int64_t)seg * 2 * n, n, 1, g->dW, n);
+            gemm(1, 0, 4 * n, n, 1, 1, dz + t0 * 4 * n, 4 * n,
+                 (const real *)a->h0 + (int64_t)seg * 2 * n, n, 1, g->dW, n);
     }
 }
 

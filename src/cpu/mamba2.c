@@ -77,7 +77,8 @@ void cpu_group_bcast_fwd(void *out, const void *src, int64_t N, int H, int G, in
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < N; n++)
         for (int h = 0; h < H; h++)
-            memcpy((real *)out + (n * H + h) * K, (const real *)src + (n * G + h / per) * K, sizeof(real) * (size_t)K);
+            memcpy((real *)out + (n * H + h) * K, (const real *)src + (n * G + h / per) * K,
+                   sizeof(real) * (size_t)K);
 }
 
 void cpu_group_bcast_bwd(void *dsrc_, const void *dout_, int64_t N, int H, int G, int K) {

@@ -18,8 +18,8 @@ void cpu_nnrnn_weights_fwd(const NnrnnWeights *w) {
         K[i * n + i] = c, K[i * n + i + 1] = -s;
         K[(i + 1) * n + i] += s, K[(i + 1) * n + i + 1] = c;
     }
-    gemm(0, 0, n, n, n, 1, w->P, n, K, n, 0, X, n);         /* X = P K */
-    gemm(0, 1, n, n, n, 1, X, n, w->P, n, 0, w->V, n);      /* V = X P^T */
+    gemm(0, 0, n, n, n, 1, w->P, n, K, n, 0, X, n);    /* X = P K */
+    gemm(0, 1, n, n, n, 1, X, n, w->P, n, 0, w->V, n); /* V = X P^T */
 }
 
 void cpu_nnrnn_weights_bwd(const NnrnnWeightGrads *g) {
@@ -40,7 +40,8 @@ void cpu_nnrnn_weights_bwd(const NnrnnWeightGrads *g) {
     for (int b = 0; b < n / 2; b++) {
         int i = 2 * b;
         real c = cos(th[b]), s = sin(th[b]);
-        real k00 = X[i * n + i], k01 = X[i * n + i + 1], k10 = X[(i + 1) * n + i], k11 = X[(i + 1) * n + i + 1];
+        real k00 = X[i * n + i], k01 = X[i * n + i + 1], k10 = X[(i + 1) * n + i],
+             k11 = X[(i + 1) * n + i + 1];
         dgm[b] += c * (k00 + k11) + s * (k10 - k01);
         dth[b] += gm[b] * (-s * (k00 + k11) + c * (k10 - k01));
     }

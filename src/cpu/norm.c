@@ -1,14 +1,14 @@
-/* RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and QK norms),
- * LayerNorm (§zoology-shape: Zoology's block norms) and L2 normalisation (GDN q/k, Selective RoPE input
- * slices). */
+/* RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and QK
+ * norms), LayerNorm (§zoology-shape: Zoology's block norms) and L2 normalisation (GDN q/k,
+ * Selective RoPE input slices). */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
 #include "cpu/parallel.h"
 #include "util/error.h"
 
-void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int64_t N, int G,
-                     int C, int w_per_group, double eps) {
+void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int64_t N, int G, int C,
+                     int w_per_group, double eps) {
     real *y = y_, *rstd = rstd_;
     const real *x = x_, *w = w_;
     int64_t rows = N * G;
@@ -27,15 +27,14 @@ void cpu_rmsnorm_fwd(void *y_, void *rstd_, const void *x_, const void *w_, int6
     }
 }
 
-void cpu_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b,
-                         const void *w, int64_t N, int C, double eps) {
+void cpu_add_rmsnorm_fwd(void *h, void *y, void *rstd, const void *a, const void *b, const void *w,
+                         int64_t N, int C, double eps) {
     cpu_add(h, a, b, N * C);
     cpu_rmsnorm_fwd(y, rstd, h, w, N, 1, C, 0, eps);
 }
 
 void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, const void *w_,
-                     const void *rstd_, int64_t N, int G, int C, int w_per_group,
-                     int accumulate) {
+                     const void *rstd_, int64_t N, int G, int C, int w_per_group, int accumulate) {
     real *dx = dx_, *dw = dw_;
     const real *dy = dy_, *x = x_, *w = w_, *rstd = rstd_;
     int64_t rows = N * G;
@@ -72,8 +71,8 @@ void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, cons
     rt_free(partial);
 }
 
-void cpu_layernorm_fwd(void *y_, void *mean_, void *rstd_, const void *x_, const void *w_, const void *b_,
-                       int64_t N, int C, double eps) {
+void cpu_layernorm_fwd(void *y_, void *mean_, void *rstd_, const void *x_, const void *w_,
+                       const void *b_, int64_t N, int C, double eps) {
     real *y = y_, *mean = mean_, *rstd = rstd_;
     const real *x = x_, *w = w_, *b = b_;
 #pragma omp parallel for schedule(static)
@@ -95,8 +94,9 @@ void cpu_layernorm_fwd(void *y_, void *mean_, void *rstd_, const void *x_, const
 
 /* With xh = (x - mean) rstd and g = dy w: dx = rstd (g - mean_c(g) - xh mean_c(g xh)),
  * dw += dy xh, db += dy. */
-void cpu_layernorm_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_, const void *w_,
-                       const void *mean_, const void *rstd_, int64_t N, int C, int accumulate) {
+void cpu_layernorm_bwd(void *dx_, void *dw_, void *db_, const void *dy_, const void *x_,
+                       const void *w_, const void *mean_, const void *rstd_, int64_t N, int C,
+                       int accumulate) {
     real *dx = dx_, *dw = dw_, *db = db_;
     const real *dy = dy_, *x = x_, *w = w_, *mean = mean_, *rstd = rstd_;
     int nthr = par_max_threads();

@@ -44,17 +44,17 @@ int cpu_profile_read(OpTime *out, int max) {
 }
 
 /* timed_<op>: the op between two clock readings; its cost is worked out before the first. */
-#define ROTOR_TIMED_CALL_void(call, done) \
-    call;                                 \
+#define ROTOR_TIMED_CALL_void(call, done)                                                          \
+    call;                                                                                          \
     done;
-#define ROTOR_TIMED_CALL_double(call, done) \
-    double result_ = call;                  \
-    done;                                   \
+#define ROTOR_TIMED_CALL_double(call, done)                                                        \
+    double result_ = call;                                                                         \
+    done;                                                                                          \
     return result_;
-#define ROTOR_CPU_TIMED(ret, name, params, args)                                              \
-    static ret timed_##name params {                                                          \
-        OpCost cost_ = OP_COST(&cpu_cost_units, name, args);                                 \
-        double t0_ = rt_now();                                                                \
+#define ROTOR_CPU_TIMED(ret, name, params, args)                                                   \
+    static ret timed_##name params {                                                               \
+        OpCost cost_ = OP_COST(&cpu_cost_units, name, args);                                       \
+        double t0_ = rt_now();                                                                     \
         ROTOR_TIMED_CALL_##ret(cpu_##name args, cpu_profile_record(#name, &cost_, rt_now() - t0_)) \
     }
 BACKEND_OPS(ROTOR_CPU_TIMED)

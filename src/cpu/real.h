@@ -10,7 +10,8 @@
  * -ffast-math, which would also drop NaN/Inf semantics the trainer relies on. Declaring
  * them here lets GCC vectorise the fp32 loops that call exp (sigmoid, softmax, gates);
  * clang (the fuzz build) has no such attribute. */
-#if !defined(ROTOR_REAL_DOUBLE) && defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+#if !defined(ROTOR_REAL_DOUBLE) && defined(__x86_64__) && defined(__GLIBC__) &&                    \
+    defined(__GNUC__) && !defined(__clang__)
 __attribute__((__simd__("notinbranch"))) float expf(float);
 __attribute__((__simd__("notinbranch"))) float logf(float);
 __attribute__((__simd__("notinbranch"))) float log1pf(float);

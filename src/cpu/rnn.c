@@ -1,6 +1,6 @@
-/* The nonlinear recurrence of the tanh/modReLU RNN, expRNN and nnRNN (docs/models.md §nonlinear-rnns;
- * RnnArgs in src/backend_ops.h): h_t = act(h_{t-1} W^T + z_t) over each segment, one
- * segment per thread, each step one matrix-vector product through BLAS.
+/* The nonlinear recurrence of the tanh/modReLU RNN, expRNN and nnRNN (docs/models.md
+ * §nonlinear-rnns; RnnArgs in src/backend_ops.h): h_t = act(h_{t-1} W^T + z_t) over each segment,
+ * one segment per thread, each step one matrix-vector product through BLAS.
  *
  * Backward (through time), with a_t the pre-activation and g_t = dL/dh_t in total:
  *   g_t = dh_t + da_{t+1} W,  da_t = g_t act'(a_t),  dz_t = da_t,
@@ -36,7 +36,8 @@ void cpu_rnn_fwd(const RnnArgs *a) {
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], t1 = s->cu[seg + 1];
         const real *h0 = a->h0 ? (const real *)a->h0 + (int64_t)seg * n : NULL;
-        for (int64_t t = t0; t < t1; t++) rnn_cell(a, t > t0 ? h + (t - 1) * n : h0, z + t * n, h + t * n);
+        for (int64_t t = t0; t < t1; t++)
+            rnn_cell(a, t > t0 ? h + (t - 1) * n : h0, z + t * n, h + t * n);
         if (st) {
             if (t1 > t0)
                 memcpy(st + (int64_t)seg * n, h + (t1 - 1) * n, sizeof(real) * (size_t)n);
@@ -69,8 +70,11 @@ void cpu_rnn_bwd(const RnnGrads *g) {
     real *dW = g->dW, *db = g->dbias;
     for (int seg = 0; seg < s->nseg; seg++) {
         int64_t t0 = s->cu[seg], len = s->cu[seg + 1] - t0;
-        if (len > 1) gemm(1, 0, n, n, (int)(len - 1), 1, dz + (t0 + 1) * n, n, h + t0 * n, n, 1, dW, n);
-        if (a->h0 && len > 0) gemm(1, 0, n, n, 1, 1, dz + t0 * n, n, (const real *)a->h0 + (int64_t)seg * n, n, 1, dW, n);
+        if (len > 1)
+            gemm(1, 0, n, n, (int)(len - 1), 1, dz + (t0 + 1) * n, n, h + t0 * n, n, 1, dW, n);
+        if (a->h0 && len > 0)
+            gemm(1, 0, n, n, 1, 1, dz + t0 * n, n, (const real *)a->h0 + (int64_t)seg * n, n, 1, dW,
+                 n);
     }
     if (mod)
 #pragma omp parallel for schedule(static)

@@ -1,6 +1,6 @@
-/* Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split rotation, the Selective
- * RoPE angle scan (bias, phase gate, cumulative sum, temperatures) and its weight-normed
- * per-head projection. */
+/* Position embeddings (docs/models.md §position-embeddings): RoPE angle tables, the half-split
+ * rotation, the Selective RoPE angle scan (bias, phase gate, cumulative sum, temperatures) and its
+ * weight-normed per-head projection. */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -39,8 +39,8 @@ void cpu_rotate_fwd(void *y_, const void *x_, const void *angle_, int64_t N, int
         }
 }
 
-void cpu_rotate_bwd(void *dx_, void *dangle_, const void *dy_, const void *x_,
-                    const void *angle_, int64_t N, int H, int D, int per_head) {
+void cpu_rotate_bwd(void *dx_, void *dangle_, const void *dy_, const void *x_, const void *angle_,
+                    int64_t N, int H, int D, int per_head) {
     real *dx = dx_, *dangle = dangle_;
     const real *dy = dy_, *x = x_, *angle = angle_;
     int P = D / 2;
@@ -92,8 +92,8 @@ void cpu_selrope_angles_bwd(void *dphi_, void *dbias_, void *dgate_logit_, void 
                             const void *gate_logit_, const void *temp_, const void *Phi_,
                             const Seqs *s, int H, int P) {
     real *dphi = dphi_, *dbias = dbias_, *dgl = dgate_logit_, *dtemp = dtemp_;
-    const real *dangle = dangle_, *phi = phi_, *bias = bias_, *gl = gate_logit_,
-               *temp = temp_, *Phi = Phi_;
+    const real *dangle = dangle_, *phi = phi_, *bias = bias_, *gl = gate_logit_, *temp = temp_,
+               *Phi = Phi_;
     int C = H * P;
     int nthr = par_max_threads();
     /* per-thread partial sums of dbias [C] and dtemp [P] */
@@ -177,14 +177,14 @@ void cpu_head_matmul_fwd(void *out_, const void *x_, const void *w_, int64_t N, 
              out + (int64_t)h * P, H * P);
 }
 
-void cpu_head_matmul_bwd(void *dx_, void *dw_, const void *dout_, const void *x_,
-                         const void *w_, int64_t N, int H, int Din, int P, int accumulate) {
+void cpu_head_matmul_bwd(void *dx_, void *dw_, const void *dout_, const void *x_, const void *w_,
+                         int64_t N, int H, int Din, int P, int accumulate) {
     real *dx = dx_, *dw = dw_;
     const real *dout = dout_, *x = x_, *w = w_;
     for (int h = 0; h < H; h++) {
         gemm(0, 1, (int)N, Din, P, 1, dout + (int64_t)h * P, H * P, w + (int64_t)h * Din * P, P,
              accumulate ? 1 : 0, dx + (int64_t)h * Din, H * Din);
-        gemm(1, 0, Din, P, (int)N, 1, x + (int64_t)h * Din, H * Din, dout + (int64_t)h * P, H * P, 1,
-             dw + (int64_t)h * Din * P, P);
+        gemm(1, 0, Din, P, (int)N, 1, x + (int64_t)h * Din, H * Din, dout + (int64_t)h * P, H * P,
+             1, dw + (int64_t)h * Din * P, P);
     }
 }

@@ -4,8 +4,8 @@
  * C_h P, and the eigenvalues gamma e^{i theta} of the rotation blocks.
  *
  * Backward, with Bw_h = xi P^T B_h and Cw_h = C_h P:
- *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h (+ C2_h^T dCw2_h, §block-dropout-bidirectional),
- *   dB_h += xi P dBw_h - (dxi xi / ||B_h||^2) B_h,  dC_h += dCw_h P^T,
+ *   dxi = <dBw_h, P^T B_h>,  dP = xi B_h dBw_h^T + C_h^T dCw_h (+ C2_h^T dCw2_h,
+ * §block-dropout-bidirectional), dB_h += xi P dBw_h - (dxi xi / ||B_h||^2) B_h,  dC_h += dCw_h P^T,
  *   dgamma_log += sum_i dloga_i loga + dxi dxi/dgamma_log, with
  *   dxi/dgamma_log = -xi gamma^2 loga / (1 - gamma^2) (loga = -exp(gamma_log) = log gamma). */
 #include "cpu/cpu_ops.h"
@@ -20,7 +20,8 @@ static void head_readout(real *out, const real *in, const real *P, int H, int n,
             int h = r / n, m = r % n; /* the column j of Cw_h, or i of dC_h */
             const real *Ph = P + (int64_t)h * n * n, *ie = in + (int64_t)e * Nn + h * n;
             double acc = 0;
-            for (int k = 0; k < n; k++) acc += (double)ie[k] * (bwd ? Ph[m * n + k] : Ph[k * n + m]);
+            for (int k = 0; k < n; k++)
+                acc += (double)ie[k] * (bwd ? Ph[m * n + k] : Ph[k * n + m]);
             real *o = out + (int64_t)e * Nn + r;
             *o = bwd ? *o + (real)acc : (real)acc;
         }
@@ -63,7 +64,8 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
     const real *P = w->P, *gl = w->gamma_log, *B = w->B, *C = w->C, *xi = w->xi;
     const real *dloga = g->dloga, *dangle = g->dangle, *dBw = g->dBw, *dCw = g->dCw;
     const real *C2 = w->Cw2 ? w->C2 : NULL, *dCw2 = g->dCw2;
-    real *dP = g->dP, *dxi = g->dxi, *dgl = g->dgamma_log, *dth = g->dtheta, *dB = g->dB, *dC = g->dC;
+    real *dP = g->dP, *dxi = g->dxi, *dgl = g->dgamma_log, *dth = g->dtheta, *dB = g->dB,
+         *dC = g->dC;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
         const real *Ph = P + (int64_t)h * n * n, *Bh = B + (int64_t)h * n * d;
@@ -100,7 +102,8 @@ void cpu_rotrnn_weights_bwd(const RotWeightGrads *g) {
             for (int e = 0; e < d; e++) {
                 double acc = 0;
                 for (int j = 0; j < n; j++) acc += (double)Ph[i * n + j] * dBh[(int64_t)j * d + e];
-                dB[(int64_t)h * n * d + (int64_t)i * d + e] += (real)(xi[h] * acc - shrink * Bh[(int64_t)i * d + e]);
+                dB[(int64_t)h * n * d + (int64_t)i * d + e] +=
+                    (real)(xi[h] * acc - shrink * Bh[(int64_t)i * d + e]);
             }
     }
     head_readout(dC, dCw, P, H, n, d, 1);

@@ -1,6 +1,6 @@
-/* Selective RoPE steps 3-8 (docs/models.md §position-embeddings) as one operation: the plain reference of the fused CUDA
- * kernels, composed of the short conv, the angle scan and the per-head rotation. The
- * convolved increments and the angles are temporaries, recomputed by the backward. */
+/* Selective RoPE steps 3-8 (docs/models.md §position-embeddings) as one operation: the plain
+ * reference of the fused CUDA kernels, composed of the short conv, the angle scan and the per-head
+ * rotation. The convolved increments and the angles are temporaries, recomputed by the backward. */
 #include "cpu/cpu_ops.h"
 #include "util/error.h"
 
@@ -36,7 +36,8 @@ void cpu_selrope_bwd(const SelRopeGrads *g) {
     cpu_conv_fwd(phi, a->phi_raw, a->conv_w, NULL, s, H * P, SHORT_CONV_TAPS, a->conv_act);
     cpu_selrope_angles_bwd(dphi, a->bias ? g->dbias : NULL, a->gate_logit ? g->dgate_logit : NULL,
                            g->dtemp, dangle, phi, a->bias, a->gate_logit, a->temp, Phi, s, H, P);
-    cpu_conv_bwd(g->dphi_raw, g->dconv_w, NULL, dphi, a->phi_raw, a->conv_w, NULL, s, H * P, SHORT_CONV_TAPS, a->conv_act);
+    cpu_conv_bwd(g->dphi_raw, g->dconv_w, NULL, dphi, a->phi_raw, a->conv_w, NULL, s, H * P,
+                 SHORT_CONV_TAPS, a->conv_act);
     rt_free(angle);
     rt_free(dangle);
     rt_free(phi);

@@ -16,8 +16,8 @@ typedef struct {
 } Stream;
 
 struct CharText {
-    json_t *ids;   /* symbol -> id (jansson's hash table) */
-    json_t *vocab; /* the symbols in id order */
+    json_t *ids;     /* symbol -> id (jansson's hash table) */
+    json_t *vocab;   /* the symbols in id order */
     Stream split[3]; /* SPLIT_TRAIN, SPLIT_VAL, SPLIT_TEST */
 };
 
@@ -32,12 +32,16 @@ static void push_symbol(CharText *t, Stream *st, const char *s, size_t len) {
         json_object_setn_new(t->ids, s, len, json_integer(v));
         json_array_append_new(t->vocab, json_stringn(s, len));
     }
-    if (st->n == st->cap) st->tok = rt_realloc(st->tok, sizeof(int32_t) * (size_t)(st->cap = st->cap ? 2 * st->cap : 1 << 16));
+    if (st->n == st->cap)
+        st->tok = rt_realloc(st->tok,
+                             sizeof(int32_t) * (size_t)(st->cap = st->cap ? 2 * st->cap : 1 << 16));
     st->tok[st->n++] = v;
 }
 
 /* Bytes of the UTF-8 character that starts with byte c (the text is valid UTF-8). */
-static size_t char_bytes(unsigned char c) { return c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2; }
+static size_t char_bytes(unsigned char c) {
+    return c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+}
 
 static int ascii_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
 
@@ -75,7 +79,8 @@ static int read_file(CharText *t, Stream *st, const char *path, int ptb, char *e
     json_t *check = json_stringn(text, len); /* NULL for invalid UTF-8 */
     int rc = 0;
     if (!check)
-        rc = rt_error(err, errlen, path, "is not UTF-8 text (task.type = chars reads UTF-8 characters)");
+        rc = rt_error(err, errlen, path,
+                      "is not UTF-8 text (task.type = chars reads UTF-8 characters)");
     else if (ptb)
         read_ptb(t, st, text, len);
     else
@@ -97,8 +102,9 @@ static int is_file(const char *path) {
 
 /* The three files of a directory: nnRNN's names, else PTB's. */
 static int split_files(const char *dir, char *paths[3], char *err, size_t errlen) {
-    static const char *const names[2][3] = {{"train.txt", "valid.txt", "test.txt"},
-                                            {"ptb.char.train.txt", "ptb.char.valid.txt", "ptb.char.test.txt"}};
+    static const char *const names[2][3] = {
+        {"train.txt", "valid.txt", "test.txt"},
+        {"ptb.char.train.txt", "ptb.char.valid.txt", "ptb.char.test.txt"}};
     for (int set = 0; set < 2; set++) {
         int found = 0;
         for (int k = 0; k < 3; k++) {
@@ -108,8 +114,10 @@ static int split_files(const char *dir, char *paths[3], char *err, size_t errlen
         if (found == 3) return 0;
         for (int k = 0; k < 3; k++) rt_free(paths[k]);
     }
-    return rt_error(err, errlen, dir, "task.path is a directory without train.txt, valid.txt and test.txt "
-                    "(nnRNN's names) or ptb.char.train.txt, ptb.char.valid.txt and ptb.char.test.txt");
+    return rt_error(
+        err, errlen, dir,
+        "task.path is a directory without train.txt, valid.txt and test.txt "
+        "(nnRNN's names) or ptb.char.train.txt, ptb.char.valid.txt and ptb.char.test.txt");
 }
 
 /* One file's symbols in train, then cut: the last test_fraction test, the valid_fraction before
@@ -120,8 +128,10 @@ static int cut_file(CharText *t, const TaskConfig *task, char *err, size_t errle
     int64_t n = all->n, nt = (int64_t)floor((double)n * task->test_fraction),
             nv = (int64_t)floor((double)n * task->valid_fraction);
     if (nt < 2 || nv < 2 || n - nt - nv < 2)
-        return rt_error(err, errlen, task->path, "%lld symbols cut by task.valid_fraction = %g and task.test_fraction = %g "
-                        "leave a split of fewer than 2 symbols", (long long)n, task->valid_fraction, task->test_fraction);
+        return rt_error(err, errlen, task->path,
+                        "%lld symbols cut by task.valid_fraction = %g and task.test_fraction = %g "
+                        "leave a split of fewer than 2 symbols",
+                        (long long)n, task->valid_fraction, task->test_fraction);
     for (int k = SPLIT_VAL; k <= SPLIT_TEST; k++) {
         int64_t first = k == SPLIT_VAL ? n - nt - nv : n - nt, count = k == SPLIT_VAL ? nv : nt;
         Stream *st = &t->split[k];
@@ -135,7 +145,8 @@ static int cut_file(CharText *t, const TaskConfig *task, char *err, size_t errle
 
 CharText *char_text_open(const TaskConfig *task, char *err, size_t errlen) {
     if (!task->path[0]) {
-        rt_error(err, errlen, NULL, "task.type = chars needs task.path: a text file, or a directory of train.txt, "
+        rt_error(err, errlen, NULL,
+                 "task.type = chars needs task.path: a text file, or a directory of train.txt, "
                  "valid.txt and test.txt");
         return NULL;
     }
@@ -149,7 +160,8 @@ CharText *char_text_open(const TaskConfig *task, char *err, size_t errlen) {
         if (!rc) {
             for (int k = 0; k < 3 && !rc; k++) {
                 rc = read_file(t, &t->split[k], paths[k], ptb, err, errlen);
-                if (!rc && t->split[k].n < 2) rc = rt_error(err, errlen, paths[k], "holds fewer than 2 symbols");
+                if (!rc && t->split[k].n < 2)
+                    rc = rt_error(err, errlen, paths[k], "holds fewer than 2 symbols");
             }
             for (int k = 0; k < 3; k++) rt_free(paths[k]);
         }
@@ -198,7 +210,8 @@ int64_t char_text_stream_windows(const CharText *t, DataSplit split, int S, int 
     return (longest + T - 1) / T;
 }
 
-void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int64_t i, int32_t *tokens, int32_t *labels) {
+void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int64_t i,
+                          int32_t *tokens, int32_t *labels) {
     const Stream *s = &t->split[split];
     int64_t W = char_text_stream_windows(t, split, S, T), j = i % S, k = (i / S) % W;
     int64_t a = stream_start(s->n - 1, S, j), end = stream_start(s->n - 1, S, j + 1);
@@ -209,11 +222,12 @@ void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int6
     }
 }
 
-void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i, int32_t *tokens,
-                   int32_t *labels) {
+void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i,
+                   int32_t *tokens, int32_t *labels) {
     const Stream *s = &t->split[split];
     int64_t rows = char_text_rows(t, split, T), pass = i / rows, k = i % rows;
-    if (split == SPLIT_TRAIN) k = rng_permute(k, rows, rng_mix64(seed ^ rng_mix64((uint64_t)pass + 0xC4A5ull)));
+    if (split == SPLIT_TRAIN)
+        k = rng_permute(k, rows, rng_mix64(seed ^ rng_mix64((uint64_t)pass + 0xC4A5ull)));
     int64_t start = k * T;
     for (int p = 0; p < T; p++) {
         int64_t q = start + p;

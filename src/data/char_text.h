@@ -40,18 +40,19 @@ const int32_t *char_text_tokens(const CharText *t, DataSplit split, int64_t *n);
 int64_t char_text_rows(const CharText *t, DataSplit split, int T);
 /* The row of the split's global index i >= 0 (wrapping into later passes); `seed` orders the
  * training windows. */
-void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i, int32_t *tokens,
-                   int32_t *labels);
+void char_text_row(const CharText *t, DataSplit split, int T, uint64_t seed, int64_t i,
+                   int32_t *tokens, int32_t *labels);
 
-/* Streams for truncated BPTT with carried states (train.carry_state, docs/models.md §carried-states, nnRNN's
- * batchify): the split's n symbols cut into S contiguous streams, stream j predicting the
- * symbols a_j + 1 .. a_{j+1} with a_j = floor(j (n - 1) / S) (so every symbol after the first is
- * a label of exactly one stream), read in windows of T. Row i of the layout is window
+/* Streams for truncated BPTT with carried states (train.carry_state, docs/models.md
+ * §carried-states, nnRNN's batchify): the split's n symbols cut into S contiguous streams, stream j
+ * predicting the symbols a_j + 1 .. a_{j+1} with a_j = floor(j (n - 1) / S) (so every symbol after
+ * the first is a label of exactly one stream), read in windows of T. Row i of the layout is window
  * k = (i / S) mod W of stream j = i mod S, W = char_text_stream_windows: rows i .. i + S - 1 are
  * one batch of all streams, and a pass is W such batches, after which the streams restart.
  * Positions past a stream's end are padding (token 0, label -100). 0 windows when the split
  * has fewer than S + 1 symbols (a stream would be empty). */
 int64_t char_text_stream_windows(const CharText *t, DataSplit split, int S, int T);
-void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int64_t i, int32_t *tokens, int32_t *labels);
+void char_text_stream_row(const CharText *t, DataSplit split, int S, int T, int64_t i,
+                          int32_t *tokens, int32_t *labels);
 
 #endif

@@ -58,7 +58,8 @@ int tsv_read(const char *path, TsvLineFn fn, void *ctx, char *err, size_t errlen
             l.first_len = (size_t)(tab - buf);
             l.rest_len = (size_t)len - l.first_len - 1;
         }
-        if (fn(ctx, &l, msg, sizeof msg)) rc = rt_error(err, errlen, NULL, "%s:%ld: %s", path, line, msg);
+        if (fn(ctx, &l, msg, sizeof msg))
+            rc = rt_error(err, errlen, NULL, "%s:%ld: %s", path, line, msg);
     }
     if (rc == 0 && ferror(f)) rc = rt_error(err, errlen, path, "read error: %s", strerror(errno));
     free(buf);

@@ -32,7 +32,8 @@ typedef enum { CLASS_LISTOPS, CLASS_TEXT_BYTES, CLASS_AAN } ClassKind;
 
 /* Split opt->split of the task, rows of opt->seq_len tokens, shuffled from opt->seed. NULL
  * with a message naming the key, file or line at fault. */
-ClassTask *class_task_open(const TaskConfig *task, ClassKind kind, const DataOptions *opt, char *err, size_t errlen);
+ClassTask *class_task_open(const TaskConfig *task, ClassKind kind, const DataOptions *opt,
+                           char *err, size_t errlen);
 void class_task_free(ClassTask *c);
 
 /* Rows in the split (aan: two per pair): a read one's count, 0 for a generated stream (no end). */

@@ -1,6 +1,6 @@
 /* Where training windows come from. A window is T+1 consecutive tokens: the model reads
- * tokens 0..T-1 and predicts 1..T (docs/models.md §backbone). A source is deterministic given its seed and
- * its state, and its state (the exact position) is saved in checkpoints.
+ * tokens 0..T-1 and predicts 1..T (docs/models.md §backbone). A source is deterministic given its
+ * seed and its state, and its state (the exact position) is saved in checkpoints.
  *
  * Data parallelism: a source opened as rank r of N serves, of every global micro-batch of
  * N*B windows, the B windows r*B .. r*B+B-1, so the ranks read disjoint windows and the
@@ -15,7 +15,7 @@
 
 typedef struct DataSource DataSource;
 struct DataSource {
-    char desc[1100];  /* for messages: the shard set or task */
+    char desc[1100]; /* for messages: the shard set or task */
     /* Fills tokens[B*(T+1)] with this rank's next B windows and, if doc_start is not NULL,
      * doc_start[B*(T+1)] with 1 where a document starts. Returns 0; -1 with a message naming
      * the file and position of bad data; or 1 at the start of a step that would need more data
@@ -51,8 +51,8 @@ struct DataSource {
 typedef enum { SPLIT_TRAIN, SPLIT_VAL, SPLIT_TEST } DataSplit;
 
 typedef struct {
-    int seq_len;             /* T: windows hold T+1 tokens */
-    uint64_t seed;           /* window order (train) */
+    int seq_len;   /* T: windows hold T+1 tokens */
+    uint64_t seed; /* window order (train) */
     DataSplit split;
     int rank, world;         /* data-parallel position */
     int64_t holdout_windows; /* shards without a separate validation set: the last

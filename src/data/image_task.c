@@ -73,7 +73,8 @@ static int load_set(const TaskConfig *task, int test, ImageSet *set, char *err, 
     return idx_load_images(images, labels, set, err, errlen);
 }
 
-int image_task_pixels(const TaskConfig *task, int pathfinder, int *pixels, char *err, size_t errlen) {
+int image_task_pixels(const TaskConfig *task, int pathfinder, int *pixels, char *err,
+                      size_t errlen) {
     if (pathfinder) return pathfinder_pixels(task, pixels, err, errlen);
     if (!task->images[0]) return rt_error(err, errlen, NULL, "%s", NO_IMAGES);
     if (is_dir(task->images)) {
@@ -103,7 +104,8 @@ ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen) {
     int pathfinder = a->pathfinder;
     if (pathfinder && task->val_examples) {
         rt_error(err, errlen, NULL,
-                 "task.val_examples = %" PRId64 ": pathfinder's splits are LRA's, 80%% / 10%% / 10%% of "
+                 "task.val_examples = %" PRId64
+                 ": pathfinder's splits are LRA's, 80%% / 10%% / 10%% of "
                  "the metadata's images (leave it out)",
                  task->val_examples);
         return NULL;
@@ -117,11 +119,12 @@ ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen) {
         goto fail;
     int T = t->set.height * t->set.width;
     if (a->seq_len != T) {
-        rt_error(err, errlen, NULL,
-                 "train.seq_len = %d: the images of %s = %s have %d x %d = %d pixels, one token each "
-                 "(leave train.seq_len out)",
-                 a->seq_len, pathfinder ? "task.path" : "task.images", pathfinder ? task->path : task->images,
-                 t->set.height, t->set.width, T);
+        rt_error(
+            err, errlen, NULL,
+            "train.seq_len = %d: the images of %s = %s have %d x %d = %d pixels, one token each "
+            "(leave train.seq_len out)",
+            a->seq_len, pathfinder ? "task.path" : "task.images",
+            pathfinder ? task->path : task->images, t->set.height, t->set.width, T);
         goto fail;
     }
     /* pathfinder: the set is the split */

@@ -24,14 +24,16 @@ typedef struct ImageTask ImageTask;
 typedef struct {
     const TaskConfig *task;
     DataSplit split;
-    uint64_t seed; /* the run's: the training order */
-    int seq_len;   /* train.seq_len: must be the pixel count */
-    int pathfinder; /* LRA's Pathfinder (task.path), else images and labels of IDX or CIFAR-10 files */
+    uint64_t seed;  /* the run's: the training order */
+    int seq_len;    /* train.seq_len: must be the pixel count */
+    int pathfinder; /* LRA's Pathfinder (task.path), else images and labels of IDX or CIFAR-10 files
+                     */
 } ImageTaskArgs;
 
 /* The row length of the task: rows x columns from the header of task.images, or 1024 for a
  * CIFAR-10 directory; Pathfinder's image size. */
-int image_task_pixels(const TaskConfig *task, int pathfinder, int *pixels, char *err, size_t errlen);
+int image_task_pixels(const TaskConfig *task, int pathfinder, int *pixels, char *err,
+                      size_t errlen);
 
 /* Reads the split's files. NULL with a message naming the key, file or value at fault. */
 ImageTask *image_task_open(const ImageTaskArgs *a, char *err, size_t errlen);

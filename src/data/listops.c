@@ -6,7 +6,8 @@
 #include "data/synth_tasks.h"
 #include "util/error.h"
 
-#define BRANCH_P 0.25      /* LRA's VALUE_P: below max_depth a node is an operator when random() <= 0.25 */
+#define BRANCH_P                                                                                   \
+    0.25 /* LRA's VALUE_P: below max_depth a node is an operator when random() <= 0.25 */
 #define CHECK_TREES 100000 /* expressions drawn by listops_check */
 
 static const uint8_t OPS[4] = {LISTOPS_MIN, LISTOPS_MAX, LISTOPS_MED, LISTOPS_SM};
@@ -41,8 +42,9 @@ static int apply(uint8_t op, const Args *a) {
     switch (op) {
     case LISTOPS_MIN: return kth(a, 0);
     case LISTOPS_MAX: return kth(a, a->count - 1);
-    case LISTOPS_MED: return (kth(a, (a->count - 1) / 2) + kth(a, a->count / 2)) / 2; /* int(np.median) */
-    default: return a->sum % 10;                                                   /* SM */
+    case LISTOPS_MED:
+        return (kth(a, (a->count - 1) / 2) + kth(a, a->count / 2)) / 2; /* int(np.median) */
+    default: return a->sum % 10;                                        /* SM */
     }
 }
 
@@ -91,8 +93,10 @@ typedef struct {
 } Tree;
 
 static void emit(Tree *t, uint8_t x) {
-    if (t->n == t->cap) t->full = 1;
-    else t->tok[t->n++] = x;
+    if (t->n == t->cap)
+        t->full = 1;
+    else
+        t->tok[t->n++] = x;
 }
 
 /* A node at `depth` and its subtree; returns its value. The operator is drawn before its
@@ -119,7 +123,9 @@ static int tree(const ListopsSpec *s, Rng *r, uint8_t *tok, int *value) {
     return t.full ? 0 : t.n;
 }
 
-static int admissible(const ListopsSpec *s, int n) { return n > s->min_length && n < s->max_length; }
+static int admissible(const ListopsSpec *s, int n) {
+    return n > s->min_length && n < s->max_length;
+}
 
 /* The split of an expression: a hash of its tokens, 6 of 8 classes train, 1 validation, 1 test. */
 static int stream_of(const uint8_t *tok, int n) {
@@ -137,8 +143,10 @@ const char *listops_check(const ListopsSpec *s) {
         snprintf(msg, sizeof msg, "task.max_args = %d must be at least 2", s->max_args);
     } else if (s->min_length < 0 || s->max_length < s->min_length + 2) {
         snprintf(msg, sizeof msg,
-                 "task.min_length = %d, task.max_length = %d: expressions have more than min_length and fewer than "
-                 "max_length tokens, so max_length must be at least min_length + 2 (and min_length >= 0)",
+                 "task.min_length = %d, task.max_length = %d: expressions have more than "
+                 "min_length and fewer than "
+                 "max_length tokens, so max_length must be at least min_length + 2 (and min_length "
+                 ">= 0)",
                  s->min_length, s->max_length);
     } else {
         uint8_t *tok = rt_malloc((size_t)s->max_length);
@@ -151,18 +159,22 @@ const char *listops_check(const ListopsSpec *s) {
         }
         rt_free(tok);
         if (found[0] && found[1] && found[2]) return NULL;
-        snprintf(msg, sizeof msg,
-                 "%s of more than task.min_length = %d and fewer than task.max_length = %d tokens among %d drawn with "
-                 "task.max_depth = %d and task.max_args = %d: widen the lengths or raise the limits",
-                 any ? "too few distinct expressions to fill the training, validation and test splits (a hash of its "
-                       "tokens puts each in one)"
-                     : "no expression",
-                 s->min_length, s->max_length, CHECK_TREES, s->max_depth, s->max_args);
+        snprintf(
+            msg, sizeof msg,
+            "%s of more than task.min_length = %d and fewer than task.max_length = %d tokens among "
+            "%d drawn with "
+            "task.max_depth = %d and task.max_args = %d: widen the lengths or raise the limits",
+            any ? "too few distinct expressions to fill the training, validation and test splits "
+                  "(a hash of its "
+                  "tokens puts each in one)"
+                : "no expression",
+            s->min_length, s->max_length, CHECK_TREES, s->max_depth, s->max_args);
     }
     return msg;
 }
 
-int listops_example(const ListopsSpec *s, uint64_t seed, int stream, int64_t i, uint8_t *tok, int *value) {
+int listops_example(const ListopsSpec *s, uint64_t seed, int stream, int64_t i, uint8_t *tok,
+                    int *value) {
     Rng r;
     task_example_rng(&r, seed, stream, i);
     for (;;) {
@@ -184,8 +196,10 @@ int listops_tokenize(const char *text, uint8_t *tok, int cap, char *err, size_t 
         for (int w = 0; w < 5 && id < 0; w++)
             if (len == strlen(WORDS[w]) && !memcmp(p, WORDS[w], len)) id = LISTOPS_MIN + w;
         if (id < 0 && !(len == 1 && (p[0] == '(' || p[0] == ')')))
-            return rt_error(err, errlen, NULL, "unknown token '%.*s' (ListOps has ( ) [MIN [MAX [MED [SM ] and the digits 0-9)",
-                            len > 40 ? 40 : (int)len, p);
+            return rt_error(
+                err, errlen, NULL,
+                "unknown token '%.*s' (ListOps has ( ) [MIN [MAX [MED [SM ] and the digits 0-9)",
+                len > 40 ? 40 : (int)len, p);
         if (id >= 0) {
             if (n == cap) return rt_error(err, errlen, NULL, "more than %d tokens", cap);
             tok[n++] = (uint8_t)id;

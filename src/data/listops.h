@@ -52,7 +52,8 @@ const char *listops_check(const ListopsSpec *s);
  * belongs to the stream's split. Every expression belongs to exactly one split (a hash of its
  * tokens: 3/4 train, 1/8 validation, 1/8 test), so the splits never share an expression.
  * Writes its tokens to tok[max_length - 1], returns their count; *value = its value. */
-int listops_example(const ListopsSpec *s, uint64_t seed, int stream, int64_t i, uint8_t *tok, int *value);
+int listops_example(const ListopsSpec *s, uint64_t seed, int stream, int64_t i, uint8_t *tok,
+                    int *value);
 
 /* The value of tok[0..n) (token ids), or -1 when the tokens are not exactly one well-formed
  * expression (an operator with at least one argument, then "]"; a digit alone is one). */

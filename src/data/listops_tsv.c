@@ -22,7 +22,8 @@ static int read_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
         return 0;
     }
     if (!l->rest || memchr(l->rest, '\t', l->rest_len))
-        return rt_error(msg, msglen, NULL, "expected two tab-separated columns, an expression and its value");
+        return rt_error(msg, msglen, NULL,
+                        "expected two tab-separated columns, an expression and its value");
     if (l->first_len / 2 + 1 > r->cap) {
         r->cap = l->first_len / 2 + 1; /* a token and a separator take at least two bytes */
         r->tok = rt_realloc(r->tok, r->cap);
@@ -31,11 +32,13 @@ static int read_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
     int n = listops_tokenize(l->first, r->tok, (int)r->cap, why, sizeof why);
     if (n < 0) return rt_error(msg, msglen, NULL, "%s", why);
     int value = listops_eval(r->tok, n);
-    if (value < 0) return rt_error(msg, msglen, NULL, "the Source column is not one well-formed expression");
+    if (value < 0)
+        return rt_error(msg, msglen, NULL, "the Source column is not one well-formed expression");
     if (l->rest_len != 1 || l->rest[0] < '0' || l->rest[0] > '9')
         return rt_error(msg, msglen, NULL, "Target '%.20s' is not a value 0-9", l->rest);
     if (l->rest[0] - '0' != value)
-        return rt_error(msg, msglen, NULL, "Target %c, but the expression's value is %d", l->rest[0], value);
+        return rt_error(msg, msglen, NULL, "Target %c, but the expression's value is %d",
+                        l->rest[0], value);
     class_set_add(r->set, r->tok, n, r->keep, value);
     return 0;
 }

@@ -13,7 +13,9 @@ int mad_autoencoder(MadTask t) { return t == MAD_COMPRESSION; }
 static int below(Rng *r, int n) { return (int)rng_below(r, (uint64_t)n); }
 
 /* Whether this slot is noise: a draw only when frac_noise > 0 (as mad-lab). */
-static int noisy(const MadSpec *s, Rng *r) { return s->frac_noise > 0 && rng_uniform(r) < s->frac_noise; }
+static int noisy(const MadSpec *s, Rng *r) {
+    return s->frac_noise > 0 && rng_uniform(r) < s->frac_noise;
+}
 
 /* ---- checks and the memorization table ---- */
 
@@ -33,23 +35,36 @@ static const char *check(const MadSpec *s) {
     int V = s->vocab, L = s->seq_len, ns = plain_vocab(s), K = s->k_motif, M = s->v_motif;
     msg[0] = 0;
     if (s->frac_noise > 0 && s->noise_vocab < 1)
-        snprintf(msg, sizeof msg, "task.frac_noise = %g needs task.noise_vocab_size > 0", s->frac_noise);
+        snprintf(msg, sizeof msg, "task.frac_noise = %g needs task.noise_vocab_size > 0",
+                 s->frac_noise);
     else if (s->task == MAD_SELECTIVE_COPY && s->noise_vocab)
-        snprintf(msg, sizeof msg, "task.noise_vocab_size: selective copying has no noise vocabulary (its noise is the blank token)");
+        snprintf(msg, sizeof msg,
+                 "task.noise_vocab_size: selective copying has no noise vocabulary (its noise is "
+                 "the blank token)");
     else if ((s->task <= MAD_NOISY_RECALL || s->task == MAD_MEMORIZATION) && (L < 4 || L % 2))
         snprintf(msg, sizeof msg, "task.seq_len = %d must be even and at least 4", L);
-    else if (s->task == MAD_MEMORIZATION ? V < 3 || ns < 0 : ns < (s->task <= MAD_FUZZY_RECALL ? 2 : 1))
-        snprintf(msg, sizeof msg, "task.vocab = %d leaves no room for keys and values (task.noise_vocab_size = %d)", V,
-                 s->noise_vocab);
+    else if (s->task == MAD_MEMORIZATION ? V < 3 || ns < 0
+                                         : ns < (s->task <= MAD_FUZZY_RECALL ? 2 : 1))
+        snprintf(msg, sizeof msg,
+                 "task.vocab = %d leaves no room for keys and values (task.noise_vocab_size = %d)",
+                 V, s->noise_vocab);
     else if (s->task == MAD_FUZZY_RECALL && (K < 1 || K > MAX_MOTIF || M < 1 || M > MAX_MOTIF))
-        snprintf(msg, sizeof msg, "task.k_motif_size = %d, task.v_motif_size = %d must be in [1, %d]", K, M, MAX_MOTIF);
+        snprintf(msg, sizeof msg,
+                 "task.k_motif_size = %d, task.v_motif_size = %d must be in [1, %d]", K, M,
+                 MAX_MOTIF);
     else if (s->task == MAD_FUZZY_RECALL && (ns / 2 < K || ns - ns / 2 < M))
-        snprintf(msg, sizeof msg, "task.vocab = %d has %d key and %d value tokens: too few for motifs of %d and %d distinct tokens",
+        snprintf(msg, sizeof msg,
+                 "task.vocab = %d has %d key and %d value tokens: too few for motifs of %d and %d "
+                 "distinct tokens",
                  V, ns / 2, ns - ns / 2, K, M);
     else if (s->task == MAD_FUZZY_RECALL && L <= 2 * (K + M))
-        snprintf(msg, sizeof msg, "task.seq_len = %d must exceed 2 (k_motif_size + v_motif_size) = %d", L, 2 * (K + M));
-    else if (s->task == MAD_SELECTIVE_COPY && (s->num_tokens_to_copy < 1 || L <= 2 * s->num_tokens_to_copy + 1))
-        snprintf(msg, sizeof msg, "task.seq_len = %d must exceed 2 task.num_tokens_to_copy + 1 = %d", L,
+        snprintf(msg, sizeof msg,
+                 "task.seq_len = %d must exceed 2 (k_motif_size + v_motif_size) = %d", L,
+                 2 * (K + M));
+    else if (s->task == MAD_SELECTIVE_COPY &&
+             (s->num_tokens_to_copy < 1 || L <= 2 * s->num_tokens_to_copy + 1))
+        snprintf(msg, sizeof msg,
+                 "task.seq_len = %d must exceed 2 task.num_tokens_to_copy + 1 = %d", L,
                  2 * s->num_tokens_to_copy + 1);
     else if (s->task == MAD_COMPRESSION && L < 2)
         snprintf(msg, sizeof msg, "task.seq_len = %d must be at least 2", L);
@@ -76,8 +91,16 @@ static void make_table(MadSpec *s, uint64_t seed) {
 }
 
 const char *mad_spec_make(MadSpec *s, MadTask t, const TaskConfig *c, uint64_t seed) {
-    *s = (MadSpec){t, c->vocab, c->seq_len, c->noise_vocab_size, c->frac_noise, c->k_motif_size, c->v_motif_size,
-                   c->multi_query, c->num_tokens_to_copy, NULL};
+    *s = (MadSpec){t,
+                   c->vocab,
+                   c->seq_len,
+                   c->noise_vocab_size,
+                   c->frac_noise,
+                   c->k_motif_size,
+                   c->v_motif_size,
+                   c->multi_query,
+                   c->num_tokens_to_copy,
+                   NULL};
     const char *bad = check(s);
     if (!bad && t == MAD_MEMORIZATION) make_table(s, seed);
     return bad;
@@ -92,7 +115,8 @@ void mad_spec_free(MadSpec *s) {
 
 /* The recall tasks' row from mad-lab's sequence in/tg of n >= T tokens: position p reads
  * in[p] and predicts in[p+1] when training, tg[p+1] (or nothing) when testing. */
-static void lm_row(const int32_t *in, const int32_t *tg, int n, int test, int T, int32_t *tokens, int32_t *labels) {
+static void lm_row(const int32_t *in, const int32_t *tg, int n, int test, int T, int32_t *tokens,
+                   int32_t *labels) {
     for (int p = 0; p < T; p++) {
         tokens[p] = in[p];
         labels[p] = p + 1 < n ? (test ? tg[p + 1] : in[p + 1]) : IGNORE;
@@ -108,8 +132,10 @@ static void lm_row(const int32_t *in, const int32_t *tg, int n, int test, int T,
  * here that sequence is drawn again from the same stream. */
 static void recall_example(const MadSpec *s, Rng *r, int test, int32_t *tokens, int32_t *labels) {
     int L = s->seq_len, ns = plain_vocab(s), nk = ns / 2, pairs = L / 2;
-    int32_t *in = rt_malloc(sizeof(int32_t) * (size_t)(L + 1)), *tg = rt_malloc(sizeof(int32_t) * (size_t)(L + 1));
-    int32_t *val = rt_malloc(sizeof(int32_t) * (size_t)nk), *shown = rt_malloc(sizeof(int32_t) * (size_t)nk);
+    int32_t *in = rt_malloc(sizeof(int32_t) * (size_t)(L + 1)),
+            *tg = rt_malloc(sizeof(int32_t) * (size_t)(L + 1));
+    int32_t *val = rt_malloc(sizeof(int32_t) * (size_t)nk),
+            *shown = rt_malloc(sizeof(int32_t) * (size_t)nk);
     int n, nshown;
     do {
         n = nshown = 0;
@@ -176,11 +202,14 @@ static void put_motif(const Motif *m, int scored, int32_t *in, int32_t *tg, int 
 static void fuzzy_example(const MadSpec *s, Rng *r, int test, int32_t *tokens, int32_t *labels) {
     int L = s->seq_len, K = s->k_motif, M = s->v_motif, ns = plain_vocab(s), nk = ns / 2;
     int pad = s->multi_query ? s->vocab - 1 : s->vocab - 2;
-    int32_t *in = rt_malloc(sizeof(int32_t) * (size_t)(L + 1)), *tg = rt_malloc(sizeof(int32_t) * (size_t)(L + 1));
-    Motif *keys = rt_malloc(sizeof(Motif) * (size_t)L), *vals = rt_malloc(sizeof(Motif) * (size_t)L);
+    int32_t *in = rt_malloc(sizeof(int32_t) * (size_t)(L + 1)),
+            *tg = rt_malloc(sizeof(int32_t) * (size_t)(L + 1));
+    Motif *keys = rt_malloc(sizeof(Motif) * (size_t)L),
+          *vals = rt_malloc(sizeof(Motif) * (size_t)L);
     Motif kp = draw_motif(r, 0, nk, test ? K : 1 + below(r, K));
     Motif vp = draw_motif(r, nk, ns - nk, 1 + below(r, M));
-    int kvp = kp.n + vp.n, probe_idx = below(r, L - 2 * kvp), probe_added = 0, probe_shown = 0, n = 0, ne = 0;
+    int kvp = kp.n + vp.n, probe_idx = below(r, L - 2 * kvp), probe_added = 0, probe_shown = 0,
+        n = 0, ne = 0;
     while (n < L - kvp - (K + M)) {
         int ks = test ? K : 1 + below(r, K), vs = 1 + below(r, M);
         if (n >= probe_idx && !probe_added) {
@@ -190,7 +219,8 @@ static void fuzzy_example(const MadSpec *s, Rng *r, int test, int32_t *tokens, i
             continue;
         }
         if (noisy(s, r)) {
-            for (int j = 0; j < ks + vs; j++) in[n] = ns + below(r, s->noise_vocab), tg[n++] = IGNORE;
+            for (int j = 0; j < ks + vs; j++)
+                in[n] = ns + below(r, s->noise_vocab), tg[n++] = IGNORE;
             continue;
         }
         Motif k = draw_motif(r, 0, nk, ks), v;
@@ -269,10 +299,12 @@ static void compression_example(const MadSpec *s, Rng *r, int32_t *tokens, int32
  * key k uniform over [0, (V-1)/2) followed by the insert token V-1, labeled with the key's
  * value in the fixed table: predicted at the insert token. */
 static void memorization_example(const MadSpec *s, Rng *r, int32_t *tokens, int32_t *labels) {
-    int V = s->vocab, pairs = s->seq_len / 2, ns = plain_vocab(s), nk = (V - 1) / 2, keep = below(r, pairs);
+    int V = s->vocab, pairs = s->seq_len / 2, ns = plain_vocab(s), nk = (V - 1) / 2,
+        keep = below(r, pairs);
     for (int i = 0, n = 0; i < pairs; i++, n += 2) {
         if (i != keep && noisy(s, r)) {
-            for (int j = 0; j < 2; j++) tokens[n + j] = ns + below(r, s->noise_vocab), labels[n + j] = IGNORE;
+            for (int j = 0; j < 2; j++)
+                tokens[n + j] = ns + below(r, s->noise_vocab), labels[n + j] = IGNORE;
             continue;
         }
         int k = below(r, nk);

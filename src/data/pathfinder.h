@@ -5,8 +5,8 @@
  * task.path is a resolution directory of LRA's release (pathfinder32, pathfinder64,
  * pathfinder128 = Path-X, pathfinder256); task.difficulty picks its subdirectory, LRA's split
  * names: easy = curv_baseline, intermediate = curv_contour_length_9, hard =
- * curv_contour_length_14. There, every metadata file (metadata/NAME.npy) is text: one line per image,
- * fields separated by single spaces, field 0 the image's directory (imgs/<batch>), field 1
+ * curv_contour_length_14. There, every metadata file (metadata/NAME.npy) is text: one line per
+ * image, fields separated by single spaces, field 0 the image's directory (imgs/<batch>), field 1
  * its file name (sample_<i>.png), field 3 its label 0 or 1.
  *
  * The splits are LRA's: its tfds builder orders the examples by the MD5 of the salt (the
@@ -30,8 +30,8 @@ const char *pathfinder_dir(const char *difficulty);
  * image files were empty and left out, as LRA leaves them out. Returns 0, or -1 with a
  * message naming the key, file or line at fault: a missing directory, a malformed metadata
  * line, a missing image, a bad PNG, images of different sizes. */
-int pathfinder_load(const TaskConfig *task, DataSplit split, ImageSet *set, int64_t *empty, char *err,
-                    size_t errlen);
+int pathfinder_load(const TaskConfig *task, DataSplit split, ImageSet *set, int64_t *empty,
+                    char *err, size_t errlen);
 
 /* The pixel count of the images (the row length), from the header of the first non-empty
  * image the metadata lists. */

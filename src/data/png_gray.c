@@ -39,15 +39,19 @@ static const char *color_name(int type) {
     }
 }
 
-int png_gray_size(const char *path, const uint8_t *data, size_t n, int *height, int *width, char *err,
-                  size_t errlen) {
+int png_gray_size(const char *path, const uint8_t *data, size_t n, int *height, int *width,
+                  char *err, size_t errlen) {
     static const uint8_t IHDR[4] = {'I', 'H', 'D', 'R'};
     if (n < 24 || png_sig_cmp(data, 0, 8) || memcmp(data + 12, IHDR, 4))
-        return rt_error(err, errlen, path, "not a PNG file (%zu bytes, no PNG signature and IHDR header)", n);
-    uint32_t w = (uint32_t)data[16] << 24 | (uint32_t)data[17] << 16 | (uint32_t)data[18] << 8 | data[19];
-    uint32_t h = (uint32_t)data[20] << 24 | (uint32_t)data[21] << 16 | (uint32_t)data[22] << 8 | data[23];
+        return rt_error(err, errlen, path,
+                        "not a PNG file (%zu bytes, no PNG signature and IHDR header)", n);
+    uint32_t w =
+        (uint32_t)data[16] << 24 | (uint32_t)data[17] << 16 | (uint32_t)data[18] << 8 | data[19];
+    uint32_t h =
+        (uint32_t)data[20] << 24 | (uint32_t)data[21] << 16 | (uint32_t)data[22] << 8 | data[23];
     if (w == 0 || h == 0 || w > 1 << 15 || h > 1 << 15)
-        return rt_error(err, errlen, path, "PNG header gives an image of %u x %u pixels", (unsigned)h, (unsigned)w);
+        return rt_error(err, errlen, path, "PNG header gives an image of %u x %u pixels",
+                        (unsigned)h, (unsigned)w);
     *height = (int)h;
     *width = (int)w;
     return 0;
@@ -78,15 +82,19 @@ int png_gray_decode(const char *path, const uint8_t *data, size_t n, uint8_t **p
     int type = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
     png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     if (type != PNG_COLOR_TYPE_GRAY) {
-        rc = rt_error(err, errlen, path, "a %s PNG: only grayscale images without alpha are read", color_name(type));
+        rc = rt_error(err, errlen, path, "a %s PNG: only grayscale images without alpha are read",
+                      color_name(type));
         goto done;
     }
     if (depth > 8) {
-        rc = rt_error(err, errlen, path, "a %d-bit grayscale PNG: only 1-, 2-, 4- and 8-bit images are read", depth);
+        rc = rt_error(err, errlen, path,
+                      "a %d-bit grayscale PNG: only 1-, 2-, 4- and 8-bit images are read", depth);
         goto done;
     }
     if (png_get_valid(png, info, PNG_INFO_tRNS)) {
-        rc = rt_error(err, errlen, path, "a grayscale PNG with a transparency chunk: only images without alpha are read");
+        rc = rt_error(
+            err, errlen, path,
+            "a grayscale PNG with a transparency chunk: only images without alpha are read");
         goto done;
     }
     if (depth < 8) png_set_expand_gray_1_2_4_to_8(png);

@@ -15,7 +15,7 @@ int png_gray_decode(const char *path, const uint8_t *data, size_t n, uint8_t **p
 
 /* The size of a PNG from its header alone (the IHDR chunk): 0, or -1 with a message naming
  * the file when the bytes are not a PNG header. */
-int png_gray_size(const char *path, const uint8_t *data, size_t n, int *height, int *width, char *err,
-                  size_t errlen);
+int png_gray_size(const char *path, const uint8_t *data, size_t n, int *height, int *width,
+                  char *err, size_t errlen);
 
 #endif

@@ -88,7 +88,8 @@ static hid_t h5_open_rdonly(const char *path) {
     hid_t fapl = h5_fapl();
     hid_t file = fapl < 0 ? H5I_INVALID_HID : H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (fapl >= 0) H5Pclose(fapl);
-    if (file < 0 && strstr(h5_error, "file locking")) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0 && strstr(h5_error, "file locking"))
+        file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     return file;
 }
 
@@ -114,11 +115,13 @@ static int check_ids(const char *path, int64_t vocab, int64_t bos, int64_t eos, 
         return rt_error(err, errlen, path, "vocab_size = %" PRId64 ", must be in [1, %" PRId64 "]",
                         vocab, SHARD_MAX_VOCAB);
     if (bos < -1 || bos >= vocab)
-        return rt_error(err, errlen, path, "bos_id = %" PRId64 ", must be -1 or below vocab_size %" PRId64,
-                        bos, vocab);
+        return rt_error(err, errlen, path,
+                        "bos_id = %" PRId64 ", must be -1 or below vocab_size %" PRId64, bos,
+                        vocab);
     if (eos < -1 || eos >= vocab)
-        return rt_error(err, errlen, path, "eos_id = %" PRId64 ", must be -1 or below vocab_size %" PRId64,
-                        eos, vocab);
+        return rt_error(err, errlen, path,
+                        "eos_id = %" PRId64 ", must be -1 or below vocab_size %" PRId64, eos,
+                        vocab);
     return 0;
 }
 
@@ -148,7 +151,8 @@ static void grow(void **p, int64_t *cap, int64_t need, size_t size) {
 ShardWriter *shard_writer_open(const char *path, const ShardInfo *info, char *err, size_t errlen) {
     h5_quiet();
     if (check_ids(path, info->vocab_size, info->bos_id, info->eos_id, err, errlen)) return NULL;
-    if (strnlen(info->tokenizer_sha256, sizeof info->tokenizer_sha256) == sizeof info->tokenizer_sha256 ||
+    if (strnlen(info->tokenizer_sha256, sizeof info->tokenizer_sha256) ==
+            sizeof info->tokenizer_sha256 ||
         strnlen(info->source, sizeof info->source) == sizeof info->source) {
         rt_error(err, errlen, path, "tokenizer_sha256 or source is not NUL-terminated");
         return NULL;
@@ -179,7 +183,8 @@ int shard_writer_add(ShardWriter *w, const int32_t *tokens, size_t n, char *err,
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= w->info.vocab_size)
             return rt_error(err, errlen, w->path,
-                            "document %" PRId64 ": token %zu is %" PRId32 ", outside [0, vocab_size %" PRId64 ")",
+                            "document %" PRId64 ": token %zu is %" PRId32
+                            ", outside [0, vocab_size %" PRId64 ")",
                             w->info.n_docs, i, tokens[i], w->info.vocab_size);
     int64_t at = w->info.n_tokens, end = at + (int64_t)n;
     grow(&w->tokens, &w->tokens_cap, end, w->width);
@@ -221,7 +226,8 @@ static herr_t put_dataset(hid_t file, const char *name, hid_t ftype, hid_t mtype
 /* Scalar root attributes: int64, and variable-length UTF-8 strings (as h5py writes str). */
 static herr_t put_int_attr(hid_t file, const char *name, int64_t v) {
     hid_t space = H5Screate(H5S_SCALAR);
-    hid_t a = space < 0 ? H5I_INVALID_HID : H5Acreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t a = space < 0 ? H5I_INVALID_HID
+                        : H5Acreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
     herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
     if (a >= 0 && H5Aclose(a) < 0) rc = -1;
     if (space >= 0) H5Sclose(space);
@@ -232,7 +238,8 @@ static herr_t put_str_attr(hid_t file, const char *name, const char *s) {
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t t = H5Tcopy(H5T_C_S1);
     herr_t rc = -1;
-    if (space >= 0 && t >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 && H5Tset_cset(t, H5T_CSET_UTF8) >= 0) {
+    if (space >= 0 && t >= 0 && H5Tset_size(t, H5T_VARIABLE) >= 0 &&
+        H5Tset_cset(t, H5T_CSET_UTF8) >= 0) {
         hid_t a = H5Acreate2(file, name, t, space, H5P_DEFAULT, H5P_DEFAULT);
         if (a >= 0) {
             rc = H5Awrite(a, t, &s);
@@ -248,26 +255,35 @@ static herr_t put_str_attr(hid_t file, const char *name, const char *s) {
 static int write_contents(ShardWriter *w, char *err, size_t errlen) {
     const ShardInfo *in = &w->info;
     if (put_dataset(w->file, "tokens", w->width == 2 ? H5T_STD_U16LE : H5T_STD_U32LE,
-                    w->width == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT32, w->tokens, in->n_tokens) < 0)
-        return rt_error(err, errlen, w->tmp, "cannot write /tokens (%" PRId64 " tokens): %s", in->n_tokens,
-                        h5_error);
-    if (put_dataset(w->file, "doc_offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, w->offsets, in->n_docs + 1) < 0)
+                    w->width == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT32, w->tokens,
+                    in->n_tokens) < 0)
+        return rt_error(err, errlen, w->tmp, "cannot write /tokens (%" PRId64 " tokens): %s",
+                        in->n_tokens, h5_error);
+    if (put_dataset(w->file, "doc_offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, w->offsets,
+                    in->n_docs + 1) < 0)
         return rt_error(err, errlen, w->tmp, "cannot write /doc_offsets: %s", h5_error);
     const struct {
         const char *name;
         int64_t v;
-    } ints[] = {{"format_version", SHARD_FORMAT_VERSION}, {"vocab_size", in->vocab_size},
-                {"bos_id", in->bos_id},                   {"eos_id", in->eos_id},
-                {"n_tokens", in->n_tokens},               {"n_docs", in->n_docs}};
+    } ints[] = {{"format_version", SHARD_FORMAT_VERSION},
+                {"vocab_size", in->vocab_size},
+                {"bos_id", in->bos_id},
+                {"eos_id", in->eos_id},
+                {"n_tokens", in->n_tokens},
+                {"n_docs", in->n_docs}};
     const struct {
         const char *name, *v;
-    } strs[] = {{"format", SHARD_FORMAT}, {"tokenizer_sha256", in->tokenizer_sha256}, {"source", in->source}};
+    } strs[] = {{"format", SHARD_FORMAT},
+                {"tokenizer_sha256", in->tokenizer_sha256},
+                {"source", in->source}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (put_str_attr(w->file, strs[i].name, strs[i].v) < 0)
-            return rt_error(err, errlen, w->tmp, "cannot write attribute %s: %s", strs[i].name, h5_error);
+            return rt_error(err, errlen, w->tmp, "cannot write attribute %s: %s", strs[i].name,
+                            h5_error);
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (put_int_attr(w->file, ints[i].name, ints[i].v) < 0)
-            return rt_error(err, errlen, w->tmp, "cannot write attribute %s: %s", ints[i].name, h5_error);
+            return rt_error(err, errlen, w->tmp, "cannot write attribute %s: %s", ints[i].name,
+                            h5_error);
     return 0;
 }
 
@@ -294,12 +310,14 @@ static void writer_free(ShardWriter *w) {
 int shard_writer_close(ShardWriter *w, char *err, size_t errlen) {
     h5_quiet();
     int rc = write_contents(w, err, errlen);
-    if (H5Fclose(w->file) < 0 && rc == 0) rc = rt_error(err, errlen, w->tmp, "cannot close: %s", h5_error);
+    if (H5Fclose(w->file) < 0 && rc == 0)
+        rc = rt_error(err, errlen, w->tmp, "cannot close: %s", h5_error);
     if (rc == 0) rc = sync_file(w->tmp, err, errlen);
     if (rc == 0 && rename(w->tmp, w->path))
         rc = rt_error(err, errlen, w->tmp, "cannot rename to %s: %s", w->path, strerror(errno));
     if (rc == 0)
-        fs_sync_parent(w->path); /* makes the rename durable; a file system that refuses leaves it as it is */
+        fs_sync_parent(
+            w->path); /* makes the rename durable; a file system that refuses leaves it as it is */
     else
         unlink(w->tmp);
     writer_free(w);
@@ -320,9 +338,9 @@ void shard_writer_abort(ShardWriter *w) {
 struct Shard {
     char *path;
     ShardInfo info;
-    uint64_t *offsets;           /* n_docs + 1 entries */
-    size_t width;                /* bytes per token: 2 or 4 */
-    void *map;                   /* mapping of the file pages holding /tokens (NULL if empty) */
+    uint64_t *offsets; /* n_docs + 1 entries */
+    size_t width;      /* bytes per token: 2 or 4 */
+    void *map;         /* mapping of the file pages holding /tokens (NULL if empty) */
     size_t map_len;
     const unsigned char *tokens; /* little-endian /tokens inside the mapping; any alignment */
 };
@@ -330,9 +348,10 @@ struct Shard {
 /* The attribute `name` of the root group, checked to exist and hold a single value of class
  * cls (`what` in messages: "an integer"); its datatype goes to *type. Returns the attribute or
  * -1 with a message. */
-static hid_t open_attr(hid_t file, const char *path, const char *name, H5T_class_t cls, const char *what,
-                       hid_t *type, char *err, size_t errlen) {
-    if (H5Aexists(file, name) <= 0) return rt_error(err, errlen, path, "missing root attribute %s", name);
+static hid_t open_attr(hid_t file, const char *path, const char *name, H5T_class_t cls,
+                       const char *what, hid_t *type, char *err, size_t errlen) {
+    if (H5Aexists(file, name) <= 0)
+        return rt_error(err, errlen, path, "missing root attribute %s", name);
     hid_t a = H5Aopen(file, name, H5P_DEFAULT);
     hid_t space = a < 0 ? H5I_INVALID_HID : H5Aget_space(a);
     hssize_t npoints = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
@@ -347,7 +366,8 @@ static hid_t open_attr(hid_t file, const char *path, const char *name, H5T_class
     }
     if (H5Tget_class(*type) != cls) {
         char tn[64];
-        rt_error(err, errlen, path, "attribute %s is a %s, expected %s", name, type_name(*type, tn), what);
+        rt_error(err, errlen, path, "attribute %s is a %s, expected %s", name, type_name(*type, tn),
+                 what);
         H5Tclose(*type);
         H5Aclose(a);
         return -1;
@@ -356,7 +376,8 @@ static hid_t open_attr(hid_t file, const char *path, const char *name, H5T_class
 }
 
 /* An integer attribute of any width and signedness, as int64. */
-static int get_int_attr(hid_t file, const char *path, const char *name, int64_t *v, char *err, size_t errlen) {
+static int get_int_attr(hid_t file, const char *path, const char *name, int64_t *v, char *err,
+                        size_t errlen) {
     hid_t t;
     hid_t a = open_attr(file, path, name, H5T_INTEGER, "an integer", &t, err, errlen);
     if (a < 0) return -1;
@@ -378,8 +399,8 @@ static int get_int_attr(hid_t file, const char *path, const char *name, int64_t 
 }
 
 /* A fixed- or variable-length string attribute into buf[cap] (longer is an error). */
-static int get_str_attr(hid_t file, const char *path, const char *name, char *buf, size_t cap, char *err,
-                        size_t errlen) {
+static int get_str_attr(hid_t file, const char *path, const char *name, char *buf, size_t cap,
+                        char *err, size_t errlen) {
     hid_t t;
     hid_t a = open_attr(file, path, name, H5T_STRING, "a string", &t, err, errlen);
     if (a < 0) return -1;
@@ -393,13 +414,14 @@ static int get_str_attr(hid_t file, const char *path, const char *name, char *bu
     if (!vlen) s = rt_calloc(1, fixed + 1);
     if (mt < 0 || H5Tset_cset(mt, H5Tget_cset(t)) < 0 ||
         H5Tset_size(mt, vlen ? H5T_VARIABLE : fixed + 1) < 0 ||
-        (!vlen && H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0) || H5Aread(a, mt, vlen ? (void *)&s : s) < 0) {
+        (!vlen && H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0) ||
+        H5Aread(a, mt, vlen ? (void *)&s : s) < 0) {
         rc = rt_error(err, errlen, path, "cannot read attribute %s: %s", name, h5_error);
     } else {
         size_t len = s ? strlen(s) : 0;
         if (len >= cap)
-            rc = rt_error(err, errlen, path, "attribute %s is %zu bytes long, at most %zu allowed", name, len,
-                          cap - 1);
+            rc = rt_error(err, errlen, path, "attribute %s is %zu bytes long, at most %zu allowed",
+                          name, len, cap - 1);
         else
             memcpy(buf, s ? s : "", len + 1);
     }
@@ -424,7 +446,8 @@ static int read_attributes(hid_t file, Shard *s, char *err, size_t errlen) {
         get_int_attr(file, p, "vocab_size", &in->vocab_size, err, errlen) ||
         get_int_attr(file, p, "bos_id", &in->bos_id, err, errlen) ||
         get_int_attr(file, p, "eos_id", &in->eos_id, err, errlen) ||
-        get_str_attr(file, p, "tokenizer_sha256", in->tokenizer_sha256, sizeof in->tokenizer_sha256, err, errlen) ||
+        get_str_attr(file, p, "tokenizer_sha256", in->tokenizer_sha256, sizeof in->tokenizer_sha256,
+                     err, errlen) ||
         get_int_attr(file, p, "n_tokens", &in->n_tokens, err, errlen) ||
         get_int_attr(file, p, "n_docs", &in->n_docs, err, errlen) ||
         get_str_attr(file, p, "source", in->source, sizeof in->source, err, errlen))
@@ -432,20 +455,24 @@ static int read_attributes(hid_t file, Shard *s, char *err, size_t errlen) {
     if (strcmp(format, SHARD_FORMAT))
         return rt_error(err, errlen, p, "format is \"%s\", expected \"%s\"", format, SHARD_FORMAT);
     if (version != SHARD_FORMAT_VERSION)
-        return rt_error(err, errlen, p, "format_version is %" PRId64 ", this rotor reads version %d", version,
+        return rt_error(err, errlen, p,
+                        "format_version is %" PRId64 ", this rotor reads version %d", version,
                         SHARD_FORMAT_VERSION);
     if (in->n_tokens < 0 || in->n_docs < 0 || in->n_docs == INT64_MAX)
-        return rt_error(err, errlen, p, "n_tokens = %" PRId64 ", n_docs = %" PRId64 ": out of range", in->n_tokens,
+        return rt_error(err, errlen, p,
+                        "n_tokens = %" PRId64 ", n_docs = %" PRId64 ": out of range", in->n_tokens,
                         in->n_docs);
     return check_ids(p, in->vocab_size, in->bos_id, in->eos_id, err, errlen);
 }
 
 /* Opens dataset `name`, checks it is 1-D of `expect` entries with file type `ftype`
  * (described as `want` in messages). `what` says where `expect` comes from. */
-static hid_t open_dataset(hid_t file, const char *path, const char *name, hid_t ftype, const char *want,
-                          int64_t expect, const char *what, char *err, size_t errlen) {
+static hid_t open_dataset(hid_t file, const char *path, const char *name, hid_t ftype,
+                          const char *want, int64_t expect, const char *what, char *err,
+                          size_t errlen) {
     char tn[64];
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return rt_error(err, errlen, path, "missing dataset /%s", name);
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return rt_error(err, errlen, path, "missing dataset /%s", name);
     hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
     if (ds < 0) return rt_error(err, errlen, path, "cannot open dataset /%s: %s", name, h5_error);
     hid_t t = H5Dget_type(ds), space = H5Dget_space(ds);
@@ -456,11 +483,13 @@ static hid_t open_dataset(hid_t file, const char *path, const char *name, hid_t 
     if (t < 0 || rank < 0)
         rc = rt_error(err, errlen, path, "cannot inspect dataset /%s: %s", name, h5_error);
     else if (H5Tequal(t, ftype) <= 0)
-        rc = rt_error(err, errlen, path, "/%s has type %s, expected %s", name, type_name(t, tn), want);
+        rc = rt_error(err, errlen, path, "/%s has type %s, expected %s", name, type_name(t, tn),
+                      want);
     else if (rank != 1)
         rc = rt_error(err, errlen, path, "/%s has %d dimensions, expected 1", name, rank);
     else if (dims[0] != (hsize_t)expect)
-        rc = rt_error(err, errlen, path, "/%s has %llu entries, %s", name, (unsigned long long)dims[0], what);
+        rc = rt_error(err, errlen, path, "/%s has %llu entries, %s", name,
+                      (unsigned long long)dims[0], what);
     if (t >= 0) H5Tclose(t);
     if (space >= 0) H5Sclose(space);
     if (rc) {
@@ -476,29 +505,35 @@ static int read_offsets(hid_t file, Shard *s, char *err, size_t errlen) {
     int64_t n_docs = s->info.n_docs, n_tokens = s->info.n_tokens;
     char what[96];
     snprintf(what, sizeof what, "n_docs = %" PRId64 " needs %" PRId64, n_docs, n_docs + 1);
-    hid_t ds = open_dataset(file, p, "doc_offsets", H5T_STD_U64LE, "uint64 (little-endian)", n_docs + 1, what,
-                            err, errlen);
+    hid_t ds = open_dataset(file, p, "doc_offsets", H5T_STD_U64LE, "uint64 (little-endian)",
+                            n_docs + 1, what, err, errlen);
     if (ds < 0) return -1;
     /* The size comes from the file: allocate without dying on absurd values. Zeroed, as HDF5
-     * leaves the entries without storage in the file (never written, fill time never) as they are. */
-    s->offsets = (uint64_t)n_docs < SIZE_MAX / sizeof(uint64_t) ? calloc((size_t)n_docs + 1, sizeof(uint64_t))
-                                                                : NULL;
+     * leaves the entries without storage in the file (never written, fill time never) as they are.
+     */
+    s->offsets = (uint64_t)n_docs < SIZE_MAX / sizeof(uint64_t)
+                     ? calloc((size_t)n_docs + 1, sizeof(uint64_t))
+                     : NULL;
     int rc = 0;
     if (!s->offsets)
-        rc = rt_error(err, errlen, p, "cannot allocate /doc_offsets (%" PRId64 " entries)", n_docs + 1);
+        rc = rt_error(err, errlen, p, "cannot allocate /doc_offsets (%" PRId64 " entries)",
+                      n_docs + 1);
     else if (H5Dread(ds, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->offsets) < 0)
         rc = rt_error(err, errlen, p, "cannot read /doc_offsets: %s", h5_error);
     H5Dclose(ds);
     if (rc) return rc;
     const uint64_t *o = s->offsets;
-    if (o[0] != 0) return rt_error(err, errlen, p, "/doc_offsets[0] = %" PRIu64 ", must be 0", o[0]);
+    if (o[0] != 0)
+        return rt_error(err, errlen, p, "/doc_offsets[0] = %" PRIu64 ", must be 0", o[0]);
     for (int64_t i = 1; i <= n_docs; i++)
         if (o[i] < o[i - 1])
             return rt_error(err, errlen, p,
-                            "/doc_offsets decreases: [%" PRId64 "] = %" PRIu64 " after [%" PRId64 "] = %" PRIu64,
+                            "/doc_offsets decreases: [%" PRId64 "] = %" PRIu64 " after [%" PRId64
+                            "] = %" PRIu64,
                             i, o[i], i - 1, o[i - 1]);
     if (o[n_docs] != (uint64_t)n_tokens)
-        return rt_error(err, errlen, p, "/doc_offsets[%" PRId64 "] = %" PRIu64 ", must equal n_tokens = %" PRId64,
+        return rt_error(err, errlen, p,
+                        "/doc_offsets[%" PRId64 "] = %" PRIu64 ", must equal n_tokens = %" PRId64,
                         n_docs, o[n_docs], n_tokens);
     return 0;
 }
@@ -509,28 +544,33 @@ static int locate_tokens(hid_t file, Shard *s, haddr_t *addr, char *err, size_t 
     const char *p = s->path;
     char what[64], want[64];
     snprintf(what, sizeof what, "n_tokens = %" PRId64, s->info.n_tokens);
-    snprintf(want, sizeof want, "uint%zu (little-endian) for vocab_size %" PRId64, 8 * s->width, s->info.vocab_size);
+    snprintf(want, sizeof want, "uint%zu (little-endian) for vocab_size %" PRId64, 8 * s->width,
+             s->info.vocab_size);
     hid_t ds = open_dataset(file, p, "tokens", s->width == 2 ? H5T_STD_U16LE : H5T_STD_U32LE, want,
                             s->info.n_tokens, what, err, errlen);
     if (ds < 0) return -1;
     hid_t dcpl = H5Dget_create_plist(ds);
     H5D_layout_t layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
-    int nfilters = dcpl < 0 ? -1 : H5Pget_nfilters(dcpl), nexternal = dcpl < 0 ? -1 : H5Pget_external_count(dcpl);
+    int nfilters = dcpl < 0 ? -1 : H5Pget_nfilters(dcpl),
+        nexternal = dcpl < 0 ? -1 : H5Pget_external_count(dcpl);
     int rc = 0;
     static const char *const layouts[] = {"compact", "contiguous", "chunked", "virtual"};
     if (layout < 0 || nfilters < 0 || nexternal < 0)
         rc = rt_error(err, errlen, p, "cannot read the layout of /tokens: %s", h5_error);
     else if (layout != H5D_CONTIGUOUS || nfilters)
         rc = rt_error(err, errlen, p,
-                      "/tokens is stored %s with %d filter(s) (e.g. compression); shards need it contiguous and "
+                      "/tokens is stored %s with %d filter(s) (e.g. compression); shards need it "
+                      "contiguous and "
                       "uncompressed",
                       layout < H5D_NLAYOUTS ? layouts[layout] : "in an unknown layout", nfilters);
     else if (nexternal)
-        rc = rt_error(err, errlen, p, "/tokens is stored in external file(s); shards need it in the shard");
+        rc = rt_error(err, errlen, p,
+                      "/tokens is stored in external file(s); shards need it in the shard");
     /* Without storage H5Dget_offset answers HADDR_UNDEF plus the user block's size, which wraps
      * around to a plausible address when the file has one: ask for the bytes allocated instead. */
     *addr = H5Dget_offset(ds);
-    if (rc == 0 && s->info.n_tokens && H5Dget_storage_size(ds) / s->width < (hsize_t)s->info.n_tokens)
+    if (rc == 0 && s->info.n_tokens &&
+        H5Dget_storage_size(ds) / s->width < (hsize_t)s->info.n_tokens)
         rc = rt_error(err, errlen, p, "/tokens has no storage in the file (never written)");
     if (dcpl >= 0) H5Pclose(dcpl);
     H5Dclose(ds);
@@ -545,16 +585,17 @@ static int map_tokens(Shard *s, int fd, haddr_t addr, char *err, size_t errlen) 
     if (n == 0) return 0;
     if (n > (UINT64_MAX - addr) / s->width || addr + n * s->width > size)
         return rt_error(err, errlen, s->path,
-                        "file is truncated: %" PRIu64 " bytes, but /tokens (%" PRIu64 " x %zu bytes at offset %" PRIu64
-                        ") needs more",
+                        "file is truncated: %" PRIu64 " bytes, but /tokens (%" PRIu64
+                        " x %zu bytes at offset %" PRIu64 ") needs more",
                         size, n, s->width, (uint64_t)addr);
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = addr / page * page, end = addr + n * s->width;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = addr / page * page,
+             end = addr + n * s->width;
     s->map_len = (size_t)(end - start);
     s->map = mmap(NULL, s->map_len, PROT_READ, MAP_SHARED, fd, (off_t)start);
     if (s->map == MAP_FAILED) {
         s->map = NULL;
-        return rt_error(err, errlen, s->path, "cannot mmap %" PRIu64 " bytes of /tokens: %s", end - start,
-                        strerror(errno));
+        return rt_error(err, errlen, s->path, "cannot mmap %" PRIu64 " bytes of /tokens: %s",
+                        end - start, strerror(errno));
     }
     s->tokens = (const unsigned char *)s->map + (addr - start);
     return 0;
@@ -585,8 +626,10 @@ Shard *shard_open(const char *path, char *err, size_t errlen) {
     if (rc == 0 && H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0)
         rc = rt_error(err, errlen, path, "cannot get the file descriptor: %s", h5_error);
     if (rc == 0 && (fd = dup(*(int *)handle)) < 0)
-        rc = rt_error(err, errlen, path, "cannot duplicate the file descriptor: %s", strerror(errno));
-    if (H5Fclose(file) < 0 && rc == 0) rc = rt_error(err, errlen, path, "cannot close: %s", h5_error);
+        rc = rt_error(err, errlen, path, "cannot duplicate the file descriptor: %s",
+                      strerror(errno));
+    if (H5Fclose(file) < 0 && rc == 0)
+        rc = rt_error(err, errlen, path, "cannot close: %s", h5_error);
     if (rc == 0) rc = map_tokens(s, fd, addr, err, errlen);
     if (fd >= 0) close(fd);
     if (rc) {
@@ -621,7 +664,8 @@ static inline uint32_t token_at(const Shard *s, int64_t i) {
 }
 
 static int bad_token(const Shard *s, int64_t i, char *err, size_t errlen) {
-    return rt_error(err, errlen, s->path, "token %" PRId64 " is %" PRIu32 ", not below vocab_size %" PRId64, i,
+    return rt_error(err, errlen, s->path,
+                    "token %" PRId64 " is %" PRIu32 ", not below vocab_size %" PRId64, i,
                     token_at(s, i), s->info.vocab_size);
 }
 
@@ -629,8 +673,9 @@ int shard_read(const Shard *s, int64_t start, int64_t n, int32_t *out, char *err
     int64_t total = s->info.n_tokens;
     if (start < 0 || n < 0 || start > total || n > total - start)
         return rt_error(err, errlen, s->path,
-                        "cannot read %" PRId64 " tokens from position %" PRId64 ": the shard has %" PRId64, n, start,
-                        total);
+                        "cannot read %" PRId64 " tokens from position %" PRId64
+                        ": the shard has %" PRId64,
+                        n, start, total);
     /* Copy while tracking the largest id (vectorises); locate a bad id only if there is one. */
     uint32_t max = 0;
     for (int64_t i = 0; i < n; i++) {

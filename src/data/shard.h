@@ -16,7 +16,7 @@ typedef struct {
     int64_t vocab_size;
     int64_t bos_id, eos_id;
     char tokenizer_sha256[65];
-    char source[1024];        /* free text: inputs and tool that made the shard */
+    char source[1024]; /* free text: inputs and tool that made the shard */
     int64_t n_tokens, n_docs;
 } ShardInfo;
 

@@ -44,7 +44,9 @@ static char **list_shards(const char *spec, int *count, char *err, size_t errlen
         }
     }
     if (!n) {
-        rt_error(err, errlen, spec, "no token shards (*.h5) found: give a directory of shards, a glob such as 'dir/*.h5', or synthetic:<task>");
+        rt_error(err, errlen, spec,
+                 "no token shards (*.h5) found: give a directory of shards, a glob such as "
+                 "'dir/*.h5', or synthetic:<task>");
         return NULL;
     }
     qsort(names, (size_t)n, sizeof(char *), compare_names);
@@ -60,7 +62,7 @@ void shardset_close(ShardSet *s) {
 }
 
 int shardset_open(ShardSet *s, const char *spec, const DataConfig *dc, const ModelConfig *mc,
-                         char *err, size_t errlen) {
+                  char *err, size_t errlen) {
     memset(s, 0, sizeof(*s));
     int n;
     char **names = list_shards(spec, &n, err, errlen);
@@ -80,13 +82,16 @@ int shardset_open(ShardSet *s, const char *spec, const DataConfig *dc, const Mod
         const ShardInfo *in = shard_info(sh), *first = shard_info(s->shards[0]);
         s->start[i + 1] = s->start[i] + in->n_tokens;
         if (in->vocab_size > mc->vocab_size)
-            rc = rt_error(err, errlen, names[i], "vocab_size %lld is larger than model.vocab_size = %d",
+            rc = rt_error(err, errlen, names[i],
+                          "vocab_size %lld is larger than model.vocab_size = %d",
                           (long long)in->vocab_size, mc->vocab_size);
         else if (strcmp(in->tokenizer_sha256, first->tokenizer_sha256))
-            rc = rt_error(err, errlen, names[i], "made with tokenizer sha256 %s, but %s was made with %s",
+            rc = rt_error(err, errlen, names[i],
+                          "made with tokenizer sha256 %s, but %s was made with %s",
                           in->tokenizer_sha256, names[0], first->tokenizer_sha256);
         else if (tok_sha[0] && strcmp(in->tokenizer_sha256, tok_sha))
-            rc = rt_error(err, errlen, names[i], "made with tokenizer sha256 %s, but data.tokenizer = %s has sha256 %s",
+            rc = rt_error(err, errlen, names[i],
+                          "made with tokenizer sha256 %s, but data.tokenizer = %s has sha256 %s",
                           in->tokenizer_sha256, dc->tokenizer, tok_sha);
         else if (in->bos_id != mc->bos_id)
             rc = rt_error(err, errlen, names[i], "bos_id %lld differs from model.bos_id = %d",
@@ -100,8 +105,8 @@ int shardset_open(ShardSet *s, const char *spec, const DataConfig *dc, const Mod
 
 int64_t shardset_tokens(const ShardSet *s) { return s->start[s->n]; }
 
-int shardset_read(const ShardSet *s, int64_t pos, int64_t n, int32_t *out, uint8_t *doc,
-                         char *err, size_t errlen) {
+int shardset_read(const ShardSet *s, int64_t pos, int64_t n, int32_t *out, uint8_t *doc, char *err,
+                  size_t errlen) {
     int i = 0;
     while (i + 1 < s->n && s->start[i + 1] <= pos) i++;
     while (n > 0) {
@@ -116,9 +121,13 @@ int shardset_read(const ShardSet *s, int64_t pos, int64_t n, int32_t *out, uint8
                 int64_t lo = 0, hi = shard_info(sh)->n_docs; /* first offset >= local */
                 while (lo < hi) {
                     int64_t mid = (lo + hi) / 2;
-                    if ((int64_t)off[mid] < local) lo = mid + 1; else hi = mid;
+                    if ((int64_t)off[mid] < local)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
                 }
-                for (int64_t k = lo; k < shard_info(sh)->n_docs && (int64_t)off[k] < local + take; k++)
+                for (int64_t k = lo; k < shard_info(sh)->n_docs && (int64_t)off[k] < local + take;
+                     k++)
                     doc[off[k] - (uint64_t)local] = 1;
                 doc += take;
             }

@@ -18,8 +18,8 @@ typedef struct {
 /* Opens the shards of spec. They must carry ids below model.vocab_size, one tokenizer (and
  * data.tokenizer's sha256 when given) and model.bos_id. Returns -1 with a message naming the
  * file on error. */
-int shardset_open(ShardSet *s, const char *spec, const DataConfig *dc, const ModelConfig *mc, char *err,
-                  size_t errlen);
+int shardset_open(ShardSet *s, const char *spec, const DataConfig *dc, const ModelConfig *mc,
+                  char *err, size_t errlen);
 void shardset_close(ShardSet *s);
 int64_t shardset_tokens(const ShardSet *s);
 /* Stream tokens [pos, pos + n) and, if doc is not NULL, their document-start flags. */

@@ -61,9 +61,10 @@ typedef struct {
     Part parts[MIX_MAX_SOURCES];
     int T, rank, world;
     DataSplit split;
-    int64_t windows_per_step; /* of the global stream; 0: stages and on_exhausted act per micro-batch */
-    int stop_at_end;          /* data.on_exhausted = stop: no source starts a second epoch */
-    Cursor cur;               /* the consumer's position */
+    int64_t
+        windows_per_step; /* of the global stream; 0: stages and on_exhausted act per micro-batch */
+    int stop_at_end;      /* data.on_exhausted = stop: no source starts a second epoch */
+    Cursor cur;           /* the consumer's position */
 
     /* read-ahead: slots filled in order by the thread, starting at pf */
     int depth, B;
@@ -102,7 +103,7 @@ static const char *source_label(const ShardSource *s, int i, char *buf, size_t l
 }
 
 typedef struct {
-    int part;      /* the window's source */
+    int part; /* the window's source */
     int64_t window;
     int64_t epoch; /* of its source */
     int finished;  /* it was the last window of its source's epoch */
@@ -122,7 +123,8 @@ static Draw take(const ShardSource *s, Cursor *c) {
     }
     double gap = -INFINITY;
     for (int i = 0; i < s->mix.n; i++) {
-        double g = s->mix.stage[stage].weight[i] * (double)(c->stage_drawn + 1) - (double)c->part[i].stage_drawn;
+        double g = s->mix.stage[stage].weight[i] * (double)(c->stage_drawn + 1) -
+                   (double)c->part[i].stage_drawn;
         if (g > gap) gap = g, d.part = i;
     }
     PartPos *p = &c->part[d.part];
@@ -151,7 +153,8 @@ static int step_runs_out(const ShardSource *s, const Cursor *c, char *err, size_
         Draw d = take(s, &probe);
         if (d.epoch > 0) {
             char buf[1200];
-            rt_error(err, errlen, NULL, "%s ran out: all of its %lld windows were drawn by step %lld",
+            rt_error(err, errlen, NULL,
+                     "%s ran out: all of its %lld windows were drawn by step %lld",
                      source_label(s, d.part, buf, sizeof buf), (long long)s->parts[d.part].count,
                      (long long)(c->drawn / wps));
             return 1;
@@ -163,8 +166,8 @@ static int step_runs_out(const ShardSource *s, const Cursor *c, char *err, size_
 /* Moves c over one global micro-batch of world x B windows, reading this rank's B into tokens
  * and doc (tokens NULL: only moves; consumer: the notices go to s). Returns 0, -1 on a read
  * error, or 1 when the data ran out (data.on_exhausted = stop), with c unchanged. */
-static int read_batch(ShardSource *s, Cursor *c, int B, int32_t *tokens, uint8_t *doc, int consumer, char *err,
-                      size_t errlen) {
+static int read_batch(ShardSource *s, Cursor *c, int B, int32_t *tokens, uint8_t *doc, int consumer,
+                      char *err, size_t errlen) {
     if (s->stop_at_end && step_runs_out(s, c, err, errlen)) return 1;
     size_t n = (size_t)s->T + 1;
     int64_t lo = (int64_t)s->rank * B;
@@ -184,7 +187,8 @@ static int read_batch(ShardSource *s, Cursor *c, int B, int32_t *tokens, uint8_t
                    (long long)s->mix.stage[c->stage].step, weights);
         }
         if (d.finished)
-            notice(s, "data: %s: epoch %lld done (%lld windows); epoch %lld starts in a fresh order", 
+            notice(s,
+                   "data: %s: epoch %lld done (%lld windows); epoch %lld starts in a fresh order",
                    source_label(s, d.part, buf, sizeof buf), (long long)d.epoch + 1,
                    (long long)s->parts[d.part].count, (long long)d.epoch + 2);
     }
@@ -239,7 +243,8 @@ static void prefetch_start(ShardSource *s, int B) {
     s->produced = s->consumed = 0;
     s->pf = s->cur;
     s->stop = s->ended = 0;
-    if (pthread_create(&s->thread, NULL, prefetch_main, s)) rt_die("cannot start the data loader thread");
+    if (pthread_create(&s->thread, NULL, prefetch_main, s))
+        rt_die("cannot start the data loader thread");
     s->running = 1;
 }
 
@@ -261,7 +266,8 @@ static int ss_next(DataSource *ds, int32_t *tokens, uint8_t *doc, int B, char *e
     } else {
         memcpy(tokens, slot->tokens, sizeof(int32_t) * n);
         if (doc) memcpy(doc, slot->doc, n);
-        read_batch(s, &s->cur, B, NULL, NULL, 1, err, errlen); /* the same moves, with the notices */
+        read_batch(s, &s->cur, B, NULL, NULL, 1, err,
+                   errlen); /* the same moves, with the notices */
     }
     if (rc != 1) { /* an end stays the next slot: the position does not move */
         pthread_mutex_lock(&s->mu);
@@ -279,35 +285,40 @@ static json_t *ss_get_state(const DataSource *ds) {
     const PartPos *p = &s->cur.part[0];
     if (s->mix.n == 1) /* the format of a single set, as before mixtures */
         return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "kind", "shards", "tokens",
-                         (json_int_t)shardset_tokens(&s->parts[0].set), "seq_len", (json_int_t)s->T, "windows",
-                         (json_int_t)s->parts[0].count, "epoch", (json_int_t)p->epoch, "position", (json_int_t)p->pos);
+                         (json_int_t)shardset_tokens(&s->parts[0].set), "seq_len", (json_int_t)s->T,
+                         "windows", (json_int_t)s->parts[0].count, "epoch", (json_int_t)p->epoch,
+                         "position", (json_int_t)p->pos);
     json_t *src = json_array();
     for (int i = 0; i < s->mix.n; i++) {
         p = &s->cur.part[i];
         json_array_append_new(
-            src, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", s->mix.src[i].name, "tokens",
-                           (json_int_t)shardset_tokens(&s->parts[i].set), "windows", (json_int_t)s->parts[i].count,
-                           "epoch", (json_int_t)p->epoch, "position", (json_int_t)p->pos, "drawn",
-                           (json_int_t)p->drawn, "stage_drawn", (json_int_t)p->stage_drawn, "stage_weight",
+            src, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", s->mix.src[i].name,
+                           "tokens", (json_int_t)shardset_tokens(&s->parts[i].set), "windows",
+                           (json_int_t)s->parts[i].count, "epoch", (json_int_t)p->epoch, "position",
+                           (json_int_t)p->pos, "drawn", (json_int_t)p->drawn, "stage_drawn",
+                           (json_int_t)p->stage_drawn, "stage_weight",
                            s->mix.stage[s->cur.stage].weight[i]));
     }
-    return json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:o}", "kind", "mixture", "seq_len", (json_int_t)s->T,
-                     "windows_per_step", (json_int_t)s->windows_per_step, "drawn", (json_int_t)s->cur.drawn, "stage",
-                     s->cur.stage, "stage_drawn", (json_int_t)s->cur.stage_drawn, "sources", src);
+    return json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:o}", "kind", "mixture", "seq_len",
+                     (json_int_t)s->T, "windows_per_step", (json_int_t)s->windows_per_step, "drawn",
+                     (json_int_t)s->cur.drawn, "stage", s->cur.stage, "stage_drawn",
+                     (json_int_t)s->cur.stage_drawn, "sources", src);
 }
 
-static int check_position(const ShardSource *s, int i, json_int_t tokens, json_int_t windows, json_int_t epoch,
-                          json_int_t position, char *err, size_t errlen) {
+static int check_position(const ShardSource *s, int i, json_int_t tokens, json_int_t windows,
+                          json_int_t epoch, json_int_t position, char *err, size_t errlen) {
     char buf[1200];
     const char *what = source_label(s, i, buf, sizeof buf);
     if (tokens != shardset_tokens(&s->parts[i].set) || windows != s->parts[i].count)
-        return rt_error(err, errlen, what,
-                        "the saved data position (%lld tokens, %lld windows of %d) does not match these shards "
-                        "(%lld tokens, %lld windows): the data changed since the checkpoint",
-                        (long long)tokens, (long long)windows, s->T + 1, (long long)shardset_tokens(&s->parts[i].set),
-                        (long long)s->parts[i].count);
+        return rt_error(
+            err, errlen, what,
+            "the saved data position (%lld tokens, %lld windows of %d) does not match these shards "
+            "(%lld tokens, %lld windows): the data changed since the checkpoint",
+            (long long)tokens, (long long)windows, s->T + 1,
+            (long long)shardset_tokens(&s->parts[i].set), (long long)s->parts[i].count);
     if (epoch < 0 || position < 0 || position >= windows)
-        return rt_error(err, errlen, what, "the saved data position (epoch %lld, window %lld) is out of range",
+        return rt_error(err, errlen, what,
+                        "the saved data position (epoch %lld, window %lld) is out of range",
                         (long long)epoch, (long long)position);
     return 0;
 }
@@ -315,13 +326,16 @@ static int check_position(const ShardSource *s, int i, json_int_t tokens, json_i
 static int set_single(ShardSource *s, const json_t *st, char *err, size_t errlen) {
     const char *kind;
     json_int_t tokens, seq_len, windows, epoch, position;
-    if (json_unpack((json_t *)st, "{s:s, s:I, s:I, s:I, s:I, s:I}", "kind", &kind, "tokens", &tokens, "seq_len",
-                    &seq_len, "windows", &windows, "epoch", &epoch, "position", &position) ||
+    if (json_unpack((json_t *)st, "{s:s, s:I, s:I, s:I, s:I, s:I}", "kind", &kind, "tokens",
+                    &tokens, "seq_len", &seq_len, "windows", &windows, "epoch", &epoch, "position",
+                    &position) ||
         strcmp(kind, "shards"))
         return rt_error(err, errlen, s->base.desc,
-                        "the saved data position is not that of one shard set (the checkpoint read a mixture?)");
+                        "the saved data position is not that of one shard set (the checkpoint read "
+                        "a mixture?)");
     if (seq_len != s->T)
-        return rt_error(err, errlen, s->base.desc, "the saved data position is of windows of %lld tokens, not %d",
+        return rt_error(err, errlen, s->base.desc,
+                        "the saved data position is of windows of %lld tokens, not %d",
                         (long long)seq_len + 1, s->T + 1);
     if (check_position(s, 0, tokens, windows, epoch, position, err, errlen)) return -1;
     s->cur.part[0] = (PartPos){.epoch = epoch, .pos = position};
@@ -336,20 +350,24 @@ static int set_mixture(ShardSource *s, const json_t *st, char *err, size_t errle
     json_int_t seq_len, wps, drawn, stage_drawn;
     int stage;
     json_t *src;
-    if (json_unpack((json_t *)st, "{s:s, s:I, s:I, s:I, s:i, s:I, s:o}", "kind", &kind, "seq_len", &seq_len,
-                    "windows_per_step", &wps, "drawn", &drawn, "stage", &stage, "stage_drawn", &stage_drawn,
-                    "sources", &src) ||
+    if (json_unpack((json_t *)st, "{s:s, s:I, s:I, s:I, s:i, s:I, s:o}", "kind", &kind, "seq_len",
+                    &seq_len, "windows_per_step", &wps, "drawn", &drawn, "stage", &stage,
+                    "stage_drawn", &stage_drawn, "sources", &src) ||
         strcmp(kind, "mixture") || !json_is_array(src))
         return rt_error(err, errlen, s->base.desc,
-                        "the saved data position is not that of a mixture (the checkpoint read one shard set?)");
+                        "the saved data position is not that of a mixture (the checkpoint read one "
+                        "shard set?)");
     if (seq_len != s->T)
-        return rt_error(err, errlen, s->base.desc, "the saved data position is of windows of %lld tokens, not %d",
+        return rt_error(err, errlen, s->base.desc,
+                        "the saved data position is of windows of %lld tokens, not %d",
                         (long long)seq_len + 1, s->T + 1);
     if (s->mix.stages > 1 && wps != s->windows_per_step)
-        return rt_error(err, errlen, s->base.desc,
-                        "the checkpoint's run drew %lld windows a step, this one draws %lld (ranks x micro_batch x "
-                        "grad_accum): data.stages count steps, so the global batch must stay the same",
-                        (long long)wps, (long long)s->windows_per_step);
+        return rt_error(
+            err, errlen, s->base.desc,
+            "the checkpoint's run drew %lld windows a step, this one draws %lld (ranks x "
+            "micro_batch x "
+            "grad_accum): data.stages count steps, so the global batch must stay the same",
+            (long long)wps, (long long)s->windows_per_step);
     /* the stage of the last window drawn, by this run's data.stages */
     int64_t wsteps = s->windows_per_step ? s->windows_per_step : 1;
     Cursor c = {.drawn = drawn};
@@ -361,10 +379,11 @@ static int set_mixture(ShardSource *s, const json_t *st, char *err, size_t errle
         const char *name;
         json_int_t tokens, windows, epoch, position, pdrawn, pstage;
         double weight;
-        if (json_unpack(e, "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:F}", "name", &name, "tokens", &tokens, "windows",
-                        &windows, "epoch", &epoch, "position", &position, "drawn", &pdrawn, "stage_drawn", &pstage,
-                        "stage_weight", &weight))
-            return rt_error(err, errlen, s->base.desc, "source %zu of the saved data position is malformed", k);
+        if (json_unpack(e, "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:F}", "name", &name, "tokens",
+                        &tokens, "windows", &windows, "epoch", &epoch, "position", &position,
+                        "drawn", &pdrawn, "stage_drawn", &pstage, "stage_weight", &weight))
+            return rt_error(err, errlen, s->base.desc,
+                            "source %zu of the saved data position is malformed", k);
         int i = 0;
         while (i < s->mix.n && strcmp(s->mix.src[i].name, name)) i++;
         if (i == s->mix.n) {
@@ -373,13 +392,16 @@ static int set_mixture(ShardSource *s, const json_t *st, char *err, size_t errle
             continue;
         }
         if (check_position(s, i, tokens, windows, epoch, position, err, errlen)) return -1;
-        c.part[i] = (PartPos){.epoch = epoch, .pos = position, .drawn = pdrawn, .stage_drawn = pstage};
+        c.part[i] =
+            (PartPos){.epoch = epoch, .pos = position, .drawn = pdrawn, .stage_drawn = pstage};
         same &= weight == s->mix.stage[c.stage].weight[i];
         found[i] = 1;
     }
     for (int i = 0; i < s->mix.n; i++)
         if (!found[i]) {
-            notice(s, "data: source '%s' is new since the checkpoint: it starts at its first window", s->mix.src[i].name);
+            notice(s,
+                   "data: source '%s' is new since the checkpoint: it starts at its first window",
+                   s->mix.src[i].name);
             same = 0;
         }
     if (same) {
@@ -388,7 +410,10 @@ static int set_mixture(ShardSource *s, const json_t *st, char *err, size_t errle
         c.stage = s->mix.stages > 1 ? mix_stage_at(&s->mix, drawn / wsteps) : 0;
         char weights[512];
         mix_describe_stage(&s->mix, c.stage, weights, sizeof weights);
-        notice(s, "data: the mixture differs from the checkpoint's; its weights apply afresh from here: %s", weights);
+        notice(s,
+               "data: the mixture differs from the checkpoint's; its weights apply afresh from "
+               "here: %s",
+               weights);
         for (int i = 0; i < s->mix.n; i++) c.part[i].stage_drawn = 0;
     }
     s->cur = c;
@@ -426,8 +451,8 @@ static void ss_destroy(DataSource *ds) {
 }
 
 /* Opens source i of the mixture: its shards and its split's windows. */
-static int open_part(ShardSource *s, int i, const DataConfig *dc, const ModelConfig *mc, const DataOptions *opt,
-                     char *err, size_t errlen) {
+static int open_part(ShardSource *s, int i, const DataConfig *dc, const ModelConfig *mc,
+                     const DataOptions *opt, char *err, size_t errlen) {
     Part *p = &s->parts[i];
     const char *path = s->mix.src[i].path;
     if (shardset_open(&p->set, path, dc, mc, err, errlen)) return -1;
@@ -437,10 +462,12 @@ static int open_part(ShardSource *s, int i, const DataConfig *dc, const ModelCon
     int64_t need = hold + (s->mix.n == 1 ? (int64_t)opt->world : 1);
     if (nwin < need)
         return rt_error(err, errlen, path,
-                        "%lld tokens make %lld windows of %d tokens (train.seq_len + 1); at least %lld are needed "
+                        "%lld tokens make %lld windows of %d tokens (train.seq_len + 1); at least "
+                        "%lld are needed "
                         "(%s%s)",
                         (long long)total, (long long)nwin, s->T + 1, (long long)need,
-                        s->mix.n == 1 ? "one per rank" : "one", hold ? " plus the held-out validation windows" : "");
+                        s->mix.n == 1 ? "one per rank" : "one",
+                        hold ? " plus the held-out validation windows" : "");
     p->first = opt->split == SPLIT_TRAIN || !hold ? 0 : nwin - hold;
     p->count = opt->split == SPLIT_TRAIN ? nwin - hold : (hold ? hold : nwin);
     return 0;
@@ -450,7 +477,8 @@ DataSource *shard_source_open(const char *spec, const DataConfig *dc, const Mode
                               const DataOptions *opt, char *err, size_t errlen) {
     ShardSource *s = rt_calloc(1, sizeof(ShardSource));
     int train = opt->split == SPLIT_TRAIN;
-    if (mix_spec_parse(train ? "data.train" : "data.val", spec, train ? dc->stages : NULL, &s->mix, err, errlen)) {
+    if (mix_spec_parse(train ? "data.train" : "data.val", spec, train ? dc->stages : NULL, &s->mix,
+                       err, errlen)) {
         rt_free(s);
         return NULL;
     }

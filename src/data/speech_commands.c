@@ -16,11 +16,11 @@ static const char DOCS[] = "docs/classification.md \"Speech Commands\"";
 /* S4's ALL_CLASSES and SUBSET_CLASSES (src/dataloaders/datasets/sc.py), in its order: the
  * class ids. */
 static const char *const WORDS_35[] = {
-    "bed",  "cat",   "down",     "five", "forward", "go",     "house", "left",  "marvin",
-    "no",   "on",    "right",    "sheila", "tree",  "up",     "visual", "yes",  "backward",
-    "bird", "dog",   "eight",    "follow", "four",  "happy",  "learn", "nine",  "off",
-    "one",  "seven", "six",      "stop", "three",   "two",    "wow",   "zero"};
-static const char *const WORDS_10[] = {"yes", "no",  "up",   "down", "left",
+    "bed",  "cat",   "down",  "five",   "forward", "go",    "house",  "left", "marvin",
+    "no",   "on",    "right", "sheila", "tree",    "up",    "visual", "yes",  "backward",
+    "bird", "dog",   "eight", "follow", "four",    "happy", "learn",  "nine", "off",
+    "one",  "seven", "six",   "stop",   "three",   "two",   "wow",    "zero"};
+static const char *const WORDS_10[] = {"yes",   "no", "up",  "down", "left",
                                        "right", "on", "off", "stop", "go"};
 
 int speech_words(const char *words, const char *const **list) {
@@ -57,11 +57,12 @@ typedef struct {
 static int add_entry(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
     List *L = ctx;
     if (l->rest || !strchr(l->first, '/')) {
-        snprintf(msg, msglen, "expected one file as word/file.wav, got \"%.200s%s%.200s\"", l->first,
-                 l->rest ? "\t" : "", l->rest ? l->rest : "");
+        snprintf(msg, msglen, "expected one file as word/file.wav, got \"%.200s%s%.200s\"",
+                 l->first, l->rest ? "\t" : "", l->rest ? l->rest : "");
         return -1;
     }
-    if (L->n == L->cap) L->e = rt_realloc(L->e, sizeof(Entry) * (L->cap = L->cap ? 2 * L->cap : 4096));
+    if (L->n == L->cap)
+        L->e = rt_realloc(L->e, sizeof(Entry) * (L->cap = L->cap ? 2 * L->cap : 4096));
     L->e[L->n++] = (Entry){rt_strdup(l->first), l->line, 0};
     return 0;
 }
@@ -89,23 +90,24 @@ static int read_list(const char *dir, const char *name, List *L, char *err, size
     qsort(L->e, L->n, sizeof(Entry), by_entry_name);
     for (size_t i = 1; i < L->n; i++)
         if (!strcmp(L->e[i - 1].name, L->e[i].name))
-            return rt_error(err, errlen, NULL, "%s/%s:%ld: %s is listed twice (also line %ld)", dir, name,
-                            L->e[i].line, L->e[i].name, L->e[i - 1].line);
+            return rt_error(err, errlen, NULL, "%s/%s:%ld: %s is listed twice (also line %ld)", dir,
+                            name, L->e[i].line, L->e[i].name, L->e[i - 1].line);
     return 0;
 }
 
 /* Every entry of a chosen word names a file that was found. */
-static int check_seen(const char *dir, const List *L, const char *const *words, int nwords, char *err,
-                      size_t errlen) {
+static int check_seen(const char *dir, const List *L, const char *const *words, int nwords,
+                      char *err, size_t errlen) {
     for (size_t i = 0; i < L->n; i++) {
         if (L->e[i].seen) continue;
         size_t wl = (size_t)(strchr(L->e[i].name, '/') - L->e[i].name);
         for (int w = 0; w < nwords; w++)
             if (strlen(words[w]) == wl && !strncmp(words[w], L->e[i].name, wl))
-                return rt_error(err, errlen, NULL,
-                                "%s/%s:%ld: %s: no such *.wav file in %s (a list of another release "
-                                "of the dataset?)",
-                                dir, L->path, L->e[i].line, L->e[i].name, dir);
+                return rt_error(
+                    err, errlen, NULL,
+                    "%s/%s:%ld: %s: no such *.wav file in %s (a list of another release "
+                    "of the dataset?)",
+                    dir, L->path, L->e[i].line, L->e[i].name, dir);
     }
     return 0;
 }
@@ -134,8 +136,8 @@ static void files_free(Files *f) {
 }
 
 /* The split's files of every chosen word, marking the list entries found. */
-static int list_split(const char *dir, const char *const *words, int nwords, DataSplit split, List *val,
-                      List *test, Files *out, char *err, size_t errlen) {
+static int list_split(const char *dir, const char *const *words, int nwords, DataSplit split,
+                      List *val, List *test, Files *out, char *err, size_t errlen) {
     for (int w = 0; w < nwords; w++) {
         char *pattern = rt_sprintf("%s/%s/*.wav", dir, words[w]);
         glob_t g;
@@ -143,17 +145,18 @@ static int list_split(const char *dir, const char *const *words, int nwords, Dat
         rt_free(pattern);
         if (rc) {
             globfree(&g);
-            return rt_error(err, errlen, NULL,
-                            "%s/%s: no *.wav files: task.words needs a directory of clips for each of "
-                            "its words (%s)",
-                            dir, words[w], DOCS);
+            return rt_error(
+                err, errlen, NULL,
+                "%s/%s: no *.wav files: task.words needs a directory of clips for each of "
+                "its words (%s)",
+                dir, words[w], DOCS);
         }
         for (size_t i = 0; i < g.gl_pathc; i++) {
             const char *rel = g.gl_pathv[i] + strlen(dir) + 1; /* word/file.wav */
             Entry *v = find(val, rel), *t = find(test, rel);
             if (v && t) {
-                rt_error(err, errlen, NULL, "%s is in both %s/%s (line %ld) and %s (line %ld)", rel, dir,
-                         val->path, v->line, test->path, t->line);
+                rt_error(err, errlen, NULL, "%s is in both %s/%s (line %ld) and %s (line %ld)", rel,
+                         dir, val->path, v->line, test->path, t->line);
                 globfree(&g);
                 return -1;
             }
@@ -171,15 +174,17 @@ static int list_split(const char *dir, const char *const *words, int nwords, Dat
 static int read_clip(const char *path, int16_t *out, char *err, size_t errlen) {
     SF_INFO info = {0};
     SNDFILE *f = sf_open(path, SFM_READ, &info);
-    if (!f) return rt_error(err, errlen, path, "cannot read it as a sound file: %s", sf_strerror(NULL));
+    if (!f)
+        return rt_error(err, errlen, path, "cannot read it as a sound file: %s", sf_strerror(NULL));
     int rc = 0;
     if (info.samplerate != SPEECH_RATE)
-        rc = rt_error(err, errlen, path, "sampled at %d Hz, not %d Hz (Speech Commands' rate)", info.samplerate,
-                      SPEECH_RATE);
+        rc = rt_error(err, errlen, path, "sampled at %d Hz, not %d Hz (Speech Commands' rate)",
+                      info.samplerate, SPEECH_RATE);
     else if (info.channels != 1)
         rc = rt_error(err, errlen, path, "%d channels, not mono", info.channels);
     else if ((info.format & SF_FORMAT_SUBMASK) != SF_FORMAT_PCM_16)
-        rc = rt_error(err, errlen, path, "not 16-bit PCM (libsndfile format 0x%x)", (unsigned)info.format);
+        rc = rt_error(err, errlen, path, "not 16-bit PCM (libsndfile format 0x%x)",
+                      (unsigned)info.format);
     else if (info.frames < 1 || info.frames > SPEECH_SAMPLES)
         rc = rt_error(err, errlen, path, "%lld samples: a clip holds 1 to %d (one second)",
                       (long long)info.frames, SPEECH_SAMPLES);
@@ -197,10 +202,12 @@ int speech_load(const char *dir, const char *words, DataSplit split, int64_t max
     memset(set, 0, sizeof *set);
     const char *const *list;
     int nwords = speech_words(words, &list);
-    if (!nwords) return rt_error(err, errlen, NULL, "task.words = %s: expected 35 or 10 (%s)", words, DOCS);
+    if (!nwords)
+        return rt_error(err, errlen, NULL, "task.words = %s: expected 35 or 10 (%s)", words, DOCS);
     struct stat st;
     if (!dir[0])
-        return rt_error(err, errlen, NULL, "task.path is empty: give the Speech Commands directory (%s)", DOCS);
+        return rt_error(err, errlen, NULL,
+                        "task.path is empty: give the Speech Commands directory (%s)", DOCS);
     if (stat(dir, &st))
         return rt_error(err, errlen, NULL, "task.path = %s: %s (%s)", dir, strerror(errno), DOCS);
     if (!S_ISDIR(st.st_mode))
@@ -210,10 +217,14 @@ int speech_load(const char *dir, const char *words, DataSplit split, int64_t max
     int rc = read_list(dir, "validation_list.txt", &val, err, errlen) ||
              read_list(dir, "testing_list.txt", &test, err, errlen) ||
              list_split(dir, list, nwords, split, &val, &test, &files, err, errlen) ||
-             check_seen(dir, &val, list, nwords, err, errlen) || check_seen(dir, &test, list, nwords, err, errlen);
+             check_seen(dir, &val, list, nwords, err, errlen) ||
+             check_seen(dir, &test, list, nwords, err, errlen);
     if (!rc && !files.n)
         rc = rt_error(err, errlen, NULL, "%s: the %s split of task.words = %s holds no file", dir,
-                      split == SPLIT_TRAIN ? "training" : split == SPLIT_VAL ? "validation" : "test", words);
+                      split == SPLIT_TRAIN ? "training"
+                      : split == SPLIT_VAL ? "validation"
+                                           : "test",
+                      words);
     if (!rc) {
         int64_t n = max_examples > 0 && max_examples < files.n ? max_examples : files.n;
         uint64_t key = rng_mix64(0x5EEC4C0DEull + (uint64_t)split);

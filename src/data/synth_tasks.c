@@ -7,7 +7,8 @@
 #include "util/error.h"
 
 void task_example_rng(Rng *r, uint64_t seed, int stream, int64_t i) {
-    static const uint64_t key[] = {[STREAM_TRAIN] = 0x7A14000000000000ull, [STREAM_TEST] = 0x7E57000000000000ull,
+    static const uint64_t key[] = {[STREAM_TRAIN] = 0x7A14000000000000ull,
+                                   [STREAM_TEST] = 0x7E57000000000000ull,
                                    [STREAM_VAL] = 0x7A1D000000000000ull};
     RT_ASSERT(stream >= STREAM_TRAIN && stream <= STREAM_VAL);
     rng_init(r, seed ^ key[stream], (uint64_t)i);
@@ -20,12 +21,16 @@ const char *mqar_check(const MqarSpec *s) {
     if (s->seq_len < 4 || s->seq_len % 2)
         snprintf(msg, sizeof msg, "train.seq_len = %d must be even and at least 4", s->seq_len);
     else if (s->num_kv_pairs < 1 || 4 * s->num_kv_pairs > s->seq_len)
-        snprintf(msg, sizeof msg, "task.num_kv_pairs = %d: the %d key-value pairs and their queries do not fit in train.seq_len = %d",
+        snprintf(msg, sizeof msg,
+                 "task.num_kv_pairs = %d: the %d key-value pairs and their queries do not fit in "
+                 "train.seq_len = %d",
                  s->num_kv_pairs, s->num_kv_pairs, s->seq_len);
     else if (s->vocab <= s->seq_len)
-        snprintf(msg, sizeof msg, "task.vocab = %d must exceed train.seq_len = %d (as in Zoology)", s->vocab, s->seq_len);
+        snprintf(msg, sizeof msg, "task.vocab = %d must exceed train.seq_len = %d (as in Zoology)",
+                 s->vocab, s->seq_len);
     else if (s->vocab / 2 - 1 < s->num_kv_pairs || s->vocab - s->vocab / 2 < s->num_kv_pairs)
-        snprintf(msg, sizeof msg, "task.vocab = %d has too few keys or values for %d distinct pairs", s->vocab,
+        snprintf(msg, sizeof msg,
+                 "task.vocab = %d has too few keys or values for %d distinct pairs", s->vocab,
                  s->num_kv_pairs);
     else if (!(s->power_a > 0))
         snprintf(msg, sizeof msg, "task.power_a = %g must be positive", s->power_a);
@@ -50,7 +55,8 @@ static void distinct(Rng *r, int lo, int hi, int k, int32_t *out, int32_t *pool)
 void mqar_example(const MqarSpec *s, Rng *r, int32_t *tokens, int32_t *labels) {
     int V = s->vocab, L = s->seq_len, D = s->num_kv_pairs, ctx = 2 * D, space = (L - ctx) / 2;
     int32_t *pool = rt_malloc(sizeof(int32_t) * (size_t)(V > space ? V : space));
-    int32_t *keys = rt_malloc(sizeof(int32_t) * (size_t)D), *vals = rt_malloc(sizeof(int32_t) * (size_t)D);
+    int32_t *keys = rt_malloc(sizeof(int32_t) * (size_t)D),
+            *vals = rt_malloc(sizeof(int32_t) * (size_t)D);
     distinct(r, 1, V / 2, D, keys, pool);
     distinct(r, V / 2, V, D, vals, pool);
     for (int i = 0; i < L; i++) tokens[i] = 0, labels[i] = -100;
@@ -143,7 +149,7 @@ void group_free(Group *g) {
 }
 
 void state_example(const Group *g, Rng *r, int len, int32_t *tokens, int32_t *labels) {
-    int acc = 0; /* the identity: permutation 0 in lexicographic order */
+    int acc = 0;          /* the identity: permutation 0 in lexicographic order */
     tokens[0] = g->order; /* BOS */
     labels[0] = -100;
     for (int t = 1; t < len; t++) {
@@ -163,28 +169,35 @@ static void copy_example(Rng *r, int len, int32_t *str, uint8_t *mask, int *n, i
     for (int i = 0; i < len; i++) s[i] = (int32_t)rng_below(r, COPY_LETTERS);
     int total = 2 * len + 3;
     for (int i = 0; i < total && *n < cap; i++, (*n)++) {
-        int32_t t = i == 0 ? COPY_BOS : i <= len ? s[i - 1] : i == len + 1 ? COPY_SEP : i <= 2 * len + 1 ? s[i - len - 2] : COPY_EOS;
+        int32_t t = i == 0             ? COPY_BOS
+                    : i <= len         ? s[i - 1]
+                    : i == len + 1     ? COPY_SEP
+                    : i <= 2 * len + 1 ? s[i - len - 2]
+                                       : COPY_EOS;
         str[*n] = t;
         mask[*n] = i >= len + 2; /* the copy and the '.' */
     }
 }
 
 /* tokens = str[0..T-1]; label p = str[p+1] where the next token is a scored one. */
-static void shift_labels(const int32_t *str, const uint8_t *mask, int T, int32_t *tokens, int32_t *labels) {
+static void shift_labels(const int32_t *str, const uint8_t *mask, int T, int32_t *tokens,
+                         int32_t *labels) {
     for (int p = 0; p < T; p++) {
         tokens[p] = str[p];
         labels[p] = mask[p + 1] ? str[p + 1] : -100;
     }
 }
 
-void copy_train_sequence(Rng *r, int min_len, int max_len, int seq_len, int32_t *tokens, int32_t *labels) {
+void copy_train_sequence(Rng *r, int min_len, int max_len, int seq_len, int32_t *tokens,
+                         int32_t *labels) {
     int cap = seq_len + 1, n = 0;
     int32_t *str = rt_malloc(sizeof(int32_t) * (size_t)cap);
     uint8_t *mask = rt_malloc((size_t)cap);
     while (n < cap) {
         int start = n, len = min_len + (int)rng_below(r, (uint64_t)(max_len - min_len + 1));
         copy_example(r, len, str, mask, &n, cap);
-        if (n - start < 2 * len + 3) memset(mask + start, 0, (size_t)(n - start)); /* cut off: unlabeled */
+        if (n - start < 2 * len + 3)
+            memset(mask + start, 0, (size_t)(n - start)); /* cut off: unlabeled */
     }
     shift_labels(str, mask, seq_len, tokens, labels);
     rt_free(str);
@@ -208,11 +221,13 @@ void copy_eval_sequence(Rng *r, int len, int seq_len, int32_t *tokens, int32_t *
 const char *copy_memory_check(const CopyMemSpec *s) {
     static char msg[160];
     if (s->delay < 1)
-        snprintf(msg, sizeof msg, "task.delay = %d must be at least 1 (the marker ends the delay)", s->delay);
+        snprintf(msg, sizeof msg, "task.delay = %d must be at least 1 (the marker ends the delay)",
+                 s->delay);
     else if (s->length < 1)
         snprintf(msg, sizeof msg, "task.copy_length = %d must be at least 1", s->length);
     else if (s->symbols < 1 || s->symbols > COPYMEM_MAX_SYMBOLS)
-        snprintf(msg, sizeof msg, "task.symbols = %d must be in 1..%d (nnRNN's inputs: blank 0, symbols, marker 9)",
+        snprintf(msg, sizeof msg,
+                 "task.symbols = %d must be in 1..%d (nnRNN's inputs: blank 0, symbols, marker 9)",
                  s->symbols, COPYMEM_MAX_SYMBOLS);
     else
         return NULL;

@@ -1,5 +1,5 @@
-/* Synthetic tasks (docs/evaluation.md part B): deterministic generators of (tokens, labels) sequences
- * with the loss on marked positions only (label -100 elsewhere). Every example is a pure
+/* Synthetic tasks (docs/evaluation.md part B): deterministic generators of (tokens, labels)
+ * sequences with the loss on marked positions only (label -100 elsewhere). Every example is a pure
  * function of (seed, stream, index), so train and test data come from disjoint streams
  * and any example can be regenerated. */
 #ifndef ROTOR_SYNTH_TASKS_H
@@ -39,10 +39,10 @@ void mqar_example(const MqarSpec *s, Rng *r, int32_t *tokens, int32_t *labels);
  * the even ones, in that order), so the identity is element 0; the product a.b is the
  * composition (a.b)(i) = a(b(i)). */
 typedef struct {
-    char name[8];   /* "S2", "A3", "S3", "A5", "S5" */
-    int n;          /* permutations of n points */
-    int order;      /* number of elements */
-    int *mul;       /* [order * order]: index of a.b */
+    char name[8]; /* "S2", "A3", "S3", "A5", "S5" */
+    int n;        /* permutations of n points */
+    int order;    /* number of elements */
+    int *mul;     /* [order * order]: index of a.b */
 } Group;
 /* NULL or a message when the name is unknown. */
 const char *group_make(Group *g, const char *name);
@@ -55,7 +55,14 @@ void state_example(const Group *g, Rng *r, int len, int32_t *tokens, int32_t *la
  * copied s and the '.'. Training sequences pack examples into the context (the last one
  * cut off, unlabeled); an evaluation sequence holds one example of a given length followed
  * by padding. */
-enum { COPY_LETTERS = 26, COPY_BOS = 26, COPY_SEP = 27, COPY_EOS = 28, COPY_PAD = 29, COPY_VOCAB = 30 };
+enum {
+    COPY_LETTERS = 26,
+    COPY_BOS = 26,
+    COPY_SEP = 27,
+    COPY_EOS = 28,
+    COPY_PAD = 29,
+    COPY_VOCAB = 30
+};
 void copy_train_sequence(Rng *r, int min_len, int max_len, int seq_len, int32_t *tokens,
                          int32_t *labels);
 /* Needs seq_len >= 2 len + 3. */

@@ -57,7 +57,8 @@ static void fill_window(const Synthetic *s, int64_t index, int32_t *w) {
     while (t < n) {
         int len = 2 + (int)rng_below(&r, 11);
         int32_t str[12];
-        for (int i = 0; i < len; i++) str[i] = COPY_FIRST_LETTER + (int32_t)rng_below(&r, (uint64_t)letters);
+        for (int i = 0; i < len; i++)
+            str[i] = COPY_FIRST_LETTER + (int32_t)rng_below(&r, (uint64_t)letters);
         if (t < n) w[t++] = s->bos;
         for (int i = 0; i < len && t < n; i++) w[t++] = str[i];
         if (t < n) w[t++] = COPY_SEP;
@@ -74,7 +75,8 @@ static int syn_next(DataSource *ds, int32_t *out, uint8_t *doc_start, int B, cha
         int32_t *w = out + (size_t)b * n;
         fill_window(s, s->index + (int64_t)s->rank * B + b, w);
         if (doc_start)
-            for (size_t t = 0; t < n; t++) doc_start[(size_t)b * n + t] = s->task == TASK_COPY && w[t] == s->bos;
+            for (size_t t = 0; t < n; t++)
+                doc_start[(size_t)b * n + t] = s->task == TASK_COPY && w[t] == s->bos;
     }
     s->index += (int64_t)s->world * B;
     return 0;
@@ -90,9 +92,11 @@ static int syn_set_state(DataSource *ds, const json_t *st, char *err, size_t err
     Synthetic *s = (Synthetic *)ds;
     const char *kind, *task;
     json_int_t index;
-    if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index", &index) ||
+    if (json_unpack((json_t *)st, "{s:s, s:s, s:I}", "kind", &kind, "task", &task, "index",
+                    &index) ||
         strcmp(kind, "synthetic") || strcmp(task, ds->desc) || index < 0) {
-        return rt_error(err, errlen, ds->desc, "the saved data position belongs to another data source");
+        return rt_error(err, errlen, ds->desc,
+                        "the saved data position belongs to another data source");
     }
     s->index = index;
     return 0;
@@ -113,7 +117,8 @@ DataSource *synthetic_open(const char *task, const ModelConfig *mc, const DataOp
             return NULL;
         }
     } else {
-        rt_error(err, errlen, NULL, "unknown synthetic task '%s' (available: %s)", task, SYNTHETIC_TASKS);
+        rt_error(err, errlen, NULL, "unknown synthetic task '%s' (available: %s)", task,
+                 SYNTHETIC_TASKS);
         return NULL;
     }
     Synthetic *s = rt_calloc(1, sizeof(Synthetic));

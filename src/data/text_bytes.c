@@ -11,7 +11,9 @@
 /* Python's bytes.strip() set. */
 static int is_space(char c) { return c && strchr(" \t\n\r\v\f", c); }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static int is_review(const char *name) {
     size_t n = strlen(name);
@@ -19,7 +21,8 @@ static int is_review(const char *name) {
 }
 
 /* The reviews of one class directory, in file-name order. */
-static int read_class(const char *dir, int label, int keep, ClassSet *set, char *err, size_t errlen) {
+static int read_class(const char *dir, int label, int keep, ClassSet *set, char *err,
+                      size_t errlen) {
     DIR *d = opendir(dir);
     if (!d) return rt_error(err, errlen, dir, "cannot open the directory: %s", strerror(errno));
     char **names = NULL;
@@ -42,8 +45,10 @@ static int read_class(const char *dir, int label, int keep, ClassSet *set, char 
             const char *b = text, *end = text + len;
             while (b < end && is_space(*b)) b++;
             while (end > b && is_space(end[-1])) end--;
-            if (b == end) rc = rt_error(err, errlen, path, "an empty review (nothing but whitespace)");
-            else class_set_add(set, (const uint8_t *)b, end - b, keep, label);
+            if (b == end)
+                rc = rt_error(err, errlen, path, "an empty review (nothing but whitespace)");
+            else
+                class_set_add(set, (const uint8_t *)b, end - b, keep, label);
         }
         rt_free(text);
         rt_free(path);
@@ -53,8 +58,10 @@ static int read_class(const char *dir, int label, int keep, ClassSet *set, char 
     return rc;
 }
 
-int text_bytes_read_imdb(const char *dir, const char *split, int keep, ClassSet *set, char *err, size_t errlen) {
-    static const char *const CLASSES[2] = {"neg", "pos"}; /* tfds's ClassLabel names, in label order */
+int text_bytes_read_imdb(const char *dir, const char *split, int keep, ClassSet *set, char *err,
+                         size_t errlen) {
+    static const char *const CLASSES[2] = {"neg",
+                                           "pos"}; /* tfds's ClassLabel names, in label order */
     int rc = 0;
     for (int label = 0; label < 2 && rc == 0; label++) {
         char *sub = rt_sprintf("%s/%s/%s", dir, split, CLASSES[label]);
@@ -72,14 +79,16 @@ typedef struct {
 
 static int text_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
     TsvText *t = ctx;
-    if (t->lines++ == 0 && l->rest && !strcmp(l->first, "label") && !strcmp(l->rest, "text")) return 0; /* header */
+    if (t->lines++ == 0 && l->rest && !strcmp(l->first, "label") && !strcmp(l->rest, "text"))
+        return 0; /* header */
     if (!l->rest) return rt_error(msg, msglen, NULL, "expected label<TAB>text");
     char *end;
     errno = 0;
     long label = strtol(l->first, &end, 10);
-    if (!l->first_len || *end || errno || l->first[0] < '0' || l->first[0] > '9' || label >= t->classes)
-        return rt_error(msg, msglen, NULL, "label '%.20s' is not a class 0..%d (task.classes = %d)", l->first,
-                        t->classes - 1, t->classes);
+    if (!l->first_len || *end || errno || l->first[0] < '0' || l->first[0] > '9' ||
+        label >= t->classes)
+        return rt_error(msg, msglen, NULL, "label '%.20s' is not a class 0..%d (task.classes = %d)",
+                        l->first, t->classes - 1, t->classes);
     if (!l->rest_len) return rt_error(msg, msglen, NULL, "an empty text");
     class_set_add(t->set, (const uint8_t *)l->rest, (int64_t)l->rest_len, t->keep, (int)label);
     return 0;
@@ -100,29 +109,34 @@ static int aan_line(void *ctx, const TsvLine *l, char *msg, size_t msglen) {
         at = end + 1;
     }
     if (nf != 4)
-        return rt_error(msg, msglen, NULL, "%d tab-separated fields where an AAN line has 5 (label, id1, id2, text1, text2)",
-                        nf + 1);
+        return rt_error(
+            msg, msglen, NULL,
+            "%d tab-separated fields where an AAN line has 5 (label, id1, id2, text1, text2)",
+            nf + 1);
     char *end;
     errno = 0;
     double v = strtod(l->first, &end);
     if (!l->first_len || *end || errno || !(v >= 0 && v < t->classes) || v != (int)v)
-        return rt_error(msg, msglen, NULL, "label '%.20s' is not a class 0..%d (task.classes = %d)", l->first,
-                        t->classes - 1, t->classes);
+        return rt_error(msg, msglen, NULL, "label '%.20s' is not a class 0..%d (task.classes = %d)",
+                        l->first, t->classes - 1, t->classes);
     for (int k = 2; k < 4; k++)
         if (!len[k]) return rt_error(msg, msglen, NULL, "text%d (field %d) is empty", k - 1, k + 2);
     int keep = t->keep < 10000 ? t->keep : 10000;
-    for (int k = 2; k < 4; k++) class_set_add(t->set, (const uint8_t *)field[k], (int64_t)len[k], keep, (int)v);
+    for (int k = 2; k < 4; k++)
+        class_set_add(t->set, (const uint8_t *)field[k], (int64_t)len[k], keep, (int)v);
     return 0;
 }
 
-int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen) {
+int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err,
+                        size_t errlen) {
     TsvText t = {classes, keep, set, 0};
     int64_t before = set->n;
     if (tsv_read(path, aan_line, &t, err, errlen)) return -1;
     return set->n > before ? 0 : rt_error(err, errlen, path, "no examples");
 }
 
-int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen) {
+int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err,
+                        size_t errlen) {
     TsvText t = {classes, keep, set, 0};
     int64_t before = set->n;
     if (tsv_read(path, text_line, &t, err, errlen)) return -1;

@@ -18,12 +18,14 @@ enum { TEXT_BYTES_VOCAB = 257 };
  * each in file-name order; a review is its file with ASCII whitespace stripped from both ends
  * (tfds's imdb_reviews). Appends them to `set`, keeping each one's first `keep` bytes. Returns
  * 0, or -1 with a message naming the directory or file. */
-int text_bytes_read_imdb(const char *dir, const char *split, int keep, ClassSet *set, char *err, size_t errlen);
+int text_bytes_read_imdb(const char *dir, const char *split, int keep, ClassSet *set, char *err,
+                         size_t errlen);
 
 /* A TSV file of "label<TAB>text" lines: label a class 0..classes-1, the text every byte after
  * the first tab (so it holds no newline). A first line "label<TAB>text" is a header. Returns
  * 0, or -1 with a message naming the file and line. */
-int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen);
+int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, char *err,
+                        size_t errlen);
 
 /* LRA's AAN retrieval pairs (new_aan_pairs.{train,eval,test}.tsv, read as
  * lra_benchmarks/matching/input_pipeline.py reads them): no header, five tab-separated fields
@@ -32,6 +34,7 @@ int text_bytes_read_tsv(const char *path, int classes, int keep, ClassSet *set, 
  * Appends two examples per line, text1 then text2, both with the line's label, each its first
  * min(keep, 10000) bytes (LRA encodes at most 10000 bytes, then cuts to max_length). Returns 0,
  * or -1 with a message naming the file and line. */
-int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err, size_t errlen);
+int text_bytes_read_aan(const char *path, int classes, int keep, ClassSet *set, char *err,
+                        size_t errlen);
 
 #endif

@@ -8,7 +8,8 @@
 static int f32_is_double(const Backend *be) {
     if (be->f32_size != sizeof(float) && be->f32_size != sizeof(double))
         rt_die("backend %s: [f32] elements of %zu bytes; only 4 (float) and 8 (double) are "
-               "supported", be->name, be->f32_size);
+               "supported",
+               be->name, be->f32_size);
     return be->f32_size == sizeof(double);
 }
 
@@ -24,7 +25,8 @@ static void convert(void *dst, const void *src, int to_double, int64_t n) {
 /* dst = the n values at src: an upload (up) from a host array of floats or doubles
  * (host_double) to [f32] elements, or the download back, through a converted copy where the
  * types differ. */
-static void f32_copy(const Backend *be, void *dst, const void *src, int host_double, int64_t n, int up) {
+static void f32_copy(const Backend *be, void *dst, const void *src, int host_double, int64_t n,
+                     int up) {
     if (f32_is_double(be) == host_double) {
         size_t bytes = (host_double ? sizeof(double) : sizeof(float)) * (size_t)n;
         if (up)

@@ -149,11 +149,12 @@ int kernel_variants_set(const char *spec, char *err, size_t errlen) {
             snprintf(why, sizeof why, "'%s' is named twice", kernel_variant_ops[op].name);
             break;
         }
-        int v = find(kernel_variant_ops[op].variants, KV_MAX_VARIANTS, sizeof(const char *), vs, ve);
+        int v =
+            find(kernel_variant_ops[op].variants, KV_MAX_VARIANTS, sizeof(const char *), vs, ve);
         if (v < 0) {
             choices(list, sizeof list, op);
-            snprintf(why, sizeof why, "'%.*s': %s has no such variant (variants: %s)",
-                     cap(s, e), s, kernel_variant_ops[op].name, list);
+            snprintf(why, sizeof why, "'%.*s': %s has no such variant (variants: %s)", cap(s, e), s,
+                     kernel_variant_ops[op].name, list);
             break;
         }
         named[op] = 1;
@@ -192,7 +193,8 @@ void kernel_variants_list(FILE *f, int verbose) {
     for (int i = 0; i < KV_COUNT; i++) {
         const KernelVariantInfo *op = &kernel_variant_ops[i];
         fprintf(f, "%s %s %s %s", op->name, op->bench, op->test, op->kernels);
-        for (int v = 0; v < KV_MAX_VARIANTS && op->variants[v]; v++) fprintf(f, " %s", op->variants[v]);
+        for (int v = 0; v < KV_MAX_VARIANTS && op->variants[v]; v++)
+            fprintf(f, " %s", op->variants[v]);
         fputc('\n', f);
         if (verbose)
             for (int v = 0; v < KV_MAX_VARIANTS && op->variants[v]; v++)

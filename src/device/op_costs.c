@@ -8,7 +8,9 @@
 
 OpCost op_cost_none(void) { return (OpCost){0}; }
 
-static OpCost cost_make(double flops, double bytes) { return (OpCost){.flops = flops, .bytes = bytes}; }
+static OpCost cost_make(double flops, double bytes) {
+    return (OpCost){.flops = flops, .bytes = bytes};
+}
 
 __attribute__((format(printf, 2, 3))) static OpCost cost_shaped(OpCost c, const char *fmt, ...) {
     va_list ap;
@@ -43,8 +45,8 @@ static double step_slots(const Seqs *s) {
 OpCost op_cost_matmul_fwd(const CostUnits *u, void *out, const void *x, const void *w,
                           const void *bias, int M, int N, int K) {
     double m = M, n = N, k = K;
-    return cost_shaped(cost_make(2 * m * n * k, u->act * (m * k + n * k + m * n)),
-                         "%dx%dx%d", M, N, K);
+    return cost_shaped(cost_make(2 * m * n * k, u->act * (m * k + n * k + m * n)), "%dx%dx%d", M, N,
+                       K);
 }
 
 OpCost op_cost_matmul_bwd(const CostUnits *u, void *dx, void *dw, void *dbias, const void *dout,
@@ -67,7 +69,7 @@ OpCost op_cost_head_matmul_bwd(const CostUnits *u, void *dx, void *dw, const voi
                                int accumulate) {
     double n = (double)N;
     return cost_make(4 * n * H * Din * P,
-                       u->act * n * H * (2 * Din + P) + 2 * u->f32 * H * Din * P);
+                     u->act * n * H * (2 * Din + P) + 2 * u->f32 * H * Din * P);
 }
 
 OpCost op_cost_to_act(const CostUnits *u, void *dst, const void *src, int64_t n) {
@@ -84,9 +86,8 @@ OpCost op_cost_embedding_bwd(const CostUnits *u, void *dE, const int32_t *tok, c
     return cost_make(0, (u->act + 2 * u->f32) * (double)n * C + 4.0 * n);
 }
 
-OpCost op_cost_rmsnorm_fwd(const CostUnits *u, void *y, void *rstd, const void *x,
-                           const void *w, int64_t N, int G, int C, int w_per_group,
-                           double eps) {
+OpCost op_cost_rmsnorm_fwd(const CostUnits *u, void *y, void *rstd, const void *x, const void *w,
+                           int64_t N, int G, int C, int w_per_group, double eps) {
     return cost_make(0, 2 * u->act * (double)N * G * C + u->f32 * (double)N * G);
 }
 
@@ -95,11 +96,11 @@ OpCost op_cost_add_rmsnorm_fwd(const CostUnits *u, void *h, void *y, void *rstd,
     return cost_make(0, 4 * u->act * (double)N * C + u->f32 * (double)N);
 }
 
-OpCost op_cost_rmsnorm_bwd(const CostUnits *u, void *dx, void *dw, const void *dy,
-                           const void *x, const void *w, const void *rstd, int64_t N, int G,
-                           int C, int w_per_group, int accumulate) {
+OpCost op_cost_rmsnorm_bwd(const CostUnits *u, void *dx, void *dw, const void *dy, const void *x,
+                           const void *w, const void *rstd, int64_t N, int G, int C,
+                           int w_per_group, int accumulate) {
     return cost_make(0, (3 + (accumulate ? 1 : 0)) * u->act * (double)N * G * C +
-                              u->f32 * (double)N * G);
+                            u->f32 * (double)N * G);
 }
 
 OpCost op_cost_layernorm_fwd(const CostUnits *u, void *y, void *mean, void *rstd, const void *x,
@@ -110,27 +111,28 @@ OpCost op_cost_layernorm_fwd(const CostUnits *u, void *y, void *mean, void *rstd
 OpCost op_cost_layernorm_bwd(const CostUnits *u, void *dx, void *dw, void *db, const void *dy,
                              const void *x, const void *w, const void *mean, const void *rstd,
                              int64_t N, int C, int accumulate) {
-    return cost_make(0, (3 + (accumulate ? 1 : 0)) * u->act * (double)N * C + 2 * u->f32 * (double)N);
+    return cost_make(0,
+                     (3 + (accumulate ? 1 : 0)) * u->act * (double)N * C + 2 * u->f32 * (double)N);
 }
 
-OpCost op_cost_l2norm_fwd(const CostUnits *u, void *y, void *rnorm, const void *x, int64_t N,
-                          int G, int D, double eps) {
+OpCost op_cost_l2norm_fwd(const CostUnits *u, void *y, void *rnorm, const void *x, int64_t N, int G,
+                          int D, double eps) {
     return cost_make(0, 2 * u->act * (double)N * G * D + u->f32 * (double)N * G);
 }
 
 OpCost op_cost_l2norm_bwd(const CostUnits *u, void *dx, const void *dy, const void *y,
                           const void *rnorm, int64_t N, int G, int D, int accumulate) {
     return cost_make(0, (3 + (accumulate ? 1 : 0)) * u->act * (double)N * G * D +
-                              u->f32 * (double)N * G);
+                            u->f32 * (double)N * G);
 }
 
-OpCost op_cost_gate_mul_fwd(const CostUnits *u, void *out, const void *x, const void *g,
-                            int64_t n, Activation act) {
+OpCost op_cost_gate_mul_fwd(const CostUnits *u, void *out, const void *x, const void *g, int64_t n,
+                            Activation act) {
     return cost_make(0, 3 * u->act * (double)n);
 }
 
-OpCost op_cost_gate_mul_bwd(const CostUnits *u, void *dx, void *dg, const void *dout,
-                            const void *x, const void *g, int64_t n, Activation act) {
+OpCost op_cost_gate_mul_bwd(const CostUnits *u, void *dx, void *dg, const void *dout, const void *x,
+                            const void *g, int64_t n, Activation act) {
     return cost_make(0, 5 * u->act * (double)n);
 }
 
@@ -167,8 +169,8 @@ OpCost op_cost_pair_nli_fwd(const CostUnits *u, void *f, const void *x, int64_t 
     return cost_make(2 * (double)P * d, 6 * u->act * (double)P * d);
 }
 
-OpCost op_cost_pair_nli_bwd(const CostUnits *u, void *dx, const void *df, const void *x,
-                            int64_t P, int d) {
+OpCost op_cost_pair_nli_bwd(const CostUnits *u, void *dx, const void *df, const void *x, int64_t P,
+                            int d) {
     return cost_make(6 * (double)P * d, 8 * u->act * (double)P * d);
 }
 
@@ -190,14 +192,14 @@ OpCost op_cost_logsigmoid_bwd(const CostUnits *u, void *dx, const void *dy, cons
     return cost_make(0, (2 * u->act + u->f32) * (double)n);
 }
 
-OpCost op_cost_conv_fwd(const CostUnits *u, void *y, const void *x, const void *w,
-                        const void *b, const Seqs *s, int C, int K, Activation act) {
+OpCost op_cost_conv_fwd(const CostUnits *u, void *y, const void *x, const void *w, const void *b,
+                        const Seqs *s, int C, int K, Activation act) {
     return cost_make(0, 2 * u->act * (double)s->ntok * C);
 }
 
 OpCost op_cost_conv_bwd(const CostUnits *u, void *dx, void *dw, void *db, const void *dy,
-                        const void *x, const void *w, const void *b, const Seqs *s, int C,
-                        int K, Activation act) {
+                        const void *x, const void *w, const void *b, const Seqs *s, int C, int K,
+                        Activation act) {
     return cost_make(0, 3 * u->act * (double)s->ntok * C);
 }
 
@@ -211,8 +213,8 @@ OpCost op_cost_shift_bwd(const CostUnits *u, void *dx, void *da_logit, const voi
     return cost_make(0, 3 * u->act * (double)s->ntok * H * D + 2 * u->act * (double)s->ntok * H);
 }
 
-/* The per-head decay (GDN, Mamba2) and Mamba2's small ops (docs/models.md §gated-deltanet, §mamba2):
- * elementwise passes over their inputs and outputs. */
+/* The per-head decay (GDN, Mamba2) and Mamba2's small ops (docs/models.md §gated-deltanet,
+ * §mamba2): elementwise passes over their inputs and outputs. */
 OpCost op_cost_decay_gates_fwd(const CostUnits *u, void *dt, void *g, const void *dt_raw,
                                const void *A_log, const void *dt_bias, int64_t N, int H) {
     return cost_make(0, (u->act + (dt ? 2 : 1) * u->f32) * (double)N * H);
@@ -224,23 +226,24 @@ OpCost op_cost_decay_gates_bwd(const CostUnits *u, void *ddt_raw, void *dA_log, 
     return cost_make(0, (2 * u->act + (ddt ? 2 : 1) * u->f32) * (double)N * H);
 }
 
-OpCost op_cost_head_scale_fwd(const CostUnits *u, void *y, const void *x, const void *s,
-                              int64_t N, int H, int D) {
+OpCost op_cost_head_scale_fwd(const CostUnits *u, void *y, const void *x, const void *s, int64_t N,
+                              int H, int D) {
     return cost_make((double)N * H * D, 2 * u->act * (double)N * H * D + u->f32 * (double)N * H);
 }
 
-OpCost op_cost_head_scale_bwd(const CostUnits *u, void *dx, void *ds, const void *dy,
-                              const void *x, const void *s, int64_t N, int H, int D) {
-    return cost_make(3 * (double)N * H * D, 3 * u->act * (double)N * H * D + 2 * u->f32 * (double)N * H);
+OpCost op_cost_head_scale_bwd(const CostUnits *u, void *dx, void *ds, const void *dy, const void *x,
+                              const void *s, int64_t N, int H, int D) {
+    return cost_make(3 * (double)N * H * D,
+                     3 * u->act * (double)N * H * D + 2 * u->f32 * (double)N * H);
 }
 
-OpCost op_cost_head_skip_fwd(const CostUnits *u, void *y, const void *x, const void *Dp,
-                             int64_t N, int H, int D) {
+OpCost op_cost_head_skip_fwd(const CostUnits *u, void *y, const void *x, const void *Dp, int64_t N,
+                             int H, int D) {
     return cost_make(2 * (double)N * H * D, 3 * u->act * (double)N * H * D);
 }
 
-OpCost op_cost_head_skip_bwd(const CostUnits *u, void *dx, void *dDp, const void *dy,
-                             const void *x, const void *Dp, int64_t N, int H, int D) {
+OpCost op_cost_head_skip_bwd(const CostUnits *u, void *dx, void *dDp, const void *dy, const void *x,
+                             const void *Dp, int64_t N, int H, int D) {
     return cost_make(4 * (double)N * H * D, 4 * u->act * (double)N * H * D);
 }
 
@@ -249,8 +252,8 @@ OpCost op_cost_group_bcast_fwd(const CostUnits *u, void *out, const void *src, i
     return cost_make(0, u->act * (double)N * K * (H + G));
 }
 
-OpCost op_cost_group_bcast_bwd(const CostUnits *u, void *dsrc, const void *dout, int64_t N,
-                               int H, int G, int K) {
+OpCost op_cost_group_bcast_bwd(const CostUnits *u, void *dsrc, const void *dout, int64_t N, int H,
+                               int G, int K) {
     return cost_make((double)N * K * H, u->act * (double)N * K * (H + G));
 }
 
@@ -259,14 +262,16 @@ OpCost op_cost_group_bcast_bwd(const CostUnits *u, void *dsrc, const void *dout,
  * written once per pass that touches them. */
 OpCost op_cost_cscan_fwd(const CostUnits *u, const CScanArgs *a) {
     double n = (double)a->s->ntok * a->C;
-    return cost_shaped(cost_make(16 * n, 2 * u->act * 2 * n + 2 * u->f32 * 2 * (double)a->s->nchunk * a->C),
-                         "C%d", a->C);
+    return cost_shaped(
+        cost_make(16 * n, 2 * u->act * 2 * n + 2 * u->f32 * 2 * (double)a->s->nchunk * a->C), "C%d",
+        a->C);
 }
 
 OpCost op_cost_cscan_bwd(const CostUnits *u, const CScanGrads *g) {
     double n = (double)g->a.s->ntok * g->a.C;
-    return cost_shaped(cost_make(32 * n, 4 * u->act * 2 * n + 2 * u->f32 * 2 * (double)g->a.s->nchunk * g->a.C),
-                         "C%d", g->a.C);
+    return cost_shaped(
+        cost_make(32 * n, 4 * u->act * 2 * n + 2 * u->f32 * 2 * (double)g->a.s->nchunk * g->a.C),
+        "C%d", g->a.C);
 }
 
 OpCost op_cost_cscan_step(const CostUnits *u, const CScanArgs *a) {
@@ -303,21 +308,20 @@ OpCost op_cost_eurnn_weights_fwd(const CostUnits *u, void *W, const void *theta,
     return cost_make(3 * nn * L, 2 * u->f32 * nn * L);
 }
 
-OpCost op_cost_eurnn_weights_bwd(const CostUnits *u, void *dtheta, const void *dW,
-                                 const void *W, const void *theta, void *work, int n, int L) {
+OpCost op_cost_eurnn_weights_bwd(const CostUnits *u, void *dtheta, const void *dW, const void *W,
+                                 const void *theta, void *work, int n, int L) {
     double nn = (double)n * n;
     return cost_make(10 * nn * L, 4 * u->f32 * nn * (L + 1));
 }
 
-OpCost op_cost_rotate_fwd(const CostUnits *u, void *y, const void *x, const void *angle,
-                          int64_t N, int H, int D, int per_head) {
+OpCost op_cost_rotate_fwd(const CostUnits *u, void *y, const void *x, const void *angle, int64_t N,
+                          int H, int D, int per_head) {
     double n = (double)N;
     return cost_make(0, 2 * u->act * n * H * D + u->f32 * n * (per_head ? H : 1) * D / 2);
 }
 
-OpCost op_cost_rotate_bwd(const CostUnits *u, void *dx, void *dangle, const void *dy,
-                          const void *x, const void *angle, int64_t N, int H, int D,
-                          int per_head) {
+OpCost op_cost_rotate_bwd(const CostUnits *u, void *dx, void *dangle, const void *dy, const void *x,
+                          const void *angle, int64_t N, int H, int D, int per_head) {
     double n = (double)N, angles = u->f32 * n * (per_head ? H : 1) * D / 2;
     return cost_make(0, (dangle ? 3 : 2) * u->act * n * H * D + angles * (dangle ? 3 : 1));
 }
@@ -326,15 +330,14 @@ OpCost op_cost_selrope_fwd(const CostUnits *u, const SelRopeArgs *a) {
     double nh = (double)a->s->ntok * a->H;
     int P = a->P;
     return cost_shaped(cost_make(0, 4 * u->act * nh * 2 * P + (u->act + u->f32) * nh * P),
-                         "H%d P%d", a->H, P);
+                       "H%d P%d", a->H, P);
 }
 
 OpCost op_cost_selrope_bwd(const CostUnits *u, const SelRopeGrads *g) {
     double nh = (double)g->a.s->ntok * g->a.H;
     int P = g->a.P;
-    return cost_shaped(
-        cost_make(0, 6 * u->act * nh * 2 * P + (2 * u->act + u->f32) * nh * P),
-        "H%d P%d", g->a.H, P);
+    return cost_shaped(cost_make(0, 6 * u->act * nh * 2 * P + (2 * u->act + u->f32) * nh * P),
+                       "H%d P%d", g->a.H, P);
 }
 
 /* Bytes of a GLA chunk-state element: [act] under gla_state:bf16 (the CUDA backend's). */
@@ -348,8 +351,8 @@ OpCost op_cost_gla_fwd(const CostUnits *u, const LinAttnArgs *a) {
     double bytes = u->act * nh * (2 * K + 2 * V) + u->f32 * nh * K +
                    gla_state_bytes(u) * (double)chunk_states_size(a->s, H, K, V) +
                    final_states(u, a);
-    return cost_shaped(cost_make(nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
-                         "H%d K%d V%d", H, K, V);
+    return cost_shaped(cost_make(nh * (2 * C * (K + V) + 4.0 * K * V), bytes), "H%d K%d V%d", H, K,
+                       V);
 }
 
 OpCost op_cost_gla_bwd(const CostUnits *u, const LinAttnGrads *g) {
@@ -357,8 +360,8 @@ OpCost op_cost_gla_bwd(const CostUnits *u, const LinAttnGrads *g) {
     double nh = (double)g->a.s->ntok * H, C = CHUNK_SIZE;
     double bytes = u->act * nh * (4 * K + 3 * V) + 2 * u->f32 * nh * K +
                    gla_state_bytes(u) * (double)chunk_states_size(g->a.s, H, K, V);
-    return cost_shaped(cost_make(2 * nh * (2 * C * (K + V) + 4.0 * K * V), bytes),
-                         "H%d K%d V%d", H, K, V);
+    return cost_shaped(cost_make(2 * nh * (2 * C * (K + V) + 4.0 * K * V), bytes), "H%d K%d V%d", H,
+                       K, V);
 }
 
 OpCost op_cost_gdn_fwd(const CostUnits *u, const LinAttnArgs *a) {
@@ -366,8 +369,8 @@ OpCost op_cost_gdn_fwd(const CostUnits *u, const LinAttnArgs *a) {
     double nh = (double)a->s->ntok * H, C = CHUNK_SIZE;
     double bytes = u->act * nh * (2 * K + 2 * V) + 2 * u->f32 * nh +
                    u->f32 * (double)chunk_states_size(a->s, H, K, V) + final_states(u, a);
-    return cost_shaped(cost_make(nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
-                         "H%d K%d V%d", H, K, V);
+    return cost_shaped(cost_make(nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes), "H%d K%d V%d",
+                       H, K, V);
 }
 
 OpCost op_cost_gdn_bwd(const CostUnits *u, const LinAttnGrads *g) {
@@ -376,23 +379,23 @@ OpCost op_cost_gdn_bwd(const CostUnits *u, const LinAttnGrads *g) {
     double bytes = u->act * nh * (4 * K + 3 * V) + 4 * u->f32 * nh +
                    u->f32 * (double)chunk_states_size(g->a.s, H, K, V);
     return cost_shaped(cost_make(2 * nh * (6 * C * K + 4 * C * V + 6.0 * K * V), bytes),
-                         "H%d K%d V%d", H, K, V);
+                       "H%d K%d V%d", H, K, V);
 }
 
 OpCost op_cost_fox_fwd(const CostUnits *u, const AttnArgs *a) {
     int H = a->H, D = a->D;
     double nh = (double)a->s->ntok * H;
     return cost_shaped(cost_make(4.0 * D * H * causal_pairs(a->s),
-                                     4 * u->act * nh * D + (a->logf ? 2 : 1) * u->f32 * nh),
-                         "H%d D%d", H, D);
+                                 4 * u->act * nh * D + (a->logf ? 2 : 1) * u->f32 * nh),
+                       "H%d D%d", H, D);
 }
 
 OpCost op_cost_fox_bwd(const CostUnits *u, const AttnGrads *g) {
     int H = g->a.H, D = g->a.D;
     double nh = (double)g->a.s->ntok * H;
     return cost_shaped(cost_make(10.0 * D * H * causal_pairs(g->a.s),
-                                     8 * u->act * nh * D + (g->a.logf ? 3 : 1) * u->f32 * nh),
-                         "H%d D%d", H, D);
+                                 8 * u->act * nh * D + (g->a.logf ? 3 : 1) * u->f32 * nh),
+                       "H%d D%d", H, D);
 }
 
 /* Decoding (docs/models.md §decoding). After a prefill: copies and a cumsum (each element read and
@@ -409,14 +412,13 @@ OpCost op_cost_segment_cumsum(const CostUnits *u, void *y, const void *x, const 
     return cost_make((double)s->ntok * C, 2 * u->f32 * (double)s->ntok * C);
 }
 
-OpCost op_cost_cache_write(const CostUnits *u, void *cache, const void *x, const Seqs *s,
-                           int cap, int C, int f32) {
+OpCost op_cost_cache_write(const CostUnits *u, void *cache, const void *x, const Seqs *s, int cap,
+                           int C, int f32) {
     return cost_make(0, 2 * (f32 ? u->f32 : u->act) * (double)s->ntok * C);
 }
 
-OpCost op_cost_conv_step(const CostUnits *u, void *y, const void *x, const void *w,
-                         const void *b, void *tail, const Seqs *s, int C, int K,
-                         Activation act) {
+OpCost op_cost_conv_step(const CostUnits *u, void *y, const void *x, const void *w, const void *b,
+                         void *tail, const Seqs *s, int C, int K, Activation act) {
     return cost_make(0, 8 * u->act * (double)s->ntok * C);
 }
 
@@ -445,16 +447,15 @@ OpCost op_cost_gla_step(const CostUnits *u, const LinAttnArgs *a) {
 OpCost op_cost_gdn_step(const CostUnits *u, const LinAttnArgs *a) {
     int H = a->H, K = a->K, V = a->V;
     double nh = (double)a->s->ntok * H;
-    double bytes = 2 * u->f32 * nh * K * V + u->act * nh * (2 * K + 2 * V) +
-                   (a->g ? 2 : 1) * u->f32 * nh;
+    double bytes =
+        2 * u->f32 * nh * K * V + u->act * nh * (2 * K + 2 * V) + (a->g ? 2 : 1) * u->f32 * nh;
     return cost_shaped(cost_make(6 * nh * K * V, bytes), "H%d K%d V%d", H, K, V);
 }
 
 OpCost op_cost_attn_step(const CostUnits *u, const AttnStepArgs *a) {
     int H = a->H, D = a->D;
     double nh = (double)a->s->ntok * H, slots = step_slots(a->s) * H;
-    double bytes = 2 * u->act * slots * D + (a->logf ? u->f32 * slots : 0) +
-                   4 * u->act * nh * D;
+    double bytes = 2 * u->act * slots * D + (a->logf ? u->f32 * slots : 0) + 4 * u->act * nh * D;
     return cost_shaped(cost_make(4.0 * D * slots, bytes), "H%d D%d", H, D);
 }
 
@@ -463,7 +464,8 @@ OpCost op_cost_cross_entropy(const CostUnits *u, void *logits, const int32_t *la
     return cost_make(0, (grad_scale != 0 ? 2 : 1) * u->act * (double)N * V + 4.0 * N);
 }
 
-OpCost op_cost_sumsq(const CostUnits *u, const void *x, int64_t n) { return cost_make(0, u->f32 * (double)n);
+OpCost op_cost_sumsq(const CostUnits *u, const void *x, int64_t n) {
+    return cost_make(0, u->f32 * (double)n);
 }
 
 OpCost op_cost_scale(const CostUnits *u, void *x, int64_t n, double s) {
@@ -477,7 +479,6 @@ OpCost op_cost_adamw(const CostUnits *u, void *w, void *w_act, void *m, void *v,
 }
 
 OpCost op_cost_rmsprop_update(const CostUnits *u, void *w, void *w_act, void *sq, const void *g,
-                              int64_t n, double lr, double alpha, double eps,
-                              double weight_decay) {
+                              int64_t n, double lr, double alpha, double eps, double weight_decay) {
     return cost_make(0, (5 * u->f32 + (w_act ? u->act : 0)) * (double)n);
 }

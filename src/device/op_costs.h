@@ -29,14 +29,14 @@ typedef struct {
 } OpCost;
 
 #define ROTOR_UNPACK(...) __VA_ARGS__
-#define ROTOR_OP_COST(ret, name, params, args)                                                \
+#define ROTOR_OP_COST(ret, name, params, args)                                                     \
     __attribute__((weak)) OpCost op_cost_##name(const CostUnits *u, ROTOR_UNPACK params);
 BACKEND_OPS(ROTOR_OP_COST)
 #undef ROTOR_OP_COST
 
 /* The cost of one call of op `name` with arguments `args` (the op's parenthesised argument
  * list), zero where the op has none. */
-#define OP_COST(units, name, args)                                                            \
+#define OP_COST(units, name, args)                                                                 \
     (op_cost_##name ? op_cost_##name(units, ROTOR_UNPACK args) : op_cost_none())
 
 /* A cost of zero; defined beside the costs, so that an executable calling OP_COST links them. */

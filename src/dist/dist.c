@@ -21,7 +21,7 @@ static pthread_mutex_t wd_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t wd_thread;
 static int wd_running;
 static double wd_timeout;
-static double wd_since;         /* start of the collective in progress, 0 when none */
+static double wd_since; /* start of the collective in progress, 0 when none */
 static const char *wd_what = "";
 
 static void *watchdog_main(void *arg) {
@@ -84,7 +84,8 @@ void dist_set_timeout(double timeout_s) {
     wd_timeout = timeout_s;
     pthread_mutex_unlock(&wd_mu);
     if (timeout_s > 0 && g_world > 1 && !wd_running) {
-        if (pthread_create(&wd_thread, NULL, watchdog_main, NULL)) rt_die("cannot start the watchdog thread");
+        if (pthread_create(&wd_thread, NULL, watchdog_main, NULL))
+            rt_die("cannot start the watchdog thread");
         pthread_detach(wd_thread);
         wd_running = 1;
     }
@@ -105,8 +106,9 @@ int dist_local_rank(void) { return g_local_rank; }
 /* What the launchers put in every process's environment: Open MPI's mpirun, PMI-1/2 and
  * PMIx (MPICH's hydra, srun --mpi=pmi2/pmix, PRRTE), and srun itself. */
 int dist_launched(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK",
-                                       "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"};
+    static const char *const vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
+        "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
     return 0;

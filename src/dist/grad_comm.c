@@ -12,7 +12,7 @@ typedef struct {
 } StagedRange;
 
 struct GradStage {
-    char *host;           /* max_elems [f32] elements */
+    char *host; /* max_elems [f32] elements */
     int64_t max_elems;
     StagedRange *pending; /* started and not yet waited for */
     int npending, cap;
@@ -20,8 +20,11 @@ struct GradStage {
 
 GradComm grad_comm_init(const Backend *be, Collectives how, int64_t max_elems) {
     if (how == COLLECTIVES_BACKEND && !be->comm_init)
-        rt_die("run.collectives = backend: the %s backend has no collectives of its own (auto or mpi)", be->name);
-    if (how == COLLECTIVES_BACKEND || (how == COLLECTIVES_AUTO && be->comm_init && (dist_world() > 1 || dist_launched())))
+        rt_die(
+            "run.collectives = backend: the %s backend has no collectives of its own (auto or mpi)",
+            be->name);
+    if (how == COLLECTIVES_BACKEND ||
+        (how == COLLECTIVES_AUTO && be->comm_init && (dist_world() > 1 || dist_launched())))
         return grad_comm_init_device(be);
     GradComm gc = {be, 0, NULL};
     if (be->comm_init) { /* the backend's buffers are not host memory */
@@ -46,13 +49,15 @@ static char *stage_in(const GradComm *gc, const void *buf, int64_t lo, int64_t h
     GradStage *st = gc->stage;
     RT_ASSERT(lo >= 0 && lo <= hi && hi <= st->max_elems);
     size_t es = gc->be->f32_size;
-    gc->be->download(st->host + (size_t)lo * es, (const char *)buf + (size_t)lo * es, (size_t)(hi - lo) * es);
+    gc->be->download(st->host + (size_t)lo * es, (const char *)buf + (size_t)lo * es,
+                     (size_t)(hi - lo) * es);
     return st->host;
 }
 
 static void stage_out(const GradComm *gc, void *buf, int64_t lo, int64_t hi) {
     size_t es = gc->be->f32_size;
-    gc->be->upload((char *)buf + (size_t)lo * es, gc->stage->host + (size_t)lo * es, (size_t)(hi - lo) * es);
+    gc->be->upload((char *)buf + (size_t)lo * es, gc->stage->host + (size_t)lo * es,
+                   (size_t)(hi - lo) * es);
 }
 
 GradComm grad_comm_init_device(const Backend *be) {

@@ -24,20 +24,20 @@
 
 struct StFile {
     char *path;
-    void *map;      /* the whole file, read-only */
+    void *map; /* the whole file, read-only */
     size_t size;
-    StTensor *t;    /* sorted by data offset */
+    StTensor *t; /* sorted by data offset */
     int n;
-    json_t *meta;   /* "__metadata__" object, or NULL */
+    json_t *meta; /* "__metadata__" object, or NULL */
 };
 
 static const struct {
     const char *name;
     size_t size;
 } DTYPES[] = {
-    {"F64", 8},  {"F32", 4},  {"F16", 2},  {"BF16", 2}, {"F8_E5M2", 1}, {"F8_E4M3", 1},
-    {"I64", 8},  {"I32", 4},  {"I16", 2},  {"I8", 1},   {"U64", 8},     {"U32", 4},
-    {"U16", 2},  {"U8", 1},   {"BOOL", 1},
+    {"F64", 8},     {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F8_E5M2", 1},
+    {"F8_E4M3", 1}, {"I64", 8}, {"I32", 4}, {"I16", 2},  {"I8", 1},
+    {"U64", 8},     {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1},
 };
 
 size_t st_dtype_size(const char *dtype) {
@@ -65,7 +65,8 @@ void st_format_shape(char *buf, size_t n, const int64_t *shape, int ndim) {
 }
 
 int st_is_float(const char *dtype) {
-    return !strcmp(dtype, "F32") || !strcmp(dtype, "F64") || !strcmp(dtype, "BF16") || !strcmp(dtype, "F16");
+    return !strcmp(dtype, "F32") || !strcmp(dtype, "F64") || !strcmp(dtype, "BF16") ||
+           !strcmp(dtype, "F16");
 }
 
 /* IEEE half precision to float: subnormals, infinities and NaNs included. */
@@ -135,15 +136,22 @@ static json_t *build_header(const char *path, const StTensor *t, int n, const ch
         const StTensor *x = &t[i];
         const char *why = NULL;
         size_t es = st_dtype_size(x->dtype);
-        int64_t numel = x->ndim >= 0 && x->ndim <= ST_MAX_DIMS ? shape_numel(x->shape, x->ndim) : -1;
-        if (!x->name[0] || !strcmp(x->name, "__metadata__")) why = "reserved or empty name";
-        else if (json_object_get(hdr, x->name)) why = "name used twice";
-        else if (!es) why = "unknown dtype";
-        else if (numel < 0) why = "invalid shape";
-        else if ((uint64_t)numel > SIZE_MAX / es || (size_t)numel * es != x->nbytes) why = "nbytes does not match the shape";
+        int64_t numel =
+            x->ndim >= 0 && x->ndim <= ST_MAX_DIMS ? shape_numel(x->shape, x->ndim) : -1;
+        if (!x->name[0] || !strcmp(x->name, "__metadata__"))
+            why = "reserved or empty name";
+        else if (json_object_get(hdr, x->name))
+            why = "name used twice";
+        else if (!es)
+            why = "unknown dtype";
+        else if (numel < 0)
+            why = "invalid shape";
+        else if ((uint64_t)numel > SIZE_MAX / es || (size_t)numel * es != x->nbytes)
+            why = "nbytes does not match the shape";
         if (why) {
             json_decref(hdr);
-            rt_error(err, errlen, path, "cannot write tensor '%s' (dtype %s): %s", x->name, x->dtype, why);
+            rt_error(err, errlen, path, "cannot write tensor '%s' (dtype %s): %s", x->name,
+                     x->dtype, why);
             return NULL;
         }
         json_t *shape = json_array();
@@ -152,7 +160,8 @@ static json_t *build_header(const char *path, const StTensor *t, int n, const ch
                                   "data_offsets", (json_int_t)off, (json_int_t)(off + x->nbytes));
         if (!entry || json_object_set_new(hdr, x->name, entry)) {
             json_decref(hdr);
-            rt_error(err, errlen, path, "cannot write tensor '%s': name is not valid UTF-8", x->name);
+            rt_error(err, errlen, path, "cannot write tensor '%s': name is not valid UTF-8",
+                     x->name);
             return NULL;
         }
         off += x->nbytes;
@@ -234,9 +243,11 @@ static int parse_tensor(StFile *f, const char *name, json_t *v, const char *data
     const char *p = f->path;
     memset(x, 0, sizeof(*x));
     if (strlen(name) >= ST_NAME_MAX)
-        return rt_error(err, errlen, p, "tensor name '%.60s...' is longer than %d bytes", name, ST_NAME_MAX - 1);
+        return rt_error(err, errlen, p, "tensor name '%.60s...' is longer than %d bytes", name,
+                        ST_NAME_MAX - 1);
     strcpy(x->name, name);
-    if (!json_is_object(v)) return rt_error(err, errlen, p, "tensor '%s': header entry is not an object", name);
+    if (!json_is_object(v))
+        return rt_error(err, errlen, p, "tensor '%s': header entry is not an object", name);
     const char *key;
     json_t *field;
     json_object_foreach(v, key, field) {
@@ -245,48 +256,57 @@ static int parse_tensor(StFile *f, const char *name, json_t *v, const char *data
     }
     json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
            *off = json_object_get(v, "data_offsets");
-    if (!json_is_string(dt)) return rt_error(err, errlen, p, "tensor '%s': 'dtype' is missing or not a string", name);
+    if (!json_is_string(dt))
+        return rt_error(err, errlen, p, "tensor '%s': 'dtype' is missing or not a string", name);
     size_t es = st_dtype_size(json_string_value(dt));
-    if (!es) return rt_error(err, errlen, p, "tensor '%s': unknown dtype '%s'", name, json_string_value(dt));
+    if (!es)
+        return rt_error(err, errlen, p, "tensor '%s': unknown dtype '%s'", name,
+                        json_string_value(dt));
     strcpy(x->dtype, json_string_value(dt));
-    if (!json_is_array(sh)) return rt_error(err, errlen, p, "tensor '%s': 'shape' is missing or not an array", name);
+    if (!json_is_array(sh))
+        return rt_error(err, errlen, p, "tensor '%s': 'shape' is missing or not an array", name);
     if (json_array_size(sh) > ST_MAX_DIMS)
-        return rt_error(err, errlen, p, "tensor '%s' has %zu dimensions, at most %d are supported", name,
-                    json_array_size(sh), ST_MAX_DIMS);
+        return rt_error(err, errlen, p, "tensor '%s' has %zu dimensions, at most %d are supported",
+                        name, json_array_size(sh), ST_MAX_DIMS);
     x->ndim = (int)json_array_size(sh);
     for (int d = 0; d < x->ndim; d++) {
         uint64_t s;
         if (get_u64(json_array_get(sh, (size_t)d), &s))
-            return rt_error(err, errlen, p, "tensor '%s': shape entries must be non-negative integers", name);
+            return rt_error(err, errlen, p,
+                            "tensor '%s': shape entries must be non-negative integers", name);
         x->shape[d] = (int64_t)s;
     }
     uint64_t b, e;
     if (!json_is_array(off) || json_array_size(off) != 2 || get_u64(json_array_get(off, 0), &b) ||
         get_u64(json_array_get(off, 1), &e) || b > e)
-        return rt_error(err, errlen, p, "tensor '%s': 'data_offsets' must be [begin, end] with 0 <= begin <= end", name);
+        return rt_error(err, errlen, p,
+                        "tensor '%s': 'data_offsets' must be [begin, end] with 0 <= begin <= end",
+                        name);
     int64_t numel = shape_numel(x->shape, x->ndim);
     if (numel < 0 || (uint64_t)numel > UINT64_MAX / es || (uint64_t)numel * es != e - b)
         return rt_error(err, errlen, p,
-                    "tensor '%s': offsets [%llu, %llu] hold %llu bytes, but its shape and dtype %s need %lld x %zu",
-                    name, (unsigned long long)b, (unsigned long long)e, (unsigned long long)(e - b), x->dtype,
-                    (long long)numel, es);
+                        "tensor '%s': offsets [%llu, %llu] hold %llu bytes, but its shape and "
+                        "dtype %s need %lld x %zu",
+                        name, (unsigned long long)b, (unsigned long long)e,
+                        (unsigned long long)(e - b), x->dtype, (long long)numel, es);
     if (e > dsize)
         return rt_error(err, errlen, p,
-                    "tensor '%s' ends at byte %llu of the data, which holds only %llu bytes (truncated file?)",
-                    name, (unsigned long long)e, (unsigned long long)dsize);
+                        "tensor '%s' ends at byte %llu of the data, which holds only %llu bytes "
+                        "(truncated file?)",
+                        name, (unsigned long long)e, (unsigned long long)dsize);
     x->data = data + b;
     x->nbytes = (size_t)(e - b);
     return 0;
 }
 
 /* Parses the header JSON into f->t / f->meta and checks the layout. */
-static int parse_header(StFile *f, const char *text, uint64_t hsize, const char *data, uint64_t dsize,
-                        char *err, size_t errlen) {
+static int parse_header(StFile *f, const char *text, uint64_t hsize, const char *data,
+                        uint64_t dsize, char *err, size_t errlen) {
     json_error_t jerr;
     json_t *root = json_loadb(text, (size_t)hsize, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return rt_error(err, errlen, f->path, "invalid JSON header: %s (line %d, column %d)", jerr.text, jerr.line,
-                    jerr.column);
+        return rt_error(err, errlen, f->path, "invalid JSON header: %s (line %d, column %d)",
+                        jerr.text, jerr.line, jerr.column);
     int rc = -1;
     if (!json_is_object(root)) {
         rt_error(err, errlen, f->path, "the JSON header is not an object");
@@ -321,19 +341,21 @@ static int parse_header(StFile *f, const char *text, uint64_t hsize, const char 
     for (int i = 0; i < f->n; i++) {
         uint64_t b = (uint64_t)((const char *)f->t[i].data - data);
         if (b < pos) {
-            rt_error(err, errlen, f->path, "tensor '%s' overlaps tensor '%s'", f->t[i].name, f->t[i - 1].name);
+            rt_error(err, errlen, f->path, "tensor '%s' overlaps tensor '%s'", f->t[i].name,
+                     f->t[i - 1].name);
             goto done;
         }
         if (b > pos) {
-            rt_error(err, errlen, f->path, "%llu unused bytes before tensor '%s'", (unsigned long long)(b - pos),
-                 f->t[i].name);
+            rt_error(err, errlen, f->path, "%llu unused bytes before tensor '%s'",
+                     (unsigned long long)(b - pos), f->t[i].name);
             goto done;
         }
         pos = b + f->t[i].nbytes;
     }
     if (pos != dsize) {
-        rt_error(err, errlen, f->path, "the data section holds %llu bytes, but the tensors cover %llu",
-             (unsigned long long)dsize, (unsigned long long)pos);
+        rt_error(err, errlen, f->path,
+                 "the data section holds %llu bytes, but the tensors cover %llu",
+                 (unsigned long long)dsize, (unsigned long long)pos);
         goto done;
     }
     rc = 0;
@@ -354,9 +376,10 @@ StFile *st_open(const char *path, char *err, size_t errlen) {
     }
     if (!S_ISREG(sb.st_mode) || sb.st_size < 8) {
         close(fd);
-        rt_error(err, errlen, path, S_ISREG(sb.st_mode) ? "only %lld bytes, too short for a safetensors file"
-                                                    : "not a regular file (%lld bytes)",
-             (long long)sb.st_size);
+        rt_error(err, errlen, path,
+                 S_ISREG(sb.st_mode) ? "only %lld bytes, too short for a safetensors file"
+                                     : "not a regular file (%lld bytes)",
+                 (long long)sb.st_size);
         goto bad;
     }
     f->size = (size_t)sb.st_size;
@@ -371,16 +394,20 @@ StFile *st_open(const char *path, char *err, size_t errlen) {
     uint64_t hsize = 0;
     for (int i = 0; i < 8; i++) hsize |= (uint64_t)bytes[i] << (8 * i);
     if (hsize > f->size - 8) {
-        rt_error(err, errlen, path, "header size %llu exceeds the %llu bytes that follow it (truncated or not a safetensors file)",
-             (unsigned long long)hsize, (unsigned long long)(f->size - 8));
+        rt_error(err, errlen, path,
+                 "header size %llu exceeds the %llu bytes that follow it (truncated or not a "
+                 "safetensors file)",
+                 (unsigned long long)hsize, (unsigned long long)(f->size - 8));
         goto bad;
     }
     if (hsize > ST_HEADER_MAX) {
-        rt_error(err, errlen, path, "header size %llu exceeds the 100 MB limit", (unsigned long long)hsize);
+        rt_error(err, errlen, path, "header size %llu exceeds the 100 MB limit",
+                 (unsigned long long)hsize);
         goto bad;
     }
     const char *data = (const char *)bytes + 8 + hsize;
-    if (parse_header(f, (const char *)bytes + 8, hsize, data, f->size - 8 - hsize, err, errlen)) goto bad;
+    if (parse_header(f, (const char *)bytes + 8, hsize, data, f->size - 8 - hsize, err, errlen))
+        goto bad;
     return f;
 bad:
     st_close(f);

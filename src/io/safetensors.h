@@ -14,13 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ST_NAME_MAX 192 /* bytes of a tensor name, with its NUL: room for a prefix + a parameter name */
+#define ST_NAME_MAX                                                                                \
+    192 /* bytes of a tensor name, with its NUL: room for a prefix + a parameter name */
 #define ST_MAX_DIMS 8
 
 typedef struct {
     char name[ST_NAME_MAX];
-    char dtype[8];   /* "F32", "F64", "BF16", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL", ... */
-    int ndim;        /* 0 for a scalar */
+    char dtype[8]; /* "F32", "F64", "BF16", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL", ... */
+    int ndim;      /* 0 for a scalar */
     int64_t shape[ST_MAX_DIMS];
     const void *data; /* nbytes bytes, little-endian, not necessarily aligned */
     size_t nbytes;

@@ -45,7 +45,8 @@ static int write_event(TbEvents *w, const Rotor__Tb__Event *ev, char *err, size_
     memcpy(head, &len, 8); /* little-endian host (io/safetensors.h) */
     uint32_t hc = masked_crc(head, 8), dc = masked_crc(buf, n);
     memcpy(head + 8, &hc, 4);
-    int ok = fwrite(head, 1, 12, w->f) == 12 && fwrite(buf, 1, n, w->f) == n && fwrite(&dc, 1, 4, w->f) == 4;
+    int ok = fwrite(head, 1, 12, w->f) == 12 && fwrite(buf, 1, n, w->f) == n &&
+             fwrite(&dc, 1, 4, w->f) == 4;
     rt_free(buf);
     return ok ? 0 : rt_error(err, errlen, NULL, "%s: cannot write: %s", w->path, strerror(errno));
 }
@@ -74,7 +75,8 @@ TbEvents *tb_open(const char *dir, int64_t first_step, char *err, size_t errlen)
     gethostname(host, sizeof host - 1);
     double t = now_seconds();
     TbEvents *w = rt_calloc(1, sizeof *w);
-    snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%s.%d", dir, (long long)t, host, (int)getpid());
+    snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%s.%d", dir, (long long)t, host,
+             (int)getpid());
     if (!(w->f = fopen(w->path, "wb"))) {
         rt_error(err, errlen, NULL, "cannot create %s: %s", w->path, strerror(errno));
         rt_free(w);
@@ -94,7 +96,8 @@ TbEvents *tb_open(const char *dir, int64_t first_step, char *err, size_t errlen)
     return w;
 }
 
-int tb_scalar(TbEvents *w, const char *tag, int64_t step, double wall_time, float value, char *err, size_t errlen) {
+int tb_scalar(TbEvents *w, const char *tag, int64_t step, double wall_time, float value, char *err,
+              size_t errlen) {
     Rotor__Tb__SummaryValue v = ROTOR__TB__SUMMARY_VALUE__INIT;
     v.tag = (char *)tag;
     v.simple_value = value;

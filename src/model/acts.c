@@ -10,8 +10,8 @@ void *carve(Carve *c, size_t bytes) {
     return r;
 }
 
-void acts_bind(void *layer, const BufDecl *decl, int n, const int64_t *widths,
-               unsigned features, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
+void acts_bind(void *layer, const BufDecl *decl, int n, const int64_t *widths, unsigned features,
+               const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
     char *base = layer;
     for (int i = 0; i < n; i++) {
         const BufDecl *b = &decl[i];

@@ -13,10 +13,10 @@ struct Decoder {
     int rows, max_len;
     void *state;
     size_t state_bytes;
-    int *len;       /* tokens per row so far */
-    int32_t *pos;   /* each row's next position (its length within the current document) */
-    int64_t *cu;    /* [rows + 1] */
-    int32_t *tok;   /* a step's tokens */
+    int *len;     /* tokens per row so far */
+    int32_t *pos; /* each row's next position (its length within the current document) */
+    int64_t *cu;  /* [rows + 1] */
+    int32_t *tok; /* a step's tokens */
 };
 
 Decoder *decoder_create(Model *m, int rows, int max_len) {
@@ -74,7 +74,8 @@ void decoder_prefill(Decoder *d, const int32_t *const *prompts, const int *lens,
     for (int r = 0; r < d->rows; r++) {
         if (lens[r] < 1 || lens[r] > d->max_len)
             rt_die("decoder: the prompt of row %d has %d tokens; it must have 1 to %d (the "
-                   "decoder's max_len)", r, lens[r], d->max_len);
+                   "decoder's max_len)",
+                   r, lens[r], d->max_len);
         start[r] = document_start(d, prompts[r], lens[r]);
         total += lens[r] - start[r];
     }
@@ -91,8 +92,13 @@ void decoder_prefill(Decoder *d, const int32_t *const *prompts, const int *lens,
         d->len[r] = lens[r];
         d->pos[r] = n;
     }
-    model_decode_pass(d->m, &(DecodePass){.mode = PASS_PREFILL, .max_len = d->max_len,
-                                          .nseg = d->rows, .cu = d->cu, .pos = pos, .tokens = tok},
+    model_decode_pass(d->m,
+                      &(DecodePass){.mode = PASS_PREFILL,
+                                    .max_len = d->max_len,
+                                    .nseg = d->rows,
+                                    .cu = d->cu,
+                                    .pos = pos,
+                                    .tokens = tok},
                       logits);
     rt_free(tok);
     rt_free(pos);
@@ -109,9 +115,13 @@ void decoder_step(Decoder *d, const int32_t *tokens, float *logits) {
         d->tok[r] = tokens[r];
     }
     d->cu[d->rows] = d->rows;
-    model_decode_pass(d->m, &(DecodePass){.mode = PASS_STEP, .max_len = d->max_len,
-                                          .nseg = d->rows, .cu = d->cu, .pos = d->pos,
-                                          .tokens = d->tok},
+    model_decode_pass(d->m,
+                      &(DecodePass){.mode = PASS_STEP,
+                                    .max_len = d->max_len,
+                                    .nseg = d->rows,
+                                    .cu = d->cu,
+                                    .pos = d->pos,
+                                    .tokens = d->tok},
                       logits);
     for (int r = 0; r < d->rows; r++) d->len[r]++, d->pos[r]++;
 }

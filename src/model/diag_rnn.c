@@ -40,9 +40,12 @@ void drnn_declare(DiagRnn *r, ParamTable *t, const char *prefix, int C, int d, i
 }
 
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
-    int64_t widths[] = {[W_STATE] = 2 * (int64_t)r->C, [W_WEIGHT] = 2 * (int64_t)r->C * r->d,
-                        [W_CHANNEL] = r->C, [W_MODEL] = r->d};
-    acts_bind(r, drnn_bufs, BUF_COUNT(drnn_bufs), widths, r->bidir ? F_BIDIR : 0, be, saved, scratch, N);
+    int64_t widths[] = {[W_STATE] = 2 * (int64_t)r->C,
+                        [W_WEIGHT] = 2 * (int64_t)r->C * r->d,
+                        [W_CHANNEL] = r->C,
+                        [W_MODEL] = r->d};
+    acts_bind(r, drnn_bufs, BUF_COUNT(drnn_bufs), widths, r->bidir ? F_BIDIR : 0, be, saved,
+              scratch, N);
 }
 
 void drnn_destroy(void *layer, const Backend *be) {
@@ -51,8 +54,8 @@ void drnn_destroy(void *layer, const Backend *be) {
     rt_free(r);
 }
 
-void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
-                     int max_len) {
+void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                     int64_t rows, int max_len) {
     DiagRnn *r = layer;
     (void)dm, (void)max_len;
     r->S = carve(state, F32S(be, rows * 2 * r->C));
@@ -62,19 +65,25 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y) {
     const Backend *be = c->be;
     int N = (int)c->N, C2 = 2 * r->C, d = r->d;
     be->matmul_fwd(r->bx, x, r->Bw, NULL, N, C2, d);
-    r->scan = (CScanArgs){.s = c->seqs, .C = r->C, .loga = r->loga, .angle = r->angle, .x = r->bx,
-                          .h = r->h, .state = c->mode == PASS_TRAIN ? NULL : r->S};
+    r->scan = (CScanArgs){.s = c->seqs,
+                          .C = r->C,
+                          .loga = r->loga,
+                          .angle = r->angle,
+                          .x = r->bx,
+                          .h = r->h,
+                          .state = c->mode == PASS_TRAIN ? NULL : r->S};
     if (c->mode == PASS_STEP) {
         be->cscan_step(&r->scan);
     } else {
-        r->scan.states = growbuf_get(&r->states, be, F32(c, chunk_states_size(c->seqs, 1, r->C, 2)));
+        r->scan.states =
+            growbuf_get(&r->states, be, F32(c, chunk_states_size(c->seqs, 1, r->C, 2)));
         be->cscan_fwd(&r->scan);
     }
     be->matmul_fwd(y, r->h, r->Cw, NULL, N, d, C2);
     be->head_skip_fwd(y, x, WM(c, r->D), N, d, 1);
     if (!r->bidir) return;
-    /* docs/models.md §block-dropout-bidirectional: the same recurrence on the reversed segments (dbx: scratch), read out
-     * in reverse time, then turned around into y */
+    /* docs/models.md §block-dropout-bidirectional: the same recurrence on the reversed segments
+     * (dbx: scratch), read out in reverse time, then turned around into y */
     RT_ASSERT(c->mode == PASS_TRAIN);
     be->segment_reverse(r->dbx, r->bx, c->seqs, C2, 0);
     r->rscan = r->scan;
@@ -90,14 +99,18 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
     int N = (int)c->N, C2 = 2 * r->C, d = r->d;
     be->zero(r->dCw, F32(c, (int64_t)d * C2));
     be->matmul_bwd(r->dh, r->dCw, NULL, dy, r->h, r->Cw, N, d, C2, 0);
-    be->cscan_bwd(&(CScanGrads){.a = r->scan, .dh = r->dh, .dx = r->dbx, .dloga = r->dloga,
-                                .dangle = r->dangle});
+    be->cscan_bwd(&(CScanGrads){
+        .a = r->scan, .dh = r->dh, .dx = r->dbx, .dloga = r->dloga, .dangle = r->dangle});
     if (r->bidir) { /* the reverse scan's share of dbx, dloga, dangle; dCw2 */
         be->segment_reverse(r->yr, dy, c->seqs, d, 0);
         be->zero(r->dCw2, F32(c, (int64_t)d * C2));
         be->matmul_bwd(r->dh, r->dCw2, NULL, r->yr, r->hr, r->Cw2, N, d, C2, 0);
-        be->cscan_bwd(&(CScanGrads){.a = r->rscan, .dh = r->dh, .dx = r->bx, .dloga = r->dloga,
-                                    .dangle = r->dangle, .accumulate = 1});
+        be->cscan_bwd(&(CScanGrads){.a = r->rscan,
+                                    .dh = r->dh,
+                                    .dx = r->bx,
+                                    .dloga = r->dloga,
+                                    .dangle = r->dangle,
+                                    .accumulate = 1});
         be->segment_reverse(r->dbx, r->bx, c->seqs, C2, 1);
     }
     be->zero(r->dBw, F32(c, (int64_t)C2 * d));
@@ -109,8 +122,9 @@ void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void
  * 1 (RotRNN's gamma: above 0), angles in [0, max_phase]. */
 const char *drnn_check_init(const ModelConfig *c, const DrnnInitKeys *k, char *msg, size_t n) {
     if (!((k->positive ? c->r_min > 0 : c->r_min >= 0) && c->r_min <= c->r_max && c->r_max < 1)) {
-        snprintf(msg, n, "model.%s = %g, model.%s = %g: model.type = %s needs %s %s <= %s < 1", k->min, c->r_min, k->max,
-                 c->r_max, k->family, k->positive ? "0 <" : "0 <=", k->min, k->max);
+        snprintf(msg, n, "model.%s = %g, model.%s = %g: model.type = %s needs %s %s <= %s < 1",
+                 k->min, c->r_min, k->max, c->r_max, k->family,
+                 k->positive ? "0 <" : "0 <=", k->min, k->max);
         return msg;
     }
     if (!(c->max_phase > 0)) {
@@ -121,10 +135,13 @@ const char *drnn_check_init(const ModelConfig *c, const DrnnInitKeys *k, char *m
 }
 
 /* a complex multiply-add per pair of state reals, per scan */
-double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 4.0 * dm->key_dim * (1 + c->bidirectional); }
+double drnn_flops(const ModelConfig *c, const ModelDims *dm, int T) {
+    return 4.0 * dm->key_dim * (1 + c->bidirectional);
+}
 
 void drnn_stats(const DiagRnn *r, const Ctx *c, json_t *o, int heads) {
-    double *loga = rt_malloc((size_t)r->C * sizeof(double)), *angle = rt_malloc((size_t)r->C * sizeof(double));
+    double *loga = rt_malloc((size_t)r->C * sizeof(double)),
+           *angle = rt_malloc((size_t)r->C * sizeof(double));
     backend_download_f64(c->be, loga, r->loga, r->C);
     backend_download_f64(c->be, angle, r->angle, r->C);
     for (int i = 0; i < r->C; i++) loga[i] = exp(loga[i]);

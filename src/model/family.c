@@ -37,7 +37,9 @@ const Family *family_by_model_type(const char *model_type, MixerKind *kind) {
     return NULL;
 }
 
-const BackboneNames *family_backbone(const Family *f) { return f->names ? f->names : &FLA_BACKBONE; }
+const BackboneNames *family_backbone(const Family *f) {
+    return f->names ? f->names : &FLA_BACKBONE;
+}
 
 int family_carries(const Family *f) { return f->mix->carry_width != NULL; }
 
@@ -48,7 +50,8 @@ int family_reads_key(const Family *f, const char *key) {
 }
 
 /* The names of the families that pass keep(f, key), joined. */
-static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *), const char *key) {
+static void list_names(char *buf, size_t n, int (*keep)(const Family *, const char *),
+                       const char *key) {
     const char *names[N_MIXERS];
     int count = 0;
     for (int k = 0; k < N_MIXERS; k++)

@@ -35,8 +35,8 @@ typedef struct Family {
     const char *name;            /* model.type */
     const char *section;         /* its section of docs/models.md, named in messages ("§mamba2") */
     const struct MixerImpl *mix; /* its layer (model_internal.h) */
-    const BackboneNames *names;  /* its tensors' names in checkpoints; NULL: fla's model.*, attn_norm,
-                                  * attn, norm (family_backbone) */
+    const BackboneNames *names;  /* its tensors' names in checkpoints; NULL: fla's model.*,
+                                  * attn_norm,  attn, norm (family_backbone) */
     int no_mlp;                  /* its prenorm blocks have no MLP (Mamba2's) */
     unsigned pe;                 /* PE_BIT of each pe.type it takes */
     unsigned options;            /* FAMILY_* */

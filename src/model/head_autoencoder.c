@@ -1,7 +1,7 @@
-/* mad-lab's auto-encoder head (docs/models.md §autoencoder-head): the final-normed state of each row's
- * last position, plus a fixed sinusoidal embedding of position i, decodes position i
- * through a two-layer MLP (RMSNorm, linear + bias, GELU, twice) and the unembedding
- * (RMSNorm, linear + bias). It runs on the M labeled positions only, like the LM head. */
+/* mad-lab's auto-encoder head (docs/models.md §autoencoder-head): the final-normed state of each
+ * row's last position, plus a fixed sinusoidal embedding of position i, decodes position i through
+ * a two-layer MLP (RMSNorm, linear + bias, GELU, twice) and the unembedding (RMSNorm, linear +
+ * bias). It runs on the M labeled positions only, like the LM head. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 typedef struct {
     int n0, w0, b0, n1, w1, b1, nu, wu, bu; /* parameter ids */
     int d, V;
-    int64_t N;        /* tokens the buffers are bound for */
+    int64_t N; /* tokens the buffers are bound for */
     /* the decoded positions the fixed tables were made for: M rows of batch rows of T */
     int32_t *rows;
     int64_t M;
@@ -57,7 +57,8 @@ static void *ae_create(ParamTable *t, const ModelConfig *cfg) {
     double std = cfg->init_std;
     int64_t dsh[2] = {d, d}, vsh[2] = {V, d};
     a->d = d, a->V = V;
-    /* mad-lab's nn.Sequential indices: decoder.{0 norm, 1 linear, 3 norm, 4 linear}, unembed.{0 norm, 1 linear} */
+    /* mad-lab's nn.Sequential indices: decoder.{0 norm, 1 linear, 3 norm, 4 linear}, unembed.{0
+     * norm, 1 linear} */
     a->n0 = declare_vector(t, "decoder.0.weight", d, 1);
     a->w0 = params_add(t, "decoder.1.weight", 2, dsh, init_normal, std, 1, 1);
     a->b0 = declare_vector(t, "decoder.1.bias", d, 0);
@@ -148,7 +149,8 @@ static void ae_backward(void *head, const Ctx *c, const void *dlogits, void *dxf
     const Backend *be = c->be;
     int64_t M = a->M, N = c->N;
     int d = a->d;
-    be->matmul_bwd(a->dy, G(c, a->wu), G(c, a->bu), dlogits, a->y2, W(c, a->wu), (int)M, a->V, d, 0);
+    be->matmul_bwd(a->dy, G(c, a->wu), G(c, a->bu), dlogits, a->y2, W(c, a->wu), (int)M, a->V, d,
+                   0);
     be->rmsnorm_bwd(a->da, G(c, a->nu), a->dy, a->a1, W(c, a->nu), a->r2, M, 1, d, 0, 0);
     be->gelu_bwd(a->dz, a->da, a->z1, M * d);
     be->matmul_bwd(a->dy, G(c, a->w1), G(c, a->b1), a->dz, a->y1, W(c, a->w1), (int)M, d, d, 0);
@@ -163,5 +165,5 @@ static void ae_backward(void *head, const Ctx *c, const void *dlogits, void *dxf
     be->to_act(dxf, a->dsum, N * d);
 }
 
-const HeadImpl head_autoencoder = {ae_create, ae_destroy, ae_bind, ae_forward, ae_backward,
-                                   ae_unembedding};
+const HeadImpl head_autoencoder = {ae_create,  ae_destroy,  ae_bind,
+                                   ae_forward, ae_backward, ae_unembedding};

@@ -1,5 +1,5 @@
-/* The sequence classifier head (docs/models.md §classification): each sequence's final-normed states
- * pooled — the mean over its positions up to its labeled last token, or that token's state
+/* The sequence classifier head (docs/models.md §classification): each sequence's final-normed
+ * states pooled — the mean over its positions up to its labeled last token, or that token's state
  * alone — then class logits p W^T + b. A batch row holds one sequence, labeled at its last
  * real token; the pad tokens after it are not pooled.
  *
@@ -127,10 +127,13 @@ static void prepare_sequences(Classifier *h, const Backend *be, const int32_t *r
 
 /* Pairs: the labeled rows must come as batch rows 2i, 2i + 1. */
 static void check_pairs(const int32_t *rows, int64_t M, int T) {
-    if (M % 2) rt_die("classifier with model.pair: %lld labeled rows, an odd count; rows come in pairs", (long long)M);
+    if (M % 2)
+        rt_die("classifier with model.pair: %lld labeled rows, an odd count; rows come in pairs",
+               (long long)M);
     for (int64_t i = 0; i < M; i += 2)
         if (rows[i] / T % 2 || rows[i + 1] / T != rows[i] / T + 1)
-            rt_die("classifier with model.pair: the labeled rows %d and %d do not form a pair (batch rows 2i and "
+            rt_die("classifier with model.pair: the labeled rows %d and %d do not form a pair "
+                   "(batch rows 2i and "
                    "2i + 1, each labeled once)",
                    rows[i] / T, rows[i + 1] / T);
 }
@@ -138,13 +141,23 @@ static void check_pairs(const int32_t *rows, int64_t M, int T) {
 /* Carves the MLP's buffers for P pairs (measuring first, then on the grown buffer). */
 static void carve_mlp(Classifier *h, const Backend *be, int64_t P) {
     size_t A = be->act_size, F32 = be->f32_size;
-    void **act[] = {&h->feat, &h->z1, &h->a1, &h->z2, &h->a2, &h->lp, &h->dlp, &h->da2, &h->da1, &h->dfeat};
-    int64_t act_w[] = {h->pair == PAIR_NLI ? h->F : 0, h->H1, h->H1, h->H2, h->H2, h->classes, h->classes,
-                       h->H2, h->H1, h->F};
+    void **act[] = {&h->feat, &h->z1,  &h->a1,  &h->z2,  &h->a2,
+                    &h->lp,   &h->dlp, &h->da2, &h->da1, &h->dfeat};
+    int64_t act_w[] = {h->pair == PAIR_NLI ? h->F : 0,
+                       h->H1,
+                       h->H1,
+                       h->H2,
+                       h->H2,
+                       h->classes,
+                       h->classes,
+                       h->H2,
+                       h->H1,
+                       h->F};
     Carve cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
         if (pass) cv = (Carve){growbuf_get(&h->mlp, be, cv.used), 0};
-        for (size_t k = 0; k < sizeof act / sizeof act[0]; k++) *act[k] = carve(&cv, A * (size_t)(P * act_w[k]));
+        for (size_t k = 0; k < sizeof act / sizeof act[0]; k++)
+            *act[k] = carve(&cv, A * (size_t)(P * act_w[k]));
         h->dsum_lp = carve(&cv, F32 * (size_t)(P * h->classes));
     }
 }
@@ -172,13 +185,16 @@ static void pair_backward(Classifier *h, const Ctx *c, const void *dlogits) {
     be->zero(h->dsum_lp, (size_t)P * h->classes * be->f32_size);
     be->embedding_bwd(h->dsum_lp, h->pair_dev, dlogits, M, h->classes);
     be->to_act(h->dlp, h->dsum_lp, P * h->classes);
-    be->matmul_bwd(h->da2, G(c, h->w), G(c, h->b), h->dlp, h->a2, W(c, h->w), (int)P, h->classes, h->H2, 0);
+    be->matmul_bwd(h->da2, G(c, h->w), G(c, h->b), h->dlp, h->a2, W(c, h->w), (int)P, h->classes,
+                   h->H2, 0);
     be->relu_bwd(h->da2, h->da2, h->z2, P * h->H2);
-    be->matmul_bwd(h->da1, G(c, h->w2), G(c, h->b2), h->da2, h->a1, W(c, h->w2), (int)P, h->H2, h->H1, 0);
+    be->matmul_bwd(h->da1, G(c, h->w2), G(c, h->b2), h->da2, h->a1, W(c, h->w2), (int)P, h->H2,
+                   h->H1, 0);
     be->relu_bwd(h->da1, h->da1, h->z1, P * h->H1);
     const void *feat = h->pair == PAIR_NLI ? h->feat : h->pooled;
     void *dfeat = h->pair == PAIR_NLI ? h->dfeat : h->dpooled;
-    be->matmul_bwd(dfeat, G(c, h->w1), G(c, h->b1), h->da1, feat, W(c, h->w1), (int)P, h->H1, h->F, 0);
+    be->matmul_bwd(dfeat, G(c, h->w1), G(c, h->b1), h->da1, feat, W(c, h->w1), (int)P, h->H1, h->F,
+                   0);
     if (h->pair == PAIR_NLI) be->pair_nli_bwd(h->dpooled, h->dfeat, h->pooled, P, h->d);
 }
 
@@ -199,8 +215,10 @@ static void cls_forward(void *head, const Ctx *c, const void *xf, const int32_t 
         be->to_act(h->sum_act, h->sum, M * d);
         be->head_scale_fwd(h->pooled, h->sum_act, h->inv_len, M, 1, d);
     }
-    if (h->pair != PAIR_NONE) pair_forward(h, c, M, logits);
-    else be->matmul_fwd(logits, h->pooled, W(c, h->w), W(c, h->b), (int)M, h->classes, d);
+    if (h->pair != PAIR_NONE)
+        pair_forward(h, c, M, logits);
+    else
+        be->matmul_fwd(logits, h->pooled, W(c, h->w), W(c, h->b), (int)M, h->classes, d);
 }
 
 static void cls_backward(void *head, const Ctx *c, const void *dlogits, void *dxf) {

@@ -49,11 +49,14 @@ static const NameSet FLA_CONV_ACTS = NAME_SET(NULL, "silu");
 static const NameSet FLA_TEMP_TYPES = NAME_SET("rope", "rfa");
 
 static const HfFixed COMMON_FIXED[] = {
-    {"fuse_norm", "true", 0}, {"fuse_swiglu", "false", 0},
-    {"fuse_cross_entropy", "false", 0},  {"use_cache", "true", 0},
+    {"fuse_norm", "true", 0},
+    {"fuse_swiglu", "false", 0},
+    {"fuse_cross_entropy", "false", 0},
+    {"use_cache", "true", 0},
 };
 static const HfFixed SELECTIVE_FIXED[] = {
-    {"gate_parametrization", "\"standard\"", 1}, {"d_conv", "4", 1},
+    {"gate_parametrization", "\"standard\"", 1},
+    {"d_conv", "4", 1},
 };
 
 /* ------------------------------------------------------------------------------------ */
@@ -63,10 +66,10 @@ static const HfFixed SELECTIVE_FIXED[] = {
 static void put_fields(json_t *o, const ModelConfig *c, const HfField *f, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const void *p = (const char *)c + f[i].offset;
-        json_t *v = f[i].type == HF_REAL                                ? json_real(*(const double *)p)
+        json_t *v = f[i].type == HF_REAL                            ? json_real(*(const double *)p)
                     : f[i].range == HF_TOKEN && *(const int *)p < 0 ? json_null()
                     : f[i].type == HF_INT                           ? json_integer(*(const int *)p)
-                                         : json_boolean(*(const int *)p);
+                                                                    : json_boolean(*(const int *)p);
         json_object_set_new(o, f[i].key, v);
     }
 }
@@ -92,9 +95,7 @@ static json_t *pe_to_json(const ModelConfig *c) {
     put_name(o, "type", &FLA_PE_TYPES, pe->kind);
     switch (pe->kind) {
     case PE_NOPE: break;
-    case PE_ROPE:
-        put_fields(o, c, ROPE, HF_COUNT(ROPE));
-        break;
+    case PE_ROPE: put_fields(o, c, ROPE, HF_COUNT(ROPE)); break;
     case PE_SELECTIVE:
         RT_ASSERT(pe->conv_act == ACT_NONE || pe->conv_act == ACT_SILU);
         put_name(o, "phi_parametrization", &FLA_PHI_PROJS, pe->phi_proj);
@@ -117,26 +118,31 @@ typedef enum { RK_CHOICE, RK_INT, RK_REAL, RK_BOOL, RK_STRING } RotorKeyType;
 typedef struct {
     const char *key;
     RotorKeyType type;
-    size_t offset, size;     /* of the ModelConfig field (int, double, or a char array) */
-    const NameSet *names;    /* RK_CHOICE */
-    double lo, hi;           /* RK_INT: lo..hi; RK_REAL: in [lo, hi), or (lo, hi) when lo_open */
+    size_t offset, size;  /* of the ModelConfig field (int, double, or a char array) */
+    const NameSet *names; /* RK_CHOICE */
+    double lo, hi;        /* RK_INT: lo..hi; RK_REAL: in [lo, hi), or (lo, hi) when lo_open */
     int lo_open;
-    double dflt;             /* the value of an absent key */
+    double dflt; /* the value of an absent key */
     int (*when)(const ModelConfig *c);
-    const char *when_text;   /* the condition, for messages */
+    const char *when_text; /* the condition, for messages */
     int required, always;
     int (*written)(const ModelConfig *c); /* RK_CHOICE: the value written, when not the field's */
 } RotorKey;
 
-#define RK(k, t, f) .key = k, .type = t, .offset = offsetof(ModelConfig, f), .size = sizeof(((ModelConfig *)0)->f)
+#define RK(k, t, f)                                                                                \
+    .key = k, .type = t, .offset = offsetof(ModelConfig, f), .size = sizeof(((ModelConfig *)0)->f)
 static int is_classifier(const ModelConfig *c) { return c->head == HEAD_CLASSIFIER; }
 static int has_pairs(const ModelConfig *c) { return c->pair != PAIR_NONE; }
 static int linear_input(const ModelConfig *c) { return c->input == INPUT_LINEAR; }
 static int has_mixers(const ModelConfig *c) { return c->mixers[0] != 0; }
 static int has_dropout(const ModelConfig *c) { return c->dropout > 0; }
-static int reads_orth_init(const ModelConfig *c) { return family_reads_key(family_of(c->mixer), "orth_init"); }
+static int reads_orth_init(const ModelConfig *c) {
+    return family_reads_key(family_of(c->mixer), "orth_init");
+}
 /* absent: the type's own nonlinearity; written resolved */
-static int resolved_nonlinearity(const ModelConfig *c) { return rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH; }
+static int resolved_nonlinearity(const ModelConfig *c) {
+    return rnn_modrelu(c) ? RNN_NONLIN_MODRELU : RNN_NONLIN_TANH;
+}
 
 static const RotorKey ROTOR_KEYS[] = {
     {RK("rotor_head", RK_CHOICE, head), .names = &HEAD_NAMES, .dflt = HEAD_LM},
@@ -144,36 +150,38 @@ static const RotorKey ROTOR_KEYS[] = {
      .when_text = "rotor_head \"classifier\"", .required = 1, .always = 1},
     {RK("rotor_pool", RK_CHOICE, pool), .names = &POOL_NAMES, .when = is_classifier,
      .when_text = "rotor_head \"classifier\"", .required = 1, .always = 1},
-    {RK("rotor_pair", RK_CHOICE, pair), .names = &PAIR_NAMES, .dflt = PAIR_NONE, .when = is_classifier,
-     .when_text = "rotor_head \"classifier\""},
-    {RK("rotor_pair_mlp", RK_INT, pair_mlp), .lo = 2, .hi = INT_MAX, .when = has_pairs, .when_text = "rotor_pair",
-     .required = 1, .always = 1},
+    {RK("rotor_pair", RK_CHOICE, pair), .names = &PAIR_NAMES, .dflt = PAIR_NONE,
+     .when = is_classifier, .when_text = "rotor_head \"classifier\""},
+    {RK("rotor_pair_mlp", RK_INT, pair_mlp), .lo = 2, .hi = INT_MAX, .when = has_pairs,
+     .when_text = "rotor_pair", .required = 1, .always = 1},
     {RK("rotor_input", RK_CHOICE, input), .names = &INPUT_NAMES, .dflt = INPUT_EMBEDDING},
-    {RK("rotor_input_scale", RK_REAL, input_scale), .lo = 0, .lo_open = 1, .hi = INFINITY, .when = linear_input,
-     .when_text = "rotor_input \"linear\"", .required = 1, .always = 1},
+    {RK("rotor_input_scale", RK_REAL, input_scale), .lo = 0, .lo_open = 1, .hi = INFINITY,
+     .when = linear_input, .when_text = "rotor_input \"linear\"", .required = 1, .always = 1},
     {RK("rotor_input_offset", RK_REAL, input_offset), .hi = INFINITY, .when = linear_input,
      .when_text = "rotor_input \"linear\""},
     {RK("rotor_block", RK_CHOICE, block), .names = &BLOCK_NAMES, .dflt = BLOCK_PRENORM},
     {RK("rotor_mlp", RK_CHOICE, mlp), .names = &MLP_NAMES, .dflt = MLP_AUTO},
     {RK("rotor_norm", RK_CHOICE, norm), .names = &NORM_NAMES, .dflt = NORM_RMS},
     {RK("rotor_mixers", RK_STRING, mixers)},
-    {RK("rotor_base_conv_kernel", RK_INT, base_conv_kernel), .lo = 1, .hi = SHORT_CONV_TAPS, .when = has_mixers,
-     .when_text = "rotor_mixers", .always = 1},
+    {RK("rotor_base_conv_kernel", RK_INT, base_conv_kernel), .lo = 1, .hi = SHORT_CONV_TAPS,
+     .when = has_mixers, .when_text = "rotor_mixers", .always = 1},
     {RK("rotor_embed_dropout", RK_REAL, embed_dropout), .hi = 1},
     {RK("rotor_dropout", RK_REAL, dropout), .hi = 1},
-    {RK("rotor_dropout_mask", RK_CHOICE, dropout_mask), .names = &DROPOUT_MASK_NAMES, .dflt = DROPOUT_ELEMENT,
-     .when = has_dropout, .when_text = "rotor_dropout"},
+    {RK("rotor_dropout_mask", RK_CHOICE, dropout_mask), .names = &DROPOUT_MASK_NAMES,
+     .dflt = DROPOUT_ELEMENT, .when = has_dropout, .when_text = "rotor_dropout"},
     {RK("rotor_bidirectional", RK_BOOL, bidirectional)},
-    {RK("rotor_orth_init", RK_CHOICE, orth_init), .names = &ORTH_INIT_NAMES, .when = reads_orth_init,
-     .when_text = "this model_type", .always = 1},
-    {RK("rotor_nonlinearity", RK_CHOICE, nonlinearity), .names = &NONLINEARITY_NAMES, .dflt = RNN_NONLIN_AUTO,
-     .written = resolved_nonlinearity},
+    {RK("rotor_orth_init", RK_CHOICE, orth_init), .names = &ORTH_INIT_NAMES,
+     .when = reads_orth_init, .when_text = "this model_type", .always = 1},
+    {RK("rotor_nonlinearity", RK_CHOICE, nonlinearity), .names = &NONLINEARITY_NAMES,
+     .dflt = RNN_NONLIN_AUTO, .written = resolved_nonlinearity},
 };
 #undef RK
 
 static double rotor_key_value(const RotorKey *k, const ModelConfig *c) {
     const void *p = (const char *)c + k->offset;
-    return k->type == RK_REAL ? *(const double *)p : k->type == RK_STRING ? ((const char *)p)[0] != 0 : *(const int *)p;
+    return k->type == RK_REAL     ? *(const double *)p
+           : k->type == RK_STRING ? ((const char *)p)[0] != 0
+                                  : *(const int *)p;
 }
 
 static void put_rotor_shape(json_t *o, const ModelConfig *c) {
@@ -182,7 +190,9 @@ static void put_rotor_shape(json_t *o, const ModelConfig *c) {
         const void *p = (const char *)c + k->offset;
         if ((k->when && !k->when(c)) || (!k->always && rotor_key_value(k, c) == k->dflt)) continue;
         switch (k->type) {
-        case RK_CHOICE: put_name(o, k->key, k->names, k->written ? k->written(c) : *(const int *)p); break;
+        case RK_CHOICE:
+            put_name(o, k->key, k->names, k->written ? k->written(c) : *(const int *)p);
+            break;
         case RK_INT: json_object_set_new(o, k->key, json_integer(*(const int *)p)); break;
         case RK_REAL: json_object_set_new(o, k->key, json_real(*(const double *)p)); break;
         case RK_BOOL: json_object_set_new(o, k->key, json_boolean(*(const int *)p)); break;
@@ -203,13 +213,14 @@ int hf_fla_nope(const ModelConfig *c) { return c->pe.kind == PE_NOPE; }
 static int fla_layers(const ModelConfig *c) {
     ModelConfig own = *c;
     own.mlp = MLP_AUTO;
-    return !c->mixers[0] && model_mlp(c) == model_mlp(&own) && !c->tie_embeddings && c->norm == NORM_RMS;
+    return !c->mixers[0] && model_mlp(c) == model_mlp(&own) && !c->tie_embeddings &&
+           c->norm == NORM_RMS;
 }
 
 int hf_config_is_fla(const ModelConfig *c) {
     const HfSchema *ms = &family_of(c->mixer)->hf;
-    return ms->fla_computes && c->head == HEAD_LM && c->input == INPUT_EMBEDDING && c->block == BLOCK_PRENORM &&
-           !c->bidirectional && fla_layers(c) && ms->fla_computes(c);
+    return ms->fla_computes && c->head == HEAD_LM && c->input == INPUT_EMBEDDING &&
+           c->block == BLOCK_PRENORM && !c->bidirectional && fla_layers(c) && ms->fla_computes(c);
 }
 
 /* model_type and architectures: fla's model, or rotor's with the auto_map of its Python files
@@ -225,11 +236,14 @@ static void put_names(json_t *o, const ModelConfig *c, const HfSchema *ms) {
     RT_ASSERT(n > sn && !strcmp(ms->architecture + n - sn, ARCH_SUFFIX));
     char *type = rt_sprintf(ROTOR_TYPE "%s", ms->model_type);
     char *arch = rt_sprintf(ROTOR_ARCH "%s", ms->architecture);
-    char *config = rt_sprintf("configuration_rotor." ROTOR_ARCH "%.*sConfig", (int)(n - sn), ms->architecture);
+    char *config =
+        rt_sprintf("configuration_rotor." ROTOR_ARCH "%.*sConfig", (int)(n - sn), ms->architecture);
     char *model = rt_sprintf("modeling_rotor.%s", arch);
     json_object_set_new(o, "model_type", json_string(type));
     json_object_set_new(o, "architectures", json_pack("[s]", arch));
-    json_object_set_new(o, "auto_map", json_pack("{s:s, s:s}", "AutoConfig", config, "AutoModelForCausalLM", model));
+    json_object_set_new(
+        o, "auto_map",
+        json_pack("{s:s, s:s}", "AutoConfig", config, "AutoModelForCausalLM", model));
     rt_free(type);
     rt_free(arch);
     rt_free(config);
@@ -244,8 +258,10 @@ json_t *hf_config_to_json(const ModelConfig *c) {
     put_names(o, c, ms);
     put_rotor_shape(o, c);
     put_fields(o, c, COMMON, HF_COUNT(COMMON));
-    if (dims.mlp_width) json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
-    else if (ms->derived_heads) json_object_set_new(o, "num_heads", json_integer(dims.H));
+    if (dims.mlp_width)
+        json_object_set_new(o, "intermediate_size", json_integer(dims.mlp_width));
+    else if (ms->derived_heads)
+        json_object_set_new(o, "num_heads", json_integer(dims.H));
     /* the lra block's GELU (docs/models.md §block-dropout-bidirectional) */
     const char *act = c->block == BLOCK_LRA ? "gelu" : dims.mlp_width ? "swish" : "silu";
     json_object_set_new(o, "hidden_act", json_string(act));
@@ -285,8 +301,11 @@ static const char *json_text(const json_t *v) {
     return buf;
 }
 
-static int read_fields(const json_t *o, const char *prefix, const HfField *f, size_t n, ModelConfig *out, Errs *e) {
-    static const char *const range_words[] = {[HF_ANY] = "", [HF_POS] = "positive ", [HF_NONNEG] = "non-negative ",
+static int read_fields(const json_t *o, const char *prefix, const HfField *f, size_t n,
+                       ModelConfig *out, Errs *e) {
+    static const char *const range_words[] = {[HF_ANY] = "",
+                                              [HF_POS] = "positive ",
+                                              [HF_NONNEG] = "non-negative ",
                                               [HF_TOKEN] = "non-negative "};
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(o, f[i].key);
@@ -303,21 +322,24 @@ static int read_fields(const json_t *o, const char *prefix, const HfField *f, si
         switch (f[i].type) {
         case HF_BOOL:
             if (!json_is_boolean(v))
-                return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key, json_kind(v));
+                return fail(e, "config key '%s%s' must be true or false, got %s", prefix, f[i].key,
+                            json_kind(v));
             *(int *)p = json_is_true(v);
             break;
         case HF_INT: {
             json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
-            if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX || (f[i].range == HF_POS && x <= 0) ||
+            if (!json_is_integer(v) || x < INT_MIN || x > INT_MAX ||
+                (f[i].range == HF_POS && x <= 0) ||
                 ((f[i].range == HF_NONNEG || f[i].range == HF_TOKEN) && x < 0))
-                return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key, rw,
-                            json_is_integer(v) ? json_text(v) : json_kind(v));
+                return fail(e, "config key '%s%s' must be a %sinteger, got %s", prefix, f[i].key,
+                            rw, json_is_integer(v) ? json_text(v) : json_kind(v));
             *(int *)p = (int)x;
             break;
         }
         case HF_REAL: {
             double x = json_is_number(v) ? json_number_value(v) : 0;
-            if (!json_is_number(v) || (f[i].range == HF_POS && !(x > 0)) || (f[i].range == HF_NONNEG && !(x >= 0)))
+            if (!json_is_number(v) || (f[i].range == HF_POS && !(x > 0)) ||
+                (f[i].range == HF_NONNEG && !(x >= 0)))
                 return fail(e, "config key '%s%s' must be a %snumber, got %s", prefix, f[i].key, rw,
                             json_is_number(v) ? json_text(v) : json_kind(v));
             *(double *)p = x;
@@ -337,32 +359,35 @@ static int check_fixed(const json_t *o, const char *prefix, const HfFixed *f, si
         int same = json_equal(v, want);
         json_decref(want);
         if (!same)
-            return fail(e, "config key '%s%s' = %s is not supported (rotor implements %s)", prefix, f[i].key,
-                        json_text(v), f[i].json);
+            return fail(e, "config key '%s%s' = %s is not supported (rotor implements %s)", prefix,
+                        f[i].key, json_text(v), f[i].json);
     }
     return 0;
 }
 
 /* A string-valued key that must be one of names[] (a NULL entry stands for JSON null);
  * stores the index. */
-static int read_choice(const json_t *o, const char *prefix, const char *key, const NameSet *set, int *idx,
-                       Errs *e) {
+static int read_choice(const json_t *o, const char *prefix, const char *key, const NameSet *set,
+                       int *idx, Errs *e) {
     const char *const *names = set->names;
     int n = set->n;
     *idx = 0; /* also on failure, where callers do not read it */
     const json_t *v = json_object_get(o, key);
     if (!v) return fail(e, "config key '%s%s' is missing", prefix, key);
     for (int i = 0; i < n; i++) {
-        if (names[i] ? json_is_string(v) && !strcmp(json_string_value(v), names[i]) : json_is_null(v)) {
+        if (names[i] ? json_is_string(v) && !strcmp(json_string_value(v), names[i])
+                     : json_is_null(v)) {
             *idx = i;
             return 0;
         }
     }
     char want[160] = "";
     for (int i = 0; i < n; i++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s%s%s", i ? (i == n - 1 ? " or " : ", ") : "",
-                 names[i] ? "\"" : "", names[i] ? names[i] : "null", names[i] ? "\"" : "");
-    return fail(e, "config key '%s%s' = %s is not supported (expected %s)", prefix, key, json_text(v), want);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s%s%s",
+                 i ? (i == n - 1 ? " or " : ", ") : "", names[i] ? "\"" : "",
+                 names[i] ? names[i] : "null", names[i] ? "\"" : "");
+    return fail(e, "config key '%s%s' = %s is not supported (expected %s)", prefix, key,
+                json_text(v), want);
 }
 
 static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
@@ -381,7 +406,8 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     if (kind != PE_SELECTIVE) return 0;
     int proj, act, temp;
     if (read_choice(pe, P, "phi_parametrization", &FLA_PHI_PROJS, &proj, e) ||
-        read_choice(pe, P, "conv_act", &FLA_CONV_ACTS, &act, e) || read_choice(pe, P, "temp_type", &FLA_TEMP_TYPES, &temp, e) ||
+        read_choice(pe, P, "conv_act", &FLA_CONV_ACTS, &act, e) ||
+        read_choice(pe, P, "temp_type", &FLA_TEMP_TYPES, &temp, e) ||
         read_fields(pe, P, SELECTIVE, HF_COUNT(SELECTIVE), out, e) ||
         check_fixed(pe, P, SELECTIVE_FIXED, HF_COUNT(SELECTIVE_FIXED), e))
         return -1;
@@ -389,7 +415,9 @@ static int read_pe(const json_t *j, ModelConfig *out, Errs *e) {
     out->pe.conv_act = act ? ACT_SILU : ACT_NONE;
     out->pe.temp_type = (TempKind)temp;
     if (out->pe.temp_type == TEMP_TAN && !(out->pe.temp_theta < 1))
-        return fail(e, "config key 'position_embedding.temp_theta' = %.17g must be below 1 when temp_type is \"rfa\"",
+        return fail(e,
+                    "config key 'position_embedding.temp_theta' = %.17g must be below 1 when "
+                    "temp_type is \"rfa\"",
                     out->pe.temp_theta);
     return 0;
 }
@@ -401,7 +429,8 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
         const json_t *v = json_object_get(j, k->key);
         if (k->when && !k->when(out)) continue; /* a key of a shape this model does not have */
         if (!v) {
-            if (k->required) return fail(e, "config key '%s' is missing: %s needs it", k->key, k->when_text);
+            if (k->required)
+                return fail(e, "config key '%s' is missing: %s needs it", k->key, k->when_text);
             continue;
         }
         void *p = (char *)out + k->offset;
@@ -422,18 +451,20 @@ static int read_rotor_shape(const json_t *j, ModelConfig *out, Errs *e) {
             break;
         case RK_REAL:
             if (!json_is_number(v) || !(k->lo_open ? x > k->lo : x >= k->lo) || !(x < k->hi))
-                return fail(e, "config key '%s' must be a number in %s%g, %g), got %s", k->key, k->lo_open ? "(" : "[",
-                            k->lo, k->hi, json_text(v));
+                return fail(e, "config key '%s' must be a number in %s%g, %g), got %s", k->key,
+                            k->lo_open ? "(" : "[", k->lo, k->hi, json_text(v));
             *(double *)p = x;
             break;
         case RK_BOOL:
-            if (!json_is_boolean(v)) return fail(e, "config key '%s' must be true or false, got %s", k->key, json_text(v));
+            if (!json_is_boolean(v))
+                return fail(e, "config key '%s' must be true or false, got %s", k->key,
+                            json_text(v));
             *(int *)p = json_is_true(v);
             break;
         case RK_STRING:
             if (!json_is_string(v) || json_string_length(v) >= k->size)
-                return fail(e, "config key '%s' must be a string of under %zu characters, got %s", k->key, k->size,
-                            json_text(v));
+                return fail(e, "config key '%s' must be a string of under %zu characters, got %s",
+                            k->key, k->size, json_text(v));
             snprintf((char *)p, k->size, "%s", json_string_value(v));
             break;
         }
@@ -452,30 +483,38 @@ static int read_model_type(const json_t *j, MixerKind *kind, Errs *e) {
     for (int k = 0; k < N_MIXERS; k++)
         snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\"", k ? ", " : "",
                  family_of((MixerKind)k)->hf.model_type);
-    return fail(e, "config key 'model_type' = %s is not supported (expected %s, or one of them prefixed \"%s\")",
+    return fail(e,
+                "config key 'model_type' = %s is not supported (expected %s, or one of them "
+                "prefixed \"%s\")",
                 json_text(v), want, ROTOR_TYPE);
 }
 
-int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen) {
+int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err,
+                        size_t errlen) {
     Errs e = {err, errlen};
     memcpy(out, defaults, sizeof(*out));
-    if (!json_is_object(j)) return fail(&e, "config.json must hold a JSON object, got %s", json_kind(j));
+    if (!json_is_object(j))
+        return fail(&e, "config.json must hold a JSON object, got %s", json_kind(j));
     if (read_model_type(j, &out->mixer, &e)) return -1;
     const Family *fam = family_of(out->mixer);
     const HfSchema *ms = &fam->hf;
-    /* rotor's auto-encoder head (docs/models.md §autoencoder-head) has no fla counterpart: its own key,
-     * absent for the LM head */
+    /* rotor's auto-encoder head (docs/models.md §autoencoder-head) has no fla counterpart: its own
+     * key, absent for the LM head */
     if (read_rotor_shape(j, out, &e)) return -1;
-    if (read_fields(j, "", COMMON, HF_COUNT(COMMON), out, &e) || check_fixed(j, "", COMMON_FIXED, HF_COUNT(COMMON_FIXED), &e) ||
-        read_fields(j, "", ms->fields, ms->nfields, out, &e) || check_fixed(j, "", ms->fixed, ms->nfixed, &e) ||
-        read_pe(j, out, &e))
+    if (read_fields(j, "", COMMON, HF_COUNT(COMMON), out, &e) ||
+        check_fixed(j, "", COMMON_FIXED, HF_COUNT(COMMON_FIXED), &e) ||
+        read_fields(j, "", ms->fields, ms->nfields, out, &e) ||
+        check_fixed(j, "", ms->fixed, ms->nfixed, &e) || read_pe(j, out, &e))
         return -1;
     const json_t *act = json_object_get(j, "hidden_act");
     const char *an = json_is_string(act) ? json_string_value(act) : "";
-    int act_ok = out->block == BLOCK_LRA ? !strcmp(an, "gelu") : !strcmp(an, "swish") || !strcmp(an, "silu");
+    int act_ok =
+        out->block == BLOCK_LRA ? !strcmp(an, "gelu") : !strcmp(an, "swish") || !strcmp(an, "silu");
     if (act && !act_ok)
-        return fail(&e, "config key 'hidden_act' = %s is not supported (expected %s)", json_text(act),
-                    out->block == BLOCK_LRA ? "\"gelu\" with rotor_block \"lra\"" : "\"swish\" or \"silu\"");
+        return fail(&e, "config key 'hidden_act' = %s is not supported (expected %s)",
+                    json_text(act),
+                    out->block == BLOCK_LRA ? "\"gelu\" with rotor_block \"lra\""
+                                            : "\"swish\" or \"silu\"");
 
     /* The MLP width (none for Mamba2): explicit, or from hidden_ratio; stored as 0 when the
      * ratio gives it. */
@@ -483,22 +522,28 @@ int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfi
     const json_t *ratio = json_object_get(j, "hidden_ratio");
     int explicit_width = 0, mlp = model_mlp(out) == MLP_SWIGLU;
     if (mlp && inter && !json_is_null(inter)) {
-        if (!json_is_integer(inter) || json_integer_value(inter) <= 0 || json_integer_value(inter) > INT_MAX)
-            return fail(&e, "config key 'intermediate_size' must be a positive integer or null, got %s",
+        if (!json_is_integer(inter) || json_integer_value(inter) <= 0 ||
+            json_integer_value(inter) > INT_MAX)
+            return fail(&e,
+                        "config key 'intermediate_size' must be a positive integer or null, got %s",
                         json_is_integer(inter) ? json_text(inter) : json_kind(inter));
         explicit_width = (int)json_integer_value(inter);
     } else if (mlp && (!ratio || json_is_null(ratio))) {
-        return fail(&e, "config keys 'intermediate_size' and 'hidden_ratio' are both missing: one gives the MLP width");
+        return fail(&e, "config keys 'intermediate_size' and 'hidden_ratio' are both missing: one "
+                        "gives the MLP width");
     }
     ModelDims dims;
     const char *why = model_dims(out, &dims);
     if (why) return fail(&e, "inconsistent config: %s", why);
     if (explicit_width && explicit_width != dims.mlp_width) out->intermediate_size = explicit_width;
     if (ms->derived_heads && out->num_heads != dims.H) /* fla's Mamba2 refuses it too */
-        return fail(&e, "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
+        return fail(&e,
+                    "config key 'num_heads' = %d differs from expand x hidden_size / head_dim = %d",
                     out->num_heads, dims.H);
     if (out->bos_id >= out->vocab_size || out->eos_id >= out->vocab_size)
-        return fail(&e, "config keys 'bos_token_id' = %d and 'eos_token_id' = %d must be below 'vocab_size' = %d",
+        return fail(&e,
+                    "config keys 'bos_token_id' = %d and 'eos_token_id' = %d must be below "
+                    "'vocab_size' = %d",
                     out->bos_id, out->eos_id, out->vocab_size);
     return 0;
 }

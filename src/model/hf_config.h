@@ -12,10 +12,11 @@
  * qk_norm; every key of a
  * selective_rope position_embedding but gate_parametrization and d_conv. The other keys are
  * optional (absent or null: the default given, the key table's; "position_embedding" absent:
- * NoPE, RoPE with "rope_theta" for the Transformer, "doc_mask" absent: off), so that a config.json written by fla itself loads.
- * "intermediate_size" may be null or absent when "hidden_ratio" gives the width. Keys fixed
- * to one value by docs/models.md (conv_size 4, use_output_gate true for GLA, qkv_bias false,
- * num_kv_heads null, d_conv 4, ...) are rejected when present with any other value. */
+ * NoPE, RoPE with "rope_theta" for the Transformer, "doc_mask" absent: off), so that a config.json
+ * written by fla itself loads. "intermediate_size" may be null or absent when "hidden_ratio" gives
+ * the width. Keys fixed to one value by docs/models.md (conv_size 4, use_output_gate true for GLA,
+ * qkv_bias false, num_kv_heads null, d_conv 4, ...) are rejected when present with any other value.
+ */
 #ifndef ROTOR_HF_CONFIG_H
 #define ROTOR_HF_CONFIG_H
 
@@ -38,7 +39,8 @@ typedef struct {
     int required;
     size_t offset;
 } HfField;
-#define HF_FIELD(k, t, r, req, f) {k, t, r, req, offsetof(ModelConfig, f)}
+#define HF_FIELD(k, t, r, req, f)                                                                  \
+    { k, t, r, req, offsetof(ModelConfig, f) }
 
 /* A key with the one value rotor implements (JSON text). Written as is; when `checked`, a
  * file that sets it to anything else is rejected (unchecked ones are fla runtime options
@@ -84,13 +86,14 @@ int hf_fla_nope(const ModelConfig *c);
 int hf_config_is_fla(const ModelConfig *c);
 
 /* Fills *out from config.json: fields the file does not carry take their values in *defaults
- * (model_config_defaults: the key table's, config/run_config.h), and an "intermediate_size" equal to the width derived from
- * "hidden_ratio" becomes 0 (derived), so hf_config_to_json followed by hf_config_from_json
- * gives back a config identical in every field config.json carries. Integers are accepted
- * where floats are expected. model_type may be fla's or rotor's ("rotor_" + fla's)
- * for every family. Rejects an unknown model_type, a missing required key, a value
- * of the wrong type or range, and an inconsistent shape, with a message naming the key.
- * Returns 0, or -1 with the message in err (*out is then unspecified). */
-int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err, size_t errlen);
+ * (model_config_defaults: the key table's, config/run_config.h), and an "intermediate_size" equal
+ * to the width derived from "hidden_ratio" becomes 0 (derived), so hf_config_to_json followed by
+ * hf_config_from_json gives back a config identical in every field config.json carries. Integers
+ * are accepted where floats are expected. model_type may be fla's or rotor's ("rotor_" + fla's) for
+ * every family. Rejects an unknown model_type, a missing required key, a value of the wrong type or
+ * range, and an inconsistent shape, with a message naming the key. Returns 0, or -1 with the
+ * message in err (*out is then unspecified). */
+int hf_config_from_json(const json_t *j, const ModelConfig *defaults, ModelConfig *out, char *err,
+                        size_t errlen);
 
 #endif

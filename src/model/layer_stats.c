@@ -1,7 +1,7 @@
 /* Statistics of a recurrent layer for the run's metrics (MixerImpl.stats, docs/models.md §lru,
- * §rotrnn, §nonlinear-rnns): summaries of its eigenvalue moduli and angles, read from the parameters, and the
- * norm of its states at the last forward (the RotRNN paper's Fig. 3), each a host copy made
- * once per validation. */
+ * §rotrnn, §nonlinear-rnns): summaries of its eigenvalue moduli and angles, read from the
+ * parameters, and the norm of its states at the last forward (the RotRNN paper's Fig. 3), each a
+ * host copy made once per validation. */
 #include <math.h>
 
 #include "device/host_copy.h"
@@ -69,7 +69,8 @@ void stats_state_norm(json_t *o, const Ctx *c, const void *h, int64_t width, int
         row += sqrt(all);
     }
     json_object_set_new(o, "state_norm", json_real(row / c->N));
-    if (groups > 1) json_object_set_new(o, "state_norm_head", json_real(group / ((double)c->N * groups)));
+    if (groups > 1)
+        json_object_set_new(o, "state_norm_head", json_real(group / ((double)c->N * groups)));
     rt_free(raw);
     rt_free(x);
 }

@@ -35,15 +35,15 @@ void growbuf_free(GrowBuf *b, const Backend *be) {
     b->bytes = 0;
 }
 
-int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
-                      double init_arg) {
+int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                      ParamInit init, double init_arg) {
     int id = params_add(t, name, ndim, shape, init, init_arg, 0, 1);
     params_set_recurrent(t, id);
     return id;
 }
 
-int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
-                       double init_arg) {
+int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                       ParamInit init, double init_arg) {
     int id = params_add(t, name, ndim, shape, init, init_arg, 0, 1);
     params_set_orthogonal(t, id);
     return id;
@@ -55,7 +55,8 @@ void init_phase(const ParamInitArgs *a) {
 
 void *cell_state(CellState *cs, const Ctx *c, const void **h0) {
     *h0 = NULL;
-    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md §carried-states) */
+    if (c->carry) { /* start from the carried states, kept for the backward (docs/models.md
+                       §carried-states) */
         size_t bytes = F32(c, (int64_t)c->seqs->nseg * cs->width);
         void *p = growbuf_get(&cs->h0, c->be, bytes);
         c->be->copy(p, cs->S, bytes);
@@ -70,8 +71,8 @@ void cell_destroy(void *layer, const Backend *be) {
     rt_free(cs);
 }
 
-void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
-                     int max_len) {
+void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                     int64_t rows, int max_len) {
     CellState *cs = layer;
     (void)dm, (void)max_len;
     cs->S = carve(state, F32S(be, rows * cs->width));

@@ -3,8 +3,8 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-enum { F_PE = 1 };        /* feature: a position embedding rotates q, k */
-enum { W_KEY, W_VALUE };  /* widths */
+enum { F_PE = 1 };       /* feature: a position embedding rotates q, k */
+enum { W_KEY, W_VALUE }; /* widths */
 
 static const BufDecl linattn_bufs[] = {
     BUF_IF(LinAttnLayer, qr, BUF_SAVED, BUF_ACT, W_KEY, F_PE, in.q1),
@@ -23,7 +23,8 @@ void linattn_bind(void *layer, const BufDecl *own, int n, const int64_t *widths,
     LinAttnLayer *la = layer;
     int64_t shared[] = {[W_KEY] = dm->key_dim, [W_VALUE] = dm->value_dim};
     qkv_bind(&la->in, be, sv, sc, N);
-    acts_bind(la, linattn_bufs, BUF_COUNT(linattn_bufs), shared, has_pe(la) ? F_PE : 0, be, sv, sc, N);
+    acts_bind(la, linattn_bufs, BUF_COUNT(linattn_bufs), shared, has_pe(la) ? F_PE : 0, be, sv, sc,
+              N);
     acts_bind(layer, own, n, widths, features, be, sv, sc, N);
     readout_bind(&la->out, be, sv, sc, N);
     pe_bind(&la->pe, be, sv, sc, N);

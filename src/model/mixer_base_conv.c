@@ -1,7 +1,8 @@
 /* Zoology's BaseConv layer (docs/models.md §zoology-shape; Arora et al. 2023, "Zoology", and its
  * mixers/base_conv.py): y = conv(x) (.) (x W^T + b) + x, conv a depthwise causal short conv
- * of model.base_conv_kernel taps with bias. It is a layer of model.mixers, not a family: it takes the family's place in
- * some layers of a hybrid (Zoology's Hybrid), and reads only the model width. */
+ * of model.base_conv_kernel taps with bias. It is a layer of model.mixers, not a family: it takes
+ * the family's place in some layers of a hybrid (Zoology's Hybrid), and reads only the model width.
+ */
 #include <math.h>
 
 #include "model/model_internal.h"
@@ -9,10 +10,10 @@
 
 typedef struct {
     int conv_w, conv_b, proj_w, proj_b; /* parameter ids */
-    int d, K;        /* width, conv taps */
-    void *cv, *pj;   /* saved: the conv's and the projection's outputs [N, d] */
-    void *dcv, *dpj; /* scratch: their gradients */
-    void *tail;      /* decoding state: each row's last three inputs (conv_step's, for any K) */
+    int d, K;                           /* width, conv taps */
+    void *cv, *pj;                      /* saved: the conv's and the projection's outputs [N, d] */
+    void *dcv, *dpj;                    /* scratch: their gradients */
+    void *tail; /* decoding state: each row's last three inputs (conv_step's, for any K) */
 } BaseConv;
 
 enum { W_D };
@@ -27,11 +28,13 @@ static const BufDecl base_conv_bufs[] = {
 /* PyTorch's default init of nn.Conv1d, which Zoology keeps (its _init_weights reaches only
  * the linears and embeddings): U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the weight and the bias,
  * fan_in = the kernel width K of a depthwise conv. */
-static int declare_torch_conv(ParamTable *t, const char *name, int ndim, const int64_t *shape, int K) {
+static int declare_torch_conv(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                              int K) {
     return params_add(t, name, ndim, shape, init_uniform, 1 / sqrt((double)K), ndim > 1, 1);
 }
 
-static void *base_conv_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
+static void *base_conv_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm,
+                              const char *p) {
     (void)dm;
     BaseConv *b = rt_calloc(1, sizeof(BaseConv));
     int d = b->d = cfg->hidden_size, K = b->K = cfg->base_conv_kernel;
@@ -48,8 +51,8 @@ static void base_conv_destroy(void *layer, const Backend *be) {
     rt_free(layer);
 }
 
-static void base_conv_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv, Carve *sc,
-                           int64_t N) {
+static void base_conv_bind(void *layer, const Backend *be, const ModelDims *dm, Carve *sv,
+                           Carve *sc, int64_t N) {
     (void)dm;
     BaseConv *b = layer;
     int64_t widths[] = {[W_D] = b->d};
@@ -61,7 +64,8 @@ static void base_conv_forward(void *layer, const Ctx *c, const void *x, void *y)
     const Backend *be = c->be;
     int d = b->d;
     if (c->mode == PASS_STEP) {
-        be->conv_step(b->cv, x, W(c, b->conv_w), W(c, b->conv_b), b->tail, c->seqs, d, b->K, ACT_NONE);
+        be->conv_step(b->cv, x, W(c, b->conv_w), W(c, b->conv_b), b->tail, c->seqs, d, b->K,
+                      ACT_NONE);
     } else {
         be->conv_fwd(b->cv, x, W(c, b->conv_w), W(c, b->conv_b), c->seqs, d, b->K, ACT_NONE);
         if (c->mode == PASS_PREFILL) be->segment_tail(b->tail, x, c->seqs, d, 3, 0);
@@ -76,9 +80,10 @@ static void base_conv_backward(void *layer, const Ctx *c, const void *x, const v
     const Backend *be = c->be;
     int d = b->d;
     be->gate_mul_bwd(b->dcv, b->dpj, dy, b->cv, b->pj, c->N * d, ACT_NONE);
-    be->conv_bwd(dx, G(c, b->conv_w), G(c, b->conv_b), b->dcv, x, W(c, b->conv_w), W(c, b->conv_b), c->seqs, d,
-                 b->K, ACT_NONE);
-    be->matmul_bwd(dx, G(c, b->proj_w), G(c, b->proj_b), b->dpj, x, W(c, b->proj_w), (int)c->N, d, d, 1);
+    be->conv_bwd(dx, G(c, b->conv_w), G(c, b->conv_b), b->dcv, x, W(c, b->conv_w), W(c, b->conv_b),
+                 c->seqs, d, b->K, ACT_NONE);
+    be->matmul_bwd(dx, G(c, b->proj_w), G(c, b->proj_b), b->dpj, x, W(c, b->proj_w), (int)c->N, d,
+                   d, 1);
     be->add(dx, dx, dy, c->N * d); /* the skip + x */
 }
 

@@ -14,15 +14,15 @@
 
 typedef struct {
     int f, fb, qnorm, knorm, kshift, vshift; /* parameter ids, -1 where absent */
-    int qk_per_head;    /* QK-norm weights per head and channel (FoX) or per channel */
-    QKVPrologue in;     /* the q, k, v projections (no conv) */
+    int qk_per_head; /* QK-norm weights per head and channel (FoX) or per channel */
+    QKVPrologue in;  /* the q, k, v projections (no conv) */
     PosEmb pe;
     Readout out;
-    AttnArgs attn;      /* the core op's arguments, set by the forward for the backward */
+    AttnArgs attn; /* the core op's arguments, set by the forward for the backward */
     /* saved: the shift gates and shifted k, v (aliases of in.k0, in.v0 without shift); the
-     * forget gate's logits and log f (without a gate: absent); then the q/k pipeline in docs/models.md §fox order:
-     * Selective RoPE -> q_sel, QK-norm -> q_norm (rstd qrs), RoPE -> q_rope, each an alias
-     * of the stage before when absent; q_rope, k_rope enter the attention */
+     * forget gate's logits and log f (without a gate: absent); then the q/k pipeline in
+     * docs/models.md §fox order: Selective RoPE -> q_sel, QK-norm -> q_norm (rstd qrs), RoPE ->
+     * q_rope, each an alias of the stage before when absent; q_rope, k_rope enter the attention */
     void *ka, *va, *k1, *v1, *fr, *lf, *lse;
     void *q_sel, *k_sel, *q_norm, *k_norm, *qrs, *krs, *q_rope, *k_rope;
     /* scratch: the gradients of the same stages in reverse */
@@ -90,8 +90,10 @@ static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
         l->qnorm = declare_vector(t, pname(p, "q_norm.weight").s, fox ? d : dm->dk, 1);
         l->knorm = declare_vector(t, pname(p, "k_norm.weight").s, fox ? d : dm->dk, 1);
     }
-    if (fox && cfg->k_shift) l->kshift = declare_linear(t, pname(p, "k_shift_proj.weight").s, H, d, std);
-    if (fox && cfg->v_shift) l->vshift = declare_linear(t, pname(p, "v_shift_proj.weight").s, H, d, std);
+    if (fox && cfg->k_shift)
+        l->kshift = declare_linear(t, pname(p, "k_shift_proj.weight").s, H, d, std);
+    if (fox && cfg->v_shift)
+        l->vshift = declare_linear(t, pname(p, "v_shift_proj.weight").s, H, d, std);
     pe_declare(&l->pe, t, p, cfg, H, dm->dk);
     return l;
 }
@@ -168,14 +170,30 @@ static void fox_forward(void *layer, const Ctx *c, const void *x, void *y) {
                         QK_NORM_EPS);
     }
     if (pk == PE_ROPE) pe_forward(&l->pe, c, x, l->q_norm, l->k_norm, l->q_rope, l->k_rope);
-    l->attn = (AttnArgs){.s = c->seqs, .H = H, .D = dm->dk, .scale = 1.0 / sqrt((double)dm->dk),
-                         .q = l->q_rope, .k = l->k_rope, .v = l->v1, .logf = l->lf, /* or NULL */
-                         .o = l->out.o_, .lse = l->lse};
+    l->attn = (AttnArgs){.s = c->seqs,
+                         .H = H,
+                         .D = dm->dk,
+                         .scale = 1.0 / sqrt((double)dm->dk),
+                         .q = l->q_rope,
+                         .k = l->k_rope,
+                         .v = l->v1,
+                         .logf = l->lf, /* or NULL */
+                         .o = l->out.o_,
+                         .lse = l->lse};
     if (c->mode == PASS_STEP)
-        be->attn_step(&(AttnStepArgs){.s = c->seqs, .H = H, .D = dm->dk, .cap = c->max_len,
-                                      .scale = l->attn.scale, .q = l->q_rope, .k = l->k_rope,
-                                      .v = l->v1, .logf = l->lf, .kc = l->kc, .vc = l->vc,
-                                      .fc = l->fc, .o = l->out.o_});
+        be->attn_step(&(AttnStepArgs){.s = c->seqs,
+                                      .H = H,
+                                      .D = dm->dk,
+                                      .cap = c->max_len,
+                                      .scale = l->attn.scale,
+                                      .q = l->q_rope,
+                                      .k = l->k_rope,
+                                      .v = l->v1,
+                                      .logf = l->lf,
+                                      .kc = l->kc,
+                                      .vc = l->vc,
+                                      .fc = l->fc,
+                                      .o = l->out.o_});
     else
         be->fox_fwd(&l->attn);
     if (c->mode == PASS_PREFILL) fill_cache(l, c);
@@ -189,8 +207,12 @@ static void fox_backward(void *layer, const Ctx *c, const void *x, const void *d
     int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
     PEKind pk = l->pe.cfg.kind;
     int have_dx = readout_backward(&l->out, c, x, dy, dx);
-    be->fox_bwd(&(AttnGrads){.a = l->attn, .dout = l->out.do_, .dq = l->dq_rope,
-                             .dk = l->dk_rope, .dv = l->dv1, .dlogf = l->dlf});
+    be->fox_bwd(&(AttnGrads){.a = l->attn,
+                             .dout = l->out.do_,
+                             .dq = l->dq_rope,
+                             .dk = l->dk_rope,
+                             .dv = l->dv1,
+                             .dlogf = l->dlf});
     if (l->f >= 0) {
         be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
         be->matmul_bwd(dx, G(c, l->f), G(c, l->fb), l->dfr, x, W(c, l->f), N, H, d, have_dx);
@@ -201,10 +223,10 @@ static void fox_backward(void *layer, const Ctx *c, const void *x, const void *d
         pe_backward(&l->pe, c, x, l->q_norm, l->k_norm, l->dq_rope, l->dk_rope, l->dq_norm,
                     l->dk_norm, dx);
     if (l->qnorm >= 0) {
-        be->rmsnorm_bwd(l->dq_sel, G(c, l->qnorm), l->dq_norm, l->q_sel, W(c, l->qnorm), l->qrs,
-                        N, H, dm->dk, l->qk_per_head, 0);
-        be->rmsnorm_bwd(l->dk_sel, G(c, l->knorm), l->dk_norm, l->k_sel, W(c, l->knorm), l->krs,
-                        N, H, dm->dk, l->qk_per_head, 0);
+        be->rmsnorm_bwd(l->dq_sel, G(c, l->qnorm), l->dq_norm, l->q_sel, W(c, l->qnorm), l->qrs, N,
+                        H, dm->dk, l->qk_per_head, 0);
+        be->rmsnorm_bwd(l->dk_sel, G(c, l->knorm), l->dk_norm, l->k_sel, W(c, l->knorm), l->krs, N,
+                        H, dm->dk, l->qk_per_head, 0);
     }
     if (pk == PE_SELECTIVE)
         pe_backward(&l->pe, c, x, l->in.q0, l->k1, l->dq_sel, l->dk_sel, l->dq0, l->dk1, dx);
@@ -233,7 +255,8 @@ static void fox_bind_state(void *layer, const Backend *be, const ModelDims *dm, 
                            int64_t rows, int max_len) {
     FoX *l = layer;
     int64_t HD = (int64_t)dm->H * dm->dk;
-    int64_t widths[] = {[W_ROW] = HD, [W_CACHE] = max_len * HD, [W_FCACHE] = (int64_t)max_len * dm->H};
+    int64_t widths[] = {
+        [W_ROW] = HD, [W_CACHE] = max_len * HD, [W_FCACHE] = (int64_t)max_len * dm->H};
     acts_bind(l, fox_state, BUF_COUNT(fox_state), widths, features(l), be, state, state, rows);
     pe_bind_state(&l->pe, be, state, rows);
 }
@@ -267,13 +290,18 @@ static void attention_head_keys(const ModelConfig *c, char *buf, size_t n) {
 }
 
 /* QK^T and PV over T/2 keys on average */
-static double attention_flops(const ModelConfig *c, const ModelDims *dm, int T) { return 2.0 * T * c->hidden_size; }
+static double attention_flops(const ModelConfig *c, const ModelDims *dm, int T) {
+    return 2.0 * T * c->hidden_size;
+}
 
 static const HfFixed attention_fixed[] = {
-    {"qkv_bias", "false", 1}, {"window_size", "null", 1}, {"num_kv_heads", "null", 1},
+    {"qkv_bias", "false", 1},
+    {"window_size", "null", 1},
+    {"num_kv_heads", "null", 1},
 };
 
-static const char *const fox_keys[] = {"num_heads", "qk_norm", "output_gate", "output_norm", "k_shift", "v_shift", NULL};
+static const char *const fox_keys[] = {"num_heads", "qk_norm", "output_gate", "output_norm",
+                                       "k_shift",   "v_shift", NULL};
 static const HfField fox_fields[] = {
     HF_FIELD("qk_norm", HF_BOOL, HF_ANY, 1, qk_norm),
     HF_FIELD("use_output_gate", HF_BOOL, HF_ANY, 1, output_gate),
@@ -289,8 +317,14 @@ static int fox_fla_computes(const ModelConfig *c) {
 }
 
 const Family family_fox = {
-    .name = "fox", .section = "§fox", .mix = &mixer_fox, .pe = PE_ANY, .keys = fox_keys,
-    .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
+    .name = "fox",
+    .section = "§fox",
+    .mix = &mixer_fox,
+    .pe = PE_ANY,
+    .keys = fox_keys,
+    .dims = attention_dims,
+    .head_keys = attention_head_keys,
+    .mixing_flops = attention_flops,
     .hf = {"forgetting_transformer", "ForgettingTransformerForCausalLM", HF_TABLE(fox_fields),
            HF_TABLE(attention_fixed), PE_NOPE, .fla_computes = fox_fla_computes},
 };
@@ -307,8 +341,14 @@ static const HfField transformer_fields[] = {
 static int transformer_fla_computes(const ModelConfig *c) { return c->pe.kind == PE_ROPE; }
 
 const Family family_transformer = {
-    .name = "transformer", .section = "§transformer", .mix = &mixer_fox, .pe = PE_ANY, .keys = transformer_keys,
-    .dims = attention_dims, .head_keys = attention_head_keys, .mixing_flops = attention_flops,
+    .name = "transformer",
+    .section = "§transformer",
+    .mix = &mixer_fox,
+    .pe = PE_ANY,
+    .keys = transformer_keys,
+    .dims = attention_dims,
+    .head_keys = attention_head_keys,
+    .mixing_flops = attention_flops,
     .hf = {"transformer", "TransformerForCausalLM", HF_TABLE(transformer_fields),
            HF_TABLE(attention_fixed), PE_ROPE, .fla_computes = transformer_fla_computes},
 };

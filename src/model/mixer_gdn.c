@@ -1,6 +1,6 @@
-/* Gated DeltaNet mixer (docs/models.md §gated-deltanet, fla GatedDeltaNet with use_gate) and DeltaNet
- * (§deltanet, fla DeltaNet): the same layer without the decay (no a_proj, A_log, dt_bias; the
- * core op runs with g == NULL) and with an optional output gate. */
+/* Gated DeltaNet mixer (docs/models.md §gated-deltanet, fla GatedDeltaNet with use_gate) and
+ * DeltaNet (§deltanet, fla DeltaNet): the same layer without the decay (no a_proj, A_log, dt_bias;
+ * the core op runs with g == NULL) and with an optional output gate. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,8 @@ typedef struct {
     void *dqn, *dkn, *dbeta, *dgd, *dbraw, *daraw;
 } GDN;
 
-enum { F_DECAY = 1 };     /* feature: decay */
-enum { W_KEY, W_HEADS };  /* widths */
+enum { F_DECAY = 1 };    /* feature: decay */
+enum { W_KEY, W_HEADS }; /* widths */
 
 static const BufDecl gdn_bufs[] = {
     BUF(GDN, qn, BUF_SAVED, BUF_ACT, W_KEY),
@@ -42,11 +42,12 @@ static const BufDecl gdn_bufs[] = {
 
 /* A_log = log U(0, 16) (docs/models.md §gated-deltanet) */
 static void gdn_init_a_log(const ParamInitArgs *a) {
-    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = log(fmax(16 * rng_uniform(a->rng), 1e-30));
+    for (int64_t i = 0; i < a->p->numel; i++)
+        a->out[i] = log(fmax(16 * rng_uniform(a->rng), 1e-30));
 }
 
-/* dt_bias: the inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md §gated-deltanet;
- * Mamba2's alike, §mamba2) */
+/* dt_bias: the inverse softplus of a log-uniform dt in [1e-3, 1e-1] (docs/models.md
+ * §gated-deltanet; Mamba2's alike, §mamba2) */
 void init_dt_bias(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) {
         double dt = exp(rng_uniform(a->rng) * (log(0.1) - log(0.001)) + log(0.001));
@@ -82,7 +83,8 @@ static void gdn_bind(void *layer, const Backend *be, const ModelDims *dm, Carve 
                      int64_t N) {
     GDN *l = layer;
     int64_t widths[] = {[W_KEY] = dm->key_dim, [W_HEADS] = dm->H};
-    linattn_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, l->decay ? F_DECAY : 0, be, dm, sv, sc, N);
+    linattn_bind(l, gdn_bufs, BUF_COUNT(gdn_bufs), widths, l->decay ? F_DECAY : 0, be, dm, sv, sc,
+                 N);
 }
 
 static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
@@ -100,10 +102,18 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
         be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
         be->decay_gates_fwd(NULL, l->gd, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
     }
-    la->attn = (LinAttnArgs){
-        .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
-        .q = l->qn, .k = l->kn, .v = la->in.v1, .g = l->gd, .beta = l->beta, .o = la->out.o_,
-        .state = c->mode == PASS_TRAIN ? NULL : la->S};
+    la->attn = (LinAttnArgs){.s = c->seqs,
+                             .H = H,
+                             .K = dm->dk,
+                             .V = dm->dv,
+                             .scale = 1.0 / sqrt((double)dm->dk),
+                             .q = l->qn,
+                             .k = l->kn,
+                             .v = la->in.v1,
+                             .g = l->gd,
+                             .beta = l->beta,
+                             .o = la->out.o_,
+                             .state = c->mode == PASS_TRAIN ? NULL : la->S};
     linattn_run(c, &la->attn, &la->states, 1);
     readout_forward(&la->out, c, x, y);
 }
@@ -115,8 +125,13 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
     LinAttnLayer *la = &l->la;
     int have_dx = readout_backward(&la->out, c, x, dy, dx); /* no gate: dx not yet written */
-    be->gdn_bwd(&(LinAttnGrads){.a = la->attn, .dout = la->out.do_, .dq = l->dqn, .dk = l->dkn,
-                                .dv = la->dv1, .dg = l->dgd, .dbeta = l->dbeta});
+    be->gdn_bwd(&(LinAttnGrads){.a = la->attn,
+                                .dout = la->out.do_,
+                                .dq = l->dqn,
+                                .dk = l->dkn,
+                                .dv = la->dv1,
+                                .dg = l->dgd,
+                                .dbeta = l->dbeta});
     be->sigmoid_bwd(l->dbraw, l->dbeta, l->braw, (int64_t)N * H);
     if (l->decay)
         be->decay_gates_bwd(l->daraw, G(c, l->A_log), G(c, l->dt_bias), NULL, l->dgd, l->araw,
@@ -138,19 +153,22 @@ static const MixerImpl mixer_gdn = {
     .bind_state = linattn_bind_state,
 };
 
-/* ---- the families: Gated DeltaNet (docs/models.md §gated-deltanet) and DeltaNet (§deltanet) ---- */
+/* ---- the families: Gated DeltaNet (docs/models.md §gated-deltanet) and DeltaNet (§deltanet) ----
+ */
 
 static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
     int H = c->num_heads;
     if (c->head_dim <= 0) return "model.key_head_dim must be positive";
     double dv = c->head_dim * c->expand_v;
     if ((double)H * c->head_dim > MAX_WIDTH || (double)H * dv > MAX_WIDTH) {
-        snprintf(msg, n, "model.num_heads = %d x key_head_dim = %d (x expand_v = %g) is beyond 2^24", H, c->head_dim,
-                 c->expand_v);
+        snprintf(msg, n,
+                 "model.num_heads = %d x key_head_dim = %d (x expand_v = %g) is beyond 2^24", H,
+                 c->head_dim, c->expand_v);
         return msg;
     }
     if (!is_integer(dv) || dv <= 0) {
-        snprintf(msg, n, "model.expand_v = %g times model.key_head_dim %d is not an integer", c->expand_v, c->head_dim);
+        snprintf(msg, n, "model.expand_v = %g times model.key_head_dim %d is not an integer",
+                 c->expand_v, c->head_dim);
         return msg;
     }
     o->H = H;
@@ -162,8 +180,8 @@ static const char *gdn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_
 }
 
 static void gdn_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.num_heads = %d, model.key_head_dim = %d, model.expand_v = %g", c->num_heads, c->head_dim,
-             c->expand_v);
+    snprintf(buf, n, "model.num_heads = %d, model.key_head_dim = %d, model.expand_v = %g",
+             c->num_heads, c->head_dim, c->expand_v);
 }
 
 static const char *const gdn_keys[] = {"num_heads", "key_head_dim", "expand_v", "short_conv", NULL};
@@ -178,14 +196,21 @@ static const HfFixed gdn_fixed[] = {
 };
 
 const Family family_gated_deltanet = {
-    .name = "gated_deltanet", .section = "§gated-deltanet", .mix = &mixer_gdn, .pe = PE_ANY, .keys = gdn_keys,
-    .dims = gdn_dims, .head_keys = gdn_head_keys, .mixing_flops = chunked_flops,
+    .name = "gated_deltanet",
+    .section = "§gated-deltanet",
+    .mix = &mixer_gdn,
+    .pe = PE_ANY,
+    .keys = gdn_keys,
+    .dims = gdn_dims,
+    .head_keys = gdn_head_keys,
+    .mixing_flops = chunked_flops,
     .hf = {"gated_deltanet", "GatedDeltaNetForCausalLM", HF_TABLE(gdn_fields), HF_TABLE(gdn_fixed),
            PE_NOPE, .fla_computes = hf_fla_nope},
 };
 
 /* fla's DeltaNetConfig: key_dim = d expand_k, as GLA */
-static const char *const deltanet_keys[] = {"num_heads", "expand_k", "expand_v", "short_conv", "use_gate", NULL};
+static const char *const deltanet_keys[] = {"num_heads",  "expand_k", "expand_v",
+                                            "short_conv", "use_gate", NULL};
 static const HfField deltanet_fields[] = {
     HF_FIELD("expand_k", HF_REAL, HF_POS, 1, expand_k),
     HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),
@@ -198,8 +223,14 @@ static const HfFixed deltanet_fixed[] = {
 };
 
 const Family family_deltanet = {
-    .name = "deltanet", .section = "§deltanet", .mix = &mixer_gdn, .pe = PE_ANY, .keys = deltanet_keys,
-    .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
+    .name = "deltanet",
+    .section = "§deltanet",
+    .mix = &mixer_gdn,
+    .pe = PE_ANY,
+    .keys = deltanet_keys,
+    .dims = expand_dims,
+    .head_keys = expand_head_keys,
+    .mixing_flops = chunked_flops,
     .hf = {"delta_net", "DeltaNetForCausalLM", HF_TABLE(deltanet_fields), HF_TABLE(deltanet_fixed),
            PE_NOPE, .fla_computes = hf_fla_nope},
 };

@@ -18,12 +18,9 @@ typedef struct {
 enum { W_KEY, W_RANK }; /* widths */
 
 static const BufDecl gla_bufs[] = {
-    BUF(GLA, z1, BUF_SAVED, BUF_ACT, W_RANK),
-    BUF(GLA, z, BUF_SAVED, BUF_ACT, W_KEY),
-    BUF(GLA, lg, BUF_SAVED, BUF_F32, W_KEY),
-    BUF(GLA, dlg, BUF_SCRATCH, BUF_F32, W_KEY),
-    BUF(GLA, dz, BUF_SCRATCH, BUF_ACT, W_KEY),
-    BUF(GLA, dz1, BUF_SCRATCH, BUF_ACT, W_RANK),
+    BUF(GLA, z1, BUF_SAVED, BUF_ACT, W_RANK),  BUF(GLA, z, BUF_SAVED, BUF_ACT, W_KEY),
+    BUF(GLA, lg, BUF_SAVED, BUF_F32, W_KEY),   BUF(GLA, dlg, BUF_SCRATCH, BUF_F32, W_KEY),
+    BUF(GLA, dz, BUF_SCRATCH, BUF_ACT, W_KEY), BUF(GLA, dz1, BUF_SCRATCH, BUF_ACT, W_RANK),
 };
 
 static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
@@ -38,7 +35,8 @@ static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     l->gk1 = declare_linear(t, pname(p, "gk_proj.1.weight").s, Kd, R, std);
     l->gk1b = declare_vector(t, pname(p, "gk_proj.1.bias").s, Kd, 0);
     readout_declare_out(&l->la.out, t, p, std);
-    readout_declare_norm(&l->la.out, t, pname(p, "g_norm_swish_gate.weight").s, READOUT_NORM_SHARED);
+    readout_declare_norm(&l->la.out, t, pname(p, "g_norm_swish_gate.weight").s,
+                         READOUT_NORM_SHARED);
     pe_declare(&l->la.pe, t, p, cfg, dm->H, dm->dk);
     return l;
 }
@@ -61,10 +59,17 @@ static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
     be->matmul_fwd(l->z, l->z1, W(c, l->gk1), W(c, l->gk1b), N, Kd, l->R);
     be->logsigmoid_fwd(l->lg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     LinAttnLayer *la = &l->la;
-    la->attn = (LinAttnArgs){
-        .s = c->seqs, .H = H, .K = dm->dk, .V = dm->dv, .scale = 1.0 / sqrt((double)dm->dk),
-        .q = la->qr, .k = la->kr, .v = la->in.v1, .g = l->lg, .o = la->out.o_,
-        .state = c->mode == PASS_TRAIN ? NULL : la->S};
+    la->attn = (LinAttnArgs){.s = c->seqs,
+                             .H = H,
+                             .K = dm->dk,
+                             .V = dm->dv,
+                             .scale = 1.0 / sqrt((double)dm->dk),
+                             .q = la->qr,
+                             .k = la->kr,
+                             .v = la->in.v1,
+                             .g = l->lg,
+                             .o = la->out.o_,
+                             .state = c->mode == PASS_TRAIN ? NULL : la->S};
     linattn_run(c, &la->attn, &la->states, 0);
     readout_forward(&la->out, c, x, y);
 }
@@ -76,8 +81,12 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
     int N = (int)c->N, d = c->cfg->hidden_size, Kd = dm->key_dim;
     LinAttnLayer *la = &l->la;
     readout_backward(&la->out, c, x, dy, dx);
-    be->gla_bwd(&(LinAttnGrads){.a = la->attn, .dout = la->out.do_, .dq = la->dqr, .dk = la->dkr,
-                                .dv = la->dv1, .dg = l->dlg});
+    be->gla_bwd(&(LinAttnGrads){.a = la->attn,
+                                .dout = la->out.do_,
+                                .dq = la->dqr,
+                                .dk = la->dkr,
+                                .dv = la->dv1,
+                                .dg = l->dlg});
     be->logsigmoid_bwd(l->dz, l->dlg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     be->matmul_bwd(l->dz1, G(c, l->gk1), G(c, l->gk1b), l->dz, l->z1, W(c, l->gk1), N, Kd, l->R, 0);
     be->matmul_bwd(dx, G(c, l->gk0), NULL, l->dz1, x, W(c, l->gk0), N, l->R, d, 1);
@@ -100,7 +109,8 @@ const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n)
     int d = c->hidden_size, H = c->num_heads;
     double kd = d * c->expand_k, vd = d * c->expand_v;
     if (kd > MAX_WIDTH || vd > MAX_WIDTH) {
-        snprintf(msg, n, "model.expand_k = %g / expand_v = %g give a width beyond 2^24", c->expand_k, c->expand_v);
+        snprintf(msg, n, "model.expand_k = %g / expand_v = %g give a width beyond 2^24",
+                 c->expand_k, c->expand_v);
         return msg;
     }
     if (!is_integer(kd) || kd <= 0) {
@@ -115,8 +125,8 @@ const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n)
     o->key_dim = (int)round(kd);
     o->value_dim = (int)round(vd);
     if (o->key_dim % H || o->value_dim % H) {
-        snprintf(msg, n, "model.num_heads = %d does not divide the key width %d and value width %d", H, o->key_dim,
-                 o->value_dim);
+        snprintf(msg, n, "model.num_heads = %d does not divide the key width %d and value width %d",
+                 H, o->key_dim, o->value_dim);
         return msg;
     }
     o->dk = o->key_dim / H;
@@ -125,8 +135,10 @@ const char *expand_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n)
 }
 
 void expand_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
-             c->hidden_size, c->num_heads, c->expand_k, c->expand_v);
+    snprintf(
+        buf, n,
+        "model.hidden_size = %d, model.num_heads = %d, model.expand_k = %g, model.expand_v = %g",
+        c->hidden_size, c->num_heads, c->expand_k, c->expand_v);
 }
 
 double chunked_flops(const ModelConfig *c, const ModelDims *dm, int T) {
@@ -134,8 +146,9 @@ double chunked_flops(const ModelConfig *c, const ModelDims *dm, int T) {
     return 2.0 * dm->H * (C * dm->dk + C * dm->dv + 2.0 * dm->dk * dm->dv);
 }
 
-static const char *const gla_keys[] = {"num_heads", "expand_k", "expand_v", "short_conv", "gate_low_rank_dim",
-                                       "gate_logit_normalizer", NULL};
+static const char *const gla_keys[] = {"num_heads",  "expand_k",          "expand_v",
+                                       "short_conv", "gate_low_rank_dim", "gate_logit_normalizer",
+                                       NULL};
 static const HfField gla_fields[] = {
     HF_FIELD("expand_k", HF_REAL, HF_POS, 1, expand_k),
     HF_FIELD("expand_v", HF_REAL, HF_POS, 1, expand_v),
@@ -151,8 +164,14 @@ static const HfFixed gla_fixed[] = {
 };
 
 const Family family_gla = {
-    .name = "gla", .section = "§gla", .mix = &mixer_gla, .pe = PE_ANY, .keys = gla_keys,
-    .dims = expand_dims, .head_keys = expand_head_keys, .mixing_flops = chunked_flops,
+    .name = "gla",
+    .section = "§gla",
+    .mix = &mixer_gla,
+    .pe = PE_ANY,
+    .keys = gla_keys,
+    .dims = expand_dims,
+    .head_keys = expand_head_keys,
+    .mixing_flops = chunked_flops,
     .hf = {"gla", "GLAForCausalLM", HF_TABLE(gla_fields), HF_TABLE(gla_fixed), PE_NOPE,
            .fla_computes = hf_fla_nope},
 };

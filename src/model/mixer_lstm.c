@@ -28,7 +28,8 @@ static const BufDecl lstm_bufs[] = {
     BUF(LstmLayer, dz, BUF_SCRATCH, BUF_ACT, W_GATES),
 };
 
-static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
+static void *lstm_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm,
+                         const char *p) {
     LstmLayer *l = rt_calloc(1, sizeof(LstmLayer));
     int d = cfg->hidden_size, n = dm->key_dim;
     l->n = n, l->d = d;
@@ -56,7 +57,12 @@ static void lstm_forward(void *layer, const Ctx *c, const void *x, void *y) {
     const Backend *be = c->be;
     int N = (int)c->N, n = l->n;
     be->matmul_fwd(l->z, x, W(c, l->wih), W(c, l->b), N, 4 * n, l->d);
-    l->a = (LstmArgs){.s = c->seqs, .n = n, .W = WM(c, l->whh), .z = l->z, .gates = l->gates, .c = l->c,
+    l->a = (LstmArgs){.s = c->seqs,
+                      .n = n,
+                      .W = WM(c, l->whh),
+                      .z = l->z,
+                      .gates = l->gates,
+                      .c = l->c,
                       .h = l->h};
     l->a.state = cell_state(&l->cs, c, &l->a.h0);
     (c->mode == PASS_STEP ? be->lstm_step : be->lstm_fwd)(&l->a);
@@ -85,7 +91,12 @@ static const MixerImpl mixer_lstm = {
 /* ---- the family (docs/models.md §lstm): one state of width d; no fla counterpart, GLA's
  * backbone names ---- */
 const Family family_lstm = {
-    .name = "lstm", .section = "§lstm", .mix = &mixer_lstm, .pe = PE_BIT(PE_NOPE),
-    .dims = rnn_cell_dims, .head_keys = rnn_cell_head_keys, .mixing_flops = rnn_cell_flops,
+    .name = "lstm",
+    .section = "§lstm",
+    .mix = &mixer_lstm,
+    .pe = PE_BIT(PE_NOPE),
+    .dims = rnn_cell_dims,
+    .head_keys = rnn_cell_head_keys,
+    .mixing_flops = rnn_cell_flops,
     .hf = {"lstm", "LSTMForCausalLM", NULL, 0, NULL, 0, PE_NOPE},
 };

@@ -14,7 +14,7 @@
 #include "util/error.h"
 
 typedef struct {
-    DiagRnn core; /* first: drnn_destroy, drnn_bind_state */
+    DiagRnn core;                  /* first: drnn_destroy, drnn_bind_state */
     int theta, gamma_log, M, B, C; /* parameter ids */
     int C2;                        /* bidirectional, else -1 */
     int H, n;                      /* heads, state channels per head */
@@ -40,7 +40,8 @@ static void rotrnn_init_gamma_log(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = lo + rng_uniform(a->rng) * (hi - lo);
 }
 
-static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm, const char *p) {
+static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *dm,
+                           const char *p) {
     RotRNN *l = rt_calloc(1, sizeof(RotRNN));
     int d = cfg->hidden_size, H = dm->H, n = dm->dk, Ns = dm->key_dim;
     l->H = H, l->n = n;
@@ -52,7 +53,9 @@ static void *rotrnn_create(ParamTable *t, const ModelConfig *cfg, const ModelDim
     l->B = params_add(t, pname(p, "B").s, 3, sb, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
     l->C = params_add(t, pname(p, "C").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1);
     /* the reverse scan's readout (docs/models.md §block-dropout-bidirectional), init as C */
-    l->C2 = cfg->bidirectional ? params_add(t, pname(p, "C2").s, 2, sc, init_normal, 1 / sqrt((double)d + Ns), 1, 1) : -1;
+    l->C2 = cfg->bidirectional ? params_add(t, pname(p, "C2").s, 2, sc, init_normal,
+                                            1 / sqrt((double)d + Ns), 1, 1)
+                               : -1;
     drnn_declare(&l->core, t, p, Ns / 2, d, cfg->bidirectional);
     return l;
 }
@@ -61,7 +64,8 @@ static void rotrnn_bind(void *layer, const Backend *be, const ModelDims *dm, Car
                         int64_t N) {
     RotRNN *l = layer;
     (void)dm;
-    int64_t widths[] = {[W_BASES] = (int64_t)l->H * l->n * l->n, [W_HEADS] = l->H,
+    int64_t widths[] = {[W_BASES] = (int64_t)l->H * l->n * l->n,
+                        [W_HEADS] = l->H,
                         [W_WORK] = orth_expm_work_size(l->H, l->n)};
     acts_bind(l, rotrnn_bufs, BUF_COUNT(rotrnn_bufs), widths, 0, be, sv, sc, N);
     drnn_bind(&l->core, be, sv, sc, N);
@@ -71,9 +75,19 @@ static void rotrnn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     RotRNN *l = layer;
     DiagRnn *r = &l->core;
     c->be->orth_expm_fwd(l->P, WM(c, l->M), l->work, l->H, l->n);
-    l->w = (RotWeights){.H = l->H, .n = l->n, .d = r->d, .P = l->P, .gamma_log = WM(c, l->gamma_log),
-                        .theta = WM(c, l->theta), .B = WM(c, l->B), .C = WM(c, l->C), .xi = l->xi,
-                        .loga = r->loga, .angle = r->angle, .Bw = r->Bw, .Cw = r->Cw};
+    l->w = (RotWeights){.H = l->H,
+                        .n = l->n,
+                        .d = r->d,
+                        .P = l->P,
+                        .gamma_log = WM(c, l->gamma_log),
+                        .theta = WM(c, l->theta),
+                        .B = WM(c, l->B),
+                        .C = WM(c, l->C),
+                        .xi = l->xi,
+                        .loga = r->loga,
+                        .angle = r->angle,
+                        .Bw = r->Bw,
+                        .Cw = r->Cw};
     if (r->bidir) l->w.C2 = WM(c, l->C2), l->w.Cw2 = r->Cw2;
     c->be->rotrnn_weights_fwd(&l->w);
     drnn_forward(r, c, x, y);
@@ -83,10 +97,17 @@ static void rotrnn_backward(void *layer, const Ctx *c, const void *x, const void
     RotRNN *l = layer;
     DiagRnn *r = &l->core;
     drnn_backward(r, c, x, dy, dx);
-    RotWeightGrads g = {
-        .w = l->w, .dloga = r->dloga, .dangle = r->dangle, .dBw = r->dBw, .dCw = r->dCw,
-        .dP = l->dP, .dxi = l->dxi, .dgamma_log = G(c, l->gamma_log), .dtheta = G(c, l->theta),
-        .dB = G(c, l->B), .dC = G(c, l->C)};
+    RotWeightGrads g = {.w = l->w,
+                        .dloga = r->dloga,
+                        .dangle = r->dangle,
+                        .dBw = r->dBw,
+                        .dCw = r->dCw,
+                        .dP = l->dP,
+                        .dxi = l->dxi,
+                        .dgamma_log = G(c, l->gamma_log),
+                        .dtheta = G(c, l->theta),
+                        .dB = G(c, l->B),
+                        .dC = G(c, l->C)};
     if (r->bidir) g.dCw2 = r->dCw2, g.dC2 = G(c, l->C2);
     c->be->rotrnn_weights_bwd(&g);
     c->be->orth_expm_bwd(G(c, l->M), l->dP, WM(c, l->M), l->work, l->H, l->n);
@@ -112,13 +133,17 @@ static const MixerImpl mixer_rotrnn = {
 /* ---- the family (docs/models.md §rotrnn): num_heads heads of an even real state width ---- */
 
 static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, size_t n) {
-    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2) return "model.real_state_size must be in [1, 2^23]";
+    if (c->state_size <= 0 || c->state_size > MAX_WIDTH / 2)
+        return "model.real_state_size must be in [1, 2^23]";
     if (c->state_size % c->num_heads || (c->state_size / c->num_heads) % 2) {
-        snprintf(msg, n, "model.real_state_size = %d, model.num_heads = %d: model.type = rotrnn needs an even state width per head",
+        snprintf(msg, n,
+                 "model.real_state_size = %d, model.num_heads = %d: model.type = rotrnn needs an "
+                 "even state width per head",
                  c->state_size, c->num_heads);
         return msg;
     }
-    const char *bad = drnn_check_init(c, &(DrnnInitKeys){"rotrnn", "gamma_min", "gamma_max", 1}, msg, n);
+    const char *bad =
+        drnn_check_init(c, &(DrnnInitKeys){"rotrnn", "gamma_min", "gamma_max", 1}, msg, n);
     if (bad) return bad;
     o->H = c->num_heads;
     o->key_dim = o->value_dim = c->state_size;
@@ -127,18 +152,28 @@ static const char *rotrnn_dims(const ModelConfig *c, ModelDims *o, char *msg, si
 }
 
 static void rotrnn_head_keys(const ModelConfig *c, char *buf, size_t n) {
-    snprintf(buf, n, "model.real_state_size = %d, model.num_heads = %d", c->state_size, c->num_heads);
+    snprintf(buf, n, "model.real_state_size = %d, model.num_heads = %d", c->state_size,
+             c->num_heads);
 }
 
-static const char *const rotrnn_keys[] = {"num_heads", "real_state_size", "gamma_min", "gamma_max", "max_phase", "bidirectional", NULL};
+static const char *const rotrnn_keys[] = {"num_heads", "real_state_size", "gamma_min", "gamma_max",
+                                          "max_phase", "bidirectional",   NULL};
 static const HfField rotrnn_fields[] = {
-    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size), HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),
-    HF_FIELD("gamma_max", HF_REAL, HF_POS, 0, r_max),      HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
+    HF_FIELD("state_size", HF_INT, HF_POS, 1, state_size),
+    HF_FIELD("gamma_min", HF_REAL, HF_POS, 0, r_min),
+    HF_FIELD("gamma_max", HF_REAL, HF_POS, 0, r_max),
+    HF_FIELD("max_phase", HF_REAL, HF_POS, 0, max_phase),
 };
 
 /* no fla counterpart: GLA's backbone names */
 const Family family_rotrnn = {
-    .name = "rotrnn", .section = "§rotrnn", .mix = &mixer_rotrnn, .pe = PE_BIT(PE_NOPE), .keys = rotrnn_keys,
-    .dims = rotrnn_dims, .head_keys = rotrnn_head_keys, .mixing_flops = drnn_flops,
+    .name = "rotrnn",
+    .section = "§rotrnn",
+    .mix = &mixer_rotrnn,
+    .pe = PE_BIT(PE_NOPE),
+    .keys = rotrnn_keys,
+    .dims = rotrnn_dims,
+    .head_keys = rotrnn_head_keys,
+    .mixing_flops = drnn_flops,
     .hf = {"rotrnn", "RotRNNForCausalLM", HF_TABLE(rotrnn_fields), NULL, 0, PE_NOPE},
 };

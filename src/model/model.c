@@ -1,11 +1,12 @@
-/* The backbone (docs/models.md §backbone): embedding -> L x [h += Mixer(RMSNorm(h)); h += MLP(RMSNorm(h))]
- * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§mamba2); a layer's
- * mixer is the family's or BaseConv, and the MLP SwiGLU, identity (h += RMSNorm(h)) or none
+/* The backbone (docs/models.md §backbone): embedding -> L x [h += Mixer(RMSNorm(h)); h +=
+ * MLP(RMSNorm(h))]
+ * -> RMSNorm -> LM head, with an explicit backward; Mamba2's blocks have no MLP (§mamba2); a
+ * layer's mixer is the family's or BaseConv, and the MLP SwiGLU, identity (h += RMSNorm(h)) or none
  * (model.mixers, model.mlp: §zoology-shape); the lra
- * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§block-dropout-bidirectional); model.block = rnn:
- * embedding -> L x [h = Mixer(h)] -> head (§nonlinear-rnns).
- * Activations needed by the backward are kept per layer; activation gradients use one
- * scratch region shared by all layers. */
+ * block h += Drop(GLU(Drop(GELU(Mixer(RMSNorm(h)))))) and dropout (§block-dropout-bidirectional);
+ * model.block = rnn: embedding -> L x [h = Mixer(h)] -> head (§nonlinear-rnns). Activations needed
+ * by the backward are kept per layer; activation gradients use one scratch region shared by all
+ * layers. */
 #include "model/model.h"
 
 #include <math.h>
@@ -24,7 +25,7 @@ typedef struct {
     int attn_norm, mlp_norm, w_gate, w_up, w_down; /* parameter ids (-1 without an MLP or norm) */
     int attn_norm_b, mlp_norm_b;                   /* the LayerNorms' biases (-1: RMSNorm) */
     int glu_w, glu_b;                              /* the lra block's GLU (-1 without) */
-    const MixerImpl *mix;                          /* the family's layer, or BaseConv (model.mixers) */
+    const MixerImpl *mix; /* the family's layer, or BaseConv (model.mixers) */
     void *mixer;
     /* saved for the backward: the residual stream after the mixer (hm), the norms' rstd,
      * the MLP's gate and up projections; the block input is h[l]. The lra block: the mixer
@@ -38,20 +39,20 @@ struct Model {
     const Backend *be;
     ParamTable params;
     const Family *fam;
-    const MixerImpl *mix;         /* the family's layer */
-    MlpKind mlp;                  /* what follows the mixer in the blocks (model_mlp) */
+    const MixerImpl *mix; /* the family's layer */
+    MlpKind mlp;          /* what follows the mixer in the blocks (model_mlp) */
     Block *blocks;
     int emb, final_norm, lm_head; /* lm_head -1 with another head, final_norm -1 in rnn blocks */
     int final_norm_b;             /* the final LayerNorm's bias, -1 with RMSNorm */
-    int unembed;                  /* the LM head's weight: lm_head, or emb when tied (§zoology-shape) */
-    int tail_first;               /* the first parameter after the blocks */
-    int emb_b;                    /* the linear input encoder's bias, else -1 */
+    int unembed;    /* the LM head's weight: lm_head, or emb when tied (§zoology-shape) */
+    int tail_first; /* the first parameter after the blocks */
+    int emb_b;      /* the linear input encoder's bias, else -1 */
     /* the linear input encoder: the token values [act][V] and the table of every token's
      * input [V, d] (saved), its gradient [f32] and that gradient as [act] (scratch) */
     void *values, *table, *dtable, *dtable_act;
-    const HeadImpl *head;         /* the auto-encoder or classifier head, or NULL: the LM head */
-    void *hd;                     /* its state */
-    int outputs;                  /* logits per scored position: V, or the classes */
+    const HeadImpl *head; /* the auto-encoder or classifier head, or NULL: the LM head */
+    void *hd;             /* its state */
+    int outputs;          /* logits per scored position: V, or the classes */
     void *master, *grads;
     /* the compute copy [act] of the master weights (= master when the types agree), and
      * whether the master changed since it was made */
@@ -61,29 +62,29 @@ struct Model {
     /* activations, sized for cap_N tokens */
     int64_t cap_N;
     void *saved_mem, *scratch_mem;
-    void **h;            /* [L+1] residual stream: h[l] enters block l */
+    void **h; /* [L+1] residual stream: h[l] enters block l */
     void *xf, *rsf, *xsel, *logits, *rope_angle;
     void *dh, *dx, *dgate, *dup, *dact, *dmlp_in;
     /* recomputed in the backward rather than saved (cheap elementwise passes): a block's
      * normalised input of the mixer or the MLP, and swish(gate) * up; the mixer output */
     void *xn, *act, *ya;
     int32_t *tok_dev, *lab_dev, *rows_dev;
-    int32_t *rows, *lab_sel;  /* host: the labeled positions and their labels */
+    int32_t *rows, *lab_sel; /* host: the labeled positions and their labels */
 
     /* the current batch */
-    int64_t N, M;             /* tokens, and labeled positions (rows of the LM head) */
-    int T;                    /* tokens per batch row */
+    int64_t N, M; /* tokens, and labeled positions (rows of the LM head) */
+    int T;        /* tokens per batch row */
     int64_t *cu;
     int32_t *pos;
     Seqs seqs;
-    void *seqs_dev;           /* the backend's copy of the segments (Backend.seqs_prepare) */
+    void *seqs_dev; /* the backend's copy of the segments (Backend.seqs_prepare) */
     int have_grad_logits;
 
-    GradReadyFn grad_ready;   /* model_set_grad_ready */
+    GradReadyFn grad_ready; /* model_set_grad_ready */
     void *grad_ready_ctx;
 
-    /* dropout (docs/models.md §block-dropout-bidirectional): when forwards drop, the masks' seed and stream, and of the
-     * current pass whether it drops and its key */
+    /* dropout (docs/models.md §block-dropout-bidirectional): when forwards drop, the masks' seed
+     * and stream, and of the current pass whether it drops and its key */
     DropoutUse drop_use;
     uint64_t drop_seed, drop_stream, drop_key;
     int drop_on, drop_embed; /* the blocks' dropout, the embedding's (model.embed_dropout) */
@@ -126,7 +127,8 @@ void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream) {
  * §zoology-shape) <name>.bias (zeros) into *bias, else *bias = -1; returns the weight's id. */
 static int declare_norm(ParamTable *t, const char *name, const ModelConfig *cfg, int *bias) {
     int w = declare_vector(t, pname(name, ".weight").s, cfg->hidden_size, 1);
-    *bias = cfg->norm == NORM_LAYER ? declare_vector(t, pname(name, ".bias").s, cfg->hidden_size, 0) : -1;
+    *bias = cfg->norm == NORM_LAYER ? declare_vector(t, pname(name, ".bias").s, cfg->hidden_size, 0)
+                                    : -1;
     return w;
 }
 
@@ -146,7 +148,8 @@ static Model *model_declare(const ModelConfig *cfg) {
     int64_t esh[2] = {cfg->vocab_size, d}, lsh[2] = {d, 1};
     char name[PARAM_NAME_MAX], prefix[PARAM_NAME_MAX];
     m->emb_b = -1;
-    if (cfg->input == INPUT_LINEAR) { /* docs/models.md §classification: a token's value times w, plus b */
+    if (cfg->input ==
+        INPUT_LINEAR) { /* docs/models.md §classification: a token's value times w, plus b */
         snprintf(name, sizeof name, "%s.encoder.weight", nm->root);
         m->emb = params_add(t, name, 2, lsh, init_normal, std, 1, 1);
         /* a zero bias would give pixel value 0 an all-zero input, where the first RMSNorm's
@@ -167,7 +170,8 @@ static Model *model_declare(const ModelConfig *cfg) {
         if (cfg->block != BLOCK_RNN) b->attn_norm = declare_norm(t, name, cfg, &b->attn_norm_b);
         snprintf(prefix, sizeof prefix, "%s.layers.%d.%s.", nm->root, l, nm->module);
         b->mix = model_layer_mixer(cfg, l) == LAYER_BASE_CONV ? &mixer_base_conv : m->mix;
-        b->mixer = b->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
+        b->mixer =
+            b->mix->create(t, &m->cfg, &m->dims, prefix); /* the model's own copy: layers keep it */
         b->mlp_norm = b->w_gate = b->w_up = b->w_down = b->glu_w = b->glu_b = -1;
         if (cfg->block == BLOCK_LRA) { /* the GLU's gate, flax Dense's lecun-normal scale */
             snprintf(name, sizeof name, "%s.layers.%d.glu.gate_proj.weight", nm->root, l);
@@ -192,9 +196,9 @@ static Model *model_declare(const ModelConfig *cfg) {
     if (cfg->block != BLOCK_RNN) m->final_norm = declare_norm(t, name, cfg, &m->final_norm_b);
     m->lm_head = -1;
     m->outputs = model_outputs(cfg);
-    m->head = cfg->head == HEAD_AUTOENCODER ? &head_autoencoder
+    m->head = cfg->head == HEAD_AUTOENCODER  ? &head_autoencoder
               : cfg->head == HEAD_CLASSIFIER ? &head_classifier
-                                            : NULL;
+                                             : NULL;
     if (m->head)
         m->hd = m->head->create(t, cfg);
     else if (!cfg->tie_embeddings)
@@ -210,7 +214,8 @@ static void check_supported(const Model *m, const Backend *be) {
     const ModelDims *dm = &m->dims;
     OpShape shapes[2] = {{m->mix->op, dm->H, dm->dk, dm->dv}};
     int n = 1;
-    if (m->cfg.pe.kind == PE_SELECTIVE) shapes[n++] = (OpShape){"selrope", dm->H, dm->dk / 2, dm->dk / 2};
+    if (m->cfg.pe.kind == PE_SELECTIVE)
+        shapes[n++] = (OpShape){"selrope", dm->H, dm->dk / 2, dm->dk / 2};
     char why[256];
     for (int i = 0; i < n; i++)
         if (!be->supports(&shapes[i], why, sizeof why))
@@ -281,7 +286,8 @@ static void release_activations(Model *m) {
 void model_free(Model *m) {
     if (!m) return;
     release_activations(m);
-    for (int l = 0; l < m->cfg.num_layers; l++) m->blocks[l].mix->destroy(m->blocks[l].mixer, m->be);
+    for (int l = 0; l < m->cfg.num_layers; l++)
+        m->blocks[l].mix->destroy(m->blocks[l].mixer, m->be);
     if (m->head) m->head->destroy(m->hd, m->be);
     rt_free(m->blocks);
     if (m->weights != m->master) m->be->release(m->weights);
@@ -303,7 +309,8 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     size_t A = be->act_size, F = be->f32_size;
     int64_t d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->outputs;
     int L = m->cfg.num_layers;
-    int stats = m->cfg.norm == NORM_LAYER ? 2 : 1; /* a norm's rstd per token, and a LayerNorm's mean */
+    int stats =
+        m->cfg.norm == NORM_LAYER ? 2 : 1; /* a norm's rstd per token, and a LayerNorm's mean */
     for (int l = 0; l <= L; l++) m->h[l] = carve(sv, A * N * d);
     for (int l = 0; l < L; l++) {
         Block *b = &m->blocks[l];
@@ -325,7 +332,8 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
         b->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
         if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
     }
-    m->xf = m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
+    m->xf =
+        m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
     m->rsf = carve(sv, F * N * stats);
     m->xsel = carve(sv, A * N * d);
     m->logits = carve(sv, A * N * V);
@@ -367,7 +375,8 @@ static void ensure_capacity(Model *m, int64_t N) {
     m->cap_N = N;
 }
 
-ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size, int optimizer_buffers) {
+ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size,
+                         int optimizer_buffers) {
     Model *m = model_declare(cfg);
     Backend sizes = {.act_size = act_size, .f32_size = f32_size}; /* all that binding reads */
     m->be = &sizes;
@@ -396,8 +405,9 @@ static void prepare_segments(Model *m, int64_t N, int nseg) {
 }
 
 /* Segments of the batch: one per row, split at document starts when doc_mask is on
- * (docs/models.md §backbone); with bidirectional scans a labeled token (a sequence's last, §classification) ends
- * its segment, so that the reverse scan starts there and not in the pads after it (§block-dropout-bidirectional). */
+ * (docs/models.md §backbone); with bidirectional scans a labeled token (a sequence's last,
+ * §classification) ends its segment, so that the reverse scan starts there and not in the pads
+ * after it (§block-dropout-bidirectional). */
 static void build_segments(Model *m, const Batch *b) {
     int64_t N = (int64_t)b->B * b->T;
     m->cu = rt_realloc(m->cu, sizeof(int64_t) * (size_t)(N + 1));
@@ -429,8 +439,9 @@ static NormOut norm_reading(Model *m, int l) {
     return (NormOut){m->xf, m->rsf, m->final_norm, m->final_norm_b};
 }
 
-/* The backbone norms over the pass's N tokens (model.norm, docs/models.md §backbone, §zoology-shape): RMSNorm
- * (bias -1; stats = rstd [f32][N]) or LayerNorm (stats = rstd, then mean). */
+/* The backbone norms over the pass's N tokens (model.norm, docs/models.md §backbone,
+ * §zoology-shape): RMSNorm (bias -1; stats = rstd [f32][N]) or LayerNorm (stats = rstd, then mean).
+ */
 static void *norm_mean(const Model *m, void *stats) { return (char *)stats + F32S(m->be, m->N); }
 
 static void norm_fwd(Model *m, const Ctx *c, void *y, void *stats, const void *x, int w, int b) {
@@ -438,29 +449,32 @@ static void norm_fwd(Model *m, const Ctx *c, void *y, void *stats, const void *x
     if (b < 0)
         m->be->rmsnorm_fwd(y, stats, x, W(c, w), m->N, 1, d, 0, m->cfg.norm_eps);
     else
-        m->be->layernorm_fwd(y, norm_mean(m, stats), stats, x, W(c, w), W(c, b), m->N, d, m->cfg.norm_eps);
+        m->be->layernorm_fwd(y, norm_mean(m, stats), stats, x, W(c, w), W(c, b), m->N, d,
+                             m->cfg.norm_eps);
 }
 
 /* h = a + s (the residual stream), then y = Norm(h). */
-static void add_norm_fwd(Model *m, const Ctx *c, void *h, void *y, void *stats, const void *a, const void *s,
-                         int w, int b) {
+static void add_norm_fwd(Model *m, const Ctx *c, void *h, void *y, void *stats, const void *a,
+                         const void *s, int w, int b) {
     if (b < 0) {
-        m->be->add_rmsnorm_fwd(h, y, stats, a, s, W(c, w), m->N, m->cfg.hidden_size, m->cfg.norm_eps);
+        m->be->add_rmsnorm_fwd(h, y, stats, a, s, W(c, w), m->N, m->cfg.hidden_size,
+                               m->cfg.norm_eps);
         return;
     }
     m->be->add(h, a, s, m->N * m->cfg.hidden_size);
     norm_fwd(m, c, y, stats, h, w, b);
 }
 
-/* dx (=, or += with accumulate) from dy of y = Norm(x); the weight's (and bias') gradients accumulate. */
-static void norm_bwd(Model *m, const Ctx *c, void *dx, const void *dy, const void *x, const void *stats, int w,
-                     int b, int accumulate) {
+/* dx (=, or += with accumulate) from dy of y = Norm(x); the weight's (and bias') gradients
+ * accumulate. */
+static void norm_bwd(Model *m, const Ctx *c, void *dx, const void *dy, const void *x,
+                     const void *stats, int w, int b, int accumulate) {
     int d = m->cfg.hidden_size;
     if (b < 0)
         m->be->rmsnorm_bwd(dx, G(c, w), dy, x, W(c, w), stats, m->N, 1, d, 0, accumulate);
     else
-        m->be->layernorm_bwd(dx, G(c, w), G(c, b), dy, x, W(c, w), norm_mean(m, (void *)stats), stats, m->N, d,
-                             accumulate);
+        m->be->layernorm_bwd(dx, G(c, w), G(c, b), dy, x, W(c, w), norm_mean(m, (void *)stats),
+                             stats, m->N, d, accumulate);
 }
 
 static Ctx make_ctx(Model *m) {
@@ -490,16 +504,17 @@ static void prepare_pass(Model *m, int64_t N) {
     m->N = N;
 }
 
-/* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md §block-dropout-bidirectional);
- * nothing otherwise (then y must be x). Its own backward. The embedding's dropout (§zoology-shape) is
- * drop_embedding. */
+/* y = dropout(x) [N, d] at site s (0, 1) of block l when the pass drops (docs/models.md
+ * §block-dropout-bidirectional); nothing otherwise (then y must be x). Its own backward. The
+ * embedding's dropout (§zoology-shape) is drop_embedding. */
 static void drop(Model *m, void *y, const void *x, int l, int s) {
     const Backend *be = m->be;
     int d = m->cfg.hidden_size;
     RT_ASSERT(m->drop_on || y == x);
     if (!m->drop_on) return;
     uint64_t key = dropout_site_key(m->drop_key, 2 * (uint64_t)l + (uint64_t)s);
-    be->dropout(y, x, m->N, d, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key, m->cfg.dropout);
+    be->dropout(y, x, m->N, d, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key,
+                m->cfg.dropout);
 }
 
 /* x = dropout(x) [N, d] of the embedding's output, model.embed_dropout, when the pass drops
@@ -508,12 +523,12 @@ static void drop(Model *m, void *y, const void *x, int l, int s) {
 static void drop_embedding(Model *m, void *x) {
     if (!m->drop_embed) return;
     uint64_t key = dropout_site_key(m->drop_key, 2 * (uint64_t)m->cfg.num_layers);
-    m->be->dropout(x, x, m->N, m->cfg.hidden_size, m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key,
-                   m->cfg.embed_dropout);
+    m->be->dropout(x, x, m->N, m->cfg.hidden_size,
+                   m->cfg.dropout_mask == DROPOUT_CHANNEL ? m->T : 0, key, m->cfg.embed_dropout);
 }
 
-/* The lra block's forward after its mixer (docs/models.md §block-dropout-bidirectional): bl->r holds the mixer output;
- * o = g sigmoid(g W^T + b) with g = Drop(GELU(r)), then Drop(o) into ya. */
+/* The lra block's forward after its mixer (docs/models.md §block-dropout-bidirectional): bl->r
+ * holds the mixer output; o = g sigmoid(g W^T + b) with g = Drop(GELU(r)), then Drop(o) into ya. */
 static void lra_forward(Model *m, const Ctx *c, Block *bl, int l) {
     const Backend *be = m->be;
     int64_t N = m->N;
@@ -533,7 +548,8 @@ static void lra_backward(Model *m, const Ctx *c, Block *bl, int l) {
     const void *dout = m->dh;
     if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dout = m->ya;
     be->gate_mul_bwd(m->dx, m->dmlp_in, dout, bl->g, bl->z, N * d, ACT_SIGMOID);
-    be->matmul_bwd(m->dx, G(c, bl->glu_w), G(c, bl->glu_b), m->dmlp_in, bl->g, W(c, bl->glu_w), (int)N, d, d, 1);
+    be->matmul_bwd(m->dx, G(c, bl->glu_w), G(c, bl->glu_b), m->dmlp_in, bl->g, W(c, bl->glu_w),
+                   (int)N, d, d, 1);
     drop(m, m->dx, m->dx, l, 0);
     be->gelu_bwd(m->dmlp_in, m->dx, bl->r, N * d);
 }
@@ -551,14 +567,16 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
     int L = m->cfg.num_layers;
     if (m->emb_b >= 0) { /* the linear encoder's table: value_v w + b for every token v */
-        be->matmul_fwd(m->table, m->values, W(&c, m->emb), W(&c, m->emb_b), m->cfg.vocab_size, d, 1);
+        be->matmul_fwd(m->table, m->values, W(&c, m->emb), W(&c, m->emb_b), m->cfg.vocab_size, d,
+                       1);
         be->embedding_fwd(m->h[0], m->tok_dev, m->table, N, d);
     } else {
         be->embedding_fwd(m->h[0], m->tok_dev, W(&c, m->emb), N, d);
     }
     drop_embedding(m, m->h[0]);
     if (m->cfg.block == BLOCK_RNN) /* h[l+1] = Mixer(h[l]); the head reads xf = h[L] */
-        for (int l = 0; l < L; l++) m->blocks[l].mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
+        for (int l = 0; l < L; l++)
+            m->blocks[l].mix->forward(m->blocks[l].mixer, &c, m->h[l], m->h[l + 1]);
     NormOut first = norm_reading(m, 0);
     if (m->cfg.block != BLOCK_RNN) norm_fwd(m, &c, first.y, first.rstd, m->h[0], first.w, first.b);
     for (int l = 0; l < L && m->cfg.block != BLOCK_RNN; l++) {
@@ -576,8 +594,10 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
             add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
             continue;
         }
-        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer (docs/models.md §zoology-shape) */
-            add_norm_fwd(m, &c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
+        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer
+                                         (docs/models.md §zoology-shape) */
+            add_norm_fwd(m, &c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm,
+                         bl->mlp_norm_b);
             add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
             continue;
         }
@@ -616,14 +636,17 @@ static void forward_to_logits(Model *m, const Batch *b, double grad_scale) {
         check_token(m, b->tokens[n], n);
         if (b->labels[n] != -100 && (b->labels[n] < 0 || b->labels[n] >= m->outputs))
             rt_die("label %d at batch position %lld is outside [0, %d) (%s)", b->labels[n],
-                   (long long)n, m->outputs, m->cfg.head == HEAD_CLASSIFIER ? "model.num_classes" : "the vocabulary");
+                   (long long)n, m->outputs,
+                   m->cfg.head == HEAD_CLASSIFIER ? "model.num_classes" : "the vocabulary");
     }
     prepare_pass(m, N);
     m->T = b->T;
     build_segments(m, b);
     if (m->carry && (m->seqs.nseg != b->B || b->B > m->carry_rows))
-        rt_die("carried states: a batch of %d rows makes %d segments for %d carried rows; every row must be one "
-               "segment (no model.doc_mask, no model.bidirectional) and fit the rows of model_set_carry",
+        rt_die("carried states: a batch of %d rows makes %d segments for %d carried rows; every "
+               "row must be one "
+               "segment (no model.doc_mask, no model.bidirectional) and fit the rows of "
+               "model_set_carry",
                b->B, m->seqs.nseg, m->carry_rows);
     be->upload(m->tok_dev, b->tokens, sizeof(int32_t) * (size_t)N);
     /* the LM head runs only on the positions that have a label */
@@ -633,7 +656,8 @@ static void forward_to_logits(Model *m, const Batch *b, double grad_scale) {
     m->M = M;
     be->upload(m->rows_dev, m->rows, sizeof(int32_t) * (size_t)M);
     be->upload(m->lab_dev, m->lab_sel, sizeof(int32_t) * (size_t)M);
-    /* docs/models.md §block-dropout-bidirectional: the forwards that prepare a backward drop, unless told otherwise */
+    /* docs/models.md §block-dropout-bidirectional: the forwards that prepare a backward drop,
+     * unless told otherwise */
     int drops = m->drop_use == DROPOUT_ALWAYS || (m->drop_use == DROPOUT_AUTO && grad_scale > 0);
     m->drop_on = drops && m->cfg.dropout > 0;
     m->drop_embed = drops && m->cfg.embed_dropout > 0;
@@ -645,7 +669,8 @@ double model_forward(Model *m, const Batch *b, double grad_scale, int64_t *n_val
     forward_to_logits(m, b, grad_scale);
     if (n_valid) *n_valid = m->M;
     m->have_grad_logits = grad_scale > 0;
-    return m->be->cross_entropy(m->logits, m->lab_dev, m->M, m->outputs, m->have_grad_logits ? grad_scale : 0.0);
+    return m->be->cross_entropy(m->logits, m->lab_dev, m->M, m->outputs,
+                                m->have_grad_logits ? grad_scale : 0.0);
 }
 
 int64_t model_forward_logits(Model *m, const Batch *b) {
@@ -677,8 +702,10 @@ void model_set_carry(Model *m, void *state, int rows) {
         if (!model_carry_width(m)) {
             char names[128];
             family_names_carrying(names, sizeof names);
-            rt_die("model.type = %s cannot carry its state across batches (train.carry_state needs a recurrent "
-                   "cell: %s)", mixer_name(m->cfg.mixer), names);
+            rt_die("model.type = %s cannot carry its state across batches (train.carry_state needs "
+                   "a recurrent "
+                   "cell: %s)",
+                   mixer_name(m->cfg.mixer), names);
         }
         model_bind_decode_state(m, state, rows, 1);
     }
@@ -775,7 +802,6 @@ static void *backward_rnn_blocks(Model *m, const Ctx *c) {
     return dh;
 }
 
-
 void model_backward(Model *m) {
     RT_ASSERT(m->have_grad_logits);
     const Backend *be = m->be;
@@ -787,11 +813,13 @@ void model_backward(Model *m) {
     if (m->head) {
         m->head->backward(m->hd, &c, m->logits, m->dx);
     } else if (M < N) { /* scatter the rows' gradient back (rows without a label get zero) */
-        be->matmul_bwd(m->dmlp_in, G(&c, m->unembed), NULL, m->logits, m->xsel, W(&c, m->unembed), (int)M, V, d, 0);
+        be->matmul_bwd(m->dmlp_in, G(&c, m->unembed), NULL, m->logits, m->xsel, W(&c, m->unembed),
+                       (int)M, V, d, 0);
         be->zero(m->dx, (size_t)N * d * be->act_size);
         be->scatter_rows(m->dx, m->rows_dev, m->dmlp_in, M, d);
     } else {
-        be->matmul_bwd(m->dx, G(&c, m->unembed), NULL, m->logits, m->xf, W(&c, m->unembed), (int)N, V, d, 0);
+        be->matmul_bwd(m->dx, G(&c, m->unembed), NULL, m->logits, m->xf, W(&c, m->unembed), (int)N,
+                       V, d, 0);
     }
     void *dh0 = m->dh; /* d loss / d h[0] */
     if (m->cfg.block == BLOCK_RNN) {
@@ -814,15 +842,19 @@ void model_backward(Model *m) {
             be->copy(m->dmlp_in, m->dh, (size_t)N * d * be->act_size);
             norm_bwd(m, &c, m->dh, m->dmlp_in, bl->hm, bl->rsm, bl->mlp_norm, bl->mlp_norm_b, 1);
         } else if (m->mlp == MLP_SWIGLU) {
-            /* MLP: h[l+1] = hm + Drop(down(swish(gate) * up)), dh holds d/dh[l+1] and becomes d/dhm */
+            /* MLP: h[l+1] = hm + Drop(down(swish(gate) * up)), dh holds d/dh[l+1] and becomes d/dhm
+             */
             const void *dmlp = m->dh;
             if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
             be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
-            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, m->act, W(&c, bl->w_down), (int)N, d, I, 0);
+            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, m->act, W(&c, bl->w_down),
+                           (int)N, d, I, 0);
             be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
             norm_fwd(m, &c, m->xn, bl->rsm, bl->hm, bl->mlp_norm, bl->mlp_norm_b); /* recomputed */
-            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate), (int)N, I, d, 0);
-            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up), (int)N, I, d, 1);
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate),
+                           (int)N, I, d, 0);
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up),
+                           (int)N, I, d, 1);
             norm_bwd(m, &c, m->dh, m->dmlp_in, bl->hm, bl->rsm, bl->mlp_norm, bl->mlp_norm_b, 1);
         }
         /* mixer: hm (h[l+1] without an MLP) = h[l] + Drop(Mixer(xa)); dh becomes d/dh[l] */
@@ -838,7 +870,8 @@ void model_backward(Model *m) {
         be->zero(m->dtable, (size_t)V * d * be->f32_size);
         be->embedding_bwd(m->dtable, m->tok_dev, dh0, N, d);
         be->to_act(m->dtable_act, m->dtable, (int64_t)V * d);
-        be->matmul_bwd(NULL, G(&c, m->emb), G(&c, m->emb_b), m->dtable_act, m->values, W(&c, m->emb), V, d, 1, 0);
+        be->matmul_bwd(NULL, G(&c, m->emb), G(&c, m->emb_b), m->dtable_act, m->values,
+                       W(&c, m->emb), V, d, 1, 0);
     } else {
         be->embedding_bwd(G(&c, m->emb), m->tok_dev, dh0, N, d);
     }
@@ -866,9 +899,12 @@ void model_logit_scores(Model *m, int vocab, int k, const LogitScores *out) {
     int64_t N = m->M, Nk = N * k;
     RT_ASSERT(!m->have_grad_logits);
     if (N == 0) return;
-    void *lse = be->alloc((size_t)N * be->f32_size), *label_lp = be->alloc((size_t)N * be->f32_size);
-    void *top_lp = be->alloc((size_t)Nk * be->f32_size), *top_id = be->alloc((size_t)Nk * sizeof(int32_t));
-    be->logit_scores(&(LogitScoresArgs){m->logits, m->lab_dev, N, m->outputs, vocab, k, lse, label_lp, top_id, top_lp});
+    void *lse = be->alloc((size_t)N * be->f32_size),
+         *label_lp = be->alloc((size_t)N * be->f32_size);
+    void *top_lp = be->alloc((size_t)Nk * be->f32_size),
+         *top_id = be->alloc((size_t)Nk * sizeof(int32_t));
+    be->logit_scores(&(LogitScoresArgs){m->logits, m->lab_dev, N, m->outputs, vocab, k, lse,
+                                        label_lp, top_id, top_lp});
     backend_download_f64(be, out->lse, lse, N);
     backend_download_f64(be, out->label_lp, label_lp, N);
     backend_download_f64(be, out->top_lp, top_lp, Nk);
@@ -909,7 +945,8 @@ void model_init_weights(Model *m, uint64_t seed) {
         const ParamInfo *p = &m->params.p[i];
         double *vals = rt_malloc(sizeof(double) * (size_t)p->numel);
         param_values(&(InitCtx){m, seed}, i, vals);
-        backend_upload_f64(be, (char *)m->master + (size_t)p->offset * be->f32_size, vals, p->numel);
+        backend_upload_f64(be, (char *)m->master + (size_t)p->offset * be->f32_size, vals,
+                           p->numel);
         m->weights_stale = 1;
         rt_free(vals);
     }
@@ -938,7 +975,9 @@ json_t *model_recurrent_stats(Model *m) {
     return layers;
 }
 
-void model_zero_grads(Model *m) { m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size); }
+void model_zero_grads(Model *m) {
+    m->be->zero(m->grads, (size_t)m->params.total * m->be->f32_size);
+}
 
 int64_t model_num_params(const Model *m) { return params_count(&m->params); }
 
@@ -954,7 +993,8 @@ double model_flops_per_token(const Model *m, int T) {
     /* 6 flops per weight used in a matmul (forward 2, backward 4): everything but the
      * embedding table and the norm/bias vectors */
     double matmul_params = (double)(model_num_params(m) - m->params.p[m->emb].numel);
-    if (m->unembed == m->emb) matmul_params += (double)m->params.p[m->emb].numel; /* the tied LM head */
+    if (m->unembed == m->emb)
+        matmul_params += (double)m->params.p[m->emb].numel; /* the tied LM head */
     double per_layer = m->fam->mixing_flops(c, dm, T);
     int family_layers = 0; /* BaseConv layers (model.mixers) mix only by their weights' products */
     for (int l = 0; l < c->num_layers; l++) family_layers += m->blocks[l].mix == m->mix;

@@ -1,5 +1,6 @@
 /* The language model: embedding, L pre-norm blocks (mixer + SwiGLU MLP), final norm and
- * untied LM head (docs/models.md §backbone), with an explicit forward and backward on any backend. */
+ * untied LM head (docs/models.md §backbone), with an explicit forward and backward on any backend.
+ */
 #ifndef ROTOR_MODEL_H
 #define ROTOR_MODEL_H
 
@@ -40,10 +41,11 @@ void *model_grads(Model *m);
  * there is none to keep (it is the master itself, or already stale: then it is rebuilt). */
 void *model_weights_and_copy(Model *m, void **copy);
 
-/* Initialises every parameter per the parameter tables of docs/models.md from `seed` (deterministic per parameter). */
+/* Initialises every parameter per the parameter tables of docs/models.md from `seed` (deterministic
+ * per parameter). */
 void model_init_weights(Model *m, uint64_t seed);
-/* The mixers' penalties on their parameters (the nnRNN's, docs/models.md §nonlinear-rnns: delta for its
- * eigenvalue moduli, t_decay the L2 decay of its non-normal part): returns their sum; with
+/* The mixers' penalties on their parameters (the nnRNN's, docs/models.md §nonlinear-rnns: delta for
+ * its eigenvalue moduli, t_decay the L2 decay of its non-normal part): returns their sum; with
  * grad, adds their gradient to the gradients. 0 for the other mixers. */
 double model_penalty(Model *m, double delta, double t_decay, int grad);
 void model_zero_grads(Model *m);
@@ -72,10 +74,10 @@ void model_backward(Model *m);
  * default) turns the announcements off. */
 typedef void (*GradReadyFn)(void *ctx, int64_t lo, int64_t hi);
 void model_set_grad_ready(Model *m, GradReadyFn fn, void *ctx);
-/* Which model_forward calls apply dropout (model.dropout, docs/models.md §block-dropout-bidirectional): DROPOUT_AUTO
- * (the default) those that prepare a backward (grad_scale > 0: training), not scoring and
- * validation (grad_scale 0); DROPOUT_ALWAYS every one (a gradient check's loss evaluations);
- * DROPOUT_NEVER none. Decoding never drops. */
+/* Which model_forward calls apply dropout (model.dropout, docs/models.md
+ * §block-dropout-bidirectional): DROPOUT_AUTO (the default) those that prepare a backward
+ * (grad_scale > 0: training), not scoring and validation (grad_scale 0); DROPOUT_ALWAYS every one
+ * (a gradient check's loss evaluations); DROPOUT_NEVER none. Decoding never drops. */
 typedef enum { DROPOUT_AUTO, DROPOUT_ALWAYS, DROPOUT_NEVER } DropoutUse;
 void model_set_dropout_use(Model *m, DropoutUse u);
 /* The masks of a dropping forward are a hash of (seed, stream, layer, site, token or row,
@@ -85,8 +87,8 @@ void model_set_dropout_use(Model *m, DropoutUse u);
  * the uninterrupted one); the same stream twice gives the same masks (a fixed mask). */
 void model_set_dropout_stream(Model *m, uint64_t seed, uint64_t stream);
 /* Logits of the last forward at the positions with a label, in order: host copy [M,
- * model_outputs(cfg)] of [act] elements. Only valid after model_forward with grad_scale == 0 (otherwise they were
- * replaced by their gradient). model_forward_logits is the scoring forward. */
+ * model_outputs(cfg)] of [act] elements. Only valid after model_forward with grad_scale == 0
+ * (otherwise they were replaced by their gradient). model_forward_logits is the scoring forward. */
 void model_get_logits(Model *m, void *host);
 /* What a completions server returns of each labeled position of the last
  * model_forward_logits (LogitScoresArgs, src/backend_ops.h), into host arrays: lse and the
@@ -97,7 +99,8 @@ typedef struct {
     double *top_lp;
 } LogitScores;
 void model_logit_scores(Model *m, int vocab, int k, const LogitScores *out);
-/* The logits of labeled position `row` of the last model_forward_logits: host [outputs] of [act]. */
+/* The logits of labeled position `row` of the last model_forward_logits: host [outputs] of [act].
+ */
 void model_get_logit_row(Model *m, int64_t row, void *host);
 /* Forward pass for scoring: for each position with a label, in order, logp = log
  * p(label | the tokens up to it) and greedy = the label is the first argmax. Returns the
@@ -105,8 +108,8 @@ void model_get_logit_row(Model *m, int64_t row, void *host);
 int64_t model_token_logprobs(Model *m, const Batch *b, double *logp, uint8_t *greedy);
 
 /* Truncated backpropagation through time with the state carried across batches
- * (train.carry_state, docs/models.md §carried-states). A carried-state block holds, for `rows` batch rows,
- * every layer's recurrent state; it lives on the backend and belongs to the caller.
+ * (train.carry_state, docs/models.md §carried-states). A carried-state block holds, for `rows`
+ * batch rows, every layer's recurrent state; it lives on the backend and belongs to the caller.
  * model_carry_width: [f32] elements of one row's state over all layers, 0 when a layer's
  * mixer cannot carry (only the recurrent cells rnn, rnn_orth, exprnn, nnrnn and lstm can).
  * model_carry_bytes: the block's bytes for `rows` rows (it unbinds any block). A zeroed block
@@ -126,7 +129,8 @@ void model_carry_upload(Model *m, void *state, int rows, const float *host);
 /* Parameter counts of a config without building the model (nothing is allocated). */
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);
 /* Prints "model: gla + selective, 375.2M parameters (...)" and its dimensions (model_summary.c). */
-void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params, int64_t non_embedding);
+void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params,
+                         int64_t non_embedding);
 /* Device memory of training on one rank with N tokens per micro-batch, on a backend whose
  * [act] and [f32] elements take act_size and f32_size bytes: the model's buffers as they
  * are allocated (master weights, gradients and the compute copy; activations saved for
@@ -135,7 +139,8 @@ void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t par
 typedef struct {
     size_t weights, optimizer, saved, scratch;
 } ModelMemory;
-ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size, int optimizer_buffers);
+ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size,
+                         int optimizer_buffers);
 /* Parameter counts: all, and without the embedding and LM head. */
 int64_t model_num_params(const Model *m);
 int64_t model_num_params_non_embedding(const Model *m);

@@ -26,14 +26,15 @@ typedef struct {
     const ModelConfig *cfg;
     const ModelDims *dims;
     const Seqs *seqs;
-    int64_t N;               /* tokens in the batch */
-    char *weights;           /* compute copy of the weights [act] */
-    char *master;            /* master weights [f32] */
-    char *grads;             /* gradients [f32] */
+    int64_t N;     /* tokens in the batch */
+    char *weights; /* compute copy of the weights [act] */
+    char *master;  /* master weights [f32] */
+    char *grads;   /* gradients [f32] */
     const ParamTable *params;
-    const void *rope_angle;  /* [f32][N, dk/2] when pe = rope, shared by the layers */
-    int max_len;             /* decoding: KV-cache slots per row */
-    /* a PASS_TRAIN with carried states (train.carry_state, docs/models.md §carried-states): segment r
+    const void *rope_angle; /* [f32][N, dk/2] when pe = rope, shared by the layers */
+    int max_len;            /* decoding: KV-cache slots per row */
+    /* a PASS_TRAIN with carried states (train.carry_state, docs/models.md §carried-states): segment
+     * r
      * (= batch row r) starts from row r of the layer's bound state, which the pass leaves
      * holding the segment's final state */
     int carry;
@@ -42,7 +43,8 @@ typedef struct {
 static inline void *W(const Ctx *c, int idx) {
     return c->weights + (size_t)c->params->p[idx].offset * c->be->act_size;
 }
-/* Parameters the ops read in fp32 whatever the compute precision (docs/models.md §gated-deltanet A_log, dt_bias). */
+/* Parameters the ops read in fp32 whatever the compute precision (docs/models.md §gated-deltanet
+ * A_log, dt_bias). */
 static inline void *WM(const Ctx *c, int idx) {
     return c->master + (size_t)c->params->p[idx].offset * c->be->f32_size;
 }
@@ -62,11 +64,11 @@ int declare_vector(ParamTable *t, const char *name, int64_t n, int ones);
 /* Declares a short-conv weight [C, 1, 4] ~ N(0, init_std) with weight decay. */
 int declare_conv(ParamTable *t, const char *name, int64_t C, double std);
 /* Declares a parameter of a recurrence (ParamInfo.recurrent; no weight decay). */
-int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
-                      double init_arg);
+int declare_recurrent(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                      ParamInit init, double init_arg);
 /* Declares the parameter of an orthogonal matrix (ParamInfo.orthogonal; no weight decay). */
-int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape, ParamInit init,
-                       double init_arg);
+int declare_orthogonal(ParamTable *t, const char *name, int ndim, const int64_t *shape,
+                       ParamInit init, double init_arg);
 
 /* Grow-only [f32] buffer for the chunk states of the linear-attention mixers, whose size
  * depends on the segments of each batch. */
@@ -80,7 +82,7 @@ void growbuf_free(GrowBuf *b, const Backend *be);
 /* ---- position embeddings (pe.c, docs/models.md §position-embeddings) ---- */
 typedef struct {
     PEConfig cfg;
-    int H, D, P, d_model;   /* heads, per-head q/k width, pairs, mixer input width */
+    int H, D, P, d_model; /* heads, per-head q/k width, pairs, mixer input width */
     int phi_w, phi_scale, phi_w1, phi_w2, conv_w, bias, gate_w, gate_b, temp; /* param ids */
     /* saved (selective) */
     void *xh, *xh_rnorm, *phi_lr, *phi_raw, *gate_logit, *Phi;
@@ -106,15 +108,16 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
 
 /* Projections q, k, v of the mixer input, then per channel a short causal conv with an
  * activation, or the activation alone, or nothing (GLA docs/models.md §gla, Gated DeltaNet
- * §gated-deltanet). q1, k1, v1 are the results (the projections themselves when nothing follows). */
+ * §gated-deltanet). q1, k1, v1 are the results (the projections themselves when nothing follows).
+ */
 typedef struct {
-    int q, k, v, qconv, kconv, vconv; /* parameter ids */
-    int conv;                         /* short conv */
-    Activation conv_act, plain_act;   /* after the conv; alone without it (NONE or SILU) */
-    int64_t widths[2];                /* key_dim, value_dim */
-    void *q0, *k0, *v0, *q1, *k1, *v1;   /* saved */
-    void *dq0, *dk0, *dv0;               /* scratch */
-    void *qt, *kt, *vt;                  /* decoding state: the conv inputs' tails */
+    int q, k, v, qconv, kconv, vconv;  /* parameter ids */
+    int conv;                          /* short conv */
+    Activation conv_act, plain_act;    /* after the conv; alone without it (NONE or SILU) */
+    int64_t widths[2];                 /* key_dim, value_dim */
+    void *q0, *k0, *v0, *q1, *k1, *v1; /* saved */
+    void *dq0, *dk0, *dv0;             /* scratch */
+    void *qt, *kt, *vt;                /* decoding state: the conv inputs' tails */
 } QKVPrologue;
 
 /* Declares q_proj, k_proj, v_proj [width, d] under prefix. */
@@ -128,19 +131,19 @@ void qkv_bind_state(QKVPrologue *p, const Backend *be, Carve *state, int64_t row
 /* The projections and transforms; decoding passes keep the conv tails (Ctx.mode). */
 void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x);
 /* From the gradients at q1, k1, v1 (consumed as scratch), dx += the projections' share. */
-void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1,
-                  void *dv1, void *dx);
+void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1, void *dv1,
+                  void *dx);
 
 /* The readout of a mixer's heads o [N, H, dv]: optional RMSNorm per head (weight shared by
  * the heads or one per head), optional output gate act(x W_g), then o_proj (GLA, GDN: norm
  * shared + swish gate; FoX: its optional output norm and sigmoid gate). */
 typedef enum { READOUT_NO_NORM, READOUT_NORM_SHARED, READOUT_NORM_PER_HEAD } ReadoutNorm;
 typedef struct {
-    int g, norm, o;       /* parameter ids, -1 where absent */
+    int g, norm, o; /* parameter ids, -1 where absent */
     ReadoutNorm norm_kind;
-    Activation gate;      /* ACT_NONE: no gate */
+    Activation gate; /* ACT_NONE: no gate */
     int H, dv, d;
-    int64_t widths[3];    /* H * dv, H, 0 */
+    int64_t widths[3]; /* H * dv, H, 0 */
     /* saved: the heads' output (written by the mixer), the norm's rstd and result, the
      * gate projection, the gated result */
     void *o_, *rstd, *on, *gp, *r;
@@ -148,8 +151,8 @@ typedef struct {
     void *dr, *don, *dgp, *do_;
 } Readout;
 
-void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate,
-                          int d, int H, int dv, double std);
+void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate, int d,
+                          int H, int dv, double std);
 void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind);
 void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std);
 void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
@@ -167,11 +170,11 @@ typedef struct {
     PosEmb pe;
     Readout out;
     GrowBuf states;
-    LinAttnArgs attn;   /* the core op's arguments, set by the forward for the backward */
-    void *qr, *kr;      /* saved: q, k after the position embedding (in.q1, in.k1 with NoPE) */
+    LinAttnArgs attn; /* the core op's arguments, set by the forward for the backward */
+    void *qr, *kr;    /* saved: q, k after the position embedding (in.q1, in.k1 with NoPE) */
     /* scratch: their gradients, v1's, and those of q1, k1 before the position embedding */
     void *dqr, *dkr, *dv1, *dq1, *dk1;
-    void *S;            /* decoding state: each row's [f32] H x K x V state */
+    void *S; /* decoding state: each row's [f32] H x K x V state */
 } LinAttnLayer;
 
 /* Binds the LinAttnLayer's buffers and the mixer's own table (own, n, widths, features as
@@ -197,8 +200,9 @@ void linattn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Car
  * per-channel skip. The mixer's weight op fills Bw, Cw, loga and angle before drnn_forward,
  * and turns dBw, dCw, dloga, dangle into its parameters' gradients after drnn_backward. */
 typedef struct {
-    int C, d, D;        /* complex channels, model width; parameter id of D */
-    int bidir;          /* a second scan in reverse time, read out by Cw2 (docs/models.md §block-dropout-bidirectional) */
+    int C, d, D; /* complex channels, model width; parameter id of D */
+    int bidir;   /* a second scan in reverse time, read out by Cw2 (docs/models.md
+                    §block-dropout-bidirectional) */
     GrowBuf states;
     CScanArgs scan, rscan; /* set by the forward for the backward (rscan: the reverse scan) */
     /* saved (per layer): the weights [2C, d] and [d, 2C], the eigenvalues' log modulus and
@@ -209,7 +213,7 @@ typedef struct {
      * bidirectional: a [N, d] buffer (the reverse readout in reverse time, then its gradient)
      * and dCw2 */
     void *bx, *dh, *dbx, *dBw, *dCw, *dloga, *dangle, *yr, *dCw2;
-    void *S;            /* decoding state: each row's [f32] 2C state */
+    void *S; /* decoding state: each row's [f32] 2C state */
 } DiagRnn;
 
 /* Declares D [d] ~ N(0, 1) (no weight decay) under prefix; bidir from cfg->bidirectional. */
@@ -221,8 +225,8 @@ void drnn_stats(const DiagRnn *r, const Ctx *c, json_t *o, int heads);
 void drnn_bind(DiagRnn *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
 /* MixerImpl.destroy and .bind_state of a mixer whose struct starts with a DiagRnn. */
 void drnn_destroy(void *layer, const Backend *be);
-void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
-                     int max_len);
+void drnn_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                     int64_t rows, int max_len);
 /* y = scan(x Bw^T) Cw^T + D x, bidirectional + rscan(x Bw^T) Cw2^T (rscan: the same recurrence
  * from each segment's end back to its start); decoding passes keep the rows' states (Ctx.mode). */
 void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
@@ -231,12 +235,13 @@ void drnn_forward(DiagRnn *r, const Ctx *c, const void *x, void *y);
 void drnn_backward(DiagRnn *r, const Ctx *c, const void *x, const void *dy, void *dx);
 
 /* The state of a nonlinear cell (RNN, LSTM: mixer_rnn.c, mixer_lstm.c), carried across
- * batches or kept for decoding (docs/models.md §decoding, §carried-states): width [f32] elements a row. The
- * mixer's struct starts with it. */
+ * batches or kept for decoding (docs/models.md §decoding, §carried-states): width [f32] elements a
+ * row. The mixer's struct starts with it. */
 typedef struct {
     int64_t width;
-    void *S;    /* each row's state */
-    GrowBuf h0; /* a carrying pass: the segments' initial states [f32][nseg, width], for the backward */
+    void *S; /* each row's state */
+    GrowBuf
+        h0; /* a carrying pass: the segments' initial states [f32][nseg, width], for the backward */
 } CellState;
 
 /* The state the cell's op reads and writes in this pass (NULL: none), and in a carrying pass
@@ -245,8 +250,8 @@ void *cell_state(CellState *cs, const Ctx *c, const void **h0);
 /* MixerImpl.destroy, .bind_state and .carry_width of a mixer whose struct starts with a
  * CellState. */
 void cell_destroy(void *layer, const Backend *be);
-void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state, int64_t rows,
-                     int max_len);
+void cell_bind_state(void *layer, const Backend *be, const ModelDims *dm, Carve *state,
+                     int64_t rows, int max_len);
 int64_t cell_carry_width(const void *layer);
 
 /* Statistics of a recurrent layer for the metrics (layer_stats.c, MixerImpl.stats). */
@@ -271,7 +276,8 @@ typedef struct MixerImpl {
                      * "rnn", "lstm") */
     /* Declares the layer's parameters under prefix ("model.layers.<l>.attn.": the family's
      * names, model.c) */
-    void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims, const char *prefix);
+    void *(*create)(ParamTable *t, const ModelConfig *cfg, const ModelDims *dims,
+                    const char *prefix);
     void (*destroy)(void *layer, const Backend *be);
     /* Saved activations (per layer) and scratch (shared by all layers) for N tokens. */
     void (*bind)(void *layer, const Backend *be, const ModelDims *dims, Carve *saved,
@@ -285,9 +291,9 @@ typedef struct MixerImpl {
     /* Carves the layer's decoding state for `rows` rows of at most max_len tokens. */
     void (*bind_state)(void *layer, const Backend *be, const ModelDims *dims, Carve *state,
                        int64_t rows, int max_len);
-    /* NULL, or the layer's penalty on its parameters (the nnRNN's, docs/models.md §nonlinear-rnns: delta
-     * for its eigenvalue moduli, t_decay for its non-normal part); with grad, its gradient
-     * is added to the parameters' gradients. */
+    /* NULL, or the layer's penalty on its parameters (the nnRNN's, docs/models.md §nonlinear-rnns:
+     * delta for its eigenvalue moduli, t_decay for its non-normal part); with grad, its gradient is
+     * added to the parameters' gradients. */
     double (*penalty)(void *layer, const Ctx *c, double delta, double t_decay, int grad);
     /* NULL for a mixer that cannot carry its state across batches (Ctx.carry); else the
      * [f32] elements of a row's state, which bind_state carves as one [rows, width] buffer. */
@@ -298,13 +304,13 @@ typedef struct MixerImpl {
     void (*stats)(void *layer, const Ctx *c, json_t *o);
 } MixerImpl;
 
-/* Zoology's BaseConv (mixer_base_conv.c, docs/models.md §zoology-shape): a layer of model.mixers, not a
- * family. */
+/* Zoology's BaseConv (mixer_base_conv.c, docs/models.md §zoology-shape): a layer of model.mixers,
+ * not a family. */
 extern const MixerImpl mixer_base_conv;
 
 /* Initialisers two families share: angles U(0, model.max_phase) (RotRNN's theta, the nnRNN's,
- * docs/models.md §rotrnn, §nonlinear-rnns; layers_common.c) and dt_bias (Gated DeltaNet's and Mamba2's, §gated-deltanet, §mamba2;
- * mixer_gdn.c). */
+ * docs/models.md §rotrnn, §nonlinear-rnns; layers_common.c) and dt_bias (Gated DeltaNet's and
+ * Mamba2's, §gated-deltanet, §mamba2; mixer_gdn.c). */
 void init_phase(const ParamInitArgs *a);
 void init_dt_bias(const ParamInitArgs *a);
 
@@ -330,7 +336,8 @@ void rnn_cell_head_keys(const ModelConfig *c, char *buf, size_t n);
 double rnn_cell_flops(const ModelConfig *c, const ModelDims *dm, int T);
 
 /* ---- output heads other than the LM head: the auto-encoder (head_autoencoder.c,
- * docs/models.md §autoencoder-head) and the sequence classifier (head_classifier.c, §classification) ---- */
+ * docs/models.md §autoencoder-head) and the sequence classifier (head_classifier.c,
+ * §classification) ---- */
 typedef struct {
     /* Declares its parameters after the backbone's. */
     void *(*create)(ParamTable *t, const ModelConfig *cfg);
@@ -339,8 +346,8 @@ typedef struct {
     void (*bind)(void *head, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
     /* logits [M, outputs] for the labeled positions rows[0, M) (host token indices of a
      * batch of rows of T tokens), from the final-normed states xf [N, d]. */
-    void (*forward)(void *head, const Ctx *c, const void *xf, const int32_t *rows, int64_t M,
-                    int T, void *logits);
+    void (*forward)(void *head, const Ctx *c, const void *xf, const int32_t *rows, int64_t M, int T,
+                    void *logits);
     /* dxf [N, d] (overwrite) from the logits' gradient; parameter gradients accumulate. */
     void (*backward)(void *head, const Ctx *c, const void *dlogits, void *dxf);
     /* Its output weight's parameter id (not a non-embedding parameter). */

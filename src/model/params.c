@@ -82,5 +82,6 @@ void init_value(const ParamInitArgs *a) {
 }
 
 void init_uniform(const ParamInitArgs *a) {
-    for (int64_t i = 0; i < a->p->numel; i++) a->out[i] = a->p->init_arg * (2 * rng_uniform(a->rng) - 1);
+    for (int64_t i = 0; i < a->p->numel; i++)
+        a->out[i] = a->p->init_arg * (2 * rng_uniform(a->rng) - 1);
 }

@@ -1,6 +1,6 @@
 /* The parameter table: every parameter of the model in one flat fp32 buffer, with the
- * fla/Hugging Face name and shape used in checkpoints (docs/formats.md "Checkpoints"), its initialiser and
- * its optimizer group. Layers refer to their parameters by index. */
+ * fla/Hugging Face name and shape used in checkpoints (docs/formats.md "Checkpoints"), its
+ * initialiser and its optimizer group. Layers refer to their parameters by index. */
 #ifndef ROTOR_PARAMS_H
 #define ROTOR_PARAMS_H
 
@@ -26,7 +26,7 @@ struct ParamInitArgs {
 };
 
 /* The generic initialisers; a family's own stand beside its layer (mixer_*.c, pe.c). */
-void init_normal(const ParamInitArgs *a);  /* N(0, init_arg) */
+void init_normal(const ParamInitArgs *a); /* N(0, init_arg) */
 void init_zeros(const ParamInitArgs *a);
 void init_ones(const ParamInitArgs *a);
 void init_value(const ParamInitArgs *a);   /* every element init_arg */
@@ -40,15 +40,16 @@ struct ParamInfo {
     int ndim;
     int64_t shape[PARAM_MAX_DIMS];
     int64_t numel;
-    int64_t offset;  /* element offset in the flat buffers, a multiple of PARAM_ALIGN */
+    int64_t offset; /* element offset in the flat buffers, a multiple of PARAM_ALIGN */
     ParamInit init;
     double init_arg;
-    int decay;       /* AdamW weight decay applies (docs/models.md §training-recipe groups) */
-    int trainable;   /* has a gradient and is updated (frozen temperatures are not) */
+    int decay;     /* AdamW weight decay applies (docs/models.md §training-recipe groups) */
+    int trainable; /* has a gradient and is updated (frozen temperatures are not) */
     /* a parameter of a recurrence's state transition or its input normalisation (LRU nu_log,
      * theta_log, gamma_log; RotRNN theta, gamma_log, M; the log of the orthogonal matrix of
      * expRNN and nnRNN; docs/models.md §lru, §rotrnn, §nonlinear-rnns): its own
-     * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent, §training-recipe) */
+     * learning rate and weight decay (train.lr_recurrent, train.weight_decay_recurrent,
+     * §training-recipe) */
     int recurrent;
     /* the parameter of an orthogonal matrix (nnRNN's and expRNN's skew-symmetric generator):
      * its own learning rate and weight decay (train.lr_orthogonal,
@@ -59,7 +60,7 @@ struct ParamInfo {
 typedef struct {
     ParamInfo *p;
     int n, cap;
-    int64_t total;   /* size of the flat buffers: all parameters and their alignment padding */
+    int64_t total; /* size of the flat buffers: all parameters and their alignment padding */
 } ParamTable;
 
 /* Every parameter starts on a 64-element boundary (128 bytes in bf16) so that device

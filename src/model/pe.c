@@ -1,5 +1,6 @@
-/* Position embeddings applied to a mixer's q and k (docs/models.md §position-embeddings): RoPE from the shared angle
- * table, or Selective RoPE with its input-dependent angles. NoPE never reaches here. */
+/* Position embeddings applied to a mixer's q and k (docs/models.md §position-embeddings): RoPE from
+ * the shared angle table, or Selective RoPE with its input-dependent angles. NoPE never reaches
+ * here. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,8 +8,9 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-/* The temperatures (docs/models.md §position-embeddings step 7) of D = init_arg key channels: rope: temp_max
- * theta^(-2j/D); tan: theta_j = linspace(0, theta pi, D/2), tau = tan(theta_j / 2) scaled to temp_max. */
+/* The temperatures (docs/models.md §position-embeddings step 7) of D = init_arg key channels: rope:
+ * temp_max theta^(-2j/D); tan: theta_j = linspace(0, theta pi, D/2), tau = tan(theta_j / 2) scaled
+ * to temp_max. */
 static void init_temperature(const ParamInitArgs *a) {
     const PEConfig *pc = &a->cfg->pe;
     int D = (int)a->p->init_arg, P = D / 2;
@@ -52,7 +54,8 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
                                     pc->phi_rank, std);
     }
     if (!pc->skip_conv)
-        pe->conv_w = declare_conv(t, pname(prefix, "rotary.phi_conv1d.weight").s, (int64_t)H * P, std);
+        pe->conv_w =
+            declare_conv(t, pname(prefix, "rotary.phi_conv1d.weight").s, (int64_t)H * P, std);
     if (pc->bias) {
         int64_t shape[4] = {1, 1, H, P};
         pe->bias = params_add(t, pname(prefix, "rotary.phi_bias").s, 4, shape, init_zeros, 0, 0, 1);
@@ -62,12 +65,12 @@ void pe_declare(PosEmb *pe, ParamTable *t, const char *prefix, const ModelConfig
         pe->gate_b = declare_vector(t, pname(prefix, "rotary.phase_gate_proj.bias").s, H, 0);
     }
     int64_t tshape[4] = {1, 1, 1, P};
-    pe->temp = params_add(t, pname(prefix, "rotary.temperature").s, 4, tshape, init_temperature, D, 0,
-                          pc->temp_grad);
+    pe->temp = params_add(t, pname(prefix, "rotary.temperature").s, 4, tshape, init_temperature, D,
+                          0, pc->temp_grad);
 }
 
 enum { PE_LOW_RANK = 1, PE_WEIGHT_NORM = 2, PE_GATE = 4 }; /* features */
-enum { W_D, W_H, W_RANK, W_HP, W_DP };                       /* widths */
+enum { W_D, W_H, W_RANK, W_HP, W_DP };                     /* widths */
 
 static const BufDecl selective_bufs[] = {
     BUF(PosEmb, xh, BUF_SAVED, BUF_ACT, W_D),
@@ -87,13 +90,16 @@ static const BufDecl selective_bufs[] = {
 void pe_bind(PosEmb *pe, const Backend *be, Carve *saved, Carve *scratch, int64_t N) {
     if (pe->cfg.kind != PE_SELECTIVE) return;
     int low_rank = pe->cfg.phi_proj == PHI_LOW_RANK;
-    int64_t widths[] = {[W_D] = pe->d_model, [W_H] = pe->H, [W_RANK] = pe->cfg.phi_rank,
-                        [W_HP] = (int64_t)pe->H * pe->P, [W_DP] = (int64_t)pe->d_model * pe->P};
+    int64_t widths[] = {[W_D] = pe->d_model,
+                        [W_H] = pe->H,
+                        [W_RANK] = pe->cfg.phi_rank,
+                        [W_HP] = (int64_t)pe->H * pe->P,
+                        [W_DP] = (int64_t)pe->d_model * pe->P};
     unsigned f = (low_rank ? PE_LOW_RANK : PE_WEIGHT_NORM) | (pe->cfg.phase_gate ? PE_GATE : 0);
     acts_bind(pe, selective_bufs, BUF_COUNT(selective_bufs), widths, f, be, saved, scratch, N);
 }
 
-enum { W_SP, W_STAIL };                                     /* state widths */
+enum { W_SP, W_STAIL }; /* state widths */
 
 static const BufDecl selective_state[] = {
     BUF(PosEmb, Phi_s, BUF_SAVED, BUF_F32, W_SP),
@@ -143,10 +149,20 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
         be->matmul_fwd(pe->gate_logit, pe->xh, W(c, pe->gate_w), W(c, pe->gate_b), (int)N, H, d);
     /* 3-8. short conv (or first difference with skip_conv), bias, gate, cumsum, rotation;
      * a decoding step from each row's angle sum and phi_raw tail instead */
-    SelRopeArgs a = {.s = c->seqs, .H = H, .P = P, .q = q, .k = k, .phi_raw = pe->phi_raw,
-                     .conv_w = opt_w(c, pe->conv_w), .conv_act = conv_act(pe),
-                     .bias = opt_w(c, pe->bias), .gate_logit = pe->gate_logit,
-                     .temp = WM(c, pe->temp), .qo = qo, .ko = ko, .Phi = pe->Phi};
+    SelRopeArgs a = {.s = c->seqs,
+                     .H = H,
+                     .P = P,
+                     .q = q,
+                     .k = k,
+                     .phi_raw = pe->phi_raw,
+                     .conv_w = opt_w(c, pe->conv_w),
+                     .conv_act = conv_act(pe),
+                     .bias = opt_w(c, pe->bias),
+                     .gate_logit = pe->gate_logit,
+                     .temp = WM(c, pe->temp),
+                     .qo = qo,
+                     .ko = ko,
+                     .Phi = pe->Phi};
     if (c->mode == PASS_STEP) {
         a.Phi = pe->Phi_s;
         a.tail = pe->tail_s;
@@ -170,14 +186,27 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
         be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
         return;
     }
-    be->selrope_bwd(&(SelRopeGrads){
-        .a = {.s = c->seqs, .H = H, .P = P, .q = q, .k = k, .phi_raw = pe->phi_raw,
-              .conv_w = opt_w(c, pe->conv_w), .conv_act = conv_act(pe),
-              .bias = opt_w(c, pe->bias), .gate_logit = pe->gate_logit, .temp = WM(c, pe->temp),
-              .Phi = pe->Phi},
-        .dqo = dqo, .dko = dko, .dq = dq, .dk = dk, .dphi_raw = pe->dphi_raw,
-        .dconv_w = opt_g(c, pe->conv_w), .dbias = opt_g(c, pe->bias), .dgate_logit = pe->dgate,
-        .dtemp = opt_g(c, pe->temp)});
+    be->selrope_bwd(&(SelRopeGrads){.a = {.s = c->seqs,
+                                          .H = H,
+                                          .P = P,
+                                          .q = q,
+                                          .k = k,
+                                          .phi_raw = pe->phi_raw,
+                                          .conv_w = opt_w(c, pe->conv_w),
+                                          .conv_act = conv_act(pe),
+                                          .bias = opt_w(c, pe->bias),
+                                          .gate_logit = pe->gate_logit,
+                                          .temp = WM(c, pe->temp),
+                                          .Phi = pe->Phi},
+                                    .dqo = dqo,
+                                    .dko = dko,
+                                    .dq = dq,
+                                    .dk = dk,
+                                    .dphi_raw = pe->dphi_raw,
+                                    .dconv_w = opt_g(c, pe->conv_w),
+                                    .dbias = opt_g(c, pe->bias),
+                                    .dgate_logit = pe->dgate,
+                                    .dtemp = opt_g(c, pe->temp)});
     int have_dxh = 0;
     if (pe->cfg.phase_gate) {
         be->matmul_bwd(pe->dxh, G(c, pe->gate_w), G(c, pe->gate_b), pe->dgate, pe->xh,

@@ -5,8 +5,8 @@
 #include "model/model_internal.h"
 #include "util/error.h"
 
-enum { P_TRANSFORM = 1 };             /* feature: a conv or an activation follows */
-enum { W_K, W_V };                    /* widths */
+enum { P_TRANSFORM = 1 }; /* feature: a conv or an activation follows */
+enum { W_K, W_V };        /* widths */
 
 static const BufDecl qkv_bufs[] = {
     BUF(QKVPrologue, q0, BUF_SAVED, BUF_ACT, W_K),
@@ -50,7 +50,7 @@ void qkv_bind(QKVPrologue *p, const Backend *be, Carve *saved, Carve *scratch, i
     acts_bind(p, qkv_bufs, BUF_COUNT(qkv_bufs), p->widths, features(p), be, saved, scratch, N);
 }
 
-enum { W_TK, W_TV };                  /* state widths: three rows of q/k, of v */
+enum { W_TK, W_TV }; /* state widths: three rows of q/k, of v */
 
 static const BufDecl qkv_state[] = {
     BUF(QKVPrologue, qt, BUF_SAVED, BUF_ACT, W_TK),
@@ -74,7 +74,8 @@ static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const voi
     if (!p->conv) {
         c->be->silu_fwd(y, x, c->N * C);
     } else if (c->mode == PASS_STEP) {
-        c->be->conv_step(y, x, W(c, conv_w), NULL, tail, c->seqs, (int)C, SHORT_CONV_TAPS, p->conv_act);
+        c->be->conv_step(y, x, W(c, conv_w), NULL, tail, c->seqs, (int)C, SHORT_CONV_TAPS,
+                         p->conv_act);
     } else {
         c->be->conv_fwd(y, x, W(c, conv_w), NULL, c->seqs, (int)C, SHORT_CONV_TAPS, p->conv_act);
         if (c->mode == PASS_PREFILL) c->be->segment_tail(tail, x, c->seqs, (int)C, 3, 0);
@@ -84,8 +85,8 @@ static void transform_fwd(const QKVPrologue *p, const Ctx *c, void *y, const voi
 static void transform_bwd(const QKVPrologue *p, const Ctx *c, void *dx, const void *dy,
                           const void *x, int conv_w, int64_t C) {
     if (p->conv)
-        c->be->conv_bwd(dx, G(c, conv_w), NULL, dy, x, W(c, conv_w), NULL, c->seqs, (int)C, SHORT_CONV_TAPS,
-                        p->conv_act);
+        c->be->conv_bwd(dx, G(c, conv_w), NULL, dy, x, W(c, conv_w), NULL, c->seqs, (int)C,
+                        SHORT_CONV_TAPS, p->conv_act);
     else
         c->be->silu_bwd(dx, dy, x, c->N * C);
 }
@@ -102,8 +103,8 @@ void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x) {
     transform_fwd(p, c, p->v1, p->v0, p->vconv, Vd, p->vt);
 }
 
-void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1,
-                  void *dv1, void *dx) {
+void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1, void *dv1,
+                  void *dx) {
     const Backend *be = c->be;
     int N = (int)c->N, d = c->cfg->hidden_size, Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
     void *dq = dq1, *dk = dk1, *dv = dv1;

@@ -4,8 +4,8 @@
 
 #include "model/model_internal.h"
 
-enum { R_NORM = 1, R_GATE = 2 };    /* features */
-enum { W_HV, W_H };                 /* widths */
+enum { R_NORM = 1, R_GATE = 2 }; /* features */
+enum { W_HV, W_H };              /* widths */
 
 static const BufDecl readout_bufs[] = {
     BUF(Readout, o_, BUF_SAVED, BUF_ACT, W_HV),
@@ -19,8 +19,8 @@ static const BufDecl readout_bufs[] = {
     BUF_IF(Readout, do_, BUF_SCRATCH, BUF_ACT, W_HV, R_NORM, don),
 };
 
-void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate,
-                          int d, int H, int dv, double std) {
+void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activation gate, int d,
+                          int H, int dv, double std) {
     r->g = r->norm = r->o = -1;
     r->norm_kind = READOUT_NO_NORM;
     r->gate = gate;
@@ -34,7 +34,8 @@ void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activat
 void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind) {
     r->norm_kind = kind;
     if (kind != READOUT_NO_NORM)
-        r->norm = declare_vector(t, name, kind == READOUT_NORM_PER_HEAD ? (int64_t)r->H * r->dv : r->dv, 1);
+        r->norm = declare_vector(t, name,
+                                 kind == READOUT_NORM_PER_HEAD ? (int64_t)r->H * r->dv : r->dv, 1);
 }
 
 void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std) {

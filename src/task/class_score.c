@@ -15,7 +15,8 @@ void class_score_batch(ClassScore *s, Model *m, const Batch *b) {
     for (int r = 0; r < b->B; r++) {
         int n = 0;
         for (int t = 0; t < b->T; t++) n += b->labels[(size_t)r * b->T + t] != -100;
-        if (n != 1) rt_die("classification: row %d of a batch has %d labeled positions, not one", r, n);
+        if (n != 1)
+            rt_die("classification: row %d of a batch has %d labeled positions, not one", r, n);
     }
     if (b->B > s->cap) {
         s->cap = b->B;
@@ -27,7 +28,8 @@ void class_score_batch(ClassScore *s, Model *m, const Batch *b) {
     for (int64_t p = 0; p < (int64_t)b->B * b->T; p++) {
         int32_t y = b->labels[p];
         if (y == -100) continue;
-        if (y < 0 || y >= s->outputs) rt_die("classification: label %d is not a class id (0..%d)", y, s->outputs - 1);
+        if (y < 0 || y >= s->outputs)
+            rt_die("classification: label %d is not a class id (0..%d)", y, s->outputs - 1);
         s->class_rows[y]++;
         s->class_right[y] += s->greedy[q];
         s->right += s->greedy[q];

@@ -11,11 +11,11 @@
 #include "model/model.h"
 
 typedef struct {
-    int outputs;                 /* class ids are below this: model_outputs() */
-    int64_t rows, right;         /* rows scored, rows whose class is the argmax */
-    double nll;                  /* summed -log p(class) */
+    int outputs;                       /* class ids are below this: model_outputs() */
+    int64_t rows, right;               /* rows scored, rows whose class is the argmax */
+    double nll;                        /* summed -log p(class) */
     int64_t *class_rows, *class_right; /* [outputs]: the same per class id */
-    double *logp;                /* scratch of one batch */
+    double *logp;                      /* scratch of one batch */
     uint8_t *greedy;
     int cap;
 } ClassScore;

@@ -21,8 +21,8 @@ json_t *classify_eval(const TaskEvalArgs *a, const char *source) {
     /* a read test set once; a generated one (ListOps without task.path) for task.test_examples */
     int64_t N = ds->examples ? ds->examples : rc->task.test_examples;
     /* pairs (task aan): rows 2i, 2i + 1 are one example, both labeled with its class and both
-     * given its logits (docs/models.md §classification), so counting both rows gives the pairs' accuracy,
-     * per class and overall; the examples are the pairs */
+     * given its logits (docs/models.md §classification), so counting both rows gives the pairs'
+     * accuracy, per class and overall; the examples are the pairs */
     int64_t examples = rc->model.pair != PAIR_NONE ? N / 2 : N;
     RT_ASSERT(N > 0 && ds->next_labeled);
     int32_t *tok = rt_malloc(sizeof(int32_t) * (size_t)EVAL_BATCH * T),
@@ -47,14 +47,14 @@ json_t *classify_eval(const TaskEvalArgs *a, const char *source) {
     for (int c = 1; c < classes; c++)
         if (class_n[c] > class_n[top]) top = c;
     double acc = (double)sc.right / (double)N, prior = (double)class_n[top] / (double)N;
-    printf("%s%s%s: test accuracy %.4f over %lld examples (%d classes; always class %d: %.4f)\n", which,
-           *which ? ", " : "", ds->desc, acc, (long long)examples, classes, top, prior);
+    printf("%s%s%s: test accuracy %.4f over %lld examples (%d classes; always class %d: %.4f)\n",
+           which, *which ? ", " : "", ds->desc, acc, (long long)examples, classes, top, prior);
     rt_free(tok);
     rt_free(lab);
     class_score_free(&sc);
     datasource_free(ds);
     if (!source[0]) source = "generated";
-    return json_pack("{s:f, s:I, s:i, s:i, s:f, s:o, s:s}", "accuracy", acc, "examples", (json_int_t)examples,
-                     "classes", classes, "majority_class", top, "majority_share", prior,
-                     "per_class_accuracy", per, "source", source);
+    return json_pack("{s:f, s:I, s:i, s:i, s:f, s:o, s:s}", "accuracy", acc, "examples",
+                     (json_int_t)examples, "classes", classes, "majority_class", top,
+                     "majority_share", prior, "per_class_accuracy", per, "source", source);
 }

@@ -116,10 +116,14 @@ static void indexed_release(TaskRows *t) {
     x->set_free(x->set);
 }
 
-TaskRows *indexed_rows(void *set, void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
+TaskRows *indexed_rows(void *set,
+                       void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
                        void (*set_free)(void *set), int64_t examples, int vocab) {
     IndexedRows *x = rt_calloc(1, sizeof(IndexedRows));
-    *x = (IndexedRows){{.examples = examples, .vocab = vocab, .row = indexed_row, .release = indexed_release},
-                       set, set_row, set_free};
+    *x = (IndexedRows){
+        {.examples = examples, .vocab = vocab, .row = indexed_row, .release = indexed_release},
+        set,
+        set_row,
+        set_free};
     return &x->base;
 }

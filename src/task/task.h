@@ -59,7 +59,8 @@ void task_rows_free(TaskRows *t);
 /* Rows of a data set read by index (the classification tasks): row i is set_row(set, i, ...),
  * whatever the random stream (set may keep state, such as its order for the pass);
  * set_free(set) when the rows are freed. */
-TaskRows *indexed_rows(void *set, void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
+TaskRows *indexed_rows(void *set,
+                       void (*set_row)(void *set, int64_t i, int32_t *tokens, int32_t *labels),
                        void (*set_free)(void *set), int64_t examples, int vocab);
 
 /* What a task's test split is scored with (TaskImpl.evaluate). */

@@ -1,8 +1,9 @@
 /* task.type = chars: character-level language modelling on text files (nnRNN's Penn Treebank
  * characters, or any UTF-8 text; data/char_text.h, docs/nnrnn.md). Rows predict the next
  * symbol at every position; with train.carry_state the text is read as streams whose windows
- * carry the recurrent state (docs/models.md §carried-states). model.vocab_size defaults to the texts'
- * vocabulary. Tested by the loss, bits per character and accuracy on the valid and test texts. */
+ * carry the recurrent state (docs/models.md §carried-states). model.vocab_size defaults to the
+ * texts' vocabulary. Tested by the loss, bits per character and accuracy on the valid and test
+ * texts. */
 #include <math.h>
 #include <stdio.h>
 
@@ -140,6 +141,10 @@ static const char *const chars_keys[] = {
     "train_examples", NULL};
 
 const TaskImpl task_chars = {
-    .name = "chars", .keys = chars_keys, .flags = TASK_TEXT, .shape = chars_shape, .open = chars_open,
+    .name = "chars",
+    .keys = chars_keys,
+    .flags = TASK_TEXT,
+    .shape = chars_shape,
+    .open = chars_open,
     .evaluate = chars_evaluate,
 };

@@ -22,9 +22,7 @@ static int class_open(ClassKind kind, const TaskOpenArgs *a, TaskRows **out, cha
     return 0;
 }
 
-static json_t *class_evaluate(const TaskEvalArgs *a) {
-    return classify_eval(a, a->rc->task.path);
-}
+static json_t *class_evaluate(const TaskEvalArgs *a) { return classify_eval(a, a->rc->task.path); }
 
 static int listops_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t errlen) {
     return class_open(CLASS_LISTOPS, a, out, err, errlen);
@@ -42,16 +40,25 @@ static const char *const listops_keys[] = {"path",          "max_depth",  "max_a
 static const char *const text_keys[] = {"path", "classes", "train_examples", NULL};
 
 const TaskImpl task_listops = {
-    .name = "listops", .keys = listops_keys, .flags = TASK_CLASSIFIES, .open = listops_open,
+    .name = "listops",
+    .keys = listops_keys,
+    .flags = TASK_CLASSIFIES,
+    .open = listops_open,
     .evaluate = class_evaluate,
 };
 
 const TaskImpl task_text_bytes = {
-    .name = "text_bytes", .keys = text_keys, .flags = TASK_CLASSIFIES, .open = text_bytes_open,
+    .name = "text_bytes",
+    .keys = text_keys,
+    .flags = TASK_CLASSIFIES,
+    .open = text_bytes_open,
     .evaluate = class_evaluate,
 };
 
 const TaskImpl task_aan = {
-    .name = "aan", .keys = text_keys, .flags = TASK_CLASSIFIES | TASK_PAIRS, .open = aan_open,
+    .name = "aan",
+    .keys = text_keys,
+    .flags = TASK_CLASSIFIES | TASK_PAIRS,
+    .open = aan_open,
     .evaluate = class_evaluate,
 };

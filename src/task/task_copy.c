@@ -97,5 +97,8 @@ static const char *const copy_keys[] = {"min_string_len", "max_string_len", "eva
                                         "train_examples", "test_examples",  NULL};
 
 const TaskImpl task_copy = {
-    .name = "copy", .keys = copy_keys, .open = copy_open, .evaluate = copy_evaluate,
+    .name = "copy",
+    .keys = copy_keys,
+    .open = copy_open,
+    .evaluate = copy_evaluate,
 };

@@ -96,6 +96,9 @@ static const char *const copy_memory_keys[] = {"delay",          "copy_length", 
                                                "train_examples", "test_examples", NULL};
 
 const TaskImpl task_copy_memory = {
-    .name = "copy_memory", .keys = copy_memory_keys, .shape = copy_memory_shape, .open = copy_memory_open,
+    .name = "copy_memory",
+    .keys = copy_memory_keys,
+    .shape = copy_memory_shape,
+    .open = copy_memory_open,
     .evaluate = copy_memory_evaluate,
 };

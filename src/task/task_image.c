@@ -73,11 +73,19 @@ static const char *const pathfinder_keys[] = {
     "path", "difficulty", "permute", "permute_seed", "val_examples", "train_examples", NULL};
 
 const TaskImpl task_seq_image = {
-    .name = "seq_image", .keys = seq_image_keys, .flags = TASK_CLASSIFIES, .shape = seq_image_shape,
-    .open = seq_image_open, .evaluate = image_evaluate,
+    .name = "seq_image",
+    .keys = seq_image_keys,
+    .flags = TASK_CLASSIFIES,
+    .shape = seq_image_shape,
+    .open = seq_image_open,
+    .evaluate = image_evaluate,
 };
 
 const TaskImpl task_pathfinder = {
-    .name = "pathfinder", .keys = pathfinder_keys, .flags = TASK_CLASSIFIES, .shape = pathfinder_shape,
-    .open = pathfinder_open, .evaluate = image_evaluate,
+    .name = "pathfinder",
+    .keys = pathfinder_keys,
+    .flags = TASK_CLASSIFIES,
+    .shape = pathfinder_shape,
+    .open = pathfinder_open,
+    .evaluate = image_evaluate,
 };

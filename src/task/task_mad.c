@@ -158,18 +158,24 @@ static const char *mad_shape_variant(MadTask variant, TaskShape *s, char *msg, s
     int T = task->seq_len, V = task->vocab;
     ModelHead head = mad_autoencoder(variant) ? HEAD_AUTOENCODER : HEAD_LM;
     if (s->seq_len_given && s->rc->train.seq_len != T) {
-        snprintf(msg, n, "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens "
-                 "(leave train.seq_len out)", s->rc->train.seq_len, task->type, task->seq_len, T);
+        snprintf(msg, n,
+                 "train.seq_len = %d: task %s with task.seq_len = %d has rows of %d tokens "
+                 "(leave train.seq_len out)",
+                 s->rc->train.seq_len, task->type, task->seq_len, T);
         return msg;
     }
     if (s->vocab_size_given && s->rc->model.vocab_size != V) {
-        snprintf(msg, n, "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave "
-                 "model.vocab_size out)", s->rc->model.vocab_size, task->type, task->vocab, V);
+        snprintf(msg, n,
+                 "model.vocab_size = %d: task %s with task.vocab = %d needs %d (leave "
+                 "model.vocab_size out)",
+                 s->rc->model.vocab_size, task->type, task->vocab, V);
         return msg;
     }
     if (s->head_given && s->rc->model.head != head) {
-        snprintf(msg, n, "model.head = %s: task %s trains the %s head, as mad-lab does (leave "
-                 "model.head out)", HEAD_NAMES.names[s->rc->model.head], task->type, HEAD_NAMES.names[head]);
+        snprintf(msg, n,
+                 "model.head = %s: task %s trains the %s head, as mad-lab does (leave "
+                 "model.head out)",
+                 HEAD_NAMES.names[s->rc->model.head], task->type, HEAD_NAMES.names[head]);
         return msg;
     }
     s->rc->train.seq_len = T;

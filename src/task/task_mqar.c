@@ -100,5 +100,8 @@ static const char *const mqar_keys[] = {
     "train_examples", "test_examples", NULL};
 
 const TaskImpl task_mqar = {
-    .name = "mqar", .keys = mqar_keys, .open = mqar_open, .evaluate = mqar_evaluate,
+    .name = "mqar",
+    .keys = mqar_keys,
+    .open = mqar_open,
+    .evaluate = mqar_evaluate,
 };

@@ -47,12 +47,14 @@ static int speech_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t 
     const TaskConfig *task = &a->rc->task;
     int T = row_length(task);
     if (a->opt->seq_len != T)
-        return rt_error(err, errlen, NULL,
-                        "train.seq_len = %d: task speech_commands with task.sample_stride = %d has rows "
-                        "of %d samples (leave train.seq_len out)",
-                        a->opt->seq_len, task->sample_stride, T);
+        return rt_error(
+            err, errlen, NULL,
+            "train.seq_len = %d: task speech_commands with task.sample_stride = %d has rows "
+            "of %d samples (leave train.seq_len out)",
+            a->opt->seq_len, task->sample_stride, T);
     SpeechRows *s = rt_calloc(1, sizeof(SpeechRows));
-    if (speech_load(task->path, task->words, a->opt->split, task->max_examples, &s->set, err, errlen)) {
+    if (speech_load(task->path, task->words, a->opt->split, task->max_examples, &s->set, err,
+                    errlen)) {
         rt_free(s);
         return -1;
     }
@@ -60,7 +62,8 @@ static int speech_open(const TaskOpenArgs *a, TaskRows **out, char *err, size_t 
     s->seed = a->opt->seed;
     s->stride = task->sample_stride;
     s->T = T;
-    s->base = (TaskRows){.examples = s->set.n, .vocab = SPEECH_VOCAB, .row = speech_row, .release = speech_release};
+    s->base = (TaskRows){
+        .examples = s->set.n, .vocab = SPEECH_VOCAB, .row = speech_row, .release = speech_release};
     *out = &s->base;
     return 0;
 }
@@ -71,10 +74,11 @@ static const char *speech_shape(TaskShape *s, char *msg, size_t n) {
     RunConfig *rc = s->rc;
     int T = row_length(&rc->task);
     if (s->seq_len_given && rc->train.seq_len != T) {
-        snprintf(msg, n,
-                 "train.seq_len = %d: task speech_commands with task.sample_stride = %d has rows of "
-                 "%d samples (leave train.seq_len out)",
-                 rc->train.seq_len, rc->task.sample_stride, T);
+        snprintf(
+            msg, n,
+            "train.seq_len = %d: task speech_commands with task.sample_stride = %d has rows of "
+            "%d samples (leave train.seq_len out)",
+            rc->train.seq_len, rc->task.sample_stride, T);
         return msg;
     }
     rc->train.seq_len = T;
@@ -89,8 +93,8 @@ static const char *speech_shape(TaskShape *s, char *msg, size_t n) {
     const char *const *words;
     int classes = speech_words(rc->task.words, &words);
     if (rc->model.head == HEAD_CLASSIFIER && rc->model.num_classes != classes) {
-        snprintf(msg, n, "model.num_classes = %d: task.words = %s has %d classes", rc->model.num_classes,
-                 rc->task.words, classes);
+        snprintf(msg, n, "model.num_classes = %d: task.words = %s has %d classes",
+                 rc->model.num_classes, rc->task.words, classes);
         return msg;
     }
     return NULL;
@@ -101,6 +105,10 @@ static json_t *speech_evaluate(const TaskEvalArgs *a) { return classify_eval(a, 
 static const char *const speech_keys[] = {"path", "words", "sample_stride", "max_examples", NULL};
 
 const TaskImpl task_speech_commands = {
-    .name = "speech_commands", .keys = speech_keys, .flags = TASK_CLASSIFIES, .shape = speech_shape,
-    .open = speech_open, .evaluate = speech_evaluate,
+    .name = "speech_commands",
+    .keys = speech_keys,
+    .flags = TASK_CLASSIFIES,
+    .shape = speech_shape,
+    .open = speech_open,
+    .evaluate = speech_evaluate,
 };

@@ -111,6 +111,10 @@ static const char *const state_keys[] = {"group", "test_len", "train_examples", 
                                          NULL};
 
 const TaskImpl task_state = {
-    .name = "state", .aliases = state_aliases, .keys = state_keys, .resolve_alias = state_resolve_alias,
-    .open = state_open, .evaluate = state_evaluate,
+    .name = "state",
+    .aliases = state_aliases,
+    .keys = state_keys,
+    .resolve_alias = state_resolve_alias,
+    .open = state_open,
+    .evaluate = state_evaluate,
 };

@@ -2,8 +2,8 @@
 
 #include "util/error.h"
 
-void text_score_streams(Model *m, const CharText *t, DataSplit split, int T, int S, int first, int count,
-                        TextScore *sc) {
+void text_score_streams(Model *m, const CharText *t, DataSplit split, int T, int S, int first,
+                        int count, TextScore *sc) {
     int64_t W = char_text_stream_windows(t, split, S, T);
     if (count <= 0 || W == 0) return;
     const Backend *be = model_backend(m);
@@ -16,7 +16,8 @@ void text_score_streams(Model *m, const CharText *t, DataSplit split, int T, int
     uint8_t *greedy = rt_malloc(cells);
     for (int64_t k = 0; k < W; k++) {
         for (int b = 0; b < count; b++)
-            char_text_stream_row(t, split, S, T, k * S + first + b, tok + (size_t)b * T, lab + (size_t)b * T);
+            char_text_stream_row(t, split, S, T, k * S + first + b, tok + (size_t)b * T,
+                                 lab + (size_t)b * T);
         model_set_carry(m, state, count);
         Batch bt = {count, T, tok, lab, NULL};
         int64_t n = model_token_logprobs(m, &bt, logp, greedy);

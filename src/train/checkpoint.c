@@ -29,7 +29,6 @@
 /* Optimizer shards of a ZeRO-1 run: one file per rank. */
 #define OPT_SHARD_FORMAT "optimizer.rank%05d-of-%05d.safetensors"
 
-
 /* ------------------------------------------------------------------------------------ */
 /* File system helpers                                                                  */
 /* ------------------------------------------------------------------------------------ */
@@ -43,7 +42,8 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
         close(fd);
         return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(e));
     }
-    if (close(fd)) return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(errno));
+    if (close(fd))
+        return rt_error(err, errlen, NULL, "%s: write failed: %s", path, strerror(errno));
     return 0;
 }
 
@@ -63,12 +63,16 @@ static int copy_file(const char *src, const char *dst, char *err, size_t errlen)
     while (!bad && (got = read(in, buf, CHUNK)) != 0) {
         if (got < 0 && errno == EINTR) continue;
         bad = got < 0 ? rt_error(err, errlen, NULL, "%s: read failed: %s", src, strerror(errno))
-                      : fs_write_all(out, buf, (size_t)got) ? rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno)) : 0;
+              : fs_write_all(out, buf, (size_t)got)
+                  ? rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno))
+                  : 0;
     }
-    if (!bad && fsync(out)) bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
+    if (!bad && fsync(out))
+        bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
     rt_free(buf);
     close(in);
-    if (close(out) && !bad) bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
+    if (close(out) && !bad)
+        bad = rt_error(err, errlen, NULL, "%s: write failed: %s", dst, strerror(errno));
     return bad;
 }
 
@@ -107,7 +111,8 @@ static CkptEntry *list_steps(const char *ckdir, int complete, int *count) {
         int skip = complete && checkpoint_verify(path, 0, err, sizeof err);
         rt_free(path);
         if (skip) continue;
-        if (n == cap) list = rt_realloc(list, sizeof(CkptEntry) * (size_t)(cap = cap ? 2 * cap : 16));
+        if (n == cap)
+            list = rt_realloc(list, sizeof(CkptEntry) * (size_t)(cap = cap ? 2 * cap : 16));
         list[n].step = step;
         strcpy(list[n].name, e->d_name); /* parse_step_name allows at most 23 characters */
         n++;
@@ -126,7 +131,9 @@ static CkptEntry *list_steps(const char *ckdir, int complete, int *count) {
 static char *checkpoints_dir(const char *run_dir) { return rt_sprintf("%s/checkpoints", run_dir); }
 
 /* The directory name of the checkpoint of `step` there: step_ and its 8 (or more) digits. */
-static void step_name(int64_t step, char name[32]) { snprintf(name, 32, "step_%08lld", (long long)step); }
+static void step_name(int64_t step, char name[32]) {
+    snprintf(name, 32, "step_%08lld", (long long)step);
+}
 
 /* RUN_DIR/checkpoints/.tmp-step_N, where the checkpoint of step N is written (rt_free it). */
 static char *temp_dir(const char *run_dir, int64_t step) {
@@ -136,7 +143,8 @@ static char *temp_dir(const char *run_dir, int64_t step) {
 }
 
 /* Appends the tensor `prefix<name>` for parameter p with data base + p->offset. */
-static void add_tensor(StTensor *list, int *n, const char *prefix, const ParamInfo *p, const float *base) {
+static void add_tensor(StTensor *list, int *n, const char *prefix, const ParamInfo *p,
+                       const float *base) {
     StTensor *x = &list[(*n)++];
     memset(x, 0, sizeof(*x));
     int len = snprintf(x->name, sizeof x->name, "%s%s", prefix, p->name);
@@ -206,7 +214,8 @@ static int save_optimizer_shard(const char *dir, const CheckpointJob *j, char *e
     snprintf(start, sizeof start, "%lld", (long long)s->lo);
     snprintf(end, sizeof end, "%lld", (long long)s->hi);
     snprintf(all, sizeof all, "%lld", (long long)s->params->total);
-    const char *const meta[] = {"step", step, "optimizer", sp->name, "start", start, "end", end, "total", all, NULL};
+    const char *const meta[] = {"step", step, "optimizer", sp->name, "start", start,
+                                "end",  end,  "total",     all,      NULL};
     char *path = rt_sprintf("%s/" OPT_SHARD_FORMAT, dir, dist_rank(), dist_world());
     int rc = st_write(path, list, sp->nstate, meta, err, errlen);
     rt_free(path);
@@ -227,8 +236,10 @@ static int file_records(const char *dir, json_t **files, json_t **sizes, char *e
         char *p = rt_sprintf("%s/%s", dir, e->d_name);
         char hex[65];
         struct stat sb;
-        if (stat(p, &sb)) r = rt_error(err, errlen, p, "cannot stat: %s", strerror(errno));
-        else r = sha256_file(p, hex, err, errlen);
+        if (stat(p, &sb))
+            r = rt_error(err, errlen, p, "cannot stat: %s", strerror(errno));
+        else
+            r = sha256_file(p, hex, err, errlen);
         rt_free(p);
         if (r) break;
         json_object_set_new(*files, e->d_name, json_string(hex));
@@ -243,7 +254,8 @@ static int file_records(const char *dir, json_t **files, json_t **sizes, char *e
 }
 
 /* Writes dir/name from the JSON value (dumped with `flags`). Steals the reference. */
-static int save_json(const char *dir, const char *name, json_t *j, size_t flags, char *err, size_t errlen) {
+static int save_json(const char *dir, const char *name, json_t *j, size_t flags, char *err,
+                     size_t errlen) {
     char *text = json_dumps(j, flags);
     json_decref(j);
     RT_ASSERT(text);
@@ -257,7 +269,8 @@ static int save_json(const char *dir, const char *name, json_t *j, size_t flags,
 /* config.json, and the Python files of rotor's model where it names one (hf_remote.h). */
 static int save_hf_config(const char *dir, CheckpointJob *j, char *err, size_t errlen) {
     const ModelConfig *c = &j->snap->model;
-    if (save_json(dir, "config.json", hf_config_to_json(c), HF_CONFIG_JSON_FLAGS, err, errlen)) return -1;
+    if (save_json(dir, "config.json", hf_config_to_json(c), HF_CONFIG_JSON_FLAGS, err, errlen))
+        return -1;
     for (int i = 0; !hf_config_is_fla(c) && i < HF_REMOTE_NFILES; i++) {
         char *path = rt_sprintf("%s/%s", dir, HF_REMOTE_FILES[i].name);
         int r = write_text(path, HF_REMOTE_FILES[i].text, err, errlen);
@@ -274,7 +287,8 @@ static int save_ini(const char *dir, CheckpointJob *j, char *err, size_t errlen)
     return r;
 }
 
-static json_t *trainer_state_json(const CheckpointSnapshot *s, json_t *files, json_t *sizes, json_t *tokenizer) {
+static json_t *trainer_state_json(const CheckpointSnapshot *s, json_t *files, json_t *sizes,
+                                  json_t *tokenizer) {
     const TrainerState *st = &s->st;
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)st->seed);
@@ -290,12 +304,17 @@ static json_t *trainer_state_json(const CheckpointSnapshot *s, json_t *files, js
     json_object_set(j, "data", st->data_state ? st->data_state : json_null());
     json_object_set_new(j, "optimizer_sharded", json_boolean(s->sharded));
     const BestValidation *b = &st->best;
-    json_object_set_new(j, "best", b->metric == KEEP_BEST_NONE ? json_null()
-                                   : json_pack("{s:s, s:f, s:I}", "metric", run_config_keep_best_name(b->metric),
-                                               "value", b->value, "step", (json_int_t)b->step));
-    json_object_set_new(j, "plateau", json_pack("{s:f, s:o}", "lr_scale", st->plateau.lr_scale, "best_val_loss",
-                                                isnan(st->plateau.best_val_loss) ? json_null()
-                                                                                 : json_real(st->plateau.best_val_loss)));
+    json_object_set_new(j, "best",
+                        b->metric == KEEP_BEST_NONE
+                            ? json_null()
+                            : json_pack("{s:s, s:f, s:I}", "metric",
+                                        run_config_keep_best_name(b->metric), "value", b->value,
+                                        "step", (json_int_t)b->step));
+    json_object_set_new(j, "plateau",
+                        json_pack("{s:f, s:o}", "lr_scale", st->plateau.lr_scale, "best_val_loss",
+                                  isnan(st->plateau.best_val_loss)
+                                      ? json_null()
+                                      : json_real(st->plateau.best_val_loss)));
     json_object_set_new(j, "tokenizer", tokenizer);
     json_object_set_new(j, "files", files);
     json_object_set_new(j, "file_sizes", sizes);
@@ -323,7 +342,8 @@ static void prune(const char *ckdir, const char *current, int keep) {
         if (!strcmp(list[i].name, current)) continue;
         /* renamed first, so that a process killed while deleting leaves a .tmp-* directory
          * (removed by the next save), never a step_* directory with some of its files */
-        char *p = rt_sprintf("%s/%s", ckdir, list[i].name), *gone = rt_sprintf("%s/.tmp-old-%s", ckdir, list[i].name);
+        char *p = rt_sprintf("%s/%s", ckdir, list[i].name),
+             *gone = rt_sprintf("%s/.tmp-old-%s", ckdir, list[i].name);
         if (fs_remove_tree(gone) || rename(p, gone) || fs_remove_tree(gone))
             rt_warn("cannot delete the old checkpoint %s: %s", p, strerror(errno));
         rt_free(p);
@@ -337,19 +357,25 @@ static void prune(const char *ckdir, const char *current, int keep) {
  * prune) and put back if the rename fails. On error the temporary directory is left to the
  * caller. */
 static int install_dir(const char *ckdir, const char *name, char *err, size_t errlen) {
-    char *tmp = rt_sprintf("%s/.tmp-%s", ckdir, name), *old = rt_sprintf("%s/.tmp-old-%s", ckdir, name);
+    char *tmp = rt_sprintf("%s/.tmp-%s", ckdir, name),
+         *old = rt_sprintf("%s/.tmp-old-%s", ckdir, name);
     char *final = rt_sprintf("%s/%s", ckdir, name);
     struct stat sb;
     int r = 0;
-    if (fs_sync_dir(tmp)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
+    if (fs_sync_dir(tmp))
+        r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", tmp, strerror(errno));
     int replacing = !r && lstat(final, &sb) == 0;
     if (replacing && (fs_remove_tree(old) || rename(final, old)))
-        r = rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final, strerror(errno));
+        r = rt_error(err, errlen, NULL, "%s: cannot move the existing checkpoint aside: %s", final,
+                     strerror(errno));
     if (!r && rename(tmp, final)) {
-        r = rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp, strerror(errno));
+        r = rt_error(err, errlen, NULL, "%s: cannot rename %s into place: %s", final, tmp,
+                     strerror(errno));
         if (replacing) rename(old, final); /* best effort: put the previous one back */
     }
-    if (!r && fs_sync_dir(ckdir)) r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir, strerror(errno));
+    if (!r && fs_sync_dir(ckdir))
+        r = rt_error(err, errlen, NULL, "%s: cannot sync the directory: %s", ckdir,
+                     strerror(errno));
     rt_free(tmp);
     rt_free(old);
     rt_free(final);
@@ -373,7 +399,9 @@ static int save_tokenizer(const char *dir, CheckpointJob *j, char *err, size_t e
     *rec = json_null();
     if (!j->tokenizer[0]) return 0;
     char *abs = realpath(j->tokenizer, NULL), hex[65];
-    if (!abs) return rt_error(err, errlen, NULL, "data.tokenizer = %s: %s", j->tokenizer, strerror(errno));
+    if (!abs)
+        return rt_error(err, errlen, NULL, "data.tokenizer = %s: %s", j->tokenizer,
+                        strerror(errno));
     struct stat sb;
     int r = stat(abs, &sb) ? rt_error(err, errlen, abs, "cannot stat: %s", strerror(errno))
                            : sha256_file(abs, hex, err, errlen);
@@ -396,7 +424,10 @@ static int save_carry(const char *dir, CheckpointJob *j, char *err, size_t errle
     const TrainerState *st = &j->snap->st;
     if (!st->carry) return 0;
     char *path = rt_sprintf("%s/" CARRY_FILE, dir), streams[32];
-    StTensor t = {.dtype = "F32", .ndim = 2, .shape = {st->carry_rows, st->carry_width}, .data = st->carry,
+    StTensor t = {.dtype = "F32",
+                  .ndim = 2,
+                  .shape = {st->carry_rows, st->carry_width},
+                  .data = st->carry,
                   .nbytes = sizeof(float) * (size_t)(st->carry_rows * st->carry_width)};
     snprintf(t.name, sizeof t.name, "state");
     snprintf(streams, sizeof streams, "%lld", (long long)st->carry_rows);
@@ -406,7 +437,8 @@ static int save_carry(const char *dir, CheckpointJob *j, char *err, size_t errle
     return r;
 }
 
-int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err, size_t errlen) {
+int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err,
+                          size_t errlen) {
     char *path = rt_sprintf("%s/" CARRY_FILE, ckpt_dir);
     StFile *f = fs_exists(path) ? st_open(path, err, errlen) : NULL;
     int r = -1;
@@ -415,14 +447,19 @@ int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, flo
         if (!t || strcmp(t->dtype, "F32") || t->ndim != 2)
             rt_error(err, errlen, path, "holds no F32 tensor \"state\" of two dimensions");
         else if (t->shape[0] != rows || t->shape[1] != width)
-            rt_error(err, errlen, path, "holds the states of %lld streams of width %lld; this run carries %lld of width %lld "
+            rt_error(err, errlen, path,
+                     "holds the states of %lld streams of width %lld; this run carries %lld of "
+                     "width %lld "
                      "(ranks x micro_batch x grad_accum, or the model, changed)",
-                     (long long)t->shape[0], (long long)t->shape[1], (long long)rows, (long long)width);
+                     (long long)t->shape[0], (long long)t->shape[1], (long long)rows,
+                     (long long)width);
         else
             memcpy(out, t->data, t->nbytes), r = 0;
         st_close(f);
     } else if (!fs_exists(path)) {
-        rt_error(err, errlen, path, "the carried states of train.carry_state are missing (a checkpoint of a run without it?)");
+        rt_error(err, errlen, path,
+                 "the carried states of train.carry_state are missing (a checkpoint of a run "
+                 "without it?)");
     }
     rt_free(path);
     return r;
@@ -438,8 +475,10 @@ static int test_write_delay(char *err, size_t errlen) {
     errno = 0;
     long ms = strtol(v, &end, 10);
     if (*end || errno || ms < 0 || ms > 600000)
-        return rt_error(err, errlen, NULL, "ROTOR_TEST_CKPT_WRITE_DELAY_MS = %s is not a number of milliseconds "
-                        "from 0 to 600000", v);
+        return rt_error(err, errlen, NULL,
+                        "ROTOR_TEST_CKPT_WRITE_DELAY_MS = %s is not a number of milliseconds "
+                        "from 0 to 600000",
+                        v);
     struct timespec left = {ms / 1000, ms % 1000 * 1000000L};
     while (nanosleep(&left, &left) && errno == EINTR) continue;
     return 0;
@@ -449,21 +488,26 @@ int checkpoint_begin(const char *run_dir, int64_t step, char *err, size_t errlen
     char *ckdir = checkpoints_dir(run_dir), *tmp = temp_dir(run_dir, step);
     int r = 0;
     if (fs_try_mkdirs(ckdir))
-        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir, strerror(errno));
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", ckdir,
+                     strerror(errno));
     else if (fs_remove_tree(tmp) || mkdir(tmp, 0755))
-        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp,
+                     strerror(errno));
     rt_free(ckdir);
     rt_free(tmp);
     return r;
 }
 
 int checkpoint_write_files(CheckpointJob *j, char *err, size_t errlen) {
-    static const SaveFn rank0_files[] = {save_model, save_hf_config, save_ini, save_optimizer, save_carry, save_tokenizer};
+    static const SaveFn rank0_files[] = {save_model,     save_hf_config, save_ini,
+                                         save_optimizer, save_carry,     save_tokenizer};
     char *tmp = temp_dir(j->run_dir, j->snap->st.step);
     int r = 0;
-    for (size_t i = 0; !r && dist_rank() == 0 && i < sizeof rank0_files / sizeof rank0_files[0]; i++)
+    for (size_t i = 0; !r && dist_rank() == 0 && i < sizeof rank0_files / sizeof rank0_files[0];
+         i++)
         r = rank0_files[i](tmp, j, err, errlen) ? -1 : test_write_delay(err, errlen);
-    if (!r && j->snap->sharded) r = save_optimizer_shard(tmp, j, err, errlen) ? -1 : test_write_delay(err, errlen);
+    if (!r && j->snap->sharded)
+        r = save_optimizer_shard(tmp, j, err, errlen) ? -1 : test_write_delay(err, errlen);
     rt_free(tmp);
     return r;
 }
@@ -480,14 +524,17 @@ int checkpoint_finish(CheckpointJob *j, char *err, size_t errlen) {
     if (ok) {
         json_t *state = trainer_state_json(j->snap, files, sizes, j->tokenizer_rec);
         j->tokenizer_rec = NULL; /* the state holds it now */
-        ok = !save_json(tmp, "trainer_state.json", state, JSON_INDENT(2) | JSON_REAL_PRECISION(17), err, errlen);
+        ok = !save_json(tmp, "trainer_state.json", state, JSON_INDENT(2) | JSON_REAL_PRECISION(17),
+                        err, errlen);
     }
     if (ok) ok = !install_dir(ckdir, name, err, errlen);
     if (ok) ok = !write_text(latest_tmp, line, err, errlen);
     if (ok && (rename(latest_tmp, latest) || fs_sync_dir(ckdir)))
         ok = !rt_error(err, errlen, NULL, "%s: cannot update: %s", latest, strerror(errno));
-    if (ok) prune(ckdir, name, j->keep);
-    else fs_remove_tree(tmp);
+    if (ok)
+        prune(ckdir, name, j->keep);
+    else
+        fs_remove_tree(tmp);
     if (ok && j->keep_best) ok = !checkpoint_keep_best(j->run_dir, step, err, errlen);
     json_decref(j->tokenizer_rec);
     j->tokenizer_rec = NULL;
@@ -509,12 +556,15 @@ void checkpoint_discard(CheckpointJob *j) {
 int checkpoint_keep_best(const char *run_dir, int64_t step, char *err, size_t errlen) {
     char *ckdir = rt_sprintf("%s/checkpoints", run_dir);
     char *src = rt_sprintf("%s/step_%08lld", ckdir, (long long)step);
-    char *tmp = rt_sprintf("%s/.tmp-" CHECKPOINT_BEST, ckdir), *old = rt_sprintf("%s/.tmp-old-" CHECKPOINT_BEST, ckdir);
+    char *tmp = rt_sprintf("%s/.tmp-" CHECKPOINT_BEST, ckdir),
+         *old = rt_sprintf("%s/.tmp-old-" CHECKPOINT_BEST, ckdir);
     int r = 0;
     DIR *d = NULL;
-    if (checkpoint_verify(src, 0, err, errlen)) r = -1;
+    if (checkpoint_verify(src, 0, err, errlen))
+        r = -1;
     else if (fs_remove_tree(tmp) || mkdir(tmp, 0755))
-        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp, strerror(errno));
+        r = rt_error(err, errlen, NULL, "%s: cannot create the directory: %s", tmp,
+                     strerror(errno));
     else if (!(d = opendir(src)))
         r = rt_error(err, errlen, NULL, "%s: cannot list: %s", src, strerror(errno));
     /* the files are never changed after their checkpoint is complete, so links share them
@@ -549,9 +599,12 @@ int checkpoint_verify(const char *dir, int hashes, char *err, size_t errlen) {
     struct stat sd;
     int r = 0;
     if (stat(dir, &sd) || !S_ISDIR(sd.st_mode))
-        r = rt_error(err, errlen, dir, "no such checkpoint directory%s", fs_exists(dir) ? " (not a directory)" : "");
-    else if (!j && !fs_exists(path)) r = rt_error(err, errlen, path, "missing: not a complete checkpoint");
-    else if (!j) r = rt_error(err, errlen, path, "%s (line %d): damaged or cut short", jerr.text, jerr.line);
+        r = rt_error(err, errlen, dir, "no such checkpoint directory%s",
+                     fs_exists(dir) ? " (not a directory)" : "");
+    else if (!j && !fs_exists(path))
+        r = rt_error(err, errlen, path, "missing: not a complete checkpoint");
+    else if (!j)
+        r = rt_error(err, errlen, path, "%s (line %d): damaged or cut short", jerr.text, jerr.line);
     else if (!json_is_object(files) || !json_object_size(files))
         r = rt_error(err, errlen, path, "lists no files (\"files\")");
     const char *name;
@@ -561,18 +614,25 @@ int checkpoint_verify(const char *dir, int hashes, char *err, size_t errlen) {
         const json_t *size = json_object_get(sizes, name);
         struct stat sb;
         if (!*name || strchr(name, '/') || !json_is_string(v) || strlen(json_string_value(v)) != 64)
-            r = rt_error(err, errlen, path, "\"files\": \"%s\" is not a file name with a sha256", name);
+            r = rt_error(err, errlen, path, "\"files\": \"%s\" is not a file name with a sha256",
+                         name);
         else if (stat(p, &sb))
             r = errno == ENOENT ? rt_error(err, errlen, p, "missing, though %s lists it", path)
                                 : rt_error(err, errlen, p, "cannot stat: %s", strerror(errno));
-        else if (!S_ISREG(sb.st_mode)) r = rt_error(err, errlen, p, "not a regular file");
+        else if (!S_ISREG(sb.st_mode))
+            r = rt_error(err, errlen, p, "not a regular file");
         else if (json_is_integer(size) && sb.st_size != json_integer_value(size))
-            r = rt_error(err, errlen, p, "%lld bytes, but %lld when it was written (changed since: cut short, damaged or edited)",
+            r = rt_error(err, errlen, p,
+                         "%lld bytes, but %lld when it was written (changed since: cut short, "
+                         "damaged or edited)",
                          (long long)sb.st_size, (long long)json_integer_value(size));
-        else if (hashes && sha256_file(p, hex, err, errlen)) r = -1;
+        else if (hashes && sha256_file(p, hex, err, errlen))
+            r = -1;
         else if (hashes && strcmp(hex, json_string_value(v)))
-            r = rt_error(err, errlen, p, "sha256 %s differs from %s recorded when it was written (changed since: damaged or edited)", hex,
-                         json_string_value(v));
+            r = rt_error(err, errlen, p,
+                         "sha256 %s differs from %s recorded when it was written (changed since: "
+                         "damaged or edited)",
+                         hex, json_string_value(v));
         rt_free(p);
         if (r) break;
     }
@@ -581,7 +641,8 @@ int checkpoint_verify(const char *dir, int hashes, char *err, size_t errlen) {
     return r;
 }
 
-int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *err, size_t errlen) {
+int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *err,
+                           size_t errlen) {
     *found = NULL;
     char *ckdir = rt_sprintf("%s/checkpoints", run_dir), *latest = rt_sprintf("%s/latest", ckdir);
     char *named = fs_read_file(latest, NULL);
@@ -593,16 +654,22 @@ int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *
     if (named) {
         named[strcspn(named, "\r\n")] = '\0';
         char *p = rt_sprintf("%s/%s", ckdir, named);
-        if (parse_step_name(named) < 0) rt_warn("%s: \"%.64s\" is not a checkpoint's name; ignored", latest, named);
-        else if (!fs_exists(p)) rt_warn("%s names %s, which does not exist; taking the newest checkpoint there is", latest, p);
-        else cand[nc++] = p, p = NULL;
+        if (parse_step_name(named) < 0)
+            rt_warn("%s: \"%.64s\" is not a checkpoint's name; ignored", latest, named);
+        else if (!fs_exists(p))
+            rt_warn("%s names %s, which does not exist; taking the newest checkpoint there is",
+                    latest, p);
+        else
+            cand[nc++] = p, p = NULL;
         rt_free(p);
         rt_free(named);
     }
     for (int i = 0; i < n; i++) {
         char *p = rt_sprintf("%s/%s", ckdir, list[i].name);
-        if (nc && !strcmp(p, cand[0])) rt_free(p);
-        else cand[nc++] = p;
+        if (nc && !strcmp(p, cand[0]))
+            rt_free(p);
+        else
+            cand[nc++] = p;
     }
     rt_free(list);
     for (int i = 0; i < nc; i++) {
@@ -616,9 +683,12 @@ int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *
     }
     int r = 0;
     if (!*found && nc)
-        r = rt_error(err, errlen, NULL, "%s: none of its %d checkpoint%s is intact (each one's fault is above), so "
-                     "nothing was resumed or changed; load one anyway with --resume DIR --no-verify, or start afresh "
-                     "with --overwrite (which moves this run aside)", ckdir, nc, nc > 1 ? "s" : "");
+        r = rt_error(err, errlen, NULL,
+                     "%s: none of its %d checkpoint%s is intact (each one's fault is above), so "
+                     "nothing was resumed or changed; load one anyway with --resume DIR "
+                     "--no-verify, or start afresh "
+                     "with --overwrite (which moves this run aside)",
+                     ckdir, nc, nc > 1 ? "s" : "");
     rt_free(cand);
     rt_free(latest);
     rt_free(ckdir);
@@ -631,8 +701,9 @@ int checkpoint_find_latest(const char *run_dir, int hashes, char **found, char *
 
 /* Checks that the file holds exactly the tensors "<prefixes[k]><name>" of every parameter
  * (trainable ones only if `trainable_only`), as F32 of the parameter's shape. */
-static int check_tensors(const StFile *f, const char *path, const ParamTable *t, const char *const *prefixes,
-                         int nprefix, int trainable_only, char *err, size_t errlen) {
+static int check_tensors(const StFile *f, const char *path, const ParamTable *t,
+                         const char *const *prefixes, int nprefix, int trainable_only, char *err,
+                         size_t errlen) {
     int missing = 0, expected = 0;
     const char *first_missing = NULL, *first_prefix = "";
     for (int k = 0; k < nprefix; k++) {
@@ -651,20 +722,25 @@ static int check_tensors(const StFile *f, const char *path, const ParamTable *t,
                 continue;
             }
             if (strcmp(x->dtype, "F32"))
-                return rt_error(err, errlen, NULL, "%s: tensor %s has dtype %s, expected F32", path, name, x->dtype);
+                return rt_error(err, errlen, NULL, "%s: tensor %s has dtype %s, expected F32", path,
+                                name, x->dtype);
             int same = x->ndim == p->ndim;
             for (int d = 0; same && d < p->ndim; d++) same = x->shape[d] == p->shape[d];
             if (!same) {
                 char got[128], want[128];
                 st_format_shape(got, sizeof got, x->shape, x->ndim);
                 st_format_shape(want, sizeof want, p->shape, p->ndim);
-                return rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s", path, name, got, want);
+                return rt_error(err, errlen, NULL,
+                                "%s: tensor %s has shape %s, the model expects %s", path, name, got,
+                                want);
             }
         }
     }
     if (missing)
-        return rt_error(err, errlen, NULL, "%s: tensor %s%s is missing (%d of the %d tensors the model expects are absent)",
-                    path, first_prefix, first_missing, missing, expected);
+        return rt_error(
+            err, errlen, NULL,
+            "%s: tensor %s%s is missing (%d of the %d tensors the model expects are absent)", path,
+            first_prefix, first_missing, missing, expected);
     if (st_count(f) != expected) {
         /* Every expected name was found, so any other tensor is unexpected. */
         for (int i = 0; i < st_count(f); i++) {
@@ -676,8 +752,10 @@ static int check_tensors(const StFile *f, const char *path, const ParamTable *t,
                 known = idx >= 0 && (!trainable_only || t->p[idx].trainable);
             }
             if (!known)
-                return rt_error(err, errlen, NULL, "%s: unexpected tensor %s, which the model does not have (%d unexpected)",
-                            path, name, st_count(f) - expected);
+                return rt_error(
+                    err, errlen, NULL,
+                    "%s: unexpected tensor %s, which the model does not have (%d unexpected)", path,
+                    name, st_count(f) - expected);
         }
     }
     return 0;
@@ -685,16 +763,18 @@ static int check_tensors(const StFile *f, const char *path, const ParamTable *t,
 
 /* Copies the part inside the flat range [lo, hi) of every tensor "<prefix><name>" (checked
  * by check_tensors) into dst, which holds elements lo..hi-1. */
-static void copy_range(const StFile *f, const ParamTable *t, const char *prefix, int trainable_only, int64_t lo,
-                       int64_t hi, float *dst) {
+static void copy_range(const StFile *f, const ParamTable *t, const char *prefix, int trainable_only,
+                       int64_t lo, int64_t hi, float *dst) {
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
-        int64_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        int64_t a = p->offset > lo ? p->offset : lo,
+                b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
         if ((trainable_only && !p->trainable) || a >= b) continue;
         char name[ST_NAME_MAX];
         snprintf(name, sizeof name, "%s%s", prefix, p->name);
         const StTensor *x = st_find(f, name);
-        memcpy(dst + (a - lo), (const float *)x->data + (a - p->offset), sizeof(float) * (size_t)(b - a));
+        memcpy(dst + (a - lo), (const float *)x->data + (a - p->offset),
+               sizeof(float) * (size_t)(b - a));
     }
 }
 
@@ -707,19 +787,23 @@ static int64_t meta_count(const StFile *f, const char *key) {
 
 /* Whether the optimizer file `path` holds the state of `sp` (metadata "optimizer"; files
  * without it are AdamW's, written before RMSprop existed). */
-static int check_optimizer_kind(const StFile *f, const char *path, const OptimizerSpec *sp, char *err, size_t errlen) {
+static int check_optimizer_kind(const StFile *f, const char *path, const OptimizerSpec *sp,
+                                char *err, size_t errlen) {
     const char *kind = st_meta(f, "optimizer");
     if (!kind) kind = "adamw";
     if (strcmp(kind, sp->name))
-        return rt_error(err, errlen, path, "holds the state of optimizer %s, but train.optimizer = %s", kind, sp->name);
+        return rt_error(err, errlen, path,
+                        "holds the state of optimizer %s, but train.optimizer = %s", kind,
+                        sp->name);
     return 0;
 }
 
 /* The optimizer state buffers of the flat range [lo, hi) and the optimizer step, from the
  * optimizer file of an unsharded checkpoint or from the per-rank slices of a ZeRO-1 one (any
  * number of ranks: the slices of the files that overlap [lo, hi) are cut out). */
-static int load_optimizer_state(const char *dir, const ParamTable *t, const OptimizerSpec *sp, int64_t lo, int64_t hi,
-                                float **bufs, int64_t *step, char *err, size_t errlen) {
+static int load_optimizer_state(const char *dir, const ParamTable *t, const OptimizerSpec *sp,
+                                int64_t lo, int64_t hi, float **bufs, int64_t *step, char *err,
+                                size_t errlen) {
     char *full = rt_sprintf("%s/optimizer.safetensors", dir);
     struct stat sb;
     int r = -1;
@@ -763,18 +847,23 @@ static int load_optimizer_state(const char *dir, const ParamTable *t, const Opti
         int shapes_ok = 1;
         for (int k = 0; f && k < sp->nstate; k++) {
             x[k] = st_find(f, sp->state_names[k]);
-            shapes_ok &= x[k] && !strcmp(x[k]->dtype, "F32") && x[k]->nbytes == sizeof(float) * (size_t)(b - a);
+            shapes_ok &= x[k] && !strcmp(x[k]->dtype, "F32") &&
+                         x[k]->nbytes == sizeof(float) * (size_t)(b - a);
         }
         if (!r && (a < 0 || b < a || all != t->total || s < 0))
-            r = rt_error(err, errlen, path, "metadata start/end/total/step missing or not for this model (%lld parameters)",
-                         (long long)t->total);
+            r = rt_error(
+                err, errlen, path,
+                "metadata start/end/total/step missing or not for this model (%lld parameters)",
+                (long long)t->total);
         else if (!r && check_optimizer_kind(f, path, sp, err, errlen))
             r = -1;
         else if (!r && !shapes_ok)
-            r = rt_error(err, errlen, path, "%s%s%s missing or not F32 of %lld elements", sp->state_names[0],
-                         sp->nstate > 1 ? " / " : "", sp->nstate > 1 ? sp->state_names[1] : "", (long long)(b - a));
+            r = rt_error(err, errlen, path, "%s%s%s missing or not F32 of %lld elements",
+                         sp->state_names[0], sp->nstate > 1 ? " / " : "",
+                         sp->nstate > 1 ? sp->state_names[1] : "", (long long)(b - a));
         else if (!r && *step >= 0 && s != *step)
-            r = rt_error(err, errlen, path, "optimizer step %lld differs from the other slices' %lld", (long long)s,
+            r = rt_error(err, errlen, path,
+                         "optimizer step %lld differs from the other slices' %lld", (long long)s,
                          (long long)*step);
         if (!r) {
             *step = s;
@@ -782,15 +871,18 @@ static int load_optimizer_state(const char *dir, const ParamTable *t, const Opti
             nfiles++;
             int64_t p = a > lo ? a : lo, q = b < hi ? b : hi;
             for (int k = 0; k < sp->nstate && p < q; k++)
-                memcpy(bufs[k] + (p - lo), (const float *)x[k]->data + (p - a), sizeof(float) * (size_t)(q - p));
+                memcpy(bufs[k] + (p - lo), (const float *)x[k]->data + (p - a),
+                       sizeof(float) * (size_t)(q - p));
         }
         st_close(f);
         rt_free(path);
     }
     closedir(d);
     if (!r && (nfiles == 0 || covered != t->total))
-        r = rt_error(err, errlen, dir, "the optimizer state is incomplete: %lld optimizer files cover %lld of %lld elements",
-                     (long long)nfiles, (long long)covered, (long long)t->total);
+        r = rt_error(
+            err, errlen, dir,
+            "the optimizer state is incomplete: %lld optimizer files cover %lld of %lld elements",
+            (long long)nfiles, (long long)covered, (long long)t->total);
     return r;
 }
 
@@ -807,7 +899,9 @@ static int read_best(const json_t *j, int64_t step, BestValidation *b) {
     *b = (BestValidation){KEEP_BEST_NONE, 0, 0};
     if (!j || json_is_null(j)) return 0;
     const json_t *metric = json_object_get(j, "metric"), *value = json_object_get(j, "value");
-    if (!json_is_string(metric) || !json_is_number(value) || get_count(j, "step", &b->step) || b->step > step) return -1;
+    if (!json_is_string(metric) || !json_is_number(value) || get_count(j, "step", &b->step) ||
+        b->step > step)
+        return -1;
     b->value = json_number_value(value);
     for (KeepBest k = KEEP_BEST_VAL_LOSS; k <= KEEP_BEST_VAL_ACCURACY; k++)
         if (!strcmp(json_string_value(metric), run_config_keep_best_name(k))) b->metric = k;
@@ -815,7 +909,8 @@ static int read_best(const json_t *j, int64_t step, BestValidation *b) {
 }
 
 /* Parses trainer_state.json; data_state is a new reference (NULL for null). */
-static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_step, char *err, size_t errlen) {
+static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_step, char *err,
+                              size_t errlen) {
     json_error_t jerr;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!j) return rt_error(err, errlen, NULL, "%s: %s (line %d)", path, jerr.text, jerr.line);
@@ -827,8 +922,10 @@ static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_s
         bad = "\"format\" is not \"" TRAINER_STATE_FORMAT "\"";
     else if (get_count(j, "format_version", &version) || version != TRAINER_STATE_VERSION)
         bad = "unsupported \"format_version\" (this build reads 1)";
-    else if (get_count(j, "step", &st->step)) bad = "\"step\" is missing or not a non-negative integer";
-    else if (get_count(j, "tokens", &st->tokens)) bad = "\"tokens\" is missing or not a non-negative integer";
+    else if (get_count(j, "step", &st->step))
+        bad = "\"step\" is missing or not a non-negative integer";
+    else if (get_count(j, "tokens", &st->tokens))
+        bad = "\"tokens\" is missing or not a non-negative integer";
     else if (get_count(j, "optimizer_step", opt_step))
         bad = "\"optimizer_step\" is missing or not a non-negative integer";
     else if (get_count(j, "world_size", &world) || world < 1 || world > 1 << 30)
@@ -851,18 +948,27 @@ static int read_trainer_state(const char *path, TrainerState *st, int64_t *opt_s
     }
     st->world_size = (int)world;
     if (read_best(json_object_get(j, "best"), st->step, &st->best)) {
-        rt_error(err, errlen, NULL, "%s: \"best\" is not null or {\"metric\": \"val_loss\" or \"val_accuracy\", \"value\": number, "
-                 "\"step\": a step up to \"step\"}", path);
+        rt_error(err, errlen, NULL,
+                 "%s: \"best\" is not null or {\"metric\": \"val_loss\" or \"val_accuracy\", "
+                 "\"value\": number, "
+                 "\"step\": a step up to \"step\"}",
+                 path);
         goto out;
     }
     const json_t *pl = json_object_get(j, "plateau"), *scale = json_object_get(pl, "lr_scale"),
                  *pbest = json_object_get(pl, "best_val_loss");
     st->plateau = (Plateau){1, NAN};
-    if (pl && (!json_is_number(scale) || json_number_value(scale) <= 0 || !(json_is_null(pbest) || json_is_number(pbest)))) {
-        rt_error(err, errlen, NULL, "%s: \"plateau\" is not {\"lr_scale\": a positive number, \"best_val_loss\": number or null}", path);
+    if (pl && (!json_is_number(scale) || json_number_value(scale) <= 0 ||
+               !(json_is_null(pbest) || json_is_number(pbest)))) {
+        rt_error(err, errlen, NULL,
+                 "%s: \"plateau\" is not {\"lr_scale\": a positive number, \"best_val_loss\": "
+                 "number or null}",
+                 path);
         goto out;
     }
-    if (pl) st->plateau = (Plateau){json_number_value(scale), json_is_number(pbest) ? json_number_value(pbest) : NAN};
+    if (pl)
+        st->plateau = (Plateau){json_number_value(scale),
+                                json_is_number(pbest) ? json_number_value(pbest) : NAN};
     json_t *data = json_object_get(j, "data");
     st->data_state = json_is_null(data) ? NULL : json_incref(data);
     r = 0;
@@ -888,7 +994,8 @@ int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, s
     const Backend *be = model_backend(m);
     char *wpath = rt_sprintf("%s/model.safetensors", ckpt_dir);
     char *spath = rt_sprintf("%s/trainer_state.json", ckpt_dir);
-    float *w = rt_calloc((size_t)t->total, sizeof(float)), *bufs[OPT_MAX_STATE] = {NULL}; /* padding stays 0 */
+    float *w = rt_calloc((size_t)t->total, sizeof(float)),
+          *bufs[OPT_MAX_STATE] = {NULL}; /* padding stays 0 */
     StFile *wf = NULL;
     TrainerState ts = {0};
     int64_t opt_step = 0, state_opt_step = 0;
@@ -900,14 +1007,19 @@ int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, s
     copy_range(wf, t, "", 0, 0, t->total, w);
     if (opt) {
         /* frozen parameters have no state in the files: theirs stays zero */
-        for (int k = 0; k < opt->spec->nstate; k++) bufs[k] = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
-        if (load_optimizer_state(ckpt_dir, t, opt->spec, opt->lo, opt->hi, bufs, &opt_step, err, errlen)) goto out;
+        for (int k = 0; k < opt->spec->nstate; k++)
+            bufs[k] = rt_calloc((size_t)(opt->hi - opt->lo), sizeof(float));
+        if (load_optimizer_state(ckpt_dir, t, opt->spec, opt->lo, opt->hi, bufs, &opt_step, err,
+                                 errlen))
+            goto out;
     }
     if (st) {
         if (read_trainer_state(spath, &ts, &state_opt_step, err, errlen)) goto out;
         if (opt && state_opt_step != opt_step) {
-            rt_error(err, errlen, NULL, "%s: optimizer_step %lld does not match the optimizer files' step %lld (files from different saves?)",
-                 spath, (long long)state_opt_step, (long long)opt_step);
+            rt_error(err, errlen, NULL,
+                     "%s: optimizer_step %lld does not match the optimizer files' step %lld (files "
+                     "from different saves?)",
+                     spath, (long long)state_opt_step, (long long)opt_step);
             json_decref(ts.data_state);
             goto out;
         }
@@ -915,7 +1027,8 @@ int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, s
     /* Everything checked: commit. */
     backend_upload_f32(be, model_weights_to_write(m), w, t->total);
     if (opt) {
-        for (int k = 0; k < opt->spec->nstate; k++) backend_upload_f32(opt->be, opt->state[k], bufs[k], opt->hi - opt->lo);
+        for (int k = 0; k < opt->spec->nstate; k++)
+            backend_upload_f32(opt->be, opt->state[k], bufs[k], opt->hi - opt->lo);
         opt->t = opt_step;
     }
     if (st) *st = ts;
@@ -929,8 +1042,10 @@ out:
     return r;
 }
 
-Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err, size_t errlen) {
-    if (verify && checkpoint_verify(ckpt_dir, 1, err, errlen)) return NULL; /* config.json included */
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err,
+                             size_t errlen) {
+    if (verify && checkpoint_verify(ckpt_dir, 1, err, errlen))
+        return NULL; /* config.json included */
     char *path = rt_sprintf("%s/config.json", ckpt_dir);
     json_error_t jerr;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
@@ -958,8 +1073,10 @@ int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_
     char *path = rt_sprintf("%s/rotor.ini", ckpt_dir);
     char *text = fs_read_file(path, NULL);
     int r;
-    if (!text) r = rt_error(err, errlen, NULL, "%s: cannot read: %s", path, strerror(errno));
-    else r = run_config_load_saved(rc, text, path, err, errlen);
+    if (!text)
+        r = rt_error(err, errlen, NULL, "%s: cannot read: %s", path, strerror(errno));
+    else
+        r = run_config_load_saved(rc, text, path, err, errlen);
     rt_free(text);
     rt_free(path);
     return r;
@@ -976,28 +1093,36 @@ int checkpoint_find_tokenizer(const char *ckpt_dir, char **path, char *err, size
     RunConfig rc;
     int r = 0;
     if (json_is_null(rec)) {
-        r = rt_error(err, errlen, NULL, "%s names no tokenizer (its run had no data.tokenizer)", ckpt_dir);
+        r = rt_error(err, errlen, NULL, "%s names no tokenizer (its run had no data.tokenizer)",
+                     ckpt_dir);
     } else if (copy && !strchr(copy, '/')) {
         *path = rt_sprintf("%s/%s", ckpt_dir, copy);
     } else if (abs && sha) {
         if (!fs_exists(abs))
-            r = rt_error(err, errlen, NULL, "the tokenizer %s that %s records is not there", abs, spath);
+            r = rt_error(err, errlen, NULL, "the tokenizer %s that %s records is not there", abs,
+                         spath);
         else if (sha256_file(abs, hex, err, errlen))
             r = -1;
         else if (strcmp(hex, sha))
-            r = rt_error(err, errlen, NULL, "the tokenizer %s has sha256 %s, but the run trained with one of sha256 %s (%s)",
-                         abs, hex, sha, spath);
+            r = rt_error(
+                err, errlen, NULL,
+                "the tokenizer %s has sha256 %s, but the run trained with one of sha256 %s (%s)",
+                abs, hex, sha, spath);
         else
             *path = rt_strdup(abs);
     } else if (rec) {
-        r = rt_error(err, errlen, NULL, "%s: \"tokenizer\" is not {\"path\", \"sha256\", \"copy\"}", spath);
+        r = rt_error(err, errlen, NULL, "%s: \"tokenizer\" is not {\"path\", \"sha256\", \"copy\"}",
+                     spath);
     } else if (checkpoint_read_config(ckpt_dir, &rc, err, errlen)) { /* written before the record */
         r = -1;
     } else if (!rc.data.tokenizer[0]) {
-        r = rt_error(err, errlen, NULL, "%s names no tokenizer (its rotor.ini has no data.tokenizer)", ckpt_dir);
+        r = rt_error(err, errlen, NULL,
+                     "%s names no tokenizer (its rotor.ini has no data.tokenizer)", ckpt_dir);
     } else if (!fs_exists(rc.data.tokenizer)) {
-        r = rt_error(err, errlen, NULL, "%s/rotor.ini: data.tokenizer = %s is not found from here%s", ckpt_dir,
-                     rc.data.tokenizer, rc.data.tokenizer[0] == '/' ? "" : " (relative to where the run trained)");
+        r = rt_error(err, errlen, NULL,
+                     "%s/rotor.ini: data.tokenizer = %s is not found from here%s", ckpt_dir,
+                     rc.data.tokenizer,
+                     rc.data.tokenizer[0] == '/' ? "" : " (relative to where the run trained)");
     } else {
         *path = rt_strdup(rc.data.tokenizer);
     }

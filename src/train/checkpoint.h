@@ -14,9 +14,9 @@
  *     optimizer.rankRRRRR-of-NNNNN.safetensors  "<state>" of each state buffer: the rank's
  *                            slice of the flat state; metadata step, optimizer, start, end,
  *                            total
- *     carry_state.safetensors  train.carry_state runs (docs/models.md §carried-states): "state" (F32)
- *                            [streams, width], every stream's carried recurrent state (the
- *                            layers' states in order, model_carry_download); metadata
+ *     carry_state.safetensors  train.carry_state runs (docs/models.md §carried-states): "state"
+ * (F32) [streams, width], every stream's carried recurrent state (the layers' states in order,
+ * model_carry_download); metadata
  *                            {"format": "rotor-carried-state", "streams"}
  *     trainer_state.json     {"format": "rotor-trainer-state", "format_version": 1, "step",
  *                            "tokens", "seed" (decimal string: a u64 does not fit jansson's
@@ -72,14 +72,14 @@ typedef struct {
 #define CHECKPOINT_BEST "best"
 
 typedef struct {
-    int64_t step;      /* optimizer steps done */
-    int64_t tokens;    /* training tokens seen */
-    uint64_t seed;     /* data order / permutation seed */
-    int world_size;    /* ranks that wrote it */
+    int64_t step;       /* optimizer steps done */
+    int64_t tokens;     /* training tokens seen */
+    uint64_t seed;      /* data order / permutation seed */
+    int world_size;     /* ranks that wrote it */
     json_t *data_state; /* data-loader cursor (any JSON), may be NULL: copied by a save,
                            a new reference (or NULL) from checkpoint_load */
     BestValidation best;
-    Plateau plateau;   /* {1, NAN} in checkpoints without one */
+    Plateau plateau; /* {1, NAN} in checkpoints without one */
     /* a save: the carried states [carry_rows, carry_width] of every stream (rank 0's copy is
      * written), or NULL; checkpoint_load leaves them NULL (checkpoint_load_carry) */
     const float *carry;
@@ -100,9 +100,9 @@ typedef struct {
     const char *tokenizer;          /* data.tokenizer, "" for none */
     const CheckpointSnapshot *snap; /* what the other files hold, of step snap->st.step */
     int keep;                       /* the newest complete checkpoints kept, <= 0: all */
-    int keep_best;                  /* then makes checkpoints/best this step's (checkpoint_keep_best) */
-    json_t *tokenizer_rec;          /* rank 0: data.tokenizer's record, from checkpoint_write_files
-                                       to checkpoint_finish (NULL before) */
+    int keep_best;         /* then makes checkpoints/best this step's (checkpoint_keep_best) */
+    json_t *tokenizer_rec; /* rank 0: data.tokenizer's record, from checkpoint_write_files
+                              to checkpoint_finish (NULL before) */
 } CheckpointJob;
 
 /* Rank 0: creates RUN_DIR/checkpoints/.tmp-step_N for the checkpoint of `step` (a leftover
@@ -145,7 +145,7 @@ typedef struct {
     Model *model;        /* the weights (required) */
     Optimizer *opt;      /* NULL, or the state of its range [lo, hi) and its step */
     TrainerState *state; /* NULL, or the trainer state */
-    int verify;          /* checkpoint_verify with hashes first (0: --no-verify, or checked already) */
+    int verify; /* checkpoint_verify with hashes first (0: --no-verify, or checked already) */
 } CheckpointLoad;
 
 /* Loads a checkpoint: the weights (the file must hold exactly the model's parameters, names
@@ -164,7 +164,8 @@ int checkpoint_find_tokenizer(const char *ckpt_dir, char **path, char *err, size
 
 /* The carried states of a train.carry_state checkpoint into out [rows, width]. Returns 0, or
  * -1 with a message naming the file when it is missing or holds another shape. */
-int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err, size_t errlen);
+int checkpoint_load_carry(const char *ckpt_dir, int64_t rows, int64_t width, float *out, char *err,
+                          size_t errlen);
 
 /* The trainer state of a checkpoint directory, without its weights (data_state: a new
  * reference or NULL). Returns 0, or -1 with a message naming the file. */
@@ -176,6 +177,7 @@ int checkpoint_read_config(const char *ckpt_dir, RunConfig *rc, char *err, size_
 /* A model built from the checkpoint's config.json with its weights (for evaluation), the
  * files first checked against their recorded checksums when `verify`. NULL with a message
  * naming the file on error. */
-Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err, size_t errlen);
+Model *checkpoint_load_model(const char *ckpt_dir, const Backend *be, int verify, char *err,
+                             size_t errlen);
 
 #endif

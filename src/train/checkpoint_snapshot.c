@@ -17,16 +17,20 @@ static float *staging(Staging *b, const Backend *be, int64_t n) {
     b->p = be->host_alloc ? be->host_alloc(bytes) : NULL;
     b->pinned = b->p ? be : NULL;
     if (!b->p && be->host_alloc)
-        rt_warn("checkpoint staging: %.1f MiB of page-locked host memory refused; taking pageable memory "
-                "(slower copies from the device)", (double)bytes / 1048576.0);
+        rt_warn("checkpoint staging: %.1f MiB of page-locked host memory refused; taking pageable "
+                "memory "
+                "(slower copies from the device)",
+                (double)bytes / 1048576.0);
     if (!b->p) b->p = rt_malloc(bytes);
     b->n = n;
     return b->p;
 }
 
 static void staging_free(Staging *b) {
-    if (b->pinned) b->pinned->host_release(b->p);
-    else rt_free(b->p);
+    if (b->pinned)
+        b->pinned->host_release(b->p);
+    else
+        rt_free(b->p);
     *b = (Staging){NULL, 0, NULL};
 }
 
@@ -46,8 +50,12 @@ void checkpoint_snapshot_take(CheckpointSnapshot *s, const CheckpointFrom *from)
     s->lo = opt->lo;
     s->hi = opt->hi;
     s->sharded = opt->lo != 0 || opt->hi != t->total;
-    if (lead) backend_download_f32(be, staging(&s->weights, be, t->total), model_weights(from->model), t->total);
-    int64_t n = s->sharded ? opt->hi - opt->lo : lead ? t->total : 0; /* the state this rank writes */
+    if (lead)
+        backend_download_f32(be, staging(&s->weights, be, t->total), model_weights(from->model),
+                             t->total);
+    int64_t n = s->sharded ? opt->hi - opt->lo
+                : lead     ? t->total
+                           : 0; /* the state this rank writes */
     for (int k = 0; n && k < opt->spec->nstate; k++)
         backend_download_f32(opt->be, staging(&s->state[k], be, n), opt->state[k], n);
     s->st.carry = NULL;

@@ -33,14 +33,14 @@ typedef struct {
     const Optimizer *opt;
 } CheckpointFrom;
 
-struct CheckpointSnapshot { /* typedef'd in train/checkpoint.h */
+struct CheckpointSnapshot {   /* typedef'd in train/checkpoint.h */
     TrainerState st;          /* data_state: a deep copy, owned; carry: the staging's */
     ModelConfig model;        /* for config.json */
     const ParamTable *params; /* the model's, unchanged through a run */
     const OptimizerSpec *spec;
-    int64_t opt_step;         /* the optimizer's t */
-    int64_t lo, hi;           /* the optimizer's range of the flat parameters */
-    int sharded;              /* ZeRO-1: every rank writes its slice of the state */
+    int64_t opt_step; /* the optimizer's t */
+    int64_t lo, hi;   /* the optimizer's range of the flat parameters */
+    int sharded;      /* ZeRO-1: every rank writes its slice of the state */
     /* the staging, filled on the ranks that write them: weights [total] (rank 0); state[k]
      * [total] (rank 0, unsharded) or [hi - lo] (every rank, sharded); carry (rank 0) */
     Staging weights, state[OPT_MAX_STATE], carry;

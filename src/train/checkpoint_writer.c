@@ -19,20 +19,20 @@ struct CheckpointWriter {
     CheckpointSnapshot snap; /* async: its staging reused by every save */
     CheckpointJob job;       /* the checkpoint in flight */
     /* the trainer's thread's own, the same on every rank */
-    int busy;                /* a checkpoint is in flight */
-    int agreed;              /* every rank's files are written, or have failed */
-    double t_save, stall_s;  /* when the save began; how long it stalled the step */
+    int busy;               /* a checkpoint is in flight */
+    int agreed;             /* every rank's files are written, or have failed */
+    double t_save, stall_s; /* when the save began; how long it stalled the step */
     /* shared with the writer's thread, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
-    int threaded;            /* the writer's thread writes the checkpoint in flight (not yet joined) */
+    int threaded; /* the writer's thread writes the checkpoint in flight (not yet joined) */
     int files_done, files_ok; /* this rank's files */
-    int gate;                /* rank 0 may finish: every rank's files are written, or failed_ranks failed */
+    int gate; /* rank 0 may finish: every rank's files are written, or failed_ranks failed */
     int64_t failed_ranks;
-    int finished, ok;        /* this rank's part is over, and its outcome (rank 0: the checkpoint's) */
-    double write_s;          /* from the start of this rank's files to the end of its part */
-    char err[2048];          /* this rank's failure, "" for none */
+    int finished, ok; /* this rank's part is over, and its outcome (rank 0: the checkpoint's) */
+    double write_s;   /* from the start of this rank's files to the end of its part */
+    char err[2048];   /* this rank's failure, "" for none */
 };
 
 static const CheckpointDone NONE = {-1, 0, 0, 0, 0};
@@ -58,8 +58,10 @@ static void run_files(CheckpointWriter *w) {
 static void run_finish(CheckpointWriter *w) {
     char err[sizeof w->err] = "";
     int ok = 0;
-    if (w->failed_ranks == 0) ok = !checkpoint_finish(&w->job, err, sizeof err);
-    else checkpoint_discard(&w->job);
+    if (w->failed_ranks == 0)
+        ok = !checkpoint_finish(&w->job, err, sizeof err);
+    else
+        checkpoint_discard(&w->job);
     pthread_mutex_lock(&w->mu);
     w->finished = 1;
     w->ok = ok;
@@ -90,8 +92,10 @@ static int start_thread(CheckpointWriter *w) {
     int e = pthread_create(&w->thread, NULL, writer_main, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e)
-        rt_warn("cannot start the checkpoint writer's thread (%s): the checkpoint of step %lld is written by the "
-                "trainer's", strerror(e), (long long)w->snap.st.step);
+        rt_warn("cannot start the checkpoint writer's thread (%s): the checkpoint of step %lld is "
+                "written by the "
+                "trainer's",
+                strerror(e), (long long)w->snap.st.step);
     return !e;
 }
 
@@ -120,18 +124,24 @@ static void agree(CheckpointWriter *w, int64_t failed_ranks) {
 }
 
 /* Every rank, once rank 0's part is over: the thread joined, the outcome. */
-static int complete(CheckpointWriter *w, int rank0_failed, CheckpointDone *done, char *err, size_t errlen) {
+static int complete(CheckpointWriter *w, int rank0_failed, CheckpointDone *done, char *err,
+                    size_t errlen) {
     int64_t step = w->snap.st.step;
     *done = (CheckpointDone){step, w->threaded, w->stall_s, w->write_s, 0};
     if (w->threaded) pthread_join(w->thread, NULL);
     w->threaded = 0;
     w->busy = 0;
-    if (w->c.async) checkpoint_snapshot_clear(&w->snap);
-    else checkpoint_snapshot_free(&w->snap); /* synchronous: the host copy only while it is written */
+    if (w->c.async)
+        checkpoint_snapshot_clear(&w->snap);
+    else
+        checkpoint_snapshot_free(
+            &w->snap); /* synchronous: the host copy only while it is written */
     if (!rank0_failed) return 0;
     if (w->err[0]) return rt_error(err, errlen, NULL, "%s", w->err);
-    return rt_error(err, errlen, NULL, "checkpoint %s/checkpoints/step_%08lld was not written: %s failed (its message says why)",
-                    w->c.run_dir, (long long)step, w->rank == 0 || w->failed_ranks ? "another rank" : "rank 0");
+    return rt_error(
+        err, errlen, NULL,
+        "checkpoint %s/checkpoints/step_%08lld was not written: %s failed (its message says why)",
+        w->c.run_dir, (long long)step, w->rank == 0 || w->failed_ranks ? "another rank" : "rank 0");
 }
 
 int checkpoint_writer_poll(CheckpointWriter *w, CheckpointDone *done, char *err, size_t errlen) {
@@ -140,7 +150,8 @@ int checkpoint_writer_poll(CheckpointWriter *w, CheckpointDone *done, char *err,
     int64_t v[4];
     tally(w, v);
     if (!w->agreed && v[0] == 0) agree(w, v[1]);
-    return v[2] ? complete(w, v[3] != 0, done, err, errlen) : 0; /* rank 0 finishes only after agree */
+    return v[2] ? complete(w, v[3] != 0, done, err, errlen)
+                : 0; /* rank 0 finishes only after agree */
 }
 
 int checkpoint_writer_wait(CheckpointWriter *w, CheckpointDone *done, char *err, size_t errlen) {
@@ -164,8 +175,8 @@ int checkpoint_writer_wait(CheckpointWriter *w, CheckpointDone *done, char *err,
     return r;
 }
 
-int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best, CheckpointDone *done,
-                           char *err, size_t errlen) {
+int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best,
+                           CheckpointDone *done, char *err, size_t errlen) {
     RT_ASSERT(from->opt && from->state->step >= 0 && !w->busy);
     *done = NONE;
     double t0 = rt_now();
@@ -173,11 +184,14 @@ int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int 
     char msg[sizeof w->err] = "";
     int ok = w->rank != 0 || !checkpoint_begin(w->c.run_dir, step, msg, sizeof msg);
     if (dist_any(!ok))
-        return ok ? rt_error(err, errlen, NULL, "checkpoint %s/checkpoints/step_%08lld was not written: rank 0 failed "
-                             "(its message says why)", w->c.run_dir, (long long)step)
+        return ok ? rt_error(err, errlen, NULL,
+                             "checkpoint %s/checkpoints/step_%08lld was not written: rank 0 failed "
+                             "(its message says why)",
+                             w->c.run_dir, (long long)step)
                   : rt_error(err, errlen, NULL, "%s", msg);
     checkpoint_snapshot_take(&w->snap, from);
-    w->job = (CheckpointJob){w->c.run_dir, w->ini, w->c.rc->data.tokenizer, &w->snap, w->c.keep, keep_best, NULL};
+    w->job = (CheckpointJob){w->c.run_dir, w->ini, w->c.rc->data.tokenizer, &w->snap, w->c.keep,
+                             keep_best,    NULL};
     w->busy = 1;
     w->agreed = 0;
     w->files_done = w->files_ok = w->gate = w->finished = w->ok = 0;
@@ -202,7 +216,8 @@ static void finish_at_exit(void) {
     CheckpointWriter *w = exiting_writer;
     if (!w || !w->threaded || pthread_equal(pthread_self(), w->thread)) return;
     pthread_mutex_lock(&w->mu);
-    int alone = w->rank != 0 || w->world == 1 || !w->snap.sharded; /* rank 0 needs no other rank's files */
+    int alone =
+        w->rank != 0 || w->world == 1 || !w->snap.sharded; /* rank 0 needs no other rank's files */
     if (alone || w->gate) {
         while (!w->files_done) pthread_cond_wait(&w->cv, &w->mu);
         if (!w->gate) w->failed_ranks = !w->files_ok;

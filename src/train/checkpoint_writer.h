@@ -36,7 +36,8 @@ typedef struct {
 typedef struct {
     int64_t step;    /* -1: the call completed none */
     int async;       /* it was written on the writer's thread */
-    double stall_s;  /* the save's stall of the step: the host copy (written synchronously: all of it) */
+    double stall_s;  /* the save's stall of the step: the host copy (written synchronously: all of
+                        it) */
     double write_s;  /* files, sha256s and rename */
     double waited_s; /* how long the completing call waited for the write */
 } CheckpointDone;
@@ -46,8 +47,8 @@ CheckpointWriter *checkpoint_writer_create(const CheckpointWriterConfig *c);
  * may be in flight (checkpoint_writer_wait first). Takes the host copy and returns while the
  * writer's thread writes it (*done: step -1) or, synchronous (or without a thread), writes it
  * (*done: this one). Returns 0, or -1 with the message of its failure. */
-int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best, CheckpointDone *done,
-                           char *err, size_t errlen);
+int checkpoint_writer_save(CheckpointWriter *w, const CheckpointFrom *from, int keep_best,
+                           CheckpointDone *done, char *err, size_t errlen);
 /* Once per step: completes the checkpoint in flight if every rank's write has finished, never
  * waiting (*done: it, or step -1). Returns 0, or -1 with the message of its failure. */
 int checkpoint_writer_poll(CheckpointWriter *w, CheckpointDone *done, char *err, size_t errlen);

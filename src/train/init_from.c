@@ -45,14 +45,16 @@ static int index_shards(const char *dir, const char *index, Shards *s, char *err
     if (!j) return rt_error(err, errlen, index, "%s (line %d)", jerr.text, jerr.line);
     const json_t *map = json_object_get(j, "weight_map");
     int r = 0;
-    if (!json_is_object(map) || !json_object_size(map)) r = rt_error(err, errlen, index, "has no \"weight_map\" object of tensor names to files");
+    if (!json_is_object(map) || !json_object_size(map))
+        r = rt_error(err, errlen, index, "has no \"weight_map\" object of tensor names to files");
     const char *name;
     const json_t *file;
     json_object_foreach((json_t *)map, name, file) {
         const char *f = json_string_value(file);
         if (r) break;
         if (!f || !*f || strchr(f, '/'))
-            r = rt_error(err, errlen, index, "weight_map.%s: expected a file name beside the index", name);
+            r = rt_error(err, errlen, index, "weight_map.%s: expected a file name beside the index",
+                         name);
         else
             r = add_shard(s, rt_sprintf("%s/%s", dir, f), err, errlen);
     }
@@ -61,7 +63,8 @@ static int index_shards(const char *dir, const char *index, Shards *s, char *err
 }
 
 /* The files to read and what they are. */
-static int find_shards(const char *path, int hashes, Shards *s, char **what, char *err, size_t errlen) {
+static int find_shards(const char *path, int hashes, Shards *s, char **what, char *err,
+                       size_t errlen) {
     if (!is_dir(path)) {
         size_t n = strlen(path);
         if (n > 12 && !strcmp(path + n - 12, ".safetensors") && fs_exists(path)) {
@@ -70,8 +73,10 @@ static int find_shards(const char *path, int hashes, Shards *s, char **what, cha
         }
         return rt_error(err, errlen, NULL, "%s: no such directory or .safetensors file", path);
     }
-    char *state = rt_sprintf("%s/trainer_state.json", path), *ckdir = rt_sprintf("%s/checkpoints", path);
-    char *index = rt_sprintf("%s/model.safetensors.index.json", path), *single = rt_sprintf("%s/model.safetensors", path);
+    char *state = rt_sprintf("%s/trainer_state.json", path),
+         *ckdir = rt_sprintf("%s/checkpoints", path);
+    char *index = rt_sprintf("%s/model.safetensors.index.json", path),
+         *single = rt_sprintf("%s/model.safetensors", path);
     int r = 0;
     if (fs_exists(state)) {
         r = checkpoint_verify(path, hashes, err, errlen);
@@ -82,7 +87,8 @@ static int find_shards(const char *path, int hashes, Shards *s, char **what, cha
     } else if (is_dir(ckdir)) {
         char *ckpt = NULL;
         r = checkpoint_find_latest(path, hashes, &ckpt, err, errlen);
-        if (!r && !ckpt) r = rt_error(err, errlen, NULL, "%s: a run directory without a checkpoint", path);
+        if (!r && !ckpt)
+            r = rt_error(err, errlen, NULL, "%s: a run directory without a checkpoint", path);
         if (!r) {
             *what = rt_sprintf("the checkpoint %s (the run's latest)", ckpt);
             r = add_shard(s, rt_sprintf("%s/model.safetensors", ckpt), err, errlen);
@@ -96,7 +102,8 @@ static int find_shards(const char *path, int hashes, Shards *s, char **what, cha
         r = add_shard(s, rt_strdup(single), err, errlen);
     } else {
         r = rt_error(err, errlen, NULL,
-                     "%s: neither a rotor checkpoint (trainer_state.json), a run directory (checkpoints/) nor a "
+                     "%s: neither a rotor checkpoint (trainer_state.json), a run directory "
+                     "(checkpoints/) nor a "
                      "model directory (model.safetensors or model.safetensors.index.json)",
                      path);
     }
@@ -108,11 +115,14 @@ static int find_shards(const char *path, int hashes, Shards *s, char **what, cha
 }
 
 /* The tensor `name` in the shards (*in: its file), NULL if absent; an error if in two. */
-static const StTensor *find_tensor(const Shards *s, const char *name, int *in, char *err, size_t errlen, int *r) {
+static const StTensor *find_tensor(const Shards *s, const char *name, int *in, char *err,
+                                   size_t errlen, int *r) {
     const StTensor *x = NULL;
     for (int i = 0; i < s->n && !*r; i++) {
         const StTensor *y = st_find(s->f[i], name);
-        if (y && x) *r = rt_error(err, errlen, NULL, "tensor %s is in both %s and %s", name, s->path[*in], s->path[i]);
+        if (y && x)
+            *r = rt_error(err, errlen, NULL, "tensor %s is in both %s and %s", name, s->path[*in],
+                          s->path[i]);
         if (y && !x) {
             x = y;
             *in = i;
@@ -132,18 +142,20 @@ static int read_params(const Shards *s, const ParamTable *t, float *w, char *err
         const StTensor *x = find_tensor(s, p->name, &in, err, errlen, &r);
         if (r) break;
         if (!x) {
-            r = rt_error(err, errlen, NULL, "tensor %s %s of the model is missing from %s%s", p->name, want, s->path[0],
-                         s->n > 1 ? " and the other shards" : "");
+            r = rt_error(err, errlen, NULL, "tensor %s %s of the model is missing from %s%s",
+                         p->name, want, s->path[0], s->n > 1 ? " and the other shards" : "");
             break;
         }
         st_format_shape(got, sizeof got, x->shape, x->ndim);
         int same = x->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = x->shape[d] == p->shape[d];
         if (!same)
-            r = rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s", s->path[in], p->name, got, want);
+            r = rt_error(err, errlen, NULL, "%s: tensor %s has shape %s, the model expects %s",
+                         s->path[in], p->name, got, want);
         else if (!st_is_float(x->dtype))
-            r = rt_error(err, errlen, NULL, "%s: tensor %s has dtype %s (expected F32, BF16, F16 or F64)", s->path[in], p->name,
-                         x->dtype);
+            r = rt_error(err, errlen, NULL,
+                         "%s: tensor %s has dtype %s (expected F32, BF16, F16 or F64)", s->path[in],
+                         p->name, x->dtype);
         else
             st_read_f32(x, w + p->offset);
         used++;
@@ -154,8 +166,9 @@ static int read_params(const Shards *s, const ParamTable *t, float *w, char *err
             if (params_find(t, x->name) >= 0) continue;
             char got[128];
             st_format_shape(got, sizeof got, x->shape, x->ndim);
-            r = rt_error(err, errlen, NULL, "%s: tensor %s %s is not a parameter of the model (%d parameters matched)", s->path[k],
-                         x->name, got, used);
+            r = rt_error(err, errlen, NULL,
+                         "%s: tensor %s %s is not a parameter of the model (%d parameters matched)",
+                         s->path[k], x->name, got, used);
         }
     return r;
 }

@@ -40,7 +40,8 @@ void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto, int tensor
     if (tensorboard) {
         char dir[1200], err[1400];
         snprintf(dir, sizeof dir, "%s/tensorboard", run_dir);
-        if (!(m->tb = tb_open(dir, keep_upto + 1, err, sizeof err))) rt_die("run.tensorboard: %s", err);
+        if (!(m->tb = tb_open(dir, keep_upto + 1, err, sizeof err)))
+            rt_die("run.tensorboard: %s", err);
     }
 }
 
@@ -52,12 +53,18 @@ static void tb_numbers(Metrics *m, const char *prefix, json_t *obj, int64_t step
     json_object_foreach(obj, key, v) {
         char tag[256], err[1400];
         if (!strcmp(prefix, "") && !strcmp(key, "step")) continue;
-        if (prefix[0]) snprintf(tag, sizeof tag, "%s/%s", prefix, key);
-        else if (!strncmp(key, "val_", 4)) snprintf(tag, sizeof tag, "val/%s", key + 4);
-        else if (!strncmp(key, "eval_", 5)) snprintf(tag, sizeof tag, "eval/%s", key + 5);
-        else snprintf(tag, sizeof tag, "train/%s", key);
-        if (json_is_object(v)) tb_numbers(m, tag, v, step, t);
-        else if (json_is_number(v) && tb_scalar(m->tb, tag, step, t, (float)json_number_value(v), err, sizeof err))
+        if (prefix[0])
+            snprintf(tag, sizeof tag, "%s/%s", prefix, key);
+        else if (!strncmp(key, "val_", 4))
+            snprintf(tag, sizeof tag, "val/%s", key + 4);
+        else if (!strncmp(key, "eval_", 5))
+            snprintf(tag, sizeof tag, "eval/%s", key + 5);
+        else
+            snprintf(tag, sizeof tag, "train/%s", key);
+        if (json_is_object(v))
+            tb_numbers(m, tag, v, step, t);
+        else if (json_is_number(v) &&
+                 tb_scalar(m->tb, tag, step, t, (float)json_number_value(v), err, sizeof err))
             rt_die("run.tensorboard: %s", err);
     }
 }
@@ -71,7 +78,8 @@ void metrics_log(Metrics *m, json_t *obj) {
     if (m->tb && json_is_integer(step)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        tb_numbers(m, "", obj, json_integer_value(step), (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
+        tb_numbers(m, "", obj, json_integer_value(step),
+                   (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
         tb_flush(m->tb);
     }
     json_decref(obj);
@@ -138,10 +146,14 @@ void plots_write(const char *run_dir) {
         if (!j) continue;
         json_t *st = json_object_get(j, "step"), *v;
         double x = json_number_value(st);
-        if ((v = json_object_get(j, "loss")) && json_is_number(v)) series_add(&loss, x, json_number_value(v));
-        if ((v = json_object_get(j, "val_loss")) && json_is_number(v)) series_add(&val, x, json_number_value(v));
-        if ((v = json_object_get(j, "lr")) && json_is_number(v)) series_add(&lr, x, json_number_value(v));
-        if ((v = json_object_get(j, "val_accuracy")) && json_is_number(v)) series_add(&acc, x, json_number_value(v));
+        if ((v = json_object_get(j, "loss")) && json_is_number(v))
+            series_add(&loss, x, json_number_value(v));
+        if ((v = json_object_get(j, "val_loss")) && json_is_number(v))
+            series_add(&val, x, json_number_value(v));
+        if ((v = json_object_get(j, "lr")) && json_is_number(v))
+            series_add(&lr, x, json_number_value(v));
+        if ((v = json_object_get(j, "val_accuracy")) && json_is_number(v))
+            series_add(&acc, x, json_number_value(v));
         json_decref(j);
     }
     free(line);

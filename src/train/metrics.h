@@ -16,15 +16,15 @@
 typedef struct {
     char path[1100];
     FILE *f;
-    int tty;          /* stdout is a terminal: progress rewrites one line */
-    int line_open;    /* a progress line is on screen without newline */
-    TbEvents *tb;     /* RUN_DIR/tensorboard's event file (run.tensorboard), or NULL */
+    int tty;       /* stdout is a terminal: progress rewrites one line */
+    int line_open; /* a progress line is on screen without newline */
+    TbEvents *tb;  /* RUN_DIR/tensorboard's event file (run.tensorboard), or NULL */
 } Metrics;
 
 /* Opens RUN_DIR/metrics.jsonl for appending; entries with step > keep_upto are dropped
  * first (a resumed run redoes those steps). With `tensorboard`, also a new TensorBoard event
- * file in RUN_DIR/tensorboard whose scalars start at keep_upto + 1 (io/tb_events.h). Dies with a message
- * on I/O errors. */
+ * file in RUN_DIR/tensorboard whose scalars start at keep_upto + 1 (io/tb_events.h). Dies with a
+ * message on I/O errors. */
 void metrics_open(Metrics *m, const char *run_dir, int64_t keep_upto, int tensorboard);
 /* Appends one object (stolen reference) and flushes; with TensorBoard, each number of the
  * record is a scalar at its "step": "val_X" as val/X, "eval_X" as eval/X, others as train/X,

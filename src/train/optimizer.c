@@ -6,14 +6,14 @@
 
 /* AdamW: moments m, v (torch's exp_avg, exp_avg_sq), bias-corrected at step t. */
 static void adamw_update(const Optimizer *o, const TrainConfig *tc, const OptRun *r) {
-    o->be->adamw(r->w, r->w_act, r->state[0], r->state[1], r->g, r->n, r->lr, tc->beta1, tc->beta2, tc->adam_eps,
-                 r->weight_decay, o->t);
+    o->be->adamw(r->w, r->w_act, r->state[0], r->state[1], r->g, r->n, r->lr, tc->beta1, tc->beta2,
+                 tc->adam_eps, r->weight_decay, o->t);
 }
 
 /* RMSprop: the running average of squared gradients (torch's square_avg). */
 static void rmsprop_update(const Optimizer *o, const TrainConfig *tc, const OptRun *r) {
-    o->be->rmsprop_update(r->w, r->w_act, r->state[0], r->g, r->n, r->lr, tc->rmsprop_alpha, tc->rmsprop_eps,
-                          r->weight_decay);
+    o->be->rmsprop_update(r->w, r->w_act, r->state[0], r->g, r->n, r->lr, tc->rmsprop_alpha,
+                          tc->rmsprop_eps, r->weight_decay);
 }
 
 static const OptimizerSpec SPECS[] = {
@@ -51,12 +51,17 @@ void optimizer_free(Optimizer *o) {
 typedef enum { GROUP_PLAIN, GROUP_DECAY, GROUP_RECURRENT, GROUP_ORTHOGONAL } Group;
 
 static Group group_of(const ParamInfo *p) {
-    return p->orthogonal ? GROUP_ORTHOGONAL : p->recurrent ? GROUP_RECURRENT : p->decay ? GROUP_DECAY : GROUP_PLAIN;
+    return p->orthogonal  ? GROUP_ORTHOGONAL
+           : p->recurrent ? GROUP_RECURRENT
+           : p->decay     ? GROUP_DECAY
+                          : GROUP_PLAIN;
 }
 
 /* The schedule's lr scaled by the group's peak over train.lr (a peak of 0: train.lr). */
 static double group_lr(const TrainConfig *tc, Group g, double lr) {
-    double peak = g == GROUP_RECURRENT ? tc->lr_recurrent : g == GROUP_ORTHOGONAL ? tc->lr_orthogonal : 0;
+    double peak = g == GROUP_RECURRENT    ? tc->lr_recurrent
+                  : g == GROUP_ORTHOGONAL ? tc->lr_orthogonal
+                                          : 0;
     return peak > 0 && tc->lr > 0 ? lr * peak / tc->lr : lr;
 }
 
@@ -72,15 +77,20 @@ static double group_decay(const TrainConfig *tc, Group g) {
 
 /* One update over elements [a, b) of the optimizer's range, clamped to it, with the learning
  * rate and weight decay of the group. */
-static void update_run(Optimizer *o, const TrainConfig *tc, double lr, char *w, void *act, char *g, int64_t a,
-                       int64_t b, Group grp) {
+static void update_run(Optimizer *o, const TrainConfig *tc, double lr, char *w, void *act, char *g,
+                       int64_t a, int64_t b, Group grp) {
     const Backend *be = o->be;
     if (a < o->lo) a = o->lo;
     if (b > o->hi) b = o->hi;
     if (a >= b) return;
     size_t F = be->f32_size, off = (size_t)a * F, soff = (size_t)(a - o->lo) * F;
-    OptRun r = {w + off, act ? (char *)act + (size_t)a * be->act_size : NULL, {NULL}, g + off, b - a,
-                group_lr(tc, grp, lr), group_decay(tc, grp)};
+    OptRun r = {w + off,
+                act ? (char *)act + (size_t)a * be->act_size : NULL,
+                {NULL},
+                g + off,
+                b - a,
+                group_lr(tc, grp, lr),
+                group_decay(tc, grp)};
     for (int k = 0; k < o->spec->nstate; k++) r.state[k] = (char *)o->state[k] + soff;
     o->spec->update(o, tc, &r);
 }

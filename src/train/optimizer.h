@@ -16,11 +16,11 @@ typedef struct Optimizer Optimizer;
 /* One backend update of a run of neighbouring elements of one parameter group: pointers at
  * the run's first element. */
 typedef struct {
-    void *w, *w_act;                /* [f32] master weights; [act] copy or NULL */
-    void *state[OPT_MAX_STATE];     /* [f32] the optimizer's state buffers */
-    const void *g;                  /* [f32] gradients */
+    void *w, *w_act;            /* [f32] master weights; [act] copy or NULL */
+    void *state[OPT_MAX_STATE]; /* [f32] the optimizer's state buffers */
+    const void *g;              /* [f32] gradients */
     int64_t n;
-    double lr, weight_decay;        /* the group's */
+    double lr, weight_decay; /* the group's */
 } OptRun;
 
 /* An update rule: its name (train.optimizer), its per-element state buffers under the names
@@ -41,14 +41,15 @@ struct Optimizer {
     const Backend *be;
     void *state[OPT_MAX_STATE]; /* [f32] spec->nstate buffers of elements lo..hi-1, from 0 */
     int64_t lo, hi;
-    int64_t t;                  /* updates applied so far (AdamW's bias-correction step) */
+    int64_t t; /* updates applied so far (AdamW's bias-correction step) */
 };
 
 const OptimizerSpec *optimizer_spec(OptimizerKind kind);
 Optimizer *optimizer_create(const Backend *be, OptimizerKind kind, int64_t lo, int64_t hi);
 void optimizer_free(Optimizer *o);
 /* One update of the trainable parameter elements in [lo, hi) with the current gradients,
- * each parameter with its group's learning rate and weight decay (docs/models.md §training-recipe). */
+ * each parameter with its group's learning rate and weight decay (docs/models.md §training-recipe).
+ */
 void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr);
 
 /* Sum of squared gradients of the elements [lo, hi) (frozen parameters have none). */

@@ -14,7 +14,9 @@
 #include "util/fsutil.h"
 
 int run_dir_lock(const char *run_dir, char *err, size_t errlen) {
-    if (fs_try_mkdirs(run_dir)) return rt_error(err, errlen, NULL, "run.dir = %s: cannot create: %s", run_dir, strerror(errno));
+    if (fs_try_mkdirs(run_dir))
+        return rt_error(err, errlen, NULL, "run.dir = %s: cannot create: %s", run_dir,
+                        strerror(errno));
     char *path = rt_sprintf("%s/" RUN_DIR_LOCK, run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     int r = 0;
@@ -27,8 +29,11 @@ int run_dir_lock(const char *run_dir, char *err, size_t errlen) {
         holder[got > 0 ? got : 0] = '\0';
         holder[strcspn(holder, "\n")] = '\0';
         if (e == EWOULDBLOCK)
-            r = rt_error(err, errlen, NULL, "run.dir = %s is in use by another trainer (%s holds %s); wait for it to end, "
-                         "or give this run another run.dir", run_dir, *holder ? holder : "a process", path);
+            r = rt_error(
+                err, errlen, NULL,
+                "run.dir = %s is in use by another trainer (%s holds %s); wait for it to end, "
+                "or give this run another run.dir",
+                run_dir, *holder ? holder : "a process", path);
         else
             r = rt_error(err, errlen, NULL, "%s: cannot lock: %s", path, strerror(e));
         close(fd);
@@ -38,9 +43,10 @@ int run_dir_lock(const char *run_dir, char *err, size_t errlen) {
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
-        int n = snprintf(line, sizeof line, "rotor train PID %d on %s since %04d-%02d-%02dT%02d:%02d:%02dZ\n",
-                         (int)getpid(), host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                         tm.tm_sec);
+        int n = snprintf(line, sizeof line,
+                         "rotor train PID %d on %s since %04d-%02d-%02dT%02d:%02d:%02dZ\n",
+                         (int)getpid(), host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                         tm.tm_hour, tm.tm_min, tm.tm_sec);
         if (ftruncate(fd, 0) || pwrite(fd, line, (size_t)n, 0) != n) {
             r = rt_error(err, errlen, NULL, "%s: cannot write: %s", path, strerror(errno));
             close(fd);
@@ -78,8 +84,9 @@ int run_dir_holds_run(const char *run_dir, char *what, size_t n) {
     int logged = stat(metrics, &sb) == 0 && sb.st_size > 0;
     int checkpoints = count_checkpoints(run_dir, newest, sizeof newest);
     rt_free(metrics);
-    snprintf(what, n, "%s%s%s%s%s", logged ? "metrics.jsonl" : "", logged && checkpoints ? " and " : "",
-             checkpoints ? "checkpoints" : "", *newest ? " up to " : "", newest);
+    snprintf(what, n, "%s%s%s%s%s", logged ? "metrics.jsonl" : "",
+             logged && checkpoints ? " and " : "", checkpoints ? "checkpoints" : "",
+             *newest ? " up to " : "", newest);
     return logged || checkpoints;
 }
 
@@ -93,18 +100,25 @@ int run_dir_move_aside(const char *run_dir, char **moved, char *err, size_t errl
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     *moved = NULL;
     for (int k = 1; !*moved && k < 1000; k++) {
-        char *to = k == 1 ? rt_sprintf("%s.old-%s", dir, stamp) : rt_sprintf("%s.old-%s-%d", dir, stamp, k);
+        char *to = k == 1 ? rt_sprintf("%s.old-%s", dir, stamp)
+                          : rt_sprintf("%s.old-%s-%d", dir, stamp, k);
         struct stat sb;
-        if (lstat(to, &sb) && errno == ENOENT) *moved = to;
-        else rt_free(to);
+        if (lstat(to, &sb) && errno == ENOENT)
+            *moved = to;
+        else
+            rt_free(to);
     }
     int r = 0;
-    if (!*moved) r = rt_error(err, errlen, NULL, "run.dir = %s: no free name to move it aside to", dir);
+    if (!*moved)
+        r = rt_error(err, errlen, NULL, "run.dir = %s: no free name to move it aside to", dir);
     else if (rename(dir, *moved))
-        r = rt_error(err, errlen, NULL, "run.dir = %s: cannot move it aside to %s: %s (move it yourself, or choose "
-                     "another run.dir)", dir, *moved, strerror(errno));
+        r = rt_error(err, errlen, NULL,
+                     "run.dir = %s: cannot move it aside to %s: %s (move it yourself, or choose "
+                     "another run.dir)",
+                     dir, *moved, strerror(errno));
     else if (fs_try_mkdirs(dir))
-        r = rt_error(err, errlen, NULL, "run.dir = %s: cannot create it after moving the earlier run to %s: %s", dir,
+        r = rt_error(err, errlen, NULL,
+                     "run.dir = %s: cannot create it after moving the earlier run to %s: %s", dir,
                      *moved, strerror(errno));
     if (r) {
         rt_free(*moved);

@@ -19,7 +19,8 @@ static double decay(const TrainConfig *tc, double progress) {
 
 double lr_at(const TrainConfig *tc, int64_t step) {
     int64_t warmup = (int64_t)(tc->warmup_frac * (double)tc->steps);
-    if (step < warmup) return tc->lr_start + (tc->lr - tc->lr_start) * (double)step / (double)warmup;
+    if (step < warmup)
+        return tc->lr_start + (tc->lr - tc->lr_start) * (double)step / (double)warmup;
     if (tc->schedule == SCHEDULE_WSD) {
         int64_t start = wsd_decay_start(tc), last = tc->steps - 1;
         if (step < start) return tc->lr;

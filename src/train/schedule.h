@@ -1,4 +1,5 @@
-/* The learning-rate schedule of docs/models.md §training-recipe: linear warmup, then train.schedule's decay. */
+/* The learning-rate schedule of docs/models.md §training-recipe: linear warmup, then
+ * train.schedule's decay. */
 #ifndef ROTOR_SCHEDULE_H
 #define ROTOR_SCHEDULE_H
 

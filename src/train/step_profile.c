@@ -17,11 +17,11 @@ struct StepProfile {
     int64_t first, last;
     int lead;
     char dir[1100];
-    json_t *events;     /* the trace's events so far */
+    json_t *events;       /* the trace's events so far */
     OpTime sum[MAX_ROWS]; /* per op and shape over the profiled steps */
     int nsum;
-    double wall_ms;     /* the profiled steps' wall time */
-    double t0;          /* the first profiled step's start: the trace's time 0 */
+    double wall_ms; /* the profiled steps' wall time */
+    double t0;      /* the first profiled step's start: the trace's time 0 */
     OpTime rows[MAX_ROWS];
 };
 
@@ -38,17 +38,23 @@ int step_profile_parse(const char *spec, int64_t *first, int64_t *last, char *er
         ok = end != s && *end == '\0' && errno == 0 && a >= 1 && b >= a;
     }
     if (!ok)
-        return rt_error(err, errlen, NULL, "run.profile_steps = '%s': expected A:B, the first and last step to profile, "
-                        "1 <= A <= B (steps counted from 1)", spec);
+        return rt_error(
+            err, errlen, NULL,
+            "run.profile_steps = '%s': expected A:B, the first and last step to profile, "
+            "1 <= A <= B (steps counted from 1)",
+            spec);
     *first = a;
     *last = b;
     return 0;
 }
 
-StepProfile *step_profile_create(const Backend *be, int64_t first, int64_t last, const char *run_dir, int lead) {
+StepProfile *step_profile_create(const Backend *be, int64_t first, int64_t last,
+                                 const char *run_dir, int lead) {
     if (!first) return NULL;
     if (!be->profile) {
-        if (lead) printf("run.profile_steps: the %s backend has no op profiler; no profile is written\n", be->name);
+        if (lead)
+            printf("run.profile_steps: the %s backend has no op profiler; no profile is written\n",
+                   be->name);
         return NULL;
     }
     StepProfile *p = rt_calloc(1, sizeof *p);
@@ -86,8 +92,8 @@ static void add_to_sum(StepProfile *p, const OpTime *r) {
 }
 
 static json_t *event(const char *name, const char *cat, double ts_us, double dur_us, json_t *args) {
-    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", name, "cat", cat, "ph", "X", "ts", ts_us, "dur",
-                     dur_us, "pid", 0, "tid", 0, "args", args);
+    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", name, "cat", cat, "ph",
+                     "X", "ts", ts_us, "dur", dur_us, "pid", 0, "tid", 0, "args", args);
 }
 
 static void write_files(StepProfile *p) {
@@ -105,12 +111,14 @@ static void write_files(StepProfile *p) {
     for (int i = 0; i < p->nsum; i++) {
         const OpTime *r = &p->sum[i];
         double s = r->ms * 1e-3;
-        fprintf(f, "%s\t%s\t%" PRId64 "\t%.6f\t%.4f\t%.3f\t%.3f\n", r->op, r->shape, r->calls, r->ms,
-                p->wall_ms > 0 ? r->ms / p->wall_ms : 0, s > 0 ? r->flops / s / 1e9 : 0, s > 0 ? r->bytes / s / 1e9 : 0);
+        fprintf(f, "%s\t%s\t%" PRId64 "\t%.6f\t%.4f\t%.3f\t%.3f\n", r->op, r->shape, r->calls,
+                r->ms, p->wall_ms > 0 ? r->ms / p->wall_ms : 0, s > 0 ? r->flops / s / 1e9 : 0,
+                s > 0 ? r->bytes / s / 1e9 : 0);
     }
     if (fclose(f)) rt_die("run.profile_steps: cannot write %s: %s", path, strerror(errno));
-    printf("run.profile_steps: steps %" PRId64 " to %" PRId64 " profiled into %s (trace.json, ops.tsv)\n", p->first,
-           p->last, p->dir);
+    printf("run.profile_steps: steps %" PRId64 " to %" PRId64
+           " profiled into %s (trace.json, ops.tsv)\n",
+           p->first, p->last, p->dir);
 }
 
 void step_profile_end(StepProfile *p, int64_t done, double t_start, double t_end) {
@@ -124,12 +132,14 @@ void step_profile_end(StepProfile *p, int64_t done, double t_start, double t_end
     double ts = (t_start - p->t0) * 1e6, wall = (t_end - t_start) * 1e6;
     char name[64];
     snprintf(name, sizeof name, "step %" PRId64, done);
-    json_array_append_new(p->events, event(name, "step", ts, wall, json_pack("{s:I}", "step", (json_int_t)done)));
+    json_array_append_new(
+        p->events, event(name, "step", ts, wall, json_pack("{s:I}", "step", (json_int_t)done)));
     for (int i = 0; i < n; i++) { /* back to back from the step's start */
         const OpTime *r = &p->rows[i];
         json_array_append_new(p->events, event(r->op, "op", ts, r->ms * 1e3,
-                                               json_pack("{s:s, s:I, s:f, s:f}", "shape", r->shape, "calls",
-                                                         (json_int_t)r->calls, "flops", r->flops, "bytes", r->bytes)));
+                                               json_pack("{s:s, s:I, s:f, s:f}", "shape", r->shape,
+                                                         "calls", (json_int_t)r->calls, "flops",
+                                                         r->flops, "bytes", r->bytes)));
         ts += r->ms * 1e3;
         add_to_sum(p, r);
     }

@@ -24,7 +24,8 @@ int step_profile_parse(const char *spec, int64_t *first, int64_t *last, char *er
 typedef struct StepProfile StepProfile;
 
 /* NULL when first == 0 or the backend has no profiler (a message says so on rank 0). */
-StepProfile *step_profile_create(const Backend *be, int64_t first, int64_t last, const char *run_dir, int lead);
+StepProfile *step_profile_create(const Backend *be, int64_t first, int64_t last,
+                                 const char *run_dir, int lead);
 /* Around training step `done` (1-based): begin before it, end after it with its wall-clock
  * start and end (seconds, rt_now); the last profiled step's end writes the files. */
 void step_profile_begin(StepProfile *p, int64_t done);

@@ -1,6 +1,6 @@
-/* The training loop (docs/models.md §training-recipe): gradient accumulation over micro-batches, loss averaged
- * over every label of the optimizer step, global-norm clipping, AdamW or RMSprop with the
- * warmup + decay schedule of train.schedule, periodic validation (with accuracy for
+/* The training loop (docs/models.md §training-recipe): gradient accumulation over micro-batches,
+ * loss averaged over every label of the optimizer step, global-norm clipping, AdamW or RMSprop with
+ * the warmup + decay schedule of train.schedule, periodic validation (with accuracy for
  * classification runs), metrics, progress, atomic checkpoints, the best validation's
  * checkpoint (train.keep_best) and resumption.
  *
@@ -13,9 +13,9 @@
  * parameters, updates that slice with its slice of the optimizer state, and the slices are
  * all-gathered. Only rank 0 prints, logs and writes the shared checkpoint files.
  *
- * With train.carry_state (docs/models.md §carried-states) every micro-batch slot of every rank holds the
- * recurrent states of its rows, which are streams of the text: each step's window starts from
- * the state the slot's previous window left (zeros at the start of a pass), the gradient
+ * With train.carry_state (docs/models.md §carried-states) every micro-batch slot of every rank
+ * holds the recurrent states of its rows, which are streams of the text: each step's window starts
+ * from the state the slot's previous window left (zeros at the start of a pass), the gradient
  * truncated there. The states of all streams are saved in every checkpoint.
  *
  * Checkpoints are written by train/checkpoint_writer.h: with train.async_checkpoint from a host
@@ -61,19 +61,19 @@ typedef struct {
     int rank, world;
     Model *model;
     Optimizer *opt;
-    int64_t *ranges;        /* ZeRO-1 slices of the flat parameters, [world + 1] */
-    GradComm comm;          /* how gradients and weight slices travel between the ranks */
+    int64_t *ranges; /* ZeRO-1 slices of the flat parameters, [world + 1] */
+    GradComm comm;   /* how gradients and weight slices travel between the ranks */
     GradBuckets buckets;
     DataSource *train, *val;
-    json_t *val_start;      /* the validation source's initial position */
-    int64_t val_windows;    /* windows of the validation set, all ranks together */
-    int classifies;         /* rows carry one class each: validation measures accuracy */
-    int text_task;          /* the task is character-level text: validations also log bits per character */
-    BestValidation best;    /* of train.keep_best, so far */
-    Plateau plateau;        /* train.plateau_factor's learning-rate factor and best loss */
+    json_t *val_start;   /* the validation source's initial position */
+    int64_t val_windows; /* windows of the validation set, all ranks together */
+    int classifies;      /* rows carry one class each: validation measures accuracy */
+    int text_task; /* the task is character-level text: validations also log bits per character */
+    BestValidation best; /* of train.keep_best, so far */
+    Plateau plateau;     /* train.plateau_factor's learning-rate factor and best loss */
     int32_t *win;
     uint8_t *win_doc;
-    int32_t **tok, **lab;   /* one input and label buffer per micro-batch of a step */
+    int32_t **tok, **lab; /* one input and label buffer per micro-batch of a step */
     uint8_t **doc;
     Metrics metrics;
     CheckpointWriter *ckpt;
@@ -84,8 +84,8 @@ typedef struct {
     size_t carry_bytes;
     uint8_t *continues;
     CharText *text;
-    char data_end[1024];    /* why the data ran out (data.on_exhausted = stop) */
-    const TrainEval *eval;  /* train.eval_tasks' scorer and its tasks, or NULL */
+    char data_end[1024];   /* why the data ran out (data.on_exhausted = stop) */
+    const TrainEval *eval; /* train.eval_tasks' scorer and its tasks, or NULL */
     void *eval_ctx;
 } Trainer;
 
@@ -140,7 +140,8 @@ static Validation validate_streams(Trainer *tr) {
     int S = rc->task.eval_streams, first = (int)((int64_t)S * tr->rank / tr->world);
     int last = (int)((int64_t)S * (tr->rank + 1) / tr->world);
     TextScore sc = {0, 0, 0};
-    text_score_streams(tr->model, tr->text, SPLIT_VAL, rc->train.seq_len, S, first, last - first, &sc);
+    text_score_streams(tr->model, tr->text, SPLIT_VAL, rc->train.seq_len, S, first, last - first,
+                       &sc);
     double sums[2] = {sc.nll, (double)sc.labels};
     dist_allreduce_sum_f64(sums, 2);
     return (Validation){sums[0] / (sums[1] > 0 ? sums[1] : 1), NAN};
@@ -185,8 +186,10 @@ static Validation validate(Trainer *tr) {
         int64_t valid = keep_validation_rows(tr, k, &b, next_batch(tr, tr->val, 0, &b));
         if (!b.B) continue;
         sums[1] += (double)valid;
-        if (tr->classifies) class_score_batch(&sc, tr->model, &b);
-        else sums[0] += model_forward(tr->model, &b, 0.0, NULL);
+        if (tr->classifies)
+            class_score_batch(&sc, tr->model, &b);
+        else
+            sums[0] += model_forward(tr->model, &b, 0.0, NULL);
     }
     if (tr->classifies) {
         sums[0] = sc.nll;
@@ -202,7 +205,8 @@ static Validation validate(Trainer *tr) {
 static int improves(const BestValidation *best, KeepBest k, const Validation *v) {
     double x = k == KEEP_BEST_VAL_LOSS ? v->loss : v->accuracy;
     if (k == KEEP_BEST_NONE || !isfinite(x)) return 0;
-    return best->metric == KEEP_BEST_NONE || (k == KEEP_BEST_VAL_LOSS ? x < best->value : x > best->value);
+    return best->metric == KEEP_BEST_NONE ||
+           (k == KEEP_BEST_VAL_LOSS ? x < best->value : x > best->value);
 }
 
 /* train.plateau_factor (nnRNN's StepLR, stepped when a validation is not the best): a
@@ -216,9 +220,11 @@ static void plateau_update(Trainer *tr, const Validation *v, int64_t step) {
     }
     p->lr_scale *= tr->rc->train.plateau_factor;
     if (tr->rank == 0)
-        progress_message(&tr->metrics, "step %lld: validation loss %.4f is not below the best %.4f: learning rates x %g "
-                         "(now x %g of the schedule)", (long long)step, v->loss, p->best_val_loss,
-                         tr->rc->train.plateau_factor, p->lr_scale);
+        progress_message(
+            &tr->metrics,
+            "step %lld: validation loss %.4f is not below the best %.4f: learning rates x %g "
+            "(now x %g of the schedule)",
+            (long long)step, v->loss, p->best_val_loss, tr->rc->train.plateau_factor, p->lr_scale);
 }
 
 /* Before the first step: checkpoints/best must be the checkpoint of the best validation
@@ -236,16 +242,20 @@ static void check_best_dir(Trainer *tr) {
         if (found) json_decref(on_disk.data_state);
         if (b->metric != KEEP_BEST_NONE && !(found && on_disk.step == b->step)) {
             if (checkpoint_keep_best(rc->run.dir, b->step, err, sizeof err)) {
-                rt_warn("the checkpoint of the best %s so far (step %lld) is gone (%s); the next validation starts a new best",
+                rt_warn("the checkpoint of the best %s so far (step %lld) is gone (%s); the next "
+                        "validation starts a new best",
                         run_config_keep_best_name(b->metric), (long long)b->step, err);
                 b->metric = KEEP_BEST_NONE;
             } else {
-                progress_message(&tr->metrics, "%s: the checkpoint of step %lld, the best %s so far", dir,
+                progress_message(&tr->metrics,
+                                 "%s: the checkpoint of step %lld, the best %s so far", dir,
                                  (long long)b->step, run_config_keep_best_name(b->metric));
             }
         }
         if (b->metric == KEEP_BEST_NONE && fs_exists(dir)) {
-            if (fs_remove_tree(dir)) rt_die("%s: cannot remove the best checkpoint of an earlier run: %s", dir, strerror(errno));
+            if (fs_remove_tree(dir))
+                rt_die("%s: cannot remove the best checkpoint of an earlier run: %s", dir,
+                       strerror(errno));
             progress_message(&tr->metrics, "removed %s: not a validation of this run", dir);
         }
         rt_free(dir);
@@ -285,11 +295,13 @@ static float *gather_carry(Trainer *tr, int64_t *rows, int64_t *width) {
 static void load_carry(Trainer *tr, const char *ckpt) {
     int B = tr->rc->train.micro_batch, A = tr->rc->train.grad_accum;
     int64_t W = model_carry_width(tr->model), S = (int64_t)tr->world * A * B;
-    float *all = rt_malloc(sizeof(float) * (size_t)(S * W)), *mine = rt_malloc(sizeof(float) * (size_t)(B * W));
+    float *all = rt_malloc(sizeof(float) * (size_t)(S * W)),
+          *mine = rt_malloc(sizeof(float) * (size_t)(B * W));
     char err[1024];
     if (checkpoint_load_carry(ckpt, S, W, all, err, sizeof err)) rt_die("%s", err);
     for (int a = 0; a < A; a++) {
-        for (int b = 0; b < B; b++) memcpy(mine + b * W, all + carry_stream(tr, a, b) * W, sizeof(float) * (size_t)W);
+        for (int b = 0; b < B; b++)
+            memcpy(mine + b * W, all + carry_stream(tr, a, b) * W, sizeof(float) * (size_t)W);
         model_carry_upload(tr->model, tr->carry[a], B, mine);
     }
     rt_free(all);
@@ -300,28 +312,40 @@ static void load_carry(Trainer *tr, const char *ckpt) {
 static void report_checkpoint(Trainer *tr, const CheckpointDone *d, const char *waiter) {
     if (tr->rank != 0 || d->step < 0) return;
     char waited[96] = "";
-    if (d->waited_s >= 0.0005) snprintf(waited, sizeof waited, "; %s waited %.3f s for it", waiter, d->waited_s);
+    if (d->waited_s >= 0.0005)
+        snprintf(waited, sizeof waited, "; %s waited %.3f s for it", waiter, d->waited_s);
     if (d->async)
-        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld (the step stalled %.3f s for the host copy; "
-                         "written in %.3f s in the background%s)", tr->rc->run.dir, (long long)d->step, d->stall_s,
-                         d->write_s, waited);
+        progress_message(
+            &tr->metrics,
+            "checkpoint: %s/checkpoints/step_%08lld (the step stalled %.3f s for the host copy; "
+            "written in %.3f s in the background%s)",
+            tr->rc->run.dir, (long long)d->step, d->stall_s, d->write_s, waited);
     else
-        progress_message(&tr->metrics, "checkpoint: %s/checkpoints/step_%08lld (written in %.3f s, the step waiting)",
-                         tr->rc->run.dir, (long long)d->step, d->stall_s);
+        progress_message(
+            &tr->metrics,
+            "checkpoint: %s/checkpoints/step_%08lld (written in %.3f s, the step waiting)",
+            tr->rc->run.dir, (long long)d->step, d->stall_s);
 }
 
 /* The checkpoint of step `step`, checkpoints/best becoming it with `best`: written from a host
  * copy (after the previous one is complete), in the background with train.async_checkpoint. */
 static void save_checkpoint(Trainer *tr, int64_t step, int64_t tokens, int best) {
-    TrainerState st = {.step = step, .tokens = tokens, .seed = tr->rc->train.seed, .world_size = tr->world,
-                       .data_state = tr->train->get_state(tr->train), .best = tr->best, .plateau = tr->plateau};
+    TrainerState st = {.step = step,
+                       .tokens = tokens,
+                       .seed = tr->rc->train.seed,
+                       .world_size = tr->world,
+                       .data_state = tr->train->get_state(tr->train),
+                       .best = tr->best,
+                       .plateau = tr->plateau};
     float *carry = gather_carry(tr, &st.carry_rows, &st.carry_width);
     st.carry = carry;
     char err[2048];
     CheckpointDone d;
-    if (checkpoint_writer_wait(tr->ckpt, &d, err, sizeof err)) rt_die("%s", err); /* the previous one */
+    if (checkpoint_writer_wait(tr->ckpt, &d, err, sizeof err))
+        rt_die("%s", err); /* the previous one */
     report_checkpoint(tr, &d, "the next checkpoint");
-    if (checkpoint_writer_save(tr->ckpt, &(CheckpointFrom){&st, tr->model, tr->opt}, best, &d, err, sizeof err))
+    if (checkpoint_writer_save(tr->ckpt, &(CheckpointFrom){&st, tr->model, tr->opt}, best, &d, err,
+                               sizeof err))
         rt_die("%s", err);
     report_checkpoint(tr, &d, ""); /* written synchronously */
     json_decref(st.data_state);
@@ -342,16 +366,22 @@ static void poll_checkpoint(Trainer *tr) {
  * checkpoint of its last step; a fresh run that could not train one step is an error. */
 static void end_of_data(Trainer *tr, int64_t step, int64_t saved, int64_t tokens) {
     if (step == 0)
-        rt_die("data.train: %s before the first step; data.on_exhausted = stop ends the run", tr->data_end);
+        rt_die("data.train: %s before the first step; data.on_exhausted = stop ends the run",
+               tr->data_end);
     if (tr->rank == 0)
-        progress_message(&tr->metrics, "data.train: %s; the run ends after step %lld of %lld (data.on_exhausted = stop)",
-                         tr->data_end, (long long)step, (long long)tr->rc->train.steps);
+        progress_message(
+            &tr->metrics,
+            "data.train: %s; the run ends after step %lld of %lld (data.on_exhausted = stop)",
+            tr->data_end, (long long)step, (long long)tr->rc->train.steps);
     if (saved != step) save_checkpoint(tr, step, tokens, 0);
 }
 
-/* data.train or data.val: "task" (the [task] section's task), or a shard set or synthetic:<task>. */
-static DataSource *open_source(const char *spec, const RunConfig *rc, const DataOptions *opt, char *err, size_t errlen) {
-    return !strcmp(spec, "task") ? task_source_open(rc, opt, err, errlen) : datasource_open(spec, rc, opt, err, errlen);
+/* data.train or data.val: "task" (the [task] section's task), or a shard set or synthetic:<task>.
+ */
+static DataSource *open_source(const char *spec, const RunConfig *rc, const DataOptions *opt,
+                               char *err, size_t errlen) {
+    return !strcmp(spec, "task") ? task_source_open(rc, opt, err, errlen)
+                                 : datasource_open(spec, rc, opt, err, errlen);
 }
 
 static void open_data(Trainer *tr) {
@@ -378,7 +408,9 @@ static void open_data(Trainer *tr) {
     if (carry && rc->train.val_every > 0) { /* validations score the valid text's streams */
         if (!(tr->text = char_text_open(&rc->task, err, sizeof err))) rt_die("%s", err);
         if (!char_text_stream_windows(tr->text, SPLIT_VAL, rc->task.eval_streams, T))
-            rt_die("task.eval_streams = %d: the valid text holds fewer symbols than its streams + 1", rc->task.eval_streams);
+            rt_die(
+                "task.eval_streams = %d: the valid text holds fewer symbols than its streams + 1",
+                rc->task.eval_streams);
     } else if (rc->train.val_every > 0) {
         const char *spec = rc->data.val[0] ? rc->data.val : rc->data.train;
         opt.split = SPLIT_VAL;
@@ -420,7 +452,9 @@ static void close_data(Trainer *tr) {
 static void open_eval(Trainer *tr, const TrainStart *start) {
     const TrainConfig *tc = &tr->rc->train;
     if (!tc->eval_tasks[0]) return;
-    if (!start->eval) rt_die("train.eval_tasks = %s: this program has no zero-shot scorer (rotor train has)", tc->eval_tasks);
+    if (!start->eval)
+        rt_die("train.eval_tasks = %s: this program has no zero-shot scorer (rotor train has)",
+               tc->eval_tasks);
     char err[2048];
     tr->eval = start->eval;
     if (!(tr->eval_ctx = tr->eval->open(tr->rc, err, sizeof err))) rt_die("%s", err);
@@ -441,7 +475,8 @@ static void open_carry(Trainer *tr) {
 }
 
 static void close_carry(Trainer *tr) {
-    for (int a = 0; tr->carry && a < tr->rc->train.grad_accum; a++) model_backend(tr->model)->release(tr->carry[a]);
+    for (int a = 0; tr->carry && a < tr->rc->train.grad_accum; a++)
+        model_backend(tr->model)->release(tr->carry[a]);
     rt_free(tr->carry);
     rt_free(tr->continues);
 }
@@ -458,9 +493,12 @@ static int claim_run_dir(const Trainer *tr, const TrainStart *start) {
         if (ok && !start->resume && run_dir_holds_run(dir, what, sizeof what)) {
             char *moved = NULL;
             if (!start->overwrite)
-                ok = !rt_error(err, sizeof err, NULL, "run.dir = %s already holds a run (%s): continue it with --resume auto, "
-                               "or start afresh with --overwrite, which moves it aside to %s.old-YYYYMMDD-HHMMSS",
-                               dir, what, dir);
+                ok = !rt_error(
+                    err, sizeof err, NULL,
+                    "run.dir = %s already holds a run (%s): continue it with --resume auto, "
+                    "or start afresh with --overwrite, which moves it aside to "
+                    "%s.old-YYYYMMDD-HHMMSS",
+                    dir, what, dir);
             else if (run_dir_move_aside(dir, &moved, err, sizeof err))
                 ok = 0;
             else { /* the lock moved with the old run: lock the new directory */
@@ -488,8 +526,10 @@ static char *resume_path(const Trainer *tr, const TrainStart *start) {
     const char *from = tr->rc->train.decay_from;
     if (from[0] && start->resume && strcmp(start->resume, "auto")) { /* the same on every rank */
         if (tr->rank == 0)
-            rt_die("--resume %s and train.decay_from = %s name two starting points: drop one (a decay run "
-                   "continues with --resume auto)", start->resume, from);
+            rt_die("--resume %s and train.decay_from = %s name two starting points: drop one (a "
+                   "decay run "
+                   "continues with --resume auto)",
+                   start->resume, from);
         exit(1);
     }
     if (tr->rank == 0 && (start->resume || from[0])) {
@@ -500,12 +540,14 @@ static char *resume_path(const Trainer *tr, const TrainStart *start) {
         if (auto_resume && !strcmp(start->resume, "auto")) {
             ok = !checkpoint_find_latest(tr->rc->run.dir, hashes, &p, err, sizeof err);
             if (ok && !p && from[0]) {
-                printf("--resume auto: no checkpoint in %s/checkpoints; the decay run starts from train.decay_from = %s\n",
+                printf("--resume auto: no checkpoint in %s/checkpoints; the decay run starts from "
+                       "train.decay_from = %s\n",
                        tr->rc->run.dir, from);
                 ckpt = from;
                 snprintf(what, sizeof what, "train.decay_from = %s", from);
             } else if (ok && !p) {
-                printf("--resume auto: no checkpoint in %s/checkpoints; starting afresh\n", tr->rc->run.dir);
+                printf("--resume auto: no checkpoint in %s/checkpoints; starting afresh\n",
+                       tr->rc->run.dir);
                 ckpt = NULL;
             } else {
                 ckpt = NULL;
@@ -514,12 +556,15 @@ static char *resume_path(const Trainer *tr, const TrainStart *start) {
         if (ckpt && checkpoint_verify(ckpt, hashes, err, sizeof err)) {
             ok = 0;
             size_t len = strlen(err);
-            snprintf(err + len, sizeof err - len, "%s", hashes ? " (--no-verify resumes from it without the sha256s)" : "");
+            snprintf(err + len, sizeof err - len, "%s",
+                     hashes ? " (--no-verify resumes from it without the sha256s)" : "");
         } else if (ckpt) {
             p = rt_strdup(ckpt);
         }
-        if (p && strlen(p) >= sizeof path) ok = !rt_error(err, sizeof err, NULL, "checkpoint path too long: %s", p);
-        else if (p) snprintf(path, sizeof path, "%s", p);
+        if (p && strlen(p) >= sizeof path)
+            ok = !rt_error(err, sizeof err, NULL, "checkpoint path too long: %s", p);
+        else if (p)
+            snprintf(path, sizeof path, "%s", p);
         rt_free(p);
     }
     dist_broadcast(&ok, sizeof ok);
@@ -541,14 +586,15 @@ static TrainConfig run_schedule(const Trainer *tr) {
     if (ok && tr->rank == 0) json_decref(st.data_state);
     dist_broadcast(&ok, sizeof ok);
     if (!ok && tr->rank == 0)
-        rt_die("train.decay_from = %s: %s (the decay begins at its step; set train.decay_start to do without it)",
+        rt_die("train.decay_from = %s: %s (the decay begins at its step; set train.decay_start to "
+               "do without it)",
                sched.decay_from, err);
     if (!ok) exit(1);
     dist_broadcast(&step, sizeof step);
     if (step >= sched.steps) {
         if (tr->rank == 0)
-            rt_die("train.decay_from = %s is at step %lld: train.steps = %lld leaves no decay", sched.decay_from,
-                   (long long)step, (long long)sched.steps);
+            rt_die("train.decay_from = %s is at step %lld: train.steps = %lld leaves no decay",
+                   sched.decay_from, (long long)step, (long long)sched.steps);
         exit(1);
     }
     sched.decay_start = step;
@@ -580,9 +626,11 @@ static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double
     double loss = 0;
     model_zero_grads(tr->model);
     for (int a = 0; a < A; a++) {
-        /* dropout's masks (docs/models.md §block-dropout-bidirectional) are a function of the step, the micro-batch and
-         * the rank alone, so that a resumed run draws those of the uninterrupted one */
-        uint64_t stream = ((uint64_t)step * (uint64_t)A + (uint64_t)a) * (uint64_t)tr->world + (uint64_t)tr->rank;
+        /* dropout's masks (docs/models.md §block-dropout-bidirectional) are a function of the step,
+         * the micro-batch and the rank alone, so that a resumed run draws those of the
+         * uninterrupted one */
+        uint64_t stream =
+            ((uint64_t)step * (uint64_t)A + (uint64_t)a) * (uint64_t)tr->world + (uint64_t)tr->rank;
         model_set_dropout_stream(tr->model, tr->rc->train.seed, stream);
         if (tr->carry) { /* the slot's rows continue from its carried states, or start afresh */
             if (!tr->continues[a]) model_backend(tr->model)->zero(tr->carry[a], tr->carry_bytes);
@@ -598,8 +646,8 @@ static double forward_backward(Trainer *tr, int64_t step, Batch *batches, double
 }
 
 /* Waits for the sums of the gradients over the ranks (each rank's slice only, with ZeRO-1),
- * adds the gradient of the parameter penalties (the nnRNN's, docs/models.md §nonlinear-rnns; once, on
- * every rank's sum) and returns the global gradient norm and the number of buckets. */
+ * adds the gradient of the parameter penalties (the nnRNN's, docs/models.md §nonlinear-rnns; once,
+ * on every rank's sum) and returns the global gradient norm and the number of buckets. */
 static double reduce_gradients(Trainer *tr, int *buckets) {
     Model *m = tr->model;
     *buckets = grad_comm_summing(&tr->comm) ? grad_buckets_finish(&tr->buckets) : 0;
@@ -628,7 +676,8 @@ static void data_tokens(Trainer *tr, json_t *j) {
     int n = tr->train->drawn ? tr->train->drawn(tr->train, names, windows, MIX_MAX_SOURCES) : 0;
     if (!n) return;
     json_t *o = json_object();
-    for (int i = 0; i < n; i++) json_object_set_new(o, names[i], json_integer(windows[i] * tr->rc->train.seq_len));
+    for (int i = 0; i < n; i++)
+        json_object_set_new(o, names[i], json_integer(windows[i] * tr->rc->train.seq_len));
     json_object_set_new(j, "data_tokens", o);
 }
 
@@ -643,8 +692,8 @@ static void log_scores(Trainer *tr, json_t *j, const StepReport *r) {
         snprintf(name, sizeof name, "eval_%s", key);
         json_object_set_new(j, name, json_real(json_number_value(v)));
         if (used < sizeof line)
-            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.4f", used ? ", " : "", key,
-                                     json_number_value(v));
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.4f", used ? ", " : "",
+                                     key, json_number_value(v));
     }
     progress_message(&tr->metrics, "step %lld: zero-shot %s", (long long)r->done, line);
 }
@@ -657,16 +706,18 @@ static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
     const Backend *be = model_backend(tr->model);
     int logged = r->done % tc->log_every == 0 || r->last || r->validating || r->scores;
     if (logged) {
-        json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)r->done, "tokens",
-                              (json_int_t)r->tokens, "loss", r->loss, "lr", r->lr, "grad_norm", r->gnorm,
-                              "tokens_per_s", r->tps);
+        json_t *j = json_pack("{s:I, s:I, s:f, s:f, s:f, s:f}", "step", (json_int_t)r->done,
+                              "tokens", (json_int_t)r->tokens, "loss", r->loss, "lr", r->lr,
+                              "grad_norm", r->gnorm, "tokens_per_s", r->tps);
         data_tokens(tr, j);
         /* MFU needs the device's peak; unknown for the CPU backend */
         json_object_set_new(j, "mfu",
-                            be->peak_flops > 0 ? json_real(flops_per_token * r->tps / (be->peak_flops * tr->world))
-                                               : json_null());
+                            be->peak_flops > 0
+                                ? json_real(flops_per_token * r->tps / (be->peak_flops * tr->world))
+                                : json_null());
         if (be->peak_memory() > 0) /* device backends: the high-water mark of their memory */
-            json_object_set_new(j, "peak_memory_gib", json_real((double)be->peak_memory() / (1 << 30)));
+            json_object_set_new(j, "peak_memory_gib",
+                                json_real((double)be->peak_memory() / (1 << 30)));
         if (r->validating) {
             const Validation *val = &r->val;
             json_object_set_new(j, "val_loss", json_real(val->loss));
@@ -681,19 +732,22 @@ static int log_step(Trainer *tr, const StepReport *r, double flops_per_token) {
                 snprintf(acc, sizeof acc, ", accuracy %.4f", val->accuracy);
             }
             if (tr->best.metric != KEEP_BEST_NONE)
-                snprintf(kept, sizeof kept, "; %s %s %.4f at step %lld", r->best ? "new best" : "best",
-                         run_config_keep_best_name(tr->best.metric), tr->best.value, (long long)tr->best.step);
-            progress_message(&tr->metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s", (long long)r->done,
-                             val->loss, exp(val->loss), acc, kept);
+                snprintf(kept, sizeof kept, "; %s %s %.4f at step %lld",
+                         r->best ? "new best" : "best", run_config_keep_best_name(tr->best.metric),
+                         tr->best.value, (long long)tr->best.step);
+            progress_message(&tr->metrics, "step %lld: validation loss %.4f (ppl %.2f)%s%s",
+                             (long long)r->done, val->loss, exp(val->loss), acc, kept);
         }
         if (r->scores) log_scores(tr, j, r);
         metrics_log(&tr->metrics, j);
     }
     double eta = r->elapsed / (double)(r->done - r->first) * (double)(tc->steps - r->done);
     char line[256];
-    snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
+    snprintf(line, sizeof line,
+             "step %lld/%lld | loss %.4f | lr %.3g | gnorm %.3f | %.0f tok/s | ETA %.0fs",
              (long long)r->done, (long long)tc->steps, r->loss, r->lr, r->gnorm, r->tps, eta);
-    if (tr->metrics.tty || r->done % tc->log_every == 0 || r->last) progress_print(&tr->metrics, line);
+    if (tr->metrics.tty || r->done % tc->log_every == 0 || r->last)
+        progress_print(&tr->metrics, line);
     return logged;
 }
 
@@ -727,14 +781,18 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     }
     grad_buckets_init(&tr.buckets, tr.model, tr.comm, tr.ranges, rc->run.bucket_mb);
     if (lead) {
-        model_print_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model), model_num_params_non_embedding(tr.model));
+        model_print_summary(&rc->model, model_dims_of(tr.model), model_num_params(tr.model),
+                            model_num_params_non_embedding(tr.model));
         printf("backend: %s on %s\n", be->name, be->device);
         if (grad_comm_summing(&tr.comm)) /* several ranks, or one that a launcher started */
-            printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced by %s%s\n", tr.world,
-                   tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum, tc->seq_len,
-                   grad_comm_name(&tr.comm), tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
+            printf("data parallel: %d rank%s, global batch %d rows of %d tokens, gradients reduced "
+                   "by %s%s\n",
+                   tr.world, tr.world > 1 ? "s" : "", tr.world * tc->micro_batch * tc->grad_accum,
+                   tc->seq_len, grad_comm_name(&tr.comm),
+                   tr.ranges ? ", optimizer state sharded (ZeRO-1)" : "");
         else
-            printf("one process: batch %d rows of %d tokens\n", tc->micro_batch * tc->grad_accum, tc->seq_len);
+            printf("one process: batch %d rows of %d tokens\n", tc->micro_batch * tc->grad_accum,
+                   tc->seq_len);
     }
     open_data(&tr);
     open_carry(&tr);
@@ -747,7 +805,8 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         TrainerState st;
         char err[1024];
         /* rank 0 checked the files in resume_path */
-        if (checkpoint_load(ckpt, &(CheckpointLoad){.model = tr.model, .opt = tr.opt, .state = &st}, err, sizeof err))
+        if (checkpoint_load(ckpt, &(CheckpointLoad){.model = tr.model, .opt = tr.opt, .state = &st},
+                            err, sizeof err))
             rt_die("%s", err);
         if (st.data_state && tr.train->set_state(tr.train, st.data_state, err, sizeof err))
             rt_die("%s: %s", ckpt, err);
@@ -758,14 +817,16 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         if (st.best.metric == tc->keep_best) tr.best = st.best;
         tr.plateau = st.plateau;
         if (lead)
-            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt, (long long)first,
-                   (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "");
+            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt,
+                   (long long)first, (long long)tokens, st.world_size,
+                   st.world_size > 1 ? "s" : "");
         rt_free(ckpt);
     } else if (tc->init_from[0]) {
         char err[2048], *what = NULL;
         if (init_from_load(tc->init_from, tr.model, !start->no_verify, &what, err, sizeof err))
             rt_die("train.init_from = %s: %s", tc->init_from, err);
-        if (lead) printf("initialised from %s (train.init_from: a fresh optimizer and schedule)\n", what);
+        if (lead)
+            printf("initialised from %s (train.init_from: a fresh optimizer and schedule)\n", what);
         rt_free(what);
     } else {
         model_init_weights(tr.model, tc->seed);
@@ -776,7 +837,8 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         metrics_open(&tr.metrics, rc->run.dir, first, rc->run.tensorboard);
     }
     if (tc->keep_best != KEEP_BEST_NONE) check_best_dir(&tr);
-    tr.ckpt = checkpoint_writer_create(&(CheckpointWriterConfig){rc->run.dir, rc, tc->keep_checkpoints, tc->async_checkpoint});
+    tr.ckpt = checkpoint_writer_create(
+        &(CheckpointWriterConfig){rc->run.dir, rc, tc->keep_checkpoints, tc->async_checkpoint});
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -786,19 +848,22 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
 
     const TrainConfig sched = run_schedule(&tr);
     if (lead && sched.schedule == SCHEDULE_WSD)
-        printf("schedule: wsd, the decay to lr_min from step %lld of %lld\n", (long long)wsd_decay_start(&sched),
-               (long long)sched.steps);
+        printf("schedule: wsd, the decay to lr_min from step %lld of %lld\n",
+               (long long)wsd_decay_start(&sched), (long long)sched.steps);
     int64_t tokens_per_step = (int64_t)tr.world * tc->micro_batch * tc->seq_len * tc->grad_accum;
     double flops_per_token = model_flops_per_token(tr.model, tc->seq_len);
     double t_begin = rt_now(), t_last = t_begin;
     int stopped = 0; /* a signal ended the run before train.steps */
-    int64_t end = tc->steps, saved = first; /* the last step: train.steps, or where the data ran out */
+    int64_t end = tc->steps,
+            saved = first; /* the last step: train.steps, or where the data ran out */
     int64_t tokens_last = tokens;
     int bad_steps = 0;
     int64_t prof_first, prof_last;
     char perr[256];
-    if (step_profile_parse(rc->run.profile_steps, &prof_first, &prof_last, perr, sizeof perr)) rt_die("%s", perr);
-    StepProfile *prof = step_profile_create(be, prof_first > first ? prof_first : 0, prof_last, rc->run.dir, lead);
+    if (step_profile_parse(rc->run.profile_steps, &prof_first, &prof_last, perr, sizeof perr))
+        rt_die("%s", perr);
+    StepProfile *prof =
+        step_profile_create(be, prof_first > first ? prof_first : 0, prof_last, rc->run.dir, lead);
     Batch *batches = rt_calloc((size_t)tc->grad_accum, sizeof(Batch));
     for (int64_t step = first; step < tc->steps; step++) {
         double lr = lr_at(&sched, step) * tr.plateau.lr_scale;
@@ -826,7 +891,8 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         /* the penalties belong to the loss the step minimises: logged with it */
         loss += model_penalty(tr.model, tc->gamma_penalty, tc->t_decay, 0);
         if (lead && step == first && buckets)
-            progress_message(&tr.metrics, "gradient sums: %d bucket%s per step (run.bucket_mb = %g)", buckets,
+            progress_message(&tr.metrics,
+                             "gradient sums: %d bucket%s per step (run.bucket_mb = %g)", buckets,
                              buckets > 1 ? "s" : "", rc->run.bucket_mb);
         int64_t done = step + 1;
         tokens += tokens_per_step;
@@ -834,17 +900,22 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         if (skipped) {
             bad_steps++;
             if (lead)
-                progress_message(&tr.metrics, "step %lld: non-finite loss %g or gradient norm %g; update skipped (%d in a row)",
+                progress_message(&tr.metrics,
+                                 "step %lld: non-finite loss %g or gradient norm %g; update "
+                                 "skipped (%d in a row)",
                                  (long long)done, loss, gnorm, bad_steps);
             if (bad_steps >= tc->max_bad_steps)
-                rt_die("%d consecutive steps with non-finite loss or gradients (train.max_bad_steps); "
-                       "the last complete checkpoint in %s/checkpoints is intact", bad_steps, rc->run.dir);
+                rt_die(
+                    "%d consecutive steps with non-finite loss or gradients (train.max_bad_steps); "
+                    "the last complete checkpoint in %s/checkpoints is intact",
+                    bad_steps, rc->run.dir);
         } else {
             bad_steps = 0;
             if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
                 grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
             optimizer_step(tr.opt, tr.model, tc, lr);
-            if (tr.ranges) grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
+            if (tr.ranges)
+                grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
         }
         step_profile_end(prof, done, t_step, rt_now());
         int last = done == tc->steps;
@@ -853,14 +924,27 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         int validating = tc->val_every && (done % tc->val_every == 0 || last);
         Validation val = validating ? validate(&tr) : (Validation){0, NAN};
         /* every rank scores its share of the documents */
-        json_t *scores = tr.eval_ctx && (done % tc->eval_every == 0 || last) ? tr.eval->score(tr.eval_ctx, tr.model) : NULL;
+        json_t *scores = tr.eval_ctx && (done % tc->eval_every == 0 || last)
+                             ? tr.eval->score(tr.eval_ctx, tr.model)
+                             : NULL;
         int best = validating && !skipped && improves(&tr.best, tc->keep_best, &val);
         if (validating && !skipped && tc->plateau_factor > 0) plateau_update(&tr, &val, done);
-        if (best) tr.best = (BestValidation){tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
+        if (best)
+            tr.best = (BestValidation){
+                tc->keep_best, tc->keep_best == KEEP_BEST_VAL_LOSS ? val.loss : val.accuracy, done};
         if (lead && !skipped) {
-            StepReport r = {.done = done, .first = first, .tokens = tokens, .loss = loss, .lr = lr,
-                            .gnorm = gnorm, .tps = tps, .elapsed = now - t_begin,
-                            .validating = validating, .best = best, .last = last, .val = val,
+            StepReport r = {.done = done,
+                            .first = first,
+                            .tokens = tokens,
+                            .loss = loss,
+                            .lr = lr,
+                            .gnorm = gnorm,
+                            .tps = tps,
+                            .elapsed = now - t_begin,
+                            .validating = validating,
+                            .best = best,
+                            .last = last,
+                            .val = val,
                             .scores = scores};
             if (log_step(&tr, &r, flops_per_token)) {
                 t_last = now;
@@ -871,12 +955,16 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         int stopping = dist_any(stop_signal != 0);
         poll_checkpoint(&tr);
         /* a new best is saved as a step too, so that resuming never starts before it */
-        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping || best) {
+        if ((tc->checkpoint_every && done % tc->checkpoint_every == 0) || last || stopping ||
+            best) {
             save_checkpoint(&tr, done, tokens, best);
             saved = done;
         }
         if (stopping && !last) {
-            if (lead) progress_message(&tr.metrics, "stopped by a signal after step %lld; resume with --resume auto", (long long)done);
+            if (lead)
+                progress_message(&tr.metrics,
+                                 "stopped by a signal after step %lld; resume with --resume auto",
+                                 (long long)done);
             stopped = 1;
             break;
         }
@@ -891,7 +979,8 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     if (lead) {
         metrics_close(&tr.metrics);
         plots_write(rc->run.dir);
-        if (!stopped) printf("done: %lld steps in %.1fs\n", (long long)(end - first), rt_now() - t_begin);
+        if (!stopped)
+            printf("done: %lld steps in %.1fs\n", (long long)(end - first), rt_now() - t_begin);
     }
     if (tr.eval_ctx) tr.eval->close(tr.eval_ctx);
     close_carry(&tr);

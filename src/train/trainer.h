@@ -20,10 +20,10 @@ typedef struct {
 
 /* How a run starts (rotor train's options). */
 typedef struct {
-    const char *resume; /* NULL: a fresh start; "auto": the newest intact checkpoint of run.dir,
-                           if it has any; or a checkpoint directory */
-    int overwrite;      /* a fresh start moves an earlier run in run.dir aside (else refuses) */
-    int no_verify;      /* resume without checking the checkpoint's sha256s */
+    const char *resume;    /* NULL: a fresh start; "auto": the newest intact checkpoint of run.dir,
+                              if it has any; or a checkpoint directory */
+    int overwrite;         /* a fresh start moves an earlier run in run.dir aside (else refuses) */
+    int no_verify;         /* resume without checking the checkpoint's sha256s */
     const TrainEval *eval; /* NULL: train.eval_tasks is refused */
 } TrainStart;
 

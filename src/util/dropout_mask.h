@@ -1,8 +1,8 @@
-/* The dropout mask (docs/models.md §block-dropout-bidirectional) as a counter-based hash, shared by the CPU op and the
- * CUDA kernel so that both drop the same elements: nothing is stored, and a mask is the same
- * whatever the thread count or backend. Element (row, channel) of a site is kept iff the top
- * 32 bits of mix64(key + mix64(index)) are at least threshold = floor(p 2^32), index =
- * row * C + channel. */
+/* The dropout mask (docs/models.md §block-dropout-bidirectional) as a counter-based hash, shared by
+ * the CPU op and the CUDA kernel so that both drop the same elements: nothing is stored, and a mask
+ * is the same whatever the thread count or backend. Element (row, channel) of a site is kept iff
+ * the top 32 bits of mix64(key + mix64(index)) are at least threshold = floor(p 2^32), index = row
+ * * C + channel. */
 #ifndef ROTOR_DROPOUT_MASK_H
 #define ROTOR_DROPOUT_MASK_H
 

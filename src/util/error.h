@@ -27,9 +27,9 @@ void rt_warn(const char *fmt, ...) RT_PRINTF(1, 2);
 void rt_vprint(const char *level, const char *fmt, va_list ap) RT_PRINTF(2, 0);
 
 /* Internal invariant: a failure is a bug in rotor, not a user error. */
-#define RT_ASSERT(cond)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) rt_die("internal error at %s:%d: %s", __FILE__, __LINE__, #cond); \
+#define RT_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) rt_die("internal error at %s:%d: %s", __FILE__, __LINE__, #cond);             \
     } while (0)
 
 void *rt_malloc(size_t bytes);

@@ -33,7 +33,8 @@ int fs_try_mkdirs(const char *path) {
     rt_free(p);
     errno = e;
     struct stat sb;
-    if (rc == 0 && stat(path, &sb)) rc = -1;
+    if (rc == 0 && stat(path, &sb))
+        rc = -1;
     else if (rc == 0 && !S_ISDIR(sb.st_mode)) {
         errno = ENOTDIR;
         rc = -1;
@@ -101,14 +102,16 @@ void fs_write_atomic(const char *path, const void *data, size_t len) {
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
         int fd = open(path, O_WRONLY);
         if (fd < 0) rt_die("cannot write %s: %s", path, strerror(errno));
-        if (fs_write_all(fd, data, len) || close(fd)) rt_die("cannot write %s: %s", path, strerror(errno));
+        if (fs_write_all(fd, data, len) || close(fd))
+            rt_die("cannot write %s: %s", path, strerror(errno));
         return;
     }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) rt_die("cannot write %s: %s", tmp, strerror(errno));
-    if (fs_write_all(fd, data, len) || fsync(fd) || close(fd)) rt_die("cannot write %s: %s", tmp, strerror(errno));
+    if (fs_write_all(fd, data, len) || fsync(fd) || close(fd))
+        rt_die("cannot write %s: %s", tmp, strerror(errno));
     if (rename(tmp, path)) rt_die("cannot rename %s to %s: %s", tmp, path, strerror(errno));
     fs_sync_parent(path); /* a file system that cannot make the rename durable leaves it as it is */
 }

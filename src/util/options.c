@@ -49,7 +49,8 @@ void opt_die_unknown(const char *cmd, const char *arg, const char *const *known)
     rt_die("unexpected argument '%s'%s", arg, hint);
 }
 
-void opt_die_unknown_word(const char *cmd, const char *what, const char *arg, const char *const *known) {
+void opt_die_unknown_word(const char *cmd, const char *what, const char *arg,
+                          const char *const *known) {
     char hint[128], list[512] = "";
     help_hint(cmd, hint, sizeof hint);
     int d;

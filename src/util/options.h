@@ -22,7 +22,8 @@ const char *opt_value(const char *cmd, int argc, char **argv, int *i, const char
 void opt_die_unknown(const char *cmd, const char *arg, const char *const *known) RT_NORETURN;
 /* Dies on a command word that is none of the known ones (NULL-terminated): "unknown WHAT
  * 'x'; did you mean 'y'?", or "unknown WHAT 'x': one of a, b, c". */
-void opt_die_unknown_word(const char *cmd, const char *what, const char *arg, const char *const *known) RT_NORETURN;
+void opt_die_unknown_word(const char *cmd, const char *what, const char *arg,
+                          const char *const *known) RT_NORETURN;
 /* The whole of v as an integer in [lo, hi], or dies naming the option and the value. */
 int64_t opt_parse_int(const char *opt, const char *v, int64_t lo, int64_t hi);
 /* The whole of v as a finite number in [lo, hi], or dies naming the option and the value. */

@@ -28,24 +28,36 @@ void plot_svg(const char *path, const char *title, const char *xlabel, const cha
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n", W, Hh);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, Hh);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%g\" y=\"24\" font-size=\"15\">%s</text>\n", L, title);
-    fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#444\"/>\n", L, T, W - L - R, Hh - T - B);
+    fprintf(f,
+            "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#444\"/>\n",
+            L, T, W - L - R, Hh - T - B);
     for (int i = 0; i <= 4; i++) {
         double fy = T + (Hh - T - B) * i / 4.0, vy = y1 - (y1 - y0) * i / 4.0;
         double fx = L + (W - L - R) * i / 4.0, vx = x0 + (x1 - x0) * i / 4.0;
-        fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", L, fy, W - R, fy);
+        fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", L, fy,
+                W - R, fy);
         fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.4g</text>\n", L - 6, fy + 4, vy);
         fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.*g</text>\n", fx, Hh - B + 18,
                 axes.log_x ? 3 : 6, axes.log_x ? exp2(vx) : vx);
     }
-    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>\n", (L + W - R) / 2, Hh - 10, xlabel);
-    fprintf(f, "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" text-anchor=\"middle\">%s</text>\n", (T + Hh - B) / 2, (T + Hh - B) / 2, ylabel);
-    static const char *const colors[8] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>\n", (L + W - R) / 2,
+            Hh - 10, xlabel);
+    fprintf(f,
+            "<text x=\"16\" y=\"%g\" transform=\"rotate(-90 16 %g)\" "
+            "text-anchor=\"middle\">%s</text>\n",
+            (T + Hh - B) / 2, (T + Hh - B) / 2, ylabel);
+    static const char *const colors[8] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                          "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     for (int k = 0; k < nseries && k < 8; k++) {
         if (!series[k].n) continue;
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colors[k]);
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                colors[k]);
         for (int i = 0; i < series[k].n; i++) {
             if (!isfinite(series[k].y[i])) continue;
             double px = L + (W - L - R) * (plot_x(series[k].x[i], axes.log_x) - x0) / (x1 - x0);
@@ -53,7 +65,8 @@ void plot_svg(const char *path, const char *title, const char *xlabel, const cha
             fprintf(f, "%.1f,%.1f ", px, py);
         }
         fprintf(f, "\"/>\n");
-        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 170, T + 18 + 16.0 * k, colors[k], series[k].name);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 170,
+                T + 18 + 16.0 * k, colors[k], series[k].name);
     }
     fprintf(f, "</svg>\n");
     fclose(f);

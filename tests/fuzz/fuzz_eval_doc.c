@@ -61,10 +61,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (tok) {
             int32_t *tokens = NULL;
             int n_tokens = 0, n_cont = 0;
-            if (!eval_encode_request(tok, 1, &context, &continuation, &tokens, &n_tokens, &n_cont, err, sizeof err)) {
-                FUZZ_CHECK(n_cont >= 0 && n_cont < n_tokens, "n_cont %d of %d tokens", n_cont, n_tokens);
+            if (!eval_encode_request(tok, 1, &context, &continuation, &tokens, &n_tokens, &n_cont,
+                                     err, sizeof err)) {
+                FUZZ_CHECK(n_cont >= 0 && n_cont < n_tokens, "n_cont %d of %d tokens", n_cont,
+                           n_tokens);
                 for (int i = 0; i < n_tokens; i++)
-                    FUZZ_CHECK(tokens[i] >= 0 && tokens[i] < tok_vocab_size(tok), "token id %d", tokens[i]);
+                    FUZZ_CHECK(tokens[i] >= 0 && tokens[i] < tok_vocab_size(tok), "token id %d",
+                               tokens[i]);
                 free(tokens);
             }
         }

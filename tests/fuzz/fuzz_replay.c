@@ -16,7 +16,8 @@ static int replay_file(const char *path) {
     long size = ftell(f);
     rewind(f);
     uint8_t *data = rt_malloc((size_t)size);
-    if (size < 0 || fread(data, 1, (size_t)size, f) != (size_t)size) rt_die("%s: cannot read", path);
+    if (size < 0 || fread(data, 1, (size_t)size, f) != (size_t)size)
+        rt_die("%s: cannot read", path);
     fclose(f);
     LLVMFuzzerTestOneInput(data, (size_t)size);
     rt_free(data);

@@ -1,5 +1,5 @@
-/* Fuzz target: a run config (INI text, docs/formats.md "Configs") is either accepted or rejected with a
- * message naming its origin; an accepted one, written back as INI, loads again and writes
+/* Fuzz target: a run config (INI text, docs/formats.md "Configs") is either accepted or rejected
+ * with a message naming its origin; an accepted one, written back as INI, loads again and writes
  * the same INI. */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(run_config_load_string(&again, ini, "rewritten.ini", NULL, 0, err, sizeof err) == 0,
                "the accepted config, written back, is rejected: %s\n%s", err, ini);
     char *ini2 = config_ini(&again);
-    FUZZ_CHECK(!strcmp(ini, ini2), "writing the config back is not idempotent:\n%s\n---\n%s", ini, ini2);
+    FUZZ_CHECK(!strcmp(ini, ini2), "writing the config back is not idempotent:\n%s\n---\n%s", ini,
+               ini2);
     free(ini);
     free(ini2);
     rt_free(text);

@@ -42,8 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         t[i] = *st_at(f, i);
         size_t elems = 1;
         for (int d = 0; d < t[i].ndim; d++) elems *= (size_t)t[i].shape[d];
-        FUZZ_CHECK(elems * st_dtype_size(t[i].dtype) == t[i].nbytes, "tensor %s: size mismatch", t[i].name);
-        FUZZ_CHECK(st_find(f, t[i].name) == st_at(f, i), "st_find(%s) finds another tensor", t[i].name);
+        FUZZ_CHECK(elems * st_dtype_size(t[i].dtype) == t[i].nbytes, "tensor %s: size mismatch",
+                   t[i].name);
+        FUZZ_CHECK(st_find(f, t[i].name) == st_at(f, i), "st_find(%s) finds another tensor",
+                   t[i].name);
         tensor_sum(&t[i]);
     }
     if (st_write(copy, t, n, NULL, err, sizeof err) == 0) {
@@ -53,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < n; i++) {
             const StTensor *u = st_find(g, t[i].name);
             FUZZ_CHECK(u && u->nbytes == t[i].nbytes && !strcmp(u->dtype, t[i].dtype) &&
-                           u->ndim == t[i].ndim && !memcmp(u->shape, t[i].shape, sizeof(int64_t) * (size_t)u->ndim) &&
+                           u->ndim == t[i].ndim &&
+                           !memcmp(u->shape, t[i].shape, sizeof(int64_t) * (size_t)u->ndim) &&
                            (!u->nbytes || !memcmp(u->data, t[i].data, u->nbytes)),
                        "tensor %s differs in the copy", t[i].name);
         }

@@ -17,7 +17,8 @@ static const Tokenizer *mistral(void) {
     static Tokenizer *tok;
     if (!tried) {
         tried = 1;
-        const char *dir = getenv("ROTOR_SHARED_DATA") ? getenv("ROTOR_SHARED_DATA") : ROTOR_SHARED_DATA;
+        const char *dir =
+            getenv("ROTOR_SHARED_DATA") ? getenv("ROTOR_SHARED_DATA") : ROTOR_SHARED_DATA;
         char *path = rt_sprintf("%s/tokenizer/mistral-7b-v0.1.model", dir);
         struct stat sb;
         char err[1024];
@@ -28,8 +29,8 @@ static const Tokenizer *mistral(void) {
 }
 
 static void check_error(const ServeError *e) {
-    FUZZ_CHECK(e->status >= 400 && e->status < 500 && e->msg[0], "a rejection with status %d, message '%s'",
-               e->status, e->msg);
+    FUZZ_CHECK(e->status >= 400 && e->status < 500 && e->msg[0],
+               "a rejection with status %d, message '%s'", e->status, e->msg);
     json_t *j = serve_error_json(e);
     FUZZ_CHECK(j, "the error '%s' does not encode as JSON", e->msg);
     json_decref(j);
@@ -49,29 +50,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             check_error(&e);
             return 0;
         }
-        FUZZ_CHECK(req.n_prompts >= 1 && req.n >= 1 && req.n_prompts * req.n <= lim.max_rows, "%d prompts x n %d",
-                   req.n_prompts, req.n);
-        FUZZ_CHECK(req.max_tokens >= 0 && req.max_tokens <= lim.max_tokens, "max_tokens %d", req.max_tokens);
-        FUZZ_CHECK(req.logprobs >= -1 && req.logprobs <= lim.max_logprobs, "logprobs %d", req.logprobs);
+        FUZZ_CHECK(req.n_prompts >= 1 && req.n >= 1 && req.n_prompts * req.n <= lim.max_rows,
+                   "%d prompts x n %d", req.n_prompts, req.n);
+        FUZZ_CHECK(req.max_tokens >= 0 && req.max_tokens <= lim.max_tokens, "max_tokens %d",
+                   req.max_tokens);
+        FUZZ_CHECK(req.logprobs >= -1 && req.logprobs <= lim.max_logprobs, "logprobs %d",
+                   req.logprobs);
         for (int i = 0; i < req.n_prompts; i++) {
             const ServePrompt *p = &req.prompts[i];
-            FUZZ_CHECK(p->n >= 1 && p->n <= lim.context && p->text, "prompt %d: %d tokens", i, p->n);
-            FUZZ_CHECK(serve_scores_prompt(&req) || p->n < lim.context, "prompt %d fills the context", i);
-            for (int k = 0; k < p->n; k++) FUZZ_CHECK(p->ids[k] >= 0 && p->ids[k] < lim.vocab, "id %d", p->ids[k]);
+            FUZZ_CHECK(p->n >= 1 && p->n <= lim.context && p->text, "prompt %d: %d tokens", i,
+                       p->n);
+            FUZZ_CHECK(serve_scores_prompt(&req) || p->n < lim.context,
+                       "prompt %d fills the context", i);
+            for (int k = 0; k < p->n; k++)
+                FUZZ_CHECK(p->ids[k] >= 0 && p->ids[k] < lim.vocab, "id %d", p->ids[k]);
         }
         serve_completion_free(&req);
         return 0;
     }
-    json_t *res = endpoint == 1 ? serve_tokenize(body, len, tok, &e) : serve_detokenize(body, len, tok, &e);
+    json_t *res =
+        endpoint == 1 ? serve_tokenize(body, len, tok, &e) : serve_detokenize(body, len, tok, &e);
     if (!res) {
         check_error(&e);
         return 0;
     }
     json_t *ids = json_object_get(res, "tokens");
-    FUZZ_CHECK(endpoint == 2 ? json_is_string(json_object_get(res, "prompt")) : json_is_array(ids), "response shape");
+    FUZZ_CHECK(endpoint == 2 ? json_is_string(json_object_get(res, "prompt")) : json_is_array(ids),
+               "response shape");
     size_t i;
     json_t *v;
-    json_array_foreach(ids, i, v) FUZZ_CHECK(json_integer_value(v) >= 0 && json_integer_value(v) < lim.vocab, "id");
+    json_array_foreach(ids, i, v)
+        FUZZ_CHECK(json_integer_value(v) >= 0 && json_integer_value(v) < lim.vocab, "id");
     json_decref(res);
     return 0;
 }

@@ -181,8 +181,11 @@ static void base_shard(Input *in, ShardSpec *sp) {
                                .rank = 1,
                                .dims = {n_tokens},
                                .values = tokens};
-    sp->offsets = (DatasetSpec){
-        .name = "doc_offsets", .type = H5T_STD_U64LE, .rank = 1, .dims = {(hsize_t)n_docs + 1}, .values = offsets};
+    sp->offsets = (DatasetSpec){.name = "doc_offsets",
+                                .type = H5T_STD_U64LE,
+                                .rank = 1,
+                                .dims = {(hsize_t)n_docs + 1},
+                                .values = offsets};
 }
 
 /* New dimensions for d: values kept where they fit, new ones 0. */
@@ -287,7 +290,8 @@ static hid_t str_type(const AttrSpec *a) {
 
 /* Two copies of a's value (as many as any of its dataspaces holds) laid out as its memory type
  * wants them: in buf, or for variable-length strings the pointers in strs. */
-static const void *attr_values(const AttrSpec *a, hid_t ftype, unsigned char *buf, const char **strs) {
+static const void *attr_values(const AttrSpec *a, hid_t ftype, unsigned char *buf,
+                               const char **strs) {
     size_t size = H5Tget_size(ftype);
     if (a->kind == ATTR_STR && H5Tis_variable_str(ftype) > 0) {
         strs[0] = strs[1] = a->str; /* NUL-terminated: an inner NUL ends it */
@@ -314,9 +318,12 @@ static int write_attr(hid_t file, const char *name, const AttrSpec *a) {
     hid_t ftype = a->kind == ATTR_INT     ? H5Tcopy(a->int_type)
                   : a->kind == ATTR_FLOAT ? H5Tcopy(H5T_IEEE_F64LE)
                                           : str_type(a);
-    hid_t mtype = ftype < 0 ? H5I_INVALID_HID : a->kind == ATTR_INT ? le_copy(a->int_type) : H5Tcopy(ftype);
-    hid_t attr = space < 0 || mtype < 0 ? H5I_INVALID_HID
-                                        : H5Acreate2(file, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t mtype = ftype < 0             ? H5I_INVALID_HID
+                  : a->kind == ATTR_INT ? le_copy(a->int_type)
+                                        : H5Tcopy(ftype);
+    hid_t attr = space < 0 || mtype < 0
+                     ? H5I_INVALID_HID
+                     : H5Acreate2(file, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
     unsigned char buf[2 * (MAX_STR + 8)];
     const char *strs[2];
     int rc = attr < 0 ? -1 : 0;

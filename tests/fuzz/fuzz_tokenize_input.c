@@ -28,8 +28,12 @@ typedef enum { PLAIN, GZIP_IT, ZSTD_IT, RAW_AS_COMPRESSED } Encoding;
 static const struct {
     const char *suffix;
     Encoding enc;
-} KINDS[] = {{".txt", PLAIN},          {".jsonl", PLAIN},           {".txt.gz", GZIP_IT},
-             {".jsonl.zst", ZSTD_IT},  {".jsonl.gz", RAW_AS_COMPRESSED}, {".txt.zst", RAW_AS_COMPRESSED}};
+} KINDS[] = {{".txt", PLAIN},
+             {".jsonl", PLAIN},
+             {".txt.gz", GZIP_IT},
+             {".jsonl.zst", ZSTD_IT},
+             {".jsonl.gz", RAW_AS_COMPRESSED},
+             {".txt.zst", RAW_AS_COMPRESSED}};
 enum { N_KINDS = sizeof KINDS / sizeof KINDS[0] };
 
 static void write_plain(const char *path, const uint8_t *data, size_t size) {
@@ -63,7 +67,8 @@ static void write_input(const char *path, int k, const uint8_t *data, size_t siz
 }
 
 static void check_document(const char *text, size_t len) {
-    FUZZ_CHECK(utf8_valid_prefix(text, len) == len, "a document of %zu bytes is not valid UTF-8", len);
+    FUZZ_CHECK(utf8_valid_prefix(text, len) == len, "a document of %zu bytes is not valid UTF-8",
+               len);
     FUZZ_CHECK(!memchr(text, '\0', len), "a document of %zu bytes holds a NUL", len);
 }
 
@@ -81,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char sniff_err[1024], err[1024];
     int sniff = dt_input_sniff(path, sniff_err, sizeof sniff_err);
     FUZZ_CHECK(sniff >= -1 && sniff <= 1, "dt_input_sniff returns %d", sniff);
-    if (sniff) FUZZ_CHECK(strstr(sniff_err, path), "the message does not name the file: %s", sniff_err);
+    if (sniff)
+        FUZZ_CHECK(strstr(sniff_err, path), "the message does not name the file: %s", sniff_err);
 
     char *paths[1] = {path};
     DtInputs in = {paths, 1};
@@ -99,14 +105,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (rc < 0) FUZZ_CHECK(strstr(err, path), "the message does not name the file: %s", err);
     if (sniff < 0 || (sniff > 0 && !opt.skip_binary))
-        FUZZ_CHECK(rc < 0 && docs == 0, "sniff says '%s', the reader gave %lld documents, then %d", sniff_err,
-                   (long long)docs, rc);
-    if (sniff > 0 && opt.skip_binary) FUZZ_CHECK(rc == 0 && docs == 0, "a skipped input gave %lld documents", (long long)docs);
+        FUZZ_CHECK(rc < 0 && docs == 0, "sniff says '%s', the reader gave %lld documents, then %d",
+                   sniff_err, (long long)docs, rc);
+    if (sniff > 0 && opt.skip_binary)
+        FUZZ_CHECK(rc == 0 && docs == 0, "a skipped input gave %lld documents", (long long)docs);
     int n_skipped;
     dt_docs_skipped(r, &n_skipped);
     if (rc == 0 && !n_skipped && KINDS[kind].enc == PLAIN)
-        FUZZ_CHECK(dt_docs_bytes(r) == (int64_t)(size - 2), "read %lld of %zu bytes", (long long)dt_docs_bytes(r),
-                   size - 2);
+        FUZZ_CHECK(dt_docs_bytes(r) == (int64_t)(size - 2), "read %lld of %zu bytes",
+                   (long long)dt_docs_bytes(r), size - 2);
     dt_docs_close(r);
     unlink(path);
     return 0;

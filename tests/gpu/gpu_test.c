@@ -120,7 +120,9 @@ static void *upload(const void *host, size_t bytes) {
 
 void *gt_f32(const float *host, int64_t n) { return upload(host, sizeof(float) * (size_t)n); }
 
-int32_t *gt_i32(const int32_t *host, int64_t n) { return upload(host, sizeof(int32_t) * (size_t)n); }
+int32_t *gt_i32(const int32_t *host, int64_t n) {
+    return upload(host, sizeof(int32_t) * (size_t)n);
+}
 
 float *gt_get_act(const void *dev, int64_t n) {
     uint16_t *b = rt_malloc(2 * (size_t)(n ? n : 1));
@@ -226,7 +228,8 @@ int gt_main(const TestCase *tests, int n, int argc, char **argv) {
     gt_cpu = backend_cpu();
     const char *small = getenv("ROTOR_GPU_TEST_SMALL");
     small_mode = small && strcmp(small, "0") != 0 && *small;
-    if (small_mode) printf("small mode (ROTOR_GPU_TEST_SMALL): two layouts per case, no long cases\n");
+    if (small_mode)
+        printf("small mode (ROTOR_GPU_TEST_SMALL): two layouts per case, no long cases\n");
     rng_init(&rng, 20261122, 0);
     int rc = th_run(tests, n, argc, argv);
     rt_free(owned);

@@ -81,7 +81,7 @@ void gt_reset(void);
 
 /* main() of a GPU test program: picks the CUDA backend (or exits 77), runs the tests. */
 int gt_main(const TestCase *tests, int n, int argc, char **argv);
-#define GT_MAIN(tests) \
+#define GT_MAIN(tests)                                                                             \
     int main(int argc, char **argv) { return gt_main(tests, TH_COUNT(tests), argc, argv); }
 
 #endif

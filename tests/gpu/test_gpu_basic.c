@@ -1,6 +1,6 @@
-/* GPU tests of the basic ops (kernels/ops/elementwise.cu, kernels/ops/norm.cu, kernels/ops/loss_optim.cu)
- * against the CPU backend: the bf16 weight copy, add, embedding, output gates, SiLU,
- * log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
+/* GPU tests of the basic ops (kernels/ops/elementwise.cu, kernels/ops/norm.cu,
+ * kernels/ops/loss_optim.cu) against the CPU backend: the bf16 weight copy, add, embedding, output
+ * gates, SiLU, log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
  * log-probabilities, sum of squares, scale and AdamW, forward and backward.
  *
  * Sizes run from tiny test configs to the 370M model's (hidden 1024, MLP 2816, per-head
@@ -62,7 +62,6 @@ static float *round_all(const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = bf16_round(y[i]);
     return y;
 }
-
 
 /* Device buffer of n + off elements holding host[0..n) from element off on: the op gets
  * the returned pointer, misaligned for the vector paths when off is odd. */
@@ -143,7 +142,8 @@ static void test_copy(void) {
             float *x = gt_randn(n, 1);
             void *src = act_at(x, n, off), *dst = gt_garbage_act(n);
             gt_gpu->copy(dst, src, (size_t)n * gt_gpu->act_size);
-            gt_compare(gt_name("copy n=%lld off=%d", (long long)n, off), gt_get_act(dst, n), gt_get_act(src, n), n, 0);
+            gt_compare(gt_name("copy n=%lld off=%d", (long long)n, off), gt_get_act(dst, n),
+                       gt_get_act(src, n), n, 0);
         }
     gt_reset();
 }
@@ -193,7 +193,8 @@ static void scatter_case(int64_t n, int C) {
     gt_cpu->scatter_rows(ref, rows, src, m, C);
     void *out = gt_act(base, n * C);
     gt_gpu->scatter_rows(out, gt_i32(rows, m), gt_act(src, m * C), m, C);
-    gt_compare(gt_name("scatter_rows n=%lld C=%d", (long long)n, C), gt_get_act(out, n * C), ref, n * C, 0);
+    gt_compare(gt_name("scatter_rows n=%lld C=%d", (long long)n, C), gt_get_act(out, n * C), ref,
+               n * C, 0);
 }
 
 static void test_scatter_rows(void) {
@@ -262,8 +263,10 @@ static void unary_case(int gelu, int64_t n, int off) {
     const char *name = gelu ? "gelu" : "silu";
     void (*cpu_fwd)(void *, const void *, int64_t) = gelu ? gt_cpu->gelu_fwd : gt_cpu->silu_fwd;
     void (*gpu_fwd)(void *, const void *, int64_t) = gelu ? gt_gpu->gelu_fwd : gt_gpu->silu_fwd;
-    void (*cpu_bwd)(void *, const void *, const void *, int64_t) = gelu ? gt_cpu->gelu_bwd : gt_cpu->silu_bwd;
-    void (*gpu_bwd)(void *, const void *, const void *, int64_t) = gelu ? gt_gpu->gelu_bwd : gt_gpu->silu_bwd;
+    void (*cpu_bwd)(void *, const void *, const void *, int64_t) =
+        gelu ? gt_cpu->gelu_bwd : gt_cpu->silu_bwd;
+    void (*gpu_bwd)(void *, const void *, const void *, int64_t) =
+        gelu ? gt_gpu->gelu_bwd : gt_gpu->silu_bwd;
     float *x = gt_randn(n, 3), *ref = gt_zeros(n);
     cpu_fwd(ref, x, n);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
@@ -287,8 +290,9 @@ static void test_silu_gelu(void) {
     gt_reset();
 }
 
-/* ---- dropout (docs/models.md §block-dropout-bidirectional): the same hash on both sides, so the same mask; inputs away
- * from zero, so that one element dropped on one side only fails the comparison ---- */
+/* ---- dropout (docs/models.md §block-dropout-bidirectional): the same hash on both sides, so the
+ * same mask; inputs away from zero, so that one element dropped on one side only fails the
+ * comparison ---- */
 
 static void dropout_case(int64_t N, int C, int T, int off, double p) {
     int64_t n = N * C;
@@ -298,10 +302,11 @@ static void dropout_case(int64_t N, int C, int T, int off, double p) {
     gt_cpu->dropout(ref, x, N, C, T, key, p);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
     gt_gpu->dropout(y, gx, N, C, T, key, p);
-    gt_compare(gt_name("dropout N=%lld C=%d T=%d off=%d p=%g", (long long)N, C, T, off, p), gt_get_act(y, n), ref, n,
-               TOL_BF16);
+    gt_compare(gt_name("dropout N=%lld C=%d T=%d off=%d p=%g", (long long)N, C, T, off, p),
+               gt_get_act(y, n), ref, n, TOL_BF16);
     gt_gpu->dropout(gx, gx, N, C, T, key, p); /* in place */
-    gt_compare(gt_name("dropout in place N=%lld C=%d T=%d", (long long)N, C, T), gt_get_act(gx, n), ref, n, TOL_BF16);
+    gt_compare(gt_name("dropout in place N=%lld C=%d T=%d", (long long)N, C, T), gt_get_act(gx, n),
+               ref, n, TOL_BF16);
 }
 
 static void test_dropout(void) {
@@ -317,12 +322,14 @@ static void relu_case(int64_t n, int off) {
     gt_cpu->relu_fwd(ref, x, n);
     void *gx = act_at(x, n, off), *y = gt_garbage_act(n);
     gt_gpu->relu_fwd(y, gx, n);
-    gt_compare(gt_name("relu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n, TOL_BF16);
+    gt_compare(gt_name("relu_fwd n=%lld off=%d", (long long)n, off), gt_get_act(y, n), ref, n,
+               TOL_BF16);
     float *dy = gt_randn(n, 1), *rdx = gt_zeros(n);
     gt_cpu->relu_bwd(rdx, dy, x, n);
     void *gdx = gt_garbage_act(n);
     gt_gpu->relu_bwd(gdx, gt_act(dy, n), gx, n);
-    gt_compare(gt_name("relu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n, TOL_BF16);
+    gt_compare(gt_name("relu_bwd n=%lld off=%d", (long long)n, off), gt_get_act(gdx, n), rdx, n,
+               TOL_BF16);
 }
 
 /* the pair classifier's features [u, v, u v, u - v] and their backward */
@@ -331,13 +338,14 @@ static void pair_nli_case(int64_t P, int d) {
     gt_cpu->pair_nli_fwd(ref, x, P, d);
     void *gx = gt_act(x, 2 * P * d), *f = gt_garbage_act(4 * P * d);
     gt_gpu->pair_nli_fwd(f, gx, P, d);
-    gt_compare(gt_name("pair_nli_fwd P=%lld d=%d", (long long)P, d), gt_get_act(f, 4 * P * d), ref, 4 * P * d, TOL_BF16);
+    gt_compare(gt_name("pair_nli_fwd P=%lld d=%d", (long long)P, d), gt_get_act(f, 4 * P * d), ref,
+               4 * P * d, TOL_BF16);
     float *df = gt_randn(4 * P * d, 1), *rdx = gt_zeros(2 * P * d);
     gt_cpu->pair_nli_bwd(rdx, df, x, P, d);
     void *gdx = gt_garbage_act(2 * P * d);
     gt_gpu->pair_nli_bwd(gdx, gt_act(df, 4 * P * d), gx, P, d);
-    gt_compare(gt_name("pair_nli_bwd P=%lld d=%d", (long long)P, d), gt_get_act(gdx, 2 * P * d), rdx, 2 * P * d,
-               TOL_BF16);
+    gt_compare(gt_name("pair_nli_bwd P=%lld d=%d", (long long)P, d), gt_get_act(gdx, 2 * P * d),
+               rdx, 2 * P * d, TOL_BF16);
 }
 
 static void test_relu_pair(void) {
@@ -408,46 +416,54 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     void *gdr = gt_act(dt_raw, nh), *gA = gt_f32(A_log, H), *gdb = gt_f32(dt_bias, H);
     void *dt = gt_garbage_f32(nh), *g = gt_garbage_f32(nh);
     gt_gpu->decay_gates_fwd(dt, g, gdr, gA, gdb, N, H);
-    gt_compare(gt_name("decay_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt, nh, TOL_F32);
-    gt_compare(gt_name("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh, TOL_F32);
+    gt_compare(gt_name("decay_gates_fwd dt N=%lld H=%d", (long long)N, H), gt_get_f32(dt, nh), rdt,
+               nh, TOL_F32);
+    gt_compare(gt_name("decay_gates_fwd g N=%lld H=%d", (long long)N, H), gt_get_f32(g, nh), rg, nh,
+               TOL_F32);
     float *ddt = gt_randn(nh, 1), *dg = gt_randn(nh, 1);
     float *rddr = gt_zeros(nh), *incA = gt_zeros(H), *incdt = gt_zeros(H);
     gt_cpu->decay_gates_bwd(rddr, incA, incdt, ddt, dg, dt_raw, A_log, dt_bias, N, H);
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
     void *gddr = gt_garbage_act(nh), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
     gt_gpu->decay_gates_bwd(gddr, gdA, gddt, gt_f32(ddt, nh), gt_f32(dg, nh), gdr, gA, gdb, N, H);
-    gt_compare(gt_name("decay_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H), gt_get_act(gddr, nh), rddr, nh,
-               TOL_BF16);
+    gt_compare(gt_name("decay_gates_bwd ddt_raw N=%lld H=%d", (long long)N, H),
+               gt_get_act(gddr, nh), rddr, nh, TOL_BF16);
     gt_compare(gt_name("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
-               gt_plus(dt0, incdt, H), H, TOL_SUM);
+    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H),
+               gt_get_f32(gddt, H), gt_plus(dt0, incdt, H), H, TOL_SUM);
 
     /* per-head scale v = s x and the D skip */
-    float *x = gt_randn(nx, 1), *sc = gt_rand(nh, 0, 0.2), *dy = gt_randn(nx, 1), *Dp = gt_randn(H, 1);
+    float *x = gt_randn(nx, 1), *sc = gt_rand(nh, 0, 0.2), *dy = gt_randn(nx, 1),
+          *Dp = gt_randn(H, 1);
     void *gx = gt_act(x, nx), *gs = gt_f32(sc, nh), *gdy = gt_act(dy, nx), *gD = gt_f32(Dp, H);
     float *ry = gt_zeros(nx);
     gt_cpu->head_scale_fwd(ry, x, sc, N, H, D);
     void *gy = gt_garbage_act(nx);
     gt_gpu->head_scale_fwd(gy, gx, gs, N, H, D);
-    gt_compare(gt_name("head_scale_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    gt_compare(gt_name("head_scale_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx),
+               ry, nx, TOL_BF16);
     float *rdx = gt_zeros(nx), *rds = gt_zeros(nh);
     gt_cpu->head_scale_bwd(rdx, rds, dy, x, sc, N, H, D);
     void *gdx = gt_garbage_act(nx), *gds = gt_garbage_f32(nh);
     gt_gpu->head_scale_bwd(gdx, gds, gdy, gx, gs, N, H, D);
-    gt_compare(gt_name("head_scale_bwd dx N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
-    gt_compare(gt_name("head_scale_bwd ds N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gds, nh), rds, nh, TOL_SUM);
+    gt_compare(gt_name("head_scale_bwd dx N=%lld H=%d D=%d", (long long)N, H, D),
+               gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(gt_name("head_scale_bwd ds N=%lld H=%d D=%d", (long long)N, H, D),
+               gt_get_f32(gds, nh), rds, nh, TOL_SUM);
     gt_cpu->head_skip_fwd(ry, x, Dp, N, H, D); /* ry += D x, on top of the scale's output */
     gt_gpu->head_skip_fwd(gy, gx, gD, N, H, D);
-    gt_compare(gt_name("head_skip_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx), ry, nx, TOL_BF16);
+    gt_compare(gt_name("head_skip_fwd N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gy, nx),
+               ry, nx, TOL_BF16);
     float *incD = gt_zeros(H);
     gt_cpu->head_skip_bwd(rdx, incD, dy, x, Dp, N, H, D); /* rdx += D dy */
     float *D0 = gt_prefill(incD, H);
     void *gdD = gt_f32(D0, H);
     gt_gpu->head_skip_bwd(gdx, gdD, gdy, gx, gD, N, H, D);
-    gt_compare(gt_name("head_skip_bwd dx+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
-    gt_compare(gt_name("head_skip_bwd dD+= N=%lld H=%d D=%d", (long long)N, H, D), gt_get_f32(gdD, H),
-               gt_plus(D0, incD, H), H, TOL_SUM);
+    gt_compare(gt_name("head_skip_bwd dx+= N=%lld H=%d D=%d", (long long)N, H, D),
+               gt_get_act(gdx, nx), rdx, nx, TOL_BF16);
+    gt_compare(gt_name("head_skip_bwd dD+= N=%lld H=%d D=%d", (long long)N, H, D),
+               gt_get_f32(gdD, H), gt_plus(D0, incD, H), H, TOL_SUM);
 
     /* group broadcast of B, C */
     float *src = gt_randn(ns, 1), *dout = gt_randn(nk, 1);
@@ -455,13 +471,13 @@ static void mamba2_ops_case(int64_t N, int H, int G, int K, int D) {
     gt_cpu->group_bcast_fwd(rout, src, N, H, G, K);
     void *gout = gt_garbage_act(nk);
     gt_gpu->group_bcast_fwd(gout, gt_act(src, ns), N, H, G, K);
-    gt_compare(gt_name("group_bcast_fwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gout, nk), rout, nk,
-               TOL_BF16);
+    gt_compare(gt_name("group_bcast_fwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K),
+               gt_get_act(gout, nk), rout, nk, TOL_BF16);
     gt_cpu->group_bcast_bwd(rdsrc, dout, N, H, G, K);
     void *gdsrc = gt_garbage_act(ns);
     gt_gpu->group_bcast_bwd(gdsrc, gt_act(dout, nk), N, H, G, K);
-    gt_compare(gt_name("group_bcast_bwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K), gt_get_act(gdsrc, ns), rdsrc, ns,
-               TOL_BF16);
+    gt_compare(gt_name("group_bcast_bwd N=%lld H=%d G=%d K=%d", (long long)N, H, G, K),
+               gt_get_act(gdsrc, ns), rdsrc, ns, TOL_BF16);
 }
 
 static void test_mamba2_ops(void) {
@@ -492,12 +508,12 @@ static void decay_gates_case(int64_t N, int H) {
     float *A0 = gt_prefill(incA, H), *dt0 = gt_prefill(incdt, H);
     void *gda = gt_garbage_act(n), *gdA = gt_f32(A0, H), *gddt = gt_f32(dt0, H);
     gt_gpu->decay_gates_bwd(gda, gdA, gddt, NULL, gt_f32(dg, n), ga, gA, gdt, N, H);
-    gt_compare(gt_name("decay_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n), rda,
-               n, TOL_BF16);
+    gt_compare(gt_name("decay_gates_bwd da_raw N=%lld H=%d", (long long)N, H), gt_get_act(gda, n),
+               rda, n, TOL_BF16);
     gt_compare(gt_name("decay_gates_bwd dA_log N=%lld H=%d", (long long)N, H), gt_get_f32(gdA, H),
                gt_plus(A0, incA, H), H, TOL_SUM);
-    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H), gt_get_f32(gddt, H),
-               gt_plus(dt0, incdt, H), H, TOL_SUM);
+    gt_compare(gt_name("decay_gates_bwd ddt_bias N=%lld H=%d", (long long)N, H),
+               gt_get_f32(gddt, H), gt_plus(dt0, incdt, H), H, TOL_SUM);
 }
 
 static void test_decay_gates(void) {
@@ -529,29 +545,30 @@ static void rmsnorm_case(NormCase k) {
     gt_compare(
         gt_name("rmsnorm_fwd y N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
         gt_get_act(y, n), ry, n, TOL_BF16);
-    gt_compare(
-        gt_name("rmsnorm_fwd rstd N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk, k.w_off),
-        gt_get_f32(rs, rows), rrs, rows, TOL_F32);
+    gt_compare(gt_name("rmsnorm_fwd rstd N=%lld G=%d C=%d %s off=%d", (long long)k.N, k.G, k.C, wk,
+                       k.w_off),
+               gt_get_f32(rs, rows), rrs, rows, TOL_F32);
 
     float *dy = gt_randn(n, 1);
     void *gdy = gt_act(dy, n), *grs = gt_f32(rrs, rows);
     for (int acc = 0; acc < 2; acc++) {
-        float *dx0 = acc ? gt_randn(n, 1) : gt_zeros(n), *rdx = gt_copy(dx0, n), *inc = gt_zeros(wn);
+        float *dx0 = acc ? gt_randn(n, 1) : gt_zeros(n), *rdx = gt_copy(dx0, n),
+              *inc = gt_zeros(wn);
         gt_cpu->rmsnorm_bwd(rdx, inc, dy, x, w, rrs, k.N, k.G, k.C, k.per_group, acc);
         float *dw0 = gt_prefill(inc, wn);
         void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, wn);
         gt_gpu->rmsnorm_bwd(gdx, gdw, gdy, gx, gw, grs, k.N, k.G, k.C, k.per_group, acc);
         gt_compare(gt_name("rmsnorm_bwd dx N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
-                        k.C, wk, k.w_off, acc),
+                           k.C, wk, k.w_off, acc),
                    gt_get_act(gdx, n), rdx, n, TOL_BF16);
         gt_compare(gt_name("rmsnorm_bwd dw N=%lld G=%d C=%d %s off=%d acc=%d", (long long)k.N, k.G,
-                        k.C, wk, k.w_off, acc),
+                           k.C, wk, k.w_off, acc),
                    gt_get_f32(gdw, wn), gt_plus(dw0, inc, wn), wn, TOL_SUM);
     }
 }
 
-/* LayerNorm (docs/models.md §zoology-shape) against the CPU's: y, mean, rstd; dx (both accumulate modes),
- * dw and db (accumulated onto prefilled values). off misaligns w (the scalar path). */
+/* LayerNorm (docs/models.md §zoology-shape) against the CPU's: y, mean, rstd; dx (both accumulate
+ * modes), dw and db (accumulated onto prefilled values). off misaligns w (the scalar path). */
 static void layernorm_case(int64_t N, int C, int off) {
     int64_t n = N * C;
     double eps = 1e-5;
@@ -561,12 +578,12 @@ static void layernorm_case(int64_t N, int C, int off) {
     void *gx = gt_act(x, n), *gw = act_at(w, C, off), *gb = gt_act(b, C);
     void *y = gt_garbage_act(n), *mu = gt_garbage_f32(N), *rs = gt_garbage_f32(N);
     gt_gpu->layernorm_fwd(y, mu, rs, gx, gw, gb, N, C, eps);
-    gt_compare(gt_name("layernorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off), gt_get_act(y, n), ry, n,
-               TOL_BF16);
-    gt_compare(gt_name("layernorm_fwd mean N=%lld C=%d off=%d", (long long)N, C, off), gt_get_f32(mu, N), rmu,
-               N, TOL_F32);
-    gt_compare(gt_name("layernorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off), gt_get_f32(rs, N), rrs,
-               N, TOL_F32);
+    gt_compare(gt_name("layernorm_fwd y N=%lld C=%d off=%d", (long long)N, C, off),
+               gt_get_act(y, n), ry, n, TOL_BF16);
+    gt_compare(gt_name("layernorm_fwd mean N=%lld C=%d off=%d", (long long)N, C, off),
+               gt_get_f32(mu, N), rmu, N, TOL_F32);
+    gt_compare(gt_name("layernorm_fwd rstd N=%lld C=%d off=%d", (long long)N, C, off),
+               gt_get_f32(rs, N), rrs, N, TOL_F32);
 
     float *dy = gt_randn(n, 1);
     void *gdy = gt_act(dy, n), *gmu = gt_f32(rmu, N), *grs = gt_f32(rrs, N);
@@ -575,7 +592,8 @@ static void layernorm_case(int64_t N, int C, int off) {
         float *incw = gt_zeros(C), *incb = gt_zeros(C);
         gt_cpu->layernorm_bwd(rdx, incw, incb, dy, x, w, rmu, rrs, N, C, acc);
         float *dw0 = gt_prefill(incw, C), *db0 = gt_prefill(incb, C);
-        void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, C), *gdb = gt_f32(db0, C);
+        void *gdx = acc ? gt_act(dx0, n) : gt_garbage_act(n), *gdw = gt_f32(dw0, C),
+             *gdb = gt_f32(db0, C);
         gt_gpu->layernorm_bwd(gdx, gdw, gdb, gdy, gx, gw, gmu, grs, N, C, acc);
         gt_compare(gt_name("layernorm_bwd dx N=%lld C=%d off=%d acc=%d", (long long)N, C, off, acc),
                    gt_get_act(gdx, n), rdx, n, TOL_BF16);
@@ -587,11 +605,11 @@ static void layernorm_case(int64_t N, int C, int off) {
 }
 
 static void test_layernorm(void) {
-    layernorm_case(300, 1024, 0);  /* hidden 1024, vectors */
-    layernorm_case(4096, 64, 0);   /* many rows: several chunks of the parameter sums */
-    layernorm_case(300, 1024, 1);  /* misaligned weight: scalar, 32 per lane */
-    layernorm_case(37, 100, 0);    /* C % 8 != 0 */
-    layernorm_case(50, 2048, 0);   /* largest C */
+    layernorm_case(300, 1024, 0); /* hidden 1024, vectors */
+    layernorm_case(4096, 64, 0);  /* many rows: several chunks of the parameter sums */
+    layernorm_case(300, 1024, 1); /* misaligned weight: scalar, 32 per lane */
+    layernorm_case(37, 100, 0);   /* C % 8 != 0 */
+    layernorm_case(50, 2048, 0);  /* largest C */
     layernorm_case(1, 8, 0);
     gt_reset();
 }
@@ -653,10 +671,10 @@ static void l2norm_case(int64_t N, int G, int D) {
     gt_cpu->l2norm_fwd(ry, rrn, x, N, G, D, 1e-6);
     void *y = gt_garbage_act(n), *rn = gt_garbage_f32(rows);
     gt_gpu->l2norm_fwd(y, rn, gt_act(x, n), N, G, D, 1e-6);
-    gt_compare(gt_name("l2norm_fwd y N=%lld G=%d D=%d", (long long)N, G, D), gt_get_act(y, n), ry, n,
-               TOL_BF16);
-    gt_compare(gt_name("l2norm_fwd rnorm N=%lld G=%d D=%d", (long long)N, G, D), gt_get_f32(rn, rows),
-               rrn, rows, TOL_F32);
+    gt_compare(gt_name("l2norm_fwd y N=%lld G=%d D=%d", (long long)N, G, D), gt_get_act(y, n), ry,
+               n, TOL_BF16);
+    gt_compare(gt_name("l2norm_fwd rnorm N=%lld G=%d D=%d", (long long)N, G, D),
+               gt_get_f32(rn, rows), rrn, rows, TOL_F32);
 
     float *yb = round_all(ry, n), *dy = gt_randn(n, 1); /* y as the model stores it: bf16 */
     void *gy = gt_act(yb, n), *gdy = gt_act(dy, n), *grn = gt_f32(rrn, rows);
@@ -726,8 +744,8 @@ static void cross_entropy_case(int64_t N, int V) {
     loss = gt_gpu->cross_entropy(gx, glab, N, V, gs);
     gt_compare_scalar(gt_name("cross_entropy loss N=%lld V=%d", (long long)N, V), loss, rloss,
                       (double)nv, TOL_LOSS);
-    gt_compare(gt_name("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V), rx,
-               N * V, TOL_BF16);
+    gt_compare(gt_name("cross_entropy grad N=%lld V=%d", (long long)N, V), gt_get_act(gx, N * V),
+               rx, N * V, TOL_BF16);
 }
 
 static void test_cross_entropy(void) {
@@ -781,26 +799,33 @@ static void logit_scores_case(int64_t N, int V, int vocab, int k) {
     float *x;
     int64_t nv;
     int32_t *lab = ce_inputs(N, V, &x, &nv); /* bf16 values: ties among the top are common */
-    x[0 * V + 5] = 20, x[0 * V + 9] = 20;   /* a planted tie at the top: id 5 first */
+    x[0 * V + 5] = 20, x[0 * V + 9] = 20;    /* a planted tie at the top: id 5 first */
     x[2 * V + vocab - 1] = 30;               /* the top at the last id of the vocabulary */
-    if (vocab < V) x[4 * V + V - 1] = 40;    /* an output past the vocabulary: in lse, not in the top */
+    if (vocab < V)
+        x[4 * V + V - 1] = 40; /* an output past the vocabulary: in lse, not in the top */
     float *rlse = gt_zeros(N), *rlp = gt_zeros(N), *rtop = gt_zeros(N * k);
-    int32_t *rid = calloc((size_t)(N * k), sizeof(int32_t)), *gid = calloc((size_t)(N * k), sizeof(int32_t));
+    int32_t *rid = calloc((size_t)(N * k), sizeof(int32_t)),
+            *gid = calloc((size_t)(N * k), sizeof(int32_t));
     gt_cpu->logit_scores(&(LogitScoresArgs){x, lab, N, V, vocab, k, rlse, rlp, rid, rtop});
     void *glse = gt_garbage_f32(N), *glp = gt_garbage_f32(N), *gtop = gt_garbage_f32(N * k);
     int32_t *gid_dev = gt_i32(gid, N * k);
-    gt_gpu->logit_scores(&(LogitScoresArgs){gt_act(x, N * V), gt_i32(lab, N), N, V, vocab, k, glse, glp, gid_dev, gtop});
+    gt_gpu->logit_scores(&(LogitScoresArgs){gt_act(x, N * V), gt_i32(lab, N), N, V, vocab, k, glse,
+                                            glp, gid_dev, gtop});
     gt_gpu->download(gid, gid_dev, sizeof(int32_t) * (size_t)(N * k));
-    gt_compare(gt_name("logit_scores lse N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(glse, N), rlse, N, TOL_F32);
-    gt_compare(gt_name("logit_scores label N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(glp, N), rlp, N, TOL_F32);
-    gt_compare(gt_name("logit_scores top N=%lld V=%d k=%d", (long long)N, V, k), gt_get_f32(gtop, N * k), rtop, N * k,
-               TOL_F32);
+    gt_compare(gt_name("logit_scores lse N=%lld V=%d k=%d", (long long)N, V, k),
+               gt_get_f32(glse, N), rlse, N, TOL_F32);
+    gt_compare(gt_name("logit_scores label N=%lld V=%d k=%d", (long long)N, V, k),
+               gt_get_f32(glp, N), rlp, N, TOL_F32);
+    gt_compare(gt_name("logit_scores top N=%lld V=%d k=%d", (long long)N, V, k),
+               gt_get_f32(gtop, N * k), rtop, N * k, TOL_F32);
     int64_t bad = 0;
     for (int64_t i = 0; i < N * k; i++) bad += gid[i] != rid[i];
-    printf("  %-28s mismatches=%lld %s\n", gt_name("logit_scores ids N=%lld V=%d k=%d", (long long)N, V, k),
-           (long long)bad, bad ? "FAIL" : "ok");
+    printf("  %-28s mismatches=%lld %s\n",
+           gt_name("logit_scores ids N=%lld V=%d k=%d", (long long)N, V, k), (long long)bad,
+           bad ? "FAIL" : "ok");
     CHECK_MSG(bad == 0, "logit_scores: top ids differ at %lld places", (long long)bad);
-    CHECK(rid[0] == 5 && (k == 1 || rid[1] == 9) && rid[2 * k] == vocab - 1); /* the planted rows as meant */
+    CHECK(rid[0] == 5 && (k == 1 || rid[1] == 9) &&
+          rid[2 * k] == vocab - 1); /* the planted rows as meant */
     free(rid);
     free(gid);
 }
@@ -860,7 +885,7 @@ static void adamw_case(int64_t n, int off_w, int off_m, int off_a, double wd) {
         gt_gpu->adamw(gw, ga, gm, gv, f32_at(g, n, off_w), n, lr, b1, b2, eps, wd, t);
         if (ga)
             gt_compare(gt_name("adamw bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w,
-                            off_m, off_a),
+                               off_m, off_a),
                        gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
         if (t == 1 || t == 2 || t == 10) {
             gt_compare(
@@ -898,12 +923,15 @@ static void rmsprop_case(int64_t n, int off_w, int off_s, int off_a, double wd) 
         gt_cpu->rmsprop_update(w, NULL, sq, g, n, lr, alpha, eps, wd);
         gt_gpu->rmsprop_update(gw, ga, gs, f32_at(g, n, off_w), n, lr, alpha, eps, wd);
         if (ga)
-            gt_compare(gt_name("rmsprop bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w, off_s, off_a),
+            gt_compare(gt_name("rmsprop bf16 copy t=%d n=%lld off=%d,%d,%d", t, (long long)n, off_w,
+                               off_s, off_a),
                        gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n, 0);
         if (t == 1 || t == 2 || t == 10) {
-            gt_compare(gt_name("rmsprop w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
-                       gt_get_f32(gw, n), w, n, TOL_ADAM_W);
-            gt_compare(gt_name("rmsprop square_avg t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+            gt_compare(
+                gt_name("rmsprop w t=%d n=%lld off=%d,%d wd=%g", t, (long long)n, off_w, off_s, wd),
+                gt_get_f32(gw, n), w, n, TOL_ADAM_W);
+            gt_compare(gt_name("rmsprop square_avg t=%d n=%lld off=%d,%d wd=%g", t, (long long)n,
+                               off_w, off_s, wd),
                        gt_get_f32(gs, n), sq, n, TOL_ADAM_MV);
         }
     }

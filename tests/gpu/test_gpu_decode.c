@@ -1,5 +1,5 @@
-/* GPU tests of decoding (docs/models.md §decoding): every decoding op of kernels/ops/decode.cu against
- * the CPU backend (src/cpu/decode_ops.c), the final states of the chunked gla_fwd / gdn_fwd
+/* GPU tests of decoding (docs/models.md §decoding): every decoding op of kernels/ops/decode.cu
+ * against the CPU backend (src/cpu/decode_ops.c), the final states of the chunked gla_fwd / gdn_fwd
  * (kernels/ops/gla.cu, gdn.cu), and tiny models of every mixer decoding on both backends.
  *
  * The step ops run three steps in a row from random states, so each step reads what the
@@ -170,7 +170,8 @@ static void selrope_step_case(int H, int P, int conv, int with_bias, int with_ga
     const int B = STEP_ROWS, C = H * P;
     const int64_t nqk = (int64_t)B * H * 2 * P, nc = (int64_t)B * C;
     const Activation act = conv == 2 ? ACT_SILU : ACT_NONE;
-    float *w = conv ? gt_randn(4 * (int64_t)C, 0.5) : NULL, *bias = with_bias ? gt_randn(C, 0.5) : NULL;
+    float *w = conv ? gt_randn(4 * (int64_t)C, 0.5) : NULL,
+          *bias = with_bias ? gt_randn(C, 0.5) : NULL;
     float *temp = gt_rand(P, 0.0, 1.0);
     float *Pc = gt_rand(nc, -20, 20), *tc = gt_randn(3 * nc, 1.0);
     void *Pd = gt_f32(Pc, nc), *td = gt_act(tc, 3 * nc), *tempd = gt_f32(temp, P);
@@ -182,16 +183,37 @@ static void selrope_step_case(int H, int P, int conv, int with_bias, int with_ga
         float *q = gt_randn(nqk, 1.0), *k = gt_randn(nqk, 1.0), *phi = gt_randn(nc, 0.5);
         float *gl = with_gate ? gt_randn((int64_t)B * H, 1.5) : NULL;
         float *qoc = gt_rand(nqk, -1, 1), *koc = gt_rand(nqk, -1, 1);
-        gt_cpu->selrope_step(&(SelRopeArgs){.s = s, .H = H, .P = P, .q = q, .k = k,
-                                            .phi_raw = phi, .conv_w = w, .conv_act = act,
-                                            .bias = bias, .gate_logit = gl, .temp = temp,
-                                            .qo = qoc, .ko = koc, .Phi = Pc, .tail = tc});
+        gt_cpu->selrope_step(&(SelRopeArgs){.s = s,
+                                            .H = H,
+                                            .P = P,
+                                            .q = q,
+                                            .k = k,
+                                            .phi_raw = phi,
+                                            .conv_w = w,
+                                            .conv_act = act,
+                                            .bias = bias,
+                                            .gate_logit = gl,
+                                            .temp = temp,
+                                            .qo = qoc,
+                                            .ko = koc,
+                                            .Phi = Pc,
+                                            .tail = tc});
         void *qod = gt_garbage_act(nqk), *kod = gt_garbage_act(nqk);
-        gt_gpu->selrope_step(&(SelRopeArgs){
-            .s = s, .H = H, .P = P, .q = gt_act(q, nqk), .k = gt_act(k, nqk),
-            .phi_raw = gt_act(phi, nc), .conv_w = wd, .conv_act = act, .bias = biasd,
-            .gate_logit = gl ? gt_act(gl, (int64_t)B * H) : NULL, .temp = tempd, .qo = qod,
-            .ko = kod, .Phi = Pd, .tail = td});
+        gt_gpu->selrope_step(&(SelRopeArgs){.s = s,
+                                            .H = H,
+                                            .P = P,
+                                            .q = gt_act(q, nqk),
+                                            .k = gt_act(k, nqk),
+                                            .phi_raw = gt_act(phi, nc),
+                                            .conv_w = wd,
+                                            .conv_act = act,
+                                            .bias = biasd,
+                                            .gate_logit = gl ? gt_act(gl, (int64_t)B * H) : NULL,
+                                            .temp = tempd,
+                                            .qo = qod,
+                                            .ko = kod,
+                                            .Phi = Pd,
+                                            .tail = td});
         compare("selrope_step qo", tag, gt_get_act(qod, nqk), qoc, nqk, 1e-2);
         compare("selrope_step ko", tag, gt_get_act(kod, nqk), koc, nqk, 1e-2);
         compare("selrope_step Phi", tag, gt_get_f32(Pd, nc), Pc, nc, 1e-4);
@@ -242,16 +264,31 @@ static void lin_step_case(int delta, int H, int K, int V, GateShape gs) {
         float *g = gs == G_NONE ? NULL : gt_rand(ng, -0.5, 0.0);
         float *beta = delta ? gt_rand((int64_t)B * H, 0.05, 0.95) : NULL;
         float *oc = gt_rand(nv, -1, 1);
-        LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                         .g = g, .g_per_head = gs == G_HEAD, .beta = beta, .o = oc, .state = Sc};
-        if (delta) gt_cpu->gdn_step(&a);
-        else gt_cpu->gla_step(&a);
+        LinAttnArgs a = {.s = s,
+                         .H = H,
+                         .K = K,
+                         .V = V,
+                         .scale = scale,
+                         .q = q,
+                         .k = k,
+                         .v = v,
+                         .g = g,
+                         .g_per_head = gs == G_HEAD,
+                         .beta = beta,
+                         .o = oc,
+                         .state = Sc};
+        if (delta)
+            gt_cpu->gdn_step(&a);
+        else
+            gt_cpu->gla_step(&a);
         void *od = gt_garbage_act(nv);
         a.q = gt_act(q, nk), a.k = gt_act(k, nk), a.v = gt_act(v, nv);
         a.g = g ? gt_f32(g, ng) : NULL, a.beta = beta ? gt_f32(beta, (int64_t)B * H) : NULL;
         a.o = od, a.state = Sd;
-        if (delta) gt_gpu->gdn_step(&a);
-        else gt_gpu->gla_step(&a);
+        if (delta)
+            gt_gpu->gdn_step(&a);
+        else
+            gt_gpu->gla_step(&a);
         compare(op_o, tag, gt_get_act(od, nv), oc, nv, 1e-2);
         compare(op_s, tag, gt_get_f32(Sd, ns), Sc, ns, 1e-4);
     }
@@ -289,15 +326,16 @@ static void test_gdn_step(void) {
 static void attn_step_case(int H, int D, int gate, const int32_t *pos0, int B, int cap) {
     RT_ASSERT(B <= ATTN_MAX_ROWS);
     char tag[96];
-    snprintf(tag, sizeof tag, "H=%d D=%d %s B=%d pos0=%d..%d", H, D, gate ? "gate" : "no gate",
-             B, pos0[0], pos0[B - 1]);
+    snprintf(tag, sizeof tag, "H=%d D=%d %s B=%d pos0=%d..%d", H, D, gate ? "gate" : "no gate", B,
+             pos0[0], pos0[B - 1]);
     const int64_t nq = (int64_t)B * H * D, nc = (int64_t)B * cap * H * D, nf = (int64_t)B * cap * H;
     float *kc = gt_randn(nc, 1.0), *vc = gt_randn(nc, 1.0), *fc = NULL;
     if (gate) {
         fc = gt_rand(nf, -0.05, 0.0);
         for (int64_t r = 0; r < B; r++)
             for (int64_t u = 1; u < cap; u++)
-                for (int h = 0; h < H; h++) fc[(r * cap + u) * H + h] += fc[(r * cap + u - 1) * H + h];
+                for (int h = 0; h < H; h++)
+                    fc[(r * cap + u) * H + h] += fc[(r * cap + u - 1) * H + h];
     }
     void *kcd = gt_act(kc, nc), *vcd = gt_act(vc, nc), *fcd = gate ? gt_f32(fc, nf) : NULL;
     for (int t = 0; t < STEPS; t++) {
@@ -306,8 +344,18 @@ static void attn_step_case(int H, int D, int gate, const int32_t *pos0, int B, i
         Seqs *s = gt_step_seqs(pos, B);
         float *q = gt_randn(nq, 1.5), *k = gt_randn(nq, 1.5), *v = gt_randn(nq, 1.0);
         float *lf = gate ? gt_rand((int64_t)B * H, -0.05, 0.0) : NULL, *oc = gt_rand(nq, -1, 1);
-        AttnStepArgs a = {.s = s, .H = H, .D = D, .cap = cap, .scale = 1.0 / sqrt((double)D),
-                          .q = q, .k = k, .v = v, .logf = lf, .kc = kc, .vc = vc, .fc = fc,
+        AttnStepArgs a = {.s = s,
+                          .H = H,
+                          .D = D,
+                          .cap = cap,
+                          .scale = 1.0 / sqrt((double)D),
+                          .q = q,
+                          .k = k,
+                          .v = v,
+                          .logf = lf,
+                          .kc = kc,
+                          .vc = vc,
+                          .fc = fc,
                           .o = oc};
         gt_cpu->attn_step(&a);
         void *od = gt_garbage_act(nq);
@@ -361,17 +409,32 @@ static void final_state_case(int delta, int H, int K, int V, GateShape gs) {
     float *g = gs == G_NONE ? NULL : gt_rand(ng, -0.05, 0.0);
     float *beta = delta ? gt_rand(nh, 0.05, 0.95) : NULL;
     float *oc = gt_rand(nv, -1, 1), *stc = gt_rand(ns, -1, 1), *fc = gt_rand(nf, -1, 1);
-    LinAttnArgs a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v,
-                     .g = g, .g_per_head = gs == G_HEAD, .beta = beta, .o = oc, .states = stc,
+    LinAttnArgs a = {.s = s,
+                     .H = H,
+                     .K = K,
+                     .V = V,
+                     .scale = scale,
+                     .q = q,
+                     .k = k,
+                     .v = v,
+                     .g = g,
+                     .g_per_head = gs == G_HEAD,
+                     .beta = beta,
+                     .o = oc,
+                     .states = stc,
                      .state = fc};
-    if (delta) gt_cpu->gdn_fwd(&a);
-    else gt_cpu->gla_fwd(&a);
+    if (delta)
+        gt_cpu->gdn_fwd(&a);
+    else
+        gt_cpu->gla_fwd(&a);
     void *od = gt_garbage_act(nv), *fd = gt_garbage_f32(nf);
     a.q = gt_act(q, nk), a.k = gt_act(k, nk), a.v = gt_act(v, nv);
     a.g = g ? gt_f32(g, ng) : NULL, a.beta = beta ? gt_f32(beta, nh) : NULL;
     a.o = od, a.states = gt_garbage_f32(ns), a.state = fd;
-    if (delta) gt_gpu->gdn_fwd(&a);
-    else gt_gpu->gla_fwd(&a);
+    if (delta)
+        gt_gpu->gdn_fwd(&a);
+    else
+        gt_gpu->gla_fwd(&a);
     compare(delta ? "gdn_fwd o" : "gla_fwd o", tag, gt_get_act(od, nv), oc, nv, 2e-2);
     compare(delta ? "gdn_fwd state" : "gla_fwd state", tag, gt_get_f32(fd, nf), fc, nf, 2e-2);
     gt_reset();
@@ -432,7 +495,8 @@ static void report(const char *what, const char *name, double err, double tol) {
  * logits on the GPU against the CPU's and against the GPU's own full forward pass. */
 static void decode_config(const char *name) {
     char path[1024], err[2048];
-    const char *root = getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
+    const char *root =
+        getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
     snprintf(path, sizeof path, "%s/configs/tiny/%s.ini", root ? root : ROTOR_SOURCE_DIR, name);
     RunConfig rc;
     if (run_config_load(&rc, path, NULL, 0, err, sizeof err)) rt_die("%s", err);
@@ -468,7 +532,8 @@ static void decode_config(const char *name) {
             const double e = logit_error(lg + row * V, lc + row * V, V);
             if (step == 0) prefill_cpu = fmax(prefill_cpu, e);
             if (e > worst_cpu) worst_cpu = e, worst_step = step;
-            worst_full = fmax(worst_full, logit_error(lg + row * V, full[row] + (int64_t)at * V, V));
+            worst_full =
+                fmax(worst_full, logit_error(lg + row * V, full[row] + (int64_t)at * V, V));
         }
         if (step == steps) break;
         int32_t next[ROWS];
@@ -477,7 +542,8 @@ static void decode_config(const char *name) {
         decoder_step(dg, next, lg);
     }
     /* where the GPU parts from the CPU: after the prefill already, or growing with the steps */
-    printf("    %s: after the prefill %.3e, the worst at step %d of %d\n", name, prefill_cpu, worst_step, steps);
+    printf("    %s: after the prefill %.3e, the worst at step %d of %d\n", name, prefill_cpu,
+           worst_step, steps);
     report("decode vs cpu", name, worst_cpu, 3e-2);
     report("decode vs forward", name, worst_full, 3e-2);
     for (int row = 0; row < ROWS; row++) rt_free(full[row]);
@@ -490,10 +556,16 @@ static void decode_config(const char *name) {
 }
 
 static void test_decode_models(void) {
-    static const char *configs[] = {"gla-selective-pg",     "gla-rope",
-                                    "gdn-selective-pg",     "deltanet-selective-pg",
-                                    "fox-pro-selective-pg", "fox-rope",
-                                    "transformer-selective-pg", "mamba2", "lru", "rotrnn"};
+    static const char *configs[] = {"gla-selective-pg",
+                                    "gla-rope",
+                                    "gdn-selective-pg",
+                                    "deltanet-selective-pg",
+                                    "fox-pro-selective-pg",
+                                    "fox-rope",
+                                    "transformer-selective-pg",
+                                    "mamba2",
+                                    "lru",
+                                    "rotrnn"};
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) decode_config(configs[i]);
 }
 

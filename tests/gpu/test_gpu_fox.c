@@ -51,11 +51,27 @@ static void fox_case(int H, int D, const GtLayout *L, const Gates *G) {
 
     /* ---- forward ---- */
     float *o = gt_rand(nx, -1, 1), *lse = gt_rand(nh, -1, 1);
-    gt_cpu->fox_fwd(&(AttnArgs){.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v,
-                                .logf = lf, .o = o, .lse = lse});
+    gt_cpu->fox_fwd(&(AttnArgs){.s = s,
+                                .H = H,
+                                .D = D,
+                                .scale = scale,
+                                .q = q,
+                                .k = k,
+                                .v = v,
+                                .logf = lf,
+                                .o = o,
+                                .lse = lse});
     void *o_d = gt_act(gt_rand(nx, -100, 100), nx), *lse_d = gt_f32(gt_rand(nh, -100, 100), nh);
-    gt_gpu->fox_fwd(&(AttnArgs){.s = s, .H = H, .D = D, .scale = scale, .q = q_d, .k = k_d,
-                                .v = v_d, .logf = lf_d, .o = o_d, .lse = lse_d});
+    gt_gpu->fox_fwd(&(AttnArgs){.s = s,
+                                .H = H,
+                                .D = D,
+                                .scale = scale,
+                                .q = q_d,
+                                .k = k_d,
+                                .v = v_d,
+                                .logf = lf_d,
+                                .o = o_d,
+                                .lse = lse_d});
     /* o: bf16 output (2^-8 rounding) of P V with P rounded to bf16 before the tensor-core
      * product, fp32 accumulation: ~4e-3 of max|o| at worst, tolerance 2e-2. */
     snprintf(what, sizeof what, "fox_fwd o %s", tag);
@@ -72,17 +88,39 @@ static void fox_case(int H, int D, const GtLayout *L, const Gates *G) {
     void *dout_d = gt_act(dout, nx), *lse_in = gt_f32(lse, nh);
     float *dq = gt_rand(nx, -1, 1), *dk = gt_rand(nx, -1, 1);
     float *dv = gt_rand(nx, -1, 1), *dlogf = lf ? gt_rand(nh, -1, 1) : NULL;
-    gt_cpu->fox_bwd(&(AttnGrads){
-        .a = {.s = s, .H = H, .D = D, .scale = scale, .q = q, .k = k, .v = v, .logf = lf,
-              .o = o_r, .lse = lse},
-        .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dlogf = dlogf});
+    gt_cpu->fox_bwd(&(AttnGrads){.a = {.s = s,
+                                       .H = H,
+                                       .D = D,
+                                       .scale = scale,
+                                       .q = q,
+                                       .k = k,
+                                       .v = v,
+                                       .logf = lf,
+                                       .o = o_r,
+                                       .lse = lse},
+                                 .dout = dout,
+                                 .dq = dq,
+                                 .dk = dk,
+                                 .dv = dv,
+                                 .dlogf = dlogf});
     void *dq_d = gt_act(gt_rand(nx, -100, 100), nx), *dk_d = gt_act(gt_rand(nx, -100, 100), nx);
     void *dv_d = gt_act(gt_rand(nx, -100, 100), nx);
     void *dlogf_d = lf ? gt_f32(gt_rand(nh, -100, 100), nh) : NULL;
-    gt_gpu->fox_bwd(&(AttnGrads){
-        .a = {.s = s, .H = H, .D = D, .scale = scale, .q = q_d, .k = k_d, .v = v_d, .logf = lf_d,
-              .o = o_bf, .lse = lse_in},
-        .dout = dout_d, .dq = dq_d, .dk = dk_d, .dv = dv_d, .dlogf = dlogf_d});
+    gt_gpu->fox_bwd(&(AttnGrads){.a = {.s = s,
+                                       .H = H,
+                                       .D = D,
+                                       .scale = scale,
+                                       .q = q_d,
+                                       .k = k_d,
+                                       .v = v_d,
+                                       .logf = lf_d,
+                                       .o = o_bf,
+                                       .lse = lse_in},
+                                 .dout = dout_d,
+                                 .dq = dq_d,
+                                 .dk = dk_d,
+                                 .dv = dv_d,
+                                 .dlogf = dlogf_d});
     /* dq, dk, dv: products of bf16-rounded P and dS (2^-8 each) summed over up to 1000
      * keys/queries in fp32, then rounded to bf16: tolerance 3e-2 of the max. */
     snprintf(what, sizeof what, "fox_bwd dq %s", tag);

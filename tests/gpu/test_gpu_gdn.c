@@ -36,10 +36,10 @@ typedef struct {
     int none;
 } Decay;
 
-static const Decay NORMAL = {-1.0, -0.001, "g~U(-1,-0.001)", 0};   /* as at initialisation */
-static const Decay STRONG = {-20.0, -0.5, "g~U(-20,-0.5)", 0};     /* state forgotten in a few steps */
+static const Decay NORMAL = {-1.0, -0.001, "g~U(-1,-0.001)", 0}; /* as at initialisation */
+static const Decay STRONG = {-20.0, -0.5, "g~U(-20,-0.5)", 0}; /* state forgotten in a few steps */
 static const Decay WEAK = {-0.05, -0.0001, "g~U(-0.05,-1e-4)", 0}; /* long memory, largest states */
-static const Decay NONE = {0, 0, "g=NULL", 1};                      /* DeltaNet: no forgetting */
+static const Decay NONE = {0, 0, "g=NULL", 1};                     /* DeltaNet: no forgetting */
 
 static float *filled(int64_t n, float value) {
     float *x = gt_rand(n, 0, 0);
@@ -72,14 +72,37 @@ static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
 
     /* reference */
     float *o = filled(nv, 0), *st = filled(ns, 0);
-    gt_cpu->gdn_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q,
-                                   .k = k, .v = v, .g = g, .beta = beta, .o = o, .states = st});
+    gt_cpu->gdn_fwd(&(LinAttnArgs){.s = s,
+                                   .H = H,
+                                   .K = K,
+                                   .V = V,
+                                   .scale = scale,
+                                   .q = q,
+                                   .k = k,
+                                   .v = v,
+                                   .g = g,
+                                   .beta = beta,
+                                   .o = o,
+                                   .states = st});
     float *dq = filled(nk, 0), *dk = filled(nk, 0), *dv = filled(nv, 0), *db = filled(nh, 0),
           *dg = g ? filled(nh, 0) : NULL;
-    gt_cpu->gdn_bwd(&(LinAttnGrads){
-        .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v, .g = g,
-              .beta = beta, .states = st},
-        .dout = dout, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = db});
+    gt_cpu->gdn_bwd(&(LinAttnGrads){.a = {.s = s,
+                                          .H = H,
+                                          .K = K,
+                                          .V = V,
+                                          .scale = scale,
+                                          .q = q,
+                                          .k = k,
+                                          .v = v,
+                                          .g = g,
+                                          .beta = beta,
+                                          .states = st},
+                                    .dout = dout,
+                                    .dq = dq,
+                                    .dk = dk,
+                                    .dv = dv,
+                                    .dg = dg,
+                                    .dbeta = db});
 
     void *q_ = gt_act(q, nk), *k_ = gt_act(k, nk), *v_ = gt_act(v, nv), *dout_ = gt_act(dout, nv);
     void *beta_ = gt_f32(beta, nh), *g_ = g ? gt_f32(g, nh) : NULL;
@@ -88,8 +111,17 @@ static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
     float *go[2], *gst[2];
     for (int run = 0; run < 2; run++) {
         void *o_ = gt_act(filled(nv, nanv), nv), *st_ = gt_f32(filled(ns, nanv), ns);
-        gt_gpu->gdn_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_,
-                                       .k = k_, .v = v_, .g = g_, .beta = beta_, .o = o_,
+        gt_gpu->gdn_fwd(&(LinAttnArgs){.s = s,
+                                       .H = H,
+                                       .K = K,
+                                       .V = V,
+                                       .scale = scale,
+                                       .q = q_,
+                                       .k = k_,
+                                       .v = v_,
+                                       .g = g_,
+                                       .beta = beta_,
+                                       .o = o_,
                                        .states = st_});
         go[run] = gt_get_act(o_, nv);
         gst[run] = gt_get_f32(st_, ns);
@@ -108,10 +140,23 @@ static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
         void *dv_ = gt_act(filled(nv, nanv), nv);
         void *db_ = gt_f32(filled(nh, nanv), nh), *dg_ = g ? gt_f32(filled(nh, nanv), nh) : NULL;
         void *st_ = gt_f32(run < 2 ? st : gst[0], ns);
-        gt_gpu->gdn_bwd(&(LinAttnGrads){
-            .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_, .k = k_, .v = v_,
-                  .g = g_, .beta = beta_, .states = st_},
-            .dout = dout_, .dq = dq_, .dk = dk_, .dv = dv_, .dg = dg_, .dbeta = db_});
+        gt_gpu->gdn_bwd(&(LinAttnGrads){.a = {.s = s,
+                                              .H = H,
+                                              .K = K,
+                                              .V = V,
+                                              .scale = scale,
+                                              .q = q_,
+                                              .k = k_,
+                                              .v = v_,
+                                              .g = g_,
+                                              .beta = beta_,
+                                              .states = st_},
+                                        .dout = dout_,
+                                        .dq = dq_,
+                                        .dk = dk_,
+                                        .dv = dv_,
+                                        .dg = dg_,
+                                        .dbeta = db_});
         out[run][0] = gt_get_act(dq_, nk);
         out[run][1] = gt_get_act(dk_, nk);
         out[run][2] = gt_get_act(dv_, nv);
@@ -133,7 +178,8 @@ static void gdn_case(int H, int K, int V, const GtLayout *ly, Decay dec) {
 }
 
 static void run_layouts(int H, int K, int V, Decay dec) {
-    for (int i = 0; i < gt_layout_count(TH_COUNT(LAYOUTS)); i++) gdn_case(H, K, V, &LAYOUTS[i], dec);
+    for (int i = 0; i < gt_layout_count(TH_COUNT(LAYOUTS)); i++)
+        gdn_case(H, K, V, &LAYOUTS[i], dec);
 }
 
 /* the tiny test config: one column tile, K tile and 16-column scan */

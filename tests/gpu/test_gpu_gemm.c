@@ -24,11 +24,14 @@ static void check_matmul(int M, int N, int K, int bias) {
     for (int accumulate = 0; accumulate <= 1; accumulate++) {
         float *dx0 = gt_randn((int64_t)M * K, 1.0), *dw0 = gt_randn((int64_t)N * K, 1.0);
         float *db0 = gt_randn(N, 1.0);
-        float *dx_c = gt_copy(dx0, (int64_t)M * K), *dw_c = gt_copy(dw0, (int64_t)N * K), *db_c = gt_copy(db0, N);
+        float *dx_c = gt_copy(dx0, (int64_t)M * K), *dw_c = gt_copy(dw0, (int64_t)N * K),
+              *db_c = gt_copy(db0, N);
         gt_cpu->matmul_bwd(dx_c, dw_c, bias ? db_c : NULL, dout, x, w, M, N, K, accumulate);
-        void *dx_g = gt_act(dx0, (int64_t)M * K), *dw_g = gt_f32(dw0, (int64_t)N * K), *db_g = gt_f32(db0, N);
+        void *dx_g = gt_act(dx0, (int64_t)M * K), *dw_g = gt_f32(dw0, (int64_t)N * K),
+             *db_g = gt_f32(db0, N);
         gt_gpu->matmul_bwd(dx_g, dw_g, bias ? db_g : NULL, gt_act(dout, (int64_t)M * N),
-                           gt_act(x, (int64_t)M * K), gt_act(w, (int64_t)N * K), M, N, K, accumulate);
+                           gt_act(x, (int64_t)M * K), gt_act(w, (int64_t)N * K), M, N, K,
+                           accumulate);
         snprintf(what, sizeof what, "matmul_bwd dx %dx%dx%d acc=%d", M, N, K, accumulate);
         gt_compare(what, gt_get_act(dx_g, (int64_t)M * K), dx_c, (int64_t)M * K, 1e-2);
         snprintf(what, sizeof what, "matmul_bwd dw %dx%dx%d", M, N, K);
@@ -65,8 +68,8 @@ static void check_head_matmul(int64_t N, int H, int Din, int P) {
         float *dx_c = gt_copy(dx0, nx), *dw_c = gt_copy(dw0, nw);
         gt_cpu->head_matmul_bwd(dx_c, dw_c, dout, x, w, N, H, Din, P, accumulate);
         void *dx_g = gt_act(dx0, nx), *dw_g = gt_f32(dw0, nw);
-        gt_gpu->head_matmul_bwd(dx_g, dw_g, gt_act(dout, no), gt_act(x, nx), gt_act(w, nw), N, H, Din, P,
-                                accumulate);
+        gt_gpu->head_matmul_bwd(dx_g, dw_g, gt_act(dout, no), gt_act(x, nx), gt_act(w, nw), N, H,
+                                Din, P, accumulate);
         snprintf(what, sizeof what, "head_matmul_bwd dx H=%d acc=%d", H, accumulate);
         gt_compare(what, gt_get_act(dx_g, nx), dx_c, nx, 1e-2);
         snprintf(what, sizeof what, "head_matmul_bwd dw H=%d %dx%d", H, Din, P);

@@ -104,13 +104,31 @@ static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, in
 
     /* forward */
     float *o_c = gt_rand(nv, -1, 1), *st_c = gt_rand(ns, -1, 1);
-    gt_cpu->gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q,
-                                   .k = k, .v = v, .g = g, .g_per_head = per_head, .o = o_c,
+    gt_cpu->gla_fwd(&(LinAttnArgs){.s = s,
+                                   .H = H,
+                                   .K = K,
+                                   .V = V,
+                                   .scale = scale,
+                                   .q = q,
+                                   .k = k,
+                                   .v = v,
+                                   .g = g,
+                                   .g_per_head = per_head,
+                                   .o = o_c,
                                    .states = st_c});
     void *o_d = gt_act(gt_rand(nv, -100, 100), nv), *st_d = gt_f32(gt_rand(ns, -100, 100), ns);
-    gt_gpu->gla_fwd(&(LinAttnArgs){.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_d,
-                                   .k = k_d, .v = v_d, .g = g_d, .g_per_head = per_head,
-                                   .o = o_d, .states = st_d});
+    gt_gpu->gla_fwd(&(LinAttnArgs){.s = s,
+                                   .H = H,
+                                   .K = K,
+                                   .V = V,
+                                   .scale = scale,
+                                   .q = q_d,
+                                   .k = k_d,
+                                   .v = v_d,
+                                   .g = g_d,
+                                   .g_per_head = per_head,
+                                   .o = o_d,
+                                   .states = st_d});
     compare("gla_fwd o", tag, gt_get_act(o_d, nv), o_c, nv, 2e-2, H, V, 0);
     /* the buffer is fp32-sized either way; bf16 states fill its first half */
     const int bf16 = bf16_states();
@@ -120,17 +138,40 @@ static void run_case_g(int H, int K, int V, const GtLayout *L, GateKind gate, in
     /* backward */
     float *dq_c = gt_rand(nq, -1, 1), *dk_c = gt_rand(nq, -1, 1), *dv_c = gt_rand(nv, -1, 1);
     float *dg_c = gt_rand(ng, -1, 1);
-    gt_cpu->gla_bwd(&(LinAttnGrads){
-        .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q, .k = k, .v = v, .g = g,
-              .g_per_head = per_head, .states = st_c},
-        .dout = dout, .dq = dq_c, .dk = dk_c, .dv = dv_c, .dg = dg_c});
+    gt_cpu->gla_bwd(&(LinAttnGrads){.a = {.s = s,
+                                          .H = H,
+                                          .K = K,
+                                          .V = V,
+                                          .scale = scale,
+                                          .q = q,
+                                          .k = k,
+                                          .v = v,
+                                          .g = g,
+                                          .g_per_head = per_head,
+                                          .states = st_c},
+                                    .dout = dout,
+                                    .dq = dq_c,
+                                    .dk = dk_c,
+                                    .dv = dv_c,
+                                    .dg = dg_c});
     void *dq_d = gt_act(gt_rand(nq, -100, 100), nq), *dk_d = gt_act(gt_rand(nq, -100, 100), nq);
     void *dv_d = gt_act(gt_rand(nv, -100, 100), nv), *dg_d = gt_f32(gt_rand(ng, -100, 100), ng);
-    gt_gpu->gla_bwd(&(LinAttnGrads){
-        .a = {.s = s, .H = H, .K = K, .V = V, .scale = scale, .q = q_d, .k = k_d, .v = v_d,
-              .g = g_d, .g_per_head = per_head,
-              .states = bf16 ? gt_act(st_c, ns) : gt_f32(st_c, ns)},
-        .dout = dout_d, .dq = dq_d, .dk = dk_d, .dv = dv_d, .dg = dg_d});
+    gt_gpu->gla_bwd(&(LinAttnGrads){.a = {.s = s,
+                                          .H = H,
+                                          .K = K,
+                                          .V = V,
+                                          .scale = scale,
+                                          .q = q_d,
+                                          .k = k_d,
+                                          .v = v_d,
+                                          .g = g_d,
+                                          .g_per_head = per_head,
+                                          .states = bf16 ? gt_act(st_c, ns) : gt_f32(st_c, ns)},
+                                    .dout = dout_d,
+                                    .dq = dq_d,
+                                    .dk = dk_d,
+                                    .dv = dv_d,
+                                    .dg = dg_d});
     compare("gla_bwd dq", tag, gt_get_act(dq_d, nq), dq_c, nq, 3e-2, H, K, 0);
     compare("gla_bwd dk", tag, gt_get_act(dk_d, nq), dk_c, nq, 3e-2, H, K, 0);
     compare("gla_bwd dv", tag, gt_get_act(dv_d, nv), dv_c, nv, 3e-2, H, V, 0);

@@ -74,14 +74,34 @@ static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int 
 
     /* ---- forward ---- */
     float *cqo = gt_zeros(nq), *cko = gt_zeros(nq), *cPhi = gt_zeros(n);
-    gt_cpu->selrope_fwd(&(SelRopeArgs){.s = s, .H = H, .P = P, .q = q, .k = k, .phi_raw = phi_raw,
-                                       .conv_w = w, .conv_act = act, .bias = bias,
-                                       .gate_logit = gl, .temp = temp, .qo = cqo, .ko = cko,
+    gt_cpu->selrope_fwd(&(SelRopeArgs){.s = s,
+                                       .H = H,
+                                       .P = P,
+                                       .q = q,
+                                       .k = k,
+                                       .phi_raw = phi_raw,
+                                       .conv_w = w,
+                                       .conv_act = act,
+                                       .bias = bias,
+                                       .gate_logit = gl,
+                                       .temp = temp,
+                                       .qo = cqo,
+                                       .ko = cko,
                                        .Phi = cPhi});
     void *gqo = gt_garbage_act(nq), *gko = gt_garbage_act(nq), *gPhi = gt_garbage_f32(n);
-    gt_gpu->selrope_fwd(&(SelRopeArgs){.s = s, .H = H, .P = P, .q = gq, .k = gk, .phi_raw = gphi,
-                                       .conv_w = gw, .conv_act = act, .bias = gbias,
-                                       .gate_logit = ggl, .temp = gtemp, .qo = gqo, .ko = gko,
+    gt_gpu->selrope_fwd(&(SelRopeArgs){.s = s,
+                                       .H = H,
+                                       .P = P,
+                                       .q = gq,
+                                       .k = gk,
+                                       .phi_raw = gphi,
+                                       .conv_w = gw,
+                                       .conv_act = act,
+                                       .bias = gbias,
+                                       .gate_logit = ggl,
+                                       .temp = gtemp,
+                                       .qo = gqo,
+                                       .ko = gko,
                                        .Phi = gPhi});
     float *Phi = gt_get_f32(gPhi, n);
     gt_compare(gt_name("selrope_fwd Phi %s", cfg), Phi, cPhi, n, TOL_SCAN);
@@ -96,22 +116,53 @@ static void selrope_case(int l, int H, int P, ConvKind conv, int with_bias, int 
     float *dqo = gt_rand(nq, -1, 1), *dko = gt_rand(nq, -1, 1);
     float *cdq = gt_zeros(nq), *cdk = gt_zeros(nq), *cdphi = gt_zeros(n), *cdw = gt_zeros(4 * C);
     float *cdb = gt_zeros(C), *cdgl = gt_zeros(nh), *cdt = gt_zeros(P);
-    gt_cpu->selrope_bwd(&(SelRopeGrads){
-        .a = {.s = s, .H = H, .P = P, .q = q, .k = k, .phi_raw = phi_raw, .conv_w = w,
-              .conv_act = act, .bias = bias, .gate_logit = gl, .temp = temp, .Phi = cPhi},
-        .dqo = dqo, .dko = dko, .dq = cdq, .dk = cdk, .dphi_raw = cdphi, .dconv_w = cdw,
-        .dbias = cdb, .dgate_logit = with_gate ? cdgl : NULL, .dtemp = with_dtemp ? cdt : NULL});
+    gt_cpu->selrope_bwd(&(SelRopeGrads){.a = {.s = s,
+                                              .H = H,
+                                              .P = P,
+                                              .q = q,
+                                              .k = k,
+                                              .phi_raw = phi_raw,
+                                              .conv_w = w,
+                                              .conv_act = act,
+                                              .bias = bias,
+                                              .gate_logit = gl,
+                                              .temp = temp,
+                                              .Phi = cPhi},
+                                        .dqo = dqo,
+                                        .dko = dko,
+                                        .dq = cdq,
+                                        .dk = cdk,
+                                        .dphi_raw = cdphi,
+                                        .dconv_w = cdw,
+                                        .dbias = cdb,
+                                        .dgate_logit = with_gate ? cdgl : NULL,
+                                        .dtemp = with_dtemp ? cdt : NULL});
     float *dw0 = gt_prefill(cdw, 4 * C), *db0 = gt_prefill(cdb, C), *dt0 = gt_prefill(cdt, P);
     void *gdq = gt_garbage_act(nq), *gdk = gt_garbage_act(nq), *gdphi = gt_garbage_act(n);
     void *gdgl = gt_garbage_act(nh), *gdw = gt_f32(dw0, 4 * C), *gdb = gt_f32(db0, C);
     void *gdt = gt_f32(dt0, P), *gdqo = gt_act(dqo, nq), *gdko = gt_act(dko, nq);
     /* dconv_w and dbias are always passed: without conv weight or bias they are ignored */
-    gt_gpu->selrope_bwd(&(SelRopeGrads){
-        .a = {.s = s, .H = H, .P = P, .q = gq, .k = gk, .phi_raw = gphi, .conv_w = gw,
-              .conv_act = act, .bias = gbias, .gate_logit = ggl, .temp = gtemp,
-              .Phi = gt_f32(cPhi, n)},
-        .dqo = gdqo, .dko = gdko, .dq = gdq, .dk = gdk, .dphi_raw = gdphi, .dconv_w = gdw,
-        .dbias = gdb, .dgate_logit = with_gate ? gdgl : NULL, .dtemp = with_dtemp ? gdt : NULL});
+    gt_gpu->selrope_bwd(&(SelRopeGrads){.a = {.s = s,
+                                              .H = H,
+                                              .P = P,
+                                              .q = gq,
+                                              .k = gk,
+                                              .phi_raw = gphi,
+                                              .conv_w = gw,
+                                              .conv_act = act,
+                                              .bias = gbias,
+                                              .gate_logit = ggl,
+                                              .temp = gtemp,
+                                              .Phi = gt_f32(cPhi, n)},
+                                        .dqo = gdqo,
+                                        .dko = gdko,
+                                        .dq = gdq,
+                                        .dk = gdk,
+                                        .dphi_raw = gdphi,
+                                        .dconv_w = gdw,
+                                        .dbias = gdb,
+                                        .dgate_logit = with_gate ? gdgl : NULL,
+                                        .dtemp = with_dtemp ? gdt : NULL});
     gt_compare(gt_name("selrope_bwd dq %s", cfg), gt_get_act(gdq, nq), cdq, nq, TOL_BF16);
     gt_compare(gt_name("selrope_bwd dk %s", cfg), gt_get_act(gdk, nq), cdk, nq, TOL_BF16);
     gt_compare(gt_name("selrope_bwd dphi_raw %s", cfg), gt_get_act(gdphi, n), cdphi, n, TOL_BF16);
@@ -154,7 +205,7 @@ static void test_h16_p32(void) { shape_cases(16, 32); }
 static void test_h3_p2(void) { shape_cases(3, 2); }
 
 static const TestCase tests[] = {
-    {"h2_p4", test_h2_p4},   {"h2_p8", test_h2_p8}, {"h4_p64", test_h4_p64},
+    {"h2_p4", test_h2_p4},     {"h2_p8", test_h2_p8}, {"h4_p64", test_h4_p64},
     {"h16_p32", test_h16_p32}, {"h3_p2", test_h3_p2},
 };
 

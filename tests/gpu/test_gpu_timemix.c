@@ -40,7 +40,6 @@ static const GtLayout layouts[] = {
 
 static Seqs *layout_seqs(int l) { return gt_seqs(layouts[l].lens, layouts[l].nseg); }
 
-
 /* ---- short conv ---- */
 
 /* A conv of K taps (K < 4: BaseConv's; the weight's own layout [C, K]). */
@@ -52,7 +51,8 @@ static void conv_case(int l, int C, int K, int with_w, Activation act, int with_
     snprintf(wn, sizeof wn, "%s K=%d", with_b ? "w+b" : with_w ? "w" : "diff", K);
     const char *lay = layouts[l].name;
     float *x = gt_rand(n, -1, 1), *dy = gt_rand(n, -1, 1);
-    float *w = with_w ? gt_rand(K * C, -0.5, 0.5) : NULL, *b = with_b ? gt_rand(C, -0.5, 0.5) : NULL;
+    float *w = with_w ? gt_rand(K * C, -0.5, 0.5) : NULL,
+          *b = with_b ? gt_rand(C, -0.5, 0.5) : NULL;
     void *gx = gt_act(x, n), *gdy = gt_act(dy, n), *gw = w ? gt_act(w, K * C) : NULL;
     void *gb = b ? gt_act(b, C) : NULL;
 
@@ -72,8 +72,8 @@ static void conv_case(int l, int C, int K, int with_w, Activation act, int with_
         gt_compare(gt_name("conv_bwd db+= C=%d %s %s", C, an, lay), gt_get_f32(gdb, C),
                    gt_plus(db0, cdb, C), C, TOL_SUM);
     else /* no bias: db stays as it was */
-        gt_compare(gt_name("conv_bwd db untouched C=%d %s %s %s", C, wn, an, lay), gt_get_f32(gdb, C),
-                   db0, C, 0);
+        gt_compare(gt_name("conv_bwd db untouched C=%d %s %s %s", C, wn, an, lay),
+                   gt_get_f32(gdb, C), db0, C, 0);
     gt_compare(gt_name("conv_bwd dx C=%d %s %s %s", C, wn, an, lay), gt_get_act(gdx, n), cdx, n,
                TOL_BF16);
     if (with_w && with_dw)
@@ -81,7 +81,7 @@ static void conv_case(int l, int C, int K, int with_w, Activation act, int with_
                    gt_plus(dw0, cdw, K * C), K * C, TOL_SUM);
     else /* no weight (first difference) or no dw wanted: the buffer stays as it was */
         gt_compare(gt_name("conv_bwd dw untouched C=%d %s %s %s%s", C, wn, an, lay,
-                        with_dw ? "" : " dw=NULL"),
+                           with_dw ? "" : " dw=NULL"),
                    gt_get_f32(gdw, K * C), dw0, K * C, 0);
     gt_reset();
 }
@@ -197,7 +197,7 @@ static void rotate_case(int64_t N, int H, int D, int per_head, int with_dangle) 
     void *gdx = gt_garbage_act(n), *gdangle = gt_f32(dangle0, na);
     gt_gpu->rotate_bwd(gdx, with_dangle ? gdangle : NULL, gdy, gx, gangle, N, H, D, per_head);
     gt_compare(gt_name("rotate_bwd dx N=%lld H=%d D=%d %s%s", (long long)N, H, D, mode,
-                    with_dangle ? "" : " dangle=NULL"),
+                       with_dangle ? "" : " dangle=NULL"),
                gt_get_act(gdx, n), cdx, n, TOL_BF16);
     if (with_dangle) /* fp32 products of bf16 inputs and fp32 sin/cos */
         gt_compare(gt_name("rotate_bwd dangle+= N=%lld H=%d D=%d", (long long)N, H, D),
@@ -243,17 +243,15 @@ static void weightnorm_case(int H, int Din, int P) {
 }
 
 static void test_weightnorm(void) {
-    static const int shapes[][3] = {{2, 16, 8}, {16, 64, 32}, {4, 256, 64}, {8, 128, 64}, {3, 20, 6}};
+    static const int shapes[][3] = {
+        {2, 16, 8}, {16, 64, 32}, {4, 256, 64}, {8, 128, 64}, {3, 20, 6}};
     for (int k = 0; k < 5; k++) weightnorm_case(shapes[k][0], shapes[k][1], shapes[k][2]);
 }
 
 static const TestCase tests[] = {
-    {"conv", test_conv},
-    {"shift", test_shift},
-    {"revcumsum", test_revcumsum},
-    {"rope_angles", test_rope_angles},
-    {"rotate", test_rotate},
-    {"weightnorm", test_weightnorm},
+    {"conv", test_conv},           {"shift", test_shift},
+    {"revcumsum", test_revcumsum}, {"rope_angles", test_rope_angles},
+    {"rotate", test_rotate},       {"weightnorm", test_weightnorm},
 };
 
 GT_MAIN(tests)

@@ -1,8 +1,8 @@
 /* End to end on the GPU: a tiny model (each mixer, with Selective RoPE + phase gate where it
- * takes a position embedding) trained 50 steps on the CUDA backend tracks the same training on the CPU backend (same
- * initialisation, same batches, same AdamW), within bf16 tolerance. The LSTM also trains
- * with carried states (docs/models.md §carried-states): each step's rows start from the states the
- * previous step's left. */
+ * takes a position embedding) trained 50 steps on the CUDA backend tracks the same training on the
+ * CPU backend (same initialisation, same batches, same AdamW), within bf16 tolerance. The LSTM also
+ * trains with carried states (docs/models.md §carried-states): each step's rows start from the
+ * states the previous step's left. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,8 @@ static void make_batch(Rng *r, const int32_t *next, int V, int32_t *tok, int32_t
 }
 
 /* One optimizer step: loss per token, gradient clipped at norm 1, AdamW at lr. */
-static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b, double lr) {
+static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const Batch *b,
+                         double lr) {
     model_zero_grads(m);
     double loss = model_forward(m, b, 1.0 / (ROWS * LEN), NULL) / (ROWS * LEN);
     model_backward(m);
@@ -45,7 +46,8 @@ static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const 
 
 static void train_config(const char *name, int carried, double lr) {
     char path[1024], err[2048];
-    const char *root = getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
+    const char *root =
+        getenv("ROTOR_SOURCE_DIR"); /* a bundle run elsewhere (scripts/gpu_check.sh) */
     snprintf(path, sizeof path, "%s/configs/tiny/%s.ini", root ? root : ROTOR_SOURCE_DIR, name);
     RunConfig rc;
     if (run_config_load(&rc, path, NULL, 0, err, sizeof err)) rt_die("%s", err);
@@ -54,7 +56,8 @@ static void train_config(const char *name, int carried, double lr) {
     model_init_weights(mc, 7);
     model_init_weights(mg, 7);
     int64_t n = model_params(mc)->total;
-    Optimizer *oc = optimizer_create(gt_cpu, OPTIMIZER_ADAMW, 0, n), *og = optimizer_create(gt_gpu, OPTIMIZER_ADAMW, 0, n);
+    Optimizer *oc = optimizer_create(gt_cpu, OPTIMIZER_ADAMW, 0, n),
+              *og = optimizer_create(gt_gpu, OPTIMIZER_ADAMW, 0, n);
     Rng r;
     rng_init(&r, 11, 0);
     int V = rc.model.vocab_size;
@@ -77,7 +80,8 @@ static void train_config(const char *name, int carried, double lr) {
         lg = train_step(mg, og, &rc.train, &b, lr);
         if (s == 0) first = lc;
         worst = fmax(worst, fabs(lg - lc) / lc);
-        if (s % 10 == 0 || s == steps - 1) printf("    %s step %2d: loss cpu %.4f gpu %.4f\n", name, s, lc, lg);
+        if (s % 10 == 0 || s == steps - 1)
+            printf("    %s step %2d: loss cpu %.4f gpu %.4f\n", name, s, lc, lg);
     }
     /* bf16 activations perturb each step by ~1e-3 relative; over 50 steps of training the
      * trajectories separate slowly: 3% of the loss at any step. */
@@ -86,8 +90,10 @@ static void train_config(const char *name, int carried, double lr) {
     printf("  %-28s err=%.3e tol=3.0e-02 %s\n", what, worst, worst <= 0.03 ? "ok" : "FAIL");
     CHECK(worst <= 0.03);
     if (!gt_small()) {
-        CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f", name, lg, first);
-        CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f", name, lc, first);
+        CHECK_MSG(lg < 0.7 * first, "%s: GPU loss %.4f did not fall below 0.7 x the first %.4f",
+                  name, lg, first);
+        CHECK_MSG(lc < 0.7 * first, "%s: CPU loss %.4f did not fall below 0.7 x the first %.4f",
+                  name, lc, first);
     }
     if (carried) {
         model_set_carry(mc, NULL, 0), model_set_carry(mg, NULL, 0);
