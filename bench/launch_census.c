@@ -393,6 +393,17 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
     return cudaSuccess;
 }
 
+/* Page-locked host memory (checkpoint staging, Backend.host_alloc): ordinary host memory. */
+cudaError_t cudaMallocHost(void **p, size_t bytes) {
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+
 /* The device has no memory pools (cudaDevAttrMemoryPoolsSupported 0). */
 cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
     unsupported("cudaMallocAsync");
