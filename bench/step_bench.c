@@ -41,7 +41,7 @@ typedef struct {
     const char **sets;        /* --set overrides */
     int nsets;
     FILE *json;
-    const char *device; /* "cuda" or "cpu" */
+    const char *device;   /* "cuda" or "cpu" */
     double gemm;          /* FLOP/s of the GEMM baseline */
     double bandwidth;     /* bytes/s of the memory baseline */
     int baseline_threads; /* the CPU threads they were measured with */
@@ -99,7 +99,8 @@ static void measure_baselines(const Backend *be, Options *o) {
     o->baseline_threads = par_max_threads();
     char threads[32] = "";
     if (cpu) snprintf(threads, sizeof threads, " at %d threads", o->baseline_threads);
-    printf("device %s: GEMM %d^3 %.1f GFLOP/s, memory %.1f GB/s%s (dense peak %.1f TFLOP/s, %.2f TB/s)\n",
+    printf("device %s: GEMM %d^3 %.1f GFLOP/s, memory %.1f GB/s%s (dense peak %.1f TFLOP/s, %.2f "
+           "TB/s)\n",
            be->device, n, o->gemm / 1e9, o->bandwidth / 1e9, threads, be->peak_flops / 1e12,
            be->peak_bandwidth / 1e12);
 }
@@ -164,8 +165,9 @@ static void profile_step(const Backend *be, Model *m, Optimizer *opt, const Trai
                r->shape[0] ? r->shape : "-", (long long)r->calls, r->ms, 100 * r->ms / step_ms, fls,
                gms, bws, bwp);
         if (json)
-            fprintf(json, "%s\n    {\"op\": \"%s\", \"shape\": \"%s\", \"calls\": %lld, \"ms\": %.5f, "
-                          "\"flops\": %.6g, \"bytes\": %.6g}",
+            fprintf(json,
+                    "%s\n    {\"op\": \"%s\", \"shape\": \"%s\", \"calls\": %lld, \"ms\": %.5f, "
+                    "\"flops\": %.6g, \"bytes\": %.6g}",
                     i ? "," : "", r->op, r->shape, (long long)r->calls, r->ms, r->flops, r->bytes);
     }
     printf("  %-22s %-18s %6s %9.3f %5.1f%%\n", "(between ops)", "-", "-", step_ms - ops_ms,
@@ -192,7 +194,8 @@ static void bench_config(const Backend *be, const char *path, Options *o, int fi
     int32_t *tok = rt_malloc(sizeof(int32_t) * N), *lab = rt_malloc(sizeof(int32_t) * N);
     Rng r;
     rng_init(&r, 1, 0);
-    for (size_t i = 0; i < N; i++) tok[i] = (int32_t)rng_below(&r, (uint64_t)V), lab[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    for (size_t i = 0; i < N; i++)
+        tok[i] = (int32_t)rng_below(&r, (uint64_t)V), lab[i] = (int32_t)rng_below(&r, (uint64_t)V);
     Batch b = {.B = Bm, .T = T, .tokens = tok, .labels = lab, .doc_start = NULL};
     double t0 = 0, loss = 0;
     for (int s = -1; s < o->steps; s++) { /* step -1 warms up (plans, allocations) */
@@ -206,7 +209,8 @@ static void bench_config(const Backend *be, const char *path, Options *o, int fi
     double dt = (rt_now() - t0) / o->steps, tps = (double)N / dt;
     double flops = model_flops_per_token(m, T) * tps;
     double mfu = be->peak_flops > 0 ? flops / be->peak_flops : 0.0;
-    ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size, opt->spec->nstate);
+    ModelMemory mm = model_memory(&rc.model, (int64_t)N, be->act_size, be->f32_size,
+                                  opt->spec->nstate, rc.train.recompute);
     double counted = (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch);
     double peak_gib = (double)be->peak_memory() / (1 << 30);
     printf("%-40s %6d x %-5d %8.1f ms %10.0f tok/s  MFU %5.1f%%  %5.1f%% of GEMM  peak %6.2f GiB "
@@ -215,14 +219,16 @@ static void bench_config(const Backend *be, const char *path, Options *o, int fi
            counted / (1 << 30), loss);
     fflush(stdout);
     if (o->json)
-        fprintf(o->json, "%s\n  {\"config\": \"%s\", \"micro_batch\": %d, \"seq_len\": %d, "
-                         "\"step_ms\": %.4f, \"tokens_per_s\": %.1f, \"mfu\": %.5f, "
-                         "\"peak_gib\": %.4f, \"model_buffers_gib\": %.4f, \"loss\": %.5f, "
-                         "\"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f",
-                first ? "" : ",", path, Bm, T, 1e3 * dt, tps, mfu, peak_gib,
-                counted / (1 << 30), loss, o->gemm / 1e9, o->bandwidth / 1e9);
+        fprintf(o->json,
+                "%s\n  {\"config\": \"%s\", \"micro_batch\": %d, \"seq_len\": %d, "
+                "\"step_ms\": %.4f, \"tokens_per_s\": %.1f, \"mfu\": %.5f, "
+                "\"peak_gib\": %.4f, \"model_buffers_gib\": %.4f, \"loss\": %.5f, "
+                "\"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f",
+                first ? "" : ",", path, Bm, T, 1e3 * dt, tps, mfu, peak_gib, counted / (1 << 30),
+                loss, o->gemm / 1e9, o->bandwidth / 1e9);
     if (o->profile) {
-        if (!be->profile) rt_die("step_bench --profile: the %s backend offers no op profile", be->name);
+        if (!be->profile)
+            rt_die("step_bench --profile: the %s backend offers no op profile", be->name);
         profile_step(be, m, opt, tc, &b, 1e3 * dt, o);
         fflush(stdout);
     }
@@ -234,7 +240,8 @@ static void bench_config(const Backend *be, const char *path, Options *o, int fi
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: step_bench [--device cuda|cpu] [--steps N] [--shape TxB] [--set section.key=value]... "
+    fprintf(stderr, "usage: step_bench [--device cuda|cpu] [--steps N] [--shape TxB] [--set "
+                    "section.key=value]... "
                     "[--profile] [--json FILE] CONFIG.ini...\n");
     exit(2);
 }
@@ -257,7 +264,9 @@ int main(int argc, char **argv) {
             o.steps = atoi(argv[++i]);
         } else if (i + 1 < argc && !strcmp(argv[i], "--shape")) {
             if (sscanf(argv[++i], "%dx%d", &o.T, &o.B) != 2 || o.T < 1 || o.B < 1) {
-                fprintf(stderr, "step_bench: --shape takes SEQ_LENxMICRO_BATCH (16384x1), not '%s'\n", argv[i]);
+                fprintf(stderr,
+                        "step_bench: --shape takes SEQ_LENxMICRO_BATCH (16384x1), not '%s'\n",
+                        argv[i]);
                 return 2;
             }
         } else if (i + 1 < argc && !strcmp(argv[i], "--json")) {
@@ -281,14 +290,16 @@ int main(int argc, char **argv) {
             return 77;
         }
     }
-    if (json_path && !(o.json = fopen(json_path, "w"))) rt_die("step_bench: cannot write %s", json_path);
+    if (json_path && !(o.json = fopen(json_path, "w")))
+        rt_die("step_bench: cannot write %s", json_path);
     char variants[256]; /* the kernel variants in use (ROTOR_KERNEL_VARIANT), "" for the defaults */
     kernel_variants_describe(variants, sizeof variants);
     measure_baselines(be, &o);
     if (o.json)
-        fprintf(o.json, "{\"device\": \"%s\", \"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f, "
-                        "\"peak_tflops\": %.2f, \"peak_tb_per_s\": %.3f, \"steps\": %d, "
-                        "\"kernel_variants\": \"%s\", \"configs\": [",
+        fprintf(o.json,
+                "{\"device\": \"%s\", \"gemm_gflops\": %.2f, \"bandwidth_gb_per_s\": %.2f, "
+                "\"peak_tflops\": %.2f, \"peak_tb_per_s\": %.3f, \"steps\": %d, "
+                "\"kernel_variants\": \"%s\", \"configs\": [",
                 be->device, o.gemm / 1e9, o.bandwidth / 1e9, be->peak_flops / 1e12,
                 be->peak_bandwidth / 1e12, o.steps, variants);
     for (int k = i; k < argc; k++) bench_config(be, argv[k], &o, k == i);

@@ -175,9 +175,10 @@ static int cmd_info(int argc, char **argv) {
     model_print_summary(&rc.model, &dm, total, non_embedding);
     const TrainConfig *tc = &rc.train;
     const OptimizerSpec *os = optimizer_spec(tc->optimizer);
-    ModelMemory mm = model_memory(&rc.model, (int64_t)tc->micro_batch * tc->seq_len, CUDA_ACT_SIZE,
-                                  CUDA_F32_SIZE, os->nstate);
     const double GiB = 1024.0 * 1024.0 * 1024.0;
+    int64_t N = (int64_t)tc->micro_batch * tc->seq_len;
+    ModelMemory mm =
+        model_memory(&rc.model, N, CUDA_ACT_SIZE, CUDA_F32_SIZE, os->nstate, tc->recompute);
     printf("GPU memory per rank at micro_batch %d x seq_len %d: %.2f GiB = weights, gradients "
            "and bf16 copy %.2f + %s %.2f (/ ranks with ZeRO-1) + activations %.2f saved "
            "+ %.2f scratch\n",
@@ -185,6 +186,22 @@ static int cmd_info(int argc, char **argv) {
            (double)(mm.weights + mm.optimizer + mm.saved + mm.scratch) / GiB,
            (double)mm.weights / GiB, os->name, (double)mm.optimizer / GiB, (double)mm.saved / GiB,
            (double)mm.scratch / GiB);
+    printf("train.recompute:");
+    static const struct {
+        Recompute r;
+        const char *name;
+    } modes[] = {{RECOMPUTE_NONE, "none"},
+                 {RECOMPUTE_DEFAULT, "default"},
+                 {RECOMPUTE_MIXER, "mixer"},
+                 {RECOMPUTE_BLOCK, "block"}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        ModelMemory mr =
+            model_memory(&rc.model, N, CUDA_ACT_SIZE, CUDA_F32_SIZE, os->nstate, modes[i].r);
+        printf("%s %s %.2f GiB (activations %.2f)", i ? "," : "", modes[i].name,
+               (double)(mr.weights + mr.optimizer + mr.saved + mr.scratch) / GiB,
+               (double)(mr.saved + mr.scratch) / GiB);
+    }
+    printf("\n");
     if (a.config_json) {
         json_t *j = hf_config_to_json(&rc.model);
         if (json_dump_file(j, a.config_json, HF_CONFIG_JSON_FLAGS))

@@ -85,6 +85,7 @@ typedef struct {
      * §carried-states): batch rows are streams of the text, each window continuing its row's last
      * one */
     int carry_state;
+    Recompute recompute; /* what the backward recomputes (model/model_config.h) */
 } TrainConfig;
 
 /* data.on_exhausted: what a source that has served all its windows does */

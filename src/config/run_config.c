@@ -85,6 +85,11 @@ static const Choice KEEP_BESTS[] = {{"none", KEEP_BEST_NONE},
                                     {"val_loss", KEEP_BEST_VAL_LOSS},
                                     {"val_accuracy", KEEP_BEST_VAL_ACCURACY},
                                     {NULL, 0}};
+static const Choice RECOMPUTES[] = {{"none", RECOMPUTE_NONE},
+                                    {"default", RECOMPUTE_DEFAULT},
+                                    {"mixer", RECOMPUTE_MIXER},
+                                    {"block", RECOMPUTE_BLOCK},
+                                    {NULL, 0}};
 static const Choice TEXT_FORMATS[] = {{"raw", 0}, {"ptb", 1}, {NULL, 0}};
 static const Choice OPTIMIZERS[] = {
     {"adamw", OPTIMIZER_ADAMW}, {"rmsprop", OPTIMIZER_RMSPROP}, {NULL, 0}};
@@ -365,6 +370,13 @@ static const KeySpec KEYS[] = {
           "consecutive non-finite steps before aborting"),
     K_BOOL("train", "zero", train.zero, "false",
            "ZeRO-1: shard the optimizer state across data-parallel ranks"),
+    K_ENUM("train", "recompute", train.recompute, "default", RECOMPUTES,
+           "what the backward recomputes instead of keeping from the forward: none (keeps the "
+           "normalised inputs and swish(gate) * up of every layer: fastest, most memory), default "
+           "(recomputes those elementwise passes), mixer (also re-runs each mixer's forward before "
+           "its backward: one layer's mixer activations) or block (re-runs each block from its "
+           "input: one layer's block activations); the same gradients; rotor info prints each "
+           "one's memory"),
     K_BOOL("train", "carry_state", train.carry_state, "false",
            "task.type = chars with a recurrent cell (rnn, rnn_orth, exprnn, nnrnn, lstm): "
            "truncated backpropagation through time, the text read as ranks x micro_batch x "
@@ -1390,6 +1402,9 @@ int run_config_validate(const RunConfig *c, const char *origin, char *err, size_
             bad = why;
         else if (m->doc_mask || m->bidirectional)
             bad = "a row must be one segment: model.doc_mask and model.bidirectional must be off";
+        if (!bad && t->recompute >= RECOMPUTE_MIXER)
+            bad = "the mixers' forward would run twice over the carried states: train.recompute = "
+                  "none or default";
         if (bad) return rt_error(err, errlen, origin, "train.carry_state = true: %s", bad);
     }
     if (!c->data.train[0])

@@ -31,6 +31,9 @@ typedef struct {
      * the MLP's gate and up projections; the block input is h[l]. The lra block: the mixer
      * output r, g = Drop(GELU(r)) and the GLU's gate logits z */
     void *rsa, *hm, *rsm, *gate, *up, *r, *g, *z;
+    /* the normalised inputs of the mixer (xa) and the MLP (xm) and swish(gate) * up: saved
+     * with RECOMPUTE_NONE, else the shared scratch xn, xn and act */
+    void *xa, *xm, *act;
 } Block;
 
 struct Model {
@@ -92,6 +95,7 @@ struct Model {
     /* carried states (model_set_carry): the bound block and its rows, or NULL */
     void *carry;
     int carry_rows;
+    Recompute recompute; /* model_set_recompute */
 };
 
 const ModelConfig *model_config(const Model *m) { return &m->cfg; }
@@ -303,7 +307,30 @@ void model_free(Model *m) {
     rt_free(m);
 }
 
-/* Lays out (or, with NULL bases, measures) every activation buffer for N tokens. */
+/* A block's saved activations around its mixer: the lra block's r, g, z; the residual after
+ * the mixer and its norm's statistics; the MLP's gate and up. */
+static void block_bind(Model *m, Block *b, Carve *sv, int64_t N) {
+    size_t A = m->be->act_size, F = m->be->f32_size;
+    int64_t d = m->cfg.hidden_size, I = m->dims.mlp_width;
+    int stats = m->cfg.norm == NORM_LAYER ? 2 : 1;
+    if (b->glu_w >= 0) {
+        b->r = carve(sv, A * N * d);
+        b->g = carve(sv, A * N * d);
+        b->z = carve(sv, A * N * d);
+    }
+    if (m->mlp == MLP_SWIGLU || m->mlp == MLP_IDENTITY) {
+        b->hm = carve(sv, A * N * d);
+        b->rsm = carve(sv, F * N * stats);
+    }
+    if (m->mlp == MLP_SWIGLU) {
+        b->gate = carve(sv, A * N * I);
+        b->up = carve(sv, A * N * I);
+    }
+}
+
+/* Lays out (or, with NULL bases, measures) every activation buffer for N tokens. Buffers a
+ * recompute mode rebuilds in the backward (model.h Recompute) are carved once, at the same
+ * place for every layer. */
 static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     const Backend *be = m->be;
     size_t A = be->act_size, F = be->f32_size;
@@ -311,27 +338,30 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     int L = m->cfg.num_layers;
     int stats =
         m->cfg.norm == NORM_LAYER ? 2 : 1; /* a norm's rstd per token, and a LayerNorm's mean */
+    int keep = m->recompute == RECOMPUTE_NONE, rebuilt = m->recompute == RECOMPUTE_BLOCK;
     for (int l = 0; l <= L; l++) m->h[l] = carve(sv, A * N * d);
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L; l++) { /* what each layer keeps */
         Block *b = &m->blocks[l];
         b->rsa = carve(sv, F * N * stats);
-        if (b->glu_w >= 0) {
-            b->r = carve(sv, A * N * d);
-            b->g = carve(sv, A * N * d);
-            b->z = carve(sv, A * N * d);
-        }
-        if (m->mlp == MLP_SWIGLU || m->mlp == MLP_IDENTITY) {
-            b->hm = carve(sv, A * N * d);
-            b->rsm = carve(sv, F * N * stats);
-        }
-        if (m->mlp == MLP_SWIGLU) {
-            b->gate = carve(sv, A * N * I);
-            b->up = carve(sv, A * N * I);
-        }
-        Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
-        b->mix->bind(b->mixer, be, &m->dims, sv, &layer_scratch, N);
-        if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
+        if (!rebuilt) block_bind(m, b, sv, N);
+        b->xa = keep ? carve(sv, A * N * d) : NULL;
+        b->xm = keep && m->mlp == MLP_SWIGLU ? carve(sv, A * N * d) : NULL;
+        b->act = keep && m->mlp == MLP_SWIGLU ? carve(sv, A * N * I) : NULL;
     }
+    /* what one layer's recompute rebuilds for every layer: the mixers' activations (MIXER,
+     * BLOCK) and the blocks' (BLOCK), at one place after the rest */
+    size_t shared_at = sv->used, shared = 0;
+    for (int l = 0; l < L; l++) {
+        Block *b = &m->blocks[l];
+        Carve per_layer = {sv->base ? sv->base + shared_at : NULL, 0};
+        if (rebuilt) block_bind(m, b, &per_layer, N);
+        Carve layer_scratch = {sc->base, 0}; /* every layer reuses the same scratch */
+        b->mix->bind(b->mixer, be, &m->dims, m->recompute >= RECOMPUTE_MIXER ? &per_layer : sv,
+                     &layer_scratch, N);
+        if (layer_scratch.used > sc->used) sc->used = layer_scratch.used;
+        if (per_layer.used > shared) shared = per_layer.used;
+    }
+    if (m->recompute >= RECOMPUTE_MIXER) sv->used = shared_at + shared;
     m->xf =
         m->cfg.block == BLOCK_RNN ? m->h[L] : carve(sv, A * N * d); /* rnn blocks: no final norm */
     m->rsf = carve(sv, F * N * stats);
@@ -355,6 +385,10 @@ static void bind_activations(Model *m, Carve *sv, Carve *sc, int64_t N) {
     m->dtable = m->emb_b >= 0 ? carve(&bb, F * Vin * d) : NULL;
     m->dtable_act = m->emb_b >= 0 ? carve(&bb, A * Vin * d) : NULL;
     sc->used = bb.used;
+    for (int l = 0; l < L; l++) { /* what is not kept lives in the shared scratch */
+        Block *b = &m->blocks[l];
+        if (!keep) b->xa = b->xm = m->xn, b->act = m->act;
+    }
 }
 
 static void ensure_capacity(Model *m, int64_t N) {
@@ -376,8 +410,9 @@ static void ensure_capacity(Model *m, int64_t N) {
 }
 
 ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size,
-                         int optimizer_buffers) {
+                         int optimizer_buffers, Recompute recompute) {
     Model *m = model_declare(cfg);
+    m->recompute = recompute;
     Backend sizes = {.act_size = act_size, .f32_size = f32_size}; /* all that binding reads */
     m->be = &sizes;
     m->h = rt_calloc((size_t)cfg->num_layers + 1, sizeof(void *));
@@ -434,7 +469,7 @@ typedef struct {
 static NormOut norm_reading(Model *m, int l) {
     if (l < m->cfg.num_layers) {
         Block *b = &m->blocks[l];
-        return (NormOut){m->xn, b->rsa, b->attn_norm, b->attn_norm_b};
+        return (NormOut){b->xa, b->rsa, b->attn_norm, b->attn_norm_b};
     }
     return (NormOut){m->xf, m->rsf, m->final_norm, m->final_norm_b};
 }
@@ -554,6 +589,41 @@ static void lra_backward(Model *m, const Ctx *c, Block *bl, int l) {
     be->gelu_bwd(m->dmlp_in, m->dx, bl->r, N * d);
 }
 
+/* h[l+1] = base + delta, before the norm that follows */
+typedef struct {
+    const void *base, *delta;
+} Residual;
+
+/* Block l of prenorm or lra blocks from its normalised input bl->xa, up to the residual sum
+ * that makes h[l+1] (the caller adds it, fused with the next norm). */
+static Residual block_forward(Model *m, const Ctx *c, int l) {
+    const Backend *be = m->be;
+    Block *bl = &m->blocks[l];
+    int64_t N = m->N;
+    int d = m->cfg.hidden_size, I = m->dims.mlp_width;
+    if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
+        bl->mix->forward(bl->mixer, c, bl->xa, bl->r);
+        lra_forward(m, c, bl, l);
+        return (Residual){m->h[l], m->ya};
+    }
+    bl->mix->forward(bl->mixer, c, bl->xa, m->ya);
+    drop(m, m->ya, m->ya, l, 0);
+    if (m->mlp == MLP_NONE) return (Residual){m->h[l], m->ya}; /* h[l+1] = h[l] + Mixer */
+    if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer
+                                     (docs/models.md §zoology-shape) */
+        add_norm_fwd(m, c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
+        return (Residual){bl->hm, m->dx};
+    }
+    add_norm_fwd(m, c, bl->hm, bl->xm, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
+    be->matmul_fwd(bl->gate, bl->xm, W(c, bl->w_gate), NULL, (int)N, I, d);
+    be->matmul_fwd(bl->up, bl->xm, W(c, bl->w_up), NULL, (int)N, I, d);
+    be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
+    /* the MLP output goes to the scratch dx, then into the residual stream */
+    be->matmul_fwd(m->dx, bl->act, W(c, bl->w_down), NULL, (int)N, d, I);
+    drop(m, m->dx, m->dx, l, 1);
+    return (Residual){bl->hm, m->dx};
+}
+
 /* The forward from the tokens (m->tok_dev, segments set) to the logits of the m->M rows in
  * m->rows_dev. */
 static void forward_pass(Model *m, PassMode mode, int max_len) {
@@ -564,7 +634,7 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     c.mode = mode;
     c.max_len = max_len;
     c.carry = mode == PASS_TRAIN && m->carry;
-    int d = m->cfg.hidden_size, I = m->dims.mlp_width, V = m->cfg.vocab_size;
+    int d = m->cfg.hidden_size, V = m->cfg.vocab_size;
     int L = m->cfg.num_layers;
     if (m->emb_b >= 0) { /* the linear encoder's table: value_v w + b for every token v */
         be->matmul_fwd(m->table, m->values, W(&c, m->emb), W(&c, m->emb_b), m->cfg.vocab_size, d,
@@ -580,35 +650,9 @@ static void forward_pass(Model *m, PassMode mode, int max_len) {
     NormOut first = norm_reading(m, 0);
     if (m->cfg.block != BLOCK_RNN) norm_fwd(m, &c, first.y, first.rstd, m->h[0], first.w, first.b);
     for (int l = 0; l < L && m->cfg.block != BLOCK_RNN; l++) {
-        Block *bl = &m->blocks[l];
         NormOut next = norm_reading(m, l + 1);
-        if (bl->glu_w >= 0) { /* h[l+1] = h[l] + Drop(GLU(Drop(GELU(Mixer)))) */
-            bl->mix->forward(bl->mixer, &c, m->xn, bl->r);
-            lra_forward(m, &c, bl, l);
-            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
-            continue;
-        }
-        bl->mix->forward(bl->mixer, &c, m->xn, m->ya);
-        drop(m, m->ya, m->ya, l, 0);
-        if (m->mlp == MLP_NONE) { /* h[l+1] = h[l] + Mixer */
-            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, m->h[l], m->ya, next.w, next.b);
-            continue;
-        }
-        if (m->mlp == MLP_IDENTITY) { /* h[l+1] = hm + RMSNorm(hm), hm = h[l] + Mixer
-                                         (docs/models.md §zoology-shape) */
-            add_norm_fwd(m, &c, bl->hm, m->dx, bl->rsm, m->h[l], m->ya, bl->mlp_norm,
-                         bl->mlp_norm_b);
-            add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
-            continue;
-        }
-        add_norm_fwd(m, &c, bl->hm, m->xn, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
-        be->matmul_fwd(bl->gate, m->xn, W(&c, bl->w_gate), NULL, (int)N, I, d);
-        be->matmul_fwd(bl->up, m->xn, W(&c, bl->w_up), NULL, (int)N, I, d);
-        be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU);
-        /* the MLP output goes to the scratch dx, then into the residual stream */
-        be->matmul_fwd(m->dx, m->act, W(&c, bl->w_down), NULL, (int)N, d, I);
-        drop(m, m->dx, m->dx, l, 1);
-        add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, bl->hm, m->dx, next.w, next.b);
+        Residual r = block_forward(m, &c, l);
+        add_norm_fwd(m, &c, m->h[l + 1], next.y, next.rstd, r.base, r.delta, next.w, next.b);
     }
     if (m->head) {
         m->head->forward(m->hd, &c, m->xf, m->rows, M, m->T, m->logits);
@@ -794,6 +838,8 @@ static void *backward_rnn_blocks(Model *m, const Ctx *c) {
     void *dh = m->dx, *dx = m->dh;
     grads_ready(m, block_start(m, m->cfg.num_layers), m->params.total);
     for (int l = m->cfg.num_layers - 1; l >= 0; l--) {
+        if (m->recompute >= RECOMPUTE_MIXER) /* the mixer's activations, for its backward */
+            m->blocks[l].mix->forward(m->blocks[l].mixer, c, m->h[l], m->ya);
         m->blocks[l].mix->backward(m->blocks[l].mixer, c, m->h[l], dh, dx);
         void *t = dh;
         dh = dx, dx = t;
@@ -831,6 +877,11 @@ void model_backward(Model *m) {
     }
     for (int l = L - 1; l >= 0; l--) {
         Block *bl = &m->blocks[l];
+        int rebuild = m->recompute != RECOMPUTE_NONE; /* the normalised inputs and act */
+        if (m->recompute == RECOMPUTE_BLOCK) {        /* the block's activations, from h[l] */
+            norm_fwd(m, &c, bl->xa, bl->rsa, m->h[l], bl->attn_norm, bl->attn_norm_b);
+            block_forward(m, &c, l);
+        }
         /* the mixer's output gradient: d/dh[l+1] through the lra block's GLU, or (prenorm)
          * d/dhm through its dropout */
         const void *dmix = m->dh;
@@ -846,21 +897,23 @@ void model_backward(Model *m) {
              */
             const void *dmlp = m->dh;
             if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
-            be->gate_mul_fwd(m->act, bl->up, bl->gate, N * I, ACT_SILU); /* recomputed */
-            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, m->act, W(&c, bl->w_down),
+            if (rebuild) be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
+            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, bl->act, W(&c, bl->w_down),
                            (int)N, d, I, 0);
             be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
-            norm_fwd(m, &c, m->xn, bl->rsm, bl->hm, bl->mlp_norm, bl->mlp_norm_b); /* recomputed */
-            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, m->xn, W(&c, bl->w_gate),
+            if (rebuild) norm_fwd(m, &c, bl->xm, bl->rsm, bl->hm, bl->mlp_norm, bl->mlp_norm_b);
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, bl->xm, W(&c, bl->w_gate),
                            (int)N, I, d, 0);
-            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, m->xn, W(&c, bl->w_up),
+            be->matmul_bwd(m->dmlp_in, G(&c, bl->w_up), NULL, m->dup, bl->xm, W(&c, bl->w_up),
                            (int)N, I, d, 1);
             norm_bwd(m, &c, m->dh, m->dmlp_in, bl->hm, bl->rsm, bl->mlp_norm, bl->mlp_norm_b, 1);
         }
         /* mixer: hm (h[l+1] without an MLP) = h[l] + Drop(Mixer(xa)); dh becomes d/dh[l] */
         if (bl->glu_w < 0 && m->drop_on) drop(m, m->ya, m->dh, l, 0), dmix = m->ya;
-        norm_fwd(m, &c, m->xn, bl->rsa, m->h[l], bl->attn_norm, bl->attn_norm_b); /* recomputed */
-        bl->mix->backward(bl->mixer, &c, m->xn, dmix, m->dx);
+        if (rebuild) norm_fwd(m, &c, bl->xa, bl->rsa, m->h[l], bl->attn_norm, bl->attn_norm_b);
+        if (m->recompute == RECOMPUTE_MIXER) /* the mixer's activations, for its backward */
+            bl->mix->forward(bl->mixer, &c, bl->xa, m->dx);
+        bl->mix->backward(bl->mixer, &c, bl->xa, dmix, m->dx);
         norm_bwd(m, &c, m->dh, m->dx, m->h[l], bl->rsa, bl->attn_norm, bl->attn_norm_b, 1);
         grads_ready(m, block_start(m, l), block_start(m, l + 1));
     }
@@ -963,8 +1016,15 @@ double model_penalty(Model *m, double delta, double t_decay, int grad) {
     return sum;
 }
 
+void model_set_recompute(Model *m, Recompute r) {
+    if (r == m->recompute) return;
+    m->recompute = r;
+    m->cap_N = 0; /* the activations are laid out anew for the next pass */
+}
+
 json_t *model_recurrent_stats(Model *m) {
-    if (!m->mix->stats || m->N <= 0) return NULL;
+    /* under MIXER and BLOCK every layer's mixer activations share one place: the last one's */
+    if (!m->mix->stats || m->N <= 0 || m->recompute >= RECOMPUTE_MIXER) return NULL;
     Ctx c = make_ctx(m);
     json_t *layers = json_array();
     for (int l = 0; l < m->cfg.num_layers; l++) {

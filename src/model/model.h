@@ -140,7 +140,10 @@ typedef struct {
     size_t weights, optimizer, saved, scratch;
 } ModelMemory;
 ModelMemory model_memory(const ModelConfig *cfg, int64_t N, size_t act_size, size_t f32_size,
-                         int optimizer_buffers);
+                         int optimizer_buffers, Recompute recompute);
+/* What the training backward recomputes (train.recompute; RECOMPUTE_DEFAULT until set). Under
+ * MIXER and BLOCK, model_recurrent_stats has no per-layer statistics (NULL). */
+void model_set_recompute(Model *m, Recompute r);
 /* Parameter counts: all, and without the embedding and LM head. */
 int64_t model_num_params(const Model *m);
 int64_t model_num_params_non_embedding(const Model *m);

@@ -170,6 +170,15 @@ const char *model_head_keys(const ModelConfig *c);
  * resolved for its type. */
 int rnn_modrelu(const ModelConfig *c);
 
+/* What the backward recomputes instead of keeping from the forward (train.recompute,
+ * docs/training.md "Memory for speed"): NONE keeps the normalised inputs of the mixer and the
+ * MLP and swish(gate) * up of every layer; DEFAULT recomputes those three elementwise passes;
+ * MIXER also re-runs every layer's mixer forward before its backward, so one layer's mixer
+ * activations serve all layers; BLOCK re-runs each whole block from its input h[l], so
+ * one layer's block activations (the mixer's, the MLP's and the residual after the mixer)
+ * serve all layers. The gradients are the same in every mode. */
+typedef enum { RECOMPUTE_DEFAULT, RECOMPUTE_NONE, RECOMPUTE_MIXER, RECOMPUTE_BLOCK } Recompute;
+
 /* The spellings of a choice, indexed by its enum's values. */
 typedef struct {
     const char *const *names;

@@ -770,6 +770,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
     const TrainConfig *tc = &rc->train;
     const Backend *be = backend_select(rc->run.device, "run.device");
     tr.model = model_create(&rc->model, be);
+    model_set_recompute(tr.model, tc->recompute);
     int64_t P = model_params(tr.model)->total; /* the flat buffers, padding included */
     tr.comm = grad_comm_init(be, rc->run.collectives, P);
     if (tc->zero && tr.world > 1) {
