@@ -122,6 +122,22 @@ static Activation conv_act(const PosEmb *pe) {
     return pe->cfg.skip_conv ? ACT_NONE : pe->cfg.conv_act;
 }
 
+/* The fused Selective RoPE op's arguments (docs/models.md §position-embeddings steps 3-8) but its
+ * outputs: the segments, sizes, q and k, phi_raw and the parameters, and Phi. */
+static SelRopeArgs selrope_args(const PosEmb *pe, const Ctx *c, const void *q, const void *k) {
+    return (SelRopeArgs){.s = c->seqs,
+                         .H = pe->H,
+                         .P = pe->P,
+                         .q = q,
+                         .k = k,
+                         .phi_raw = pe->phi_raw,
+                         .conv_w = opt_w(c, pe->conv_w),
+                         .conv_act = conv_act(pe),
+                         .bias = opt_w(c, pe->bias),
+                         .gate_logit = pe->gate_logit,
+                         .temp = WM(c, pe->temp),
+                         .Phi = pe->Phi};
+}
 void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k, void *qo,
                 void *ko) {
     const Backend *be = c->be;
@@ -149,20 +165,8 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
         be->matmul_fwd(pe->gate_logit, pe->xh, W(c, pe->gate_w), W(c, pe->gate_b), (int)N, H, d);
     /* 3-8. short conv (or first difference with skip_conv), bias, gate, cumsum, rotation;
      * a decoding step from each row's angle sum and phi_raw tail instead */
-    SelRopeArgs a = {.s = c->seqs,
-                     .H = H,
-                     .P = P,
-                     .q = q,
-                     .k = k,
-                     .phi_raw = pe->phi_raw,
-                     .conv_w = opt_w(c, pe->conv_w),
-                     .conv_act = conv_act(pe),
-                     .bias = opt_w(c, pe->bias),
-                     .gate_logit = pe->gate_logit,
-                     .temp = WM(c, pe->temp),
-                     .qo = qo,
-                     .ko = ko,
-                     .Phi = pe->Phi};
+    SelRopeArgs a = selrope_args(pe, c, q, k);
+    a.qo = qo, a.ko = ko;
     if (c->mode == PASS_STEP) {
         a.Phi = pe->Phi_s;
         a.tail = pe->tail_s;
@@ -186,18 +190,7 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
         be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
         return;
     }
-    be->selrope_bwd(&(SelRopeGrads){.a = {.s = c->seqs,
-                                          .H = H,
-                                          .P = P,
-                                          .q = q,
-                                          .k = k,
-                                          .phi_raw = pe->phi_raw,
-                                          .conv_w = opt_w(c, pe->conv_w),
-                                          .conv_act = conv_act(pe),
-                                          .bias = opt_w(c, pe->bias),
-                                          .gate_logit = pe->gate_logit,
-                                          .temp = WM(c, pe->temp),
-                                          .Phi = pe->Phi},
+    be->selrope_bwd(&(SelRopeGrads){.a = selrope_args(pe, c, q, k),
                                     .dqo = dqo,
                                     .dko = dko,
                                     .dq = dq,
