@@ -1,14 +1,16 @@
 /* Mixer kernel benchmark on the GPU: rotor's CUDA ops for GLA, Gated DeltaNet and FoX and
  * the fused Selective RoPE, at the shapes of the 370M configs (B = 4 rows of T = 4096 tokens,
  * one segment per row), forward and backward timed apart; and (op gemm, only when named) the
- * dense products of a GLA-370M layer and its LM head. bench/fla_mixers.py times
+ * dense products of a GLA-370M layer and its LM head, and (op inproj, only when named) a
+ * GLA-370M layer's input projections as one matmul_group. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
- *   gpu_mixers [--reps N] [--ops a,b]
+ *   gpu_mixers [--reps N] [--ops a,b | --ops all]
  *   gpu_mixers --compare SPEC [--reps N]
  *   gpu_mixers --list-variants
  * Each time is the median over N repetitions (default 20, after warm-up) of a few calls
- * between two be->synchronize(), by the wall clock. One line per op (--ops: only those):
+ * between two be->synchronize(), by the wall clock. One line per op (--ops: only those; all:
+ * every op, those only run when named too):
  *   op=<name> shape=<B>x<T>x<H>x<K>x<V> fwd_ms=<x> bwd_ms=<y>
  * (Selective RoPE: K = V = the head dim 2P). --compare runs the ops that the kernel variants
  * of SPEC (as ROTOR_KERNEL_VARIANT: op:variant,...; src/device/kernel_variants.h) belong to,
@@ -373,6 +375,50 @@ static void setup_gemm(Op *p) {
     }
 }
 
+/* ---- inproj: GLA-370M's input projections of one layer (gate, gk0, q, k, v from d = 1024)
+ * as one matmul_group, its weights one after another as the parameter table lays them out ---- */
+
+enum { INPROJ_PARTS = 5 };
+static const int inproj_widths[INPROJ_PARTS] = {1024, 16, 512, 512, 1024};
+static const char *const inproj_names[INPROJ_PARTS][2] = {
+    {"y_gate", "dw_gate"}, {"y_gk0", "dw_gk0"}, {"y_q", "dw_q"}, {"y_k", "dw_k"}, {"y_v", "dw_v"}};
+
+static MatmulGroup inproj_group(const Op *p) {
+    MatmulGroup g = {.x = p->x, .M = (int)seqs.ntok, .K = 1024, .n = INPROJ_PARTS};
+    for (int i = 0; i < INPROJ_PARTS; i++)
+        g.p[i] = (MatmulPart){.w = p->w[i], .y = p->y[i], .N = inproj_widths[i]};
+    return g;
+}
+
+static void inproj_f(const Op *p) {
+    MatmulGroup g = inproj_group(p);
+    be->matmul_group_fwd(&g);
+}
+
+static void inproj_b(const Op *p) {
+    MatmulGroupGrads a = {.g = inproj_group(p), .dx = p->dx[0]};
+    for (int i = 0; i < INPROJ_PARTS; i++) a.dy[i] = p->dy[i], a.dw[i] = p->dw[i];
+    be->matmul_group_bwd(&a);
+}
+
+static void setup_inproj(Op *p) {
+    const int64_t N = seqs.ntok, K = 1024;
+    int64_t total = 0;
+    for (int i = 0; i < INPROJ_PARTS; i++) total += inproj_widths[i];
+    p->x = act_uniform(N * K, -1, 1);
+    char *w = act_uniform(total * K, -0.05, 0.05), *dw = f32_out(total * K);
+    for (int i = 0; i < INPROJ_PARTS; i++) {
+        const int n = inproj_widths[i];
+        p->w[i] = w, p->dw[i] = dw;
+        w += be->act_size * (size_t)(n * K), dw += sizeof(float) * (size_t)(n * K);
+        p->y[i] = act_out(N * n), p->dy[i] = act_uniform(N * n, -1, 1);
+        output(p, inproj_names[i][0], p->y[i], N * n, 0);
+        added_output(p, inproj_names[i][1], p->dw[i], n * K);
+    }
+    p->dx[0] = act_out(N * K);
+    output(p, "dx", p->dx[0], N * K, 0);
+}
+
 /* ---- the ops, their runs and comparisons ---- */
 
 typedef struct {
@@ -393,6 +439,8 @@ static const Mixer mixers[] = {
     {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
     {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
      .named_only = 1},
+    {.name = "inproj", .setup = setup_inproj, .fwd = inproj_f, .bwd = inproj_b, .H = 1, .K = 1024,
+     .V = 1024, .named_only = 1},
 };
 enum { NMIXERS = sizeof mixers / sizeof mixers[0] };
 
@@ -482,7 +530,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: gpu_mixers [--reps N] [--ops a,b] | --compare SPEC [--reps N] | "
+    fprintf(stderr, "usage: gpu_mixers [--reps N] [--ops a,b | all] | --compare SPEC [--reps N] | "
                     "--list-variants  (1 <= N <= %d)\n", MAX_REPS);
     return 2;
 }
@@ -504,7 +552,8 @@ int main(int argc, char **argv) {
         }
     }
     if (reps < 1 || reps > MAX_REPS || (spec && ops)) return usage();
-    for (const char *o = ops; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
+    const int all = ops && !strcmp(ops, "all");
+    for (const char *o = all ? NULL : ops; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
         int known = 0;
         for (int i = 0; i < NMIXERS; i++) {
             size_t n = strlen(mixers[i].name);
@@ -512,7 +561,7 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox, gemm)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, gemm, inproj)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }
@@ -545,7 +594,8 @@ int main(int argc, char **argv) {
     int ok = 1, ran = 0;
     for (int i = 0; i < NMIXERS; i++) {
         const Mixer *m = &mixers[i];
-        if (spec ? !spec_touches(spec, m) : ops ? !listed(ops, m->name) : m->named_only) continue;
+        if (spec ? !spec_touches(spec, m) : all ? 0 : ops ? !listed(ops, m->name) : m->named_only)
+            continue;
         ran++;
         if (spec)
             ok &= compare(&mixers[i], spec);

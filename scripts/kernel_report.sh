@@ -85,9 +85,13 @@ if [ -n "$missing" ]; then
     echo "bench/launch_census.c does not stand in for what gpu_mixers imports: $missing" >&2
     exit 2
 fi
+# with a variant, every op (the dense products' too, which run only when named), so that a
+# variant of any op is screened
+ops=()
+[ -z "$variant" ] || ops=(--ops all)
 census() { # census OUT [SPEC]
     env -u ROTOR_KERNEL_VARIANT ${2:+ROTOR_KERNEL_VARIANT=$2} ROTOR_CENSUS_RESOURCES="$work/resources.txt" \
-        LD_PRELOAD="$shim" "$program" --reps 1 >"$1" 2>"$1.err"
+        LD_PRELOAD="$shim" "$program" --reps 1 ${ops[@]+"${ops[@]}"} >"$1" 2>"$1.err"
 }
 echo "census of gpu_mixers${variant:+ with the defaults}" >&2
 census "$work/census.txt" || { echo "gpu_mixers failed under the census:" >&2; tail -5 "$work/census.txt.err" >&2; exit 2; }

@@ -309,6 +309,36 @@ typedef struct {
     void *top_lp;         /* [f32][N*k] */
 } LogitScoresArgs;
 
+/* The products of one input x [M,K] with several weights: a mixer's input projections (q, k,
+ * v, gates), issued together so that a backend may run them as one product (docs/gpu.md
+ * "Kernel variants", inproj). Part i: y_i [M, N_i] = x w_i^T (+ bias_i). */
+enum { MATMUL_GROUP_MAX = 8 };
+
+typedef struct {
+    const void *w;    /* [N, K] */
+    const void *bias; /* [N] or NULL */
+    void *y;          /* [M, N] */
+    int N;
+} MatmulPart;
+
+typedef struct {
+    const void *x; /* [M, K] */
+    int M, K, n;   /* rows, input width, parts */
+    MatmulPart p[MATMUL_GROUP_MAX];
+} MatmulGroup;
+
+/* Its backward, as matmul_bwd of each part in order: dx (=, or += if accumulate) the sum of
+ * dy_i w_i, dw_i += dy_i^T x, dbias_i += the column sums of dy_i (dbias_i NULL without a
+ * bias). */
+typedef struct {
+    MatmulGroup g;
+    const void *dy[MATMUL_GROUP_MAX]; /* [M, N_i] */
+    void *dw[MATMUL_GROUP_MAX];       /* [f32] */
+    void *dbias[MATMUL_GROUP_MAX];    /* [f32] */
+    void *dx;
+    int accumulate;
+} MatmulGroupGrads;
+
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                               \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */            \
@@ -325,6 +355,9 @@ typedef struct {
       (void *dx, void *dw, void *dbias, const void *dout, const void *x, const void *w, int M,       \
        int N, int K, int accumulate),                                                                \
       (dx, dw, dbias, dout, x, w, M, N, K, accumulate))                                              \
+    /* MatmulGroup: several products of one input, and their backward. */                            \
+    X(void, matmul_group_fwd, (const MatmulGroup *g), (g))                                           \
+    X(void, matmul_group_bwd, (const MatmulGroupGrads *a), (a))                                      \
     /* out[n,:] = E[tok[n],:]; tokens [i32] */                                                       \
     X(void, embedding_fwd, (void *out, const int32_t *tok, const void *E, int64_t n, int C),         \
       (out, tok, E, n, C))                                                                           \

@@ -242,6 +242,94 @@ static const OpDef MATMUL = {.size = sizeof(Matmul),
                              .accumulate = 1,
                              .ops = "matmul_fwd matmul_bwd"};
 
+/* A group of products of one input (a mixer's input projections): parts of widths 23, 4 and
+ * 16, the second with a bias when the case has one. */
+enum { GROUP_PARTS = 3 };
+static const int GROUP_N[GROUP_PARTS] = {23, 4, 16};
+
+typedef struct {
+    Op o;
+    Tensor *x, *w[GROUP_PARTS], *bias, *y[GROUP_PARTS];
+    int M, K;
+} MatmulGroupOp;
+
+static void matmul_group_build(Op *o) {
+    MatmulGroupOp *m = (MatmulGroupOp *)o;
+    m->M = 37, m->K = 19;
+    m->x = input(o, "x", (int64_t)m->M * m->K, NZ(0.05, 1.0), GRAD_SET);
+    for (int i = 0; i < GROUP_PARTS; i++)
+        m->w[i] = input(o, "w", (int64_t)GROUP_N[i] * m->K, NZ(0.05, 1.0), GRAD_ADD);
+    if (o->v->bias) m->bias = input(o, "bias", GROUP_N[1], NZ(0.05, 1.0), GRAD_ADD);
+    for (int i = 0; i < GROUP_PARTS; i++)
+        m->y[i] = output(o, "y", (int64_t)m->M * GROUP_N[i], ZERO);
+}
+
+static MatmulGroup group_args(MatmulGroupOp *m, real *(*value)(const Tensor *)) {
+    MatmulGroup g = {.x = value(m->x), .M = m->M, .K = m->K, .n = GROUP_PARTS};
+    for (int i = 0; i < GROUP_PARTS; i++)
+        g.p[i] = (MatmulPart){.w = value(m->w[i]),
+                              .bias = i == 1 ? value(m->bias) : NULL,
+                              .y = value(m->y[i]),
+                              .N = GROUP_N[i]};
+    return g;
+}
+
+static real *backend_value(const Tensor *t) { return t ? (real *)t->bv : NULL; }
+static real *host_value(const Tensor *t) { return V(t); }
+
+static double matmul_group_fwd(Op *o) {
+    MatmulGroup g = group_args((MatmulGroupOp *)o, backend_value);
+    o->be->matmul_group_fwd(&g);
+    return 0;
+}
+
+static void matmul_group_bwd(Op *o) {
+    MatmulGroupOp *m = (MatmulGroupOp *)o;
+    MatmulGroupGrads a = {
+        .g = group_args(m, backend_value), .dx = BD(m->x), .accumulate = o->accumulate};
+    for (int i = 0; i < GROUP_PARTS; i++) {
+        a.dy[i] = BD(m->y[i]);
+        a.dw[i] = BD(m->w[i]);
+        a.dbias[i] = i == 1 ? BD(m->bias) : NULL;
+    }
+    o->be->matmul_group_bwd(&a);
+}
+
+/* The first part, directly. */
+static void matmul_group_ref(Op *o, real *ref) {
+    MatmulGroupOp *m = (MatmulGroupOp *)o;
+    const real *x = m->x->v, *w = m->w[0]->v;
+    for (int i = 0; i < m->M; i++)
+        for (int j = 0; j < GROUP_N[0]; j++) {
+            double acc = 0.0;
+            for (int kk = 0; kk < m->K; kk++)
+                acc += (double)x[i * m->K + kk] * (double)w[j * m->K + kk];
+            ref[i * GROUP_N[0] + j] = (real)acc;
+        }
+}
+
+/* Every part's output equals matmul_fwd's of its weight (and bias). */
+static void matmul_group_extra(Op *o) {
+    MatmulGroupOp *m = (MatmulGroupOp *)o;
+    MatmulGroup g = group_args(m, host_value);
+    for (int i = 0; i < GROUP_PARTS; i++) {
+        int64_t n = (int64_t)m->M * GROUP_N[i];
+        real *want = tu_zeros(n);
+        cpu_matmul_fwd(want, g.x, g.p[i].w, g.p[i].bias, m->M, GROUP_N[i], m->K);
+        check_equal(label(o, "part %d against matmul_fwd", i), m->y[i]->v, want, n);
+        rt_free(want);
+    }
+}
+
+static const OpDef MATMUL_GROUP = {.size = sizeof(MatmulGroupOp),
+                                   .build = matmul_group_build,
+                                   .fwd = matmul_group_fwd,
+                                   .bwd = matmul_group_bwd,
+                                   .ref = matmul_group_ref,
+                                   .extra = matmul_group_extra,
+                                   .accumulate = 1,
+                                   .ops = "matmul_group_fwd matmul_group_bwd"};
+
 static void test_add(void) {
     Rng r;
     rng_init(&r, 103, 0);
@@ -2667,6 +2755,8 @@ static void test_sumsq_scale(void) {
 const OpCase CASES[] = {
     {"matmul_bias", &MATMUL, 101, {.bias = 1}},
     {"matmul_nobias", &MATMUL, 102, {0}},
+    {"matmul_group_bias", &MATMUL_GROUP, 111, {.bias = 1}},
+    {"matmul_group", &MATMUL_GROUP, 112, {0}},
     {"embedding", &EMBEDDING, 104, {0}},
     {"rmsnorm_g1", &RMSNORM, 201, {.groups = 1}},
     {"rmsnorm_shared", &RMSNORM, 202, {.groups = 3}},

@@ -70,3 +70,15 @@ void cpu_embedding_bwd(void *dE_, const int32_t *tok, const void *dout_, int64_t
         }
     }
 }
+
+void cpu_matmul_group_fwd(const MatmulGroup *g) {
+    for (int i = 0; i < g->n; i++)
+        cpu_matmul_fwd(g->p[i].y, g->x, g->p[i].w, g->p[i].bias, g->M, g->p[i].N, g->K);
+}
+
+void cpu_matmul_group_bwd(const MatmulGroupGrads *a) {
+    const MatmulGroup *g = &a->g;
+    for (int i = 0; i < g->n; i++)
+        cpu_matmul_bwd(a->dx, a->dw[i], a->dbias[i], a->dy[i], g->x, g->p[i].w, g->M, g->p[i].N,
+                       g->K, a->accumulate || i > 0);
+}

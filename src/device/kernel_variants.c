@@ -81,6 +81,17 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                              "16 tokens a warp, tiles of 128: half the values held in "
                              "registers, twice the blocks",
                              "8 tokens a warp, tiles of 64"}},
+    [KV_INPROJ] = {.name = "inproj",
+                   .bench = "inproj",
+                   .test = "test_gpu_gemm",
+                   .kernels = "gemm|nvjet|xmma|cutlass|pack_kernel|add_grads",
+                   .variants = {"loop", "packed", "narrow"},
+                   .what = {"the verified products: each input projection its own product",
+                            "all of a layer's input projections as one product into a packed "
+                            "buffer, its column blocks then copied out (the backward: dy "
+                            "gathered, one product for dx, one for the weights' gradients)",
+                            "only the projections of width <= 64 (gates, low-rank) packed so, "
+                            "the wide ones alone"}},
 };
 
 static int chosen[KV_COUNT];

@@ -26,6 +26,7 @@ typedef enum {
     KV_FOX_FWD,   /* FoX attention's forward (kernels/ops/fox.cu, fox_v2.cu) */
     KV_FOX_BWD,   /* FoX attention's backward */
     KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
+    KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
     KV_COUNT
 } KernelVariantOp;
 

@@ -58,6 +58,30 @@ OpCost op_cost_matmul_bwd(const CostUnits *u, void *dx, void *dw, void *dbias, c
     return cost_shaped(cost_make(flops, bytes), "%dx%dx%d", M, N, K);
 }
 
+/* The parts' products, shaped by their total width. */
+OpCost op_cost_matmul_group_fwd(const CostUnits *u, const MatmulGroup *g) {
+    OpCost c = {0};
+    int N = 0;
+    for (int i = 0; i < g->n; i++) {
+        OpCost p =
+            op_cost_matmul_fwd(u, g->p[i].y, g->x, g->p[i].w, g->p[i].bias, g->M, g->p[i].N, g->K);
+        c.flops += p.flops, c.bytes += p.bytes, N += g->p[i].N;
+    }
+    return cost_shaped(c, "%dx%dx%d (%d parts)", g->M, N, g->K, g->n);
+}
+
+OpCost op_cost_matmul_group_bwd(const CostUnits *u, const MatmulGroupGrads *a) {
+    const MatmulGroup *g = &a->g;
+    OpCost c = {0};
+    int N = 0;
+    for (int i = 0; i < g->n; i++) {
+        OpCost p = op_cost_matmul_bwd(u, a->dx, a->dw[i], a->dbias[i], a->dy[i], g->x, g->p[i].w,
+                                      g->M, g->p[i].N, g->K, a->accumulate || i > 0);
+        c.flops += p.flops, c.bytes += p.bytes, N += g->p[i].N;
+    }
+    return cost_shaped(c, "%dx%dx%d (%d parts)", g->M, N, g->K, g->n);
+}
+
 OpCost op_cost_head_matmul_fwd(const CostUnits *u, void *out, const void *x, const void *w,
                                int64_t N, int H, int Din, int P) {
     double n = (double)N;

@@ -35,10 +35,14 @@ void linattn_qk_forward(LinAttnLayer *la, const Ctx *c, const void *x) {
     if (has_pe(la)) pe_forward(&la->pe, c, x, la->in.q1, la->in.k1, la->qr, la->kr);
 }
 
+void linattn_inproj(LinAttnLayer *la) { qkv_inproj(&la->in, &la->dq1, &la->dk1, &la->dv1); }
+
 void linattn_qk_backward(LinAttnLayer *la, const Ctx *c, const void *x, void *dx) {
+    int have_dx = 0;
     if (has_pe(la))
-        pe_backward(&la->pe, c, x, la->in.q1, la->in.k1, la->dqr, la->dkr, la->dq1, la->dk1, dx);
-    qkv_backward(&la->in, c, x, la->dq1, la->dk1, la->dv1, dx);
+        have_dx = pe_backward(&la->pe, c, x, la->in.q1, la->in.k1, la->dqr, la->dkr, la->dq1,
+                              la->dk1, dx, 0);
+    qkv_backward(&la->in, c, x, la->dq1, la->dk1, la->dv1, dx, have_dx);
 }
 
 void linattn_run(const Ctx *c, LinAttnArgs *a, GrowBuf *states, int delta) {

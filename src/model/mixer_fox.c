@@ -95,6 +95,12 @@ static void *fox_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     if (fox && cfg->v_shift)
         l->vshift = declare_linear(t, pname(p, "v_shift_proj.weight").s, H, d, std);
     pe_declare(&l->pe, t, p, cfg, H, dm->dk);
+    InProj *ip = &l->in.proj;
+    readout_inproj(&l->out, ip);
+    if (l->f >= 0) inproj_add(ip, l->f, l->fb, H, &l->fr, &l->dfr);
+    if (l->kshift >= 0) inproj_add(ip, l->kshift, -1, H, &l->ka, &l->dka);
+    if (l->vshift >= 0) inproj_add(ip, l->vshift, -1, H, &l->va, &l->dva);
+    qkv_inproj(&l->in, &l->dq0, &l->dk0, &l->dv0);
     return l;
 }
 
@@ -147,21 +153,12 @@ static void fox_forward(void *layer, const Ctx *c, const void *x, void *y) {
     FoX *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
+    int N = (int)c->N, H = dm->H;
     PEKind pk = l->pe.cfg.kind;
-    qkv_forward(&l->in, c, x);
-    if (l->kshift >= 0) {
-        be->matmul_fwd(l->ka, x, W(c, l->kshift), NULL, N, H, d);
-        shift(c, l->k1, l->in.k0, l->ka, l->kprev, H, dm->dk);
-    }
-    if (l->vshift >= 0) {
-        be->matmul_fwd(l->va, x, W(c, l->vshift), NULL, N, H, d);
-        shift(c, l->v1, l->in.v0, l->va, l->vprev, H, dm->dv);
-    }
-    if (l->f >= 0) {
-        be->matmul_fwd(l->fr, x, W(c, l->f), W(c, l->fb), N, H, d);
-        be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0);
-    }
+    qkv_forward(&l->in, c, x); /* with ka, va, fr and the gate's projection */
+    if (l->kshift >= 0) shift(c, l->k1, l->in.k0, l->ka, l->kprev, H, dm->dk);
+    if (l->vshift >= 0) shift(c, l->v1, l->in.v0, l->va, l->vprev, H, dm->dv);
+    if (l->f >= 0) be->logsigmoid_fwd(l->lf, l->fr, (int64_t)N * H, 1.0);
     if (pk == PE_SELECTIVE) pe_forward(&l->pe, c, x, l->in.q0, l->k1, l->q_sel, l->k_sel);
     if (l->qnorm >= 0) {
         be->rmsnorm_fwd(l->q_norm, l->qrs, l->q_sel, W(c, l->qnorm), N, H, dm->dk, l->qk_per_head,
@@ -197,31 +194,27 @@ static void fox_forward(void *layer, const Ctx *c, const void *x, void *y) {
     else
         be->fox_fwd(&l->attn);
     if (c->mode == PASS_PREFILL) fill_cache(l, c);
-    readout_forward(&l->out, c, x, y);
+    readout_forward(&l->out, c, y);
 }
 
 static void fox_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
     FoX *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
+    int N = (int)c->N, H = dm->H;
     PEKind pk = l->pe.cfg.kind;
-    int have_dx = readout_backward(&l->out, c, x, dy, dx);
+    readout_backward(&l->out, c, dy);
     be->fox_bwd(&(AttnGrads){.a = l->attn,
                              .dout = l->out.do_,
                              .dq = l->dq_rope,
                              .dk = l->dk_rope,
                              .dv = l->dv1,
                              .dlogf = l->dlf});
-    if (l->f >= 0) {
-        be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
-        be->matmul_bwd(dx, G(c, l->f), G(c, l->fb), l->dfr, x, W(c, l->f), N, H, d, have_dx);
-    } else if (!have_dx) { /* the Transformer: the rest accumulates into dx */
-        be->zero(dx, (size_t)N * d * be->act_size);
-    }
+    if (l->f >= 0) be->logsigmoid_bwd(l->dfr, l->dlf, l->fr, (int64_t)N * H, 1.0);
+    int have_dx = 0;
     if (pk == PE_ROPE)
         pe_backward(&l->pe, c, x, l->q_norm, l->k_norm, l->dq_rope, l->dk_rope, l->dq_norm,
-                    l->dk_norm, dx);
+                    l->dk_norm, NULL, 0);
     if (l->qnorm >= 0) {
         be->rmsnorm_bwd(l->dq_sel, G(c, l->qnorm), l->dq_norm, l->q_sel, W(c, l->qnorm), l->qrs, N,
                         H, dm->dk, l->qk_per_head, 0);
@@ -229,16 +222,11 @@ static void fox_backward(void *layer, const Ctx *c, const void *x, const void *d
                         H, dm->dk, l->qk_per_head, 0);
     }
     if (pk == PE_SELECTIVE)
-        pe_backward(&l->pe, c, x, l->in.q0, l->k1, l->dq_sel, l->dk_sel, l->dq0, l->dk1, dx);
-    if (l->kshift >= 0) {
-        be->shift_bwd(l->dk0, l->dka, l->dk1, l->in.k0, l->ka, c->seqs, H, dm->dk);
-        be->matmul_bwd(dx, G(c, l->kshift), NULL, l->dka, x, W(c, l->kshift), N, H, d, 1);
-    }
-    if (l->vshift >= 0) {
-        be->shift_bwd(l->dv0, l->dva, l->dv1, l->in.v0, l->va, c->seqs, H, dm->dv);
-        be->matmul_bwd(dx, G(c, l->vshift), NULL, l->dva, x, W(c, l->vshift), N, H, d, 1);
-    }
-    qkv_backward(&l->in, c, x, l->dq0, l->dk0, l->dv0, dx);
+        have_dx =
+            pe_backward(&l->pe, c, x, l->in.q0, l->k1, l->dq_sel, l->dk_sel, l->dq0, l->dk1, dx, 0);
+    if (l->kshift >= 0) be->shift_bwd(l->dk0, l->dka, l->dk1, l->in.k0, l->ka, c->seqs, H, dm->dk);
+    if (l->vshift >= 0) be->shift_bwd(l->dv0, l->dva, l->dv1, l->in.v0, l->va, c->seqs, H, dm->dv);
+    qkv_backward(&l->in, c, x, l->dq0, l->dk0, l->dv0, dx, have_dx);
 }
 
 enum { W_ROW, W_CACHE, W_FCACHE }; /* state widths */

@@ -76,6 +76,10 @@ static void *gdn_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     readout_declare_norm(&l->la.out, t, pname(p, "o_norm.weight").s, READOUT_NORM_SHARED);
     readout_declare_out(&l->la.out, t, p, std);
     pe_declare(&l->la.pe, t, p, cfg, H, dm->dk);
+    readout_inproj(&l->la.out, &l->la.in.proj);
+    inproj_add(&l->la.in.proj, l->b, -1, H, &l->braw, &l->dbraw);
+    if (l->decay) inproj_add(&l->la.in.proj, l->a, -1, H, &l->araw, &l->daraw);
+    linattn_inproj(&l->la);
     return l;
 }
 
@@ -91,17 +95,14 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
     GDN *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
+    int N = (int)c->N, H = dm->H;
     LinAttnLayer *la = &l->la;
     linattn_qk_forward(la, c, x);
     be->l2norm_fwd(l->qn, l->qrn, la->qr, N, H, dm->dk, 1e-6);
     be->l2norm_fwd(l->kn, l->krn, la->kr, N, H, dm->dk, 1e-6);
-    be->matmul_fwd(l->braw, x, W(c, l->b), NULL, N, H, d);
-    be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H);
-    if (l->decay) { /* without it gd stays NULL */
-        be->matmul_fwd(l->araw, x, W(c, l->a), NULL, N, H, d);
+    be->sigmoid_fwd(l->beta, l->braw, (int64_t)N * H); /* braw, araw: made by in.proj */
+    if (l->decay)                                      /* without it gd stays NULL */
         be->decay_gates_fwd(NULL, l->gd, l->araw, WM(c, l->A_log), WM(c, l->dt_bias), N, H);
-    }
     la->attn = (LinAttnArgs){.s = c->seqs,
                              .H = H,
                              .K = dm->dk,
@@ -115,16 +116,16 @@ static void gdn_forward(void *layer, const Ctx *c, const void *x, void *y) {
                              .o = la->out.o_,
                              .state = c->mode == PASS_TRAIN ? NULL : la->S};
     linattn_run(c, &la->attn, &la->states, 1);
-    readout_forward(&la->out, c, x, y);
+    readout_forward(&la->out, c, y);
 }
 
 static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
     GDN *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, H = dm->H;
+    int N = (int)c->N, H = dm->H;
     LinAttnLayer *la = &l->la;
-    int have_dx = readout_backward(&la->out, c, x, dy, dx); /* no gate: dx not yet written */
+    readout_backward(&la->out, c, dy);
     be->gdn_bwd(&(LinAttnGrads){.a = la->attn,
                                 .dout = la->out.do_,
                                 .dq = l->dqn,
@@ -136,8 +137,6 @@ static void gdn_backward(void *layer, const Ctx *c, const void *x, const void *d
     if (l->decay)
         be->decay_gates_bwd(l->daraw, G(c, l->A_log), G(c, l->dt_bias), NULL, l->dgd, l->araw,
                             WM(c, l->A_log), WM(c, l->dt_bias), N, H);
-    be->matmul_bwd(dx, G(c, l->b), NULL, l->dbraw, x, W(c, l->b), N, H, d, have_dx);
-    if (l->decay) be->matmul_bwd(dx, G(c, l->a), NULL, l->daraw, x, W(c, l->a), N, H, d, 1);
     be->l2norm_bwd(la->dqr, l->dqn, l->qn, l->qrn, N, H, dm->dk, 0);
     be->l2norm_bwd(la->dkr, l->dkn, l->kn, l->krn, N, H, dm->dk, 0);
     linattn_qk_backward(la, c, x, dx);

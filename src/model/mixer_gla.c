@@ -38,6 +38,9 @@ static void *gla_create(ParamTable *t, const ModelConfig *cfg, const ModelDims *
     readout_declare_norm(&l->la.out, t, pname(p, "g_norm_swish_gate.weight").s,
                          READOUT_NORM_SHARED);
     pe_declare(&l->la.pe, t, p, cfg, dm->H, dm->dk);
+    readout_inproj(&l->la.out, &l->la.in.proj);
+    inproj_add(&l->la.in.proj, l->gk0, -1, R, &l->z1, &l->dz1);
+    linattn_inproj(&l->la);
     return l;
 }
 
@@ -52,10 +55,9 @@ static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
     GLA *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, Kd = dm->key_dim, H = dm->H;
+    int N = (int)c->N, Kd = dm->key_dim, H = dm->H;
     linattn_qk_forward(&l->la, c, x);
-    /* forget gate: log alpha = logsigmoid((x A) B + b) / normalizer */
-    be->matmul_fwd(l->z1, x, W(c, l->gk0), NULL, N, l->R, d);
+    /* forget gate: log alpha = logsigmoid((x A) B + b) / normalizer, x A made by in.proj */
     be->matmul_fwd(l->z, l->z1, W(c, l->gk1), W(c, l->gk1b), N, Kd, l->R);
     be->logsigmoid_fwd(l->lg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     LinAttnLayer *la = &l->la;
@@ -71,16 +73,16 @@ static void gla_forward(void *layer, const Ctx *c, const void *x, void *y) {
                              .o = la->out.o_,
                              .state = c->mode == PASS_TRAIN ? NULL : la->S};
     linattn_run(c, &la->attn, &la->states, 0);
-    readout_forward(&la->out, c, x, y);
+    readout_forward(&la->out, c, y);
 }
 
 static void gla_backward(void *layer, const Ctx *c, const void *x, const void *dy, void *dx) {
     GLA *l = layer;
     const Backend *be = c->be;
     const ModelDims *dm = c->dims;
-    int N = (int)c->N, d = c->cfg->hidden_size, Kd = dm->key_dim;
+    int N = (int)c->N, Kd = dm->key_dim;
     LinAttnLayer *la = &l->la;
-    readout_backward(&la->out, c, x, dy, dx);
+    readout_backward(&la->out, c, dy);
     be->gla_bwd(&(LinAttnGrads){.a = la->attn,
                                 .dout = la->out.do_,
                                 .dq = la->dqr,
@@ -89,7 +91,6 @@ static void gla_backward(void *layer, const Ctx *c, const void *x, const void *d
                                 .dg = l->dlg});
     be->logsigmoid_bwd(l->dz, l->dlg, l->z, (int64_t)N * Kd, c->cfg->gate_logit_normalizer);
     be->matmul_bwd(l->dz1, G(c, l->gk1), G(c, l->gk1b), l->dz, l->z1, W(c, l->gk1), N, Kd, l->R, 0);
-    be->matmul_bwd(dx, G(c, l->gk0), NULL, l->dz1, x, W(c, l->gk0), N, l->R, d, 1);
     linattn_qk_backward(la, c, x, dx);
 }
 

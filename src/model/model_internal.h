@@ -100,17 +100,39 @@ void pe_bind_state(PosEmb *pe, const Backend *be, Carve *state, int64_t rows);
  * passes keep Selective RoPE's state (Ctx.mode). */
 void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k, void *qo,
                 void *ko);
-/* dq, dk (overwrite) from dqo, dko; Selective RoPE also accumulates into dx. */
-void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
-                 const void *dqo, const void *dko, void *dq, void *dk, void *dx);
+/* dq, dk (overwrite) from dqo, dko; Selective RoPE also writes its share of dx (=, or += if
+ * accumulate). Returns whether dx holds a value now (accumulate, or Selective RoPE). */
+int pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
+                const void *dqo, const void *dko, void *dq, void *dk, void *dx, int accumulate);
 
 /* ---- pieces shared by mixers ---- */
+
+/* A mixer's projections of its input x [N, d] (q, k, v, gates), run as one matmul_group so
+ * that a backend may run them as one product (docs/gpu.md "Kernel variants", inproj). Each
+ * part names the layer's fields that hold its output and that output's gradient (bound
+ * later); the backward runs the parts in the order they were added. */
+typedef struct {
+    int w, b; /* parameter ids of the weight [N, d] and the bias (-1: none) */
+    int N;
+    void **y, **dy;
+} InProjPart;
+typedef struct {
+    InProjPart p[MATMUL_GROUP_MAX];
+    int n;
+} InProj;
+
+void inproj_add(InProj *ip, int w, int b, int64_t N, void **y, void **dy);
+void inproj_forward(const InProj *ip, const Ctx *c, const void *x);
+/* dx (=, or += if accumulate) the parts' shares from their dy; the weights' gradients. */
+void inproj_backward(const InProj *ip, const Ctx *c, const void *x, void *dx, int accumulate);
 
 /* Projections q, k, v of the mixer input, then per channel a short causal conv with an
  * activation, or the activation alone, or nothing (GLA docs/models.md §gla, Gated DeltaNet
  * §gated-deltanet). q1, k1, v1 are the results (the projections themselves when nothing follows).
+ * proj holds every projection of the mixer input: q, k, v and those the mixer adds.
  */
 typedef struct {
+    InProj proj;
     int q, k, v, qconv, kconv, vconv;  /* parameter ids */
     int conv;                          /* short conv */
     Activation conv_act, plain_act;    /* after the conv; alone without it (NONE or SILU) */
@@ -126,13 +148,18 @@ void qkv_declare_proj(QKVPrologue *p, ParamTable *t, const char *prefix, int d, 
 /* Declares the q/k/v_conv1d weights when conv. */
 void qkv_declare_conv(QKVPrologue *p, ParamTable *t, const char *prefix, int conv,
                       Activation conv_act, Activation plain_act, double std);
+/* Adds q, k, v to proj (after the convs are declared), their gradients at q1, k1, v1 in
+ * *dq1, *dk1, *dv1 (the layer's fields). */
+void qkv_inproj(QKVPrologue *p, void **dq1, void **dk1, void **dv1);
 void qkv_bind(QKVPrologue *p, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
 void qkv_bind_state(QKVPrologue *p, const Backend *be, Carve *state, int64_t rows);
-/* The projections and transforms; decoding passes keep the conv tails (Ctx.mode). */
+/* Every projection of proj, then the transforms; decoding passes keep the conv tails
+ * (Ctx.mode). */
 void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x);
-/* From the gradients at q1, k1, v1 (consumed as scratch), dx += the projections' share. */
+/* From the gradients at q1, k1, v1 (consumed as scratch) and those of the other parts of
+ * proj: dx (=, or += if accumulate) the projections' share. */
 void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1, void *dv1,
-                  void *dx);
+                  void *dx, int accumulate);
 
 /* The readout of a mixer's heads o [N, H, dv]: optional RMSNorm per head (weight shared by
  * the heads or one per head), optional output gate act(x W_g), then o_proj (GLA, GDN: norm
@@ -156,11 +183,12 @@ void readout_declare_gate(Readout *r, ParamTable *t, const char *prefix, Activat
 void readout_declare_norm(Readout *r, ParamTable *t, const char *name, ReadoutNorm kind);
 void readout_declare_out(Readout *r, ParamTable *t, const char *prefix, double std);
 void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, int64_t N);
-/* y = o_proj(gate(norm(o_))). */
-void readout_forward(Readout *r, const Ctx *c, const void *x, void *y);
-/* do_ from dy; the gate's share of dx overwrites dx. Returns whether it wrote dx (there is
- * a gate). */
-int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx);
+/* Adds the gate's projection (if any) to a mixer's input projections. */
+void readout_inproj(Readout *r, InProj *ip);
+/* y = o_proj(gate(norm(o_))), the gate's projection gp made by the input projections. */
+void readout_forward(Readout *r, const Ctx *c, void *y);
+/* do_ and the gate projection's gradient dgp from dy. */
+void readout_backward(Readout *r, const Ctx *c, const void *dy);
 
 /* What GLA and (Gated) DeltaNet build around their chunked core op (linattn.c): the
  * QKVPrologue, the position embedding of q and k, the Readout, the op's arguments and chunk
@@ -183,8 +211,11 @@ void linattn_bind(void *layer, const BufDecl *own, int n, const int64_t *widths,
                   const Backend *be, const ModelDims *dm, Carve *saved, Carve *scratch, int64_t N);
 /* q1, k1, v1 (QKVPrologue), then qr, kr (the position embedding). */
 void linattn_qk_forward(LinAttnLayer *la, const Ctx *c, const void *x);
-/* From dqr, dkr, dv1 (consumed as scratch): dx += the position embedding's and the
- * projections' shares. */
+/* Adds q, k, v to in.proj: the last of a mixer's create, after the readout's gate and its
+ * own projections (the backward runs them in this order). */
+void linattn_inproj(LinAttnLayer *la);
+/* From dqr, dkr, dv1 (consumed as scratch) and the gradients of the mixer's own projections:
+ * dx = the position embedding's and the projections' shares. */
 void linattn_qk_backward(LinAttnLayer *la, const Ctx *c, const void *x, void *dx);
 /* The chunked core op on *a with its chunk states in *states, or its step form in a
  * PASS_STEP: GLA's ops, or with the delta rule Gated DeltaNet's (Mamba2 runs GLA's). */

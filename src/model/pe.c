@@ -180,15 +180,15 @@ void pe_forward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const vo
     }
 }
 
-void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
-                 const void *dqo, const void *dko, void *dq, void *dk, void *dx) {
+int pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const void *k,
+                const void *dqo, const void *dko, void *dq, void *dk, void *dx, int accumulate) {
     const Backend *be = c->be;
     int64_t N = c->N;
     int H = pe->H, D = pe->D, P = pe->P, d = pe->d_model;
     if (pe->cfg.kind == PE_ROPE) {
         be->rotate_bwd(dq, NULL, dqo, q, c->rope_angle, N, H, D, 0);
         be->rotate_bwd(dk, NULL, dko, k, c->rope_angle, N, H, D, 0);
-        return;
+        return accumulate;
     }
     be->selrope_bwd(&(SelRopeGrads){.a = selrope_args(pe, c, q, k),
                                     .dqo = dqo,
@@ -220,5 +220,6 @@ void pe_backward(PosEmb *pe, const Ctx *c, const void *x, const void *q, const v
         be->matmul_bwd(pe->dxh, G(c, pe->phi_w1), NULL, pe->dphi_lr, pe->xh, W(c, pe->phi_w1),
                        (int)N, r, d, have_dxh);
     }
-    be->l2norm_bwd(dx, pe->dxh, pe->xh, pe->xh_rnorm, N, H, d / H, 1);
+    be->l2norm_bwd(dx, pe->dxh, pe->xh, pe->xh_rnorm, N, H, d / H, accumulate);
+    return 1;
 }

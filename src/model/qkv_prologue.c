@@ -91,12 +91,16 @@ static void transform_bwd(const QKVPrologue *p, const Ctx *c, void *dx, const vo
         c->be->silu_bwd(dx, dy, x, c->N * C);
 }
 
+void qkv_inproj(QKVPrologue *p, void **dq1, void **dk1, void **dv1) {
+    int transform = features(p) & P_TRANSFORM;
+    inproj_add(&p->proj, p->q, -1, p->widths[W_K], &p->q0, transform ? &p->dq0 : dq1);
+    inproj_add(&p->proj, p->k, -1, p->widths[W_K], &p->k0, transform ? &p->dk0 : dk1);
+    inproj_add(&p->proj, p->v, -1, p->widths[W_V], &p->v0, transform ? &p->dv0 : dv1);
+}
+
 void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x) {
-    const Backend *be = c->be;
-    int N = (int)c->N, d = c->cfg->hidden_size, Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
-    be->matmul_fwd(p->q0, x, W(c, p->q), NULL, N, Kd, d);
-    be->matmul_fwd(p->k0, x, W(c, p->k), NULL, N, Kd, d);
-    be->matmul_fwd(p->v0, x, W(c, p->v), NULL, N, Vd, d);
+    int Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
+    inproj_forward(&p->proj, c, x);
     if (!(features(p) & P_TRANSFORM)) return;
     transform_fwd(p, c, p->q1, p->q0, p->qconv, Kd, p->qt);
     transform_fwd(p, c, p->k1, p->k0, p->kconv, Kd, p->kt);
@@ -104,17 +108,12 @@ void qkv_forward(QKVPrologue *p, const Ctx *c, const void *x) {
 }
 
 void qkv_backward(QKVPrologue *p, const Ctx *c, const void *x, void *dq1, void *dk1, void *dv1,
-                  void *dx) {
-    const Backend *be = c->be;
-    int N = (int)c->N, d = c->cfg->hidden_size, Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
-    void *dq = dq1, *dk = dk1, *dv = dv1;
+                  void *dx, int accumulate) {
+    int Kd = (int)p->widths[W_K], Vd = (int)p->widths[W_V];
     if (features(p) & P_TRANSFORM) {
         transform_bwd(p, c, p->dq0, dq1, p->q0, p->qconv, Kd);
         transform_bwd(p, c, p->dk0, dk1, p->k0, p->kconv, Kd);
         transform_bwd(p, c, p->dv0, dv1, p->v0, p->vconv, Vd);
-        dq = p->dq0, dk = p->dk0, dv = p->dv0;
     }
-    be->matmul_bwd(dx, G(c, p->q), NULL, dq, x, W(c, p->q), N, Kd, d, 1);
-    be->matmul_bwd(dx, G(c, p->k), NULL, dk, x, W(c, p->k), N, Kd, d, 1);
-    be->matmul_bwd(dx, G(c, p->v), NULL, dv, x, W(c, p->v), N, Vd, d, 1);
+    inproj_backward(&p->proj, c, x, dx, accumulate);
 }

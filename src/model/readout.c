@@ -47,29 +47,26 @@ void readout_bind(Readout *r, const Backend *be, Carve *saved, Carve *scratch, i
     acts_bind(r, readout_bufs, BUF_COUNT(readout_bufs), r->widths, f, be, saved, scratch, N);
 }
 
-void readout_forward(Readout *r, const Ctx *c, const void *x, void *y) {
+void readout_inproj(Readout *r, InProj *ip) {
+    if (r->g >= 0) inproj_add(ip, r->g, -1, r->widths[W_HV], &r->gp, &r->dgp);
+}
+
+void readout_forward(Readout *r, const Ctx *c, void *y) {
     const Backend *be = c->be;
     int N = (int)c->N, HV = r->H * r->dv;
     if (r->norm >= 0)
         be->rmsnorm_fwd(r->on, r->rstd, r->o_, W(c, r->norm), N, r->H, r->dv,
                         r->norm_kind == READOUT_NORM_PER_HEAD, c->cfg->norm_eps);
-    if (r->g >= 0) {
-        be->matmul_fwd(r->gp, x, W(c, r->g), NULL, N, HV, r->d);
-        be->gate_mul_fwd(r->r, r->on, r->gp, (int64_t)N * HV, r->gate);
-    }
+    if (r->g >= 0) be->gate_mul_fwd(r->r, r->on, r->gp, (int64_t)N * HV, r->gate);
     be->matmul_fwd(y, r->r, W(c, r->o), NULL, N, r->d, HV);
 }
 
-int readout_backward(Readout *r, const Ctx *c, const void *x, const void *dy, void *dx) {
+void readout_backward(Readout *r, const Ctx *c, const void *dy) {
     const Backend *be = c->be;
     int N = (int)c->N, HV = r->H * r->dv;
     be->matmul_bwd(r->dr, G(c, r->o), NULL, dy, r->r, W(c, r->o), N, r->d, HV, 0);
-    if (r->g >= 0) {
-        be->gate_mul_bwd(r->don, r->dgp, r->dr, r->on, r->gp, (int64_t)N * HV, r->gate);
-        be->matmul_bwd(dx, G(c, r->g), NULL, r->dgp, x, W(c, r->g), N, HV, r->d, 0);
-    }
+    if (r->g >= 0) be->gate_mul_bwd(r->don, r->dgp, r->dr, r->on, r->gp, (int64_t)N * HV, r->gate);
     if (r->norm >= 0)
         be->rmsnorm_bwd(r->do_, G(c, r->norm), r->don, r->o_, W(c, r->norm), r->rstd, N, r->H,
                         r->dv, r->norm_kind == READOUT_NORM_PER_HEAD, 0);
-    return r->g >= 0;
 }

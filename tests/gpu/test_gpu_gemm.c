@@ -1,6 +1,7 @@
 /* cuBLASLt products against the CPU: matmul_fwd (with and without the bias epilogue),
  * matmul_bwd (dx overwrite and accumulate, dw += in fp32, dbias +=), and the per-head
- * head_matmul_fwd/bwd, at tiny and model-like shapes.
+ * head_matmul_fwd/bwd, and matmul_group_fwd/bwd (a mixer's input projections, under whichever
+ * inproj variant ROTOR_KERNEL_VARIANT selects) at tiny and model-like shapes.
  *
  * Tolerances (relative to the largest reference value): bf16 outputs 1e-2 (one bf16
  * rounding of an fp32-accumulated sum, up to 2^-8, with margin for the accumulation order); fp32
@@ -84,9 +85,81 @@ static void test_head_matmul(void) {
     check_head_matmul(1000, 16, 64, 32); /* FoX 370M */
 }
 
+/* A group of parts of widths N[0..n) over one input; adjacent: the weights lie in one
+ * allocation one after another, and so do their gradients (the packed variants then use them in
+ * place), else each has its own. Part 1 has a bias when bias. */
+static void check_matmul_group(int M, int K, int n, const int *N, int adjacent, int bias) {
+    char what[96];
+    int64_t total = 0, offs[MATMUL_GROUP_MAX + 1] = {0};
+    for (int i = 0; i < n; i++) offs[i + 1] = offs[i] + (int64_t)N[i] * K, total += N[i];
+    float *x = gt_randn((int64_t)M * K, 1.0), *w = gt_randn(total * K, 0.05);
+    float *b = gt_randn(N[1], 0.5), *dx0 = gt_randn((int64_t)M * K, 1.0);
+    float *dw0 = gt_randn(total * K, 1.0), *db0 = gt_randn(N[1], 1.0);
+    void *xg = gt_act(x, (int64_t)M * K), *wg_all = gt_act(w, total * K);
+    void *dwg_all = gt_f32(dw0, total * K);
+    MatmulGroup gc = {.x = x, .M = M, .K = K, .n = n}, gg = {.x = xg, .M = M, .K = K, .n = n};
+    MatmulGroupGrads ac = {0}, ag = {0};
+    for (int i = 0; i < n; i++) {
+        int64_t ny = (int64_t)M * N[i];
+        const void *wg = adjacent ? (const void *)((const char *)wg_all + 2 * offs[i])
+                                  : gt_act(w + offs[i], (int64_t)N[i] * K);
+        gc.p[i] = (MatmulPart){.w = w + offs[i], .y = gt_randn(ny, 1.0), .N = N[i]};
+        gg.p[i] = (MatmulPart){.w = wg, .y = gt_garbage_act(ny), .N = N[i]};
+        float *dy = gt_randn(ny, 1.0);
+        ac.dy[i] = dy;
+        ag.dy[i] = gt_act(dy, ny);
+        ac.dw[i] = gt_copy(dw0 + offs[i], (int64_t)N[i] * K);
+        ag.dw[i] = adjacent ? (void *)((char *)dwg_all + 4 * offs[i])
+                            : gt_f32(dw0 + offs[i], (int64_t)N[i] * K);
+    }
+    if (bias) {
+        gc.p[1].bias = b, gg.p[1].bias = gt_act(b, N[1]);
+        ac.dbias[1] = gt_copy(db0, N[1]), ag.dbias[1] = gt_f32(db0, N[1]);
+    }
+    gt_cpu->matmul_group_fwd(&gc);
+    gt_gpu->matmul_group_fwd(&gg);
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "matmul_group_fwd %dx%dx%d part %d%s", M, N[i], K, i,
+                 adjacent ? " adjacent" : "");
+        gt_compare(what, gt_get_act(gg.p[i].y, (int64_t)M * N[i]), gc.p[i].y, (int64_t)M * N[i],
+                   1e-2);
+    }
+    for (int accumulate = 0; accumulate <= 1; accumulate++) {
+        ac.g = gc, ag.g = gg;
+        ac.accumulate = ag.accumulate = accumulate;
+        ac.dx = gt_copy(dx0, (int64_t)M * K), ag.dx = gt_act(dx0, (int64_t)M * K);
+        gt_cpu->matmul_group_bwd(&ac);
+        gt_gpu->matmul_group_bwd(&ag);
+        snprintf(what, sizeof what, "matmul_group_bwd dx M=%d K=%d acc=%d", M, K, accumulate);
+        gt_compare(what, gt_get_act(ag.dx, (int64_t)M * K), ac.dx, (int64_t)M * K, 1e-2);
+    }
+    /* the weights' gradients after both calls: two increments each */
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "matmul_group_bwd dw part %d %dx%d", i, N[i], K);
+        gt_compare(what, gt_get_f32(ag.dw[i], (int64_t)N[i] * K), ac.dw[i], (int64_t)N[i] * K,
+                   1e-4);
+    }
+    if (bias)
+        gt_compare("matmul_group_bwd dbias", gt_get_f32(ag.dbias[1], N[1]), ac.dbias[1], N[1],
+                   1e-4);
+    gt_reset();
+}
+
+static void test_matmul_group(void) {
+    const int tiny[] = {23, 4, 16}, gla[] = {1024, 16, 512, 512, 1024},
+              gdn[] = {1024, 8, 8, 1024, 1024, 1024};
+    for (int adjacent = 0; adjacent <= 1; adjacent++) {
+        check_matmul_group(37, 19, 3, tiny, adjacent, 1);
+        /* GLA-370M's in.proj (gate, gk0, q, k, v) and GDN-370M's (gate, b, a, q, k, v) */
+        check_matmul_group(gt_small() ? 256 : 2048, 1024, 5, gla, adjacent, 0);
+        check_matmul_group(gt_small() ? 256 : 2048, 1024, 6, gdn, adjacent, 1);
+    }
+}
+
 static const TestCase tests[] = {
     {"matmul", test_matmul},
     {"head_matmul", test_head_matmul},
+    {"matmul_group", test_matmul_group},
 };
 
 GT_MAIN(tests)
