@@ -23,15 +23,15 @@ struct PackedParts {
 };
 
 // to_parts: the packed buffer's blocks copied to the parts; else the parts into it. V
-// elements a thread, V dividing every width.
+// elements a thread, V dividing every width. total = pp.off[pp.n], passed on its own: a
+// computed index into the parameter struct would copy it to local memory.
 template <int V>
-__global__ void pack_kernel(bf16 *packed, PackedParts pp, int64_t M, int to_parts) {
-    const int total = pp.off[pp.n], per_row = total / V;
+__global__ void pack_kernel(bf16 *packed, PackedParts pp, int total, int64_t M, int to_parts) {
+    const int per_row = total / V;
     GRID_STRIDE(i, M * per_row) {
         const int64_t r = i / per_row;
         const int c = (int)(i % per_row) * V;
-        // the column's part, by constant indices only (a computed index into the parameter
-        // arrays would copy them to local memory)
+        // the column's part, by constant indices only
         bf16 *part = pp.part[0];
         int lo = 0, hi = pp.off[1];
 #pragma unroll
@@ -52,9 +52,9 @@ struct PackedGrads {
     int n;
 };
 
-__global__ void add_grads_kernel(PackedGrads pg, const float *packed, int K) {
-    const int64_t total = (int64_t)pg.off[pg.n] * K;
-    GRID_STRIDE(i, total) {
+// count = pg.off[pg.n] * K, passed on its own as pack_kernel's total is.
+__global__ void add_grads_kernel(PackedGrads pg, const float *packed, int64_t count, int K) {
+    GRID_STRIDE(i, count) {
         const int row = (int)(i / K);
         float *dw = pg.dw[0];
         int lo = 0;
@@ -80,17 +80,17 @@ static int vector_width(const PackedParts &pp) {
 
 static void pack(bf16 *packed, const PackedParts &pp, int64_t M, int to_parts) {
     if (M == 0) return;
-    const int v = vector_width(pp);
-    const int64_t n = M * (pp.off[pp.n] / v);
+    const int v = vector_width(pp), total = pp.off[pp.n];
+    const int64_t n = M * (total / v);
     cudaStream_t st = cuda_stream();
     if (v == 8)
-        pack_kernel<8><<<blocks_for(n), 256, 0, st>>>(packed, pp, M, to_parts);
+        pack_kernel<8><<<blocks_for(n), 256, 0, st>>>(packed, pp, total, M, to_parts);
     else if (v == 4)
-        pack_kernel<4><<<blocks_for(n), 256, 0, st>>>(packed, pp, M, to_parts);
+        pack_kernel<4><<<blocks_for(n), 256, 0, st>>>(packed, pp, total, M, to_parts);
     else if (v == 2)
-        pack_kernel<2><<<blocks_for(n), 256, 0, st>>>(packed, pp, M, to_parts);
+        pack_kernel<2><<<blocks_for(n), 256, 0, st>>>(packed, pp, total, M, to_parts);
     else
-        pack_kernel<1><<<blocks_for(n), 256, 0, st>>>(packed, pp, M, to_parts);
+        pack_kernel<1><<<blocks_for(n), 256, 0, st>>>(packed, pp, total, M, to_parts);
     CUDA_LAUNCHED();
 }
 
@@ -190,8 +190,8 @@ static void packed_bwd(const MatmulGroupGrads *a, const Subset &s, int accumulat
         pg.n = s.n;
         for (int j = 0; j <= s.n; j++) pg.off[j] = off[j];
         for (int j = 0; j < s.n; j++) pg.dw[j] = (float *)a->dw[s.idx[j]];
-        add_grads_kernel<<<blocks_for((int64_t)pw.total * g->K), 256, 0, cuda_stream()>>>(pg, dwp,
-                                                                                          g->K);
+        const int64_t count = (int64_t)pw.total * g->K;
+        add_grads_kernel<<<blocks_for(count), 256, 0, cuda_stream()>>>(pg, dwp, count, g->K);
         CUDA_LAUNCHED();
     }
     // the biases' gradients from each part's own dy (the parts with a bias are narrow)
