@@ -534,8 +534,6 @@ int64_t wave_blocks_per_group(Kernel *kernel, int threads, size_t smem, int Gw, 
     return want < need ? want : need;
 }
 
-// rmsnorm_bwd:v2 for rows of 16-byte vectors (s.vec == 8): a lane's rows one at a time from
-// 2 vectors of each up (C >= 512 at 32 lanes a row), else 2 at a time.
 // An RMSNorm backward: T rows of each of Gw weight groups (rows t * Gw + g) of C channels.
 struct RmsnormBwd {
     bf16 *dx;
@@ -546,6 +544,8 @@ struct RmsnormBwd {
     int Gw, C, accumulate;
 };
 
+// rmsnorm_bwd:v2 for rows of 16-byte vectors (s.vec == 8): a lane's rows one at a time from
+// 2 vectors of each up (C >= 512 at 32 lanes a row), else 2 at a time.
 void rmsnorm_bwd_v2(const Shape &s, const RmsnormBwd &a) {
     dispatch(s, [&](auto V, auto NV) {
         if constexpr (decltype(V)::value == 8) {
