@@ -1,8 +1,10 @@
 /* Mixer kernel benchmark on the GPU: rotor's CUDA ops for GLA, Gated DeltaNet and FoX and
  * the fused Selective RoPE, at the shapes of the 370M configs (B = 4 rows of T = 4096 tokens,
- * one segment per row), forward and backward timed apart; and (op gemm, only when named) the
- * dense products of a GLA-370M layer and its LM head, and (op inproj, only when named) a
- * GLA-370M layer's input projections as one matmul_group. bench/fla_mixers.py times
+ * one segment per row), forward and backward timed apart; the memory-bound RMSNorm (op rmsnorm:
+ * the block and per-head norms) and short conv (op conv: 512, 1024, 2048 channels) at the same
+ * token count; and (op gemm, only when named) the dense products of a GLA-370M layer and its
+ * LM head, and (op inproj, only when named) a GLA-370M layer's input projections as one
+ * matmul_group. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
  *   gpu_mixers [--reps N] [--ops a,b | --ops all]
@@ -156,6 +158,9 @@ typedef struct {
     void *dout, *dqo, *dko, *dq, *dk, *dv, *dg, *dbeta, *dphi, *dconv_w, *dgate;
     /* the products (gemm): x [N, K_i] w_i [N_i, K_i]^T -> y_i, and their gradients */
     void *x, *w[GEMM_SHAPES], *y[GEMM_SHAPES], *dy[GEMM_SHAPES], *dx[GEMM_SHAPES], *dw[GEMM_SHAPES];
+    /* the ops of several shapes (rmsnorm, conv): shape i's input and RMSNorm's saved rstd; w, y,
+     * dy, dx, dw as the products' */
+    void *xs[GEMM_SHAPES], *rstd[GEMM_SHAPES];
 } Op;
 
 typedef void (*OpFn)(const Op *);
@@ -419,6 +424,81 @@ static void setup_inproj(Op *p) {
     output(p, "dx", p->dx[0], N * K, 0);
 }
 
+/* ---- RMSNorm (docs/models.md §backbone) at the 370M shapes, N = 16384 tokens: the block norms
+ * over the hidden size 1024 and the per-head norms of the readouts and of FoX's q (H x dv, shared
+ * or per-head weight); forward and backward of each ---- */
+
+enum { NORM_SHAPES = 4 };
+static const struct {
+    int G, C, per_group;
+    const char *names[3];
+} norm_shapes[NORM_SHAPES] = {
+    {1, 1024, 0, {"y1x1024", "dx1x1024", "dw1x1024"}}, /* the block norms */
+    {4, 256, 0, {"y4x256", "dx4x256", "dw4x256"}},     /* GLA's readout */
+    {8, 128, 0, {"y8x128", "dx8x128", "dw8x128"}},     /* GDN's readout */
+    {16, 64, 1, {"y16x64g", "dx16x64g", "dw16x64g"}},  /* FoX's q norm, per head */
+};
+
+static void rmsnorm_f(const Op *p) {
+    for (int i = 0; i < NORM_SHAPES; i++)
+        be->rmsnorm_fwd(p->y[i], p->rstd[i], p->xs[i], p->w[i], seqs.ntok, norm_shapes[i].G,
+                        norm_shapes[i].C, norm_shapes[i].per_group, 1e-6);
+}
+static void rmsnorm_b(const Op *p) {
+    for (int i = 0; i < NORM_SHAPES; i++)
+        be->rmsnorm_bwd(p->dx[i], p->dw[i], p->dy[i], p->xs[i], p->w[i], p->rstd[i], seqs.ntok,
+                        norm_shapes[i].G, norm_shapes[i].C, norm_shapes[i].per_group, 0);
+}
+
+static void setup_rmsnorm(Op *p) {
+    const int64_t N = seqs.ntok;
+    for (int i = 0; i < NORM_SHAPES; i++) {
+        const int G = norm_shapes[i].G, C = norm_shapes[i].C;
+        const int64_t n = N * G * C, nw = (int64_t)(norm_shapes[i].per_group ? G : 1) * C;
+        p->w[i] = act_uniform(nw, 0.5, 1.5);
+        p->xs[i] = act_normal(n), p->rstd[i] = f32_out(N * G);
+        p->y[i] = act_out(n), p->dy[i] = act_normal(n), p->dx[i] = act_out(n);
+        p->dw[i] = f32_out(nw);
+        output(p, norm_shapes[i].names[0], p->y[i], n, 0);
+        output(p, norm_shapes[i].names[1], p->dx[i], n, 0);
+        added_output(p, norm_shapes[i].names[2], p->dw[i], nw);
+    }
+}
+
+/* ---- the short causal conv (docs/models.md §gla, §gated-deltanet) of the 370M q/k/v
+ * prologues, N = 16384 tokens: 4 taps with a weight, SiLU, no bias, at C = 512, 1024, 2048;
+ * forward and backward (dx and the weight's fp32 gradient) of each ---- */
+
+enum { CONV_SHAPES = 3 };
+static const int conv_widths[CONV_SHAPES] = {512, 1024, 2048};
+static const char *const conv_names[CONV_SHAPES][3] = {
+    {"y512", "dx512", "dw512"}, {"y1024", "dx1024", "dw1024"}, {"y2048", "dx2048", "dw2048"}};
+
+static void conv_f(const Op *p) {
+    for (int i = 0; i < CONV_SHAPES; i++)
+        be->conv_fwd(p->y[i], p->xs[i], p->w[i], NULL, &seqs, conv_widths[i], SHORT_CONV_TAPS,
+                     ACT_SILU);
+}
+static void conv_b(const Op *p) {
+    for (int i = 0; i < CONV_SHAPES; i++)
+        be->conv_bwd(p->dx[i], p->dw[i], NULL, p->dy[i], p->xs[i], p->w[i], NULL, &seqs,
+                     conv_widths[i], SHORT_CONV_TAPS, ACT_SILU);
+}
+
+static void setup_conv(Op *p) {
+    const int64_t N = seqs.ntok;
+    for (int i = 0; i < CONV_SHAPES; i++) {
+        const int64_t C = conv_widths[i], n = N * C;
+        p->w[i] = act_uniform(SHORT_CONV_TAPS * C, -0.5, 0.5);
+        p->xs[i] = act_normal(n);
+        p->y[i] = act_out(n), p->dy[i] = act_normal(n), p->dx[i] = act_out(n);
+        p->dw[i] = f32_out(SHORT_CONV_TAPS * C);
+        output(p, conv_names[i][0], p->y[i], n, 0);
+        output(p, conv_names[i][1], p->dx[i], n, 0);
+        added_output(p, conv_names[i][2], p->dw[i], SHORT_CONV_TAPS * C);
+    }
+}
+
 /* ---- the ops, their runs and comparisons ---- */
 
 typedef struct {
@@ -437,6 +517,8 @@ static const Mixer mixers[] = {
     {.name = "selrope_gla", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 4, .K = 128, .V = 128},
     {.name = "selrope_gdn", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 8, .K = 128, .V = 128},
     {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
+    {.name = "rmsnorm", .setup = setup_rmsnorm, .fwd = rmsnorm_f, .bwd = rmsnorm_b, .H = 1, .K = 1024, .V = 1024},
+    {.name = "conv", .setup = setup_conv, .fwd = conv_f, .bwd = conv_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
      .named_only = 1},
     {.name = "inproj", .setup = setup_inproj, .fwd = inproj_f, .bwd = inproj_b, .H = 1, .K = 1024,
@@ -561,7 +643,7 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox, gemm, inproj)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, gemm, inproj)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }

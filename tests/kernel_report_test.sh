@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# scripts/kernel_report.sh on the build (GLA's and GDN's files only): the launch census of
-# bench/gpu_mixers must give the shared memory, grids and waves the launchers compute at the
-# 370M shapes, --variant gdn_scan:c32s1 must halve the GDN scans' grids and not be worse, an
-# unknown variant must be, and the rule must flag synthetic launches that are worse. The SASS
-# mix is checked where cuobjdump is found. Skipped (77) in a build without CUDA.
+# scripts/kernel_report.sh on the build (GLA's and GDN's files, and norm.cu, whose RMSNorm
+# backward launcher asks the occupancy API, which the census answers for compiled files only):
+# the launch census of bench/gpu_mixers must give the shared memory, grids and waves the
+# launchers compute at the 370M shapes, --variant gdn_scan:c32s1 must halve the GDN scans'
+# grids and not be worse, an unknown variant must be, and the rule must flag synthetic
+# launches that are worse. The SASS mix is checked where cuobjdump is found. Skipped (77) in a build without CUDA.
 #   kernel_report_test.sh BUILD WITH_CUDA(0/1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +13,7 @@ build=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$root/scripts/kernel_report.sh" --tu gla,gdn --variant gdn_scan:c32s1 --json "$work/r.json" \
+"$root/scripts/kernel_report.sh" --tu gla,gdn,norm --variant gdn_scan:c32s1 --json "$work/r.json" \
     "$build" >"$work/out.txt" 2>"$work/err.txt" || { cat "$work/out.txt" "$work/err.txt"; exit 1; }
 grep -q "^not worse" "$work/out.txt" || { echo "gdn_scan:c32s1 reported worse"; cat "$work/out.txt"; exit 1; }
 sass=1

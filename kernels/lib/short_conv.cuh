@@ -86,3 +86,20 @@ __device__ __forceinline__ void store_taps_partial(float *part, const float2 (&g
     int cg = blockIdx.y * 64 + lc;
     if (cg < C) part[((int64_t)blockIdx.x * C + cg) * K + tap] = s;
 }
+
+// The bias gradient of a block (32, 8) covering 64 channels: gb holds the thread's sums for its
+// channels c, c+1; the sums over the 8 warps go to part[blockIdx.x][C]. Every thread of the
+// block must call it.
+__device__ __forceinline__ void store_pair_partial(float *part, float2 gb, int C) {
+    constexpr int WARPS = 8;
+    __shared__ float2 redb[WARPS][32];
+    redb[threadIdx.y][threadIdx.x] = gb;
+    __syncthreads();
+    int c = 2 * (blockIdx.y * 32 + threadIdx.x);
+    if (threadIdx.y == 0 && c < C) {
+        float2 sb = f2(0.f, 0.f);
+        for (int r = 0; r < WARPS; r++) sb = sb + redb[r][threadIdx.x];
+        part[(int64_t)blockIdx.x * C + c] = sb.x;
+        part[(int64_t)blockIdx.x * C + c + 1] = sb.y;
+    }
+}

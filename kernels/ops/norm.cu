@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "util/error.h"
 
@@ -171,6 +172,134 @@ __global__ void dw_reduce_kernel(float *dw, const float *part, int nbg, int Gw, 
     float s = 0.f;
     for (int b = 0; b < nbg; b++) s += part[((int64_t)b * Gw + g) * C + c];
     dw[idx] += s;
+}
+
+// rmsnorm_bwd:v2 (src/device/kernel_variants.c), rows of 16-byte vectors: the expressions of
+// rmsnorm_bwd_kernel (dw summed in another order), with x and dy read once and held in
+// registers from the row's dot to its dx, and R rows a lane group at a time (rows t0 + q *
+// groups + sub, q < R) so that R * NV loads of each are in flight per lane before the first is
+// used (the verified kernel has NV, and reads the row again from L1 for dx). The vectors stay 4
+// bf16 pairs of 32 bits until used (a Pack of 8 bf16 loaded under a condition is split into halves
+// at once, which waits for the load). w of the block's group g is staged in shared memory as fp32;
+// the warps' dw sums are added in warp order into shared [C] and written to part[b][C]
+// (cuda_colsum_add adds the blocks).
+using Pairs = uint4; // 8 bf16 channels, pair i in word i
+
+// 16 bytes at p when ok, else zeros.
+__device__ __forceinline__ Pairs ld_pairs(const bf16 *p, bool ok) {
+    return ok ? *reinterpret_cast<const uint4 *>(p) : make_uint4(0, 0, 0, 0);
+}
+
+// Pair i of v as fp32 (exact: a bf16 is the high half of an fp32).
+__device__ __forceinline__ float2 pair(const Pairs &v, int i) {
+    unsigned u = i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+    return f2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
+
+template <int NV, int R>
+__global__ void __launch_bounds__(THREADS)
+    rmsnorm_bwd_v2_kernel(bf16 *dx, float *part, const bf16 *dy, const bf16 *x, const bf16 *w,
+                          const float *rstd, int64_t T, int Gw, int C, int W, int accumulate) {
+    constexpr int VEC = 8;
+    extern __shared__ float sm[]; // [C] w of group g, then [C] the block's dw sums
+    float *ws = sm, *red = sm + C;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    int li = lane & (W - 1), sub = lane / W, groups = 32 / W, units = C / VEC;
+    int g = (int)(blockIdx.x % Gw);
+    int64_t nbg = gridDim.x / Gw, bi = blockIdx.x / Gw, stride = nbg * nwarps * groups * R;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ws[c] = bf2f(w[(int64_t)g * C + c]);
+    __syncthreads();
+    float2 acc[NV][VEC / 2];
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++) acc[j][i] = f2(0.f, 0.f);
+    // t0 is uniform over the warp, so every lane takes part in each group_sum
+    for (int64_t t0 = (bi * nwarps + warp) * groups * R; t0 < T; t0 += stride) {
+        Pairs xv[R][NV], dv[R][NV];
+        float rs[R], dot[R];
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            int64_t t = t0 + q * groups + sub, r = t * Gw + g;
+            bool active = t < T;
+            rs[q] = active ? rstd[r] : 0.f;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                xv[q][j] = ld_pairs(x + r * C + u * VEC, active && u < units);
+                dv[q][j] = ld_pairs(dy + r * C + u * VEC, active && u < units);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            dot[q] = 0.f;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W; // the vectors of inactive rows and units are zeros
+                if (u < units)
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 d = pair(dv[q][j], i);
+                        float2 xx = pair(xv[q][j], i);
+                        dot[q] += d.x * ws[u * VEC + 2 * i] * xx.x;
+                        dot[q] += d.y * ws[u * VEC + 2 * i + 1] * xx.y;
+                    }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < R; q++) dot[q] = group_sum(dot[q], W);
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            int64_t t = t0 + q * groups + sub, r = t * Gw + g;
+            bool active = t < T;
+            float kk = dot[q] * rs[q] * rs[q] / (float)C;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                if (active && u < units) {
+                    bf16 *dxp = dx + r * C + u * VEC;
+                    Pairs old = ld_pairs(dxp, accumulate);
+                    __nv_bfloat162 o[VEC / 2];
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 d = pair(dv[q][j], i);
+                        float2 xx = pair(xv[q][j], i);
+                        float2 wv = f2(ws[u * VEC + 2 * i], ws[u * VEC + 2 * i + 1]);
+                        float2 v = rs[q] * (d * wv - xx * f2(kk, kk));
+                        if (accumulate) v = pair(old, i) + v;
+                        o[i] = __floats2bfloat162_rn(v.x, v.y);
+                        acc[j][i] = acc[j][i] + d * xx * f2(rs[q], rs[q]);
+                    }
+                    *reinterpret_cast<uint4 *>(dxp) = *reinterpret_cast<const uint4 *>(o);
+                }
+            }
+        }
+    }
+    // lanes with the same li in the warp's lane groups hold the same columns
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++)
+            for (int o = W; o < 32; o <<= 1) {
+                acc[j][i].x += __shfl_xor_sync(FULL_MASK, acc[j][i].x, o);
+                acc[j][i].y += __shfl_xor_sync(FULL_MASK, acc[j][i].y, o);
+            }
+    for (int wp = 0; wp < nwarps; wp++) { // the warps' sums added in warp order
+        if (warp == wp && sub == 0) {
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                if (u < units)
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 *rp = reinterpret_cast<float2 *>(red + u * VEC + 2 * i);
+                        *rp = (wp ? *rp : f2(0.f, 0.f)) + acc[j][i];
+                    }
+            }
+        }
+        __syncthreads();
+    }
+    for (int c = threadIdx.x; c < C; c += blockDim.x) part[(int64_t)blockIdx.x * C + c] = red[c];
 }
 
 // y = x * rn  =>  dx = rn (dy - y (y . dy)); one row per lane group.
@@ -393,6 +522,48 @@ void launch_rows(const char *op, int64_t rows, int C, std::initializer_list<cons
     CUDA_LAUNCHED();
 }
 
+// Blocks per weight group for one wave of `kernel` (threads, smem) split evenly over the Gw
+// groups, no more than T rows need at `rows` rows per block and sweep.
+template <class Kernel>
+int64_t wave_blocks_per_group(Kernel *kernel, int threads, size_t smem, int Gw, int64_t T,
+                              int64_t rows) {
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    int64_t want = cdiv((int64_t)cuda_sm_count() * (per_sm > 0 ? per_sm : 1), Gw);
+    int64_t need = cdiv(T, rows);
+    return want < need ? want : need;
+}
+
+// An RMSNorm backward: T rows of each of Gw weight groups (rows t * Gw + g) of C channels.
+struct RmsnormBwd {
+    bf16 *dx;
+    float *dw;
+    const bf16 *dy, *x, *w;
+    const float *rstd;
+    int64_t T;
+    int Gw, C, accumulate;
+};
+
+// rmsnorm_bwd:v2 for rows of 16-byte vectors (s.vec == 8): a lane's rows one at a time from
+// 2 vectors of each up (C >= 512 at 32 lanes a row), else 2 at a time.
+void rmsnorm_bwd_v2(const Shape &s, const RmsnormBwd &a) {
+    dispatch(s, [&](auto V, auto NV) {
+        if constexpr (decltype(V)::value == 8) {
+            constexpr int nv = decltype(NV)::value, R = nv >= 2 ? 1 : 2;
+            auto kernel = rmsnorm_bwd_v2_kernel<nv, R>;
+            size_t smem = 2 * sizeof(float) * (size_t)a.C;
+            int64_t rows = (int64_t)(THREADS / 32) * (32 / s.W) * R;
+            int nbg = (int)wave_blocks_per_group(kernel, THREADS, smem, a.Gw, a.T, rows);
+            int cols = a.Gw * a.C; // part [nbg][Gw * C]: block bi * Gw + g in row bi
+            float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)nbg * cols);
+            kernel<<<(unsigned)(nbg * a.Gw), THREADS, smem, cuda_stream()>>>(
+                a.dx, part, a.dy, a.x, a.w, a.rstd, a.T, a.Gw, a.C, s.W, a.accumulate);
+            CUDA_LAUNCHED();
+            cuda_colsum_add(a.dw, part, nbg, cols);
+        }
+    });
+}
+
 } // namespace
 
 void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
@@ -423,20 +594,26 @@ void cuda_rmsnorm_bwd(void *dx, void *dw, const void *dy, const void *x, const v
     Shape s = row_shape("rmsnorm_bwd", C, {dx, dy, x, w});
     int Gw = w_per_group ? G : 1;
     int64_t T = rows / Gw;
+    if (kernel_variant(KV_RMSNORM_BWD) == 1 && s.vec == 8) // v2 (16-byte rows only)
+        return rmsnorm_bwd_v2(s, {.dx = (bf16 *)dx,
+                                  .dw = (float *)dw,
+                                  .dy = (const bf16 *)dy,
+                                  .x = (const bf16 *)x,
+                                  .w = (const bf16 *)w,
+                                  .rstd = (const float *)rstd,
+                                  .T = T,
+                                  .Gw = Gw,
+                                  .C = C,
+                                  .accumulate = accumulate});
     int nwarps = C > 1024 ? 4 : 8, threads = 32 * nwarps; // shared [warps][C] <= 32 KB
     size_t smem = sizeof(float) * (size_t)nwarps * (size_t)C;
     int nbg = 0;
     float *part = nullptr;
     dispatch(s, [&](auto V, auto NV) {
         auto kernel = rmsnorm_bwd_kernel<decltype(V)::value, decltype(NV)::value>;
-        int per_sm = 0, dev = 0, sms = 0;
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         // one wave of blocks, split evenly over the weight groups, no more than the rows need
-        int64_t want = cdiv((int64_t)sms * (per_sm > 0 ? per_sm : 1), Gw);
-        int64_t need = cdiv(T, (int64_t)nwarps * (32 / s.W));
-        nbg = (int)(want < need ? want : need);
+        nbg =
+            (int)wave_blocks_per_group(kernel, threads, smem, Gw, T, (int64_t)nwarps * (32 / s.W));
         part =
             (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)nbg * (size_t)Gw * (size_t)C);
         kernel<<<(unsigned)(nbg * Gw), threads, smem, cuda_stream()>>>(

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "lib/segmented_scan.cuh"
 #include "lib/short_conv.cuh"
@@ -106,20 +107,140 @@ __global__ void __launch_bounds__(32 * CONV_WARPS)
         }
     }
     if constexpr (DW) store_taps_partial(dw_part, g, C, K);
-    if (db_part) { // the 8 warps' sums of the block's 64 channels
-        __shared__ float2 redb[CONV_WARPS][32];
-        redb[threadIdx.y][threadIdx.x] = gb;
-        __syncthreads();
-        if (threadIdx.y == 0 && c < C) {
-            float2 sb = z;
-            for (int r = 0; r < CONV_WARPS; r++) sb = sb + redb[r][threadIdx.x];
-            db_part[(int64_t)blockIdx.x * C + c] = sb.x;
-            db_part[(int64_t)blockIdx.x * C + c + 1] = sb.y;
-        }
+    if (db_part) store_pair_partial(db_part, gb, C);
+}
+
+// ---- short conv, variant v2 (conv:v2, src/device/kernel_variants.c) ----
+// The math of conv_fwd_kernel and conv_bwd_kernel, token by token, on runs of CONV2_RUN tokens
+// a warp (the 3-token halo read for 64 tokens, not 32), with the inputs of CONV2_BATCH tokens
+// loaded into registers before any is used: the verified kernels wait for each token's loads
+// before issuing the next token's.
+constexpr int CONV2_RUN = 64;
+constexpr int CONV2_BATCH = 16;
+constexpr int CONV2_TILE = CONV2_RUN * CONV_WARPS;
+
+// A batch of tokens' channel pairs (bf16, converted where used) and positions.
+struct ConvBatch {
+    __nv_bfloat162 x[CONV2_BATCH], dy[CONV2_BATCH];
+    int p[CONV2_BATCH];
+};
+
+// Tokens n0 + i below end: x, positions and (with dy) dy at channel pair c; zeros beyond.
+__device__ __forceinline__ void load_batch(ConvBatch &b, const bf16 *__restrict__ x,
+                                           const bf16 *__restrict__ dy,
+                                           const int32_t *__restrict__ pos, int n0, int end, int C,
+                                           int c) {
+    const __nv_bfloat162 zero = __floats2bfloat162_rn(0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < CONV2_BATCH; i++) {
+        int n = n0 + i;
+        bool in = n < end;
+        int64_t at = (int64_t)n * C + c;
+        b.x[i] = in ? *reinterpret_cast<const __nv_bfloat162 *>(x + at) : zero;
+        if (dy) b.dy[i] = in ? *reinterpret_cast<const __nv_bfloat162 *>(dy + at) : zero;
+        b.p[i] = in ? pos[n] : 0;
     }
 }
 
 template <bool SILU>
+__global__ void __launch_bounds__(32 * CONV_WARPS)
+    conv_fwd_v2_kernel(bf16 *__restrict__ y, const bf16 *__restrict__ x, const bf16 *__restrict__ w,
+                       const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C,
+                       int K) {
+    int c = 2 * (blockIdx.y * 32 + threadIdx.x);
+    int n0 = blockIdx.x * CONV2_TILE + threadIdx.y * CONV2_RUN;
+    if (c >= C || n0 >= N) return;
+    Taps k = load_taps(w, c, K);
+    float2 z = f2(0.f, 0.f), bias = b ? ld2(b + c) : z;
+    float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
+    float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
+    float2 xm1 = n0 >= 1 ? ld2(x + (int64_t)(n0 - 1) * C + c) : z;
+    int end = min(N, n0 + CONV2_RUN);
+    for (int nb = n0; nb < end; nb += CONV2_BATCH) {
+        ConvBatch t;
+        load_batch(t, x, nullptr, pos, nb, end, C, c);
+#pragma unroll
+        for (int i = 0; i < CONV2_BATCH; i++) {
+            if (nb + i >= end) break;
+            float2 xc = __bfloat1622float2(t.x[i]);
+            float2 pre = conv_pre(k, t.p[i], xc, xm1, xm2, xm3) + bias;
+            if (SILU) pre = f2(silu1(pre.x), silu1(pre.y));
+            st2(y + (int64_t)(nb + i) * C + c, pre);
+            xm3 = xm2;
+            xm2 = xm1;
+            xm1 = xc;
+        }
+    }
+}
+
+// The verified backward's recurrence (conv_bwd_kernel) over tokens n0 .. stop - 1 (the run and
+// the 3 after it, as far as they exist), batch by batch.
+template <bool SILU, bool DW>
+__global__ void __launch_bounds__(32 * CONV_WARPS, 2)
+    conv_bwd_v2_kernel(bf16 *__restrict__ dx, float *__restrict__ dw_part,
+                       float *__restrict__ db_part, const bf16 *__restrict__ dy,
+                       const bf16 *__restrict__ x, const bf16 *__restrict__ w,
+                       const bf16 *__restrict__ b, const int32_t *__restrict__ pos, int N, int C,
+                       int K) {
+    int c = 2 * (blockIdx.y * 32 + threadIdx.x);
+    int n0 = blockIdx.x * CONV2_TILE + threadIdx.y * CONV2_RUN;
+    float2 z = f2(0.f, 0.f);
+    float2 g[KW] = {z, z, z, z}; // dw sums by tap
+    float2 gb = z;               // db sum
+    if (c < C && n0 < N) {
+        Taps k = load_taps(w, c, K);
+        float2 bias = b ? ld2(b + c) : z;
+        float2 xm3 = n0 >= 3 ? ld2(x + (int64_t)(n0 - 3) * C + c) : z;
+        float2 xm2 = n0 >= 2 ? ld2(x + (int64_t)(n0 - 2) * C + c) : z;
+        float2 xm1 = n0 >= 1 ? ld2(x + (int64_t)(n0 - 1) * C + c) : z;
+        float2 d1 = z, d2 = z, d3 = z; // dpre at n-1, n-2, n-3
+        int p1 = 0, p2 = 0;            // positions of n-1, n-2
+        int own = min(N, n0 + CONV2_RUN), stop = own + KW - 1;
+        for (int nb = n0; nb < stop; nb += CONV2_BATCH) {
+            ConvBatch t;
+            load_batch(t, x, dy, pos, nb, min(N, stop), C, c);
+#pragma unroll
+            for (int i = 0; i < CONV2_BATCH; i++) {
+                int n = nb + i;
+                if (n >= stop) break;
+                float2 xc = __bfloat1622float2(t.x[i]), dp = __bfloat1622float2(t.dy[i]);
+                int p = t.p[i];
+                if (SILU && n < N) {
+                    float2 pre = conv_pre(k, p, xc, xm1, xm2, xm3) + bias;
+                    dp = dp * f2(dsilu1(pre.x), dsilu1(pre.y));
+                }
+                if (db_part && n < own) gb = gb + dp;
+                if (DW && n < own) {
+                    if (p >= 3) g[0] = g[0] + dp * xm3;
+                    if (p >= 2) g[1] = g[1] + dp * xm2;
+                    if (p >= 1) g[2] = g[2] + dp * xm1;
+                    g[3] = g[3] + dp * xc;
+                }
+                int m = n - (KW - 1); // dpre of m .. m+3 = d3, d2, d1, dp is complete
+                if (m >= n0) {
+                    float2 s = k.t[3] * d3;
+                    if (p2 >= 1) s = s + k.t[2] * d2;
+                    if (p1 >= 2) s = s + k.t[1] * d1;
+                    if (p >= 3) s = s + k.t[0] * dp;
+                    st2(dx + (int64_t)m * C + c, s);
+                }
+                xm3 = xm2;
+                xm2 = xm1;
+                xm1 = xc;
+                d3 = d2;
+                d2 = d1;
+                d1 = dp;
+                p2 = p1;
+                p1 = p;
+            }
+        }
+    }
+    if constexpr (DW) store_taps_partial(dw_part, g, C, K);
+    if (db_part) store_pair_partial(db_part, gb, C);
+}
+
+// conv_bwd of the verified kernels, or of conv:v2 (V2) over grid (its tiles, 64-channel blocks).
+template <bool SILU, bool V2>
 void conv_bwd_launch(bf16 *dx, float *dw, float *db, const bf16 *dy, const bf16 *x, const bf16 *w,
                      const bf16 *b, const Seqs *s, int C, int K, dim3 grid, dim3 block) {
     int N = (int)s->ntok;
@@ -127,13 +248,15 @@ void conv_bwd_launch(bf16 *dx, float *dw, float *db, const bf16 *dy, const bf16 
         db ? (float *)cuda_scratch(SCRATCH_B, sizeof(float) * grid.x * (size_t)C) : nullptr;
     if (dw) {
         float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * grid.x * (size_t)C * K);
-        conv_bwd_kernel<SILU, true>
-            <<<grid, block, 0, cuda_stream()>>>(dx, part, bpart, dy, x, w, b, s->dev_pos, N, C, K);
+        auto kernel = V2 ? conv_bwd_v2_kernel<SILU, true> : conv_bwd_kernel<SILU, true>;
+        kernel<<<grid, block, 0, cuda_stream()>>>(dx, part, bpart, dy, x, w, b, s->dev_pos, N, C,
+                                                  K);
         CUDA_LAUNCHED();
         cuda_colsum_add(dw, part, (int)grid.x, C * K);
     } else {
-        conv_bwd_kernel<SILU, false><<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x,
-                                                                        w, b, s->dev_pos, N, C, K);
+        auto kernel = V2 ? conv_bwd_v2_kernel<SILU, false> : conv_bwd_kernel<SILU, false>;
+        kernel<<<grid, block, 0, cuda_stream()>>>(dx, nullptr, bpart, dy, x, w, b, s->dev_pos, N, C,
+                                                  K);
         CUDA_LAUNCHED();
     }
     if (db) cuda_colsum_add(db, bpart, (int)grid.x, C);
@@ -271,13 +394,13 @@ void cuda_conv_fwd(void *y, const void *x, const void *w, const void *b, const S
     cuda_check_aligned(b, 4, "conv_fwd");
     int N = (int)s->ntok;
     if (N == 0) return;
-    dim3 grid((unsigned)cdiv(N, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
-    if (act == ACT_SILU)
-        conv_fwd_kernel<true><<<grid, block, 0, cuda_stream()>>>(
-            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C, K);
-    else
-        conv_fwd_kernel<false><<<grid, block, 0, cuda_stream()>>>(
-            (bf16 *)y, (const bf16 *)x, (const bf16 *)w, (const bf16 *)b, s->dev_pos, N, C, K);
+    bool v2 = kernel_variant(KV_CONV) == 1;
+    dim3 grid((unsigned)cdiv(N, v2 ? CONV2_TILE : CONV_TILE), (unsigned)cdiv(C, 64)),
+        block(32, CONV_WARPS);
+    auto kernel = act == ACT_SILU ? (v2 ? conv_fwd_v2_kernel<true> : conv_fwd_kernel<true>)
+                                  : (v2 ? conv_fwd_v2_kernel<false> : conv_fwd_kernel<false>);
+    kernel<<<grid, block, 0, cuda_stream()>>>((bf16 *)y, (const bf16 *)x, (const bf16 *)w,
+                                              (const bf16 *)b, s->dev_pos, N, C, K);
     CUDA_LAUNCHED();
 }
 
@@ -286,15 +409,16 @@ void cuda_conv_bwd(void *dx, void *dw, void *db, const void *dy, const void *x, 
     conv_check("conv_bwd", dx, dy, x, C, K, act);
     cuda_check_aligned(b, 4, "conv_bwd");
     if (s->ntok == 0) return;
-    dim3 grid((unsigned)cdiv(s->ntok, CONV_TILE), (unsigned)cdiv(C, 64)), block(32, CONV_WARPS);
+    bool v2 = kernel_variant(KV_CONV) == 1;
+    dim3 grid((unsigned)cdiv(s->ntok, v2 ? CONV2_TILE : CONV_TILE), (unsigned)cdiv(C, 64)),
+        block(32, CONV_WARPS);
     float *dwf = w ? (float *)dw : nullptr; // the fixed first difference has no weight
     float *dbf = b ? (float *)db : nullptr;
-    if (act == ACT_SILU)
-        conv_bwd_launch<true>((bf16 *)dx, dwf, dbf, (const bf16 *)dy, (const bf16 *)x,
-                              (const bf16 *)w, (const bf16 *)b, s, C, K, grid, block);
-    else
-        conv_bwd_launch<false>((bf16 *)dx, dwf, dbf, (const bf16 *)dy, (const bf16 *)x,
-                               (const bf16 *)w, (const bf16 *)b, s, C, K, grid, block);
+    auto launch = act == ACT_SILU
+                      ? (v2 ? conv_bwd_launch<true, true> : conv_bwd_launch<true, false>)
+                      : (v2 ? conv_bwd_launch<false, true> : conv_bwd_launch<false, false>);
+    launch((bf16 *)dx, dwf, dbf, (const bf16 *)dy, (const bf16 *)x, (const bf16 *)w,
+           (const bf16 *)b, s, C, K, grid, block);
 }
 
 void cuda_shift_fwd(void *y, const void *x, const void *a_logit, const Seqs *s, int H, int D) {

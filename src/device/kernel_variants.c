@@ -92,6 +92,28 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                             "gathered, one product for dx, one for the weights' gradients)",
                             "only the projections of width <= 64 (gates, low-rank) packed so, "
                             "the wide ones alone"}},
+    [KV_RMSNORM_BWD] = {.name = "rmsnorm_bwd",
+                        .bench = "rmsnorm",
+                        .test = "test_gpu_basic",
+                        .kernels = "rmsnorm_bwd|dw_reduce|colsum_add",
+                        .variants = {"v1", "v2"},
+                        .what = {"the verified backward: a row's x and dy read twice (the second "
+                                 "time from L1), the warps' dw sums through [warps][C] of shared "
+                                 "memory, the blocks' partials added by one thread per column",
+                                 "x and dy read once and held in registers (a lane's 16-byte "
+                                 "loads all issued before the first is used; 2 rows a lane group "
+                                 "at a time below 512 channels), w staged in shared memory, the "
+                                 "warps' dw sums added in order into [C], the blocks' partials "
+                                 "by cuda_colsum_add; rows of 16-byte vectors only"}},
+    [KV_CONV] = {.name = "conv",
+                 .bench = "conv",
+                 .test = "test_gpu_timemix",
+                 .kernels = "conv_(fwd|bwd)|colsum_add",
+                 .variants = {"v1", "v2"},
+                 .what = {"the verified short conv: runs of 32 tokens a warp, one token's loads "
+                          "at a time",
+                          "runs of 64 tokens a warp, the inputs of 16 tokens loaded into "
+                          "registers before any is used"}},
 };
 
 static int chosen[KV_COUNT];

@@ -27,6 +27,8 @@ typedef enum {
     KV_FOX_BWD,   /* FoX attention's backward */
     KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
     KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
+    KV_RMSNORM_BWD, /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
+    KV_CONV,        /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
     KV_COUNT
 } KernelVariantOp;
 

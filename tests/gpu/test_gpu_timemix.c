@@ -1,8 +1,11 @@
 /* GPU tests of the time-mixing and rotary ops (kernels/ops/timemix.cu, kernels/ops/rotary.cu)
  * against the CPU backend: short conv, FoX shift, reverse cumsum, RoPE angles, rotation and
- * the weight norm, forward and backward, on several segment layouts (a single token, short
- * segments around the chunk size, segments aligned with the 256-token scan tiles, one
- * segment of 5000 tokens spanning many tiles). The fused Selective RoPE op has its own
+ * the weight norm, forward and backward, on several segment layouts (a single token, segments
+ * around the runs and tiles of the conv:v2 variant, short segments around the chunk size,
+ * segments aligned with the 256-token scan tiles, one segment of 5000 tokens spanning many
+ * tiles). Under ROTOR_KERNEL_VARIANT=conv:v2 the conv cases check that variant: the same
+ * math token by token, so it meets the same tolerances (its dw and db partial sums are
+ * added in another order). The fused Selective RoPE op has its own
  * program (test_gpu_selrope.c).
  *
  * Activation outputs start as garbage on the GPU (the op must overwrite them). Parameter
@@ -31,8 +34,13 @@
 /* RoPE angles: pos * theta^(-2j/D) in fp64 rounded to fp32 on both sides. */
 #define TOL_ROPE 1e-6
 
+/* The second layout (in small mode too, in which the speed part checks the conv:v2 variant:
+ * runs of 64 tokens, tiles of 512) has segments starting at tokens 3, 66, 67, 512 (the first
+ * token of a v2 tile), 513, 575 (the last token of a run, a segment of its own) and 576 (the
+ * first of a run), the last one across the tiles' boundary at 1024. */
 static const GtLayout layouts[] = {
     {"segs{1}", 1, {1}},
+    {"segs{3,63,1,445,1,62,1,600}", 8, {3, 63, 1, 445, 1, 62, 1, 600}},
     {"segs{1,3,63,64,65,200}", 6, {1, 3, 63, 64, 65, 200}},
     {"segs{256,256,1,511,32,33}", 6, {256, 256, 1, 511, 32, 33}},
     {"segs{5000}", 1, {5000}},
