@@ -27,6 +27,7 @@ typedef enum {
     KV_FOX_BWD,   /* FoX attention's backward */
     KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
     KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
+    KV_ADAMW,     /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
     KV_COUNT
 } KernelVariantOp;
 
