@@ -438,7 +438,8 @@ static const char GLA_370M[] = "[model]\ntype = gla\nnum_heads = 4\nhidden_ratio
                                "[pe]\ntype = selective\nphi_proj = weight_norm\nconv_act = silu\n"
                                "temp_type = rope\ntemp_theta = 500000\ntemp_grad = false\n"
                                "bias = false\nphase_gate = true\n"
-                               "[train]\nlr = 1e-3\nweight_decay = 0.1\n";
+                               "[train]\nlr = 1e-3\nweight_decay = 0.1\n"
+                               "[data]\ntrain = synthetic:markov\n";
 enum { ADAMW_STEP = 1000 };
 static UpdateRun *adamw_table; /* the runs of the last setup_adamw */
 

@@ -521,6 +521,17 @@ int fused_head(const AdamWRuns *a) {
     return (int)h;
 }
 
+// Blocks for adamw_runs_kernel: one wave of those resident at once (its registers allow fewer
+// than grid_for's full occupancy), no more than the tiles.
+unsigned fused_grid(int64_t tiles) {
+    static int per_sm = 0;
+    if (!per_sm)
+        CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adamw_runs_kernel, THREADS, 0));
+    int64_t cap = (int64_t)cuda_sm_count() * (per_sm > 0 ? per_sm : 1);
+    return (unsigned)(tiles < cap ? tiles : cap);
+}
+
 // adamw:fused: the run table to the device (SCRATCH_A), then one launch.
 void adamw_runs_fused(const AdamWRuns *a) {
     FusedRun *h = (FusedRun *)rt_malloc(sizeof(FusedRun) * (size_t)(a->nruns + 1));
@@ -551,7 +562,7 @@ void adamw_runs_fused(const AdamWRuns *a) {
                   s.eps,
                   (float)a->grad_scale,
                   fused_head(a)};
-    adamw_runs_kernel<<<grid_for(tiles * THREADS), THREADS, 0, cuda_stream()>>>(op);
+    adamw_runs_kernel<<<fused_grid(tiles), THREADS, 0, cuda_stream()>>>(op);
     CUDA_LAUNCHED();
 }
 
