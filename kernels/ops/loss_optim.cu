@@ -324,12 +324,15 @@ __device__ __forceinline__ void store_weights(float *w, bf16 *w_act, int64_t i,
 }
 
 // docs/models.md §training-recipe, as src/cpu/loss_optim.c: m = b1 m + (1-b1) g, v = b2 v + (1-b2)
-// g^2, w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps), on V elements in registers.
-struct AdamWStep {
+// g^2, w -= lr wd w + (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
+struct AdamW {
+    float *w, *m, *v;
+    bf16 *w_act; // the compute copy, or null
+    const float *g;
     float b1, b2, step, rbc2, eps, decay;
-    template <int V>
-    __device__ __forceinline__ void operator()(Pack<float, V> &wv, Pack<float, V> &mv,
-                                               Pack<float, V> &vv, const Pack<float, V> &gv) const {
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i),
+                       gv = ld_vec<V>(g + i);
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float gi = gv.v[k];
@@ -337,21 +340,22 @@ struct AdamWStep {
             vv.v[k] = b2 * vv.v[k] + (1.f - b2) * gi * gi;
             wv.v[k] -= decay * wv.v[k] + step * mv.v[k] / (sqrtf(vv.v[k]) * rbc2 + eps);
         }
-    }
-};
-
-struct AdamW {
-    float *w, *m, *v;
-    bf16 *w_act; // the compute copy, or null
-    const float *g;
-    AdamWStep s;
-    template <int V> __device__ void run(int64_t i) const {
-        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i),
-                       gv = ld_vec<V>(g + i);
-        s(wv, mv, vv, gv);
         store_weights(w, w_act, i, wv);
         st_vec<V>(m + i, mv);
         st_vec<V>(v + i, vv);
+    }
+};
+
+// AdamW's scalars (its fields from b1 on) and the fused kernel's update of one element: AdamW's
+// formula with every rounding spelled out as nvcc contracts AdamW's (its PTX, vector and scalar
+// paths alike), so that both give the same bits.
+struct AdamWStep {
+    float b1, b2, step, rbc2, eps, decay;
+    __device__ __forceinline__ void operator()(float &w, float &m, float &v, float g) const {
+        m = __fmaf_rn(__fsub_rn(1.f, b1), g, __fmul_rn(b1, m));
+        v = __fmaf_rn(g, __fmul_rn(__fsub_rn(1.f, b2), g), __fmul_rn(b2, v));
+        float den = __fmaf_rn(__fsqrt_rn(v), rbc2, eps);
+        w = __fsub_rn(w, __fmaf_rn(decay, w, __fdiv_rn(__fmul_rn(step, m), den)));
     }
 };
 
@@ -378,8 +382,8 @@ struct AdamWFused {
         Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i),
                        gv = ld_vec<V>(g + i);
 #pragma unroll
-        for (int k = 0; k < V; k++) gv.v[k] *= gs; // Scale's rounding: one fp32 product
-        s(wv, mv, vv, gv);
+        for (int k = 0; k < V; k++) // the gradient rounded as Scale's product rounds it
+            s(wv.v[k], mv.v[k], vv.v[k], __fmul_rn(gv.v[k], gs));
         store_weights(w, w_act, i, wv);
         st_vec<V>(m + i, mv);
         st_vec<V>(v + i, vv);
@@ -590,8 +594,9 @@ void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n
                 double beta1, double beta2, double eps, double weight_decay, int64_t t) {
     if (n <= 0) return;
     cuda_check_aligned(w_act, 2, "adamw");
-    AdamW op{(float *)w,    (float *)m,       (float *)v,
-             (bf16 *)w_act, (const float *)g, adamw_step(lr, beta1, beta2, eps, weight_decay, t)};
+    AdamWStep s = adamw_step(lr, beta1, beta2, eps, weight_decay, t);
+    AdamW op{(float *)w, (float *)m, (float *)v, (bf16 *)w_act, (const float *)g, s.b1,
+             s.b2,       s.step,     s.rbc2,     s.eps,         s.decay};
     map_update(op, w_act, n, split(n, {w, m, v, g}));
 }
 
