@@ -4,7 +4,8 @@
  * the block and per-head norms) and short conv (op conv: 512, 1024, 2048 channels) at the same
  * token count; and (op gemm, only when named) the dense products of a GLA-370M layer and its
  * LM head, and (op inproj, only when named) a GLA-370M layer's input projections as one
- * matmul_group. bench/fla_mixers.py times
+ * matmul_group, and (op adamw, only when named) one AdamW update of GLA-370M's parameters over
+ * the optimizer's runs. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
  *   gpu_mixers [--reps N] [--ops a,b | --ops all]
@@ -29,7 +30,10 @@
 #include <string.h>
 
 #include "backend.h"
+#include "config/run_config.h"
 #include "device/kernel_variants.h"
+#include "model/model.h"
+#include "train/optimizer.h"
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/timer.h"
@@ -161,6 +165,8 @@ typedef struct {
     /* the ops of several shapes (rmsnorm, conv): shape i's input and RMSNorm's saved rstd; w, y,
      * dy, dx, dw as the products' */
     void *xs[GEMM_SHAPES], *rstd[GEMM_SHAPES];
+    AdamWRuns upd; /* adamw: the update, its buffers of `cols` columns of ntok rows each */
+    int cols;
 } Op;
 
 typedef void (*OpFn)(const Op *);
@@ -499,12 +505,69 @@ static void setup_conv(Op *p) {
     }
 }
 
+/* ---- adamw: one AdamW update of GLA-370M's parameters (configs/gla-370m-selective-pg.ini's
+ * model) over the runs the optimizer makes of its parameter table (train/optimizer.h), with a
+ * clip factor: the trainer's update of a clipped step. The update changes its inputs (the
+ * default kernels scale the gradients in place), so its outputs are compared after one call
+ * from the values adamw_fill puts on the device: rope_angles' pos * theta^(-2j/D) >= 0,
+ * scaled, so that the launch census touches no host memory for 5 x 375M values ---- */
+
+static const char GLA_370M[] = "[model]\ntype = gla\nnum_heads = 4\nhidden_ratio = 4\n"
+                               "expand_k = 0.5\nexpand_v = 1\nshort_conv = true\n"
+                               "vocab_size = 32000\nhidden_size = 1024\nnum_layers = 24\n"
+                               "[pe]\ntype = selective\nphi_proj = weight_norm\nconv_act = silu\n"
+                               "temp_type = rope\ntemp_theta = 500000\ntemp_grad = false\n"
+                               "bias = false\nphase_gate = true\n"
+                               "[train]\nlr = 1e-3\nweight_decay = 0.1\n"
+                               "[data]\ntrain = synthetic:markov\n";
+enum { ADAMW_STEP = 1000 };
+static UpdateRun *adamw_table; /* the runs of the last setup_adamw */
+
+static void adamw_f(const Op *p) { be->adamw_runs(&p->upd); }
+
+/* x = c pos_n theta^(-2j/D) at [n, j] of a buffer of p->cols columns. */
+static void fill_angles(const Op *p, void *x, double theta, double c) {
+    be->rope_angles(x, &seqs, 2 * p->cols, theta);
+    be->scale(x, seqs.ntok * p->cols, c);
+}
+
+static void adamw_fill(const Op *p) {
+    fill_angles(p, p->upd.w, 10, 1e-4);
+    fill_angles(p, p->upd.m, 1e3, 1e-6);
+    fill_angles(p, p->upd.v, 1e2, 1e-9);
+    fill_angles(p, p->upd.g, 1e4, 1e-5);
+}
+
+static void setup_adamw(Op *p) {
+    RunConfig rc;
+    char err[512];
+    if (run_config_load_string(&rc, GLA_370M, "gla-370m", NULL, 0, err, sizeof err))
+        rt_die("gpu_mixers: %s", err);
+    ParamTable t;
+    model_declare_params(&rc.model, &t);
+    rt_free(adamw_table);
+    adamw_table = rt_malloc(sizeof(UpdateRun) * (size_t)(t.n + 1));
+    int nruns = optimizer_runs(&t, &rc.train, rc.train.lr, 0, t.total, adamw_table);
+    p->cols = (int)((t.total + seqs.ntok - 1) / seqs.ntok);
+    int64_t n = seqs.ntok * p->cols;
+    p->upd = (AdamWRuns){.w = f32_out(n), .w_act = act_out(n), .m = f32_out(n), .v = f32_out(n),
+                         .g = f32_out(n), .runs = adamw_table, .nruns = nruns, .beta1 = 0.9,
+                         .beta2 = 0.95, .eps = 1e-8, .grad_scale = 0.5, .t = ADAMW_STEP};
+    params_free(&t);
+    adamw_fill(p);
+    output(p, "w", p->upd.w, n, 1);
+    output(p, "w_act", p->upd.w_act, n, 0);
+    output(p, "m", p->upd.m, n, 1);
+    output(p, "v", p->upd.v, n, 1);
+}
+
 /* ---- the ops, their runs and comparisons ---- */
 
 typedef struct {
     const char *name;
     void (*setup)(Op *p); /* inputs and outputs at the shape H, K, V */
-    OpFn fwd, bwd;
+    OpFn fwd, bwd;   /* bwd NULL: none (0 ms) */
+    OpFn reset;      /* an op that changes its inputs: puts them back, before its last call */
     int H, K, V;    /* heads, key and value sizes (Selective RoPE: the head dim 2P) */
     int named_only; /* runs only when --ops or --compare names it (no fla counterpart) */
 } Mixer;
@@ -523,6 +586,8 @@ static const Mixer mixers[] = {
      .named_only = 1},
     {.name = "inproj", .setup = setup_inproj, .fwd = inproj_f, .bwd = inproj_b, .H = 1, .K = 1024,
      .V = 1024, .named_only = 1},
+    {.name = "adamw", .setup = setup_adamw, .fwd = adamw_f, .reset = adamw_fill, .H = 1, .K = 1024,
+     .V = 1024, .named_only = 1},
 };
 enum { NMIXERS = sizeof mixers / sizeof mixers[0] };
 
@@ -533,12 +598,16 @@ static Op prepare(const Mixer *m) {
 }
 
 /* Times the forward, then the backward (on the forward's saved results), and checks every
- * output is finite. */
+ * output is finite; an op with a reset ends with one forward from its reset inputs. */
 static void run(const Mixer *m, const Op *p, double *fwd, double *bwd) {
     for (int i = 0; i < p->nout; i++)
         if (p->out[i].added) be->zero(p->out[i].d, sizeof(float) * (size_t)p->out[i].n);
     *fwd = time_ms(m->fwd, p);
-    *bwd = time_ms(m->bwd, p);
+    *bwd = m->bwd ? time_ms(m->bwd, p) : 0;
+    if (m->reset) {
+        m->reset(p);
+        m->fwd(p);
+    }
     for (int i = 0; i < p->nout; i++) check_finite(m->name, &p->out[i]);
 }
 
@@ -643,7 +712,8 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, gemm, inproj)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, gemm, inproj, "
+                            "adamw)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }

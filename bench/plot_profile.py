@@ -23,7 +23,7 @@ def category(op):
         return "mixer kernels"
     if op.startswith("selrope") or op.startswith("weightnorm"):
         return "Selective RoPE"
-    if op in ("adamw", "sumsq", "scale", "zero"):
+    if op in ("adamw", "adamw_runs", "sumsq", "scale", "zero"):
         return "optimizer"
     return "other ops"
 

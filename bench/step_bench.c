@@ -112,9 +112,7 @@ static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const 
     double loss = model_forward(m, b, 1.0 / N, NULL) / N;
     model_backward(m);
     double gnorm = sqrt(grad_sumsq(m, 0, model_params(m)->total));
-    if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
-        grads_scale(m, 0, model_params(m)->total, tc->grad_clip / (gnorm + 1e-6));
-    optimizer_step(opt, m, tc, tc->lr);
+    optimizer_step(opt, m, tc, tc->lr, grad_clip_factor(gnorm, tc->grad_clip));
     return loss;
 }
 

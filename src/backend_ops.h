@@ -339,6 +339,29 @@ typedef struct {
     int accumulate;
 } MatmulGroupGrads;
 
+/* An optimizer update over runs of a flat parameter range (docs/models.md §training-recipe):
+ * run r covers the elements [offset, offset + n) from the range's start, with its parameter
+ * group's learning rate and weight decay. Runs do not overlap; elements of no run are left
+ * as they are. */
+typedef struct {
+    int64_t offset, n;
+    double lr, weight_decay;
+} UpdateRun;
+
+/* AdamW over the runs in one call (adamw_runs): the buffers at the range's first element, the
+ * run table in host memory. The gradient enters every update multiplied by grad_scale (the
+ * global-norm clip factor, 1 without clipping) exactly as scale() would round it; afterwards
+ * the gradients of the runs may be left scaled or not. */
+typedef struct {
+    void *w, *w_act; /* [f32] master weights; [act] their compute copy, or NULL */
+    void *m, *v;     /* [f32] moments */
+    void *g;         /* [f32] gradients */
+    const UpdateRun *runs;
+    int nruns;
+    double beta1, beta2, eps, grad_scale;
+    int64_t t; /* the step, >= 1 */
+} AdamWRuns;
+
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                               \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */            \
@@ -662,6 +685,9 @@ typedef struct {
       (void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr, double beta1,    \
        double beta2, double eps, double weight_decay, int64_t t),                                    \
       (w, w_act, m, v, g, n, lr, beta1, beta2, eps, weight_decay, t))                                \
+    /* adamw over every run of AdamWRuns with the gradient scaled by grad_scale: the weights and     \
+     * moments that scale() over the runs, then adamw per run, leave. */                             \
+    X(void, adamw_runs, (const AdamWRuns *a), (a))                                                   \
     /* RMSprop as torch.optim.RMSprop without momentum, not centered (docs/models.md                 \
      * §training-recipe), on [f32] master weights w with square average sq and gradient g; w_act    \
      * as for adamw. */                                                                              \

@@ -8,6 +8,7 @@
 #include "util/error.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 const int LENS[NSEG] = {70, 1, 33, 130};
 
@@ -2694,6 +2695,63 @@ static void test_adamw(void) {
     rt_free(rv);
 }
 
+/* adamw_runs over four runs with their own learning rates and weight decays (one empty, gaps
+ * between them), the gradient scaled by 0.37 and then by 1: the weights, copy and moments
+ * exactly those of scale over each run then adamw per run, against torch's AdamW in double on
+ * the scaled gradient; the gaps' elements and the gradient itself unchanged. */
+static void test_adamw_runs(void) {
+    Rng r;
+    rng_init(&r, 805, 0);
+    enum { N = 97, RUNS = 4 };
+    static const UpdateRun runs[RUNS] = {
+        {0, 20, 0.01, 0.1}, {23, 31, 0.003, 0}, {54, 0, 0.02, 0.1}, {60, 37, 0.001, 0.05}};
+    real *w = rand_nz(&r, N, 0.1, 2.0), *m = tu_rand(&r, N, -0.1, 0.1), *v = tu_rand(&r, N, 0, 0.1);
+    real *act = tu_rand(&r, N, -1.0, 1.0);
+    real *ew = tu_copy(w, N), *em = tu_copy(m, N), *ev = tu_copy(v, N), *ea = tu_copy(act, N);
+    double *rw = rt_malloc(sizeof(double) * N), *rm = rt_malloc(sizeof(double) * N),
+           *rv = rt_malloc(sizeof(double) * N);
+    for (int64_t t = 1; t <= 2; t++) {
+        double gs = t == 1 ? 0.37 : 1;
+        real *g = rand_nz(&r, N, 0.001, 1.0), *g0 = tu_copy(g, N), *eg = tu_copy(g, N);
+        for (int i = 0; i < N; i++) rw[i] = (double)w[i], rm[i] = (double)m[i], rv[i] = v[i];
+        AdamWRuns a = {.w = w,
+                       .w_act = act,
+                       .m = m,
+                       .v = v,
+                       .g = g,
+                       .runs = runs,
+                       .nruns = RUNS,
+                       .beta1 = 0.9,
+                       .beta2 = 0.95,
+                       .eps = 1e-8,
+                       .grad_scale = gs,
+                       .t = t};
+        cpu_adamw_runs(&a);
+        for (int k = 0; k < RUNS; k++) {
+            const UpdateRun *u = &runs[k];
+            int64_t o = u->offset;
+            cpu_scale(eg + o, u->n, gs);
+            cpu_adamw(ew + o, ea + o, em + o, ev + o, eg + o, u->n, u->lr, 0.9, 0.95, 1e-8,
+                      u->weight_decay, t);
+            adamw_ref(rw + o, rm + o, rv + o, eg + o, u->n, u->lr, 0.9, 0.95, 1e-8, u->weight_decay,
+                      t);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "adamw_runs t=%d:", (int)t);
+        adamw_compare(what, w, m, v, rw, rm, rv, N);
+        CHECK_MSG(!memcmp(w, ew, sizeof(real) * N) && !memcmp(m, em, sizeof(real) * N) &&
+                      !memcmp(v, ev, sizeof(real) * N) && !memcmp(act, ea, sizeof(real) * N),
+                  "adamw_runs t=%d: not exactly scale then adamw per run", (int)t);
+        CHECK_MSG(!memcmp(g, g0, sizeof(real) * N), "adamw_runs t=%d: the gradient changed",
+                  (int)t);
+        FREE_ALL(g, g0, eg);
+    }
+    FREE_ALL(w, m, v, act, ew, em, ev, ea);
+    rt_free(rw);
+    rt_free(rm);
+    rt_free(rv);
+}
+
 /* Five torch.optim.RMSprop steps (weight decay added to the gradient, eps outside the root)
  * against the same in double, from a zero square average and from a given one; the [act]
  * copy equals the weights. */
@@ -2840,6 +2898,7 @@ const DirectTest DIRECT[] = {
     {{"rope_angles", test_rope_angles}, "rope_angles"},
     {{"carry_split", test_carry_split}, "rnn_fwd lstm_fwd"},
     {{"adamw", test_adamw}, "adamw"},
+    {{"adamw_runs", test_adamw_runs}, "adamw_runs"},
     {{"rmsprop_update", test_rmsprop_update}, "rmsprop_update"},
     {{"sumsq_scale", test_sumsq_scale}, "sumsq scale"},
 };

@@ -14,8 +14,8 @@
  * with an `accumulate` flag adds to its activation gradients when the flag is set.
  * Time-dependent ops run on several segments whose lengths are not multiples of the chunk
  * size, one of them longer than two chunks. Ops without a backward (add, segment_reverse,
- * revcumsum, rope_angles, the carried-state split, adamw, rmsprop_update, sumsq, scale) are
- * checked against direct computations (DIRECT of the op table).
+ * revcumsum, rope_angles, the carried-state split, adamw, adamw_runs, rmsprop_update, sumsq,
+ * scale) are checked against direct computations (DIRECT of the op table).
  *
  * With --refs FILE the program checks nothing: it writes each case's fp64 inputs, outputs and
  * gradients to FILE (tests/op_refs.h) for tests/test_ops_backends.c. */

@@ -1,6 +1,6 @@
 /* The training recipe pieces of docs/models.md §training-recipe: AdamW and RMSprop with their
- * parameter groups, global-norm clipping, and gradient accumulation over micro-batches equal to one
- * batch. */
+ * parameter groups, global-norm clipping (also folded into the update), and gradient accumulation
+ * over micro-batches equal to one batch. */
 #include <string.h>
 
 #include "harness.h"
@@ -97,7 +97,7 @@ static void test_adamw_step_groups(void) {
     TrainConfig tc = group_recipe();
     params_set_recurrent((ParamTable *)t, t->n - 1); /* a second recurrent parameter */
     Optimizer *opt = optimizer_create(backend_cpu(), OPTIMIZER_ADAMW, 0, t->total);
-    optimizer_step(opt, m, &tc, GROUP_LR);
+    optimizer_step(opt, m, &tc, GROUP_LR, 1);
     for (int i = 0; i < t->n; i++) {
         const ParamInfo *p = &t->p[i];
         for (int64_t j = 0; j < p->numel; j++) {
@@ -167,7 +167,7 @@ static void test_rmsprop_step_groups(void) {
     static const double lrs[2] = {GROUP_LR, 0.5 * GROUP_LR};
     for (int step = 0; step < 2; step++) {
         for (int64_t i = 0; i < t->total; i++) g[i] = (real)((i * (step + 3)) % 11 - 5) * 0.01f;
-        optimizer_step(opt, m, &tc, lrs[step]);
+        optimizer_step(opt, m, &tc, lrs[step], 1);
         for (int i = 0; i < t->n; i++) {
             const ParamInfo *p = &t->p[i];
             if (!p->trainable) continue;
@@ -211,6 +211,45 @@ static void test_clipping(void) {
     grads_scale(m, 10, 20, 2.0);
     CHECK(g[t->total - 1] == before);
     model_free(m);
+}
+
+/* The clip factor handed to optimizer_step leaves the weights, their copy and the state
+ * exactly as grads_scale over the optimizer's range, then a step with factor 1, left them:
+ * AdamW (the factor applied as adamw_runs reads the gradients) and RMSprop, over the whole
+ * range and over a slice of it (a ZeRO-1 rank's), three steps. */
+static void test_clip_folded(void) {
+    for (int kind = 0; kind < 2; kind++)
+        for (int slice = 0; slice < 2; slice++) {
+            Model *a = group_model(6), *b = group_model(6);
+            const ParamTable *t = model_params(a);
+            int64_t lo = slice ? 13 : 0, hi = slice ? t->total - 7 : t->total;
+            TrainConfig tc = group_recipe();
+            tc.optimizer = (OptimizerKind)kind;
+            tc.rmsprop_alpha = 0.9;
+            tc.rmsprop_eps = 1e-8;
+            Optimizer *oa = optimizer_create(backend_cpu(), tc.optimizer, lo, hi),
+                      *ob = optimizer_create(backend_cpu(), tc.optimizer, lo, hi);
+            for (int step = 0; step < 3; step++) {
+                real *ga = model_grads(a), *gb = model_grads(b);
+                for (int64_t i = 0; i < t->total; i++)
+                    ga[i] = gb[i] = (real)((i * (step + 5)) % 13 - 6) * 0.3f;
+                double clip = 0.37 + 0.2 * step;
+                grads_scale(a, lo, hi, clip);
+                optimizer_step(oa, a, &tc, GROUP_LR, 1);
+                optimizer_step(ob, b, &tc, GROUP_LR, clip);
+            }
+            size_t bytes = sizeof(real) * (size_t)t->total;
+            CHECK_MSG(!memcmp(model_weights(a), model_weights(b), bytes),
+                      "%s, slice %d: weights differ", oa->spec->name, slice);
+            for (int k = 0; k < oa->spec->nstate; k++)
+                CHECK_MSG(!memcmp(oa->state[k], ob->state[k], sizeof(real) * (size_t)(hi - lo)),
+                          "%s, slice %d: %s differs", oa->spec->name, slice,
+                          oa->spec->state_names[k]);
+            optimizer_free(oa);
+            optimizer_free(ob);
+            model_free(a);
+            model_free(b);
+        }
 }
 
 /* Two micro-batches of 2 rows with the loss averaged over all their labels give the
@@ -260,6 +299,7 @@ static const TestCase tests[] = {
     {"rmsprop_matches_torch", test_rmsprop_matches_torch},
     {"rmsprop_step_groups", test_rmsprop_step_groups},
     {"clipping", test_clipping},
+    {"clip_folded", test_clip_folded},
     {"accumulation_equals_full_batch", test_accumulation_equals_full_batch},
 };
 

@@ -1,13 +1,15 @@
 // Cross-entropy with its fused gradient (docs/models.md §backbone loss), per-token
 // log-probabilities for evaluation, and the optimizer primitives (docs/models.md §training-recipe):
-// sum of squares, scaling, AdamW, RMSprop. Softmax rows: one block per row, one pass keeping an
-// online (max, sum of exp) pair per thread, merged over the block in a fixed tree. Flat f32 ops:
-// grid-stride loops over 16-byte vectors with a scalar head and tail.
+// sum of squares, scaling, AdamW (per run, or over all of an optimizer's runs in one launch under
+// adamw:fused), RMSprop. Softmax rows: one block per row, one pass keeping an online (max, sum of
+// exp) pair per thread, merged over the block in a fixed tree. Flat f32 ops: grid-stride loops
+// over 16-byte vectors with a scalar head and tail.
 #include <climits>
 #include <cmath>
 #include <initializer_list>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "util/error.h"
 
@@ -344,6 +346,72 @@ struct AdamW {
     }
 };
 
+// AdamW's scalars (its fields from b1 on) and the fused kernel's update of one element: AdamW's
+// formula with every rounding spelled out as nvcc contracts AdamW's (its PTX, vector and scalar
+// paths alike), so that both give the same bits.
+struct AdamWStep {
+    float b1, b2, step, rbc2, eps, decay;
+    __device__ __forceinline__ void operator()(float &w, float &m, float &v, float g) const {
+        m = __fmaf_rn(__fsub_rn(1.f, b1), g, __fmul_rn(b1, m));
+        v = __fmaf_rn(g, __fmul_rn(__fsub_rn(1.f, b2), g), __fmul_rn(b2, v));
+        float den = __fmaf_rn(__fsqrt_rn(v), rbc2, eps);
+        w = __fsub_rn(w, __fmaf_rn(decay, w, __fdiv_rn(__fmul_rn(step, m), den)));
+    }
+};
+
+// Elements of a run one block updates per iteration of adamw_runs_kernel: two float4 a thread.
+constexpr int RUN_TILE = 2 * 4 * THREADS;
+
+// A run of the fused update (device table): elements [lo, hi) from the range's start, its first
+// tile among all runs' tiles, its learning-rate terms (AdamWStep's step and decay). The table
+// ends with a sentinel whose tile0 is the tile count.
+struct FusedRun {
+    int64_t lo, hi, tile0;
+    float step, decay;
+};
+
+struct AdamWFused {
+    float *w, *m, *v;
+    bf16 *w_act;
+    const float *g;
+    const FusedRun *runs;
+    int64_t ntiles;
+    float b1, b2, rbc2, eps, gs; // gs: the clip factor, as (float) scale() rounds it
+    int head;                    // float4 vectors start at elements = head (mod 4); -1: none
+    template <int V> __device__ __forceinline__ void run(const AdamWStep &s, int64_t i) const {
+        Pack<float, V> wv = ld_vec<V>(w + i), mv = ld_vec<V>(m + i), vv = ld_vec<V>(v + i),
+                       gv = ld_vec<V>(g + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) // the gradient rounded as Scale's product rounds it
+            s(wv.v[k], mv.v[k], vv.v[k], __fmul_rn(gv.v[k], gs));
+        store_weights(w, w_act, i, wv);
+        st_vec<V>(m + i, mv);
+        st_vec<V>(v + i, vv);
+    }
+};
+
+// Every run of an AdamWFused in one launch: each block strides over the runs' tiles in order,
+// finding a tile's run by walking the table forward; a tile's elements from the first vector
+// boundary to the last as float4 vectors, the at most 3 on either side alone.
+__global__ void __launch_bounds__(THREADS) adamw_runs_kernel(AdamWFused a) {
+    int r = 0;
+    for (int64_t tile = blockIdx.x; tile < a.ntiles; tile += gridDim.x) {
+        while (a.runs[r + 1].tile0 <= tile) r++;
+        const FusedRun run = a.runs[r];
+        const AdamWStep s{a.b1, a.b2, run.step, a.rbc2, a.eps, run.decay};
+        int64_t lo = run.lo + (tile - run.tile0) * RUN_TILE;
+        int64_t hi = lo + RUN_TILE < run.hi ? lo + RUN_TILE : run.hi, vlo = hi, vhi = hi;
+        if (a.head >= 0) {
+            vlo = a.head + ((lo - a.head + 3) & ~(int64_t)3);
+            vhi = a.head + ((hi - a.head) & ~(int64_t)3);
+            if (vlo > vhi) vlo = vhi = hi;
+        }
+        for (int64_t i = vlo + 4 * threadIdx.x; i < vhi; i += 4 * THREADS) a.run<4>(s, i);
+        for (int64_t i = lo + threadIdx.x; i < vlo; i += THREADS) a.run<1>(s, i);
+        for (int64_t i = vhi + threadIdx.x; i < hi; i += THREADS) a.run<1>(s, i);
+    }
+}
+
 // torch.optim.RMSprop without momentum, not centered (the CPU's cpu_rmsprop_update).
 struct RMSprop {
     float *w, *sq;
@@ -438,24 +506,107 @@ double cuda_sumsq(const void *x, int64_t n) {
 
 void cuda_scale(void *x, int64_t n, double s) { map(Scale{(float *)x, (float)s}, n, {x}); }
 
+namespace {
+
+// The scalars exactly as the CPU backend rounds them.
+AdamWStep adamw_step(double lr, double beta1, double beta2, double eps, double weight_decay,
+                     int64_t t) {
+    double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
+    return {(float)beta1,      (float)beta2,
+            (float)(lr / bc1), (float)(1.0 / sqrt(bc2)),
+            (float)eps,        (float)lr * (float)weight_decay};
+}
+
+// The float4 phase of an AdamWRuns' buffers: aligned_head of w, m, v, g, or -1 where they
+// disagree or the bf16 copy's vectors there would be misaligned for 8-byte stores.
+int fused_head(const AdamWRuns *a) {
+    int64_t h = aligned_head({a->w, a->m, a->v, a->g});
+    if (h >= 0 && a->w_act && (uintptr_t)((const bf16 *)a->w_act + h) % 8) h = -1;
+    return (int)h;
+}
+
+// Blocks for adamw_runs_kernel: one wave of those resident at once (its registers allow fewer
+// than grid_for's full occupancy), no more than the tiles.
+unsigned fused_grid(int64_t tiles) {
+    static int per_sm = 0;
+    if (!per_sm)
+        CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adamw_runs_kernel, THREADS, 0));
+    int64_t cap = (int64_t)cuda_sm_count() * (per_sm > 0 ? per_sm : 1);
+    return (unsigned)(tiles < cap ? tiles : cap);
+}
+
+// adamw:fused: the run table to the device (SCRATCH_A), then one launch.
+void adamw_runs_fused(const AdamWRuns *a) {
+    FusedRun *h = (FusedRun *)rt_malloc(sizeof(FusedRun) * (size_t)(a->nruns + 1));
+    int64_t tiles = 0;
+    for (int k = 0; k < a->nruns; k++) {
+        const UpdateRun *r = &a->runs[k];
+        AdamWStep s = adamw_step(r->lr, a->beta1, a->beta2, a->eps, r->weight_decay, a->t);
+        h[k] = {r->offset, r->offset + r->n, tiles, s.step, s.decay};
+        tiles += cdiv(r->n > 0 ? r->n : 0, RUN_TILE);
+    }
+    h[a->nruns] = {0, 0, tiles, 0.f, 0.f};
+    size_t bytes = sizeof(FusedRun) * (size_t)(a->nruns + 1);
+    FusedRun *d = (FusedRun *)cuda_scratch(SCRATCH_A, bytes);
+    cuda_upload(d, h, bytes); // has read h when it returns (pageable host memory)
+    rt_free(h);
+    if (tiles == 0) return;
+    AdamWStep s = adamw_step(0, a->beta1, a->beta2, a->eps, 0, a->t);
+    AdamWFused op{(float *)a->w,
+                  (float *)a->m,
+                  (float *)a->v,
+                  (bf16 *)a->w_act,
+                  (const float *)a->g,
+                  d,
+                  tiles,
+                  s.b1,
+                  s.b2,
+                  s.rbc2,
+                  s.eps,
+                  (float)a->grad_scale,
+                  fused_head(a)};
+    adamw_runs_kernel<<<fused_grid(tiles), THREADS, 0, cuda_stream()>>>(op);
+    CUDA_LAUNCHED();
+}
+
+// adamw:runs: the verified kernels in the trainer's former order, the clip factor's scale pass
+// over the runs' span, then adamw per run.
+void adamw_runs_loop(const AdamWRuns *a) {
+    int64_t lo = a->runs[0].offset, hi = lo;
+    for (int k = 0; k < a->nruns; k++) {
+        const UpdateRun *r = &a->runs[k];
+        if (r->offset < lo) lo = r->offset;
+        if (r->offset + r->n > hi) hi = r->offset + r->n;
+    }
+    if (a->grad_scale != 1) cuda_scale((float *)a->g + lo, hi - lo, a->grad_scale);
+    for (int k = 0; k < a->nruns; k++) {
+        const UpdateRun *r = &a->runs[k];
+        cuda_adamw((float *)a->w + r->offset, a->w_act ? (bf16 *)a->w_act + r->offset : nullptr,
+                   (float *)a->m + r->offset, (float *)a->v + r->offset, (float *)a->g + r->offset,
+                   r->n, r->lr, a->beta1, a->beta2, a->eps, r->weight_decay, a->t);
+    }
+}
+
+} // namespace
+
 void cuda_adamw(void *w, void *w_act, void *m, void *v, const void *g, int64_t n, double lr,
                 double beta1, double beta2, double eps, double weight_decay, int64_t t) {
     if (n <= 0) return;
     cuda_check_aligned(w_act, 2, "adamw");
-    // the scalars exactly as the CPU backend rounds them
-    double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
-    AdamW op{(float *)w,
-             (float *)m,
-             (float *)v,
-             (bf16 *)w_act,
-             (const float *)g,
-             (float)beta1,
-             (float)beta2,
-             (float)(lr / bc1),
-             (float)(1.0 / sqrt(bc2)),
-             (float)eps,
-             (float)lr * (float)weight_decay};
+    AdamWStep s = adamw_step(lr, beta1, beta2, eps, weight_decay, t);
+    AdamW op{(float *)w, (float *)m, (float *)v, (bf16 *)w_act, (const float *)g, s.b1,
+             s.b2,       s.step,     s.rbc2,     s.eps,         s.decay};
     map_update(op, w_act, n, split(n, {w, m, v, g}));
+}
+
+void cuda_adamw_runs(const AdamWRuns *a) {
+    if (a->nruns <= 0) return;
+    cuda_check_aligned(a->w_act, 2, "adamw_runs");
+    if (kernel_variant(KV_ADAMW) == 1)
+        adamw_runs_fused(a);
+    else
+        adamw_runs_loop(a);
 }
 
 void cuda_rmsprop_update(void *w, void *w_act, void *sq, const void *g, int64_t n, double lr,

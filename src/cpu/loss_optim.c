@@ -150,22 +150,49 @@ void cpu_scale(void *x_, int64_t n, double s) {
     for (int64_t i = 0; i < n; i++) x[i] *= (real)s;
 }
 
-/* Decoupled weight decay as torch.optim.AdamW: w <- w - lr (wd w + m^/(sqrt(v^) + eps)). */
-void cpu_adamw(void *w_, void *w_act_, void *m_, void *v_, const void *g_, int64_t n, double lr,
-               double beta1, double beta2, double eps, double weight_decay, int64_t t) {
-    real *w = w_, *w_act = w_act_, *m = m_, *v = v_;
-    const real *g = g_;
-    double bc1 = 1.0 - pow((double)beta1, (double)t), bc2 = 1.0 - pow((double)beta2, (double)t);
-    real step = (real)(lr / bc1), rbc2 = (real)(1.0 / sqrt(bc2));
-    real b1 = beta1, b2 = beta2, decay = (real)lr * (real)weight_decay;
+/* Decoupled weight decay as torch.optim.AdamW: w <- w - lr (wd w + m^/(sqrt(v^) + eps)), over
+ * run r of a with its gradient multiplied by (real)a->grad_scale, cpu_scale's rounding. */
+static void adamw_run(const AdamWRuns *a, const UpdateRun *r) {
+    real *w = (real *)a->w + r->offset, *m = (real *)a->m + r->offset,
+         *v = (real *)a->v + r->offset;
+    real *w_act = a->w_act ? (real *)a->w_act + r->offset : NULL;
+    const real *g = (const real *)a->g + r->offset;
+    int64_t n = r->n;
+    double bc1 = 1.0 - pow((double)a->beta1, (double)a->t),
+           bc2 = 1.0 - pow((double)a->beta2, (double)a->t);
+    real step = (real)(r->lr / bc1), rbc2 = (real)(1.0 / sqrt(bc2));
+    real b1 = a->beta1, b2 = a->beta2, decay = (real)r->lr * (real)r->weight_decay;
+    real gs = (real)a->grad_scale, eps = (real)a->eps;
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; i++) {
-        real gi = g[i];
+        real gi = g[i] * gs;
         m[i] = b1 * m[i] + ((real)1 - b1) * gi;
         v[i] = b2 * v[i] + ((real)1 - b2) * gi * gi;
-        w[i] -= decay * w[i] + step * m[i] / (sqrt(v[i]) * rbc2 + (real)eps);
+        w[i] -= decay * w[i] + step * m[i] / (sqrt(v[i]) * rbc2 + eps);
         if (w_act) w_act[i] = w[i];
     }
+}
+
+void cpu_adamw(void *w_, void *w_act_, void *m_, void *v_, const void *g_, int64_t n, double lr,
+               double beta1, double beta2, double eps, double weight_decay, int64_t t) {
+    UpdateRun r = {0, n, lr, weight_decay};
+    AdamWRuns a = {.w = w_,
+                   .w_act = w_act_,
+                   .m = m_,
+                   .v = v_,
+                   .g = (void *)g_,
+                   .runs = &r,
+                   .nruns = 1,
+                   .beta1 = beta1,
+                   .beta2 = beta2,
+                   .eps = eps,
+                   .grad_scale = 1,
+                   .t = t};
+    adamw_run(&a, &r);
+}
+
+void cpu_adamw_runs(const AdamWRuns *a) {
+    for (int k = 0; k < a->nruns; k++) adamw_run(a, &a->runs[k]);
 }
 
 /* torch.optim.RMSprop (no momentum, not centered): the weight decay is added to the gradient,

@@ -114,6 +114,16 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                           "at a time",
                           "runs of 64 tokens a warp, the inputs of 16 tokens loaded into "
                           "registers before any is used"}},
+    [KV_ADAMW] = {.name = "adamw",
+                  .bench = "adamw",
+                  .test = "test_gpu_basic",
+                  .kernels = "map_kernel|adamw_runs_kernel",
+                  .variants = {"runs", "fused"},
+                  .what = {"the verified kernels: the clip factor's scale pass over the runs, "
+                           "then one adamw launch per run",
+                           "one launch over every run (the run table uploaded per call, blocks "
+                           "striding over 2048-element tiles of the runs), the clip factor "
+                           "applied to the gradient as it is read"}},
 };
 
 static int chosen[KV_COUNT];

@@ -29,6 +29,7 @@ typedef enum {
     KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
     KV_RMSNORM_BWD, /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
     KV_CONV,        /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
+    KV_ADAMW,       /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
     KV_COUNT
 } KernelVariantOp;
 

@@ -502,6 +502,13 @@ OpCost op_cost_adamw(const CostUnits *u, void *w, void *w_act, void *m, void *v,
     return cost_make(0, (7 * u->f32 + (w_act ? u->act : 0)) * (double)n);
 }
 
+/* The fused pass: each run's elements read and written once, the gradient read once. */
+OpCost op_cost_adamw_runs(const CostUnits *u, const AdamWRuns *a) {
+    double n = 0;
+    for (int k = 0; k < a->nruns; k++) n += (double)a->runs[k].n;
+    return cost_make(0, (7 * u->f32 + (a->w_act ? u->act : 0)) * n);
+}
+
 OpCost op_cost_rmsprop_update(const CostUnits *u, void *w, void *w_act, void *sq, const void *g,
                               int64_t n, double lr, double alpha, double eps, double weight_decay) {
     return cost_make(0, (5 * u->f32 + (w_act ? u->act : 0)) * (double)n);

@@ -266,6 +266,13 @@ static void model_undeclare(Model *m) {
     rt_free(m);
 }
 
+void model_declare_params(const ModelConfig *cfg, ParamTable *out) {
+    Model *m = model_declare(cfg);
+    *out = m->params;
+    m->params = (ParamTable){0}; /* now out's */
+    model_undeclare(m);
+}
+
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding) {
     Model *m = model_declare(cfg);
     *total = model_num_params(m);

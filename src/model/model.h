@@ -128,6 +128,8 @@ void model_carry_upload(Model *m, void *state, int rows, const float *host);
 
 /* Parameter counts of a config without building the model (nothing is allocated). */
 void model_count_params(const ModelConfig *cfg, int64_t *total, int64_t *non_embedding);
+/* cfg's parameter table (names, offsets, groups) without the model's buffers; params_free it. */
+void model_declare_params(const ModelConfig *cfg, ParamTable *out);
 /* Prints "model: gla + selective, 375.2M parameters (...)" and its dimensions (model_summary.c). */
 void model_print_summary(const ModelConfig *mc, const ModelDims *dm, int64_t params,
                          int64_t non_embedding);

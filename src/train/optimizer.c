@@ -4,16 +4,50 @@
 
 #include "util/error.h"
 
-/* AdamW: moments m, v (torch's exp_avg, exp_avg_sq), bias-corrected at step t. */
-static void adamw_update(const Optimizer *o, const TrainConfig *tc, const OptRun *r) {
-    o->be->adamw(r->w, r->w_act, r->state[0], r->state[1], r->g, r->n, r->lr, tc->beta1, tc->beta2,
-                 tc->adam_eps, r->weight_decay, o->t);
+/* The byte offset of element `at` of the optimizer's range in a buffer of the flat layout. */
+static size_t flat_offset(const Optimizer *o, int64_t at, size_t elem) {
+    return (size_t)(o->lo + at) * elem;
 }
 
-/* RMSprop: the running average of squared gradients (torch's square_avg). */
-static void rmsprop_update(const Optimizer *o, const TrainConfig *tc, const OptRun *r) {
-    o->be->rmsprop_update(r->w, r->w_act, r->state[0], r->g, r->n, r->lr, tc->rmsprop_alpha,
-                          tc->rmsprop_eps, r->weight_decay);
+/* AdamW: moments m, v (torch's exp_avg, exp_avg_sq), bias-corrected at step t; one backend
+ * call for every run, the clip factor applied as the gradients are read. */
+static void adamw_update(const Optimizer *o, Model *m, const TrainConfig *tc, const OptRuns *runs,
+                         double grad_scale) {
+    const Backend *be = o->be;
+    void *act;
+    char *w = model_weights_and_copy(m, &act), *g = model_grads(m);
+    AdamWRuns a = {.w = w + flat_offset(o, 0, be->f32_size),
+                   .w_act = act ? (char *)act + flat_offset(o, 0, be->act_size) : NULL,
+                   .m = o->state[0],
+                   .v = o->state[1],
+                   .g = g + flat_offset(o, 0, be->f32_size),
+                   .runs = runs->r,
+                   .nruns = runs->n,
+                   .beta1 = tc->beta1,
+                   .beta2 = tc->beta2,
+                   .eps = tc->adam_eps,
+                   .grad_scale = grad_scale,
+                   .t = o->t};
+    be->adamw_runs(&a);
+}
+
+/* RMSprop: the running average of squared gradients (torch's square_avg), one call per run
+ * after the clip factor's pass over the range. */
+static void rmsprop_update(const Optimizer *o, Model *m, const TrainConfig *tc, const OptRuns *runs,
+                           double grad_scale) {
+    const Backend *be = o->be;
+    size_t F = be->f32_size;
+    void *act;
+    char *w = model_weights_and_copy(m, &act), *g = model_grads(m);
+    if (grad_scale != 1) grads_scale(m, o->lo, o->hi, grad_scale);
+    for (int k = 0; k < runs->n; k++) {
+        const UpdateRun *r = &runs->r[k];
+        be->rmsprop_update(w + flat_offset(o, r->offset, F),
+                           act ? (char *)act + flat_offset(o, r->offset, be->act_size) : NULL,
+                           (char *)o->state[0] + (size_t)r->offset * F,
+                           g + flat_offset(o, r->offset, F), r->n, r->lr, tc->rmsprop_alpha,
+                           tc->rmsprop_eps, r->weight_decay);
+    }
 }
 
 static const OptimizerSpec SPECS[] = {
@@ -75,34 +109,22 @@ static double group_decay(const TrainConfig *tc, Group g) {
     return 0;
 }
 
-/* One update over elements [a, b) of the optimizer's range, clamped to it, with the learning
+/* Appends the run of elements [a, b) of the flat layout, clamped to [lo, hi), with the learning
  * rate and weight decay of the group. */
-static void update_run(Optimizer *o, const TrainConfig *tc, double lr, char *w, void *act, char *g,
-                       int64_t a, int64_t b, Group grp) {
-    const Backend *be = o->be;
-    if (a < o->lo) a = o->lo;
-    if (b > o->hi) b = o->hi;
+static void add_run(const TrainConfig *tc, double lr, int64_t lo, int64_t hi, UpdateRun *runs,
+                    int *n, int64_t a, int64_t b, Group grp) {
+    if (a < lo) a = lo;
+    if (b > hi) b = hi;
     if (a >= b) return;
-    size_t F = be->f32_size, off = (size_t)a * F, soff = (size_t)(a - o->lo) * F;
-    OptRun r = {w + off,
-                act ? (char *)act + (size_t)a * be->act_size : NULL,
-                {NULL},
-                g + off,
-                b - a,
-                group_lr(tc, grp, lr),
-                group_decay(tc, grp)};
-    for (int k = 0; k < o->spec->nstate; k++) r.state[k] = (char *)o->state[k] + soff;
-    o->spec->update(o, tc, &r);
+    runs[(*n)++] = (UpdateRun){a - lo, b - a, group_lr(tc, grp, lr), group_decay(tc, grp)};
 }
 
-/* Neighbouring trainable parameters of the same group are updated by one call, the
- * alignment padding between them included: padding has zero weights, gradients and state,
- * so its update is zero. A frozen parameter or a change of group ends a run. */
-void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr) {
-    const ParamTable *t = model_params(m);
-    void *act;
-    char *w = model_weights_and_copy(m, &act), *g = model_grads(m);
-    o->t++;
+/* Neighbouring trainable parameters of the same group make one run, the alignment padding
+ * between them included: padding has zero weights, gradients and state, so its update is
+ * zero. A frozen parameter or a change of group ends a run. */
+int optimizer_runs(const ParamTable *t, const TrainConfig *tc, double lr, int64_t lo, int64_t hi,
+                   UpdateRun *runs) {
+    int n = 0;
     int64_t run_lo = 0, run_hi = 0;
     Group run = GROUP_PLAIN;
     for (int i = 0; i < t->n; i++) {
@@ -112,11 +134,25 @@ void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr) {
             run_hi = p->offset + p->numel;
             continue;
         }
-        update_run(o, tc, lr, w, act, g, run_lo, run_hi, run);
+        add_run(tc, lr, lo, hi, runs, &n, run_lo, run_hi, run);
         run_lo = run_hi = p->offset;
         if (p->trainable) run_hi = p->offset + p->numel, run = grp;
     }
-    update_run(o, tc, lr, w, act, g, run_lo, run_hi, run);
+    add_run(tc, lr, lo, hi, runs, &n, run_lo, run_hi, run);
+    return n;
+}
+
+void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr, double grad_scale) {
+    const ParamTable *t = model_params(m);
+    UpdateRun *runs = rt_malloc(sizeof(UpdateRun) * (size_t)(t->n + 1));
+    o->t++;
+    OptRuns r = {runs, optimizer_runs(t, tc, lr, o->lo, o->hi, runs)};
+    o->spec->update(o, m, tc, &r, grad_scale);
+    rt_free(runs);
+}
+
+double grad_clip_factor(double gnorm, double clip) {
+    return clip > 0 && gnorm > clip ? clip / (gnorm + 1e-6) : 1;
 }
 
 double grad_sumsq(Model *m, int64_t lo, int64_t hi) {

@@ -13,24 +13,23 @@
 
 typedef struct Optimizer Optimizer;
 
-/* One backend update of a run of neighbouring elements of one parameter group: pointers at
- * the run's first element. */
+/* The runs of one update: neighbouring elements of one parameter group each (UpdateRun of
+ * backend_ops.h, offsets from the optimizer's lo). */
 typedef struct {
-    void *w, *w_act;            /* [f32] master weights; [act] copy or NULL */
-    void *state[OPT_MAX_STATE]; /* [f32] the optimizer's state buffers */
-    const void *g;              /* [f32] gradients */
-    int64_t n;
-    double lr, weight_decay; /* the group's */
-} OptRun;
+    const UpdateRun *r;
+    int n;
+} OptRuns;
 
 /* An update rule: its name (train.optimizer), its per-element state buffers under the names
  * torch gives them in an optimizer's state (the checkpoint's tensor names), and the update
- * of one run at the optimizer's step o->t. */
+ * of the runs at the optimizer's step o->t with the gradients multiplied by grad_scale (the
+ * clip factor, 1 without clipping). */
 typedef struct {
     const char *name;
     int nstate;
     const char *state_names[OPT_MAX_STATE];
-    void (*update)(const Optimizer *o, const TrainConfig *tc, const OptRun *r);
+    void (*update)(const Optimizer *o, Model *m, const TrainConfig *tc, const OptRuns *runs,
+                   double grad_scale);
 } OptimizerSpec;
 
 /* The optimizer owns the elements [lo, hi) of the flat parameter buffer: all of it, or one
@@ -47,10 +46,19 @@ struct Optimizer {
 const OptimizerSpec *optimizer_spec(OptimizerKind kind);
 Optimizer *optimizer_create(const Backend *be, OptimizerKind kind, int64_t lo, int64_t hi);
 void optimizer_free(Optimizer *o);
-/* One update of the trainable parameter elements in [lo, hi) with the current gradients,
- * each parameter with its group's learning rate and weight decay (docs/models.md §training-recipe).
- */
-void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr);
+/* The runs of an update of the elements [lo, hi) of t's layout at learning rate lr (OptRuns):
+ * fills runs, room for t->n + 1, and returns their count. */
+int optimizer_runs(const ParamTable *t, const TrainConfig *tc, double lr, int64_t lo, int64_t hi,
+                   UpdateRun *runs);
+/* One update of the trainable parameter elements in [lo, hi) with the current gradients
+ * times grad_scale (global-norm clipping's factor, 1 for none), each parameter with its
+ * group's learning rate and weight decay (docs/models.md §training-recipe). The gradients are
+ * left scaled or not. */
+void optimizer_step(Optimizer *o, Model *m, const TrainConfig *tc, double lr, double grad_scale);
+
+/* Global-norm clipping's factor for the gradients (docs/models.md §training-recipe): clip /
+ * (gnorm + 1e-6) where clip > 0 and the norm gnorm exceeds it, else 1. */
+double grad_clip_factor(double gnorm, double clip);
 
 /* Sum of squared gradients of the elements [lo, hi) (frozen parameters have none). */
 double grad_sumsq(Model *m, int64_t lo, int64_t hi);

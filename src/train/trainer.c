@@ -912,9 +912,7 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
                     bad_steps, rc->run.dir);
         } else {
             bad_steps = 0;
-            if (tc->grad_clip > 0 && gnorm > tc->grad_clip)
-                grads_scale(tr.model, tr.opt->lo, tr.opt->hi, tc->grad_clip / (gnorm + 1e-6));
-            optimizer_step(tr.opt, tr.model, tc, lr);
+            optimizer_step(tr.opt, tr.model, tc, lr, grad_clip_factor(gnorm, tc->grad_clip));
             if (tr.ranges)
                 grad_comm_allgather(&tr.comm, model_weights_to_write(tr.model), tr.ranges);
         }

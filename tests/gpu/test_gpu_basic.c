@@ -1,7 +1,8 @@
 /* GPU tests of the basic ops (kernels/ops/elementwise.cu, kernels/ops/norm.cu,
  * kernels/ops/loss_optim.cu) against the CPU backend: the bf16 weight copy, add, embedding, output
  * gates, SiLU, log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
- * log-probabilities, sum of squares, scale and AdamW, forward and backward.
+ * log-probabilities, sum of squares, scale and AdamW (per run and over a run table, adamw:fused
+ * included), forward and backward.
  *
  * Sizes run from tiny test configs to the 370M model's (hidden 1024, MLP 2816, per-head
  * 64..256, V = 32000), plus odd sizes and pointers offset by one element, which take the
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/kernel_variants.h"
 #include "gpu_test.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -915,6 +917,83 @@ static void test_adamw(void) {
     gt_reset();
 }
 
+/* adamw_runs over a table of runs with their own learning rates and weight decays (one empty,
+ * gaps between them, odd starts and lengths, and in the full mode one run of more tiles than
+ * adamw:fused's grid holds), three steps at clip factors 0.37, 1 and 0.37 (the second
+ * gradient 100 times larger): against the CPU at adamw's tolerances, the bf16 copy exactly the
+ * GPU's weights rounded, the gaps untouched. Under a variant (ROTOR_KERNEL_VARIANT=adamw:fused)
+ * the same steps also run with the default kernels from the same values, and the variant must
+ * equal them to the last bit: the same fp32 formula, the clip factor's product rounded as the
+ * scale pass rounds it. off_w offsets w and g, off_m the moments, off_a the bf16 copy. */
+enum { ADAMW_RUNS = 6 };
+
+static void adamw_runs_step(const Backend *be, const AdamWRuns *a, const UpdateRun *runs, float *w,
+                            float *m, float *v, void *act, const float *g, int64_t t, double gs) {
+    AdamWRuns s = *a;
+    s.w = w, s.m = m, s.v = v, s.w_act = act, s.g = (void *)g, s.runs = runs, s.t = t;
+    s.grad_scale = gs;
+    be->adamw_runs(&s);
+}
+
+static void adamw_runs_case(int off_w, int off_m, int off_a) {
+    int64_t big = gt_small() ? 40000 : 2500003;
+    UpdateRun runs[ADAMW_RUNS] = {{0, 1000, 1e-2, 0.1},   {1003, 7, 3e-3, 0},
+                                  {1013, 0, 2e-2, 0.1},   {1013, 4097, 1e-3, 0.05},
+                                  {5111, big, 2e-3, 0.1}, {5114 + big, 2049, 5e-3, 0}};
+    int64_t n = 5114 + big + 2049 + 5;
+    char spec[256], err[512];
+    kernel_variants_describe(spec, sizeof spec);
+    int variant = kernel_variant(KV_ADAMW) != 0;
+    float *w = gt_randn(n, 1), *m = gt_zeros(n), *v = gt_zeros(n);
+    float *gw = f32_at(w, n, off_w), *gm = f32_at(m, n, off_m), *gv = f32_at(v, n, off_m);
+    float *dw = f32_at(w, n, off_w), *dm = f32_at(m, n, off_m), *dv = f32_at(v, n, off_m);
+    void *ga = (char *)gt_garbage_act(n + off_a) + 2 * off_a;
+    void *da = (char *)gt_garbage_act(n + off_a) + 2 * off_a;
+    float *w0 = gt_copy(w, n);
+    AdamWRuns a = {.nruns = ADAMW_RUNS, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8};
+    for (int t = 1; t <= 3; t++) {
+        double gs = t == 2 ? 1 : 0.37;
+        float *g = gt_randn(n, t == 2 ? 100 : 1);
+        adamw_runs_step(gt_cpu, &a, runs, w, m, v, NULL, g, t, gs);
+        adamw_runs_step(gt_gpu, &a, runs, gw, gm, gv, ga, f32_at(g, n, off_w), t, gs);
+        char what[64];
+        snprintf(what, sizeof what, "adamw_runs t=%d off=%d,%d,%d", t, off_w, off_m, off_a);
+        gt_compare(gt_name("%s copy", what), gt_get_act(ga, n), round_all(gt_get_f32(gw, n), n), n,
+                   0);
+        gt_compare(gt_name("%s w", what), gt_get_f32(gw, n), w, n, TOL_ADAM_W);
+        gt_compare(gt_name("%s m", what), gt_get_f32(gm, n), m, n, TOL_ADAM_MV);
+        gt_compare(gt_name("%s v", what), gt_get_f32(gv, n), v, n, TOL_ADAM_MV);
+        if (!variant) continue;
+        RT_ASSERT(kernel_variants_set("", err, sizeof err) == 0);
+        adamw_runs_step(gt_gpu, &a, runs, dw, dm, dv, da, f32_at(g, n, off_w), t, gs);
+        RT_ASSERT(kernel_variants_set(spec, err, sizeof err) == 0);
+        gt_compare(gt_name("%s w = default's", what), gt_get_f32(gw, n), gt_get_f32(dw, n), n, 0);
+        gt_compare(gt_name("%s m = default's", what), gt_get_f32(gm, n), gt_get_f32(dm, n), n, 0);
+        gt_compare(gt_name("%s v = default's", what), gt_get_f32(gv, n), gt_get_f32(dv, n), n, 0);
+        gt_compare(gt_name("%s copy = default's", what), gt_get_act(ga, n), gt_get_act(da, n), n,
+                   0);
+    }
+    /* the gaps between the runs (1000..1002, 1010..1012, the last 5) keep their weights */
+    float *got = gt_get_f32(gw, n);
+    int moved = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int in_run = 0;
+        for (int k = 0; k < ADAMW_RUNS; k++)
+            in_run |= i >= runs[k].offset && i < runs[k].offset + runs[k].n;
+        moved += !in_run && got[i] != w0[i];
+    }
+    CHECK_MSG(!moved, "adamw_runs off=%d,%d,%d: %d weights outside the runs changed", off_w, off_m,
+              off_a, moved);
+}
+
+static void test_adamw_runs(void) {
+    adamw_runs_case(0, 0, 0);
+    adamw_runs_case(1, 1, 1); /* scalar heads, vectors */
+    adamw_runs_case(0, 0, 1); /* the copy misaligned for 8-byte stores: scalar */
+    adamw_runs_case(1, 2, 0); /* scalar */
+    gt_reset();
+}
+
 /* RMSprop as adamw_case: steps 1..10 with a fresh gradient each (step 3's 100 times larger),
  * compared after steps 1, 2 and 10; the bf16 copy exactly the GPU's weights rounded. */
 static void rmsprop_case(int64_t n, int off_w, int off_s, int off_a, double wd) {
@@ -975,6 +1054,7 @@ static const TestCase tests[] = {
     {"sumsq", test_sumsq},
     {"scale", test_scale},
     {"adamw", test_adamw},
+    {"adamw_runs", test_adamw_runs},
     {"rmsprop", test_rmsprop},
 };
 

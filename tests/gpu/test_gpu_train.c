@@ -37,10 +37,8 @@ static double train_step(Model *m, Optimizer *opt, const TrainConfig *tc, const 
     model_zero_grads(m);
     double loss = model_forward(m, b, 1.0 / (ROWS * LEN), NULL) / (ROWS * LEN);
     model_backward(m);
-    int64_t n = model_params(m)->total;
-    double gn = sqrt(grad_sumsq(m, 0, n));
-    if (gn > 1.0) grads_scale(m, 0, n, 1.0 / (gn + 1e-6));
-    optimizer_step(opt, m, tc, lr);
+    double gn = sqrt(grad_sumsq(m, 0, model_params(m)->total));
+    optimizer_step(opt, m, tc, lr, grad_clip_factor(gn, 1.0));
     return loss;
 }
 
