@@ -75,7 +75,7 @@ if fails:
 EOF
 
 # a variant that does not run is worse
-if "$root/scripts/kernel_report.sh" --tu gdn --variant gdn_scan:c64 "$build" >"$work/bad.txt" 2>&1; then
+if "$root/scripts/kernel_report.sh" --tu gdn,norm --variant gdn_scan:c64 "$build" >"$work/bad.txt" 2>&1; then
     echo "an unknown variant was not reported worse"; cat "$work/bad.txt"; exit 1
 fi
 grep -q "worse: the program failed" "$work/bad.txt" || { cat "$work/bad.txt"; exit 1; }
