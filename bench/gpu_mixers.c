@@ -1,9 +1,9 @@
 /* Mixer kernel benchmark on the GPU: rotor's CUDA ops for GLA, Gated DeltaNet and FoX and
  * the fused Selective RoPE, at the shapes of the 370M configs (B = 4 rows of T = 4096 tokens,
  * one segment per row), forward and backward timed apart; the memory-bound RMSNorm (op rmsnorm:
- * the block and per-head norms) and short conv (op conv: 512, 1024, 2048 channels) at the same
- * token count; and (op gemm, only when named) the dense products of a GLA-370M layer and its
- * LM head, and (op inproj, only when named) a GLA-370M layer's input projections as one
+ * the block and per-head norms), short conv (op conv: 512, 1024, 2048 channels) and the MLP's
+ * SwiGLU (op swiglu: its backward with the product rebuilt) at the same token count; and (op
+ * gemm, only when named) the dense products of a GLA-370M layer and its LM head, and (op inproj, only when named) a GLA-370M layer's input projections as one
  * matmul_group, and (op adamw, only when named) one AdamW update of GLA-370M's parameters over
  * the optimizer's runs. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
@@ -505,6 +505,30 @@ static void setup_conv(Op *p) {
     }
 }
 
+/* ---- swiglu: the MLP's swish(gate) * up of GLA-370M (width 2816, N = 16384 tokens),
+ * forward, and the backward with the product rebuilt (gate_mul_bwd_rebuild: the gradients of
+ * up and gate and the product for the down projection's weight gradient) ---- */
+
+enum { SWIGLU_WIDTH = 2816 };
+
+static void swiglu_f(const Op *p) {
+    be->gate_mul_fwd(p->y[0], p->x, p->g, seqs.ntok * SWIGLU_WIDTH, ACT_SILU);
+}
+static void swiglu_b(const Op *p) {
+    be->gate_mul_bwd_rebuild(p->o, p->dx[0], p->dg, p->dy[0], p->x, p->g,
+                             seqs.ntok * SWIGLU_WIDTH, ACT_SILU);
+}
+
+static void setup_swiglu(Op *p) {
+    const int64_t n = seqs.ntok * SWIGLU_WIDTH;
+    p->x = act_normal(n), p->g = act_normal(n), p->dy[0] = act_normal(n);
+    p->y[0] = act_out(n), p->o = act_out(n), p->dx[0] = act_out(n), p->dg = act_out(n);
+    output(p, "act", p->y[0], n, 0);
+    output(p, "rebuilt", p->o, n, 0);
+    output(p, "dup", p->dx[0], n, 0);
+    output(p, "dgate", p->dg, n, 0);
+}
+
 /* ---- adamw: one AdamW update of GLA-370M's parameters (configs/gla-370m-selective-pg.ini's
  * model) over the runs the optimizer makes of its parameter table (train/optimizer.h), with a
  * clip factor: the trainer's update of a clipped step. The update changes its inputs (the
@@ -582,6 +606,7 @@ static const Mixer mixers[] = {
     {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
     {.name = "rmsnorm", .setup = setup_rmsnorm, .fwd = rmsnorm_f, .bwd = rmsnorm_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "conv", .setup = setup_conv, .fwd = conv_f, .bwd = conv_b, .H = 1, .K = 1024, .V = 1024},
+    {.name = "swiglu", .setup = setup_swiglu, .fwd = swiglu_f, .bwd = swiglu_b, .H = 1, .K = 2816, .V = 2816},
     {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
      .named_only = 1},
     {.name = "inproj", .setup = setup_inproj, .fwd = inproj_f, .bwd = inproj_b, .H = 1, .K = 1024,
@@ -712,8 +737,8 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, gemm, inproj, "
-                            "adamw)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, swiglu, gemm, "
+                            "inproj, adamw)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }

@@ -373,7 +373,7 @@ typedef struct {
       (void *out, const void *x, const void *w, const void *bias, int M, int N, int K),              \
       (out, x, w, bias, M, N, K))                                                                    \
     /* dx[M,K] (=, or += if accumulate) dout w; dw[N,K] += dout^T x; dbias[N] += sum_rows            \
-     * dout. dx or dbias may be NULL. */                                                             \
+     * dout. dx, dw or dbias may be NULL. */                                                         \
     X(void, matmul_bwd,                                                                              \
       (void *dx, void *dw, void *dbias, const void *dout, const void *x, const void *w, int M,       \
        int N, int K, int accumulate),                                                                \
@@ -436,6 +436,13 @@ typedef struct {
       (void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,                \
        Activation act),                                                                              \
       (dx, dg, dout, x, g, n, act))                                                                  \
+    /* gate_mul_bwd that also rebuilds the forward's out = x * act(g) for a later product's          \
+     * weight gradient (the MLP's down projection under train.recompute = default): the same         \
+     * values as gate_mul_fwd then gate_mul_bwd. */                                                  \
+    X(void, gate_mul_bwd_rebuild,                                                                    \
+      (void *out, void *dx, void *dg, const void *dout, const void *x, const void *g, int64_t n,     \
+       Activation act),                                                                              \
+      (out, dx, dg, dout, x, g, n, act))                                                             \
     /* y = a + b over n values; y may be a or b (BaseConv's skip, docs/models.md §zoology-shape).   \
      */                                                                                              \
     X(void, add, (void *y, const void *a, const void *b, int64_t n), (y, a, b, n))                   \

@@ -224,14 +224,19 @@ static void matmul_ref(Op *o, real *ref) {
         }
 }
 
-/* dx = NULL and dbias = NULL are allowed */
+/* dx, dw and dbias may each be NULL */
 static void matmul_extra(Op *o) {
     Matmul *m = (Matmul *)o;
     int64_t nw = m->w->spec.n;
     real *dw = tu_zeros(nw);
     cpu_matmul_bwd(NULL, dw, NULL, m->out->d, m->x->v, m->w->v, m->M, m->N, m->K, 0);
     check_equal(label(o, "dw with dx=dbias=NULL"), dw, m->w->d, nw);
+    int64_t nx = m->x->spec.n;
+    real *dx = tu_zeros(nx);
+    cpu_matmul_bwd(dx, NULL, NULL, m->out->d, NULL, m->w->v, m->M, m->N, m->K, 0);
+    check_equal(label(o, "dx with dw=dbias=NULL"), dx, m->x->d, nx);
     rt_free(dw);
+    rt_free(dx);
 }
 
 static const OpDef MATMUL = {.size = sizeof(Matmul),
@@ -552,10 +557,10 @@ static const OpDef L2NORM = {.size = sizeof(L2Norm),
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* out = x * act(g) */
+/* out = x * act(g); `rebuilt`: gate_mul_bwd_rebuild's copy of out */
 typedef struct {
     Op o;
-    Tensor *x, *g, *out;
+    Tensor *x, *g, *out, *rebuilt;
 } GateMul;
 
 static void gate_mul_build(Op *o) {
@@ -592,6 +597,33 @@ static const OpDef GATE_MUL = {.size = sizeof(GateMul),
                                .bwd = gate_mul_bwd,
                                .ref = gate_mul_ref,
                                .ops = "gate_mul_fwd gate_mul_bwd"};
+
+/* The backward that also rebuilds out (the MLP's product for the down projection's dw). */
+static void gate_mul_rebuild_build(Op *o) {
+    GateMul *m = (GateMul *)o;
+    gate_mul_build(o);
+    m->rebuilt = aux(o, "rebuilt", 157, GARBAGE);
+}
+
+static void gate_mul_rebuild_bwd(Op *o) {
+    GateMul *m = (GateMul *)o;
+    o->be->gate_mul_bwd_rebuild(BV(m->rebuilt), BD(m->x), BD(m->g), BD(m->out), BV(m->x), BV(m->g),
+                                157, o->v->act);
+}
+
+/* the rebuilt product is the forward's, bit for bit */
+static void gate_mul_rebuild_extra(Op *o) {
+    GateMul *m = (GateMul *)o;
+    check_equal(label(o, "rebuilt out"), m->rebuilt->v, m->out->v, 157);
+}
+
+static const OpDef GATE_MUL_REBUILD = {.size = sizeof(GateMul),
+                                       .build = gate_mul_rebuild_build,
+                                       .fwd = gate_mul_fwd,
+                                       .bwd = gate_mul_rebuild_bwd,
+                                       .ref = gate_mul_ref,
+                                       .extra = gate_mul_rebuild_extra,
+                                       .ops = "gate_mul_fwd gate_mul_bwd_rebuild"};
 
 /* The one-input elementwise ops, out = f(x) over 157 values with |x| in [0.05, v.hi]. */
 typedef struct {
@@ -2824,6 +2856,7 @@ const OpCase CASES[] = {
     {"gate_mul_silu", &GATE_MUL, 301, {.act = ACT_SILU}},
     {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},
     {"gate_mul_none", &GATE_MUL, 311, {.act = ACT_NONE}},
+    {"gate_mul_rebuild_silu", &GATE_MUL_REBUILD, 313, {.act = ACT_SILU}},
     {"silu", &SILU, 303, {.hi = 6.0}},
     {"gelu", &GELU, 309, {.hi = 4.0}},
     {"dropout", &DROPOUT, 311, {0}},

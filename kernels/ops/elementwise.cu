@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "backend/cuda_ops.h"
+#include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
 #include "util/dropout_mask.h"
 #include "util/error.h"
@@ -118,6 +119,30 @@ struct GateMulBwd {
             ox.v[k] = f2bf(d * act_value(gk, act));
             og.v[k] = f2bf(d * bf2f(xv.v[k]) * act_deriv(gk, act));
         }
+        st_vec<V>(dx + i, ox);
+        st_vec<V>(dg + i, og);
+    }
+};
+
+// gate_rebuild:fused: GateMulFwd's product and GateMulBwd's gradients from one read of dout,
+// x and g, with their expressions, so the same bits as the two in turn.
+struct GateMulBwdRebuild {
+    static constexpr int VEC = 8;
+    bf16 *out, *dx, *dg;
+    const bf16 *dout, *x, *g;
+    Activation act;
+    template <int V> __device__ void run(int64_t i) const {
+        Pack<bf16, V> dv = ld_vec<V>(dout + i), xv = ld_vec<V>(x + i), gv = ld_vec<V>(g + i), oo,
+                      ox, og;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            float d = bf2f(dv.v[k]), xk = bf2f(xv.v[k]), gk = bf2f(gv.v[k]);
+            float a = act_value(gk, act);
+            oo.v[k] = f2bf(xk * a);
+            ox.v[k] = f2bf(d * a);
+            og.v[k] = f2bf(d * xk * act_deriv(gk, act));
+        }
+        st_vec<V>(out + i, oo);
         st_vec<V>(dx + i, ox);
         st_vec<V>(dg + i, og);
     }
@@ -439,6 +464,19 @@ void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, cons
     map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g,
                    act},
         n, {{dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
+}
+
+void cuda_gate_mul_bwd_rebuild(void *out, void *dx, void *dg, const void *dout, const void *x,
+                               const void *g, int64_t n, Activation act) {
+    if (kernel_variant(KV_GATE_REBUILD) == 0) { // pair: the verified kernels in turn
+        cuda_gate_mul_fwd(out, x, g, n, act);
+        cuda_gate_mul_bwd(dx, dg, dout, x, g, n, act);
+        return;
+    }
+    check_act(act, "gate_mul_bwd_rebuild");
+    map(GateMulBwdRebuild{(bf16 *)out, (bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x,
+                          (const bf16 *)g, act},
+        n, {{out, 2}, {dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
 }
 
 void cuda_add(void *y, const void *a, const void *b, int64_t n) {

@@ -39,6 +39,19 @@ void cpu_gate_mul_bwd(void *dx_, void *dg_, const void *dout_, const void *x_, c
     }
 }
 
+void cpu_gate_mul_bwd_rebuild(void *out_, void *dx_, void *dg_, const void *dout_, const void *x_,
+                              const void *g_, int64_t n, Activation act) {
+    real *out = out_, *dx = dx_, *dg = dg_;
+    const real *dout = dout_, *x = x_, *g = g_;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        real d = dout[i], a = act_value(g[i], act);
+        out[i] = x[i] * a;
+        dx[i] = d * a;
+        dg[i] = d * x[i] * act_deriv(g[i], act);
+    }
+}
+
 void cpu_silu_fwd(void *y_, const void *x_, int64_t n) {
     real *y = y_;
     const real *x = x_;

@@ -21,7 +21,7 @@ void cpu_matmul_bwd(void *dx_, void *dw_, void *dbias_, const void *dout_, const
     real *dx = dx_, *dw = dw_, *dbias = dbias_;
     const real *dout = dout_, *x = x_, *w = w_;
     if (dx) gemm(0, 0, M, K, N, 1, dout, N, w, K, accumulate ? 1 : 0, dx, K);
-    gemm(1, 0, N, K, M, 1, dout, N, x, K, 1, dw, K);
+    if (dw) gemm(1, 0, N, K, M, 1, dout, N, x, K, 1, dw, K);
     if (dbias) {
 #pragma omp parallel for schedule(static)
         for (int j = 0; j < N; j++) {

@@ -124,6 +124,15 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                            "one launch over every run (the run table uploaded per call, blocks "
                            "striding over 2048-element tiles of the runs), the clip factor "
                            "applied to the gradient as it is read"}},
+    [KV_GATE_REBUILD] = {.name = "gate_rebuild",
+                         .bench = "swiglu",
+                         .test = "test_gpu_basic",
+                         .kernels = "map_kernel",
+                         .variants = {"pair", "fused"},
+                         .what = {"the verified kernels in turn: gate_mul_fwd rebuilds swish(gate) "
+                                  "* up, then gate_mul_bwd reads gate and up again",
+                                  "one pass reading dact, gate and up once and writing the "
+                                  "product with both gradients"}},
 };
 
 static int chosen[KV_COUNT];

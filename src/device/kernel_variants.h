@@ -27,9 +27,11 @@ typedef enum {
     KV_FOX_BWD,   /* FoX attention's backward */
     KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
     KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
-    KV_RMSNORM_BWD, /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
-    KV_CONV,        /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
-    KV_ADAMW,       /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
+    KV_RMSNORM_BWD,  /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
+    KV_CONV,         /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
+    KV_ADAMW,        /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
+    KV_GATE_REBUILD, /* the MLP's gate backward with its product rebuilt
+                        (kernels/ops/elementwise.cu) */
     KV_COUNT
 } KernelVariantOp;
 

@@ -52,8 +52,9 @@ OpCost op_cost_matmul_fwd(const CostUnits *u, void *out, const void *x, const vo
 OpCost op_cost_matmul_bwd(const CostUnits *u, void *dx, void *dw, void *dbias, const void *dout,
                           const void *x, const void *w, int M, int N, int K, int accumulate) {
     double m = M, n = N, k = K;
-    double flops = 2 * m * n * k * (dx ? 2 : 1);
-    double bytes = u->act * (m * n + m * k) + 2 * u->f32 * n * k;
+    double flops = 2 * m * n * k * ((dx ? 1 : 0) + (dw ? 1 : 0));
+    double bytes = u->act * m * n; /* dout */
+    if (dw) bytes += u->act * m * k + 2 * u->f32 * n * k;
     if (dx) bytes += u->act * (n * k + m * k * (accumulate ? 2 : 1));
     return cost_shaped(cost_make(flops, bytes), "%dx%dx%d", M, N, K);
 }
@@ -158,6 +159,12 @@ OpCost op_cost_gate_mul_fwd(const CostUnits *u, void *out, const void *x, const 
 OpCost op_cost_gate_mul_bwd(const CostUnits *u, void *dx, void *dg, const void *dout, const void *x,
                             const void *g, int64_t n, Activation act) {
     return cost_make(0, 5 * u->act * (double)n);
+}
+
+OpCost op_cost_gate_mul_bwd_rebuild(const CostUnits *u, void *out, void *dx, void *dg,
+                                    const void *dout, const void *x, const void *g, int64_t n,
+                                    Activation act) {
+    return cost_make(0, 6 * u->act * (double)n);
 }
 
 OpCost op_cost_add(const CostUnits *u, void *y, const void *a, const void *b, int64_t n) {

@@ -904,10 +904,16 @@ void model_backward(Model *m) {
              */
             const void *dmlp = m->dh;
             if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
-            if (rebuild) be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
-            be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, bl->act, W(&c, bl->w_down),
-                           (int)N, d, I, 0);
-            be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
+            if (rebuild) { /* the product rebuilt in the gate's backward, then down's dw */
+                be->matmul_bwd(m->dact, NULL, NULL, dmlp, NULL, W(&c, bl->w_down), (int)N, d, I, 0);
+                be->gate_mul_bwd_rebuild(bl->act, m->dup, m->dgate, m->dact, bl->up, bl->gate,
+                                         N * I, ACT_SILU);
+                be->matmul_bwd(NULL, G(&c, bl->w_down), NULL, dmlp, bl->act, NULL, (int)N, d, I, 0);
+            } else {
+                be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, bl->act, W(&c, bl->w_down),
+                               (int)N, d, I, 0);
+                be->gate_mul_bwd(m->dup, m->dgate, m->dact, bl->up, bl->gate, N * I, ACT_SILU);
+            }
             if (rebuild) norm_fwd(m, &c, bl->xm, bl->rsm, bl->hm, bl->mlp_norm, bl->mlp_norm_b);
             be->matmul_bwd(m->dmlp_in, G(&c, bl->w_gate), NULL, m->dgate, bl->xm, W(&c, bl->w_gate),
                            (int)N, I, d, 0);

@@ -225,12 +225,25 @@ static void gate_mul_case(int64_t n, Activation act, int off) {
 
     float *dout = gt_randn(n, 1), *rdx = gt_zeros(n), *rdg = gt_zeros(n);
     gt_cpu->gate_mul_bwd(rdx, rdg, dout, x, g, n, act);
-    void *gdx = gt_garbage_act(n), *gdg = gt_garbage_act(n);
-    gt_gpu->gate_mul_bwd(gdx, gdg, gt_act(dout, n), gx, gg, n, act);
+    void *gdx = gt_garbage_act(n), *gdg = gt_garbage_act(n), *gdout = gt_act(dout, n);
+    gt_gpu->gate_mul_bwd(gdx, gdg, gdout, gx, gg, n, act);
     gt_compare(gt_name("gate_mul_bwd dx %s n=%lld off=%d", act_name(act), (long long)n, off),
                gt_get_act(gdx, n), rdx, n, TOL_BF16);
     gt_compare(gt_name("gate_mul_bwd dg %s n=%lld off=%d", act_name(act), (long long)n, off),
                gt_get_act(gdg, n), rdg, n, TOL_BF16);
+
+    /* with the product rebuilt (either gate_rebuild variant): the two ops' bits exactly */
+    void *bo = gt_garbage_act(n), *bdx = gt_garbage_act(n), *bdg = gt_garbage_act(n);
+    gt_gpu->gate_mul_bwd_rebuild(bo, bdx, bdg, gdout, gx, gg, n, act);
+    gt_compare(
+        gt_name("gate_mul_bwd_rebuild out %s n=%lld off=%d", act_name(act), (long long)n, off),
+        gt_get_act(bo, n), gt_get_act(out, n), n, 0);
+    gt_compare(
+        gt_name("gate_mul_bwd_rebuild dx %s n=%lld off=%d", act_name(act), (long long)n, off),
+        gt_get_act(bdx, n), gt_get_act(gdx, n), n, 0);
+    gt_compare(
+        gt_name("gate_mul_bwd_rebuild dg %s n=%lld off=%d", act_name(act), (long long)n, off),
+        gt_get_act(bdg, n), gt_get_act(gdg, n), n, 0);
 }
 
 static void test_gate_mul(void) {
