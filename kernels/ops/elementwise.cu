@@ -53,7 +53,19 @@ __global__ void __launch_bounds__(THREADS)
         op.template run<1>(k < head ? k : tail + (k - head));
 }
 
-template <class Op> void map(const Op &op, int64_t n, std::initializer_list<Ptr> ptrs) {
+// The blocks of map_kernel<Op> resident on the GPU at once, by the occupancy API: for an Op
+// whose registers allow fewer than grid_for's 8 blocks a SM, so that its grid is one wave.
+template <class Op> unsigned resident_blocks() {
+    static int per_sm = 0;
+    if (!per_sm)
+        CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, map_kernel<Op>, THREADS, 0));
+    return (unsigned)(cuda_sm_count() * (per_sm > 0 ? per_sm : 1));
+}
+
+// `resident`: the grid capped at the blocks resident at once (resident_blocks), not at 8 a SM.
+template <class Op>
+void map(const Op &op, int64_t n, std::initializer_list<Ptr> ptrs, bool resident = false) {
     if (n <= 0) return;
     int64_t head = aligned_head(Op::VEC, ptrs), nvec = 0;
     if (head < 0 || head > n)
@@ -61,8 +73,9 @@ template <class Op> void map(const Op &op, int64_t n, std::initializer_list<Ptr>
     else
         nvec = (n - head) / Op::VEC;
     int64_t nscalar = n - nvec * Op::VEC;
-    map_kernel<<<grid_for(nvec > nscalar ? nvec : nscalar), THREADS, 0, cuda_stream()>>>(
-        op, n, head, nvec);
+    unsigned grid = grid_for(nvec > nscalar ? nvec : nscalar);
+    if (resident && grid > resident_blocks<Op>()) grid = resident_blocks<Op>();
+    map_kernel<<<grid, THREADS, 0, cuda_stream()>>>(op, n, head, nvec);
     CUDA_LAUNCHED();
 }
 
@@ -125,7 +138,8 @@ struct GateMulBwd {
 };
 
 // gate_rebuild:fused: GateMulFwd's product and GateMulBwd's gradients from one read of dout,
-// x and g, with their expressions, so the same bits as the two in turn.
+// x and g, with their expressions, so the same bits as the two in turn. Its registers (44)
+// allow 5 blocks a SM: launched with a resident grid.
 struct GateMulBwdRebuild {
     static constexpr int VEC = 8;
     bf16 *out, *dx, *dg;
@@ -476,7 +490,7 @@ void cuda_gate_mul_bwd_rebuild(void *out, void *dx, void *dg, const void *dout, 
     check_act(act, "gate_mul_bwd_rebuild");
     map(GateMulBwdRebuild{(bf16 *)out, (bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x,
                           (const bf16 *)g, act},
-        n, {{out, 2}, {dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
+        n, {{out, 2}, {dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}}, true);
 }
 
 void cuda_add(void *y, const void *a, const void *b, int64_t n) {
