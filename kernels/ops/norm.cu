@@ -1,7 +1,7 @@
 // RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and FoX QK
 // norms), the block norms fused with the residual add before them, LayerNorm (§zoology-shape) and
 // L2 normalisation (GDN q/k, docs/models.md §gated-deltanet; Selective RoPE inputs, docs/models.md
-// §position-embeddings).
+// §position-embeddings), and the readouts' RMSNorm with their output gate (§gla step 6).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -13,6 +13,7 @@
 #include "backend/cuda_ops.h"
 #include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
+#include "lib/gate_act.cuh"
 #include "util/error.h"
 
 namespace {
@@ -680,4 +681,24 @@ void cuda_l2norm_bwd(void *dx, const void *dy, const void *y, const void *rnorm,
             <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)dy, (const bf16 *)y,
                                                 (const float *)rnorm, rows, D, W, accumulate);
     });
+}
+
+// The readout's norm and gate (RmsnormGateArgs): the verified rmsnorm_fwd writing on, then
+// gate_mul_fwd.
+void cuda_rmsnorm_gate_fwd(const RmsnormGateArgs *a) {
+    check_gate_act(a->act, "rmsnorm_gate_fwd");
+    if (a->N * a->G <= 0) return;
+    cuda_rmsnorm_fwd(a->on, a->rstd, a->x, a->w, a->N, a->G, a->C, a->w_per_group, a->eps);
+    cuda_gate_mul_fwd(a->r, a->on, a->gp, a->N * a->G * a->C, a->act);
+}
+
+// gate_mul_bwd into don, then rmsnorm_bwd of it.
+void cuda_rmsnorm_gate_bwd(const RmsnormGateGrads *g) {
+    const RmsnormGateArgs *a = &g->a;
+    check_gate_act(a->act, "rmsnorm_gate_bwd");
+    int64_t rows = a->N * a->G, n = rows * a->C;
+    if (rows <= 0) return;
+    cuda_gate_mul_bwd(g->don, g->dgp, g->dr, a->on, a->gp, n, a->act);
+    cuda_rmsnorm_bwd(g->dx, g->dw, g->don, a->x, a->w, a->rstd, a->N, a->G, a->C, a->w_per_group,
+                     0);
 }
