@@ -1,11 +1,12 @@
 /* Mixer kernel benchmark on the GPU: rotor's CUDA ops for GLA, Gated DeltaNet and FoX and
  * the fused Selective RoPE, at the shapes of the 370M configs (B = 4 rows of T = 4096 tokens,
  * one segment per row), forward and backward timed apart; the memory-bound RMSNorm (op rmsnorm:
- * the block and per-head norms), short conv (op conv: 512, 1024, 2048 channels) and the MLP's
- * SwiGLU (op swiglu: its backward with the product rebuilt) at the same token count; and (op
- * gemm, only when named) the dense products of a GLA-370M layer and its LM head, and (op inproj, only when named) a GLA-370M layer's input projections as one
- * matmul_group, and (op adamw, only when named) one AdamW update of GLA-370M's parameters over
- * the optimizer's runs. bench/fla_mixers.py times
+ * the block and per-head norms), the readouts' RMSNorm with their output gate (op normgate),
+ * short conv (op conv: 512, 1024, 2048 channels) and the MLP's SwiGLU (op swiglu: its backward
+ * with the product rebuilt) at the same token count; and (op gemm, only when named) the dense
+ * products of a GLA-370M layer and its LM head, and (op inproj, only when named) a GLA-370M
+ * layer's input projections as one matmul_group, and (op adamw, only when named) one AdamW
+ * update of GLA-370M's parameters over the optimizer's runs. bench/fla_mixers.py times
  * flash-linear-attention's Triton kernels on the same shapes; scripts/gpu_check.sh (part
  * "bench") runs both in one session and prints the ratios.
  *   gpu_mixers [--reps N] [--ops a,b | --ops all]
@@ -166,6 +167,7 @@ typedef struct {
      * dy, dx, dw as the products' */
     void *xs[GEMM_SHAPES], *rstd[GEMM_SHAPES];
     AdamWRuns upd; /* adamw: the update, its buffers of `cols` columns of ntok rows each */
+    RmsnormGateGrads ng[GEMM_SHAPES]; /* normgate: shape i's call, forward and backward */
     int cols;
 } Op;
 
@@ -471,6 +473,56 @@ static void setup_rmsnorm(Op *p) {
     }
 }
 
+/* ---- the readouts' RMSNorm with their output gate (docs/models.md §gla step 6) at the 370M
+ * shapes, N = 16384 tokens: GLA's (4 heads of 256, shared weight, swish), GDN's (8 of 128, shared,
+ * swish) and FoX-Pro's (16 of 64, per head, sigmoid); forward (r, rstd) and backward (dx, the
+ * gate's gradient, dw) of each ---- */
+
+enum { NORMGATE_SHAPES = 3 };
+static const struct {
+    int G, C, per_group;
+    Activation act;
+    const char *names[4];
+} normgate_shapes[NORMGATE_SHAPES] = {
+    {4, 256, 0, ACT_SILU, {"r4x256", "dx4x256", "dgp4x256", "dw4x256"}},         /* GLA */
+    {8, 128, 0, ACT_SILU, {"r8x128", "dx8x128", "dgp8x128", "dw8x128"}},         /* GDN */
+    {16, 64, 1, ACT_SIGMOID, {"r16x64g", "dx16x64g", "dgp16x64g", "dw16x64g"}}, /* FoX-Pro */
+};
+
+static void normgate_f(const Op *p) {
+    for (int i = 0; i < NORMGATE_SHAPES; i++) be->rmsnorm_gate_fwd(&p->ng[i].a);
+}
+static void normgate_b(const Op *p) {
+    for (int i = 0; i < NORMGATE_SHAPES; i++) be->rmsnorm_gate_bwd(&p->ng[i]);
+}
+
+static void setup_normgate(Op *p) {
+    const int64_t N = seqs.ntok;
+    for (int i = 0; i < NORMGATE_SHAPES; i++) {
+        const int G = normgate_shapes[i].G, C = normgate_shapes[i].C;
+        const int64_t n = N * G * C, nw = (int64_t)(normgate_shapes[i].per_group ? G : 1) * C;
+        RmsnormGateGrads *g = &p->ng[i];
+        g->a = (RmsnormGateArgs){.x = act_normal(n),
+                                 .w = act_uniform(nw, 0.5, 1.5),
+                                 .gp = act_normal(n),
+                                 .N = N,
+                                 .G = G,
+                                 .C = C,
+                                 .w_per_group = normgate_shapes[i].per_group,
+                                 .act = normgate_shapes[i].act,
+                                 .eps = 1e-6,
+                                 .r = act_out(n),
+                                 .rstd = f32_out(N * G),
+                                 .on = act_out(n)};
+        g->dr = act_normal(n), g->dx = act_out(n), g->dgp = act_out(n), g->dw = f32_out(nw);
+        g->don = act_out(n);
+        output(p, normgate_shapes[i].names[0], g->a.r, n, 0);
+        output(p, normgate_shapes[i].names[1], g->dx, n, 0);
+        output(p, normgate_shapes[i].names[2], g->dgp, n, 0);
+        added_output(p, normgate_shapes[i].names[3], g->dw, nw);
+    }
+}
+
 /* ---- the short causal conv (docs/models.md §gla, §gated-deltanet) of the 370M q/k/v
  * prologues, N = 16384 tokens: 4 taps with a weight, SiLU, no bias, at C = 512, 1024, 2048;
  * forward and backward (dx and the weight's fp32 gradient) of each ---- */
@@ -605,6 +657,7 @@ static const Mixer mixers[] = {
     {.name = "selrope_gdn", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 8, .K = 128, .V = 128},
     {.name = "selrope_fox", .setup = setup_selrope, .fwd = selrope_f, .bwd = selrope_b, .H = 16, .K = 64, .V = 64},
     {.name = "rmsnorm", .setup = setup_rmsnorm, .fwd = rmsnorm_f, .bwd = rmsnorm_b, .H = 1, .K = 1024, .V = 1024},
+    {.name = "normgate", .setup = setup_normgate, .fwd = normgate_f, .bwd = normgate_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "conv", .setup = setup_conv, .fwd = conv_f, .bwd = conv_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "swiglu", .setup = setup_swiglu, .fwd = swiglu_f, .bwd = swiglu_b, .H = 1, .K = 2816, .V = 2816},
     {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
@@ -737,8 +790,8 @@ int main(int argc, char **argv) {
         }
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
-                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, conv, swiglu, gemm, "
-                            "inproj, adamw)\n",
+                            "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, normgate, conv, "
+                            "swiglu, gemm, inproj, adamw)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }

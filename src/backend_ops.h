@@ -362,6 +362,34 @@ typedef struct {
     int64_t t; /* the step, >= 1 */
 } AdamWRuns;
 
+/* The readout's RMSNorm and output gate in one op (rmsnorm_gate_fwd; docs/models.md §gla step 6,
+ * the GDN, DeltaNet and FoX readouts as it): on = rmsnorm_fwd of x (G groups of C channels a
+ * row, w of G*C entries if w_per_group else C), then r = gate_mul_fwd(on, gp, act). */
+typedef struct {
+    const void *x;  /* [N, G, C] the mixer's output */
+    const void *w;  /* the norm's weight */
+    const void *gp; /* [N, G, C] the gate's input */
+    int64_t N;
+    int G, C, w_per_group;
+    Activation act;
+    double eps;
+    void *r;    /* [N, G, C] the gated output */
+    void *rstd; /* [f32][N*G], saved for the backward */
+    void *on;   /* [N, G, C] the normed values: a backend may write them in the forward and read
+                 * them in the backward (the CPU does), or leave the buffer alone */
+} RmsnormGateArgs;
+
+/* Its backward from the forward's a.rstd (and a.on, where the backend wrote it): as
+ * gate_mul_bwd into don, then rmsnorm_bwd of don. dx and dgp overwrite, dw [f32] accumulates;
+ * don [N, G, C] is scratch a backend may use. */
+typedef struct {
+    RmsnormGateArgs a;
+    const void *dr; /* [N, G, C] */
+    void *dx, *dgp; /* [N, G, C] */
+    void *dw;       /* [f32] like w */
+    void *don;      /* [N, G, C] scratch */
+} RmsnormGateGrads;
+
 /* ---- the ops ---- */
 #define BACKEND_OPS(X)                                                                               \
     /* dst [act] = src [f32] over n elements (the compute copy of the master weights). */            \
@@ -407,6 +435,9 @@ typedef struct {
       (void *dx, void *dw, const void *dy, const void *x, const void *w, const void *rstd,           \
        int64_t N, int G, int C, int w_per_group, int accumulate),                                    \
       (dx, dw, dy, x, w, rstd, N, G, C, w_per_group, accumulate))                                    \
+    /* RmsnormGateArgs: rmsnorm_fwd then gate_mul_fwd, and their backward in the reverse order. */   \
+    X(void, rmsnorm_gate_fwd, (const RmsnormGateArgs *a), (a))                                       \
+    X(void, rmsnorm_gate_bwd, (const RmsnormGateGrads *a), (a))                                      \
     /* LayerNorm of x [N, C] (docs/models.md §zoology-shape): y = (x - mean) rstd w + b, mean and   \
      * rstd [f32][N] = 1/sqrt(var + eps) (the biased variance). Its backward: dx (=, or += if        \
      * accumulate); dw, db [f32] accumulate. */                                                      \

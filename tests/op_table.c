@@ -581,14 +581,15 @@ static void gate_mul_bwd(Op *o) {
     o->be->gate_mul_bwd(BD(m->x), BD(m->g), BD(m->out), BV(m->x), BV(m->g), 157, o->v->act);
 }
 
+/* act(g) of the gates in double: swish, sigmoid, or g itself */
+static double gate_act_ref(Activation act, double g) {
+    return act == ACT_SILU ? g * sigmoid(g) : act == ACT_NONE ? g : sigmoid(g);
+}
+
 static void gate_mul_ref(Op *o, real *ref) {
     GateMul *m = (GateMul *)o;
-    for (int64_t i = 0; i < 157; i++) {
-        double g = (double)m->g->v[i], s = sigmoid(g);
-        ref[i] = (real)((double)m->x->v[i] * (o->v->act == ACT_SILU   ? g * s
-                                              : o->v->act == ACT_NONE ? g
-                                                                      : s));
-    }
+    for (int64_t i = 0; i < 157; i++)
+        ref[i] = (real)((double)m->x->v[i] * gate_act_ref(o->v->act, (double)m->g->v[i]));
 }
 
 static const OpDef GATE_MUL = {.size = sizeof(GateMul),
@@ -624,6 +625,86 @@ static const OpDef GATE_MUL_REBUILD = {.size = sizeof(GateMul),
                                        .ref = gate_mul_ref,
                                        .extra = gate_mul_rebuild_extra,
                                        .ops = "gate_mul_fwd gate_mul_bwd_rebuild"};
+
+/* The readout's RMSNorm and output gate (rmsnorm_gate_fwd/bwd): r = rmsnorm(x; w) * act(gp)
+ * over G groups of 16 channels a row (rows of 16-byte vectors for the CUDA fused kernels), the
+ * weight shared or per group; on and don are the CPU's saved and scratch buffers. */
+typedef struct {
+    Op o;
+    Tensor *x, *w, *gp, *r, *rstd, *on, *don;
+    int64_t N;
+    int G, C;
+} RmsNormGate;
+
+static void rmsnorm_gate_build(Op *o) {
+    RmsNormGate *m = (RmsNormGate *)o;
+    m->N = 13, m->G = o->v->groups, m->C = 16;
+    int64_t n = m->N * m->G * m->C;
+    m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
+    m->w = input(o, "w", o->v->per_group ? (int64_t)m->G * m->C : m->C, NZ(0.3, 1.5), GRAD_ADD);
+    m->gp = input(o, "gp", n, NZ(0.05, 4.0), GRAD_SET);
+    m->r = output(o, "r", n, ZERO);
+    m->rstd = f32(aux(o, "rstd", m->N * m->G, ZERO));
+    m->on = aux(o, "on", n, ZERO);
+    m->don = aux(o, "don", n, ZERO);
+}
+
+static RmsnormGateArgs rmsnorm_gate_args(const Op *o) {
+    const RmsNormGate *m = (const RmsNormGate *)o;
+    return (RmsnormGateArgs){.x = BV(m->x),
+                             .w = BV(m->w),
+                             .gp = BV(m->gp),
+                             .N = m->N,
+                             .G = m->G,
+                             .C = m->C,
+                             .w_per_group = o->v->per_group,
+                             .act = o->v->act,
+                             .eps = NORM_EPS,
+                             .r = BV(m->r),
+                             .rstd = BV(m->rstd),
+                             .on = BV(m->on)};
+}
+
+static double rmsnorm_gate_fwd(Op *o) {
+    RmsnormGateArgs a = rmsnorm_gate_args(o);
+    o->be->rmsnorm_gate_fwd(&a);
+    return 0;
+}
+
+static void rmsnorm_gate_bwd(Op *o) {
+    RmsNormGate *m = (RmsNormGate *)o;
+    RmsnormGateGrads g = {.a = rmsnorm_gate_args(o),
+                          .dr = BD(m->r),
+                          .dx = BD(m->x),
+                          .dgp = BD(m->gp),
+                          .dw = BD(m->w),
+                          .don = BV(m->don)};
+    o->be->rmsnorm_gate_bwd(&g);
+}
+
+static void rmsnorm_gate_ref(Op *o, real *ref) {
+    RmsNormGate *m = (RmsNormGate *)o;
+    const real *x = m->x->v;
+    int C = m->C;
+    for (int64_t row = 0; row < m->N * m->G; row++) {
+        double ss = 0;
+        for (int j = 0; j < C; j++) ss += (double)x[row * C + j] * (double)x[row * C + j];
+        double rs = 1.0 / sqrt(ss / C + (double)NORM_EPS);
+        const real *wr = m->w->v + (o->v->per_group ? (row % m->G) * C : 0);
+        for (int j = 0; j < C; j++) {
+            int64_t i = row * C + j;
+            double on = (double)x[i] * rs * (double)wr[j];
+            ref[i] = (real)(on * gate_act_ref(o->v->act, (double)m->gp->v[i]));
+        }
+    }
+}
+
+static const OpDef RMSNORM_GATE = {.size = sizeof(RmsNormGate),
+                                   .build = rmsnorm_gate_build,
+                                   .fwd = rmsnorm_gate_fwd,
+                                   .bwd = rmsnorm_gate_bwd,
+                                   .ref = rmsnorm_gate_ref,
+                                   .ops = "rmsnorm_gate_fwd rmsnorm_gate_bwd"};
 
 /* The one-input elementwise ops, out = f(x) over 157 values with |x| in [0.05, v.hi]. */
 typedef struct {
@@ -2784,6 +2865,63 @@ static void test_adamw_runs(void) {
     rt_free(rv);
 }
 
+/* rmsnorm_gate_fwd and _bwd on the CPU against rmsnorm_fwd then gate_mul_fwd, and gate_mul_bwd
+ * then rmsnorm_bwd, on the same values: every output to the last bit (r, rstd, on, dx, dgp, and
+ * dw added to the same values), for the three gates, a shared and a per-group weight, rows of
+ * 10 channels (not a multiple of 8) and of 64. */
+static void rmsnorm_gate_case(Rng *r, int G, int C, int per_group, Activation act) {
+    const int64_t N = 37, n = N * G * C, nw = per_group ? (int64_t)G * C : C;
+    real *x = rand_nz(r, n, 0.05, 1.5), *gp = rand_nz(r, n, 0.05, 4.0),
+         *dr = rand_nz(r, n, 0.05, 1.0);
+    real *w = rand_nz(r, nw, 0.3, 1.5), *dw = rand_nz(r, nw, 0.1, 1.0), *ew_d = tu_copy(dw, nw);
+    real *out = garbage(r, n), *rstd = garbage(r, N * G), *on = garbage(r, n), *don = garbage(r, n);
+    real *dx = garbage(r, n), *dgp = garbage(r, n);
+    real *e_out = garbage(r, n), *e_rstd = garbage(r, N * G), *e_on = garbage(r, n),
+         *e_don = garbage(r, n), *e_dx = garbage(r, n), *e_dgp = garbage(r, n);
+    RmsnormGateArgs a = {.x = x,
+                         .w = w,
+                         .gp = gp,
+                         .N = N,
+                         .G = G,
+                         .C = C,
+                         .w_per_group = per_group,
+                         .act = act,
+                         .eps = NORM_EPS,
+                         .r = out,
+                         .rstd = rstd,
+                         .on = on};
+    cpu_rmsnorm_gate_fwd(&a);
+    cpu_rmsnorm_gate_bwd(
+        &(RmsnormGateGrads){.a = a, .dr = dr, .dx = dx, .dgp = dgp, .dw = dw, .don = don});
+    cpu_rmsnorm_fwd(e_on, e_rstd, x, w, N, G, C, per_group, NORM_EPS);
+    cpu_gate_mul_fwd(e_out, e_on, gp, n, act);
+    cpu_gate_mul_bwd(e_don, e_dgp, dr, e_on, gp, n, act);
+    cpu_rmsnorm_bwd(e_dx, ew_d, e_don, x, w, e_rstd, N, G, C, per_group, 0);
+    size_t b = sizeof(real) * (size_t)n;
+    CHECK_MSG(!memcmp(out, e_out, b) && !memcmp(rstd, e_rstd, sizeof(real) * (size_t)(N * G)) &&
+                  !memcmp(on, e_on, b),
+              "rmsnorm_gate_fwd G=%d C=%d per_group=%d act=%d: not exactly rmsnorm_fwd then "
+              "gate_mul_fwd",
+              G, C, per_group, (int)act);
+    CHECK_MSG(!memcmp(dx, e_dx, b) && !memcmp(dgp, e_dgp, b) &&
+                  !memcmp(dw, ew_d, sizeof(real) * (size_t)nw),
+              "rmsnorm_gate_bwd G=%d C=%d per_group=%d act=%d: not exactly gate_mul_bwd then "
+              "rmsnorm_bwd",
+              G, C, per_group, (int)act);
+    FREE_ALL(x, gp, dr, w, dw, ew_d, out, rstd, on, don, dx, dgp);
+    FREE_ALL(e_out, e_rstd, e_on, e_don, e_dx, e_dgp);
+}
+
+static void test_rmsnorm_gate_composition(void) {
+    Rng r;
+    rng_init(&r, 806, 0);
+    rmsnorm_gate_case(&r, 4, 64, 0, ACT_SILU);
+    rmsnorm_gate_case(&r, 3, 10, 1, ACT_SIGMOID);
+    rmsnorm_gate_case(&r, 1, 64, 0, ACT_NONE);
+    rmsnorm_gate_case(&r, 16, 64, 1, ACT_SIGMOID);
+    printf("    %-40s bit-identical\n", "rmsnorm_gate vs its two ops");
+}
+
 /* Five torch.optim.RMSprop steps (weight decay added to the gradient, eps outside the root)
  * against the same in double, from a zero square average and from a given one; the [act]
  * copy equals the weights. */
@@ -2857,6 +2995,10 @@ const OpCase CASES[] = {
     {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},
     {"gate_mul_none", &GATE_MUL, 311, {.act = ACT_NONE}},
     {"gate_mul_rebuild_silu", &GATE_MUL_REBUILD, 313, {.act = ACT_SILU}},
+
+    {"rmsnorm_gate_silu", &RMSNORM_GATE, 321, {.groups = 3, .act = ACT_SILU}},
+    {"rmsnorm_gate_sig_pg", &RMSNORM_GATE, 322, {.groups = 3, .per_group = 1, .act = ACT_SIGMOID}},
+    {"rmsnorm_gate_none_g1", &RMSNORM_GATE, 323, {.groups = 1, .act = ACT_NONE}},
     {"silu", &SILU, 303, {.hi = 6.0}},
     {"gelu", &GELU, 309, {.hi = 4.0}},
     {"dropout", &DROPOUT, 311, {0}},
@@ -2932,6 +3074,8 @@ const DirectTest DIRECT[] = {
     {{"carry_split", test_carry_split}, "rnn_fwd lstm_fwd"},
     {{"adamw", test_adamw}, "adamw"},
     {{"adamw_runs", test_adamw_runs}, "adamw_runs"},
+    {{"rmsnorm_gate_composition", test_rmsnorm_gate_composition},
+     "rmsnorm_gate_fwd rmsnorm_gate_bwd"},
     {{"rmsprop_update", test_rmsprop_update}, "rmsprop_update"},
     {{"sumsq_scale", test_sumsq_scale}, "sumsq scale"},
 };

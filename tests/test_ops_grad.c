@@ -15,7 +15,9 @@
  * Time-dependent ops run on several segments whose lengths are not multiples of the chunk
  * size, one of them longer than two chunks. Ops without a backward (add, segment_reverse,
  * revcumsum, rope_angles, the carried-state split, adamw, adamw_runs, rmsprop_update, sumsq,
- * scale) are checked against direct computations (DIRECT of the op table).
+ * scale) are checked against direct computations (DIRECT of the op table), and the fused
+ * readout norm and gate (rmsnorm_gate_fwd/bwd, rows of the table) there also against its two ops
+ * bit for bit.
  *
  * With --refs FILE the program checks nothing: it writes each case's fp64 inputs, outputs and
  * gradients to FILE (tests/op_refs.h) for tests/test_ops_backends.c. */

@@ -9,6 +9,7 @@
 #include "backend/cuda_ops.h"
 #include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
+#include "lib/gate_act.cuh"
 #include "util/dropout_mask.h"
 #include "util/error.h"
 
@@ -91,19 +92,6 @@ struct ToAct {
         st_vec<V>(dst + i, o);
     }
 };
-
-// act(g) and act'(g) for the gates (SILU: swish, SIGMOID, NONE: the plain product), as
-// src/cpu/elementwise.c.
-__device__ __forceinline__ float act_value(float g, Activation act) {
-    if (act == ACT_NONE) return g;
-    float s = sigmoidf_(g);
-    return act == ACT_SILU ? g * s : s;
-}
-__device__ __forceinline__ float act_deriv(float g, Activation act) {
-    if (act == ACT_NONE) return 1.f;
-    float s = sigmoidf_(g);
-    return act == ACT_SILU ? s * (1.f + g * (1.f - s)) : s * (1.f - s);
-}
 
 struct GateMulFwd {
     static constexpr int VEC = 8;
@@ -440,11 +428,6 @@ void launch_rows(const char *op, int64_t n, int C, bool aligned, void (*vec)(P..
     CUDA_LAUNCHED();
 }
 
-void check_act(Activation act, const char *op) {
-    if (act != ACT_NONE && act != ACT_SILU && act != ACT_SIGMOID)
-        rt_die("%s: activation %d unsupported (NONE, SILU or SIGMOID)", op, (int)act);
-}
-
 } // namespace
 
 void cuda_to_act(void *dst, const void *src, int64_t n) {
@@ -467,14 +450,14 @@ void cuda_embedding_bwd(void *dE, const int32_t *tok, const void *dout, int64_t 
 }
 
 void cuda_gate_mul_fwd(void *out, const void *x, const void *g, int64_t n, Activation act) {
-    check_act(act, "gate_mul_fwd");
+    check_gate_act(act, "gate_mul_fwd");
     map(GateMulFwd{(bf16 *)out, (const bf16 *)x, (const bf16 *)g, act}, n,
         {{out, 2}, {x, 2}, {g, 2}});
 }
 
 void cuda_gate_mul_bwd(void *dx, void *dg, const void *dout, const void *x, const void *g,
                        int64_t n, Activation act) {
-    check_act(act, "gate_mul_bwd");
+    check_gate_act(act, "gate_mul_bwd");
     map(GateMulBwd{(bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x, (const bf16 *)g,
                    act},
         n, {{dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}});
@@ -487,7 +470,7 @@ void cuda_gate_mul_bwd_rebuild(void *out, void *dx, void *dg, const void *dout, 
         cuda_gate_mul_bwd(dx, dg, dout, x, g, n, act);
         return;
     }
-    check_act(act, "gate_mul_bwd_rebuild");
+    check_gate_act(act, "gate_mul_bwd_rebuild");
     map(GateMulBwdRebuild{(bf16 *)out, (bf16 *)dx, (bf16 *)dg, (const bf16 *)dout, (const bf16 *)x,
                           (const bf16 *)g, act},
         n, {{out, 2}, {dx, 2}, {dg, 2}, {dout, 2}, {x, 2}, {g, 2}}, true);

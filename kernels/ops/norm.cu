@@ -1,7 +1,7 @@
 // RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and FoX QK
 // norms), the block norms fused with the residual add before them, LayerNorm (§zoology-shape) and
 // L2 normalisation (GDN q/k, docs/models.md §gated-deltanet; Selective RoPE inputs, docs/models.md
-// §position-embeddings).
+// §position-embeddings), and the readouts' RMSNorm with their output gate (§gla step 6).
 //
 // A row of C channels is owned by a group of W lanes of one warp (W a power of two <= 32):
 // lane li of the group holds the vectors li, li + W, ... (NV of them, VEC bf16 each) in
@@ -13,6 +13,7 @@
 #include "backend/cuda_ops.h"
 #include "device/kernel_variants.h"
 #include "lib/cuda_common.cuh"
+#include "lib/gate_act.cuh"
 #include "util/error.h"
 
 namespace {
@@ -271,6 +272,199 @@ __global__ void __launch_bounds__(THREADS)
                         acc[j][i] = acc[j][i] + d * xx * f2(rs[q], rs[q]);
                     }
                     *reinterpret_cast<uint4 *>(dxp) = *reinterpret_cast<const uint4 *>(o);
+                }
+            }
+        }
+    }
+    // lanes with the same li in the warp's lane groups hold the same columns
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++)
+            for (int o = W; o < 32; o <<= 1) {
+                acc[j][i].x += __shfl_xor_sync(FULL_MASK, acc[j][i].x, o);
+                acc[j][i].y += __shfl_xor_sync(FULL_MASK, acc[j][i].y, o);
+            }
+    for (int wp = 0; wp < nwarps; wp++) { // the warps' sums added in warp order
+        if (warp == wp && sub == 0) {
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                if (u < units)
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 *rp = reinterpret_cast<float2 *>(red + u * VEC + 2 * i);
+                        *rp = (wp ? *rp : f2(0.f, 0.f)) + acc[j][i];
+                    }
+            }
+        }
+        __syncthreads();
+    }
+    for (int c = threadIdx.x; c < C; c += blockDim.x) part[(int64_t)blockIdx.x * C + c] = red[c];
+}
+
+// rmsnorm_gate under normgate:fused (src/device/kernel_variants.c), rows of 16-byte vectors of at
+// most 1024 channels. The forward is norm_fwd_kernel's RMSNorm (its sums in its order: the same
+// rstd) with the gate applied before the store: on = bf16(x rs w) as rmsnorm_fwd rounds it, then
+// r = bf16(on act(gp)) as gate_mul_fwd does; on is not written.
+constexpr int NG_MAX_NV = 4; // vectors a lane: 1024 channels at 32 lanes a row
+
+// v through bf16 and back: the rounding of a value the pair of ops stores between them.
+__device__ __forceinline__ float bf16r(float v) { return bf2f(f2bf(v)); }
+
+template <int NV>
+__global__ void __launch_bounds__(THREADS, NV == 1 ? 8 : 1) // NV 1: 32 registers, 8 blocks a SM
+    rmsnorm_gate_fwd_kernel(bf16 *out, float *rstd, const bf16 *x, const bf16 *w, const bf16 *gp,
+                            int64_t rows, int G, int C, int W, int w_per_group, Activation act,
+                            float eps) {
+    constexpr int VEC = 8;
+    int li = threadIdx.x & (W - 1), units = C / VEC;
+    int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W;
+    bool active = r < rows;
+    Pairs xv[NV], gv[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        xv[j] = ld_pairs(x + r * C + u * VEC, active && u < units);
+        gv[j] = ld_pairs(gp + r * C + u * VEC, active && u < units);
+    }
+    float ss = 0.f; // the zeros of inactive rows and units add nothing
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++) {
+            float2 a = pair(xv[j], i);
+            ss += a.x * a.x;
+            ss += a.y * a.y;
+        }
+    ss = group_sum(ss, W);
+    if (!active) return;
+    float rs = 1.f / sqrtf(ss / (float)C + eps);
+    if (li == 0) rstd[r] = rs;
+    const bf16 *wr = w + (w_per_group ? (r % G) * C : 0);
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = li + j * W;
+        if (u < units) {
+            Pairs wv = ld_pairs(wr + u * VEC, true);
+            __nv_bfloat162 o[VEC / 2];
+#pragma unroll
+            for (int i = 0; i < VEC / 2; i++) {
+                float2 xx = pair(xv[j], i), ww = pair(wv, i), g = pair(gv[j], i);
+                float2 on = f2(bf16r(xx.x * rs * ww.x), bf16r(xx.y * rs * ww.y));
+                o[i] =
+                    __floats2bfloat162_rn(on.x * act_value(g.x, act), on.y * act_value(g.y, act));
+            }
+            *reinterpret_cast<uint4 *>(out + r * C + u * VEC) = *reinterpret_cast<const uint4 *>(o);
+        }
+    }
+}
+
+// The fused backward's arguments: T rows of each of Gw weight groups (rows t * Gw + g) of C
+// channels, W lanes a row.
+struct NormGateBwd {
+    bf16 *dx, *dgp;
+    const bf16 *dr, *x, *gp, *w;
+    const float *rstd;
+    int64_t T;
+    int Gw, C, W;
+    Activation act;
+};
+
+// With the rows laid out as rmsnorm_bwd_v2_kernel's (w of the block's group in shared memory,
+// R rows a lane group at a time, x, gp and dr loaded before any is used), the gate's backward
+// of the recomputed on = bf16(x rs w) in registers (gate_mul_bwd's values): don = bf16(dr
+// act(gp)), kept in dr's registers, and dgp = bf16(dr on act'(gp)), stored; then RMSNorm's
+// backward of don (docs/models.md §backbone: rmsnorm_bwd_kernel's expressions, dot summed in
+// its order): dx = rs (don w - x rs^2 dot / C) with dot = sum_c don w x, dw += don x rs, the
+// block's sums into part[b][C] in warp order (cuda_colsum_add adds the blocks).
+template <int NV, int R>
+__global__ void __launch_bounds__(THREADS) rmsnorm_gate_bwd_kernel(NormGateBwd a, float *part) {
+    constexpr int VEC = 8;
+    extern __shared__ float sm[]; // [C] w of group g, then [C] the block's dw sums
+    const int C = a.C, W = a.W, Gw = a.Gw;
+    float *ws = sm, *red = sm + C;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    int li = lane & (W - 1), sub = lane / W, groups = 32 / W, units = C / VEC;
+    int g = (int)(blockIdx.x % Gw);
+    int64_t nbg = gridDim.x / Gw, bi = blockIdx.x / Gw, stride = nbg * nwarps * groups * R;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ws[c] = bf2f(a.w[(int64_t)g * C + c]);
+    __syncthreads();
+    float2 acc[NV][VEC / 2];
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++) acc[j][i] = f2(0.f, 0.f);
+    // t0 is uniform over the warp, so every lane takes part in each group_sum
+    for (int64_t t0 = (bi * nwarps + warp) * groups * R; t0 < a.T; t0 += stride) {
+        Pairs xv[R][NV], gv[R][NV], dv[R][NV]; // dv: dr, then don
+        float rs[R], dot[R];
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            int64_t t = t0 + q * groups + sub, r = t * Gw + g;
+            bool active = t < a.T;
+            rs[q] = active ? a.rstd[r] : 0.f;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                bool ok = active && u < units;
+                xv[q][j] = ld_pairs(a.x + r * C + u * VEC, ok);
+                gv[q][j] = ld_pairs(a.gp + r * C + u * VEC, ok);
+                dv[q][j] = ld_pairs(a.dr + r * C + u * VEC, ok);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            int64_t t = t0 + q * groups + sub, r = t * Gw + g;
+            bool active = t < a.T;
+            dot[q] = 0.f;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W; // the vectors of inactive rows are zeros
+                if (u < units) {
+                    __nv_bfloat162 dn[VEC / 2], dg[VEC / 2];
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 xx = pair(xv[q][j], i), gg = pair(gv[q][j], i),
+                               d = pair(dv[q][j], i);
+                        float2 ww = f2(ws[u * VEC + 2 * i], ws[u * VEC + 2 * i + 1]);
+                        float2 on = f2(bf16r(xx.x * rs[q] * ww.x), bf16r(xx.y * rs[q] * ww.y));
+                        dn[i] = __floats2bfloat162_rn(d.x * act_value(gg.x, a.act),
+                                                      d.y * act_value(gg.y, a.act));
+                        dg[i] = __floats2bfloat162_rn(d.x * on.x * act_deriv(gg.x, a.act),
+                                                      d.y * on.y * act_deriv(gg.y, a.act));
+                        float2 n = __bfloat1622float2(dn[i]);
+                        dot[q] += n.x * ww.x * xx.x;
+                        dot[q] += n.y * ww.y * xx.y;
+                    }
+                    dv[q][j] = *reinterpret_cast<const uint4 *>(dn);
+                    if (active)
+                        *reinterpret_cast<uint4 *>(a.dgp + r * C + u * VEC) =
+                            *reinterpret_cast<const uint4 *>(dg);
+                }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < R; q++) dot[q] = group_sum(dot[q], W);
+#pragma unroll
+        for (int q = 0; q < R; q++) {
+            int64_t t = t0 + q * groups + sub, r = t * Gw + g;
+            float kk = dot[q] * rs[q] * rs[q] / (float)C;
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                if (t < a.T && u < units) {
+                    __nv_bfloat162 o[VEC / 2];
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 d = pair(dv[q][j], i), xx = pair(xv[q][j], i);
+                        float2 ww = f2(ws[u * VEC + 2 * i], ws[u * VEC + 2 * i + 1]);
+                        float2 v = rs[q] * (d * ww - xx * f2(kk, kk));
+                        o[i] = __floats2bfloat162_rn(v.x, v.y);
+                        acc[j][i] = acc[j][i] + d * xx * f2(rs[q], rs[q]);
+                    }
+                    *reinterpret_cast<uint4 *>(a.dx + r * C + u * VEC) =
+                        *reinterpret_cast<const uint4 *>(o);
                 }
             }
         }
@@ -564,6 +758,63 @@ void rmsnorm_bwd_v2(const Shape &s, const RmsnormBwd &a) {
     });
 }
 
+// Whether normgate:fused runs a forward of rows of shape s (normgate_shape): the variant chosen,
+// rows of 16-byte vectors (C % 8 == 0, x, gp, r and w 16-byte aligned), at most NG_MAX_NV a lane.
+bool normgate_fused(const Shape &s) {
+    return kernel_variant(KV_NORMGATE) == 1 && s.vec == 8 && s.nv <= NG_MAX_NV;
+}
+
+Shape normgate_shape(const RmsnormGateArgs *a) {
+    return row_shape("rmsnorm_gate", a->C, {a->x, a->gp, a->r, a->w});
+}
+
+void rmsnorm_gate_fwd_fused(const RmsnormGateArgs *a, const Shape &s) {
+    int64_t rows = a->N * a->G;
+    if (rows * 32 / THREADS >= INT32_MAX)
+        rt_die("rmsnorm_gate_fwd: %lld rows unsupported", (long long)rows);
+    dispatch(s, [&](auto V, auto NV) {
+        if constexpr (decltype(V)::value == 8 && decltype(NV)::value <= NG_MAX_NV)
+            rmsnorm_gate_fwd_kernel<decltype(NV)::value>
+                <<<(unsigned)cdiv(rows * s.W, THREADS), THREADS, 0, cuda_stream()>>>(
+                    (bf16 *)a->r, (float *)a->rstd, (const bf16 *)a->x, (const bf16 *)a->w,
+                    (const bf16 *)a->gp, rows, a->G, a->C, s.W, a->w_per_group, a->act,
+                    (float)a->eps);
+    });
+    CUDA_LAUNCHED();
+}
+
+// A lane's rows one at a time from 2 vectors of each up, else 2 at a time (rmsnorm_bwd_v2's).
+void rmsnorm_gate_bwd_fused(const RmsnormGateGrads *g, const Shape &s) {
+    const RmsnormGateArgs *a = &g->a;
+    int Gw = a->w_per_group ? a->G : 1;
+    NormGateBwd k = {.dx = (bf16 *)g->dx,
+                     .dgp = (bf16 *)g->dgp,
+                     .dr = (const bf16 *)g->dr,
+                     .x = (const bf16 *)a->x,
+                     .gp = (const bf16 *)a->gp,
+                     .w = (const bf16 *)a->w,
+                     .rstd = (const float *)a->rstd,
+                     .T = a->N * a->G / Gw,
+                     .Gw = Gw,
+                     .C = a->C,
+                     .W = s.W,
+                     .act = a->act};
+    dispatch(s, [&](auto V, auto NV) {
+        if constexpr (decltype(V)::value == 8 && decltype(NV)::value <= NG_MAX_NV) {
+            constexpr int nv = decltype(NV)::value, R = nv >= 2 ? 1 : 2;
+            auto kernel = rmsnorm_gate_bwd_kernel<nv, R>;
+            size_t smem = 2 * sizeof(float) * (size_t)k.C;
+            int64_t rows = (int64_t)(THREADS / 32) * (32 / s.W) * R;
+            int nbg = (int)wave_blocks_per_group(kernel, THREADS, smem, Gw, k.T, rows);
+            int cols = Gw * k.C; // part [nbg][Gw * C]: block bi * Gw + g in row bi
+            float *part = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * (size_t)nbg * cols);
+            kernel<<<(unsigned)(nbg * Gw), THREADS, smem, cuda_stream()>>>(k, part);
+            CUDA_LAUNCHED();
+            cuda_colsum_add((float *)g->dw, part, nbg, cols);
+        }
+    });
+}
+
 } // namespace
 
 void cuda_rmsnorm_fwd(void *y, void *rstd, const void *x, const void *w, int64_t N, int G, int C,
@@ -680,4 +931,38 @@ void cuda_l2norm_bwd(void *dx, const void *dy, const void *y, const void *rnorm,
             <<<nb, THREADS, 0, cuda_stream()>>>((bf16 *)dx, (const bf16 *)dy, (const bf16 *)y,
                                                 (const float *)rnorm, rows, D, W, accumulate);
     });
+}
+
+// The readout's norm and gate (RmsnormGateArgs). Default (normgate:pair): the verified
+// rmsnorm_fwd writing on, then gate_mul_fwd; normgate:fused: one kernel writing r and rstd only.
+void cuda_rmsnorm_gate_fwd(const RmsnormGateArgs *a) {
+    check_gate_act(a->act, "rmsnorm_gate_fwd");
+    if (a->N * a->G <= 0) return;
+    Shape s = normgate_shape(a);
+    if (normgate_fused(s)) return rmsnorm_gate_fwd_fused(a, s);
+    cuda_rmsnorm_fwd(a->on, a->rstd, a->x, a->w, a->N, a->G, a->C, a->w_per_group, a->eps);
+    cuda_gate_mul_fwd(a->r, a->on, a->gp, a->N * a->G * a->C, a->act);
+}
+
+// Default: gate_mul_bwd into don, then rmsnorm_bwd of it. normgate:fused: one kernel where its
+// forward ran fused and dr, dx, dgp are 16-byte aligned too; where only the forward could, on
+// (which it did not write) is recomputed first by rmsnorm_fwd (its rstd into scratch), and the
+// pair runs.
+void cuda_rmsnorm_gate_bwd(const RmsnormGateGrads *g) {
+    const RmsnormGateArgs *a = &g->a;
+    check_gate_act(a->act, "rmsnorm_gate_bwd");
+    int64_t rows = a->N * a->G, n = rows * a->C;
+    if (rows <= 0) return;
+    Shape s = normgate_shape(a);
+    if (normgate_fused(s)) {
+        bool aligned = true;
+        for (const void *p : std::initializer_list<const void *>{g->dr, g->dx, g->dgp})
+            aligned = aligned && (uintptr_t)p % 16 == 0;
+        if (aligned) return rmsnorm_gate_bwd_fused(g, s);
+        void *rstd = cuda_scratch(SCRATCH_B, sizeof(float) * (size_t)rows);
+        cuda_rmsnorm_fwd(a->on, rstd, a->x, a->w, a->N, a->G, a->C, a->w_per_group, a->eps);
+    }
+    cuda_gate_mul_bwd(g->don, g->dgp, g->dr, a->on, a->gp, n, a->act);
+    cuda_rmsnorm_bwd(g->dx, g->dw, g->don, a->x, a->w, a->rstd, a->N, a->G, a->C, a->w_per_group,
+                     0);
 }

@@ -1,6 +1,6 @@
 /* RMSNorm over groups of channels (docs/models.md §backbone; also the per-head readout and QK
- * norms), LayerNorm (§zoology-shape: Zoology's block norms) and L2 normalisation (GDN q/k,
- * Selective RoPE input slices). */
+ * norms; the readout's norm with its output gate), LayerNorm (§zoology-shape: Zoology's block
+ * norms) and L2 normalisation (GDN q/k, Selective RoPE input slices). */
 #include <string.h>
 
 #include "cpu/cpu_ops.h"
@@ -69,6 +69,20 @@ void cpu_rmsnorm_bwd(void *dx_, void *dw_, const void *dy_, const void *x_, cons
     for (int t = 0; t < nthr; t++)
         for (int c = 0; c < wn; c++) dw[c] += partial[(size_t)t * (size_t)wn + (size_t)c];
     rt_free(partial);
+}
+
+/* The readout's norm and output gate (RmsnormGateArgs): rmsnorm_fwd into a->on, then
+ * gate_mul_fwd of it, and the backward as gate_mul_bwd into g->don, then rmsnorm_bwd of it:
+ * the two ops' own code, so the same values to the last bit. */
+void cpu_rmsnorm_gate_fwd(const RmsnormGateArgs *a) {
+    cpu_rmsnorm_fwd(a->on, a->rstd, a->x, a->w, a->N, a->G, a->C, a->w_per_group, a->eps);
+    cpu_gate_mul_fwd(a->r, a->on, a->gp, a->N * a->G * a->C, a->act);
+}
+
+void cpu_rmsnorm_gate_bwd(const RmsnormGateGrads *g) {
+    const RmsnormGateArgs *a = &g->a;
+    cpu_gate_mul_bwd(g->don, g->dgp, g->dr, a->on, a->gp, a->N * a->G * a->C, a->act);
+    cpu_rmsnorm_bwd(g->dx, g->dw, g->don, a->x, a->w, a->rstd, a->N, a->G, a->C, a->w_per_group, 0);
 }
 
 void cpu_layernorm_fwd(void *y_, void *mean_, void *rstd_, const void *x_, const void *w_,

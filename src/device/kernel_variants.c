@@ -124,6 +124,19 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                            "one launch over every run (the run table uploaded per call, blocks "
                            "striding over 2048-element tiles of the runs), the clip factor "
                            "applied to the gradient as it is read"}},
+    [KV_NORMGATE] = {.name = "normgate",
+                     .bench = "normgate",
+                     .test = "test_gpu_basic",
+                     .kernels = "norm_fwd|map_kernel|rmsnorm_bwd|dw_reduce|rmsnorm_gate|colsum_add",
+                     .variants = {"pair", "fused"},
+                     .what = {"the verified kernels in the former order: rmsnorm_fwd writing the "
+                              "normed values, gate_mul_fwd; gate_mul_bwd writing their gradient, "
+                              "rmsnorm_bwd",
+                              "one kernel a direction: the forward writes r and rstd only, the "
+                              "backward recomputes the normed values from x, rstd and w in "
+                              "registers, forms their gradient and the gate's there and runs the "
+                              "norm's row reduction, the blocks' dw partials by cuda_colsum_add; "
+                              "rows of 16-byte vectors only"}},
     [KV_GATE_REBUILD] = {.name = "gate_rebuild",
                          .bench = "swiglu",
                          .test = "test_gpu_basic",

@@ -128,6 +128,20 @@ OpCost op_cost_rmsnorm_bwd(const CostUnits *u, void *dx, void *dw, const void *d
                             u->f32 * (double)N * G);
 }
 
+/* The fused pass: x and gp read, r written (3 [act] a value), rstd written; on is not counted
+ * (a fused kernel writes none). */
+OpCost op_cost_rmsnorm_gate_fwd(const CostUnits *u, const RmsnormGateArgs *a) {
+    double n = (double)a->N * a->G * a->C;
+    return cost_make(0, 3 * u->act * n + u->f32 * (double)a->N * a->G);
+}
+
+/* dr, x and gp read, dx and dgp written (5 [act] a value), rstd read. */
+OpCost op_cost_rmsnorm_gate_bwd(const CostUnits *u, const RmsnormGateGrads *g) {
+    const RmsnormGateArgs *a = &g->a;
+    double n = (double)a->N * a->G * a->C;
+    return cost_make(0, 5 * u->act * n + u->f32 * (double)a->N * a->G);
+}
+
 OpCost op_cost_layernorm_fwd(const CostUnits *u, void *y, void *mean, void *rstd, const void *x,
                              const void *w, const void *b, int64_t N, int C, double eps) {
     return cost_make(0, 2 * u->act * (double)N * C + 2 * u->f32 * (double)N);

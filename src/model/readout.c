@@ -51,13 +51,35 @@ void readout_inproj(Readout *r, InProj *ip) {
     if (r->g >= 0) inproj_add(ip, r->g, -1, r->widths[W_HV], &r->gp, &r->dgp);
 }
 
+/* The norm and the gate as one op (docs/models.md §gla step 6): the normed values in on (the
+ * CPU writes them there), its gradient's scratch in don. */
+static RmsnormGateArgs norm_gate_args(const Readout *r, const Ctx *c) {
+    return (RmsnormGateArgs){.x = r->o_,
+                             .w = W(c, r->norm),
+                             .gp = r->gp,
+                             .N = c->N,
+                             .G = r->H,
+                             .C = r->dv,
+                             .w_per_group = r->norm_kind == READOUT_NORM_PER_HEAD,
+                             .act = r->gate,
+                             .eps = c->cfg->norm_eps,
+                             .r = r->r,
+                             .rstd = r->rstd,
+                             .on = r->on};
+}
+
 void readout_forward(Readout *r, const Ctx *c, void *y) {
     const Backend *be = c->be;
     int N = (int)c->N, HV = r->H * r->dv;
-    if (r->norm >= 0)
+    if (r->norm >= 0 && r->g >= 0) {
+        RmsnormGateArgs a = norm_gate_args(r, c);
+        be->rmsnorm_gate_fwd(&a);
+    } else if (r->norm >= 0) {
         be->rmsnorm_fwd(r->on, r->rstd, r->o_, W(c, r->norm), N, r->H, r->dv,
                         r->norm_kind == READOUT_NORM_PER_HEAD, c->cfg->norm_eps);
-    if (r->g >= 0) be->gate_mul_fwd(r->r, r->on, r->gp, (int64_t)N * HV, r->gate);
+    } else if (r->g >= 0) {
+        be->gate_mul_fwd(r->r, r->on, r->gp, (int64_t)N * HV, r->gate);
+    }
     be->matmul_fwd(y, r->r, W(c, r->o), NULL, N, r->d, HV);
 }
 
@@ -65,8 +87,18 @@ void readout_backward(Readout *r, const Ctx *c, const void *dy) {
     const Backend *be = c->be;
     int N = (int)c->N, HV = r->H * r->dv;
     be->matmul_bwd(r->dr, G(c, r->o), NULL, dy, r->r, W(c, r->o), N, r->d, HV, 0);
-    if (r->g >= 0) be->gate_mul_bwd(r->don, r->dgp, r->dr, r->on, r->gp, (int64_t)N * HV, r->gate);
-    if (r->norm >= 0)
+    if (r->norm >= 0 && r->g >= 0) {
+        RmsnormGateGrads g = {.a = norm_gate_args(r, c),
+                              .dr = r->dr,
+                              .dx = r->do_,
+                              .dgp = r->dgp,
+                              .dw = G(c, r->norm),
+                              .don = r->don};
+        be->rmsnorm_gate_bwd(&g);
+    } else if (r->norm >= 0) {
         be->rmsnorm_bwd(r->do_, G(c, r->norm), r->don, r->o_, W(c, r->norm), r->rstd, N, r->H,
                         r->dv, r->norm_kind == READOUT_NORM_PER_HEAD, 0);
+    } else if (r->g >= 0) {
+        be->gate_mul_bwd(r->don, r->dgp, r->dr, r->on, r->gp, (int64_t)N * HV, r->gate);
+    }
 }

@@ -1,8 +1,9 @@
 /* GPU tests of the basic ops (kernels/ops/elementwise.cu, kernels/ops/norm.cu,
  * kernels/ops/loss_optim.cu) against the CPU backend: the bf16 weight copy, add, embedding, output
- * gates, SiLU, log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, cross-entropy, token
- * log-probabilities, sum of squares, scale and AdamW (per run and over a run table, adamw:fused
- * included), forward and backward.
+ * gates, SiLU, log-sigmoid and Gated DeltaNet gates, RMSNorm and L2 norm, the readouts' RMSNorm
+ * with their output gate (normgate:fused included), cross-entropy, token log-probabilities, sum of
+ * squares, scale and AdamW (per run and over a run table, adamw:fused included), forward and
+ * backward.
  *
  * Sizes run from tiny test configs to the 370M model's (hidden 1024, MLP 2816, per-head
  * 64..256, V = 32000), plus odd sizes and pointers offset by one element, which take the
@@ -585,6 +586,113 @@ static void rmsnorm_case(NormCase k) {
     }
 }
 
+/* ---- the readout's RMSNorm and output gate (rmsnorm_gate_fwd/bwd) ---- */
+
+/* A case: N tokens of G heads of C channels, the weight shared or per head, the gate's
+ * activation; off misaligns x (every path the pair of verified kernels), dr_off only dr (under
+ * normgate:fused the forward fused, the backward the pair after recomputing on). */
+typedef struct {
+    int64_t N;
+    int G, C, per_group;
+    Activation act;
+    int off, dr_off;
+} NormGateCase;
+
+/* The GPU's results of one forward and backward: r, rstd, dx, dgp and dw (added to dw0). */
+typedef struct {
+    float *r, *rstd, *dx, *dgp, *dw;
+} NormGateRun;
+
+static NormGateRun normgate_gpu(const NormGateCase *k, void *x, void *w, void *gp, void *dr,
+                                const float *dw0) {
+    int64_t rows = k->N * k->G, n = rows * k->C, wn = (int64_t)(k->per_group ? k->G : 1) * k->C;
+    RmsnormGateArgs a = {.x = x,
+                         .w = w,
+                         .gp = gp,
+                         .N = k->N,
+                         .G = k->G,
+                         .C = k->C,
+                         .w_per_group = k->per_group,
+                         .act = k->act,
+                         .eps = 1e-6,
+                         .r = gt_garbage_act(n),
+                         .rstd = gt_garbage_f32(rows),
+                         .on = gt_garbage_act(n)};
+    gt_gpu->rmsnorm_gate_fwd(&a);
+    RmsnormGateGrads g = {.a = a,
+                          .dr = dr,
+                          .dx = gt_garbage_act(n),
+                          .dgp = gt_garbage_act(n),
+                          .dw = gt_f32(dw0, wn),
+                          .don = gt_garbage_act(n)};
+    gt_gpu->rmsnorm_gate_bwd(&g);
+    return (NormGateRun){gt_get_act(a.r, n), gt_get_f32(a.rstd, rows), gt_get_act(g.dx, n),
+                         gt_get_act(g.dgp, n), gt_get_f32(g.dw, wn)};
+}
+
+/* Against the CPU's rmsnorm_fwd, gate_mul_fwd, gate_mul_bwd and rmsnorm_bwd with the normed
+ * values and their gradient rounded to bf16 between them, as the verified kernels store them
+ * (the fused kernels round them in registers): the tolerances of RMSNorm and gate_mul. Under
+ * ROTOR_KERNEL_VARIANT=normgate:fused the case runs again with the default kernels: r, rstd and
+ * dgp must be theirs exactly (the same expressions, the same sums in the same order), dx within
+ * one bf16 rounding and dw within TOL_SUM (summed in another order). */
+static void normgate_case(NormGateCase k) {
+    int64_t rows = k.N * k.G, n = rows * k.C;
+    int wn = k.per_group ? k.G * k.C : k.C;
+    double eps = 1e-6;
+    float *x = gt_randn(n, 1.5), *w = gt_rand(wn, 0.5, 1.5), *gp = gt_randn(n, 3);
+    float *dr = gt_randn(n, 1);
+    float *on = gt_zeros(n), *rrs = gt_zeros(rows), *rr = gt_zeros(n);
+    gt_cpu->rmsnorm_fwd(on, rrs, x, w, k.N, k.G, k.C, k.per_group, eps);
+    float *onb = round_all(on, n), *don = gt_zeros(n), *rdgp = gt_zeros(n);
+    gt_cpu->gate_mul_fwd(rr, onb, gp, n, k.act);
+    gt_cpu->gate_mul_bwd(don, rdgp, dr, onb, gp, n, k.act);
+    float *rdx = gt_zeros(n), *inc = gt_zeros(wn);
+    gt_cpu->rmsnorm_bwd(rdx, inc, round_all(don, n), x, w, rrs, k.N, k.G, k.C, k.per_group, 0);
+    float *dw0 = gt_prefill(inc, wn);
+    void *gx = act_at(x, n, k.off), *gw = gt_act(w, wn), *ggp = gt_act(gp, n);
+    void *gdr = act_at(dr, n, k.dr_off);
+    NormGateRun got = normgate_gpu(&k, gx, gw, ggp, gdr, dw0);
+    char what[96];
+    snprintf(what, sizeof what, "rmsnorm_gate N=%lld G=%d C=%d %s %s off=%d,%d", (long long)k.N,
+             k.G, k.C, k.per_group ? "grp" : "shared", act_name(k.act), k.off, k.dr_off);
+    gt_compare(gt_name("%s r", what), got.r, rr, n, TOL_BF16);
+    gt_compare(gt_name("%s rstd", what), got.rstd, rrs, rows, TOL_F32);
+    gt_compare(gt_name("%s dx", what), got.dx, rdx, n, TOL_BF16);
+    gt_compare(gt_name("%s dgp", what), got.dgp, rdgp, n, TOL_BF16);
+    gt_compare(gt_name("%s dw", what), got.dw, gt_plus(dw0, inc, wn), wn, TOL_SUM);
+    if (!kernel_variant(KV_NORMGATE)) return;
+    char spec[256], err[512];
+    kernel_variants_describe(spec, sizeof spec);
+    RT_ASSERT(kernel_variants_set("", err, sizeof err) == 0);
+    NormGateRun def = normgate_gpu(&k, gx, gw, ggp, gdr, dw0);
+    RT_ASSERT(kernel_variants_set(spec, err, sizeof err) == 0);
+    gt_compare(gt_name("%s r = default's", what), got.r, def.r, n, 0);
+    gt_compare(gt_name("%s rstd = default's", what), got.rstd, def.rstd, rows, 0);
+    gt_compare(gt_name("%s dgp = default's", what), got.dgp, def.dgp, n, 0);
+    gt_compare(gt_name("%s dx ~ default's", what), got.dx, def.dx, n, TOL_BF16);
+    gt_compare(gt_name("%s dw ~ default's", what), got.dw, def.dw, wn, TOL_SUM);
+}
+
+static void test_rmsnorm_gate(void) {
+    static const NormGateCase cases[] = {
+        {3000, 4, 256, 0, ACT_SILU, 0, 0},    /* GLA-370M's readout: 4 heads of 256, swish */
+        {3000, 8, 128, 0, ACT_SILU, 0, 0},    /* GDN-370M's: 8 heads of 128 */
+        {3000, 16, 64, 1, ACT_SIGMOID, 0, 0}, /* FoX-Pro-370M's: 16 of 64, per head, sigmoid */
+        {9000, 4, 256, 0, ACT_SILU, 0, 0},    /* several sweeps of a wave over the rows */
+        {3001, 8, 128, 1, ACT_SILU, 0, 0},    /* per-head weight, rows not a multiple of a sweep */
+        {200, 1, 1024, 0, ACT_SILU, 0, 0},    /* 4 vectors a lane: the widest fused rows */
+        {100, 1, 2048, 0, ACT_SIGMOID, 0, 0}, /* 8 a lane: the pair under fused */
+        {50, 3, 40, 1, ACT_NONE, 0, 0},       /* 5 vectors a row over 4 lanes: lanes without */
+        {37, 5, 10, 0, ACT_SILU, 0, 0},       /* C % 8 != 0: the pair */
+        {300, 4, 256, 0, ACT_SILU, 1, 0},     /* x misaligned: the pair */
+        {300, 4, 256, 0, ACT_SIGMOID, 0, 1},  /* dr misaligned: fused forward, the pair backward */
+        {1, 1, 8, 0, ACT_SIGMOID, 0, 0},
+    };
+    for (int i = 0; i < TH_COUNT(cases); i++) normgate_case(cases[i]);
+    gt_reset();
+}
+
 /* LayerNorm (docs/models.md §zoology-shape) against the CPU's: y, mean, rstd; dx (both accumulate
  * modes), dw and db (accumulated onto prefilled values). off misaligns w (the scalar path). */
 static void layernorm_case(int64_t N, int C, int off) {
@@ -1060,6 +1168,7 @@ static const TestCase tests[] = {
     {"add_rmsnorm", test_add_rmsnorm},
     {"layernorm", test_layernorm},
     {"rmsnorm", test_rmsnorm},
+    {"rmsnorm_gate", test_rmsnorm_gate},
     {"l2norm", test_l2norm},
     {"cross_entropy", test_cross_entropy},
     {"token_logprobs", test_token_logprobs},
