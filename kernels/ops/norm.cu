@@ -197,6 +197,42 @@ __device__ __forceinline__ float2 pair(const Pairs &v, int i) {
     return f2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
 }
 
+// The end of rmsnorm_bwd_v2_kernel and rmsnorm_gate_bwd_kernel: a lane's dw sums acc (its
+// vectors li + j W of 8 channels) over the warp's lane groups, the warps' sums added in warp
+// order into red[C] (shared), and the block's row part[blockIdx.x][C] written.
+template <int NV>
+__device__ __forceinline__ void store_block_dw(float2 (&acc)[NV][4], float *red, float *part, int C,
+                                               int W, int units) {
+    constexpr int VEC = 8;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    int li = lane & (W - 1), sub = lane / W;
+    // lanes with the same li in the warp's lane groups hold the same columns
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VEC / 2; i++)
+            for (int o = W; o < 32; o <<= 1) {
+                acc[j][i].x += __shfl_xor_sync(FULL_MASK, acc[j][i].x, o);
+                acc[j][i].y += __shfl_xor_sync(FULL_MASK, acc[j][i].y, o);
+            }
+    for (int wp = 0; wp < nwarps; wp++) { // the warps' sums added in warp order
+        if (warp == wp && sub == 0) {
+#pragma unroll
+            for (int j = 0; j < NV; j++) {
+                int u = li + j * W;
+                if (u < units)
+#pragma unroll
+                    for (int i = 0; i < VEC / 2; i++) {
+                        float2 *rp = reinterpret_cast<float2 *>(red + u * VEC + 2 * i);
+                        *rp = (wp ? *rp : f2(0.f, 0.f)) + acc[j][i];
+                    }
+            }
+        }
+        __syncthreads();
+    }
+    for (int c = threadIdx.x; c < C; c += blockDim.x) part[(int64_t)blockIdx.x * C + c] = red[c];
+}
+
 template <int NV, int R>
 __global__ void __launch_bounds__(THREADS)
     rmsnorm_bwd_v2_kernel(bf16 *dx, float *part, const bf16 *dy, const bf16 *x, const bf16 *w,
@@ -276,31 +312,7 @@ __global__ void __launch_bounds__(THREADS)
             }
         }
     }
-    // lanes with the same li in the warp's lane groups hold the same columns
-#pragma unroll
-    for (int j = 0; j < NV; j++)
-#pragma unroll
-        for (int i = 0; i < VEC / 2; i++)
-            for (int o = W; o < 32; o <<= 1) {
-                acc[j][i].x += __shfl_xor_sync(FULL_MASK, acc[j][i].x, o);
-                acc[j][i].y += __shfl_xor_sync(FULL_MASK, acc[j][i].y, o);
-            }
-    for (int wp = 0; wp < nwarps; wp++) { // the warps' sums added in warp order
-        if (warp == wp && sub == 0) {
-#pragma unroll
-            for (int j = 0; j < NV; j++) {
-                int u = li + j * W;
-                if (u < units)
-#pragma unroll
-                    for (int i = 0; i < VEC / 2; i++) {
-                        float2 *rp = reinterpret_cast<float2 *>(red + u * VEC + 2 * i);
-                        *rp = (wp ? *rp : f2(0.f, 0.f)) + acc[j][i];
-                    }
-            }
-        }
-        __syncthreads();
-    }
-    for (int c = threadIdx.x; c < C; c += blockDim.x) part[(int64_t)blockIdx.x * C + c] = red[c];
+    store_block_dw<NV>(acc, red, part, C, W, units);
 }
 
 // rmsnorm_gate under normgate:fused (src/device/kernel_variants.c), rows of 16-byte vectors of at
@@ -469,31 +481,7 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_gate_bwd_kernel(NormGateBwd a
             }
         }
     }
-    // lanes with the same li in the warp's lane groups hold the same columns
-#pragma unroll
-    for (int j = 0; j < NV; j++)
-#pragma unroll
-        for (int i = 0; i < VEC / 2; i++)
-            for (int o = W; o < 32; o <<= 1) {
-                acc[j][i].x += __shfl_xor_sync(FULL_MASK, acc[j][i].x, o);
-                acc[j][i].y += __shfl_xor_sync(FULL_MASK, acc[j][i].y, o);
-            }
-    for (int wp = 0; wp < nwarps; wp++) { // the warps' sums added in warp order
-        if (warp == wp && sub == 0) {
-#pragma unroll
-            for (int j = 0; j < NV; j++) {
-                int u = li + j * W;
-                if (u < units)
-#pragma unroll
-                    for (int i = 0; i < VEC / 2; i++) {
-                        float2 *rp = reinterpret_cast<float2 *>(red + u * VEC + 2 * i);
-                        *rp = (wp ? *rp : f2(0.f, 0.f)) + acc[j][i];
-                    }
-            }
-        }
-        __syncthreads();
-    }
-    for (int c = threadIdx.x; c < C; c += blockDim.x) part[(int64_t)blockIdx.x * C + c] = red[c];
+    store_block_dw<NV>(acc, red, part, C, W, units);
 }
 
 // y = x * rn  =>  dx = rn (dy - y (y . dy)); one row per lane group.
