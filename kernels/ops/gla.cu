@@ -782,7 +782,16 @@ const void *per_channel_g(const LinAttnArgs *a) {
 
 // The passes of gla_fwd and gla_bwd on states of ST (gla_state: f32 or bf16; the buffer
 // `states` is fp32-sized by chunk_states_size, bf16 states use its first half).
-template <class ST> void gla_fwd(const LinAttnArgs *a) {
+//
+// gla_state:bf16a: the forward's intra-chunk scores A (fp32, CHUNK x CHUNK a chunk and head)
+// kept in the second half of a bf16 `states` for the backward, which then skips its scores
+// pass; where they do not fit there (K V < 2 CHUNK^2), NULL: both passes compute them.
+float *saved_scores(bool save, void *states, int64_t nch, int H, int K, int V) {
+    if (!save || (int64_t)K * V < 2 * CHUNK * CHUNK) return nullptr;
+    return (float *)((char *)states + sizeof(bf16) * nch * H * K * V);
+}
+
+template <class ST> void gla_fwd(const LinAttnArgs *a, bool save_scores) {
     void *o = a->o, *states = a->states;
     const void *q = a->q, *k = a->k, *v = a->v, *g = per_channel_g(a);
     const Seqs *s = a->s;
@@ -795,7 +804,8 @@ template <class ST> void gla_fwd(const LinAttnArgs *a) {
     const int *chunks = (const int *)s->dev_chunk, *cu = (const int *)s->dev_cu;
     const float sc = (float)scale;
     float *blast = (float *)cuda_scratch(SCRATCH_A, sizeof(float) * nch * H * K);
-    float *A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CHUNK * CHUNK);
+    float *A = saved_scores(save_scores, states, nch, H, K, V);
+    if (!A) A = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * CHUNK * CHUNK);
     const unsigned nvt = (unsigned)cdiv(V, TILE);
     gla_state_inc_kernel<false, ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
         (ST *)states, (float *)a->state, blast, (const bf16 *)k, (const bf16 *)v, (const float *)g,
@@ -811,7 +821,7 @@ template <class ST> void gla_fwd(const LinAttnArgs *a) {
     CUDA_LAUNCHED();
 }
 
-template <class ST> void gla_bwd(const LinAttnGrads *gr) {
+template <class ST> void gla_bwd(const LinAttnGrads *gr, bool saved) {
     const LinAttnArgs *a = &gr->a;
     const int64_t nhk = a->s->ntok * a->H * (int64_t)a->K;
     void *dq = gr->dq, *dk = gr->dk, *dv = gr->dv;
@@ -830,7 +840,9 @@ template <class ST> void gla_bwd(const LinAttnGrads *gr) {
     const float sc = (float)scale;
     ST *G = (ST *)cuda_scratch(SCRATCH_A, sizeof(ST) * nch * H * K * V);
     float *blast = (float *)cuda_scratch(SCRATCH_B, sizeof(float) * nch * H * K);
-    float *A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CHUNK * CHUNK);
+    float *A = saved_scores(saved, (void *)states, nch, H, K, V);
+    const bool have_scores = A != nullptr;
+    if (!A) A = (float *)cuda_scratch(SCRATCH_C, sizeof(float) * nch * H * CHUNK * CHUNK);
     float *tot = (float *)cuda_scratch(SCRATCH_D, sizeof(float) * nch * H * K);
     const unsigned nvt = (unsigned)cdiv(V, TILE), nkt = (unsigned)cdiv(K, TILE);
     gla_state_inc_kernel<true, ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
@@ -840,7 +852,8 @@ template <class ST> void gla_bwd(const LinAttnGrads *gr) {
     gla_scan_kernel<true, ST><<<scan_grid<ST>(s, H, K, V), SCAN_THREADS, 0, st>>>(
         G, nullptr, blast, chunks, cu, nch, H, K, V);
     CUDA_LAUNCHED();
-    launch_scores<ST>(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
+    if (!have_scores)
+        launch_scores<ST>(A, (const bf16 *)q, (const bf16 *)k, (const float *)g, s, H, K, sc);
     gla_bwd_dv_kernel<ST><<<dim3((unsigned)nch, H, nvt), TILE_THREADS, TILE_SMEM, st>>>(
         (bf16 *)dv, (const bf16 *)k, (const bf16 *)dout, (const float *)g, G, A, chunks, cu, H, K,
         V);
@@ -874,16 +887,19 @@ template <class ST> void gla_bwd(const LinAttnGrads *gr) {
 
 } // namespace
 
+// gla_state: 0 f32, 1 bf16, 2 bf16a (bf16 with the scores saved)
 void cuda_gla_fwd(const LinAttnArgs *a) {
-    if (kernel_variant(KV_GLA_STATE))
-        gla_fwd<bf16>(a);
+    int v = kernel_variant(KV_GLA_STATE);
+    if (v)
+        gla_fwd<bf16>(a, v == 2);
     else
-        gla_fwd<float>(a);
+        gla_fwd<float>(a, false);
 }
 
 void cuda_gla_bwd(const LinAttnGrads *gr) {
-    if (kernel_variant(KV_GLA_STATE))
-        gla_bwd<bf16>(gr);
+    int v = kernel_variant(KV_GLA_STATE);
+    if (v)
+        gla_bwd<bf16>(gr, v == 2);
     else
-        gla_bwd<float>(gr);
+        gla_bwd<float>(gr, false);
 }

@@ -20,12 +20,15 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                       .bench = "gla",
                       .test = "test_gpu_gla",
                       .kernels = "gla_",
-                      .variants = {"f32", "bf16"},
+                      .variants = {"f32", "bf16", "bf16a"},
                       .what = {"the verified passes: chunk states and their gradients G "
                                "written and read in fp32",
                                "states and G in bf16, as their consumers round them (each "
                                "chunk's increment and each state rounded once, the scans sum "
-                               "in fp32); q, k, v, dO, state and G tiles copied by cp.async"}},
+                               "in fp32); q, k, v, dO, state and G tiles copied by cp.async",
+                               "bf16, and the forward's intra-chunk scores A kept in the states "
+                               "buffer's free half for the backward, which skips its scores "
+                               "pass (where K V >= 2 x 64^2)"}},
     [KV_GDN_SCAN] = {.name = "gdn_scan",
                      .bench = "gdn",
                      .test = "test_gpu_gdn",
