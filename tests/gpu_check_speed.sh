@@ -6,7 +6,8 @@
 # with the defaults and the winners, ncu and racecheck on the winners. The part must pick
 # exactly that, pass despite the failing variants, and write speed.json and speed.txt; then,
 # with a variant check that hangs and a short GPU_CHECK_SPEED_LIMIT, cut at the deadline, the
-# rest reported as not run and the part failed (the defaults' step did not run).
+# rest reported as not run and the part failed (the defaults' step did not run); last, the same
+# hang with GPU_CHECK_SPEED_RESERVE: cut that much earlier, and the defaults' step run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -124,7 +125,8 @@ echo "ok: the speed part checks, compares, picks, steps and profiles the winners
 # a variant check that hangs, under a short limit: cut at the deadline, the rest not run
 rc=0
 mkdir -p "$work/out2"
-PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed GPU_CHECK_SPEED_LIMIT=14 STANDIN_HANG=opa:fast OUT="$work/out2" \
+PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed GPU_CHECK_SPEED_LIMIT=14 GPU_CHECK_SPEED_RESERVE=0 \
+    STANDIN_HANG=opa:fast OUT="$work/out2" \
     "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log2" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$work/log2"; fail "deadline: exit status $rc, expected 1"; }
 grep -q "^FAIL check_opa:fast: timed out after 1[0-4] s$" "$work/out2/gpu_check.log" || fail "the hanging check not cut at the deadline"
@@ -138,3 +140,25 @@ assert r["winners"] == "", r["winners"]
 PY
 grep -Eq "^speed_step_default +NOT RUN" "$work/log2" || fail "the defaults' step not reported as not run"
 echo "ok: the speed part's deadline"
+
+# the same hang with time kept back for the steps: the checks cut GPU_CHECK_SPEED_RESERVE
+# seconds before the deadline, the rest not run, the defaults' step run and the part passed
+rc=0
+mkdir -p "$work/out3"
+PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed GPU_CHECK_SPEED_LIMIT=30 GPU_CHECK_SPEED_RESERVE=16 \
+    STANDIN_HANG=opa:fast OUT="$work/out3" \
+    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log3" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$work/log3"; fail "reserve: exit status $rc, expected 0"; }
+grep -q "^FAIL check_opa:fast: timed out after 1[0-4] s$" "$work/out3/gpu_check.log" ||
+    fail "the hanging check not cut at the reserve: $(grep 'check_opa:fast' "$work/out3/gpu_check.log")"
+grep -q "^step_bench .*speed_step_default.json .* variant=$" "$work/out3/gpu_check.log" ||
+    fail "the defaults' step did not run in the reserved time"
+python3 - "$work/out3/speed.json" <<'PY' || fail "speed.json with the reserve"
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = {(x["op"], x["variant"]): x for x in r["variants"]}
+assert v["opa", "fast"]["check_rc"] == "124", v["opa", "fast"]
+assert v["opb", "quick"]["check_rc"] == "not-run", v["opb", "quick"]
+assert r["steps"]["default"]["configs"][0]["step_ms"] == 100, r["steps"]
+PY
+echo "ok: the speed part keeps the steps' time back"

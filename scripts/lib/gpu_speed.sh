@@ -8,6 +8,8 @@
 #   2. gpu_mixers --compare op:variant: the variant against the default kernels at the 370M
 #      shapes on the GPU itself (catches shape-specific bugs) and both timed
 #      (GPU_CHECK_SPEED_REPS repetitions, default 10);
+# these two stop GPU_CHECK_SPEED_RESERVE seconds (default 150) before the deadline, the variants
+# not reached reported as not run, so that the steps below keep their time;
 # then the winners (scripts/lib/speed_pick.py: per op the fastest correct variant, if faster by
 # more than GPU_CHECK_SPEED_MARGIN, default 0.02) checked together once more (both steps with
 # the combined spec; on a failure only the single best winner is kept); bench/step_bench
@@ -34,6 +36,10 @@ speed_part() {
         failed=1
         return
     fi
+    # the variants' checks stop GPU_CHECK_SPEED_RESERVE seconds (default 150) before the
+    # deadline, so that the 370M steps after them still run
+    local full=$deadline
+    deadline=$((full - ${GPU_CHECK_SPEED_RESERVE:-150}))
     while read -r op bench test kernels variants; do
         for v in ${variants#* }; do
             spec="$op:$v"
@@ -66,6 +72,7 @@ speed_part() {
             echo "speed: the winners fail together; keeping $winners alone" | tee -a "$log"
         fi
     fi
+    deadline=$full
     echo "speed: winners ${winners:-none}" | tee -a "$log"
     # the 370M steps with the defaults, then with the winners; a default step that fails fails the part
     cd "$dir"
