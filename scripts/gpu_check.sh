@@ -181,7 +181,7 @@ bundle() {
     fi
     strip "$dir"/bin/test_gpu_* "$dir"/bin/{test_ops_backends,step_bench,gpu_mixers,decode_bench,rotor} "$dir"/lib/*
     rm -rf "$root/.gpu_bundle" && mkdir -p "$root/.gpu_bundle"
-    XZ_OPT=-T0 tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
+    XZ_OPT="-T0 -9" tar -C "$dir" -cJf "$root/.gpu_bundle/rotor-gpu.tar.xz" .
     rm -rf "$dir"
     du -h "$root/.gpu_bundle/rotor-gpu.tar.xz"
 }

@@ -6,7 +6,7 @@
 #include "util/error.h"
 
 static const char MAGIC[8] = {'R', 'O', 'T', 'O', 'R', 'O', 'P', 'S'};
-#define REFS_VERSION 1
+#define REFS_VERSION 2
 
 static void put(FILE *f, const void *p, size_t bytes) {
     if (bytes && fwrite(p, 1, bytes, f) != bytes) rt_die("refs: write failed");
@@ -32,6 +32,15 @@ int refs_read_header(FILE *f, const char *path) {
     return (int)head[1];
 }
 
+/* n values as f32 (the backends compared are fp32 and bf16: TOL_F32 is 1e-4, f32's rounding
+ * 6e-8 of a value, and it halves the file the GPU bundle carries) */
+static void put_array(FILE *f, const double *x, int64_t n) {
+    float *y = rt_malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
+    put(f, y, sizeof(float) * (size_t)n);
+    rt_free(y);
+}
+
 void refs_write_case(FILE *f, const RefCase *rc) {
     uint32_t len = (uint32_t)strlen(rc->name), nt = (uint32_t)rc->nt;
     put(f, &len, sizeof len);
@@ -41,19 +50,21 @@ void refs_write_case(FILE *f, const RefCase *rc) {
     for (int i = 0; i < rc->nt; i++) {
         const RefTensor *t = &rc->t[i];
         uint8_t has[2] = {(uint8_t)t->has_v, (uint8_t)t->has_d};
-        size_t bytes = sizeof(double) * (size_t)t->n;
         put(f, &t->n, sizeof t->n);
         put(f, has, sizeof has);
-        if (t->has_v) put(f, t->v_in, bytes);
-        if (t->has_d) put(f, t->d_in, bytes);
-        if (t->has_v) put(f, t->v_out, bytes);
-        if (t->has_d) put(f, t->d_out, bytes);
+        if (t->has_v) put_array(f, t->v_in, t->n);
+        if (t->has_d) put_array(f, t->d_in, t->n);
+        if (t->has_v) put_array(f, t->v_out, t->n);
+        if (t->has_d) put_array(f, t->d_out, t->n);
     }
 }
 
 static double *get_array(FILE *f, const char *path, int64_t n) {
+    float *y = rt_malloc(sizeof(float) * (size_t)(n ? n : 1));
     double *x = rt_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    get(f, path, x, sizeof(double) * (size_t)n);
+    get(f, path, y, sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = y[i];
+    rt_free(y);
     return x;
 }
 

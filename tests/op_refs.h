@@ -1,12 +1,14 @@
 /* The fp64 results of the op table (tests/op_table.h) that test_ops_grad --refs writes and
  * test_ops_backends reads: a binary file in the machine's byte order,
- *   "ROTOROPS" (8 bytes), u32 version (1), u32 number of cases, then per case in CASES order:
+ *   "ROTOROPS" (8 bytes), u32 version (2), u32 number of cases, then per case in CASES order:
  *   u32 name length, the name's bytes, f64 the forward's returned scalar, u32 tensors, and per
- *   tensor in the build's order: i64 n, u8 has_v, u8 has_d, then n f64 each of
- *   v_in (if has_v), d_in (if has_d), v_out (if has_v), d_out (if has_d).
+ *   tensor in the build's order: i64 n, u8 has_v, u8 has_d, then n f32 each of
+ *   v_in (if has_v), d_in (if has_d), v_out (if has_v), d_out (if has_d) (the fp64 results
+ *   rounded to f32, far below the fp32 and bf16 backends' tolerances; read back as double).
  * v_in, d_in: the values and the gradient buffer (an output's probe, the pre-filled or garbage
  * gradient) before the forward; v_out, d_out: after the backward, d_out net of d_in for
- * accumulated gradients and divided by Spec.dscale. [i32] values are stored as f64. */
+ * accumulated gradients and divided by Spec.dscale. [i32] values are stored as f32 (exact below
+ * 2^24). */
 #ifndef ROTOR_OP_REFS_H
 #define ROTOR_OP_REFS_H
 
