@@ -53,8 +53,9 @@ static void check_bad(const char *spec, const char *want) {
 static void test_bad_specs(void) {
     check_bad("gla_bwd", "'gla_bwd': expected op:variant");
     check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, "
-                                      "gla_state, gdn_scan, gemm_algo, fox_fwd, fox_bwd, selrope, "
-                                      "inproj, rmsnorm_bwd, conv, adamw, normgate, gate_rebuild)");
+                                      "gla_state, inproj, gemm_algo, adamw, normgate, "
+                                      "gate_rebuild, rmsnorm_bwd, conv, selrope, gdn_scan, "
+                                      "fox_fwd, fox_bwd)");
     check_bad(
         "fox_fwd:v2",
         "'fox_fwd:v2': fox_fwd has no such variant (variants: v1, m128n64, m128n128, m128w8)");

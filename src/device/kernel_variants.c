@@ -29,61 +29,6 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                                "bf16, and the forward's intra-chunk scores A kept in the states "
                                "buffer's free half for the backward, which skips its scores "
                                "pass (where K V >= 2 x 64^2)"}},
-    [KV_GDN_SCAN] = {.name = "gdn_scan",
-                     .bench = "gdn",
-                     .test = "test_gpu_gdn",
-                     .kernels = "gdn_(fwd|bwd)_scan",
-                     .variants = {"auto", "c16s1", "c16s2", "c32s1", "c32s2", "reg"},
-                     .what = {"the verified layout choice: the widest tile and double buffering "
-                              "that fit, 16 columns first when 32 would not fill the GPU",
-                              "16 value columns per block, one stage",
-                              "16 value columns per block, double-buffered",
-                              "32 value columns per block, one stage",
-                              "32 value columns per block, double-buffered",
-                              "the state in registers (mma accumulators) instead of an fp32 "
-                              "shared tile, no fp32 staging tiles; 16 or 32 columns, one or two "
-                              "stages, whichever takes the fewest waves (gdn_scan_reg.cu)"}},
-    [KV_GEMM_ALGO] = {.name = "gemm_algo",
-                      .bench = "gemm",
-                      .test = "test_gpu_gemm",
-                      .kernels = "gemm|nvjet|xmma|cutlass",
-                      .variants = {"heuristic", "timed"},
-                      .what = {"the verified choice: cuBLASLt's first heuristic result per shape",
-                               "up to 8 heuristic results per shape, each timed on the shape's "
-                               "first call, the fastest kept"}},
-    [KV_FOX_FWD] = {.name = "fox_fwd",
-                    .bench = "fox",
-                    .test = "test_gpu_fox",
-                    .kernels = "fox_",
-                    .variants = {"v1", "m128n64", "m128n128", "m128w8"},
-                    .what = {"the verified forward: 64 queries a block, 4 warps of 16 rows, "
-                             "64-key tiles, log f summed by warp 0 of every block",
-                             "128 queries a block, 4 warps of 32 rows (8 of 16 at D 128), "
-                             "64-key tiles; the segment cumsum of log f summed once and "
-                             "copied beside K/V by cp.async (fox_v2.cu)",
-                             "128 queries a block, 8 warps of 16 rows, 128-key tiles",
-                             "128 queries a block, 8 warps of 16 rows, 64-key tiles"}},
-    [KV_FOX_BWD] = {.name = "fox_bwd",
-                    .bench = "fox",
-                    .test = "test_gpu_fox",
-                    .kernels = "fox_",
-                    .variants = {"v1", "split", "split64"},
-                    .what = {"the verified backward: a block per 64 keys, 4 warps, dQ added "
-                             "into an fp32 buffer by atomics, then converted",
-                             "a dQ pass (128 queries, 8 warps, delta and dS's row sums formed "
-                             "there) and a dK/dV pass (128 keys, 8 warps): no atomics, no dQ "
-                             "buffer; log f's cumsum summed once (fox_v2.cu)",
-                             "the same with 64 keys (4 warps) a dK/dV block"}},
-    [KV_SELROPE] = {.name = "selrope",
-                    .bench = "selrope_gla",
-                    .test = "test_gpu_selrope",
-                    .kernels = "selrope_",
-                    .variants = {"r32", "r16", "r8"},
-                    .what = {"the verified scans: 32 tokens a warp, tiles of 256 (the backward "
-                             "spills at 128 registers)",
-                             "16 tokens a warp, tiles of 128: half the values held in "
-                             "registers, twice the blocks",
-                             "8 tokens a warp, tiles of 64"}},
     [KV_INPROJ] = {.name = "inproj",
                    .bench = "inproj",
                    .test = "test_gpu_gemm",
@@ -95,28 +40,14 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                             "gathered, one product for dx, one for the weights' gradients)",
                             "only the projections of width <= 64 (gates, low-rank) packed so, "
                             "the wide ones alone"}},
-    [KV_RMSNORM_BWD] = {.name = "rmsnorm_bwd",
-                        .bench = "rmsnorm",
-                        .test = "test_gpu_basic",
-                        .kernels = "rmsnorm_bwd|dw_reduce|colsum_add",
-                        .variants = {"v1", "v2"},
-                        .what = {"the verified backward: a row's x and dy read twice (the second "
-                                 "time from L1), the warps' dw sums through [warps][C] of shared "
-                                 "memory, the blocks' partials added by one thread per column",
-                                 "x and dy read once and held in registers (a lane's 16-byte "
-                                 "loads all issued before the first is used; 2 rows a lane group "
-                                 "at a time below 512 channels), w staged in shared memory, the "
-                                 "warps' dw sums added in order into [C], the blocks' partials "
-                                 "by cuda_colsum_add; rows of 16-byte vectors only"}},
-    [KV_CONV] = {.name = "conv",
-                 .bench = "conv",
-                 .test = "test_gpu_timemix",
-                 .kernels = "conv_(fwd|bwd)|colsum_add",
-                 .variants = {"v1", "v2"},
-                 .what = {"the verified short conv: runs of 32 tokens a warp, one token's loads "
-                          "at a time",
-                          "runs of 64 tokens a warp, the inputs of 16 tokens loaded into "
-                          "registers before any is used"}},
+    [KV_GEMM_ALGO] = {.name = "gemm_algo",
+                      .bench = "gemm",
+                      .test = "test_gpu_gemm",
+                      .kernels = "gemm|nvjet|xmma|cutlass",
+                      .variants = {"heuristic", "timed"},
+                      .what = {"the verified choice: cuBLASLt's first heuristic result per shape",
+                               "up to 8 heuristic results per shape, each timed on the shape's "
+                               "first call, the fastest kept"}},
     [KV_ADAMW] = {.name = "adamw",
                   .bench = "adamw",
                   .test = "test_gpu_basic",
@@ -149,6 +80,75 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                                   "* up, then gate_mul_bwd reads gate and up again",
                                   "one pass reading dact, gate and up once and writing the "
                                   "product with both gradients"}},
+    [KV_RMSNORM_BWD] = {.name = "rmsnorm_bwd",
+                        .bench = "rmsnorm",
+                        .test = "test_gpu_basic",
+                        .kernels = "rmsnorm_bwd|dw_reduce|colsum_add",
+                        .variants = {"v1", "v2"},
+                        .what = {"the verified backward: a row's x and dy read twice (the second "
+                                 "time from L1), the warps' dw sums through [warps][C] of shared "
+                                 "memory, the blocks' partials added by one thread per column",
+                                 "x and dy read once and held in registers (a lane's 16-byte "
+                                 "loads all issued before the first is used; 2 rows a lane group "
+                                 "at a time below 512 channels), w staged in shared memory, the "
+                                 "warps' dw sums added in order into [C], the blocks' partials "
+                                 "by cuda_colsum_add; rows of 16-byte vectors only"}},
+    [KV_CONV] = {.name = "conv",
+                 .bench = "conv",
+                 .test = "test_gpu_timemix",
+                 .kernels = "conv_(fwd|bwd)|colsum_add",
+                 .variants = {"v1", "v2"},
+                 .what = {"the verified short conv: runs of 32 tokens a warp, one token's loads "
+                          "at a time",
+                          "runs of 64 tokens a warp, the inputs of 16 tokens loaded into "
+                          "registers before any is used"}},
+    [KV_SELROPE] = {.name = "selrope",
+                    .bench = "selrope_gla",
+                    .test = "test_gpu_selrope",
+                    .kernels = "selrope_",
+                    .variants = {"r32", "r16", "r8"},
+                    .what = {"the verified scans: 32 tokens a warp, tiles of 256 (the backward "
+                             "spills at 128 registers)",
+                             "16 tokens a warp, tiles of 128: half the values held in "
+                             "registers, twice the blocks",
+                             "8 tokens a warp, tiles of 64"}},
+    [KV_GDN_SCAN] = {.name = "gdn_scan",
+                     .bench = "gdn",
+                     .test = "test_gpu_gdn",
+                     .kernels = "gdn_(fwd|bwd)_scan",
+                     .variants = {"auto", "c16s1", "c16s2", "c32s1", "c32s2", "reg"},
+                     .what = {"the verified layout choice: the widest tile and double buffering "
+                              "that fit, 16 columns first when 32 would not fill the GPU",
+                              "16 value columns per block, one stage",
+                              "16 value columns per block, double-buffered",
+                              "32 value columns per block, one stage",
+                              "32 value columns per block, double-buffered",
+                              "the state in registers (mma accumulators) instead of an fp32 "
+                              "shared tile, no fp32 staging tiles; 16 or 32 columns, one or two "
+                              "stages, whichever takes the fewest waves (gdn_scan_reg.cu)"}},
+    [KV_FOX_FWD] = {.name = "fox_fwd",
+                    .bench = "fox",
+                    .test = "test_gpu_fox",
+                    .kernels = "fox_",
+                    .variants = {"v1", "m128n64", "m128n128", "m128w8"},
+                    .what = {"the verified forward: 64 queries a block, 4 warps of 16 rows, "
+                             "64-key tiles, log f summed by warp 0 of every block",
+                             "128 queries a block, 4 warps of 32 rows (8 of 16 at D 128), "
+                             "64-key tiles; the segment cumsum of log f summed once and "
+                             "copied beside K/V by cp.async (fox_v2.cu)",
+                             "128 queries a block, 8 warps of 16 rows, 128-key tiles",
+                             "128 queries a block, 8 warps of 16 rows, 64-key tiles"}},
+    [KV_FOX_BWD] = {.name = "fox_bwd",
+                    .bench = "fox",
+                    .test = "test_gpu_fox",
+                    .kernels = "fox_",
+                    .variants = {"v1", "split", "split64"},
+                    .what = {"the verified backward: a block per 64 keys, 4 warps, dQ added "
+                             "into an fp32 buffer by atomics, then converted",
+                             "a dQ pass (128 queries, 8 warps, delta and dS's row sums formed "
+                             "there) and a dK/dV pass (128 keys, 8 warps): no atomics, no dQ "
+                             "buffer; log f's cumsum summed once (fox_v2.cu)",
+                             "the same with 64 keys (4 warps) a dK/dV block"}},
 };
 
 static int chosen[KV_COUNT];

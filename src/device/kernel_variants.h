@@ -18,20 +18,21 @@
 extern "C" {
 #endif
 
+/* In the order the speed part of scripts/gpu_check.sh checks them: GLA's step first. */
 typedef enum {
     KV_GLA_BWD,   /* gla_bwd's dq/dk pass and d log alpha's carry (kernels/ops/gla.cu) */
     KV_GLA_STATE, /* the element type of GLA's chunk states and their gradients */
-    KV_GDN_SCAN,  /* Gated DeltaNet's sequential scans over chunks (kernels/ops/gdn.cu) */
-    KV_GEMM_ALGO, /* how cuBLASLt's algorithm is chosen per product shape (kernels/ops/gemm.cu) */
-    KV_FOX_FWD,   /* FoX attention's forward (kernels/ops/fox.cu, fox_v2.cu) */
-    KV_FOX_BWD,   /* FoX attention's backward */
-    KV_SELROPE,   /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
     KV_INPROJ,    /* a mixer's input projections, matmul_group (kernels/ops/gemm_group.cu) */
+    KV_GEMM_ALGO, /* how cuBLASLt's algorithm is chosen per product shape (kernels/ops/gemm.cu) */
+    KV_ADAMW,     /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
+    KV_NORMGATE,  /* the readout's RMSNorm and output gate, rmsnorm_gate_fwd/bwd (norm.cu) */
+    KV_GATE_REBUILD, /* the MLP's gate backward with its product rebuilt (elementwise.cu) */
     KV_RMSNORM_BWD,  /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
     KV_CONV,         /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
-    KV_ADAMW,        /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
-    KV_NORMGATE,     /* the readout's RMSNorm and output gate, rmsnorm_gate_fwd/bwd (norm.cu) */
-    KV_GATE_REBUILD, /* the MLP's gate backward with its product rebuilt (elementwise.cu) */
+    KV_SELROPE,  /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */
+    KV_GDN_SCAN, /* Gated DeltaNet's sequential scans over chunks (kernels/ops/gdn.cu) */
+    KV_FOX_FWD,  /* FoX attention's forward (kernels/ops/fox.cu, fox_v2.cu) */
+    KV_FOX_BWD,  /* FoX attention's backward */
     KV_COUNT
 } KernelVariantOp;
 
