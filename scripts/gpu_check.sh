@@ -17,7 +17,7 @@
 #                                 tasks and text, and the fla-core and flash-linear-attention
 #                                 wheels for the fla baselines into
 #                                 .gpu_bundle/rotor-gpu.tar.xz (for a GPU machine without
-#                                 Debian's packages or network; about 34 MB)
+#                                 Debian's packages or network; about 40 MB)
 #   scripts/gpu_check.sh run [DIR]  unpack and run a bundle (default .gpu_bundle) there
 #
 # Exit status 0 only if every test passed. With $OUT set, the full log is written there
