@@ -197,6 +197,19 @@ __device__ __forceinline__ float2 pair(const Pairs &v, int i) {
     return f2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
 }
 
+// The start of rmsnorm_bwd_v2_kernel and rmsnorm_gate_bwd_kernel: wg (C weights of the
+// block's group) staged in shared memory as fp32 into ws, and a lane's dw sums zeroed.
+template <int NV>
+__device__ __forceinline__ void start_block_dw(float2 (&acc)[NV][4], float *ws, const bf16 *wg,
+                                               int C) {
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ws[c] = bf2f(wg[c]);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[j][i] = f2(0.f, 0.f);
+}
+
 // The end of rmsnorm_bwd_v2_kernel and rmsnorm_gate_bwd_kernel: a lane's dw sums acc (its
 // vectors li + j W of 8 channels) over the warp's lane groups, the warps' sums added in warp
 // order into red[C] (shared), and the block's row part[blockIdx.x][C] written.
@@ -244,13 +257,8 @@ __global__ void __launch_bounds__(THREADS)
     int li = lane & (W - 1), sub = lane / W, groups = 32 / W, units = C / VEC;
     int g = (int)(blockIdx.x % Gw);
     int64_t nbg = gridDim.x / Gw, bi = blockIdx.x / Gw, stride = nbg * nwarps * groups * R;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) ws[c] = bf2f(w[(int64_t)g * C + c]);
-    __syncthreads();
     float2 acc[NV][VEC / 2];
-#pragma unroll
-    for (int j = 0; j < NV; j++)
-#pragma unroll
-        for (int i = 0; i < VEC / 2; i++) acc[j][i] = f2(0.f, 0.f);
+    start_block_dw<NV>(acc, ws, w + (int64_t)g * C, C);
     // t0 is uniform over the warp, so every lane takes part in each group_sum
     for (int64_t t0 = (bi * nwarps + warp) * groups * R; t0 < T; t0 += stride) {
         Pairs xv[R][NV], dv[R][NV];
@@ -400,13 +408,8 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_gate_bwd_kernel(NormGateBwd a
     int li = lane & (W - 1), sub = lane / W, groups = 32 / W, units = C / VEC;
     int g = (int)(blockIdx.x % Gw);
     int64_t nbg = gridDim.x / Gw, bi = blockIdx.x / Gw, stride = nbg * nwarps * groups * R;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) ws[c] = bf2f(a.w[(int64_t)g * C + c]);
-    __syncthreads();
     float2 acc[NV][VEC / 2];
-#pragma unroll
-    for (int j = 0; j < NV; j++)
-#pragma unroll
-        for (int i = 0; i < VEC / 2; i++) acc[j][i] = f2(0.f, 0.f);
+    start_block_dw<NV>(acc, ws, a.w + (int64_t)g * C, C);
     // t0 is uniform over the warp, so every lane takes part in each group_sum
     for (int64_t t0 = (bi * nwarps + warp) * groups * R; t0 < a.T; t0 += stride) {
         Pairs xv[R][NV], gv[R][NV], dv[R][NV]; // dv: dr, then don
