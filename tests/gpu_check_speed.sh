@@ -73,10 +73,18 @@ EOF
 printf '#!/bin/sh\necho "sanitizer $*"\nwhile [ "${1#--}" != "$1" ]; do shift 2; done\nexec "$@"\n' >"$work/tools/compute-sanitizer"
 chmod +x "$work/tools/"*
 fail() { echo "FAIL: $1"; exit 1; }
+# run_speed N [VAR=VALUE...]: the speed part on the stand-ins with $work/outN as OUT and its
+# output in $work/logN, the exit status in rc
+run_speed() {
+    local n=$1
+    shift
+    mkdir -p "$work/out$n"
+    rc=0
+    env PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed OUT="$work/out$n" "$@" \
+        "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log$n" 2>&1 || rc=$?
+}
 
-rc=0
-PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed OUT="$work/out" \
-    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log" 2>&1 || rc=$?
+run_speed ""
 log="$work/out/gpu_check.log" # what the programs printed
 sed -n '/^op  *variant/,/^ratio:/p' "$work/log"
 [ "$rc" = 0 ] || { cat "$work/log"; fail "exit status $rc, expected 0 (failing variants are results)"; }
@@ -123,11 +131,7 @@ grep -q "^configs/gla-370m-selective-pg.ini  *4x4096  *100.0 / 163840 / 25.0%  *
 echo "ok: the speed part checks, compares, picks, steps and profiles the winners"
 
 # a variant check that hangs, under a short limit: cut at the deadline, the rest not run
-rc=0
-mkdir -p "$work/out2"
-PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed GPU_CHECK_SPEED_LIMIT=14 GPU_CHECK_SPEED_RESERVE=0 \
-    STANDIN_HANG=opa:fast OUT="$work/out2" \
-    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log2" 2>&1 || rc=$?
+run_speed 2 GPU_CHECK_SPEED_LIMIT=14 GPU_CHECK_SPEED_RESERVE=0 STANDIN_HANG=opa:fast
 [ "$rc" = 1 ] || { cat "$work/log2"; fail "deadline: exit status $rc, expected 1"; }
 grep -q "^FAIL check_opa:fast: timed out after 1[0-4] s$" "$work/out2/gpu_check.log" || fail "the hanging check not cut at the deadline"
 python3 - "$work/out2/speed.json" <<'PY' || fail "speed.json after the deadline"
@@ -143,11 +147,7 @@ echo "ok: the speed part's deadline"
 
 # the same hang with time kept back for the steps: the checks cut GPU_CHECK_SPEED_RESERVE
 # seconds before the deadline, the rest not run, the defaults' step run and the part passed
-rc=0
-mkdir -p "$work/out3"
-PATH="$work/tools:$PATH" GPU_CHECK_PARTS=speed GPU_CHECK_SPEED_LIMIT=30 GPU_CHECK_SPEED_RESERVE=16 \
-    STANDIN_HANG=opa:fast OUT="$work/out3" \
-    "$root/scripts/gpu_check.sh" run "$work/dist" >"$work/log3" 2>&1 || rc=$?
+run_speed 3 GPU_CHECK_SPEED_LIMIT=30 GPU_CHECK_SPEED_RESERVE=16 STANDIN_HANG=opa:fast
 [ "$rc" = 0 ] || { cat "$work/log3"; fail "reserve: exit status $rc, expected 0"; }
 grep -q "^FAIL check_opa:fast: timed out after 1[0-4] s$" "$work/out3/gpu_check.log" ||
     fail "the hanging check not cut at the reserve: $(grep 'check_opa:fast' "$work/out3/gpu_check.log")"
