@@ -25,8 +25,9 @@ typedef struct {
 } GenerateArgs;
 
 typedef struct {
-    int n;   /* completion tokens */
-    int eos; /* 1: EOS ended the row; 0: max_new or the context did */
+    int n;         /* completion tokens */
+    int eos;       /* 1: EOS ended the row; 0: max_new, the context or non-finite logits did */
+    int nonfinite; /* 1: the logits after the n tokens were not finite (SAMPLER_NONFINITE) */
 } GenerateRow;
 
 typedef struct {

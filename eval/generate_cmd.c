@@ -143,7 +143,10 @@ static json_t *row_json(int index, const char *prompt, const char *completion, c
     for (int i = 0; i < g->n; i++) json_array_append_new(tokens, json_integer(ids[i]));
     json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:s}", "index", index, "prompt", prompt,
                           "completion", completion, "tokens", tokens, "n_tokens", g->n,
-                          "n_prompt_tokens", n_prompt, "stop_reason", g->eos ? "eos" : "length");
+                          "n_prompt_tokens", n_prompt, "stop_reason",
+                          g->eos         ? "eos"
+                          : g->nonfinite ? "nonfinite"
+                                         : "length");
     RT_ASSERT(o); /* the texts are UTF-8: read from JSON, or decoded by SentencePiece */
     return o;
 }
@@ -294,7 +297,7 @@ int generate_main(int argc, char **argv) {
     generate(m, &ga, seqs, lens, rows, res, &st, o.prompts ? NULL : stream_token, &stream);
 
     /* the outputs: the rest of the streamed text, the JSON lines */
-    int generated = 0, n_eos = 0;
+    int generated = 0, n_eos = 0, first_bad = -1;
     for (int r = 0; r < rows; r++) {
         char *ptext = r ? cmd_decode(tok, seqs[r], lens[r]) : prompt0_text;
         char *text = cmd_completion_text(tok, seqs[r], lens[r], res[r].n, ptext);
@@ -310,6 +313,7 @@ int generate_main(int argc, char **argv) {
         }
         generated += res[r].n;
         n_eos += res[r].eos;
+        if (res[r].nonfinite && first_bad < 0) first_bad = r;
         free(text);
         if (r) free(ptext);
     }
@@ -325,6 +329,10 @@ int generate_main(int argc, char **argv) {
             st.decode_s > 0 ? generated / st.decode_s : 0.0, st.steps, rows, rows > 1 ? "s" : "",
             (double)st.state_bytes / (1024.0 * 1024.0), st.max_len, model_backend(m)->name,
             par_max_threads());
+    if (first_bad >= 0)
+        rt_die("%s: prompt %d: the logits after %d generated tokens are not finite (NaN or inf): "
+               "the weights are damaged or the activations overflow",
+               o.ckpt, first_bad, res[first_bad].n);
 
     free(prompt0_text);
     for (int r = 0; r < rows; r++) rt_free(seqs[r]);

@@ -123,6 +123,8 @@ static int cand_cmp(const void *pa, const void *pb) {
 int sampler_next(Sampler *s, int row, const float *logits) {
     const SamplingArgs *a = &s->a[row];
     int V = s->vocab;
+    for (int i = 0; i < V; i++)
+        if (!isfinite(logits[i])) return SAMPLER_NONFINITE;
     if (a->temperature == 0) return argmax_first(logits, V);
     double inv_t = 1.0 / a->temperature, thr = -INFINITY;
     if (a->top_k > 0 && a->top_k < V) {
@@ -139,7 +141,7 @@ int sampler_next(Sampler *s, int row, const float *logits) {
             if (z > mx) mx = z;
         }
     }
-    RT_ASSERT(n > 0); /* fails only on NaN logits */
+    RT_ASSERT(n > 0); /* the k-th largest is among them */
     if (a->top_p < 1) qsort(c, (size_t)n, sizeof *c, cand_cmp);
     double sum = 0;
     for (int j = 0; j < n; j++) sum += c[j].z = exp(c[j].z - mx);

@@ -46,8 +46,12 @@ Sampler *sampler_create(const SamplingArgs *a, int vocab, int rows);
 Sampler *sampler_create_rows(const SamplingArgs *args, const uint64_t *stream, int vocab, int rows);
 void sampler_free(Sampler *s);
 
-/* The next token of row r from its logits [vocab]; advances the row's random stream
- * (greedy draws nothing). */
+/* sampler_next's answer to logits that are not all finite: they define no distribution (a
+ * model whose weights are damaged or whose activations overflow). */
+#define SAMPLER_NONFINITE (-1)
+
+/* The next token of row r from its logits [vocab], or SAMPLER_NONFINITE when one of them is
+ * NaN or infinite; advances the row's random stream (greedy draws nothing). */
 int sampler_next(Sampler *s, int row, const float *logits);
 
 #endif

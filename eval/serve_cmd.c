@@ -167,6 +167,7 @@ typedef enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_CANCELLED } JobState;
 typedef struct Job {
     const CompletionRequest *req;
     json_t *res;
+    ServeError err; /* when res is NULL after the model ran */
     JobState state;
     struct Job *next;
 } Job;
@@ -229,6 +230,7 @@ static void *model_thread(void *arg) {
     const CompletionRequest **reqs =
         rt_malloc(sizeof(CompletionRequest *) * (size_t)s->lim.max_rows);
     json_t **res = rt_malloc(sizeof(json_t *) * (size_t)s->lim.max_rows);
+    ServeError *errs = rt_malloc(sizeof(ServeError) * (size_t)s->lim.max_rows);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->head && !s->stop && !s->abandon) pthread_cond_wait(&s->work, &s->mu);
@@ -242,7 +244,7 @@ static void *model_thread(void *arg) {
             sampled += reqs[k]->max_tokens > 0 && reqs[k]->sampling.temperature > 0;
         }
         double t0 = rt_now();
-        serve_complete(&s->sm, reqs, n, res);
+        serve_complete(&s->sm, reqs, n, res, errs);
         fprintf(stderr, "rotor serve: %d request%s (%d sampled), %d completion%s, %.1f ms\n", n,
                 n > 1 ? "s" : "", sampled, rows, rows > 1 ? "s" : "", 1e3 * (rt_now() - t0));
         pthread_mutex_lock(&s->mu);
@@ -253,22 +255,24 @@ static void *model_thread(void *arg) {
                 continue;
             }
             batch[k]->res = res[k];
+            batch[k]->err = errs[k];
             batch[k]->state = JOB_DONE;
         }
         pthread_cond_broadcast(&s->done);
     }
     pthread_mutex_unlock(&s->mu);
+    rt_free(errs);
     rt_free(res);
     rt_free(reqs);
     rt_free(batch);
     return NULL;
 }
 
-/* Queues req for the model's thread and waits: the completion's JSON when *state is JOB_DONE. After
- * the grace period, *state is JOB_CANCELLED (it never ran) or JOB_RUNNING (the model's thread is
- * still reading req). */
-static json_t *run_job(Server *s, const CompletionRequest *req, JobState *state) {
-    Job j = {req, NULL, JOB_QUEUED, NULL};
+/* Queues req for the model's thread and waits: the completion's JSON when *state is JOB_DONE, or
+ * NULL with *e its error. After the grace period, *state is JOB_CANCELLED (it never ran) or
+ * JOB_RUNNING (the model's thread is still reading req). */
+static json_t *run_job(Server *s, const CompletionRequest *req, JobState *state, ServeError *e) {
+    Job j = {req, NULL, {0}, JOB_QUEUED, NULL};
     pthread_mutex_lock(&s->mu);
     if (s->abandon)
         j.state = JOB_CANCELLED;
@@ -283,6 +287,7 @@ static json_t *run_job(Server *s, const CompletionRequest *req, JobState *state)
     while (j.state == JOB_QUEUED || (j.state == JOB_RUNNING && !s->abandon))
         pthread_cond_wait(&s->done, &s->mu);
     *state = j.state;
+    *e = j.err;
     pthread_mutex_unlock(&s->mu);
     return j.res;
 }
@@ -503,8 +508,8 @@ static json_t *run_completion(Server *s, const Upload *u, ServeError *e) {
         return NULL;
     }
     JobState state;
-    json_t *res = run_job(s, req, &state);
-    if (state == JOB_DONE && !res)
+    json_t *res = run_job(s, req, &state, e);
+    if (state == JOB_DONE && !res && !e->status)
         serve_fail(e, 500, NULL, "the completion could not be encoded as JSON");
     else if (state != JOB_DONE)
         serve_fail(

@@ -44,6 +44,13 @@ static void score_row_free(ScoreRow *s) {
     rt_free(s->next_logits);
 }
 
+/* 1 when every scored slot's logits were finite (their log-sum-exp is). */
+static int score_row_finite(const ScoreRow *s) {
+    for (int q = 0; q < s->slots; q++)
+        if (!isfinite(s->lse[q])) return 0;
+    return 1;
+}
+
 static int input_len(const ScoreRow *s) { return s->slots ? s->len - 1 + s->next : 0; }
 
 static int by_input_len_desc(const void *a, const void *b) {
@@ -257,6 +264,7 @@ typedef struct {
     const CompletionRequest *req;
     json_t *choices;
     int64_t prompt_tokens, completion_tokens;
+    int nonfinite; /* a choice met logits that are not finite: the request fails */
 } Response;
 
 /* Choice r: its text and, with logprobs, the entries of the prompt (echo) and of the completion. */
@@ -331,14 +339,14 @@ static void complete_scoring(Response *res, int nres) {
             int32_t *seq = rt_malloc(sizeof(int32_t) * ((size_t)p->n + 1));
             memcpy(seq, p->ids, sizeof(int32_t) * (size_t)p->n);
             Completion c = {seq, p->n, 0, 0};
-            if (s) {
-                int t = sampler_next(s, r, row->next_logits);
-                if (t == eos)
-                    c.eos = 1;
-                else
-                    seq[c.n++ + p->n] = t;
-            }
-            add_choice(&res[k], r, &c, row, row);
+            int t = s ? sampler_next(s, r, row->next_logits) : 0;
+            if (t == SAMPLER_NONFINITE || !score_row_finite(row))
+                res[k].nonfinite = 1;
+            else if (s && t == eos)
+                c.eos = 1;
+            else if (s)
+                seq[c.n++ + p->n] = t;
+            if (!res[k].nonfinite) add_choice(&res[k], r, &c, row, row);
             rt_free(seq);
         }
         if (s) sampler_free(s);
@@ -392,7 +400,9 @@ static void complete_generating(Response *res, int nres) {
     if (req->logprobs >= 0) score_rows(sm, rows, R, topn);
     for (int k = 0, r = 0; k < nres; k++)
         for (int i = 0; i < res[k].req->n_prompts * res[k].req->n; i++, r++) {
-            add_choice(&res[k], i, &cs[r], &rows[r], &rows[r]);
+            if (out[r].nonfinite || (req->logprobs >= 0 && !score_row_finite(&rows[r])))
+                res[k].nonfinite = 1;
+            if (!res[k].nonfinite) add_choice(&res[k], i, &cs[r], &rows[r], &rows[r]);
             score_row_free(&rows[r]);
             rt_free(seqs[r]);
         }
@@ -420,12 +430,12 @@ static json_t *response_json(const Response *res) {
                      (json_int_t)(res->prompt_tokens + res->completion_tokens));
 }
 
-void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n,
-                    json_t **out) {
+void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n, json_t **out,
+                    ServeError *errs) {
     Response *res = rt_malloc(sizeof(Response) * (size_t)n);
     for (int k = 0; k < n; k++) {
         RT_ASSERT(k == 0 || serve_can_batch(reqs[0], reqs[k]));
-        res[k] = (Response){sm, reqs[k], json_array(), 0, 0};
+        res[k] = (Response){sm, reqs[k], json_array(), 0, 0, 0};
         for (int i = 0; i < reqs[k]->n_prompts; i++)
             res[k].prompt_tokens += reqs[k]->prompts[i].n - reqs[k]->prompts[i].added_bos;
     }
@@ -433,6 +443,17 @@ void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, 
         complete_scoring(res, n);
     else
         complete_generating(res, n);
-    for (int k = 0; k < n; k++) out[k] = response_json(&res[k]);
+    for (int k = 0; k < n; k++) {
+        errs[k] = (ServeError){0};
+        if (!res[k].nonfinite) {
+            out[k] = response_json(&res[k]);
+            continue;
+        }
+        json_decref(res[k].choices);
+        out[k] = NULL;
+        serve_fail(&errs[k], 500, NULL,
+                   "the model's logits for this request are not finite (NaN or inf): the "
+                   "checkpoint's weights are damaged or its activations overflow");
+    }
     rt_free(res);
 }

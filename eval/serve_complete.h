@@ -28,8 +28,9 @@ typedef struct {
  * and the random stream it has when its request runs alone). */
 int serve_can_batch(const CompletionRequest *a, const CompletionRequest *b);
 /* The response bodies of POST /v1/completions (OpenAI's "text_completion" object) of n
- * requests, each of them serve_can_batch with the first (n = 1: any request). */
-void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n,
-                    json_t **out);
+ * requests, each of them serve_can_batch with the first (n = 1: any request); out[k] NULL and
+ * errs[k] the error (500) of a request whose logits were not finite. */
+void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, int n, json_t **out,
+                    ServeError *errs);
 
 #endif

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Nothing lost, nothing silently wrong, on a tiny checkpoint trained on real text:
-#  - a checkpoint whose model.safetensors had 64 random bytes written into its middle is
-#    refused, naming the file, by `train --resume DIR`, `generate`, `eval` and `serve`, which
+#  - a checkpoint whose model.safetensors had 64 bytes (finite floats) written into its middle
+#    is refused, naming the file, by `train --resume DIR`, `generate`, `eval` and `serve`, which
 #    load it only with --no-verify; `--resume auto` skips it with a warning saying why;
+#  - under --no-verify, weights that are NaN are refused, naming the tensor, by `generate` and
+#    `train --resume DIR`; finite weights whose logits overflow make `generate` fail saying so,
+#    and `serve` answer 500 saying so (to a generation and to a scoring request) and go on;
 #  - when every checkpoint is damaged, `--resume auto` fails and changes nothing;
 #  - a newest checkpoint whose trainer_state.json is cut short, whose optimizer.safetensors
 #    is missing, or a `latest` naming a deleted directory: `--resume auto` warns, naming what
@@ -26,11 +29,24 @@ expect_fail() {
   if "$@" >"$out/$name.out" 2>"$out/$name.err"; then fail "$name: exit status 0"; return; fi
   grep -Eq -- "$pattern" "$out/$name.err" || { fail "$name: stderr lacks /$pattern/:"; cat "$out/$name.err"; }
 }
-# corrupt FILE: 64 random bytes written into its middle, its size unchanged
+# corrupt FILE [BYTE]: 64 bytes BYTE (default '?', 0x3f: floats near 0.75) written into its
+# middle, its size unchanged
 corrupt() {
   local size
   size=$(stat -c %s "$1")
-  head -c 64 /dev/urandom | dd of="$1" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  head -c 64 /dev/zero | tr '\0' "${2:-?}" | dd of="$1" bs=1 seek=$((size / 2)) conv=notrunc status=none
+}
+# set_tensor FILE NAME VALUE: every element of the F32 tensor NAME of safetensors FILE set to VALUE
+set_tensor() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, struct, sys
+path, name, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with open(path, "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    a, b = json.loads(f.read(n))[name]["data_offsets"]
+    f.seek(8 + n + a)
+    f.write(struct.pack("<%df" % ((b - a) // 4), *[value] * ((b - a) // 4)))
+PY
 }
 # tree_sum DIR: the checksum of every file under DIR, to tell that nothing changed
 tree_sum() { (cd "$1" && find . -type f ! -name rotor.lock -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
@@ -98,6 +114,40 @@ expect_fail serve "$damaged" timeout 60 "$rotor" serve --ckpt "$ck/step_00000010
 [ "$(tree_sum "$run")" = "$sum" ] || fail "a refused load changed the run directory"
 "$rotor" generate --ckpt "$ck/step_00000010" --no-verify --prompt "ROMEO:" --max-new-tokens 2 --threads 1 \
   >/dev/null 2>&1 || fail "generate --no-verify"
+
+# -- under --no-verify: NaN weights, and weights whose logits overflow
+nan=$out/nan-ckpt overflow=$out/overflow-ckpt
+cp -r "$out/pristine/checkpoints/step_00000010" "$nan" && corrupt "$nan/model.safetensors" '\377'
+nonfinite="nan-ckpt/model.safetensors: tensor model\.[a-z0-9_.]+ holds [0-9]+ non-finite values"
+expect_fail nan_generate "$nonfinite" "$rotor" generate --ckpt "$nan" --no-verify --prompt "ROMEO:" --threads 1
+expect_fail nan_resume "$nonfinite" train "${run_args[@]}" --set run.dir="$out/run-nan" --set train.steps=12 \
+  --resume "$nan" --no-verify
+[ -e "$out/run-nan/checkpoints" ] && fail "a refused resume from NaN weights wrote checkpoints"
+cp -r "$out/pristine/checkpoints/step_00000010" "$overflow" && set_tensor "$overflow/model.safetensors" model.norm.weight 3e38
+expect_fail overflow_generate "prompt 0: the logits after 0 generated tokens are not finite" \
+  "$rotor" generate --ckpt "$overflow" --no-verify --prompt "ROMEO:" --threads 1
+"$rotor" serve --ckpt "$overflow" --no-verify --port 0 --threads 1 >"$out/serve.out" 2>"$out/serve.err" &
+server=$!
+for _ in $(seq 100); do grep -q "on http://" "$out/serve.out" && break; sleep 0.2; done
+port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/v1.*|\1|p' "$out/serve.out")
+/usr/bin/python3 - "$port" <<'PY' || fail "serve: overflowing logits"
+import http.client, json, sys
+def post(body):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+    c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, json.loads(r.read())
+for what, body in [("generation", {"prompt": "ROMEO:", "max_tokens": 4}),
+                   ("scoring", {"prompt": "ROMEO: so", "max_tokens": 0, "echo": True, "logprobs": 1})]:
+    status, j = post(body)
+    msg = j.get("error", {}).get("message", "")
+    if status != 500 or "logits for this request are not finite" not in msg:
+        sys.exit("%s: %d %s" % (what, status, j))
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+c.request("GET", "/health")
+if c.getresponse().status != 200: sys.exit("the server does not answer /health after the 500s")
+PY
+kill $server && wait $server 2>/dev/null
 train "${run_args[@]}" --set run.dir="$run" --set train.steps=12 --resume auto >"$out/auto.log" 2>&1 ||
   { cat "$out/auto.log"; fail "resume auto past the damaged checkpoint"; }
 grep -q "skipping the checkpoint step_00000010: .*model.safetensors: sha256" "$out/auto.log" ||

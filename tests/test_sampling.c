@@ -4,7 +4,7 @@
  * define them (a naive reference here); excluded tokens never come out; the streams are
  * reproducible, differ by seed and by row, and a row's draws do not depend on other rows;
  * rows with their own settings and streams (several requests in one batch) draw what each
- * draws in its own sampler. */
+ * draws in its own sampler; logits that are not finite are refused. */
 #include <math.h>
 #include <string.h>
 
@@ -220,6 +220,26 @@ static void test_rows_own_settings(void) {
     sampler_free(sb);
 }
 
+/* Logits with a NaN or an infinity among the first `vocab` define no distribution: every
+ * setting answers SAMPLER_NONFINITE; past `vocab` they are not looked at. */
+static void test_nonfinite(void) {
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    const SamplingArgs settings[] = {{0, 0, 1, 0}, {1, 0, 1, 0}, {0.8, 3, 1, 0}, {1, 0, 0.9, 0}};
+    for (size_t b = 0; b < 3; b++)
+        for (int at = 0; at < 8; at += 7)
+            for (size_t k = 0; k < 4; k++) {
+                float x[9];
+                random_logits(x, 9, 7);
+                x[at] = bad[b];
+                Sampler *s = sampler_create(&settings[k], 8, 1);
+                CHECK_MSG(sampler_next(s, 0, x) == SAMPLER_NONFINITE, "%g at %d, setting %zu",
+                          (double)bad[b], at, k);
+                x[at] = 0, x[8] = bad[b];
+                CHECK(sampler_next(s, 0, x) >= 0);
+                sampler_free(s);
+            }
+}
+
 /* Each caller's spelling of the setting at fault: generate's option, serve's JSON field. */
 static void test_check(void) {
     char msg[256];
@@ -256,6 +276,7 @@ static const TestCase tests[] = {
     {"excluded_never_drawn", test_excluded_never_drawn},
     {"streams", test_streams},
     {"rows_own_settings", test_rows_own_settings},
+    {"nonfinite", test_nonfinite},
     {"check", test_check},
 };
 
