@@ -100,3 +100,34 @@ void refs_free_case(RefCase *rc) {
     }
     *rc = (RefCase){0};
 }
+
+/* A copy of a tensor's values (or [i32] values) or of its gradient buffer. */
+static double *f64_copy(const real *x, const int32_t *ix, int64_t n) {
+    double *y = rt_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) y[i] = ix ? (double)ix[i] : (double)x[i];
+    return y;
+}
+
+void refs_from_cpu_run(const OpCase *c, RefCase *rc) {
+    Op *o = op_new(c, backend_cpu());
+    op_on_host(o);
+    *rc = (RefCase){.nt = o->nt};
+    snprintf(rc->name, sizeof rc->name, "%s", c->name);
+    for (int i = 0; i < o->nt; i++) {
+        const Tensor *t = &o->t[i];
+        RefTensor *q = &rc->t[i];
+        *q = (RefTensor){.n = t->spec.n, .has_v = t->role != T_ABSENT, .has_d = t->d != NULL};
+        if (q->has_v) q->v_in = f64_copy(t->v, t->iv, q->n);
+        if (q->has_d) q->d_in = f64_copy(t->d, NULL, q->n);
+    }
+    rc->scalar = c->op->fwd(o);
+    op_backward(o);
+    for (int i = 0; i < o->nt; i++) {
+        Tensor *t = &o->t[i];
+        RefTensor *q = &rc->t[i];
+        if (has_grad(t) && t->spec.grad == GRAD_ADD) subtract(t->d, t->pre, q->n);
+        if (q->has_v) q->v_out = f64_copy(t->v, t->iv, q->n);
+        if (q->has_d) q->d_out = f64_copy(t->d, NULL, q->n);
+    }
+    op_free(o);
+}

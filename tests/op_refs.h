@@ -36,5 +36,8 @@ void refs_write_case(FILE *f, const RefCase *rc);
 int refs_read_header(FILE *f, const char *path);
 void refs_read_case(FILE *f, const char *path, RefCase *rc);
 void refs_free_case(RefCase *rc);
+/* Case c run forward and backward on the CPU backend in this build's precision (fp64 in
+ * test_ops_grad, fp32 in test_ops_backends), its inputs and results kept in rc. */
+void refs_from_cpu_run(const OpCase *c, RefCase *rc);
 
 #endif

@@ -12,6 +12,9 @@
 
 const int LENS[NSEG] = {70, 1, 33, 130};
 
+/* A size of the case: its Dims field where set, else the op's own small one. */
+static int64_t dim(int64_t given, int64_t small) { return given ? given : small; }
+
 /* ---------------------------------------------------------------- helpers ---- */
 
 /* n values with |x| in [lo, hi] and a random sign: never zero. */
@@ -140,7 +143,8 @@ Op *op_new(const OpCase *c, const Backend *be) {
     o->v = &c->v;
     o->be = be;
     rng_init(&o->r, c->seed, 0);
-    o->ts = tu_seqs(LENS, NSEG);
+    const Dims *dm = &c->v.dims;
+    o->ts = dm->lens ? tu_seqs(dm->lens, dm->nseg) : tu_seqs(LENS, NSEG);
     o->s = &o->ts.s;
     c->op->build(o);
     return o;
@@ -407,7 +411,7 @@ typedef struct {
 
 static void rmsnorm_build(Op *o) {
     RmsNorm *m = (RmsNorm *)o;
-    m->N = 13, m->G = o->v->groups, m->C = 10;
+    m->N = dim(o->v->dims.N, 13), m->G = o->v->groups, m->C = (int)dim(o->v->dims.C, 10);
     int64_t n = m->N * m->G * m->C;
     m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
     m->w = input(o, "w", o->v->per_group ? (int64_t)m->G * m->C : m->C, NZ(0.3, 1.5), GRAD_ADD);
@@ -561,24 +565,26 @@ static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 typedef struct {
     Op o;
     Tensor *x, *g, *out, *rebuilt;
+    int64_t n;
 } GateMul;
 
 static void gate_mul_build(Op *o) {
     GateMul *m = (GateMul *)o;
-    m->x = input(o, "x", 157, NZ(0.05, 2.0), GRAD_SET);
-    m->g = input(o, "g", 157, NZ(0.05, 5.0), GRAD_SET);
-    m->out = output(o, "out", 157, ZERO);
+    m->n = dim(o->v->dims.N, 157);
+    m->x = input(o, "x", m->n, NZ(0.05, 2.0), GRAD_SET);
+    m->g = input(o, "g", m->n, NZ(0.05, 5.0), GRAD_SET);
+    m->out = output(o, "out", m->n, ZERO);
 }
 
 static double gate_mul_fwd(Op *o) {
     GateMul *m = (GateMul *)o;
-    o->be->gate_mul_fwd(BV(m->out), BV(m->x), BV(m->g), 157, o->v->act);
+    o->be->gate_mul_fwd(BV(m->out), BV(m->x), BV(m->g), m->n, o->v->act);
     return 0;
 }
 
 static void gate_mul_bwd(Op *o) {
     GateMul *m = (GateMul *)o;
-    o->be->gate_mul_bwd(BD(m->x), BD(m->g), BD(m->out), BV(m->x), BV(m->g), 157, o->v->act);
+    o->be->gate_mul_bwd(BD(m->x), BD(m->g), BD(m->out), BV(m->x), BV(m->g), m->n, o->v->act);
 }
 
 /* act(g) of the gates in double: swish, sigmoid, or g itself */
@@ -588,7 +594,7 @@ static double gate_act_ref(Activation act, double g) {
 
 static void gate_mul_ref(Op *o, real *ref) {
     GateMul *m = (GateMul *)o;
-    for (int64_t i = 0; i < 157; i++)
+    for (int64_t i = 0; i < m->n; i++)
         ref[i] = (real)((double)m->x->v[i] * gate_act_ref(o->v->act, (double)m->g->v[i]));
 }
 
@@ -603,19 +609,19 @@ static const OpDef GATE_MUL = {.size = sizeof(GateMul),
 static void gate_mul_rebuild_build(Op *o) {
     GateMul *m = (GateMul *)o;
     gate_mul_build(o);
-    m->rebuilt = aux(o, "rebuilt", 157, GARBAGE);
+    m->rebuilt = aux(o, "rebuilt", m->n, GARBAGE);
 }
 
 static void gate_mul_rebuild_bwd(Op *o) {
     GateMul *m = (GateMul *)o;
     o->be->gate_mul_bwd_rebuild(BV(m->rebuilt), BD(m->x), BD(m->g), BD(m->out), BV(m->x), BV(m->g),
-                                157, o->v->act);
+                                m->n, o->v->act);
 }
 
 /* the rebuilt product is the forward's, bit for bit */
 static void gate_mul_rebuild_extra(Op *o) {
     GateMul *m = (GateMul *)o;
-    check_equal(label(o, "rebuilt out"), m->rebuilt->v, m->out->v, 157);
+    check_equal(label(o, "rebuilt out"), m->rebuilt->v, m->out->v, m->n);
 }
 
 static const OpDef GATE_MUL_REBUILD = {.size = sizeof(GateMul),
@@ -638,7 +644,7 @@ typedef struct {
 
 static void rmsnorm_gate_build(Op *o) {
     RmsNormGate *m = (RmsNormGate *)o;
-    m->N = 13, m->G = o->v->groups, m->C = 16;
+    m->N = dim(o->v->dims.N, 13), m->G = o->v->groups, m->C = (int)dim(o->v->dims.C, 16);
     int64_t n = m->N * m->G * m->C;
     m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
     m->w = input(o, "w", o->v->per_group ? (int64_t)m->G * m->C : m->C, NZ(0.3, 1.5), GRAD_ADD);
@@ -1151,7 +1157,7 @@ typedef struct {
 
 static void conv_build(Op *o) {
     Conv *m = (Conv *)o;
-    int C = m->C = 5;
+    int C = m->C = (int)dim(o->v->dims.C, 5);
     m->K = o->v->taps ? o->v->taps : 4;
     m->x = fd_samples(input(o, "x", o->s->ntok * C, NZ(0.05, 1.5), GRAD_SET), 100000);
     if (o->v->conv) m->w = input(o, "w", m->K * C, NZ(0.1, 1.0), GRAD_ADD);
@@ -1445,7 +1451,7 @@ typedef struct {
 
 static void sel_fused_build(Op *o) {
     SelFused *m = (SelFused *)o;
-    m->H = 2, m->P = 3;
+    m->H = (int)dim(o->v->dims.H, 2), m->P = (int)dim(o->v->dims.K / 2, 3); /* K / 2 pairs */
     int C = m->H * m->P;
     int64_t N = o->s->ntok, n = N * C;
     m->q = fd_samples(input(o, "q", 2 * n, NZ(0.05, 1.0), GRAD_SET), 300);
@@ -1649,11 +1655,14 @@ typedef struct {
     int H, K, Vd;
 } LinAttn;
 
+/* scale 0: 1 / sqrt(K) */
 static void lin_attn_build(Op *o, double scale) {
     LinAttn *m = (LinAttn *)o;
-    int H = m->H = 2, K = m->K = 8, Vd = m->Vd = 6;
+    const Dims *dm = &o->v->dims;
+    int H = m->H = (int)dim(dm->H, 2), K = m->K = (int)dim(dm->K, 8),
+        Vd = m->Vd = (int)dim(dm->V, 6);
     int64_t N = o->s->ntok;
-    m->scale = scale;
+    m->scale = scale ? scale : 1.0 / sqrt((double)K);
     m->q = by_rows(input(o, "q", N * H * K, NZ(0.05, 1.5), GRAD_SET), H * K);
     m->k = by_rows(input(o, "k", N * H * K, NZ(0.05, 1.5), GRAD_SET), H * K);
     m->v = by_rows(input(o, "v", N * H * Vd, NZ(0.05, 1.5), GRAD_SET), H * Vd);
@@ -1690,7 +1699,7 @@ static LinAttnGrads lin_attn_grads(LinAttn *m) {
 static void gla_build(Op *o) {
     LinAttn *m = (LinAttn *)o;
     int per_head = o->v->per_head;
-    lin_attn_build(o, per_head ? 0.5 : 1.0 / sqrt(8.0));
+    lin_attn_build(o, per_head ? 0.5 : 0);
     int64_t row = per_head ? m->H : m->H * m->K;
     m->g = f32(by_rows(input(o, "g", o->s->ntok * row, WEAK_DECAY, GRAD_SET), row));
 }
@@ -1728,7 +1737,7 @@ static void l2normalise_rows(real *x, int64_t rows, int D) {
 
 static void gdn_build(Op *o) {
     LinAttn *m = (LinAttn *)o;
-    lin_attn_build(o, 1.0 / sqrt(8.0));
+    lin_attn_build(o, 0);
     int64_t nh = o->s->ntok * m->H;
     l2normalise_rows(m->q->v, nh, m->K);
     l2normalise_rows(m->k->v, nh, m->K);
@@ -1768,7 +1777,7 @@ typedef struct {
 
 static void fox_build(Op *o) {
     Fox *m = (Fox *)o;
-    int H = m->H = 2, D = m->D = 8;
+    int H = m->H = (int)dim(o->v->dims.H, 2), D = m->D = (int)dim(o->v->dims.K, 8);
     int64_t N = o->s->ntok;
     m->q = by_rows(input(o, "q", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
     m->k = by_rows(input(o, "k", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
@@ -2680,7 +2689,7 @@ typedef struct {
 
 static void ce_build(Op *o) {
     CrossEntropy *m = (CrossEntropy *)o;
-    m->N = 11, m->V = 13;
+    m->N = dim(o->v->dims.N, 11), m->V = (int)dim(o->v->dims.V, 13);
     m->labels = indices(o, "labels", m->N);
     int32_t *labels = m->labels->iv;
     for (int64_t i = 0; i < m->N; i++) labels[i] = (int32_t)rng_below(&o->r, (uint64_t)m->V);
@@ -3064,6 +3073,44 @@ const OpCase CASES[] = {
     {"cross_entropy", &CROSS_ENTROPY, 701, {0}},
 };
 const int NCASES = TH_COUNT(CASES);
+
+/* The GPU-sized cases' segments: one of 4096 tokens (64 chunks, 16 or 32 tiles of the scans)
+ * then a short one; and lengths on either side of the 64-token chunks and tiles. */
+static const int LONG[] = {4096, 70}, EDGES[] = {1, 63, 64, 65, 130, 127, 129};
+#define LONG_SEGS .lens = LONG, .nseg = 2
+#define EDGE_SEGS .lens = EDGES, .nseg = 7
+
+const OpCase GPU_CASES[] = {
+    /* the mixers at the 370M models' heads (docs/models.md §named-configurations) */
+    {"gla_370m", &GLA, 1601, {.dims = {LONG_SEGS, .H = 4, .K = 128, .V = 256}}},
+    {"gla_partial_tiles", &GLA, 1602, {.dims = {EDGE_SEGS, .H = 3, .K = 80, .V = 144}}},
+    {"gla_ssd_370m", &GLA, 1603, {.per_head = 1, .dims = {EDGE_SEGS, .H = 32, .K = 128, .V = 64}}},
+    {"gdn_370m", &GDN, 1604, {.gate = 1, .dims = {LONG_SEGS, .H = 8, .K = 128, .V = 128}}},
+    {"gdn_k256_edges", &GDN, 1605, {.gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 256, .V = 256}}},
+    {"deltanet_370m", &GDN, 1606, {.dims = {LONG_SEGS, .H = 8, .K = 128, .V = 128}}},
+    {"fox_370m", &FOX, 1607, {.gate = 1, .dims = {LONG_SEGS, .H = 16, .K = 64}}},
+    {"fox_d128_edges", &FOX, 1608, {.gate = 1, .dims = {EDGE_SEGS, .H = 1, .K = 128}}},
+    {"transformer_370m", &FOX, 1609, {.dims = {LONG_SEGS, .H = 16, .K = 64}}},
+    /* Selective RoPE on GLA's and FoX's heads, and the short conv of GLA's q/k/v widths */
+    {"selrope_gla_370m",
+     &SELROPE_FUSED,
+     1610,
+     {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1, .dims = {LONG_SEGS, .H = 4, .K = 128}}},
+    {"selrope_fox_edges", &SELROPE_FUSED, 1611, {.conv = 1, .dims = {EDGE_SEGS, .H = 16, .K = 64}}},
+    {"conv_370m", &CONV, 1612, {.conv = 1, .act = ACT_SILU, .dims = {LONG_SEGS, .C = 1024}}},
+    /* the row-wise and elementwise ops at a 370M layer's widths (a quarter of its rows) */
+    {"rmsnorm_370m", &RMSNORM, 1613, {.groups = 1, .dims = {.N = 4096, .C = 1024}}},
+    {"rmsnorm_gate_370m",
+     &RMSNORM_GATE,
+     1614,
+     {.groups = 4, .act = ACT_SILU, .dims = {.N = 4096, .C = 256}}},
+    {"gate_mul_rebuild_370m",
+     &GATE_MUL_REBUILD,
+     1615,
+     {.act = ACT_SILU, .dims = {.N = 1024 * 2816}}},
+    {"cross_entropy_32k", &CROSS_ENTROPY, 1616, {.dims = {.N = 512, .V = 32000}}},
+};
+const int NGPU_CASES = TH_COUNT(GPU_CASES);
 
 /* Checked against direct computations, outside the table. */
 const DirectTest DIRECT[] = {

@@ -73,6 +73,16 @@ typedef struct {
     void *bv, *bd; /* v (or iv) and d in the backend's memory */
 } Tensor;
 
+/* The sizes of a GPU-sized case (GPU_CASES); a zero or NULL field keeps the op's own small
+ * size. Each op reads those it has: H heads, K key (FoX: head) width, V value width, C
+ * channels, N rows (or elements), V also a vocabulary. */
+typedef struct {
+    const int *lens; /* the token segments, nseg of them (NULL: LENS) */
+    int nseg;
+    int H, K, V, C;
+    int64_t N;
+} Dims;
+
 /* The switches of a case; each op reads those it has. */
 typedef struct {
     int bias, gate, conv, per_head, chain, h0, skip, keep_dt, per_group;
@@ -84,6 +94,7 @@ typedef struct {
     double hi;     /* elementwise ops: |x| in [0.05, hi] */
     float norm;    /* logsigmoid's normalizer */
     int n, layers; /* eurnn_weights: channels and layers of rotations */
+    Dims dims;
 } Variant;
 
 typedef struct OpDef OpDef;
@@ -125,6 +136,11 @@ struct OpDef {
 
 extern const OpCase CASES[];
 extern const int NCASES;
+/* The GPU-sized cases: the 370M models' shapes and segment layouts around the kernels' tiles
+ * and chunks, too large for finite differences or a stored reference. test_ops_backends runs
+ * each where a GPU is, against the CPU fp32 backend on the same inputs. */
+extern const OpCase GPU_CASES[];
+extern const int NGPU_CASES;
 
 /* Checks against direct computations, outside the table (fp64 only), with the Backend ops
  * they exercise. */

@@ -9,13 +9,16 @@
  * and the backward run, and the outputs and gradients (net of the pre-filled values of
  * accumulated ones; those of absent inputs must stay as they were) are compared with the fp64
  * run's: max|a - b| / max(max|b|, 1e-6) per tensor against the tolerance of the case's element
- * types on that backend (TOL_F32, or TOL_BF16 where a tensor is bf16), and the returned
+ * types on that backend (TOL_F32, or TOL_BF16 where a tensor is bf16; TOL_BF16_GPU_SIZED for
+ * the GPU-sized cases), and the returned
  * scalar (losses) by |a - b| / max(|b|, 1). One line per case:
  *   name  cpu-f32 ok 0.03 of tol  cuda FAIL 3.1 of tol (dk)
  * The CPU (fp32) runs here; the CUDA backend (backend_cuda) runs in a child process, so that
  * a kernel that refuses a shape (rt_die: conv and shift take an even width, which some of
  * the finite-difference shapes are not) costs that case ("died", listed at the end but no
- * failure), not the rest; without a GPU every case reads "cuda skipped: no GPU". A case whose op is
+ * failure), not the rest; without a GPU every case reads "cuda skipped: no GPU". The GPU-sized
+ * cases (GPU_CASES) run there only, against the CPU fp32 backend on the same inputs (in that
+ * child: refs_from_cpu_run), their rows reading "cpu-f32 reference". A case whose op is
  * outside the Backend table (OpDef.cpu_only) is "cpu only" there; one whose shape the backend's
  * kernels do not take (Backend.supports) "unsupported". The last row checks that every op of
  * BACKEND_OPS is exercised by a case or a direct test, or exempted below with its reason. */
@@ -25,11 +28,13 @@
 #include "op_table.h"
 #include "util/error.h"
 
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define TOL_F32 1e-4
 #define TOL_BF16 2e-2
+#define TOL_BF16_GPU_SIZED 3e-2 /* bf16 through 4096-token scans and 1024-wide rows */
 #define ERR_FLOOR 1e-6
 
 /* ------------------------------------------------------------ one case on one backend ---- */
@@ -92,13 +97,13 @@ static double rel_err(const double *a, const double *b, int64_t n) {
     return err / mx;
 }
 
-/* The case's tolerance on be: bf16's where one of its tensors is bf16 there. */
-static double case_tol(const Op *o) {
+/* The case's tolerance on be: bf16's (tol_bf16) where one of its tensors is bf16 there. */
+static double case_tol(const Op *o, double tol_bf16) {
     for (int i = 0; i < o->nt; i++) {
         const Tensor *t = &o->t[i];
         if ((tensor_kind(t) == EL_ACT || (t->d && tensor_dkind(t) == EL_ACT)) &&
             o->be->act_size == 2)
-            return TOL_BF16;
+            return tol_bf16;
     }
     return TOL_F32;
 }
@@ -126,7 +131,7 @@ static void compare(Result *r, const Op *o, const Tensor *t, const RefTensor *q,
     rt_free(got);
 }
 
-static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc) {
+static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc, double tol_bf16) {
     Result r = {.status = RES_OK};
     if (c->op->cpu_only && be != backend_cpu()) return (Result){.status = RES_CPU_ONLY};
     Op *o = op_new(c, be);
@@ -158,7 +163,7 @@ static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc) {
     double scalar = c->op->fwd(o);
     c->op->bwd(o);
     be->synchronize();
-    double tol = case_tol(o);
+    double tol = case_tol(o, tol_bf16);
     r.ratio = fabs(scalar - rc->scalar) / fmax(fabs(rc->scalar), 1.0) / tol;
     snprintf(r.what, sizeof r.what, "returned value");
     for (int i = 0; i < o->nt; i++) {
@@ -198,14 +203,28 @@ static void read_refs(const char *path) {
 /* ------------------------------------------------------------ CUDA in a child ---- */
 
 static Result cuda_results[512];
+#define NALL (NCASES + NGPU_CASES) /* the table's cases, then the GPU-sized ones */
+
+/* Case i of CASES, then of GPU_CASES. */
+static const OpCase *case_at(int i) { return i < NCASES ? &CASES[i] : &GPU_CASES[i - NCASES]; }
+
+/* Case i on the GPU: against the refs file, or a GPU-sized case against the CPU fp32 run. */
+static Result run_on_gpu(const Backend *gpu, int i) {
+    if (i < NCASES) return run_on(gpu, &CASES[i], &refs[i], TOL_BF16);
+    RefCase rc;
+    refs_from_cpu_run(case_at(i), &rc);
+    Result r = run_on(gpu, case_at(i), &rc, TOL_BF16_GPU_SIZED);
+    refs_free_case(&rc);
+    return r;
+}
 
 /* Runs cases first.. on the CUDA backend, one line "index status ratio what" each on fd. */
 static void cuda_child(int first, int fd) {
     FILE *out = fdopen(fd, "w");
     char why[160] = "";
     const Backend *gpu = backend_cuda(0, why, sizeof why);
-    for (int i = first; i < NCASES; i++) {
-        Result r = gpu ? run_on(gpu, &CASES[i], &refs[i]) : (Result){.status = RES_SKIPPED};
+    for (int i = first; i < NALL; i++) {
+        Result r = gpu ? run_on_gpu(gpu, i) : (Result){.status = RES_SKIPPED};
         if (!gpu) snprintf(r.what, sizeof r.what, "no GPU (%s)", why);
         for (char *p = r.what; *p; p++)
             if (*p == '\n') *p = ' ';
@@ -218,9 +237,9 @@ static void cuda_child(int first, int fd) {
 
 /* Every case's CUDA result, from children that start again after a case that dies. */
 static void run_cuda(void) {
-    RT_ASSERT(NCASES <= (int)(sizeof cuda_results / sizeof cuda_results[0]));
+    RT_ASSERT(NALL <= (int)(sizeof cuda_results / sizeof cuda_results[0]));
     int next = 0;
-    while (next < NCASES) {
+    while (next < NALL) {
         int fds[2];
         if (pipe(fds)) rt_die("pipe failed");
         fflush(stdout);
@@ -246,13 +265,13 @@ static void run_cuda(void) {
         fclose(in);
         int wstatus;
         waitpid(pid, &wstatus, 0);
-        if (next < NCASES && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+        if (next < NALL && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
             cuda_results[next] = (Result){.status = RES_DIED};
             snprintf(cuda_results[next].what, sizeof cuda_results[next].what, "(exit status %d)",
                      WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
             next++;
-        } else if (next < NCASES) {
-            rt_die("cuda child ended after %d of %d cases", next, NCASES);
+        } else if (next < NALL) {
+            rt_die("cuda child ended after %d of %d cases", next, NALL);
         }
     }
 }
@@ -268,10 +287,16 @@ static void print_result(const char *backend, const Result *r) {
 }
 
 static void run_row(const void *arg) {
-    int i = (int)((const OpCase *)arg - CASES);
-    Result cpu = run_on(backend_cpu(), &CASES[i], &refs[i]);
-    printf("%-26s", CASES[i].name);
-    print_result("cpu-f32", &cpu);
+    int i = (int)(intptr_t)arg;
+    const OpCase *c = case_at(i);
+    Result cpu = {.status = RES_SKIPPED};
+    printf("%-26s", c->name);
+    if (i < NCASES) {
+        cpu = run_on(backend_cpu(), c, &refs[i], TOL_BF16);
+        print_result("cpu-f32", &cpu);
+    } else {
+        printf("  cpu-f32 reference");
+    }
     print_result(" cuda", &cuda_results[i]);
     printf("\n");
     /* the ratio of each compared backend as err=/tol= (scripts/gpu_check.sh's worst column) */
@@ -279,8 +304,8 @@ static void run_row(const void *arg) {
     for (int b = 0; b < 2; b++) {
         if (both[b]->status == RES_OK || both[b]->status == RES_FAIL)
             printf("    %s err=%.3e tol=1\n", b ? "cuda" : "cpu-f32", both[b]->ratio);
-        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", CASES[i].name,
-                  b ? "cuda" : "cpu-f32", both[b]->what);
+        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", c->name, b ? "cuda" : "cpu-f32",
+                  both[b]->what);
     }
 }
 
@@ -354,6 +379,22 @@ static void test_coverage(void) {
     CHECK(uncovered == 0);
 }
 
+/* Every GPU-sized case builds on the CPU (its tensors drawn at their sizes): a GPU run does
+ * not find a case that cannot start. */
+static void test_gpu_cases_build(void) {
+    int64_t elements = 0;
+    for (int i = 0; i < NGPU_CASES; i++) {
+        Op *o = op_new(&GPU_CASES[i], backend_cpu());
+        for (int t = 0; t < o->nt; t++) {
+            CHECK_MSG(o->t[t].spec.n > 0, "%s: tensor %s is empty", GPU_CASES[i].name,
+                      o->t[t].spec.name);
+            elements += o->t[t].spec.n;
+        }
+        op_free(o);
+    }
+    printf("    %d GPU-sized cases, %.1fM elements\n", NGPU_CASES, (double)elements / 1e6);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_ops_backends REFS [FILTER]\n");
@@ -361,14 +402,17 @@ int main(int argc, char **argv) {
     }
     read_refs(argv[1]);
     run_cuda();
-    static const TestCase coverage = {"coverage", test_coverage};
-    TestRow *rows = rt_malloc(sizeof(TestRow) * (size_t)(NCASES + 1));
-    for (int i = 0; i < NCASES; i++) rows[i] = (TestRow){CASES[i].name, run_row, &CASES[i]};
-    rows[NCASES] = th_row(&coverage);
-    int rc = th_run_rows(rows, NCASES + 1, argc - 1, argv + 1);
-    for (int i = 0; i < NCASES; i++)
+    static const TestCase coverage = {"coverage", test_coverage},
+                          gpu_build = {"gpu_cases_build", test_gpu_cases_build};
+    TestRow *rows = rt_malloc(sizeof(TestRow) * (size_t)(NALL + 2));
+    for (int i = 0; i < NALL; i++)
+        rows[i] = (TestRow){case_at(i)->name, run_row, (void *)(intptr_t)i};
+    rows[NALL] = th_row(&coverage);
+    rows[NALL + 1] = th_row(&gpu_build);
+    int rc = th_run_rows(rows, NALL + 2, argc - 1, argv + 1);
+    for (int i = 0; i < NALL; i++)
         if (cuda_results[i].status == RES_DIED)
-            printf("cuda died: %s (a kernel refused it, its message above)\n", CASES[i].name);
+            printf("cuda died: %s (a kernel refused it, its message above)\n", case_at(i)->name);
     for (int i = 0; i < NCASES; i++) refs_free_case(&refs[i]);
     rt_free(refs);
     rt_free(rows);

@@ -200,38 +200,12 @@ static void run_case(const void *arg) {
 
 /* ------------------------------------------------------------- --refs ---- */
 
-/* A fp64 copy of a tensor's values (or [i32] values) or of its gradient buffer. */
-static double *f64_copy(const real *x, const int32_t *ix, int64_t n) {
-    double *y = rt_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) y[i] = ix ? (double)ix[i] : (double)x[i];
-    return y;
-}
-
 /* One case forward and backward, as run_case does before its checks. */
 static void ref_case(FILE *f, const OpCase *c) {
-    Op *o = op_new(c, backend_cpu());
-    op_on_host(o);
-    RefCase rc = {.nt = o->nt};
-    snprintf(rc.name, sizeof rc.name, "%s", c->name);
-    for (int i = 0; i < o->nt; i++) {
-        const Tensor *t = &o->t[i];
-        RefTensor *q = &rc.t[i];
-        *q = (RefTensor){.n = t->spec.n, .has_v = t->role != T_ABSENT, .has_d = t->d != NULL};
-        if (q->has_v) q->v_in = f64_copy(t->v, t->iv, q->n);
-        if (q->has_d) q->d_in = f64_copy(t->d, NULL, q->n);
-    }
-    rc.scalar = c->op->fwd(o);
-    op_backward(o);
-    for (int i = 0; i < o->nt; i++) {
-        Tensor *t = &o->t[i];
-        RefTensor *q = &rc.t[i];
-        if (has_grad(t) && t->spec.grad == GRAD_ADD) subtract(t->d, t->pre, q->n);
-        if (q->has_v) q->v_out = f64_copy(t->v, t->iv, q->n);
-        if (q->has_d) q->d_out = f64_copy(t->d, NULL, q->n);
-    }
+    RefCase rc;
+    refs_from_cpu_run(c, &rc);
     refs_write_case(f, &rc);
     refs_free_case(&rc);
-    op_free(o);
 }
 
 static int write_refs(const char *path) {
