@@ -7,7 +7,8 @@
 #  - from a Hugging Face style directory made of the same weights in BF16, split into two
 #    shards with model.safetensors.index.json: the same loss within BF16 rounding;
 #  - errors naming the tensor and both shapes (another d_model), an unexpected tensor, a
-#    damaged checkpoint, a missing path, and init_from with decay_from.
+#    tensor holding a NaN (naming it), a damaged checkpoint, a missing path, and init_from
+#    with decay_from.
 set -uo pipefail
 rotor=$1
 . "$(dirname "$0")/text_ckpt_lib.sh"
@@ -62,6 +63,12 @@ os.makedirs(dst + "-extra")
 extra = dict(t)
 extra["model.extra.weight"] = ("F32", [2], struct.pack("<2f", 1, 2))
 write(os.path.join(dst + "-extra", "model.safetensors"), extra)
+# one whose final norm holds a NaN
+os.makedirs(dst + "-nan")
+nan = dict(t)
+dt, shape, raw = nan["model.norm.weight"]
+nan["model.norm.weight"] = (dt, shape, struct.pack("<f", float("nan")) + raw[4:])
+write(os.path.join(dst + "-nan", "model.safetensors"), nan)
 PY
 
 run_init() { # NAME FROM [OPTION...]: a run into $out/NAME initialised from FROM
@@ -102,6 +109,8 @@ expect() { # NAME PATTERN [OPTION...]: a run that fails with stderr matching PAT
 expect shape "model.safetensors: tensor model\.[a-z_.0-9]+ has shape \[[0-9, ]+\], the model expects \[[0-9, ]+\]" \
   --set train.init_from="$ckpt" --set model.hidden_size=96
 expect extra "tensor model.extra.weight \[2\] is not a parameter of the model" --set train.init_from="$out/hf-extra"
+expect nan "hf-nan/model.safetensors: tensor model.norm.weight holds 1 non-finite values \(the first at element 0\)" \
+  --set train.init_from="$out/hf-nan"
 expect missing "train.init_from = $out/none: $out/none: no such directory" --set train.init_from="$out/none"
 expect both "train.init_from = .* and train.decay_from = .* name two starting points" --set train.init_from="$ckpt" \
   --set train.schedule=wsd --set train.decay_from="$ckpt"

@@ -1,5 +1,6 @@
 #include "model/params.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,4 +85,21 @@ void init_value(const ParamInitArgs *a) {
 void init_uniform(const ParamInitArgs *a) {
     for (int64_t i = 0; i < a->p->numel; i++)
         a->out[i] = a->p->init_arg * (2 * rng_uniform(a->rng) - 1);
+}
+
+int params_check_finite(const ParamTable *t, const float *buf, int64_t lo, int64_t hi,
+                        const char *what, char *err, size_t errlen) {
+    for (int i = 0; i < t->n; i++) {
+        const ParamInfo *p = &t->p[i];
+        int64_t a = p->offset > lo ? p->offset : lo,
+                b = p->offset + p->numel < hi ? p->offset + p->numel : hi, bad = 0, first = -1;
+        for (int64_t e = a; e < b; e++)
+            if (!isfinite(buf[e - lo]) && !bad++) first = e - p->offset;
+        if (bad)
+            return rt_error(err, errlen, NULL,
+                            "%s: tensor %s holds %lld non-finite values (the first at element "
+                            "%lld): the file is damaged",
+                            what, p->name, (long long)bad, (long long)first);
+    }
+    return 0;
 }

@@ -83,6 +83,12 @@ void params_set_recurrent(ParamTable *t, int idx);
 void params_set_orthogonal(ParamTable *t, int idx);
 /* Index of a parameter by name, -1 if absent. */
 int params_find(const ParamTable *t, const char *name);
+/* 0 when buf (elements [lo, hi) of t's flat layout) holds finite values only; else an error
+ * "WHAT: tensor NAME holds N non-finite values (the first at element I): ..." naming the first
+ * such parameter. A trainer never writes them (it skips non-finite updates), so they mean
+ * damage no checksum recorded (a file loaded with --no-verify, a model from elsewhere). */
+int params_check_finite(const ParamTable *t, const float *buf, int64_t lo, int64_t hi,
+                        const char *what, char *err, size_t errlen);
 /* Number of parameter elements (without padding). */
 int64_t params_count(const ParamTable *t);
 void params_free(ParamTable *t);

@@ -886,27 +886,6 @@ static int load_optimizer_state(const char *dir, const ParamTable *t, const Opti
     return r;
 }
 
-/* The first parameter of t whose values in buf (elements [lo, hi) of the flat layout) are
- * not all finite: an error naming it, how many and where the first is. A trainer never saves
- * such values (it skips non-finite updates), so they mean damage that no checksum recorded,
- * e.g. a checkpoint loaded with --no-verify. */
-static int check_finite(const char *what, const ParamTable *t, const float *buf, int64_t lo,
-                        int64_t hi, char *err, size_t errlen) {
-    for (int i = 0; i < t->n; i++) {
-        const ParamInfo *p = &t->p[i];
-        int64_t a = p->offset > lo ? p->offset : lo,
-                b = p->offset + p->numel < hi ? p->offset + p->numel : hi, bad = 0, first = -1;
-        for (int64_t e = a; e < b; e++)
-            if (!isfinite(buf[e - lo]) && !bad++) first = e - p->offset;
-        if (bad)
-            return rt_error(err, errlen, NULL,
-                            "%s: tensor %s holds %lld non-finite values (the first at element "
-                            "%lld): the checkpoint is damaged",
-                            what, p->name, (long long)bad, (long long)first);
-    }
-    return 0;
-}
-
 /* Non-negative integer member of a JSON object. */
 static int get_count(const json_t *j, const char *key, int64_t *out) {
     const json_t *v = json_object_get(j, key);
@@ -1026,7 +1005,7 @@ int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, s
     const char *const none[] = {""};
     if (check_tensors(wf, wpath, t, none, 1, 0, err, errlen)) goto out;
     copy_range(wf, t, "", 0, 0, t->total, w);
-    if (check_finite(wpath, t, w, 0, t->total, err, errlen)) goto out;
+    if (params_check_finite(t, w, 0, t->total, wpath, err, errlen)) goto out;
     if (opt) {
         /* frozen parameters have no state in the files: theirs stays zero */
         for (int k = 0; k < opt->spec->nstate; k++)
@@ -1036,7 +1015,7 @@ int checkpoint_load(const char *ckpt_dir, const CheckpointLoad *to, char *err, s
             goto out;
         for (int k = 0; k < opt->spec->nstate; k++) {
             char *what = rt_sprintf("%s/optimizer state %s", ckpt_dir, opt->spec->state_names[k]);
-            int bad = check_finite(what, t, bufs[k], opt->lo, opt->hi, err, errlen);
+            int bad = params_check_finite(t, bufs[k], opt->lo, opt->hi, what, err, errlen);
             rt_free(what);
             if (bad) goto out;
         }

@@ -185,6 +185,7 @@ int init_from_load(const char *path, Model *m, int hashes, char **what, char *er
         w = rt_calloc((size_t)t->total, sizeof(float)); /* padding stays 0 */
         r = read_params(&s, t, w, err, errlen);
     }
+    if (!r) r = params_check_finite(t, w, 0, t->total, *what, err, errlen);
     if (!r) backend_upload_f32(model_backend(m), model_weights_to_write(m), w, t->total);
     for (int i = 0; i < s.n; i++) {
         st_close(s.f[i]);
