@@ -117,8 +117,16 @@ int eval_main(int argc, char **argv) {
         fflush(stdout);
     }
     double t0 = rt_now();
-    eval_score_requests(m, tasks, ntasks, (int)batch, mc->max_seq_len);
+    int64_t nonfinite = eval_score_requests(m, tasks, ntasks, (int)batch, mc->max_seq_len);
     double secs = rt_now() - t0;
+    if (nonfinite) { /* no results: their accuracies would rank NaN first */
+        const EvalTask *bad;
+        const EvalRequest *r = eval_first_nonfinite(tasks, ntasks, &bad);
+        rt_die("%s: the log-likelihoods of %lld requests are not finite (NaN or inf), the first "
+               "of %s document %lld choice %d: the weights are damaged or the activations "
+               "overflow; %s not written",
+               ckpt, (long long)nonfinite, bad->name, (long long)r->doc, r->choice, out);
+    }
     if (lead) {
         EvalMetrics metrics[8];
         for (int t = 0; t < ntasks; t++) metrics[t] = eval_task_metrics(&tasks[t]);

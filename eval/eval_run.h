@@ -8,8 +8,11 @@
 
 /* Fills ll and is_greedy of every request of the tasks (documents split across the ranks
  * under mpirun; every rank ends with all results). batch: rows per forward pass; max_len:
- * the model's context (inputs are left-truncated to it). */
-void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int max_len);
+ * the model's context (inputs are left-truncated to it). Returns how many requests' ll is not
+ * finite (logits that are NaN or inf: damaged weights, or activations that overflow). */
+int64_t eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int max_len);
+/* The first request of the tasks whose ll is not finite, NULL when none; *task its task. */
+const EvalRequest *eval_first_nonfinite(const EvalTask *tasks, int ntasks, const EvalTask **task);
 
 /* One JSON line per request: task, doc, choice, context, continuation, tokens,
  * n_continuation, ll, is_greedy. */

@@ -7,6 +7,7 @@
  * summed over the ranks. */
 #include "eval_run.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static int by_length_desc(const void *a, const void *b) {
     return x->len != y->len ? (x->len < y->len ? 1 : -1) : (x->r < y->r ? -1 : x->r > y->r);
 }
 
-void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int max_len) {
+int64_t eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int max_len) {
     int rank = dist_rank(), world = dist_world();
     int64_t total = 0, gdoc = 0;
     for (int t = 0; t < ntasks; t++) total += tasks[t].n_requests;
@@ -109,10 +110,12 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
         dist_allreduce_sum_f64(all + off, cnt);
     }
     k = 0;
+    int64_t nonfinite = 0;
     for (int t = 0; t < ntasks; t++)
         for (int64_t j = 0; j < tasks[t].n_requests; j++, k++) {
             tasks[t].requests[j].ll = all[2 * k];
             tasks[t].requests[j].is_greedy = all[2 * k + 1] != 0;
+            nonfinite += !isfinite(all[2 * k]);
         }
     rt_free(all);
     rt_free(items);
@@ -120,6 +123,17 @@ void eval_score_requests(Model *m, EvalTask *tasks, int ntasks, int batch, int m
     rt_free(lab);
     rt_free(logp);
     rt_free(greedy);
+    return nonfinite;
+}
+
+const EvalRequest *eval_first_nonfinite(const EvalTask *tasks, int ntasks, const EvalTask **task) {
+    for (int t = 0; t < ntasks; t++)
+        for (int64_t j = 0; j < tasks[t].n_requests; j++)
+            if (!isfinite(tasks[t].requests[j].ll)) {
+                *task = &tasks[t];
+                return &tasks[t].requests[j];
+            }
+    return NULL;
 }
 
 int eval_write_samples(const char *path, const EvalTask *tasks, int ntasks, char *err,

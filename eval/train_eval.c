@@ -71,8 +71,14 @@ static void *scorer_open(const RunConfig *rc, char *err, size_t errlen) {
 
 static json_t *scorer_score(void *ctx, Model *m) {
     Scorer *s = ctx;
-    eval_score_requests(m, s->tasks, s->n, BATCH, s->max_len);
+    int64_t nonfinite = eval_score_requests(m, s->tasks, s->n, BATCH, s->max_len);
     json_t *o = json_object();
+    if (nonfinite) { /* their accuracies would rank NaN first: none is reported */
+        rt_warn("train.eval_tasks: the log-likelihoods of %lld requests are not finite (NaN or "
+                "inf); no task metrics at this step",
+                (long long)nonfinite);
+        return o;
+    }
     for (int t = 0; t < s->n; t++) {
         EvalMetrics mt = eval_task_metrics(&s->tasks[t]);
         char key[96];

@@ -4,8 +4,9 @@
 #    is refused, naming the file, by `train --resume DIR`, `generate`, `eval` and `serve`, which
 #    load it only with --no-verify; `--resume auto` skips it with a warning saying why;
 #  - under --no-verify, weights that are NaN are refused, naming the tensor, by `generate` and
-#    `train --resume DIR`; finite weights whose logits overflow make `generate` fail saying so,
-#    and `serve` answer 500 saying so (to a generation and to a scoring request) and go on;
+#    `train --resume DIR`; finite weights whose logits overflow make `generate` and `eval` fail
+#    saying so (eval writes no results), and `serve` answer 500 saying so (to a generation and
+#    to a scoring request) and go on;
 #  - when every checkpoint is damaged, `--resume auto` fails and changes nothing;
 #  - a newest checkpoint whose trainer_state.json is cut short, whose optimizer.safetensors
 #    is missing, or a `latest` naming a deleted directory: `--resume auto` warns, naming what
@@ -126,6 +127,10 @@ expect_fail nan_resume "$nonfinite" train "${run_args[@]}" --set run.dir="$out/r
 cp -r "$out/pristine/checkpoints/step_00000010" "$overflow" && set_tensor "$overflow/model.safetensors" model.norm.weight 3e38
 expect_fail overflow_generate "prompt 0: the logits after 0 generated tokens are not finite" \
   "$rotor" generate --ckpt "$overflow" --no-verify --prompt "ROMEO:" --threads 1
+expect_fail overflow_eval "log-likelihoods of [0-9]+ requests are not finite .*, the first of piqa document 0 choice 0" \
+  "$rotor" eval --ckpt "$overflow" --no-verify --tasks piqa --data-dir "$shared/eval" --limit 2 --threads 1 \
+  --out "$out/overflow-results.json"
+[ -e "$out/overflow-results.json" ] && fail "eval wrote results from logits that are not finite"
 "$rotor" serve --ckpt "$overflow" --no-verify --port 0 --threads 1 >"$out/serve.out" 2>"$out/serve.err" &
 server=$!
 for _ in $(seq 100); do grep -q "on http://" "$out/serve.out" && break; sleep 0.2; done

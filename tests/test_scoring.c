@@ -125,6 +125,25 @@ static void logit_scores_case(int64_t N, int V, int vocab, int k) {
     logits_free(&L);
 }
 
+/* Rows with a NaN logit (a model whose activations overflowed) score NaN, without reading past
+ * the row, and do not disturb the other rows: rotor eval then refuses the results. */
+static void test_token_logprobs_nan(void) {
+    const Backend *be = backend_cpu();
+    Logits L = logits_make(8, 1003, 1003, 4);
+    for (int64_t n = 0; n < L.N; n++) L.lab[n] = 7;
+    for (int j = 0; j < L.V; j++) L.x[6 * L.V + j] = NAN; /* every logit */
+    L.x[5 * L.V + 100] = NAN;                             /* one */
+    real logp[8];
+    uint8_t greedy[8];
+    be->token_logprobs(L.x, L.lab, L.N, L.V, logp, greedy);
+    for (int64_t n = 0; n < L.N; n++) {
+        int nan_row = n == 5 || n == 6;
+        CHECK_MSG(nan_row ? isnan((double)logp[n]) : isfinite((double)logp[n]),
+                  "row %lld: log p %g greedy %d", (long long)n, (double)logp[n], greedy[n]);
+    }
+    logits_free(&L);
+}
+
 static void test_logit_scores(void) {
     logit_scores_case(41, 1003, 1003, 1);
     logit_scores_case(41, 1003, 1000, 5);
@@ -135,6 +154,7 @@ static void test_logit_scores(void) {
 static const TestCase tests[] = {
     {"scoring_cross_entropy", test_cross_entropy_loss},
     {"scoring_token_logprobs", test_token_logprobs},
+    {"scoring_token_logprobs_nan", test_token_logprobs_nan},
     {"scoring_logit_scores", test_logit_scores},
 };
 

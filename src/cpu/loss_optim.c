@@ -76,8 +76,8 @@ void cpu_token_logprobs(const void *logits_, const int32_t *labels, int64_t N, i
         }
         RT_ASSERT(y >= 0 && y < V);
         real mx = row_max(x, V);
-        int arg = 0; /* the first maximum, as torch.argmax */
-        while (x[arg] != mx) arg++;
+        int arg = 0; /* the first maximum, as torch.argmax (none among NaN logits) */
+        while (arg < V && x[arg] != mx) arg++;
         logp[n] = (real)((double)x[y] - (double)mx - log(row_sum_exp(x, V, mx)));
         is_argmax[n] = arg == y;
     }
