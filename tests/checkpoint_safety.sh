@@ -11,6 +11,8 @@
 #  - a newest checkpoint whose trainer_state.json is cut short, whose optimizer.safetensors
 #    is missing, or a `latest` naming a deleted directory: `--resume auto` warns, naming what
 #    is wrong, and takes the previous one;
+#  - `--resume auto` with train.steps below the checkpoint's step refuses and changes nothing;
+#    at train.steps it says the run is complete and trains nothing;
 #  - a fresh `rotor train` into a run directory that holds a run refuses and changes nothing;
 #    `--overwrite` moves the old run aside, intact;
 #  - a second trainer in a run directory exits at once naming the PID of the first; the lock
@@ -94,6 +96,17 @@ expect_fail old_tokenizer "rotor.ini: data.tokenizer = tokenizer/mistral-7b-v0.1
 "$rotor" generate --ckpt "$old" --tokenizer "$tok" --prompt "ROMEO:" --max-new-tokens 4 --threads 1 >/dev/null 2>&1 ||
   fail "--tokenizer does not rescue the old checkpoint"
 cd "$out" || exit 1
+
+# -- resuming a run at its end, or past train.steps
+sum=$(tree_sum "$run")
+expect_fail steps_below "train.steps = 5 is below step 10, where the run resumes .*raise train.steps" \
+  train "${run_args[@]}" --set run.dir="$run" --set train.steps=5 --resume auto
+[ "$(tree_sum "$run")" = "$sum" ] || fail "a resume refused for train.steps changed the run directory"
+train "${run_args[@]}" --set run.dir="$run" --set train.steps=10 --resume auto >"$out/complete.log" 2>&1 ||
+  { cat "$out/complete.log"; fail "resume auto of a complete run"; }
+grep -q "at step 10 .*: the run is complete (train.steps), nothing to train" "$out/complete.log" ||
+  fail "resume auto of a complete run does not say it is complete"
+[ "$(grep -c '^' "$run/metrics.jsonl")" = "$lines" ] || fail "resume auto of a complete run changed metrics.jsonl"
 
 # -- a fresh start into a run directory that holds a run
 sum=$(tree_sum "$run")

@@ -817,10 +817,15 @@ int train_run(const RunConfig *rc, const TrainStart *start) {
         tokens = st.tokens;
         if (st.best.metric == tc->keep_best) tr.best = st.best;
         tr.plateau = st.plateau;
+        if (first > tc->steps) /* before anything of the run directory is rewritten */
+            rt_die("train.steps = %lld is below step %lld, where the run resumes (%s): nothing "
+                   "would be trained; raise train.steps to continue the run",
+                   (long long)tc->steps, (long long)first, ckpt);
         if (lead)
-            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)\n", ckpt,
-                   (long long)first, (long long)tokens, st.world_size,
-                   st.world_size > 1 ? "s" : "");
+            printf("resumed from %s at step %lld (%lld tokens, written by %d rank%s)%s\n", ckpt,
+                   (long long)first, (long long)tokens, st.world_size, st.world_size > 1 ? "s" : "",
+                   first == tc->steps ? ": the run is complete (train.steps), nothing to train"
+                                      : "");
         rt_free(ckpt);
     } else if (tc->init_from[0]) {
         char err[2048], *what = NULL;
