@@ -2,7 +2,8 @@
 """The learned Schur form of an nnRNN checkpoint (the nnRNN paper's §5.3, Fig. 3 and 5, and the
 gamma of its supplement §F / Table 7):
 
-    /usr/bin/python3 scripts/nnrnn_schur.py RUN/checkpoints/step_N OUT.png [--json OUT.json]
+    /usr/bin/python3 scripts/nnrnn_schur.py RUN/checkpoints/step_N [OUT.png] [--json OUT.json]
+                                            [--params OUT.jsonl]
 
 W = P Theta P^T with Theta = Lambda + T (docs/models.md §nonlinear-rnns): Lambda the 2x2 blocks
 gamma_i R(theta_i), T strictly lower triangular. Draws Theta (a), the distribution of the angles
@@ -11,7 +12,9 @@ subdiagonal (Fig. 3(c): a delay line shows as a peak at k = 1). Prints (and with
 the mean gamma (the paper: 0.958 on PTB, about 1 on the copy task), the moduli of Theta's
 eigenvalues (the block's determinant gamma^2 + gamma t sin theta, not gamma, once T's in-block
 entries train), |T|_F and the mean |entry| per subdiagonal. Reads layer 0 of rotor's
-model.safetensors (tests/reference/ref_safetensors.py)."""
+model.safetensors (tests/reference/ref_safetensors.py). --params writes what all of this reads
+(gamma, theta and T's strict lower triangle, as float32) as one JSON line, which the results
+store keeps where it keeps no checkpoint (load_params reads it back, the same values)."""
 import argparse
 import json
 import os
@@ -30,6 +33,32 @@ def load_checkpoint(ckpt):
         sys.exit(f"{path}: no such file (give a checkpoint directory, RUN/checkpoints/step_N)")
     tensors, _ = ref_safetensors.load(path)
     return {k: v.astype(np.float64) for k, v in tensors.items()}
+
+
+def save_params(t, path, prefix="model.layers.0.attn."):
+    """gamma, theta and the strict lower triangle of T (row i: its first i entries), as the
+    float32 values the checkpoint holds (9 significant digits give each one back)."""
+    def f32(x):
+        return [float("%.9g" % v) for v in np.asarray(x, np.float32).ravel()]
+    T = np.asarray(t[prefix + "T"])
+    rec = {"gamma": f32(t[prefix + "gamma"]), "theta": f32(t[prefix + "theta"]),
+           "T_lower": [f32(T[i, :i]) for i in range(len(T))]}
+    with open(path, "w") as f:
+        f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+
+def load_params(path, prefix="model.layers.0.attn."):
+    """save_params's line as the tensors of load_checkpoint (T zero on and above the diagonal,
+    which nothing here reads)."""
+    with open(path) as f:
+        rec = json.loads(f.readline())
+    n = len(rec["T_lower"])
+    T = np.zeros((n, n), np.float32)
+    for i, row in enumerate(rec["T_lower"]):
+        T[i, :i] = row
+    return {prefix + "gamma": np.array(rec["gamma"], np.float32).astype(np.float64),
+            prefix + "theta": np.array(rec["theta"], np.float32).astype(np.float64),
+            prefix + "T": T.astype(np.float64)}
 
 
 def schur_form(t, prefix="model.layers.0.attn."):
@@ -85,14 +114,18 @@ def draw(t, out, prefix="model.layers.0.attn."):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkpoint")
-    ap.add_argument("png")
+    ap.add_argument("png", nargs="?")
     ap.add_argument("--json")
+    ap.add_argument("--params")
     a = ap.parse_args()
     t = load_checkpoint(a.checkpoint)
     s = summary(t)
-    draw(t, a.png)
+    if a.png:
+        draw(t, a.png)
     if a.json:
         json.dump(s, open(a.json, "w"), indent=1)
+    if a.params:
+        save_params(t, a.params)
     print(json.dumps({k: v for k, v in s.items() if k != "subdiagonal_mean_abs"}))
 
 

@@ -17,7 +17,7 @@ in OUT/runs, named MODEL__VARIANT-lrLR-seedSEED). Writes OUT/figure.svg and OUT/
                                       training (scripts/plot_recurrent.py); table: its mean and
                                       spread over layers and seeds at the last validation
     rnnpaper_report.py schur   OUT    nnRNN Fig. 3 / 5: the learned Schur form of each task's
-                                      last checkpoint (scripts/nnrnn_schur.py); table: mean gamma,
+                                      last checkpoint or saved layer (scripts/nnrnn_schur.py); table: mean gamma,
                                       eigenvalue moduli, the non-normal part, the angles' spread
 
 Means are over seeds (the runs that differ only in SEED). Needs matplotlib (Debian's
@@ -229,11 +229,17 @@ def schur_task(variant):
     return None
 
 
-def last_checkpoint(run_dir):
+def schur_params(run_dir):
+    """The nnRNN layer of a run: from its last checkpoint, else from the schur_params.jsonl its
+    finish_run wrote (what the results store keeps; scripts/nnrnn_schur.py --params)."""
+    import nnrnn_schur
     steps = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*")))
-    if not steps:
-        sys.exit(f"rnnpaper_report: {run_dir} has no checkpoint (checkpoints/step_N)")
-    return steps[-1]
+    if steps:
+        return nnrnn_schur.load_checkpoint(steps[-1])
+    saved = os.path.join(run_dir, "schur_params.jsonl")
+    if not os.path.isfile(saved):
+        sys.exit(f"rnnpaper_report: {run_dir} has neither a checkpoint (checkpoints/step_N) nor {saved}")
+    return nnrnn_schur.load_params(saved)
 
 
 def schur_stats(t):
@@ -275,7 +281,7 @@ def schur_report(out):
              "mean abs(T) off the blocks: delay line / rest | angles' KS distance from uniform | the paper (Fig. 3 / 5) |",
              "|---|---|---|---|---|---|---|---|"]
     for row, ((model, variant), dirs) in zip(axes, tasks):
-        ts = [nnrnn_schur.load_checkpoint(last_checkpoint(d)) for d in dirs]
+        ts = [schur_params(d) for d in dirs]
         st = [schur_stats(t) for t in ts]
         K = nnrnn_schur.schur_form(ts[0], p)
         lim = max(np.abs(K).max(), 1e-12)

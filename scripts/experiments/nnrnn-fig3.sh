@@ -32,4 +32,11 @@ runs() {
         fi
     done
 }
+# the layer the report reads, saved beside the run so that the results store (no checkpoints)
+# redraws the figure
+finish_run() {
+    local dir=$2
+    /usr/bin/python3 "$ROOT/scripts/nnrnn_schur.py" "$dir/checkpoints/$(< "$dir/checkpoints/latest")" \
+        --params "$dir/schur_params.jsonl"
+}
 report() { /usr/bin/python3 "$ROOT/scripts/rnnpaper_report.py" schur "$OUT"; }
