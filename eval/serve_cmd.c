@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,7 +681,12 @@ static void answer_bad_length(Server *s, struct MHD_Connection *c, int too_large
 #endif
 
 /* MHD's messages go to stderr, as its own logger writes them. */
+/* MHD_start_daemon is under way: its failure is reported by start_http (MHD's own message names
+ * "port 0", the port argument, not the address it was given) */
+static atomic_int starting;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    if (starting) return;
 #if MHD_VERSION < 0x01000000
     if (answered_here)
         return; /* a thread serves one connection: these are about the answer MHD could not send */
@@ -705,6 +711,7 @@ static struct MHD_Daemon *start_http(Server *s, const Options *o) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    starting = 1;
     struct MHD_Daemon *d =
         MHD_start_daemon(/* the logger first, as MHD asks */
                          flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
@@ -716,7 +723,10 @@ static struct MHD_Daemon *start_http(Server *s, const Options *o) {
                          MHD_OPTION_URI_LOG_CALLBACK, request_line_seen, s,
 #endif
                          MHD_OPTION_END);
+    int start_errno = errno;
+    starting = 0;
     freeaddrinfo(ai);
+    errno = start_errno;
     if (!d)
         rt_die("cannot listen on %s port %d (--host, --port): %s", o->host, o->port,
                strerror(errno));

@@ -9,6 +9,7 @@
 #    and settings that wait behind a long one run as one batch and answer as they do alone;
 #  - each bad input gets its 4xx naming the field or limit, and the server keeps answering;
 #    a client that leaves mid-request does not stop it; the API key is required;
+#  - a second server on its port fails with one line naming the address;
 #  - SIGTERM stops it with status 0.
 set -uo pipefail
 rotor=$1
@@ -28,6 +29,12 @@ pid=$!
 for _ in $(seq 100); do grep -q "on http://" "$out/serve.out" && break; sleep 0.2; done
 port=$(sed -n 's|.*on http://127.0.0.1:\([0-9]*\)/v1.*|\1|p' "$out/serve.out")
 [ -n "$port" ] || { cat "$out/serve.err"; fail "the server did not start"; finish serve; }
+# a second server on its port: one line naming the address and the options, nothing else
+if timeout 60 "$rotor" serve --ckpt "$ckpt" --port "$port" --threads 1 >/dev/null 2>"$out/second.err"; then
+  fail "a second server on port $port started"
+fi
+[ "$(cat "$out/second.err")" = "rotor: error: cannot listen on 127.0.0.1 port $port (--host, --port): Address already in use" ] ||
+  { cat "$out/second.err"; fail "a second server on the port: not the one error line"; }
 
 /usr/bin/python3 - "$port" "$out" <<'PY' || fail "server checks"
 import http.client, json, socket, sys, threading, time
