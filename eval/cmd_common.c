@@ -9,19 +9,28 @@
 #include "device/device.h"
 #include "train/checkpoint.h"
 
-Model *cmd_load_model(const char *ckpt, const char *device, int verify) {
+Model *cmd_load_model(const char *ckpt, const char *device, int verify, char **dir) {
     struct stat sb;
     if (stat(ckpt, &sb)) rt_die("--ckpt %s: %s", ckpt, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) rt_die("--ckpt %s: not a directory", ckpt);
-    char *cfg = rt_sprintf("%s/config.json", ckpt);
-    if (stat(cfg, &sb))
-        rt_die("--ckpt %s: not a checkpoint directory (no config.json); checkpoints are "
-               "RUN_DIR/checkpoints/step_NNNNNNNN",
+    char err[2048], *cfg = rt_sprintf("%s/config.json", ckpt),
+                    *sub = rt_sprintf("%s/checkpoints", ckpt);
+    if (!stat(cfg, &sb)) {
+        *dir = rt_strdup(ckpt);
+    } else if (!stat(sub, &sb) && S_ISDIR(sb.st_mode)) { /* a run directory */
+        if (checkpoint_find_latest(ckpt, verify, dir, err, sizeof err)) rt_die("--ckpt %s", err);
+        if (!*dir) rt_die("--ckpt %s: a run directory without checkpoints", ckpt);
+        fprintf(stderr, "--ckpt %s: its latest intact checkpoint, %s\n", ckpt, *dir);
+        verify = 0; /* checked just now */
+    } else {
+        rt_die("--ckpt %s: neither a checkpoint directory (config.json) nor a run directory "
+               "(checkpoints/); checkpoints are RUN_DIR/checkpoints/step_NNNNNNNN",
                ckpt);
+    }
     rt_free(cfg);
-    char err[2048];
+    rt_free(sub);
     Model *m =
-        checkpoint_load_model(ckpt, backend_select(device, "--device"), verify, err, sizeof err);
+        checkpoint_load_model(*dir, backend_select(device, "--device"), verify, err, sizeof err);
     if (!m)
         rt_die("%s%s", err,
                verify ? " (--no-verify loads the checkpoint without checking its files)" : "");

@@ -9,11 +9,13 @@
 #include "util/error.h"
 #include "util/options.h"
 
-/* The model of checkpoint directory ckpt (config.json, model.safetensors) on the backend
- * `device` (cpu, cuda or auto; errors name --device). Dies when ckpt is not a directory or
- * not a checkpoint, or, with verify, when a file of it differs from the checksum recorded
- * when it was written (the message names the file and --no-verify). */
-Model *cmd_load_model(const char *ckpt, const char *device, int verify);
+/* The model of checkpoint directory ckpt (config.json, model.safetensors), or of a run
+ * directory's latest intact checkpoint (checkpoint_find_latest, as --resume auto takes it;
+ * said on stderr), on the backend `device` (cpu, cuda or auto; errors name --device); *dir
+ * (malloc'd) is the checkpoint directory. Dies when ckpt is neither, or, with verify, when a
+ * file of it differs from the checksum recorded when it was written (the message names the
+ * file and --no-verify). */
+Model *cmd_load_model(const char *ckpt, const char *device, int verify, char **dir);
 /* The tokenizer at `path`, or, when path is NULL, the one the checkpoint's run trained with
  * (checkpoint_find_tokenizer: its copy in the checkpoint, or the file it records). Dies when
  * there is none (naming --tokenizer), when it has more pieces than the model's vocabulary or,

@@ -17,7 +17,8 @@ static void usage(FILE *f) {
         "usage: rotor eval --ckpt DIR --tasks TASK[,TASK...] --data-dir DIR [options]\n\n"
         "Zero-shot evaluation exactly as lm-evaluation-harness scores it (docs/evaluation.md).\n"
         "Runs under mpirun too: documents are split across the ranks.\n\n"
-        "  --ckpt DIR          checkpoint directory (config.json, model.safetensors)\n"
+        "  --ckpt DIR          checkpoint directory (config.json, model.safetensors), or a run\n"
+        "                      directory: its latest intact checkpoint\n"
         "  --tasks LIST        comma-separated, from: %s (or 'all')\n"
         "  --data-dir DIR      folder of the task files TASK.jsonl\n"
         "  --tokenizer MODEL   SentencePiece model (default: the one its run trained with)\n"
@@ -82,7 +83,9 @@ int eval_main(int argc, char **argv) {
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads((int)threads);
 #endif
-    Model *m = cmd_load_model(ckpt, device, verify);
+    char *ckpt_dir;
+    Model *m = cmd_load_model(ckpt, device, verify, &ckpt_dir);
+    ckpt = ckpt_dir;
     const ModelConfig *mc = model_config(m);
     if (mc->head != HEAD_LM)
         rt_die("%s has the auto-encoder head (config.json rotor_head): zero-shot scoring needs a "
@@ -148,6 +151,7 @@ int eval_main(int argc, char **argv) {
     }
     for (int t = 0; t < ntasks; t++) eval_task_free(&tasks[t]);
     model_free(m);
+    rt_free(ckpt_dir);
     tok_free(tok);
     return 0;
 }

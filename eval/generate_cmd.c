@@ -22,7 +22,8 @@ static void usage(FILE *f) {
         "Continues prompts with a checkpoint's model: a prefill pass over each prompt, then one\n"
         "token at a time until EOS or the length limit. The prompt is tokenised as rotor eval\n"
         "does: BOS first (--no-bos to leave it out).\n\n"
-        "  --ckpt DIR              checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
+        "  --ckpt DIR              checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN), or a\n"
+        "                          run directory: its latest intact checkpoint\n"
         "  --prompt TEXT           one prompt; its completion is printed to stdout as it is "
         "decoded\n"
         "  --prompts FILE.jsonl    one JSON object per line with a string \"prompt\"; all prompts "
@@ -207,7 +208,8 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (!o->ckpt) {
         usage(stderr);
-        rt_die("--ckpt DIR is required: a checkpoint directory, RUN_DIR/checkpoints/step_NNNNNNNN");
+        rt_die("--ckpt DIR is required: a checkpoint directory, RUN_DIR/checkpoints/step_NNNNNNNN, "
+               "or a run directory");
     }
     if (o->prompt && o->prompts)
         rt_die("--prompt and --prompts cannot be used together: give one of them");
@@ -275,7 +277,9 @@ int generate_main(int argc, char **argv) {
 #ifdef _OPENMP
     if (o.threads > 0) omp_set_num_threads(o.threads);
 #endif
-    Model *m = cmd_load_model(o.ckpt, o.device, o.verify);
+    char *ckpt_dir;
+    Model *m = cmd_load_model(o.ckpt, o.device, o.verify, &ckpt_dir);
+    o.ckpt = ckpt_dir;
     const ModelConfig *mc = model_config(m);
     Tokenizer *tok = cmd_load_tokenizer(o.ckpt, o.tokenizer, mc, o.add_bos);
     char *context_key;
@@ -343,5 +347,6 @@ int generate_main(int argc, char **argv) {
     rt_free(context_key);
     tok_free(tok);
     model_free(m);
+    rt_free(ckpt_dir);
     return 0;
 }

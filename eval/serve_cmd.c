@@ -46,7 +46,9 @@ static void usage(FILE *f) {
         "  GET /v1/models, GET /health\n"
         "Prompts are scored as rotor eval scores and continued as rotor generate continues "
         "them.\n\n"
-        "  --ckpt DIR           checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN)\n"
+        "  --ckpt DIR           checkpoint directory (RUN_DIR/checkpoints/step_NNNNNNNN), or a "
+        "run\n"
+        "                       directory: its latest intact checkpoint\n"
         "  --host ADDR          address to listen on (default 127.0.0.1: this machine only)\n"
         "  --port N             port (default 8000; 0: any free port, printed at start)\n"
         "  --api-key KEY        require the header 'Authorization: Bearer KEY' (GET /health "
@@ -156,7 +158,8 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (!o->ckpt) {
         usage(stderr);
-        rt_die("--ckpt DIR is required: a checkpoint directory, RUN_DIR/checkpoints/step_NNNNNNNN");
+        rt_die("--ckpt DIR is required: a checkpoint directory, RUN_DIR/checkpoints/step_NNNNNNNN, "
+               "or a run directory");
     }
     if (o->api_key && !*o->api_key) rt_die("--api-key is empty: give the key clients must send");
 }
@@ -794,7 +797,9 @@ int serve_main(int argc, char **argv) {
     if (o.threads > 0) omp_set_num_threads(o.threads);
 #endif
     Server s = {.o = &o};
-    Model *m = cmd_load_model(o.ckpt, o.device, o.verify);
+    char *ckpt_dir;
+    Model *m = cmd_load_model(o.ckpt, o.device, o.verify, &ckpt_dir);
+    o.ckpt = ckpt_dir;
     const ModelConfig *mc = model_config(m);
     if (mc->head != HEAD_LM)
         rt_die("%s has the auto-encoder head (config.json rotor_head): serving needs a language "
@@ -857,5 +862,6 @@ int serve_main(int argc, char **argv) {
     rt_free(name);
     tok_free(tok);
     model_free(m);
+    rt_free(ckpt_dir);
     return 0;
 }

@@ -3,6 +3,7 @@
 #  - a checkpoint whose model.safetensors had 64 bytes (finite floats) written into its middle
 #    is refused, naming the file, by `train --resume DIR`, `generate`, `eval` and `serve`, which
 #    load it only with --no-verify; `--resume auto` skips it with a warning saying why;
+#  - `generate --ckpt RUN_DIR` takes the latest intact checkpoint, past the damaged one, saying so;
 #  - under --no-verify, weights that are NaN are refused, naming the tensor, by `generate` and
 #    `train --resume DIR`; finite weights whose logits overflow make `generate` and `eval` fail
 #    saying so (eval writes no results), and `serve` answer 500 saying so (to a generation and
@@ -128,6 +129,11 @@ expect_fail serve "$damaged" timeout 60 "$rotor" serve --ckpt "$ck/step_00000010
 [ "$(tree_sum "$run")" = "$sum" ] || fail "a refused load changed the run directory"
 "$rotor" generate --ckpt "$ck/step_00000010" --no-verify --prompt "ROMEO:" --max-new-tokens 2 --threads 1 \
   >/dev/null 2>&1 || fail "generate --no-verify"
+"$rotor" generate --ckpt "$run" --prompt "ROMEO:" --max-new-tokens 2 --threads 1 >/dev/null 2>"$out/gen_run.err" ||
+  { cat "$out/gen_run.err"; fail "generate --ckpt RUN_DIR"; }
+grep -q "skipping the checkpoint step_00000010: .*sha256" "$out/gen_run.err" &&
+  grep -q "its latest intact checkpoint, .*step_00000005" "$out/gen_run.err" ||
+  { cat "$out/gen_run.err"; fail "generate --ckpt RUN_DIR does not take step 5 past the damaged step 10, saying so"; }
 
 # -- under --no-verify: NaN weights, and weights whose logits overflow
 nan=$out/nan-ckpt overflow=$out/overflow-ckpt
