@@ -16,7 +16,7 @@ void generate(Model *m, const GenerateArgs *a, int32_t *const *seqs, const int *
         cap[r] = a->context - lens[r] < a->max_new ? a->context - lens[r] : a->max_new;
         if (lens[r] > max_prompt) max_prompt = lens[r];
         if (cap[r] > max_cap) max_cap = cap[r];
-        out[r] = (GenerateRow){0, 0, 0};
+        out[r] = (GenerateRow){0};
         live[r] = 1;
     }
     const int V = model_config(m)->vocab_size;

@@ -435,7 +435,7 @@ void serve_complete(const ServeModel *sm, const CompletionRequest *const *reqs, 
     Response *res = rt_malloc(sizeof(Response) * (size_t)n);
     for (int k = 0; k < n; k++) {
         RT_ASSERT(k == 0 || serve_can_batch(reqs[0], reqs[k]));
-        res[k] = (Response){sm, reqs[k], json_array(), 0, 0, 0};
+        res[k] = (Response){.sm = sm, .req = reqs[k], .choices = json_array()};
         for (int i = 0; i < reqs[k]->n_prompts; i++)
             res[k].prompt_tokens += reqs[k]->prompts[i].n - reqs[k]->prompts[i].added_bos;
     }
