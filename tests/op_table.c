@@ -1644,6 +1644,10 @@ static const OpDef HEAD_MATMUL = {.size = sizeof(HeadMatmul),
  * with log decays ~U(-1, 0) a chunk decays by ~e^-32 and the inter-chunk terms would be
  * invisible to the check. Mixer gradients are checked by token rows (Spec.rowlen). */
 #define WEAK_DECAY UNIFORM(-0.05, -0.002)
+/* Variant.strong: log decays to -2 a token, so that e^B underflows within a chunk (the GPU
+ * kernels' in-chunk ratios and their guards) */
+#define STRONG_DECAY UNIFORM(-2.0, -0.002)
+#define DECAY(o) ((o)->v->strong ? STRONG_DECAY : WEAK_DECAY)
 
 /* GLA with a log decay per key channel, or one per head (Mamba2's SSD, which passes scale 1;
  * tested with another so that the scale's place in its kernel counts); Gated DeltaNet, or with
@@ -1701,7 +1705,7 @@ static void gla_build(Op *o) {
     int per_head = o->v->per_head;
     lin_attn_build(o, per_head ? 0.5 : 0);
     int64_t row = per_head ? m->H : m->H * m->K;
-    m->g = f32(by_rows(input(o, "g", o->s->ntok * row, WEAK_DECAY, GRAD_SET), row));
+    m->g = f32(by_rows(input(o, "g", o->s->ntok * row, DECAY(o), GRAD_SET), row));
 }
 
 static double gla_fwd(Op *o) {
@@ -1742,7 +1746,7 @@ static void gdn_build(Op *o) {
     l2normalise_rows(m->q->v, nh, m->K);
     l2normalise_rows(m->k->v, nh, m->K);
     m->beta = f32(by_rows(input(o, "beta", nh, UNIFORM(0.05, 0.95), GRAD_SET), m->H));
-    if (o->v->gate) m->g = f32(by_rows(input(o, "g", nh, WEAK_DECAY, GRAD_SET), m->H));
+    if (o->v->gate) m->g = f32(by_rows(input(o, "g", nh, DECAY(o), GRAD_SET), m->H));
 }
 
 static double gdn_fwd(Op *o) {
@@ -1782,7 +1786,7 @@ static void fox_build(Op *o) {
     m->q = by_rows(input(o, "q", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
     m->k = by_rows(input(o, "k", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
     m->v = by_rows(input(o, "v", N * H * D, NZ(0.05, 1.5), GRAD_SET), H * D);
-    m->logf = f32(o->v->gate ? by_rows(input(o, "logf", N * H, WEAK_DECAY, GRAD_SET), H)
+    m->logf = f32(o->v->gate ? by_rows(input(o, "logf", N * H, DECAY(o), GRAD_SET), H)
                              : absent(o, "logf", N * H));
     m->out = output(o, "o", N * H * D, ZERO);
     m->lse = f32(aux(o, "lse", N * H, ZERO));
@@ -2693,8 +2697,8 @@ static void ce_build(Op *o) {
     m->labels = indices(o, "labels", m->N);
     int32_t *labels = m->labels->iv;
     for (int64_t i = 0; i < m->N; i++) labels[i] = (int32_t)rng_below(&o->r, (uint64_t)m->V);
-    labels[2] = labels[7] = -100;
-    labels[10] = m->V - 1;
+    labels[2 % m->N] = labels[7 % m->N] = -100; /* ignored rows, and the last id */
+    labels[10 % m->N] = m->V - 1;
     m->logits = input(o, "logits", m->N * m->V, NZ(0.05, 4.0), GRAD_SET);
     m->logits->spec.dscale = CE_SCALE;
     m->work = aux(o, "work", m->N * m->V, ZERO);
@@ -3087,6 +3091,15 @@ const OpCase GPU_CASES[] = {
     {"gla_ssd_370m", &GLA, 1603, {.per_head = 1, .dims = {EDGE_SEGS, .H = 32, .K = 128, .V = 64}}},
     {"gdn_370m", &GDN, 1604, {.gate = 1, .dims = {LONG_SEGS, .H = 8, .K = 128, .V = 128}}},
     {"gdn_k256_edges", &GDN, 1605, {.gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 256, .V = 256}}},
+    {"gla_370m_strong", &GLA, 1617, {.strong = 1, .dims = {EDGE_SEGS, .H = 4, .K = 128, .V = 256}}},
+    {"gdn_370m_strong",
+     &GDN,
+     1618,
+     {.gate = 1, .strong = 1, .dims = {EDGE_SEGS, .H = 8, .K = 128, .V = 128}}},
+    {"fox_370m_strong",
+     &FOX,
+     1619,
+     {.gate = 1, .strong = 1, .dims = {EDGE_SEGS, .H = 16, .K = 64}}},
     {"deltanet_370m", &GDN, 1606, {.dims = {LONG_SEGS, .H = 8, .K = 128, .V = 128}}},
     {"fox_370m", &FOX, 1607, {.gate = 1, .dims = {LONG_SEGS, .H = 16, .K = 64}}},
     {"fox_d128_edges", &FOX, 1608, {.gate = 1, .dims = {EDGE_SEGS, .H = 1, .K = 128}}},
@@ -3109,6 +3122,11 @@ const OpCase GPU_CASES[] = {
      1615,
      {.act = ACT_SILU, .dims = {.N = 1024 * 2816}}},
     {"cross_entropy_32k", &CROSS_ENTROPY, 1616, {.dims = {.N = 512, .V = 32000}}},
+    {"cross_entropy_v1001",
+     &CROSS_ENTROPY,
+     1620,
+     {.dims = {.N = 50, .V = 1001}}}, /* V % 8: scalar */
+    {"cross_entropy_one_row", &CROSS_ENTROPY, 1621, {.dims = {.N = 1, .V = 5}}},
 };
 const int NGPU_CASES = TH_COUNT(GPU_CASES);
 

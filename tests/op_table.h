@@ -86,6 +86,7 @@ typedef struct {
 /* The switches of a case; each op reads those it has. */
 typedef struct {
     int bias, gate, conv, per_head, chain, h0, skip, keep_dt, per_group;
+    int strong; /* the mixers' log decays to -2 a token (STRONG_DECAY) instead of -0.05 */
     int groups; /* rmsnorm: G */
     int taps;   /* conv with a weight: its taps K (0: 4) */
     int T;      /* dropout: rows of T tokens share the mask of a channel (0: none) */
