@@ -5,7 +5,8 @@
 #    load it only with --no-verify; `--resume auto` skips it with a warning saying why;
 #  - `generate --ckpt RUN_DIR` takes the latest intact checkpoint, past the damaged one, saying so;
 #  - under --no-verify, weights that are NaN are refused, naming the tensor, by `generate` and
-#    `train --resume DIR`; finite weights whose logits overflow make `generate` and `eval` fail
+#    `train --resume DIR`, and so is NaN optimizer state by `train --resume DIR`; finite
+#    weights whose logits overflow make `generate` and `eval` fail
 #    saying so (eval writes no results), and `serve` answer 500 saying so (to a generation and
 #    to a scoring request) and go on;
 #  - when every checkpoint is damaged, `--resume auto` fails and changes nothing;
@@ -143,6 +144,10 @@ expect_fail nan_generate "$nonfinite" "$rotor" generate --ckpt "$nan" --no-verif
 expect_fail nan_resume "$nonfinite" train "${run_args[@]}" --set run.dir="$out/run-nan" --set train.steps=12 \
   --resume "$nan" --no-verify
 [ -e "$out/run-nan/checkpoints" ] && fail "a refused resume from NaN weights wrote checkpoints"
+nan_opt=$out/nan-opt-ckpt
+cp -r "$out/pristine/checkpoints/step_00000010" "$nan_opt" && corrupt "$nan_opt/optimizer.safetensors" '\377'
+expect_fail nan_opt_resume "nan-opt-ckpt/optimizer state [a-z_]+: tensor [a-z0-9_.]+ holds [0-9]+ non-finite values" \
+  train "${run_args[@]}" --set run.dir="$out/run-nan-opt" --set train.steps=12 --resume "$nan_opt" --no-verify
 cp -r "$out/pristine/checkpoints/step_00000010" "$overflow" && set_tensor "$overflow/model.safetensors" model.norm.weight 3e38
 expect_fail overflow_generate "prompt 0: the logits after 0 generated tokens are not finite" \
   "$rotor" generate --ckpt "$overflow" --no-verify --prompt "ROMEO:" --threads 1
@@ -221,7 +226,7 @@ rm -rf "$run" "$run".old-*
   --set train.checkpoint_every=0) >"$out/first.log" 2>&1 &
 first=$!
 trap 'kill -9 $first 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 100); do grep -q "^step 1/" "$out/first.log" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs "^step 1/" "$out/first.log" && break; sleep 0.1; done
 t0=$(date +%s%N)
 expect_fail second "in use by another trainer \(rotor train PID $first " \
   train "${run_args[@]}" --set run.dir="$run" --set train.steps=100000 --resume auto
