@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "util/error.h"
@@ -21,6 +22,14 @@ const char *th_tmp_dir(void) {
 static void run_test(const void *t) { ((const TestCase *)t)->fn(); }
 
 TestRow th_row(const TestCase *t) { return (TestRow){t->name, run_test, t}; }
+
+int th_names(const char *err, const char *a, const char *b) {
+    int ok = strstr(err, a) && (!b || strstr(err, b));
+    if (!ok)
+        fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "",
+                b ? b : "");
+    return ok;
+}
 
 int th_run_rows(const TestRow *tests, int n, int argc, char **argv) {
     int passed = 0, failed = 0;

@@ -50,6 +50,10 @@ extern int th_skips;    /* tests that could not run what they check (missing dat
         }                                                                                          \
     } while (0)
 
+/* 1 when the error message err holds a (and b, unless NULL); else 0, saying on stderr what it
+ * should have named: CHECK(th_names(err, "file.tsv", "line 3")). */
+int th_names(const char *err, const char *a, const char *b);
+
 typedef struct {
     const char *name;
     void (*fn)(void);

@@ -192,14 +192,6 @@ static void test_long_document(void) {
     rt_free(path);
 }
 
-static int names(const char *err, const char *a, const char *b) {
-    int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok)
-        fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "",
-                b ? b : "");
-    return ok;
-}
-
 static void test_errors(void) {
     char *dir = write_dir("errors"), *train = rt_sprintf("%s/new_aan_pairs.train.tsv", dir),
          err[2048];
@@ -219,20 +211,21 @@ static void test_errors(void) {
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         write_text(train, BAD[i].text);
-        CHECK(!task_source_open(&rc, &opt, err, sizeof err) && names(err, BAD[i].what, NULL));
+        CHECK(!task_source_open(&rc, &opt, err, sizeof err) && th_names(err, BAD[i].what, NULL));
     }
     unlink(train);
     CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
-          names(err, "new_aan_pairs.train.tsv", "cannot open"));
+          th_names(err, "new_aan_pairs.train.tsv", "cannot open"));
     RunConfig missing = config("/nonexistent/tsv_data", "");
     CHECK(!task_source_open(&missing, &opt, err, sizeof err) &&
-          names(err, "task.path = /nonexistent/tsv_data does not exist", "docs/classification.md"));
+          th_names(err, "task.path = /nonexistent/tsv_data does not exist",
+                   "docs/classification.md"));
     /* rows come in pairs: an odd batch, an odd micro-batch; the pair classifier is needed */
     rt_free(write_dir("errors"));
     DataSource *ds = task_source_open(&rc, &opt, err, sizeof err);
     int32_t tok[3 * T], lab[3 * T];
     CHECK(ds && ds->next_labeled(ds, tok, lab, 3, err, sizeof err) &&
-          names(err, "a batch of 3 rows", "even"));
+          th_names(err, "a batch of 3 rows", "even"));
     datasource_free(ds);
     char *ini = rt_sprintf("[model]\ntype = gla\nhidden_size = 16\nnum_heads = 2\nvocab_size = "
                            "257\nhead = classifier\n"
@@ -242,15 +235,15 @@ static void test_errors(void) {
                            T, dir);
     const char *odd[] = {"model.pair=nli", "train.micro_batch=3"};
     CHECK(run_config_load_string(&rc, ini, "aan.ini", odd, 2, err, sizeof err) != 0 &&
-          names(err, "train.micro_batch = 3", "pairs"));
+          th_names(err, "train.micro_batch = 3", "pairs"));
     CHECK(run_config_load_string(&rc, ini, "aan.ini", NULL, 0, err, sizeof err) != 0 &&
-          names(err, "task.type = aan", "model.pair = nli or concat"));
+          th_names(err, "task.type = aan", "model.pair = nli or concat"));
     const char *lm[] = {"model.pair=concat", "model.head=lm"};
     CHECK(run_config_load_string(&rc, ini, "aan.ini", lm, 2, err, sizeof err) != 0 &&
-          names(err, "model.pair = concat", "model.head = classifier"));
+          th_names(err, "model.pair = concat", "model.head = classifier"));
     const char *other[] = {"model.pair=nli", "task.type=text_bytes"};
     CHECK(run_config_load_string(&rc, ini, "aan.ini", other, 2, err, sizeof err) != 0 &&
-          names(err, "model.pair = nli", "only task.type = aan"));
+          th_names(err, "model.pair = nli", "only task.type = aan"));
     rt_free(ini);
     rt_free(train);
     rt_free(dir);

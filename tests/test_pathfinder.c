@@ -186,28 +186,20 @@ static const char *open_all(const TaskConfig *t) {
     return "";
 }
 
-static int names(const char *err, const char *a, const char *b) {
-    int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok)
-        fprintf(stderr, "    the error \"%s\" should name \"%s\"%s%s\n", err, a, b ? " and " : "",
-                b ? b : "");
-    return ok;
-}
-
 static void test_errors(void) {
     char err[2048];
     TaskConfig t = task_at("/nonexistent/pathfinder32", "hard");
-    CHECK(names(open_all(&t), "task.path = /nonexistent/pathfinder32 does not exist",
-                "docs/classification.md"));
+    CHECK(th_names(open_all(&t), "task.path = /nonexistent/pathfinder32 does not exist",
+                   "docs/classification.md"));
     int pixels;
-    CHECK(pathfinder_pixels(&t, &pixels, err, sizeof err) && names(err, "does not exist", NULL));
+    CHECK(pathfinder_pixels(&t, &pixels, err, sizeof err) && th_names(err, "does not exist", NULL));
     char *root = write_tree("errors", "curv_contour_length_14");
     t = task_at(root, "intermediate");
-    CHECK(names(open_all(&t), "curv_contour_length_9", "task.difficulty = intermediate"));
+    CHECK(th_names(open_all(&t), "curv_contour_length_9", "task.difficulty = intermediate"));
     t = task_at(root, "medium");
-    CHECK(names(open_all(&t), "task.difficulty = medium", "easy, intermediate, hard"));
+    CHECK(th_names(open_all(&t), "task.difficulty = medium", "easy, intermediate, hard"));
     t = task_at(root, "hard");
-    CHECK(names(open_all(&t), "", NULL) && !open_all(&t)[0]);
+    CHECK(th_names(open_all(&t), "", NULL) && !open_all(&t)[0]);
     char *dir = rt_sprintf("%s/curv_contour_length_14", root),
          *meta1 = rt_sprintf("%s/metadata/1.npy", dir);
     size_t n;
@@ -223,10 +215,10 @@ static void test_errors(void) {
     };
     for (size_t i = 0; i < sizeof BAD_META / sizeof BAD_META[0]; i++) {
         write_text(meta1, BAD_META[i].text);
-        CHECK(names(open_all(&t), BAD_META[i].what, NULL));
+        CHECK(th_names(open_all(&t), BAD_META[i].what, NULL));
     }
     write_text(meta1, "imgs/1 sample_99.png 99 1 1.0\n");
-    CHECK(names(open_all(&t), "missing image", "imgs/1/sample_99.png (listed in"));
+    CHECK(th_names(open_all(&t), "missing image", "imgs/1/sample_99.png (listed in"));
     write_text(meta1, good);
     /* image 19 (imgs/1/sample_6.png, in the test split): not a PNG, truncated, RGB, 16-bit
      * would be refused alike; another size */
@@ -234,17 +226,17 @@ static void test_errors(void) {
     uint8_t px[PIX * 2];
     for (int p = 0; p < PIX * 2; p++) px[p] = (uint8_t)p;
     write_text(png, "GIF89a not a png at all, 32 bytes");
-    CHECK(names(open_all(&t), "sample_6.png", "not a PNG file"));
+    CHECK(th_names(open_all(&t), "sample_6.png", "not a PNG file"));
     write_png(png, px, SIDE, SIDE, 8, 0);
     char *bytes = fs_read_file(png, &n);
     FILE *f = fopen(png, "wb");
     RT_ASSERT(f && fwrite(bytes, 1, n - 20, f) == n - 20 && fclose(f) == 0);
-    CHECK(names(open_all(&t), "sample_6.png: bad PNG", NULL));
+    CHECK(th_names(open_all(&t), "sample_6.png: bad PNG", NULL));
     rt_free(bytes);
     write_png(png, px, SIDE, SIDE, 8, 1);
-    CHECK(names(open_all(&t), "sample_6.png", "a RGB PNG"));
+    CHECK(th_names(open_all(&t), "sample_6.png", "a RGB PNG"));
     write_png(png, px, SIDE + 1, SIDE, 8, 0);
-    CHECK(names(open_all(&t), "sample_6.png", "5 x 4 pixels where the other images"));
+    CHECK(th_names(open_all(&t), "sample_6.png", "5 x 4 pixels where the other images"));
     /* train.seq_len follows the images; another value is refused naming both */
     write_png(png, px, SIDE, SIDE, 8, 0);
     char *ini = rt_sprintf(
@@ -259,18 +251,18 @@ static void test_errors(void) {
     CHECK(run_config_load_string(&rc, ini, "pf.ini", sets, 1, err, sizeof err) == 0);
     DataOptions opt = {.seq_len = 20, .seed = 1, .split = SPLIT_VAL, .world = 1};
     CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
-          names(err, "train.seq_len = 20", "4 x 4 = 16 pixels"));
+          th_names(err, "train.seq_len = 20", "4 x 4 = 16 pixels"));
     const char *val[] = {"task.val_examples=3"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", val, 1, err, sizeof err) == 0);
     opt.seq_len = PIX;
     CHECK(!task_source_open(&rc, &opt, err, sizeof err) &&
-          names(err, "task.val_examples = 3", "80%"));
+          th_names(err, "task.val_examples = 3", "80%"));
     const char *missing[] = {"task.path=/nonexistent/lra_release/pathfinder32"};
     CHECK(run_config_load_string(&rc, ini, "pf.ini", missing, 1, err, sizeof err) != 0 &&
-          names(err,
-                "task.type = pathfinder: task.path = /nonexistent/lra_release/pathfinder32 does "
-                "not exist",
-                "docs/classification.md"));
+          th_names(err,
+                   "task.type = pathfinder: task.path = /nonexistent/lra_release/pathfinder32 does "
+                   "not exist",
+                   "docs/classification.md"));
     rt_free(ini);
     rt_free(png);
     rt_free(good);

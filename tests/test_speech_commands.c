@@ -199,39 +199,33 @@ static void no_word(const char *root) {
     rt_free(path);
 }
 
-static int names(const char *err, const char *a, const char *b) {
-    int ok = strstr(err, a) && (!b || strstr(err, b));
-    if (!ok)
-        fprintf(stderr, "    expected \"%s\"%s%s in: %s\n", a, b ? " and " : "", b ? b : "", err);
-    return ok;
-}
-
 static void test_errors(void) {
-    CHECK(names(load_error("rate", at_8k, SPLIT_TRAIN),
-                "yes/00_nohash_0.wav: sampled at 8000 Hz, not 16000", NULL));
-    CHECK(names(load_error("stereo", stereo, SPLIT_TRAIN),
-                "yes/00_nohash_0.wav: 2 channels, not mono", NULL));
-    CHECK(names(load_error("float", as_float, SPLIT_TRAIN), "yes/00_nohash_0.wav: not 16-bit PCM",
-                NULL));
-    CHECK(names(load_error("long", too_long, SPLIT_TRAIN), "yes/00_nohash_0.wav: 16001 samples",
-                "one second"));
-    CHECK(names(load_error("text", not_audio, SPLIT_TRAIN),
-                "yes/00_nohash_0.wav: cannot read it as a sound file", NULL));
+    CHECK(th_names(load_error("rate", at_8k, SPLIT_TRAIN),
+                   "yes/00_nohash_0.wav: sampled at 8000 Hz, not 16000", NULL));
+    CHECK(th_names(load_error("stereo", stereo, SPLIT_TRAIN),
+                   "yes/00_nohash_0.wav: 2 channels, not mono", NULL));
+    CHECK(th_names(load_error("float", as_float, SPLIT_TRAIN),
+                   "yes/00_nohash_0.wav: not 16-bit PCM", NULL));
+    CHECK(th_names(load_error("long", too_long, SPLIT_TRAIN), "yes/00_nohash_0.wav: 16001 samples",
+                   "one second"));
+    CHECK(th_names(load_error("text", not_audio, SPLIT_TRAIN),
+                   "yes/00_nohash_0.wav: cannot read it as a sound file", NULL));
     /* a file only the training split reads is no error of the test split */
     CHECK(!load_error("rate_test", at_8k, SPLIT_TEST)[0]);
-    CHECK(names(load_error("entry", missing_entry, SPLIT_TEST),
-                "validation_list.txt:2: no/gone_nohash_0.wav: no such", NULL));
-    CHECK(names(load_error("both", in_both, SPLIT_TRAIN), "yes/01_nohash_0.wav is in both",
-                "testing_list.txt (line 1)"));
-    CHECK(names(load_error("nolist", no_list, SPLIT_TRAIN), "testing_list.txt: cannot open", NULL));
-    CHECK(names(load_error("noword", no_word, SPLIT_VAL), "/stop: no *.wav files",
-                "docs/classification.md"));
+    CHECK(th_names(load_error("entry", missing_entry, SPLIT_TEST),
+                   "validation_list.txt:2: no/gone_nohash_0.wav: no such", NULL));
+    CHECK(th_names(load_error("both", in_both, SPLIT_TRAIN), "yes/01_nohash_0.wav is in both",
+                   "testing_list.txt (line 1)"));
+    CHECK(th_names(load_error("nolist", no_list, SPLIT_TRAIN), "testing_list.txt: cannot open",
+                   NULL));
+    CHECK(th_names(load_error("noword", no_word, SPLIT_VAL), "/stop: no *.wav files",
+                   "docs/classification.md"));
     char err[2048];
     SpeechSet s;
     CHECK(speech_load("", "10", SPLIT_TRAIN, 0, &s, err, sizeof err) != 0 &&
-          names(err, "task.path is empty", NULL));
+          th_names(err, "task.path is empty", NULL));
     CHECK(speech_load("/nonexistent/sc", "10", SPLIT_TRAIN, 0, &s, err, sizeof err) != 0 &&
-          names(err, "task.path = /nonexistent/sc: No such file", NULL));
+          th_names(err, "task.path = /nonexistent/sc: No such file", NULL));
 }
 
 /* Through task_source_open: tokens are samples + 32768, the class sits at the last position,
@@ -281,13 +275,13 @@ static void test_task_source(void) {
                      "speech_commands\nwords = 10\npath = %s\n",
                      head, root);
     CHECK(run_config_load_string(&rc, ini, "sc.ini", NULL, 0, err, sizeof err) != 0 &&
-          names(err, "model.num_classes = 35: task.words = 10 has 10 classes", NULL));
+          th_names(err, "model.num_classes = 35: task.words = 10 has 10 classes", NULL));
     rt_free(ini);
     ini = rt_sprintf("%snum_classes = 35\n[data]\ntrain = task\n[train]\nseq_len = "
                      "8000\n[task]\ntype = speech_commands\npath = %s\n",
                      head, root);
     CHECK(run_config_load_string(&rc, ini, "sc.ini", NULL, 0, err, sizeof err) != 0 &&
-          names(err, "train.seq_len = 8000", "rows of 16000 samples"));
+          th_names(err, "train.seq_len = 8000", "rows of 16000 samples"));
     rt_free(ini);
     rt_free(root);
 }
