@@ -3,7 +3,8 @@
  * one segment per row), forward and backward timed apart; the memory-bound RMSNorm (op rmsnorm:
  * the block and per-head norms), the readouts' RMSNorm with their output gate (op normgate),
  * short conv (op conv: 512, 1024, 2048 channels) and the MLP's SwiGLU (op swiglu: its backward
- * with the product rebuilt) at the same token count; and (op gemm, only when named) the dense
+ * with the product rebuilt) at the same token count; (op swiglu_gemm, only when named) the
+ * MLP's gated products, the gate in the product; and (op gemm, only when named) the dense
  * products of a GLA-370M layer and its LM head, and (op inproj, only when named) a GLA-370M
  * layer's input projections as one matmul_group, and (op adamw, only when named) one AdamW
  * update of GLA-370M's parameters over the optimizer's runs. bench/fla_mixers.py times
@@ -168,6 +169,8 @@ typedef struct {
     void *xs[GEMM_SHAPES], *rstd[GEMM_SHAPES];
     AdamWRuns upd; /* adamw: the update, its buffers of `cols` columns of ntok rows each */
     RmsnormGateGrads ng[GEMM_SHAPES]; /* normgate: shape i's call, forward and backward */
+    MatmulGateMulArgs mg; /* swiglu_gemm: the up product with the gate */
+    GateMulMatmulDx md;   /* and the down projection's input gradient with the gate's backward */
     int cols;
 } Op;
 
@@ -581,6 +584,47 @@ static void setup_swiglu(Op *p) {
     output(p, "dgate", p->dg, n, 0);
 }
 
+/* ---- swiglu_gemm: the MLP's gated products of a GLA-370M layer at N = 16384 tokens,
+ * matmul_gate_mul_fwd (the up product with the gate: 16384 x 2816 x 1024) and
+ * gate_mul_matmul_dx (the down projection's input gradient with the gate's backward:
+ * 16384 x 1024 x 2816, writing the gradients of up and gate and the rebuilt product) ---- */
+
+enum { MODEL_WIDTH = 1024 };
+
+static void swiglu_gemm_f(const Op *p) { be->matmul_gate_mul_fwd(&p->mg); }
+static void swiglu_gemm_b(const Op *p) { be->gate_mul_matmul_dx(&p->md); }
+
+static void setup_swiglu_gemm(Op *p) {
+    const int N = (int)seqs.ntok, I = SWIGLU_WIDTH, d = MODEL_WIDTH;
+    const int64_t ni = (int64_t)N * I;
+    p->mg = (MatmulGateMulArgs){.x = act_normal((int64_t)N * d),
+                                .w = act_uniform((int64_t)I * d, -0.03, 0.03),
+                                .g = act_normal(ni),
+                                .y = act_out(ni),
+                                .out = act_out(ni),
+                                .M = N,
+                                .N = I,
+                                .K = d,
+                                .act = ACT_SILU};
+    p->md = (GateMulMatmulDx){.dout = act_normal((int64_t)N * d),
+                              .w = act_uniform((int64_t)d * I, -0.02, 0.02),
+                              .x = act_normal(ni),
+                              .g = p->mg.g,
+                              .dx = act_out(ni),
+                              .dg = act_out(ni),
+                              .p = act_out(ni),
+                              .dp = act_out(ni),
+                              .M = N,
+                              .N = d,
+                              .K = I,
+                              .act = ACT_SILU};
+    output(p, "up", p->mg.y, ni, 0);
+    output(p, "act", p->mg.out, ni, 0);
+    output(p, "dup", p->md.dx, ni, 0);
+    output(p, "dgate", p->md.dg, ni, 0);
+    output(p, "rebuilt", p->md.p, ni, 0);
+}
+
 /* ---- adamw: one AdamW update of GLA-370M's parameters (configs/gla-370m-selective-pg.ini's
  * model) over the runs the optimizer makes of its parameter table (train/optimizer.h), with a
  * clip factor: the trainer's update of a clipped step. The update changes its inputs (the
@@ -660,6 +704,8 @@ static const Mixer mixers[] = {
     {.name = "normgate", .setup = setup_normgate, .fwd = normgate_f, .bwd = normgate_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "conv", .setup = setup_conv, .fwd = conv_f, .bwd = conv_b, .H = 1, .K = 1024, .V = 1024},
     {.name = "swiglu", .setup = setup_swiglu, .fwd = swiglu_f, .bwd = swiglu_b, .H = 1, .K = 2816, .V = 2816},
+    {.name = "swiglu_gemm", .setup = setup_swiglu_gemm, .fwd = swiglu_gemm_f, .bwd = swiglu_gemm_b,
+     .H = 1, .K = 1024, .V = 2816, .named_only = 1},
     {.name = "gemm", .setup = setup_gemm, .fwd = gemm_f, .bwd = gemm_b, .H = 1, .K = 1024, .V = 1024,
      .named_only = 1},
     {.name = "inproj", .setup = setup_inproj, .fwd = inproj_f, .bwd = inproj_b, .H = 1, .K = 1024,
@@ -791,7 +837,7 @@ int main(int argc, char **argv) {
         if (!known) {
             fprintf(stderr, "gpu_mixers: --ops %s: '%.*s' is no op (ops: gla, gdn, fox, "
                             "selrope_gla, selrope_gdn, selrope_fox, rmsnorm, normgate, conv, "
-                            "swiglu, gemm, inproj, adamw)\n",
+                            "swiglu, swiglu_gemm, gemm, inproj, adamw)\n",
                     ops, (int)strcspn(o, ","), o);
             return 2;
         }

@@ -26,6 +26,7 @@
  * naming it; scripts/kernel_report.sh refuses a program that imports one this file lacks. */
 #define _GNU_SOURCE
 #include <cublasLt.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -246,6 +247,48 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t handle, dim3 grid, dim3 block, void 
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                              cudaStream_t stream) {
     return record_launch(kernel_of(func), grid, block, smem);
+}
+
+/* Launches with attributes (CUTLASS's, with a thread block cluster): the grid must be a whole
+ * number of clusters of at most 8 blocks. */
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *c, const void *func, void **args) {
+    const Kernel *k = kernel_of(func);
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        if (c->attrs[i].id != cudaLaunchAttributeClusterDimension) continue;
+        unsigned x = c->attrs[i].val.clusterDim.x, y = c->attrs[i].val.clusterDim.y,
+                 z = c->attrs[i].val.clusterDim.z;
+        if (!x || !y || !z || x * y * z > 8 || c->gridDim.x % x || c->gridDim.y % y ||
+            c->gridDim.z % z) {
+            printf("census refused %s grid=%u,%u,%u block=%u,%u,%u smem=%zu: cluster %ux%ux%u\n",
+                   k->name, c->gridDim.x, c->gridDim.y, c->gridDim.z, c->blockDim.x, c->blockDim.y,
+                   c->blockDim.z, c->dynamicSmemBytes, x, y, z);
+            return fail(cudaErrorInvalidClusterSize);
+        }
+    }
+    return record_launch(k, c->gridDim, c->blockDim, c->dynamicSmemBytes);
+}
+
+/* The driver's tensor map encoding (CUTLASS's TMA descriptors, asked for by name): a zeroed
+ * map, no checks. */
+static CUresult encode_tensor_map(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                  void *addr, const cuuint64_t *dims, const cuuint64_t *strides,
+                                  const cuuint32_t *box, const cuuint32_t *elem_strides,
+                                  CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                  CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+    memset(map, 0, sizeof *map);
+    return CUDA_SUCCESS;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *status) {
+    if (strcmp(symbol, "cuTensorMapEncodeTiled")) {
+        fprintf(stderr, "launch census: no stand-in for the driver's %s\n", symbol);
+        exit(3);
+    }
+    *fn = (void *)encode_tensor_map;
+    if (status) *status = cudaDriverEntryPointSuccess;
+    return cudaSuccess;
 }
 
 /* ---- the device ---- */

@@ -3,6 +3,9 @@
 # Idempotent: a second run only rebuilds what changed.
 #   scripts/setup.sh            # dependencies + Release build
 #   scripts/setup.sh --deps     # dependencies only
+#   scripts/setup.sh --cutlass  # only the CUTLASS headers for -DROTOR_CUTLASS=ON: NVIDIA's
+#                               # nvidia-cutlass wheel from PyPI into build/cutlass-venv
+#                               # (about 40 MB; scripts/gpu_check.sh's build uses it)
 #   scripts/setup.sh --interop  # the virtual environment of scripts/check_interop.sh only:
 #                               # scripts/interop-requirements.txt from PyPI into
 #                               # build/interop-venv (or $ROTOR_INTEROP_VENV), about 6 GB
@@ -33,6 +36,17 @@ packages=(
   clang-format                           # the formatting check (tests/format_check.sh)
 )
 
+cutlass_version=4.2.0.0
+if [ "${1:-}" = "--cutlass" ]; then
+  venv=build/cutlass-venv
+  if ! compgen -G "$venv/lib/python3*/site-packages/cutlass_library/source/include/cutlass/cutlass.h" >/dev/null; then
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    # the headers only: none of the wheel's Python dependencies
+    "$venv/bin/pip" install -q --no-deps "nvidia-cutlass==$cutlass_version"
+  fi
+  echo "setup: $venv holds nvidia-cutlass $("$venv/bin/pip" show nvidia-cutlass | sed -n 's/^Version: //p')"
+  exit 0
+fi
 if [ "${1:-}" = "--interop" ]; then
   venv=${ROTOR_INTEROP_VENV:-build/interop-venv}
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

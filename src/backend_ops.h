@@ -339,6 +339,31 @@ typedef struct {
     int accumulate;
 } MatmulGroupGrads;
 
+/* The SwiGLU MLP's products with its gate (docs/models.md §backbone SwiGLU), issued as one op
+ * each so that a backend may fuse the gate into the product's epilogue (docs/gpu.md "Kernel
+ * variants", swiglu_gemm). matmul_gate_mul_fwd: y = x w^T [M, N] as matmul_fwd (the up
+ * projection), then out = y * act(g) as gate_mul_fwd of the gate g [M, N]. */
+typedef struct {
+    const void *x, *w; /* [M, K], [N, K] */
+    const void *g;     /* [M, N] */
+    void *y, *out;     /* [M, N] */
+    int M, N, K;
+    Activation act;
+} MatmulGateMulArgs;
+
+/* gate_mul_matmul_dx: the input gradient of a product of a gated value, p = x * act(g) [M, K]
+ * then p w^T (the down projection): dp = dout w as matmul_bwd's dx (dout [M, N], w [N, K]),
+ * then gate_mul_bwd_rebuild of dp, which writes dx, dg and p rebuilt (for the product's weight
+ * gradient). dp [M, K] is scratch a backend may use; dx, dg and p overwrite. */
+typedef struct {
+    const void *dout, *w; /* [M, N], [N, K] */
+    const void *x, *g;    /* [M, K] */
+    void *dx, *dg, *p;    /* [M, K] */
+    void *dp;             /* [M, K] scratch */
+    int M, N, K;
+    Activation act;
+} GateMulMatmulDx;
+
 /* An optimizer update over runs of a flat parameter range (docs/models.md §training-recipe):
  * run r covers the elements [offset, offset + n) from the range's start, with its parameter
  * group's learning rate and weight decay. Runs do not overlap; elements of no run are left
@@ -409,6 +434,9 @@ typedef struct {
     /* MatmulGroup: several products of one input, and their backward. */                            \
     X(void, matmul_group_fwd, (const MatmulGroup *g), (g))                                           \
     X(void, matmul_group_bwd, (const MatmulGroupGrads *a), (a))                                      \
+    /* MatmulGateMulArgs, GateMulMatmulDx: the MLP's gated products. */                              \
+    X(void, matmul_gate_mul_fwd, (const MatmulGateMulArgs *a), (a))                                  \
+    X(void, gate_mul_matmul_dx, (const GateMulMatmulDx *a), (a))                                     \
     /* out[n,:] = E[tok[n],:]; tokens [i32] */                                                       \
     X(void, embedding_fwd, (void *out, const int32_t *tok, const void *E, int64_t n, int C),         \
       (out, tok, E, n, C))                                                                           \

@@ -632,6 +632,157 @@ static const OpDef GATE_MUL_REBUILD = {.size = sizeof(GateMul),
                                        .extra = gate_mul_rebuild_extra,
                                        .ops = "gate_mul_fwd gate_mul_bwd_rebuild"};
 
+/* The MLP's gated products (MatmulGateMulArgs, GateMulMatmulDx) at M x N x K = 37 x 24 x 16
+ * (widths of multiples of 8, as the CUDA fused kernels take them; a GPU-sized case gives N, V
+ * and K). matmul_gate_mul: out = y * act(g), y = x w^T, both outputs; its backward through
+ * the ops it stands for. */
+typedef struct {
+    Op o;
+    Tensor *x, *w, *g, *out, *y, *dy, *p, *dp;
+    int M, N, K;
+} GatedMatmul;
+
+static void gated_matmul_dims(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    m->M = (int)dim(o->v->dims.N, 37), m->N = (int)dim(o->v->dims.V, 24);
+    m->K = (int)dim(o->v->dims.K, 16);
+}
+
+static void matmul_gate_mul_build(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    gated_matmul_dims(o);
+    int64_t mn = (int64_t)m->M * m->N;
+    m->x = input(o, "x", (int64_t)m->M * m->K, NZ(0.05, 1.0), GRAD_SET);
+    m->w = input(o, "w", (int64_t)m->N * m->K, NZ(0.05, 1.0), GRAD_ADD);
+    m->g = input(o, "g", mn, NZ(0.05, 4.0), GRAD_SET);
+    m->out = output(o, "out", mn, ZERO);
+    m->y = output(o, "y", mn, ZERO);
+    m->dy = aux(o, "dy", mn, ZERO);
+}
+
+static double matmul_gate_mul_fwd(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    o->be->matmul_gate_mul_fwd(&(MatmulGateMulArgs){.x = BV(m->x),
+                                                    .w = BV(m->w),
+                                                    .g = BV(m->g),
+                                                    .y = BV(m->y),
+                                                    .out = BV(m->out),
+                                                    .M = m->M,
+                                                    .N = m->N,
+                                                    .K = m->K,
+                                                    .act = o->v->act});
+    return 0;
+}
+
+/* dL/dy = y's own probe + the gate's part */
+static void matmul_gate_mul_bwd(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    int64_t mn = (int64_t)m->M * m->N;
+    o->be->gate_mul_bwd(BV(m->dy), BD(m->g), BD(m->out), BV(m->y), BV(m->g), mn, o->v->act);
+    o->be->add(BV(m->dy), BV(m->dy), BD(m->y), mn);
+    o->be->matmul_bwd(BD(m->x), BD(m->w), NULL, BV(m->dy), BV(m->x), BV(m->w), m->M, m->N, m->K, 0);
+}
+
+static void matmul_gate_mul_ref(Op *o, real *ref) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    for (int i = 0; i < m->M; i++)
+        for (int j = 0; j < m->N; j++) {
+            double acc = 0;
+            for (int k = 0; k < m->K; k++)
+                acc += (double)m->x->v[i * m->K + k] * (double)m->w->v[j * m->K + k];
+            int64_t e = (int64_t)i * m->N + j;
+            ref[e] = (real)(acc * gate_act_ref(o->v->act, (double)m->g->v[e]));
+        }
+}
+
+/* y is matmul_fwd's and out gate_mul_fwd's of it, bit for bit */
+static void matmul_gate_mul_extra(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    int64_t mn = (int64_t)m->M * m->N;
+    real *y = tu_zeros(mn), *out = tu_zeros(mn);
+    cpu_matmul_fwd(y, m->x->v, m->w->v, NULL, m->M, m->N, m->K);
+    cpu_gate_mul_fwd(out, y, m->g->v, mn, o->v->act);
+    check_equal(label(o, "y against matmul_fwd"), m->y->v, y, mn);
+    check_equal(label(o, "out against gate_mul_fwd"), m->out->v, out, mn);
+    FREE_ALL(y, out);
+}
+
+static const OpDef MATMUL_GATE_MUL = {.size = sizeof(GatedMatmul),
+                                      .build = matmul_gate_mul_build,
+                                      .fwd = matmul_gate_mul_fwd,
+                                      .bwd = matmul_gate_mul_bwd,
+                                      .ref = matmul_gate_mul_ref,
+                                      .extra = matmul_gate_mul_extra,
+                                      .ops = "matmul_gate_mul_fwd gate_mul_bwd add matmul_bwd"};
+
+/* gate_mul_matmul: out = p w^T, p = x * act(g) [M, K]; the backward's dx and dg by
+ * gate_mul_matmul_dx, which rebuilds p for dw. */
+static void gate_mul_matmul_build(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    gated_matmul_dims(o);
+    int64_t mk = (int64_t)m->M * m->K;
+    m->x = input(o, "x", mk, NZ(0.05, 2.0), GRAD_SET);
+    m->g = input(o, "g", mk, NZ(0.05, 4.0), GRAD_SET);
+    m->w = input(o, "w", (int64_t)m->N * m->K, NZ(0.05, 1.0), GRAD_ADD);
+    m->out = output(o, "out", (int64_t)m->M * m->N, ZERO);
+    m->y = aux(o, "p", mk, ZERO);
+    m->p = aux(o, "rebuilt", mk, GARBAGE);
+    m->dp = aux(o, "dp", mk, GARBAGE);
+}
+
+static double gate_mul_matmul_fwd(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    o->be->gate_mul_fwd(BV(m->y), BV(m->x), BV(m->g), (int64_t)m->M * m->K, o->v->act);
+    o->be->matmul_fwd(BV(m->out), BV(m->y), BV(m->w), NULL, m->M, m->N, m->K);
+    return 0;
+}
+
+static void gate_mul_matmul_bwd(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    o->be->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = BD(m->out),
+                                                 .w = BV(m->w),
+                                                 .x = BV(m->x),
+                                                 .g = BV(m->g),
+                                                 .dx = BD(m->x),
+                                                 .dg = BD(m->g),
+                                                 .p = BV(m->p),
+                                                 .dp = BV(m->dp),
+                                                 .M = m->M,
+                                                 .N = m->N,
+                                                 .K = m->K,
+                                                 .act = o->v->act});
+    o->be->matmul_bwd(NULL, BD(m->w), NULL, BD(m->out), BV(m->p), NULL, m->M, m->N, m->K, 0);
+}
+
+static void gate_mul_matmul_ref(Op *o, real *ref) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    for (int i = 0; i < m->M; i++)
+        for (int j = 0; j < m->N; j++) {
+            double acc = 0;
+            for (int k = 0; k < m->K; k++) {
+                int64_t e = (int64_t)i * m->K + k;
+                acc += (double)m->x->v[e] * gate_act_ref(o->v->act, (double)m->g->v[e]) *
+                       (double)m->w->v[j * m->K + k];
+            }
+            ref[(int64_t)i * m->N + j] = (real)acc;
+        }
+}
+
+/* the rebuilt product is the forward's, bit for bit */
+static void gate_mul_matmul_extra(Op *o) {
+    GatedMatmul *m = (GatedMatmul *)o;
+    check_equal(label(o, "rebuilt p"), m->p->v, m->y->v, (int64_t)m->M * m->K);
+}
+
+static const OpDef GATE_MUL_MATMUL = {.size = sizeof(GatedMatmul),
+                                      .build = gate_mul_matmul_build,
+                                      .fwd = gate_mul_matmul_fwd,
+                                      .bwd = gate_mul_matmul_bwd,
+                                      .ref = gate_mul_matmul_ref,
+                                      .extra = gate_mul_matmul_extra,
+                                      .ops =
+                                          "gate_mul_fwd matmul_fwd gate_mul_matmul_dx matmul_bwd"};
+
 /* The readout's RMSNorm and output gate (rmsnorm_gate_fwd/bwd): r = rmsnorm(x; w) * act(gp)
  * over G groups of 16 channels a row (rows of 16-byte vectors for the CUDA fused kernels), the
  * weight shared or per group; on and don are the CPU's saved and scratch buffers. */
@@ -3008,6 +3159,10 @@ const OpCase CASES[] = {
     {"gate_mul_sigmoid", &GATE_MUL, 302, {.act = ACT_SIGMOID}},
     {"gate_mul_none", &GATE_MUL, 311, {.act = ACT_NONE}},
     {"gate_mul_rebuild_silu", &GATE_MUL_REBUILD, 313, {.act = ACT_SILU}},
+    {"matmul_gate_mul_silu", &MATMUL_GATE_MUL, 314, {.act = ACT_SILU}},
+    {"matmul_gate_mul_sigmoid", &MATMUL_GATE_MUL, 315, {.act = ACT_SIGMOID}},
+    {"gate_mul_matmul_silu", &GATE_MUL_MATMUL, 316, {.act = ACT_SILU}},
+    {"gate_mul_matmul_none", &GATE_MUL_MATMUL, 317, {.act = ACT_NONE}},
 
     {"rmsnorm_gate_silu", &RMSNORM_GATE, 321, {.groups = 3, .act = ACT_SILU}},
     {"rmsnorm_gate_sig_pg", &RMSNORM_GATE, 322, {.groups = 3, .per_group = 1, .act = ACT_SIGMOID}},
@@ -3121,6 +3276,15 @@ const OpCase GPU_CASES[] = {
      &GATE_MUL_REBUILD,
      1615,
      {.act = ACT_SILU, .dims = {.N = 1024 * 2816}}},
+    /* the MLP's gated products of a GLA-370M layer (d 1024, width 2816), 1024 tokens */
+    {"matmul_gate_mul_370m",
+     &MATMUL_GATE_MUL,
+     1622,
+     {.act = ACT_SILU, .dims = {.N = 1024, .V = 2816, .K = 1024}}},
+    {"gate_mul_matmul_370m",
+     &GATE_MUL_MATMUL,
+     1623,
+     {.act = ACT_SILU, .dims = {.N = 1024, .V = 1024, .K = 2816}}},
     {"cross_entropy_32k", &CROSS_ENTROPY, 1616, {.dims = {.N = 512, .V = 32000}}},
     {"cross_entropy_v1001",
      &CROSS_ENTROPY,

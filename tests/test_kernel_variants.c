@@ -54,8 +54,8 @@ static void test_bad_specs(void) {
     check_bad("gla_bwd", "'gla_bwd': expected op:variant");
     check_bad("gla_bwd:v2,mamba2:v2", "'mamba2': no op of that name has variants (ops: gla_bwd, "
                                       "gla_state, inproj, gemm_algo, adamw, normgate, "
-                                      "gate_rebuild, rmsnorm_bwd, conv, selrope, gdn_scan, "
-                                      "fox_fwd, fox_bwd)");
+                                      "gate_rebuild, swiglu_gemm, rmsnorm_bwd, conv, "
+                                      "selrope, gdn_scan, fox_fwd, fox_bwd)");
     check_bad(
         "fox_fwd:v2",
         "'fox_fwd:v2': fox_fwd has no such variant (variants: v1, m128n64, m128n128, m128w8)");

@@ -82,3 +82,14 @@ void cpu_matmul_group_bwd(const MatmulGroupGrads *a) {
         cpu_matmul_bwd(a->dx, a->dw[i], a->dbias[i], a->dy[i], g->x, g->p[i].w, g->M, g->p[i].N,
                        g->K, a->accumulate || i > 0);
 }
+
+/* The MLP's gated products: the ops they stand for, in turn. */
+void cpu_matmul_gate_mul_fwd(const MatmulGateMulArgs *a) {
+    cpu_matmul_fwd(a->y, a->x, a->w, NULL, a->M, a->N, a->K);
+    cpu_gate_mul_fwd(a->out, a->y, a->g, (int64_t)a->M * a->N, a->act);
+}
+
+void cpu_gate_mul_matmul_dx(const GateMulMatmulDx *a) {
+    cpu_matmul_bwd(a->dp, NULL, NULL, a->dout, NULL, a->w, a->M, a->N, a->K, 0);
+    cpu_gate_mul_bwd_rebuild(a->p, a->dx, a->dg, a->dp, a->x, a->g, (int64_t)a->M * a->K, a->act);
+}

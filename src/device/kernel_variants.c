@@ -80,6 +80,19 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                                   "* up, then gate_mul_bwd reads gate and up again",
                                   "one pass reading dact, gate and up once and writing the "
                                   "product with both gradients"}},
+    [KV_SWIGLU_GEMM] = {.name = "swiglu_gemm",
+                        .bench = "swiglu_gemm",
+                        .test = "test_gpu_gemm",
+                        .kernels = "gemm|nvjet|xmma|cutlass|map_kernel",
+                        .variants = {"pair", "cutlass"},
+                        .what = {"the verified kernels in turn: the up product by cuBLASLt, then "
+                                 "gate_mul_fwd; the down projection's input gradient, then "
+                                 "gate_mul_bwd_rebuild",
+                                 "one CUTLASS Hopper product each (TMA, wgmma, 128 x 128 tiles, "
+                                 "persistent) with the gate in its epilogue: up and the product "
+                                 "written from the accumulators; the gradients of up and gate "
+                                 "and the rebuilt product instead of the input gradient "
+                                 "(builds with -DROTOR_CUTLASS=ON)"}},
     [KV_RMSNORM_BWD] = {.name = "rmsnorm_bwd",
                         .bench = "rmsnorm",
                         .test = "test_gpu_basic",

@@ -27,6 +27,7 @@ typedef enum {
     KV_ADAMW,     /* AdamW over the optimizer's runs, adamw_runs (kernels/ops/loss_optim.cu) */
     KV_NORMGATE,  /* the readout's RMSNorm and output gate, rmsnorm_gate_fwd/bwd (norm.cu) */
     KV_GATE_REBUILD, /* the MLP's gate backward with its product rebuilt (elementwise.cu) */
+    KV_SWIGLU_GEMM,  /* the MLP's gated products, matmul_gate_mul_fwd / gate_mul_matmul_dx */
     KV_RMSNORM_BWD,  /* RMSNorm's backward, dx and the weight gradient (kernels/ops/norm.cu) */
     KV_CONV,         /* the short causal conv, forward and backward (kernels/ops/timemix.cu) */
     KV_SELROPE,  /* Selective RoPE's fused scans, forward and backward (kernels/ops/selrope.cu) */

@@ -83,6 +83,21 @@ OpCost op_cost_matmul_group_bwd(const CostUnits *u, const MatmulGroupGrads *a) {
     return cost_shaped(c, "%dx%dx%d (%d parts)", g->M, N, g->K, g->n);
 }
 
+/* The product and the gate's pass as one: y and out written, g read; the product's own
+ * bytes (x, w, y) as matmul_fwd's. */
+OpCost op_cost_matmul_gate_mul_fwd(const CostUnits *u, const MatmulGateMulArgs *a) {
+    OpCost c = op_cost_matmul_fwd(u, a->y, a->x, a->w, NULL, a->M, a->N, a->K);
+    return cost_shaped(cost_make(c.flops, c.bytes + 2 * u->act * (double)a->M * a->N), "%dx%dx%d",
+                       a->M, a->N, a->K);
+}
+
+/* dout and w read, x and g read, dx, dg and p written: dp need not reach memory. */
+OpCost op_cost_gate_mul_matmul_dx(const CostUnits *u, const GateMulMatmulDx *a) {
+    double m = a->M, n = a->N, k = a->K;
+    return cost_shaped(cost_make(2 * m * n * k, u->act * (m * n + n * k + 5 * m * k)), "%dx%dx%d",
+                       a->M, a->N, a->K);
+}
+
 OpCost op_cost_head_matmul_fwd(const CostUnits *u, void *out, const void *x, const void *w,
                                int64_t N, int H, int Din, int P) {
     double n = (double)N;

@@ -623,8 +623,15 @@ static Residual block_forward(Model *m, const Ctx *c, int l) {
     }
     add_norm_fwd(m, c, bl->hm, bl->xm, bl->rsm, m->h[l], m->ya, bl->mlp_norm, bl->mlp_norm_b);
     be->matmul_fwd(bl->gate, bl->xm, W(c, bl->w_gate), NULL, (int)N, I, d);
-    be->matmul_fwd(bl->up, bl->xm, W(c, bl->w_up), NULL, (int)N, I, d);
-    be->gate_mul_fwd(bl->act, bl->up, bl->gate, N * I, ACT_SILU);
+    be->matmul_gate_mul_fwd(&(MatmulGateMulArgs){.x = bl->xm,
+                                                 .w = W(c, bl->w_up),
+                                                 .g = bl->gate,
+                                                 .y = bl->up,
+                                                 .out = bl->act,
+                                                 .M = (int)N,
+                                                 .N = I,
+                                                 .K = d,
+                                                 .act = ACT_SILU});
     /* the MLP output goes to the scratch dx, then into the residual stream */
     be->matmul_fwd(m->dx, bl->act, W(c, bl->w_down), NULL, (int)N, d, I);
     drop(m, m->dx, m->dx, l, 1);
@@ -905,9 +912,18 @@ void model_backward(Model *m) {
             const void *dmlp = m->dh;
             if (m->drop_on) drop(m, m->ya, m->dh, l, 1), dmlp = m->ya;
             if (rebuild) { /* the product rebuilt in the gate's backward, then down's dw */
-                be->matmul_bwd(m->dact, NULL, NULL, dmlp, NULL, W(&c, bl->w_down), (int)N, d, I, 0);
-                be->gate_mul_bwd_rebuild(bl->act, m->dup, m->dgate, m->dact, bl->up, bl->gate,
-                                         N * I, ACT_SILU);
+                be->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = dmlp,
+                                                          .w = W(&c, bl->w_down),
+                                                          .x = bl->up,
+                                                          .g = bl->gate,
+                                                          .dx = m->dup,
+                                                          .dg = m->dgate,
+                                                          .p = bl->act,
+                                                          .dp = m->dact,
+                                                          .M = (int)N,
+                                                          .N = d,
+                                                          .K = I,
+                                                          .act = ACT_SILU});
                 be->matmul_bwd(NULL, G(&c, bl->w_down), NULL, dmlp, bl->act, NULL, (int)N, d, I, 0);
             } else {
                 be->matmul_bwd(m->dact, G(&c, bl->w_down), NULL, dmlp, bl->act, W(&c, bl->w_down),

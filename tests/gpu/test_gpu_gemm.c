@@ -1,7 +1,8 @@
 /* cuBLASLt products against the CPU: matmul_fwd (with and without the bias epilogue),
  * matmul_bwd (dx overwrite and accumulate, dw += in fp32, dbias +=), and the per-head
  * head_matmul_fwd/bwd, and matmul_group_fwd/bwd (a mixer's input projections, under whichever
- * inproj variant ROTOR_KERNEL_VARIANT selects) at tiny and model-like shapes.
+ * inproj variant ROTOR_KERNEL_VARIANT selects), and the MLP's gated products
+ * matmul_gate_mul_fwd and gate_mul_matmul_dx (swiglu_gemm) at tiny and model-like shapes.
  *
  * Tolerances (relative to the largest reference value): bf16 outputs 1e-2 (one bf16
  * rounding of an fp32-accumulated sum, up to 2^-8, with margin for the accumulation order); fp32
@@ -156,10 +157,79 @@ static void test_matmul_group(void) {
     }
 }
 
+/* The MLP's gated products (under whichever swiglu_gemm variant ROTOR_KERNEL_VARIANT selects):
+ * matmul_gate_mul_fwd's y and out, [M, N] from x [M, K]; gate_mul_matmul_dx's dx, dg and p,
+ * [M, K] from dout [M, N] and w [N, K]. bf16 outputs of two or three bf16 factors: 2e-2. */
+static void check_gated(int M, int N, int K) {
+    const int64_t mn = (int64_t)M * N, mk = (int64_t)M * K, nk = (int64_t)N * K;
+    float *x = gt_randn(mk, 1.0), *w = gt_randn(nk, 0.05), *g = gt_randn(mn, 1.5);
+    float *y_c = gt_zeros(mn), *out_c = gt_zeros(mn);
+    gt_cpu->matmul_gate_mul_fwd(&(MatmulGateMulArgs){
+        .x = x, .w = w, .g = g, .y = y_c, .out = out_c, .M = M, .N = N, .K = K, .act = ACT_SILU});
+    void *y_g = gt_garbage_act(mn), *out_g = gt_garbage_act(mn);
+    gt_gpu->matmul_gate_mul_fwd(&(MatmulGateMulArgs){.x = gt_act(x, mk),
+                                                     .w = gt_act(w, nk),
+                                                     .g = gt_act(g, mn),
+                                                     .y = y_g,
+                                                     .out = out_g,
+                                                     .M = M,
+                                                     .N = N,
+                                                     .K = K,
+                                                     .act = ACT_SILU});
+    gt_compare(gt_name("matmul_gate_mul_fwd y %dx%dx%d", M, N, K), gt_get_act(y_g, mn), y_c, mn,
+               1e-2);
+    gt_compare(gt_name("matmul_gate_mul_fwd out %dx%dx%d", M, N, K), gt_get_act(out_g, mn), out_c,
+               mn, 2e-2);
+
+    /* the backward's gated value p = u * swish(g2) is [M, K], its product p w^T [M, N] */
+    float *u = gt_randn(mk, 1.0), *g2 = gt_randn(mk, 1.5), *dout = gt_randn(mn, 1.0);
+    float *dx_c = gt_zeros(mk), *dg_c = gt_zeros(mk), *p_c = gt_zeros(mk), *dp_c = gt_zeros(mk);
+    gt_cpu->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = dout,
+                                                  .w = w,
+                                                  .x = u,
+                                                  .g = g2,
+                                                  .dx = dx_c,
+                                                  .dg = dg_c,
+                                                  .p = p_c,
+                                                  .dp = dp_c,
+                                                  .M = M,
+                                                  .N = N,
+                                                  .K = K,
+                                                  .act = ACT_SILU});
+    void *dx_g = gt_garbage_act(mk), *dg_g = gt_garbage_act(mk), *p_g = gt_garbage_act(mk);
+    gt_gpu->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = gt_act(dout, mn),
+                                                  .w = gt_act(w, nk),
+                                                  .x = gt_act(u, mk),
+                                                  .g = gt_act(g2, mk),
+                                                  .dx = dx_g,
+                                                  .dg = dg_g,
+                                                  .p = p_g,
+                                                  .dp = gt_garbage_act(mk),
+                                                  .M = M,
+                                                  .N = N,
+                                                  .K = K,
+                                                  .act = ACT_SILU});
+    gt_compare(gt_name("gate_mul_matmul_dx dx %dx%dx%d", M, N, K), gt_get_act(dx_g, mk), dx_c, mk,
+               2e-2);
+    gt_compare(gt_name("gate_mul_matmul_dx dg %dx%dx%d", M, N, K), gt_get_act(dg_g, mk), dg_c, mk,
+               2e-2);
+    gt_compare(gt_name("gate_mul_matmul_dx p %dx%dx%d", M, N, K), gt_get_act(p_g, mk), p_c, mk,
+               1e-2);
+    gt_reset();
+}
+
+static void test_gated(void) {
+    check_gated(37, 24, 16);
+    check_gated(300, 64, 136);                        /* a partial tile in N and K */
+    check_gated(gt_small() ? 256 : 1000, 2816, 1024); /* GLA-370M's up product */
+    check_gated(gt_small() ? 256 : 1000, 1024, 2816); /* and its down projection */
+}
+
 static const TestCase tests[] = {
     {"matmul", test_matmul},
     {"head_matmul", test_head_matmul},
     {"matmul_group", test_matmul_group},
+    {"gated", test_gated},
 };
 
 GT_MAIN(tests)
