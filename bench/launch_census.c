@@ -125,6 +125,9 @@ void **__cudaRegisterFatBinary(void *fat_cubin) {
 
 void __cudaRegisterFatBinaryEnd(void **handle) {}
 void __cudaUnregisterFatBinary(void **handle) {}
+/* __device__ variables (CUTLASS's): their host shadows stay as they are */
+void __cudaRegisterVar(void **handle, char *host_var, char *device_address, const char *device_name,
+                       int ext, size_t size, int constant, int global) {}
 
 void __cudaRegisterFunction(void **handle, const char *host_fun, char *device_fun,
                             const char *device_name, int thread_limit, uint3 *tid, uint3 *bid,
@@ -143,9 +146,13 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
     /* the report assumes the largest carveout (228 KiB per SM) anyway */
     if (attr == cudaFuncAttributePreferredSharedMemoryCarveout)
         return value >= -1 && value <= 100 ? cudaSuccess : fail(cudaErrorInvalidValue);
+    /* CUTLASS's cluster launches set it; the census allows clusters of up to 8 blocks anyway */
+    if (attr == cudaFuncAttributeNonPortableClusterSizeAllowed)
+        return value == 0 || value == 1 ? cudaSuccess : fail(cudaErrorInvalidValue);
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
-        unsupported("a cudaFuncSetAttribute other than cudaFuncAttributeMaxDynamicSharedMemorySize "
-                    "and cudaFuncAttributePreferredSharedMemoryCarveout");
+        unsupported("a cudaFuncSetAttribute other than cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                    "cudaFuncAttributePreferredSharedMemoryCarveout and "
+                    "cudaFuncAttributeNonPortableClusterSizeAllowed");
     if (value < 0 || (size_t)value + k->static_smem > SMEM_OPTIN)
         return fail(cudaErrorInvalidValue);
     k->max_dynamic_smem = (size_t)value;
@@ -336,6 +343,8 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int dev) {
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = SMEM_OPTIN; break;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = SMEM_PER_SM; break;
     case cudaDevAttrMemoryPoolsSupported: *v = 0; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     default: unsupported("this cudaDeviceGetAttribute attribute");
     }
     return cudaSuccess;

@@ -128,8 +128,8 @@ template <class LayoutB, class Tree> struct GatedGemm {
 };
 // forward: B = w [N, K] row-major, the K x N operand column-major (K-major)
 using FwdGemm = GatedGemm<ColumnMajor, FwdTree>::Gemm;
-// input gradient: B = w [N_out, K_in] row-major read as the K_in x N_out... of dout w, i.e.
-// the GEMM's K is the product's output width and its B is row-major (N-major)
+// input gradient dout w: B = w [N, K] row-major is the GEMM's K x N operand as it lies (its
+// K is the product's output width N): row-major, N-major
 using DxGemm = GatedGemm<RowMajor, DxTree>::Gemm;
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -180,54 +180,51 @@ const char *unsupported(Activation act, int N, int K, std::initializer_list<cons
     return nullptr;
 }
 
+// The arguments of the product D [M, N] = A [M, K] B (B as Gemm's layout takes it), packed
+// row-major, without the epilogue tree's own.
+template <class Gemm>
+typename Gemm::Arguments product_args(int M, int N, int K, const void *A, const void *B, void *D) {
+    using Kernel = typename Gemm::GemmKernel;
+    auto sA = cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, {M, K, 1});
+    auto sB = cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, {N, K, 1});
+    auto sD = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, {M, N, 1});
+    return {cutlass::gemm::GemmUniversalMode::kGemm,
+            {M, N, K, 1},
+            {(const Bf16 *)A, sA, (const Bf16 *)B, sB},
+            {{}, nullptr, sD, (Bf16 *)D, sD},
+            hw_info()};
+}
+
 } // namespace
 
 int cutlass_matmul_gate_mul_fwd(const MatmulGateMulArgs *a, const char **why) {
     if ((*why = unsupported(a->act, a->N, a->K, {a->x, a->w, a->g, a->y, a->out}))) return 0;
-    const int M = a->M, N = a->N, K = a->K;
-    using Gemm = FwdGemm;
-    auto sA = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideA{}, {M, K, 1});
-    auto sB = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideB{}, {N, K, 1});
-    auto sD = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideD{}, {M, N, 1});
-    StrideMN sMN = cutlass::make_cute_packed_stride(StrideMN{}, {M, N, 1});
-    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                  {M, N, K, 1},
-                                  {(const Bf16 *)a->x, sA, (const Bf16 *)a->w, sB},
-                                  {{}, nullptr, sD, (Bf16 *)a->out, sD},
-                                  hw_info()};
-    args.epilogue.thread = {{},                                 // 0 acc
-                            {},                                 // 1 round
-                            {(Bf16 *)a->y, sMN},                // 2 store y
-                            {(const Bf16 *)a->g, Bf16(0), sMN}, // 3 load g
-                            {}};                                // 4 out
-    launch<Gemm>(args, "matmul_gate_mul_fwd (swiglu_gemm:cutlass)");
+    auto args = product_args<FwdGemm>(a->M, a->N, a->K, a->x, a->w, a->out);
+    StrideMN s = cutlass::make_cute_packed_stride(StrideMN{}, {a->M, a->N, 1});
+    args.epilogue.thread = {{},                               // 0 acc
+                            {},                               // 1 round
+                            {(Bf16 *)a->y, s},                // 2 store y
+                            {(const Bf16 *)a->g, Bf16(0), s}, // 3 load g
+                            {}};                              // 4 out
+    launch<FwdGemm>(args, "matmul_gate_mul_fwd (swiglu_gemm:cutlass)");
     return 1;
 }
 
+// The GEMM [M, K] = dout [M, N] w [N, K]: its M, N, K are our M, K, N.
 int cutlass_gate_mul_matmul_dx(const GateMulMatmulDx *a, const char **why) {
-    // the GEMM: [M, K] = dout [M, N] w [N, K]: its M, N, K are our M, K, N
     if ((*why = unsupported(a->act, a->K, a->N, {a->dout, a->w, a->x, a->g, a->dx, a->dg, a->p})))
         return 0;
-    const int M = a->M, N = a->K, K = a->N;
-    using Gemm = DxGemm;
-    auto sA = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideA{}, {M, K, 1});
-    auto sB = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideB{}, {N, K, 1});
-    auto sD = cutlass::make_cute_packed_stride(typename Gemm::GemmKernel::StrideD{}, {M, N, 1});
-    StrideMN sMN = cutlass::make_cute_packed_stride(StrideMN{}, {M, N, 1});
-    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                  {M, N, K, 1},
-                                  {(const Bf16 *)a->dout, sA, (const Bf16 *)a->w, sB},
-                                  {{}, nullptr, sD, (Bf16 *)a->dx, sD},
-                                  hw_info()};
-    args.epilogue.thread = {{},                                 // 0 acc
-                            {},                                 // 1 round
-                            {(const Bf16 *)a->g, Bf16(0), sMN}, // 2 load g
-                            {(const Bf16 *)a->x, Bf16(0), sMN}, // 3 load x
-                            {},                                 // 4 dg
-                            {(Bf16 *)a->dg, sMN},               // 5 store dg
-                            {},                                 // 6 p
-                            {(Bf16 *)a->p, sMN},                // 7 store p
-                            {}};                                // 8 dx
-    launch<Gemm>(args, "gate_mul_matmul_dx (swiglu_gemm:cutlass)");
+    auto args = product_args<DxGemm>(a->M, a->K, a->N, a->dout, a->w, a->dx);
+    StrideMN s = cutlass::make_cute_packed_stride(StrideMN{}, {a->M, a->K, 1});
+    args.epilogue.thread = {{},                               // 0 acc
+                            {},                               // 1 round
+                            {(const Bf16 *)a->g, Bf16(0), s}, // 2 load g
+                            {(const Bf16 *)a->x, Bf16(0), s}, // 3 load x
+                            {},                               // 4 dg
+                            {(Bf16 *)a->dg, s},               // 5 store dg
+                            {},                               // 6 p
+                            {(Bf16 *)a->p, s},                // 7 store p
+                            {}};                              // 8 dx
+    launch<DxGemm>(args, "gate_mul_matmul_dx (swiglu_gemm:cutlass)");
     return 1;
 }

@@ -163,57 +163,50 @@ static void test_matmul_group(void) {
 static void check_gated(int M, int N, int K) {
     const int64_t mn = (int64_t)M * N, mk = (int64_t)M * K, nk = (int64_t)N * K;
     float *x = gt_randn(mk, 1.0), *w = gt_randn(nk, 0.05), *g = gt_randn(mn, 1.5);
-    float *y_c = gt_zeros(mn), *out_c = gt_zeros(mn);
-    gt_cpu->matmul_gate_mul_fwd(&(MatmulGateMulArgs){
-        .x = x, .w = w, .g = g, .y = y_c, .out = out_c, .M = M, .N = N, .K = K, .act = ACT_SILU});
-    void *y_g = gt_garbage_act(mn), *out_g = gt_garbage_act(mn);
-    gt_gpu->matmul_gate_mul_fwd(&(MatmulGateMulArgs){.x = gt_act(x, mk),
-                                                     .w = gt_act(w, nk),
-                                                     .g = gt_act(g, mn),
-                                                     .y = y_g,
-                                                     .out = out_g,
-                                                     .M = M,
-                                                     .N = N,
-                                                     .K = K,
-                                                     .act = ACT_SILU});
-    gt_compare(gt_name("matmul_gate_mul_fwd y %dx%dx%d", M, N, K), gt_get_act(y_g, mn), y_c, mn,
+    MatmulGateMulArgs c = {.x = x,
+                           .w = w,
+                           .g = g,
+                           .y = gt_zeros(mn),
+                           .out = gt_zeros(mn),
+                           .M = M,
+                           .N = N,
+                           .K = K,
+                           .act = ACT_SILU},
+                      d = c;
+    d.x = gt_act(x, mk), d.w = gt_act(w, nk), d.g = gt_act(g, mn);
+    d.y = gt_garbage_act(mn), d.out = gt_garbage_act(mn);
+    gt_cpu->matmul_gate_mul_fwd(&c);
+    gt_gpu->matmul_gate_mul_fwd(&d);
+    gt_compare(gt_name("matmul_gate_mul_fwd y %dx%dx%d", M, N, K), gt_get_act(d.y, mn), c.y, mn,
                1e-2);
-    gt_compare(gt_name("matmul_gate_mul_fwd out %dx%dx%d", M, N, K), gt_get_act(out_g, mn), out_c,
+    gt_compare(gt_name("matmul_gate_mul_fwd out %dx%dx%d", M, N, K), gt_get_act(d.out, mn), c.out,
                mn, 2e-2);
 
     /* the backward's gated value p = u * swish(g2) is [M, K], its product p w^T [M, N] */
     float *u = gt_randn(mk, 1.0), *g2 = gt_randn(mk, 1.5), *dout = gt_randn(mn, 1.0);
-    float *dx_c = gt_zeros(mk), *dg_c = gt_zeros(mk), *p_c = gt_zeros(mk), *dp_c = gt_zeros(mk);
-    gt_cpu->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = dout,
-                                                  .w = w,
-                                                  .x = u,
-                                                  .g = g2,
-                                                  .dx = dx_c,
-                                                  .dg = dg_c,
-                                                  .p = p_c,
-                                                  .dp = dp_c,
-                                                  .M = M,
-                                                  .N = N,
-                                                  .K = K,
-                                                  .act = ACT_SILU});
-    void *dx_g = gt_garbage_act(mk), *dg_g = gt_garbage_act(mk), *p_g = gt_garbage_act(mk);
-    gt_gpu->gate_mul_matmul_dx(&(GateMulMatmulDx){.dout = gt_act(dout, mn),
-                                                  .w = gt_act(w, nk),
-                                                  .x = gt_act(u, mk),
-                                                  .g = gt_act(g2, mk),
-                                                  .dx = dx_g,
-                                                  .dg = dg_g,
-                                                  .p = p_g,
-                                                  .dp = gt_garbage_act(mk),
-                                                  .M = M,
-                                                  .N = N,
-                                                  .K = K,
-                                                  .act = ACT_SILU});
-    gt_compare(gt_name("gate_mul_matmul_dx dx %dx%dx%d", M, N, K), gt_get_act(dx_g, mk), dx_c, mk,
+    GateMulMatmulDx bc = {.dout = dout,
+                          .w = w,
+                          .x = u,
+                          .g = g2,
+                          .dx = gt_zeros(mk),
+                          .dg = gt_zeros(mk),
+                          .p = gt_zeros(mk),
+                          .dp = gt_zeros(mk),
+                          .M = M,
+                          .N = N,
+                          .K = K,
+                          .act = ACT_SILU},
+                    bd = bc;
+    bd.dout = gt_act(dout, mn), bd.w = d.w, bd.x = gt_act(u, mk), bd.g = gt_act(g2, mk);
+    bd.dx = gt_garbage_act(mk), bd.dg = gt_garbage_act(mk), bd.p = gt_garbage_act(mk);
+    bd.dp = gt_garbage_act(mk);
+    gt_cpu->gate_mul_matmul_dx(&bc);
+    gt_gpu->gate_mul_matmul_dx(&bd);
+    gt_compare(gt_name("gate_mul_matmul_dx dx %dx%dx%d", M, N, K), gt_get_act(bd.dx, mk), bc.dx, mk,
                2e-2);
-    gt_compare(gt_name("gate_mul_matmul_dx dg %dx%dx%d", M, N, K), gt_get_act(dg_g, mk), dg_c, mk,
+    gt_compare(gt_name("gate_mul_matmul_dx dg %dx%dx%d", M, N, K), gt_get_act(bd.dg, mk), bc.dg, mk,
                2e-2);
-    gt_compare(gt_name("gate_mul_matmul_dx p %dx%dx%d", M, N, K), gt_get_act(p_g, mk), p_c, mk,
+    gt_compare(gt_name("gate_mul_matmul_dx p %dx%dx%d", M, N, K), gt_get_act(bd.p, mk), bc.p, mk,
                1e-2);
     gt_reset();
 }
