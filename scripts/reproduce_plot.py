@@ -119,7 +119,7 @@ def length_report(out, title):
         by[(m["model"] or res.get("mixer", ""), m["pe"])].append(curve(res))
     models = sorted({k[0] for k in by})
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False)
-    lines = [f"# {title}", "", f"{len(runs)} runs in {out}/runs; mean over seeds (min, max).", ""]
+    lines = [f"# {title}", "", f"{len(runs)} runs; mean over seeds (min, max).", ""]
     for ax, model in zip(axes[0], models):
         train_len = None
         table_at = None
