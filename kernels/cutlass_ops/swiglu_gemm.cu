@@ -69,68 +69,71 @@ template <class A> struct SwishGateGrad {
 
 // ---- the kernels ----
 
-using TileShape = Shape<_128, _128, _64>;
 using ClusterShape = Shape<_2, _1, _1>;
 using EpiSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
 using MainSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
-using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<
-    TileShape, cutlass::epilogue::collective::EpilogueTileAuto, void, Bf16, EpiSchedule>;
 using StrideMN = cutlass::detail::TagToStrideC_t<RowMajor>; // [M, N] row-major, as every aux
-
-template <class Element> struct AuxLoadOf {
-    using D = cutlass::epilogue::collective::detail::AuxLoadDescriptor<EpiDesc, RowMajor, Element>;
-    using type = fusion::Sm90AuxLoad<D::Stages, typename D::EpilogueTile, Element, StrideMN,
-                                     typename D::SmemLayoutAtom, typename D::CopyOpS2R>;
-};
-template <class Element> struct AuxStoreOf {
-    using D = cutlass::epilogue::collective::detail::AuxStoreDescriptor<EpiDesc, RowMajor, Element>;
-    using type = fusion::Sm90AuxStore<D::Stages, typename D::EpilogueTile, Element,
-                                      cutlass::FloatRoundStyle::round_to_nearest, StrideMN,
-                                      typename D::SmemLayoutAtom, typename D::CopyOpR2S>;
-};
-using Load = AuxLoadOf<Bf16>::type;
-using Store = AuxStoreOf<Bf16>::type;
 template <template <class> class Fn, class Out = float>
 using Compute = fusion::Sm90Compute<Fn, Out, float, cutlass::FloatRoundStyle::round_to_nearest>;
 
-// The forward's graph, nodes in topological order (the last one's value is D = out):
-//   0 acc   1 y = bf16(acc)   2 store y   3 load g   4 out = y swish(g)
-using FwdTree = fusion::Sm90TopologicalVisitor<
-    float, cute::tuple<cute::seq<>, cute::seq<0>, cute::seq<1>, cute::seq<>, cute::seq<3, 1>>,
-    fusion::Sm90AccFetch, Compute<RoundToBf16>, Store, Load, Compute<SwishGate, Bf16>>;
+// Both products at one tile shape (M x N x K of a block's step).
+template <class TileShape> struct Kernels {
+    using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<
+        TileShape, cutlass::epilogue::collective::EpilogueTileAuto, void, Bf16, EpiSchedule>;
+    using LoadDesc =
+        cutlass::epilogue::collective::detail::AuxLoadDescriptor<EpiDesc, RowMajor, Bf16>;
+    using StoreDesc =
+        cutlass::epilogue::collective::detail::AuxStoreDescriptor<EpiDesc, RowMajor, Bf16>;
+    using Load =
+        fusion::Sm90AuxLoad<LoadDesc::Stages, typename LoadDesc::EpilogueTile, Bf16, StrideMN,
+                            typename LoadDesc::SmemLayoutAtom, typename LoadDesc::CopyOpS2R>;
+    using Store =
+        fusion::Sm90AuxStore<StoreDesc::Stages, typename StoreDesc::EpilogueTile, Bf16,
+                             cutlass::FloatRoundStyle::round_to_nearest, StrideMN,
+                             typename StoreDesc::SmemLayoutAtom, typename StoreDesc::CopyOpR2S>;
 
-// The backward's (D = dx):
-//   0 acc   1 d = bf16(acc)   2 load g   3 load x   4 dg = d x swish'(g)   5 store dg
-//   6 p = x swish(g)   7 store p   8 dx = d swish(g)
-using DxTree = fusion::Sm90TopologicalVisitor<
-    float,
-    cute::tuple<cute::seq<>, cute::seq<0>, cute::seq<>, cute::seq<>, cute::seq<1, 3, 2>,
-                cute::seq<4>, cute::seq<2, 3>, cute::seq<6>, cute::seq<2, 1>>,
-    fusion::Sm90AccFetch, Compute<RoundToBf16>, Load, Load, Compute<SwishGateGrad>, Store,
-    Compute<SwishGate>, Store, Compute<SwishGate, Bf16>>;
+    // The forward's graph, nodes in topological order (the last one's value is D = out):
+    //   0 acc   1 y = bf16(acc)   2 store y   3 load g   4 out = y swish(g)
+    using FwdTree = fusion::Sm90TopologicalVisitor<
+        float, cute::tuple<cute::seq<>, cute::seq<0>, cute::seq<1>, cute::seq<>, cute::seq<3, 1>>,
+        fusion::Sm90AccFetch, Compute<RoundToBf16>, Store, Load, Compute<SwishGate, Bf16>>;
 
-// A GEMM of bf16 A [M, K] row-major and B of layout LayoutB, fp32 accumulators, D [M, N] bf16
-// row-major through the epilogue tree.
-template <class LayoutB, class Tree> struct GatedGemm {
-    using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-        cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, RowMajor, kAlign, Bf16,
-        RowMajor, kAlign, EpiSchedule, Tree>::CollectiveOp;
-    using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, RowMajor, kAlign, Bf16, LayoutB,
-        kAlign, float, TileShape, ClusterShape,
-        cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-            sizeof(typename Epilogue::SharedStorage))>,
-        MainSchedule>::CollectiveOp;
-    using Kernel =
-        cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
-    using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+    // The backward's (D = dx):
+    //   0 acc   1 d = bf16(acc)   2 load g   3 load x   4 dg = d x swish'(g)   5 store dg
+    //   6 p = x swish(g)   7 store p   8 dx = d swish(g)
+    using DxTree = fusion::Sm90TopologicalVisitor<
+        float,
+        cute::tuple<cute::seq<>, cute::seq<0>, cute::seq<>, cute::seq<>, cute::seq<1, 3, 2>,
+                    cute::seq<4>, cute::seq<2, 3>, cute::seq<6>, cute::seq<2, 1>>,
+        fusion::Sm90AccFetch, Compute<RoundToBf16>, Load, Load, Compute<SwishGateGrad>, Store,
+        Compute<SwishGate>, Store, Compute<SwishGate, Bf16>>;
+
+    // A GEMM of bf16 A [M, K] row-major and B of layout LayoutB, fp32 accumulators, D [M, N]
+    // bf16 row-major through the epilogue tree; the mainloop's stages fill what the
+    // epilogue leaves of the shared memory.
+    template <class LayoutB, class Tree> struct GatedGemm {
+        using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+            cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+            cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, RowMajor, kAlign,
+            Bf16, RowMajor, kAlign, EpiSchedule, Tree>::CollectiveOp;
+        using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+            cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, RowMajor, kAlign, Bf16,
+            LayoutB, kAlign, float, TileShape, ClusterShape,
+            cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+                sizeof(typename Epilogue::SharedStorage))>,
+            MainSchedule>::CollectiveOp;
+        using Kernel =
+            cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue>;
+        using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+    };
+    // forward: B = w [N, K] row-major, the K x N operand column-major (K-major)
+    using Fwd = typename GatedGemm<ColumnMajor, FwdTree>::Gemm;
+    // input gradient dout w: B = w [N, K] row-major is the GEMM's K x N operand as it lies
+    // (its K is the product's output width N): row-major, N-major
+    using Dx = typename GatedGemm<RowMajor, DxTree>::Gemm;
 };
-// forward: B = w [N, K] row-major, the K x N operand column-major (K-major)
-using FwdGemm = GatedGemm<ColumnMajor, FwdTree>::Gemm;
-// input gradient dout w: B = w [N, K] row-major is the GEMM's K x N operand as it lies (its
-// K is the product's output width N): row-major, N-major
-using DxGemm = GatedGemm<RowMajor, DxTree>::Gemm;
+using TileN128 = Kernels<Shape<_128, _128, _64>>;
+using TileN256 = Kernels<Shape<_128, _256, _64>>;
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -195,26 +198,20 @@ typename Gemm::Arguments product_args(int M, int N, int K, const void *A, const 
             hw_info()};
 }
 
-} // namespace
-
-int cutlass_matmul_gate_mul_fwd(const MatmulGateMulArgs *a, const char **why) {
-    if ((*why = unsupported(a->act, a->N, a->K, {a->x, a->w, a->g, a->y, a->out}))) return 0;
-    auto args = product_args<FwdGemm>(a->M, a->N, a->K, a->x, a->w, a->out);
+template <class K> void run_fwd(const MatmulGateMulArgs *a) {
+    auto args = product_args<typename K::Fwd>(a->M, a->N, a->K, a->x, a->w, a->out);
     StrideMN s = cutlass::make_cute_packed_stride(StrideMN{}, {a->M, a->N, 1});
     args.epilogue.thread = {{},                               // 0 acc
                             {},                               // 1 round
                             {(Bf16 *)a->y, s},                // 2 store y
                             {(const Bf16 *)a->g, Bf16(0), s}, // 3 load g
                             {}};                              // 4 out
-    launch<FwdGemm>(args, "matmul_gate_mul_fwd (swiglu_gemm:cutlass)");
-    return 1;
+    launch<typename K::Fwd>(args, "matmul_gate_mul_fwd (swiglu_gemm:cutlass)");
 }
 
 // The GEMM [M, K] = dout [M, N] w [N, K]: its M, N, K are our M, K, N.
-int cutlass_gate_mul_matmul_dx(const GateMulMatmulDx *a, const char **why) {
-    if ((*why = unsupported(a->act, a->K, a->N, {a->dout, a->w, a->x, a->g, a->dx, a->dg, a->p})))
-        return 0;
-    auto args = product_args<DxGemm>(a->M, a->K, a->N, a->dout, a->w, a->dx);
+template <class K> void run_dx(const GateMulMatmulDx *a) {
+    auto args = product_args<typename K::Dx>(a->M, a->K, a->N, a->dout, a->w, a->dx);
     StrideMN s = cutlass::make_cute_packed_stride(StrideMN{}, {a->M, a->K, 1});
     args.epilogue.thread = {{},                               // 0 acc
                             {},                               // 1 round
@@ -225,6 +222,20 @@ int cutlass_gate_mul_matmul_dx(const GateMulMatmulDx *a, const char **why) {
                             {},                               // 6 p
                             {(Bf16 *)a->p, s},                // 7 store p
                             {}};                              // 8 dx
-    launch<DxGemm>(args, "gate_mul_matmul_dx (swiglu_gemm:cutlass)");
+    launch<typename K::Dx>(args, "gate_mul_matmul_dx (swiglu_gemm:cutlass)");
+}
+
+} // namespace
+
+int cutlass_matmul_gate_mul_fwd(const MatmulGateMulArgs *a, SwigluTile tile, const char **why) {
+    if ((*why = unsupported(a->act, a->N, a->K, {a->x, a->w, a->g, a->y, a->out}))) return 0;
+    tile == SWIGLU_N256 ? run_fwd<TileN256>(a) : run_fwd<TileN128>(a);
+    return 1;
+}
+
+int cutlass_gate_mul_matmul_dx(const GateMulMatmulDx *a, SwigluTile tile, const char **why) {
+    if ((*why = unsupported(a->act, a->K, a->N, {a->dout, a->w, a->x, a->g, a->dx, a->dg, a->p})))
+        return 0;
+    tile == SWIGLU_N256 ? run_dx<TileN256>(a) : run_dx<TileN128>(a);
     return 1;
 }

@@ -84,7 +84,7 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                         .bench = "swiglu_gemm",
                         .test = "test_gpu_gemm",
                         .kernels = "gemm|nvjet|xmma|cutlass|map_kernel",
-                        .variants = {"pair", "cutlass"},
+                        .variants = {"pair", "cutlass", "cutlass_n256"},
                         .what = {"the verified kernels in turn: the up product by cuBLASLt, then "
                                  "gate_mul_fwd; the down projection's input gradient, then "
                                  "gate_mul_bwd_rebuild",
@@ -92,7 +92,9 @@ const KernelVariantInfo kernel_variant_ops[KV_COUNT] = {
                                  "persistent) with the gate in its epilogue: up and the product "
                                  "written from the accumulators; the gradients of up and gate "
                                  "and the rebuilt product instead of the input gradient "
-                                 "(builds with -DROTOR_CUTLASS=ON)"}},
+                                 "(builds with -DROTOR_CUTLASS=ON)",
+                                 "cutlass with 128 x 256 tiles (half the blocks' loads of the "
+                                 "activations per output; fewer mainloop stages)"}},
     [KV_RMSNORM_BWD] = {.name = "rmsnorm_bwd",
                         .bench = "rmsnorm",
                         .test = "test_gpu_basic",
