@@ -97,11 +97,24 @@ def sass_mix(path):
     return mix
 
 
+def cutlass_label(name):
+    """A CUTLASS 3 Hopper GEMM's kernel (c++filt leaves its names mangled) by what tells its
+    instances apart: the warpgroup MMA, the mainloop's stages, B's major mode."""
+    stages = re.search(r"MainloopSm90TmaGmmaWarpSpecializedILi(\d+)E", name)
+    mma = re.search(r"MMA_(\d+x\d+x\d+)_[A-Z0-9]+_SSI\w+?5MajorE0EL\w+?_([01])E", name)
+    if not (stages and mma):
+        return name
+    return (f"cutlass GemmUniversal<{mma.group(1)}, {stages.group(1)} stages, "
+            f"B {'MN' if mma.group(2) == '1' else 'K'}-major>")
+
+
 def demangle(names):
     text = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True,
                           check=True).stdout.split("\n")
 
     def short(name):
+        if name.startswith("_ZN7cutlass13device_kernel"):
+            return cutlass_label(name)
         name = re.sub(r"\(anonymous namespace\)::", "", name)
         name = re.sub(r"^void ", "", name)  # a template's return type
         return re.sub(r"\(.*\)$", "", name)  # the parameter list: the same for a kernel's instances
