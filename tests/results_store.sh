@@ -2,7 +2,8 @@
 # The committed results: `scripts/reproduce.sh EXPERIMENT --report-only` draws the published
 # table of every experiment with a results store (docs/figures/reproduction/EXPERIMENT-cpu.md
 # from results/reproduce/EXPERIMENT/cpu: the runs, or fig5-prefill's measured rounds), and
-# nnrnn-fig1's (analytic: no runs), again, byte for byte; and every results page
+# nnrnn-fig1's (analytic: no runs), and those of the stores at other settings (other_stores),
+# again, byte for byte; and every results page
 # (docs/results/*.md) is what scripts/results_page.py writes now.
 #   tests/results_store.sh build/rotor
 set -uo pipefail
@@ -22,6 +23,37 @@ for e in "${experiments[@]}"; do
     fi
 done
 echo "${#experiments[@]} experiments drawn again: ${experiments[*]}"
+
+# The stores of an experiment at other settings than its CPU scale's, each with the options
+# that drew it (scripts/experiments/EXPERIMENT.md says when and how they ran); every store
+# under results/reproduce is one of these or a cpu one.
+other_stores=(
+    "rotrnn-table1 cpu-2400steps --set train.steps=2400"
+    "rotrnn-table1 cpu-4800steps --seeds 3 --set train.steps=4800"
+)
+# Not drawn, with the reason: its published table also holds the authors'-code Zoology runs,
+# which the store keeps under settings the experiment's plan no longer makes (redrawn, the
+# table has only its gla-cpu rows) until those runs are made again (issue 64's note).
+not_drawn=" fig7-mqar/cpu-12000steps "
+listed=$not_drawn
+for entry in "${other_stores[@]}"; do
+    read -r e store opts <<<"$entry"
+    listed+="$e/$store "
+    table=$root/docs/figures/reproduction/$e-$store.md
+    # shellcheck disable=SC2086 # opts: several words
+    if ! "$root/scripts/reproduce.sh" "$e" $opts --report-only --rotor "$rotor" \
+        --results "$root/results/reproduce/$e/$store" --out "$out/$e-$store" > "$out/$e-$store.log" 2>&1; then
+        fail "$e $opts --report-only from results/reproduce/$e/$store: $(tail -2 "$out/$e-$store.log")"
+    elif ! diff "$table" "$out/$e-$store/table.md" > "$out/$e-$store.diff"; then
+        fail "$e: the table drawn from results/reproduce/$e/$store differs from $table:"; head -20 "$out/$e-$store.diff"
+    fi
+done
+for dir in "$root"/results/reproduce/*/*/; do
+    rel=${dir#"$root"/results/reproduce/}; rel=${rel%/}
+    [ "${rel##*/}" = cpu ] || [[ "$listed" == *" $rel "* ]] ||
+        fail "results/reproduce/$rel: a store tests/results_store.sh does not draw (add it to other_stores)"
+done
+echo "${#other_stores[@]} stores of other settings drawn again"
 
 python3 "$root/scripts/results_page.py" --to "$out/pages" --all || fail "scripts/results_page.py --all"
 diff -r "$root/docs/results" "$out/pages" > "$out/pages.diff" ||
