@@ -46,7 +46,8 @@
 #   paper-scale run on 8 GPUs of one node (docs/distributed.md; srun under SLURM).
 # --set SECTION.KEY=VALUE: added to every run (after the experiment's own keys), e.g. a
 #   quick check of the whole pipeline with --set train.steps=20.
-# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-SCALE.*, save
+# --publish: copy the figure and table to docs/figures/reproduction/EXPERIMENT-STORE.*
+#   (STORE: the results store's directory name, SCALE unless --results names another), save
 #   the finished runs in the results store and write the experiment's results page,
 #   docs/results/EXPERIMENT.md (scripts/results_page.py).
 # --train-only: train the runs and stop, drawing nothing (on a machine without matplotlib,
@@ -80,13 +81,15 @@ usage() {
     exit "${1:-0}"
 }
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
-# the figure and table into docs/figures/reproduction/EXPERIMENT-SCALE.*, the runs into the
-# store, and the experiment's page docs/results/EXPERIMENT.md drawn again from them
+# the figure and table into docs/figures/reproduction/EXPERIMENT-STORE.* (named after the
+# store, so that a store of other settings, e.g. cpu-12000steps, never overwrites the
+# scale's), the runs into the store, and the experiment's page docs/results/EXPERIMENT.md
+# drawn again from them
 publish() {
     local dest="$ROOT/docs/figures/reproduction" f
     mkdir -p "$dest"
     for f in figure.svg table.md; do
-        if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$SCALE.${f#*.}"; fi
+        if [[ -f $OUT/$f ]]; then cp "$OUT/$f" "$dest/$EXPERIMENT-$(basename "$RESULTS").${f#*.}"; fi
     done
     python3 "$ROOT/scripts/reproduce_runs.py" save "$OUT" "$RESULTS"
     python3 "$ROOT/scripts/results_page.py" "$EXPERIMENT"

@@ -5,7 +5,8 @@
 # fig8-s2 sweep (1 seed, 20 steps) writes its figure and table with one row per variant and
 # model; running it again trains nothing, and with a changed setting trains every run again; a
 # results store (--results) takes finished runs to another output directory and --only trains
-# a part of the plan, and saving again keeps a stored run of the same fingerprint; a tiny
+# a part of the plan, and saving again keeps a stored run of the same fingerprint; --publish
+# names the figure and table after the results store and writes the results page; a tiny
 # fig7-mqar sweep writes a table section per setting with its widths; a tiny table2-mad
 # sweep writes Table 2 and the runs behind its cells with their seeds' range; --report-only reads
 # only the runs of its plan, trains nothing and --train-only draws nothing; rotrnn-table2
@@ -139,6 +140,19 @@ sed -i '0,/"provenance.json":{/s//"provenance.json":{"kept":true,/' "$out/store/
 grep -q '"kept"' "$out/store/runs.json" || fail "the test could not mark a stored run"
 python3 "$root/scripts/reproduce_runs.py" save "$out/elsewhere" "$out/store" || fail "saving the sweep elsewhere again"
 grep -q '"kept"' "$out/store/runs.json" || fail "saving again overwrote a stored run of the same fingerprint"
+# --publish names the figure and table after the store (a store of other settings never
+# overwrites the scale's) and writes the results page; in a copy of the scripts and configs,
+# so that the repository's docs stay as they are
+mkdir -p "$out/repo" && cp -r "$root/scripts" "$root/configs" "$out/repo/"
+pub=$out/repo/docs/figures/reproduction
+"$out/repo/scripts/reproduce.sh" fig8-s2 "${sweep[@]}" --out "$out/elsewhere" --rotor "$rotor" --report-only --publish \
+    --results "$out/repo/results/reproduce/fig8-s2/cpu-20steps" > "$out/publish.log" 2>&1 ||
+    fail "--report-only --publish: $(tail -2 "$out/publish.log")"
+for f in fig8-s2-cpu-20steps.md fig8-s2-cpu-20steps.svg; do [ -s "$pub/$f" ] || fail "--publish wrote no $f"; done
+[ ! -e "$pub/fig8-s2-cpu.md" ] || fail "--publish with the store cpu-20steps wrote the cpu scale's table"
+[ "$(stored_runs "$out/repo/results/reproduce/fig8-s2/cpu-20steps")" = 6 ] || fail "--publish did not save the 6 runs"
+grep -q "fig8-s2-cpu-20steps.svg" "$out/repo/docs/results/fig8-s2.md" 2>/dev/null ||
+    fail "--publish's results page does not show the figure"
 repro fig8-s2 "${sweep[@]}" --out "$out/other" "${store[@]}" --set train.log_every=7 > "$out/other.log" 2>&1 || fail "the changed sweep with a store"
 ! grep -q "restored from" "$out/other.log" || fail "a run stored with other settings was taken from the store"
 if repro fig8-s2 "${tiny[@]}" --only 'a(' > "$out/badre.log" 2>&1; then fail "--only with a bad regular expression passed"; fi

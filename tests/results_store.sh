@@ -41,12 +41,9 @@ echo "$((${#experiments[@]} - ${#skipped[@]})) of ${#experiments[@]} experiments
 other_stores=(
     "rotrnn-table1 cpu-2400steps --set train.steps=2400"
     "rotrnn-table1 cpu-4800steps --seeds 3 --set train.steps=4800"
+    "fig7-mqar cpu-12000steps --set train.steps=12000"
 )
-# Not drawn, with the reason: its published table also holds the authors'-code Zoology runs,
-# which the store keeps under settings the experiment's plan no longer makes (redrawn, the
-# table has only its gla-cpu rows) until those runs are made again (issue 64's note).
-not_drawn=" fig7-mqar/cpu-12000steps "
-listed=$not_drawn
+listed=" "
 for entry in "${other_stores[@]}"; do
     read -r e store opts <<<"$entry"
     listed+="$e/$store "
