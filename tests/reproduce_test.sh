@@ -187,7 +187,7 @@ repro fig8-s2 "${tiny[@]}" --set train.log_every=7 --report-only > "$out/report.
     fail "--report-only: $(tail -2 "$out/report.log")"
 [ -s "$out/s2/table.md" ] && [ -s "$out/s2/figure.svg" ] || fail "--report-only drew no figure or table"
 ! grep -q "^== " "$out/report.log" || fail "--report-only trained"
-# (a run.* key, as a lent GPU's run.device=cuda, says where a run ran, not what it is: the
+# (a run.* key, as the run.device=cuda of a run on a GPU machine, says where a run ran, not what it is: the
 # report without it draws those runs)
 short=(--seeds 1 --out "$out/s2t" --set train.steps=5 --set train.val_every=0 --set task.test_examples=16)
 repro fig8-s2 "${short[@]}" --set run.bucket_mb=8 --train-only > "$out/train.log" 2>&1 ||
