@@ -2,11 +2,12 @@
 # Compares the machine code of every CUDA kernel before and after a refactor of kernels/,
 # for a change that should leave the arithmetic alone (no GPU needed).
 #
-#   scripts/compare_kernels.sh dump OUT [BUILD]   compile each kernels/ translation unit with
-#       the build's own command (BUILD's compile_commands.json, default build/; configured
-#       here), keeping the PTX of each virtual arch and the sm_90a SASS, and write them per
-#       function to OUT/{ptx_compute_90a,ptx_compute_80,sass_sm_90a}.json (`split OUT` redoes
-#       only this last step)
+#   scripts/compare_kernels.sh dump OUT [BUILD [FILE...]]   compile each kernels/ translation
+#       unit (or only the FILEs given, e.g. kernels/ops/gla.cu) with the build's own command
+#       (BUILD's compile_commands.json, default build/; configured here), keeping the PTX of
+#       each virtual arch and the sm_90a SASS, and write them per function to
+#       OUT/{ptx_compute_90a,ptx_compute_80,sass_sm_90a}.json (`split OUT` redoes only this
+#       last step)
 #   scripts/compare_kernels.sh diff BEFORE AFTER [RENAMES]  compare two dumps function by
 #       function: by mangled name, then a function gone and one new with the same code (a
 #       rename), then the pairs "before-name after-name" of the file RENAMES; print which are
@@ -35,6 +36,14 @@ dump)
     # shellcheck source=lib/kernel_tus.sh
     . "$root/scripts/lib/kernel_tus.sh"
     kernel_tus "$root" "$build" >"$work/tus"
+    if (($# > 3)); then # only the FILEs given
+        for f in "${@:4}"; do
+            f=$(realpath "$f")
+            awk -F'\t' -v f="$f" '$3 == f' "$work/tus"
+        done >"$work/only"
+        (($(wc -l <"$work/only") == $# - 3)) || { echo "not all of ${*:4} are kernels/ translation units of $build" >&2; exit 2; }
+        mv "$work/only" "$work/tus"
+    fi
     while IFS=$'\t' read -r dir command file; do
         name=$(basename "$file" .cu)
         keep="$work/$name"
