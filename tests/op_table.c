@@ -1368,7 +1368,8 @@ typedef struct {
 
 static void shift_build(Op *o) {
     Shift *m = (Shift *)o;
-    m->H = 2, m->D = 3;
+    /* its own shape's D = 3 is odd, which only the CPU takes */
+    m->H = (int)dim(o->v->dims.H, 2), m->D = (int)dim(o->v->dims.K, 3);
     int64_t nh = o->s->ntok * m->H;
     m->x = fd_samples(input(o, "x", nh * m->D, NZ(0.05, 1.5), GRAD_SET), 100000);
     m->al = fd_samples(input(o, "a_logit", nh, NZ(0.05, 3.0), GRAD_SET), 100000);
@@ -3266,6 +3267,27 @@ const OpCase GPU_CASES[] = {
      {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1, .dims = {LONG_SEGS, .H = 4, .K = 128}}},
     {"selrope_fox_edges", &SELROPE_FUSED, 1611, {.conv = 1, .dims = {EDGE_SEGS, .H = 16, .K = 64}}},
     {"conv_370m", &CONV, 1612, {.conv = 1, .act = ACT_SILU, .dims = {LONG_SEGS, .C = 1024}}},
+    /* the conv's taps, bias and first difference, and FoX's k/v shift, at even widths (the CUDA
+     * kernels take channel pairs: the finite-difference rows' odd widths are refused there) */
+    {"conv_k3_bias_edges",
+     &CONV,
+     1624,
+     {.conv = 1, .taps = 3, .bias = 1, .dims = {EDGE_SEGS, .C = 6}}},
+    {"conv_k2_silu_edges",
+     &CONV,
+     1625,
+     {.conv = 1, .taps = 2, .act = ACT_SILU, .dims = {EDGE_SEGS, .C = 6}}},
+    {"conv_k1_bias_edges",
+     &CONV,
+     1626,
+     {.conv = 1, .taps = 1, .bias = 1, .dims = {EDGE_SEGS, .C = 6}}},
+    {"conv_bias_silu_edges",
+     &CONV,
+     1627,
+     {.conv = 1, .bias = 1, .act = ACT_SILU, .dims = {EDGE_SEGS, .C = 6}}},
+    {"conv_diff_silu_edges", &CONV, 1628, {.act = ACT_SILU, .dims = {EDGE_SEGS, .C = 6}}},
+    {"shift_edges", &SHIFT, 1629, {.dims = {EDGE_SEGS, .H = 2, .K = 4}}},
+    {"shift_fox_370m", &SHIFT, 1630, {.dims = {LONG_SEGS, .H = 16, .K = 64}}},
     /* the row-wise and elementwise ops at a 370M layer's widths (a quarter of its rows) */
     {"rmsnorm_370m", &RMSNORM, 1613, {.groups = 1, .dims = {.N = 4096, .C = 1024}}},
     {"rmsnorm_gate_370m",

@@ -20,8 +20,13 @@
  * cases (GPU_CASES) run there only, against the CPU fp32 backend on the same inputs (in that
  * child: refs_from_cpu_run), their rows reading "cpu-f32 reference". A case whose op is
  * outside the Backend table (OpDef.cpu_only) is "cpu only" there; one whose shape the backend's
- * kernels do not take (Backend.supports) "unsupported". The last row checks that every op of
- * BACKEND_OPS is exercised by a case or a direct test, or exempted below with its reason. */
+ * kernels do not take (Backend.supports) "unsupported". The output buffers start with stale
+ * values (the fp64 run's at zero), so a kernel that adds to its output fails. The last rows
+ * check that every op of BACKEND_OPS is exercised by a case or a direct test, or exempted below
+ * with its reason, and, with a GPU, that every op a case calls was compared on CUDA.
+ * ROTOR_TEST_OPS_STANDIN=cpu runs the CPU backend where CUDA would (its rows read
+ * "cpu-standin"), so that the child's path (the GPU-sized cases against a CPU run, the results
+ * read back, the CUDA coverage) is tested without a GPU (ctest test_ops_backends_standin). */
 #include "device/host_copy.h"
 #include "harness.h"
 #include "op_refs.h"
@@ -131,6 +136,21 @@ static void compare(Result *r, const Op *o, const Tensor *t, const RefTensor *q,
     rt_free(got);
 }
 
+/* What an output buffer holds before the forward on a backend: finite values that are none of
+ * the results, so that a kernel that adds to its output or leaves part of it unwritten fails
+ * (the fp64 run starts outputs at zero). Valid until the next call. */
+static const double *stale(int64_t n) {
+    static double *buf;
+    static int64_t cap;
+    if (n > cap) {
+        rt_free(buf);
+        buf = rt_malloc(sizeof(double) * (size_t)n);
+        cap = n;
+    }
+    for (int64_t i = 0; i < n; i++) buf[i] = 37.0 + (double)(i % 13);
+    return buf;
+}
+
 static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc, double tol_bf16) {
     Result r = {.status = RES_OK};
     if (c->op->cpu_only && be != backend_cpu()) return (Result){.status = RES_CPU_ONLY};
@@ -155,7 +175,7 @@ static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc, doub
                    (long long)t->spec.n, (long long)q->n);
         if (q->has_v)
             upload(be, tensor_kind(t), t->bv = alloc(be, kind_bytes(be, tensor_kind(t), q->n)),
-                   q->v_in, q->n);
+                   t->role == T_OUT ? stale(q->n) : q->v_in, q->n);
         if (q->has_d)
             upload(be, tensor_dkind(t), t->bd = alloc(be, kind_bytes(be, tensor_dkind(t), q->n)),
                    q->d_in, q->n);
@@ -218,11 +238,19 @@ static Result run_on_gpu(const Backend *gpu, int i) {
     return r;
 }
 
+/* The backend the child runs: CUDA, or the CPU standing in for it (SECOND: its rows' label). */
+static const char *SECOND = "cuda";
+static int standin(void) {
+    const char *s = getenv("ROTOR_TEST_OPS_STANDIN");
+    if (s && *s && strcmp(s, "cpu")) rt_die("ROTOR_TEST_OPS_STANDIN=%s: only cpu stands in", s);
+    return s && *s;
+}
+
 /* Runs cases first.. on the CUDA backend, one line "index status ratio what" each on fd. */
 static void cuda_child(int first, int fd) {
     FILE *out = fdopen(fd, "w");
     char why[160] = "";
-    const Backend *gpu = backend_cuda(0, why, sizeof why);
+    const Backend *gpu = standin() ? backend_cpu() : backend_cuda(0, why, sizeof why);
     for (int i = first; i < NALL; i++) {
         Result r = gpu ? run_on_gpu(gpu, i) : (Result){.status = RES_SKIPPED};
         if (!gpu) snprintf(r.what, sizeof r.what, "no GPU (%s)", why);
@@ -297,14 +325,16 @@ static void run_row(const void *arg) {
     } else {
         printf("  cpu-f32 reference");
     }
-    print_result(" cuda", &cuda_results[i]);
+    char second[32];
+    snprintf(second, sizeof second, " %s", SECOND);
+    print_result(second, &cuda_results[i]);
     printf("\n");
     /* the ratio of each compared backend as err=/tol= (scripts/gpu_check.sh's worst column) */
     const Result *both[2] = {&cpu, &cuda_results[i]};
     for (int b = 0; b < 2; b++) {
         if (both[b]->status == RES_OK || both[b]->status == RES_FAIL)
-            printf("    %s err=%.3e tol=1\n", b ? "cuda" : "cpu-f32", both[b]->ratio);
-        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", c->name, b ? "cuda" : "cpu-f32",
+            printf("    %s err=%.3e tol=1\n", b ? SECOND : "cpu-f32", both[b]->ratio);
+        CHECK_MSG(both[b]->status != RES_FAIL, "%s on %s: FAIL %s", c->name, b ? SECOND : "cpu-f32",
                   both[b]->what);
     }
 }
@@ -379,6 +409,41 @@ static void test_coverage(void) {
     CHECK(uncovered == 0);
 }
 
+/* With a GPU: every op a case calls was compared on CUDA in at least one case (its status ok or
+ * FAIL), so that an op whose every row the kernels refuse (unsupported, died) or that runs
+ * only on the CPU is not counted as checked there. The ops only the direct tests call (on the
+ * CPU: tests/gpu checks them on CUDA) are listed. Without a GPU there is nothing to count. */
+static void test_cuda_coverage(void) {
+    if (cuda_results[0].status == RES_SKIPPED) {
+        printf("    not counted: %s\n", cuda_results[0].what);
+        return;
+    }
+    int unchecked = 0, direct_only = 0;
+    for (int j = 0; j < TH_COUNT(OP_NAMES); j++) {
+        int called = 0, compared = 0;
+        for (int i = 0; i < NALL; i++)
+            if (lists(case_at(i)->op->ops, OP_NAMES[j])) {
+                called = 1;
+                compared |= cuda_results[i].status == RES_OK || cuda_results[i].status == RES_FAIL;
+            }
+        int direct = 0;
+        for (int i = 0; i < NDIRECT && !direct; i++) direct = lists(DIRECT[i].ops, OP_NAMES[j]);
+        if (called && !compared) {
+            fprintf(stderr,
+                    "    %s: no case of it was compared on %s (each unsupported, died or cpu "
+                    "only)\n",
+                    OP_NAMES[j], SECOND);
+            unchecked++;
+        } else if (!called && direct) {
+            printf("    %s: direct tests only (CPU)\n", OP_NAMES[j]);
+            direct_only++;
+        }
+    }
+    printf("    %d ops, %d compared on %s by none of their cases, %d in direct tests only\n",
+           TH_COUNT(OP_NAMES), unchecked, SECOND, direct_only);
+    CHECK(unchecked == 0);
+}
+
 /* Every GPU-sized case builds on the CPU (its tensors drawn at their sizes): a GPU run does
  * not find a case that cannot start. */
 static void test_gpu_cases_build(void) {
@@ -401,18 +466,22 @@ int main(int argc, char **argv) {
         return 2;
     }
     read_refs(argv[1]);
+    if (standin()) SECOND = "cpu-standin";
     run_cuda();
     static const TestCase coverage = {"coverage", test_coverage},
+                          cuda_coverage = {"cuda_coverage", test_cuda_coverage},
                           gpu_build = {"gpu_cases_build", test_gpu_cases_build};
-    TestRow *rows = rt_malloc(sizeof(TestRow) * (size_t)(NALL + 2));
+    TestRow *rows = rt_malloc(sizeof(TestRow) * (size_t)(NALL + 3));
     for (int i = 0; i < NALL; i++)
         rows[i] = (TestRow){case_at(i)->name, run_row, (void *)(intptr_t)i};
     rows[NALL] = th_row(&coverage);
-    rows[NALL + 1] = th_row(&gpu_build);
-    int rc = th_run_rows(rows, NALL + 2, argc - 1, argv + 1);
+    rows[NALL + 1] = th_row(&cuda_coverage);
+    rows[NALL + 2] = th_row(&gpu_build);
+    int rc = th_run_rows(rows, NALL + 3, argc - 1, argv + 1);
     for (int i = 0; i < NALL; i++)
         if (cuda_results[i].status == RES_DIED)
-            printf("cuda died: %s (a kernel refused it, its message above)\n", case_at(i)->name);
+            printf("%s died: %s (a kernel refused it, its message above)\n", SECOND,
+                   case_at(i)->name);
     for (int i = 0; i < NCASES; i++) refs_free_case(&refs[i]);
     rt_free(refs);
     rt_free(rows);
