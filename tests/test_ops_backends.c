@@ -21,7 +21,8 @@
  * child: refs_from_cpu_run), their rows reading "cpu-f32 reference". A case whose op is
  * outside the Backend table (OpDef.cpu_only) is "cpu only" there; one whose shape the backend's
  * kernels do not take (Backend.supports) "unsupported". The output buffers start with stale
- * values (the fp64 run's at zero), so a kernel that adds to its output fails. The last rows
+ * values (the fp64 run's at zero), so a kernel that adds to its output fails; an op whose
+ * backward takes `accumulate` runs it again with the flag set (run_accumulate). The last rows
  * check that every op of BACKEND_OPS is exercised by a case or a direct test, or exempted below
  * with its reason, and, with a GPU, that every op a case calls was compared on CUDA.
  * ROTOR_TEST_OPS_STANDIN=cpu runs the CPU backend where CUDA would (its rows read
@@ -151,6 +152,38 @@ static const double *stale(int64_t n) {
     return buf;
 }
 
+/* An op whose backward takes `accumulate`: the backward again with it set, onto the gradients
+ * the first one left; what it adds to each buffer is compared with the reference gradient
+ * (GRAD_SET inputs: their activation gradient added; GRAD_ADD: the same from where they were),
+ * and absent inputs' buffers stay as they were. */
+static void run_accumulate(Result *r, Op *o, const RefCase *rc, double tol) {
+    double *first[MAX_TENSORS] = {0};
+    for (int i = 0; i < o->nt; i++)
+        if (o->t[i].bd) first[i] = download(o->be, tensor_dkind(&o->t[i]), o->t[i].bd, rc->t[i].n);
+    o->accumulate = 1;
+    o->c->op->bwd(o);
+    o->accumulate = 0;
+    o->be->synchronize();
+    for (int i = 0; i < o->nt; i++) {
+        const Tensor *t = &o->t[i];
+        if (!first[i]) continue;
+        int64_t n = rc->t[i].n;
+        double *got = download(o->be, tensor_dkind(t), t->bd, n);
+        char what[96];
+        snprintf(what, sizeof what, "d%s (accumulate=1)", t->spec.name);
+        if (has_grad(t) || t->role == T_ABSENT) {
+            for (int64_t k = 0; k < n; k++) got[k] -= first[i][k];
+            if (t->spec.dscale)
+                for (int64_t k = 0; k < n; k++) got[k] /= t->spec.dscale;
+            if (t->role == T_ABSENT) /* nothing added */
+                for (int64_t k = 0; k < n; k++) got[k] += rc->t[i].d_out[k];
+            worse(r, rel_err(got, rc->t[i].d_out, n), tol, what);
+        }
+        rt_free(got);
+        rt_free(first[i]);
+    }
+}
+
 static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc, double tol_bf16) {
     Result r = {.status = RES_OK};
     if (c->op->cpu_only && be != backend_cpu()) return (Result){.status = RES_CPU_ONLY};
@@ -191,6 +224,7 @@ static Result run_on(const Backend *be, const OpCase *c, const RefCase *rc, doub
         if (t->role == T_OUT) compare(&r, o, t, &rc->t[i], 0, tol);
         if (has_grad(t) || t->role == T_ABSENT) compare(&r, o, t, &rc->t[i], 1, tol);
     }
+    if (c->op->accumulate) run_accumulate(&r, o, rc, tol);
     if (!(r.ratio <= 1)) r.status = RES_FAIL;
     for (int i = 0; i < o->nt; i++) {
         if (o->t[i].bv) be->release(o->t[i].bv);
