@@ -3257,6 +3257,17 @@ const OpCase GPU_CASES[] = {
      1619,
      {.gate = 1, .strong = 1, .dims = {EDGE_SEGS, .H = 16, .K = 64}}},
     {"deltanet_370m", &GDN, 1606, {.dims = {LONG_SEGS, .H = 8, .K = 128, .V = 128}}},
+    /* heads below one 64-wide tile (zero-padded), of exactly one, and K = 96, not a multiple
+     * of 64 (GDN's backward takes it as two K tiles of 48; a K > 64 bug was found so) */
+    {"gla_tiny_edges", &GLA, 1631, {.dims = {EDGE_SEGS, .H = 2, .K = 16, .V = 32}}},
+    {"gla_ssd_tiny_edges",
+     &GLA,
+     1632,
+     {.per_head = 1, .dims = {EDGE_SEGS, .H = 4, .K = 16, .V = 32}}},
+    {"gla_k64_edges", &GLA, 1633, {.dims = {EDGE_SEGS, .H = 1, .K = 64, .V = 64}}},
+    {"gdn_tiny_edges", &GDN, 1634, {.gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 16, .V = 16}}},
+    {"gdn_k64_edges", &GDN, 1635, {.gate = 1, .dims = {EDGE_SEGS, .H = 1, .K = 64, .V = 32}}},
+    {"gdn_k96_edges", &GDN, 1636, {.gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 96, .V = 32}}},
     {"fox_370m", &FOX, 1607, {.gate = 1, .dims = {LONG_SEGS, .H = 16, .K = 64}}},
     {"fox_d128_edges", &FOX, 1608, {.gate = 1, .dims = {EDGE_SEGS, .H = 1, .K = 128}}},
     {"transformer_370m", &FOX, 1609, {.dims = {LONG_SEGS, .H = 16, .K = 64}}},
