@@ -381,8 +381,9 @@ static const char *const EXEMPT[] = {
     /* no backward of their own: tests/gpu/test_gpu_basic against the CPU, and on the CPU through
      * the model (test_model_grad: the residual stream's norms, the classifier's pooled rows) */
     "scatter_rows", "add_rmsnorm_fwd",
-    /* decoding: test_decode_f32/f64 (every family's steps against the forward),
-     * tests/gpu/test_gpu_decode, test_gpu_diagrnn and test_gpu_rnncells */
+    /* decoding: test_decode_f32/f64 (every family's steps against the forward) and
+     * tests/gpu/test_gpu_decode; cscan_step also test_gpu_diagrnn, and rnn_step and lstm_step
+     * test_gpu_rnncells alone (the decoded models have no RNN) */
     "segment_tail", "segment_cumsum", "cache_write", "conv_step", "shift_step", "selrope_step",
     "gla_step", "gdn_step", "cscan_step", "attn_step", "rnn_step",
     "lstm_step", /* also the RNN and LSTM cases' extra check (check_steps) on the CPU */
