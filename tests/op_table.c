@@ -3277,6 +3277,25 @@ const OpCase GPU_CASES[] = {
      1610,
      {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1, .dims = {LONG_SEGS, .H = 4, .K = 128}}},
     {"selrope_fox_edges", &SELROPE_FUSED, 1611, {.conv = 1, .dims = {EDGE_SEGS, .H = 16, .K = 64}}},
+    /* the fused op's every form at the few angle pairs the kernels take (P an even divisor of
+     * 64: the finite-difference rows' P = 3 is refused there); P = 2 puts a head in one lane */
+    {"selrope_p4_conv_silu_edges",
+     &SELROPE_FUSED,
+     1637,
+     {.conv = 1, .act = ACT_SILU, .bias = 1, .gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 8}}},
+    {"selrope_p4_conv_none_edges",
+     &SELROPE_FUSED,
+     1638,
+     {.conv = 1, .gate = 1, .dims = {EDGE_SEGS, .H = 2, .K = 8}}},
+    {"selrope_p4_diff_edges",
+     &SELROPE_FUSED,
+     1639,
+     {.bias = 1, .dims = {EDGE_SEGS, .H = 2, .K = 8}}},
+    {"selrope_p2_diff_plain_edges", &SELROPE_FUSED, 1640, {.dims = {EDGE_SEGS, .H = 3, .K = 4}}},
+    {"selrope_p8_conv_silu_edges",
+     &SELROPE_FUSED,
+     1641,
+     {.conv = 1, .act = ACT_SILU, .dims = {EDGE_SEGS, .H = 2, .K = 16}}},
     {"conv_370m", &CONV, 1612, {.conv = 1, .act = ACT_SILU, .dims = {LONG_SEGS, .C = 1024}}},
     /* the conv's taps, bias and first difference, and FoX's k/v shift, at even widths (the CUDA
      * kernels take channel pairs: the finite-difference rows' odd widths are refused there) */
