@@ -197,7 +197,9 @@ typedef struct {
 
 static void matmul_build(Op *o) {
     Matmul *m = (Matmul *)o;
-    m->M = 37, m->N = 23, m->K = 19;
+    /* GPU-sized: dims.N rows, dims.V outputs, dims.K inputs */
+    m->M = (int)dim(o->v->dims.N, 37), m->N = (int)dim(o->v->dims.V, 23),
+    m->K = (int)dim(o->v->dims.K, 19);
     m->x = input(o, "x", (int64_t)m->M * m->K, NZ(0.05, 1.0), GRAD_SET);
     m->w = input(o, "w", (int64_t)m->N * m->K, NZ(0.05, 1.0), GRAD_ADD);
     if (o->v->bias) m->bias = input(o, "bias", m->N, NZ(0.05, 1.0), GRAD_ADD);
@@ -464,7 +466,7 @@ typedef struct {
 
 static void layernorm_build(Op *o) {
     LayerNorm *m = (LayerNorm *)o;
-    m->N = 13, m->C = 10;
+    m->N = dim(o->v->dims.N, 13), m->C = (int)dim(o->v->dims.C, 10);
     m->x = input(o, "x", m->N * m->C, NZ(0.05, 1.5), GRAD_SET);
     m->w = input(o, "w", m->C, NZ(0.3, 1.5), GRAD_ADD);
     m->b = input(o, "b", m->C, NZ(0.05, 1.0), GRAD_ADD);
@@ -519,7 +521,8 @@ typedef struct {
 
 static void l2norm_build(Op *o) {
     L2Norm *m = (L2Norm *)o;
-    m->N = 13, m->G = 3, m->D = 8;
+    m->N = dim(o->v->dims.N, 13), m->G = (int)dim(o->v->dims.H, 3),
+    m->D = (int)dim(o->v->dims.K, 8);
     int64_t n = m->N * m->G * m->D;
     m->x = input(o, "x", n, NZ(0.05, 1.5), GRAD_SET);
     m->y = output(o, "y", n, ZERO);
@@ -3320,6 +3323,14 @@ const OpCase GPU_CASES[] = {
     {"shift_fox_370m", &SHIFT, 1630, {.dims = {LONG_SEGS, .H = 16, .K = 64}}},
     /* the row-wise and elementwise ops at a 370M layer's widths (a quarter of its rows) */
     {"rmsnorm_370m", &RMSNORM, 1613, {.groups = 1, .dims = {.N = 4096, .C = 1024}}},
+    {"layernorm_1024", &LAYERNORM, 1642, {.dims = {.N = 4096, .C = 1024}}},
+    {"layernorm_c100", &LAYERNORM, 1643, {.dims = {.N = 300, .C = 100}}}, /* C % 8: scalar */
+    {"l2norm_gdn_370m", &L2NORM, 1644, {.dims = {.N = 4096, .H = 8, .K = 128}}},
+    {"l2norm_d100", &L2NORM, 1645, {.dims = {.N = 100, .H = 2, .K = 100}}},
+    /* the products: the LM head (a tenth of its rows), partial tiles, a narrow projection */
+    {"matmul_lm_head", &MATMUL, 1646, {.dims = {.N = 256, .V = 32000, .K = 1024}}},
+    {"matmul_partial_tiles", &MATMUL, 1647, {.bias = 1, .dims = {.N = 513, .V = 1000, .K = 1032}}},
+    {"matmul_narrow_bias", &MATMUL, 1648, {.bias = 1, .dims = {.N = 1000, .V = 16, .K = 1024}}},
     {"rmsnorm_gate_370m",
      &RMSNORM_GATE,
      1614,
