@@ -1145,31 +1145,48 @@ static const OpDef DROPOUT = {.size = sizeof(Dropout),
 
 /* segment_reverse (docs/models.md §block-dropout-bidirectional): every segment turned around, its
  * accumulating form, and being its own adjoint: wo . rev(x) = rev(wo) . x. */
-static void test_segment_reverse(void) {
-    Rng r;
-    rng_init(&r, 313, 0);
-    int lens[4] = {1, 5, 64, 3}, C = 3;
-    TestSeqs ts = tu_seqs(lens, 4);
-    const Seqs *sq = &ts.s;
-    int64_t n = sq->ntok * C;
-    real *x = tu_randn(&r, n, 1), *y = tu_randn(&r, n, 1), *y0 = tu_copy(y, n),
-         *wo = tu_randn(&r, n, 1), *rw = tu_zeros(n);
-    cpu_segment_reverse(y, x, sq, C, 1);
-    double worst = 0;
-    for (int s = 0; s < sq->nseg; s++)
-        for (int64_t t = sq->cu[s]; t < sq->cu[s + 1]; t++)
-            for (int c = 0; c < C; c++) {
-                int64_t src = sq->cu[s] + sq->cu[s + 1] - 1 - t;
-                worst = fmax(worst, fabs((double)y[t * C + c] - y0[t * C + c] - x[src * C + c]));
-            }
-    cpu_segment_reverse(y, x, sq, C, 0);
-    cpu_segment_reverse(rw, wo, sq, C, 0);
-    double adj = fabs(tu_dot(wo, y, n) - tu_dot(rw, x, n));
-    printf("    %-40s abs err %.2e, adjoint %.2e\n", "segment_reverse", worst, adj);
-    CHECK(worst < 1e-12 && adj < 1e-10);
-    FREE_ALL(x, y, y0, wo, rw);
-    tu_seqs_free(&ts);
+/* y = every segment of x in reverse time order; its own adjoint, so its backward is itself
+ * (with accumulate). */
+typedef struct {
+    Op o;
+    Tensor *x, *y;
+    int C;
+} SegReverse;
+
+static void segrev_build(Op *o) {
+    SegReverse *m = (SegReverse *)o;
+    m->C = (int)dim(o->v->dims.C, 3);
+    m->x = input(o, "x", o->s->ntok * m->C, NZ(0.05, 1.0), GRAD_SET);
+    m->y = output(o, "y", o->s->ntok * m->C, ZERO);
 }
+
+static double segrev_fwd(Op *o) {
+    SegReverse *m = (SegReverse *)o;
+    o->be->segment_reverse(BV(m->y), BV(m->x), o->s, m->C, 0);
+    return 0;
+}
+
+static void segrev_bwd(Op *o) {
+    SegReverse *m = (SegReverse *)o;
+    o->be->segment_reverse(BD(m->x), BD(m->y), o->s, m->C, o->accumulate);
+}
+
+static void segrev_ref(Op *o, real *ref) {
+    SegReverse *m = (SegReverse *)o;
+    const Seqs *s = o->s;
+    for (int seg = 0; seg < s->nseg; seg++)
+        for (int64_t t = s->cu[seg]; t < s->cu[seg + 1]; t++)
+            for (int c = 0; c < m->C; c++)
+                ref[t * m->C + c] = m->x->v[(s->cu[seg] + s->cu[seg + 1] - 1 - t) * m->C + c];
+}
+
+static const OpDef SEGMENT_REVERSE = {.size = sizeof(SegReverse),
+                                      .build = segrev_build,
+                                      .fwd = segrev_fwd,
+                                      .bwd = segrev_bwd,
+                                      .ref = segrev_ref,
+                                      .accumulate = 1,
+                                      .ops = "segment_reverse"};
 
 /* The pair classifier's features [u, v, u v, u - v] (docs/models.md §classification): values and
  * dx. */
@@ -1520,21 +1537,43 @@ static void test_revcumsum(void) {
 
 /* ---------------------------------------------------------- positions ---- */
 
-static void test_rope_angles(void) {
-    TestSeqs ts = tu_seqs(LENS, NSEG);
-    const Seqs *s = &ts.s;
-    int D = 16, P = D / 2;
-    double theta = 500000.0;
-    int64_t n = s->ntok * P;
-    real *a = tu_zeros(n), *ref = tu_zeros(n);
-    for (int64_t t = 0; t < s->ntok; t++)
-        for (int j = 0; j < P; j++)
-            ref[t * P + j] = (real)((double)s->pos[t] * pow(theta, -2.0 * j / D));
-    cpu_rope_angles(a, s, D, theta);
-    check_equal("rope_angles value", a, ref, n);
-    FREE_ALL(a, ref);
-    tu_seqs_free(&ts);
+/* RoPE's angles pos * theta^(-2j/D) [f32]: no input, so nothing to differentiate. */
+typedef struct {
+    Op o;
+    Tensor *angle;
+    int D;
+} RopeAngles;
+
+#define ROPE_THETA 500000.0
+
+static void rope_angles_build(Op *o) {
+    RopeAngles *m = (RopeAngles *)o;
+    m->D = (int)dim(o->v->dims.K, 16);
+    m->angle = f32(output(o, "angle", o->s->ntok * (m->D / 2), ZERO));
 }
+
+static double rope_angles_fwd(Op *o) {
+    RopeAngles *m = (RopeAngles *)o;
+    o->be->rope_angles(BV(m->angle), o->s, m->D, ROPE_THETA);
+    return 0;
+}
+
+static void rope_angles_bwd(Op *o) { (void)o; }
+
+static void rope_angles_ref(Op *o, real *ref) {
+    RopeAngles *m = (RopeAngles *)o;
+    int P = m->D / 2;
+    for (int64_t t = 0; t < o->s->ntok; t++)
+        for (int j = 0; j < P; j++)
+            ref[t * P + j] = (real)((double)o->s->pos[t] * pow(ROPE_THETA, -2.0 * j / m->D));
+}
+
+static const OpDef ROPE_ANGLES = {.size = sizeof(RopeAngles),
+                                  .build = rope_angles_build,
+                                  .fwd = rope_angles_fwd,
+                                  .bwd = rope_angles_bwd,
+                                  .ref = rope_angles_ref,
+                                  .ops = "rope_angles"};
 
 /* Rotation of the pairs (j, j+P) of a head of 2P channels by angle a (in place in out). */
 static void rotate_pair(real *out, const real *x, int P, int j, double a) {
@@ -3267,6 +3306,8 @@ const OpCase CASES[] = {
     {"conv_k2_silu", &CONV, 408, {.conv = 1, .taps = 2, .act = ACT_SILU}},
     {"conv_k1_bias_none", &CONV, 409, {.conv = 1, .taps = 1, .bias = 1}},
     {"shift", &SHIFT, 405, {0}},
+    {"segment_reverse", &SEGMENT_REVERSE, 406, {0}},
+    {"rope_angles", &ROPE_ANGLES, 407, {0}},
     {"rotate_shared", &ROTATE, 501, {0}},
     {"rotate_per_head", &ROTATE, 502, {.per_head = 1}},
     {"selrope_plain", &SELROPE_ANGLES, 503, {0}},
@@ -3421,6 +3462,8 @@ const OpCase GPU_CASES[] = {
      1623,
      {.act = ACT_SILU, .dims = {.N = 1024, .V = 1024, .K = 2816}}},
     {"add_370m", &ADD, 1649, {.dims = {.N = 300 * 2816 + 3}}},
+    {"segment_reverse_long", &SEGMENT_REVERSE, 1651, {.dims = {LONG_SEGS, .C = 1024}}},
+    {"rope_angles_d128_long", &ROPE_ANGLES, 1652, {.dims = {LONG_SEGS, .K = 128}}},
     {"sumsq_scale_4m", &SUMSQ_SCALE, 1650, {.dims = {.N = (1 << 22) + 1}}},
     {"cross_entropy_32k", &CROSS_ENTROPY, 1616, {.dims = {.N = 512, .V = 32000}}},
     {"cross_entropy_v1001",
@@ -3434,9 +3477,7 @@ const int NGPU_CASES = TH_COUNT(GPU_CASES);
 /* Checked against direct computations, outside the table. */
 const DirectTest DIRECT[] = {
     {{"add_in_place", test_add_in_place}, "add"},
-    {{"segment_reverse", test_segment_reverse}, "segment_reverse"},
     {{"revcumsum", test_revcumsum}, ""}, /* cpu_revcumsum, outside the Backend table */
-    {{"rope_angles", test_rope_angles}, "rope_angles"},
     {{"carry_split", test_carry_split}, "rnn_fwd lstm_fwd"},
     {{"adamw", test_adamw}, "adamw"},
     {{"adamw_runs", test_adamw_runs}, "adamw_runs"},
