@@ -3,7 +3,7 @@
 # table of every experiment with a results store (docs/figures/reproduction/EXPERIMENT-cpu.md
 # from results/reproduce/EXPERIMENT/cpu: the runs, or fig5-prefill's measured rounds), and
 # nnrnn-fig1's (analytic: no runs), and those of the stores at other settings (other_stores),
-# again, byte for byte; and every results page
+# again, byte for byte; every published table has a store; and every results page
 # (docs/results/*.md) is what scripts/results_page.py writes now. Where ../shared/data is
 # absent, an experiment whose plan reads it (ROTOR_SHARED_DATA) and cannot be drawn without
 # it is skipped, and the test then reports skipped (exit 77) unless something else failed.
@@ -63,6 +63,13 @@ for dir in "$root"/results/reproduce/*/*/; do
         fail "results/reproduce/$rel: a store tests/results_store.sh does not draw (add it to other_stores)"
 done
 echo "${#other_stores[@]} stores of other settings drawn again"
+# every published table has its store, drawn above (nnrnn-fig1's figure is analytic: no runs)
+for table in "$root"/docs/figures/reproduction/*.md; do
+    name=$(basename "$table" .md)
+    [[ $name =~ ^(.+)-((cpu|paper)(-.+)?)$ ]] || { fail "$table: not named EXPERIMENT-SCALE.md"; continue; }
+    [ "${BASH_REMATCH[1]}" = nnrnn-fig1 ] || [ -d "$root/results/reproduce/${BASH_REMATCH[1]}/${BASH_REMATCH[2]}" ] ||
+        fail "$table is published but there is no store results/reproduce/${BASH_REMATCH[1]}/${BASH_REMATCH[2]} to draw it from"
+done
 
 python3 "$root/scripts/results_page.py" --to "$out/pages" --all || fail "scripts/results_page.py --all"
 diff -r "$root/docs/results" "$out/pages" > "$out/pages.diff" ||
